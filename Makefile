@@ -1,0 +1,28 @@
+# Targets for humans and for .ci/run, which runs `make test`.
+
+GO ?= go
+
+.PHONY: build test bench fmt vet clean
+
+# build compiles the braid binary into bin/.
+build:
+	$(GO) build -o bin/braid ./cmd/braid
+
+# test vets everything, then runs every test once, uncached. Tests that read
+# binlogs start their own mariadbd servers (internal/mysqltest).
+test:
+	$(GO) vet ./... && $(GO) test -count=1 -timeout 14m ./...
+
+# bench runs each benchmark in bench/ once; they report ratios against a peer
+# measured in the same run.
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 20m ./bench/...
+
+fmt:
+	$(GO) fmt ./...
+
+vet:
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin/
