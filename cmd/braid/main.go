@@ -1,0 +1,69 @@
+// Command braid turns the binlogs of MySQL/MariaDB shards into one ordered
+// change stream. See README.md.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// command is one subcommand; each lives in its own file.
+type command struct {
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) int
+}
+
+var commands = map[string]command{
+	"capture": {"stream one destination's changes to stdout as canal flat-message JSON lines (embedded mode)", runCapture},
+	"version": {"print braid's version", runVersion},
+}
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "braid: unknown command %q; run 'braid --help' for the list\n", args[0])
+		return 2
+	}
+	return cmd.run(args[1:], stdout, stderr)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "braid turns the binlogs of MySQL/MariaDB shards into one ordered change stream.")
+	fmt.Fprintln(w, "\nUsage: braid COMMAND [flags]\n\nCommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun 'braid COMMAND --help' for a command's flags.")
+}
+
+func runVersion(args []string, stdout, stderr io.Writer) int {
+	fmt.Fprintln(stdout, "braid", version)
+	return 0
+}
+
+// oneLine folds an error (possibly joined) onto lines prefixed for stderr.
+func oneLine(err error) string {
+	return strings.TrimSpace(err.Error())
+}

@@ -1,0 +1,321 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+)
+
+// decoder turns go-mysql's row values into braid's Values, labelled with the
+// schema in force where the row was written.
+type decoder struct {
+	p *Parser
+	// sel caches the table filter's verdict per schema and table, so a
+	// rows event of a skipped table costs two map lookups.
+	sel map[string]map[string]bool
+	// full caches tables built from binlog_row_metadata=FULL table maps.
+	full map[string]*Table
+}
+
+func newDecoder(p *Parser) *decoder {
+	return &decoder{p: p, sel: map[string]map[string]bool{}, full: map[string]*Table{}}
+}
+
+// selected reports whether rows of the table-map's table are read.
+func (d *decoder) selected(tm *replication.TableMapEvent) bool {
+	bySchema, ok := d.sel[string(tm.Schema)]
+	if !ok {
+		bySchema = map[string]bool{}
+		d.sel[string(tm.Schema)] = bySchema
+	}
+	v, ok := bySchema[string(tm.Table)]
+	if !ok {
+		v = d.p.filter.Match(string(tm.Schema), string(tm.Table))
+		bySchema[string(tm.Table)] = v
+	}
+	return v
+}
+
+// tableCodec is a table's schema with its column count checked.
+type tableCodec struct {
+	*Table
+	// binWidth is the declared byte width of BINARY(n) columns (0 for the
+	// others): the binlog drops a BINARY value's trailing zero bytes, which
+	// MySQL pads back when the value is read.
+	binWidth []int
+}
+
+// table finds the schema to label a rows event's rows with.
+func (d *decoder) table(tm *replication.TableMapEvent, pos Position) (tableCodec, error) {
+	schema, name := string(tm.Schema), string(tm.Table)
+	p := d.p
+	var t *Table
+	if len(tm.ColumnName) > 0 {
+		t = d.fromFullMetadata(tm)
+	} else if known, ok := p.schema.Table(schema, name); ok {
+		t = known
+	} else if until, ok := p.schema.Unknown(schema, name); ok {
+		return tableCodec{}, fatal{fmt.Errorf("%w: source %s: %s.%s at %s: its column names before the DDL at %s are not known (the table predates the start position): set binlog_row_metadata=FULL on the server or start after that DDL",
+			ErrSchemaUnknown, p.spec.Name, schema, name, pos, until)}
+	} else {
+		return tableCodec{}, fatal{fmt.Errorf("%w: source %s: %s.%s at %s: the table is neither in the server's schema at the start nor created in the binlog read: start from a position before its CREATE TABLE or set binlog_row_metadata=FULL",
+			ErrSchemaUnknown, p.spec.Name, schema, name, pos)}
+	}
+	if len(t.Columns) != int(tm.ColumnCount) {
+		return tableCodec{}, fatal{fmt.Errorf("%w: source %s: %s.%s at %s: the row has %d columns but the schema known there has %d (%s): a DDL braid did not follow changed the table",
+			ErrColumnCount, p.spec.Name, schema, name, pos, tm.ColumnCount, len(t.Columns), columnNames(t))}
+	}
+	tc := tableCodec{Table: t}
+	for i := range t.Columns {
+		if t.Columns[i].Type == "binary" {
+			if tc.binWidth == nil {
+				tc.binWidth = make([]int, len(t.Columns))
+			}
+			tc.binWidth[i] = stringWidth(tm.ColumnMeta[i])
+		}
+	}
+	return tc, nil
+}
+
+// stringWidth is the byte width of a MYSQL_TYPE_STRING column from its
+// table-map metadata (the same encoding go-mysql decodes).
+func stringWidth(meta uint16) int {
+	if meta < 256 {
+		return int(meta)
+	}
+	b0, b1 := uint8(meta>>8), uint8(meta&0xff)
+	if b0&0x30 != 0x30 {
+		return int(uint16(b1) | uint16((b0&0x30)^0x30)<<4)
+	}
+	return int(b1)
+}
+
+func columnNames(t *Table) string {
+	names := make([]string, len(t.Columns))
+	for i, c := range t.Columns {
+		names[i] = c.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// fromFullMetadata labels a table from the names and attributes the server
+// logged with binlog_row_metadata=FULL. The tracked schema, when its names
+// agree, is preferred because it knows the declared types.
+func (d *decoder) fromFullMetadata(tm *replication.TableMapEvent) *Table {
+	schema, name := string(tm.Schema), string(tm.Table)
+	names := tm.ColumnNameString()
+	same := func(t *Table) bool {
+		if len(t.Columns) != len(names) {
+			return false
+		}
+		for i, c := range t.Columns {
+			if !strings.EqualFold(c.Name, names[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	if t, ok := d.p.schema.Table(schema, name); ok && same(t) {
+		return t
+	}
+	key := schema + "." + name
+	if t, ok := d.full[key]; ok && same(t) {
+		return t
+	}
+	unsigned := tm.UnsignedMap()
+	enums, sets := tm.EnumStrValueMap(), tm.SetStrValueMap()
+	collations := tm.CollationMap()
+	t := &Table{Schema: schema, Name: name, Columns: make([]Column, len(names))}
+	for i, n := range names {
+		typ := binlogTypeName(tm, i)
+		c := Column{Name: n, Type: typ, RawType: typ, Unsigned: unsigned[i], Nullable: true}
+		if _, nullable := tm.Nullable(i); !nullable {
+			c.Nullable = false
+		}
+		if e, ok := enums[i]; ok {
+			c.Type, c.Elems = "enum", e
+			c.RawType = "enum(" + quoteList(e) + ")"
+		}
+		if s, ok := sets[i]; ok {
+			c.Type, c.Elems = "set", s
+			c.RawType = "set(" + quoteList(s) + ")"
+		}
+		if coll, ok := collations[i]; ok && coll == 63 { // 63: the binary collation
+			c.Binary = true
+			switch c.Type {
+			case "varchar":
+				c.Type, c.RawType = "varbinary", "varbinary"
+			case "char":
+				c.Type, c.RawType = "binary", "binary"
+			}
+		} else if c.Type == "blob" && ok {
+			c.Type, c.RawType = "text", "text"
+		}
+		if c.Type == "blob" || c.Type == "geometry" {
+			c.Binary = true
+		}
+		if c.Unsigned {
+			c.RawType += " unsigned"
+		}
+		t.Columns[i] = c
+	}
+	for _, k := range tm.PrimaryKey {
+		if int(k) < len(t.Columns) {
+			t.Columns[k].Key = true
+		}
+	}
+	d.full[key] = t
+	return t
+}
+
+func quoteList(items []string) string {
+	q := make([]string, len(items))
+	for i, s := range items {
+		q[i] = "'" + strings.ReplaceAll(s, "'", "''") + "'"
+	}
+	return strings.Join(q, ",")
+}
+
+// binlogTypeName names a column's type from its table-map type code.
+func binlogTypeName(tm *replication.TableMapEvent, i int) string {
+	tp, meta := tm.ColumnType[i], tm.ColumnMeta[i]
+	if tp == mysql.MYSQL_TYPE_STRING && meta >= 256 {
+		if real := byte(meta >> 8); real&0x30 != 0x30 {
+			tp = real | 0x30
+		} else {
+			tp = real
+		}
+	}
+	switch tp {
+	case mysql.MYSQL_TYPE_TINY:
+		return "tinyint"
+	case mysql.MYSQL_TYPE_SHORT:
+		return "smallint"
+	case mysql.MYSQL_TYPE_INT24:
+		return "mediumint"
+	case mysql.MYSQL_TYPE_LONG:
+		return "int"
+	case mysql.MYSQL_TYPE_LONGLONG:
+		return "bigint"
+	case mysql.MYSQL_TYPE_NEWDECIMAL, mysql.MYSQL_TYPE_DECIMAL:
+		return "decimal"
+	case mysql.MYSQL_TYPE_FLOAT:
+		return "float"
+	case mysql.MYSQL_TYPE_DOUBLE:
+		return "double"
+	case mysql.MYSQL_TYPE_BIT:
+		return "bit"
+	case mysql.MYSQL_TYPE_TIMESTAMP, mysql.MYSQL_TYPE_TIMESTAMP2:
+		return "timestamp"
+	case mysql.MYSQL_TYPE_DATETIME, mysql.MYSQL_TYPE_DATETIME2:
+		return "datetime"
+	case mysql.MYSQL_TYPE_TIME, mysql.MYSQL_TYPE_TIME2:
+		return "time"
+	case mysql.MYSQL_TYPE_DATE, mysql.MYSQL_TYPE_NEWDATE:
+		return "date"
+	case mysql.MYSQL_TYPE_YEAR:
+		return "year"
+	case mysql.MYSQL_TYPE_ENUM:
+		return "enum"
+	case mysql.MYSQL_TYPE_SET:
+		return "set"
+	case mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING:
+		return "varchar"
+	case mysql.MYSQL_TYPE_STRING:
+		return "char"
+	case mysql.MYSQL_TYPE_BLOB, mysql.MYSQL_TYPE_TINY_BLOB, mysql.MYSQL_TYPE_MEDIUM_BLOB, mysql.MYSQL_TYPE_LONG_BLOB:
+		return "blob"
+	case mysql.MYSQL_TYPE_JSON:
+		return "json"
+	case mysql.MYSQL_TYPE_GEOMETRY:
+		return "geometry"
+	}
+	return "unknown"
+}
+
+// row converts one image of go-mysql values.
+func (d *decoder) row(t tableCodec, raw []any) ([]Value, error) {
+	out := make([]Value, len(raw))
+	for i, v := range raw {
+		out[i] = convertValue(&t.Columns[i], v)
+	}
+	for i, w := range t.binWidth {
+		if b, ok := out[i].([]byte); ok && w > len(b) {
+			out[i] = append(b, make([]byte, w-len(b))...)
+		}
+	}
+	return out, nil
+}
+
+// convertValue maps go-mysql's decoded value to braid's Value for column c.
+// go-mysql decodes by binlog type alone, so signedness, ENUM/SET names and
+// text-vs-binary come from the schema.
+func convertValue(c *Column, v any) Value {
+	switch x := v.(type) {
+	case nil:
+		return nil
+	case int8:
+		if c.Unsigned {
+			return uint64(uint8(x))
+		}
+		return int64(x)
+	case int16:
+		if c.Unsigned {
+			return uint64(uint16(x))
+		}
+		return int64(x)
+	case int32:
+		if c.Unsigned {
+			if c.Type == "mediumint" {
+				return uint64(uint32(x) & 0xffffff)
+			}
+			return uint64(uint32(x))
+		}
+		return int64(x)
+	case int64:
+		switch c.Type {
+		case "enum":
+			if x >= 1 && int(x) <= len(c.Elems) {
+				return c.Elems[x-1]
+			}
+			return "" // MySQL stores an invalid ENUM value as index 0, shown as ''
+		case "set":
+			return setNames(c.Elems, uint64(x))
+		case "bit":
+			return uint64(x)
+		}
+		if c.Unsigned {
+			return uint64(x)
+		}
+		return x
+	case int:
+		return int64(x)
+	case string:
+		if c.Binary {
+			return []byte(x)
+		}
+		return x
+	case []byte:
+		if !c.Binary {
+			return string(x)
+		}
+		return x
+	}
+	return v
+}
+
+// setNames renders a SET bitmask as its members joined by commas.
+func setNames(elems []string, bits uint64) string {
+	var b strings.Builder
+	for i, e := range elems {
+		if bits&(1<<uint(i)) != 0 {
+			if b.Len() > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(e)
+		}
+	}
+	return b.String()
+}

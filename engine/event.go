@@ -1,0 +1,117 @@
+package engine
+
+import "time"
+
+// EventType says what an Event carries.
+type EventType uint8
+
+// The event types a Parser emits, in the order they come for one transaction:
+// EventBegin, then EventRows (one per row change), then EventCommit. EventDDL
+// is a transaction of its own. EventProgress stands for a transaction with no
+// selected row (it moves the position and the commit clock on) and
+// EventHeartbeat for the server's replication heartbeat on an idle binlog.
+const (
+	EventBegin EventType = iota + 1
+	EventRow
+	EventCommit
+	EventDDL
+	EventProgress
+	EventHeartbeat
+)
+
+var eventTypeNames = [...]string{"", "begin", "row", "commit", "ddl", "progress", "heartbeat"}
+
+func (t EventType) String() string {
+	if int(t) < len(eventTypeNames) {
+		return eventTypeNames[t]
+	}
+	return "unknown"
+}
+
+// ChangeKind is the kind of a row change.
+type ChangeKind uint8
+
+// Row change kinds.
+const (
+	Insert ChangeKind = iota + 1
+	Update
+	Delete
+)
+
+var changeKindNames = [...]string{"", "INSERT", "UPDATE", "DELETE"}
+
+// String returns canal's name for the kind: INSERT, UPDATE or DELETE.
+func (k ChangeKind) String() string {
+	if int(k) < len(changeKindNames) {
+		return changeKindNames[k]
+	}
+	return "UNKNOWN"
+}
+
+// Event is one thing a Parser emits. Which fields are set depends on Type.
+//
+// An Event and what it points to belong to the receiver once handed over; the
+// parser never touches them again.
+type Event struct {
+	Type EventType
+	// Source is the source's name in the spec.
+	Source string
+	// ServerID is the server_id of the server that wrote the transaction.
+	ServerID uint32
+	// Pos: for EventBegin, EventDDL and EventProgress, where the
+	// transaction starts; for EventRow, where its rows event starts; for
+	// EventCommit, where the transaction ends (the next one starts): the
+	// position to resume from after it. For EventHeartbeat, the server's
+	// current position.
+	Pos Position
+	// EndPos is where an EventDDL or EventProgress transaction ends.
+	EndPos Position
+	// GTID of the transaction when the server logs one ("0-1-42" on
+	// MariaDB, "uuid:42" on MySQL).
+	GTID string
+	// CommitTime is when the transaction committed: MySQL 8's
+	// immediate_commit_timestamp (µs) when present, else the binlog event
+	// header's seconds. Set on EventBegin, EventCommit, EventDDL and
+	// EventProgress.
+	CommitTime time.Time
+	// Row is the change of an EventRow.
+	Row *RowChange
+	// DDL is the statement of an EventDDL.
+	DDL *DDL
+}
+
+// RowChange is one row's change.
+type RowChange struct {
+	// Table is the schema the row was decoded with: the table's columns as
+	// they were when the row was written.
+	Table *Table
+	Kind  ChangeKind
+	// Before is the row before an UPDATE or DELETE; After the row after an
+	// INSERT or UPDATE. Values follow Table.Columns; see Value.
+	Before []Value
+	After  []Value
+	// Index counts the transaction's emitted row changes from 0.
+	Index int
+}
+
+// Value is one decoded column value. Its dynamic type is one of:
+//
+//	nil                          SQL NULL
+//	int64                        signed integers, YEAR
+//	uint64                       unsigned integers, BIT
+//	float32, float64             FLOAT, DOUBLE
+//	string                       DECIMAL (exact digits), DATE, TIME, DATETIME,
+//	                             TIMESTAMP (in the source's time zone), ENUM and
+//	                             SET (member names), JSON (text), character types
+//	[]byte                       BINARY, VARBINARY, BLOB types, GEOMETRY
+type Value = any
+
+// DDL is a schema change statement.
+type DDL struct {
+	// Schema is the default database the statement ran in.
+	Schema string
+	// SQL is the statement text as logged.
+	SQL string
+	// Tables lists "schema.table" of the selected tables it changes.
+	Tables []string
+}

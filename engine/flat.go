@@ -1,0 +1,456 @@
+package engine
+
+import (
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// FlatWriter renders a parser's events as canal flat messages (canal's
+// FlatMessage, Flink's canal-json), one JSON object per line, with braid's
+// fields added: seq, source, originDatabase, originTable, position, gtid.
+//
+// A message holds one run of row changes of one table and one kind inside one
+// transaction; a run longer than MaxRows is split into several messages of
+// the same seq. Each transaction with rows, and each DDL, takes the next seq.
+//
+// Column maps keep the table's column order, as canal's do. Values take
+// canal's string form: numbers in decimal, DECIMAL with its exact digits,
+// dates as MySQL prints them, ENUM and SET by name, and binary values as
+// ISO-8859-1 text (each byte one character), as canal renders them.
+//
+// A FlatWriter is not safe for concurrent use.
+type FlatWriter struct {
+	// Seq is the seq of the last transaction written; the next takes Seq+1.
+	Seq uint64
+	// MaxRows caps the rows of one message. Default: 1000.
+	MaxRows int
+	// Rename maps an origin schema and table to the logical names messages
+	// carry. Default: unchanged.
+	Rename func(schema, table string) (string, string)
+	// Now stamps ts. Default: time.Now.
+	Now func() time.Time
+
+	tx   *Event // the open transaction's EventBegin
+	run  []*Event
+	buf  []byte
+	data []*RowChange
+}
+
+// Write consumes one event and calls out for each finished line (without
+// the newline). The line's bytes are only valid during the call.
+func (w *FlatWriter) Write(ev *Event, out func(line []byte) error) error {
+	switch ev.Type {
+	case EventBegin:
+		w.Seq++
+		w.tx = ev
+	case EventRow:
+		if len(w.run) > 0 {
+			last := w.run[len(w.run)-1].Row
+			if last.Table != ev.Row.Table || last.Kind != ev.Row.Kind || len(w.run) >= w.maxRows() {
+				if err := w.flush(out); err != nil {
+					return err
+				}
+			}
+		}
+		w.run = append(w.run, ev)
+	case EventCommit:
+		err := w.flush(out)
+		w.tx = nil
+		return err
+	case EventDDL:
+		w.Seq++
+		return out(w.ddlLine(ev))
+	}
+	return nil
+}
+
+func (w *FlatWriter) maxRows() int {
+	if w.MaxRows <= 0 {
+		return 1000
+	}
+	return w.MaxRows
+}
+
+func (w *FlatWriter) now() time.Time {
+	if w.Now != nil {
+		return w.Now()
+	}
+	return time.Now()
+}
+
+func (w *FlatWriter) names(schema, table string) (string, string) {
+	if w.Rename != nil {
+		return w.Rename(schema, table)
+	}
+	return schema, table
+}
+
+// flush writes the pending run as one message.
+func (w *FlatWriter) flush(out func([]byte) error) error {
+	if len(w.run) == 0 {
+		return nil
+	}
+	first := w.run[0]
+	t := first.Row.Table
+	db, table := w.names(t.Schema, t.Name)
+	b := w.buf[:0]
+	b = append(b, `{"id":`...)
+	b = strconv.AppendUint(b, w.Seq, 10)
+	b = append(b, `,"database":`...)
+	b = appendJSONString(b, db)
+	b = append(b, `,"table":`...)
+	b = appendJSONString(b, table)
+	b = append(b, `,"pkNames":`...)
+	if keys := t.KeyNames(); len(keys) > 0 {
+		b = append(b, '[')
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, k)
+		}
+		b = append(b, ']')
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"isDdl":false,"type":"`...)
+	b = append(b, first.Row.Kind.String()...)
+	b = append(b, `","es":`...)
+	b = strconv.AppendInt(b, w.commitMillis(), 10)
+	b = append(b, `,"ts":`...)
+	b = strconv.AppendInt(b, w.now().UnixMilli(), 10)
+	b = append(b, `,"sql":"","sqlType":{`...)
+	for i := range t.Columns {
+		c := &t.Columns[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, c.Name)
+		b = append(b, ':')
+		b = strconv.AppendInt(b, int64(SQLType(c)), 10)
+	}
+	b = append(b, `},"mysqlType":{`...)
+	for i := range t.Columns {
+		c := &t.Columns[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, c.Name)
+		b = append(b, ':')
+		b = appendJSONString(b, c.RawType)
+	}
+	b = append(b, `},"data":[`...)
+	for i, ev := range w.run {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		img := ev.Row.After
+		if ev.Row.Kind == Delete {
+			img = ev.Row.Before
+		}
+		b = appendRow(b, t, img, nil)
+	}
+	b = append(b, ']', ',', '"', 'o', 'l', 'd', '"', ':')
+	if first.Row.Kind == Update {
+		b = append(b, '[')
+		for i, ev := range w.run {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendRow(b, t, ev.Row.Before, ev.Row.After)
+		}
+		b = append(b, ']')
+	} else {
+		b = append(b, "null"...)
+	}
+	b = w.appendBraidFields(b, first, t.Schema, t.Name)
+	w.buf = b
+	for i := range w.run {
+		w.run[i] = nil
+	}
+	w.run = w.run[:0]
+	return out(b)
+}
+
+func (w *FlatWriter) commitMillis() int64 {
+	if w.tx == nil {
+		return 0
+	}
+	return w.tx.CommitTime.UnixMilli()
+}
+
+func (w *FlatWriter) appendBraidFields(b []byte, ev *Event, originDB, originTable string) []byte {
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendUint(b, w.Seq, 10)
+	b = append(b, `,"source":`...)
+	b = appendJSONString(b, ev.Source)
+	b = append(b, `,"originDatabase":`...)
+	b = appendJSONString(b, originDB)
+	b = append(b, `,"originTable":`...)
+	b = appendJSONString(b, originTable)
+	b = append(b, `,"position":`...)
+	b = appendJSONString(b, ev.Pos.String())
+	if ev.GTID != "" {
+		b = append(b, `,"gtid":`...)
+		b = appendJSONString(b, ev.GTID)
+	}
+	return append(b, '}')
+}
+
+// appendRow writes one row image as a JSON object in column order. With
+// after set, only the columns whose value differs from after are written
+// (canal's "old": the previous values of the changed columns).
+func appendRow(b []byte, t *Table, img, after []Value) []byte {
+	b = append(b, '{')
+	n := 0
+	for i := range t.Columns {
+		var v Value
+		if i < len(img) {
+			v = img[i]
+		}
+		if after != nil && i < len(after) && valuesEqual(v, after[i]) {
+			continue
+		}
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+		b = appendJSONString(b, t.Columns[i].Name)
+		b = append(b, ':')
+		if v == nil {
+			b = append(b, "null"...)
+			continue
+		}
+		b = appendJSONValue(b, v)
+	}
+	return append(b, '}')
+}
+
+func valuesEqual(a, b Value) bool {
+	ab, aok := a.([]byte)
+	bb, bok := b.([]byte)
+	if aok || bok {
+		return aok && bok && string(ab) == string(bb)
+	}
+	return a == b
+}
+
+// appendJSONValue writes v's canal string form as a JSON string.
+func appendJSONValue(b []byte, v Value) []byte {
+	switch x := v.(type) {
+	case string:
+		return appendJSONString(b, x)
+	case int64:
+		b = append(b, '"')
+		b = strconv.AppendInt(b, x, 10)
+		return append(b, '"')
+	case uint64:
+		b = append(b, '"')
+		b = strconv.AppendUint(b, x, 10)
+		return append(b, '"')
+	case []byte:
+		return appendJSONLatin1(b, x)
+	}
+	return appendJSONString(b, FormatValue(v))
+}
+
+// FormatValue is a Value's canal string form (see FlatWriter); NULL is "".
+func FormatValue(v Value) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case uint64:
+		return strconv.FormatUint(x, 10)
+	case float32:
+		return formatFloat(float64(x), 32)
+	case float64:
+		return formatFloat(x, 64)
+	case []byte:
+		r := make([]rune, len(x))
+		for i, c := range x {
+			r[i] = rune(c)
+		}
+		return string(r)
+	}
+	return ""
+}
+
+// formatFloat writes the shortest digits that read back as the same value,
+// in plain notation for everyday magnitudes.
+func formatFloat(f float64, bits int) string {
+	if a := max(f, -f); a != 0 && (a < 1e-6 || a >= 1e21) {
+		return strconv.FormatFloat(f, 'g', -1, bits)
+	}
+	return strconv.FormatFloat(f, 'f', -1, bits)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString writes s as a JSON string; invalid UTF-8 becomes U+FFFD.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// appendJSONLatin1 writes bytes as a JSON string of ISO-8859-1 characters.
+func appendJSONLatin1(b []byte, x []byte) []byte {
+	b = append(b, '"')
+	for _, c := range x {
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		case c < utf8.RuneSelf:
+			b = append(b, c)
+		default:
+			b = utf8.AppendRune(b, rune(c))
+		}
+	}
+	return append(b, '"')
+}
+
+// ddlLine renders a DDL as a flat message.
+func (w *FlatWriter) ddlLine(ev *Event) []byte {
+	schema, table := ev.DDL.Schema, ""
+	if len(ev.DDL.Tables) > 0 {
+		schema, table, _ = strings.Cut(ev.DDL.Tables[0], ".")
+	}
+	db, ltable := w.names(schema, table)
+	b := w.buf[:0]
+	b = append(b, `{"id":`...)
+	b = strconv.AppendUint(b, w.Seq, 10)
+	b = append(b, `,"database":`...)
+	b = appendJSONString(b, db)
+	b = append(b, `,"table":`...)
+	b = appendJSONString(b, ltable)
+	b = append(b, `,"pkNames":null,"isDdl":true,"type":`...)
+	b = appendJSONString(b, DDLKind(ev.DDL.SQL))
+	b = append(b, `,"es":`...)
+	b = strconv.AppendInt(b, ev.CommitTime.UnixMilli(), 10)
+	b = append(b, `,"ts":`...)
+	b = strconv.AppendInt(b, w.now().UnixMilli(), 10)
+	b = append(b, `,"sql":`...)
+	b = appendJSONString(b, ev.DDL.SQL)
+	b = append(b, `,"sqlType":null,"mysqlType":null,"data":null,"old":null`...)
+	b = w.appendBraidFields(b, ev, schema, table)
+	w.buf = b
+	return b
+}
+
+// DDLKind is canal's event type name for a DDL statement: CREATE, ALTER,
+// ERASE (drop), RENAME, TRUNCATE, CINDEX, DINDEX or QUERY.
+func DDLKind(sql string) string {
+	f := strings.Fields(strings.ToUpper(sql))
+	if len(f) == 0 {
+		return "QUERY"
+	}
+	has := func(w string) bool {
+		for _, x := range f[1:min(len(f), 4)] {
+			if x == w {
+				return true
+			}
+		}
+		return false
+	}
+	switch f[0] {
+	case "CREATE":
+		if has("INDEX") {
+			return "CINDEX"
+		}
+		return "CREATE"
+	case "ALTER":
+		return "ALTER"
+	case "DROP":
+		if has("INDEX") {
+			return "DINDEX"
+		}
+		return "ERASE"
+	case "RENAME":
+		return "RENAME"
+	case "TRUNCATE":
+		return "TRUNCATE"
+	}
+	return "QUERY"
+}
+
+// SQLType is the java.sql.Types code canal reports for a column.
+func SQLType(c *Column) int {
+	switch c.Type {
+	case "bit":
+		return -7 // BIT
+	case "tinyint":
+		return -6 // TINYINT
+	case "smallint":
+		return 5 // SMALLINT
+	case "mediumint", "int", "integer":
+		return 4 // INTEGER
+	case "bigint":
+		return -5 // BIGINT
+	case "decimal", "numeric":
+		return 3 // DECIMAL
+	case "float":
+		return 7 // REAL
+	case "double", "real":
+		return 8 // DOUBLE
+	case "date", "year":
+		return 91 // DATE
+	case "time":
+		return 92 // TIME
+	case "datetime", "timestamp":
+		return 93 // TIMESTAMP
+	case "char", "enum", "set":
+		return 1 // CHAR
+	case "tinytext", "text", "mediumtext", "longtext":
+		return 2005 // CLOB
+	case "tinyblob", "blob", "mediumblob", "longblob":
+		return 2004 // BLOB
+	case "binary", "geometry":
+		return -2 // BINARY
+	case "varbinary":
+		return -3 // VARBINARY
+	}
+	return 12 // VARCHAR: varchar, json and anything else
+}

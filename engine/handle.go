@@ -1,0 +1,261 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/replication"
+)
+
+// syncHandler receives go-mysql's events on its reading goroutine and turns
+// them into braid's. The first error it returns ends the connection; it is
+// kept in err because go-mysql flattens it.
+type syncHandler struct {
+	p    *Parser
+	emit func(*Event) error
+	ctx  context.Context
+	err  error
+}
+
+func (h *syncHandler) HandleEvent(e *replication.BinlogEvent) error {
+	if err := h.p.handle(e, h.emit); err != nil {
+		h.err = err
+		return err
+	}
+	return nil
+}
+
+// handle processes one binlog event.
+func (p *Parser) handle(e *replication.BinlogEvent, emit func(*Event) error) error {
+	hdr := e.Header
+	p.streamedSince = true
+	start := Position{File: p.file, Pos: hdr.LogPos - hdr.EventSize}
+	end := Position{File: p.file, Pos: hdr.LogPos}
+
+	switch ev := e.Event.(type) {
+	case *replication.RotateEvent:
+		p.file = string(ev.NextLogName)
+		if !p.started {
+			// GTID start: the server says where it starts; from now on
+			// boundaries are positions.
+			p.resume, p.started = Position{File: p.file, Pos: uint32(ev.Position)}, true
+		}
+		return nil
+
+	case *replication.MariadbGTIDEvent:
+		if ev.IsStandalone() {
+			// A DDL (or other non-transactional statement) follows without
+			// BEGIN/COMMIT; the Query event itself is the transaction.
+			p.tx = txState{start: start, gtid: ev.GTID.String(), commit: time.Unix(int64(hdr.Timestamp), 0), serverID: hdr.ServerID}
+			return nil
+		}
+		p.openTx(start, ev.GTID.String(), time.Unix(int64(hdr.Timestamp), 0), hdr.ServerID)
+		return nil
+
+	case *replication.GTIDEvent:
+		commit := time.Unix(int64(hdr.Timestamp), 0)
+		if ev.ImmediateCommitTimestamp > 0 {
+			commit = time.UnixMicro(int64(ev.ImmediateCommitTimestamp))
+		}
+		gtid := ""
+		if g, err := ev.GTIDNext(); err == nil && hdr.EventType == replication.GTID_EVENT {
+			gtid = g.String()
+		}
+		// MySQL follows with a BEGIN query for DML and the statement for DDL.
+		p.tx = txState{start: start, gtid: gtid, commit: commit, serverID: hdr.ServerID}
+		return nil
+
+	case *replication.QueryEvent:
+		q := strings.TrimSpace(string(ev.Query))
+		switch {
+		case strings.EqualFold(q, "BEGIN"):
+			if !p.tx.open {
+				txStart := start
+				if p.tx.gtid != "" { // MySQL: the transaction starts at its GTID event
+					txStart = p.tx.start
+				}
+				commit := p.tx.commit
+				if commit.IsZero() {
+					commit = time.Unix(int64(hdr.Timestamp), 0)
+				}
+				p.openTx(txStart, p.tx.gtid, commit, hdr.ServerID)
+			}
+			return nil
+		case strings.EqualFold(q, "COMMIT"), strings.EqualFold(q, "ROLLBACK"):
+			// COMMIT ends a transaction on non-transactional engines;
+			// ROLLBACK is logged when one touched such a table, whose
+			// changes stay.
+			return p.commitTx(end, emit)
+		}
+		if p.tx.open {
+			// A statement inside a transaction (SAVEPOINT, or DML logged as
+			// a statement despite ROW format): nothing to emit.
+			return nil
+		}
+		return p.handleDDL(ev, hdr, start, end, emit)
+
+	case *replication.XIDEvent:
+		return p.commitTx(end, emit)
+
+	case *replication.TableMapEvent:
+		return nil
+
+	case *replication.RowsEvent:
+		return p.handleRows(ev, start, hdr.ServerID, emit)
+
+	case *replication.HeartbeatEvent:
+		if p.replay.open {
+			return nil
+		}
+		return emit(&Event{Type: EventHeartbeat, Source: p.spec.Name, Pos: end})
+	}
+	return nil
+}
+
+// openTx starts a transaction at start.
+func (p *Parser) openTx(start Position, gtid string, commit time.Time, serverID uint32) {
+	p.tx = txState{open: true, start: start, gtid: gtid, commit: commit, serverID: serverID}
+}
+
+// skipping reports whether the current transaction is before a {timestamp}
+// start and so is not emitted.
+func (p *Parser) skipping() bool {
+	return !p.notBefore.IsZero() && p.tx.commit.Before(p.notBefore)
+}
+
+// commitTx ends the current transaction at end.
+func (p *Parser) commitTx(end Position, emit func(*Event) error) error {
+	tx := p.tx
+	p.tx = txState{}
+	p.replay = txState{}
+	p.resume = end
+	if !tx.open {
+		return nil
+	}
+	if p.skipping() && !tx.begun {
+		return nil
+	}
+	if !p.notBefore.IsZero() && !tx.commit.Before(p.notBefore) {
+		p.notBefore = time.Time{} // from here on, everything is emitted
+	}
+	if !tx.begun {
+		return emit(&Event{Type: EventProgress, Source: p.spec.Name, ServerID: tx.serverID, Pos: tx.start, EndPos: end, GTID: tx.gtid, CommitTime: tx.commit})
+	}
+	return emit(&Event{Type: EventCommit, Source: p.spec.Name, ServerID: tx.serverID, Pos: end, GTID: tx.gtid, CommitTime: tx.commit})
+}
+
+// handleDDL applies a statement outside a transaction to the schema model
+// and emits it when it touches a selected table.
+func (p *Parser) handleDDL(ev *replication.QueryEvent, hdr *replication.EventHeader, start, end Position, emit func(*Event) error) error {
+	tx := p.tx
+	p.tx = txState{}
+	p.replay = txState{}
+	if tx.start.IsZero() {
+		tx.start = start
+		tx.commit = time.Unix(int64(hdr.Timestamp), 0)
+	}
+	db := string(ev.Schema)
+	sql := string(ev.Query)
+	changed, err := p.schema.ApplyDDL(start, db, sql)
+	p.resume = end
+	if err != nil {
+		// A statement braid cannot parse leaves the model as it was; rows
+		// that then disagree with it fail loudly on the column count.
+		p.log.Warn("cannot parse DDL; schema model unchanged", "pos", start.String(), "err", err)
+	}
+	var selected []string
+	for _, name := range changed {
+		schema, table, _ := strings.Cut(name, ".")
+		if p.filter.Match(schema, table) {
+			selected = append(selected, name)
+		}
+	}
+	if !p.notBefore.IsZero() {
+		if tx.commit.Before(p.notBefore) {
+			return nil
+		}
+		p.notBefore = time.Time{}
+	}
+	if len(selected) == 0 {
+		return emit(&Event{Type: EventProgress, Source: p.spec.Name, ServerID: hdr.ServerID, Pos: tx.start, EndPos: end, GTID: tx.gtid, CommitTime: tx.commit})
+	}
+	return emit(&Event{Type: EventDDL, Source: p.spec.Name, ServerID: hdr.ServerID, Pos: tx.start, EndPos: end, GTID: tx.gtid,
+		CommitTime: tx.commit, DDL: &DDL{Schema: db, SQL: sql, Tables: selected}})
+}
+
+// handleRows emits the row changes of a rows event of a selected table.
+func (p *Parser) handleRows(ev *replication.RowsEvent, start Position, serverID uint32, emit func(*Event) error) error {
+	if len(ev.Rows) == 0 || ev.Table == nil {
+		return nil // a table braid does not read: not decoded at all
+	}
+	if !p.tx.open {
+		// Rows outside BEGIN/COMMIT only come from a server without
+		// transactions in its binlog; treat the event as its own transaction.
+		p.openTx(start, "", p.tx.commit, serverID)
+	}
+	if p.skipping() {
+		return nil
+	}
+	table, err := p.decoder.table(ev.Table, start)
+	if err != nil {
+		return err
+	}
+	kind, step := Insert, 1
+	switch ev.Type() {
+	case replication.EnumRowsEventTypeUpdate:
+		kind, step = Update, 2
+	case replication.EnumRowsEventTypeDelete:
+		kind = Delete
+	case replication.EnumRowsEventTypeInsert:
+	default:
+		return fatal{fmt.Errorf("%w: source %s at %s: unknown rows event type", ErrBadEvent, p.spec.Name, start)}
+	}
+	if !p.tx.begun {
+		p.tx.begun = true
+		if !p.replay.begun {
+			if err := emit(&Event{Type: EventBegin, Source: p.spec.Name, ServerID: p.tx.serverID, Pos: p.tx.start, GTID: p.tx.gtid, CommitTime: p.tx.commit}); err != nil {
+				return err
+			}
+		}
+	}
+	for i := 0; i+step <= len(ev.Rows); i += step {
+		rc := &RowChange{Table: table.Table, Kind: kind, Index: p.tx.rows}
+		switch kind {
+		case Insert:
+			rc.After, err = p.decoder.row(table, ev.Rows[i])
+		case Delete:
+			rc.Before, err = p.decoder.row(table, ev.Rows[i])
+		case Update:
+			if rc.Before, err = p.decoder.row(table, ev.Rows[i]); err == nil {
+				rc.After, err = p.decoder.row(table, ev.Rows[i+1])
+			}
+		}
+		if err != nil {
+			return err
+		}
+		p.tx.rows++
+		if rc.Index < p.replay.rows {
+			continue // emitted before the reconnect
+		}
+		if err := emit(&Event{Type: EventRow, Source: p.spec.Name, ServerID: p.tx.serverID, Pos: start, GTID: p.tx.gtid, Row: rc}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeRows is go-mysql's RowsEventDecodeFunc: it decodes the rows of
+// selected tables only, so skipped tables cost a table-map lookup.
+func (p *Parser) decodeRows(re *replication.RowsEvent, data []byte) error {
+	pos, err := re.DecodeHeader(data)
+	if err != nil {
+		return err
+	}
+	if !p.decoder.selected(re.Table) || p.skipping() {
+		re.Table = nil
+		return nil
+	}
+	return re.DecodeData(pos, data)
+}

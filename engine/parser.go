@@ -1,0 +1,331 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+)
+
+// ParserConfig configures a Parser. Zero fields take the defaults given.
+type ParserConfig struct {
+	// Destination names the destination the source belongs to; with the
+	// source's name it derives the replica server_id when the spec gives none.
+	Destination string
+	// Source is the source's spec. Required.
+	Source SourceSpec
+	// Tables selects the tables whose rows are decoded and emitted.
+	// Default: every non-system table.
+	Tables *TableFilter
+	// Heartbeat is the replication heartbeat period asked of the server.
+	// Default: DefaultHeartbeat.
+	Heartbeat time.Duration
+	// Resume, when set, continues after a transaction boundary instead of
+	// Source.Start: Pos is the boundary (an EventCommit's Pos) and Schema the
+	// schema history saved with it.
+	Resume *Resume
+	// MaxBackoff caps the wait between reconnect attempts. Default: 5s.
+	MaxBackoff time.Duration
+	// Logger receives one line per connect, reconnect attempt and warning.
+	// Default: discard.
+	Logger *slog.Logger
+}
+
+// Resume is a saved transaction boundary of one source.
+type Resume struct {
+	Pos    Position
+	Schema *SchemaSnapshot
+}
+
+// Parser reads one source's binlog and emits its transactions as Events.
+type Parser struct {
+	cfg    ParserConfig
+	spec   SourceSpec
+	filter *TableFilter
+	log    *slog.Logger
+
+	info    serverInfo
+	schema  *SchemaTracker
+	decoder *decoder
+
+	// Reading state; owned by the goroutine running Run.
+	file      string   // current binlog file
+	resume    Position // boundary after the last finished transaction
+	started   bool     // resume is a real position (not yet, in GTID start mode)
+	startGTID string   // GTID set to start from when !started
+	notBefore time.Time
+
+	tx txState
+	// streamedSince is set once the current connection delivered an event;
+	// Run then starts its backoff over.
+	streamedSince bool
+	// After a reconnect in the middle of a transaction, the parser reads the
+	// transaction again from its start; replay says how much of it was
+	// already emitted so nothing is emitted twice.
+	replay txState
+}
+
+// txState is the part of the current transaction already emitted.
+type txState struct {
+	open     bool // a transaction has started (GTID or BEGIN seen)
+	begun    bool // its EventBegin was emitted
+	rows     int  // row changes emitted
+	start    Position
+	gtid     string
+	commit   time.Time
+	serverID uint32
+}
+
+// NewParser checks the configuration; it does not connect.
+func NewParser(cfg ParserConfig) (*Parser, error) {
+	spec := cfg.Source
+	if spec.User == "" {
+		spec.User = DefaultUser
+	}
+	if spec.ServerID == 0 {
+		spec.ServerID = DeriveServerID(cfg.Destination, spec.Name)
+	}
+	if spec.Address == "" {
+		return nil, fmt.Errorf("engine: source %q: no address", spec.Name)
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = DefaultHeartbeat
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = 5 * time.Second
+	}
+	filter := cfg.Tables
+	if filter == nil {
+		filter, _ = CompileTableFilter(nil)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Parser{cfg: cfg, spec: spec, filter: filter, log: log.With("source", spec.Name)}, nil
+}
+
+// ServerID is the replica server_id the parser presents to its source.
+func (p *Parser) ServerID() uint32 { return p.spec.ServerID }
+
+// Schema returns the schema history as of the last emitted boundary, to be
+// saved with a cursor. Call it only from the emit callback or after Run
+// returns.
+func (p *Parser) Schema() SchemaSnapshot { return p.schema.Snapshot() }
+
+// Run connects, emits events through emit until ctx is done or a fatal
+// error, and returns nil when ctx ends it.
+//
+// The first connection's failure is returned at once (a wrong password or
+// address should not be retried forever). Once streaming, a lost connection
+// or a restarted server is retried with backoff, one log line per attempt,
+// from the last transaction boundary: nothing is lost and nothing is emitted
+// twice.
+//
+// emit runs on the parser's goroutine; it may block for backpressure but
+// must return (with an error, which stops Run) once ctx is done.
+func (p *Parser) Run(ctx context.Context, emit func(*Event) error) error {
+	if err := p.prepare(ctx); err != nil {
+		return err
+	}
+	backoff := 100 * time.Millisecond
+	for {
+		err := p.stream(ctx, emit)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if isFatal(err) {
+			return err
+		}
+		if p.streamedSince {
+			backoff = 100 * time.Millisecond
+		}
+		p.log.Warn("binlog connection lost; reconnecting", "err", err, "resume", p.resumeString(), "retry_in", backoff)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, p.cfg.MaxBackoff)
+	}
+}
+
+func (p *Parser) resumeString() string {
+	if !p.started {
+		return "gtid " + p.startGTID
+	}
+	return p.resume.String()
+}
+
+// prepare inspects the server, resolves the start position and builds the
+// schema model at it.
+func (p *Parser) prepare(ctx context.Context) error {
+	c, err := p.dial(ctx)
+	if err != nil {
+		return fatal{err}
+	}
+	defer c.Close()
+	if p.info, err = p.inspect(c); err != nil {
+		return err
+	}
+	files, err := binlogFiles(c)
+	if err != nil {
+		return fatal{fmt.Errorf("engine: source %s (%s): SHOW BINARY LOGS: %v", p.spec.Name, p.spec.Address, err)}
+	}
+	snapPos, err := masterPosition(c)
+	if err != nil {
+		return fatal{fmt.Errorf("engine: source %s (%s): SHOW MASTER STATUS: %v", p.spec.Name, p.spec.Address, err)}
+	}
+
+	if r := p.cfg.Resume; r != nil {
+		if err := p.checkNotPurged(files, r.Pos); err != nil {
+			return err
+		}
+		p.resume, p.started = r.Pos, true
+		if r.Schema != nil {
+			if p.schema, err = RestoreSchemaTracker(*r.Schema); err != nil {
+				return fatal{fmt.Errorf("engine: source %s: restore schema history: %w", p.spec.Name, err)}
+			}
+		}
+	} else {
+		st := p.spec.Start
+		switch st.Kind {
+		case StartEarliest, StartTimestamp:
+			if len(files) == 0 {
+				return fatal{fmt.Errorf("%w on source %s: SHOW BINARY LOGS lists no file", ErrBinlogDisabled, p.spec.Name)}
+			}
+			p.resume, p.started = Position{File: files[0], Pos: 4}, true
+			if st.Kind == StartTimestamp {
+				p.notBefore = st.Time
+			}
+		case StartPosition:
+			if err := p.checkNotPurged(files, st.Pos); err != nil {
+				return err
+			}
+			p.resume, p.started = st.Pos, true
+		case StartGTID:
+			if _, err := mysql.ParseGTIDSet(p.info.flavor, st.GTID); err != nil {
+				return fatal{fmt.Errorf("engine: source %s: start gtid %q is not a %s GTID set: %v", p.spec.Name, st.GTID, p.info.flavor, err)}
+			}
+			p.startGTID = st.GTID
+		default: // latest
+			p.resume, p.started = snapPos, true
+		}
+	}
+	if p.schema == nil {
+		if err := p.loadSchema(ctx, c, snapPos); err != nil {
+			return err
+		}
+	}
+	p.decoder = newDecoder(p)
+	p.log.Info("source ready", "addr", p.spec.Address, "version", p.info.version, "server_id", p.spec.ServerID,
+		"start", p.resumeString(), "row_metadata_full", p.info.fullMeta)
+	return nil
+}
+
+// syncerConfig is go-mysql's configuration for one binlog connection. braid
+// does its own reconnecting (go-mysql's would resume mid-transaction).
+func (p *Parser) syncerConfig() replication.BinlogSyncerConfig {
+	host, port := splitHostPort(p.spec.Address)
+	return replication.BinlogSyncerConfig{
+		ServerID:                p.spec.ServerID,
+		Flavor:                  p.info.flavor,
+		Host:                    host,
+		Port:                    port,
+		User:                    p.spec.User,
+		Password:                p.spec.Password,
+		TimestampStringLocation: p.info.location,
+		HeartbeatPeriod:         p.cfg.Heartbeat,
+		ReadTimeout:             max(5*time.Second, 10*p.cfg.Heartbeat),
+		DisableRetrySync:        true,
+		Logger:                  slog.New(slog.DiscardHandler),
+		EventCacheCount:         64,
+	}
+}
+
+// stream runs one binlog connection until it fails or ctx ends.
+func (p *Parser) stream(ctx context.Context, emit func(*Event) error) error {
+	p.streamedSince = false
+	cfg := p.syncerConfig()
+	h := &syncHandler{p: p, emit: emit, ctx: ctx}
+	cfg.SynchronousEventHandler = h
+	cfg.RowsEventDecodeFunc = p.decodeRows
+	syncer := replication.NewBinlogSyncer(cfg)
+	defer syncer.Close()
+
+	// Whatever the last connection left half-read is read again from the
+	// boundary; remember what of it was emitted.
+	if p.tx.open {
+		p.replay = p.tx
+	}
+	p.tx = txState{}
+
+	var (
+		st  *replication.BinlogStreamer
+		err error
+	)
+	if p.started {
+		p.file = p.resume.File
+		st, err = syncer.StartSync(mysql.Position{Name: p.resume.File, Pos: p.resume.Pos})
+	} else {
+		var set mysql.GTIDSet
+		set, err = mysql.ParseGTIDSet(p.info.flavor, p.startGTID)
+		if err == nil {
+			st, err = syncer.StartSyncGTID(set)
+		}
+	}
+	if err != nil {
+		return p.streamError(err)
+	}
+	// With a SynchronousEventHandler, GetEvent only returns the error that
+	// ends the stream.
+	_, err = st.GetEvent(ctx)
+	if h.err != nil {
+		return h.err
+	}
+	return p.streamError(err)
+}
+
+// streamError classifies an error that ended a binlog connection.
+func (p *Parser) streamError(err error) error {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return err
+	}
+	var me *mysql.MyError
+	if errors.As(err, &me) {
+		switch me.Code {
+		case mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG:
+			msg := strings.ToLower(me.Message)
+			if strings.Contains(msg, "could not find") || strings.Contains(msg, "purged") || strings.Contains(msg, "not find first log") {
+				return fatal{fmt.Errorf("%w: source %s (%s): the server no longer has %s (%s): start from earliest or a later position",
+					ErrPurged, p.spec.Name, p.spec.Address, p.resumeString(), me.Message)}
+			}
+			return fatal{fmt.Errorf("engine: source %s (%s): the server cannot send its binlog from %s: %s",
+				p.spec.Name, p.spec.Address, p.resumeString(), me.Message)}
+		case mysql.ER_ACCESS_DENIED_ERROR:
+			return p.connError(err)
+		}
+	}
+	var ee *replication.EventError
+	if errors.As(err, &ee) {
+		// EventError carries the raw event bytes; never log them.
+		return fatal{fmt.Errorf("%w: source %s at %s: %s event: %s", ErrBadEvent, p.spec.Name,
+			Position{File: p.file, Pos: ee.Header.LogPos - ee.Header.EventSize}, ee.Header.EventType, ee.Err)}
+	}
+	if strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), "i/o timeout") {
+		return fmt.Errorf("%w: source %s: %s: %v", ErrUnreachable, p.spec.Name, p.spec.Address, rootCause(err))
+	}
+	return fmt.Errorf("engine: source %s (%s): %v", p.spec.Name, p.spec.Address, rootCause(err))
+}
+
+func splitHostPort(addr string) (string, uint16) {
+	i := strings.LastIndexByte(addr, ':')
+	var port uint16
+	fmt.Sscanf(addr[i+1:], "%d", &port)
+	return strings.Trim(addr[:i], "[]"), port
+}

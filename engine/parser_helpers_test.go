@@ -1,0 +1,161 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/braid-cdc/braid/engine"
+	"github.com/braid-cdc/braid/internal/mysqltest"
+)
+
+// run is a Parser running in the background of a test, collecting events.
+type run struct {
+	t      testing.TB
+	cancel context.CancelFunc
+	done   chan error
+	parser *engine.Parser
+
+	mu     sync.Mutex
+	events []*engine.Event
+	signal chan struct{}
+}
+
+// source returns a spec for srv reading from start.
+func source(srv *mysqltest.Server, start engine.StartSpec) engine.SourceSpec {
+	return engine.SourceSpec{Name: "a", Address: srv.Addr(), User: "root", Start: start}
+}
+
+var earliest = engine.StartSpec{Kind: engine.StartEarliest}
+
+// startParser runs a parser on cfg until the test ends. slow, when set, is
+// called for every event before it is recorded (to simulate a slow consumer).
+func startParser(t testing.TB, cfg engine.ParserConfig, slow func(*engine.Event)) *run {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	if cfg.Destination == "" {
+		cfg.Destination = "test"
+	}
+	p, err := engine.NewParser(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &run{t: t, cancel: cancel, done: make(chan error, 1), parser: p, signal: make(chan struct{}, 1)}
+	go func() {
+		r.done <- p.Run(ctx, func(ev *engine.Event) error {
+			if slow != nil {
+				slow(ev)
+			}
+			r.mu.Lock()
+			r.events = append(r.events, ev)
+			r.mu.Unlock()
+			select {
+			case r.signal <- struct{}{}:
+			default:
+			}
+			return nil
+		})
+	}()
+	t.Cleanup(func() { r.stop() })
+	return r
+}
+
+// stop ends the parser and returns Run's error.
+func (r *run) stop() error {
+	r.cancel()
+	select {
+	case err, ok := <-r.done:
+		if ok {
+			close(r.done)
+			return err
+		}
+		return nil
+	case <-time.After(20 * time.Second):
+		r.t.Errorf("parser did not stop within 20s")
+		return nil
+	}
+}
+
+// snapshot copies the events seen so far.
+func (r *run) snapshot() []*engine.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*engine.Event(nil), r.events...)
+}
+
+// waitFor waits until cond holds for the events seen, failing after d.
+func (r *run) waitFor(d time.Duration, what string, cond func([]*engine.Event) bool) []*engine.Event {
+	r.t.Helper()
+	deadline := time.After(d)
+	for {
+		evs := r.snapshot()
+		if cond(evs) {
+			return evs
+		}
+		select {
+		case <-r.signal:
+		case err := <-r.done:
+			r.t.Fatalf("waiting for %s: parser stopped: %v", what, err)
+		case <-deadline:
+			r.t.Fatalf("waiting for %s: not seen within %v (%d events)", what, d, len(evs))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// runErr waits for the parser to fail and returns its error.
+func (r *run) runErr(d time.Duration) error {
+	r.t.Helper()
+	select {
+	case err := <-r.done:
+		close(r.done)
+		if err == nil {
+			return errors.New("parser stopped without error")
+		}
+		return err
+	case <-time.After(d):
+		r.t.Fatalf("parser did not fail within %v", d)
+		return nil
+	}
+}
+
+// rows returns the EventRow events' changes.
+func rows(evs []*engine.Event) []*engine.RowChange {
+	var out []*engine.RowChange
+	for _, e := range evs {
+		if e.Type == engine.EventRow {
+			out = append(out, e.Row)
+		}
+	}
+	return out
+}
+
+func countType(evs []*engine.Event, t engine.EventType) int {
+	n := 0
+	for _, e := range evs {
+		if e.Type == t {
+			n++
+		}
+	}
+	return n
+}
+
+// rowsAtLeast is a waitFor condition.
+func rowsAtLeast(n int) func([]*engine.Event) bool {
+	return func(evs []*engine.Event) bool { return len(rows(evs)) >= n }
+}
+
+// named maps a row image to column name → value.
+func named(rc *engine.RowChange, img []engine.Value) map[string]engine.Value {
+	m := make(map[string]engine.Value, len(img))
+	for i, v := range img {
+		m[rc.Table.Columns[i].Name] = v
+	}
+	return m
+}

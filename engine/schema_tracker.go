@@ -1,0 +1,675 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+)
+
+// ErrDDLMismatch is wrapped when a DDL statement does not fit the tracked
+// schema (it drops, changes or places a column the model does not have, or
+// adds one it already has): the server ran it, so the model is wrong.
+var ErrDDLMismatch = errors.New("engine: DDL does not match the tracked schema")
+
+// SchemaTracker keeps the schema of the tables braid reads, as of a position
+// in one source's binlog.
+//
+// Every change appends a version (position, schema or "absent", or
+// "unknown") to the table's history, so TableAt answers for any position
+// between versions: rows written before an ALTER map through the schema of
+// their time.
+//
+// Invariants: a table's versions have strictly increasing positions; a
+// version's *Table is never modified after it is recorded; ApplyDDL is
+// idempotent by position (an event at or before the newest one applied is
+// skipped), so replaying binlog from an older cursor after
+// RestoreSchemaTracker never applies a DDL twice.
+//
+// A SchemaTracker does no I/O and is not safe for concurrent use.
+type SchemaTracker struct {
+	tables     map[schemaKey]*schemaHistory
+	applied    Position // newest position ApplyDDL applied
+	pending    int      // tables with a pending unknown state
+	minPending Position // the earliest pending position, when pending > 0
+}
+
+type schemaHistory struct {
+	versions []schemaVersion
+	pending  *SchemaPending
+}
+
+type schemaVersion struct {
+	pos     Position
+	unknown bool
+	state   *schemaState // nil: the table does not exist
+}
+
+// schemaState is one version of a table: its columns and the indexes that
+// decide which columns are Key.
+type schemaState struct {
+	table   *Table
+	indexes []SchemaIndex
+}
+
+func (st *schemaState) clone() *schemaState {
+	c := &schemaState{table: st.table.Clone()}
+	for _, ix := range st.indexes {
+		ix.Columns = slices.Clone(ix.Columns)
+		c.indexes = append(c.indexes, ix)
+	}
+	return c
+}
+
+// equal compares states; nil is no table.
+func (st *schemaState) equal(o *schemaState) bool {
+	if st == nil || o == nil {
+		return st == o
+	}
+	return reflect.DeepEqual(st.table, o.table) && slices.EqualFunc(st.indexes, o.indexes, func(a, b SchemaIndex) bool {
+		return a.Name == b.Name && a.Primary == b.Primary && a.Partial == b.Partial && slices.Equal(a.Columns, b.Columns)
+	})
+}
+
+// NewSchemaTracker returns a tracker that knows no table.
+func NewSchemaTracker() *SchemaTracker {
+	return &SchemaTracker{tables: make(map[schemaKey]*schemaHistory)}
+}
+
+func (h *schemaHistory) last() schemaVersion { return h.versions[len(h.versions)-1] }
+
+// put records v at pos, replacing a version at the same position and
+// keeping the versions in position order.
+func (h *schemaHistory) put(pos Position, v schemaVersion) {
+	v.pos = pos
+	i := sort.Search(len(h.versions), func(i int) bool { return h.versions[i].pos.Compare(pos) >= 0 })
+	if i < len(h.versions) && h.versions[i].pos.Compare(pos) == 0 {
+		h.versions[i] = v
+		return
+	}
+	h.versions = slices.Insert(h.versions, i, v)
+}
+
+func (s *SchemaTracker) history(k schemaKey) *schemaHistory {
+	h := s.tables[k]
+	if h == nil {
+		h = &schemaHistory{}
+		s.tables[k] = h
+	}
+	return h
+}
+
+// LoadCreate adds or replaces a table from a CREATE TABLE statement (what
+// SHOW CREATE TABLE prints) as the schema in force at pos. db is the
+// table's schema. It clears a pending unknown state of the table.
+func (s *SchemaTracker) LoadCreate(pos Position, db, createSQL string) error {
+	where := fmt.Sprintf("at %s (db %q)", pos, db)
+	stmts, perr := ddlParse(createSQL)
+	if perr != nil {
+		return perr.wrap(where)
+	}
+	var n *ast.CreateTableStmt
+	if len(stmts) == 1 {
+		n, _ = stmts[0].node.(*ast.CreateTableStmt)
+	}
+	if n == nil || len(n.Cols) == 0 {
+		return fmt.Errorf("%w %s: not one CREATE TABLE with columns: %.200q", ErrDDLParse, where, createSQL)
+	}
+	k := ddlName(db, n.Table)
+	st, err := schemaFromCreate(k, n, stmts[0].tableBinary)
+	if err != nil {
+		return fmt.Errorf("%w %s: %v", ErrDDLParse, where, err)
+	}
+	h := s.history(k)
+	if h.pending != nil {
+		h.pending = nil
+		s.recountPending()
+	}
+	h.put(pos, schemaVersion{state: st})
+	return nil
+}
+
+// ApplyDDL applies one DDL query event's SQL text, run with default
+// database db (the query event's schema, may be ""), at position pos.
+//
+// It returns the tables ("schema.table") whose schema changed. Statements
+// it does not model (non-unique CREATE INDEX, TRUNCATE, CREATE VIEW,
+// temporary tables, sequences...) are ignored without error, and events that are not DDL on tables (BEGIN,
+// COMMIT, XA, SAVEPOINT, DML) are dropped by a keyword check without
+// parsing. SQL it cannot parse returns an error wrapping ErrDDLParse; a
+// statement that does not fit the model returns one wrapping
+// ErrDDLMismatch. On error nothing is applied.
+//
+// Events at or before the newest position already applied are skipped.
+// Tables marked with MarkUnknownUntil take their snapshot at the first
+// event at or after their position.
+func (s *SchemaTracker) ApplyDDL(pos Position, db, sql string) (changed []string, err error) {
+	if !s.applied.IsZero() && pos.Compare(s.applied) <= 0 {
+		return nil, nil
+	}
+	if !ddlLead(sql) {
+		return s.flipPending(pos, nil), nil
+	}
+	where := fmt.Sprintf("at %s (db %q)", pos, db)
+	stmts, perr := ddlParse(sql)
+	if perr != nil {
+		return nil, perr.wrap(where)
+	}
+	x := schemaTxn{s: s, db: db, where: where, staged: make(map[schemaKey]schemaVersion)}
+	for _, st := range stmts {
+		if err := x.apply(st); err != nil {
+			return nil, err
+		}
+	}
+	for _, k := range x.order {
+		v := x.staged[k]
+		h := s.tables[k]
+		if h != nil && schemaSame(h.last(), v) || h == nil && v.state == nil && !v.unknown {
+			continue
+		}
+		s.history(k).put(pos, v)
+		changed = append(changed, k.String())
+	}
+	s.applied = pos
+	return s.flipPending(pos, changed), nil
+}
+
+func schemaSame(a, b schemaVersion) bool {
+	return a.unknown == b.unknown && a.state.equal(b.state)
+}
+
+// flipPending gives every table whose pending position is at or before pos
+// its snapshot, as the version at the pending position.
+func (s *SchemaTracker) flipPending(pos Position, changed []string) []string {
+	if s.pending == 0 || pos.Compare(s.minPending) < 0 {
+		return changed
+	}
+	var flipped []string
+	for k, h := range s.tables {
+		if h.pending == nil || h.pending.Until.Compare(pos) > 0 {
+			continue
+		}
+		var st *schemaState
+		if h.pending.After != nil {
+			st = schemaFromTable(k, h.pending.After)
+		}
+		h.put(h.pending.Until, schemaVersion{state: st})
+		h.pending = nil
+		if !slices.Contains(changed, k.String()) {
+			flipped = append(flipped, k.String())
+		}
+	}
+	sort.Strings(flipped)
+	s.recountPending()
+	return append(changed, flipped...)
+}
+
+func (s *SchemaTracker) recountPending() {
+	s.pending, s.minPending = 0, Position{}
+	for _, h := range s.tables {
+		if h.pending == nil {
+			continue
+		}
+		if s.pending == 0 || h.pending.Until.Compare(s.minPending) < 0 {
+			s.minPending = h.pending.Until
+		}
+		s.pending++
+	}
+}
+
+// schemaFromTable makes a state from a caller's table: its Key columns are
+// taken as the primary key.
+func schemaFromTable(k schemaKey, t *Table) *schemaState {
+	st := &schemaState{table: t.Clone()}
+	st.table.Schema, st.table.Name = k.schema, k.name
+	if key := t.KeyNames(); len(key) > 0 {
+		st.indexes = []SchemaIndex{{Name: "PRIMARY", Primary: true, Columns: key}}
+	}
+	st.deriveKeys()
+	return st
+}
+
+// Table returns the current schema of schema.table (nil, false if unknown
+// or dropped). Callers must not modify it.
+func (s *SchemaTracker) Table(schema, name string) (*Table, bool) {
+	h := s.tables[schemaKey{schema, name}]
+	if h == nil {
+		return nil, false
+	}
+	return h.last().table()
+}
+
+func (v schemaVersion) table() (*Table, bool) {
+	if v.unknown || v.state == nil {
+		return nil, false
+	}
+	return v.state.table, true
+}
+
+// TableAt returns the schema in force at pos: the newest version whose
+// position is at or before pos. Callers must not modify it.
+func (s *SchemaTracker) TableAt(schema, name string, pos Position) (*Table, bool) {
+	h := s.tables[schemaKey{schema, name}]
+	if h == nil {
+		return nil, false
+	}
+	i := sort.Search(len(h.versions), func(i int) bool { return h.versions[i].pos.Compare(pos) > 0 })
+	if i == 0 {
+		return nil, false
+	}
+	return h.versions[i-1].table()
+}
+
+// MarkUnknownUntil records that schema.table's columns are not known from
+// the start until the DDL at pos has been applied; after applying the DDL
+// event at exactly that position (or the first event after it), the
+// table's schema becomes after, a snapshot the caller took from the live
+// server (nil: the table no longer exists). It replaces the table's
+// history. While unknown, Table returns (nil, false) and Unknown reports
+// pos. DDL on the table before pos is ignored.
+func (s *SchemaTracker) MarkUnknownUntil(schema, name string, pos Position, after *Table) {
+	k := schemaKey{schema, name}
+	h := &schemaHistory{versions: []schemaVersion{{unknown: true}}, pending: &SchemaPending{Until: pos}}
+	if after != nil {
+		h.pending.After = after.Clone()
+	}
+	s.tables[k] = h
+	s.recountPending()
+	if !s.applied.IsZero() && pos.Compare(s.applied) <= 0 {
+		s.flipPending(s.applied, nil)
+	}
+}
+
+// Unknown reports whether schema.table is waiting for the DDL at until
+// (see MarkUnknownUntil).
+func (s *SchemaTracker) Unknown(schema, name string) (until Position, ok bool) {
+	h := s.tables[schemaKey{schema, name}]
+	if h == nil || h.pending == nil {
+		return Position{}, false
+	}
+	return h.pending.Until, true
+}
+
+// Compact drops every version at or before pos except the newest one at or
+// before pos, to bound history. TableAt answers as before for positions at
+// or after pos. A table whose only version left is "absent" is forgotten.
+func (s *SchemaTracker) Compact(pos Position) {
+	for k, h := range s.tables {
+		i := sort.Search(len(h.versions), func(i int) bool { return h.versions[i].pos.Compare(pos) > 0 })
+		if i > 1 {
+			h.versions = slices.Delete(h.versions, 0, i-1)
+		}
+		if v := h.versions[0]; len(h.versions) == 1 && h.pending == nil && !v.unknown && v.state == nil {
+			delete(s.tables, k)
+		}
+	}
+}
+
+// SchemaSnapshot is a SchemaTracker's whole history as a JSON-encodable
+// value, stored with a cursor so a new owner resumes with the schema of the
+// cursor's time.
+type SchemaSnapshot struct {
+	// Applied is the newest position ApplyDDL applied.
+	Applied Position `json:"applied"`
+	// Tables are sorted by schema, then name.
+	Tables []SchemaTableHistory `json:"tables"`
+}
+
+// SchemaTableHistory is one table's versions, oldest first.
+type SchemaTableHistory struct {
+	Schema   string          `json:"schema"`
+	Name     string          `json:"name"`
+	Versions []SchemaVersion `json:"versions"`
+	Pending  *SchemaPending  `json:"pending,omitempty"`
+}
+
+// SchemaVersion is the schema in force from Pos until the next version: a
+// table when Table is set, unknown when Unknown is set, else no table.
+type SchemaVersion struct {
+	Pos     Position      `json:"pos"`
+	Unknown bool          `json:"unknown,omitempty"`
+	Table   *Table        `json:"table,omitempty"`
+	Indexes []SchemaIndex `json:"indexes,omitempty"`
+}
+
+// SchemaIndex is a PRIMARY KEY or UNIQUE index: the indexes decide which
+// columns are Key (the primary key, else the first unique index on NOT NULL
+// whole columns, as MySQL picks).
+type SchemaIndex struct {
+	Name    string   `json:"name"`
+	Primary bool     `json:"primary,omitempty"`
+	Columns []string `json:"columns"`
+	// Partial is set when a part is a prefix or an expression: such an index
+	// cannot stand in for a primary key.
+	Partial bool `json:"partial,omitempty"`
+}
+
+// SchemaPending is a MarkUnknownUntil that has not happened yet.
+type SchemaPending struct {
+	Until Position `json:"until"`
+	After *Table   `json:"after,omitempty"`
+}
+
+// Snapshot returns the whole history; it shares nothing with the tracker.
+func (s *SchemaTracker) Snapshot() SchemaSnapshot {
+	snap := SchemaSnapshot{Applied: s.applied, Tables: make([]SchemaTableHistory, 0, len(s.tables))}
+	for k, h := range s.tables {
+		th := SchemaTableHistory{Schema: k.schema, Name: k.name, Versions: make([]SchemaVersion, len(h.versions))}
+		for i, v := range h.versions {
+			sv := SchemaVersion{Pos: v.pos, Unknown: v.unknown}
+			if v.state != nil {
+				c := v.state.clone()
+				sv.Table = c.table
+				if len(c.indexes) > 0 {
+					sv.Indexes = c.indexes
+				}
+			}
+			th.Versions[i] = sv
+		}
+		if h.pending != nil {
+			p := *h.pending
+			if p.After != nil {
+				p.After = p.After.Clone()
+			}
+			th.Pending = &p
+		}
+		snap.Tables = append(snap.Tables, th)
+	}
+	sort.Slice(snap.Tables, func(i, j int) bool {
+		a, b := snap.Tables[i], snap.Tables[j]
+		if a.Schema != b.Schema {
+			return a.Schema < b.Schema
+		}
+		return a.Name < b.Name
+	})
+	return snap
+}
+
+// RestoreSchemaTracker rebuilds a tracker from a Snapshot, checking that it
+// is well formed.
+func RestoreSchemaTracker(snap SchemaSnapshot) (*SchemaTracker, error) {
+	s := NewSchemaTracker()
+	s.applied = snap.Applied
+	for _, th := range snap.Tables {
+		k := schemaKey{th.Schema, th.Name}
+		if th.Name == "" || len(th.Versions) == 0 {
+			return nil, fmt.Errorf("engine: schema snapshot: table %q has no name or no versions", k)
+		}
+		if _, dup := s.tables[k]; dup {
+			return nil, fmt.Errorf("engine: schema snapshot: table %q twice", k)
+		}
+		h := &schemaHistory{}
+		for i, sv := range th.Versions {
+			if i > 0 && sv.Pos.Compare(th.Versions[i-1].Pos) <= 0 {
+				return nil, fmt.Errorf("engine: schema snapshot: table %q: versions out of order at %s", k, sv.Pos)
+			}
+			v := schemaVersion{pos: sv.Pos, unknown: sv.Unknown}
+			if sv.Table != nil {
+				if sv.Unknown || sv.Table.Schema != k.schema || sv.Table.Name != k.name || len(sv.Table.Columns) == 0 {
+					return nil, fmt.Errorf("engine: schema snapshot: table %q: bad version at %s", k, sv.Pos)
+				}
+				v.state = (&schemaState{table: sv.Table, indexes: sv.Indexes}).clone()
+			}
+			h.versions = append(h.versions, v)
+		}
+		if th.Pending != nil {
+			p := *th.Pending
+			if p.After != nil {
+				p.After = p.After.Clone()
+			}
+			h.pending = &p
+		}
+		s.tables[k] = h
+	}
+	s.recountPending()
+	return s, nil
+}
+
+// schemaTxn stages the changes of one query event, so that an event
+// applies whole or not at all.
+type schemaTxn struct {
+	s      *SchemaTracker
+	db     string
+	where  string // position and db, for errors
+	staged map[schemaKey]schemaVersion
+	order  []schemaKey
+}
+
+type schemaStatus uint8
+
+const (
+	schemaAbsent  schemaStatus = iota // untracked or dropped
+	schemaPresent                     // known columns
+	schemaUnknown                     // exists, columns unknown
+	schemaPending                     // waiting for a MarkUnknownUntil position: DDL ignored
+)
+
+func (x *schemaTxn) get(k schemaKey) (*schemaState, schemaStatus) {
+	v, ok := x.staged[k]
+	if !ok {
+		h := x.s.tables[k]
+		if h == nil {
+			return nil, schemaAbsent
+		}
+		if h.pending != nil {
+			return nil, schemaPending
+		}
+		v = h.last()
+	}
+	switch {
+	case v.unknown:
+		return nil, schemaUnknown
+	case v.state == nil:
+		return nil, schemaAbsent
+	}
+	return v.state, schemaPresent
+}
+
+func (x *schemaTxn) put(k schemaKey, v schemaVersion) {
+	if _, ok := x.staged[k]; !ok {
+		x.order = append(x.order, k)
+	}
+	x.staged[k] = v
+}
+
+// tables lists the keys the transaction can see in schema db.
+func (x *schemaTxn) tables(db string) []schemaKey {
+	var keys []schemaKey
+	for k := range x.s.tables {
+		if _, ok := x.staged[k]; !ok && k.schema == db {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range x.order {
+		if k.schema == db {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].name < keys[j].name })
+	return keys
+}
+
+func (x *schemaTxn) apply(st ddlStmt) error {
+	switch n := st.node.(type) {
+	case *ast.CreateTableStmt:
+		return x.createTable(n, st)
+	case *ast.AlterTableStmt:
+		return x.alterTable(n)
+	case *ast.DropTableStmt:
+		if n.IsView || n.TemporaryKeyword != ast.TemporaryNone {
+			return nil
+		}
+		for _, tn := range n.Tables {
+			if k := ddlName(x.db, tn); x.status(k) != schemaPending {
+				x.put(k, schemaVersion{})
+			}
+		}
+	case *ast.DropDatabaseStmt:
+		for _, k := range x.tables(n.Name.O) {
+			if x.status(k) != schemaPending {
+				x.put(k, schemaVersion{})
+			}
+		}
+	case *ast.RenameTableStmt:
+		for _, tt := range n.TableToTables {
+			x.rename(ddlName(x.db, tt.OldTable), ddlName(x.db, tt.NewTable), nil)
+		}
+	case *ast.CreateIndexStmt:
+		if n.KeyType != ast.IndexKeyTypeUnique {
+			return nil
+		}
+		c := &ast.Constraint{Tp: ast.ConstraintUniq, Name: n.IndexName, Keys: n.IndexPartSpecifications, IfNotExists: n.IfNotExists}
+		return x.alter(ddlName(x.db, n.Table), func(st *schemaState) error {
+			ix, _ := ddlIndex(c)
+			st.addIndex(ix, c.IfNotExists)
+			return nil
+		})
+	case *ast.DropIndexStmt:
+		return x.alter(ddlName(x.db, n.Table), func(st *schemaState) error {
+			st.dropIndex(n.IndexName)
+			return nil
+		})
+	}
+	return nil
+}
+
+func (x *schemaTxn) status(k schemaKey) schemaStatus {
+	_, s := x.get(k)
+	return s
+}
+
+// alter applies f to a copy of a known table; other tables are left as
+// they are.
+func (x *schemaTxn) alter(k schemaKey, f func(*schemaState) error) error {
+	cur, status := x.get(k)
+	if status != schemaPresent {
+		return nil
+	}
+	st := cur.clone()
+	if err := f(st); err != nil {
+		return fmt.Errorf("%w %s: table %s: %v", ErrDDLMismatch, x.where, k, err)
+	}
+	st.deriveKeys()
+	x.put(k, schemaVersion{state: st})
+	return nil
+}
+
+// rename moves from to to; st, if set, is from's new state (ALTER TABLE
+// ... RENAME).
+func (x *schemaTxn) rename(from, to schemaKey, st *schemaState) {
+	cur, status := x.get(from)
+	if st != nil {
+		cur = st
+	}
+	switch status {
+	case schemaPending:
+		return
+	case schemaAbsent:
+		// A table braid does not know takes the name: if the name was
+		// known, its columns no longer are.
+		if x.status(to) != schemaAbsent && x.status(to) != schemaPending {
+			x.put(to, schemaVersion{unknown: true})
+		}
+		return
+	}
+	x.put(from, schemaVersion{})
+	if status == schemaUnknown {
+		x.put(to, schemaVersion{unknown: true})
+		return
+	}
+	moved := cur.clone()
+	moved.table.Schema, moved.table.Name = to.schema, to.name
+	x.put(to, schemaVersion{state: moved})
+}
+
+func (x *schemaTxn) createTable(n *ast.CreateTableStmt, stmt ddlStmt) error {
+	if n.TemporaryKeyword != ast.TemporaryNone {
+		return nil
+	}
+	k := ddlName(x.db, n.Table)
+	status := x.status(k)
+	if status == schemaPending || n.IfNotExists && !stmt.orReplace && status != schemaAbsent {
+		return nil
+	}
+	if n.ReferTable != nil {
+		ref, refStatus := x.get(ddlName(x.db, n.ReferTable))
+		if refStatus != schemaPresent {
+			x.put(k, schemaVersion{unknown: true})
+			return nil
+		}
+		st := ref.clone()
+		st.table.Schema, st.table.Name = k.schema, k.name
+		x.put(k, schemaVersion{state: st})
+		return nil
+	}
+	if len(n.Cols) == 0 || n.Select != nil {
+		// CREATE TABLE ... SELECT in statement format: the selected
+		// columns are not in the text. (Row format logs the full columns.)
+		x.put(k, schemaVersion{unknown: true})
+		return nil
+	}
+	st, err := schemaFromCreate(k, n, stmt.tableBinary)
+	if err != nil {
+		return fmt.Errorf("%w %s: table %s: %v", ErrDDLParse, x.where, k, err)
+	}
+	x.put(k, schemaVersion{state: st})
+	return nil
+}
+
+// schemaFromCreate builds a table from CREATE TABLE's columns and
+// constraints.
+func schemaFromCreate(k schemaKey, n *ast.CreateTableStmt, tableBinary bool) (*schemaState, error) {
+	for _, opt := range n.Options {
+		if opt.Tp == ast.TableOptionCharset && strings.EqualFold(opt.StrValue, "binary") {
+			tableBinary = true
+		}
+	}
+	st := &schemaState{table: &Table{Schema: k.schema, Name: k.name}}
+	for _, def := range n.Cols {
+		if err := st.addColumn(def, nil, false, tableBinary); err != nil {
+			return nil, err
+		}
+	}
+	for _, c := range n.Constraints {
+		if ix, ok := ddlIndex(c); ok {
+			st.addIndex(ix, false)
+		}
+	}
+	st.deriveKeys()
+	return st, nil
+}
+
+func (x *schemaTxn) alterTable(n *ast.AlterTableStmt) error {
+	k := ddlName(x.db, n.Table)
+	var to *schemaKey
+	for _, spec := range n.Specs {
+		if spec.Tp == ast.AlterTableRenameTable {
+			nk := ddlName(x.db, spec.NewTable)
+			to = &nk
+		}
+	}
+	cur, status := x.get(k)
+	if status != schemaPresent {
+		if to != nil {
+			x.rename(k, *to, nil)
+		}
+		return nil
+	}
+	st := cur.clone()
+	for _, spec := range n.Specs {
+		if err := st.alterSpec(spec); err != nil {
+			return fmt.Errorf("%w %s: table %s: %v", ErrDDLMismatch, x.where, k, err)
+		}
+	}
+	st.deriveKeys()
+	if to != nil && *to != k {
+		x.rename(k, *to, st)
+		return nil
+	}
+	x.put(k, schemaVersion{state: st})
+	return nil
+}

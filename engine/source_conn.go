@@ -1,0 +1,166 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// serverInfo is what the parser learns about a source before it streams.
+type serverInfo struct {
+	flavor   string // mysql.MariaDBFlavor or mysql.MySQLFlavor
+	version  string
+	location *time.Location // the server's time zone, for TIMESTAMP values
+	fullMeta bool           // binlog_row_metadata=FULL
+}
+
+const connectTimeout = 5 * time.Second
+
+// dial opens a plain SQL connection to the source, turning driver errors
+// into braid's one-line errors.
+func (p *Parser) dial(ctx context.Context) (*client.Conn, error) {
+	c, err := client.ConnectWithContext(ctx, p.spec.Address, p.spec.User, p.spec.Password, "", connectTimeout)
+	if err != nil {
+		return nil, p.connError(err)
+	}
+	return c, nil
+}
+
+// connError classifies a connection failure.
+func (p *Parser) connError(err error) error {
+	var me *mysql.MyError
+	if errors.As(err, &me) && me.Code == mysql.ER_ACCESS_DENIED_ERROR {
+		return fatal{fmt.Errorf("%w: source %s (%s): user %q was refused (%s): check user and password in the spec",
+			ErrAccessDenied, p.spec.Name, p.spec.Address, p.spec.User, me.Message)}
+	}
+	if errors.As(err, &me) {
+		return fmt.Errorf("engine: source %s (%s): %s (mysql error %d)", p.spec.Name, p.spec.Address, me.Message, me.Code)
+	}
+	var ne net.Error
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: source %s: cannot connect to %s (%v): is the server running and the address right?",
+			ErrUnreachable, p.spec.Name, p.spec.Address, rootCause(err))
+	}
+	return fmt.Errorf("%w: source %s: cannot connect to %s: %v", ErrUnreachable, p.spec.Name, p.spec.Address, rootCause(err))
+}
+
+// rootCause strips wrappers that repeat the address.
+func rootCause(err error) error {
+	for {
+		u := errors.Unwrap(err)
+		if u == nil {
+			return err
+		}
+		err = u
+	}
+}
+
+// inspect reads the server's settings and refuses a server braid cannot read
+// correctly.
+func (p *Parser) inspect(c *client.Conn) (serverInfo, error) {
+	var info serverInfo
+	r, err := c.Execute("SELECT @@version, @@log_bin, @@binlog_format, @@binlog_row_image, @@global.time_zone, @@system_time_zone, TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(), NOW())")
+	if err != nil {
+		return info, fmt.Errorf("engine: source %s (%s): read server settings: %v", p.spec.Name, p.spec.Address, err)
+	}
+	get := func(i int) string { s, _ := r.GetString(0, i); return s }
+	info.version = get(0)
+	info.flavor = mysql.MySQLFlavor
+	if strings.Contains(strings.ToLower(info.version), "mariadb") {
+		info.flavor = mysql.MariaDBFlavor
+	}
+	if logBin := get(1); logBin != "1" && !strings.EqualFold(logBin, "ON") {
+		return info, fatal{fmt.Errorf("%w on source %s (%s): start the server with --log-bin (and --binlog-format=ROW)", ErrBinlogDisabled, p.spec.Name, p.spec.Address)}
+	}
+	if f := get(2); !strings.EqualFold(f, "ROW") {
+		return info, fatal{fmt.Errorf("%w on source %s (%s): it is %s; run SET GLOBAL binlog_format=ROW and put binlog_format=ROW in the server's config",
+			ErrBinlogFormat, p.spec.Name, p.spec.Address, f)}
+	}
+	if img := get(3); !strings.EqualFold(img, "FULL") {
+		p.log.Warn("binlog_row_image is not FULL: before images of updates and deletes will be partial; set binlog_row_image=FULL on the server",
+			"source", p.spec.Name, "binlog_row_image", img)
+	}
+	info.location = serverLocation(get(4), get(5), get(6))
+	if r, err := c.Execute("SELECT @@binlog_row_metadata"); err == nil {
+		if s, _ := r.GetString(0, 0); strings.EqualFold(s, "FULL") {
+			info.fullMeta = true
+		}
+	}
+	return info, nil
+}
+
+// serverLocation is the zone the server shows TIMESTAMP values in to a
+// session that does not set time_zone: the global time_zone, or the system
+// zone when that is SYSTEM. Go cannot know the rules of a zone it cannot
+// load, so the last resort is the server's current UTC offset.
+func serverLocation(global, system, offsetSeconds string) *time.Location {
+	name := global
+	if strings.EqualFold(global, "SYSTEM") {
+		name = system
+	}
+	if len(name) == 6 && (name[0] == '+' || name[0] == '-') && name[3] == ':' {
+		h, _ := strconv.Atoi(name[1:3])
+		m, _ := strconv.Atoi(name[4:6])
+		off := h*3600 + m*60
+		if name[0] == '-' {
+			off = -off
+		}
+		return time.FixedZone(name, off)
+	}
+	if loc, err := time.LoadLocation(name); err == nil && name != "" {
+		return loc
+	}
+	off, _ := strconv.Atoi(offsetSeconds)
+	return time.FixedZone(name, off)
+}
+
+// binlogFiles lists the server's binlog files, oldest first.
+func binlogFiles(c *client.Conn) ([]string, error) {
+	r, err := c.Execute("SHOW BINARY LOGS")
+	if err != nil {
+		return nil, err
+	}
+	files := make([]string, 0, r.RowNumber())
+	for i := 0; i < r.RowNumber(); i++ {
+		s, _ := r.GetString(i, 0)
+		files = append(files, s)
+	}
+	return files, nil
+}
+
+// masterPosition is the server's current end of binlog.
+func masterPosition(c *client.Conn) (Position, error) {
+	r, err := c.Execute("SHOW MASTER STATUS")
+	if err != nil {
+		return Position{}, err
+	}
+	if r.RowNumber() == 0 {
+		return Position{}, errors.New("SHOW MASTER STATUS returned nothing")
+	}
+	f, _ := r.GetString(0, 0)
+	pos, _ := r.GetUint(0, 1)
+	return Position{File: f, Pos: uint32(pos)}, nil
+}
+
+// checkNotPurged refuses a start position whose file is gone.
+func (p *Parser) checkNotPurged(files []string, pos Position) error {
+	for _, f := range files {
+		if f == pos.File {
+			return nil
+		}
+	}
+	oldest := "none"
+	if len(files) > 0 {
+		oldest = files[0]
+	}
+	return fatal{fmt.Errorf("%w: source %s (%s): start position %s is no longer on the server (oldest binlog is %s): start from earliest or a later position",
+		ErrPurged, p.spec.Name, p.spec.Address, pos, oldest)}
+}
