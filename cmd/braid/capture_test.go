@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/braid-cdc/braid/internal/mysqltest"
+)
+
+func writeSpec(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "spec.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestCaptureCLI runs `braid capture -f spec.yaml --max N` against a real
+// server and checks the flat-message lines it prints.
+func TestCaptureCLI(t *testing.T) {
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE DATABASE shop_0", "CREATE DATABASE shop_1",
+		"CREATE TABLE shop_0.orders (id INT PRIMARY KEY, amount DECIMAL(10,2), note VARCHAR(20))",
+		"CREATE TABLE shop_1.orders (id INT PRIMARY KEY, amount DECIMAL(10,2), note VARCHAR(20))",
+		"CREATE TABLE shop_0.audit (id INT PRIMARY KEY)",
+		"INSERT INTO shop_0.orders VALUES (1, 9.99, 'a'), (2, 19.99, NULL)",
+		"INSERT INTO shop_0.audit VALUES (1)",
+		"UPDATE shop_1.orders SET note = 'x'",
+		"INSERT INTO shop_1.orders VALUES (3, 5.00, 'c')",
+		"UPDATE shop_1.orders SET note = 'd' WHERE id = 3",
+		"DELETE FROM shop_0.orders WHERE id = 1")
+	spec := writeSpec(t, fmt.Sprintf(`
+name: shop
+sources:
+  - name: a
+    address: %s
+    start: earliest
+tables: ['shop_\d+\.orders']
+`, srv.Addr()))
+	var out, errb bytes.Buffer
+	code := run([]string{"capture", "-f", spec, "--max", "6", "--timeout", "60s"}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, errb.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 6 {
+		t.Fatalf("%d lines, want 6:\n%s", len(lines), out.String())
+	}
+	type msg struct {
+		Database, Table, Type, Source, Position string
+		IsDdl                                   bool
+		Seq                                     uint64
+		Data, Old                               []map[string]*string
+	}
+	var msgs []msg
+	for _, l := range lines {
+		var m msg
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("line is not JSON: %s", l)
+		}
+		msgs = append(msgs, m)
+	}
+	// Two CREATE TABLEs of selected tables, then the changes; audit is not
+	// selected, and the UPDATE of no rows wrote nothing.
+	wantTypes := []string{"CREATE", "CREATE", "INSERT", "INSERT", "UPDATE", "DELETE"}
+	for i, m := range msgs {
+		if m.Type != wantTypes[i] {
+			t.Errorf("line %d type %s, want %s: %s", i, m.Type, wantTypes[i], lines[i])
+		}
+		if m.Seq != uint64(i+1) {
+			t.Errorf("line %d seq %d, want %d", i, m.Seq, i+1)
+		}
+		if m.Source != "a" || m.Position == "" {
+			t.Errorf("line %d lacks source or position: %s", i, lines[i])
+		}
+	}
+	if d := msgs[2].Data; len(d) != 2 || *d[0]["amount"] != "9.99" || d[1]["note"] != nil {
+		t.Errorf("first insert data = %s", lines[2])
+	}
+	if o := msgs[4].Old; len(o) != 1 || *o[0]["note"] != "c" || len(o[0]) != 1 {
+		t.Errorf("update old = %s", lines[4])
+	}
+	if msgs[3].Database != "shop_1" || msgs[5].Database != "shop_0" {
+		t.Errorf("databases wrong: %s / %s", lines[3], lines[5])
+	}
+}
+
+func TestCaptureCLIErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		want string
+		code int
+	}{
+		{"no spec", []string{"capture"}, "-f spec.yaml", 2},
+		{"missing file", []string{"capture", "-f", "/nonexistent/x.yaml"}, "no such file", 2},
+		{"broken yaml", []string{"capture", "-f", writeSpec(t, "name: [\n")}, "invalid spec", 2},
+		{"bad regex", []string{"capture", "-f", writeSpec(t, "name: d\nsources: [{name: a, address: '127.0.0.1:1'}]\ntables: ['(']\n")}, "regex", 2},
+		{"unreachable", []string{"capture", "-f", writeSpec(t, "name: d\nsources: [{name: a, address: '127.0.0.1:1'}]\n")}, "cannot connect to 127.0.0.1:1", 1},
+		{"unknown command", []string{"nope"}, "unknown command", 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run(c.args, &out, &errb)
+			if code != c.code || !strings.Contains(errb.String(), c.want) {
+				t.Errorf("exit %d, stderr %q; want exit %d mentioning %q", code, errb.String(), c.code, c.want)
+			}
+		})
+	}
+	var out bytes.Buffer
+	if code := run([]string{"capture", "--help"}, &out, &out); code != 0 || !strings.Contains(out.String(), "--max") && !strings.Contains(out.String(), "-max") {
+		t.Errorf("capture --help: exit %d, %s", code, out.String())
+	}
+}
