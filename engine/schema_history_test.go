@@ -110,3 +110,25 @@ func TestColumnCountMismatch(t *testing.T) {
 	}
 	t.Logf("error: %v", err)
 }
+
+// TestReplayAcrossDropDatabase: a schema dropped and created again with a
+// different table is replayed with each table's own columns.
+func TestReplayAcrossDropDatabase(t *testing.T) {
+	srv := mysqltest.Start(t)
+	srv.Exec(t,
+		"CREATE DATABASE shop",
+		"CREATE TABLE shop.orders (id INT PRIMARY KEY, a INT)",
+		"INSERT INTO shop.orders VALUES (1, 2)",
+		"DROP DATABASE shop",
+		"CREATE DATABASE shop",
+		"CREATE TABLE shop.orders (id INT PRIMARY KEY, b VARCHAR(5), c INT)",
+		"INSERT INTO shop.orders VALUES (2, 'x', 3)")
+	r := startParser(t, engine.ParserConfig{Source: source(srv, earliest)}, nil)
+	rc := rows(r.waitFor(30*time.Second, "2 rows", rowsAtLeast(2)))
+	if got := columnNames(rc[0]); !reflect.DeepEqual(got, []string{"id", "a"}) {
+		t.Errorf("row 0 columns %v", got)
+	}
+	if got := columnNames(rc[1]); !reflect.DeepEqual(got, []string{"id", "b", "c"}) {
+		t.Errorf("row 1 columns %v", got)
+	}
+}

@@ -32,7 +32,7 @@ func (p *Parser) loadSchema(ctx context.Context, c *client.Conn, snapPos Positio
 	}
 	var touches map[string][]touchAt
 	if p.started && p.resume.Compare(snapPos) < 0 {
-		if touches, err = p.scanDDL(ctx, p.resume, snapPos); err != nil {
+		if touches, err = p.scanDDL(ctx, p.resume, snapPos, live); err != nil {
 			return err
 		}
 	}
@@ -101,7 +101,9 @@ type touchAt struct {
 
 // scanDDL reads the binlog from start to end, decoding only query events,
 // and returns the DDL touching each table, in binlog order.
-func (p *Parser) scanDDL(ctx context.Context, start, end Position) (map[string][]touchAt, error) {
+// A DROP DATABASE touches every table of the schema known at that point:
+// the live ones and those the scan has seen.
+func (p *Parser) scanDDL(ctx context.Context, start, end Position, live map[string]string) (map[string][]touchAt, error) {
 	began := time.Now()
 	cfg := p.syncerConfig()
 	cfg.ServerID = p.spec.ServerID ^ 0x20000000 // not to kick the streaming connection of the same id
@@ -138,7 +140,22 @@ func (p *Parser) scanDDL(ctx context.Context, start, end Position) (map[string][
 				p.log.Warn("cannot parse DDL while scanning", "pos", pos.String(), "err", err)
 			}
 			for _, t := range ts {
-				touches[t.Table] = append(touches[t.Table], touchAt{pos: pos, creates: t.Creates, drops: t.Drops})
+				at := touchAt{pos: pos, creates: t.Creates, drops: t.Drops}
+				if !t.Database {
+					touches[t.Table] = append(touches[t.Table], at)
+					continue
+				}
+				schema, _, _ := strings.Cut(t.Table, ".")
+				for name := range live {
+					if strings.HasPrefix(name, schema+".") && len(touches[name]) == 0 {
+						touches[name] = append(touches[name], at)
+					}
+				}
+				for name := range touches {
+					if strings.HasPrefix(name, schema+".") && touches[name][len(touches[name])-1].pos != pos {
+						touches[name] = append(touches[name], at)
+					}
+				}
 			}
 		}
 		if (Position{File: file, Pos: e.Header.LogPos}).Compare(end) >= 0 {
