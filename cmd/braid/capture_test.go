@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/braid-cdc/braid/internal/mysqltest"
 )
@@ -117,5 +118,25 @@ func TestCaptureCLIErrors(t *testing.T) {
 	var out bytes.Buffer
 	if code := run([]string{"capture", "--help"}, &out, &out); code != 0 || !strings.Contains(out.String(), "--max") && !strings.Contains(out.String(), "-max") {
 		t.Errorf("capture --help: exit %d, %s", code, out.String())
+	}
+}
+
+// TestCaptureTimeout: --timeout ends a capture of an idle server with exit 0
+// after printing what there was.
+func TestCaptureTimeout(t *testing.T) {
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id INT PRIMARY KEY)", "INSERT INTO shop.orders VALUES (1)")
+	spec := writeSpec(t, fmt.Sprintf("name: shop\nsources: [{name: a, address: '%s', start: earliest}]\n", srv.Addr()))
+	var out, errb bytes.Buffer
+	began := time.Now()
+	code := run([]string{"capture", "-f", spec, "--timeout", "2s"}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, errb.String())
+	}
+	if took := time.Since(began); took < 2*time.Second || took > 15*time.Second {
+		t.Errorf("capture --timeout 2s ran %v", took)
+	}
+	if n := strings.Count(out.String(), "\n"); n != 2 {
+		t.Errorf("%d lines, want 2 (CREATE TABLE, INSERT):\n%s", n, out.String())
 	}
 }
