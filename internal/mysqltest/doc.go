@@ -1,6 +1,8 @@
 // Package mysqltest starts real MariaDB (or MySQL) servers for tests: each
 // Start runs a private mariadbd with the binary log on, on a free loopback
 // port and a throw-away data directory, and removes it when the test ends.
+// It is a testing.TB wrapper around internal/mariadb, which owns the
+// processes and directories.
 //
 //	src := mysqltest.Start(t)                     // ready to query, binlog ROW/FULL
 //	src.Exec(t, "CREATE DATABASE app", "CREATE TABLE app.t (id INT PRIMARY KEY)",
@@ -14,7 +16,7 @@
 //	         --binlog-row-image=FULL --server-id=N --character-set-server=utf8mb4 ...
 //
 // plus small InnoDB settings that make start-up fast (see startArgs in
-// server.go), then whatever WithArgs adds; a later argument overrides an earlier
+// internal/mariadb/server.go), then whatever WithArgs adds; a later argument overrides an earlier
 // one, so WithArgs("--binlog-format=STATEMENT") or WithArgs("--skip-log-bin")
 // work. The root user is root@127.0.0.1 with an empty password; CreateUser adds
 // a password-protected replication user. Authentication is real: grant tables
@@ -58,9 +60,9 @@
 // Servers are independent and may be used from parallel tests. A Server's
 // methods must not be called concurrently with each other.
 //
-// While a server runs, the package owns one goroutine waiting for its process
-// to exit; it ends when the server is stopped or killed, at the latest in the
-// test's Cleanup. With go.uber.org/goleak, check for leaks in TestMain
+// While a server runs, internal/mariadb owns one goroutine waiting for its
+// process to exit; it ends when the server is stopped or killed, at the latest
+// in the test's Cleanup. With go.uber.org/goleak, check for leaks in TestMain
 // (goleak.VerifyTestMain) or in a Cleanup registered before Start, not in a
 // defer, which runs before Cleanup.
 package mysqltest

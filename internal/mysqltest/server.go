@@ -1,42 +1,25 @@
 package mysqltest
 
 import (
+	"context"
 	"errors"
-	"fmt"
-	"net"
 	"os"
-	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
+
+	"github.com/braid-cdc/braid/internal/mariadb"
 )
 
 const (
-	// readyTimeout bounds how long a server may take to answer after launch.
-	readyTimeout = 90 * time.Second
-	// stopGrace is how long a server gets to shut down after SIGTERM before
-	// it is killed.
-	stopGrace = 30 * time.Second
-	// cleanupGrace is stopGrace for the end of a test, when the data is
-	// thrown away anyway.
-	cleanupGrace = 5 * time.Second
-	// bindAttempts is how many ports Start tries when another process takes
-	// the chosen port first.
-	bindAttempts = 5
 	// firstServerID is the server id of the first server of a process.
 	firstServerID = 100
-	// logTailLines is how much of the error log failures show.
+	// logTailLines is how much of the error log a failed test shows.
 	logTailLines = 40
 )
 
-var (
-	// nextServerID is the default server id of the next server.
-	nextServerID atomic.Uint32
-	// nextDir numbers the server directories of this process.
-	nextDir atomic.Uint32
-)
+// nextServerID is the default server id of the next server.
+var nextServerID atomic.Uint32
 
 // Option configures a server started by Start or StartN.
 type Option func(*config)
@@ -77,11 +60,7 @@ type Server struct {
 	// Socket is the server's unix socket.
 	Socket string
 
-	env    *env
-	dir    string   // holds DataDir, Socket and the error log
-	errLog string   // the server's error log, also its stdout and stderr
-	args   []string // the full command line but the binary
-	proc   *process // nil while stopped
+	srv *mariadb.Server
 	// logShown is set once a failure message has included the error log,
 	// so that cleanup does not repeat it.
 	logShown bool
@@ -102,8 +81,10 @@ func StartN(t testing.TB, n int, opts ...Option) []*Server {
 	if n < 1 {
 		t.Fatalf("mysqltest: StartN(%d): want at least one server", n)
 	}
-	e, err := setup()
-	if err != nil {
+	// Not t.Context(): Start and Restart may be called from a Cleanup, when
+	// it is already cancelled. The package bounds start-up itself.
+	ctx := context.Background()
+	if err := mariadb.Prepare(ctx); err != nil {
 		failSetup(t, err)
 	}
 	var cfg config
@@ -120,13 +101,28 @@ func StartN(t testing.TB, n int, opts ...Option) []*Server {
 		} else {
 			id += uint32(i)
 		}
-		s := &Server{Host: "127.0.0.1", ServerID: id, Flavor: e.flavor, env: e}
-		servers[i] = s
-		wg.Go(func() { errs[i] = s.create(cfg.args) })
+		wg.Go(func() {
+			srv, err := mariadb.Launch(ctx, mariadb.Options{ServerID: id, Args: cfg.args})
+			if err != nil {
+				errs[i] = err // it holds the error log's tail
+				return
+			}
+			servers[i] = &Server{
+				Host:     srv.Host,
+				Port:     srv.Port,
+				ServerID: srv.ServerID,
+				Flavor:   srv.Flavor,
+				DataDir:  srv.DataDir,
+				Socket:   srv.Socket,
+				srv:      srv,
+			}
+		})
 	}
 	wg.Wait()
 	for _, s := range servers {
-		t.Cleanup(func() { s.cleanup(t) })
+		if s != nil {
+			t.Cleanup(func() { s.cleanup(t) })
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
@@ -138,7 +134,7 @@ func StartN(t testing.TB, n int, opts ...Option) []*Server {
 // unless CI=true; anything else fails it.
 func failSetup(t testing.TB, err error) {
 	t.Helper()
-	if errors.Is(err, errNoServer) && os.Getenv("CI") != "true" {
+	if errors.Is(err, mariadb.ErrNoServer) && os.Getenv("CI") != "true" {
 		t.Skip(err)
 	}
 	t.Fatal(err)
@@ -146,7 +142,7 @@ func failSetup(t testing.TB, err error) {
 
 // Addr returns "127.0.0.1:port", for client.Connect and replication configs.
 func (s *Server) Addr() string {
-	return net.JoinHostPort(s.Host, strconv.Itoa(s.Port))
+	return s.srv.Addr()
 }
 
 // Stop shuts the server down cleanly (SIGTERM, then SIGKILL if it has not
@@ -154,24 +150,18 @@ func (s *Server) Addr() string {
 // nothing.
 func (s *Server) Stop(t testing.TB) {
 	t.Helper()
-	if s.proc == nil {
-		return
+	if err := s.srv.Stop(); err != nil {
+		t.Log(err) // it was killed: stopped all the same
 	}
-	if err := s.proc.stop(stopGrace); err != nil {
-		t.Logf("mysqltest: %s: %v", s.Addr(), err)
-	}
-	s.proc = nil
 }
 
 // Kill kills the server with SIGKILL, as a crash would, and keeps its data.
 // Killing a stopped server does nothing.
 func (s *Server) Kill(t testing.TB) {
 	t.Helper()
-	if s.proc == nil {
-		return
+	if err := s.srv.Kill(); err != nil {
+		t.Fatal(err)
 	}
-	s.proc.kill()
-	s.proc = nil
 }
 
 // Restart starts the server again on the same port and data directory, with
@@ -180,110 +170,28 @@ func (s *Server) Kill(t testing.TB) {
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
 	s.Stop(t)
-	var err error
-	for attempt := 0; attempt < bindAttempts; attempt++ {
-		var bindErr bool
-		if bindErr, err = s.launch(); err == nil || !bindErr {
-			break
-		}
-		time.Sleep(time.Second) // the port is someone else's for a moment
-	}
-	if err != nil {
+	if err := s.srv.Restart(context.Background()); err != nil {
 		s.logShown = true // err holds the log's tail
 		t.Fatal(err)
 	}
-}
-
-// create sets up the server's directory and launches it on a free port.
-func (s *Server) create(extraArgs []string) error {
-	s.dir = filepath.Join(s.env.root, "s"+strconv.Itoa(int(nextDir.Add(1))))
-	s.DataDir = filepath.Join(s.dir, "data")
-	s.Socket = filepath.Join(s.dir, "sock")
-	s.errLog = filepath.Join(s.dir, "error.log")
-	if err := os.Mkdir(s.dir, 0o700); err != nil {
-		return fmt.Errorf("mysqltest: %w", err)
-	}
-	for attempt := 1; ; attempt++ {
-		if err := copyDir(s.env.template, s.DataDir); err != nil {
-			return fmt.Errorf("mysqltest: copy template data directory: %w", err)
-		}
-		port, err := reservePort()
-		if err != nil {
-			return err
-		}
-		s.Port = port
-		s.args = s.startArgs(extraArgs)
-		bindErr, err := s.launch()
-		if err == nil {
-			return nil
-		}
-		releasePort(port)
-		s.Port = 0
-		if !bindErr || attempt == bindAttempts {
-			s.logShown = true // err holds the log's tail
-			return err
-		}
-		// Another process took the port between our check and the
-		// server's bind: start over with a fresh data directory.
-		if err := os.RemoveAll(s.DataDir); err != nil {
-			return fmt.Errorf("mysqltest: %w", err)
-		}
-	}
-}
-
-// startArgs returns the server's command line, but the binary.
-func (s *Server) startArgs(extra []string) []string {
-	args := []string{
-		"--no-defaults", // must come first
-		"--datadir=" + s.DataDir,
-		"--socket=" + s.Socket,
-		"--pid-file=" + filepath.Join(s.dir, "pid"),
-		"--log-error=" + s.errLog,
-		"--bind-address=" + s.Host,
-		"--port=" + strconv.Itoa(s.Port),
-		"--server-id=" + strconv.FormatUint(uint64(s.ServerID), 10),
-		"--log-bin=binlog",
-		"--binlog-format=ROW",
-		"--binlog-row-image=FULL",
-		"--character-set-server=utf8mb4",
-		"--skip-name-resolve",
-		// Fast start and stop. Durability stays as in production
-		// (innodb_flush_log_at_trx_commit=1): with 2, MariaDB delays binlog
-		// checkpoints on an idle server and PURGE BINARY LOGS keeps files.
-		"--innodb-buffer-pool-load-at-startup=0",
-		"--innodb-buffer-pool-dump-at-shutdown=0",
-		"--innodb-temp-data-file-path=ibtmp1:4M:autoextend",
-	}
-	args = append(args, innodbArgs...)
-	args = append(args, userArg()...)
-	if s.Flavor == "mysql" {
-		args = append(args, "--loose-mysqlx=OFF") // its fixed port 33060 would clash
-	}
-	return append(args, extra...)
 }
 
 // cleanup shuts the server down and removes its directory; if the test
 // failed, it logs the tail of the error log first.
 func (s *Server) cleanup(t testing.TB) {
 	t.Helper()
-	if t.Failed() && !s.logShown && s.errLog != "" {
-		if b, err := os.ReadFile(s.errLog); err == nil && len(b) > 0 {
-			t.Logf("mysqltest: %s (server_id %d) error log, last lines:\n%s",
-				s.Addr(), s.ServerID, tail(b, logTailLines))
+	if t.Failed() && !s.logShown {
+		if log := s.srv.LogTail(logTailLines); log != "" {
+			t.Logf("mysqltest: %s (server_id %d) error log, last lines:\n%s", s.Addr(), s.ServerID, log)
 		}
 	}
-	if s.proc != nil {
-		if err := s.proc.stop(cleanupGrace); err != nil {
-			t.Logf("mysqltest: %s: %v", s.Addr(), err)
-		}
-		s.proc = nil
-	}
-	if s.Port != 0 {
-		releasePort(s.Port)
-	}
-	if s.dir != "" {
-		if err := os.RemoveAll(s.dir); err != nil {
-			t.Errorf("mysqltest: remove %s: %v", s.dir, err)
+	if err := s.srv.Remove(); err != nil {
+		// A server killed after the grace period is only worth a note; a
+		// directory left behind is a failure.
+		if _, statErr := os.Stat(s.srv.Dir); statErr == nil {
+			t.Errorf("mysqltest: %v", err)
+		} else {
+			t.Logf("mysqltest: %v", err)
 		}
 	}
 }

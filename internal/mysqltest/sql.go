@@ -45,14 +45,8 @@ func quit(c *client.Conn) {
 // INSERT that binlog timestamp.
 func (s *Server) Exec(t testing.TB, sqls ...string) {
 	t.Helper()
-	c := s.connect(t)
-	defer quit(c)
-	for _, q := range sqls {
-		r, err := c.Execute(q)
-		if err != nil {
-			t.Fatalf("mysqltest: %s: %s: %v", s.Addr(), abbrev(q), err)
-		}
-		r.Close()
+	if err := s.srv.Exec(sqls...); err != nil {
+		t.Fatal(err)
 	}
 }
 
