@@ -26,8 +26,10 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 	maxMsgs := fs.Int("max", 0, "exit after printing this many messages (0: no limit)")
 	timeout := fs.Duration("timeout", 0, "exit after this long, e.g. 30s (0: no limit)")
 	logLevel := fs.String("log-level", "info", "log level on stderr: debug, info, warn or error")
+	useSandbox := fs.Bool("sandbox", false, "start a throwaway MariaDB with a small order workload and capture it (needs mariadbd installed)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: braid capture -f spec.yaml [--max N] [--timeout D]")
+		fmt.Fprintln(stderr, "       braid capture --sandbox [--max N] [--timeout D]")
 		fmt.Fprintln(stderr, "\nReads the destination's source binlog and prints its row changes and DDL as")
 		fmt.Fprintln(stderr, "canal flat-message JSON lines on stdout; logs go to stderr. Ctrl-C stops it.")
 		fmt.Fprintln(stderr, "\nFlags:")
@@ -44,22 +46,33 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "braid capture:", err)
 		return 2
 	}
-	if *file == "" {
-		fmt.Fprintln(stderr, "braid capture: no spec: give one with -f spec.yaml (see README for the format)")
-		return 2
-	}
-	spec, err := engine.LoadSpec(*file)
-	if err != nil {
-		fmt.Fprintln(stderr, "braid capture:", oneLine(err))
-		return 2
-	}
-	if len(spec.Sources) != 1 {
-		fmt.Fprintf(stderr, "braid capture: %s has %d sources; capture reads one source for now (multi-source merge is not built yet)\n", *file, len(spec.Sources))
+	if (*file == "") == !*useSandbox {
+		fmt.Fprintln(stderr, "braid capture: give a spec with -f spec.yaml (see README for the format), or --sandbox to try braid on a throwaway MariaDB")
 		return 2
 	}
 
 	ctx, stop := signalContext()
 	defer stop()
+	var spec *engine.Spec
+	if *useSandbox {
+		sb, s, err := startSandbox(ctx, log)
+		if err != nil {
+			fmt.Fprintln(stderr, "braid capture:", oneLine(err))
+			return 1
+		}
+		defer sb.close()
+		spec = s
+	} else {
+		spec, err = engine.LoadSpec(*file)
+		if err != nil {
+			fmt.Fprintln(stderr, "braid capture:", oneLine(err))
+			return 2
+		}
+	}
+	if len(spec.Sources) != 1 {
+		fmt.Fprintf(stderr, "braid capture: %s has %d sources; capture reads one source for now (multi-source merge is not built yet)\n", *file, len(spec.Sources))
+		return 2
+	}
 	if *timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, *timeout)
