@@ -94,14 +94,7 @@ func (w *FlatWriter) flush(out func([]byte) error) error {
 	}
 	first := w.run[0]
 	t := first.Row.Table
-	db, table := w.names(t.Schema, t.Name)
-	b := w.buf[:0]
-	b = append(b, `{"id":`...)
-	b = strconv.AppendUint(b, w.Seq, 10)
-	b = append(b, `,"database":`...)
-	b = appendJSONString(b, db)
-	b = append(b, `,"table":`...)
-	b = appendJSONString(b, table)
+	b := w.appendHead(w.buf[:0], t.Schema, t.Name)
 	b = append(b, `,"pkNames":`...)
 	if keys := t.KeyNames(); len(keys) > 0 {
 		b = append(b, '[')
@@ -172,6 +165,17 @@ func (w *FlatWriter) flush(out func([]byte) error) error {
 	}
 	w.run = w.run[:0]
 	return out(b)
+}
+
+// appendHead opens a message: its id and logical database and table.
+func (w *FlatWriter) appendHead(b []byte, schema, table string) []byte {
+	db, ltable := w.names(schema, table)
+	b = append(b, `{"id":`...)
+	b = strconv.AppendUint(b, w.Seq, 10)
+	b = append(b, `,"database":`...)
+	b = appendJSONString(b, db)
+	b = append(b, `,"table":`...)
+	return appendJSONString(b, ltable)
 }
 
 func (w *FlatWriter) commitMillis() int64 {
@@ -358,14 +362,7 @@ func (w *FlatWriter) ddlLine(ev *Event) []byte {
 	if len(ev.DDL.Tables) > 0 {
 		schema, table, _ = strings.Cut(ev.DDL.Tables[0], ".")
 	}
-	db, ltable := w.names(schema, table)
-	b := w.buf[:0]
-	b = append(b, `{"id":`...)
-	b = strconv.AppendUint(b, w.Seq, 10)
-	b = append(b, `,"database":`...)
-	b = appendJSONString(b, db)
-	b = append(b, `,"table":`...)
-	b = appendJSONString(b, ltable)
+	b := w.appendHead(w.buf[:0], schema, table)
 	b = append(b, `,"pkNames":null,"isDdl":true,"type":`...)
 	b = appendJSONString(b, DDLKind(ev.DDL.SQL))
 	b = append(b, `,"es":`...)
