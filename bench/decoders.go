@@ -1,0 +1,202 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/canal"
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+
+	"github.com/braid-cdc/braid/engine"
+)
+
+// canalServerID is the replica server_id the canal decoder presents. braid's
+// is derived from the destination "bench" and source "a"; both differ from
+// the server's own id, and from each other, so neither connection kicks the
+// other off.
+const canalServerID = 4242
+
+// errReachedEnd stops a decoder at the end position.
+var errReachedEnd = errors.New("bench: reached the end position")
+
+// DecodeConfig says what a decoder reads.
+type DecodeConfig struct {
+	// Addr is the server's host:port; User logs in without a password.
+	Addr, User string
+	// Flavor is "mariadb" or "mysql", as go-mysql spells it (canal needs it
+	// told; braid asks the server).
+	Flavor string
+	// Start is the binlog's first position. braid starts from `earliest`,
+	// which is the same place; canal is given Start.
+	Start engine.Position
+	// End is where reading stops: the first transaction boundary at or
+	// after it ends the run.
+	End engine.Position
+	// Tables are the table regexes on "schema.table" (whole-name matches).
+	Tables []string
+}
+
+// Result is what one decoder run measured.
+type Result struct {
+	// Rows counts the selected row changes delivered; an UPDATE counts once.
+	Rows int
+	// Elapsed is the wall time from starting the decoder (Parser.Run,
+	// canal.NewCanal) to reaching End.
+	Elapsed time.Duration
+	// FirstRow is the wall time from starting the decoder to its first row
+	// change: connecting, reading schemas and whatever else it does before
+	// streaming.
+	FirstRow time.Duration
+	// PeakHeap is the highest Go heap in use while the decoder ran, in bytes.
+	PeakHeap uint64
+}
+
+// RowsPerSec is Rows over Elapsed.
+func (r Result) RowsPerSec() float64 { return float64(r.Rows) / r.Elapsed.Seconds() }
+
+// DecodeBraid reads the binlog with braid's engine.Parser.
+func DecodeBraid(ctx context.Context, cfg DecodeConfig) (Result, error) {
+	filter, err := engine.CompileTableFilter(cfg.Tables)
+	if err != nil {
+		return Result{}, err
+	}
+	p, err := engine.NewParser(engine.ParserConfig{
+		Destination: "bench",
+		Source: engine.SourceSpec{
+			Name: "a", Address: cfg.Addr, User: cfg.User,
+			Start: engine.StartSpec{Kind: engine.StartEarliest},
+		},
+		Tables: filter,
+	})
+	if err != nil {
+		return Result{}, err
+	}
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		res     Result
+		reached bool
+		began   time.Time
+	)
+	emit := func(ev *engine.Event) error {
+		if reached {
+			return errReachedEnd // the parser is stopping; ignore what follows
+		}
+		var end engine.Position
+		switch ev.Type {
+		case engine.EventRow:
+			if res.Rows == 0 {
+				res.FirstRow = time.Since(began)
+			}
+			res.Rows++
+			return nil
+		case engine.EventCommit:
+			end = ev.Pos
+		case engine.EventProgress, engine.EventDDL:
+			end = ev.EndPos
+		default:
+			return nil
+		}
+		if end.Compare(cfg.End) >= 0 {
+			reached = true
+			cancel()
+		}
+		return nil
+	}
+
+	heap := startHeapSampler()
+	began = time.Now()
+	err = p.Run(runCtx, emit)
+	res.Elapsed = time.Since(began)
+	res.PeakHeap = heap.Stop()
+	switch {
+	case err != nil:
+		return res, fmt.Errorf("bench: braid: %w", err)
+	case !reached:
+		return res, fmt.Errorf("bench: braid: stopped before %s: %w", cfg.End, context.Cause(ctx))
+	}
+	return res, nil
+}
+
+// DecodeCanal reads the binlog with go-mysql's canal package, configured as
+// its README shows (canal.NewDefaultConfig), without mysqldump and with a
+// fixed server_id.
+func DecodeCanal(ctx context.Context, cfg DecodeConfig) (Result, error) {
+	ccfg := canal.NewDefaultConfig()
+	ccfg.Addr = cfg.Addr
+	ccfg.User = cfg.User
+	ccfg.Password = ""
+	ccfg.Flavor = cfg.Flavor
+	ccfg.ServerID = canalServerID
+	ccfg.Dump.ExecutionPath = "" // binlog only
+	ccfg.Logger = slog.New(slog.DiscardHandler)
+	// canal's regexes match anywhere in "schema.table"; anchor them as
+	// braid's are.
+	for _, re := range cfg.Tables {
+		ccfg.IncludeTableRegex = append(ccfg.IncludeTableRegex, `^(?:`+re+`)$`)
+	}
+
+	heap := startHeapSampler()
+	began := time.Now()
+	c, err := canal.NewCanal(ccfg)
+	if err != nil {
+		heap.Stop()
+		return Result{}, fmt.Errorf("bench: canal: %w", err)
+	}
+	h := &canalCounter{end: cfg.End, began: began}
+	c.SetEventHandler(h)
+	// canal.Run has no context: Close, from any goroutine, is how it stops.
+	stopWatch := context.AfterFunc(ctx, c.Close)
+	err = c.RunFrom(mysql.Position{Name: cfg.Start.File, Pos: cfg.Start.Pos})
+	res := Result{Rows: h.rows, Elapsed: time.Since(began), FirstRow: h.firstRow}
+	stopWatch()
+	c.Close()
+	res.PeakHeap = heap.Stop()
+	switch {
+	case errors.Is(err, errReachedEnd):
+		return res, nil
+	case err != nil:
+		return res, fmt.Errorf("bench: canal: %w", err)
+	}
+	return res, fmt.Errorf("bench: canal: stopped before %s: %w", cfg.End, context.Cause(ctx))
+}
+
+// canalCounter counts canal's row changes and stops it at the end position
+// by failing OnPosSynced, which canal calls on its Run goroutine after each
+// transaction's XID event.
+type canalCounter struct {
+	canal.DummyEventHandler
+	end      engine.Position
+	began    time.Time
+	firstRow time.Duration
+	rows     int
+}
+
+func (h *canalCounter) OnRow(e *canal.RowsEvent) error {
+	n := len(e.Rows)
+	if e.Action == canal.UpdateAction {
+		n /= 2 // before and after image of each row
+	}
+	if h.rows == 0 {
+		h.firstRow = time.Since(h.began)
+	}
+	h.rows += n
+	return nil
+}
+
+func (h *canalCounter) OnPosSynced(hdr *replication.EventHeader, pos mysql.Position, _ mysql.GTIDSet, _ bool) error {
+	if hdr == nil {
+		return nil // Close reporting the last position, maybe from another goroutine
+	}
+	if (engine.Position{File: pos.Name, Pos: pos.Pos}).Compare(h.end) >= 0 {
+		return errReachedEnd
+	}
+	return nil
+}
+
+func (h *canalCounter) String() string { return "bench.canalCounter" }
