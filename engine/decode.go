@@ -12,43 +12,69 @@ import (
 // schema in force where the row was written.
 type decoder struct {
 	p *Parser
-	// sel caches the table filter's verdict per schema and table, so a
-	// rows event of a skipped table costs two map lookups.
-	sel map[string]map[string]bool
 	// full caches tables built from binlog_row_metadata=FULL table maps.
 	full map[string]*Table
+	// codecs caches each table version's codec; a DDL makes a new *Table.
+	codecs map[*Table]*tableCodec
 }
 
 func newDecoder(p *Parser) *decoder {
-	return &decoder{p: p, sel: map[string]map[string]bool{}, full: map[string]*Table{}}
+	return &decoder{p: p, full: map[string]*Table{}, codecs: map[*Table]*tableCodec{}}
 }
 
-// selected reports whether rows of the table-map's table are read.
-func (d *decoder) selected(tm *replication.TableMapEvent) bool {
-	bySchema, ok := d.sel[string(tm.Schema)]
-	if !ok {
-		bySchema = map[string]bool{}
-		d.sel[string(tm.Schema)] = bySchema
-	}
-	v, ok := bySchema[string(tm.Table)]
-	if !ok {
-		v = d.p.filter.Match(string(tm.Schema), string(tm.Table))
-		bySchema[string(tm.Table)] = v
-	}
-	return v
-}
-
-// tableCodec is a table's schema with its column count checked.
+// tableCodec converts the rows of one table version.
 type tableCodec struct {
 	*Table
+	// convert lists the columns whose go-mysql value is not already
+	// braid's Value (see convertValue); the others pass untouched.
+	convert []int
+	// enums holds each ENUM column's members boxed once, so a row's ENUM
+	// value costs no allocation.
+	enums [][]Value
 	// binWidth is the declared byte width of BINARY(n) columns (0 for the
 	// others): the binlog drops a BINARY value's trailing zero bytes, which
 	// MySQL pads back when the value is read.
 	binWidth []int
 }
 
+// passThrough are the column types go-mysql already decodes to braid's
+// Value: int64 for signed BIGINT, float32/float64, and strings for DECIMAL,
+// temporal types and non-binary CHAR/VARCHAR.
+var passThrough = map[string]bool{
+	"float": true, "double": true, "decimal": true,
+	"date": true, "time": true, "datetime": true, "timestamp": true,
+	"char": true, "varchar": true,
+}
+
+func newTableCodec(t *Table, tm *replication.TableMapEvent) *tableCodec {
+	tc := &tableCodec{Table: t}
+	for i := range t.Columns {
+		c := &t.Columns[i]
+		switch {
+		case c.Type == "bigint" && !c.Unsigned, passThrough[c.Type] && !c.Binary:
+			continue
+		case c.Type == "enum":
+			if tc.enums == nil {
+				tc.enums = make([][]Value, len(t.Columns))
+			}
+			tc.enums[i] = make([]Value, len(c.Elems)+1)
+			tc.enums[i][0] = "" // MySQL stores an invalid ENUM value as index 0, shown as ''
+			for j, e := range c.Elems {
+				tc.enums[i][j+1] = e
+			}
+		case c.Type == "binary":
+			if tc.binWidth == nil {
+				tc.binWidth = make([]int, len(t.Columns))
+			}
+			tc.binWidth[i] = stringWidth(tm.ColumnMeta[i])
+		}
+		tc.convert = append(tc.convert, i)
+	}
+	return tc
+}
+
 // table finds the schema to label a rows event's rows with.
-func (d *decoder) table(tm *replication.TableMapEvent, pos Position) (tableCodec, error) {
+func (d *decoder) table(tm *replication.TableMapEvent, pos Position) (*tableCodec, error) {
 	schema, name := string(tm.Schema), string(tm.Table)
 	p := d.p
 	var t *Table
@@ -57,24 +83,20 @@ func (d *decoder) table(tm *replication.TableMapEvent, pos Position) (tableCodec
 	} else if known, ok := p.schema.Table(schema, name); ok {
 		t = known
 	} else if until, ok := p.schema.Unknown(schema, name); ok {
-		return tableCodec{}, fatal{fmt.Errorf("%w: source %s: %s.%s at %s: its column names before the DDL at %s are not known (the table predates the start position): set binlog_row_metadata=FULL on the server or start after that DDL",
+		return nil, fatal{fmt.Errorf("%w: source %s: %s.%s at %s: its column names before the DDL at %s are not known (the table predates the start position): set binlog_row_metadata=FULL on the server or start after that DDL",
 			ErrSchemaUnknown, p.spec.Name, schema, name, pos, until)}
 	} else {
-		return tableCodec{}, fatal{fmt.Errorf("%w: source %s: %s.%s at %s: the table is neither in the server's schema at the start nor created in the binlog read: start from a position before its CREATE TABLE or set binlog_row_metadata=FULL",
+		return nil, fatal{fmt.Errorf("%w: source %s: %s.%s at %s: the table is neither in the server's schema at the start nor created in the binlog read: start from a position before its CREATE TABLE or set binlog_row_metadata=FULL",
 			ErrSchemaUnknown, p.spec.Name, schema, name, pos)}
 	}
 	if len(t.Columns) != int(tm.ColumnCount) {
-		return tableCodec{}, fatal{fmt.Errorf("%w: source %s: %s.%s at %s: the row has %d columns but the schema known there has %d (%s): a DDL braid did not follow changed the table",
+		return nil, fatal{fmt.Errorf("%w: source %s: %s.%s at %s: the row has %d columns but the schema known there has %d (%s): a DDL braid did not follow changed the table",
 			ErrColumnCount, p.spec.Name, schema, name, pos, tm.ColumnCount, len(t.Columns), columnNames(t))}
 	}
-	tc := tableCodec{Table: t}
-	for i := range t.Columns {
-		if t.Columns[i].Type == "binary" {
-			if tc.binWidth == nil {
-				tc.binWidth = make([]int, len(t.Columns))
-			}
-			tc.binWidth[i] = stringWidth(tm.ColumnMeta[i])
-		}
+	tc, ok := d.codecs[t]
+	if !ok {
+		tc = newTableCodec(t, tm)
+		d.codecs[t] = tc
 	}
 	return tc, nil
 }
@@ -235,18 +257,29 @@ func binlogTypeName(tm *replication.TableMapEvent, i int) string {
 	return "unknown"
 }
 
-// row converts one image of go-mysql values.
-func (d *decoder) row(t tableCodec, raw []any) ([]Value, error) {
-	out := make([]Value, len(raw))
-	for i, v := range raw {
-		out[i] = convertValue(&t.Columns[i], v)
-	}
-	for i, w := range t.binWidth {
-		if b, ok := out[i].([]byte); ok && w > len(b) {
-			out[i] = append(b, make([]byte, w-len(b))...)
+// row converts one image of go-mysql values in place: the slice becomes
+// the row's Values.
+func (t *tableCodec) row(raw []any) []Value {
+	for _, i := range t.convert {
+		v := raw[i]
+		switch {
+		case v == nil:
+		case t.enums != nil && t.enums[i] != nil:
+			if x, ok := v.(int64); ok && x >= 0 && int(x) < len(t.enums[i]) {
+				raw[i] = t.enums[i][x]
+			} else {
+				raw[i] = ""
+			}
+		default:
+			raw[i] = convertValue(&t.Columns[i], v)
+			if t.binWidth != nil && t.binWidth[i] > 0 {
+				if b := raw[i].([]byte); len(b) < t.binWidth[i] {
+					raw[i] = append(b, make([]byte, t.binWidth[i]-len(b))...)
+				}
+			}
 		}
 	}
-	return out, nil
+	return raw
 }
 
 // convertValue maps go-mysql's decoded value to braid's Value for column c.
@@ -289,19 +322,17 @@ func convertValue(c *Column, v any) Value {
 		if c.Unsigned {
 			return uint64(x)
 		}
-		return x
+		return v
 	case int:
 		return int64(x)
 	case string:
 		if c.Binary {
 			return []byte(x)
 		}
-		return x
 	case []byte:
 		if !c.Binary {
 			return string(x)
 		}
-		return x
 	}
 	return v
 }

@@ -1,31 +1,12 @@
 package engine
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/replication"
 )
-
-// syncHandler receives go-mysql's events on its reading goroutine and turns
-// them into braid's. The first error it returns ends the connection; it is
-// kept in err because go-mysql flattens it.
-type syncHandler struct {
-	p    *Parser
-	emit func(*Event) error
-	ctx  context.Context
-	err  error
-}
-
-func (h *syncHandler) HandleEvent(e *replication.BinlogEvent) error {
-	if err := h.p.handle(e, h.emit); err != nil {
-		h.err = err
-		return err
-	}
-	return nil
-}
 
 // handle processes one binlog event.
 func (p *Parser) handle(e *replication.BinlogEvent, emit func(*Event) error) error {
@@ -221,41 +202,74 @@ func (p *Parser) handleRows(ev *replication.RowsEvent, start Position, serverID 
 		}
 	}
 	for i := 0; i+step <= len(ev.Rows); i += step {
-		rc := &RowChange{Table: table.Table, Kind: kind, Index: p.tx.rows}
-		switch kind {
-		case Insert:
-			rc.After, err = p.decoder.row(table, ev.Rows[i])
-		case Delete:
-			rc.Before, err = p.decoder.row(table, ev.Rows[i])
-		case Update:
-			if rc.Before, err = p.decoder.row(table, ev.Rows[i]); err == nil {
-				rc.After, err = p.decoder.row(table, ev.Rows[i+1])
-			}
-		}
-		if err != nil {
-			return err
-		}
+		index := p.tx.rows
 		p.tx.rows++
-		if rc.Index < p.replay.rows {
+		if index < p.replay.rows {
 			continue // emitted before the reconnect
 		}
-		if err := emit(&Event{Type: EventRow, Source: p.spec.Name, ServerID: p.tx.serverID, Pos: start, GTID: p.tx.gtid, Row: rc}); err != nil {
+		// One allocation holds the event and its row change.
+		re := &rowEvent{}
+		re.rc = RowChange{Table: table.Table, Kind: kind, Index: index}
+		switch kind {
+		case Insert:
+			re.rc.After = table.row(ev.Rows[i])
+		case Delete:
+			re.rc.Before = table.row(ev.Rows[i])
+		case Update:
+			re.rc.Before = table.row(ev.Rows[i])
+			re.rc.After = table.row(ev.Rows[i+1])
+		}
+		re.ev = Event{Type: EventRow, Source: p.spec.Name, ServerID: p.tx.serverID, Pos: start, GTID: p.tx.gtid, Row: &re.rc}
+		if err := emit(&re.ev); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// decodeRows is go-mysql's RowsEventDecodeFunc: it decodes the rows of
-// selected tables only, so skipped tables cost a table-map lookup.
-func (p *Parser) decodeRows(re *replication.RowsEvent, data []byte) error {
+// rowEvent is an EventRow and its RowChange in one allocation.
+type rowEvent struct {
+	ev Event
+	rc RowChange
+}
+
+// rowFilter is go-mysql's RowsEventDecodeFunc: it decodes the rows of
+// selected tables only, so a skipped table's rows event costs a header and
+// two map lookups. It runs on go-mysql's reading goroutine, so it has its own
+// cache of the filter's verdicts and touches nothing of the Parser's.
+type rowFilter struct {
+	filter *TableFilter
+	sel    map[string]map[string]bool
+}
+
+func newRowFilter(f *TableFilter) *rowFilter {
+	return &rowFilter{filter: f, sel: map[string]map[string]bool{}}
+}
+
+func (f *rowFilter) decodeRows(re *replication.RowsEvent, data []byte) error {
 	pos, err := re.DecodeHeader(data)
 	if err != nil {
 		return err
 	}
-	if !p.decoder.selected(re.Table) || p.skipping() {
-		re.Table = nil
+	if !f.selected(re.Table) {
+		re.Table = nil // tells handleRows the event was skipped
 		return nil
 	}
 	return re.DecodeData(pos, data)
+}
+
+// selected reports whether rows of the table-map's table are read. The
+// lookups by string(bytes) do not allocate.
+func (f *rowFilter) selected(tm *replication.TableMapEvent) bool {
+	bySchema, ok := f.sel[string(tm.Schema)]
+	if !ok {
+		bySchema = map[string]bool{}
+		f.sel[string(tm.Schema)] = bySchema
+	}
+	v, ok := bySchema[string(tm.Table)]
+	if !ok {
+		v = f.filter.Match(string(tm.Schema), string(tm.Table))
+		bySchema[string(tm.Table)] = v
+	}
+	return v
 }

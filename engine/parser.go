@@ -244,7 +244,10 @@ func (p *Parser) syncerConfig() replication.BinlogSyncerConfig {
 		ReadTimeout:             max(5*time.Second, 10*p.cfg.Heartbeat),
 		DisableRetrySync:        true,
 		Logger:                  slog.New(slog.DiscardHandler),
-		EventCacheCount:         64,
+		// Events go-mysql may decode ahead of the parser: reading and
+		// decoding run on go-mysql's goroutine while the parser converts and
+		// emits on Run's, which bounds memory to this many events.
+		EventCacheCount: 256,
 	}
 }
 
@@ -252,9 +255,7 @@ func (p *Parser) syncerConfig() replication.BinlogSyncerConfig {
 func (p *Parser) stream(ctx context.Context, emit func(*Event) error) error {
 	p.streamedSince = false
 	cfg := p.syncerConfig()
-	h := &syncHandler{p: p, emit: emit, ctx: ctx}
-	cfg.SynchronousEventHandler = h
-	cfg.RowsEventDecodeFunc = p.decodeRows
+	cfg.RowsEventDecodeFunc = newRowFilter(p.filter).decodeRows
 	syncer := replication.NewBinlogSyncer(cfg)
 	defer syncer.Close()
 
@@ -282,13 +283,15 @@ func (p *Parser) stream(ctx context.Context, emit func(*Event) error) error {
 	if err != nil {
 		return p.streamError(err)
 	}
-	// With a SynchronousEventHandler, GetEvent only returns the error that
-	// ends the stream.
-	_, err = st.GetEvent(ctx)
-	if h.err != nil {
-		return h.err
+	for {
+		e, err := st.GetEvent(ctx)
+		if err != nil {
+			return p.streamError(err)
+		}
+		if err := p.handle(e, emit); err != nil {
+			return err
+		}
 	}
-	return p.streamError(err)
 }
 
 // streamError classifies an error that ended a binlog connection.

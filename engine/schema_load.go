@@ -31,7 +31,9 @@ func (p *Parser) loadSchema(ctx context.Context, c *client.Conn, snapPos Positio
 		return fatal{fmt.Errorf("engine: source %s (%s): read table schemas: %v", p.spec.Name, p.spec.Address, err)}
 	}
 	var touches map[string][]touchAt
-	if p.started && p.resume.Compare(snapPos) < 0 {
+	// With binlog_row_metadata=FULL every table map names its columns, so
+	// the live schema only serves tables whose names agree with it.
+	if p.started && p.resume.Compare(snapPos) < 0 && !p.info.fullMeta {
 		if touches, err = p.scanDDL(ctx, p.resume, snapPos, live); err != nil {
 			return err
 		}
