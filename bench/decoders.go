@@ -89,11 +89,11 @@ func DecodeBraid(ctx context.Context, cfg DecodeConfig) (Result, error) {
 		}
 		var end engine.Position
 		switch ev.Type {
-		case engine.EventRow:
+		case engine.EventRows:
 			if res.Rows == 0 {
 				res.FirstRow = time.Since(began)
 			}
-			res.Rows++
+			res.Rows += len(ev.Rows)
 			return nil
 		case engine.EventCommit:
 			end = ev.Pos

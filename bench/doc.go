@@ -31,7 +31,7 @@
 // (an UPDATE counts once, not as its two images):
 //
 //   - braid: engine.Parser with the table filter, its Run emitting engine
-//     Events to a callback that counts EventRow and stops at the first
+//     Events to a callback that counts EventRows' rows and stops at the first
 //     transaction boundary at or after the end position. The time includes
 //     everything Run does before streaming (connect, schema load, the scan
 //     for DDL between the start and the server's current position).

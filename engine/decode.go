@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 
@@ -22,12 +23,15 @@ func newDecoder(p *Parser) *decoder {
 	return &decoder{p: p, full: map[string]*Table{}, codecs: map[*Table]*tableCodec{}}
 }
 
-// tableCodec converts the rows of one table version.
+// tableCodec converts the rows of one table version from the values go-mysql
+// decoded ("raw" values) to braid's Values.
 type tableCodec struct {
 	*Table
 	// convert lists the columns whose go-mysql value is not already
 	// braid's Value (see convertValue); the others pass untouched.
-	convert []int
+	// converts[i] says the same of column i.
+	convert  []int
+	converts []bool
 	// enums holds each ENUM column's members boxed once, so a row's ENUM
 	// value costs no allocation.
 	enums [][]Value
@@ -47,7 +51,7 @@ var passThrough = map[string]bool{
 }
 
 func newTableCodec(t *Table, tm *replication.TableMapEvent) *tableCodec {
-	tc := &tableCodec{Table: t}
+	tc := &tableCodec{Table: t, converts: make([]bool, len(t.Columns))}
 	for i := range t.Columns {
 		c := &t.Columns[i]
 		switch {
@@ -69,6 +73,7 @@ func newTableCodec(t *Table, tm *replication.TableMapEvent) *tableCodec {
 			tc.binWidth[i] = stringWidth(tm.ColumnMeta[i])
 		}
 		tc.convert = append(tc.convert, i)
+		tc.converts[i] = true
 	}
 	return tc
 }
@@ -257,29 +262,37 @@ func binlogTypeName(tm *replication.TableMapEvent, i int) string {
 	return "unknown"
 }
 
-// row converts one image of go-mysql values in place: the slice becomes
-// the row's Values.
-func (t *tableCodec) row(raw []any) []Value {
+// values converts one image of go-mysql values to a new slice of Values.
+func (t *tableCodec) values(raw []any) []Value {
+	out := make([]Value, len(raw))
+	copy(out, raw)
 	for _, i := range t.convert {
-		v := raw[i]
-		switch {
-		case v == nil:
-		case t.enums != nil && t.enums[i] != nil:
-			if x, ok := v.(int64); ok && x >= 0 && int(x) < len(t.enums[i]) {
-				raw[i] = t.enums[i][x]
-			} else {
-				raw[i] = ""
-			}
-		default:
-			raw[i] = convertValue(&t.Columns[i], v)
-			if t.binWidth != nil && t.binWidth[i] > 0 {
-				if b := raw[i].([]byte); len(b) < t.binWidth[i] {
-					raw[i] = append(b, make([]byte, t.binWidth[i]-len(b))...)
-				}
-			}
+		out[i] = t.value(i, raw[i])
+	}
+	return out
+}
+
+// value converts go-mysql's value of column i. Columns outside t.convert
+// need no conversion; value is only called for the others.
+func (t *tableCodec) value(i int, v any) Value {
+	switch {
+	case v == nil:
+		return nil
+	case t.enums != nil && t.enums[i] != nil:
+		if x, ok := v.(int64); ok && x >= 0 && int(x) < len(t.enums[i]) {
+			return t.enums[i][x]
+		}
+		return ""
+	}
+	out := convertValue(&t.Columns[i], v)
+	if t.binWidth != nil && t.binWidth[i] > 0 {
+		if b := out.([]byte); len(b) < t.binWidth[i] {
+			padded := make([]byte, t.binWidth[i])
+			copy(padded, b)
+			return padded
 		}
 	}
-	return raw
+	return out
 }
 
 // convertValue maps go-mysql's decoded value to braid's Value for column c.
@@ -327,12 +340,13 @@ func convertValue(c *Column, v any) Value {
 		return int64(x)
 	case string:
 		if c.Binary {
-			return []byte(x)
+			return []byte(x) // a copy: Values never alias the event's buffer
 		}
 	case []byte:
 		if !c.Binary {
 			return string(x)
 		}
+		return bytes.Clone(x)
 	}
 	return v
 }

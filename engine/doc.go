@@ -3,8 +3,8 @@
 // names their columns, and the rendering of changes as canal flat messages.
 //
 // A Parser connects to one server as a replica (go-mysql's BinlogSyncer,
-// MariaDB or MySQL flavor), and emits Events: EventBegin, one EventRow per row
-// change, EventCommit; EventDDL for schema changes; EventProgress for
+// MariaDB or MySQL flavor), and emits Events: EventBegin, EventRows (the
+// row changes of one binlog rows event), EventCommit; EventDDL for schema changes; EventProgress for
 // transactions without a selected row; EventHeartbeat while the server is
 // idle. Rows of tables outside the spec's table filter are never decoded.
 //

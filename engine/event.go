@@ -6,20 +6,21 @@ import "time"
 type EventType uint8
 
 // The event types a Parser emits, in the order they come for one transaction:
-// EventBegin, then EventRows (one per row change), then EventCommit. EventDDL
+// EventBegin, then EventRows (the row changes of one binlog rows event),
+// then EventCommit. EventDDL
 // is a transaction of its own. EventProgress stands for a transaction with no
 // selected row (it moves the position and the commit clock on) and
 // EventHeartbeat for the server's replication heartbeat on an idle binlog.
 const (
 	EventBegin EventType = iota + 1
-	EventRow
+	EventRows
 	EventCommit
 	EventDDL
 	EventProgress
 	EventHeartbeat
 )
 
-var eventTypeNames = [...]string{"", "begin", "row", "commit", "ddl", "progress", "heartbeat"}
+var eventTypeNames = [...]string{"", "begin", "rows", "commit", "ddl", "progress", "heartbeat"}
 
 func (t EventType) String() string {
 	if int(t) < len(eventTypeNames) {
@@ -59,7 +60,7 @@ type Event struct {
 	// ServerID is the server_id of the server that wrote the transaction.
 	ServerID uint32
 	// Pos: for EventBegin, EventDDL and EventProgress, where the
-	// transaction starts; for EventRow, where its rows event starts; for
+	// transaction starts; for EventRows, where its rows event starts; for
 	// EventCommit, where the transaction ends (the next one starts): the
 	// position to resume from after it. For EventHeartbeat, the server's
 	// current position.
@@ -74,24 +75,43 @@ type Event struct {
 	// header's seconds. Set on EventBegin, EventCommit, EventDDL and
 	// EventProgress.
 	CommitTime time.Time
-	// Row is the change of an EventRow.
-	Row *RowChange
+	// Rows are the row changes of an EventRows, in binlog order: all of
+	// one table and one kind.
+	Rows []RowChange
 	// DDL is the statement of an EventDDL.
 	DDL *DDL
 }
 
 // RowChange is one row's change.
+//
+// It keeps the values as go-mysql decoded them and converts them to Values
+// when asked (Before, After), so a consumer that only renders them (the flat
+// writer) or only counts them pays for no conversion. A RowChange is
+// read-only and safe for concurrent readers.
 type RowChange struct {
 	// Table is the schema the row was decoded with: the table's columns as
 	// they were when the row was written.
 	Table *Table
 	Kind  ChangeKind
-	// Before is the row before an UPDATE or DELETE; After the row after an
-	// INSERT or UPDATE. Values follow Table.Columns; see Value.
-	Before []Value
-	After  []Value
-	// Index counts the transaction's emitted row changes from 0.
+	// Index counts the transaction's row changes from 0.
 	Index int
+
+	codec         *tableCodec
+	before, after []any
+}
+
+// Before is the row before an UPDATE or DELETE (nil for an INSERT), one
+// Value per column of Table. Each call converts anew; keep the result.
+func (rc *RowChange) Before() []Value { return rc.image(rc.before) }
+
+// After is the row after an INSERT or UPDATE (nil for a DELETE).
+func (rc *RowChange) After() []Value { return rc.image(rc.after) }
+
+func (rc *RowChange) image(raw []any) []Value {
+	if raw == nil {
+		return nil
+	}
+	return rc.codec.values(raw)
 }
 
 // Value is one decoded column value. Its dynamic type is one of:

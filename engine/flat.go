@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // FlatWriter renders a parser's events as canal flat messages (canal's
@@ -32,10 +34,10 @@ type FlatWriter struct {
 	// Now stamps ts. Default: time.Now.
 	Now func() time.Time
 
-	tx   *Event // the open transaction's EventBegin
-	run  []*Event
-	buf  []byte
-	data []*RowChange
+	tx    *Event // the open transaction's EventBegin
+	runEv *Event // the EventRows the pending run starts in
+	run   []*RowChange
+	buf   []byte
 }
 
 // Write consumes one event and calls out for each finished line (without
@@ -45,16 +47,22 @@ func (w *FlatWriter) Write(ev *Event, out func(line []byte) error) error {
 	case EventBegin:
 		w.Seq++
 		w.tx = ev
-	case EventRow:
-		if len(w.run) > 0 {
-			last := w.run[len(w.run)-1].Row
-			if last.Table != ev.Row.Table || last.Kind != ev.Row.Kind || len(w.run) >= w.maxRows() {
-				if err := w.flush(out); err != nil {
-					return err
+	case EventRows:
+		for i := range ev.Rows {
+			rc := &ev.Rows[i]
+			if len(w.run) > 0 {
+				last := w.run[len(w.run)-1]
+				if last.Table != rc.Table || last.Kind != rc.Kind || len(w.run) >= w.maxRows() {
+					if err := w.flush(out); err != nil {
+						return err
+					}
 				}
 			}
+			if len(w.run) == 0 {
+				w.runEv = ev
+			}
+			w.run = append(w.run, rc)
 		}
-		w.run = append(w.run, ev)
 	case EventCommit:
 		err := w.flush(out)
 		w.tx = nil
@@ -93,7 +101,7 @@ func (w *FlatWriter) flush(out func([]byte) error) error {
 		return nil
 	}
 	first := w.run[0]
-	t := first.Row.Table
+	t := first.Table
 	b := w.appendHead(w.buf[:0], t.Schema, t.Name)
 	b = append(b, `,"pkNames":`...)
 	if keys := t.KeyNames(); len(keys) > 0 {
@@ -109,7 +117,7 @@ func (w *FlatWriter) flush(out func([]byte) error) error {
 		b = append(b, "null"...)
 	}
 	b = append(b, `,"isDdl":false,"type":"`...)
-	b = append(b, first.Row.Kind.String()...)
+	b = append(b, first.Kind.String()...)
 	b = append(b, `","es":`...)
 	b = strconv.AppendInt(b, w.commitMillis(), 10)
 	b = append(b, `,"ts":`...)
@@ -135,35 +143,34 @@ func (w *FlatWriter) flush(out func([]byte) error) error {
 		b = appendJSONString(b, c.RawType)
 	}
 	b = append(b, `},"data":[`...)
-	for i, ev := range w.run {
+	for i, rc := range w.run {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		img := ev.Row.After
-		if ev.Row.Kind == Delete {
-			img = ev.Row.Before
+		img := rc.after
+		if rc.Kind == Delete {
+			img = rc.before
 		}
-		b = appendRow(b, t, img, nil)
+		b = appendRow(b, rc.codec, img, nil)
 	}
 	b = append(b, ']', ',', '"', 'o', 'l', 'd', '"', ':')
-	if first.Row.Kind == Update {
+	if first.Kind == Update {
 		b = append(b, '[')
-		for i, ev := range w.run {
+		for i, rc := range w.run {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendRow(b, t, ev.Row.Before, ev.Row.After)
+			b = appendRow(b, rc.codec, rc.before, rc.after)
 		}
 		b = append(b, ']')
 	} else {
 		b = append(b, "null"...)
 	}
-	b = w.appendBraidFields(b, first, t.Schema, t.Name)
+	b = w.appendBraidFields(b, w.runEv, t.Schema, t.Name)
 	w.buf = b
-	for i := range w.run {
-		w.run[i] = nil
-	}
+	clear(w.run)
 	w.run = w.run[:0]
+	w.runEv = nil
 	return out(b)
 }
 
@@ -206,15 +213,12 @@ func (w *FlatWriter) appendBraidFields(b []byte, ev *Event, originDB, originTabl
 // appendRow writes one row image as a JSON object in column order. With
 // after set, only the columns whose value differs from after are written
 // (canal's "old": the previous values of the changed columns).
-func appendRow(b []byte, t *Table, img, after []Value) []byte {
+func appendRow(b []byte, t *tableCodec, img, after []any) []byte {
 	b = append(b, '{')
 	n := 0
 	for i := range t.Columns {
-		var v Value
-		if i < len(img) {
-			v = img[i]
-		}
-		if after != nil && i < len(after) && valuesEqual(v, after[i]) {
+		v := img[i]
+		if after != nil && rawEqual(v, after[i]) {
 			continue
 		}
 		if n > 0 {
@@ -223,22 +227,72 @@ func appendRow(b []byte, t *Table, img, after []Value) []byte {
 		n++
 		b = appendJSONString(b, t.Columns[i].Name)
 		b = append(b, ':')
-		if v == nil {
-			b = append(b, "null"...)
-			continue
-		}
-		b = appendJSONValue(b, v)
+		b = t.appendJSON(b, i, v)
 	}
 	return append(b, '}')
 }
 
-func valuesEqual(a, b Value) bool {
+// rawEqual compares two go-mysql values of one column.
+func rawEqual(a, b any) bool {
 	ab, aok := a.([]byte)
 	bb, bok := b.([]byte)
 	if aok || bok {
-		return aok && bok && string(ab) == string(bb)
+		return aok && bok && bytes.Equal(ab, bb)
 	}
 	return a == b
+}
+
+// appendJSON writes column i's go-mysql value v in canal's string form as
+// JSON (null for NULL). The common cases format straight from v; the rest
+// go through the one conversion, tableCodec.value.
+func (t *tableCodec) appendJSON(b []byte, i int, v any) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	c := &t.Columns[i]
+	if !t.converts[i] {
+		return appendJSONValue(b, v)
+	}
+	plainInt := c.Type != "enum" && c.Type != "set" && c.Type != "bit"
+	switch x := v.(type) {
+	case int8:
+		if plainInt && c.Unsigned {
+			return appendQuotedUint(b, uint64(uint8(x)))
+		} else if plainInt {
+			return appendQuotedInt(b, int64(x))
+		}
+	case int16:
+		if plainInt && c.Unsigned {
+			return appendQuotedUint(b, uint64(uint16(x)))
+		} else if plainInt {
+			return appendQuotedInt(b, int64(x))
+		}
+	case int32:
+		if plainInt && !c.Unsigned {
+			return appendQuotedInt(b, int64(x))
+		}
+	case []byte:
+		if !c.Binary {
+			// Read in place: the bytes are only read during this call.
+			return appendJSONString(b, unsafe.String(unsafe.SliceData(x), len(x)))
+		}
+		if t.binWidth == nil || t.binWidth[i] <= len(x) {
+			return appendJSONLatin1(b, x)
+		}
+	}
+	return appendJSONValue(b, t.value(i, v))
+}
+
+func appendQuotedInt(b []byte, v int64) []byte {
+	b = append(b, '"')
+	b = strconv.AppendInt(b, v, 10)
+	return append(b, '"')
+}
+
+func appendQuotedUint(b []byte, v uint64) []byte {
+	b = append(b, '"')
+	b = strconv.AppendUint(b, v, 10)
+	return append(b, '"')
 }
 
 // appendJSONValue writes v's canal string form as a JSON string.
@@ -247,13 +301,9 @@ func appendJSONValue(b []byte, v Value) []byte {
 	case string:
 		return appendJSONString(b, x)
 	case int64:
-		b = append(b, '"')
-		b = strconv.AppendInt(b, x, 10)
-		return append(b, '"')
+		return appendQuotedInt(b, x)
 	case uint64:
-		b = append(b, '"')
-		b = strconv.AppendUint(b, x, 10)
-		return append(b, '"')
+		return appendQuotedUint(b, x)
 	case []byte:
 		return appendJSONLatin1(b, x)
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -9,7 +10,7 @@ import (
 )
 
 // handle processes one binlog event.
-func (p *Parser) handle(e *replication.BinlogEvent, emit func(*Event) error) error {
+func (p *Parser) handle(ctx context.Context, e *replication.BinlogEvent, emit func(*Event) error) error {
 	hdr := e.Header
 	p.streamedSince = true
 	start := Position{File: p.file, Pos: hdr.LogPos - hdr.EventSize}
@@ -75,7 +76,7 @@ func (p *Parser) handle(e *replication.BinlogEvent, emit func(*Event) error) err
 			// a statement despite ROW format): nothing to emit.
 			return nil
 		}
-		return p.handleDDL(ev, hdr, start, end, emit)
+		return p.handleDDL(ctx, ev, hdr, start, end, emit)
 
 	case *replication.XIDEvent:
 		return p.commitTx(end, emit)
@@ -84,7 +85,7 @@ func (p *Parser) handle(e *replication.BinlogEvent, emit func(*Event) error) err
 		return nil
 
 	case *replication.RowsEvent:
-		return p.handleRows(ev, start, hdr.ServerID, emit)
+		return p.handleRows(ctx, ev, start, hdr.ServerID, emit)
 
 	case *replication.HeartbeatEvent:
 		if p.replay.open {
@@ -129,7 +130,7 @@ func (p *Parser) commitTx(end Position, emit func(*Event) error) error {
 
 // handleDDL applies a statement outside a transaction to the schema model
 // and emits it when it touches a selected table.
-func (p *Parser) handleDDL(ev *replication.QueryEvent, hdr *replication.EventHeader, start, end Position, emit func(*Event) error) error {
+func (p *Parser) handleDDL(ctx context.Context, ev *replication.QueryEvent, hdr *replication.EventHeader, start, end Position, emit func(*Event) error) error {
 	tx := p.tx
 	p.tx = txState{}
 	p.replay = txState{}
@@ -139,6 +140,9 @@ func (p *Parser) handleDDL(ev *replication.QueryEvent, hdr *replication.EventHea
 	}
 	db := string(ev.Schema)
 	sql := string(ev.Query)
+	if err := p.provisionalDDL(ctx, start, db, sql); err != nil {
+		return err
+	}
 	changed, err := p.schema.ApplyDDL(start, db, sql)
 	p.resume = end
 	if err != nil {
@@ -167,7 +171,7 @@ func (p *Parser) handleDDL(ev *replication.QueryEvent, hdr *replication.EventHea
 }
 
 // handleRows emits the row changes of a rows event of a selected table.
-func (p *Parser) handleRows(ev *replication.RowsEvent, start Position, serverID uint32, emit func(*Event) error) error {
+func (p *Parser) handleRows(ctx context.Context, ev *replication.RowsEvent, start Position, serverID uint32, emit func(*Event) error) error {
 	if len(ev.Rows) == 0 || ev.Table == nil {
 		return nil // a table braid does not read: not decoded at all
 	}
@@ -178,6 +182,11 @@ func (p *Parser) handleRows(ev *replication.RowsEvent, start Position, serverID 
 	}
 	if p.skipping() {
 		return nil
+	}
+	if p.anyProvisional(start) && p.isProvisional(string(ev.Table.Schema)+"."+string(ev.Table.Table), start) {
+		if err := p.resolveProvisional(ctx, start); err != nil {
+			return err
+		}
 	}
 	table, err := p.decoder.table(ev.Table, start)
 	if err != nil {
@@ -201,36 +210,28 @@ func (p *Parser) handleRows(ev *replication.RowsEvent, start Position, serverID 
 			}
 		}
 	}
+	changes := make([]RowChange, 0, len(ev.Rows)/step)
 	for i := 0; i+step <= len(ev.Rows); i += step {
 		index := p.tx.rows
 		p.tx.rows++
 		if index < p.replay.rows {
 			continue // emitted before the reconnect
 		}
-		// One allocation holds the event and its row change.
-		re := &rowEvent{}
-		re.rc = RowChange{Table: table.Table, Kind: kind, Index: index}
+		rc := RowChange{Table: table.Table, Kind: kind, Index: index, codec: table}
 		switch kind {
 		case Insert:
-			re.rc.After = table.row(ev.Rows[i])
+			rc.after = ev.Rows[i]
 		case Delete:
-			re.rc.Before = table.row(ev.Rows[i])
+			rc.before = ev.Rows[i]
 		case Update:
-			re.rc.Before = table.row(ev.Rows[i])
-			re.rc.After = table.row(ev.Rows[i+1])
+			rc.before, rc.after = ev.Rows[i], ev.Rows[i+1]
 		}
-		re.ev = Event{Type: EventRow, Source: p.spec.Name, ServerID: p.tx.serverID, Pos: start, GTID: p.tx.gtid, Row: &re.rc}
-		if err := emit(&re.ev); err != nil {
-			return err
-		}
+		changes = append(changes, rc)
 	}
-	return nil
-}
-
-// rowEvent is an EventRow and its RowChange in one allocation.
-type rowEvent struct {
-	ev Event
-	rc RowChange
+	if len(changes) == 0 {
+		return nil
+	}
+	return emit(&Event{Type: EventRows, Source: p.spec.Name, ServerID: p.tx.serverID, Pos: start, GTID: p.tx.gtid, Rows: changes})
 }
 
 // rowFilter is go-mysql's RowsEventDecodeFunc: it decodes the rows of

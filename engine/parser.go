@@ -52,6 +52,11 @@ type Parser struct {
 	info    serverInfo
 	schema  *SchemaTracker
 	decoder *decoder
+	// provisional holds the live schema of tables not yet known to hold
+	// before snapPos, the server's position when it was read; see
+	// loadSchema.
+	provisional map[string]*Table
+	snapPos     Position
 
 	// Reading state; owned by the goroutine running Run.
 	file      string   // current binlog file
@@ -218,7 +223,7 @@ func (p *Parser) prepare(ctx context.Context) error {
 		}
 	}
 	if p.schema == nil {
-		if err := p.loadSchema(ctx, c, snapPos); err != nil {
+		if err := p.loadSchema(c, snapPos); err != nil {
 			return err
 		}
 	}
@@ -247,7 +252,7 @@ func (p *Parser) syncerConfig() replication.BinlogSyncerConfig {
 		// Events go-mysql may decode ahead of the parser: reading and
 		// decoding run on go-mysql's goroutine while the parser converts and
 		// emits on Run's, which bounds memory to this many events.
-		EventCacheCount: 256,
+		EventCacheCount: 1024,
 	}
 }
 
@@ -288,7 +293,7 @@ func (p *Parser) stream(ctx context.Context, emit func(*Event) error) error {
 		if err != nil {
 			return p.streamError(err)
 		}
-		if err := p.handle(e, emit); err != nil {
+		if err := p.handle(ctx, e, emit); err != nil {
 			return err
 		}
 	}

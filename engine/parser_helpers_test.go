@@ -125,12 +125,14 @@ func (r *run) runErr(d time.Duration) error {
 	}
 }
 
-// rows returns the EventRow events' changes.
+// rows returns the EventRows events' changes.
 func rows(evs []*engine.Event) []*engine.RowChange {
 	var out []*engine.RowChange
 	for _, e := range evs {
-		if e.Type == engine.EventRow {
-			out = append(out, e.Row)
+		if e.Type == engine.EventRows {
+			for i := range e.Rows {
+				out = append(out, &e.Rows[i])
+			}
 		}
 	}
 	return out

@@ -47,13 +47,13 @@ func TestReplayAcrossAlter(t *testing.T) {
 			t.Errorf("row %d columns %v, want %v", i, got, w)
 		}
 	}
-	if got := named(rc[0], rc[0].After); got["note"] != "first" || got["amount"] != int64(10) {
+	if got := named(rc[0], rc[0].After()); got["note"] != "first" || got["amount"] != int64(10) {
 		t.Errorf("row 0 = %v", got)
 	}
-	if got := named(rc[1], rc[1].After); got["status"] != "paid" || got["comment"] != "second" {
+	if got := named(rc[1], rc[1].After()); got["status"] != "paid" || got["comment"] != "second" {
 		t.Errorf("row 1 = %v", got)
 	}
-	if got := named(rc[3], rc[3].Before); got["status"] != "new" || got["comment"] != "first" {
+	if got := named(rc[3], rc[3].Before()); got["status"] != "new" || got["comment"] != "first" {
 		t.Errorf("row 3 before = %v (row 1 after two ALTERs)", got)
 	}
 	if n := countType(evs, engine.EventDDL); n != 3 {
@@ -90,7 +90,7 @@ func TestUnknownSchemaBeforeDDL(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	srv.Exec(t, "INSERT INTO shop.orders VALUES (4, 5, 6)")
 	evs := r2.waitFor(30*time.Second, "one row", rowsAtLeast(1))
-	if got := named(rows(evs)[0], rows(evs)[0].After); got["b2"] != int64(5) || got["a2"] != int64(6) {
+	if got := named(rows(evs)[0], rows(evs)[0].After()); got["b2"] != int64(5) || got["a2"] != int64(6) {
 		t.Errorf("row after ALTER = %v", got)
 	}
 }
@@ -130,5 +130,30 @@ func TestReplayAcrossDropDatabase(t *testing.T) {
 	}
 	if got := columnNames(rc[1]); !reflect.DeepEqual(got, []string{"id", "b", "c"}) {
 		t.Errorf("row 1 columns %v", got)
+	}
+}
+
+// TestPreexistingTables: tables whose CREATE was purged take the live schema
+// where no DDL of theirs follows, and the schema after their last DDL once
+// that DDL is read.
+func TestPreexistingTables(t *testing.T) {
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE DATABASE shop",
+		"CREATE TABLE shop.orders (id INT PRIMARY KEY, a INT)",
+		"CREATE TABLE shop.items (id INT PRIMARY KEY, sku VARCHAR(10))")
+	srv.FlushLogs(t)
+	file, _ := srv.MasterStatus(t)
+	srv.PurgeLogsTo(t, file)
+	srv.Exec(t,
+		"ALTER TABLE shop.orders ADD COLUMN b INT", // orders' first event in the binlog is its last DDL
+		"INSERT INTO shop.orders VALUES (1, 2, 3)",
+		"INSERT INTO shop.items VALUES (1, 'x')") // items never changes
+	r := startParser(t, engine.ParserConfig{Source: source(srv, earliest)}, nil)
+	rc := rows(r.waitFor(30*time.Second, "2 rows", rowsAtLeast(2)))
+	if got := columnNames(rc[0]); !reflect.DeepEqual(got, []string{"id", "a", "b"}) {
+		t.Errorf("orders columns %v, want [id a b]", got)
+	}
+	if got := named(rc[1], rc[1].After()); got["sku"] != "x" {
+		t.Errorf("items row %v", got)
 	}
 }

@@ -8,67 +8,143 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
-	"github.com/go-mysql-org/go-mysql/mysql"
-	"github.com/go-mysql-org/go-mysql/replication"
 )
 
 // loadSchema builds the schema model at the start position.
 //
 // The server can only show its schema as it is now (at snapPos). When
-// reading starts earlier, the binlog between the start and snapPos is first
-// scanned for DDL (rows are not decoded). A selected table whose first DDL in
-// that range creates it starts absent and is built from its CREATE TABLE as
-// the stream replays it. A table changed in that range but created before it
-// has columns nobody can know before its last change there (the live schema
-// is what follows that change), so it is marked unknown until then: its rows
-// before that point fail loudly unless the server logs column names
-// (binlog_row_metadata=FULL). Tables without DDL in the range take the live
-// schema.
-func (p *Parser) loadSchema(ctx context.Context, c *client.Conn, snapPos Position) error {
-	p.schema = NewSchemaTracker()
+// reading starts earlier, each selected live table is loaded provisionally:
+// its live schema holds at the start only if no DDL touches it between the
+// start and snapPos. Most replays never need to find out: a table that the
+// binlog creates (CREATE TABLE, CREATE TABLE ... LIKE, RENAME ... TO it) is
+// built from that statement instead, and from snapPos on the live schema is
+// right. Only when a row or a DDL of a provisional table comes first does
+// the parser list the DDL from there to snapPos (resolveProvisional) and
+// settle every provisional table at once.
+//
+// With binlog_row_metadata=FULL every table map names its columns, so
+// nothing is provisional.
+func (p *Parser) loadSchema(c *client.Conn, snapPos Position) error {
 	live, err := p.liveTables(c)
 	if err != nil {
 		return fatal{fmt.Errorf("engine: source %s (%s): read table schemas: %v", p.spec.Name, p.spec.Address, err)}
 	}
-	var touches map[string][]touchAt
-	// With binlog_row_metadata=FULL every table map names its columns, so
-	// the live schema only serves tables whose names agree with it.
-	if p.started && p.resume.Compare(snapPos) < 0 && !p.info.fullMeta {
-		if touches, err = p.scanDDL(ctx, p.resume, snapPos, live); err != nil {
-			return err
-		}
-	}
+	p.schema = NewSchemaTracker()
+	provisional := p.started && p.resume.Compare(snapPos) < 0 && !p.info.fullMeta
 	for name, create := range live {
 		schema, table, _ := strings.Cut(name, ".")
-		ts := touches[name]
-		if len(ts) == 0 {
-			if err := p.schema.LoadCreate(p.resume, schema, create); err != nil {
-				return fatal{fmt.Errorf("engine: source %s: %s: %w", p.spec.Name, name, err)}
-			}
-			continue
-		}
-		if ts[0].creates && !ts[0].drops {
-			continue // replayed from its CREATE TABLE
-		}
-		// Parse the live schema into a scratch tracker to hand over as the
-		// schema after the last DDL.
-		scratch := NewSchemaTracker()
-		if err := scratch.LoadCreate(snapPos, schema, create); err != nil {
+		if err := p.schema.LoadCreate(p.resume, schema, create); err != nil {
 			return fatal{fmt.Errorf("engine: source %s: %s: %w", p.spec.Name, name, err)}
 		}
-		after, _ := scratch.Table(schema, table)
-		p.schema.MarkUnknownUntil(schema, table, ts[len(ts)-1].pos, after)
+		if provisional {
+			if p.provisional == nil {
+				p.provisional = map[string]*Table{}
+				p.snapPos = snapPos
+			}
+			p.provisional[name], _ = p.schema.Table(schema, table)
+		}
 	}
-	// Selected tables that no longer exist but were changed in the range.
-	for name, ts := range touches {
-		if _, ok := live[name]; ok || (ts[0].creates && !ts[0].drops) {
+	return nil
+}
+
+// anyProvisional reports whether some table's live schema is not yet known
+// to hold at pos.
+func (p *Parser) anyProvisional(pos Position) bool {
+	if len(p.provisional) > 0 && pos.Compare(p.snapPos) >= 0 {
+		p.provisional = nil // from snapPos on, the live schema is the schema
+	}
+	return len(p.provisional) > 0
+}
+
+// isProvisional reports whether schema.table's live schema is not yet known
+// to hold at pos.
+func (p *Parser) isProvisional(name string, pos Position) bool {
+	if !p.anyProvisional(pos) {
+		return false
+	}
+	_, ok := p.provisional[name]
+	return ok
+}
+
+// definesTable reports whether a DDL creating a table gives its whole
+// definition (so the table did not exist just before): CREATE TABLE without
+// IF NOT EXISTS, CREATE OR REPLACE, or a RENAME onto it.
+func definesTable(sql string) bool {
+	f := strings.Fields(strings.ToUpper(sql))
+	for i := 0; i+2 < len(f) && i < 8; i++ {
+		if f[i] == "IF" && f[i+1] == "NOT" && f[i+2] == "EXISTS" {
+			return false
+		}
+	}
+	return true
+}
+
+// provisionalDDL settles what a DDL at pos means for provisional tables,
+// before it is applied: a table it defines is built from it; any other
+// touch of a provisional table resolves them all.
+func (p *Parser) provisionalDDL(ctx context.Context, pos Position, db, sql string) error {
+	if !p.anyProvisional(pos) {
+		return nil
+	}
+	touches, err := DDLTables(db, sql)
+	if err != nil {
+		return nil // ApplyDDL reports it
+	}
+	for _, t := range touches {
+		names := []string{t.Table}
+		if t.Database {
+			names = names[:0]
+			schema, _, _ := strings.Cut(t.Table, ".")
+			for name := range p.provisional {
+				if strings.HasPrefix(name, schema+".") {
+					names = append(names, name)
+				}
+			}
+		}
+		for _, name := range names {
+			if !p.isProvisional(name, pos) {
+				continue
+			}
+			if t.Creates && !t.Drops && definesTable(sql) {
+				schema, table, _ := strings.Cut(name, ".")
+				p.schema.Forget(schema, table)
+				delete(p.provisional, name)
+				continue
+			}
+			return p.resolveProvisional(ctx, pos)
+		}
+	}
+	return nil
+}
+
+// resolveProvisional lists the DDL from pos to snapPos and settles every
+// provisional table: untouched ones keep the live schema; one first created
+// there is absent until then; one changed there has columns nobody can know
+// before its last change there (the live schema is what follows it), so it
+// is unknown until then and its rows before that point fail loudly.
+func (p *Parser) resolveProvisional(ctx context.Context, pos Position) error {
+	c, err := p.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	touches, err := p.scanDDL(ctx, c, pos, p.snapPos, p.provisional)
+	if err != nil {
+		return err
+	}
+	for name, live := range p.provisional {
+		ts := touches[name]
+		if len(ts) == 0 {
 			continue
 		}
 		schema, table, _ := strings.Cut(name, ".")
-		if p.filter.Match(schema, table) {
-			p.schema.MarkUnknownUntil(schema, table, ts[len(ts)-1].pos, nil)
+		if ts[0].creates && !ts[0].drops {
+			p.schema.Forget(schema, table)
+			continue
 		}
+		p.schema.MarkUnknownUntil(schema, table, ts[len(ts)-1].pos, live)
 	}
+	p.provisional = nil
 	return nil
 }
 
@@ -101,69 +177,123 @@ type touchAt struct {
 	creates, drops bool
 }
 
-// scanDDL reads the binlog from start to end, decoding only query events,
-// and returns the DDL touching each table, in binlog order.
+// scanPage is how many events one SHOW BINLOG EVENTS returns.
+const scanPage = 5000
+
+// scanDDL lists the DDL between start and end and returns the DDL touching
+// each table, in binlog order. It asks the server with SHOW BINLOG EVENTS,
+// which sends one short row per event (the SQL text only for query events)
+// instead of the events themselves, so the scan costs a fraction of reading
+// the binlog.
+//
 // A DROP DATABASE touches every table of the schema known at that point:
 // the live ones and those the scan has seen.
-func (p *Parser) scanDDL(ctx context.Context, start, end Position, live map[string]string) (map[string][]touchAt, error) {
+func (p *Parser) scanDDL(ctx context.Context, c *client.Conn, start, end Position, live map[string]*Table) (map[string][]touchAt, error) {
 	began := time.Now()
-	cfg := p.syncerConfig()
-	cfg.ServerID = p.spec.ServerID ^ 0x20000000 // not to kick the streaming connection of the same id
-	cfg.RowsEventDecodeFunc = func(*replication.RowsEvent, []byte) error { return nil }
-	syncer := replication.NewBinlogSyncer(cfg)
-	defer syncer.Close()
-	st, err := syncer.StartSync(mysql.Position{Name: start.File, Pos: start.Pos})
+	files, err := binlogFiles(c)
 	if err != nil {
-		return nil, fatal{p.streamError(err)}
+		return nil, fatal{fmt.Errorf("engine: source %s: SHOW BINARY LOGS: %v", p.spec.Name, err)}
 	}
-	touches := map[string][]touchAt{}
-	file := start.File
-	events := 0
-	for {
-		e, err := st.GetEvent(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
+	scan := &ddlScan{p: p, live: live, touches: map[string][]touchAt{}}
+	for _, file := range files {
+		if (Position{File: file, Pos: ^uint32(0)}).Compare(start) < 0 {
+			continue // wholly before the start
+		}
+		from := uint32(4)
+		if file == start.File {
+			from = start.Pos
+		}
+		for {
+			if err := ctx.Err(); err != nil {
+				return nil, err
 			}
-			return nil, fatal{fmt.Errorf("engine: source %s: scanning the binlog for DDL: %w", p.spec.Name, p.streamError(err))}
-		}
-		events++
-		if rot, ok := e.Event.(*replication.RotateEvent); ok {
-			file = string(rot.NextLogName)
-			continue
-		}
-		if e.Header.LogPos == 0 {
-			continue
-		}
-		pos := Position{File: file, Pos: e.Header.LogPos - e.Header.EventSize}
-		if q, ok := e.Event.(*replication.QueryEvent); ok && pos.Compare(end) < 0 {
-			ts, err := DDLTables(string(q.Schema), string(q.Query))
+			r, err := c.Execute(fmt.Sprintf("SHOW BINLOG EVENTS IN '%s' FROM %d LIMIT %d", strings.ReplaceAll(file, "'", "''"), from, scanPage))
 			if err != nil {
-				p.log.Warn("cannot parse DDL while scanning", "pos", pos.String(), "err", err)
+				return nil, fatal{fmt.Errorf("engine: source %s: SHOW BINLOG EVENTS IN %s FROM %d: %v (the user needs REPLICATION CLIENT / BINLOG MONITOR)", p.spec.Name, file, from, err)}
 			}
-			for _, t := range ts {
-				at := touchAt{pos: pos, creates: t.Creates, drops: t.Drops}
-				if !t.Database {
-					touches[t.Table] = append(touches[t.Table], at)
-					continue
+			n := r.RowNumber()
+			for i := 0; i < n; i++ {
+				pos, _ := r.GetUint(i, 1)
+				at := Position{File: file, Pos: uint32(pos)}
+				if at.Compare(end) >= 0 {
+					n = -1
+					break
 				}
-				schema, _, _ := strings.Cut(t.Table, ".")
-				for name := range live {
-					if strings.HasPrefix(name, schema+".") && len(touches[name]) == 0 {
-						touches[name] = append(touches[name], at)
-					}
+				scan.events++
+				if typ, _ := r.GetString(i, 2); typ == "Query" || typ == "Query_compressed" {
+					info, _ := r.GetString(i, 5)
+					scan.query(at, info)
 				}
-				for name := range touches {
-					if strings.HasPrefix(name, schema+".") && touches[name][len(touches[name])-1].pos != pos {
-						touches[name] = append(touches[name], at)
-					}
-				}
+				next, _ := r.GetUint(i, 4)
+				from = uint32(next)
+			}
+			if n < scanPage {
+				break
 			}
 		}
-		if (Position{File: file, Pos: e.Header.LogPos}).Compare(end) >= 0 {
+		if file == end.File {
 			break
 		}
 	}
-	p.log.Log(ctx, slog.LevelInfo, "scanned binlog for DDL", "from", start.String(), "to", end.String(), "events", events, "tables_changed", len(touches), "took", time.Since(began).Round(time.Millisecond))
-	return touches, nil
+	p.log.Log(ctx, slog.LevelInfo, "scanned binlog for DDL", "from", start.String(), "to", end.String(), "events", scan.events,
+		"tables_changed", len(scan.touches), "took", time.Since(began).Round(time.Millisecond))
+	return scan.touches, nil
+}
+
+// ddlScan collects the DDL of a binlog range; see scanDDL.
+type ddlScan struct {
+	p       *Parser
+	live    map[string]*Table
+	events  int
+	touches map[string][]touchAt
+}
+
+// query records the tables a query event's DDL touches. info is SHOW
+// BINLOG EVENTS' text of the event: "use `db`; statement" when the session
+// had a default database.
+func (s *ddlScan) query(pos Position, info string) {
+	db, sql := splitUse(info)
+	ts, err := DDLTables(db, sql)
+	if err != nil {
+		s.p.log.Warn("cannot parse DDL while scanning", "pos", pos.String(), "err", err)
+	}
+	for _, t := range ts {
+		at := touchAt{pos: pos, creates: t.Creates, drops: t.Drops}
+		if !t.Database {
+			s.touches[t.Table] = append(s.touches[t.Table], at)
+			continue
+		}
+		schema, _, _ := strings.Cut(t.Table, ".")
+		for name := range s.live {
+			if strings.HasPrefix(name, schema+".") && len(s.touches[name]) == 0 {
+				s.touches[name] = append(s.touches[name], at)
+			}
+		}
+		for name, list := range s.touches {
+			if strings.HasPrefix(name, schema+".") && list[len(list)-1].pos != pos {
+				s.touches[name] = append(list, at)
+			}
+		}
+	}
+}
+
+// splitUse splits "use `db`; statement" into db and statement.
+func splitUse(info string) (db, sql string) {
+	rest, ok := strings.CutPrefix(info, "use `")
+	if !ok {
+		return "", info
+	}
+	var b strings.Builder
+	for i := 0; i < len(rest); i++ {
+		if rest[i] == '`' {
+			if i+1 < len(rest) && rest[i+1] == '`' {
+				b.WriteByte('`')
+				i++
+				continue
+			}
+			return b.String(), strings.TrimLeft(strings.TrimPrefix(rest[i+1:], ";"), " ")
+		}
+		b.WriteByte(rest[i])
+	}
+	return "", info
 }

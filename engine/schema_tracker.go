@@ -284,6 +284,13 @@ func (s *SchemaTracker) MarkUnknownUntil(schema, name string, pos Position, afte
 	}
 }
 
+// Forget removes schema.table's history: the table is absent until a later
+// DDL creates it.
+func (s *SchemaTracker) Forget(schema, name string) {
+	delete(s.tables, schemaKey{schema, name})
+	s.recountPending()
+}
+
 // Unknown reports whether schema.table is waiting for the DDL at until
 // (see MarkUnknownUntil).
 func (s *SchemaTracker) Unknown(schema, name string) (until Position, ok bool) {

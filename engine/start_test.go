@@ -13,9 +13,9 @@ import (
 func ids(evs []*engine.Event) []int64 {
 	var out []int64
 	for _, rc := range rows(evs) {
-		img := rc.After
+		img := rc.After()
 		if img == nil {
-			img = rc.Before
+			img = rc.Before()
 		}
 		out = append(out, img[0].(int64))
 	}

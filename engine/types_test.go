@@ -161,8 +161,8 @@ func checkRow(t *testing.T, what string, rc *engine.RowChange, kind engine.Chang
 			}
 		}
 	}
-	check(rc.Before, before, "before")
-	check(rc.After, after, "after")
+	check(rc.Before(), before, "before")
+	check(rc.After(), after, "after")
 }
 
 // checkFlat renders the events as flat messages and checks the canal string
@@ -221,6 +221,32 @@ func checkFlat(t *testing.T, evs []*engine.Event) {
 	for col, w := range want {
 		if g := m.Data[0][col]; g == nil || *g != w {
 			t.Errorf("flat insert %s = %v, want %q", col, g, w)
+		}
+	}
+	// The flat writer formats straight from the wire values; every column
+	// must read as the typed Value's string form.
+	typed := map[string]map[string]engine.Value{}
+	for _, rc := range rows(evs) {
+		if rc.Kind == engine.Insert {
+			row := named(rc, rc.After())
+			typed[engine.FormatValue(row["id"])] = row
+		}
+	}
+	for _, msg := range msgs {
+		if msg.Type != "INSERT" {
+			continue
+		}
+		for _, d := range msg.Data {
+			want := typed[*d["id"]]
+			for col, v := range want {
+				got := d[col]
+				switch {
+				case v == nil && got != nil:
+					t.Errorf("row %s column %s: flat %q, typed NULL", *d["id"], col, *got)
+				case v != nil && (got == nil || *got != engine.FormatValue(v)):
+					t.Errorf("row %s column %s: flat %v, typed %q", *d["id"], col, got, engine.FormatValue(v))
+				}
+			}
 		}
 	}
 	if m.Data[0]["n"] != nil {
