@@ -17,6 +17,11 @@ type decoder struct {
 	full map[string]*Table
 	// codecs caches each table version's codec; a DDL makes a new *Table.
 	codecs map[*Table]*tableCodec
+	// lastMap and lastCodec remember the codec of the last table map seen:
+	// the rows events of a transaction share their table maps, and a DDL
+	// always comes with new ones.
+	lastMap   *replication.TableMapEvent
+	lastCodec *tableCodec
 }
 
 func newDecoder(p *Parser) *decoder {
@@ -80,6 +85,9 @@ func newTableCodec(t *Table, tm *replication.TableMapEvent) *tableCodec {
 
 // table finds the schema to label a rows event's rows with.
 func (d *decoder) table(tm *replication.TableMapEvent, pos Position) (*tableCodec, error) {
+	if tm == d.lastMap {
+		return d.lastCodec, nil
+	}
 	schema, name := string(tm.Schema), string(tm.Table)
 	p := d.p
 	var t *Table
@@ -103,6 +111,7 @@ func (d *decoder) table(tm *replication.TableMapEvent, pos Position) (*tableCode
 		tc = newTableCodec(t, tm)
 		d.codecs[t] = tc
 	}
+	d.lastMap, d.lastCodec = tm, tc
 	return tc, nil
 }
 
