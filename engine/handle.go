@@ -236,15 +236,24 @@ func (p *Parser) handleRows(ctx context.Context, ev *replication.RowsEvent, star
 
 // rowFilter is go-mysql's RowsEventDecodeFunc: it decodes the rows of
 // selected tables only, so a skipped table's rows event costs a header and
-// two map lookups. It runs on go-mysql's reading goroutine, so it has its own
-// cache of the filter's verdicts and touches nothing of the Parser's.
+// two map lookups, and it decodes the common column types itself
+// (rowimage.go). It runs on go-mysql's reading goroutine, so it has its own
+// caches and touches nothing of the Parser's.
 type rowFilter struct {
 	filter *TableFilter
 	sel    map[string]map[string]bool
+	// tz is the zone TIMESTAMP values are shown in.
+	tz *time.Location
+	// slow sends every event to go-mysql's decoder: the server compresses
+	// its rows events (MariaDB's log_bin_compress).
+	slow bool
+	// lastMap and lastFast cache canDecodeFast for a transaction's table map.
+	lastMap  *replication.TableMapEvent
+	lastFast bool
 }
 
-func newRowFilter(f *TableFilter) *rowFilter {
-	return &rowFilter{filter: f, sel: map[string]map[string]bool{}}
+func newRowFilter(f *TableFilter, tz *time.Location, compressed bool) *rowFilter {
+	return &rowFilter{filter: f, sel: map[string]map[string]bool{}, tz: tz, slow: compressed}
 }
 
 func (f *rowFilter) decodeRows(re *replication.RowsEvent, data []byte) error {
@@ -256,7 +265,13 @@ func (f *rowFilter) decodeRows(re *replication.RowsEvent, data []byte) error {
 		re.Table = nil // tells handleRows the event was skipped
 		return nil
 	}
-	return re.DecodeData(pos, data)
+	if re.Table != f.lastMap {
+		f.lastMap, f.lastFast = re.Table, canDecodeFast(re.Table)
+	}
+	if f.slow || !f.lastFast || re.Type() == replication.EnumRowsEventTypeUnknown {
+		return re.DecodeData(pos, data)
+	}
+	return decodeRowsData(re, pos, data, f.tz)
 }
 
 // selected reports whether rows of the table-map's table are read. The

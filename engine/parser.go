@@ -248,6 +248,7 @@ func (p *Parser) syncerConfig() replication.BinlogSyncerConfig {
 		HeartbeatPeriod:         p.cfg.Heartbeat,
 		ReadTimeout:             max(5*time.Second, 10*p.cfg.Heartbeat),
 		DisableRetrySync:        true,
+		RecvBufferSize:          4 << 20,
 		Logger:                  slog.New(slog.DiscardHandler),
 		// Events go-mysql may decode ahead of the parser: reading and
 		// decoding run on go-mysql's goroutine while the parser converts and
@@ -260,7 +261,7 @@ func (p *Parser) syncerConfig() replication.BinlogSyncerConfig {
 func (p *Parser) stream(ctx context.Context, emit func(*Event) error) error {
 	p.streamedSince = false
 	cfg := p.syncerConfig()
-	cfg.RowsEventDecodeFunc = newRowFilter(p.filter).decodeRows
+	cfg.RowsEventDecodeFunc = newRowFilter(p.filter, p.info.location, p.info.compressed).decodeRows
 	syncer := replication.NewBinlogSyncer(cfg)
 	defer syncer.Close()
 

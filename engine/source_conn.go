@@ -20,6 +20,8 @@ type serverInfo struct {
 	version  string
 	location *time.Location // the server's time zone, for TIMESTAMP values
 	fullMeta bool           // binlog_row_metadata=FULL
+	// compressed: MariaDB compresses binlog events (log_bin_compress).
+	compressed bool
 }
 
 const connectTimeout = 5 * time.Second
@@ -89,9 +91,15 @@ func (p *Parser) inspect(c *client.Conn) (serverInfo, error) {
 			"source", p.spec.Name, "binlog_row_image", img)
 	}
 	info.location = serverLocation(get(4), get(5), get(6))
+	// Variables a server may not have; absent means off.
 	if r, err := c.Execute("SELECT @@binlog_row_metadata"); err == nil {
 		if s, _ := r.GetString(0, 0); strings.EqualFold(s, "FULL") {
 			info.fullMeta = true
+		}
+	}
+	if r, err := c.Execute("SELECT @@log_bin_compress"); err == nil {
+		if s, _ := r.GetString(0, 0); s == "1" || strings.EqualFold(s, "ON") {
+			info.compressed = true
 		}
 	}
 	return info, nil
