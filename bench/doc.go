@@ -33,8 +33,8 @@
 //   - braid: engine.Parser with the table filter, its Run emitting engine
 //     Events to a callback that counts EventRows' rows and stops at the first
 //     transaction boundary at or after the end position. The time includes
-//     everything Run does before streaming (connect, schema load, the scan
-//     for DDL between the start and the server's current position).
+//     everything Run does before streaming (connect, server checks, schema
+//     load).
 //   - canal: canal.NewCanal with IncludeTableRegex of the same pattern, no
 //     mysqldump, RunFrom the first binlog file at position 4, a handler whose
 //     OnRow counts rows and whose OnPosSynced stops at the end position.
@@ -69,7 +69,7 @@
 //
 // # Running
 //
-//	make bench                                       # one iteration each
+//	make bench                                       # five iterations, alternating which goes first
 //	go test -run '^$' -bench . -benchtime 3x -timeout 20m ./bench/
 //	go test -run '^$' -bench 'Decode/braid-vs-canal' -benchtime 3x -count 5 ./bench/ > new.txt && benchstat new.txt
 //

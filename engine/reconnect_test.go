@@ -16,20 +16,21 @@ import (
 	"github.com/braid-cdc/braid/internal/mysqltest"
 )
 
-// cutProxy forwards TCP connections to a server and cuts the first binlog
-// stream of one replica server_id after the server has sent it cutAfter
-// bytes; everything else passes untouched. It simulates a network failure at
-// a chosen point of the stream.
+// cutProxy forwards TCP connections to a server and cuts the binlog streams
+// of one replica server_id: the k-th stream after the server has sent it
+// cutAfter[k] bytes; later streams and other connections pass untouched. It
+// simulates network failures at chosen points of the stream.
 type cutProxy struct {
 	l        net.Listener
 	target   string
 	serverID uint32
-	cutAfter int64
-	cuts     atomic.Int32
+	cutAfter []int64
+	streams  atomic.Int32 // binlog streams seen
+	cuts     atomic.Int32 // streams cut
 	wg       sync.WaitGroup
 }
 
-func newCutProxy(t *testing.T, target string, serverID uint32, cutAfter int64) *cutProxy {
+func newCutProxy(t *testing.T, target string, serverID uint32, cutAfter ...int64) *cutProxy {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +60,7 @@ func (p *cutProxy) pipe(c net.Conn) {
 		return
 	}
 	defer s.Close()
-	var stream atomic.Bool
+	stream := atomic.Int32{} // 1 + the stream's index once it registered
 	go func() {
 		// Client to server: watch for COM_REGISTER_SLAVE (0x15) with the
 		// replica id, which starts a binlog stream.
@@ -75,7 +76,7 @@ func (p *cutProxy) pipe(c net.Conn) {
 				return
 			}
 			if len(body) >= 5 && body[0] == 0x15 && binary.LittleEndian.Uint32(body[1:]) == p.serverID {
-				stream.Store(true)
+				stream.Store(p.streams.Add(1))
 			}
 			if _, err := s.Write(append(hdr, body...)); err != nil {
 				return
@@ -90,9 +91,10 @@ func (p *cutProxy) pipe(c net.Conn) {
 			if _, werr := c.Write(buf[:n]); werr != nil {
 				return
 			}
-			if stream.Load() {
+			if k := int(stream.Load()) - 1; k >= 0 && k < len(p.cutAfter) {
 				sent += int64(n)
-				if sent >= p.cutAfter && p.cuts.CompareAndSwap(0, 1) {
+				if sent >= p.cutAfter[k] {
+					p.cuts.Add(1)
 					return // the cut: both sides see the connection drop
 				}
 			}
@@ -104,8 +106,9 @@ func (p *cutProxy) pipe(c net.Conn) {
 }
 
 // TestReconnectMidTransaction cuts the binlog connection in the middle of a
-// 20,000-row transaction: the parser must reconnect, read the transaction
-// again from its start and emit each row exactly once, in order, with one
+// 20,000-row transaction, and cuts the next one again before it has got as
+// far as the first: the parser must reconnect, read the transaction again
+// from its start and emit each row exactly once, in order, with one
 // EventBegin and one EventCommit.
 func TestReconnectMidTransaction(t *testing.T) {
 	srv := mysqltest.Start(t)
@@ -116,7 +119,7 @@ func TestReconnectMidTransaction(t *testing.T) {
 		"INSERT INTO shop.big SELECT n, REPEAT('x', 200) FROM shop.seq",
 		"INSERT INTO shop.big VALUES (0, 'after')")
 	src := engine.SourceSpec{Name: "a", Start: earliest, ServerID: 777}
-	proxy := newCutProxy(t, srv.Addr(), src.ServerID, 1<<20) // cut after 1 MiB: inside the big transaction
+	proxy := newCutProxy(t, srv.Addr(), src.ServerID, 1<<20, 600<<10) // inside the big transaction, then short of that point
 	src.Address = proxy.addr()
 	filter, _ := engine.CompileTableFilter([]string{`shop\.big`})
 	var logs syncBuffer
@@ -125,7 +128,7 @@ func TestReconnectMidTransaction(t *testing.T) {
 	r.waitFor(60*time.Second, "20,001 rows", rowsAtLeast(20001))
 	time.Sleep(300 * time.Millisecond)
 	evs := r.snapshot()
-	if proxy.cuts.Load() != 1 || !strings.Contains(logs.String(), "reconnecting") {
+	if proxy.cuts.Load() != 2 || strings.Count(logs.String(), "reconnecting") != 2 {
 		t.Fatalf("the stream was not cut and re-made (cuts %d); log:\n%s", proxy.cuts.Load(), logs.String())
 	}
 	// The big transaction is the first with rows: exactly one EventBegin,
