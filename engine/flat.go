@@ -122,27 +122,11 @@ func (w *FlatWriter) flush(out func([]byte) error) error {
 	b = strconv.AppendInt(b, w.commitMillis(), 10)
 	b = append(b, `,"ts":`...)
 	b = strconv.AppendInt(b, w.now().UnixMilli(), 10)
-	b = append(b, `,"sql":"","sqlType":{`...)
-	for i := range t.Columns {
-		c := &t.Columns[i]
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendJSONString(b, c.Name)
-		b = append(b, ':')
-		b = strconv.AppendInt(b, int64(SQLType(c)), 10)
-	}
-	b = append(b, `},"mysqlType":{`...)
-	for i := range t.Columns {
-		c := &t.Columns[i]
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendJSONString(b, c.Name)
-		b = append(b, ':')
-		b = appendJSONString(b, c.RawType)
-	}
-	b = append(b, `},"data":[`...)
+	b = append(b, `,"sql":"","sqlType":`...)
+	b = appendColumnMap(b, t, func(b []byte, c *Column) []byte { return strconv.AppendInt(b, int64(SQLType(c)), 10) })
+	b = append(b, `,"mysqlType":`...)
+	b = appendColumnMap(b, t, func(b []byte, c *Column) []byte { return appendJSONString(b, c.RawType) })
+	b = append(b, `,"data":[`...)
 	for i, rc := range w.run {
 		if i > 0 {
 			b = append(b, ',')
@@ -500,4 +484,19 @@ func SQLType(c *Column) int {
 		return -3 // VARBINARY
 	}
 	return 12 // VARCHAR: varchar, json and anything else
+}
+
+// appendColumnMap writes a JSON object of one value per column, in column
+// order.
+func appendColumnMap(b []byte, t *Table, value func([]byte, *Column) []byte) []byte {
+	b = append(b, '{')
+	for i := range t.Columns {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, t.Columns[i].Name)
+		b = append(b, ':')
+		b = value(b, &t.Columns[i])
+	}
+	return append(b, '}')
 }
