@@ -8,10 +8,11 @@ GO ?= go
 build:
 	$(GO) build -o bin/braid ./cmd/braid
 
-# test vets everything, then runs every test once, uncached. Tests that read
+# test vets everything, then runs every test once, uncached, with the race
+# detector. Tests that read
 # binlogs start their own mariadbd servers (internal/mysqltest).
 test:
-	$(GO) vet ./... && $(GO) test -count=1 -timeout 14m ./...
+	$(GO) vet ./... && $(GO) test -race -count=1 -timeout 14m ./...
 
 # bench runs each benchmark in bench/ once; they report ratios against a peer
 # measured in the same run.
