@@ -9,13 +9,13 @@ build:
 	$(GO) build -o bin/braid ./cmd/braid
 
 # test vets everything, then runs every test once, uncached, with the race
-# detector. Tests that read
-# binlogs start their own mariadbd servers (internal/mysqltest).
+# detector. Tests that read binlogs start their own mariadbd servers
+# (internal/mysqltest).
 test:
 	$(GO) vet ./... && $(GO) test -race -count=1 -timeout 14m ./...
 
-# bench runs each benchmark in bench/ once; they report ratios against a peer
-# measured in the same run.
+# bench runs each benchmark in bench/ five times; they report ratios against
+# a peer measured in the same run.
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 5x -timeout 20m ./bench/...
 
