@@ -80,6 +80,13 @@ type Event struct {
 	Rows []RowChange
 	// DDL is the statement of an EventDDL.
 	DDL *DDL
+	// Schema is the source's schema history right after a DDL (an EventDDL,
+	// or an EventProgress for a DDL of unselected tables), to be saved with a
+	// cursor at that boundary; nil when the schema did not change.
+	Schema *SchemaSnapshot
+	// Seq is the merged transaction's sequence number, set by the merge
+	// (package group) on the events of a transaction it emits; 0 before.
+	Seq uint64
 }
 
 // RowChange is one row's change.

@@ -45,7 +45,7 @@ type FlatWriter struct {
 func (w *FlatWriter) Write(ev *Event, out func(line []byte) error) error {
 	switch ev.Type {
 	case EventBegin:
-		w.Seq++
+		w.nextSeq(ev)
 		w.tx = ev
 	case EventRows:
 		for i := range ev.Rows {
@@ -68,10 +68,20 @@ func (w *FlatWriter) Write(ev *Event, out func(line []byte) error) error {
 		w.tx = nil
 		return err
 	case EventDDL:
-		w.Seq++
+		w.nextSeq(ev)
 		return out(w.ddlLine(ev))
 	}
 	return nil
+}
+
+// nextSeq sets Seq for a transaction: the merge's seq when it set one,
+// else the next number.
+func (w *FlatWriter) nextSeq(ev *Event) {
+	if ev.Seq != 0 {
+		w.Seq = ev.Seq
+		return
+	}
+	w.Seq++
 }
 
 func (w *FlatWriter) maxRows() int {

@@ -163,11 +163,17 @@ func (p *Parser) handleDDL(ctx context.Context, ev *replication.QueryEvent, hdr 
 		}
 		p.notBefore = time.Time{}
 	}
+	var snap *SchemaSnapshot
+	if len(changed) > 0 {
+		s := p.schema.Snapshot()
+		snap = &s
+	}
 	if len(selected) == 0 {
-		return emit(&Event{Type: EventProgress, Source: p.spec.Name, ServerID: hdr.ServerID, Pos: tx.start, EndPos: end, GTID: tx.gtid, CommitTime: tx.commit})
+		return emit(&Event{Type: EventProgress, Source: p.spec.Name, ServerID: hdr.ServerID, Pos: tx.start, EndPos: end, GTID: tx.gtid,
+			CommitTime: tx.commit, Schema: snap})
 	}
 	return emit(&Event{Type: EventDDL, Source: p.spec.Name, ServerID: hdr.ServerID, Pos: tx.start, EndPos: end, GTID: tx.gtid,
-		CommitTime: tx.commit, DDL: &DDL{Schema: db, SQL: sql, Tables: selected}})
+		CommitTime: tx.commit, DDL: &DDL{Schema: db, SQL: sql, Tables: selected}, Schema: snap})
 }
 
 // handleRows emits the row changes of a rows event of a selected table.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/engine"
+	"github.com/braid-cdc/braid/group"
 )
 
 // errEnough ends a capture that printed --max messages.
@@ -26,12 +27,14 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 	maxMsgs := fs.Int("max", 0, "exit after printing this many messages (0: no limit)")
 	timeout := fs.Duration("timeout", 0, "exit after this long, e.g. 30s (0: no limit)")
 	logLevel := fs.String("log-level", "info", "log level on stderr: debug, info, warn or error")
+	cursorDir := fs.String("cursor-dir", "", "keep the stream's cursor in this directory and resume from it on the next run")
 	useSandbox := fs.Bool("sandbox", false, "start a throwaway MariaDB with a small order workload and capture it (needs mariadbd installed)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: braid capture -f spec.yaml [--max N] [--timeout D]")
 		fmt.Fprintln(stderr, "       braid capture --sandbox [--max N] [--timeout D]")
-		fmt.Fprintln(stderr, "\nReads the destination's source binlog and prints its row changes and DDL as")
-		fmt.Fprintln(stderr, "canal flat-message JSON lines on stdout; logs go to stderr. Ctrl-C stops it.")
+		fmt.Fprintln(stderr, "\nReads the binlogs of the destination's sources, merges their transactions in")
+		fmt.Fprintln(stderr, "commit order (ordering: strict) and prints row changes and DDL as canal")
+		fmt.Fprintln(stderr, "flat-message JSON lines on stdout; logs go to stderr. Ctrl-C stops it.")
 		fmt.Fprintln(stderr, "\nFlags:")
 		fs.PrintDefaults()
 	}
@@ -69,35 +72,47 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	if len(spec.Sources) != 1 {
-		fmt.Fprintf(stderr, "braid capture: %s has %d sources; capture reads one source for now (multi-source merge is not built yet)\n", *file, len(spec.Sources))
-		return 2
-	}
 	if *timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, *timeout)
 		defer cancel()
 	}
-	if err := capture(ctx, spec, stdout, *maxMsgs, log); err != nil {
+	if err := capture(ctx, spec, stdout, captureOptions{max: *maxMsgs, cursorDir: *cursorDir}, log); err != nil {
 		fmt.Fprintln(stderr, "braid capture:", oneLine(err))
 		return 1
 	}
 	return 0
 }
 
-// capture streams spec's single source to w until ctx ends or max messages.
-func capture(ctx context.Context, spec *engine.Spec, w io.Writer, max int, log *slog.Logger) error {
-	filter, err := engine.CompileTableFilter(spec.Tables)
+// captureOptions are capture's flags beyond the spec.
+type captureOptions struct {
+	max       int    // exit after this many messages (0: no limit)
+	cursorDir string // keep the cursor here and resume from it ("": do not)
+}
+
+// cursorEvery is how often capture saves its cursor while streaming: a
+// crash repeats at most this much of the stream (same seqs), and the cursor
+// is written in batches, not per transaction.
+const cursorEvery = 500 * time.Millisecond
+
+// capture streams the destination to w until ctx ends or max messages.
+func capture(ctx context.Context, spec *engine.Spec, w io.Writer, opt captureOptions, log *slog.Logger) error {
+	router, err := group.NewRouter(spec.Route)
 	if err != nil {
 		return err
 	}
-	p, err := engine.NewParser(engine.ParserConfig{
-		Destination: spec.Name,
-		Source:      spec.Sources[0],
-		Tables:      filter,
-		Heartbeat:   time.Duration(spec.Heartbeat),
-		Logger:      log.With("dest", spec.Name),
-	})
+	var store group.CursorStore
+	var resume *group.Cursor
+	if opt.cursorDir != "" {
+		store = &group.FileStore{Dir: opt.cursorDir}
+		if resume, err = store.Load(spec.Name, "capture"); err != nil {
+			return err
+		}
+		if resume != nil {
+			log.Info("resuming from cursor", "dest", spec.Name, "seq", resume.Seq)
+		}
+	}
+	dest, err := group.New(group.Config{Spec: spec, Resume: resume, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -105,18 +120,27 @@ func capture(ctx context.Context, spec *engine.Spec, w io.Writer, max int, log *
 	defer cancel(nil)
 	out := bufio.NewWriterSize(w, 64<<10)
 	defer out.Flush()
-	fw := &engine.FlatWriter{}
+	fw := &engine.FlatWriter{Rename: router.Rename}
 	printed := 0
 	line := func(b []byte) error {
 		out.Write(b)
 		out.WriteByte('\n')
 		printed++
-		if max > 0 && printed >= max {
+		if opt.max > 0 && printed >= opt.max {
 			return errEnough
 		}
 		return nil
 	}
-	err = p.Run(ctx, func(ev *engine.Event) error {
+	var saved time.Time
+	var cursor *group.Cursor // the boundary after the last transaction printed
+	save := func() error {
+		if store == nil || cursor == nil {
+			return nil
+		}
+		saved = time.Now()
+		return store.Save(spec.Name, "capture", cursor)
+	}
+	err = dest.Run(ctx, func(ev *engine.Event) error {
 		err := fw.Write(ev, line)
 		if ev.Type == engine.EventCommit || ev.Type == engine.EventDDL || err != nil {
 			if ferr := out.Flush(); ferr != nil {
@@ -124,11 +148,22 @@ func capture(ctx context.Context, spec *engine.Spec, w io.Writer, max int, log *
 				return ferr
 			}
 		}
+		if err == nil && (ev.Type == engine.EventCommit || ev.Type == engine.EventDDL) {
+			cursor = dest.Cursor()
+			if time.Since(saved) >= cursorEvery {
+				if serr := save(); serr != nil {
+					return serr
+				}
+			}
+		}
 		if errors.Is(err, errEnough) {
 			cancel(errEnough)
 		}
 		return err
 	})
+	if serr := save(); serr != nil && err == nil {
+		err = serr
+	}
 	if cause := context.Cause(ctx); errors.Is(cause, errEnough) {
 		return nil
 	}

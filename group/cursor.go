@@ -1,0 +1,96 @@
+package group
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/braid-cdc/braid/engine"
+)
+
+// Cursor is a point in a destination's merged stream, at a transaction
+// boundary: the seq of the last transaction out and, per source, where its
+// binlog resumes, its last merge key and its schema history there.
+// Restarting from a cursor reproduces the stream after it exactly, with the
+// same seqs.
+type Cursor struct {
+	Seq     uint64         `json:"seq"`
+	Sources []SourceCursor `json:"sources"`
+}
+
+// SourceCursor is one source's part of a Cursor.
+type SourceCursor struct {
+	Name string          `json:"name"`
+	Pos  engine.Position `json:"pos"`
+	// LastKey is the source's last merge key time (µs).
+	LastKey int64 `json:"lastKey"`
+	// Schema is the schema history at Pos; nil when no DDL was read since
+	// the start (the parser then rebuilds it from the server).
+	Schema *engine.SchemaSnapshot `json:"schema,omitempty"`
+}
+
+// Clone returns a deep copy (schema snapshots are shared: they are never
+// modified).
+func (c *Cursor) Clone() *Cursor {
+	out := &Cursor{Seq: c.Seq, Sources: append([]SourceCursor(nil), c.Sources...)}
+	return out
+}
+
+// CursorStore keeps cursors. Implementations: FileStore here; the Raft
+// store comes with the cluster.
+type CursorStore interface {
+	// Load returns the saved cursor of (destination, client), or nil.
+	Load(destination, client string) (*Cursor, error)
+	// Save replaces it.
+	Save(destination, client string, c *Cursor) error
+}
+
+// FileStore keeps cursors as JSON files in a directory, one per destination
+// and client, replaced atomically (write to a temporary file, rename).
+type FileStore struct {
+	Dir string
+}
+
+var _ CursorStore = (*FileStore)(nil)
+
+func (f *FileStore) path(destination, client string) string {
+	return filepath.Join(f.Dir, fmt.Sprintf("%s.%s.cursor.json", destination, client))
+}
+
+// Load implements CursorStore.
+func (f *FileStore) Load(destination, client string) (*Cursor, error) {
+	data, err := os.ReadFile(f.path(destination, client))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("group: load cursor: %w", err)
+	}
+	var c Cursor
+	if err := json.Unmarshal(data, &c); err != nil {
+		return nil, fmt.Errorf("group: cursor file %s is damaged (%v): delete it to start from the spec's start positions", f.path(destination, client), err)
+	}
+	return &c, nil
+}
+
+// Save implements CursorStore.
+func (f *FileStore) Save(destination, client string, c *Cursor) error {
+	if err := os.MkdirAll(f.Dir, 0o755); err != nil {
+		return fmt.Errorf("group: save cursor: %w", err)
+	}
+	data, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	p := f.path(destination, client)
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("group: save cursor: %w", err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		return fmt.Errorf("group: save cursor: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,306 @@
+package group
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/braid-cdc/braid/engine"
+)
+
+// Config configures a Destination. Zero fields take the defaults given.
+type Config struct {
+	// Spec is the destination; required, with defaults applied
+	// (engine.ParseSpec applies them).
+	Spec *engine.Spec
+	// Resume continues after this cursor instead of the sources' start
+	// positions.
+	Resume *Cursor
+	// QueueEvents bounds each source's queue of events read ahead of the
+	// merge; a full queue makes its parser wait. Default: 1024.
+	QueueEvents int
+	// StallLog is how long strict order may wait for a source before each
+	// log line naming it. Default: 5s.
+	StallLog time.Duration
+	// Logger receives the parsers' lines and stall reports. Default: discard.
+	Logger *slog.Logger
+	// Now is the clock heartbeats are stamped with. Default: time.Now.
+	Now func() time.Time
+}
+
+// Destination reads every source of a spec with an engine.Parser and merges
+// their transactions into one stream (see Merger for the order).
+type Destination struct {
+	cfg     Config
+	parsers []*engine.Parser
+	merger  *Merger
+	cursor  Cursor
+	skew    time.Duration
+	log     *slog.Logger
+}
+
+// New checks the configuration and builds the parsers; it does not connect.
+func New(cfg Config) (*Destination, error) {
+	spec := cfg.Spec
+	if spec == nil {
+		return nil, errors.New("group: no spec")
+	}
+	if cfg.QueueEvents <= 0 {
+		cfg.QueueEvents = 1024
+	}
+	if cfg.StallLog <= 0 {
+		cfg.StallLog = 5 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	filter, err := engine.CompileTableFilter(spec.Tables)
+	if err != nil {
+		return nil, err
+	}
+	if r := cfg.Resume; r != nil && len(r.Sources) != len(spec.Sources) {
+		return nil, fmt.Errorf("group: cursor has %d sources, destination %s has %d: the spec's sources changed; delete the cursor to start over", len(r.Sources), spec.Name, len(spec.Sources))
+	}
+	d := &Destination{cfg: cfg, merger: NewMerger(len(spec.Sources), spec.Ordering != "per-source"),
+		skew: time.Duration(spec.MaxClockSkew), log: log.With("dest", spec.Name)}
+	d.cursor.Sources = make([]SourceCursor, len(spec.Sources))
+	for i, src := range spec.Sources {
+		pc := engine.ParserConfig{Destination: spec.Name, Source: src, Tables: filter,
+			Heartbeat: time.Duration(spec.Heartbeat), Logger: d.log}
+		d.cursor.Sources[i].Name = src.Name
+		if r := cfg.Resume; r != nil {
+			sc := r.Sources[i]
+			if sc.Name != src.Name {
+				return nil, fmt.Errorf("group: cursor source %d is %q, destination %s has %q: the spec's sources changed; delete the cursor to start over", i, sc.Name, spec.Name, src.Name)
+			}
+			pc.Resume = &engine.Resume{Pos: sc.Pos, Schema: sc.Schema}
+			d.merger.Restore(i, sc.LastKey)
+			d.cursor.Sources[i] = sc
+		}
+		p, err := engine.NewParser(pc)
+		if err != nil {
+			return nil, err
+		}
+		d.parsers = append(d.parsers, p)
+	}
+	if cfg.Resume != nil {
+		d.cursor.Seq = cfg.Resume.Seq
+	}
+	return d, nil
+}
+
+// Cursor returns the boundary after the last transaction emitted. Call it
+// from emit or after Run returns.
+func (d *Destination) Cursor() *Cursor { return d.cursor.Clone() }
+
+// Late counts transactions that came below a watermark already promised
+// (their source's clock ran behind braid's by more than max_clock_skew):
+// they went out at once, out of order.
+func (d *Destination) Late() int { return d.merger.Late() }
+
+// sourceQueue is one source's events on their way from its parser to the
+// merge, and the parser's final error.
+type sourceQueue struct {
+	ch  chan *engine.Event
+	err error // set before ch is closed
+}
+
+// Run reads every source and calls emit with the merged stream until ctx
+// ends (then it returns nil) or a source fails for good (then it returns
+// that error). A transaction's events come together and carry its Seq:
+// EventBegin, EventRows..., EventCommit, or one EventDDL. Sources' progress
+// and heartbeats are consumed here and not emitted.
+//
+// emit runs on Run's goroutine; it may block (backpressure reaches the
+// parsers through their bounded queues).
+func (d *Destination) Run(parent context.Context, emit func(*engine.Event) error) error {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	queues := make([]*sourceQueue, len(d.parsers))
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	for i, p := range d.parsers {
+		q := &sourceQueue{ch: make(chan *engine.Event, d.cfg.QueueEvents)}
+		queues[i] = q
+		wg.Go(func() {
+			defer close(q.ch)
+			q.err = p.Run(ctx, func(ev *engine.Event) error {
+				if ev.Type == engine.EventHeartbeat {
+					ev.CommitTime = d.cfg.Now() // when braid learnt the source was idle
+				}
+				select {
+				case q.ch <- ev:
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			})
+		})
+	}
+	err := d.merge(ctx, queues, emit)
+	if parent.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// merge is the merge loop; see Run.
+func (d *Destination) merge(ctx context.Context, queues []*sourceQueue, emit func(*engine.Event) error) error {
+	n := len(queues)
+	head := make([]*engine.Event, n)
+	offered := make([]bool, n)
+	stall := time.NewTicker(d.cfg.StallLog)
+	defer stall.Stop()
+	progressAt := d.cfg.Now()
+	for {
+		// Take what the sources have ready, without waiting.
+		for s := 0; s < n; s++ {
+			for !offered[s] {
+				if head[s] == nil {
+					select {
+					case ev, ok := <-queues[s].ch:
+						if !ok {
+							return d.sourceEnded(ctx, s, queues[s])
+						}
+						head[s] = ev
+					default:
+					}
+				}
+				if head[s] == nil {
+					break
+				}
+				if err := d.consumeHead(s, head, offered); err != nil {
+					return err
+				}
+			}
+		}
+		if src, _, ok := d.merger.Next(); ok {
+			if err := d.emitTx(ctx, src, head[src], queues[src], emit); err != nil {
+				return err
+			}
+			head[src], offered[src] = nil, false
+			progressAt = d.cfg.Now()
+			continue
+		}
+		// Nothing may go: wait for a source without a head to send.
+		cases := []reflect.SelectCase{{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(stall.C)}}
+		var who []int
+		for s := 0; s < n; s++ {
+			if head[s] == nil {
+				cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(queues[s].ch)})
+				who = append(who, s)
+			}
+		}
+		chosen, v, ok := reflect.Select(cases)
+		switch chosen {
+		case 0:
+			return ctx.Err()
+		case 1:
+			if waiting := d.merger.Waiting(); len(waiting) > 0 && d.cfg.Now().Sub(progressAt) >= d.cfg.StallLog {
+				names := make([]string, len(waiting))
+				for i, s := range waiting {
+					names[i] = d.cfg.Spec.Sources[s].Name
+				}
+				d.log.Warn("strict order is waiting for sources with no event or heartbeat: is the server down or the network cut?",
+					"sources", names, "for", d.cfg.Now().Sub(progressAt).Round(time.Second))
+			}
+		default:
+			s := who[chosen-2]
+			if !ok {
+				return d.sourceEnded(ctx, s, queues[s])
+			}
+			head[s] = v.Interface().(*engine.Event)
+		}
+	}
+}
+
+// consumeHead handles source s's head event: a heartbeat or an empty
+// transaction moves the source's watermark (and position) on and is
+// consumed; a transaction is offered to the merger.
+func (d *Destination) consumeHead(s int, head []*engine.Event, offered []bool) error {
+	ev := head[s]
+	switch ev.Type {
+	case engine.EventHeartbeat:
+		d.merger.Watermark(s, ev.CommitTime.Add(-d.skew).UnixMicro())
+	case engine.EventProgress:
+		d.merger.Watermark(s, ev.CommitTime.UnixMicro())
+		sc := &d.cursor.Sources[s]
+		sc.Pos = ev.EndPos
+		if ev.Schema != nil {
+			sc.Schema = ev.Schema
+		}
+	case engine.EventBegin, engine.EventDDL:
+		d.merger.Offer(s, ev.CommitTime.UnixMicro())
+		offered[s] = true
+		return nil
+	default:
+		return fmt.Errorf("group: source %s sent a %s event outside a transaction", ev.Source, ev.Type)
+	}
+	head[s] = nil
+	return nil
+}
+
+// emitTx emits source src's offered transaction whole, starting with first.
+func (d *Destination) emitTx(ctx context.Context, src int, first *engine.Event, q *sourceQueue, emit func(*engine.Event) error) error {
+	d.cursor.Seq++
+	seq := d.cursor.Seq
+	sc := &d.cursor.Sources[src]
+	first.Seq = seq
+	if err := emit(first); err != nil {
+		return err
+	}
+	if first.Type == engine.EventDDL {
+		sc.Pos = first.EndPos
+		if first.Schema != nil {
+			sc.Schema = first.Schema
+		}
+	} else {
+		for {
+			var ev *engine.Event
+			select {
+			case e, ok := <-q.ch:
+				if !ok {
+					return d.sourceEnded(ctx, src, q)
+				}
+				ev = e
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			if ev.Type == engine.EventHeartbeat {
+				continue // cannot come inside a transaction; harmless
+			}
+			ev.Seq = seq
+			if err := emit(ev); err != nil {
+				return err
+			}
+			if ev.Type == engine.EventCommit {
+				sc.Pos = ev.Pos
+				break
+			}
+		}
+	}
+	d.merger.Done(src)
+	sc.LastKey = d.merger.Last(src)
+	return nil
+}
+
+// sourceEnded reports a source whose parser stopped.
+func (d *Destination) sourceEnded(ctx context.Context, s int, q *sourceQueue) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if q.err != nil {
+		return q.err
+	}
+	return fmt.Errorf("group: source %s stopped", d.cfg.Spec.Sources[s].Name)
+}
