@@ -12,7 +12,6 @@ import (
 // handle processes one binlog event.
 func (p *Parser) handle(ctx context.Context, e *replication.BinlogEvent, emit func(*Event) error) error {
 	hdr := e.Header
-	p.streamedSince = true
 	start := Position{File: p.file, Pos: hdr.LogPos - hdr.EventSize}
 	end := Position{File: p.file, Pos: hdr.LogPos}
 

@@ -66,9 +66,6 @@ type Parser struct {
 	notBefore time.Time
 
 	tx txState
-	// streamedSince is set once the current connection delivered an event;
-	// Run then starts its backoff over.
-	streamedSince bool
 	// After a reconnect in the middle of a transaction, the parser reads the
 	// transaction again from its start; replay says how much of it was
 	// already emitted so nothing is emitted twice.
@@ -142,6 +139,7 @@ func (p *Parser) Run(ctx context.Context, emit func(*Event) error) error {
 	}
 	backoff := 100 * time.Millisecond
 	for {
+		before := p.resume
 		err := p.stream(ctx, emit)
 		if ctx.Err() != nil {
 			return nil
@@ -149,8 +147,8 @@ func (p *Parser) Run(ctx context.Context, emit func(*Event) error) error {
 		if isFatal(err) {
 			return err
 		}
-		if p.streamedSince {
-			backoff = 100 * time.Millisecond
+		if p.resume != before {
+			backoff = 100 * time.Millisecond // the connection got somewhere
 		}
 		p.log.Warn("binlog connection lost; reconnecting", "err", err, "resume", p.resumeString(), "retry_in", backoff)
 		select {
@@ -265,7 +263,6 @@ func (p *Parser) syncerConfig() replication.BinlogSyncerConfig {
 
 // stream runs one binlog connection until it fails or ctx ends.
 func (p *Parser) stream(ctx context.Context, emit func(*Event) error) error {
-	p.streamedSince = false
 	cfg := p.syncerConfig()
 	cfg.RowsEventDecodeFunc = newRowFilter(p.filter, p.info.location, p.info.compressed).decodeRows
 	syncer := replication.NewBinlogSyncer(cfg)
@@ -312,6 +309,10 @@ func (p *Parser) stream(ctx context.Context, emit func(*Event) error) error {
 	}
 }
 
+// erSlaveSameID is MariaDB's ER_SLAVE_SAME_ID: a replica with the same
+// server_id is already connected.
+const erSlaveSameID = 4052
+
 // streamError classifies an error that ended a binlog connection.
 func (p *Parser) streamError(err error) error {
 	if err == nil || errors.Is(err, context.Canceled) {
@@ -330,6 +331,9 @@ func (p *Parser) streamError(err error) error {
 				p.spec.Name, p.spec.Address, p.resumeString(), me.Message)}
 		case mysql.ER_ACCESS_DENIED_ERROR:
 			return p.connError(err)
+		case erSlaveSameID:
+			return fmt.Errorf("engine: source %s (%s): another replica with server_id %d is reading this server (a second braid reading the same destination, or a server_id collision: set server_id in the spec); retrying",
+				p.spec.Name, p.spec.Address, p.spec.ServerID)
 		}
 	}
 	var ee *replication.EventError

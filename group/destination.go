@@ -97,8 +97,9 @@ func New(cfg Config) (*Destination, error) {
 	return d, nil
 }
 
-// Cursor returns the boundary after the last transaction emitted. Call it
-// from emit or after Run returns.
+// Cursor returns the boundary after the last transaction emitted; called
+// from emit during an EventCommit or EventDDL, after that transaction. Call
+// it from emit or after Run returns.
 func (d *Destination) Cursor() *Cursor { return d.cursor.Clone() }
 
 // Late counts transactions that came below a watermark already promised
@@ -251,47 +252,55 @@ func (d *Destination) consumeHead(s int, head []*engine.Event, offered []bool) e
 }
 
 // emitTx emits source src's offered transaction whole, starting with first.
+// The cursor moves past the transaction before its last event (the
+// EventCommit or the EventDDL) is emitted, so Cursor, called from emit
+// then, is the boundary after it.
 func (d *Destination) emitTx(ctx context.Context, src int, first *engine.Event, q *sourceQueue, emit func(*engine.Event) error) error {
 	d.cursor.Seq++
 	seq := d.cursor.Seq
 	sc := &d.cursor.Sources[src]
+	sc.LastKey = d.merger.Last(src)
 	first.Seq = seq
-	if err := emit(first); err != nil {
-		return err
-	}
 	if first.Type == engine.EventDDL {
 		sc.Pos = first.EndPos
 		if first.Schema != nil {
 			sc.Schema = first.Schema
 		}
-	} else {
-		for {
-			var ev *engine.Event
-			select {
-			case e, ok := <-q.ch:
-				if !ok {
-					return d.sourceEnded(ctx, src, q)
-				}
-				ev = e
-			case <-ctx.Done():
-				return ctx.Err()
+		if err := emit(first); err != nil {
+			return err
+		}
+		d.merger.Done(src)
+		return nil
+	}
+	if err := emit(first); err != nil {
+		return err
+	}
+	for {
+		var ev *engine.Event
+		select {
+		case e, ok := <-q.ch:
+			if !ok {
+				return d.sourceEnded(ctx, src, q)
 			}
-			if ev.Type == engine.EventHeartbeat {
-				continue // cannot come inside a transaction; harmless
-			}
-			ev.Seq = seq
-			if err := emit(ev); err != nil {
-				return err
-			}
-			if ev.Type == engine.EventCommit {
-				sc.Pos = ev.Pos
-				break
-			}
+			ev = e
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if ev.Type == engine.EventHeartbeat {
+			continue // cannot come inside a transaction; harmless
+		}
+		ev.Seq = seq
+		if ev.Type == engine.EventCommit {
+			sc.Pos = ev.Pos
+		}
+		if err := emit(ev); err != nil {
+			return err
+		}
+		if ev.Type == engine.EventCommit {
+			d.merger.Done(src)
+			return nil
 		}
 	}
-	d.merger.Done(src)
-	sc.LastKey = d.merger.Last(src)
-	return nil
 }
 
 // sourceEnded reports a source whose parser stopped.

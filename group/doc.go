@@ -1,7 +1,40 @@
-// Package group will read many sources as one destination: a parser per
-// source, routing of shard tables to logical tables, and the merge of their
-// transactions through a priority queue in commit-time order with per-source
-// watermarks (canal's GroupEventParser and GroupEventSink, done right).
+// Package group reads many sources as one destination: a parser per source
+// (engine.Parser), routing of shard tables to logical tables (Router), and
+// the merge of their transactions into one stream (Merger, Destination):
+// canal's GroupEventParser and GroupEventSink, done right.
 //
-// Not built yet: see issue 3. Until then `braid capture` reads one source.
+// Merger is the pure core: per source it is told the next transaction's
+// commit time (Offer) and how far the source has promised not to go back
+// (Watermark), and it names the next source to emit (Next). Destination is
+// the shell around it: it runs the parsers, keeps a bounded queue per source,
+// turns replication heartbeats into watermarks (the heartbeat's arrival time
+// minus max_clock_skew), assigns seq and keeps the Cursor.
+//
+// # Invariants
+//
+//   - Keys are the commit time in µs made monotone per source
+//     (key = max(previous key of the source, commit time)), ties broken by
+//     the source's index. In strict order the output keys never decrease, so
+//     the merged order is a pure function of the sources' binlogs.
+//   - A transaction is emitted whole (EventBegin, EventRows…, EventCommit, or
+//     one EventDDL) and never interleaved with another; each source's
+//     transactions come in binlog order.
+//   - seq increases by one per transaction emitted. A Destination started
+//     from a Cursor emits exactly what the first run emitted after it, with
+//     the same seqs (strict order).
+//   - In strict order a source that neither sends nor heartbeats holds the
+//     stream back, reported in the log; it is never ordered around. A
+//     transaction arriving below a watermark already promised (a source clock
+//     off by more than max_clock_skew) goes out at once and is counted
+//     (Destination.Late).
+//   - In per-source order transactions go as they come; each source's order
+//     is still exact and seq dense, but a replay may interleave the sources
+//     differently, so consumers de-duplicate by source position there.
+//
+// # Concurrency
+//
+// Destination.Run owns one goroutine per source (its parser) and the merge
+// loop on its own goroutine, and waits for all of them before returning.
+// Merger and Router are not safe for concurrent use; the Destination uses
+// them from the merge loop only.
 package group
