@@ -148,7 +148,9 @@ func capture(ctx context.Context, spec *engine.Spec, w io.Writer, opt captureOpt
 				return ferr
 			}
 		}
-		if err == nil && (ev.Type == engine.EventCommit || ev.Type == engine.EventDDL) {
+		// The transaction is printed whole when its last event is written
+		// (errEnough there means its last line was the last one wanted).
+		if (err == nil || errors.Is(err, errEnough)) && (ev.Type == engine.EventCommit || ev.Type == engine.EventDDL) {
 			cursor = dest.Cursor()
 			if time.Since(saved) >= cursorEvery {
 				if serr := save(); serr != nil {
