@@ -142,3 +142,30 @@ type DDL struct {
 	// Tables lists "schema.table" of the selected tables it changes.
 	Tables []string
 }
+
+// Size estimates the memory an event holds, for the store's bound: a fixed
+// overhead, and for row changes each value's header and bytes.
+func (e *Event) Size() int64 {
+	n := int64(256)
+	if e.DDL != nil {
+		n += int64(len(e.DDL.SQL))
+	}
+	for i := range e.Rows {
+		rc := &e.Rows[i]
+		n += 96 + imageSize(rc.before) + imageSize(rc.after)
+	}
+	return n
+}
+
+func imageSize(img []any) int64 {
+	n := int64(24 + 16*len(img))
+	for _, v := range img {
+		switch x := v.(type) {
+		case string:
+			n += int64(len(x))
+		case []byte:
+			n += int64(len(x))
+		}
+	}
+	return n
+}

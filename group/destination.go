@@ -313,3 +313,15 @@ func (d *Destination) sourceEnded(ctx context.Context, s int, q *sourceQueue) er
 	}
 	return fmt.Errorf("group: source %s stopped", d.cfg.Spec.Sources[s].Name)
 }
+
+// RunInto runs the destination (see Run) into a store: every event goes in,
+// and each transaction's last event carries the cursor after it as its mark.
+func (d *Destination) RunInto(ctx context.Context, store *engine.Store) error {
+	return d.Run(ctx, func(ev *engine.Event) error {
+		var mark any
+		if ev.Type == engine.EventCommit || ev.Type == engine.EventDDL {
+			mark = d.Cursor()
+		}
+		return store.Put(ctx, ev, mark)
+	})
+}

@@ -101,11 +101,11 @@ func capture(ctx context.Context, spec *engine.Spec, w io.Writer, opt captureOpt
 	if err != nil {
 		return err
 	}
-	var store group.CursorStore
+	var cursors group.CursorStore
 	var resume *group.Cursor
 	if opt.cursorDir != "" {
-		store = &group.FileStore{Dir: opt.cursorDir}
-		if resume, err = store.Load(spec.Name, "capture"); err != nil {
+		cursors = &group.FileStore{Dir: opt.cursorDir}
+		if resume, err = cursors.Load(spec.Name, "capture"); err != nil {
 			return err
 		}
 		if resume != nil {
@@ -116,10 +116,21 @@ func capture(ctx context.Context, spec *engine.Spec, w io.Writer, opt captureOpt
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
+	// The merge fills a bounded store; this loop is its one client, printing
+	// batches and acking them once they are flushed.
+	store := engine.NewStore(engine.StoreConfig{})
+	store.Subscribe("capture")
+	rctx, stopRun := context.WithCancel(ctx)
+	var runErr error
+	runDone := make(chan struct{})
+	go func() {
+		runErr = dest.RunInto(rctx, store)
+		store.Close() // the loop drains what is left, then stops
+		close(runDone)
+	}()
+	defer func() { stopRun(); <-runDone }()
+
 	out := bufio.NewWriterSize(w, 64<<10)
-	defer out.Flush()
 	fw := &engine.FlatWriter{Rename: router.Rename}
 	printed := 0
 	line := func(b []byte) error {
@@ -132,44 +143,62 @@ func capture(ctx context.Context, spec *engine.Spec, w io.Writer, opt captureOpt
 		return nil
 	}
 	var saved time.Time
-	var cursor *group.Cursor // the boundary after the last transaction printed
+	var cursor *group.Cursor // the boundary after the last transaction printed whole
 	save := func() error {
-		if store == nil || cursor == nil {
+		if cursors == nil || cursor == nil {
 			return nil
 		}
 		saved = time.Now()
-		return store.Save(spec.Name, "capture", cursor)
+		return cursors.Save(spec.Name, "capture", cursor)
 	}
-	err = dest.Run(ctx, func(ev *engine.Event) error {
-		err := fw.Write(ev, line)
-		if ev.Type == engine.EventCommit || ev.Type == engine.EventDDL || err != nil {
+	for {
+		b, err := store.Get(ctx, "capture", 1024, 200*time.Millisecond)
+		if errors.Is(err, engine.ErrStoreClosed) {
+			<-runDone
+			if runErr != nil {
+				return runErr
+			}
+			return save()
+		}
+		if ctx.Err() != nil {
 			if ferr := out.Flush(); ferr != nil {
-				cancel(ferr)
 				return ferr
 			}
+			return save()
 		}
-		// The transaction is printed whole when its last event is written
-		// (errEnough there means its last line was the last one wanted).
-		if (err == nil || errors.Is(err, errEnough)) && (ev.Type == engine.EventCommit || ev.Type == engine.EventDDL) {
-			cursor = dest.Cursor()
-			if time.Since(saved) >= cursorEvery {
-				if serr := save(); serr != nil {
-					return serr
-				}
+		enough := false
+		for i, ev := range b.Events {
+			err := fw.Write(ev, line)
+			if err != nil && !errors.Is(err, errEnough) {
+				return err
+			}
+			// A transaction is printed whole once its last event is
+			// written (errEnough there: its last line was the last wanted).
+			if m, ok := b.Marks[i].(*group.Cursor); ok {
+				cursor = m
+			}
+			if errors.Is(err, errEnough) {
+				enough = true
+				break
 			}
 		}
-		if errors.Is(err, errEnough) {
-			cancel(errEnough)
+		if err := out.Flush(); err != nil {
+			return err
 		}
-		return err
-	})
-	if serr := save(); serr != nil && err == nil {
-		err = serr
+		if enough {
+			return save()
+		}
+		if b.ID >= 0 {
+			if err := store.Ack("capture", b.ID); err != nil {
+				return err
+			}
+		}
+		if time.Since(saved) >= cursorEvery {
+			if err := save(); err != nil {
+				return err
+			}
+		}
 	}
-	if cause := context.Cause(ctx); errors.Is(cause, errEnough) {
-		return nil
-	}
-	return err
 }
 
 // signalContext is canceled by SIGINT or SIGTERM; a second signal exits at once.

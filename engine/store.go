@@ -1,0 +1,288 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// ErrUnknownBatch: an Ack named a batch that is not the client's oldest
+// un-acked one.
+var ErrUnknownBatch = errors.New("engine: unknown batch")
+
+// ErrStoreClosed: the store was closed.
+var ErrStoreClosed = errors.New("engine: store closed")
+
+// StoreConfig bounds a Store. Zero fields take the defaults given.
+type StoreConfig struct {
+	// MaxBytes bounds the estimated memory of the events held (see
+	// Event.Size). Default: 64 MiB.
+	MaxBytes int64
+	// MaxEvents bounds their number. Default: 65536.
+	MaxEvents int
+}
+
+// Store holds a destination's events between the producer (the merge) and
+// its consumers, canal-style: each client id gets batches (Get), acks them
+// in order (Ack) or takes them all back (Rollback). Events stay until every
+// client has acked them; when the store is full, Put waits (backpressure
+// reaching the parsers). Nothing is dropped.
+//
+// Each event may carry a mark (the producer's cursor at a transaction
+// boundary); a client's Mark is the last one it acked, to be saved.
+//
+// # Invariants
+//
+//   - Events are handed out in Put order; a client never skips one.
+//   - Held bytes stay within MaxBytes and events within MaxEvents, except
+//     that one event is always accepted into an empty store.
+//   - A client's acked point never moves backwards.
+//
+// # Concurrency
+//
+// A Store is safe for concurrent use by one producer and any number of
+// clients.
+type Store struct {
+	cfg     StoreConfig
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced on every change
+	entries []storeEntry  // entries[i] is event number base+i
+	base    uint64
+	bytes   int64
+	peak    int64
+	clients map[string]*storeClient
+	closed  bool
+}
+
+type storeEntry struct {
+	ev   *Event
+	size int64
+	mark any
+}
+
+type storeClient struct {
+	acked   uint64 // events below this number are acked
+	next    uint64 // the next event to hand out
+	batches []Batch
+	nextID  int64
+	mark    any
+}
+
+// Batch is what Get hands a client: consecutive events, under an id to ack.
+// An empty batch has ID -1 (canal's "nothing ready").
+type Batch struct {
+	ID     int64
+	Events []*Event
+	// Marks[i] is the mark Put with Events[i] (nil for most).
+	Marks    []any
+	from, to uint64
+}
+
+// NewStore returns an empty store.
+func NewStore(cfg StoreConfig) *Store {
+	if cfg.MaxBytes <= 0 {
+		cfg.MaxBytes = 64 << 20
+	}
+	if cfg.MaxEvents <= 0 {
+		cfg.MaxEvents = 65536
+	}
+	return &Store{cfg: cfg, changed: make(chan struct{}), clients: map[string]*storeClient{}}
+}
+
+// broadcast wakes every waiter; the caller holds mu.
+func (s *Store) broadcast() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// wait releases mu until the store changes, ctx ends or the deadline
+// passes; it reports whether to go on waiting.
+func (s *Store) wait(ctx context.Context, deadline <-chan time.Time) bool {
+	ch := s.changed
+	s.mu.Unlock()
+	defer s.mu.Lock()
+	select {
+	case <-ch:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-deadline:
+		return false
+	}
+}
+
+// Put appends an event, waiting while the store is full. mark, if not nil,
+// is the producer's cursor after ev.
+func (s *Store) Put(ctx context.Context, ev *Event, mark any) error {
+	size := ev.Size()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for !s.closed && len(s.entries) > 0 &&
+		(len(s.entries) >= s.cfg.MaxEvents || s.bytes+size > s.cfg.MaxBytes) {
+		if !s.wait(ctx, nil) {
+			return ctx.Err()
+		}
+	}
+	if s.closed {
+		return ErrStoreClosed
+	}
+	s.entries = append(s.entries, storeEntry{ev: ev, size: size, mark: mark})
+	s.bytes += size
+	s.peak = max(s.peak, s.bytes)
+	s.broadcast()
+	return nil
+}
+
+// Subscribe registers a client id at the oldest event held (what a new
+// client sees first). Subscribing a known client does nothing.
+func (s *Store) Subscribe(client string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.clients[client]; !ok {
+		s.clients[client] = &storeClient{acked: s.base, next: s.base}
+	}
+}
+
+// Get hands client up to max events not yet handed out, waiting up to
+// timeout for the first (0: do not wait). Nothing ready gives an empty
+// batch with ID -1.
+func (s *Store) Get(ctx context.Context, client string, max int, timeout time.Duration) (Batch, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.clients[client]
+	if !ok {
+		return Batch{}, fmt.Errorf("engine: client %q is not subscribed", client)
+	}
+	var deadline <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		deadline = t.C
+	}
+	end := s.base + uint64(len(s.entries))
+	for c.next == end && !s.closed && timeout > 0 {
+		if !s.wait(ctx, deadline) {
+			break
+		}
+		end = s.base + uint64(len(s.entries))
+	}
+	if c.next == end {
+		if s.closed {
+			return Batch{ID: -1}, ErrStoreClosed
+		}
+		return Batch{ID: -1}, ctx.Err()
+	}
+	to := min(end, c.next+uint64(max))
+	b := Batch{ID: c.nextID, from: c.next, to: to, Events: make([]*Event, 0, to-c.next), Marks: make([]any, 0, to-c.next)}
+	for i := c.next; i < to; i++ {
+		e := &s.entries[i-s.base]
+		b.Events = append(b.Events, e.ev)
+		b.Marks = append(b.Marks, e.mark)
+	}
+	c.nextID++
+	c.next = to
+	c.batches = append(c.batches, b)
+	return b, nil
+}
+
+// Ack confirms client's oldest un-acked batch; acks come in the order the
+// batches were handed out, as canal's do.
+func (s *Store) Ack(client string, id int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.clients[client]
+	if !ok {
+		return fmt.Errorf("engine: client %q is not subscribed", client)
+	}
+	if len(c.batches) == 0 || c.batches[0].ID != id {
+		return fmt.Errorf("%w: client %q acked batch %d, its oldest un-acked batch is %s", ErrUnknownBatch, client, id, oldest(c))
+	}
+	b := c.batches[0]
+	c.batches = c.batches[1:]
+	for i := b.from; i < b.to; i++ {
+		if m := s.entries[i-s.base].mark; m != nil {
+			c.mark = m
+		}
+	}
+	c.acked = b.to
+	s.trim()
+	return nil
+}
+
+func oldest(c *storeClient) string {
+	if len(c.batches) == 0 {
+		return "none"
+	}
+	return fmt.Sprint(c.batches[0].ID)
+}
+
+// Rollback takes back every batch client has not acked: the next Get
+// hands out the same events again.
+func (s *Store) Rollback(client string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.clients[client]
+	if !ok {
+		return fmt.Errorf("engine: client %q is not subscribed", client)
+	}
+	c.next = c.acked
+	c.batches = nil
+	return nil
+}
+
+// Mark returns the mark of the last event client acked that had one.
+func (s *Store) Mark(client string) any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.clients[client]; ok {
+		return c.mark
+	}
+	return nil
+}
+
+// trim drops the events every client has acked; the caller holds mu.
+func (s *Store) trim() {
+	if len(s.clients) == 0 {
+		return
+	}
+	low := ^uint64(0)
+	for _, c := range s.clients {
+		low = min(low, c.acked)
+	}
+	n := int(low - s.base)
+	if n <= 0 {
+		return
+	}
+	for i := 0; i < n; i++ {
+		s.bytes -= s.entries[i].size
+		s.entries[i] = storeEntry{}
+	}
+	s.entries = s.entries[n:]
+	s.base = low
+	s.broadcast()
+}
+
+// StoreStats is a snapshot of a store's use.
+type StoreStats struct {
+	Events    int
+	Bytes     int64
+	PeakBytes int64
+}
+
+// Stats returns the store's use now and its peak.
+func (s *Store) Stats() StoreStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return StoreStats{Events: len(s.entries), Bytes: s.bytes, PeakBytes: s.peak}
+}
+
+// Close wakes every waiter; Put and an empty Get then fail with
+// ErrStoreClosed.
+func (s *Store) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	s.broadcast()
+}

@@ -1,0 +1,125 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func seqs(b Batch) []uint64 {
+	var out []uint64
+	for _, e := range b.Events {
+		out = append(out, e.Seq)
+	}
+	return out
+}
+
+func putN(t *testing.T, s *Store, from, n int) {
+	t.Helper()
+	for i := from; i < from+n; i++ {
+		var mark any
+		if i%2 == 1 {
+			mark = i // a transaction boundary every other event
+		}
+		if err := s.Put(context.Background(), &Event{Type: EventCommit, Seq: uint64(i)}, mark); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestStoreBatches: get hands out events in order, ack confirms batches in
+// order, rollback hands the un-acked ones out again, and two clients read
+// independently.
+func TestStoreBatches(t *testing.T) {
+	s := NewStore(StoreConfig{})
+	s.Subscribe("a")
+	s.Subscribe("b")
+	putN(t, s, 1, 6)
+	ctx := context.Background()
+	b1, _ := s.Get(ctx, "a", 2, 0)
+	b2, _ := s.Get(ctx, "a", 3, 0)
+	if got := seqs(b1); len(got) != 2 || got[0] != 1 || got[1] != 2 {
+		t.Fatalf("first batch %v", got)
+	}
+	if got := seqs(b2); len(got) != 3 || got[0] != 3 {
+		t.Fatalf("second batch %v", got)
+	}
+	if err := s.Ack("a", b2.ID); !errors.Is(err, ErrUnknownBatch) {
+		t.Fatalf("acking the second batch first: %v, want ErrUnknownBatch", err)
+	}
+	if err := s.Ack("a", 99); !errors.Is(err, ErrUnknownBatch) {
+		t.Fatalf("acking an unknown batch: %v", err)
+	}
+	if err := s.Ack("a", b1.ID); err != nil {
+		t.Fatal(err)
+	}
+	if m := s.Mark("a"); m != 1 {
+		t.Errorf("mark after acking events 1-2 = %v, want 1", m)
+	}
+	if err := s.Rollback("a"); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := s.Get(ctx, "a", 10, 0)
+	if got := seqs(again); len(got) != 4 || got[0] != 3 || got[3] != 6 {
+		t.Fatalf("after rollback %v, want 3..6", got)
+	}
+	// Client b has not read anything: it starts at 1.
+	bb, _ := s.Get(ctx, "b", 1, 0)
+	if got := seqs(bb); len(got) != 1 || got[0] != 1 {
+		t.Fatalf("client b %v", got)
+	}
+	// Nothing ready: an empty batch, ID -1, after the timeout.
+	if err := s.Ack("a", again.ID); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	empty, err := s.Get(ctx, "a", 10, 50*time.Millisecond)
+	if empty.ID != -1 || len(empty.Events) != 0 || err != nil || time.Since(began) < 50*time.Millisecond {
+		t.Fatalf("empty get: %+v %v after %v", empty, err, time.Since(began))
+	}
+	if st := s.Stats(); st.Events != 6 {
+		t.Errorf("%d events held, want 6 (client b acked none)", st.Events)
+	}
+}
+
+// TestStoreBackpressure: a full store makes Put wait until a client acks;
+// nothing is dropped and the bound holds.
+func TestStoreBackpressure(t *testing.T) {
+	s := NewStore(StoreConfig{MaxEvents: 4})
+	s.Subscribe("c")
+	putN(t, s, 1, 4)
+	done := make(chan error, 1)
+	go func() { done <- s.Put(context.Background(), &Event{Seq: 5}, nil) }()
+	select {
+	case err := <-done:
+		t.Fatalf("Put into a full store returned %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	b, _ := s.Get(context.Background(), "c", 2, 0)
+	select {
+	case <-done:
+		t.Fatalf("Put went on before an ack freed room")
+	case <-time.After(50 * time.Millisecond):
+	}
+	if err := s.Ack("c", b.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	rest, _ := s.Get(context.Background(), "c", 10, 0)
+	if got := seqs(rest); len(got) != 3 || got[0] != 3 || got[2] != 5 {
+		t.Fatalf("rest %v, want 3..5", got)
+	}
+	if st := s.Stats(); st.Events > 4 {
+		t.Errorf("%d events held, bound is 4", st.Events)
+	}
+	// A canceled Put returns.
+	ctx, cancel := context.WithCancel(context.Background())
+	putN(t, s, 6, 1)
+	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+	if err := s.Put(ctx, &Event{Seq: 7}, nil); err != context.Canceled {
+		t.Errorf("canceled Put: %v", err)
+	}
+}
