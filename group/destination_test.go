@@ -316,3 +316,80 @@ func TestStoppedShardStalls(t *testing.T) {
 		})
 	}
 }
+
+// TestHugeTransactionBoundedStore sends a 200,000-row transaction on one
+// shard, with small transactions on the others around it, through a store
+// bounded to 4 MiB (the transaction is about 40 MiB of events) and a slow
+// consumer: the store stays within its bound (the parsers wait), every row
+// arrives, and the huge transaction is never interleaved with another.
+func TestHugeTransactionBoundedStore(t *testing.T) {
+	srvs := shards(t, time.Now())
+	srvs[0].Exec(t, "CREATE TABLE shop_0.seq (n INT PRIMARY KEY)", "SET max_recursive_iterations = 1000000",
+		"INSERT INTO shop_0.seq WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM s WHERE n < 200000) SELECT n FROM s")
+	spec := shopSpec(srvs, engine.StartSpec{Kind: engine.StartLatest}, "strict")
+	d, err := group.New(group.Config{Spec: spec, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const bound = 4 << 20
+	store := engine.NewStore(engine.StoreConfig{MaxBytes: bound})
+	store.Subscribe("slow")
+	ctx, cancel := context.WithCancel(context.Background())
+	runDone := make(chan error, 1)
+	go func() { runDone <- d.RunInto(ctx, store) }()
+	defer func() {
+		cancel()
+		if err := <-runDone; err != nil {
+			t.Errorf("destination: %v", err)
+		}
+	}()
+	time.Sleep(time.Second)
+	srvs[1].Exec(t, "INSERT INTO shop_1.orders VALUES (1, 'before')")
+	srvs[0].Exec(t, "INSERT INTO shop_0.orders SELECT n, 'huge' FROM shop_0.seq")
+	srvs[2].Exec(t, "INSERT INTO shop_2.orders VALUES (2, 'after')")
+
+	var rows, txs int
+	var open uint64 // the seq of the transaction being read, 0 between
+	deadline := time.Now().Add(2 * time.Minute)
+	for rows < 200002 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d rows after 2 minutes", rows)
+		}
+		b, err := store.Get(ctx, "slow", 64, 100*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.ID < 0 {
+			continue // nothing ready yet
+		}
+		for _, ev := range b.Events {
+			switch ev.Type {
+			case engine.EventBegin:
+				if open != 0 {
+					t.Fatalf("transaction %d began inside transaction %d", ev.Seq, open)
+				}
+				open = ev.Seq
+			case engine.EventRows:
+				if ev.Seq != open {
+					t.Fatalf("rows of transaction %d inside transaction %d", ev.Seq, open)
+				}
+				rows += len(ev.Rows)
+			case engine.EventCommit:
+				open = 0
+				txs++
+			}
+		}
+		time.Sleep(time.Millisecond) // a consumer slower than the parsers
+		if err := store.Ack("slow", b.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := store.Stats()
+	t.Logf("%d rows in %d transactions; store peak %.1f MiB (bound %d MiB)", rows, txs, float64(st.PeakBytes)/(1<<20), bound>>20)
+	if rows != 200002 || txs != 3 {
+		t.Errorf("%d rows in %d transactions, want 200,002 in 3", rows, txs)
+	}
+	if st.PeakBytes > bound {
+		t.Errorf("store peaked at %d bytes, bound %d", st.PeakBytes, bound)
+	}
+}
