@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"reflect"
 	"sync"
 	"time"
@@ -41,6 +42,34 @@ type Destination struct {
 	cursor  Cursor
 	skew    time.Duration
 	log     *slog.Logger
+
+	lastSeen  []time.Time // per source: when its last event reached the merge
+	published time.Time
+	statsMu   sync.Mutex
+	stats     Stats
+}
+
+// Stats is a snapshot of a destination's progress, for status pages.
+type Stats struct {
+	// Seq is the last transaction emitted.
+	Seq uint64
+	// Late counts transactions that came below a promised watermark.
+	Late    int
+	Sources []SourceStats
+}
+
+// SourceStats is one source's part of Stats.
+type SourceStats struct {
+	Name string
+	// Pos is where the source resumes after the last transaction emitted.
+	Pos engine.Position
+	// LastCommit is the commit time (made monotone) of its last transaction
+	// offered; its lag is the time since.
+	LastCommit time.Time
+	// LastSeen is when its last event or heartbeat reached the merge.
+	LastSeen time.Time
+	// Waiting is set while strict order waits for this source.
+	Waiting bool
 }
 
 // New checks the configuration and builds the parsers; it does not connect.
@@ -72,6 +101,7 @@ func New(cfg Config) (*Destination, error) {
 	d := &Destination{cfg: cfg, merger: NewMerger(len(spec.Sources), spec.Ordering != "per-source"),
 		skew: time.Duration(spec.MaxClockSkew), log: log.With("dest", spec.Name)}
 	d.cursor.Sources = make([]SourceCursor, len(spec.Sources))
+	d.lastSeen = make([]time.Time, len(spec.Sources))
 	for i, src := range spec.Sources {
 		pc := engine.ParserConfig{Destination: spec.Name, Source: src, Tables: filter,
 			Heartbeat: time.Duration(spec.Heartbeat), Logger: d.log}
@@ -101,6 +131,38 @@ func New(cfg Config) (*Destination, error) {
 // from emit during an EventCommit or EventDDL, after that transaction. Call
 // it from emit or after Run returns.
 func (d *Destination) Cursor() *Cursor { return d.cursor.Clone() }
+
+// Stats returns the destination's progress, refreshed by the merge at most
+// every 100 ms and whenever it waits. Safe for concurrent use.
+func (d *Destination) Stats() Stats {
+	d.statsMu.Lock()
+	defer d.statsMu.Unlock()
+	st := d.stats
+	st.Sources = append([]SourceStats(nil), st.Sources...)
+	return st
+}
+
+// publish refreshes Stats; the merge loop calls it.
+func (d *Destination) publish(force bool) {
+	now := d.cfg.Now()
+	if !force && now.Sub(d.published) < 100*time.Millisecond {
+		return
+	}
+	d.published = now
+	st := Stats{Seq: d.cursor.Seq, Late: d.merger.Late(), Sources: make([]SourceStats, len(d.cursor.Sources))}
+	for i, sc := range d.cursor.Sources {
+		st.Sources[i] = SourceStats{Name: sc.Name, Pos: sc.Pos, LastSeen: d.lastSeen[i]}
+		if last := d.merger.Last(i); last > math.MinInt64 {
+			st.Sources[i].LastCommit = time.UnixMicro(last)
+		}
+	}
+	for _, w := range d.merger.Waiting() {
+		st.Sources[w].Waiting = true
+	}
+	d.statsMu.Lock()
+	d.stats = st
+	d.statsMu.Unlock()
+}
 
 // Late counts transactions that came below a watermark already promised
 // (their source's clock ran behind braid's by more than max_clock_skew):
@@ -179,6 +241,7 @@ func (d *Destination) merge(ctx context.Context, queues []*sourceQueue, emit fun
 				if head[s] == nil {
 					break
 				}
+				d.lastSeen[s] = d.cfg.Now()
 				if err := d.consumeHead(s, head, offered); err != nil {
 					return err
 				}
@@ -190,8 +253,11 @@ func (d *Destination) merge(ctx context.Context, queues []*sourceQueue, emit fun
 			}
 			head[src], offered[src] = nil, false
 			progressAt = d.cfg.Now()
+			d.lastSeen[src] = progressAt
+			d.publish(false)
 			continue
 		}
+		d.publish(false)
 		// Nothing may go: wait for a source without a head to send.
 		cases := []reflect.SelectCase{{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
 			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(stall.C)}}
@@ -207,6 +273,7 @@ func (d *Destination) merge(ctx context.Context, queues []*sourceQueue, emit fun
 		case 0:
 			return ctx.Err()
 		case 1:
+			d.publish(true)
 			if waiting := d.merger.Waiting(); len(waiting) > 0 && d.cfg.Now().Sub(progressAt) >= d.cfg.StallLog {
 				names := make([]string, len(waiting))
 				for i, s := range waiting {
@@ -221,6 +288,7 @@ func (d *Destination) merge(ctx context.Context, queues []*sourceQueue, emit fun
 				return d.sourceEnded(ctx, s, queues[s])
 			}
 			head[s] = v.Interface().(*engine.Event)
+			d.lastSeen[s] = d.cfg.Now()
 		}
 	}
 }

@@ -299,6 +299,9 @@ func TestStoppedShardStalls(t *testing.T) {
 			if ordering == "strict" && n != 0 {
 				t.Fatalf("strict order emitted %d transactions while a shard was down", n)
 			}
+			if st := c.dest.Stats(); ordering == "strict" && (!st.Sources[2].Waiting || st.Sources[0].Waiting) {
+				t.Errorf("status does not show strict order waiting for s2 (only): %+v", st.Sources)
+			}
 			if ordering == "per-source" && n != 1 {
 				t.Fatalf("per-source order emitted %d transactions while a shard was down, want 1", n)
 			}
