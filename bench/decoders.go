@@ -60,6 +60,27 @@ func (r Result) RowsPerSec() float64 { return float64(r.Rows) / r.Elapsed.Second
 
 // DecodeBraid reads the binlog with braid's engine.Parser.
 func DecodeBraid(ctx context.Context, cfg DecodeConfig) (Result, error) {
+	return sampled(ctx, cfg, decodeBraid)
+}
+
+// DecodeCanal reads the binlog with go-mysql's canal package, configured as
+// its README shows (canal.NewDefaultConfig), without mysqldump and with a
+// fixed server_id.
+func DecodeCanal(ctx context.Context, cfg DecodeConfig) (Result, error) {
+	return sampled(ctx, cfg, decodeCanal)
+}
+
+// sampled runs decode under a heap sampler and sets the result's PeakHeap.
+func sampled(ctx context.Context, cfg DecodeConfig, decode func(context.Context, DecodeConfig) (Result, error)) (Result, error) {
+	heap := startHeapSampler()
+	res, err := decode(ctx, cfg)
+	res.PeakHeap = heap.Stop()
+	return res, err
+}
+
+// decodeBraid is DecodeBraid without the heap sampler, which samples the
+// whole process; several may run at once under one sampler.
+func decodeBraid(ctx context.Context, cfg DecodeConfig) (Result, error) {
 	filter, err := engine.CompileTableFilter(cfg.Tables)
 	if err != nil {
 		return Result{}, err
@@ -109,11 +130,9 @@ func DecodeBraid(ctx context.Context, cfg DecodeConfig) (Result, error) {
 		return nil
 	}
 
-	heap := startHeapSampler()
 	began = time.Now()
 	err = p.Run(runCtx, emit)
 	res.Elapsed = time.Since(began)
-	res.PeakHeap = heap.Stop()
 	switch {
 	case err != nil:
 		return res, fmt.Errorf("bench: braid: %w", err)
@@ -123,10 +142,8 @@ func DecodeBraid(ctx context.Context, cfg DecodeConfig) (Result, error) {
 	return res, nil
 }
 
-// DecodeCanal reads the binlog with go-mysql's canal package, configured as
-// its README shows (canal.NewDefaultConfig), without mysqldump and with a
-// fixed server_id.
-func DecodeCanal(ctx context.Context, cfg DecodeConfig) (Result, error) {
+// decodeCanal is DecodeCanal without the heap sampler; see decodeBraid.
+func decodeCanal(ctx context.Context, cfg DecodeConfig) (Result, error) {
 	ccfg := canal.NewDefaultConfig()
 	ccfg.Addr = cfg.Addr
 	ccfg.User = cfg.User
@@ -141,11 +158,9 @@ func DecodeCanal(ctx context.Context, cfg DecodeConfig) (Result, error) {
 		ccfg.IncludeTableRegex = append(ccfg.IncludeTableRegex, `^(?:`+re+`)$`)
 	}
 
-	heap := startHeapSampler()
 	began := time.Now()
 	c, err := canal.NewCanal(ccfg)
 	if err != nil {
-		heap.Stop()
 		return Result{}, fmt.Errorf("bench: canal: %w", err)
 	}
 	h := &canalCounter{end: cfg.End, began: began}
@@ -156,7 +171,6 @@ func DecodeCanal(ctx context.Context, cfg DecodeConfig) (Result, error) {
 	res := Result{Rows: h.rows, Elapsed: time.Since(began), FirstRow: h.firstRow}
 	stopWatch()
 	c.Close()
-	res.PeakHeap = heap.Stop()
 	switch {
 	case errors.Is(err, errReachedEnd):
 		return res, nil

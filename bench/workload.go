@@ -18,13 +18,17 @@ var SelectedTables = []string{`shop_\d+\..*`}
 // WorkloadConfig sizes a generated binlog.
 type WorkloadConfig struct {
 	// Batches is how many rounds of three transactions are written; each
-	// round alternates between shop_0 and shop_1. Default: 200.
+	// round alternates between the two shop schemas. Default: 200.
 	Batches int
 	// Orders is how many orders a round inserts. A round writes 6.75 row
 	// changes per order, half of them in noise tables; it must be at least
 	// 100 and at most 500 (MySQL's recursive CTEs stop at 1,000 rows).
 	// Default: 400, which with 200 rounds makes 540,000 row changes.
 	Orders int
+	// FirstShop numbers the two shop schemas: shop_<FirstShop> and
+	// shop_<FirstShop+1>, so that servers written as shards of one
+	// destination hold different schemas. Default: 0 (shop_0 and shop_1).
+	FirstShop int
 }
 
 // Workload is a binlog written by Generate.
@@ -55,12 +59,13 @@ func (w *Workload) String() string {
 }
 
 // schemaSQL creates the tables. The shop tables are selected, the noise
-// tables filtered out; between them they hold most column types.
+// tables filtered out; between them they hold most column types. {shop0}
+// and {shop1} stand for the two shop schemas.
 var schemaSQL = []string{
-	"CREATE DATABASE shop_0",
-	"CREATE DATABASE shop_1",
+	"CREATE DATABASE {shop0}",
+	"CREATE DATABASE {shop1}",
 	"CREATE DATABASE noise",
-	`CREATE TABLE shop_0.orders (
+	`CREATE TABLE {shop0}.orders (
 		id BIGINT NOT NULL PRIMARY KEY,
 		customer_id INT UNSIGNED NOT NULL,
 		status ENUM('new','paid','shipped','cancelled') NOT NULL,
@@ -73,7 +78,7 @@ var schemaSQL = []string{
 		attrs JSON NULL,
 		flags SET('gift','express','fragile') NOT NULL DEFAULT ''
 	) ENGINE=InnoDB`,
-	`CREATE TABLE shop_0.order_items (
+	`CREATE TABLE {shop0}.order_items (
 		id BIGINT NOT NULL PRIMARY KEY,
 		order_id BIGINT NOT NULL,
 		sku VARCHAR(32) NOT NULL,
@@ -86,8 +91,8 @@ var schemaSQL = []string{
 		payload BLOB NULL,
 		KEY (order_id)
 	) ENGINE=InnoDB`,
-	"CREATE TABLE shop_1.orders LIKE shop_0.orders",
-	"CREATE TABLE shop_1.order_items LIKE shop_0.order_items",
+	"CREATE TABLE {shop1}.orders LIKE {shop0}.orders",
+	"CREATE TABLE {shop1}.order_items LIKE {shop0}.order_items",
 	`CREATE TABLE noise.events (
 		id BIGINT NOT NULL PRIMARY KEY,
 		kind ENUM('click','view','buy') NOT NULL,
@@ -165,8 +170,8 @@ func fill(tmpl, schema string, base, count int, orders int) stmt {
 // insert into noise tables only, and a mixed update and delete of rows the
 // first one wrote. Per order it writes 3.375 selected and 3.375 filtered
 // row changes.
-func round(k, orders int) [][]stmt {
-	shop := fmt.Sprintf("shop_%d", k%2)
+func round(k, orders, firstShop int) [][]stmt {
+	shop := fmt.Sprintf("shop_%d", firstShop+k%2)
 	o, it, ev, lg := k*orders, k*2*orders, k*2*orders, k*orders // id bases
 	touch, drop := orders/4, orders/8
 	return [][]stmt{
@@ -189,9 +194,9 @@ func round(k, orders int) [][]stmt {
 }
 
 // Generate writes the workload into the server behind c, which must have
-// the binary log on in ROW format and neither the shop_0, shop_1 nor noise
-// database. Every statement's affected-row count is checked, so the counts
-// in the result are what the binlog holds.
+// the binary log on in ROW format and neither the noise database nor the
+// two shop databases cfg names. Every statement's affected-row count is
+// checked, so the counts in the result are what the binlog holds.
 func Generate(c *client.Conn, cfg WorkloadConfig) (*Workload, error) {
 	if cfg.Batches <= 0 {
 		cfg.Batches = 200
@@ -202,19 +207,25 @@ func Generate(c *client.Conn, cfg WorkloadConfig) (*Workload, error) {
 	if cfg.Orders < 100 || cfg.Orders > 500 {
 		return nil, fmt.Errorf("bench: workload: %d orders per round: want 100 to 500", cfg.Orders)
 	}
+	if cfg.FirstShop < 0 {
+		return nil, fmt.Errorf("bench: workload: first shop %d: want 0 or more", cfg.FirstShop)
+	}
 	began := time.Now()
 	files, err := binlogFiles(c)
 	if err != nil {
 		return nil, err
 	}
 	w := &Workload{Start: engine.Position{File: files[0].name, Pos: 4}}
+	shops := strings.NewReplacer("{shop0}", fmt.Sprintf("shop_%d", cfg.FirstShop),
+		"{shop1}", fmt.Sprintf("shop_%d", cfg.FirstShop+1))
 	for _, q := range schemaSQL {
+		q = shops.Replace(q)
 		if _, err := c.Execute(q); err != nil {
 			return nil, fmt.Errorf("bench: workload schema: %s: %w", firstLine(q), err)
 		}
 	}
 	for k := range cfg.Batches {
-		for _, tx := range round(k, cfg.Orders) {
+		for _, tx := range round(k, cfg.Orders, cfg.FirstShop) {
 			if err := runTx(c, tx, w); err != nil {
 				return nil, fmt.Errorf("bench: workload round %d: %w", k, err)
 			}

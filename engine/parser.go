@@ -31,6 +31,9 @@ type ParserConfig struct {
 	Resume *Resume
 	// MaxBackoff caps the wait between reconnect attempts. Default: 5s.
 	MaxBackoff time.Duration
+	// ReadAhead is how many binlog events go-mysql may read and decode
+	// ahead of the parser. Default: 1024 (see syncerConfig).
+	ReadAhead int
 	// Logger receives one line per connect, reconnect attempt and warning.
 	// Default: discard.
 	Logger *slog.Logger
@@ -100,6 +103,9 @@ func NewParser(cfg ParserConfig) (*Parser, error) {
 	}
 	if cfg.MaxBackoff <= 0 {
 		cfg.MaxBackoff = 5 * time.Second
+	}
+	if cfg.ReadAhead <= 0 {
+		cfg.ReadAhead = 1024
 	}
 	filter := cfg.Tables
 	if filter == nil {
@@ -254,10 +260,11 @@ func (p *Parser) syncerConfig() replication.BinlogSyncerConfig {
 		Logger:         slog.New(slog.DiscardHandler),
 		// Events go-mysql may decode ahead of the parser: reading and
 		// decoding run on go-mysql's goroutine while the parser handles and
-		// emits on Run's. Measured in bench/: 256 left the reader waiting on
-		// the parser's scheduling hiccups, about 10% slower than 1024; 1024
-		// events are about 8 MiB of binlog at MariaDB's 8 KiB rows events.
-		EventCacheCount: 1024,
+		// emits on Run's. Measured in bench/ for one source: 256 left the
+		// reader waiting on the parser's scheduling hiccups, about 10%
+		// slower than 1024; 1024 events are about 8 MiB of binlog at
+		// MariaDB's 8 KiB rows events.
+		EventCacheCount: p.cfg.ReadAhead,
 	}
 }
 

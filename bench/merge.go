@@ -1,0 +1,227 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/braid-cdc/braid/engine"
+	"github.com/braid-cdc/braid/group"
+)
+
+// MergeHeartbeat is the replication heartbeat of the merged destination.
+// Once a source has sent its whole binlog, strict order learns from its
+// next heartbeat that nothing older will come, so a merged run's tail
+// includes up to about one period of waiting.
+const MergeHeartbeat = 100 * time.Millisecond
+
+// GroupResult is what one run over several sources measured.
+type GroupResult struct {
+	// Result holds the totals: Rows summed over the sources, Elapsed the
+	// wall time from starting the run to the last source reaching its End,
+	// FirstRow the time to the first row change of any source, PeakHeap the
+	// process's peak heap while the run lasted.
+	Result
+	// Sources counts the selected row changes delivered per source, in the
+	// order of the configurations.
+	Sources []int
+}
+
+// DecodeBraidEach reads every configuration's binlog at once, one
+// engine.Parser each (see DecodeBraid), without merging: the single-source
+// engine's throughput on the same binlogs as MergeBraid.
+func DecodeBraidEach(ctx context.Context, cfgs []DecodeConfig) (GroupResult, error) {
+	return decodeEach(ctx, cfgs, decodeBraid)
+}
+
+// DecodeCanalEach reads every configuration's binlog at once, one canal
+// each (see DecodeCanal).
+func DecodeCanalEach(ctx context.Context, cfgs []DecodeConfig) (GroupResult, error) {
+	return decodeEach(ctx, cfgs, decodeCanal)
+}
+
+// decodeEach runs decode on every configuration concurrently under one heap
+// sampler. The first failure stops the others.
+func decodeEach(ctx context.Context, cfgs []DecodeConfig, decode func(context.Context, DecodeConfig) (Result, error)) (GroupResult, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	results := make([]Result, len(cfgs))
+	var (
+		mu    sync.Mutex
+		first error // the first failure; the others may only follow it
+	)
+	heap := startHeapSampler()
+	began := time.Now()
+	var wg sync.WaitGroup
+	for i, cfg := range cfgs {
+		wg.Go(func() {
+			var err error
+			results[i], err = decode(ctx, cfg)
+			if err != nil {
+				mu.Lock()
+				if first == nil {
+					first = fmt.Errorf("source %d (%s): %w", i, cfg.Addr, err)
+				}
+				mu.Unlock()
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	g := GroupResult{Result: Result{Elapsed: time.Since(began), PeakHeap: heap.Stop()}, Sources: make([]int, len(cfgs))}
+	for i, r := range results {
+		g.Rows += r.Rows
+		g.Sources[i] = r.Rows
+		if r.Rows > 0 && (g.FirstRow == 0 || r.FirstRow < g.FirstRow) {
+			g.FirstRow = r.FirstRow
+		}
+	}
+	return g, first
+}
+
+// MergeBraid reads the configurations' binlogs as the sources of one
+// destination, merged in strict commit-time order by group.Destination:
+// every source from `earliest`, the first configuration's table filter,
+// heartbeat MergeHeartbeat, the other settings at their defaults.
+//
+// It counts the row changes of the merged stream's EventRows and stops at
+// the first transaction boundary where every source has emitted a
+// transaction ending at or after its End, or, when want is positive, where
+// want row changes have arrived (a source whose last transactions select no
+// row never shows its End in the merged stream: the merge consumes such
+// transactions). It also checks what the stream promises: seq numbers are
+// dense and increasing, a transaction's events come together, and the
+// transactions come in merge-key order (commit time made monotone per
+// source, then the source's index).
+func MergeBraid(ctx context.Context, cfgs []DecodeConfig, want int) (GroupResult, error) {
+	if len(cfgs) == 0 {
+		return GroupResult{}, errors.New("bench: merge: no source")
+	}
+	spec := engine.Spec{
+		Name:      "bench-merge",
+		Tables:    cfgs[0].Tables,
+		Ordering:  "strict",
+		Heartbeat: engine.Duration(MergeHeartbeat),
+	}
+	index := map[string]int{}
+	for i, cfg := range cfgs {
+		name := fmt.Sprintf("s%d", i)
+		index[name] = i
+		spec.Sources = append(spec.Sources, engine.SourceSpec{
+			Name: name, Address: cfg.Addr, User: cfg.User,
+			Start: engine.StartSpec{Kind: engine.StartEarliest},
+		})
+	}
+	spec = spec.WithDefaults()
+	if err := spec.Validate(); err != nil {
+		return GroupResult{}, fmt.Errorf("bench: merge: %w", err)
+	}
+	d, err := group.New(group.Config{Spec: &spec})
+	if err != nil {
+		return GroupResult{}, fmt.Errorf("bench: merge: %w", err)
+	}
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		res     = GroupResult{Sources: make([]int, len(cfgs))}
+		chk     = mergeChecker{last: make([]int64, len(cfgs))}
+		done    = make([]bool, len(cfgs))
+		ended   int
+		reached bool
+		began   time.Time
+	)
+	emit := func(ev *engine.Event) error {
+		if reached {
+			return errReachedEnd // the destination is stopping; ignore what follows
+		}
+		src, ok := index[ev.Source]
+		if !ok {
+			return fmt.Errorf("bench: merge: event of unknown source %q", ev.Source)
+		}
+		if err := chk.check(src, ev); err != nil {
+			return err
+		}
+		var end engine.Position
+		switch ev.Type {
+		case engine.EventRows:
+			if res.Rows == 0 {
+				res.FirstRow = time.Since(began)
+			}
+			res.Rows += len(ev.Rows)
+			res.Sources[src] += len(ev.Rows)
+			return nil
+		case engine.EventCommit:
+			end = ev.Pos
+		case engine.EventDDL:
+			end = ev.EndPos
+		default:
+			return nil
+		}
+		if !done[src] && end.Compare(cfgs[src].End) >= 0 {
+			done[src] = true
+			ended++
+		}
+		if ended == len(cfgs) || (want > 0 && res.Rows >= want) {
+			reached = true
+			cancel()
+		}
+		return nil
+	}
+
+	heap := startHeapSampler()
+	began = time.Now()
+	err = d.Run(runCtx, emit)
+	res.Elapsed = time.Since(began)
+	res.PeakHeap = heap.Stop()
+	switch {
+	case err != nil:
+		return res, fmt.Errorf("bench: merge: %w", err)
+	case !reached:
+		return res, fmt.Errorf("bench: merge: stopped with %d of %d sources at their end: %w", ended, len(cfgs), context.Cause(ctx))
+	case d.Late() > 0:
+		return res, fmt.Errorf("bench: merge: %d transactions came late, out of order", d.Late())
+	}
+	return res, nil
+}
+
+// mergeChecker checks the merged stream's order as it goes by.
+type mergeChecker struct {
+	seq    uint64    // the open or last transaction's seq
+	opened bool      // a transaction is open (begun, not committed)
+	open   int       // the open transaction's source
+	last   []int64   // per source: its last merge-key time (µs)
+	key    group.Key // the last transaction's merge key
+	keyed  bool      // key is set
+}
+
+func (c *mergeChecker) check(src int, ev *engine.Event) error {
+	switch ev.Type {
+	case engine.EventBegin, engine.EventDDL:
+		if c.opened {
+			return fmt.Errorf("bench: merge: seq %d (%s) began inside seq %d", ev.Seq, ev.Source, c.seq)
+		}
+		if ev.Seq != c.seq+1 {
+			return fmt.Errorf("bench: merge: seq %d after %d: not dense", ev.Seq, c.seq)
+		}
+		c.seq = ev.Seq
+		t := max(ev.CommitTime.UnixMicro(), c.last[src])
+		c.last[src] = t
+		k := group.Key{Time: t, Source: src}
+		if c.keyed && k.Less(c.key) {
+			return fmt.Errorf("bench: merge: seq %d (%s at %s) has key %s, below the previous %s", ev.Seq, ev.Source, ev.Pos, k, c.key)
+		}
+		c.key, c.keyed = k, true
+		c.opened, c.open = ev.Type == engine.EventBegin, src
+	case engine.EventRows, engine.EventCommit:
+		if !c.opened || c.open != src || ev.Seq != c.seq {
+			return fmt.Errorf("bench: merge: %s event of seq %d (%s) outside its transaction (open: %v, seq %d)", ev.Type, ev.Seq, ev.Source, c.opened, c.seq)
+		}
+		if ev.Type == engine.EventCommit {
+			c.opened = false
+		}
+	}
+	return nil
+}
