@@ -27,7 +27,14 @@ type GroupResult struct {
 	// Sources counts the selected row changes delivered per source, in the
 	// order of the configurations.
 	Sources []int
+	// StorePeak is the merged run's store's peak of held bytes (0 for the
+	// other runs).
+	StorePeak int64
 }
+
+// MergeStoreBytes bounds the store the merged run goes through, as a
+// destination served to consumers does.
+const MergeStoreBytes = 64 << 20
 
 // DecodeBraidEach reads every configuration's binlog at once, one
 // engine.Parser each (see DecodeBraid), without merging: the single-source
@@ -171,11 +178,40 @@ func MergeBraid(ctx context.Context, cfgs []DecodeConfig, want int) (GroupResult
 		return nil
 	}
 
+	// The merged stream goes through a bounded store to one consumer that
+	// reads batches and acks them, as a served destination does.
+	store := engine.NewStore(engine.StoreConfig{MaxBytes: MergeStoreBytes})
+	store.Subscribe("bench")
 	heap := startHeapSampler()
 	began = time.Now()
-	err = d.Run(runCtx, emit)
+	runDone := make(chan error, 1)
+	go func() {
+		runDone <- d.RunInto(runCtx, store)
+		store.Close()
+	}()
+	var consumeErr error
+	for consumeErr == nil && !reached {
+		b, gerr := store.Get(runCtx, "bench", 1024, 100*time.Millisecond)
+		if gerr != nil {
+			break // closed or canceled: Run's error says why
+		}
+		for _, ev := range b.Events {
+			if consumeErr = emit(ev); consumeErr != nil || reached {
+				break
+			}
+		}
+		if b.ID >= 0 && consumeErr == nil {
+			consumeErr = store.Ack("bench", b.ID)
+		}
+	}
+	cancel()
+	err = <-runDone
+	if err == nil {
+		err = consumeErr
+	}
 	res.Elapsed = time.Since(began)
 	res.PeakHeap = heap.Stop()
+	res.StorePeak = store.Stats().PeakBytes
 	switch {
 	case err != nil:
 		return res, fmt.Errorf("bench: merge: %w", err)

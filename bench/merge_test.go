@@ -157,7 +157,8 @@ func benchMerge(b *testing.B, cfgs []DecodeConfig, ws []*Workload) {
 	for _, d := range groupDecoders {
 		totals[d.name] = &total{}
 	}
-	var lines []string // one per iteration, logged after the totals
+	var lines []string  // one per iteration, logged after the totals
+	var storePeak int64 // the merged runs' store's peak of held bytes
 	for i := 0; i < b.N; i++ {
 		// Rotate which goes first, so none always gets the warmer caches
 		// or the heap another left behind.
@@ -172,6 +173,7 @@ func benchMerge(b *testing.B, cfgs []DecodeConfig, ws []*Workload) {
 			r := d.measure(b, cfgs, ws)
 			res[d.name] = r
 			totals[d.name].add(r.Result)
+			storePeak = max(storePeak, r.StorePeak)
 		}
 		m, u, c := res["merged"], res["unmerged"], res["canal"]
 		lines = append(lines, fmt.Sprintf("iteration %d (%s first, %v): merged %.0f rows/s (first row after %v), %.1f MiB peak; unmerged %.0f rows/s, %.1f MiB peak; canal %.0f rows/s, %.1f MiB peak; merged/unmerged %.2f, merged/canal %.2f",
@@ -190,10 +192,11 @@ func benchMerge(b *testing.B, cfgs []DecodeConfig, ws []*Workload) {
 	b.ReportMetric(mib(m.peak), "merged-peak-heap-MiB")
 	b.ReportMetric(mib(u.peak), "unmerged-peak-heap-MiB")
 	b.ReportMetric(mib(c.peak), "canal-peak-heap-MiB")
+	b.ReportMetric(mib(uint64(storePeak)), "merged-store-peak-MiB")
 	// go test keeps a benchmark's first ten log lines: totals first.
-	b.Logf("%d iteration(s) over %d sources: merged %.0f rows/s, unmerged %.0f rows/s, canal %.0f rows/s; merged/unmerged %.2fx (target >= 0.9: %s), merged/canal %.2fx (target >= 1.0: %s); peak heap merged %.1f MiB, unmerged %.1f MiB, canal %.1f MiB",
+	b.Logf("%d iteration(s) over %d sources: merged %.0f rows/s, unmerged %.0f rows/s, canal %.0f rows/s; merged/unmerged %.2fx (target >= 0.9: %s), merged/canal %.2fx (target >= 1.0: %s); peak heap merged %.1f MiB (store peak %.1f of %d MiB), unmerged %.1f MiB, canal %.1f MiB",
 		b.N, len(cfgs), m.rowsPerSec(), u.rowsPerSec(), c.rowsPerSec(),
-		vsUnmerged, met(vsUnmerged, 0.9), vsCanal, met(vsCanal, 1.0), mib(m.peak), mib(u.peak), mib(c.peak))
+		vsUnmerged, met(vsUnmerged, 0.9), vsCanal, met(vsCanal, 1.0), mib(m.peak), mib(uint64(storePeak)), MergeStoreBytes>>20, mib(u.peak), mib(c.peak))
 	b.Logf("workload: %s", workloadsString(ws, mergeFixture.took))
 	for _, l := range lines {
 		b.Log(l)
