@@ -187,14 +187,12 @@ type sourceQueue struct {
 // and heartbeats are consumed here and not emitted.
 //
 // emit runs on Run's goroutine; it may block (backpressure reaches the
-// parsers through their bounded queues).
+// parsers through their bounded queues). A Destination runs once.
 func (d *Destination) Run(parent context.Context, emit func(*engine.Event) error) error {
 	ctx, cancel := context.WithCancel(parent)
-	defer cancel()
 	queues := make([]*sourceQueue, len(d.parsers))
 	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
+	defer wg.Wait() // after cancel: the parsers stop, then Run returns
 	for i, p := range d.parsers {
 		q := &sourceQueue{ch: make(chan *engine.Event, d.cfg.QueueEvents)}
 		queues[i] = q
@@ -214,6 +212,7 @@ func (d *Destination) Run(parent context.Context, emit func(*engine.Event) error
 		})
 	}
 	err := d.merge(ctx, queues, emit)
+	cancel()
 	if parent.Err() != nil {
 		return nil
 	}
