@@ -1,0 +1,123 @@
+package native
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/braid-cdc/braid/engine"
+)
+
+// clientKey names a client's state: the store (a destination served again
+// under the same name has a new store) and the client id.
+type clientKey struct {
+	store *engine.Store
+	id    string
+}
+
+// clientState is what the handler keeps of one client id of one store: its
+// open stream, and the store batches written to it and not yet acked.
+type clientState struct {
+	id string
+
+	mu        sync.Mutex
+	streaming bool
+	delivered []delivered // in the order handed out
+	ackedSeq  uint64      // the highest seq the client acked
+}
+
+// delivered is a store batch written to the client, with the highest seq
+// among its events: it may be acked once the client acks that seq.
+type delivered struct {
+	id     int64
+	maxSeq uint64
+}
+
+// client returns the state of (store, id), making it.
+func (h *handler) client(store *engine.Store, id string) *clientState {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	k := clientKey{store, id}
+	c := h.clients[k]
+	if c == nil {
+		c = &clientState{id: id}
+		h.clients[k] = c
+	}
+	return c
+}
+
+// findClient returns the state of (store, id) or nil.
+func (h *handler) findClient(store *engine.Store, id string) *clientState {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.clients[clientKey{store, id}]
+}
+
+// clientsOf lists the clients of a store, by id.
+func (h *handler) clientsOf(store *engine.Store) []*clientState {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []*clientState
+	for k, c := range h.clients {
+		if k.store == store {
+			out = append(out, c)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
+}
+
+// open starts a stream: it fails if one is open, else it rolls the
+// client's store batches back so that everything not acked comes again.
+func (c *clientState) open(store *engine.Store) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.streaming {
+		return errBusy
+	}
+	store.Subscribe(c.id)
+	if err := store.Rollback(c.id); err != nil {
+		return err
+	}
+	c.delivered = nil
+	c.streaming = true
+	return nil
+}
+
+// close ends the stream; its batches stay to be acked until the next open.
+func (c *clientState) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.streaming = false
+}
+
+// handed records a batch written to the client.
+func (c *clientState) handed(id int64, maxSeq uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.delivered = append(c.delivered, delivered{id: id, maxSeq: maxSeq})
+}
+
+// ack acks in the store, in order, every batch whose events all have
+// seq <= seq. It returns how many it acked, how many wait, and the
+// client's highest acked seq.
+func (c *clientState) ack(store *engine.Store, seq uint64) (acked, pending int, ackedSeq uint64, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ackedSeq = max(c.ackedSeq, seq)
+	for len(c.delivered) > 0 && c.delivered[0].maxSeq <= seq {
+		if err := store.Ack(c.id, c.delivered[0].id); err != nil {
+			return acked, len(c.delivered), c.ackedSeq, fmt.Errorf("native: ack of client %q up to seq %d: %w", c.id, seq, err)
+		}
+		c.delivered = c.delivered[1:]
+		acked++
+	}
+	return acked, len(c.delivered), c.ackedSeq, nil
+}
+
+func (c *clientState) state(store *engine.Store) ClientState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return ClientState{ID: c.id, Streaming: c.streaming, AckedSeq: c.ackedSeq,
+		PendingBatches: len(c.delivered), Cursor: cursorState(store.Mark(c.id))}
+}

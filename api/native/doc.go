@@ -1,0 +1,58 @@
+// Package native serves braid's native HTTP API: the list of destinations a
+// node serves, a destination's state, and its stream as NDJSON flat messages
+// (canal's FlatMessage, one JSON object per line, with braid's seq, source,
+// originDatabase, originTable, position and gtid), read from the
+// destination's engine.Store under a client id and acked by seq.
+//
+//	GET  /v1/destinations                                → ["shop", ...]
+//	GET  /v1/destinations/{name}                         → State
+//	GET  /v1/destinations/{name}/stream?client-id=ID[&after=SEQ][&checkpoint=true]
+//	POST /v1/destinations/{name}/ack?client-id=ID&seq=SEQ
+//
+// Errors are JSON objects {"error": "..."}: 404 for an unknown destination
+// (naming the ones served) or an unknown client id on ack, 400 for a bad
+// parameter, 409 for a second stream of a client id already streaming.
+//
+// # The stream and its acks
+//
+// A stream has no per-batch ack round trip. The handler reads the client's
+// store batches (Store.Get, up to BatchEvents events, waiting up to 500 ms),
+// writes their messages and flushes after each batch, and remembers every
+// batch written with the highest seq among its events. POST ack with seq S
+// says "every transaction with seq <= S is handled": the handler then acks
+// in the store, in order, every remembered batch whose events all have
+// seq <= S (a batch ending inside transaction S+1 waits for a later ack).
+//
+// Opening a stream rolls the client's store batches back (Store.Rollback),
+// so everything not acked is delivered again. after=SEQ (the client's last
+// acked seq) skips the transactions with seq <= SEQ; batches made only of
+// those are acked at once. The server also skips what the client id acked
+// on this node before, whatever after says. A replay that starts inside a transaction whose
+// beginning was acked skips the rest of it: its seq is below an ack.
+//
+// With checkpoint=true the stream also carries, when it has nothing else to
+// send, a line {"checkpoint":SEQ} saying that every message of transaction
+// SEQ has been written. Messages of one transaction share a seq, so without
+// it a client learns that a transaction is complete only when the next one
+// starts; the Go client (package client) asks for checkpoints so that it can
+// ack the last transaction of a quiet stream.
+//
+// # Invariants
+//
+//   - At most one stream per (store, client id) is open; a second gets 409.
+//   - A store batch is acked only when the client has acked a seq at or
+//     above every event in it, and batches are acked in the order handed out.
+//   - A stream writes transactions whole and in store order, each message's
+//     seq the merge's seq; lines of a transaction are never interleaved with
+//     another's.
+//
+// The stream needs events that carry the merge's seq (group.Destination
+// sets it); events with seq 0 would all count as acked.
+//
+// # Concurrency
+//
+// The handler is safe for concurrent use. Each stream runs on its request's
+// goroutine and ends when the request's context ends, the store closes or a
+// write fails. Served.Rename is called under a lock (group.Router is not
+// safe for concurrent use).
+package native

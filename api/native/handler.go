@@ -1,0 +1,299 @@
+package native
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/braid-cdc/braid/api"
+	"github.com/braid-cdc/braid/group"
+)
+
+// BatchEvents is how many events a stream reads from the store at a time.
+const BatchEvents = 256
+
+// batchWait is how long a stream waits for the store before it looks
+// around (sends a checkpoint, notices a closed connection).
+const batchWait = 500 * time.Millisecond
+
+// maxClientID bounds the length of a client id.
+const maxClientID = 128
+
+type handler struct {
+	reg *api.Registry
+	log *slog.Logger
+	mux *http.ServeMux
+
+	renameMu sync.Mutex // Served.Rename is not safe for concurrent use
+
+	mu      sync.Mutex
+	clients map[clientKey]*clientState
+}
+
+// NewHandler returns the native API over the destinations of reg. A nil
+// logger discards.
+func NewHandler(reg *api.Registry, logger *slog.Logger) http.Handler {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	h := &handler{reg: reg, log: logger, mux: http.NewServeMux(), clients: map[clientKey]*clientState{}}
+	h.mux.HandleFunc("GET /v1/destinations", h.list)
+	h.mux.HandleFunc("GET /v1/destinations/{name}", h.state)
+	h.mux.HandleFunc("GET /v1/destinations/{name}/stream", h.stream)
+	h.mux.HandleFunc("POST /v1/destinations/{name}/ack", h.ack)
+	return h
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hd, pattern := h.mux.Handler(r)
+	if pattern == "" {
+		// The mux's 404 or 405, answered in JSON.
+		hd.ServeHTTP(&errorOnly{w: w, r: r}, r)
+		return
+	}
+	h.mux.ServeHTTP(w, r) // sets the path values
+}
+
+// errorOnly turns the mux's plain-text error answers into JSON ones.
+type errorOnly struct {
+	w    http.ResponseWriter
+	r    *http.Request
+	done bool
+}
+
+func (e *errorOnly) Header() http.Header { return e.w.Header() }
+
+func (e *errorOnly) WriteHeader(status int) {
+	if e.done {
+		return
+	}
+	e.done = true
+	msg := fmt.Sprintf("no such endpoint: %s %s", e.r.Method, e.r.URL.Path)
+	if status == http.StatusMethodNotAllowed {
+		msg = fmt.Sprintf("method %s not allowed on %s (allowed: %s)", e.r.Method, e.r.URL.Path, e.w.Header().Get("Allow"))
+	}
+	e.w.Header().Del("X-Content-Type-Options")
+	writeError(e.w, status, msg)
+}
+
+func (e *errorOnly) Write(b []byte) (int, error) {
+	e.WriteHeader(http.StatusNotFound)
+	return len(b), nil
+}
+
+func (h *handler) list(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, h.reg.Names())
+}
+
+// lookup finds the destination named in the path, or answers 404.
+func (h *handler) lookup(w http.ResponseWriter, r *http.Request) (*api.Served, bool) {
+	s, err := h.reg.Lookup(r.PathValue("name"))
+	if err != nil {
+		status := http.StatusInternalServerError
+		if errors.Is(err, api.ErrUnknownDestination) {
+			status = http.StatusNotFound
+		}
+		writeError(w, status, err.Error())
+		return nil, false
+	}
+	return s, true
+}
+
+// State is a destination's state as GET /v1/destinations/{name} shows it.
+type State struct {
+	Name string `json:"name"`
+	// Seq is the last transaction the merge emitted; Late counts those that
+	// came below a promised watermark. Set when the destination reports
+	// group.Stats.
+	Seq     uint64        `json:"seq"`
+	Late    int           `json:"late"`
+	Sources []SourceState `json:"sources"`
+	// Stats is what the destination reports when it is not group.Stats.
+	Stats   any           `json:"stats,omitempty"`
+	Store   StoreState    `json:"store"`
+	Clients []ClientState `json:"clients"`
+}
+
+// SourceState is one source of a State.
+type SourceState struct {
+	Name string `json:"name"`
+	// Pos is where the source resumes after the last transaction emitted,
+	// "file:pos".
+	Pos string `json:"pos"`
+	// LastCommit is the commit time of its last transaction offered; LagMs
+	// the time since, in milliseconds (absent before the first).
+	LastCommit *time.Time `json:"lastCommit,omitempty"`
+	LagMs      *int64     `json:"lagMs,omitempty"`
+	// LastSeen is when its last event or heartbeat reached the merge.
+	LastSeen *time.Time `json:"lastSeen,omitempty"`
+	// Waiting is set while strict order waits for this source.
+	Waiting bool `json:"waiting"`
+}
+
+// StoreState is the destination's store use.
+type StoreState struct {
+	Events    int   `json:"events"`
+	Bytes     int64 `json:"bytes"`
+	PeakBytes int64 `json:"peakBytes"`
+}
+
+// ClientState is one client id that streamed the destination from this
+// node.
+type ClientState struct {
+	ID        string `json:"id"`
+	Streaming bool   `json:"streaming"`
+	// AckedSeq is the highest seq the client acked.
+	AckedSeq uint64 `json:"ackedSeq"`
+	// PendingBatches counts store batches written and not yet acked.
+	PendingBatches int `json:"pendingBatches"`
+	// Cursor is the destination cursor of the client's last acked
+	// transaction boundary (absent before the first).
+	Cursor *CursorState `json:"cursor,omitempty"`
+}
+
+// CursorState is a client's cursor: a seq and each source's position.
+type CursorState struct {
+	Seq     uint64           `json:"seq"`
+	Sources []SourcePosition `json:"sources"`
+}
+
+// SourcePosition is one source's position in a cursor.
+type SourcePosition struct {
+	Name string `json:"name"`
+	Pos  string `json:"pos"`
+}
+
+func (h *handler) state(w http.ResponseWriter, r *http.Request) {
+	s, ok := h.lookup(w, r)
+	if !ok {
+		return
+	}
+	now := time.Now()
+	st := State{Name: s.Name, Sources: []SourceState{}, Clients: []ClientState{}}
+	if s.Stats != nil {
+		switch gs := s.Stats().(type) {
+		case group.Stats:
+			st.Seq, st.Late = gs.Seq, gs.Late
+			for _, src := range gs.Sources {
+				ss := SourceState{Name: src.Name, Pos: src.Pos.String(), Waiting: src.Waiting}
+				if !src.LastCommit.IsZero() {
+					lc := src.LastCommit
+					lag := now.Sub(lc).Milliseconds()
+					ss.LastCommit, ss.LagMs = &lc, &lag
+				}
+				if !src.LastSeen.IsZero() {
+					ls := src.LastSeen
+					ss.LastSeen = &ls
+				}
+				st.Sources = append(st.Sources, ss)
+			}
+		case nil:
+		default:
+			st.Stats = gs
+		}
+	}
+	ss := s.Store.Stats()
+	st.Store = StoreState{Events: ss.Events, Bytes: ss.Bytes, PeakBytes: ss.PeakBytes}
+	for _, c := range h.clientsOf(s.Store) {
+		st.Clients = append(st.Clients, c.state(s.Store))
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// cursorState renders a store mark when it is a group cursor.
+func cursorState(mark any) *CursorState {
+	c, ok := mark.(*group.Cursor)
+	if !ok || c == nil {
+		return nil
+	}
+	cs := &CursorState{Seq: c.Seq, Sources: make([]SourcePosition, len(c.Sources))}
+	for i, sc := range c.Sources {
+		cs.Sources[i] = SourcePosition{Name: sc.Name, Pos: sc.Pos.String()}
+	}
+	return cs
+}
+
+// AckResult answers POST .../ack.
+type AckResult struct {
+	ClientID string `json:"clientId"`
+	// Seq is the highest seq the client acked so far.
+	Seq uint64 `json:"seq"`
+	// Acked counts the store batches this ack confirmed; Pending those
+	// written and still waiting for an ack.
+	Acked   int `json:"acked"`
+	Pending int `json:"pending"`
+}
+
+func (h *handler) ack(w http.ResponseWriter, r *http.Request) {
+	s, ok := h.lookup(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	id, err := clientID(q.Get("client-id"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if q.Get("seq") == "" {
+		writeError(w, http.StatusBadRequest, "missing parameter seq: the seq of the last transaction handled")
+		return
+	}
+	seq, err := strconv.ParseUint(q.Get("seq"), 10, 64)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("parameter seq %q is not an unsigned integer", q.Get("seq")))
+		return
+	}
+	c := h.findClient(s.Store, id)
+	if c == nil {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("client id %q has not streamed destination %q on this node", id, s.Name))
+		return
+	}
+	n, pending, acked, err := c.ack(s.Store, seq)
+	if err != nil {
+		h.log.Error("ack failed", "dest", s.Name, "client", id, "seq", seq, "err", err)
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, AckResult{ClientID: id, Seq: acked, Acked: n, Pending: pending})
+}
+
+// clientID checks a client id parameter.
+func clientID(id string) (string, error) {
+	if id == "" {
+		return "", errors.New("missing parameter client-id")
+	}
+	if len(id) > maxClientID {
+		return "", fmt.Errorf("parameter client-id is %d bytes long, at most %d allowed", len(id), maxClientID)
+	}
+	for _, c := range []byte(id) {
+		if c < 0x20 || c == 0x7f {
+			return "", fmt.Errorf("parameter client-id %q holds a control character", id)
+		}
+	}
+	return id, nil
+}
+
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, errorBody{Error: msg})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b, _ = json.Marshal(errorBody{Error: err.Error()})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}

@@ -1,0 +1,200 @@
+package native
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/braid-cdc/braid/api"
+	"github.com/braid-cdc/braid/engine"
+)
+
+var errBusy = errors.New("native: client id is streaming")
+
+// stream serves GET /v1/destinations/{name}/stream; see the package doc.
+func (h *handler) stream(w http.ResponseWriter, r *http.Request) {
+	s, ok := h.lookup(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	id, err := clientID(q.Get("client-id"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	var after uint64
+	if v := q.Get("after"); v != "" {
+		if after, err = strconv.ParseUint(v, 10, 64); err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("parameter after %q is not an unsigned integer (the seq of the last transaction acked)", v))
+			return
+		}
+	}
+	checkpoint := false
+	if v := q.Get("checkpoint"); v != "" {
+		if checkpoint, err = strconv.ParseBool(v); err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("parameter checkpoint %q is not a boolean", v))
+			return
+		}
+	}
+	c := h.client(s.Store, id)
+	if err := c.open(s.Store); err != nil {
+		if errors.Is(err, errBusy) {
+			writeError(w, http.StatusConflict, fmt.Sprintf("client id %q already has a stream of destination %q open; one stream per client id at a time (close it, or use another client id)", id, s.Name))
+			return
+		}
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	defer c.close()
+	c.mu.Lock()
+	after = max(after, c.ackedSeq) // what the client acked is handled
+	c.mu.Unlock()
+	log := h.log.With("dest", s.Name, "client", id)
+	log.Info("stream opened", "after", after)
+
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{}) // a stream outlives any write timeout
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if err := rc.Flush(); err != nil {
+		log.Warn("stream cannot flush", "err", err)
+		return
+	}
+	sw := &streamWriter{bw: bufio.NewWriterSize(w, 64<<10), after: after, checkpoint: checkpoint,
+		flat: engine.FlatWriter{Rename: h.rename(s)}}
+	err = h.pump(r.Context(), s, c, sw, rc)
+	switch {
+	case r.Context().Err() != nil:
+		log.Info("stream closed by the client")
+	case errors.Is(err, engine.ErrStoreClosed):
+		log.Info("stream ended: the destination stopped")
+	default:
+		log.Warn("stream ended", "err", err)
+	}
+}
+
+// pump moves batches from the store to the client until ctx ends or
+// something fails.
+func (h *handler) pump(ctx context.Context, s *api.Served, c *clientState, sw *streamWriter, rc *http.ResponseController) error {
+	for {
+		b, err := s.Store.Get(ctx, c.id, BatchEvents, batchWait)
+		if err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if b.ID < 0 {
+			if sw.checkpoint && sw.done > sw.sentCheckpoint {
+				if err := sw.writeCheckpoint(); err != nil {
+					return err
+				}
+				if err := flush(sw, rc); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		var maxSeq uint64
+		for _, ev := range b.Events {
+			maxSeq = max(maxSeq, ev.Seq)
+		}
+		c.handed(b.ID, maxSeq)
+		if maxSeq <= sw.after {
+			// Only transactions the client already has: ack at once.
+			if _, _, _, err := c.ack(s.Store, sw.after); err != nil {
+				return err
+			}
+		}
+		for _, ev := range b.Events {
+			if err := sw.event(ev); err != nil {
+				return err
+			}
+		}
+		if err := flush(sw, rc); err != nil {
+			return err
+		}
+	}
+}
+
+func flush(sw *streamWriter, rc *http.ResponseController) error {
+	if err := sw.bw.Flush(); err != nil {
+		return err
+	}
+	return rc.Flush()
+}
+
+// rename returns s.Rename serialized, or nil.
+func (h *handler) rename(s *api.Served) func(string, string) (string, string) {
+	if s.Rename == nil {
+		return nil
+	}
+	return func(schema, table string) (string, string) {
+		h.renameMu.Lock()
+		defer h.renameMu.Unlock()
+		return s.Rename(schema, table)
+	}
+}
+
+// streamWriter turns a client's events into lines.
+type streamWriter struct {
+	bw         *bufio.Writer
+	flat       engine.FlatWriter
+	after      uint64 // skip transactions with seq <= after
+	checkpoint bool   // send {"checkpoint":seq} lines
+	open       bool   // inside a transaction whose EventBegin was written
+	// done is the last transaction written whole; sentCheckpoint the last
+	// one announced.
+	done, sentCheckpoint uint64
+}
+
+// event writes one event's lines, if any.
+func (sw *streamWriter) event(ev *engine.Event) error {
+	if ev.Seq <= sw.after {
+		return nil
+	}
+	switch ev.Type {
+	case engine.EventBegin:
+		sw.open = true
+	case engine.EventRows:
+		if !sw.open {
+			// The rest of a transaction whose beginning was acked.
+			return nil
+		}
+	case engine.EventCommit:
+		if !sw.open {
+			return nil
+		}
+		sw.open = false
+		defer func() { sw.done = ev.Seq }()
+	case engine.EventDDL:
+		defer func() { sw.done = ev.Seq }()
+	default:
+		return nil
+	}
+	return sw.flat.Write(ev, sw.line)
+}
+
+func (sw *streamWriter) line(b []byte) error {
+	if _, err := sw.bw.Write(b); err != nil {
+		return err
+	}
+	return sw.bw.WriteByte('\n')
+}
+
+func (sw *streamWriter) writeCheckpoint() error {
+	b := strconv.AppendUint([]byte(`{"checkpoint":`), sw.done, 10)
+	b = append(b, "}\n"...)
+	if _, err := sw.bw.Write(b); err != nil {
+		return err
+	}
+	sw.sentCheckpoint = sw.done
+	return nil
+}

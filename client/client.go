@@ -1,0 +1,261 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// ErrBusy: another stream of the same client id is open on the server.
+var ErrBusy = errors.New("client: the client id already has a stream open")
+
+// Error is an error answer of the server.
+type Error struct {
+	// Status is the HTTP status code.
+	Status int
+	// Message is the server's explanation.
+	Message string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("client: server answered %d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
+}
+
+// Client talks to one braid node's native API.
+type Client struct {
+	base        *url.URL
+	http        *http.Client
+	log         *slog.Logger
+	ackInterval time.Duration
+	ackMessages int
+	minBackoff  time.Duration
+	maxBackoff  time.Duration
+	resumeAfter uint64
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithHTTPClient sets the HTTP client. It must not set a Timeout, which
+// would cut streams. Default: a client of its own with Go's default
+// transport settings.
+func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.http = hc } }
+
+// WithLogger sets where reconnects and failed acks are logged. Default:
+// discard.
+func WithLogger(l *slog.Logger) Option { return func(c *Client) { c.log = l } }
+
+// WithAckInterval sets how often Stream acks what it handled. Default:
+// 500ms.
+func WithAckInterval(d time.Duration) Option { return func(c *Client) { c.ackInterval = d } }
+
+// WithAckMessages makes Stream ack after this many messages handled, sooner
+// than the interval. Default: 1000.
+func WithAckMessages(n int) Option { return func(c *Client) { c.ackMessages = n } }
+
+// WithBackoff sets the wait before the first reconnect and the most it
+// grows to (it doubles each failed attempt). Default: 100ms, 5s.
+func WithBackoff(first, most time.Duration) Option {
+	return func(c *Client) { c.minBackoff, c.maxBackoff = first, most }
+}
+
+// WithResumeAfter makes Stream drop every transaction with seq <= seq: the
+// last one the application made durable. Default: 0.
+func WithResumeAfter(seq uint64) Option { return func(c *Client) { c.resumeAfter = seq } }
+
+// New returns a client of the node at baseURL ("http://host:port").
+func New(baseURL string, opts ...Option) (*Client, error) {
+	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
+	if err != nil {
+		return nil, fmt.Errorf("client: base URL %q: %w", baseURL, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("client: base URL %q: want http://host:port or https://host:port", baseURL)
+	}
+	c := &Client{base: u, ackInterval: 500 * time.Millisecond, ackMessages: 1000,
+		minBackoff: 100 * time.Millisecond, maxBackoff: 5 * time.Second}
+	for _, o := range opts {
+		o(c)
+	}
+	var problems []error
+	if c.ackInterval <= 0 {
+		problems = append(problems, fmt.Errorf("client: ack interval %v: must be positive", c.ackInterval))
+	}
+	if c.ackMessages <= 0 {
+		problems = append(problems, fmt.Errorf("client: ack messages %d: must be positive", c.ackMessages))
+	}
+	if c.minBackoff <= 0 || c.maxBackoff < c.minBackoff {
+		problems = append(problems, fmt.Errorf("client: backoff %v..%v: want 0 < first <= most", c.minBackoff, c.maxBackoff))
+	}
+	if err := errors.Join(problems...); err != nil {
+		return nil, err
+	}
+	if c.http == nil {
+		c.http = &http.Client{}
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}
+
+// url builds the URL of an endpoint under /v1/destinations, path elements
+// escaped.
+func (c *Client) url(query url.Values, path ...string) string {
+	esc := strings.TrimRight(c.base.EscapedPath(), "/") + "/v1/destinations"
+	for _, s := range path {
+		esc += "/" + url.PathEscape(s)
+	}
+	u := *c.base
+	u.Path, _ = url.PathUnescape(esc)
+	u.RawPath = esc
+	u.RawQuery = query.Encode()
+	return u.String()
+}
+
+// do sends a request and decodes a JSON answer into out.
+func (c *Client) do(ctx context.Context, method, u string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return readError(resp)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("client: %s %s: decoding the answer: %w", method, u, err)
+	}
+	return nil
+}
+
+// readError turns a non-200 answer into an *Error.
+func readError(resp *http.Response) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var body struct {
+		Error string `json:"error"`
+	}
+	msg := strings.TrimSpace(string(b))
+	if json.Unmarshal(b, &body) == nil && body.Error != "" {
+		msg = body.Error
+	}
+	return &Error{Status: resp.StatusCode, Message: msg}
+}
+
+// Destinations lists the destinations the node serves.
+func (c *Client) Destinations(ctx context.Context) ([]string, error) {
+	var names []string
+	if err := c.do(ctx, http.MethodGet, c.url(nil), &names); err != nil {
+		return nil, err
+	}
+	return names, nil
+}
+
+// State returns a destination's state.
+func (c *Client) State(ctx context.Context, name string) (*State, error) {
+	var st State
+	if err := c.do(ctx, http.MethodGet, c.url(nil, name), &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// State is a destination's state: its merge's progress per source, its
+// store's use, and the client ids that streamed it from this node.
+type State struct {
+	Name string `json:"name"`
+	// Seq is the last transaction the merge emitted; Late counts those that
+	// came below a promised watermark.
+	Seq     uint64        `json:"seq"`
+	Late    int           `json:"late"`
+	Sources []SourceState `json:"sources"`
+	// Stats is the destination's own report when it is not a merge's.
+	Stats   json.RawMessage `json:"stats,omitempty"`
+	Store   StoreState      `json:"store"`
+	Clients []ClientState   `json:"clients"`
+}
+
+// SourceState is one source's progress.
+type SourceState struct {
+	Name string `json:"name"`
+	// Pos is where the source resumes after the last transaction emitted,
+	// "file:pos".
+	Pos string `json:"pos"`
+	// LastCommit is the commit time of its last transaction; LagMs the time
+	// since in milliseconds. Nil before the first.
+	LastCommit *time.Time `json:"lastCommit,omitempty"`
+	LagMs      *int64     `json:"lagMs,omitempty"`
+	LastSeen   *time.Time `json:"lastSeen,omitempty"`
+	// Waiting is set while strict order waits for this source.
+	Waiting bool `json:"waiting"`
+}
+
+// StoreState is a destination store's use.
+type StoreState struct {
+	Events    int   `json:"events"`
+	Bytes     int64 `json:"bytes"`
+	PeakBytes int64 `json:"peakBytes"`
+}
+
+// ClientState is one consumer of a destination.
+type ClientState struct {
+	ID             string       `json:"id"`
+	Streaming      bool         `json:"streaming"`
+	AckedSeq       uint64       `json:"ackedSeq"`
+	PendingBatches int          `json:"pendingBatches"`
+	Cursor         *CursorState `json:"cursor,omitempty"`
+}
+
+// CursorState is a consumer's cursor: a seq and each source's position.
+type CursorState struct {
+	Seq     uint64 `json:"seq"`
+	Sources []struct {
+		Name string `json:"name"`
+		Pos  string `json:"pos"`
+	} `json:"sources"`
+}
+
+// Message is one flat message: canal's FlatMessage fields and braid's.
+type Message struct {
+	ID       uint64   `json:"id"`
+	Database string   `json:"database"`
+	Table    string   `json:"table"`
+	PkNames  []string `json:"pkNames"`
+	IsDdl    bool     `json:"isDdl"`
+	// Type is INSERT, UPDATE, DELETE or the DDL kind (CREATE, ALTER, ...).
+	Type string `json:"type"`
+	// Es is the event (commit) time and Ts the emit time, in ms.
+	Es        int64             `json:"es"`
+	Ts        int64             `json:"ts"`
+	SQL       string            `json:"sql"`
+	SQLType   map[string]int    `json:"sqlType"`
+	MysqlType map[string]string `json:"mysqlType"`
+	// Data are the rows (after the change; before it for DELETE), column →
+	// value, nil for NULL. Old holds, for UPDATE, each row's changed
+	// columns' previous values.
+	Data []map[string]*string `json:"data"`
+	Old  []map[string]*string `json:"old"`
+	// Seq is the merged transaction's sequence number, shared by all the
+	// messages of one transaction.
+	Seq            uint64 `json:"seq"`
+	Source         string `json:"source"`
+	OriginDatabase string `json:"originDatabase"`
+	OriginTable    string `json:"originTable"`
+	// Position is the source binlog's "file:pos".
+	Position string `json:"position"`
+	GTID     string `json:"gtid,omitempty"`
+	// Raw is the line as the server sent it (column order kept), without
+	// the newline. It belongs to the receiver.
+	Raw json.RawMessage `json:"-"`
+}

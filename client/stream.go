@@ -1,0 +1,280 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// handleError carries handle's error out of a connection.
+type handleError struct{ err error }
+
+func (e *handleError) Error() string { return e.err.Error() }
+
+// Stream consumes destination name as clientID, calling handle for each
+// message once and in order (see the package doc), until ctx ends (it
+// returns nil) or handle returns an error (it returns that error). A
+// dropped connection is opened again with backoff, resuming after the last
+// acked seq. It also returns, without retrying, the server's refusals: an
+// unknown destination or bad parameters (*Error), and ErrBusy when the
+// first connection finds the client id streaming elsewhere (on a reconnect,
+// that is the server not yet having seen the old connection end, and it is
+// retried).
+func (c *Client) Stream(ctx context.Context, name, clientID string, handle func(msg Message) error) error {
+	if clientID == "" {
+		return errors.New("client: Stream needs a client id")
+	}
+	if handle == nil {
+		return errors.New("client: Stream needs a handle function")
+	}
+	d := &dedupe{done: c.resumeAfter}
+	ak := &acker{c: c, name: name, clientID: clientID, done: c.resumeAfter, acked: c.resumeAfter, kick: make(chan struct{}, 1)}
+	ackCtx, stopAcks := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { ak.run(ackCtx) })
+	defer func() {
+		stopAcks()
+		wg.Wait()
+		final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		ak.flush(final)
+	}()
+
+	backoff := c.minBackoff
+	for attempt := 0; ; attempt++ {
+		delivered, err := c.connect(ctx, name, clientID, d, ak, handle)
+		if ctx.Err() != nil {
+			return nil
+		}
+		var he *handleError
+		if errors.As(err, &he) {
+			return he.err
+		}
+		var se *Error
+		if errors.As(err, &se) {
+			switch {
+			case se.Status == http.StatusConflict && attempt == 0:
+				return fmt.Errorf("%w: %s", ErrBusy, se.Message)
+			case se.Status == http.StatusBadRequest || se.Status == http.StatusNotFound:
+				return err
+			}
+		}
+		if delivered {
+			backoff = c.minBackoff
+		}
+		wait := backoff/2 + rand.N(backoff/2+1)
+		c.log.Warn("stream dropped; reconnecting", "dest", name, "client", clientID, "err", err, "in", wait, "seq", d.done)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+		backoff = min(2*backoff, c.maxBackoff)
+		ak.flush(ctx) // resume after everything handled whole
+	}
+}
+
+// connect runs one connection of a stream; it reports whether any line
+// came.
+func (c *Client) connect(ctx context.Context, name, clientID string, d *dedupe, ak *acker, handle func(Message) error) (bool, error) {
+	q := url.Values{"client-id": {clientID}, "after": {strconv.FormatUint(ak.ackedSeq(), 10)}, "checkpoint": {"true"}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url(q, name, "stream"), nil)
+	if err != nil {
+		return false, err
+	}
+	req.Header.Set("Accept", "application/x-ndjson")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false, readError(resp)
+	}
+	d.connected()
+	r := bufio.NewReaderSize(resp.Body, 64<<10)
+	got := false
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 0 && line[len(line)-1] == '\n' {
+			got = true
+			if herr := c.line(line[:len(line)-1], d, ak, handle); herr != nil {
+				return got, herr
+			}
+		}
+		// A line without its newline was cut: it comes again.
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF // the server never ends a stream on its own
+			}
+			return got, fmt.Errorf("client: reading the stream: %w", err)
+		}
+	}
+}
+
+// envelope is a stream line: a message, or a checkpoint.
+type envelope struct {
+	Message
+	Checkpoint *uint64 `json:"checkpoint"`
+}
+
+// line handles one line.
+func (c *Client) line(b []byte, d *dedupe, ak *acker, handle func(Message) error) error {
+	var env envelope
+	if err := json.Unmarshal(b, &env); err != nil {
+		return fmt.Errorf("client: a stream line is not a flat message: %w", err)
+	}
+	if env.Checkpoint != nil {
+		d.checkpoint(*env.Checkpoint)
+		ak.setDone(d.done)
+		return nil
+	}
+	m := env.Message
+	if !d.admit(m.Seq) {
+		return nil
+	}
+	m.Raw = b
+	if err := handle(m); err != nil {
+		return &handleError{err}
+	}
+	d.handled(m.Seq)
+	ak.handled(d.done)
+	return nil
+}
+
+// dedupe tells new messages from ones handled before a reconnect.
+type dedupe struct {
+	done uint64 // every transaction with seq <= done was handled whole
+	cur  uint64 // the transaction in progress (> done), 0 for none
+	curN int    // how many of its messages were handled
+	// This connection's count of messages of seq connSeq so far.
+	connSeq uint64
+	connN   int
+}
+
+func (d *dedupe) connected() { d.connSeq, d.connN = 0, 0 }
+
+// admit reports whether a message of seq is new.
+func (d *dedupe) admit(seq uint64) bool {
+	if seq != d.connSeq {
+		d.connSeq, d.connN = seq, 0
+	}
+	d.connN++
+	switch {
+	case seq <= d.done:
+		return false
+	case seq == d.cur:
+		return d.connN > d.curN
+	}
+	return true
+}
+
+// handled records a message of seq handled: a higher seq than before
+// completes every transaction below it (messages come in seq order).
+func (d *dedupe) handled(seq uint64) {
+	if seq != d.cur && seq > 0 {
+		d.done = max(d.done, seq-1)
+		d.cur, d.curN = seq, 0
+	}
+	d.curN++
+}
+
+// checkpoint records the server's word that transaction seq was sent
+// whole: every message of it came before.
+func (d *dedupe) checkpoint(seq uint64) { d.done = max(d.done, seq) }
+
+// acker acks complete transactions by seq, in the background and on
+// demand.
+type acker struct {
+	c              *Client
+	name, clientID string
+	kick           chan struct{}
+
+	mu      sync.Mutex
+	done    uint64 // the last seq handled whole
+	acked   uint64 // the last seq acked
+	pending int    // messages handled since the last kick
+
+	flushMu sync.Mutex // one ack request at a time
+}
+
+func (a *acker) setDone(seq uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.done = max(a.done, seq)
+}
+
+// handled counts a message handled and kicks an ack every AckMessages.
+func (a *acker) handled(done uint64) {
+	a.mu.Lock()
+	a.done = max(a.done, done)
+	a.pending++
+	kick := a.pending >= a.c.ackMessages
+	if kick {
+		a.pending = 0
+	}
+	a.mu.Unlock()
+	if kick {
+		select {
+		case a.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (a *acker) ackedSeq() uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.acked
+}
+
+func (a *acker) run(ctx context.Context) {
+	t := time.NewTicker(a.c.ackInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-a.kick:
+		}
+		a.flush(ctx)
+	}
+}
+
+// flush acks the last complete transaction if it was not acked yet. A
+// failure is logged; the next flush tries again.
+func (a *acker) flush(ctx context.Context) {
+	a.flushMu.Lock()
+	defer a.flushMu.Unlock()
+	a.mu.Lock()
+	done, acked := a.done, a.acked
+	a.mu.Unlock()
+	if done <= acked {
+		return
+	}
+	q := url.Values{"client-id": {a.clientID}, "seq": {strconv.FormatUint(done, 10)}}
+	var res struct {
+		Seq uint64 `json:"seq"`
+	}
+	if err := a.c.do(ctx, http.MethodPost, a.c.url(q, a.name, "ack"), &res); err != nil {
+		if ctx.Err() == nil {
+			a.c.log.Warn("ack failed; will retry", "dest", a.name, "client", a.clientID, "seq", done, "err", err)
+		}
+		return
+	}
+	a.mu.Lock()
+	a.acked = max(a.acked, done)
+	a.mu.Unlock()
+}
