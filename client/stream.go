@@ -144,6 +144,12 @@ func (c *Client) line(b []byte, d *dedupe, ak *acker, handle func(Message) error
 	if !d.admit(m.Seq) {
 		return nil
 	}
+	if m.Seq > d.cur && d.cur > 0 {
+		// A later transaction's first message proves the one in progress
+		// complete, whether or not handle takes this one.
+		d.done = max(d.done, m.Seq-1)
+		ak.setDone(d.done)
+	}
 	m.Raw = b
 	if err := handle(m); err != nil {
 		return &handleError{err}

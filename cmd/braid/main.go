@@ -18,6 +18,7 @@ type command struct {
 
 var commands = map[string]command{
 	"capture": {"stream one destination's changes to stdout as canal flat-message JSON lines (embedded mode)", runCapture},
+	"tail":    {"print a destination's stream from a braid node, acking as it goes", runTail},
 	"version": {"print braid's version", runVersion},
 }
 

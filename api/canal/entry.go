@@ -1,0 +1,205 @@
+package canal
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/braid-cdc/braid/engine"
+	pbe "github.com/withlin/canal-go/protocol/entry"
+	"google.golang.org/protobuf/proto"
+)
+
+// Keys of the props braid adds to each entry's header.
+const (
+	PropSource       = "source"
+	PropOriginSchema = "originSchema"
+	PropOriginTable  = "originTable"
+	PropSeq          = "seq"
+)
+
+// entryMapper turns one destination's events into canal entries.
+type entryMapper struct {
+	// rename maps origin names to logical ones; nil keeps them.
+	rename func(schema, table string) (string, string)
+	// commitMillis returns the commit time (ms) of the transaction seq when
+	// an event without one (an EventRows) needs it; 0 if unknown.
+	commitMillis func(seq uint64) int64
+}
+
+func (m *entryMapper) names(schema, table string) (string, string) {
+	if m.rename != nil {
+		return m.rename(schema, table)
+	}
+	return schema, table
+}
+
+// entry maps one event to canal's Entry; ok is false for events canal has
+// no entry for (progress, heartbeats).
+//
+// EventBegin becomes TRANSACTIONBEGIN, EventRows a ROWDATA entry whose
+// RowChange holds all its rows, EventCommit TRANSACTIONEND, EventDDL a
+// ROWDATA entry with isDdl set.
+func (m *entryMapper) entry(ev *engine.Event) (e *pbe.Entry, ok bool) {
+	switch ev.Type {
+	case engine.EventBegin:
+		ms := ev.CommitTime.UnixMilli()
+		h := m.header(ev, ms, "", "")
+		body := &pbe.TransactionBegin{ExecuteTime: ms}
+		return newEntry(h, pbe.EntryType_TRANSACTIONBEGIN, body), true
+	case engine.EventCommit:
+		ms := ev.CommitTime.UnixMilli()
+		h := m.header(ev, ms, "", "")
+		body := &pbe.TransactionEnd{ExecuteTime: ms}
+		return newEntry(h, pbe.EntryType_TRANSACTIONEND, body), true
+	case engine.EventRows:
+		return m.rowsEntry(ev), true
+	case engine.EventDDL:
+		return m.ddlEntry(ev), true
+	}
+	return nil, false
+}
+
+func newEntry(h *pbe.Header, t pbe.EntryType, body proto.Message) *pbe.Entry {
+	v, err := proto.Marshal(body)
+	if err != nil {
+		// Marshalling a well-formed message built here cannot fail.
+		panic("canal: marshal entry body: " + err.Error())
+	}
+	return &pbe.Entry{Header: h, EntryTypePresent: &pbe.Entry_EntryType{EntryType: t}, StoreValue: v}
+}
+
+// header fills canal's entry header; schema and table are origin names.
+func (m *entryMapper) header(ev *engine.Event, ms int64, schema, table string) *pbe.Header {
+	h := &pbe.Header{
+		VersionPresent:    &pbe.Header_Version{Version: 1},
+		LogfileName:       ev.Pos.File,
+		LogfileOffset:     int64(ev.Pos.Pos),
+		ServerId:          int64(ev.ServerID),
+		ServerenCode:      "UTF-8",
+		ExecuteTime:       ms,
+		SourceTypePresent: &pbe.Header_SourceType{SourceType: pbe.Type_MYSQL},
+		Gtid:              ev.GTID,
+		Props: []*pbe.Pair{
+			{Key: PropSource, Value: ev.Source},
+			{Key: PropSeq, Value: strconv.FormatUint(ev.Seq, 10)},
+		},
+	}
+	if ev.EndPos.File == ev.Pos.File && ev.EndPos.Pos > ev.Pos.Pos {
+		h.EventLength = int64(ev.EndPos.Pos - ev.Pos.Pos)
+	}
+	if schema != "" || table != "" {
+		h.SchemaName, h.TableName = m.names(schema, table)
+		h.Props = append(h.Props, &pbe.Pair{Key: PropOriginSchema, Value: schema}, &pbe.Pair{Key: PropOriginTable, Value: table})
+	}
+	return h
+}
+
+var kindTypes = map[engine.ChangeKind]pbe.EventType{
+	engine.Insert: pbe.EventType_INSERT,
+	engine.Update: pbe.EventType_UPDATE,
+	engine.Delete: pbe.EventType_DELETE,
+}
+
+func (m *entryMapper) rowsEntry(ev *engine.Event) *pbe.Entry {
+	var schema, table string
+	kind := pbe.EventType_UPDATE
+	if len(ev.Rows) > 0 {
+		t := ev.Rows[0].Table
+		schema, table = t.Schema, t.Name
+		kind = kindTypes[ev.Rows[0].Kind]
+	}
+	var ms int64
+	if m.commitMillis != nil {
+		ms = m.commitMillis(ev.Seq)
+	}
+	h := m.header(ev, ms, schema, table)
+	h.EventTypePresent = &pbe.Header_EventType{EventType: kind}
+	rc := &pbe.RowChange{
+		EventTypePresent: &pbe.RowChange_EventType{EventType: kind},
+		IsDdlPresent:     &pbe.RowChange_IsDdl{IsDdl: false},
+		RowDatas:         make([]*pbe.RowData, len(ev.Rows)),
+	}
+	for i := range ev.Rows {
+		rc.RowDatas[i] = rowData(&ev.Rows[i])
+	}
+	return newEntry(h, pbe.EntryType_ROWDATA, rc)
+}
+
+// rowData maps one row change. As canal does, after-image columns are
+// marked updated when their value differs from the before image (every
+// column of an INSERT); before-image columns never are.
+func rowData(rc *engine.RowChange) *pbe.RowData {
+	before, after := rc.Before(), rc.After()
+	rd := &pbe.RowData{}
+	var beforeCols []*pbe.Column
+	if before != nil {
+		beforeCols = columns(rc.Table, before, nil)
+		rd.BeforeColumns = beforeCols
+	}
+	if after != nil {
+		rd.AfterColumns = columns(rc.Table, after, beforeCols)
+		if before == nil {
+			for _, c := range rd.AfterColumns {
+				c.Updated = true
+			}
+		}
+	}
+	return rd
+}
+
+func columns(t *engine.Table, img []engine.Value, before []*pbe.Column) []*pbe.Column {
+	cols := make([]*pbe.Column, len(t.Columns))
+	for i := range t.Columns {
+		c := &t.Columns[i]
+		var v engine.Value
+		if i < len(img) {
+			v = img[i]
+		}
+		col := &pbe.Column{
+			Index:         int32(i),
+			SqlType:       int32(engine.SQLType(c)),
+			Name:          c.Name,
+			IsKey:         c.Key,
+			IsNullPresent: &pbe.Column_IsNull{IsNull: v == nil},
+			Value:         engine.FormatValue(v),
+			MysqlType:     c.RawType,
+		}
+		if before != nil && i < len(before) {
+			b := before[i]
+			col.Updated = b.GetIsNull() != col.GetIsNull() || b.Value != col.Value
+		}
+		cols[i] = col
+	}
+	return cols
+}
+
+// ddlTypes maps engine.DDLKind's names to canal's event types.
+var ddlTypes = map[string]pbe.EventType{
+	"CREATE": pbe.EventType_CREATE, "ALTER": pbe.EventType_ALTER, "ERASE": pbe.EventType_ERASE,
+	"RENAME": pbe.EventType_RENAME, "TRUNCATE": pbe.EventType_TRUNCATE, "CINDEX": pbe.EventType_CINDEX,
+	"DINDEX": pbe.EventType_DINDEX, "QUERY": pbe.EventType_QUERY,
+}
+
+func (m *entryMapper) ddlEntry(ev *engine.Event) *pbe.Entry {
+	ddl := ev.DDL
+	if ddl == nil {
+		ddl = &engine.DDL{}
+	}
+	schema, table := ddl.Schema, ""
+	if len(ddl.Tables) > 0 {
+		schema, table, _ = strings.Cut(ddl.Tables[0], ".")
+	}
+	kind, ok := ddlTypes[engine.DDLKind(ddl.SQL)]
+	if !ok {
+		kind = pbe.EventType_QUERY
+	}
+	h := m.header(ev, ev.CommitTime.UnixMilli(), schema, table)
+	h.EventTypePresent = &pbe.Header_EventType{EventType: kind}
+	rc := &pbe.RowChange{
+		EventTypePresent: &pbe.RowChange_EventType{EventType: kind},
+		IsDdlPresent:     &pbe.RowChange_IsDdl{IsDdl: true},
+		Sql:              ddl.SQL,
+		DdlSchemaName:    ddl.Schema,
+	}
+	return newEntry(h, pbe.EntryType_ROWDATA, rc)
+}

@@ -1,0 +1,204 @@
+package canal
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha1"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/braid-cdc/braid/api"
+)
+
+// Config configures a Server. Zero fields take the defaults given.
+type Config struct {
+	// Registry holds the destinations served; required.
+	Registry *api.Registry
+	// User and Password are the one account clients authenticate as, with
+	// canal's scramble. An empty User accepts every client (and the server
+	// logs a warning when it starts). Default: "".
+	User, Password string
+	// IdleTimeout closes a connection that sends nothing for this long,
+	// unless the client set its own net_read_timeout (milliseconds, as
+	// canal's clients send it) when it authenticated. It also bounds the
+	// time a client has to authenticate and each write. Default: 30s.
+	IdleTimeout time.Duration
+	// MaxFrame bounds a frame a client may send, in bytes; a longer one
+	// closes the connection. Default: MaxClientFrame (16 MiB).
+	MaxFrame int
+	// Logger receives connection errors and refusals. Default: discard.
+	Logger *slog.Logger
+}
+
+// Server serves canal's client protocol on listeners.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+	// commits remembers the commit time of recent transactions per
+	// destination, for the executeTime of their row entries.
+	commits *commitTimes
+	// renameMu serializes calls of destinations' Rename functions:
+	// group.Router, which provides them, is not safe for concurrent use.
+	renameMu sync.Mutex
+}
+
+// renamer returns d's Rename (nil when it has none), serialized.
+func (s *Server) renamer(d *api.Served) func(schema, table string) (string, string) {
+	if d.Rename == nil {
+		return nil
+	}
+	return func(schema, table string) (string, string) {
+		s.renameMu.Lock()
+		defer s.renameMu.Unlock()
+		return d.Rename(schema, table)
+	}
+}
+
+// NewServer returns a server; it listens on nothing until Serve.
+func NewServer(cfg Config) *Server {
+	if cfg.Registry == nil {
+		cfg.Registry = api.NewRegistry()
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 30 * time.Second
+	}
+	if cfg.MaxFrame <= 0 {
+		cfg.MaxFrame = MaxClientFrame
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Server{cfg: cfg, log: log.With("api", "canal"), commits: newCommitTimes()}
+}
+
+// Serve accepts connections on l and serves each on its own goroutine
+// until ctx ends; then it closes l and every connection, waits for their
+// goroutines and returns nil. If l is closed under it, it returns that
+// error (after closing every connection, too); other accept errors are
+// logged and retried.
+func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	if s.cfg.User == "" {
+		s.log.Warn("no user configured: every canal client is accepted without authentication", "addr", l.Addr().String())
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() { l.Close() })
+	defer stop()
+	var delay time.Duration
+	for {
+		conn, err := l.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if !errors.Is(err, net.ErrClosed) {
+				// Out of file descriptors and the like: wait and retry.
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				s.log.Warn("accept failed; retrying", "err", err, "in", delay)
+				select {
+				case <-time.After(delay):
+					continue
+				case <-ctx.Done():
+					return nil
+				}
+			}
+			l.Close()
+			return err
+		}
+		delay = 0
+		wg.Go(func() {
+			stopConn := context.AfterFunc(ctx, func() { conn.Close() })
+			defer stopConn()
+			defer conn.Close()
+			sess := &session{s: s, conn: conn, readTimeout: s.cfg.IdleTimeout, writeTimeout: s.cfg.IdleTimeout,
+				log: s.log.With("remote", conn.RemoteAddr().String())}
+			sess.serve(ctx)
+		})
+	}
+}
+
+// scramble is canal's (MySQL 4.1's) password scramble, as its clients
+// compute it: SHA1(seed ‖ SHA1(SHA1(pw))) XOR SHA1(pw).
+func scramble(password string, seed []byte) []byte {
+	stage1 := sha1.Sum([]byte(password))
+	stage2 := sha1.Sum(stage1[:])
+	h := sha1.New()
+	h.Write(seed)
+	h.Write(stage2[:])
+	out := h.Sum(nil)
+	for i := range out {
+		out[i] ^= stage1[i]
+	}
+	return out
+}
+
+// auth checks a client's user and hex-encoded scramble against the
+// configured account.
+func (s *Server) auth(user string, hexScramble []byte, seed []byte) bool {
+	if s.cfg.User == "" {
+		return true
+	}
+	got := make([]byte, hex.DecodedLen(len(hexScramble)))
+	if _, err := hex.Decode(got, hexScramble); err != nil {
+		return false
+	}
+	want := scramble(s.cfg.Password, seed)
+	userOK := subtle.ConstantTimeCompare([]byte(user), []byte(s.cfg.User))
+	return userOK&subtle.ConstantTimeCompare(got, want) == 1
+}
+
+func newSeed() []byte {
+	seed := make([]byte, 8)
+	rand.Read(seed) // never fails (crypto/rand)
+	return seed
+}
+
+// commitTimes maps a destination's recent transactions (by seq) to their
+// commit time in ms. A row event carries no time of its own; canal gives
+// each entry its execute time, so the row entries of a transaction take
+// the commit time its EventBegin brought. It keeps the last keep seqs of
+// each destination; a client that reconnects in the middle of an older
+// transaction gets 0.
+type commitTimes struct {
+	mu    sync.Mutex
+	dests map[string]map[uint64]int64
+}
+
+const commitTimesKeep = 4096
+
+func newCommitTimes() *commitTimes { return &commitTimes{dests: map[string]map[uint64]int64{}} }
+
+func (c *commitTimes) put(dest string, seq uint64, ms int64) {
+	if seq == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.dests[dest]
+	if m == nil {
+		m = map[uint64]int64{}
+		c.dests[dest] = m
+	}
+	m[seq] = ms
+	if len(m) > 2*commitTimesKeep {
+		for k := range m {
+			if k+commitTimesKeep < seq {
+				delete(m, k)
+			}
+		}
+	}
+}
+
+func (c *commitTimes) get(dest string, seq uint64) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dests[dest][seq]
+}

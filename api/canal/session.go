@@ -1,0 +1,329 @@
+package canal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"time"
+
+	"github.com/braid-cdc/braid/api"
+	"github.com/braid-cdc/braid/engine"
+	pbp "github.com/withlin/canal-go/protocol/packet"
+	"google.golang.org/protobuf/proto"
+)
+
+// canal's error codes, sent in an Ack's error_code.
+const (
+	// CodeError is canal's code for a failed authentication, a packet
+	// type it does not serve and any failure of a request.
+	CodeError = 400
+	// CodeMissingIdentity: the request has no destination or client id.
+	CodeMissingIdentity = 401
+	// CodeBatchZero: a CLIENTACK with batch id 0.
+	CodeBatchZero = 402
+)
+
+// forever stands for canal's "wait without a timeout".
+const forever = time.Duration(math.MaxInt64)
+
+// session is one client connection; its goroutine owns it.
+type session struct {
+	s                         *Server
+	conn                      net.Conn
+	log                       *slog.Logger
+	readTimeout, writeTimeout time.Duration
+	seed                      []byte
+	authed                    bool
+	out                       []byte
+}
+
+// serve runs the connection until the client leaves, a read fails or ctx
+// ends. The caller closes the connection.
+func (ss *session) serve(ctx context.Context) {
+	ss.seed = newSeed()
+	hs, _ := proto.Marshal(&pbp.Handshake{
+		CommunicationEncodingPresent: &pbp.Handshake_CommunicationEncoding{CommunicationEncoding: "utf8"},
+		Seeds:                        ss.seed,
+	})
+	if err := ss.write(pbp.PacketType_HANDSHAKE, hs); err != nil {
+		ss.writeFailed(ctx, err)
+		return
+	}
+	for {
+		ss.conn.SetReadDeadline(time.Now().Add(ss.readTimeout))
+		body, err := ReadFrame(ss.conn, ss.s.cfg.MaxFrame)
+		if err != nil {
+			ss.readFailed(ctx, err)
+			return
+		}
+		var p pbp.Packet
+		if err := proto.Unmarshal(body, &p); err != nil {
+			if ss.fail(CodeError, fmt.Sprintf("undecodable packet of %d bytes: %v", len(body), err)) != nil || !ss.authed {
+				return
+			}
+			continue
+		}
+		if !ss.authed {
+			if !ss.authenticate(&p) {
+				return
+			}
+			continue
+		}
+		if err := ss.handle(ctx, &p); err != nil {
+			ss.writeFailed(ctx, err)
+			return
+		}
+	}
+}
+
+func (ss *session) readFailed(ctx context.Context, err error) {
+	var ne net.Error
+	switch {
+	case ctx.Err() != nil:
+	case errors.Is(err, io.EOF):
+		ss.log.Debug("client closed the connection")
+	case errors.Is(err, ErrFrameTooLarge):
+		ss.log.Warn("closing connection: client frame too large", "err", err)
+		ss.writeAck(CodeError, err.Error())
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		ss.log.Warn("closing connection: client closed it inside a frame (truncated frame)")
+	case errors.As(err, &ne) && ne.Timeout():
+		ss.log.Info("closing idle connection", "timeout", ss.readTimeout)
+	default:
+		ss.log.Warn("closing connection: read failed", "err", err)
+	}
+}
+
+func (ss *session) writeFailed(ctx context.Context, err error) {
+	if ctx.Err() == nil {
+		ss.log.Warn("closing connection: write failed", "err", err)
+	}
+}
+
+// write sends one packet.
+func (ss *session) write(t pbp.PacketType, body []byte) error {
+	b, err := proto.Marshal(&pbp.Packet{VersionPresent: &pbp.Packet_Version{Version: 1}, Type: t, Body: body})
+	if err != nil {
+		return err
+	}
+	if ss.out, err = AppendFrame(ss.out[:0], b); err != nil {
+		return err
+	}
+	ss.conn.SetWriteDeadline(time.Now().Add(ss.writeTimeout))
+	_, err = ss.conn.Write(ss.out)
+	if cap(ss.out) > 1<<20 {
+		ss.out = nil // do not hold a big batch's buffer between requests
+	}
+	return err
+}
+
+// writeAck sends an ACK; code 0 is success.
+func (ss *session) writeAck(code int32, msg string) error {
+	ack := &pbp.Ack{ErrorMessage: msg}
+	if code != 0 {
+		ack.ErrorCodePresent = &pbp.Ack_ErrorCode{ErrorCode: code}
+	}
+	b, _ := proto.Marshal(ack)
+	return ss.write(pbp.PacketType_ACK, b)
+}
+
+// fail logs a refused request and answers it with an error ACK.
+func (ss *session) fail(code int32, msg string, attrs ...any) error {
+	ss.log.Warn("request refused", append([]any{"code", code, "reason", msg}, attrs...)...)
+	return ss.writeAck(code, msg)
+}
+
+// authenticate handles the first packet; it reports whether the client
+// may go on.
+func (ss *session) authenticate(p *pbp.Packet) bool {
+	if p.Type != pbp.PacketType_CLIENTAUTHENTICATION {
+		ss.fail(CodeError, fmt.Sprintf("expected CLIENTAUTHENTICATION first, got packet type=%s", p.Type))
+		return false
+	}
+	var a pbp.ClientAuth
+	if err := proto.Unmarshal(p.Body, &a); err != nil {
+		ss.fail(CodeError, fmt.Sprintf("undecodable CLIENTAUTHENTICATION: %v", err))
+		return false
+	}
+	if !ss.s.auth(a.Username, a.Password, ss.seed) {
+		ss.fail(CodeError, "auth failed for user:"+a.Username, "user", a.Username)
+		return false
+	}
+	// canal's clients send these in milliseconds (canal's server reads
+	// them so, whatever its .proto says).
+	if ms := a.GetNetReadTimeout(); ms > 0 {
+		ss.readTimeout = time.Duration(ms) * time.Millisecond
+	}
+	if ms := a.GetNetWriteTimeout(); ms > 0 {
+		ss.writeTimeout = time.Duration(ms) * time.Millisecond
+	}
+	if a.Destination != "" && a.ClientId != "" {
+		d, err := ss.s.cfg.Registry.Lookup(a.Destination)
+		if err != nil {
+			ss.fail(CodeError, err.Error(), "dest", a.Destination)
+			return false
+		}
+		d.Store.Subscribe(a.ClientId)
+	}
+	ss.authed = true
+	ss.log = ss.log.With("user", a.Username)
+	return ss.writeAck(0, "") == nil
+}
+
+// handle serves one request after authentication; it returns an error only
+// when the connection is broken.
+func (ss *session) handle(ctx context.Context, p *pbp.Packet) error {
+	switch p.Type {
+	case pbp.PacketType_SUBSCRIPTION:
+		var m pbp.Sub
+		return ss.identified(p, &m, m.GetDestination, m.GetClientId, func(d *api.Served, client string) error {
+			d.Store.Subscribe(client)
+			return ss.writeAck(0, "")
+		})
+	case pbp.PacketType_UNSUBSCRIPTION:
+		var m pbp.Unsub
+		return ss.identified(p, &m, m.GetDestination, m.GetClientId, func(d *api.Served, client string) error {
+			return ss.writeAck(0, "")
+		})
+	case pbp.PacketType_GET:
+		var m pbp.Get
+		return ss.identified(p, &m, m.GetDestination, m.GetClientId, func(d *api.Served, client string) error {
+			return ss.get(ctx, d, client, &m)
+		})
+	case pbp.PacketType_CLIENTACK:
+		var m pbp.ClientAck
+		return ss.identified(p, &m, m.GetDestination, m.GetClientId, func(d *api.Served, client string) error {
+			switch id := m.BatchId; {
+			case id == 0:
+				return ss.fail(CodeBatchZero, "batchId should assign value", "dest", d.Name, "client", client)
+			case id == -1: // the GET it answers had nothing: canal ignores it
+				return nil
+			default:
+				if err := d.Store.Ack(client, id-1); errors.Is(err, engine.ErrUnknownBatch) {
+					// The store's message counts batches from 0; the client's from 1.
+					return ss.fail(CodeError, fmt.Sprintf("ack of batch %d refused: %v: it is not the client's oldest un-acked batch (acks come in order)", id, engine.ErrUnknownBatch),
+						"dest", d.Name, "client", client)
+				} else if err != nil {
+					return ss.fail(CodeError, fmt.Sprintf("ack of batch %d refused: %v", id, err), "dest", d.Name, "client", client)
+				}
+				return nil
+			}
+		})
+	case pbp.PacketType_CLIENTROLLBACK:
+		var m pbp.ClientRollback
+		return ss.identified(p, &m, m.GetDestination, m.GetClientId, func(d *api.Served, client string) error {
+			// Batch 0 rolls back every batch; canal rolls back everything
+			// un-acked for any other id too (its store rewinds to the acked
+			// point). A client not subscribed yet (canal's clients roll back
+			// on connect) has nothing to roll back: canal ignores it.
+			if err := d.Store.Rollback(client); err != nil {
+				ss.log.Debug("rollback ignored", "dest", d.Name, "client", client, "err", err)
+			}
+			return nil
+		})
+	}
+	return ss.fail(CodeError, fmt.Sprintf("packet type=%s is NOT supported!", p.Type))
+}
+
+// identified decodes a request that names a destination and a client id,
+// looks the destination up and runs do; it answers canal's errors for a
+// request it cannot decode, a missing identity and an unknown destination.
+func (ss *session) identified(p *pbp.Packet, m proto.Message, dest, client func() string, do func(*api.Served, string) error) error {
+	if err := proto.Unmarshal(p.Body, m); err != nil {
+		return ss.fail(CodeError, fmt.Sprintf("undecodable %s: %v", p.Type, err))
+	}
+	if dest() == "" || client() == "" {
+		return ss.fail(CodeMissingIdentity, "destination or clientId is null", "type", p.Type.String())
+	}
+	d, err := ss.s.cfg.Registry.Lookup(dest())
+	if err != nil {
+		return ss.fail(CodeError, err.Error(), "dest", dest(), "client", client(), "type", p.Type.String())
+	}
+	return do(d, client())
+}
+
+// getWait is how long a GET waits for an event, by canal's rules: a timeout
+// of -1 (canal's clients' "none", and the field's default) does not wait;
+// 0 or below waits without limit; above 0 waits that long in unit (a
+// java.util.concurrent.TimeUnit ordinal, milliseconds when absent or
+// unknown).
+func getWait(g *pbp.Get) time.Duration {
+	if g.TimeoutPresent == nil || g.GetTimeout() == -1 {
+		return 0
+	}
+	t := g.GetTimeout()
+	if t <= 0 {
+		return forever
+	}
+	unit := time.Millisecond
+	if g.UnitPresent != nil {
+		switch g.GetUnit() {
+		case 0:
+			unit = time.Nanosecond
+		case 1:
+			unit = time.Microsecond
+		case 3:
+			unit = time.Second
+		case 4:
+			unit = time.Minute
+		case 5:
+			unit = time.Hour
+		case 6:
+			unit = 24 * time.Hour
+		}
+	}
+	if t > int64(forever/unit) {
+		return forever
+	}
+	return time.Duration(t) * unit
+}
+
+// get serves a GET: up to fetch_size entries (one per event) as one
+// MESSAGES packet whose batch id is the store's batch id + 1 (canal's ids
+// start at 1: a CLIENTACK of 0 is an error), or -1 with no entries when
+// nothing is ready.
+func (ss *session) get(ctx context.Context, d *api.Served, client string, g *pbp.Get) error {
+	msgs := &pbp.Messages{BatchId: -1}
+	if g.FetchSize > 0 {
+		b, err := d.Store.Get(ctx, client, int(g.FetchSize), getWait(g))
+		if err != nil { // nothing handed out (engine.Store fails only then)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return ss.fail(CodeError, fmt.Sprintf("get failed: %v", err), "dest", d.Name, "client", client)
+		}
+		if b.ID >= 0 {
+			m := entryMapper{rename: ss.s.renamer(d), commitMillis: func(seq uint64) int64 { return ss.s.commits.get(d.Name, seq) }}
+			msgs.BatchId = b.ID + 1
+			msgs.Messages = make([][]byte, 0, len(b.Events))
+			for _, ev := range b.Events {
+				e, ok := m.entry(ev)
+				if !ok {
+					continue
+				}
+				if ev.Type == engine.EventBegin {
+					ss.s.commits.put(d.Name, ev.Seq, ev.CommitTime.UnixMilli())
+				}
+				raw, err := proto.Marshal(e)
+				if err != nil {
+					return ss.fail(CodeError, fmt.Sprintf("encoding entry: %v", err), "dest", d.Name, "client", client)
+				}
+				msgs.Messages = append(msgs.Messages, raw)
+			}
+			if g.GetAutoAck() {
+				if err := d.Store.Ack(client, b.ID); err != nil {
+					return ss.fail(CodeError, fmt.Sprintf("auto ack failed: %v", err), "dest", d.Name, "client", client)
+				}
+			}
+		}
+	}
+	body, err := proto.Marshal(msgs)
+	if err != nil {
+		return err
+	}
+	return ss.write(pbp.PacketType_MESSAGES, body)
+}

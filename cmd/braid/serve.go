@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/braid-cdc/braid/api"
+	"github.com/braid-cdc/braid/api/native"
+	"github.com/braid-cdc/braid/engine"
+	"github.com/braid-cdc/braid/group"
+)
+
+// serveOptions are the consumer servers capture runs instead of printing.
+type serveOptions struct {
+	listen   string // address to listen on
+	httpPort int    // native HTTP API; 0: off
+}
+
+func (o serveOptions) enabled() bool { return o.httpPort > 0 }
+
+// lockedRename makes a Router safe for the servers' concurrent connections.
+func lockedRename(r *group.Router) func(string, string) (string, string) {
+	var mu sync.Mutex
+	return func(schema, table string) (string, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return r.Rename(schema, table)
+	}
+}
+
+// serve runs the destination into a store and serves it to consumers until
+// ctx ends.
+func serve(ctx context.Context, spec *engine.Spec, opt serveOptions, log *slog.Logger) error {
+	router, err := group.NewRouter(spec.Route)
+	if err != nil {
+		return err
+	}
+	dest, err := group.New(group.Config{Spec: spec, Logger: log})
+	if err != nil {
+		return err
+	}
+	store := engine.NewStore(engine.StoreConfig{})
+	reg := api.NewRegistry()
+	reg.Add(&api.Served{Name: spec.Name, Store: store, Rename: lockedRename(router), Stats: func() any { return dest.Stats() }})
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	errs := make(chan error, 3)
+	if opt.httpPort > 0 {
+		l, err := net.Listen("tcp", net.JoinHostPort(opt.listen, strconv.Itoa(opt.httpPort)))
+		if err != nil {
+			return fmt.Errorf("http port: %w: is another process using it? choose another with --http-port", err)
+		}
+		srv := &http.Server{Handler: native.NewHandler(reg, log), ReadHeaderTimeout: 10 * time.Second}
+		log.Info("serving the native API", "addr", "http://"+l.Addr().String(), "dest", spec.Name)
+		wg.Go(func() {
+			if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errs <- err
+			}
+		})
+		wg.Go(func() {
+			<-ctx.Done()
+			sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer scancel()
+			srv.Shutdown(sctx)
+			srv.Close() // streams are long-lived: do not wait for them
+		})
+	}
+	wg.Go(func() {
+		if err := dest.RunInto(ctx, store); err != nil {
+			errs <- err
+		}
+		store.Close()
+	})
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-errs:
+		return err
+	}
+}
