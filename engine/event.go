@@ -72,8 +72,8 @@ type Event struct {
 	GTID string
 	// CommitTime is when the transaction committed: MySQL 8's
 	// immediate_commit_timestamp (µs) when present, else the binlog event
-	// header's seconds. Set on EventBegin, EventCommit, EventDDL and
-	// EventProgress.
+	// header's seconds. Set on every event of a transaction (EventBegin,
+	// EventRows, EventCommit), EventDDL and EventProgress.
 	CommitTime time.Time
 	// Rows are the row changes of an EventRows, in binlog order: all of
 	// one table and one kind.

@@ -236,7 +236,7 @@ func (p *Parser) handleRows(ctx context.Context, ev *replication.RowsEvent, star
 	if len(changes) == 0 {
 		return nil
 	}
-	return emit(&Event{Type: EventRows, Source: p.spec.Name, ServerID: p.tx.serverID, Pos: start, GTID: p.tx.gtid, Rows: changes})
+	return emit(&Event{Type: EventRows, Source: p.spec.Name, ServerID: p.tx.serverID, Pos: start, GTID: p.tx.gtid, CommitTime: p.tx.commit, Rows: changes})
 }
 
 // rowFilter is go-mysql's RowsEventDecodeFunc: it decodes the rows of

@@ -21,9 +21,6 @@ const (
 type entryMapper struct {
 	// rename maps origin names to logical ones; nil keeps them.
 	rename func(schema, table string) (string, string)
-	// commitMillis returns the commit time (ms) of the transaction seq when
-	// an event without one (an EventRows) needs it; 0 if unknown.
-	commitMillis func(seq uint64) int64
 }
 
 func (m *entryMapper) names(schema, table string) (string, string) {
@@ -108,11 +105,7 @@ func (m *entryMapper) rowsEntry(ev *engine.Event) *pbe.Entry {
 		schema, table = t.Schema, t.Name
 		kind = kindTypes[ev.Rows[0].Kind]
 	}
-	var ms int64
-	if m.commitMillis != nil {
-		ms = m.commitMillis(ev.Seq)
-	}
-	h := m.header(ev, ms, schema, table)
+	h := m.header(ev, ev.CommitTime.UnixMilli(), schema, table)
 	h.EventTypePresent = &pbe.Header_EventType{EventType: kind}
 	rc := &pbe.RowChange{
 		EventTypePresent: &pbe.RowChange_EventType{EventType: kind},

@@ -39,9 +39,6 @@ type Config struct {
 type Server struct {
 	cfg Config
 	log *slog.Logger
-	// commits remembers the commit time of recent transactions per
-	// destination, for the executeTime of their row entries.
-	commits *commitTimes
 	// renameMu serializes calls of destinations' Rename functions:
 	// group.Router, which provides them, is not safe for concurrent use.
 	renameMu sync.Mutex
@@ -74,7 +71,7 @@ func NewServer(cfg Config) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Server{cfg: cfg, log: log.With("api", "canal"), commits: newCommitTimes()}
+	return &Server{cfg: cfg, log: log.With("api", "canal")}
 }
 
 // Serve accepts connections on l and serves each on its own goroutine
@@ -159,46 +156,4 @@ func newSeed() []byte {
 	seed := make([]byte, 8)
 	rand.Read(seed) // never fails (crypto/rand)
 	return seed
-}
-
-// commitTimes maps a destination's recent transactions (by seq) to their
-// commit time in ms. A row event carries no time of its own; canal gives
-// each entry its execute time, so the row entries of a transaction take
-// the commit time its EventBegin brought. It keeps the last keep seqs of
-// each destination; a client that reconnects in the middle of an older
-// transaction gets 0.
-type commitTimes struct {
-	mu    sync.Mutex
-	dests map[string]map[uint64]int64
-}
-
-const commitTimesKeep = 4096
-
-func newCommitTimes() *commitTimes { return &commitTimes{dests: map[string]map[uint64]int64{}} }
-
-func (c *commitTimes) put(dest string, seq uint64, ms int64) {
-	if seq == 0 {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	m := c.dests[dest]
-	if m == nil {
-		m = map[uint64]int64{}
-		c.dests[dest] = m
-	}
-	m[seq] = ms
-	if len(m) > 2*commitTimesKeep {
-		for k := range m {
-			if k+commitTimesKeep < seq {
-				delete(m, k)
-			}
-		}
-	}
-}
-
-func (c *commitTimes) get(dest string, seq uint64) int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.dests[dest][seq]
 }

@@ -297,16 +297,13 @@ func (ss *session) get(ctx context.Context, d *api.Served, client string, g *pbp
 			return ss.fail(CodeError, fmt.Sprintf("get failed: %v", err), "dest", d.Name, "client", client)
 		}
 		if b.ID >= 0 {
-			m := entryMapper{rename: ss.s.renamer(d), commitMillis: func(seq uint64) int64 { return ss.s.commits.get(d.Name, seq) }}
+			m := entryMapper{rename: ss.s.renamer(d)}
 			msgs.BatchId = b.ID + 1
 			msgs.Messages = make([][]byte, 0, len(b.Events))
 			for _, ev := range b.Events {
 				e, ok := m.entry(ev)
 				if !ok {
 					continue
-				}
-				if ev.Type == engine.EventBegin {
-					ss.s.commits.put(d.Name, ev.Seq, ev.CommitTime.UnixMilli())
 				}
 				raw, err := proto.Marshal(e)
 				if err != nil {
