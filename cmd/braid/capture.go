@@ -29,12 +29,15 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 	logLevel := fs.String("log-level", "info", "log level on stderr: debug, info, warn or error")
 	cursorDir := fs.String("cursor-dir", "", "keep the stream's cursor in this directory and resume from it on the next run")
 	httpPort := fs.Int("http-port", 0, "serve the stream over braid's native HTTP API on this port instead of printing it (read it with braid tail)")
-	listen := fs.String("listen", "127.0.0.1", "address the --http-port server listens on")
+	canalPort := fs.Int("canal-port", 0, "serve the stream over canal's TCP protocol on this port instead of printing it (canal clients; 11111 is canal's)")
+	canalUser := fs.String("canal-user", "", "user canal clients must log in as (default: accept every client, with a warning)")
+	canalPassword := fs.String("canal-password", "", "password of --canal-user")
+	listen := fs.String("listen", "127.0.0.1", "address the --http-port and --canal-port servers listen on")
 	useSandbox := fs.Bool("sandbox", false, "start a throwaway MariaDB with a small order workload and capture it (needs mariadbd installed)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: braid capture -f spec.yaml [--max N] [--timeout D]")
 		fmt.Fprintln(stderr, "       braid capture --sandbox [--max N] [--timeout D]")
-		fmt.Fprintln(stderr, "       braid capture -f spec.yaml --http-port 8081 [--listen ADDR]   # serve instead of printing")
+		fmt.Fprintln(stderr, "       braid capture -f spec.yaml [--http-port 8081] [--canal-port 11111] [--listen ADDR]   # serve instead of printing")
 		fmt.Fprintln(stderr, "\nReads the binlogs of the destination's sources, merges their transactions in")
 		fmt.Fprintln(stderr, "commit order (ordering: strict) and prints row changes and DDL as canal")
 		fmt.Fprintln(stderr, "flat-message JSON lines on stdout; logs go to stderr. Ctrl-C stops it.")
@@ -80,7 +83,7 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 		ctx, cancel = context.WithTimeout(ctx, *timeout)
 		defer cancel()
 	}
-	if so := (serveOptions{listen: *listen, httpPort: *httpPort}); so.enabled() {
+	if so := (serveOptions{listen: *listen, httpPort: *httpPort, canalPort: *canalPort, canalUser: *canalUser, canalPassword: *canalPassword}); so.enabled() {
 		if err := serve(ctx, spec, so, log); err != nil {
 			fmt.Fprintln(stderr, "braid capture:", oneLine(err))
 			return 1

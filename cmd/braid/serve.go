@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/api"
+	"github.com/braid-cdc/braid/api/canal"
 	"github.com/braid-cdc/braid/api/native"
 	"github.com/braid-cdc/braid/engine"
 	"github.com/braid-cdc/braid/group"
@@ -19,11 +20,15 @@ import (
 
 // serveOptions are the consumer servers capture runs instead of printing.
 type serveOptions struct {
-	listen   string // address to listen on
-	httpPort int    // native HTTP API; 0: off
+	listen    string // address to listen on
+	httpPort  int    // native HTTP API; 0: off
+	canalPort int    // canal's TCP protocol; 0: off
+	// canalUser and canalPassword authenticate canal clients; no user
+	// accepts every client (with a warning at start).
+	canalUser, canalPassword string
 }
 
-func (o serveOptions) enabled() bool { return o.httpPort > 0 }
+func (o serveOptions) enabled() bool { return o.httpPort > 0 || o.canalPort > 0 }
 
 // lockedRename makes a Router safe for the servers' concurrent connections.
 func lockedRename(r *group.Router) func(string, string) (string, string) {
@@ -73,6 +78,19 @@ func serve(ctx context.Context, spec *engine.Spec, opt serveOptions, log *slog.L
 			defer scancel()
 			srv.Shutdown(sctx)
 			srv.Close() // streams are long-lived: do not wait for them
+		})
+	}
+	if opt.canalPort > 0 {
+		l, err := net.Listen("tcp", net.JoinHostPort(opt.listen, strconv.Itoa(opt.canalPort)))
+		if err != nil {
+			return fmt.Errorf("canal port: %w: is another process (a canal server?) using it? choose another with --canal-port", err)
+		}
+		srv := canal.NewServer(canal.Config{Registry: reg, User: opt.canalUser, Password: opt.canalPassword, Logger: log})
+		log.Info("serving canal's protocol", "addr", l.Addr().String(), "dest", spec.Name)
+		wg.Go(func() {
+			if err := srv.Serve(ctx, l); err != nil {
+				errs <- err
+			}
 		})
 	}
 	wg.Go(func() {

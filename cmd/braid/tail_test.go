@@ -5,12 +5,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	canalclient "github.com/withlin/canal-go/client"
+	pbe "github.com/withlin/canal-go/protocol/entry"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/braid-cdc/braid/engine"
 	"github.com/braid-cdc/braid/internal/mysqltest"
@@ -108,5 +114,162 @@ func TestTailEqualsCapture(t *testing.T) {
 		if !reflect.DeepEqual(got[i], want[i]) {
 			t.Errorf("message %d differs:\ntail    %v\ncapture %v", i, got[i], want[i])
 		}
+	}
+}
+
+// TestCanalEqualsTail serves one destination over both protocols and reads
+// it with canal-go's SimpleCanalConnector and with `braid tail`: the same
+// transactions, in the same order, with the same rows.
+func TestCanalEqualsTail(t *testing.T) {
+	srvs := mysqltest.StartN(t, 2)
+	for i, s := range srvs {
+		s.Exec(t, fmt.Sprintf("CREATE DATABASE shop_%d", i),
+			fmt.Sprintf("CREATE TABLE shop_%d.orders (id INT PRIMARY KEY, amount DECIMAL(8,2), note VARCHAR(20))", i))
+		for k := 0; k < 4; k++ {
+			s.Exec(t, fmt.Sprintf("INSERT INTO shop_%d.orders VALUES (%d, %d.50, NULL)", i, 10*i+k, k))
+		}
+		s.Exec(t, fmt.Sprintf("UPDATE shop_%d.orders SET note = 'paid' WHERE id %% 2 = 0", i),
+			fmt.Sprintf("DELETE FROM shop_%d.orders WHERE id %% 4 = 3", i))
+	}
+	spec, err := engine.ParseSpec([]byte(fmt.Sprintf("name: shop\nsources:\n  - {name: a, address: '%s', start: earliest}\n  - {name: b, address: '%s', start: earliest}\ntables: ['shop_\\d+\\.orders']\nroute: [{match: 'shop_\\d+\\.(\\w+)', to: 'shop.$1'}]\nheartbeat: 100ms\n", srvs[0].Addr(), srvs[1].Addr())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpPort, canalPort := freePort(t), freePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- serve(ctx, spec, serveOptions{listen: "127.0.0.1", httpPort: httpPort, canalPort: canalPort},
+			slog.New(slog.NewTextHandler(t.Output(), nil)))
+	}()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	// (seq, type, table, rows as column=value lists) from each protocol.
+	type row = string
+	type msg struct {
+		seq        string
+		typ, table string
+		rows       []row
+	}
+	const n = 14 // 2 CREATE TABLE, 8 INSERT, 2 UPDATE, 2 DELETE: one message each
+	// Both clients subscribe before either acks: a client id that comes
+	// later starts at the oldest event the store still holds.
+	var tailed, errb bytes.Buffer
+	tailDone := make(chan int, 1)
+	go func() {
+		tailDone <- run([]string{"tail", "shop", "--server", fmt.Sprintf("http://127.0.0.1:%d", httpPort), "--max", fmt.Sprint(n), "--timeout", "60s"}, &tailed, &errb)
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		st, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/v1/destinations/shop", httpPort))
+		if err == nil {
+			body, _ := io.ReadAll(st.Body)
+			st.Body.Close()
+			if strings.Contains(string(body), `"tail"`) {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tail never subscribed")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var fromCanal []msg
+	var c *canalclient.SimpleCanalConnector
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		c = canalclient.NewSimpleCanalConnector("127.0.0.1", canalPort, "", "", "shop", 60000, 60000)
+		c.ClientIdentity.ClientId = 7
+		if err := c.Connect(); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("canal connect: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	defer c.DisConnection()
+	if err := c.Subscribe(`.*\..*`); err != nil {
+		t.Fatal(err)
+	}
+	wait, unit := int64(500), int32(2)
+	for deadline := time.Now().Add(30 * time.Second); len(fromCanal) < n && time.Now().Before(deadline); {
+		m, err := c.GetWithOutAck(100, &wait, &unit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range m.Entries {
+			e := &m.Entries[i]
+			if e.GetEntryType() != pbe.EntryType_ROWDATA {
+				continue
+			}
+			var rc pbe.RowChange
+			if err := proto.Unmarshal(e.StoreValue, &rc); err != nil {
+				t.Fatal(err)
+			}
+			var seq string
+			for _, p := range e.Header.GetProps() {
+				if p.Key == "seq" {
+					seq = p.Value
+				}
+			}
+			out := msg{seq: seq, typ: rc.GetEventType().String(), table: e.Header.GetSchemaName() + "." + e.Header.GetTableName()}
+			if rc.GetIsDdl() {
+				out.typ = "DDL"
+			}
+			for _, rd := range rc.RowDatas {
+				cols := rd.AfterColumns
+				if rc.GetEventType() == pbe.EventType_DELETE {
+					cols = rd.BeforeColumns
+				}
+				var r []string
+				for _, col := range cols {
+					v := col.Value
+					if col.GetIsNull() {
+						v = "NULL"
+					}
+					r = append(r, col.Name+"="+v)
+				}
+				out.rows = append(out.rows, strings.Join(r, ","))
+			}
+			fromCanal = append(fromCanal, out)
+		}
+		if m.Id > 0 {
+			c.Ack(m.Id)
+		}
+	}
+
+	tailCode := <-tailDone
+	if tailCode != 0 {
+		t.Fatalf("tail: exit %d: %s", tailCode, errb.String())
+	}
+	var fromTail []msg
+	for _, m := range withoutTS(t, tailed.String()) {
+		out := msg{seq: fmt.Sprint(m["seq"]), typ: m["type"].(string), table: m["database"].(string) + "." + m["table"].(string)}
+		if m["isDdl"] == true {
+			out.typ = "DDL"
+		}
+		if data, ok := m["data"].([]any); ok {
+			for _, d := range data {
+				d := d.(map[string]any)
+				var r []string
+				for _, name := range []string{"id", "amount", "note"} {
+					v, _ := d[name].(string)
+					if d[name] == nil {
+						v = "NULL"
+					}
+					r = append(r, name+"="+v)
+				}
+				out.rows = append(out.rows, strings.Join(r, ","))
+			}
+		}
+		fromTail = append(fromTail, out)
+	}
+	if !reflect.DeepEqual(fromCanal, fromTail) {
+		t.Errorf("canal and tail differ:\ncanal %v\ntail  %v", fromCanal, fromTail)
+	}
+	if len(fromCanal) != n {
+		t.Errorf("only %d messages", len(fromCanal))
 	}
 }
