@@ -8,11 +8,13 @@ GO ?= go
 build:
 	$(GO) build -o bin/braid ./cmd/braid
 
-# test vets everything, then runs every test once, uncached, with the race
-# detector. Tests that read binlogs start their own mariadbd servers
-# (internal/mysqltest).
+# test vets everything, fuzzes the canal frame decoder for a few seconds,
+# then runs every test once, uncached, with the race detector. Tests that
+# read binlogs start their own mariadbd servers (internal/mysqltest).
 test:
-	$(GO) vet ./... && $(GO) test -race -count=1 -timeout 14m ./...
+	$(GO) vet ./... && \
+	$(GO) test -run '^$$' -fuzz FuzzReadFrame -fuzztime 5s ./api/canal/ && \
+	$(GO) test -race -count=1 -timeout 14m ./...
 
 # bench runs each benchmark in bench/ five times; they report ratios against
 # a peer measured in the same run.
