@@ -203,6 +203,10 @@ func TestCanalGo(t *testing.T) {
 		if err := c.Ack(id); err != nil {
 			t.Fatal(err)
 		}
+		// canal sends nothing back for an ack: an empty GET on the same
+		// connection (answered after the ack, in order) proves it applied
+		// before the next connection's rollback.
+		getBatch(t, c, 0, -1)
 		// A new connection of the same client rolls back on connect and
 		// goes on after what was acked.
 		c.DisConnection()
