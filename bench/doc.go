@@ -7,9 +7,11 @@
 // The package holds the workload generator (Generate, in workload.go), the two
 // decoders under test (DecodeBraid and DecodeCanal, in decoders.go), their
 // multi-source forms and the merged reader (DecodeBraidEach, DecodeCanalEach
-// and MergeBraid, in merge.go) and a heap sampler (heap.go); the benchmarks
-// themselves are in decode_test.go (BenchmarkDecode) and merge_test.go
-// (BenchmarkMerge).
+// and MergeBraid, in merge.go), the store filler and the two consumers
+// (FillStore, ConsumeCanal and ConsumeNative, in consume.go) and a heap
+// sampler (heap.go); the benchmarks themselves are in decode_test.go
+// (BenchmarkDecode), merge_test.go (BenchmarkMerge) and consume_test.go
+// (BenchmarkConsume).
 //
 // # What BenchmarkDecode measures
 //
@@ -128,19 +130,63 @@
 // iteration with its wall time and how long the merged stream took to
 // deliver its first row.
 //
+// # What BenchmarkConsume measures
+//
+// How fast a served destination reaches one consumer, with the binlogs,
+// the merge and the servers out of the way. Once per run of the parent
+// benchmark it starts two MariaDB servers, writes the workload above with
+// 80 rounds into each as shards (shop_<2i> and shop_<2i+1>: 216,000
+// selected row changes in all), runs FillStore, a group.Destination over
+// the two (as MergeBraid's) into an engine.Store bounded to 2 GiB and 10
+// million events, until every selected row change and the commit after the
+// last are in it, then stops the servers. FillStore subscribes a client id
+// that never acks, so the store drops nothing: every client id subscribed
+// afterwards starts at the first event, and -benchtime and -count are not
+// capped. The store is released when the parent returns, so the other
+// benchmarks' heap peaks do not include it.
+//
+// Each iteration of BenchmarkConsume/2-sources reads the whole store twice,
+// once per consumer, alternating which goes first, each with a client id
+// no run used before:
+//
+//   - canal: ConsumeCanal, an api/canal Server on a loopback port serving
+//     the store, read by one canal-go v1.1.2 SimpleCanalConnector
+//     (connect, subscribe, then GetWithOutAck of 1,000 entries waiting up
+//     to 100 ms and Ack, in a loop), which decodes each ROWDATA entry's
+//     RowChange and counts its RowDatas.
+//   - native: ConsumeNative, native.NewHandler on a loopback HTTP server,
+//     read by the Go client's Stream (package client, NDJSON decoded into
+//     Message, acked as it goes), counting the rows of each message's Data.
+//
+// Each must receive exactly the row changes in the store; a difference
+// fails the benchmark. A run's time is the wall time from connecting to the
+// last row change. Reported: canal-rows/s and native-rows/s (row changes
+// per second over all iterations) and canal-MB/s and native-MB/s (the bytes
+// the server wrote on the consumer's connection, in 10^6 bytes per second).
+// The totals are logged with, as a reference only, the merged stream's
+// rate BenchmarkMerge measured on the project's 2-core machine (694,250
+// rows/s, from the README) and each consumer's ratio to it: the issue's
+// target is a consumer faster than the merge, so that it is not the
+// bottleneck. The target is printed, met or MISSED, never asserted: the
+// reference was not measured in the same run. One line per iteration
+// follows, with how long each consumer took to its first row (canal's
+// first GET answers with 1,000 entries at once).
+//
 // # Running
 //
 //	make bench                                       # five iterations, alternating which goes first
 //	go test -run '^$' -bench . -benchtime 3x -timeout 20m ./bench/
 //	go test -run '^$' -bench 'Decode/braid-vs-canal' -benchtime 3x -count 5 ./bench/ > new.txt && benchstat new.txt
 //	go test -run '^$' -bench Merge -benchtime 3x ./bench/
+//	go test -run '^$' -bench Consume -benchtime 3x ./bench/
 //
 // The servers and the binlogs are set up once per process by each parent
 // benchmark, so -count and -benchtime repeat only the reading. go test runs
 // a sub-benchmark once with b.N = 1 before the -benchtime run, so -benchtime
 // 5x reads everything six times. On a two-core machine BenchmarkMerge's
 // setup takes about 30 s (servers, 23 s of generation, the skew wait) and
-// an iteration about 7 s.
+// an iteration about 7 s. BenchmarkConsume's setup takes about 10 s (6.5 s
+// of generation) and an iteration about 9 s.
 //
 // # Invariants
 //
@@ -159,7 +205,9 @@
 //
 // # Concurrency
 //
-// DecodeBraid, DecodeCanal, DecodeBraidEach, DecodeCanalEach and MergeBraid
-// own every goroutine they start and have stopped them when they return.
+// DecodeBraid, DecodeCanal, DecodeBraidEach, DecodeCanalEach, MergeBraid,
+// FillStore, ConsumeCanal and ConsumeNative own every goroutine they start
+// (the destination, the servers and their connections) and have stopped
+// them when they return.
 // Run one at a time: the peak heap they report is the whole process's.
 package bench

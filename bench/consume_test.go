@@ -1,0 +1,196 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+
+	"github.com/braid-cdc/braid/api"
+	"github.com/braid-cdc/braid/engine"
+	"github.com/braid-cdc/braid/internal/mysqltest"
+)
+
+const (
+	// consumeSources is how many servers feed the consumer benchmark's
+	// store.
+	consumeSources = 2
+	// consumeRounds is how many workload rounds each server's binlog
+	// holds: 80 rounds are 108,000 selected row changes a server, 216,000
+	// in all, enough that a consumer's start-up (connecting, subscribing)
+	// is a small part of its time.
+	consumeRounds = 80
+	// consumeAnchor is the store client id that keeps every event in the
+	// store: subscribed before filling, never acked.
+	consumeAnchor = "bench-anchor"
+	// mergedRowsPerSec is the merged stream's rate BenchmarkMerge measured
+	// on the project's 2-core machine (README, 2026-11-29), printed as a
+	// reference only.
+	mergedRowsPerSec = 694250
+)
+
+// consumeStoreConfig bounds the store generously: it holds the whole
+// stream, since nobody acks while it fills.
+var consumeStoreConfig = engine.StoreConfig{MaxBytes: 2 << 30, MaxEvents: 10_000_000}
+
+// consumeFixture is a filled store, served under ConsumeDest.
+type consumeFixture struct {
+	reg  *api.Registry
+	want int // the selected row changes in the store
+	ws   []*Workload
+	gen  time.Duration // writing the workloads, in parallel
+	fill FillResult
+}
+
+// setupConsumeFixture starts the servers, writes one workload into each
+// as shards (server i holds shop_<2i> and shop_<2i+1>), runs a
+// group.Destination over them into a store until every selected row change
+// is in it, and stops the servers, which are needed no more. The store
+// lives as long as the returned fixture: BenchmarkConsume, the parent,
+// builds it once per run (once per -count), and lets it go when it
+// returns, so that the other benchmarks' heap peaks do not include it.
+func setupConsumeFixture(b *testing.B) *consumeFixture {
+	b.Helper()
+	srvs := mysqltest.StartN(b, consumeSources,
+		mysqltest.WithArgs("--max-binlog-size=16M", "--innodb-buffer-pool-size=256M"))
+	conns := make([]*client.Conn, len(srvs))
+	for i, s := range srvs {
+		conns[i] = s.Conn(b)
+	}
+	f := &consumeFixture{ws: make([]*Workload, len(srvs))}
+	errs := make([]error, len(srvs))
+	began := time.Now()
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		wg.Go(func() {
+			f.ws[i], errs[i] = Generate(c, WorkloadConfig{Batches: consumeRounds, FirstShop: 2 * i})
+			if errs[i] != nil {
+				errs[i] = fmt.Errorf("server %d (%s): %w", i, srvs[i].Addr(), errs[i])
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		b.Fatal(err)
+	}
+	f.gen = time.Since(began)
+
+	cfgs := make([]DecodeConfig, len(srvs))
+	for i, s := range srvs {
+		cfgs[i] = DecodeConfig{Addr: s.Addr(), User: "root", Flavor: s.Flavor,
+			Start: f.ws[i].Start, End: f.ws[i].End, Tables: SelectedTables}
+		f.want += f.ws[i].Selected
+	}
+	store := engine.NewStore(consumeStoreConfig)
+	ctx, cancel := context.WithTimeout(b.Context(), decodeTimeout)
+	defer cancel()
+	var err error
+	if f.fill, err = FillStore(ctx, cfgs, store, consumeAnchor, f.want); err != nil {
+		b.Fatal(err)
+	}
+	for _, s := range srvs {
+		s.Stop(b) // their cleanup removes them when the parent ends
+	}
+	f.reg = api.NewRegistry()
+	f.reg.Add(&api.Served{Name: ConsumeDest, Store: store})
+	return f
+}
+
+// BenchmarkConsume reads a pre-filled store with one canal-go consumer
+// through api/canal and with one Go-client consumer through api/native;
+// see the package documentation for what it reports.
+func BenchmarkConsume(b *testing.B) {
+	f := setupConsumeFixture(b)
+	b.Run(fmt.Sprintf("%d-sources", consumeSources), func(b *testing.B) { benchConsume(b, f) })
+}
+
+// consumeIDs numbers the consumers of a process: each run is a new client
+// id, which starts at the store's first event (the anchor keeps it there).
+var consumeIDs int
+
+// consumer is one way of reading the store.
+type consumer struct {
+	name string
+	run  func(ctx context.Context, reg *api.Registry, id, want int) (ConsumeResult, error)
+}
+
+var consumers = []consumer{
+	{"canal", func(ctx context.Context, reg *api.Registry, id, want int) (ConsumeResult, error) {
+		return ConsumeCanal(ctx, reg, ConsumeDest, id, want)
+	}},
+	{"native", func(ctx context.Context, reg *api.Registry, id, want int) (ConsumeResult, error) {
+		return ConsumeNative(ctx, reg, ConsumeDest, fmt.Sprintf("native-%d", id), want)
+	}},
+}
+
+// measure runs the consumer with a fresh client id; it fails the benchmark
+// unless every row change arrived, once.
+func (c consumer) measure(b *testing.B, f *consumeFixture) ConsumeResult {
+	b.Helper()
+	consumeIDs++
+	ctx, cancel := context.WithTimeout(b.Context(), decodeTimeout)
+	defer cancel()
+	r, err := c.run(ctx, f.reg, consumeIDs, f.want)
+	if err != nil {
+		b.Fatalf("%s: %v", c.name, err)
+	}
+	if r.Rows != f.want {
+		b.Fatalf("%s delivered %d row changes, want %d (what the store holds)", c.name, r.Rows, f.want)
+	}
+	return r
+}
+
+// consumeTotal accumulates the runs of one consumer.
+type consumeTotal struct {
+	total
+	bytes int64
+}
+
+func (t *consumeTotal) add(r ConsumeResult) {
+	t.total.add(r.Result)
+	t.bytes += r.Bytes
+}
+
+func (t *consumeTotal) mbPerSec() float64 { return float64(t.bytes) / 1e6 / t.elapsed.Seconds() }
+
+func benchConsume(b *testing.B, f *consumeFixture) {
+	totals := map[string]*consumeTotal{}
+	for _, c := range consumers {
+		totals[c.name] = &consumeTotal{}
+	}
+	var lines []string // one per iteration, logged after the totals
+	for i := 0; i < b.N; i++ {
+		// Alternate which goes first.
+		order := []consumer{consumers[i%2], consumers[(i+1)%2]}
+		res := map[string]ConsumeResult{}
+		for _, c := range order {
+			r := c.measure(b, f)
+			res[c.name] = r
+			totals[c.name].add(r)
+		}
+		cn, nt := res["canal"], res["native"]
+		lines = append(lines, fmt.Sprintf("iteration %d (%s first): canal %.0f rows/s, %.1f MB/s, first row after %v; native %.0f rows/s, %.1f MB/s, first row after %v",
+			i+1, order[0].name, cn.RowsPerSec(), cn.MBPerSec(), cn.FirstRow.Round(time.Millisecond),
+			nt.RowsPerSec(), nt.MBPerSec(), nt.FirstRow.Round(time.Millisecond)))
+	}
+	cn, nt := totals["canal"], totals["native"]
+	b.ReportMetric(0, "ns/op") // an iteration is two consumers: its time alone means nothing
+	b.ReportMetric(cn.rowsPerSec(), "canal-rows/s")
+	b.ReportMetric(nt.rowsPerSec(), "native-rows/s")
+	b.ReportMetric(cn.mbPerSec(), "canal-MB/s")
+	b.ReportMetric(nt.mbPerSec(), "native-MB/s")
+	// go test keeps a benchmark's first ten log lines: totals first.
+	b.Logf("%d iteration(s), %d row changes each: canal-go consumer %.0f rows/s (%.1f MB/s on the wire), native Go-client consumer %.0f rows/s (%.1f MB/s); for reference, the merged stream BenchmarkMerge measured (README, 2-core go-svc machine): %d rows/s, canal/merged %.2fx (target >= 1.0: %s), native/merged %.2fx (target >= 1.0: %s)",
+		b.N, f.want, cn.rowsPerSec(), cn.mbPerSec(), nt.rowsPerSec(), nt.mbPerSec(), mergedRowsPerSec,
+		cn.rowsPerSec()/mergedRowsPerSec, met(cn.rowsPerSec()/mergedRowsPerSec, 1.0),
+		nt.rowsPerSec()/mergedRowsPerSec, met(nt.rowsPerSec()/mergedRowsPerSec, 1.0))
+	b.Logf("store: %d events, %.1f MiB (estimated), filled in %v; workload: %s",
+		f.fill.Events, mib(uint64(f.fill.Bytes)), f.fill.Took.Round(time.Millisecond), workloadsString(f.ws, f.gen))
+	for _, l := range lines {
+		b.Log(l)
+	}
+}
