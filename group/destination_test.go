@@ -354,7 +354,7 @@ func TestHugeTransactionBoundedStore(t *testing.T) {
 	var rows, txs int
 	var open uint64 // the seq of the transaction being read, 0 between
 	deadline := time.Now().Add(2 * time.Minute)
-	for rows < 200002 {
+	for rows < 200002 || txs < 3 {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d rows after 2 minutes", rows)
 		}
