@@ -40,7 +40,8 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "       braid capture -f spec.yaml [--http-port 8081] [--canal-port 11111] [--listen ADDR]   # serve instead of printing")
 		fmt.Fprintln(stderr, "\nReads the binlogs of the destination's sources, merges their transactions in")
 		fmt.Fprintln(stderr, "commit order (ordering: strict) and prints row changes and DDL as canal")
-		fmt.Fprintln(stderr, "flat-message JSON lines on stdout; logs go to stderr. Ctrl-C stops it.")
+		fmt.Fprintln(stderr, "flat-message JSON lines on stdout, or serves them to consumers with --canal-port")
+		fmt.Fprintln(stderr, "and --http-port; logs go to stderr. Ctrl-C stops it.")
 		fmt.Fprintln(stderr, "\nFlags:")
 		fs.PrintDefaults()
 	}

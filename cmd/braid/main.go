@@ -17,7 +17,7 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"capture": {"stream one destination's changes to stdout as canal flat-message JSON lines (embedded mode)", runCapture},
+	"capture": {"read a destination's sources, merge them, and print the stream as flat-message JSON lines or serve it (canal protocol, HTTP)", runCapture},
 	"tail":    {"print a destination's stream from a braid node, acking as it goes", runTail},
 	"version": {"print braid's version", runVersion},
 }
