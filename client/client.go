@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/braid-cdc/braid/api/wire"
 )
 
 // ErrBusy: another stream of the same client id is open on the server.
@@ -171,60 +173,17 @@ func (c *Client) State(ctx context.Context, name string) (*State, error) {
 	return &st, nil
 }
 
-// State is a destination's state: its merge's progress per source, its
-// store's use, and the client ids that streamed it from this node.
-type State struct {
-	Name string `json:"name"`
-	// Seq is the last transaction the merge emitted; Late counts those that
-	// came below a promised watermark.
-	Seq     uint64        `json:"seq"`
-	Late    int           `json:"late"`
-	Sources []SourceState `json:"sources"`
-	// Stats is the destination's own report when it is not a merge's.
-	Stats   json.RawMessage `json:"stats,omitempty"`
-	Store   StoreState      `json:"store"`
-	Clients []ClientState   `json:"clients"`
-}
-
-// SourceState is one source's progress.
-type SourceState struct {
-	Name string `json:"name"`
-	// Pos is where the source resumes after the last transaction emitted,
-	// "file:pos".
-	Pos string `json:"pos"`
-	// LastCommit is the commit time of its last transaction; LagMs the time
-	// since in milliseconds. Nil before the first.
-	LastCommit *time.Time `json:"lastCommit,omitempty"`
-	LagMs      *int64     `json:"lagMs,omitempty"`
-	LastSeen   *time.Time `json:"lastSeen,omitempty"`
-	// Waiting is set while strict order waits for this source.
-	Waiting bool `json:"waiting"`
-}
-
-// StoreState is a destination store's use.
-type StoreState struct {
-	Events    int   `json:"events"`
-	Bytes     int64 `json:"bytes"`
-	PeakBytes int64 `json:"peakBytes"`
-}
-
-// ClientState is one consumer of a destination.
-type ClientState struct {
-	ID             string       `json:"id"`
-	Streaming      bool         `json:"streaming"`
-	AckedSeq       uint64       `json:"ackedSeq"`
-	PendingBatches int          `json:"pendingBatches"`
-	Cursor         *CursorState `json:"cursor,omitempty"`
-}
-
-// CursorState is a consumer's cursor: a seq and each source's position.
-type CursorState struct {
-	Seq     uint64 `json:"seq"`
-	Sources []struct {
-		Name string `json:"name"`
-		Pos  string `json:"pos"`
-	} `json:"sources"`
-}
+// The state's JSON shapes are the server's (package wire).
+type (
+	// State is a destination's state: its merge's progress per source, its
+	// store's use, and the client ids that streamed it from the node.
+	State          = wire.State
+	SourceState    = wire.SourceState
+	StoreState     = wire.StoreState
+	ClientState    = wire.ClientState
+	CursorState    = wire.CursorState
+	SourcePosition = wire.SourcePosition
+)
 
 // Message is one flat message: canal's FlatMessage fields and braid's.
 type Message struct {
