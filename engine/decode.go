@@ -32,10 +32,8 @@ func newDecoder(p *Parser) *decoder {
 // decoded ("raw" values) to braid's Values.
 type tableCodec struct {
 	*Table
-	// convert lists the columns whose go-mysql value is not already
-	// braid's Value (see convertValue); the others pass untouched.
-	// converts[i] says the same of column i.
-	convert  []int
+	// converts[i] is set for the columns whose go-mysql value is not
+	// already braid's Value (see convertValue); the others pass untouched.
 	converts []bool
 	// enums holds each ENUM column's members boxed once, so a row's ENUM
 	// value costs no allocation.
@@ -77,7 +75,6 @@ func newTableCodec(t *Table, tm *replication.TableMapEvent) *tableCodec {
 			}
 			tc.binWidth[i] = stringWidth(tm.ColumnMeta[i])
 		}
-		tc.convert = append(tc.convert, i)
 		tc.converts[i] = true
 	}
 	return tc
@@ -275,13 +272,15 @@ func binlogTypeName(tm *replication.TableMapEvent, i int) string {
 func (t *tableCodec) values(raw []any) []Value {
 	out := make([]Value, len(raw))
 	copy(out, raw)
-	for _, i := range t.convert {
-		out[i] = t.value(i, raw[i])
+	for i, conv := range t.converts {
+		if conv {
+			out[i] = t.value(i, raw[i])
+		}
 	}
 	return out
 }
 
-// value converts go-mysql's value of column i. Columns outside t.convert
+// value converts go-mysql's value of column i. Columns not in t.converts
 // need no conversion; value is only called for the others.
 func (t *tableCodec) value(i int, v any) Value {
 	switch {

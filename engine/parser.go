@@ -121,13 +121,6 @@ func NewParser(cfg ParserConfig) (*Parser, error) {
 // ServerID is the replica server_id the parser presents to its source.
 func (p *Parser) ServerID() uint32 { return p.spec.ServerID }
 
-// Schema returns the schema history as of the last emitted boundary, to be
-// saved with a cursor. Call it only from the emit callback or after Run
-// returns. While the parser is still before the server's position at start
-// and some pre-existing table has shown neither a row nor a DDL (see
-// loadSchema), that table's live schema is in the snapshot as if known.
-func (p *Parser) Schema() SchemaSnapshot { return p.schema.Snapshot() }
-
 // Run connects, emits events through emit until ctx is done or a fatal
 // error, and returns nil when ctx ends it.
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -178,15 +179,25 @@ type AckResult struct {
 	Pending int `json:"pending"`
 }
 
-func (h *handler) ack(w http.ResponseWriter, r *http.Request) {
+// lookupClient is lookup plus the request's client-id parameter; it answers
+// the error itself.
+func (h *handler) lookupClient(w http.ResponseWriter, r *http.Request) (*api.Served, string, url.Values, bool) {
 	s, ok := h.lookup(w, r)
 	if !ok {
-		return
+		return nil, "", nil, false
 	}
 	q := r.URL.Query()
 	id, err := clientID(q.Get("client-id"))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
+		return nil, "", nil, false
+	}
+	return s, id, q, true
+}
+
+func (h *handler) ack(w http.ResponseWriter, r *http.Request) {
+	s, id, q, ok := h.lookupClient(w, r)
+	if !ok {
 		return
 	}
 	if q.Get("seq") == "" {

@@ -17,17 +17,14 @@ var errBusy = errors.New("native: client id is streaming")
 
 // stream serves GET /v1/destinations/{name}/stream; see the package doc.
 func (h *handler) stream(w http.ResponseWriter, r *http.Request) {
-	s, ok := h.lookup(w, r)
+	s, id, q, ok := h.lookupClient(w, r)
 	if !ok {
 		return
 	}
-	q := r.URL.Query()
-	id, err := clientID(q.Get("client-id"))
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	var after uint64
+	var (
+		after uint64
+		err   error
+	)
 	if v := q.Get("after"); v != "" {
 		if after, err = strconv.ParseUint(v, 10, 64); err != nil {
 			writeError(w, http.StatusBadRequest, fmt.Sprintf("parameter after %q is not an unsigned integer (the seq of the last transaction acked)", v))

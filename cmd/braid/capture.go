@@ -111,12 +111,11 @@ const cursorEvery = 500 * time.Millisecond
 
 // capture streams the destination to w until ctx ends or max messages.
 func capture(ctx context.Context, spec *engine.Spec, w io.Writer, opt captureOptions, log *slog.Logger) error {
-	router, err := group.NewRouter(spec.Route)
-	if err != nil {
-		return err
-	}
-	var cursors group.CursorStore
-	var resume *group.Cursor
+	var (
+		cursors group.CursorStore
+		resume  *group.Cursor
+		err     error
+	)
 	if opt.cursorDir != "" {
 		cursors = &group.FileStore{Dir: opt.cursorDir}
 		if resume, err = cursors.Load(spec.Name, "capture"); err != nil {
@@ -126,26 +125,17 @@ func capture(ctx context.Context, spec *engine.Spec, w io.Writer, opt captureOpt
 			log.Info("resuming from cursor", "dest", spec.Name, "seq", resume.Seq)
 		}
 	}
-	dest, err := group.New(group.Config{Spec: spec, Resume: resume, Logger: log})
+	// The merge fills a bounded store; this loop is its one client, printing
+	// batches and acking them once they are flushed.
+	p, err := startPipeline(ctx, spec, resume, log, "capture")
 	if err != nil {
 		return err
 	}
-	// The merge fills a bounded store; this loop is its one client, printing
-	// batches and acking them once they are flushed.
-	store := engine.NewStore(engine.StoreConfig{})
-	store.Subscribe("capture")
-	rctx, stopRun := context.WithCancel(ctx)
-	var runErr error
-	runDone := make(chan struct{})
-	go func() {
-		runErr = dest.RunInto(rctx, store)
-		store.Close() // the loop drains what is left, then stops
-		close(runDone)
-	}()
-	defer func() { stopRun(); <-runDone }()
+	defer p.close()
+	store := p.store
 
 	out := bufio.NewWriterSize(w, 64<<10)
-	fw := &engine.FlatWriter{Rename: router.Rename}
+	fw := &engine.FlatWriter{Rename: p.router.Rename}
 	printed := 0
 	line := func(b []byte) error {
 		out.Write(b)
@@ -168,9 +158,9 @@ func capture(ctx context.Context, spec *engine.Spec, w io.Writer, opt captureOpt
 	for {
 		b, err := store.Get(ctx, "capture", 1024, 200*time.Millisecond)
 		if errors.Is(err, engine.ErrStoreClosed) {
-			<-runDone
-			if runErr != nil {
-				return runErr
+			<-p.done
+			if p.err != nil {
+				return p.err
 			}
 			return save()
 		}

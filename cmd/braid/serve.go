@@ -40,26 +40,64 @@ func lockedRename(r *group.Router) func(string, string) (string, string) {
 	}
 }
 
+// pipeline is a destination merging into a bounded store on its own
+// goroutine: what capture prints from and what the servers serve.
+type pipeline struct {
+	router *group.Router
+	dest   *group.Destination
+	store  *engine.Store
+	stop   context.CancelFunc
+	done   chan struct{} // closed when the run ended; err is then set
+	err    error
+}
+
+// startPipeline starts spec's destination (from resume, if set) into a new
+// store with the given client ids subscribed.
+func startPipeline(ctx context.Context, spec *engine.Spec, resume *group.Cursor, log *slog.Logger, clients ...string) (*pipeline, error) {
+	router, err := group.NewRouter(spec.Route)
+	if err != nil {
+		return nil, err
+	}
+	dest, err := group.New(group.Config{Spec: spec, Resume: resume, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	store := engine.NewStore(engine.StoreConfig{})
+	for _, c := range clients {
+		store.Subscribe(c)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	p := &pipeline{router: router, dest: dest, store: store, stop: stop, done: make(chan struct{})}
+	go func() {
+		p.err = dest.RunInto(rctx, store)
+		store.Close() // readers drain what is left, then stop
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// close stops the run and waits for it.
+func (p *pipeline) close() {
+	p.stop()
+	<-p.done
+}
+
 // serve runs the destination into a store and serves it to consumers until
 // ctx ends.
 func serve(ctx context.Context, spec *engine.Spec, opt serveOptions, log *slog.Logger) error {
-	router, err := group.NewRouter(spec.Route)
+	p, err := startPipeline(ctx, spec, nil, log)
 	if err != nil {
 		return err
 	}
-	dest, err := group.New(group.Config{Spec: spec, Logger: log})
-	if err != nil {
-		return err
-	}
-	store := engine.NewStore(engine.StoreConfig{})
+	defer p.close()
 	reg := api.NewRegistry()
-	reg.Add(&api.Served{Name: spec.Name, Store: store, Rename: lockedRename(router), Stats: func() any { return dest.Stats() }})
+	reg.Add(&api.Served{Name: spec.Name, Store: p.store, Rename: lockedRename(p.router), Stats: func() any { return p.dest.Stats() }})
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	errs := make(chan error, 3)
+	errs := make(chan error, 2)
 	if opt.httpPort > 0 {
 		l, err := net.Listen("tcp", net.JoinHostPort(opt.listen, strconv.Itoa(opt.httpPort)))
 		if err != nil {
@@ -93,15 +131,11 @@ func serve(ctx context.Context, spec *engine.Spec, opt serveOptions, log *slog.L
 			}
 		})
 	}
-	wg.Go(func() {
-		if err := dest.RunInto(ctx, store); err != nil {
-			errs <- err
-		}
-		store.Close()
-	})
 	select {
 	case <-ctx.Done():
 		return nil
+	case <-p.done:
+		return p.err // nil only when ctx ended
 	case err := <-errs:
 		return err
 	}
