@@ -87,12 +87,14 @@ type total struct {
 	rows    int
 	elapsed time.Duration
 	peak    uint64
+	live    uint64
 }
 
 func (t *total) add(r Result) {
 	t.rows += r.Rows
 	t.elapsed += r.Elapsed
 	t.peak = max(t.peak, r.PeakHeap)
+	t.live = max(t.live, r.PeakLive)
 }
 
 func (t *total) rowsPerSec() float64 { return float64(t.rows) / t.elapsed.Seconds() }

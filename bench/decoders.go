@@ -51,8 +51,10 @@ type Result struct {
 	// change: connecting, reading schemas and whatever else it does before
 	// streaming.
 	FirstRow time.Duration
-	// PeakHeap is the highest Go heap in use while the decoder ran, in bytes.
-	PeakHeap uint64
+	// PeakHeap is the highest Go heap in use while the decoder ran, in
+	// bytes; PeakLive the highest live heap (what the last GC kept: the
+	// memory the decoder held, without garbage).
+	PeakHeap, PeakLive uint64
 }
 
 // RowsPerSec is Rows over Elapsed.
@@ -75,6 +77,7 @@ func sampled(ctx context.Context, cfg DecodeConfig, decode func(context.Context,
 	heap := startHeapSampler()
 	res, err := decode(ctx, cfg)
 	res.PeakHeap = heap.Stop()
+	res.PeakLive = heap.Live()
 	return res, err
 }
 

@@ -122,10 +122,14 @@
 // over all iterations), merged/unmerged and merged/canal (the ratios of
 // those rates), and merged-peak-heap-MiB, unmerged-peak-heap-MiB and
 // canal-peak-heap-MiB (the process's peak heap in use while each way ran,
-// as in BenchmarkDecode), and merged-store-peak-MiB (the most the store held,
-// never above its bound: the merge waited instead). The targets, merged at least 0.9x
-// unmerged and at least 1.0x canal, are printed with the totals, met or
-// MISSED, and never asserted. The totals are logged first (go test keeps a
+// as in BenchmarkDecode), merged-store-peak-MiB (the most the store held,
+// never above its bound: the merge waited instead) and merged-live-heap-MiB
+// (the merged run's peak live heap, what the last GC kept, garbage
+// excluded). The targets, merged at least 0.9x unmerged and at
+// least 1.0x canal, and the merged run's memory bound (its store's bound
+// plus, per source, its queue's bound and its parser's read-ahead; see
+// group.Config) against its peak live heap, are printed with the totals,
+// met or MISSED, and never asserted. The totals are logged first (go test keeps a
 // benchmark's first ten log lines), then the workload, then one line per
 // iteration with its wall time and how long the merged stream took to
 // deliver its first row.

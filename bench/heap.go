@@ -17,12 +17,18 @@ var heapInuseMetrics = []string{
 	"/memory/classes/heap/unused:bytes",
 }
 
-// heapSampler records the peak heap in use while it runs. Its goroutine is
+// liveHeapMetric is the heap marked live by the last GC: what is still held,
+// garbage excluded (the in-use heap runs up to GOGC% above it).
+const liveHeapMetric = "/gc/heap/live:bytes"
+
+// heapSampler records the peak heap in use, and the peak live heap, while it
+// runs. Its goroutine is
 // owned by whoever called startHeapSampler and ends in Stop.
 type heapSampler struct {
 	stop chan struct{}
 	done chan struct{}
 	peak uint64 // written by the goroutine, read after done is closed
+	live uint64 // likewise
 }
 
 // startHeapSampler collects garbage, so that what an earlier run left does
@@ -30,11 +36,16 @@ type heapSampler struct {
 func startHeapSampler() *heapSampler {
 	runtime.GC()
 	h := &heapSampler{stop: make(chan struct{}), done: make(chan struct{})}
-	samples := make([]metrics.Sample, len(heapInuseMetrics))
+	inuse := make([]metrics.Sample, len(heapInuseMetrics))
 	for i, name := range heapInuseMetrics {
-		samples[i].Name = name
+		inuse[i].Name = name
 	}
-	h.peak = heapInuse(samples)
+	live := []metrics.Sample{{Name: liveHeapMetric}}
+	sample := func() {
+		h.peak = max(h.peak, heapInuse(inuse))
+		h.live = max(h.live, heapInuse(live))
+	}
+	sample()
 	go func() {
 		defer close(h.done)
 		tick := time.NewTicker(heapSampleEvery)
@@ -42,10 +53,10 @@ func startHeapSampler() *heapSampler {
 		for {
 			select {
 			case <-h.stop:
-				h.peak = max(h.peak, heapInuse(samples))
+				sample()
 				return
 			case <-tick.C:
-				h.peak = max(h.peak, heapInuse(samples))
+				sample()
 			}
 		}
 	}()
@@ -58,6 +69,9 @@ func (h *heapSampler) Stop() uint64 {
 	<-h.done
 	return h.peak
 }
+
+// Live returns the peak live heap, in bytes; call it after Stop.
+func (h *heapSampler) Live() uint64 { return h.live }
 
 func heapInuse(samples []metrics.Sample) uint64 {
 	metrics.Read(samples)

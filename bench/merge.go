@@ -77,7 +77,7 @@ func decodeEach(ctx context.Context, cfgs []DecodeConfig, decode func(context.Co
 		})
 	}
 	wg.Wait()
-	g := GroupResult{Result: Result{Elapsed: time.Since(began), PeakHeap: heap.Stop()}, Sources: make([]int, len(cfgs))}
+	g := GroupResult{Result: Result{Elapsed: time.Since(began), PeakHeap: heap.Stop(), PeakLive: heap.Live()}, Sources: make([]int, len(cfgs))}
 	for i, r := range results {
 		g.Rows += r.Rows
 		g.Sources[i] = r.Rows
@@ -211,6 +211,7 @@ func MergeBraid(ctx context.Context, cfgs []DecodeConfig, want int) (GroupResult
 	}
 	res.Elapsed = time.Since(began)
 	res.PeakHeap = heap.Stop()
+	res.PeakLive = heap.Live()
 	res.StorePeak = store.Stats().PeakBytes
 	switch {
 	case err != nil:
@@ -260,4 +261,22 @@ func (c *mergeChecker) check(src int, ev *engine.Event) error {
 		}
 	}
 	return nil
+}
+
+// readAheadEventBytes is what one binlog event read ahead by go-mysql may
+// hold: the event (at most 8 KiB by the servers' default
+// binlog_row_event_max_size) and its decoded row images (measured: about
+// twice the event for the workload's narrow rows).
+const readAheadEventBytes = 3 * 8 << 10
+
+// mergeMemoryBound is the memory MergeBraid's destination may hold with n
+// sources: its store's bound and, per source, its queue's bound and its
+// parser's read-ahead.
+func mergeMemoryBound(n int) float64 {
+	return float64(MergeStoreBytes + int64(n)*(group.DefaultQueueBytes+group.DefaultReadAhead*readAheadEventBytes))
+}
+
+func mergeMemoryBoundString(n int) string {
+	return fmt.Sprintf("store %d MiB + %d sources × (queue %d MiB + read-ahead %d events × %d KiB)",
+		MergeStoreBytes>>20, n, group.DefaultQueueBytes>>20, group.DefaultReadAhead, readAheadEventBytes>>10)
 }

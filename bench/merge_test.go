@@ -193,10 +193,14 @@ func benchMerge(b *testing.B, cfgs []DecodeConfig, ws []*Workload) {
 	b.ReportMetric(mib(u.peak), "unmerged-peak-heap-MiB")
 	b.ReportMetric(mib(c.peak), "canal-peak-heap-MiB")
 	b.ReportMetric(mib(uint64(storePeak)), "merged-store-peak-MiB")
+	b.ReportMetric(mib(m.live), "merged-live-heap-MiB")
+	bound := mergeMemoryBound(len(cfgs))
 	// go test keeps a benchmark's first ten log lines: totals first.
 	b.Logf("%d iteration(s) over %d sources: merged %.0f rows/s, unmerged %.0f rows/s, canal %.0f rows/s; merged/unmerged %.2fx (target >= 0.9: %s), merged/canal %.2fx (target >= 1.0: %s); peak heap merged %.1f MiB (store peak %.1f of %d MiB), unmerged %.1f MiB, canal %.1f MiB",
 		b.N, len(cfgs), m.rowsPerSec(), u.rowsPerSec(), c.rowsPerSec(),
 		vsUnmerged, met(vsUnmerged, 0.9), vsCanal, met(vsCanal, 1.0), mib(m.peak), mib(uint64(storePeak)), MergeStoreBytes>>20, mib(u.peak), mib(c.peak))
+	b.Logf("merged memory: peak live heap %.1f MiB against the bound %.1f MiB (%s) (target: within it: %s); the in-use heap adds garbage up to GOGC (100%%) above the live heap",
+		mib(m.live), bound/(1<<20), mergeMemoryBoundString(len(cfgs)), met(bound/float64(m.live), 1.0))
 	b.Logf("workload: %s", workloadsString(ws, mergeFixture.took))
 	for _, l := range lines {
 		b.Log(l)

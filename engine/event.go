@@ -87,6 +87,12 @@ type Event struct {
 	// Seq is the merged transaction's sequence number, set by the merge
 	// (package group) on the events of a transaction it emits; 0 before.
 	Seq uint64
+
+	// binlogBytes is the size of the binlog event an EventRows's values
+	// share (decoded strings point into it), held as long as they are.
+	binlogBytes int64
+	// size memoizes Size: an event does not change once emitted.
+	size int64
 }
 
 // RowChange is one row's change.
@@ -144,9 +150,17 @@ type DDL struct {
 }
 
 // Size estimates the memory an event holds, for the store's bound: a fixed
-// overhead, and for row changes each value's header and bytes.
+// overhead; for row changes, the binlog event their decoded values share,
+// and each value's header, boxed number or own bytes (decoded by go-mysql's
+// fallback decoder: counted even when shared, erring on the safe side).
+//
+// The first call computes and remembers it: call it only once the event is
+// complete (emitted), as the destination's queues and the store do.
 func (e *Event) Size() int64 {
-	n := int64(256)
+	if e.size > 0 {
+		return e.size
+	}
+	n := int64(256) + e.binlogBytes
 	if e.DDL != nil {
 		n += int64(len(e.DDL.SQL))
 	}
@@ -154,11 +168,17 @@ func (e *Event) Size() int64 {
 		rc := &e.Rows[i]
 		n += 96 + imageSize(rc.before) + imageSize(rc.after)
 	}
+	e.size = n
 	return n
 }
 
+// imageSize is a row image's slice, an interface header and a boxed value
+// of 8 bytes per column, and the bytes of strings and byte slices.
 func imageSize(img []any) int64 {
-	n := int64(24 + 16*len(img))
+	if img == nil {
+		return 0
+	}
+	n := int64(24 + 24*len(img))
 	for _, v := range img {
 		switch x := v.(type) {
 		case string:

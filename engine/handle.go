@@ -84,7 +84,7 @@ func (p *Parser) handle(ctx context.Context, e *replication.BinlogEvent, emit fu
 		return nil
 
 	case *replication.RowsEvent:
-		return p.handleRows(ctx, ev, start, hdr.ServerID, emit)
+		return p.handleRows(ctx, ev, start, hdr, emit)
 
 	case *replication.HeartbeatEvent:
 		if p.replay.open {
@@ -176,14 +176,14 @@ func (p *Parser) handleDDL(ctx context.Context, ev *replication.QueryEvent, hdr 
 }
 
 // handleRows emits the row changes of a rows event of a selected table.
-func (p *Parser) handleRows(ctx context.Context, ev *replication.RowsEvent, start Position, serverID uint32, emit func(*Event) error) error {
+func (p *Parser) handleRows(ctx context.Context, ev *replication.RowsEvent, start Position, hdr *replication.EventHeader, emit func(*Event) error) error {
 	if len(ev.Rows) == 0 || ev.Table == nil {
 		return nil // a table braid does not read: not decoded at all
 	}
 	if !p.tx.open {
 		// Rows outside BEGIN/COMMIT only come from a server without
 		// transactions in its binlog; treat the event as its own transaction.
-		p.openTx(start, "", p.tx.commit, serverID)
+		p.openTx(start, "", p.tx.commit, hdr.ServerID)
 	}
 	if p.skipping() {
 		return nil
@@ -236,7 +236,8 @@ func (p *Parser) handleRows(ctx context.Context, ev *replication.RowsEvent, star
 	if len(changes) == 0 {
 		return nil
 	}
-	return emit(&Event{Type: EventRows, Source: p.spec.Name, ServerID: p.tx.serverID, Pos: start, GTID: p.tx.gtid, CommitTime: p.tx.commit, Rows: changes})
+	return emit(&Event{Type: EventRows, Source: p.spec.Name, ServerID: p.tx.serverID, Pos: start, GTID: p.tx.gtid, CommitTime: p.tx.commit, Rows: changes,
+		binlogBytes: int64(hdr.EventSize)})
 }
 
 // rowFilter is go-mysql's RowsEventDecodeFunc: it decodes the rows of

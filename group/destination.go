@@ -8,6 +8,7 @@ import (
 	"math"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/braid-cdc/braid/engine"
@@ -21,10 +22,20 @@ type Config struct {
 	// Resume continues after this cursor instead of the sources' start
 	// positions.
 	Resume *Cursor
-	// QueueEvents bounds each source's queue of events read ahead of the
-	// merge; a full queue makes its parser wait. Default: 256 (measured in
-	// bench/: 1024 held 300 MiB for four sources and merged slower).
+	// QueueEvents and QueueBytes bound each source's queue of events read
+	// ahead of the merge, in events and in estimated bytes (Event.Size); a
+	// full queue makes its parser wait, though an empty one always takes
+	// one event. Defaults: 256 events (measured in bench/: 1024 held
+	// 300 MiB for four sources and merged slower) and 4 MiB. A
+	// destination's memory is therefore bounded by its store's bound plus,
+	// per source, QueueBytes and the parser's read-ahead (ReadAhead
+	// binlog events, at most 8 KiB each by MariaDB's and MySQL's default
+	// binlog_row_event_max_size, and their decoded rows).
 	QueueEvents int
+	QueueBytes  int64
+	// ReadAhead is each parser's engine.ParserConfig.ReadAhead. Default:
+	// 128.
+	ReadAhead int
 	// StallLog is how long strict order may wait for a source before each
 	// log line naming it. Default: 5s.
 	StallLog time.Duration
@@ -33,6 +44,13 @@ type Config struct {
 	// Now is the clock heartbeats are stamped with. Default: time.Now.
 	Now func() time.Time
 }
+
+// The defaults of Config's bounds.
+const (
+	DefaultQueueEvents       = 256
+	DefaultQueueBytes  int64 = 4 << 20
+	DefaultReadAhead         = 128
+)
 
 // Destination reads every source of a spec with an engine.Parser and merges
 // their transactions into one stream (see Merger for the order).
@@ -80,7 +98,13 @@ func New(cfg Config) (*Destination, error) {
 		return nil, errors.New("group: no spec")
 	}
 	if cfg.QueueEvents <= 0 {
-		cfg.QueueEvents = 256
+		cfg.QueueEvents = DefaultQueueEvents
+	}
+	if cfg.QueueBytes <= 0 {
+		cfg.QueueBytes = DefaultQueueBytes
+	}
+	if cfg.ReadAhead <= 0 {
+		cfg.ReadAhead = DefaultReadAhead
 	}
 	if cfg.StallLog <= 0 {
 		cfg.StallLog = 5 * time.Second
@@ -105,10 +129,7 @@ func New(cfg Config) (*Destination, error) {
 	d.lastSeen = make([]time.Time, len(spec.Sources))
 	for i, src := range spec.Sources {
 		pc := engine.ParserConfig{Destination: spec.Name, Source: src, Tables: filter,
-			Heartbeat: time.Duration(spec.Heartbeat), Logger: d.log,
-			// The source's queue reads ahead too: together they are
-			// what one parser alone reads ahead.
-			ReadAhead: max(64, 1024-cfg.QueueEvents)}
+			Heartbeat: time.Duration(spec.Heartbeat), Logger: d.log, ReadAhead: cfg.ReadAhead}
 		d.cursor.Sources[i].Name = src.Name
 		if r := cfg.Resume; r != nil {
 			sc := r.Sources[i]
@@ -174,10 +195,52 @@ func (d *Destination) publish(force bool) {
 func (d *Destination) Late() int { return d.merger.Late() }
 
 // sourceQueue is one source's events on their way from its parser to the
-// merge, and the parser's final error.
+// merge, bounded in events (the channel's capacity) and in bytes, and the
+// parser's final error.
 type sourceQueue struct {
-	ch  chan *engine.Event
-	err error // set before ch is closed
+	ch       chan *engine.Event
+	bytes    atomic.Int64 // Size of the events in ch
+	maxBytes int64
+	room     chan struct{} // signalled (capacity 1) when the merge takes an event
+	err      error         // set before ch is closed
+}
+
+func newSourceQueue(events int, maxBytes int64) *sourceQueue {
+	return &sourceQueue{ch: make(chan *engine.Event, events), maxBytes: maxBytes, room: make(chan struct{}, 1)}
+}
+
+// put sends ev, waiting while the queue is full; an empty queue always
+// takes it, so that a single event larger than the bound passes.
+func (q *sourceQueue) put(ctx context.Context, ev *engine.Event) error {
+	size := ev.Size()
+	for {
+		held := q.bytes.Load()
+		if held == 0 || held+size <= q.maxBytes {
+			break
+		}
+		select {
+		case <-q.room:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	q.bytes.Add(size)
+	select {
+	case q.ch <- ev:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// took is called by the merge for each event it receives from ch.
+func (q *sourceQueue) took(ev *engine.Event) *engine.Event {
+	q.bytes.Add(-ev.Size())
+	select {
+	case q.room <- struct{}{}:
+	default:
+	}
+	return ev
 }
 
 // Run reads every source and calls emit with the merged stream until ctx
@@ -194,7 +257,7 @@ func (d *Destination) Run(parent context.Context, emit func(*engine.Event) error
 	var wg sync.WaitGroup
 	defer wg.Wait() // after cancel: the parsers stop, then Run returns
 	for i, p := range d.parsers {
-		q := &sourceQueue{ch: make(chan *engine.Event, d.cfg.QueueEvents)}
+		q := newSourceQueue(d.cfg.QueueEvents, d.cfg.QueueBytes)
 		queues[i] = q
 		wg.Go(func() {
 			defer close(q.ch)
@@ -202,12 +265,7 @@ func (d *Destination) Run(parent context.Context, emit func(*engine.Event) error
 				if ev.Type == engine.EventHeartbeat {
 					ev.CommitTime = d.cfg.Now() // when braid learnt the source was idle
 				}
-				select {
-				case q.ch <- ev:
-					return nil
-				case <-ctx.Done():
-					return ctx.Err()
-				}
+				return q.put(ctx, ev)
 			})
 		})
 	}
@@ -237,7 +295,7 @@ func (d *Destination) merge(ctx context.Context, queues []*sourceQueue, emit fun
 						if !ok {
 							return d.sourceEnded(ctx, s, queues[s])
 						}
-						head[s] = ev
+						head[s] = queues[s].took(ev)
 					default:
 					}
 				}
@@ -290,7 +348,7 @@ func (d *Destination) merge(ctx context.Context, queues []*sourceQueue, emit fun
 			if !ok {
 				return d.sourceEnded(ctx, s, queues[s])
 			}
-			head[s] = v.Interface().(*engine.Event)
+			head[s] = queues[s].took(v.Interface().(*engine.Event))
 			d.lastSeen[s] = d.cfg.Now()
 		}
 	}
@@ -353,7 +411,7 @@ func (d *Destination) emitTx(ctx context.Context, src int, first *engine.Event, 
 			if !ok {
 				return d.sourceEnded(ctx, src, q)
 			}
-			ev = e
+			ev = q.took(e)
 		case <-ctx.Done():
 			return ctx.Err()
 		}
