@@ -263,10 +263,11 @@ func (c *mergeChecker) check(src int, ev *engine.Event) error {
 	return nil
 }
 
-// readAheadEventBytes is what one binlog event read ahead by go-mysql may
-// hold: the event (at most 8 KiB by the servers' default
-// binlog_row_event_max_size) and its decoded row images (measured: about
-// twice the event for the workload's narrow rows).
+// readAheadEventBytes is the allowance for one binlog event read ahead by
+// go-mysql: the event (at most 8 KiB by the servers' default
+// binlog_row_event_max_size) and, twice that, its decoded row images (an
+// interface header and boxed number per value: up to 24 bytes for a
+// one-byte column).
 const readAheadEventBytes = 3 * 8 << 10
 
 // mergeMemoryBound is the memory MergeBraid's destination may hold with n
