@@ -120,6 +120,39 @@ func (rc *RowChange) Before() []Value { return rc.image(rc.before) }
 // After is the row after an INSERT or UPDATE (nil for a DELETE).
 func (rc *RowChange) After() []Value { return rc.image(rc.after) }
 
+// HasBefore and HasAfter report which images the row change has: an
+// INSERT only the after image, a DELETE only the before image, an UPDATE
+// both.
+func (rc *RowChange) HasBefore() bool { return rc.before != nil }
+
+// HasAfter: see HasBefore.
+func (rc *RowChange) HasAfter() bool { return rc.after != nil }
+
+// AppendText appends column i's value, from the after image when after is
+// set and else from the before image, in canal's string form (see
+// FlatWriter) as valid UTF-8, converting nothing it need not; isNull
+// reports SQL NULL, for which nothing is appended. The image must exist.
+func (rc *RowChange) AppendText(b []byte, after bool, i int) (out []byte, isNull bool) {
+	img := rc.before
+	if after {
+		img = rc.after
+	}
+	if img[i] == nil {
+		return b, true
+	}
+	return rc.codec.appendText(b, i, img[i], false), false
+}
+
+// Changed reports whether an UPDATE changed column i: whether its before
+// and after values differ (what canal marks "updated", and what the flat
+// message's "old" lists).
+func (rc *RowChange) Changed(i int) bool {
+	if rc.before == nil || rc.after == nil {
+		return rc.after != nil
+	}
+	return !rawEqual(rc.before[i], rc.after[i])
+}
+
 func (rc *RowChange) image(raw []any) []Value {
 	if raw == nil {
 		return nil

@@ -237,71 +237,123 @@ func rawEqual(a, b any) bool {
 }
 
 // appendJSON writes column i's go-mysql value v in canal's string form as
-// JSON (null for NULL). The common cases format straight from v; the rest
-// go through the one conversion, tableCodec.value.
+// JSON (null for NULL).
 func (t *tableCodec) appendJSON(b []byte, i int, v any) []byte {
 	if v == nil {
 		return append(b, "null"...)
 	}
+	return t.appendText(b, i, v, true)
+}
+
+// appendText writes column i's go-mysql value v (not nil) in canal's
+// string form: as a JSON string when quoted is set, else as plain UTF-8
+// text (for canal's protobuf entries). The common cases format straight
+// from v; the rest go through the one conversion, tableCodec.value.
+func (t *tableCodec) appendText(b []byte, i int, v any, quoted bool) []byte {
 	c := &t.Columns[i]
 	if !t.converts[i] {
-		return appendJSONValue(b, v)
+		return appendValueText(b, v, quoted)
 	}
 	plainInt := c.Type != "enum" && c.Type != "set" && c.Type != "bit"
 	switch x := v.(type) {
 	case int8:
 		if plainInt && c.Unsigned {
-			return appendQuotedUint(b, uint64(uint8(x)))
+			return appendUintText(b, uint64(uint8(x)), quoted)
 		} else if plainInt {
-			return appendQuotedInt(b, int64(x))
+			return appendIntText(b, int64(x), quoted)
 		}
 	case int16:
 		if plainInt && c.Unsigned {
-			return appendQuotedUint(b, uint64(uint16(x)))
+			return appendUintText(b, uint64(uint16(x)), quoted)
 		} else if plainInt {
-			return appendQuotedInt(b, int64(x))
+			return appendIntText(b, int64(x), quoted)
 		}
 	case int32:
 		if plainInt && !c.Unsigned {
-			return appendQuotedInt(b, int64(x))
+			return appendIntText(b, int64(x), quoted)
 		}
 	case []byte:
 		if !c.Binary {
 			// Read in place: the bytes are only read during this call.
-			return appendJSONString(b, unsafe.String(unsafe.SliceData(x), len(x)))
+			return appendStringText(b, unsafe.String(unsafe.SliceData(x), len(x)), quoted)
 		}
 		if t.binWidth == nil || t.binWidth[i] <= len(x) {
-			return appendJSONLatin1(b, x)
+			return appendLatin1Text(b, x, quoted)
 		}
 	}
-	return appendJSONValue(b, t.value(i, v))
+	return appendValueText(b, t.value(i, v), quoted)
 }
 
-func appendQuotedInt(b []byte, v int64) []byte {
+func appendIntText(b []byte, v int64, quoted bool) []byte {
+	if !quoted {
+		return strconv.AppendInt(b, v, 10)
+	}
 	b = append(b, '"')
 	b = strconv.AppendInt(b, v, 10)
 	return append(b, '"')
 }
 
-func appendQuotedUint(b []byte, v uint64) []byte {
+func appendUintText(b []byte, v uint64, quoted bool) []byte {
+	if !quoted {
+		return strconv.AppendUint(b, v, 10)
+	}
 	b = append(b, '"')
 	b = strconv.AppendUint(b, v, 10)
 	return append(b, '"')
 }
 
-// appendJSONValue writes v's canal string form as a JSON string.
-func appendJSONValue(b []byte, v Value) []byte {
-	switch x := v.(type) {
-	case string:
-		return appendJSONString(b, x)
-	case int64:
-		return appendQuotedInt(b, x)
-	case uint64:
-		return appendQuotedUint(b, x)
-	case []byte:
+func appendStringText(b []byte, s string, quoted bool) []byte {
+	if quoted {
+		return appendJSONString(b, s)
+	}
+	return appendValidUTF8(b, s)
+}
+
+func appendLatin1Text(b []byte, x []byte, quoted bool) []byte {
+	if quoted {
 		return appendJSONLatin1(b, x)
 	}
-	return appendJSONString(b, FormatValue(v))
+	for _, c := range x {
+		if c < utf8.RuneSelf {
+			b = append(b, c)
+		} else {
+			b = utf8.AppendRune(b, rune(c))
+		}
+	}
+	return b
+}
+
+// appendValidUTF8 appends s with each invalid UTF-8 byte replaced by
+// U+FFFD, as appendJSONString does: protobuf strings must be valid UTF-8.
+func appendValidUTF8(b []byte, s string) []byte {
+	if utf8.ValidString(s) {
+		return append(b, s...)
+	}
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = utf8.AppendRune(b, utf8.RuneError)
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return b
+}
+
+// appendValueText writes Value v's canal string form; see appendText.
+func appendValueText(b []byte, v Value, quoted bool) []byte {
+	switch x := v.(type) {
+	case string:
+		return appendStringText(b, x, quoted)
+	case int64:
+		return appendIntText(b, x, quoted)
+	case uint64:
+		return appendUintText(b, x, quoted)
+	case []byte:
+		return appendLatin1Text(b, x, quoted)
+	}
+	return appendStringText(b, FormatValue(v), quoted)
 }
 
 // FormatValue is a Value's canal string form (see FlatWriter); NULL is "".

@@ -54,6 +54,9 @@ type Store struct {
 	peak    int64
 	clients map[string]*storeClient
 	closed  bool
+	// full is set while Put waits for room: a Fill then takes what there
+	// is, since no more can come until some is acked.
+	full bool
 }
 
 type storeEntry struct {
@@ -121,10 +124,16 @@ func (s *Store) Put(ctx context.Context, ev *Event, mark any) error {
 	defer s.mu.Unlock()
 	for !s.closed && len(s.entries) > 0 &&
 		(len(s.entries) >= s.cfg.MaxEvents || s.bytes+size > s.cfg.MaxBytes) {
+		if !s.full {
+			s.full = true
+			s.broadcast()
+		}
 		if !s.wait(ctx, nil) {
+			s.full = false
 			return ctx.Err()
 		}
 	}
+	s.full = false
 	if s.closed {
 		return ErrStoreClosed
 	}
@@ -145,10 +154,35 @@ func (s *Store) Subscribe(client string) {
 	}
 }
 
+// Unsubscribe forgets a client id, its cursor and its un-acked batches:
+// the store no longer holds events for it (canal's UNSUBSCRIPTION).
+// Subscribing it again starts at the oldest event held then.
+func (s *Store) Unsubscribe(client string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.clients[client]; ok {
+		delete(s.clients, client)
+		s.trim()
+	}
+}
+
 // Get hands client up to max events not yet handed out, waiting up to
 // timeout for the first (0: do not wait). Nothing ready gives an empty
 // batch with ID -1.
 func (s *Store) Get(ctx context.Context, client string, max int, timeout time.Duration) (Batch, error) {
+	return s.get(ctx, client, 1, max, timeout)
+}
+
+// Fill is Get waiting up to timeout for max events rather than for the
+// first, as canal's server fills a GET's fetch size: it returns early when
+// max are ready or when the store is full (no more can come before an
+// ack).
+func (s *Store) Fill(ctx context.Context, client string, max int, timeout time.Duration) (Batch, error) {
+	return s.get(ctx, client, max, max, timeout)
+}
+
+// get hands client up to max events, waiting up to timeout for want.
+func (s *Store) get(ctx context.Context, client string, want, max int, timeout time.Duration) (Batch, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.clients[client]
@@ -162,7 +196,7 @@ func (s *Store) Get(ctx context.Context, client string, max int, timeout time.Du
 		deadline = t.C
 	}
 	end := s.base + uint64(len(s.entries))
-	for c.next == end && !s.closed && timeout > 0 {
+	for end-c.next < uint64(want) && !s.closed && timeout > 0 && (c.next == end || !s.full) {
 		if !s.wait(ctx, deadline) {
 			break
 		}

@@ -123,3 +123,95 @@ func TestStoreBackpressure(t *testing.T) {
 		t.Errorf("canceled Put: %v", err)
 	}
 }
+
+// TestStoreFill: Fill waits for a whole batch until its timeout, returns
+// what there is when the timeout passes, and returns at once when the
+// store is full (no more can come before an ack).
+func TestStoreFill(t *testing.T) {
+	ctx := context.Background()
+	s := NewStore(StoreConfig{MaxEvents: 5})
+	s.Subscribe("a")
+	putN(t, s, 1, 2)
+
+	// Two events ready, four wanted: Fill waits for two more.
+	got := make(chan Batch, 1)
+	go func() {
+		b, err := s.Fill(ctx, "a", 4, 10*time.Second)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- b
+	}()
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case b := <-got:
+		t.Fatalf("Fill returned %v with 2 of 4 events before its timeout", seqs(b))
+	default:
+	}
+	putN(t, s, 3, 2)
+	if b := <-got; len(b.Events) != 4 {
+		t.Fatalf("Fill gave %v, want 4 events", seqs(b))
+	}
+
+	// One more event, three wanted: the timeout passes, Fill gives one.
+	putN(t, s, 5, 1)
+	began := time.Now()
+	b, err := s.Fill(ctx, "a", 3, 100*time.Millisecond)
+	if err != nil || len(b.Events) != 1 || time.Since(began) < 100*time.Millisecond {
+		t.Fatalf("Fill gave %v (err %v) after %v, want one event after the 100ms timeout", seqs(b), err, time.Since(began))
+	}
+
+	// The store holds five (its bound) and the producer waits: Fill gives
+	// what there is at once.
+	s.Subscribe("b")
+	put := make(chan error, 1)
+	go func() { put <- s.Put(ctx, &Event{Type: EventCommit, Seq: 6}, nil) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		s.mu.Lock()
+		full := s.full
+		s.mu.Unlock()
+		if full {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the producer never waited for room")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	began = time.Now()
+	b, err = s.Fill(ctx, "b", 100, time.Minute)
+	if err != nil || len(b.Events) != 5 || time.Since(began) > 10*time.Second {
+		t.Fatalf("Fill of a full store gave %v (err %v) after %v, want its 5 events at once", seqs(b), err, time.Since(began))
+	}
+	s.Close()
+	<-put
+}
+
+// TestStoreUnsubscribe: a client that unsubscribes no longer holds events;
+// subscribing again starts at the oldest event held then.
+func TestStoreUnsubscribe(t *testing.T) {
+	ctx := context.Background()
+	s := NewStore(StoreConfig{})
+	s.Subscribe("a")
+	s.Subscribe("gone")
+	putN(t, s, 1, 4)
+	b, _ := s.Get(ctx, "a", 3, 0)
+	if err := s.Ack("a", b.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Stats().Events; n != 4 {
+		t.Fatalf("store holds %d events, want 4 (client gone has acked none)", n)
+	}
+	s.Unsubscribe("gone")
+	if n := s.Stats().Events; n != 1 {
+		t.Fatalf("after gone unsubscribed the store holds %d events, want 1 (a acked 3)", n)
+	}
+	if _, err := s.Get(ctx, "gone", 1, 0); err == nil {
+		t.Fatal("Get of an unsubscribed client succeeded")
+	}
+	s.Subscribe("gone")
+	if b, _ := s.Get(ctx, "gone", 10, 0); len(b.Events) != 1 || b.Events[0].Seq != 4 {
+		t.Fatalf("resubscribed client got %v, want [4]", seqs(b))
+	}
+}

@@ -231,6 +231,19 @@ func checkFlat(t *testing.T, evs []*engine.Event) {
 			row := named(rc, rc.After())
 			typed[engine.FormatValue(row["id"])] = row
 		}
+		// AppendText (canal's protobuf entries) formats from the wire
+		// values too: every column of every image must match.
+		for _, img := range []struct {
+			after bool
+			vals  []engine.Value
+		}{{false, rc.Before()}, {true, rc.After()}} {
+			for i, v := range img.vals {
+				got, isNull := rc.AppendText([]byte("x"), img.after, i)
+				if isNull != (v == nil) || string(got) != "x"+engine.FormatValue(v) {
+					t.Errorf("%s column %s (after %v): AppendText %q (null %v), typed %#v", rc.Kind, rc.Table.Columns[i].Name, img.after, got, isNull, v)
+				}
+			}
+		}
 	}
 	for _, msg := range msgs {
 		if msg.Type != "INSERT" {

@@ -39,6 +39,7 @@ type session struct {
 	seed                      []byte
 	authed                    bool
 	out                       []byte
+	enc                       encoder // MESSAGES frames
 }
 
 // serve runs the connection until the client leaves, a read fails or ctx
@@ -113,10 +114,19 @@ func (ss *session) write(t pbp.PacketType, body []byte) error {
 	if ss.out, err = AppendFrame(ss.out[:0], b); err != nil {
 		return err
 	}
+	return ss.writeFrame(ss.out)
+}
+
+// writeFrame sends a frame.
+func (ss *session) writeFrame(frame []byte) error {
 	ss.conn.SetWriteDeadline(time.Now().Add(ss.writeTimeout))
-	_, err = ss.conn.Write(ss.out)
+	_, err := ss.conn.Write(frame)
+	// Do not hold a big batch's buffers between requests.
 	if cap(ss.out) > 1<<20 {
-		ss.out = nil // do not hold a big batch's buffer between requests
+		ss.out = nil
+	}
+	if len(ss.enc.buf.b) > 1<<20 {
+		ss.enc.buf.b = nil
 	}
 	return err
 }
@@ -187,6 +197,7 @@ func (ss *session) handle(ctx context.Context, p *pbp.Packet) error {
 	case pbp.PacketType_UNSUBSCRIPTION:
 		var m pbp.Unsub
 		return ss.identified(p, &m, m.GetDestination, m.GetClientId, func(d *api.Served, client string) error {
+			d.Store.Unsubscribe(client)
 			return ss.writeAck(0, "")
 		})
 	case pbp.PacketType_GET:
@@ -282,45 +293,36 @@ func getWait(g *pbp.Get) time.Duration {
 	return time.Duration(t) * unit
 }
 
-// get serves a GET: up to fetch_size entries (one per event) as one
-// MESSAGES packet whose batch id is the store's batch id + 1 (canal's ids
-// start at 1: a CLIENTACK of 0 is an error), or -1 with no entries when
-// nothing is ready.
+// get serves a GET: up to fetch_size entries (one per event), waiting as
+// canal does up to the timeout for fetch_size of them (see getWait and
+// engine.Store.Fill), as one MESSAGES packet whose batch id is the store's
+// batch id + 1 (canal's ids start at 1: a CLIENTACK of 0 is an error), or
+// -1 with no entries when nothing is ready.
 func (ss *session) get(ctx context.Context, d *api.Served, client string, g *pbp.Get) error {
-	msgs := &pbp.Messages{BatchId: -1}
+	var b engine.Batch
 	if g.FetchSize > 0 {
-		b, err := d.Store.Get(ctx, client, int(g.FetchSize), getWait(g))
+		var err error
+		b, err = d.Store.Fill(ctx, client, int(g.FetchSize), getWait(g))
 		if err != nil { // nothing handed out (engine.Store fails only then)
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 			return ss.fail(CodeError, fmt.Sprintf("get failed: %v", err), "dest", d.Name, "client", client)
 		}
-		if b.ID >= 0 {
-			m := entryMapper{rename: ss.s.renamer(d)}
-			msgs.BatchId = b.ID + 1
-			msgs.Messages = make([][]byte, 0, len(b.Events))
-			for _, ev := range b.Events {
-				e, ok := m.entry(ev)
-				if !ok {
-					continue
-				}
-				raw, err := proto.Marshal(e)
-				if err != nil {
-					return ss.fail(CodeError, fmt.Sprintf("encoding entry: %v", err), "dest", d.Name, "client", client)
-				}
-				msgs.Messages = append(msgs.Messages, raw)
-			}
-			if g.GetAutoAck() {
-				if err := d.Store.Ack(client, b.ID); err != nil {
-					return ss.fail(CodeError, fmt.Sprintf("auto ack failed: %v", err), "dest", d.Name, "client", client)
-				}
+	}
+	id := int64(-1)
+	if b.ID >= 0 && g.FetchSize > 0 {
+		id = b.ID + 1
+		if g.GetAutoAck() {
+			if err := d.Store.Ack(client, b.ID); err != nil {
+				return ss.fail(CodeError, fmt.Sprintf("auto ack failed: %v", err), "dest", d.Name, "client", client)
 			}
 		}
 	}
-	body, err := proto.Marshal(msgs)
+	ss.enc.rename = ss.s.renamer(d)
+	frame, err := ss.enc.frame(id, b.Events)
 	if err != nil {
-		return err
+		return ss.fail(CodeError, err.Error(), "dest", d.Name, "client", client)
 	}
-	return ss.write(pbp.PacketType_MESSAGES, body)
+	return ss.writeFrame(frame)
 }

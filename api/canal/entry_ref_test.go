@@ -9,21 +9,15 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// Keys of the props braid adds to each entry's header.
-const (
-	PropSource       = "source"
-	PropOriginSchema = "originSchema"
-	PropOriginTable  = "originTable"
-	PropSeq          = "seq"
-)
-
-// entryMapper turns one destination's events into canal entries.
-type entryMapper struct {
+// refMapper maps events to canal-go's generated entry types, the plain
+// way: the reference the encoder (encode.go), which writes the same
+// protobuf straight into a frame, is checked against.
+type refMapper struct {
 	// rename maps origin names to logical ones; nil keeps them.
 	rename func(schema, table string) (string, string)
 }
 
-func (m *entryMapper) names(schema, table string) (string, string) {
+func (m *refMapper) names(schema, table string) (string, string) {
 	if m.rename != nil {
 		return m.rename(schema, table)
 	}
@@ -36,7 +30,7 @@ func (m *entryMapper) names(schema, table string) (string, string) {
 // EventBegin becomes TRANSACTIONBEGIN, EventRows a ROWDATA entry whose
 // RowChange holds all its rows, EventCommit TRANSACTIONEND, EventDDL a
 // ROWDATA entry with isDdl set.
-func (m *entryMapper) entry(ev *engine.Event) (e *pbe.Entry, ok bool) {
+func (m *refMapper) entry(ev *engine.Event) (e *pbe.Entry, ok bool) {
 	switch ev.Type {
 	case engine.EventBegin:
 		ms := ev.CommitTime.UnixMilli()
@@ -66,7 +60,7 @@ func newEntry(h *pbe.Header, t pbe.EntryType, body proto.Message) *pbe.Entry {
 }
 
 // header fills canal's entry header; schema and table are origin names.
-func (m *entryMapper) header(ev *engine.Event, ms int64, schema, table string) *pbe.Header {
+func (m *refMapper) header(ev *engine.Event, ms int64, schema, table string) *pbe.Header {
 	h := &pbe.Header{
 		VersionPresent:    &pbe.Header_Version{Version: 1},
 		LogfileName:       ev.Pos.File,
@@ -91,13 +85,7 @@ func (m *entryMapper) header(ev *engine.Event, ms int64, schema, table string) *
 	return h
 }
 
-var kindTypes = map[engine.ChangeKind]pbe.EventType{
-	engine.Insert: pbe.EventType_INSERT,
-	engine.Update: pbe.EventType_UPDATE,
-	engine.Delete: pbe.EventType_DELETE,
-}
-
-func (m *entryMapper) rowsEntry(ev *engine.Event) *pbe.Entry {
+func (m *refMapper) rowsEntry(ev *engine.Event) *pbe.Entry {
 	var schema, table string
 	kind := pbe.EventType_UPDATE
 	if len(ev.Rows) > 0 {
@@ -166,14 +154,7 @@ func columns(t *engine.Table, img []engine.Value, before []*pbe.Column) []*pbe.C
 	return cols
 }
 
-// ddlTypes maps engine.DDLKind's names to canal's event types.
-var ddlTypes = map[string]pbe.EventType{
-	"CREATE": pbe.EventType_CREATE, "ALTER": pbe.EventType_ALTER, "ERASE": pbe.EventType_ERASE,
-	"RENAME": pbe.EventType_RENAME, "TRUNCATE": pbe.EventType_TRUNCATE, "CINDEX": pbe.EventType_CINDEX,
-	"DINDEX": pbe.EventType_DINDEX, "QUERY": pbe.EventType_QUERY,
-}
-
-func (m *entryMapper) ddlEntry(ev *engine.Event) *pbe.Entry {
+func (m *refMapper) ddlEntry(ev *engine.Event) *pbe.Entry {
 	ddl := ev.DDL
 	if ddl == nil {
 		ddl = &engine.DDL{}

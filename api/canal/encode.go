@@ -1,0 +1,376 @@
+package canal
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/braid-cdc/braid/engine"
+	pbe "github.com/withlin/canal-go/protocol/entry"
+	pbp "github.com/withlin/canal-go/protocol/packet"
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// Keys of the props braid adds to each entry's header.
+const (
+	PropSource       = "source"
+	PropOriginSchema = "originSchema"
+	PropOriginTable  = "originTable"
+	PropSeq          = "seq"
+)
+
+// revBuf builds protobuf back to front: the buffer's content is b[i:], and
+// each write goes in front of what is there. Writing a message's fields
+// last to first, its length is known when its tag is due, so nested
+// messages (Packet ⊃ Messages ⊃ Entry ⊃ RowChange ⊃ RowData ⊃ Column) cost
+// no intermediate buffers and no copies: a MESSAGES frame is one buffer,
+// written once.
+type revBuf struct {
+	b []byte
+	i int
+}
+
+// size is how many bytes have been written.
+func (r *revBuf) size() int { return len(r.b) - r.i }
+
+// reserve makes room for n more bytes in front.
+func (r *revBuf) reserve(n int) {
+	if r.i >= n {
+		return
+	}
+	used := r.size()
+	nb := make([]byte, max(2*len(r.b), used+n, 4096))
+	ni := len(nb) - used
+	copy(nb[ni:], r.b[r.i:])
+	r.b, r.i = nb, ni
+}
+
+func (r *revBuf) raw(p []byte) {
+	r.reserve(len(p))
+	r.i -= len(p)
+	copy(r.b[r.i:], p)
+}
+
+func (r *revBuf) rawString(s string) {
+	r.reserve(len(s))
+	r.i -= len(s)
+	copy(r.b[r.i:], s)
+}
+
+func (r *revBuf) varint(v uint64) {
+	n := protowire.SizeVarint(v)
+	r.reserve(n)
+	r.i -= n
+	protowire.AppendVarint(r.b[r.i:r.i], v)
+}
+
+func (r *revBuf) tag(num protowire.Number, t protowire.Type) {
+	r.varint(protowire.EncodeTag(num, t))
+}
+
+// The field writers follow proto3: a scalar field at its zero value is
+// left out, except in a oneof (canal's "_present" fields), which is always
+// written.
+
+func (r *revBuf) int64Field(num protowire.Number, v int64) {
+	if v != 0 {
+		r.varint(uint64(v))
+		r.tag(num, protowire.VarintType)
+	}
+}
+
+// oneofInt writes an int32, enum or bool of a oneof: negative int32s
+// sign-extend to ten bytes, as protobuf encodes them.
+func (r *revBuf) oneofInt(num protowire.Number, v int64) {
+	r.varint(uint64(v))
+	r.tag(num, protowire.VarintType)
+}
+
+func (r *revBuf) boolField(num protowire.Number, v bool) {
+	if v {
+		r.int64Field(num, 1)
+	}
+}
+
+// stringField writes a string field; invalid UTF-8 (a DDL's binary
+// literal, say) becomes U+FFFD, since protobuf strings must be UTF-8 and
+// canal-go's decoder refuses a message with anything else.
+func (r *revBuf) stringField(num protowire.Number, s string) {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	if s != "" {
+		r.rawString(s)
+		r.varint(uint64(len(s)))
+		r.tag(num, protowire.BytesType)
+	}
+}
+
+// open starts a length-delimited field: write its content after open,
+// then close it with the size open returned.
+func (r *revBuf) open() int { return r.size() }
+
+func (r *revBuf) close(num protowire.Number, start int) {
+	r.varint(uint64(r.size() - start))
+	r.tag(num, protowire.BytesType)
+}
+
+// encoder writes MESSAGES frames for one destination's events.
+type encoder struct {
+	// rename maps origin names to logical ones; nil keeps them.
+	rename func(schema, table string) (string, string)
+	buf    revBuf
+	text   []byte                    // a value's text, formatted before it is written
+	sqlTyp map[*engine.Table][]int32 // java.sql.Types per column, per table version
+}
+
+// frame returns a MESSAGES frame (4-byte length and Packet) with batch id
+// batchID holding one entry per event that canal has an entry for. The
+// frame is valid until the next call.
+func (e *encoder) frame(batchID int64, events []*engine.Event) ([]byte, error) {
+	r := &e.buf
+	r.i = len(r.b)
+	// Packet: body (5) = Messages, type (3) = MESSAGES, version (2) = 1.
+	body := r.open()
+	for i := len(events) - 1; i >= 0; i-- { // Messages.messages (2), last first
+		start := r.open()
+		if e.entry(events[i]) {
+			r.close(2, start)
+		}
+	}
+	r.int64Field(1, batchID)
+	r.close(5, body)
+	r.int64Field(3, int64(pbp.PacketType_MESSAGES))
+	r.oneofInt(2, 1)
+	n := r.size()
+	if n > math.MaxInt32 {
+		return nil, fmt.Errorf("%w: a batch of %d bytes cannot be framed: ask for fewer entries", ErrFrameTooLarge, n)
+	}
+	r.reserve(4)
+	r.i -= 4
+	binary.BigEndian.PutUint32(r.b[r.i:], uint32(n))
+	return r.b[r.i:], nil
+}
+
+// entry writes ev's canal Entry and reports whether it has one (progress
+// and heartbeats have none).
+//
+// EventBegin becomes TRANSACTIONBEGIN, EventRows a ROWDATA entry whose
+// RowChange holds all its rows, EventCommit TRANSACTIONEND, EventDDL a
+// ROWDATA entry with isDdl set.
+func (e *encoder) entry(ev *engine.Event) bool {
+	r := &e.buf
+	ms := ev.CommitTime.UnixMilli()
+	var (
+		typ           pbe.EntryType
+		kind          pbe.EventType
+		schema, table string
+	)
+	// Entry: storeValue (3), entryType (2), header (1).
+	start := r.open()
+	switch ev.Type {
+	case engine.EventBegin, engine.EventCommit:
+		// TransactionBegin and TransactionEnd: executeTime (1).
+		typ = pbe.EntryType_TRANSACTIONBEGIN
+		if ev.Type == engine.EventCommit {
+			typ = pbe.EntryType_TRANSACTIONEND
+		}
+		r.int64Field(1, ms)
+	case engine.EventRows:
+		typ, kind = pbe.EntryType_ROWDATA, pbe.EventType_UPDATE
+		if len(ev.Rows) > 0 {
+			t := ev.Rows[0].Table
+			schema, table = t.Schema, t.Name
+			kind = kindTypes[ev.Rows[0].Kind]
+		}
+		e.rowChange(ev, kind)
+	case engine.EventDDL:
+		typ = pbe.EntryType_ROWDATA
+		kind, schema, table = e.ddlChange(ev)
+	default:
+		return false
+	}
+	r.close(3, start)
+	r.oneofInt(2, int64(typ))
+	e.header(ev, ms, schema, table, kind)
+	return true
+}
+
+var kindTypes = map[engine.ChangeKind]pbe.EventType{
+	engine.Insert: pbe.EventType_INSERT,
+	engine.Update: pbe.EventType_UPDATE,
+	engine.Delete: pbe.EventType_DELETE,
+}
+
+// header writes the entry's Header (field 1); schema and table are origin
+// names, kind 0 for transaction entries.
+func (e *encoder) header(ev *engine.Event, ms int64, schema, table string, kind pbe.EventType) {
+	r := &e.buf
+	start := r.open()
+	r.stringField(13, ev.GTID)
+	// props (12), last first: source, seq, then originSchema and
+	// originTable for entries of a table.
+	if schema != "" || table != "" {
+		e.pair(PropOriginTable, table)
+		e.pair(PropOriginSchema, schema)
+	}
+	e.text = strconv.AppendUint(e.text[:0], ev.Seq, 10)
+	e.pairBytes(PropSeq, e.text)
+	e.pair(PropSource, ev.Source)
+	if kind != 0 {
+		r.oneofInt(11, int64(kind))
+	}
+	if ev.EndPos.File == ev.Pos.File && ev.EndPos.Pos > ev.Pos.Pos {
+		r.int64Field(10, int64(ev.EndPos.Pos-ev.Pos.Pos))
+	}
+	if schema != "" || table != "" {
+		if e.rename != nil {
+			schema, table = e.rename(schema, table)
+		}
+		r.stringField(9, table)
+		r.stringField(8, schema)
+	}
+	r.oneofInt(7, int64(pbe.Type_MYSQL))
+	r.int64Field(6, ms)
+	r.stringField(5, "UTF-8")
+	r.int64Field(4, int64(ev.ServerID))
+	r.int64Field(3, int64(ev.Pos.Pos))
+	r.stringField(2, ev.Pos.File)
+	r.oneofInt(1, 1)
+	r.close(1, start)
+}
+
+// pair writes a Pair into props (12): value (2), key (1).
+func (e *encoder) pair(key, value string) {
+	r := &e.buf
+	start := r.open()
+	r.stringField(2, value)
+	r.stringField(1, key)
+	r.close(12, start)
+}
+
+func (e *encoder) pairBytes(key string, value []byte) {
+	r := &e.buf
+	start := r.open()
+	r.raw(value)
+	r.varint(uint64(len(value)))
+	r.tag(2, protowire.BytesType)
+	r.stringField(1, key)
+	r.close(12, start)
+}
+
+// rowChange writes an EventRows's RowChange: rowDatas (12) last first,
+// isDdl (10) = false, eventType (2).
+func (e *encoder) rowChange(ev *engine.Event, kind pbe.EventType) {
+	r := &e.buf
+	for i := len(ev.Rows) - 1; i >= 0; i-- {
+		e.rowData(&ev.Rows[i])
+	}
+	r.oneofInt(10, 0)
+	r.oneofInt(2, int64(kind))
+}
+
+// rowData writes one row change's RowData (field 12 of RowChange):
+// afterColumns (2), beforeColumns (1). As canal does, after-image columns
+// are marked updated when their value differs from the before image (every
+// column of an INSERT); before-image columns never are.
+func (e *encoder) rowData(rc *engine.RowChange) {
+	r := &e.buf
+	start := r.open()
+	types := e.sqlTypes(rc.Table)
+	if rc.HasAfter() {
+		for i := len(rc.Table.Columns) - 1; i >= 0; i-- {
+			e.column(2, rc, true, i, types[i], rc.Changed(i))
+		}
+	}
+	if rc.HasBefore() {
+		for i := len(rc.Table.Columns) - 1; i >= 0; i-- {
+			e.column(1, rc, false, i, types[i], false)
+		}
+	}
+	r.close(12, start)
+}
+
+// column writes column i of an image as a Column in field num: mysqlType
+// (10), value (8), isNull (6), updated (5), isKey (4), name (3), sqlType
+// (2), index (1).
+func (e *encoder) column(num protowire.Number, rc *engine.RowChange, after bool, i int, sqlType int32, updated bool) {
+	r := &e.buf
+	c := &rc.Table.Columns[i]
+	start := r.open()
+	r.stringField(10, c.RawType)
+	var isNull bool
+	e.text, isNull = rc.AppendText(e.text[:0], after, i)
+	if len(e.text) > 0 {
+		r.raw(e.text)
+		r.varint(uint64(len(e.text)))
+		r.tag(8, protowire.BytesType)
+	}
+	r.oneofInt(6, b2i(isNull))
+	r.boolField(5, updated)
+	r.boolField(4, c.Key)
+	r.stringField(3, c.Name)
+	if sqlType != 0 {
+		r.oneofInt(2, int64(sqlType))
+	}
+	r.int64Field(1, int64(i))
+	r.close(num, start)
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// sqlTypes returns the java.sql.Types code of each column of a table
+// version, worked out once per version.
+func (e *encoder) sqlTypes(t *engine.Table) []int32 {
+	if types, ok := e.sqlTyp[t]; ok {
+		return types
+	}
+	if e.sqlTyp == nil || len(e.sqlTyp) >= 1024 {
+		e.sqlTyp = map[*engine.Table][]int32{} // bounded: old versions go
+	}
+	types := make([]int32, len(t.Columns))
+	for i := range t.Columns {
+		types[i] = int32(engine.SQLType(&t.Columns[i]))
+	}
+	e.sqlTyp[t] = types
+	return types
+}
+
+// ddlTypes maps engine.DDLKind's names to canal's event types.
+var ddlTypes = map[string]pbe.EventType{
+	"CREATE": pbe.EventType_CREATE, "ALTER": pbe.EventType_ALTER, "ERASE": pbe.EventType_ERASE,
+	"RENAME": pbe.EventType_RENAME, "TRUNCATE": pbe.EventType_TRUNCATE, "CINDEX": pbe.EventType_CINDEX,
+	"DINDEX": pbe.EventType_DINDEX, "QUERY": pbe.EventType_QUERY,
+}
+
+// ddlChange writes an EventDDL's RowChange: ddlSchemaName (14), sql (11),
+// isDdl (10) = true, eventType (2); it returns the event type and the
+// origin schema and table for the header.
+func (e *encoder) ddlChange(ev *engine.Event) (pbe.EventType, string, string) {
+	r := &e.buf
+	ddl := ev.DDL
+	if ddl == nil {
+		ddl = &engine.DDL{}
+	}
+	schema, table := ddl.Schema, ""
+	if len(ddl.Tables) > 0 {
+		schema, table, _ = strings.Cut(ddl.Tables[0], ".")
+	}
+	kind, ok := ddlTypes[engine.DDLKind(ddl.SQL)]
+	if !ok {
+		kind = pbe.EventType_QUERY
+	}
+	r.stringField(14, ddl.Schema)
+	r.stringField(11, ddl.SQL)
+	r.oneofInt(10, 1)
+	r.oneofInt(2, int64(kind))
+	return kind, schema, table
+}
