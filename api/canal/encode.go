@@ -61,6 +61,12 @@ func (r *revBuf) rawString(s string) {
 }
 
 func (r *revBuf) varint(v uint64) {
+	if v < 0x80 { // tags of fields below 16, short lengths, flags
+		r.reserve(1)
+		r.i--
+		r.b[r.i] = byte(v)
+		return
+	}
 	n := protowire.SizeVarint(v)
 	r.reserve(n)
 	r.i -= n
@@ -123,8 +129,15 @@ type encoder struct {
 	// rename maps origin names to logical ones; nil keeps them.
 	rename func(schema, table string) (string, string)
 	buf    revBuf
-	text   []byte                    // a value's text, formatted before it is written
-	sqlTyp map[*engine.Table][]int32 // java.sql.Types per column, per table version
+	text   []byte                          // a value's text, formatted before it is written
+	tables map[*engine.Table]*tableColumns // per table version
+}
+
+// tableColumns holds, per column of a table version, the Column fields
+// that are the same in every row, encoded once: head the fields before
+// the value (index, sqlType, name, isKey), tail those after (mysqlType).
+type tableColumns struct {
+	head, tail [][]byte
 }
 
 // frame returns a MESSAGES frame (4-byte length and Packet) with batch id
@@ -280,15 +293,15 @@ func (e *encoder) rowChange(ev *engine.Event, kind pbe.EventType) {
 func (e *encoder) rowData(rc *engine.RowChange) {
 	r := &e.buf
 	start := r.open()
-	types := e.sqlTypes(rc.Table)
+	cols := e.columns(rc.Table)
 	if rc.HasAfter() {
 		for i := len(rc.Table.Columns) - 1; i >= 0; i-- {
-			e.column(2, rc, true, i, types[i], rc.Changed(i))
+			e.column(2, cols, rc, true, i, rc.Changed(i))
 		}
 	}
 	if rc.HasBefore() {
 		for i := len(rc.Table.Columns) - 1; i >= 0; i-- {
-			e.column(1, rc, false, i, types[i], false)
+			e.column(1, cols, rc, false, i, false)
 		}
 	}
 	r.close(12, start)
@@ -297,11 +310,10 @@ func (e *encoder) rowData(rc *engine.RowChange) {
 // column writes column i of an image as a Column in field num: mysqlType
 // (10), value (8), isNull (6), updated (5), isKey (4), name (3), sqlType
 // (2), index (1).
-func (e *encoder) column(num protowire.Number, rc *engine.RowChange, after bool, i int, sqlType int32, updated bool) {
+func (e *encoder) column(num protowire.Number, cols *tableColumns, rc *engine.RowChange, after bool, i int, updated bool) {
 	r := &e.buf
-	c := &rc.Table.Columns[i]
 	start := r.open()
-	r.stringField(10, c.RawType)
+	r.raw(cols.tail[i])
 	var isNull bool
 	e.text, isNull = rc.AppendText(e.text[:0], after, i)
 	if len(e.text) > 0 {
@@ -311,12 +323,7 @@ func (e *encoder) column(num protowire.Number, rc *engine.RowChange, after bool,
 	}
 	r.oneofInt(6, b2i(isNull))
 	r.boolField(5, updated)
-	r.boolField(4, c.Key)
-	r.stringField(3, c.Name)
-	if sqlType != 0 {
-		r.oneofInt(2, int64(sqlType))
-	}
-	r.int64Field(1, int64(i))
+	r.raw(cols.head[i])
 	r.close(num, start)
 }
 
@@ -327,21 +334,32 @@ func b2i(b bool) int64 {
 	return 0
 }
 
-// sqlTypes returns the java.sql.Types code of each column of a table
-// version, worked out once per version.
-func (e *encoder) sqlTypes(t *engine.Table) []int32 {
-	if types, ok := e.sqlTyp[t]; ok {
-		return types
+// columns returns a table version's tableColumns, built on first use.
+func (e *encoder) columns(t *engine.Table) *tableColumns {
+	if cols, ok := e.tables[t]; ok {
+		return cols
 	}
-	if e.sqlTyp == nil || len(e.sqlTyp) >= 1024 {
-		e.sqlTyp = map[*engine.Table][]int32{} // bounded: old versions go
+	if e.tables == nil || len(e.tables) >= 1024 {
+		e.tables = map[*engine.Table]*tableColumns{} // bounded: old versions go
 	}
-	types := make([]int32, len(t.Columns))
+	cols := &tableColumns{head: make([][]byte, len(t.Columns)), tail: make([][]byte, len(t.Columns))}
+	var r revBuf
 	for i := range t.Columns {
-		types[i] = int32(engine.SQLType(&t.Columns[i]))
+		c := &t.Columns[i]
+		r.i = len(r.b)
+		r.stringField(10, c.RawType)
+		cols.tail[i] = append([]byte(nil), r.b[r.i:]...)
+		r.i = len(r.b)
+		r.boolField(4, c.Key)
+		r.stringField(3, c.Name)
+		if st := engine.SQLType(c); st != 0 {
+			r.oneofInt(2, int64(st))
+		}
+		r.int64Field(1, int64(i))
+		cols.head[i] = append([]byte(nil), r.b[r.i:]...)
 	}
-	e.sqlTyp[t] = types
-	return types
+	e.tables[t] = cols
+	return cols
 }
 
 // ddlTypes maps engine.DDLKind's names to canal's event types.
