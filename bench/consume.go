@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -134,6 +135,9 @@ type ConsumeResult struct {
 	Result
 	// Bytes counts what the server wrote on the consumer's connections.
 	Bytes int64
+	// ServerCPU is the CPU time the serving process used while the
+	// consumer ran, ClientCPU the consumer process's own.
+	ServerCPU, ClientCPU time.Duration
 }
 
 // MBPerSec is Bytes over Elapsed, in MB (10^6 bytes) per second.
@@ -143,12 +147,12 @@ func (r ConsumeResult) MBPerSec() float64 { return float64(r.Bytes) / 1e6 / r.El
 var errConsumed = errors.New("bench: every row change consumed")
 
 // ConsumeCanal serves reg's destination dest with an api/canal Server on a
-// loopback port and reads it with one canal-go SimpleCanalConnector, client
-// id clientID (canal's client ids are numbers; the store's client id is its
-// decimal form), until want row changes (the RowDatas of ROWDATA entries)
-// have arrived: GetWithOutAck of ConsumeCanalBatch entries waiting up to
-// ConsumeCanalWait, each ROWDATA entry's RowChange decoded, then Ack. More
-// than want fails it.
+// loopback port and reads it, in a process of its own, with one canal-go
+// SimpleCanalConnector, client id clientID (canal's client ids are
+// numbers; the store's client id is its decimal form), until want row
+// changes (the RowDatas of ROWDATA entries) have arrived: GetWithOutAck of
+// ConsumeCanalBatch entries waiting up to ConsumeCanalWait, each ROWDATA
+// entry's RowChange decoded, then Ack. More than want fails it.
 func ConsumeCanal(ctx context.Context, reg *api.Registry, dest string, clientID, want int) (ConsumeResult, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -158,7 +162,7 @@ func ConsumeCanal(ctx context.Context, reg *api.Registry, dest string, clientID,
 	srvCtx, stop := context.WithCancel(ctx)
 	serveDone := make(chan error, 1)
 	go func() { serveDone <- canal.NewServer(canal.Config{Registry: reg}).Serve(srvCtx, cl) }()
-	res, err := consumeCanal(ctx, l.Addr().(*net.TCPAddr).Port, dest, clientID, want)
+	res, err := consumeInChild(ctx, childJob{Kind: "canal", Addr: l.Addr().String(), Dest: dest, Client: strconv.Itoa(clientID), Want: want})
 	stop()
 	if serr := <-serveDone; err == nil && serr != nil {
 		err = fmt.Errorf("bench: canal server: %w", serr)
@@ -167,9 +171,17 @@ func ConsumeCanal(ctx context.Context, reg *api.Registry, dest string, clientID,
 	return res, err
 }
 
-func consumeCanal(ctx context.Context, port int, dest string, clientID, want int) (res ConsumeResult, err error) {
+func consumeCanal(ctx context.Context, addr string, dest string, clientID, want int) (res ConsumeResult, err error) {
 	began := time.Now()
-	c := canalclient.NewSimpleCanalConnector("127.0.0.1", port, "", "", dest, 60000, 60000)
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return res, err
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return res, err
+	}
+	c := canalclient.NewSimpleCanalConnector(host, port, "", "", dest, 60000, 60000)
 	c.ClientIdentity.ClientId = clientID
 	// canal-go panics on an error answer to a GET; make it an error.
 	defer func() {
@@ -222,9 +234,9 @@ func consumeCanal(ctx context.Context, port int, dest string, clientID, want int
 }
 
 // ConsumeNative serves reg with native.NewHandler on a loopback port and
-// reads destination dest with the Go client's Stream as clientID until
-// want row changes (the rows of the messages' Data) have arrived. More than
-// want fails it.
+// reads destination dest, in a process of its own, with the Go client's
+// Stream as clientID until want row changes (the rows of the messages'
+// Data) have arrived. More than want fails it.
 func ConsumeNative(ctx context.Context, reg *api.Registry, dest, clientID string, want int) (ConsumeResult, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -234,9 +246,7 @@ func ConsumeNative(ctx context.Context, reg *api.Registry, dest, clientID string
 	srv := &http.Server{Handler: native.NewHandler(reg, nil), ReadHeaderTimeout: 10 * time.Second}
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = srv.Serve(cl) }) // http.ErrServerClosed once closed
-	tr := &http.Transport{}
-	res, err := consumeNative(ctx, &http.Client{Transport: tr}, "http://"+l.Addr().String(), dest, clientID, want)
-	tr.CloseIdleConnections()
+	res, err := consumeInChild(ctx, childJob{Kind: "native", Addr: l.Addr().String(), Dest: dest, Client: clientID, Want: want})
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	if serr := srv.Shutdown(sctx); serr != nil {
 		srv.Close()

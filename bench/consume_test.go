@@ -147,13 +147,27 @@ func (c consumer) measure(b *testing.B, f *consumeFixture) ConsumeResult {
 // consumeTotal accumulates the runs of one consumer.
 type consumeTotal struct {
 	total
-	bytes int64
+	bytes                int64
+	serverCPU, clientCPU time.Duration
 }
 
 func (t *consumeTotal) add(r ConsumeResult) {
 	t.total.add(r.Result)
 	t.bytes += r.Bytes
+	t.serverCPU += r.ServerCPU
+	t.clientCPU += r.ClientCPU
 }
+
+// serverUs and clientUs are the CPU microseconds per row change the
+// server and the consumer spent; perCore turns them into the rows per
+// second one core can do.
+func (t *consumeTotal) serverUs() float64 {
+	return float64(t.serverCPU.Microseconds()) / float64(t.rows)
+}
+func (t *consumeTotal) clientUs() float64 {
+	return float64(t.clientCPU.Microseconds()) / float64(t.rows)
+}
+func perCore(us float64) float64 { return 1e6 / us }
 
 func (t *consumeTotal) mbPerSec() float64 { return float64(t.bytes) / 1e6 / t.elapsed.Seconds() }
 
@@ -183,11 +197,20 @@ func benchConsume(b *testing.B, f *consumeFixture) {
 	b.ReportMetric(nt.rowsPerSec(), "native-rows/s")
 	b.ReportMetric(cn.mbPerSec(), "canal-MB/s")
 	b.ReportMetric(nt.mbPerSec(), "native-MB/s")
+	b.ReportMetric(cn.serverUs(), "canal-server-us/row")
+	b.ReportMetric(cn.clientUs(), "canal-client-us/row")
+	b.ReportMetric(nt.serverUs(), "native-server-us/row")
+	b.ReportMetric(nt.clientUs(), "native-client-us/row")
 	// go test keeps a benchmark's first ten log lines: totals first.
 	b.Logf("%d iteration(s), %d row changes each: canal-go consumer %.0f rows/s (%.1f MB/s on the wire), native Go-client consumer %.0f rows/s (%.1f MB/s); for reference, the merged stream BenchmarkMerge measured (README, 2-core go-svc machine): %d rows/s, canal/merged %.2fx (target >= 1.0: %s), native/merged %.2fx (target >= 1.0: %s)",
 		b.N, f.want, cn.rowsPerSec(), cn.mbPerSec(), nt.rowsPerSec(), nt.mbPerSec(), mergedRowsPerSec,
 		cn.rowsPerSec()/mergedRowsPerSec, met(cn.rowsPerSec()/mergedRowsPerSec, 1.0),
 		nt.rowsPerSec()/mergedRowsPerSec, met(nt.rowsPerSec()/mergedRowsPerSec, 1.0))
+	b.Logf("CPU per row change (consumer in a process of its own): canal server %.2f us (%.0f rows/s a core: %.2fx merged, target >= 1.0: %s), canal-go consumer %.2f us (%.0f rows/s a core); native server %.2f us (%.0f rows/s a core: %.2fx merged, target >= 1.0: %s), Go-client consumer %.2f us (%.0f rows/s a core)",
+		cn.serverUs(), perCore(cn.serverUs()), perCore(cn.serverUs())/mergedRowsPerSec, met(perCore(cn.serverUs())/mergedRowsPerSec, 1.0),
+		cn.clientUs(), perCore(cn.clientUs()),
+		nt.serverUs(), perCore(nt.serverUs()), perCore(nt.serverUs())/mergedRowsPerSec, met(perCore(nt.serverUs())/mergedRowsPerSec, 1.0),
+		nt.clientUs(), perCore(nt.clientUs()))
 	b.Logf("store: %d events, %.1f MiB (estimated), filled in %v; workload: %s",
 		f.fill.Events, mib(uint64(f.fill.Bytes)), f.fill.Took.Round(time.Millisecond), workloadsString(f.ws, f.gen))
 	for _, l := range lines {

@@ -131,6 +131,7 @@ type encoder struct {
 	buf    revBuf
 	text   []byte                          // a value's text, formatted before it is written
 	tables map[*engine.Table]*tableColumns // per table version
+	last   int                             // the size of the last frame
 }
 
 // tableColumns holds, per column of a table version, the Column fields
@@ -145,7 +146,13 @@ type tableColumns struct {
 // frame is valid until the next call.
 func (e *encoder) frame(batchID int64, events []*engine.Event) ([]byte, error) {
 	r := &e.buf
+	if len(r.b) < e.last {
+		// Start at the last frame's size (plus some): growing by doubling
+		// would allocate, clear and copy it several times over.
+		r.b = make([]byte, e.last+e.last/4)
+	}
 	r.i = len(r.b)
+	defer func() { e.last = r.size() }()
 	// Packet: body (5) = Messages, type (3) = MESSAGES, version (2) = 1.
 	body := r.open()
 	for i := len(events) - 1; i >= 0; i-- { // Messages.messages (2), last first
