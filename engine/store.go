@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -296,6 +298,30 @@ func (s *Store) trim() {
 	s.entries = s.entries[n:]
 	s.base = low
 	s.broadcast()
+}
+
+// ClientStats is one client id's standing in a store.
+type ClientStats struct {
+	ID string
+	// Unacked counts the events held for it: handed out or not, not acked.
+	Unacked int
+	// Batches counts the batches handed out and not acked.
+	Batches int
+	// Mark is the mark of the last event it acked that had one (see Mark).
+	Mark any
+}
+
+// Clients lists the subscribed client ids, by id.
+func (s *Store) Clients() []ClientStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	end := s.base + uint64(len(s.entries))
+	out := make([]ClientStats, 0, len(s.clients))
+	for id, c := range s.clients {
+		out = append(out, ClientStats{ID: id, Unacked: int(end - c.acked), Batches: len(c.batches), Mark: c.mark})
+	}
+	slices.SortFunc(out, func(a, b ClientStats) int { return strings.Compare(a.ID, b.ID) })
+	return out
 }
 
 // StoreStats is a snapshot of a store's use.

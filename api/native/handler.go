@@ -149,8 +149,19 @@ func (h *handler) state(w http.ResponseWriter, r *http.Request) {
 	}
 	ss := s.Store.Stats()
 	st.Store = StoreState{Events: ss.Events, Bytes: ss.Bytes, PeakBytes: ss.PeakBytes}
+	native := map[string]*clientState{}
 	for _, c := range h.clientsOf(s.Store) {
-		st.Clients = append(st.Clients, c.state(s.Store))
+		native[c.id] = c
+	}
+	for _, sc := range s.Store.Clients() {
+		cs := ClientState{ID: sc.ID, PendingBatches: sc.Batches, Cursor: cursorState(sc.Mark)}
+		if c, ok := native[sc.ID]; ok {
+			cs = c.state(s.Store)
+		} else if cs.Cursor != nil {
+			cs.AckedSeq = cs.Cursor.Seq
+		}
+		cs.Unacked = sc.Unacked
+		st.Clients = append(st.Clients, cs)
 	}
 	writeJSON(w, http.StatusOK, st)
 }

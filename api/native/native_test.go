@@ -190,6 +190,23 @@ func TestListAndState(t *testing.T) {
 	if state.Store.Events != 0 || state.Store.PeakBytes == 0 {
 		t.Errorf("store %+v: the acked events should be gone", state.Store)
 	}
+
+	// A client id of another protocol (a canal client's) shows too, with
+	// what the store holds for it.
+	store.Subscribe("7")
+	put(t, store, 3, 2)
+	b, err := store.Get(t.Context(), "7", 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get(t, hc, srv.URL+"/v1/destinations/shop", &state)
+	if len(state.Clients) != 2 || state.Clients[0].ID != "7" || state.Clients[0].Streaming ||
+		state.Clients[0].PendingBatches != 1 || state.Clients[0].Unacked != 2 {
+		t.Errorf("clients with a canal client that got 1 of 2 events and acked none: %+v", state.Clients)
+	}
+	if err := store.Ack("7", b.ID); err != nil {
+		t.Fatal(err)
+	}
 	var other native.State
 	get(t, hc, srv.URL+"/v1/destinations/other", &other)
 	if other.Name != "other" || len(other.Sources) != 0 || other.Stats != nil {

@@ -46,8 +46,9 @@ type StoreState struct {
 	PeakBytes int64 `json:"peakBytes"`
 }
 
-// ClientState is one client id that streamed the destination from this
-// node.
+// ClientState is one client id subscribed to the destination on this
+// node: a native stream's (Streaming, AckedSeq and PendingBatches are its
+// own) or a canal client's (AckedSeq is its cursor's seq).
 type ClientState struct {
 	ID        string `json:"id"`
 	Streaming bool   `json:"streaming"`
@@ -55,6 +56,9 @@ type ClientState struct {
 	AckedSeq uint64 `json:"ackedSeq"`
 	// PendingBatches counts store batches written and not yet acked.
 	PendingBatches int `json:"pendingBatches"`
+	// Unacked counts the events the store holds for the client: once the
+	// store is full, the slowest client id holds the stream back.
+	Unacked int `json:"unacked"`
 	// Cursor is the destination cursor of the client's last acked
 	// transaction boundary (absent before the first).
 	Cursor *CursorState `json:"cursor,omitempty"`
