@@ -48,7 +48,9 @@ func RunConsumerChild() {
 	var res ConsumeResult
 	err := json.Unmarshal([]byte(spec), &job)
 	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), decodeTimeout)
+		// The parent kills the process when its own deadline passes; this
+		// bound only keeps an orphan from lingering.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		switch job.Kind {
 		case "canal":
 			var id int
