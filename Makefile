@@ -8,11 +8,12 @@ GO ?= go
 build:
 	$(GO) build -o bin/braid ./cmd/braid
 
-# test vets everything, fuzzes the canal frame decoder for a few seconds,
+# test builds and vets everything (a package's non-test files must build
+# alone), fuzzes the canal frame decoder for a few seconds,
 # then runs every test once, uncached, with the race detector. Tests that
 # read binlogs start their own mariadbd servers (internal/mysqltest).
 test:
-	$(GO) vet ./... && \
+	$(GO) build ./... && $(GO) vet ./... && \
 	$(GO) test -run '^$$' -fuzz FuzzReadFrame -fuzztime 5s ./api/canal/ && \
 	$(GO) test -race -count=1 -timeout 14m ./...
 
