@@ -127,15 +127,15 @@ func capture(ctx context.Context, spec *engine.Spec, w io.Writer, opt captureOpt
 	}
 	// The merge fills a bounded store; this loop is its one client, printing
 	// batches and acking them once they are flushed.
-	p, err := startPipeline(ctx, spec, resume, log, "capture")
+	p, err := group.StartPipeline(ctx, spec, resume, engine.StoreConfig{}, log, "capture")
 	if err != nil {
 		return err
 	}
-	defer p.close()
-	store := p.store
+	defer p.Close()
+	store := p.Store
 
 	out := bufio.NewWriterSize(w, 64<<10)
-	fw := &engine.FlatWriter{Rename: p.router.Rename}
+	fw := &engine.FlatWriter{Rename: p.Rename}
 	printed := 0
 	line := func(b []byte) error {
 		out.Write(b)
@@ -158,9 +158,8 @@ func capture(ctx context.Context, spec *engine.Spec, w io.Writer, opt captureOpt
 	for {
 		b, err := store.Get(ctx, "capture", 1024, 200*time.Millisecond)
 		if errors.Is(err, engine.ErrStoreClosed) {
-			<-p.done
-			if p.err != nil {
-				return p.err
+			if err := p.Err(); err != nil {
+				return err
 			}
 			return save()
 		}

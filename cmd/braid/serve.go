@@ -30,68 +30,16 @@ type serveOptions struct {
 
 func (o serveOptions) enabled() bool { return o.httpPort > 0 || o.canalPort > 0 }
 
-// lockedRename makes a Router safe for the servers' concurrent connections.
-func lockedRename(r *group.Router) func(string, string) (string, string) {
-	var mu sync.Mutex
-	return func(schema, table string) (string, string) {
-		mu.Lock()
-		defer mu.Unlock()
-		return r.Rename(schema, table)
-	}
-}
-
-// pipeline is a destination merging into a bounded store on its own
-// goroutine: what capture prints from and what the servers serve.
-type pipeline struct {
-	router *group.Router
-	dest   *group.Destination
-	store  *engine.Store
-	stop   context.CancelFunc
-	done   chan struct{} // closed when the run ended; err is then set
-	err    error
-}
-
-// startPipeline starts spec's destination (from resume, if set) into a new
-// store with the given client ids subscribed.
-func startPipeline(ctx context.Context, spec *engine.Spec, resume *group.Cursor, log *slog.Logger, clients ...string) (*pipeline, error) {
-	router, err := group.NewRouter(spec.Route)
-	if err != nil {
-		return nil, err
-	}
-	dest, err := group.New(group.Config{Spec: spec, Resume: resume, Logger: log})
-	if err != nil {
-		return nil, err
-	}
-	store := engine.NewStore(engine.StoreConfig{})
-	for _, c := range clients {
-		store.Subscribe(c)
-	}
-	rctx, stop := context.WithCancel(ctx)
-	p := &pipeline{router: router, dest: dest, store: store, stop: stop, done: make(chan struct{})}
-	go func() {
-		p.err = dest.RunInto(rctx, store)
-		store.Close() // readers drain what is left, then stop
-		close(p.done)
-	}()
-	return p, nil
-}
-
-// close stops the run and waits for it.
-func (p *pipeline) close() {
-	p.stop()
-	<-p.done
-}
-
 // serve runs the destination into a store and serves it to consumers until
 // ctx ends.
 func serve(ctx context.Context, spec *engine.Spec, opt serveOptions, log *slog.Logger) error {
-	p, err := startPipeline(ctx, spec, nil, log)
+	p, err := group.StartPipeline(ctx, spec, nil, engine.StoreConfig{}, log)
 	if err != nil {
 		return err
 	}
-	defer p.close()
+	defer p.Close()
 	reg := api.NewRegistry()
-	reg.Add(&api.Served{Name: spec.Name, Store: p.store, Rename: lockedRename(p.router), Stats: func() any { return p.dest.Stats() }})
+	reg.Add(&api.Served{Name: spec.Name, Store: p.Store, Rename: p.Rename, Stats: func() any { return p.Dest.Stats() }})
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -134,8 +82,8 @@ func serve(ctx context.Context, spec *engine.Spec, opt serveOptions, log *slog.L
 	select {
 	case <-ctx.Done():
 		return nil
-	case <-p.done:
-		return p.err // nil only when ctx ended
+	case <-p.Done():
+		return p.Err() // nil only when ctx ended
 	case err := <-errs:
 		return err
 	}
