@@ -73,6 +73,9 @@ type storeClient struct {
 	batches []Batch
 	nextID  int64
 	mark    any
+	// after, while not 0, skips the events of transactions up to this seq
+	// (see SubscribeAfter).
+	after uint64
 }
 
 // Batch is what Get hands a client: consecutive events, under an id to ack.
@@ -156,6 +159,41 @@ func (s *Store) Subscribe(client string) {
 	}
 }
 
+// SubscribeAfter registers a client id that already has every
+// transaction up to seq, with mark as its last mark (its saved cursor):
+// it is handed only events of later transactions, the ones before are
+// acked for it as they come. This is how a client resumes on a store
+// that replays from an earlier point (a destination taken over from
+// another node, restarted from its slowest client's cursor). Subscribing
+// a known client does nothing.
+func (s *Store) SubscribeAfter(client string, seq uint64, mark any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.clients[client]; !ok {
+		s.clients[client] = &storeClient{acked: s.base, next: s.base, after: seq, mark: mark}
+	}
+}
+
+// skip acks for c the events of transactions it already has (see
+// SubscribeAfter); the caller holds mu.
+func (s *Store) skip(c *storeClient) {
+	if c.after == 0 || len(c.batches) > 0 {
+		return
+	}
+	end := s.base + uint64(len(s.entries))
+	from := c.next
+	for c.next < end && s.entries[c.next-s.base].ev.Seq <= c.after {
+		c.next++
+	}
+	if c.next < end {
+		c.after = 0 // past it: nothing more to skip
+	}
+	if c.next > from {
+		c.acked = c.next
+		s.trim()
+	}
+}
+
 // Unsubscribe forgets a client id, its cursor and its un-acked batches:
 // the store no longer holds events for it (canal's UNSUBSCRIPTION).
 // Subscribing it again starts at the oldest event held then.
@@ -197,11 +235,13 @@ func (s *Store) get(ctx context.Context, client string, want, max int, timeout t
 		defer t.Stop()
 		deadline = t.C
 	}
+	s.skip(c)
 	end := s.base + uint64(len(s.entries))
 	for end-c.next < uint64(want) && !s.closed && timeout > 0 && (c.next == end || !s.full) {
 		if !s.wait(ctx, deadline) {
 			break
 		}
+		s.skip(c)
 		end = s.base + uint64(len(s.entries))
 	}
 	if c.next == end {

@@ -215,3 +215,33 @@ func TestStoreUnsubscribe(t *testing.T) {
 		t.Fatalf("resubscribed client got %v, want [4]", seqs(b))
 	}
 }
+
+// TestStoreSubscribeAfter: a client that has every transaction up to a seq
+// gets only later ones, keeps its mark until it acks a newer one, and does
+// not hold the skipped events.
+func TestStoreSubscribeAfter(t *testing.T) {
+	ctx := context.Background()
+	s := NewStore(StoreConfig{})
+	s.SubscribeAfter("resumed", 3, "saved")
+	putN(t, s, 1, 2)
+	if b, _ := s.Get(ctx, "resumed", 10, 0); b.ID != -1 {
+		t.Fatalf("got %v, want nothing: seqs 1 and 2 are before its cursor", seqs(b))
+	}
+	if n := s.Stats().Events; n != 0 {
+		t.Errorf("store holds %d events it needs for nobody", n)
+	}
+	if m := s.Mark("resumed"); m != "saved" {
+		t.Errorf("mark %v, want the saved one", m)
+	}
+	putN(t, s, 3, 3) // 3 is its last; 4 and 5 are new
+	b, _ := s.Get(ctx, "resumed", 10, 0)
+	if got := seqs(b); len(got) != 2 || got[0] != 4 || got[1] != 5 {
+		t.Fatalf("got %v, want [4 5]", got)
+	}
+	if err := s.Ack("resumed", b.ID); err != nil {
+		t.Fatal(err)
+	}
+	if m := s.Mark("resumed"); m != 5 {
+		t.Errorf("mark %v, want 5 (the last acked event's)", m)
+	}
+}

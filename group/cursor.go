@@ -38,8 +38,9 @@ func (c *Cursor) Clone() *Cursor {
 	return out
 }
 
-// CursorStore keeps cursors. Implementations: FileStore here; the Raft
-// store comes with the cluster.
+// CursorStore keeps cursors. Implementations: FileStore here, for braid
+// capture; raftstore.FencedCursors, replicated and fenced by ownership
+// epoch, for a cluster.
 type CursorStore interface {
 	// Load returns the saved cursor of (destination, client), or nil.
 	Load(destination, client string) (*Cursor, error)

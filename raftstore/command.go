@@ -1,0 +1,184 @@
+package raftstore
+
+import (
+	"fmt"
+)
+
+// cmdVersion is the first byte of every command in the log. A node that
+// reads another version refuses the entry (ErrBadCommand) instead of
+// guessing; a new version may only be written once every node reads it.
+const cmdVersion = 1
+
+// cmdType is the second byte of a command.
+type cmdType byte
+
+const (
+	cmdCreateDest  cmdType = 1 // dest, spec (canonical YAML)
+	cmdUpdateDest  cmdType = 2 // dest, spec
+	cmdDeleteDest  cmdType = 3 // dest
+	cmdAssign      cmdType = 4 // dest, owner, conditional, ifEpoch
+	cmdSaveCursors cmdType = 5 // dest, epoch, schemas, cursors
+)
+
+func (t cmdType) String() string {
+	switch t {
+	case cmdCreateDest:
+		return "create-destination"
+	case cmdUpdateDest:
+		return "update-destination"
+	case cmdDeleteDest:
+		return "delete-destination"
+	case cmdAssign:
+		return "assign"
+	case cmdSaveCursors:
+		return "save-cursors"
+	}
+	return fmt.Sprintf("command-%d", byte(t))
+}
+
+// command is every command's fields; which are used depends on Type.
+//
+// The encoding is: version byte, type byte, then the type's fields in the
+// order listed above, each a uvarint, a zigzag varint (LastKey), a byte
+// (booleans) or a uvarint length followed by bytes (strings). A cursor
+// update of one client on two sources takes about 60 bytes.
+type command struct {
+	Type  cmdType
+	Dest  string
+	Spec  []byte // create, update: the spec as canonical YAML
+	Owner string // assign: node id, "" to unassign
+	// Conditional assign: applies only if the current epoch is IfEpoch.
+	Conditional bool
+	IfEpoch     uint64
+	Epoch       uint64       // save-cursors: the writer's epoch
+	Schemas     []schemaBlob // save-cursors: schema histories the cursors name
+	Cursors     []cursorEntry
+}
+
+// schemaBlob is one schema history (an engine.SchemaSnapshot as JSON) of a
+// source, named by its hash.
+type schemaBlob struct {
+	Source string
+	Hash   string
+	Data   []byte
+}
+
+// cursorEntry sets (or, with Delete, removes) one client's cursor.
+type cursorEntry struct {
+	Client string
+	Delete bool
+	Cursor cursorRecord
+}
+
+// cursorRecord is a group.Cursor as stored: the schema histories are
+// replaced by their hashes.
+type cursorRecord struct {
+	Seq     uint64         `json:"seq"`
+	Sources []sourceRecord `json:"sources"`
+}
+
+type sourceRecord struct {
+	Name    string `json:"name"`
+	File    string `json:"file"`
+	Pos     uint32 `json:"pos"`
+	LastKey int64  `json:"lastKey"`
+	Schema  string `json:"schema,omitempty"` // hash of the schema history, "" for none
+}
+
+func (c *command) encode() []byte {
+	e := newEncoder(64)
+	e.header(c.Type)
+	e.str(c.Dest)
+	switch c.Type {
+	case cmdCreateDest, cmdUpdateDest:
+		e.bytes(c.Spec)
+	case cmdDeleteDest:
+	case cmdAssign:
+		e.str(c.Owner)
+		e.boolean(c.Conditional)
+		e.uvarint(c.IfEpoch)
+	case cmdSaveCursors:
+		e.uvarint(c.Epoch)
+		e.count(len(c.Schemas))
+		for _, s := range c.Schemas {
+			e.str(s.Source)
+			e.str(s.Hash)
+			e.bytes(s.Data)
+		}
+		e.count(len(c.Cursors))
+		for _, ce := range c.Cursors {
+			e.str(ce.Client)
+			e.boolean(ce.Delete)
+			if ce.Delete {
+				continue
+			}
+			e.uvarint(ce.Cursor.Seq)
+			e.count(len(ce.Cursor.Sources))
+			for _, s := range ce.Cursor.Sources {
+				e.str(s.Name)
+				e.str(s.File)
+				e.uvarint(uint64(s.Pos))
+				e.varint(s.LastKey)
+				e.str(s.Schema)
+			}
+		}
+	}
+	return e.bytesOut()
+}
+
+// decodeCommand parses an encoded command. Bad input is an error wrapping
+// ErrBadCommand, never a panic.
+func decodeCommand(data []byte) (*command, error) {
+	if len(data) < 2 {
+		return nil, failf(codeBadCommand, "%d bytes", len(data))
+	}
+	if data[0] != cmdVersion {
+		return nil, failf(codeBadCommand, "version %d (this node reads version %d)", data[0], cmdVersion)
+	}
+	c := &command{Type: cmdType(data[1])}
+	d := &decoder{b: data[2:]}
+	c.Dest = d.str()
+	switch c.Type {
+	case cmdCreateDest, cmdUpdateDest:
+		c.Spec = d.bytes()
+	case cmdDeleteDest:
+	case cmdAssign:
+		c.Owner = d.str()
+		c.Conditional = d.boolean()
+		c.IfEpoch = d.uvarint()
+	case cmdSaveCursors:
+		c.Epoch = d.uvarint()
+		c.Schemas = make([]schemaBlob, d.count())
+		for i := range c.Schemas {
+			c.Schemas[i] = schemaBlob{Source: d.str(), Hash: d.str(), Data: d.bytes()}
+		}
+		c.Cursors = make([]cursorEntry, d.count())
+		for i := range c.Cursors {
+			ce := &c.Cursors[i]
+			ce.Client = d.str()
+			if ce.Delete = d.boolean(); ce.Delete {
+				continue
+			}
+			ce.Cursor.Seq = d.uvarint()
+			ce.Cursor.Sources = make([]sourceRecord, d.count())
+			for j := range ce.Cursor.Sources {
+				s := &ce.Cursor.Sources[j]
+				s.Name = d.str()
+				s.File = d.str()
+				pos := d.uvarint()
+				if pos > 1<<32-1 {
+					d.fail(fmt.Errorf("position %d out of range", pos))
+				}
+				s.Pos = uint32(pos)
+				s.LastKey = d.varint()
+				s.Schema = d.str()
+			}
+		}
+	default:
+		return nil, failf(codeBadCommand, "unknown type %d", byte(c.Type))
+	}
+	if err := d.done(); err != nil {
+		return nil, failf(codeBadCommand, "%s: %v", c.Type, err)
+	}
+	return c, nil
+}
