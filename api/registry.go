@@ -23,6 +23,20 @@ type Served struct {
 	// Stats, if set, reports the destination's progress for status pages
 	// (a group.Destination's Stats, as any).
 	Stats func() any
+	// Live, if set, says whether this node may hand the destination's
+	// events out now: in a cluster, only while its ownership lease holds.
+	// The servers check it before each batch and refuse the consumer with
+	// its error (the consumer reconnects, to whichever node owns the
+	// destination then). nil: always.
+	Live func() error
+}
+
+// CheckLive returns s.Live's verdict (nil when s has no Live).
+func (s *Served) CheckLive() error {
+	if s.Live == nil {
+		return nil
+	}
+	return s.Live()
 }
 
 // Registry is the set of destinations a node serves. Safe for concurrent

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
 	"strings"
@@ -171,4 +172,26 @@ func (p *Parser) checkNotPurged(files []string, pos Position) error {
 	}
 	return fatal{fmt.Errorf("%w: source %s (%s): start position %s is no longer on the server (oldest binlog is %s): start from earliest or a later position",
 		ErrPurged, p.spec.Name, p.spec.Address, pos, oldest)}
+}
+
+// CheckSource connects to a source as a destination's parser would and
+// checks that braid can read it (reachable, credentials accepted, binlog
+// on, ROW format); it returns the server's current end of binlog. The
+// cluster uses it to refuse a spec with an unusable shard before storing
+// it, and to pin a `latest` start to a position.
+func CheckSource(ctx context.Context, src SourceSpec) (Position, error) {
+	p := &Parser{spec: src, log: slog.New(slog.DiscardHandler)}
+	c, err := p.dial(ctx)
+	if err != nil {
+		return Position{}, err
+	}
+	defer c.Close()
+	if _, err := p.inspect(c); err != nil {
+		return Position{}, err
+	}
+	pos, err := masterPosition(c)
+	if err != nil {
+		return Position{}, fmt.Errorf("engine: source %s (%s): read its binlog position: %v", src.Name, src.Address, err)
+	}
+	return pos, nil
 }

@@ -22,9 +22,11 @@ type Pipeline struct {
 	err      error
 }
 
-// StartPipeline starts spec's destination (after resume, if set) into a
-// new store with the given client ids subscribed.
-func StartPipeline(ctx context.Context, spec *engine.Spec, resume *Cursor, store engine.StoreConfig, log *slog.Logger, clients ...string) (*Pipeline, error) {
+// StartPipeline starts spec's destination (after resume, if set) into
+// store, whose clients the caller subscribes first (a client subscribed
+// later starts at the oldest event still held); the pipeline closes the
+// store when its run ends.
+func StartPipeline(ctx context.Context, spec *engine.Spec, resume *Cursor, store *engine.Store, log *slog.Logger) (*Pipeline, error) {
 	router, err := NewRouter(spec.Route)
 	if err != nil {
 		return nil, err
@@ -33,10 +35,7 @@ func StartPipeline(ctx context.Context, spec *engine.Spec, resume *Cursor, store
 	if err != nil {
 		return nil, err
 	}
-	p := &Pipeline{Dest: dest, Store: engine.NewStore(store), router: router, done: make(chan struct{})}
-	for _, c := range clients {
-		p.Store.Subscribe(c)
-	}
+	p := &Pipeline{Dest: dest, Store: store, router: router, done: make(chan struct{})}
 	rctx, stop := context.WithCancel(ctx)
 	p.stop = stop
 	go func() {

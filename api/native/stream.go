@@ -31,6 +31,10 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if err := s.CheckLive(); err != nil {
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
 	checkpoint := false
 	if v := q.Get("checkpoint"); v != "" {
 		if checkpoint, err = strconv.ParseBool(v); err != nil {
@@ -87,6 +91,11 @@ func (h *handler) pump(ctx context.Context, s *api.Served, c *clientState, sw *s
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if err := s.CheckLive(); err != nil {
+			// Not ours to hand out now: what was taken goes back.
+			s.Store.Rollback(c.id)
+			return err
 		}
 		if b.ID < 0 {
 			if sw.checkpoint && sw.done > sw.sentCheckpoint {

@@ -127,12 +127,13 @@ func capture(ctx context.Context, spec *engine.Spec, w io.Writer, opt captureOpt
 	}
 	// The merge fills a bounded store; this loop is its one client, printing
 	// batches and acking them once they are flushed.
-	p, err := group.StartPipeline(ctx, spec, resume, engine.StoreConfig{}, log, "capture")
+	store := engine.NewStore(engine.StoreConfig{})
+	store.Subscribe("capture")
+	p, err := group.StartPipeline(ctx, spec, resume, store, log)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
-	store := p.Store
 
 	out := bufio.NewWriterSize(w, 64<<10)
 	fw := &engine.FlatWriter{Rename: p.Rename}

@@ -17,9 +17,12 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"capture": {"read a destination's sources, merge them, and print the stream as flat-message JSON lines or serve it (canal protocol, HTTP)", runCapture},
-	"tail":    {"print a destination's stream from a braid node, acking as it goes", runTail},
-	"version": {"print braid's version", runVersion},
+	"capture":     {"read a destination's sources, merge them, and print the stream as flat-message JSON lines or serve it (canal protocol, HTTP)", runCapture},
+	"server":      {"run a node of a braid cluster", runServer},
+	"destination": {"create, list, show or delete a cluster's destinations", runDestination},
+	"cluster":     {"show a cluster's nodes and destinations", runCluster},
+	"tail":        {"print a destination's stream from a braid node, acking as it goes", runTail},
+	"version":     {"print braid's version", runVersion},
 }
 
 // version is set at build time with -ldflags "-X main.version=...".

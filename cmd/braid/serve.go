@@ -33,7 +33,7 @@ func (o serveOptions) enabled() bool { return o.httpPort > 0 || o.canalPort > 0 
 // serve runs the destination into a store and serves it to consumers until
 // ctx ends.
 func serve(ctx context.Context, spec *engine.Spec, opt serveOptions, log *slog.Logger) error {
-	p, err := group.StartPipeline(ctx, spec, nil, engine.StoreConfig{}, log)
+	p, err := group.StartPipeline(ctx, spec, nil, engine.NewStore(engine.StoreConfig{}), log)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,334 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/braid-cdc/braid/api/native"
+	"github.com/braid-cdc/braid/api/wire"
+	"github.com/braid-cdc/braid/engine"
+	"github.com/braid-cdc/braid/raftstore"
+)
+
+// The cluster's HTTP API, on every node. Destinations are stored in Raft
+// and readable on any node; a destination's state and stream are served
+// by its owner, and any other node answers them with a 307 redirect to the
+// owner (the Go client and curl -L follow it), or 503 while it has none.
+//
+//	GET    /v1/cluster                       ClusterStatus
+//	GET    /v1/destinations                  names, from Raft
+//	POST   /v1/destinations                  create (the spec, YAML or JSON)
+//	GET    /v1/destinations/{name}/spec      DestinationInfo
+//	DELETE /v1/destinations/{name}[?force=true]
+//	GET    /v1/destinations/{name}           state       } on the owner
+//	GET    /v1/destinations/{name}/stream    NDJSON      } (api/native)
+//	POST   /v1/destinations/{name}/ack       ack by seq  }
+
+// ClusterStatus is what GET /v1/cluster answers.
+type ClusterStatus struct {
+	// Node is the node that answered; Leader the Raft leader's name.
+	Node         string            `json:"node"`
+	Leader       string            `json:"leader"`
+	Nodes        []NodeStatus      `json:"nodes"`
+	Destinations []DestinationInfo `json:"destinations"`
+}
+
+// NodeStatus is one node of a ClusterStatus: a Raft server, a live gossip
+// member, or both.
+type NodeStatus struct {
+	Name string `json:"name"`
+	// State is "alive" when gossip sees it, else "failed".
+	State string `json:"state"`
+	// Raft is "leader", "voter" or "nonvoter"; "" when not in Raft.
+	Raft      string `json:"raft"`
+	RaftAddr  string `json:"raftAddr"`
+	HTTPAddr  string `json:"httpAddr,omitempty"`
+	CanalAddr string `json:"canalAddr,omitempty"`
+	// Destinations counts the destinations assigned to it.
+	Destinations int `json:"destinations"`
+}
+
+// DestinationInfo is a destination as the cluster stores it, with its
+// owner and, when the owner answered, its sources' state.
+type DestinationInfo struct {
+	Name    string             `json:"name"`
+	Owner   string             `json:"owner"`
+	Epoch   uint64             `json:"epoch"`
+	Spec    engine.Spec        `json:"spec"`
+	Seq     uint64             `json:"seq"`
+	Sources []wire.SourceState `json:"sources,omitempty"`
+	Clients []wire.ClientState `json:"clients,omitempty"`
+	// StateError says why the owner's state is missing.
+	StateError string `json:"stateError,omitempty"`
+}
+
+func (n *Node) handler() http.Handler {
+	local := native.NewHandler(n.reg, n.log.With("part", "http"))
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/cluster", n.status)
+	mux.HandleFunc("GET /v1/destinations", n.list)
+	mux.HandleFunc("POST /v1/destinations", n.create)
+	mux.HandleFunc("GET /v1/destinations/{name}/spec", n.info)
+	mux.HandleFunc("DELETE /v1/destinations/{name}", n.remove)
+	owned := n.routed(local)
+	mux.Handle("GET /v1/destinations/{name}", owned)
+	mux.Handle("GET /v1/destinations/{name}/stream", owned)
+	mux.Handle("POST /v1/destinations/{name}/ack", owned)
+	return mux
+}
+
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, format string, a ...any) {
+	writeJSON(w, status, errorBody{Error: fmt.Sprintf(format, a...)})
+}
+
+// routed serves a destination's state and stream here when this node runs
+// it, and redirects to its owner otherwise.
+func (n *Node) routed(local http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		if _, err := n.reg.Lookup(name); err == nil {
+			local.ServeHTTP(w, r)
+			return
+		}
+		a, err := n.store.Assignment(name)
+		if errors.Is(err, raftstore.ErrNotFound) {
+			if _, derr := n.store.Destination(name); derr != nil {
+				writeError(w, http.StatusNotFound, "unknown destination %q: the cluster has %s", name, n.names())
+				return
+			}
+		}
+		if a.Owner == "" {
+			writeError(w, http.StatusServiceUnavailable, "destination %q has no owner yet: retry in a moment", name)
+			return
+		}
+		if a.Owner == n.cfg.Name {
+			writeError(w, http.StatusServiceUnavailable, "destination %q is starting on node %s: retry in a moment", name, n.cfg.Name)
+			return
+		}
+		m, ok := n.ms.member(a.Owner)
+		if !ok || m.HTTPAddr == "" {
+			writeError(w, http.StatusServiceUnavailable, "destination %q is owned by node %s, which is not reachable now; it will be taken over: retry in a moment", name, a.Owner)
+			return
+		}
+		http.Redirect(w, r, "http://"+m.HTTPAddr+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+	})
+}
+
+// names lists the destinations for error messages.
+func (n *Node) names() string {
+	var names []string
+	for _, d := range n.store.Destinations() {
+		names = append(names, d.Spec.Name)
+	}
+	if len(names) == 0 {
+		return "none (create one with `braid destination create -f SPEC`)"
+	}
+	return strings.Join(names, ", ")
+}
+
+func (n *Node) list(w http.ResponseWriter, r *http.Request) {
+	names := []string{}
+	for _, d := range n.store.Destinations() {
+		names = append(names, d.Spec.Name)
+	}
+	writeJSON(w, http.StatusOK, names)
+}
+
+// maxSpec bounds a spec's size in a create request.
+const maxSpec = 1 << 20
+
+// create stores a new destination after checking every source: reachable
+// with the spec's credentials, binlog on in ROW format. A `latest` start
+// is pinned to the source's current position, so that whichever node runs
+// the destination, now or after a takeover, starts at the same point.
+func (n *Node) create(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxSpec+1))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "reading the spec: %v", err)
+		return
+	}
+	if len(body) > maxSpec {
+		writeError(w, http.StatusRequestEntityTooLarge, "the spec is over %d bytes", maxSpec)
+		return
+	}
+	spec, err := engine.ParseSpec(body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	if _, err := n.store.Destination(spec.Name); err == nil {
+		writeError(w, http.StatusConflict, "destination %q exists already: delete it first, or choose another name", spec.Name)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
+	defer cancel()
+	for i := range spec.Sources {
+		src := &spec.Sources[i]
+		pos, err := engine.CheckSource(ctx, *src)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "destination %q not created: %v", spec.Name, err)
+			return
+		}
+		if src.Start.Kind == engine.StartLatest {
+			src.Start = engine.StartSpec{Kind: engine.StartPosition, Pos: pos}
+		}
+	}
+	d, err := n.store.CreateDestination(ctx, *spec)
+	switch {
+	case errors.Is(err, raftstore.ErrExists):
+		writeError(w, http.StatusConflict, "destination %q exists already: delete it first, or choose another name", spec.Name)
+		return
+	case errors.Is(err, raftstore.ErrInvalid):
+		writeError(w, http.StatusBadRequest, "%v", err)
+		return
+	case err != nil:
+		writeError(w, http.StatusServiceUnavailable, "destination %q not created: %v", spec.Name, err)
+		return
+	}
+	n.log.Info("destination created", "dest", spec.Name, "sources", len(spec.Sources))
+	writeJSON(w, http.StatusCreated, DestinationInfo{Name: d.Spec.Name, Spec: d.Spec})
+}
+
+func (n *Node) info(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	d, err := n.store.Destination(name)
+	if err != nil {
+		writeError(w, http.StatusNotFound, "unknown destination %q: the cluster has %s", name, n.names())
+		return
+	}
+	writeJSON(w, http.StatusOK, n.describe(r.Context(), d))
+}
+
+// describe fills a DestinationInfo, asking the owner for its state.
+func (n *Node) describe(ctx context.Context, d raftstore.Destination) DestinationInfo {
+	info := DestinationInfo{Name: d.Spec.Name, Spec: d.Spec}
+	if a, err := n.store.Assignment(d.Spec.Name); err == nil {
+		info.Owner, info.Epoch = a.Owner, a.Epoch
+	}
+	if info.Owner == "" {
+		info.StateError = "no owner"
+		return info
+	}
+	m, ok := n.ms.member(info.Owner)
+	if !ok {
+		info.StateError = "owner not reachable"
+		return info
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+m.HTTPAddr+"/v1/destinations/"+d.Spec.Name, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		info.StateError = err.Error()
+		return info
+	}
+	defer resp.Body.Close()
+	var st wire.State
+	if resp.StatusCode != http.StatusOK {
+		var e errorBody
+		json.NewDecoder(resp.Body).Decode(&e)
+		info.StateError = fmt.Sprintf("owner answered %d: %s", resp.StatusCode, e.Error)
+		return info
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		info.StateError = err.Error()
+		return info
+	}
+	info.Seq, info.Sources, info.Clients = st.Seq, st.Sources, st.Clients
+	return info
+}
+
+// remove deletes a destination; one its consumers have cursors of needs
+// force=true, since they lose their place.
+func (n *Node) remove(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if _, err := n.store.Destination(name); err != nil {
+		writeError(w, http.StatusNotFound, "unknown destination %q: the cluster has %s", name, n.names())
+		return
+	}
+	if r.URL.Query().Get("force") != "true" {
+		cursors, err := n.store.Cursors(name)
+		if err == nil && len(cursors) > 0 {
+			var clients []string
+			for c := range cursors {
+				clients = append(clients, c)
+			}
+			slices.Sort(clients)
+			writeError(w, http.StatusConflict, "destination %q has consumers (client ids %s) whose cursors would be lost: stop them first, or delete with --force",
+				name, strings.Join(clients, ", "))
+			return
+		}
+	}
+	if err := n.store.DeleteDestination(r.Context(), name); err != nil {
+		writeError(w, http.StatusServiceUnavailable, "destination %q not deleted: %v", name, err)
+		return
+	}
+	n.log.Info("destination deleted", "dest", name)
+	writeJSON(w, http.StatusOK, map[string]string{"deleted": name})
+}
+
+func (n *Node) status(w http.ResponseWriter, r *http.Request) {
+	st := ClusterStatus{Node: n.cfg.Name, Nodes: []NodeStatus{}, Destinations: []DestinationInfo{}}
+	st.Leader, _ = n.store.Leader()
+	byName := map[string]*NodeStatus{}
+	node := func(name string) *NodeStatus {
+		ns, ok := byName[name]
+		if !ok {
+			ns = &NodeStatus{Name: name, State: "failed"}
+			byName[name] = ns
+		}
+		return ns
+	}
+	servers, _ := n.store.Servers()
+	members := n.ms.members()
+	for _, s := range servers {
+		ns := node(s.ID)
+		ns.RaftAddr = s.Addr
+		ns.Raft = "voter"
+		if s.NonVoter {
+			ns.Raft = "nonvoter"
+		}
+		if s.ID == st.Leader {
+			ns.Raft = "leader"
+		}
+	}
+	for _, m := range members {
+		ns := node(m.Name)
+		ns.State = "alive"
+		ns.HTTPAddr, ns.CanalAddr = m.HTTPAddr, m.CanalAddr
+		if ns.RaftAddr == "" {
+			ns.RaftAddr = m.RaftAddr
+		}
+	}
+	for _, d := range n.store.Destinations() {
+		info := n.describe(r.Context(), d)
+		if info.Owner != "" {
+			node(info.Owner).Destinations++
+		}
+		st.Destinations = append(st.Destinations, info)
+	}
+	for _, ns := range byName {
+		st.Nodes = append(st.Nodes, *ns)
+	}
+	slices.SortFunc(st.Nodes, func(a, b NodeStatus) int { return strings.Compare(a.Name, b.Name) })
+	writeJSON(w, http.StatusOK, st)
+}

@@ -1,0 +1,260 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// Member is what a node tells the others about itself through gossip.
+type Member struct {
+	Name string `json:"name"`
+	// Cluster names the cluster the node belongs to; nodes of another
+	// cluster are refused.
+	Cluster string `json:"cluster"`
+	// RaftAddr, HTTPAddr and CanalAddr are where the node serves Raft,
+	// the HTTP API and canal's protocol (host:port; CanalAddr "" when it
+	// serves none).
+	RaftAddr  string `json:"raft"`
+	HTTPAddr  string `json:"http"`
+	CanalAddr string `json:"canal,omitempty"`
+	// Gossip is the node's memberlist address (filled in from the
+	// member list, not sent).
+	Gossip string `json:"-"`
+}
+
+// Gossip timing, tuned so that a crashed node is declared dead within
+// about a second and a half on a LAN or loopback: it is probed every
+// 250 ms, a probe fails after 150 ms, and a suspect is dead after
+// SuspicionMult × 250 ms (more in larger clusters). memberlist's LAN
+// defaults (1 s probes, 5 s suspicion) would take five seconds or more.
+const (
+	gossipProbeInterval = 250 * time.Millisecond
+	gossipProbeTimeout  = 150 * time.Millisecond
+	gossipSuspicionMult = 3
+	gossipInterval      = 100 * time.Millisecond
+	gossipPushPull      = 10 * time.Second
+)
+
+// membership is this node's view of the cluster's live nodes, kept by
+// memberlist.
+type membership struct {
+	ml   *memberlist.Memberlist
+	self Member
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced on every join, leave or update
+}
+
+// startMembership starts gossip on bindAddr:port.
+func startMembership(self Member, bindAddr string, port int, logger *slog.Logger) (*membership, error) {
+	m := &membership{self: self, log: logger, changed: make(chan struct{})}
+	cfg := memberlist.DefaultLANConfig()
+	cfg.Name = self.Name
+	cfg.BindAddr, cfg.BindPort = bindAddr, port
+	cfg.AdvertiseAddr, cfg.AdvertisePort = bindAddr, port
+	cfg.ProbeInterval, cfg.ProbeTimeout = gossipProbeInterval, gossipProbeTimeout
+	cfg.SuspicionMult = gossipSuspicionMult
+	cfg.GossipInterval = gossipInterval
+	cfg.PushPullInterval = gossipPushPull
+	// A restarted node comes back under its name at once, even on
+	// another address.
+	cfg.DeadNodeReclaimTime = time.Second
+	cfg.Delegate = m
+	cfg.Events = m
+	cfg.Merge = m
+	cfg.Alive = m
+	cfg.Conflict = m
+	cfg.Logger = log.New(&gossipLog{log: logger}, "", 0)
+	ml, err := memberlist.Create(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: gossip on %s:%d: %w", bindAddr, port, err)
+	}
+	m.ml = ml
+	m.self.Gossip = net.JoinHostPort(bindAddr, strconv.Itoa(port))
+	return m, nil
+}
+
+// join contacts the given gossip addresses; it succeeds when one answers.
+func (m *membership) join(addrs []string) error {
+	if len(addrs) == 0 {
+		return nil
+	}
+	n, err := m.ml.Join(addrs)
+	if n > 0 {
+		return nil
+	}
+	return fmt.Errorf("cluster: could not join through %s: %w", strings.Join(addrs, ","), err)
+}
+
+// members returns the live nodes (alive or merely suspected), by name,
+// this one included.
+func (m *membership) members() []Member {
+	var out []Member
+	for _, n := range m.ml.Members() {
+		if n.State == memberlist.StateDead || n.State == memberlist.StateLeft {
+			continue
+		}
+		var mb Member
+		if json.Unmarshal(n.Meta, &mb) != nil {
+			continue
+		}
+		mb.Gossip = n.Address()
+		out = append(out, mb)
+	}
+	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// member returns the live node named name.
+func (m *membership) member(name string) (Member, bool) {
+	for _, mb := range m.members() {
+		if mb.Name == name {
+			return mb, true
+		}
+	}
+	return Member{}, false
+}
+
+// changes returns a channel closed at the next change of membership.
+func (m *membership) changes() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.changed
+}
+
+func (m *membership) notify() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	close(m.changed)
+	m.changed = make(chan struct{})
+}
+
+// leave tells the others this node is going, then stops gossip.
+func (m *membership) leave(timeout time.Duration) {
+	if err := m.ml.Leave(timeout); err != nil {
+		m.log.Debug("gossip leave", "err", err)
+	}
+	m.ml.Shutdown()
+}
+
+// NodeMeta implements memberlist.Delegate.
+func (m *membership) NodeMeta(limit int) []byte {
+	b, _ := json.Marshal(m.self)
+	if len(b) > limit {
+		m.log.Error("node metadata too long for gossip; addresses will be missing", "bytes", len(b), "limit", limit)
+		return nil
+	}
+	return b
+}
+
+// NotifyMsg, GetBroadcasts, LocalState and MergeRemoteState implement
+// memberlist.Delegate: braid gossips nothing but membership and metadata.
+func (m *membership) NotifyMsg([]byte)                           {}
+func (m *membership) GetBroadcasts(overhead, limit int) [][]byte { return nil }
+func (m *membership) LocalState(join bool) []byte                { return nil }
+func (m *membership) MergeRemoteState(buf []byte, join bool)     {}
+
+// NotifyJoin, NotifyLeave and NotifyUpdate implement
+// memberlist.EventDelegate.
+func (m *membership) NotifyJoin(n *memberlist.Node) {
+	m.log.Info("node joined", "node", n.Name, "gossip", n.Address())
+	m.notify()
+}
+
+func (m *membership) NotifyLeave(n *memberlist.Node) {
+	m.log.Warn("node left or failed", "node", n.Name, "gossip", n.Address())
+	m.notify()
+}
+
+func (m *membership) NotifyUpdate(n *memberlist.Node) { m.notify() }
+
+// errWrongCluster: a node of another cluster tried to join.
+var errWrongCluster = errors.New("cluster: node of another cluster")
+
+// check refuses a node that belongs to another cluster or reuses this
+// node's name from another address.
+func (m *membership) check(n *memberlist.Node) error {
+	var mb Member
+	if err := json.Unmarshal(n.Meta, &mb); err != nil {
+		return fmt.Errorf("cluster: node %s (%s) sent no braid metadata: is it a braid server?", n.Name, n.Address())
+	}
+	if mb.Cluster != m.self.Cluster {
+		return fmt.Errorf("%w: node %s (%s) belongs to cluster %q, this one is %q: check --join and --cluster",
+			errWrongCluster, n.Name, n.Address(), mb.Cluster, m.self.Cluster)
+	}
+	if n.Name == m.self.Name && n.Address() != m.self.Gossip {
+		return fmt.Errorf("cluster: node %s (%s) has this node's name (%s at %s): every node needs its own --name",
+			n.Name, n.Address(), m.self.Name, m.self.Gossip)
+	}
+	return nil
+}
+
+// NotifyMerge implements memberlist.MergeDelegate: a join into (or from)
+// another cluster is cancelled, and the joining side gets the error.
+func (m *membership) NotifyMerge(peers []*memberlist.Node) error {
+	for _, n := range peers {
+		if err := m.check(n); err != nil {
+			m.log.Error("refused to merge with another node's member list", "err", err)
+			return err
+		}
+	}
+	return nil
+}
+
+// NotifyAlive implements memberlist.AliveDelegate: nodes of another
+// cluster never enter the member list.
+func (m *membership) NotifyAlive(n *memberlist.Node) error {
+	if err := m.check(n); err != nil {
+		m.log.Warn("ignoring node", "err", err)
+		return err
+	}
+	return nil
+}
+
+// NotifyConflict implements memberlist.ConflictDelegate.
+func (m *membership) NotifyConflict(existing, other *memberlist.Node) {
+	m.log.Error("two nodes claim one name: every node needs its own --name",
+		"name", existing.Name, "known at", existing.Address(), "other at", other.Address())
+}
+
+// gossipLog routes memberlist's log lines ("[DEBUG] memberlist: ...") to
+// slog at their level.
+type gossipLog struct{ log *slog.Logger }
+
+var _ io.Writer = (*gossipLog)(nil)
+
+func (g *gossipLog) Write(p []byte) (int, error) {
+	line := strings.TrimSpace(string(p))
+	level := slog.LevelDebug
+	switch {
+	case strings.HasPrefix(line, "[ERR]"):
+		level = slog.LevelError
+	case strings.HasPrefix(line, "[WARN]"):
+		level = slog.LevelWarn
+	case strings.HasPrefix(line, "[INFO]"):
+		level = slog.LevelInfo
+	}
+	if i := strings.Index(line, "memberlist: "); i >= 0 {
+		line = line[i+len("memberlist: "):]
+	}
+	// memberlist's own info lines (probes, suspicions) are noise at info.
+	if level == slog.LevelInfo {
+		level = slog.LevelDebug
+	}
+	g.log.Log(context.Background(), level, "gossip: "+line)
+	return len(p), nil
+}

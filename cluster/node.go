@@ -1,0 +1,254 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/braid-cdc/braid/api"
+	"github.com/braid-cdc/braid/api/canal"
+	"github.com/braid-cdc/braid/raftstore"
+)
+
+// Config configures a Node. Zero fields take the defaults given.
+type Config struct {
+	// Name names the node in gossip and Raft; unique in the cluster and
+	// the same across restarts. Required.
+	Name string
+	// Cluster names the cluster; a node refuses nodes of another one.
+	// Default: "braid".
+	Cluster string
+	// DataDir holds the node's Raft state. Required.
+	DataDir string
+	// Addr is the IP address the node listens on and is reached at.
+	// Default: 127.0.0.1.
+	Addr string
+	// Ports: Raft (and forwarded writes), gossip (TCP and UDP), the HTTP
+	// API, canal's protocol (0: not served). Raft, gossip and HTTP are
+	// required.
+	RaftPort, GossipPort, HTTPPort, CanalPort int
+	// Join lists gossip addresses (host:port) of nodes to join.
+	Join []string
+	// BootstrapExpect, on a node without Raft state, forms a new cluster
+	// once this many nodes (this one included) have found each other. 0:
+	// wait to be added to an existing cluster.
+	BootstrapExpect int
+	// CanalUser and CanalPassword are the canal account (see
+	// canal.Config); every node of a cluster needs the same.
+	CanalUser, CanalPassword string
+	// Lease is how long an owner may serve a destination after it last
+	// confirmed, with a linearizable read, that it still owns it; a new
+	// owner serves only a Lease after it took over, so two owners never
+	// serve at once (see owner.go). Default: 1s.
+	Lease time.Duration
+	// CursorInterval is how often an owner writes its consumers' cursors
+	// to Raft. Default: raftstore.DefaultCursorInterval.
+	CursorInterval time.Duration
+	// Logger receives the node's logs. Default: discard.
+	Logger *slog.Logger
+}
+
+// DefaultLease is Config.Lease's default.
+const DefaultLease = time.Second
+
+func (c *Config) defaults() error {
+	if c.Name == "" || c.DataDir == "" {
+		return errors.New("cluster: a node needs a name (--name) and a data directory (--data-dir)")
+	}
+	if c.RaftPort <= 0 || c.GossipPort <= 0 || c.HTTPPort <= 0 {
+		return errors.New("cluster: a node needs --raft-port, --gossip-port and --http-port")
+	}
+	if c.Cluster == "" {
+		c.Cluster = "braid"
+	}
+	if c.Addr == "" {
+		c.Addr = "127.0.0.1"
+	}
+	if c.Lease <= 0 {
+		c.Lease = DefaultLease
+	}
+	if c.CursorInterval <= 0 {
+		c.CursorInterval = raftstore.DefaultCursorInterval
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// Node is one braid server: a member of the Raft group that stores the
+// cluster's state, of the gossip that tells which nodes are alive, the
+// owner of some destinations (which it runs and serves), and, while it is
+// the Raft leader, the one that assigns destinations to nodes.
+type Node struct {
+	cfg   Config
+	log   *slog.Logger
+	store *raftstore.Store
+	ms    *membership
+	reg   *api.Registry
+
+	httpLn, canalLn net.Listener
+	httpSrv         *http.Server
+	canalSrv        *canal.Server
+
+	mu    sync.Mutex
+	owned map[string]*owner // destinations this node runs, by name
+}
+
+// Start opens the node's Raft state, starts gossip and binds its ports;
+// Run does the rest.
+func Start(cfg Config) (*Node, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.Name), reg: api.NewRegistry(), owned: map[string]*owner{}}
+	hostPort := func(port int) string { return net.JoinHostPort(cfg.Addr, strconv.Itoa(port)) }
+	var err error
+	if n.httpLn, err = net.Listen("tcp", hostPort(cfg.HTTPPort)); err != nil {
+		return nil, fmt.Errorf("cluster: http port: %w: is another process using it? choose another with --http-port", err)
+	}
+	if cfg.CanalPort > 0 {
+		if n.canalLn, err = net.Listen("tcp", hostPort(cfg.CanalPort)); err != nil {
+			n.httpLn.Close()
+			return nil, fmt.Errorf("cluster: canal port: %w: is another process (a canal server?) using it? choose another with --canal-port", err)
+		}
+	}
+	n.store, err = raftstore.Open(raftstore.Config{NodeID: cfg.Name, DataDir: cfg.DataDir,
+		BindAddr: hostPort(cfg.RaftPort), Logger: n.log.With("part", "raft")})
+	if err != nil {
+		n.closeListeners()
+		return nil, err
+	}
+	self := Member{Name: cfg.Name, Cluster: cfg.Cluster, RaftAddr: n.store.Addr(), HTTPAddr: n.httpLn.Addr().String()}
+	if n.canalLn != nil {
+		self.CanalAddr = n.canalLn.Addr().String()
+	}
+	if n.ms, err = startMembership(self, cfg.Addr, cfg.GossipPort, n.log.With("part", "gossip")); err != nil {
+		n.store.Shutdown()
+		n.closeListeners()
+		return nil, err
+	}
+	if err := n.ms.join(cfg.Join); err != nil {
+		if errors.Is(err, errWrongCluster) {
+			n.ms.leave(time.Second)
+			n.store.Shutdown()
+			n.closeListeners()
+			return nil, err
+		}
+		// The others may not be up yet: gossip keeps trying from their
+		// side when they join us, and Run retries.
+		n.log.Warn("join failed; retrying in the background", "err", err)
+	}
+	return n, nil
+}
+
+func (n *Node) closeListeners() {
+	n.httpLn.Close()
+	if n.canalLn != nil {
+		n.canalLn.Close()
+	}
+}
+
+// Run serves until ctx ends, then leaves the cluster gracefully (a node
+// that is killed instead is detected by gossip and replaced).
+func (n *Node) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+
+	n.httpSrv = &http.Server{Handler: n.handler(), ReadHeaderTimeout: 10 * time.Second}
+	wg.Go(func() {
+		if err := n.httpSrv.Serve(n.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errs <- fmt.Errorf("cluster: http: %w", err)
+		}
+	})
+	if n.canalLn != nil {
+		n.canalSrv = canal.NewServer(canal.Config{Registry: n.reg, User: n.cfg.CanalUser, Password: n.cfg.CanalPassword,
+			Logger: n.log.With("part", "canal")})
+		wg.Go(func() {
+			if err := n.canalSrv.Serve(ctx, n.canalLn); err != nil {
+				errs <- fmt.Errorf("cluster: canal: %w", err)
+			}
+		})
+	}
+	n.log.Info("node started", "http", "http://"+n.httpLn.Addr().String(), "raft", n.store.Addr(),
+		"gossip", n.ms.self.Gossip, "canal", n.ms.self.CanalAddr, "cluster", n.cfg.Cluster)
+
+	wg.Go(func() { n.joinLoop(ctx) })
+	wg.Go(func() { n.bootstrapLoop(ctx) })
+	wg.Go(func() { n.leaderLoop(ctx) })
+	wg.Go(func() { n.ownerLoop(ctx) })
+
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errs:
+	}
+	cancel()
+	n.stopAll()
+	sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
+	n.httpSrv.Shutdown(sctx)
+	scancel()
+	n.httpSrv.Close()
+	wg.Wait()
+	n.ms.leave(time.Second)
+	if serr := n.store.Shutdown(); err == nil && serr != nil {
+		err = serr
+	}
+	return err
+}
+
+// joinLoop retries joining the configured nodes until one answers.
+func (n *Node) joinLoop(ctx context.Context) {
+	if len(n.cfg.Join) == 0 {
+		return
+	}
+	for len(n.ms.members()) < 2 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+		if err := n.ms.join(n.cfg.Join); err != nil {
+			n.log.Debug("join", "err", err)
+		}
+	}
+}
+
+// bootstrapLoop forms a new cluster: on a node without Raft state and with
+// BootstrapExpect set, once that many nodes know each other, each of them
+// bootstraps Raft with the same list (the first BootstrapExpect by name),
+// which hashicorp/raft accepts from all.
+func (n *Node) bootstrapLoop(ctx context.Context) {
+	if n.store.HadState() || n.cfg.BootstrapExpect <= 0 {
+		return
+	}
+	for {
+		members := n.ms.members()
+		if len(members) >= n.cfg.BootstrapExpect {
+			var servers []raftstore.Server
+			for _, m := range members[:n.cfg.BootstrapExpect] {
+				servers = append(servers, raftstore.Server{ID: m.Name, Addr: m.RaftAddr})
+			}
+			if err := n.store.Bootstrap(servers); err != nil {
+				n.log.Info("bootstrap skipped", "err", err)
+			} else {
+				n.log.Info("bootstrapped a new cluster", "servers", len(servers))
+			}
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-n.ms.changes():
+		case <-time.After(time.Second):
+		}
+	}
+}

@@ -1,0 +1,237 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/braid-cdc/braid/api"
+	"github.com/braid-cdc/braid/engine"
+	"github.com/braid-cdc/braid/group"
+)
+
+// Ownership and fencing.
+//
+// The Raft leader assigns each destination to one node with an epoch (the
+// Raft index of the assignment). A node runs the destinations assigned to
+// it, each from the slowest consumer's cursor, and writes the consumers'
+// cursors to Raft fenced by its epoch: once a newer epoch is committed,
+// its writes are rejected and it stops.
+//
+// Serving is fenced by a lease. An owner hands events to consumers only
+// until Lease after the start of its last successful linearizable read
+// that found it still the owner (renewed every Lease/4). A new owner
+// starts serving only Lease after it saw its assignment: any read the old
+// owner confirmed its lease with happened before that assignment was
+// committed, so its lease has run out by then, even if the old owner was
+// stalled (SIGSTOP, a long GC pause, a cut network) rather than dead, and
+// it never serves again without first learning of the new epoch. The
+// price is Lease added to a takeover.
+
+// ownerTick is how often a node compares what it runs with what Raft
+// assigns it.
+const ownerTick = 200 * time.Millisecond
+
+// ownerRetry is how long a node waits before starting again a destination
+// whose run failed (a source refused it for good).
+const ownerRetry = 5 * time.Second
+
+// owner runs one destination on this node for one epoch.
+type owner struct {
+	n     *Node
+	name  string
+	epoch uint64
+	stop  context.CancelFunc
+	done  chan struct{} // closed when run returns
+
+	mu         sync.Mutex
+	servableAt time.Time // the takeover's wait ends (see above)
+	leaseUntil time.Time
+}
+
+// ownerLoop keeps what this node runs in step with its assignments.
+func (n *Node) ownerLoop(ctx context.Context) {
+	retryAt := map[string]time.Time{}
+	t := time.NewTicker(ownerTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		want := map[string]uint64{}
+		for _, a := range n.store.Assignments() {
+			if a.Owner == n.cfg.Name {
+				want[a.Destination] = a.Epoch
+			}
+		}
+		n.mu.Lock()
+		for name, o := range n.owned {
+			finished := false
+			select {
+			case <-o.done:
+				finished = true
+				retryAt[name] = time.Now().Add(ownerRetry)
+			default:
+			}
+			if epoch, ok := want[name]; !ok || epoch != o.epoch || finished {
+				o.stop()
+				<-o.done
+				delete(n.owned, name)
+			}
+		}
+		for name, epoch := range want {
+			if _, running := n.owned[name]; running || time.Now().Before(retryAt[name]) {
+				continue
+			}
+			delete(retryAt, name)
+			n.owned[name] = n.startOwner(ctx, name, epoch)
+		}
+		n.mu.Unlock()
+	}
+}
+
+// stopAll stops every destination this node runs.
+func (n *Node) stopAll() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for name, o := range n.owned {
+		o.stop()
+		<-o.done
+		delete(n.owned, name)
+	}
+}
+
+func (n *Node) startOwner(ctx context.Context, name string, epoch uint64) *owner {
+	ctx, stop := context.WithCancel(ctx)
+	now := time.Now()
+	o := &owner{n: n, name: name, epoch: epoch, stop: stop, done: make(chan struct{}),
+		servableAt: now.Add(n.cfg.Lease), leaseUntil: now.Add(n.cfg.Lease)}
+	go func() {
+		defer close(o.done)
+		log := n.log.With("dest", name, "epoch", epoch)
+		log.Info("taking the destination over")
+		err := o.run(ctx)
+		switch {
+		case ctx.Err() != nil:
+			log.Info("destination stopped here")
+		case err == nil:
+			log.Info("destination stopped here: another node owns it now")
+		default:
+			log.Error("destination failed here; retrying", "err", err, "in", ownerRetry)
+		}
+	}()
+	return o
+}
+
+// live is the Served.Live of the destination: see the fencing notes above.
+func (o *owner) live() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	now := time.Now()
+	if now.Before(o.servableAt) {
+		return fmt.Errorf("destination %s is being taken over by node %s: retry in a moment", o.name, o.n.cfg.Name)
+	}
+	if now.After(o.leaseUntil) {
+		return fmt.Errorf("node %s cannot confirm it still owns destination %s (is it cut off from the cluster?): retry, another node may own it", o.n.cfg.Name, o.name)
+	}
+	return nil
+}
+
+// errMoved: the destination was assigned elsewhere or deleted.
+var errMoved = errors.New("cluster: the destination moved")
+
+// renew confirms the ownership with a linearizable read and extends the
+// lease; errMoved when this node no longer owns the destination.
+func (o *owner) renew(ctx context.Context) error {
+	began := time.Now()
+	rctx, cancel := context.WithTimeout(ctx, o.n.cfg.Lease/2)
+	defer cancel()
+	if err := o.n.store.Consistent(rctx); err != nil {
+		return err // no quorum now: the lease runs out unless a later read succeeds
+	}
+	a, err := o.n.store.Assignment(o.name)
+	if err != nil || a.Owner != o.n.cfg.Name || a.Epoch != o.epoch {
+		return errMoved
+	}
+	o.mu.Lock()
+	o.leaseUntil = began.Add(o.n.cfg.Lease)
+	o.mu.Unlock()
+	return nil
+}
+
+// run runs the destination until ctx ends, the node is fenced or the
+// pipeline fails.
+func (o *owner) run(ctx context.Context) error {
+	n := o.n
+	log := n.log.With("dest", o.name, "epoch", o.epoch)
+	d, err := n.store.Destination(o.name)
+	if err != nil {
+		return err
+	}
+	spec := d.Spec
+	// The assignment is applied here, so every cursor a former owner
+	// wrote is too (its writes came before the assignment in the log).
+	cursors, err := n.store.Cursors(o.name)
+	if err != nil {
+		return err
+	}
+	store := engine.NewStore(engine.StoreConfig{})
+	var resume *group.Cursor
+	for client, c := range cursors {
+		store.SubscribeAfter(client, c.Seq, c)
+		if resume == nil || c.Seq < resume.Seq {
+			resume = c
+		}
+	}
+	if resume != nil {
+		log.Info("resuming from the slowest consumer's cursor", "seq", resume.Seq, "consumers", len(cursors))
+	}
+	p, err := group.StartPipeline(ctx, &spec, resume, store, log)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	fc := n.store.CursorStore(o.name, o.epoch, n.cfg.CursorInterval)
+	defer func() {
+		if err := fc.Close(); err != nil {
+			log.Info("last cursors not saved", "err", err)
+		}
+	}()
+	served := &api.Served{Name: o.name, Store: store, Rename: p.Rename, Stats: func() any { return p.Dest.Stats() }, Live: o.live}
+	n.reg.Add(served)
+	defer n.reg.Remove(o.name)
+
+	saved := map[string]any{} // per client: the mark saved last
+	t := time.NewTicker(n.cfg.Lease / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-p.Done():
+			return p.Err()
+		case <-t.C:
+		}
+		if err := o.renew(ctx); errors.Is(err, errMoved) {
+			log.Warn("fenced: the destination is no longer this node's")
+			return nil
+		} else if err != nil {
+			log.Warn("cannot renew the ownership lease", "err", err)
+		}
+		for _, c := range store.Clients() {
+			cur, ok := c.Mark.(*group.Cursor)
+			if !ok || saved[c.ID] == c.Mark {
+				continue
+			}
+			if err := fc.Save(o.name, c.ID, cur); err != nil {
+				log.Warn("fenced: cursor writes refused", "err", err)
+				return nil
+			}
+			saved[c.ID] = c.Mark
+		}
+	}
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/braid-cdc/braid/cluster"
+)
+
+func runServer(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg cluster.Config
+	fs.StringVar(&cfg.Name, "name", "", "this node's name, unique in the cluster and the same across restarts (required)")
+	fs.StringVar(&cfg.DataDir, "data-dir", "", "directory for the node's Raft state; a restarted node rejoins from it (required)")
+	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1", "IP address the node listens on and is reached at")
+	fs.IntVar(&cfg.RaftPort, "raft-port", 7001, "Raft port (also carries writes forwarded to the leader)")
+	fs.IntVar(&cfg.GossipPort, "gossip-port", 7101, "gossip port, TCP and UDP (membership: who is alive)")
+	fs.IntVar(&cfg.HTTPPort, "http-port", 8081, "HTTP API port: destinations, cluster status, streams (braid tail, the Go client)")
+	fs.IntVar(&cfg.CanalPort, "canal-port", 11111, "canal protocol port for canal clients (0: off)")
+	join := fs.String("join", "", "comma-separated gossip addresses (host:port) of other nodes to join")
+	fs.IntVar(&cfg.BootstrapExpect, "bootstrap-expect", 0, "form a new cluster once this many nodes (this one included) have found each other; give it to each of the first nodes")
+	fs.StringVar(&cfg.Cluster, "cluster", "braid", "cluster name: nodes refuse to join a cluster of another name")
+	fs.StringVar(&cfg.CanalUser, "canal-user", "", "user canal clients must log in as, the same on every node (default: accept every client, with a warning)")
+	fs.StringVar(&cfg.CanalPassword, "canal-password", "", "password of --canal-user")
+	fs.DurationVar(&cfg.Lease, "lease", cluster.DefaultLease, "ownership lease: a node serves a destination only while it confirmed its ownership within this; a takeover waits this long (fencing)")
+	logLevel := fs.String("log-level", "info", "log level on stderr: debug, info, warn or error")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: braid server --name n1 --data-dir DIR [--addr 127.0.0.1] [--raft-port 7001] [--gossip-port 7101]")
+		fmt.Fprintln(stderr, "                    [--http-port 8081] [--canal-port 11111] [--join HOST:PORT,...] [--bootstrap-expect 3]")
+		fmt.Fprintln(stderr, "\nRuns one node of a braid cluster. Nodes find each other through gossip (--join),")
+		fmt.Fprintln(stderr, "keep destinations, ownership and consumer cursors in Raft, and share the")
+		fmt.Fprintln(stderr, "destinations out: each runs on one node and moves to another when its node dies.")
+		fmt.Fprintln(stderr, "A consumer may connect to any node. Start three nodes with --bootstrap-expect 3,")
+		fmt.Fprintln(stderr, "each joining the others; then create destinations with 'braid destination create'.")
+		fmt.Fprintln(stderr, "Ctrl-C (SIGTERM) leaves the cluster gracefully.")
+		fmt.Fprintln(stderr, "\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "braid server: unexpected argument %q; see braid server --help\n", fs.Arg(0))
+		return 2
+	}
+	for _, a := range strings.Split(*join, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			cfg.Join = append(cfg.Join, a)
+		}
+	}
+	log, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		fmt.Fprintln(stderr, "braid server:", err)
+		return 2
+	}
+	cfg.Logger = log
+	if cfg.CanalPort > 0 && cfg.CanalUser == "" {
+		log.Warn("canal clients are not authenticated: anyone who reaches the canal port may read every destination; set --canal-user and --canal-password")
+	}
+	node, err := cluster.Start(cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "braid server:", oneLine(err))
+		return 1
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	began := time.Now()
+	if err := node.Run(ctx); err != nil {
+		fmt.Fprintln(stderr, "braid server:", oneLine(err))
+		return 1
+	}
+	log.Info("node stopped", "after", time.Since(began).Round(time.Second))
+	return 0
+}
