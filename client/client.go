@@ -202,7 +202,8 @@ type Message struct {
 	MysqlType map[string]string `json:"mysqlType"`
 	// Data are the rows (after the change; before it for DELETE), column →
 	// value, nil for NULL. Old holds, for UPDATE, each row's changed
-	// columns' previous values.
+	// columns' previous values. A value kept may keep the other values of
+	// its row in memory (they share an allocation), never more.
 	Data []map[string]*string `json:"data"`
 	Old  []map[string]*string `json:"old"`
 	// Seq is the merged transaction's sequence number, shared by all the

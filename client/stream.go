@@ -2,6 +2,7 @@ package client
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -49,9 +50,10 @@ func (c *Client) Stream(ctx context.Context, name, clientID string, handle func(
 		ak.flush(final)
 	}()
 
+	dec := &lineDecoder{}
 	backoff := c.minBackoff
 	for attempt := 0; ; attempt++ {
-		delivered, err := c.connect(ctx, name, clientID, d, ak, handle)
+		delivered, err := c.connect(ctx, name, clientID, d, ak, dec, handle)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -87,7 +89,7 @@ func (c *Client) Stream(ctx context.Context, name, clientID string, handle func(
 
 // connect runs one connection of a stream; it reports whether any line
 // came.
-func (c *Client) connect(ctx context.Context, name, clientID string, d *dedupe, ak *acker, handle func(Message) error) (bool, error) {
+func (c *Client) connect(ctx context.Context, name, clientID string, d *dedupe, ak *acker, dec *lineDecoder, handle func(Message) error) (bool, error) {
 	q := url.Values{"client-id": {clientID}, "after": {strconv.FormatUint(ak.ackedSeq(), 10)}, "checkpoint": {"true"}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url(q, name, "stream"), nil)
 	if err != nil {
@@ -103,13 +105,13 @@ func (c *Client) connect(ctx context.Context, name, clientID string, d *dedupe, 
 		return false, readError(resp)
 	}
 	d.connected()
-	r := bufio.NewReaderSize(resp.Body, 64<<10)
+	lr := &lineReader{r: bufio.NewReaderSize(resp.Body, 64<<10)}
 	got := false
 	for {
-		line, err := r.ReadBytes('\n')
+		line, err := lr.next()
 		if len(line) > 0 && line[len(line)-1] == '\n' {
 			got = true
-			if herr := c.line(line[:len(line)-1], d, ak, handle); herr != nil {
+			if herr := c.line(line[:len(line)-1], d, ak, dec, handle); herr != nil {
 				return got, herr
 			}
 		}
@@ -123,17 +125,50 @@ func (c *Client) connect(ctx context.Context, name, clientID string, d *dedupe, 
 	}
 }
 
+// lineReader reads a stream's lines without a copy each: a line is a view
+// of the reader's buffer, or of long when it is longer than the buffer.
+type lineReader struct {
+	r    *bufio.Reader
+	long []byte
+}
+
+// maxKeptLong is the most of long kept for the next long line.
+const maxKeptLong = 1 << 20
+
+// next returns the next line, with its newline unless the stream ended
+// without one. The line is only valid until the next call.
+func (lr *lineReader) next() ([]byte, error) {
+	if cap(lr.long) > maxKeptLong {
+		lr.long = nil // one huge line does not cost its size for the stream's life
+	}
+	line, err := lr.r.ReadSlice('\n')
+	if !errors.Is(err, bufio.ErrBufferFull) {
+		return line, err
+	}
+	lr.long = append(lr.long[:0], line...)
+	for errors.Is(err, bufio.ErrBufferFull) {
+		line, err = lr.r.ReadSlice('\n')
+		lr.long = append(lr.long, line...)
+	}
+	return lr.long, err
+}
+
 // envelope is a stream line: a message, or a checkpoint.
 type envelope struct {
 	Message
 	Checkpoint *uint64 `json:"checkpoint"`
 }
 
-// line handles one line.
-func (c *Client) line(b []byte, d *dedupe, ak *acker, handle func(Message) error) error {
+// line handles one line; b is only valid during the call.
+func (c *Client) line(b []byte, d *dedupe, ak *acker, dec *lineDecoder, handle func(Message) error) error {
 	var env envelope
-	if err := json.Unmarshal(b, &env); err != nil {
-		return fmt.Errorf("client: a stream line is not a flat message: %w", err)
+	if !dec.decode(b, &env) {
+		// The decoder did not know the line: json decodes it, or says
+		// what is wrong with it.
+		env = envelope{}
+		if err := json.Unmarshal(b, &env); err != nil {
+			return fmt.Errorf("client: a stream line is not a flat message: %w", err)
+		}
 	}
 	if env.Checkpoint != nil {
 		d.checkpoint(*env.Checkpoint)
@@ -150,7 +185,7 @@ func (c *Client) line(b []byte, d *dedupe, ak *acker, handle func(Message) error
 		d.done = max(d.done, m.Seq-1)
 		ak.setDone(d.done)
 	}
-	m.Raw = b
+	m.Raw = bytes.Clone(b)
 	if err := handle(m); err != nil {
 		return &handleError{err}
 	}

@@ -61,6 +61,7 @@ type membership struct {
 
 // startMembership starts gossip on bindAddr:port.
 func startMembership(self Member, bindAddr string, port int, logger *slog.Logger) (*membership, error) {
+	self.Gossip = net.JoinHostPort(bindAddr, strconv.Itoa(port))
 	m := &membership{self: self, log: logger, changed: make(chan struct{})}
 	cfg := memberlist.DefaultLANConfig()
 	cfg.Name = self.Name
@@ -84,7 +85,6 @@ func startMembership(self Member, bindAddr string, port int, logger *slog.Logger
 		return nil, fmt.Errorf("cluster: gossip on %s:%d: %w", bindAddr, port, err)
 	}
 	m.ml = ml
-	m.self.Gossip = net.JoinHostPort(bindAddr, strconv.Itoa(port))
 	return m, nil
 }
 
