@@ -63,6 +63,7 @@ func (l *logBuf) waitFor(t *testing.T, s string) {
 type fixture struct {
 	srvs  []*mysqltest.Server
 	store *engine.Store
+	reg   *api.Registry
 	port  int
 	log   *logBuf
 }
@@ -162,14 +163,21 @@ func newFixture(t *testing.T, cfg canal.Config) *fixture {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return &fixture{srvs: srvs, store: store, port: l.Addr().(*net.TCPAddr).Port, log: lb}
+	return &fixture{srvs: srvs, store: store, reg: reg, port: l.Addr().(*net.TCPAddr).Port, log: lb}
 }
 
 // connector is a connected canal-go client of the shop destination,
 // subscribed, disconnected at the end of the test.
 func (f *fixture) connector(t *testing.T, clientID int, user, password string) *client.SimpleCanalConnector {
 	t.Helper()
-	c := client.NewSimpleCanalConnector("127.0.0.1", f.port, user, password, "shop", 60000, 60000)
+	return connectAt(t, f.port, clientID, user, password)
+}
+
+// connectAt is a connected canal-go client of the shop destination at a
+// server's port, subscribed, disconnected at the end of the test.
+func connectAt(t *testing.T, port, clientID int, user, password string) *client.SimpleCanalConnector {
+	t.Helper()
+	c := client.NewSimpleCanalConnector("127.0.0.1", port, user, password, "shop", 60000, 60000)
 	c.ClientIdentity.ClientId = clientID
 	if err := c.Connect(); err != nil {
 		t.Fatalf("connect: %v", err)
@@ -373,10 +381,17 @@ func isReset(err error) bool {
 
 func (r *raw) auth(user, password string) {
 	r.t.Helper()
-	pw := []byte(password)
-	r.send(pbp.PacketType_CLIENTAUTHENTICATION, &pbp.ClientAuth{Username: user,
-		Password: []byte(client.ByteSliceToHexString(client.Scramble411(&pw, &r.seed)))})
+	r.authWith(&pbp.ClientAuth{Username: user}, password)
 	r.wantAck(0, "")
+}
+
+// authWith sends a with password scrambled by the server's seed; the
+// caller reads the answer.
+func (r *raw) authWith(a *pbp.ClientAuth, password string) {
+	r.t.Helper()
+	pw := []byte(password)
+	a.Password = []byte(client.ByteSliceToHexString(client.Scramble411(&pw, &r.seed)))
+	r.send(pbp.PacketType_CLIENTAUTHENTICATION, a)
 }
 
 func slogFor(w io.Writer) *slog.Logger {

@@ -21,8 +21,20 @@ type Config struct {
 	Registry *api.Registry
 	// User and Password are the one account clients authenticate as, with
 	// canal's scramble. An empty User accepts every client (and the server
-	// logs a warning when it starts). Default: "".
+	// logs a warning when it starts). A relaying server authenticates to
+	// the owner with them too: the nodes of a cluster share the account.
+	// Default: "".
 	User, Password string
+	// Forward, if set, is asked for the canal address (host:port) of the
+	// node that serves a destination missing from Registry; the client's
+	// connection is then relayed to that node (see "Relaying" in the
+	// package documentation). An error (e.g. "destination shop has no
+	// owner right now: retry"), an empty address or an owner that cannot
+	// be reached is answered with canal's error ACK (CodeError) and the
+	// connection stays usable, as for an unknown destination. It runs on
+	// the connection's goroutine, so it may block, briefly. Default: nil,
+	// a destination missing from Registry is unknown.
+	Forward func(dest string) (addr string, err error)
 	// IdleTimeout closes a connection that sends nothing for this long,
 	// unless the client set its own net_read_timeout (milliseconds, as
 	// canal's clients send it) when it authenticated. It also bounds the

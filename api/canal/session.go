@@ -39,7 +39,8 @@ type session struct {
 	seed                      []byte
 	authed                    bool
 	out                       []byte
-	enc                       encoder // MESSAGES frames
+	enc                       encoder    // MESSAGES frames
+	relay                     relayState // relay.go
 }
 
 // serve runs the connection until the client leaves, a read fails or ctx
@@ -55,12 +56,17 @@ func (ss *session) serve(ctx context.Context) {
 		return
 	}
 	for {
+		if ss.relay.owner != nil {
+			ss.runRelay(ctx)
+			return
+		}
 		ss.conn.SetReadDeadline(time.Now().Add(ss.readTimeout))
 		body, err := ReadFrame(ss.conn, ss.s.cfg.MaxFrame)
 		if err != nil {
 			ss.readFailed(ctx, err)
 			return
 		}
+		ss.relay.frame = body
 		var p pbp.Packet
 		if err := proto.Unmarshal(body, &p); err != nil {
 			if ss.fail(CodeError, fmt.Sprintf("undecodable packet of %d bytes: %v", len(body), err)) != nil || !ss.authed {
@@ -69,7 +75,7 @@ func (ss *session) serve(ctx context.Context) {
 			continue
 		}
 		if !ss.authed {
-			if !ss.authenticate(&p) {
+			if !ss.authenticate(ctx, &p) {
 				return
 			}
 			continue
@@ -149,7 +155,7 @@ func (ss *session) fail(code int32, msg string, attrs ...any) error {
 
 // authenticate handles the first packet; it reports whether the client
 // may go on.
-func (ss *session) authenticate(p *pbp.Packet) bool {
+func (ss *session) authenticate(ctx context.Context, p *pbp.Packet) bool {
 	if p.Type != pbp.PacketType_CLIENTAUTHENTICATION {
 		ss.fail(CodeError, fmt.Sprintf("expected CLIENTAUTHENTICATION first, got packet type=%s", p.Type))
 		return false
@@ -163,6 +169,9 @@ func (ss *session) authenticate(p *pbp.Packet) bool {
 		ss.fail(CodeError, "auth failed for user:"+a.Username, "user", a.Username)
 		return false
 	}
+	if ss.relay.relayed = isRelayed(&a); ss.relay.relayed {
+		ss.log = ss.log.With("relayed", true)
+	}
 	// canal's clients send these in milliseconds (canal's server reads
 	// them so, whatever its .proto says).
 	if ms := a.GetNetReadTimeout(); ms > 0 {
@@ -173,11 +182,17 @@ func (ss *session) authenticate(p *pbp.Packet) bool {
 	}
 	if a.Destination != "" && a.ClientId != "" {
 		d, err := ss.s.cfg.Registry.Lookup(a.Destination)
-		if err != nil {
+		switch {
+		case err != nil && ss.canForward(err):
+			if !ss.forwardAuth(ctx, &a, err) {
+				return false
+			}
+		case err != nil:
 			ss.fail(CodeError, err.Error(), "dest", a.Destination)
 			return false
+		default:
+			d.Store.Subscribe(a.ClientId)
 		}
-		d.Store.Subscribe(a.ClientId)
 	}
 	ss.authed = true
 	ss.log = ss.log.With("user", a.Username)
@@ -190,24 +205,24 @@ func (ss *session) handle(ctx context.Context, p *pbp.Packet) error {
 	switch p.Type {
 	case pbp.PacketType_SUBSCRIPTION:
 		var m pbp.Sub
-		return ss.identified(p, &m, m.GetDestination, m.GetClientId, func(d *api.Served, client string) error {
+		return ss.identified(ctx, p, &m, m.GetDestination, m.GetClientId, func(d *api.Served, client string) error {
 			d.Store.Subscribe(client)
 			return ss.writeAck(0, "")
 		})
 	case pbp.PacketType_UNSUBSCRIPTION:
 		var m pbp.Unsub
-		return ss.identified(p, &m, m.GetDestination, m.GetClientId, func(d *api.Served, client string) error {
+		return ss.identified(ctx, p, &m, m.GetDestination, m.GetClientId, func(d *api.Served, client string) error {
 			d.Store.Unsubscribe(client)
 			return ss.writeAck(0, "")
 		})
 	case pbp.PacketType_GET:
 		var m pbp.Get
-		return ss.identified(p, &m, m.GetDestination, m.GetClientId, func(d *api.Served, client string) error {
+		return ss.identified(ctx, p, &m, m.GetDestination, m.GetClientId, func(d *api.Served, client string) error {
 			return ss.get(ctx, d, client, &m)
 		})
 	case pbp.PacketType_CLIENTACK:
 		var m pbp.ClientAck
-		return ss.identified(p, &m, m.GetDestination, m.GetClientId, func(d *api.Served, client string) error {
+		return ss.identified(ctx, p, &m, m.GetDestination, m.GetClientId, func(d *api.Served, client string) error {
 			switch id := m.BatchId; {
 			case id == 0:
 				return ss.fail(CodeBatchZero, "batchId should assign value", "dest", d.Name, "client", client)
@@ -226,7 +241,7 @@ func (ss *session) handle(ctx context.Context, p *pbp.Packet) error {
 		})
 	case pbp.PacketType_CLIENTROLLBACK:
 		var m pbp.ClientRollback
-		return ss.identified(p, &m, m.GetDestination, m.GetClientId, func(d *api.Served, client string) error {
+		return ss.identified(ctx, p, &m, m.GetDestination, m.GetClientId, func(d *api.Served, client string) error {
 			// Batch 0 rolls back every batch; canal rolls back everything
 			// un-acked for any other id too (its store rewinds to the acked
 			// point). A client not subscribed yet (canal's clients roll back
@@ -242,8 +257,10 @@ func (ss *session) handle(ctx context.Context, p *pbp.Packet) error {
 
 // identified decodes a request that names a destination and a client id,
 // looks the destination up and runs do; it answers canal's errors for a
-// request it cannot decode, a missing identity and an unknown destination.
-func (ss *session) identified(p *pbp.Packet, m proto.Message, dest, client func() string, do func(*api.Served, string) error) error {
+// request it cannot decode, a missing identity and an unknown destination,
+// unless Config.Forward names the destination's owner: then the connection
+// is relayed there from this request on (relay.go).
+func (ss *session) identified(ctx context.Context, p *pbp.Packet, m proto.Message, dest, client func() string, do func(*api.Served, string) error) error {
 	if err := proto.Unmarshal(p.Body, m); err != nil {
 		return ss.fail(CodeError, fmt.Sprintf("undecodable %s: %v", p.Type, err))
 	}
@@ -251,6 +268,9 @@ func (ss *session) identified(p *pbp.Packet, m proto.Message, dest, client func(
 		return ss.fail(CodeMissingIdentity, "destination or clientId is null", "type", p.Type.String())
 	}
 	d, err := ss.s.cfg.Registry.Lookup(dest())
+	if err != nil && ss.canForward(err) {
+		return ss.forward(ctx, p.Type, dest(), client(), err)
+	}
 	if err != nil {
 		return ss.fail(CodeError, err.Error(), "dest", dest(), "client", client(), "type", p.Type.String())
 	}
