@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -204,8 +205,20 @@ func (n *Node) create(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "destination %q not created: %v", spec.Name, err)
 		return
 	}
+	n.readYourWrite(ctx)
 	n.log.Info("destination created", "dest", spec.Name, "sources", len(spec.Sources))
 	writeJSON(w, http.StatusCreated, DestinationInfo{Name: d.Spec.Name, Spec: d.Spec})
+}
+
+// readYourWrite waits until this node's state holds a write just made (on
+// a follower, forwarded writes are applied here a moment later), so that
+// the next request to this node sees it.
+func (n *Node) readYourWrite(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := n.store.Consistent(ctx); err != nil {
+		n.log.Debug("read-your-write barrier", "err", err)
+	}
 }
 
 func (n *Node) info(w http.ResponseWriter, r *http.Request) {
@@ -266,14 +279,22 @@ func (n *Node) remove(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.URL.Query().Get("force") != "true" {
-		cursors, err := n.store.Cursors(name)
-		if err == nil && len(cursors) > 0 {
-			var clients []string
+		// Consumers are the client ids with a cursor in Raft and those the
+		// owner's store holds events for (whose cursors may not be
+		// written yet).
+		consumers := map[string]bool{}
+		if cursors, err := n.store.Cursors(name); err == nil {
 			for c := range cursors {
-				clients = append(clients, c)
+				consumers[c] = true
 			}
-			slices.Sort(clients)
-			writeError(w, http.StatusConflict, "destination %q has consumers (client ids %s) whose cursors would be lost: stop them first, or delete with --force",
+		}
+		d, _ := n.store.Destination(name)
+		for _, c := range n.describe(r.Context(), d).Clients {
+			consumers[c.ID] = true
+		}
+		if len(consumers) > 0 {
+			clients := slices.Sorted(maps.Keys(consumers))
+			writeError(w, http.StatusConflict, "destination %q has consumers (client ids %s) who would lose their place: stop them first, or delete with --force",
 				name, strings.Join(clients, ", "))
 			return
 		}
@@ -282,6 +303,7 @@ func (n *Node) remove(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "destination %q not deleted: %v", name, err)
 		return
 	}
+	n.readYourWrite(r.Context())
 	n.log.Info("destination deleted", "dest", name)
 	writeJSON(w, http.StatusOK, map[string]string{"deleted": name})
 }

@@ -57,6 +57,7 @@ type membership struct {
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on every join, leave or update
+	refused error         // why a merge with another cluster was refused
 }
 
 // startMembership starts gossip on bindAddr:port.
@@ -94,6 +95,12 @@ func (m *membership) join(addrs []string) error {
 		return nil
 	}
 	n, err := m.ml.Join(addrs)
+	m.mu.Lock()
+	refused := m.refused
+	m.mu.Unlock()
+	if refused != nil {
+		return refused
+	}
 	if n > 0 {
 		return nil
 	}
@@ -209,6 +216,11 @@ func (m *membership) NotifyMerge(peers []*memberlist.Node) error {
 	for _, n := range peers {
 		if err := m.check(n); err != nil {
 			m.log.Error("refused to merge with another node's member list", "err", err)
+			if errors.Is(err, errWrongCluster) {
+				m.mu.Lock()
+				m.refused = err
+				m.mu.Unlock()
+			}
 			return err
 		}
 	}
