@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/braid-cdc/braid/api/wire"
@@ -30,9 +31,11 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("client: server answered %d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
 }
 
-// Client talks to one braid node's native API.
+// Client talks to a braid node's native API; given several nodes of a
+// cluster, it moves to the next when one cannot be reached.
 type Client struct {
-	base        *url.URL
+	bases       []*url.URL
+	cur         atomic.Int32 // the node in use: bases[cur]
 	http        *http.Client
 	log         *slog.Logger
 	ackInterval time.Duration
@@ -72,17 +75,24 @@ func WithBackoff(first, most time.Duration) Option {
 // last one the application made durable. Default: 0.
 func WithResumeAfter(seq uint64) Option { return func(c *Client) { c.resumeAfter = seq } }
 
-// New returns a client of the node at baseURL ("http://host:port").
+// New returns a client of the node at baseURL ("http://host:port"), or of
+// a cluster's nodes given as a comma-separated list: any node serves any
+// destination (it redirects to the owner), and when the node in use
+// cannot be reached Stream goes on through the next.
 func New(baseURL string, opts ...Option) (*Client, error) {
-	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
-	if err != nil {
-		return nil, fmt.Errorf("client: base URL %q: %w", baseURL, err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return nil, fmt.Errorf("client: base URL %q: want http://host:port or https://host:port", baseURL)
-	}
-	c := &Client{base: u, ackInterval: 500 * time.Millisecond, ackMessages: 1000,
+	c := &Client{ackInterval: 500 * time.Millisecond, ackMessages: 1000,
 		minBackoff: 100 * time.Millisecond, maxBackoff: 5 * time.Second}
+	for _, s := range strings.Split(baseURL, ",") {
+		s = strings.TrimSpace(s)
+		u, err := url.Parse(strings.TrimRight(s, "/"))
+		if err != nil {
+			return nil, fmt.Errorf("client: base URL %q: %w", s, err)
+		}
+		if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+			return nil, fmt.Errorf("client: base URL %q: want http://host:port or https://host:port", s)
+		}
+		c.bases = append(c.bases, u)
+	}
 	for _, o := range opts {
 		o(c)
 	}
@@ -108,14 +118,25 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
+// base is the node in use.
+func (c *Client) base() *url.URL { return c.bases[int(c.cur.Load())%len(c.bases)] }
+
+// nextNode moves to the next node, if there are several.
+func (c *Client) nextNode() {
+	if len(c.bases) > 1 {
+		c.cur.Add(1)
+	}
+}
+
 // url builds the URL of an endpoint under /v1/destinations, path elements
 // escaped.
 func (c *Client) url(query url.Values, path ...string) string {
-	esc := strings.TrimRight(c.base.EscapedPath(), "/") + "/v1/destinations"
+	base := c.base()
+	esc := strings.TrimRight(base.EscapedPath(), "/") + "/v1/destinations"
 	for _, s := range path {
 		esc += "/" + url.PathEscape(s)
 	}
-	u := *c.base
+	u := *base
 	u.Path, _ = url.PathUnescape(esc)
 	u.RawPath = esc
 	u.RawQuery = query.Encode()

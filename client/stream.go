@@ -72,6 +72,8 @@ func (c *Client) Stream(ctx context.Context, name, clientID string, handle func(
 		}
 		if delivered {
 			backoff = c.minBackoff
+		} else {
+			c.nextNode() // this node did not serve: try the next, if any
 		}
 		wait := backoff/2 + rand.N(backoff/2+1)
 		c.log.Warn("stream dropped; reconnecting", "dest", name, "client", clientID, "err", err, "in", wait, "seq", d.done)

@@ -110,28 +110,56 @@ func (n *Node) routed(local http.Handler) http.Handler {
 			local.ServeHTTP(w, r)
 			return
 		}
-		a, err := n.store.Assignment(name)
-		if errors.Is(err, raftstore.ErrNotFound) {
-			if _, derr := n.store.Destination(name); derr != nil {
-				writeError(w, http.StatusNotFound, "unknown destination %q: the cluster has %s", name, n.names())
-				return
-			}
+		m, err := n.owner(name)
+		switch {
+		case errors.Is(err, errUnknownDest):
+			writeError(w, http.StatusNotFound, "unknown destination %q: the cluster has %s", name, n.names())
+		case err != nil:
+			writeError(w, http.StatusServiceUnavailable, "%v", err)
+		default:
+			http.Redirect(w, r, "http://"+m.HTTPAddr+r.URL.RequestURI(), http.StatusTemporaryRedirect)
 		}
-		if a.Owner == "" {
-			writeError(w, http.StatusServiceUnavailable, "destination %q has no owner yet: retry in a moment", name)
-			return
-		}
-		if a.Owner == n.cfg.Name {
-			writeError(w, http.StatusServiceUnavailable, "destination %q is starting on node %s: retry in a moment", name, n.cfg.Name)
-			return
-		}
-		m, ok := n.ms.member(a.Owner)
-		if !ok || m.HTTPAddr == "" {
-			writeError(w, http.StatusServiceUnavailable, "destination %q is owned by node %s, which is not reachable now; it will be taken over: retry in a moment", name, a.Owner)
-			return
-		}
-		http.Redirect(w, r, "http://"+m.HTTPAddr+r.URL.RequestURI(), http.StatusTemporaryRedirect)
 	})
+}
+
+// canalOwner is the canal server's Forward: the canal address of the
+// node that owns dest, for a client that connected here.
+func (n *Node) canalOwner(dest string) (string, error) {
+	m, err := n.owner(dest)
+	switch {
+	case errors.Is(err, errUnknownDest):
+		return "", nil // the canal server says it is unknown
+	case err != nil:
+		return "", err
+	case m.CanalAddr == "":
+		return "", fmt.Errorf("destination %s is owned by node %s, which serves no canal port", dest, m.Name)
+	}
+	return m.CanalAddr, nil
+}
+
+// errUnknownDest: no destination of that name.
+var errUnknownDest = errors.New("cluster: unknown destination")
+
+// owner finds the live node, other than this one, that owns dest; the
+// errors other than errUnknownDest are passing states, worth a retry.
+func (n *Node) owner(dest string) (Member, error) {
+	a, err := n.store.Assignment(dest)
+	if err != nil {
+		if _, derr := n.store.Destination(dest); derr != nil {
+			return Member{}, errUnknownDest
+		}
+	}
+	switch {
+	case a.Owner == "":
+		return Member{}, fmt.Errorf("destination %s has no owner yet: retry in a moment", dest)
+	case a.Owner == n.cfg.Name:
+		return Member{}, fmt.Errorf("destination %s is starting on node %s: retry in a moment", dest, n.cfg.Name)
+	}
+	m, ok := n.ms.member(a.Owner)
+	if !ok {
+		return Member{}, fmt.Errorf("destination %s is owned by node %s, which is not reachable now; it will be taken over: retry in a moment", dest, a.Owner)
+	}
+	return m, nil
 }
 
 // names lists the destinations for error messages.

@@ -171,7 +171,7 @@ func (n *Node) Run(ctx context.Context) error {
 	})
 	if n.canalLn != nil {
 		n.canalSrv = canal.NewServer(canal.Config{Registry: n.reg, User: n.cfg.CanalUser, Password: n.cfg.CanalPassword,
-			Logger: n.log.With("part", "canal")})
+			Logger: n.log.With("part", "canal"), Forward: n.canalOwner})
 		wg.Go(func() {
 			if err := n.canalSrv.Serve(ctx, n.canalLn); err != nil {
 				errs <- fmt.Errorf("cluster: canal: %w", err)

@@ -330,6 +330,16 @@ func (ss *session) get(ctx context.Context, d *api.Served, client string, g *pbp
 			return ss.fail(CodeError, fmt.Sprintf("get failed: %v", err), "dest", d.Name, "client", client)
 		}
 	}
+	if err := d.CheckLive(); err != nil {
+		// This node may not hand the destination out now (in a cluster:
+		// it is being taken over, or cannot confirm it still owns it).
+		// canal's clients take an error answer to a GET badly; closing
+		// the connection makes them reconnect, to whichever node owns
+		// the destination by then.
+		d.Store.Rollback(client)
+		ss.log.Warn("closing connection: destination not servable here now", "dest", d.Name, "client", client, "err", err)
+		return fmt.Errorf("canal: %w", err)
+	}
 	id := int64(-1)
 	if b.ID >= 0 && g.FetchSize > 0 {
 		id = b.ID + 1
