@@ -146,7 +146,18 @@ func (n *Node) owner(dest string) (Member, error) {
 	a, err := n.store.Assignment(dest)
 	if err != nil {
 		if _, derr := n.store.Destination(dest); derr != nil {
-			return Member{}, errUnknownDest
+			// This node's state may lag (a node just restarted replays its
+			// log): only a current read may say the destination is unknown.
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			cerr := n.store.Consistent(ctx)
+			cancel()
+			if cerr != nil {
+				return Member{}, fmt.Errorf("node %s cannot reach the cluster's leader to look destination %s up (%v): retry, or ask another node", n.cfg.Name, dest, cerr)
+			}
+			if _, derr := n.store.Destination(dest); derr != nil {
+				return Member{}, errUnknownDest
+			}
+			a, _ = n.store.Assignment(dest)
 		}
 	}
 	switch {

@@ -63,6 +63,7 @@ type Destination struct {
 	log     *slog.Logger
 
 	lastSeen  []time.Time // per source: when its last event reached the merge
+	fineTime  []bool      // per source: its commit times have sub-second precision
 	published time.Time
 	statsMu   sync.Mutex
 	stats     Stats
@@ -127,6 +128,7 @@ func New(cfg Config) (*Destination, error) {
 		skew: time.Duration(spec.MaxClockSkew), log: log.With("dest", spec.Name)}
 	d.cursor.Sources = make([]SourceCursor, len(spec.Sources))
 	d.lastSeen = make([]time.Time, len(spec.Sources))
+	d.fineTime = make([]bool, len(spec.Sources))
 	for i, src := range spec.Sources {
 		pc := engine.ParserConfig{Destination: spec.Name, Source: src, Tables: filter,
 			Heartbeat: time.Duration(spec.Heartbeat), Logger: d.log, ReadAhead: cfg.ReadAhead}
@@ -361,7 +363,16 @@ func (d *Destination) consumeHead(s int, head []*engine.Event, offered []bool) e
 	ev := head[s]
 	switch ev.Type {
 	case engine.EventHeartbeat:
-		d.merger.Watermark(s, ev.CommitTime.Add(-d.skew).UnixMicro())
+		// Nothing the source commits from now on is older than braid's
+		// clock minus the skew allowance; but a source that stamps commits
+		// in whole seconds (MariaDB, MySQL 5.7) gives them keys down to
+		// the start of that second, so its watermark is cut to the
+		// second, or its next transaction would come in below it, late.
+		wm := ev.CommitTime.Add(-d.skew)
+		if !d.fineTime[s] {
+			wm = wm.Truncate(time.Second)
+		}
+		d.merger.Watermark(s, wm.UnixMicro())
 	case engine.EventProgress:
 		d.merger.Watermark(s, ev.CommitTime.UnixMicro())
 		sc := &d.cursor.Sources[s]
@@ -370,6 +381,9 @@ func (d *Destination) consumeHead(s int, head []*engine.Event, offered []bool) e
 			sc.Schema = ev.Schema
 		}
 	case engine.EventBegin, engine.EventDDL:
+		if ev.CommitTime.Nanosecond() != 0 {
+			d.fineTime[s] = true // MySQL 8's immediate_commit_timestamp
+		}
 		d.merger.Offer(s, ev.CommitTime.UnixMicro())
 		offered[s] = true
 		return nil

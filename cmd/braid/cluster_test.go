@@ -101,13 +101,17 @@ func (n *testNode) kill(t *testing.T) {
 	<-n.exited
 }
 
-// logTail returns the end of the node's log, for failure messages.
+// logTail returns the last lines of the node's log above debug level,
+// for failure messages.
 func (n *testNode) logTail() string {
 	b, _ := os.ReadFile(n.log.Name())
-	if len(b) > 4000 {
-		b = b[len(b)-4000:]
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if !strings.Contains(l, "level=DEBUG") && !strings.Contains(l, "failed to heartbeat") {
+			lines = append(lines, l)
+		}
 	}
-	return string(b)
+	return strings.Join(lines[max(0, len(lines)-60):], "\n")
 }
 
 // testCluster is three braid servers on loopback ports.
@@ -161,6 +165,11 @@ func startCluster(t *testing.T) *testCluster {
 			n.log.Close()
 			if t.Failed() {
 				t.Logf("log of %s:\n%s", n.name, n.logTail())
+				if dir := os.Getenv("BRAID_TEST_LOGS"); dir != "" {
+					os.MkdirAll(dir, 0o755)
+					b, _ := os.ReadFile(n.log.Name())
+					os.WriteFile(filepath.Join(dir, t.Name()+"-"+n.name+".log"), b, 0o644)
+				}
 			}
 		}
 	})

@@ -1,0 +1,339 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/braid-cdc/braid/client"
+	"github.com/braid-cdc/braid/internal/mysqltest"
+)
+
+// received is one flat message as the failover tests' consumer saw it.
+type received struct {
+	seq     uint64
+	source  string
+	db      string
+	es      int64
+	ids     []int64
+	arrived time.Time
+}
+
+// consumer streams a destination through every node of a cluster with the
+// Go client, recording what arrives.
+type consumer struct {
+	mu   sync.Mutex
+	msgs []received
+	stop context.CancelFunc
+	done chan error
+}
+
+func startConsumer(t *testing.T, c *testCluster, dest, clientID string) *consumer {
+	t.Helper()
+	var urls []string
+	for _, n := range c.nodes {
+		urls = append(urls, n.url())
+	}
+	logf, err := os.Create(filepath.Join(t.TempDir(), "consumer.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(logf.Name())
+			t.Logf("consumer log:\n%s", b)
+		}
+	})
+	cl, err := client.New(joinComma(urls), client.WithBackoff(50*time.Millisecond, 500*time.Millisecond), client.WithAckInterval(100*time.Millisecond),
+		client.WithLogger(slog.New(slog.NewTextHandler(logf, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	cs := &consumer{stop: stop, done: make(chan error, 1)}
+	go func() {
+		cs.done <- cl.Stream(ctx, dest, clientID, func(m client.Message) error {
+			r := received{seq: m.Seq, source: m.Source, db: m.OriginDatabase, es: m.Es, arrived: time.Now()}
+			if m.Type == "INSERT" {
+				for _, row := range m.Data {
+					id, _ := strconv.ParseInt(*row["id"], 10, 64)
+					r.ids = append(r.ids, id)
+				}
+			}
+			cs.mu.Lock()
+			cs.msgs = append(cs.msgs, r)
+			cs.mu.Unlock()
+			return nil
+		})
+	}()
+	t.Cleanup(func() { stop(); <-cs.done })
+	go func() {
+		// Stream returns before the test stops it only on an error that
+		// no retry can mend.
+		select {
+		case err := <-cs.done:
+			if ctx.Err() == nil {
+				t.Errorf("consumer stopped: %v", err)
+			}
+			cs.done <- err
+		case <-ctx.Done():
+		}
+	}()
+	return cs
+}
+
+func joinComma(s []string) string {
+	out := ""
+	for i, x := range s {
+		if i > 0 {
+			out += ","
+		}
+		out += x
+	}
+	return out
+}
+
+// snapshot returns what arrived so far.
+func (cs *consumer) snapshot() []received {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return slices.Clone(cs.msgs)
+}
+
+// lastArrival is when the latest message came.
+func (cs *consumer) lastArrival() time.Time {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if len(cs.msgs) == 0 {
+		return time.Time{}
+	}
+	return cs.msgs[len(cs.msgs)-1].arrived
+}
+
+// writer inserts one row a transaction into a shard's two schemas, as
+// fast as pace allows, recording the ids committed.
+type writer struct {
+	mu        sync.Mutex
+	committed []int64
+	stop      chan struct{}
+	done      chan struct{}
+	err       error
+}
+
+func startWriter(t *testing.T, srv *mysqltest.Server, shard int, pace time.Duration) *writer {
+	t.Helper()
+	conn := srv.Conn(t)
+	w := &writer{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for k := 1; ; k++ {
+			select {
+			case <-w.stop:
+				return
+			case <-time.After(pace):
+			}
+			db := 2*shard + k%2
+			id := int64(shard)*1_000_000 + int64(k)
+			if _, err := conn.Execute(fmt.Sprintf("INSERT INTO shop_%d.orders VALUES (%d, %d, 'k%d')", db, id, db, k)); err != nil {
+				w.err = err
+				return
+			}
+			w.mu.Lock()
+			w.committed = append(w.committed, id)
+			w.mu.Unlock()
+		}
+	}()
+	return w
+}
+
+func (w *writer) halt(t *testing.T) []int64 {
+	t.Helper()
+	close(w.stop)
+	<-w.done
+	if w.err != nil {
+		t.Fatalf("writer: %v", w.err)
+	}
+	return w.committed
+}
+
+// checkStream checks what the consumer got against what was committed:
+// every row once, each schema's rows in commit order, seqs dense, and the
+// transactions in merge-key order (commit second, then source index).
+func checkStream(t *testing.T, msgs []received, committed []int64) {
+	t.Helper()
+	seen := map[int64]int{}
+	lastID := map[string]int64{}
+	sourceIndex := map[string]int{"a": 0, "b": 1, "c": 2}
+	var prev *received
+	for i := range msgs {
+		m := &msgs[i]
+		for _, id := range m.ids {
+			seen[id]++
+			if id <= lastID[m.db] {
+				t.Errorf("schema %s: id %d after %d: shard order broken", m.db, id, lastID[m.db])
+			}
+			lastID[m.db] = id
+		}
+		if prev != nil && m.seq != prev.seq {
+			if m.seq != prev.seq+1 {
+				t.Errorf("seq %d after %d: not dense", m.seq, prev.seq)
+			}
+			if m.es/1000 < prev.es/1000 || (m.es/1000 == prev.es/1000 && sourceIndex[m.source] < sourceIndex[prev.source]) {
+				t.Errorf("seq %d (source %s, es %d) after seq %d (source %s, es %d): merged order broken",
+					m.seq, m.source, m.es, prev.seq, prev.source, prev.es)
+			}
+		}
+		prev = m
+	}
+	missing := 0
+	for _, id := range committed {
+		if seen[id] == 0 {
+			missing++
+			if missing <= 5 {
+				t.Errorf("committed row %d never arrived", id)
+			}
+		}
+	}
+	for id, n := range seen {
+		if n > 1 {
+			t.Errorf("row %d arrived %d times", id, n)
+		}
+	}
+	if missing > 0 {
+		t.Errorf("%d of %d committed rows missing", missing, len(committed))
+	}
+}
+
+// waitRows waits until the consumer holds every committed row.
+func waitRows(t *testing.T, c *testCluster, cs *consumer, committed []int64) {
+	t.Helper()
+	c.waitFor(t, 60*time.Second, "every committed row at the consumer", func() (bool, string) {
+		have := map[int64]bool{}
+		for _, m := range cs.snapshot() {
+			for _, id := range m.ids {
+				have[id] = true
+			}
+		}
+		missing := 0
+		for _, id := range committed {
+			if !have[id] {
+				missing++
+			}
+		}
+		return missing == 0, fmt.Sprintf("%d of %d rows missing", missing, len(committed))
+	})
+}
+
+// TestClusterFailover kills the node that owns the destination five times
+// under a steady write load on three shards (restarting it each time, so
+// the cluster keeps three nodes), then kills the Raft leader: the consumer,
+// given every node's address, gets every committed row once, in shard
+// order and merged order, with dense seqs. The gap each takeover left at
+// the consumer is logged.
+func TestClusterFailover(t *testing.T) {
+	srvs := shopShards(t)
+	c := startCluster(t)
+	if _, errs, code := cli("destination", "create", "-f", shopSpec(t, srvs), "--server", c.nodes[0].url()); code != 0 {
+		t.Fatalf("create: %s", errs)
+	}
+	c.owner(t, "shop")
+	cs := startConsumer(t, c, "shop", "failover")
+	var writers []*writer
+	for i, s := range srvs {
+		writers = append(writers, startWriter(t, s, i, 20*time.Millisecond))
+	}
+	var gaps []time.Duration
+	for kill := 1; kill <= 5; kill++ {
+		time.Sleep(1500 * time.Millisecond)
+		owner, epoch := c.owner(t, "shop")
+		c.waitFor(t, 30*time.Second, "rows before the kill", func() (bool, string) {
+			return time.Since(cs.lastArrival()) < time.Second, ""
+		})
+		before := cs.lastArrival()
+		killedAt := time.Now()
+		owner.kill(t)
+		c.waitFor(t, 30*time.Second, fmt.Sprintf("rows after kill %d of owner %s", kill, owner.name), func() (bool, string) {
+			if cs.lastArrival().After(killedAt) {
+				return true, ""
+			}
+			if time.Since(killedAt) > 25*time.Second {
+				for _, n := range c.live() {
+					n.signal(t, syscall.SIGQUIT) // goroutine dumps into the logs
+				}
+				var b strings.Builder
+				pprof.Lookup("goroutine").WriteTo(&b, 1)
+				os.WriteFile(filepath.Join(os.TempDir(), "consumer-goroutines.txt"), []byte(b.String()), 0o644)
+				time.Sleep(time.Second)
+			}
+			return false, ""
+		})
+		gap := cs.lastArrival().Sub(before)
+		for _, m := range cs.snapshot() {
+			if m.arrived.After(killedAt) {
+				gap = m.arrived.Sub(before)
+				break
+			}
+		}
+		gaps = append(gaps, gap)
+		newOwner, newEpoch := c.owner(t, "shop")
+		t.Logf("kill %d: owner %s (epoch %d) killed; %s took over (epoch %d); gap at the consumer %v",
+			kill, owner.name, epoch, newOwner.name, newEpoch, gap.Round(time.Millisecond))
+		if newEpoch <= epoch {
+			t.Errorf("takeover kept epoch %d (was %d)", newEpoch, epoch)
+		}
+		owner.start(t, c.bin, c.joinFor(owner))
+		c.waitFor(t, 30*time.Second, owner.name+" back in the cluster", func() (bool, string) {
+			st, err := c.status(owner)
+			if err != nil {
+				return false, err.Error()
+			}
+			alive := 0
+			for _, n := range st.Nodes {
+				if n.State == "alive" {
+					alive++
+				}
+			}
+			return alive == 3 && st.Leader != "", fmt.Sprintf("%+v", st.Nodes)
+		})
+	}
+
+	// The Raft leader goes: ownership and cursors survive it.
+	st, err := c.status(c.nodes[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner, epoch := c.owner(t, "shop")
+	for _, n := range c.nodes {
+		if n.name == st.Leader {
+			n.kill(t)
+			t.Logf("killed the raft leader %s (owner %s)", n.name, owner.name)
+		}
+	}
+	c.waitFor(t, 30*time.Second, "a new leader", func() (bool, string) {
+		st, err := c.status(c.live()[0])
+		return err == nil && st.Leader != "" && st.Leader != st.Node+"-none", fmt.Sprint(st.Leader, err)
+	})
+	time.Sleep(time.Second)
+
+	var committed []int64
+	for _, w := range writers {
+		committed = append(committed, w.halt(t)...)
+	}
+	waitRows(t, c, cs, committed)
+	checkStream(t, cs.snapshot(), committed)
+	if after, afterEpoch := c.owner(t, "shop"); after.name == owner.name && afterEpoch != epoch && owner.name != st.Leader {
+		t.Errorf("killing the leader moved the destination off its live owner %s (epoch %d → %d)", owner.name, epoch, afterEpoch)
+	}
+	slices.Sort(gaps)
+	t.Logf("%d rows committed and received; failover gaps: %v (median %v, max %v)", len(committed), gaps, gaps[len(gaps)/2], gaps[len(gaps)-1])
+}
