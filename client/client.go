@@ -43,6 +43,7 @@ type Client struct {
 	minBackoff  time.Duration
 	maxBackoff  time.Duration
 	resumeAfter uint64
+	idleTimeout time.Duration
 }
 
 // Option configures a Client.
@@ -71,6 +72,11 @@ func WithBackoff(first, most time.Duration) Option {
 	return func(c *Client) { c.minBackoff, c.maxBackoff = first, most }
 }
 
+// WithIdleTimeout sets how long a stream may bring nothing, not even the
+// server's once-a-second keepalive, before Stream drops the connection as
+// dead and reconnects. Default: 3s.
+func WithIdleTimeout(d time.Duration) Option { return func(c *Client) { c.idleTimeout = d } }
+
 // WithResumeAfter makes Stream drop every transaction with seq <= seq: the
 // last one the application made durable. Default: 0.
 func WithResumeAfter(seq uint64) Option { return func(c *Client) { c.resumeAfter = seq } }
@@ -81,7 +87,7 @@ func WithResumeAfter(seq uint64) Option { return func(c *Client) { c.resumeAfter
 // cannot be reached Stream goes on through the next.
 func New(baseURL string, opts ...Option) (*Client, error) {
 	c := &Client{ackInterval: 500 * time.Millisecond, ackMessages: 1000,
-		minBackoff: 100 * time.Millisecond, maxBackoff: 5 * time.Second}
+		minBackoff: 100 * time.Millisecond, maxBackoff: 5 * time.Second, idleTimeout: 3 * time.Second}
 	for _, s := range strings.Split(baseURL, ",") {
 		s = strings.TrimSpace(s)
 		u, err := url.Parse(strings.TrimRight(s, "/"))
@@ -102,6 +108,9 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	}
 	if c.ackMessages <= 0 {
 		problems = append(problems, fmt.Errorf("client: ack messages %d: must be positive", c.ackMessages))
+	}
+	if c.idleTimeout <= 0 {
+		problems = append(problems, fmt.Errorf("client: idle timeout %v: must be positive", c.idleTimeout))
 	}
 	if c.minBackoff <= 0 || c.maxBackoff < c.minBackoff {
 		problems = append(problems, fmt.Errorf("client: backoff %v..%v: want 0 < first <= most", c.minBackoff, c.maxBackoff))

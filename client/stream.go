@@ -72,8 +72,9 @@ func (c *Client) Stream(ctx context.Context, name, clientID string, handle func(
 		}
 		if delivered {
 			backoff = c.minBackoff
-		} else {
-			c.nextNode() // this node did not serve: try the next, if any
+		}
+		if !delivered || errors.Is(err, errSilent) {
+			c.nextNode() // this node did not serve, or went silent: try the next, if any
 		}
 		wait := backoff/2 + rand.N(backoff/2+1)
 		c.log.Warn("stream dropped; reconnecting", "dest", name, "client", clientID, "err", err, "in", wait, "seq", d.done)
@@ -89,18 +90,34 @@ func (c *Client) Stream(ctx context.Context, name, clientID string, handle func(
 	}
 }
 
+// errSilent: the server sent nothing for the idle timeout.
+var errSilent = errors.New("client: nothing from the server")
+
 // connect runs one connection of a stream; it reports whether any line
 // came.
 func (c *Client) connect(ctx context.Context, name, clientID string, d *dedupe, ak *acker, dec *lineDecoder, handle func(Message) error) (bool, error) {
 	q := url.Values{"client-id": {clientID}, "after": {strconv.FormatUint(ak.ackedSeq(), 10)}, "checkpoint": {"true"}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url(q, name, "stream"), nil)
+	// The server sends a checkpoint line every second when idle; silence
+	// much longer means a dead connection (a stalled or cut-off node
+	// leaves it open), so it is dropped and the stream reconnects.
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	idle := time.AfterFunc(c.idleTimeout, cancel)
+	defer idle.Stop()
+	dead := func(err error) error {
+		if cctx.Err() != nil && ctx.Err() == nil {
+			return fmt.Errorf("%w for %v, not even a keepalive: dropping the connection", errSilent, c.idleTimeout)
+		}
+		return err
+	}
+	req, err := http.NewRequestWithContext(cctx, http.MethodGet, c.url(q, name, "stream"), nil)
 	if err != nil {
 		return false, err
 	}
 	req.Header.Set("Accept", "application/x-ndjson")
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return false, err
+		return false, dead(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -111,18 +128,20 @@ func (c *Client) connect(ctx context.Context, name, clientID string, d *dedupe, 
 	got := false
 	for {
 		line, err := lr.next()
+		idle.Stop() // the handler's time is not the server's silence
 		if len(line) > 0 && line[len(line)-1] == '\n' {
 			got = true
 			if herr := c.line(line[:len(line)-1], d, ak, dec, handle); herr != nil {
 				return got, herr
 			}
 		}
+		idle.Reset(c.idleTimeout)
 		// A line without its newline was cut: it comes again.
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF // the server never ends a stream on its own
 			}
-			return got, fmt.Errorf("client: reading the stream: %w", err)
+			return got, dead(fmt.Errorf("client: reading the stream: %w", err))
 		}
 	}
 }
@@ -311,8 +330,11 @@ func (a *acker) flush(ctx context.Context) {
 	var res struct {
 		Seq uint64 `json:"seq"`
 	}
+	// An ack to a stalled node must not hold the stream up: it is retried.
+	ctx, cancel := context.WithTimeout(ctx, a.c.idleTimeout)
+	defer cancel()
 	if err := a.c.do(ctx, http.MethodPost, a.c.url(q, a.name, "ack"), &res); err != nil {
-		if ctx.Err() == nil {
+		if !errors.Is(err, context.Canceled) {
 			a.c.log.Warn("ack failed; will retry", "dest", a.name, "client", a.clientID, "seq", done, "err", err)
 		}
 		return

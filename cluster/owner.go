@@ -173,6 +173,17 @@ func (o *owner) run(ctx context.Context) error {
 		return err
 	}
 	spec := d.Spec
+	spec.Sources = append([]engine.SourceSpec(nil), spec.Sources...)
+	for i := range spec.Sources {
+		src := &spec.Sources[i]
+		// MariaDB refuses a second replica with a server_id already
+		// reading (ER_SLAVE_SAME_ID), and a stalled former owner's
+		// connection stays open until its TCP times out; each epoch
+		// therefore reads with its own id, unless the spec chose one.
+		if src.ServerID == engine.DeriveServerID(spec.Name, src.Name) {
+			src.ServerID = engine.DeriveServerID(spec.Name, fmt.Sprintf("%s#%d", src.Name, o.epoch))
+		}
+	}
 	// The assignment is applied here, so every cursor a former owner
 	// wrote is too (its writes came before the assignment in the log).
 	cursors, err := n.store.Cursors(o.name)

@@ -19,6 +19,12 @@ import (
 // BatchEvents is how many events a stream reads from the store at a time.
 const BatchEvents = 256
 
+// KeepaliveEvery is how often an idle stream that asked for checkpoints
+// gets one even when nothing moved: a client that hears nothing for several
+// periods knows the connection is dead (a stalled or cut-off node leaves
+// it open), not quiet.
+const KeepaliveEvery = time.Second
+
 // batchWait is how long a stream waits for the store before it looks
 // around (sends a checkpoint, notices a closed connection).
 const batchWait = 500 * time.Millisecond

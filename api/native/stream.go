@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -98,7 +99,10 @@ func (h *handler) pump(ctx context.Context, s *api.Served, c *clientState, sw *s
 			return err
 		}
 		if b.ID < 0 {
-			if sw.checkpoint && sw.done > sw.sentCheckpoint {
+			// Idle: announce the last transaction written whole when it
+			// moved, and every KeepaliveEvery anyway, so that a client
+			// can tell a quiet stream from a dead connection.
+			if sw.checkpoint && (sw.done > sw.sentCheckpoint || time.Since(sw.lastWrite) >= KeepaliveEvery) {
 				if err := sw.writeCheckpoint(); err != nil {
 					return err
 				}
@@ -124,6 +128,13 @@ func (h *handler) pump(ctx context.Context, s *api.Served, c *clientState, sw *s
 				return err
 			}
 		}
+		if err := s.CheckLive(); err != nil {
+			// The lease ran out while the batch was formatted (this node
+			// was stalled, say): what is still buffered must not go out.
+			sw.bw.Reset(io.Discard)
+			s.Store.Rollback(c.id)
+			return err
+		}
 		if err := flush(sw, rc); err != nil {
 			return err
 		}
@@ -134,6 +145,7 @@ func flush(sw *streamWriter, rc *http.ResponseController) error {
 	if err := sw.bw.Flush(); err != nil {
 		return err
 	}
+	sw.lastWrite = time.Now()
 	return rc.Flush()
 }
 
@@ -159,6 +171,7 @@ type streamWriter struct {
 	// done is the last transaction written whole; sentCheckpoint the last
 	// one announced.
 	done, sentCheckpoint uint64
+	lastWrite            time.Time // the last flush
 }
 
 // event writes one event's lines, if any.

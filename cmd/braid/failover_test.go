@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -336,4 +338,138 @@ func TestClusterFailover(t *testing.T) {
 	}
 	slices.Sort(gaps)
 	t.Logf("%d rows committed and received; failover gaps: %v (median %v, max %v)", len(committed), gaps, gaps[len(gaps)/2], gaps[len(gaps)-1])
+}
+
+// directStream reads a destination's stream from one node only (no
+// redirect, no reconnect), recording when each line arrives.
+type directStream struct {
+	mu       sync.Mutex
+	arrivals []time.Time
+	ended    time.Time // when the stream ended, zero while it runs
+}
+
+func startDirectStream(t *testing.T, n *testNode, dest, clientID string) *directStream {
+	t.Helper()
+	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, n.url()+"/v1/destinations/"+dest+"/stream?client-id="+clientID, nil)
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("direct stream from %s: %s", n.name, resp.Status)
+	}
+	ds := &directStream{}
+	go func() {
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<24)
+		for sc.Scan() {
+			ds.mu.Lock()
+			ds.arrivals = append(ds.arrivals, time.Now())
+			ds.mu.Unlock()
+		}
+		ds.mu.Lock()
+		ds.ended = time.Now()
+		ds.mu.Unlock()
+	}()
+	return ds
+}
+
+// after counts the lines that arrived after t.
+func (ds *directStream) after(t time.Time) int {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	n := 0
+	for _, a := range ds.arrivals {
+		if a.After(t) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestClusterFencesStalledOwner stops the owner with SIGSTOP (a stalled,
+// not dead, node): another node takes over and the consumer goes on; when
+// the stalled node resumes, it sends nothing more to a consumer still
+// connected to it, and leaves the destination to its successor.
+func TestClusterFencesStalledOwner(t *testing.T) {
+	srvs := shopShards(t)
+	c := startCluster(t)
+	if _, errs, code := cli("destination", "create", "-f", shopSpec(t, srvs), "--server", c.nodes[0].url()); code != 0 {
+		t.Fatalf("create: %s", errs)
+	}
+	owner, epoch := c.owner(t, "shop")
+	cs := startConsumer(t, c, "shop", "main")
+	var writers []*writer
+	for i, s := range srvs {
+		writers = append(writers, startWriter(t, s, i, 20*time.Millisecond))
+	}
+	c.waitFor(t, 30*time.Second, "rows at the consumer", func() (bool, string) {
+		return time.Since(cs.lastArrival()) < time.Second, ""
+	})
+	direct := startDirectStream(t, owner, "shop", "direct")
+	c.waitFor(t, 10*time.Second, "rows on the direct stream", func() (bool, string) {
+		return direct.after(time.Time{}) > 0, ""
+	})
+
+	stoppedAt := time.Now()
+	owner.signal(t, syscall.SIGSTOP)
+	var successor *testNode
+	c.waitFor(t, 30*time.Second, "a successor serving the consumer", func() (bool, string) {
+		others := []*testNode{}
+		for _, n := range c.nodes {
+			if n != owner {
+				others = append(others, n)
+			}
+		}
+		st, err := c.status(others[0])
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, d := range st.Destinations {
+			if d.Name == "shop" && d.Owner != owner.name && d.Epoch > epoch {
+				for _, n := range others {
+					if n.name == d.Owner {
+						successor = n
+					}
+				}
+			}
+		}
+		return successor != nil && cs.lastArrival().After(stoppedAt), fmt.Sprintf("%+v", st.Destinations)
+	})
+	var succeededAt time.Time
+	for _, m := range cs.snapshot() {
+		if m.arrived.After(stoppedAt) {
+			succeededAt = m.arrived
+			break
+		}
+	}
+	t.Logf("owner %s stopped; %s serves since %v later", owner.name, successor.name, succeededAt.Sub(stoppedAt).Round(time.Millisecond))
+	time.Sleep(2 * time.Second)
+
+	resumedAt := time.Now()
+	owner.signal(t, syscall.SIGCONT)
+	time.Sleep(4 * time.Second)
+	if n := direct.after(resumedAt); n > 0 {
+		t.Errorf("the stalled owner sent %d lines after it resumed, %v after its successor began serving", n, resumedAt.Sub(succeededAt))
+	}
+	direct.mu.Lock()
+	ended := direct.ended
+	direct.mu.Unlock()
+	if ended.IsZero() {
+		t.Errorf("the stalled owner's stream is still open %v after it resumed", time.Since(resumedAt).Round(time.Millisecond))
+	}
+	if now, _ := c.owner(t, "shop"); now.name != successor.name {
+		t.Errorf("owner after the stalled node resumed: %s, want the successor %s", now.name, successor.name)
+	}
+
+	var committed []int64
+	for _, w := range writers {
+		committed = append(committed, w.halt(t)...)
+	}
+	waitRows(t, c, cs, committed)
+	checkStream(t, cs.snapshot(), committed)
 }
