@@ -473,3 +473,57 @@ func TestClusterFencesStalledOwner(t *testing.T) {
 	waitRows(t, c, cs, committed)
 	checkStream(t, cs.snapshot(), committed)
 }
+
+// TestClusterRebalance: three destinations spread one a node; a killed
+// node's destination moves to a live one, and when the node comes back
+// (from its data dir) the destinations spread out again.
+func TestClusterRebalance(t *testing.T) {
+	srvs := shopShards(t)
+	c := startCluster(t)
+	for _, name := range []string{"shop1", "shop2", "shop3"} {
+		spec := writeSpec(t, fmt.Sprintf("name: %s\nsources:\n  - {name: a, address: '%s'}\ntables: ['shop_\\d+\\.orders']\n", name, srvs[0].Addr()))
+		if _, errs, code := cli("destination", "create", "-f", spec, "--server", c.nodes[0].url()); code != 0 {
+			t.Fatalf("create %s: %s", name, errs)
+		}
+	}
+	// spread waits until every destination has a live owner and the live
+	// nodes' loads are as even as can be, and returns the owners.
+	spread := func(what string, live int) map[string]string {
+		owners := map[string]string{}
+		c.waitFor(t, 30*time.Second, what, func() (bool, string) {
+			st, err := c.status(c.live()[0])
+			if err != nil {
+				return false, err.Error()
+			}
+			load := map[string]int{}
+			clear(owners)
+			for _, d := range st.Destinations {
+				owners[d.Name] = d.Owner
+				load[d.Owner]++
+			}
+			alive := 0
+			for _, n := range st.Nodes {
+				if n.State == "alive" {
+					alive++
+					if load[n.Name] < 3/live || load[n.Name] > (3+live-1)/live {
+						return false, fmt.Sprintf("loads %v", load)
+					}
+				}
+			}
+			return alive == live && len(owners) == 3 && load[""] == 0, fmt.Sprintf("loads %v, %d alive", load, alive)
+		})
+		return owners
+	}
+	owners := spread("one destination a node", 3)
+	victim := c.nodes[1]
+	victim.kill(t)
+	moved := spread("the killed node's destination on a live node", 2)
+	for d, o := range moved {
+		if o == victim.name {
+			t.Errorf("%s still on the killed node %s", d, victim.name)
+		}
+	}
+	victim.start(t, c.bin, c.joinFor(victim))
+	back := spread("one destination a node again, after the restart", 3)
+	t.Logf("owners: %v; after %s was killed: %v; after it came back: %v", owners, victim.name, moved, back)
+}
