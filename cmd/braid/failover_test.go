@@ -501,16 +501,21 @@ func TestClusterRebalance(t *testing.T) {
 				owners[d.Name] = d.Owner
 				load[d.Owner]++
 			}
-			alive := 0
+			alive := map[string]bool{}
 			for _, n := range st.Nodes {
 				if n.State == "alive" {
-					alive++
+					alive[n.Name] = true
 					if load[n.Name] < 3/live || load[n.Name] > (3+live-1)/live {
 						return false, fmt.Sprintf("loads %v", load)
 					}
 				}
 			}
-			return alive == live && len(owners) == 3 && load[""] == 0, fmt.Sprintf("loads %v, %d alive", load, alive)
+			for d, o := range owners {
+				if !alive[o] {
+					return false, fmt.Sprintf("%s on %q, not a live node", d, o)
+				}
+			}
+			return len(alive) == live && len(owners) == 3, fmt.Sprintf("loads %v, %d alive", load, len(alive))
 		})
 		return owners
 	}

@@ -19,6 +19,7 @@ type command struct {
 var commands = map[string]command{
 	"capture":     {"read a destination's sources, merge them, and print the stream as flat-message JSON lines or serve it (canal protocol, HTTP)", runCapture},
 	"server":      {"run a node of a braid cluster", runServer},
+	"demo":        {"start three shards and a three-node cluster on this machine, stream a live order workload, and show a takeover", runDemo},
 	"destination": {"create, list, show or delete a cluster's destinations", runDestination},
 	"cluster":     {"show a cluster's nodes and destinations", runCluster},
 	"tail":        {"print a destination's stream from a braid node, acking as it goes", runTail},
