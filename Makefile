@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: build test bench fmt vet clean
+.PHONY: build test bench demo fmt vet clean
 
 # build compiles the braid binary into bin/.
 build:
@@ -21,6 +21,12 @@ test:
 # a peer measured in the same run.
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 5x -timeout 20m ./bench/...
+
+# demo starts three MariaDB shards and a three-node braid cluster on this
+# machine, streams a live order workload, and shows a takeover (see
+# `braid demo --help`; Ctrl-C ends it).
+demo:
+	$(GO) run ./cmd/braid demo
 
 fmt:
 	$(GO) fmt ./...
