@@ -113,11 +113,8 @@ func runDestination(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		name, args = args[0], args[1:]
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, ok := parseFlags(fs, args, stderr, false); !ok {
+		return code
 	}
 	if name == "" && fs.NArg() > 0 {
 		name = fs.Arg(0)
@@ -278,11 +275,8 @@ func runCluster(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("cluster status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	server, asJSON := adminFlags(fs)
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, ok := parseFlags(fs, args[1:], stderr, false); !ok {
+		return code
 	}
 	ac, err := newAdminClient(*server)
 	if err != nil {

@@ -109,15 +109,8 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "\nFlags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "braid demo: unexpected argument %q; see braid demo --help\n", fs.Arg(0))
-		return 2
+	if code, ok := parseFlags(fs, args, stderr, true); !ok {
+		return code
 	}
 	if err := o.validate(); err != nil {
 		for _, line := range strings.Split(oneLine(err), "\n") {

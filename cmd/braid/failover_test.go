@@ -220,23 +220,31 @@ func checkStream(t *testing.T, msgs []received, committed []int64) {
 	}
 }
 
+// allArrived reports whether every committed id is among those received,
+// and how many are missing.
+func allArrived(received, committed []int64) (bool, string) {
+	have := map[int64]bool{}
+	for _, id := range received {
+		have[id] = true
+	}
+	missing := 0
+	for _, id := range committed {
+		if !have[id] {
+			missing++
+		}
+	}
+	return missing == 0, fmt.Sprintf("%d of %d committed rows missing", missing, len(committed))
+}
+
 // waitRows waits until the consumer holds every committed row.
 func waitRows(t *testing.T, c *testCluster, cs *consumer, committed []int64) {
 	t.Helper()
 	c.waitFor(t, 60*time.Second, "every committed row at the consumer", func() (bool, string) {
-		have := map[int64]bool{}
+		var ids []int64
 		for _, m := range cs.snapshot() {
-			for _, id := range m.ids {
-				have[id] = true
-			}
+			ids = append(ids, m.ids...)
 		}
-		missing := 0
-		for _, id := range committed {
-			if !have[id] {
-				missing++
-			}
-		}
-		return missing == 0, fmt.Sprintf("%d of %d rows missing", missing, len(committed))
+		return allArrived(ids, committed)
 	})
 }
 
@@ -669,17 +677,7 @@ func TestClusterCanalFailover(t *testing.T) {
 	c.waitFor(t, 60*time.Second, "every committed row at the canal client", func() (bool, string) {
 		cc.mu.Lock()
 		defer cc.mu.Unlock()
-		have := map[int64]bool{}
-		for _, id := range cc.ids {
-			have[id] = true
-		}
-		missing := 0
-		for _, id := range committed {
-			if !have[id] {
-				missing++
-			}
-		}
-		return missing == 0, fmt.Sprintf("%d of %d missing", missing, len(committed))
+		return allArrived(cc.ids, committed)
 	})
 	cc.mu.Lock()
 	ids := slices.Clone(cc.ids)

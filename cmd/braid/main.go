@@ -3,6 +3,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -66,6 +68,23 @@ func usage(w io.Writer) {
 func runVersion(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stdout, "braid", version)
 	return 0
+}
+
+// parseFlags parses a command's flags. ok is false when the command must
+// exit with code: 0 after --help, 2 after a bad flag (the flag package
+// said which) or, with noArgs, a stray argument.
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer, noArgs bool) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, false
+		}
+		return 2, false
+	}
+	if noArgs && fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "braid %s: unexpected argument %q; see braid %s --help\n", fs.Name(), fs.Arg(0), fs.Name())
+		return 2, false
+	}
+	return 0, true
 }
 
 // oneLine folds an error (possibly joined) onto lines prefixed for stderr.

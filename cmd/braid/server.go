@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -41,15 +40,8 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "\nFlags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "braid server: unexpected argument %q; see braid server --help\n", fs.Arg(0))
-		return 2
+	if code, ok := parseFlags(fs, args, stderr, true); !ok {
+		return code
 	}
 	for _, a := range strings.Split(*join, ",") {
 		if a = strings.TrimSpace(a); a != "" {
