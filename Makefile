@@ -17,10 +17,12 @@ test:
 	$(GO) test -run '^$$' -fuzz FuzzReadFrame -fuzztime 5s ./api/canal/ && \
 	$(GO) test -race -count=1 -timeout 14m ./...
 
-# bench runs each benchmark in bench/ five times; they report ratios against
-# a peer measured in the same run.
+# bench runs each benchmark in bench/ five times (those that measure a
+# one-off, once); they report ratios against a peer measured in the same
+# run, and the run ends with a table of every result, also written to
+# bench/results.json.
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 5x -timeout 20m ./bench/...
+	BRAID_BENCH_RESULTS=$(CURDIR)/bench/results.json $(GO) test -run '^$$' -bench . -benchtime 5x -timeout 20m ./bench/...
 
 # demo starts three MariaDB shards and a three-node braid cluster on this
 # machine, streams a live order workload, and shows a takeover (see

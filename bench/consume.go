@@ -58,26 +58,11 @@ type FillResult struct {
 // store must be large enough to hold everything; Put waits otherwise, and
 // FillStore with it until ctx ends.
 func FillStore(ctx context.Context, cfgs []DecodeConfig, store *engine.Store, anchor string, want int) (FillResult, error) {
-	if len(cfgs) == 0 {
-		return FillResult{}, errors.New("bench: fill: no source")
+	spec, err := mergeSpec(cfgs)
+	if err != nil {
+		return FillResult{}, err
 	}
-	spec := engine.Spec{
-		Name:      ConsumeDest,
-		Tables:    cfgs[0].Tables,
-		Ordering:  "strict",
-		Heartbeat: engine.Duration(MergeHeartbeat),
-	}
-	for i, cfg := range cfgs {
-		spec.Sources = append(spec.Sources, engine.SourceSpec{
-			Name: fmt.Sprintf("s%d", i), Address: cfg.Addr, User: cfg.User,
-			Start: engine.StartSpec{Kind: engine.StartEarliest},
-		})
-	}
-	spec = spec.WithDefaults()
-	if err := spec.Validate(); err != nil {
-		return FillResult{}, fmt.Errorf("bench: fill: %w", err)
-	}
-	d, err := group.New(group.Config{Spec: &spec})
+	d, err := group.New(group.Config{Spec: spec})
 	if err != nil {
 		return FillResult{}, fmt.Errorf("bench: fill: %w", err)
 	}

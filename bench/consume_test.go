@@ -201,6 +201,10 @@ func benchConsume(b *testing.B, f *consumeFixture) {
 	b.ReportMetric(cn.clientUs(), "canal-client-us/row")
 	b.ReportMetric(nt.serverUs(), "native-server-us/row")
 	b.ReportMetric(nt.clientUs(), "native-client-us/row")
+	Record(Row{Section: "consume", Measure: "canal server CPU per row change", Value: cn.serverUs(), Unit: "µs"})
+	Record(Row{Section: "consume", Measure: "canal-go consumer CPU per row change", Value: cn.clientUs(), Unit: "µs"})
+	Record(Row{Section: "consume", Measure: "native server CPU per row change", Value: nt.serverUs(), Unit: "µs"})
+	Record(Row{Section: "consume", Measure: "Go client consumer CPU per row change", Value: nt.clientUs(), Unit: "µs"})
 	// go test keeps a benchmark's first ten log lines: totals first.
 	b.Logf("%d iteration(s), %d row changes each: canal-go consumer %.0f rows/s (%.1f MB/s on the wire), native Go-client consumer %.0f rows/s (%.1f MB/s); for reference, the merged stream BenchmarkMerge measured (README, 2-core go-svc machine): %d rows/s, canal/merged %.2fx (target >= 1.0: %s), native/merged %.2fx (target >= 1.0: %s)",
 		b.N, f.want, cn.rowsPerSec(), cn.mbPerSec(), nt.rowsPerSec(), nt.mbPerSec(), mergedRowsPerSec,

@@ -127,6 +127,9 @@ func benchVersusCanal(b *testing.B, cfg DecodeConfig, w *Workload) {
 	b.ReportMetric(ratio, "ratio")
 	b.ReportMetric(mib(br.peak), "braid-peak-heap-MiB")
 	b.ReportMetric(mib(cn.peak), "canal-peak-heap-MiB")
+	Record(Row{Section: "decode", Measure: "one source, selected row changes/s", Value: br.rowsPerSec(), Unit: "rows/s",
+		Peer: "go-mysql canal", PeerValue: cn.rowsPerSec(), Target: "ratio >= 1.0", Met: Met(ratio >= 1)})
+	Record(Row{Section: "decode", Measure: "one source, peak heap", Value: mib(br.peak), Unit: "MiB", Peer: "go-mysql canal", PeerValue: mib(cn.peak)})
 	b.Logf("workload: %s", w)
 	b.Logf("%d iteration(s): braid %.0f rows/s vs canal %.0f rows/s = %.2fx; peak heap braid %.1f MiB, canal %.1f MiB",
 		b.N, br.rowsPerSec(), cn.rowsPerSec(), ratio, mib(br.peak), mib(cn.peak))

@@ -88,6 +88,32 @@ func decodeEach(ctx context.Context, cfgs []DecodeConfig, decode func(context.Co
 	return g, first
 }
 
+// mergeSpec is the destination MergeBraid and CatchUp read: the
+// configurations' servers as sources s0, s1, … from `earliest`, in strict
+// order, with the first configuration's table filter.
+func mergeSpec(cfgs []DecodeConfig) (*engine.Spec, error) {
+	if len(cfgs) == 0 {
+		return nil, errors.New("bench: merge: no source")
+	}
+	spec := engine.Spec{
+		Name:      "bench-merge",
+		Tables:    cfgs[0].Tables,
+		Ordering:  "strict",
+		Heartbeat: engine.Duration(MergeHeartbeat),
+	}
+	for i, cfg := range cfgs {
+		spec.Sources = append(spec.Sources, engine.SourceSpec{
+			Name: fmt.Sprintf("s%d", i), Address: cfg.Addr, User: cfg.User,
+			Start: engine.StartSpec{Kind: engine.StartEarliest},
+		})
+	}
+	spec = spec.WithDefaults()
+	if err := spec.Validate(); err != nil {
+		return nil, fmt.Errorf("bench: merge: %w", err)
+	}
+	return &spec, nil
+}
+
 // MergeBraid reads the configurations' binlogs as the sources of one
 // destination, merged in strict commit-time order by group.Destination:
 // every source from `earliest`, the first configuration's table filter,
@@ -103,29 +129,15 @@ func decodeEach(ctx context.Context, cfgs []DecodeConfig, decode func(context.Co
 // transactions come in merge-key order (commit time made monotone per
 // source, then the source's index).
 func MergeBraid(ctx context.Context, cfgs []DecodeConfig, want int) (GroupResult, error) {
-	if len(cfgs) == 0 {
-		return GroupResult{}, errors.New("bench: merge: no source")
-	}
-	spec := engine.Spec{
-		Name:      "bench-merge",
-		Tables:    cfgs[0].Tables,
-		Ordering:  "strict",
-		Heartbeat: engine.Duration(MergeHeartbeat),
+	spec, err := mergeSpec(cfgs)
+	if err != nil {
+		return GroupResult{}, err
 	}
 	index := map[string]int{}
-	for i, cfg := range cfgs {
-		name := fmt.Sprintf("s%d", i)
-		index[name] = i
-		spec.Sources = append(spec.Sources, engine.SourceSpec{
-			Name: name, Address: cfg.Addr, User: cfg.User,
-			Start: engine.StartSpec{Kind: engine.StartEarliest},
-		})
+	for i, src := range spec.Sources {
+		index[src.Name] = i
 	}
-	spec = spec.WithDefaults()
-	if err := spec.Validate(); err != nil {
-		return GroupResult{}, fmt.Errorf("bench: merge: %w", err)
-	}
-	d, err := group.New(group.Config{Spec: &spec})
+	d, err := group.New(group.Config{Spec: spec})
 	if err != nil {
 		return GroupResult{}, fmt.Errorf("bench: merge: %w", err)
 	}

@@ -195,6 +195,12 @@ func benchMerge(b *testing.B, cfgs []DecodeConfig, ws []*Workload) {
 	b.ReportMetric(mib(uint64(storePeak)), "merged-store-peak-MiB")
 	b.ReportMetric(mib(m.live), "merged-live-heap-MiB")
 	bound := mergeMemoryBound(len(cfgs))
+	Record(Row{Section: "merge", Measure: "4 sources merged through a 64 MiB store, rows/s", Value: m.rowsPerSec(), Unit: "rows/s",
+		Peer: "unmerged braid", PeerValue: u.rowsPerSec(), Target: "ratio >= 0.9", Met: Met(vsUnmerged >= 0.9)})
+	Record(Row{Section: "merge", Measure: "4 sources merged through a 64 MiB store, rows/s", Value: m.rowsPerSec(), Unit: "rows/s",
+		Peer: "go-mysql canal ×4", PeerValue: c.rowsPerSec(), Target: "ratio >= 1.0", Met: Met(vsCanal >= 1)})
+	Record(Row{Section: "merge", Measure: "merged run's peak live heap", Value: mib(m.live), Unit: "MiB",
+		Target: fmt.Sprintf("<= bound %.0f MiB", bound/(1<<20)), Met: Met(float64(m.live) <= bound)})
 	// go test keeps a benchmark's first ten log lines: totals first.
 	b.Logf("%d iteration(s) over %d sources: merged %.0f rows/s, unmerged %.0f rows/s, canal %.0f rows/s; merged/unmerged %.2fx (target >= 0.9: %s), merged/canal %.2fx (target >= 1.0: %s); peak heap merged %.1f MiB (store peak %.1f of %d MiB), unmerged %.1f MiB, canal %.1f MiB",
 		b.N, len(cfgs), m.rowsPerSec(), u.rowsPerSec(), c.rowsPerSec(),
