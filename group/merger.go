@@ -82,10 +82,11 @@ func (m *Merger) Offer(src int, commit int64) Key {
 	t := max(commit, m.last[src])
 	m.last[src] = t
 	k := Key{Time: t, Source: src}
-	if m.outAny && k.Less(m.out) {
+	if m.strict && m.outAny && k.Less(m.out) {
 		// The source's clock ran further behind braid's than the
 		// watermark allowed: it goes out at once, out of order, and is
-		// counted.
+		// counted. (Per-source order promises no order across sources,
+		// so nothing there is late.)
 		m.late++
 	}
 	m.head[src] = &k
@@ -138,7 +139,8 @@ func (m *Merger) Done(src int) {
 	}
 }
 
-// Late counts transactions offered below a key that had already gone out.
+// Late counts transactions offered, in strict order, below a key that had
+// already gone out.
 func (m *Merger) Late() int { return m.late }
 
 // Waiting returns the sources strict order waits for: those without an
