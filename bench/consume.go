@@ -128,6 +128,10 @@ type ConsumeResult struct {
 // MBPerSec is Bytes over Elapsed, in MB (10^6 bytes) per second.
 func (r ConsumeResult) MBPerSec() float64 { return float64(r.Bytes) / 1e6 / r.Elapsed.Seconds() }
 
+// consumeIDs numbers the consumers of a process: each run is a new client
+// id, which starts at the store's first event (the anchor keeps it there).
+var consumeIDs int
+
 // errConsumed stops a consumer that has every row it wanted.
 var errConsumed = errors.New("bench: every row change consumed")
 

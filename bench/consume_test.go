@@ -108,9 +108,6 @@ func BenchmarkConsume(b *testing.B) {
 	b.Run(fmt.Sprintf("%d-sources", consumeSources), func(b *testing.B) { benchConsume(b, f) })
 }
 
-// consumeIDs numbers the consumers of a process: each run is a new client
-// id, which starts at the store's first event (the anchor keeps it there).
-var consumeIDs int
 
 // consumer is one way of reading the store.
 type consumer struct {

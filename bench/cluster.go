@@ -1,0 +1,433 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/braid-cdc/braid/api/wire"
+	"github.com/braid-cdc/braid/cluster"
+)
+
+// The cluster benchmark runs real `braid server` processes, as a user
+// would: this file builds the binary, starts and kills the nodes and talks
+// to their HTTP API; proc.go reads their CPU time and memory from /proc.
+
+// BuildBraid builds the braid binary (./cmd/braid of this module, found
+// with `go env GOMOD`) into dir and returns its path.
+func BuildBraid(ctx context.Context, dir string) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("bench: go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", errors.New("bench: go env GOMOD: not inside the braid module")
+	}
+	bin := filepath.Join(dir, "braid")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/braid")
+	cmd.Dir = filepath.Dir(gomod)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("bench: go build ./cmd/braid: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// BraidNode is one `braid server` process of a BraidCluster.
+type BraidNode struct {
+	Name string
+	// Dir is the node's --data-dir; its log is Dir + ".log".
+	Dir                                       string
+	RaftPort, GossipPort, HTTPPort, CanalPort int
+	// Args are extra flags, e.g. --bootstrap-expect 3.
+	Args []string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd has exited
+}
+
+// URL is the node's HTTP API.
+func (n *BraidNode) URL() string { return fmt.Sprintf("http://127.0.0.1:%d", n.HTTPPort) }
+
+// LogPath is the file the node's stderr and stdout go to, over restarts.
+func (n *BraidNode) LogPath() string { return n.Dir + ".log" }
+
+// Start runs the node's process, joining the gossip addresses in join.
+// A node that runs already is an error.
+func (n *BraidNode) Start(bin string, join []string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd != nil && !closed(n.exited) {
+		return fmt.Errorf("bench: node %s runs already", n.Name)
+	}
+	args := []string{"server", "--name", n.Name, "--data-dir", n.Dir, "--addr", "127.0.0.1",
+		"--raft-port", strconv.Itoa(n.RaftPort), "--gossip-port", strconv.Itoa(n.GossipPort),
+		"--http-port", strconv.Itoa(n.HTTPPort), "--canal-port", strconv.Itoa(n.CanalPort),
+		"--join", strings.Join(join, ","), "--log-level", "info"}
+	args = append(args, n.Args...)
+	f, err := os.OpenFile(n.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("bench: node %s: %w", n.Name, err)
+	}
+	fmt.Fprintf(f, "=== %s start %v\n", time.Now().Format(time.StampMilli), args)
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = nodeProcAttr()
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return fmt.Errorf("bench: node %s: %w", n.Name, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		f.Close()
+		close(exited)
+	}()
+	n.cmd, n.exited = cmd, exited
+	return nil
+}
+
+// Running reports whether the node's process runs.
+func (n *BraidNode) Running() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.cmd != nil && !closed(n.exited)
+}
+
+// PID is the process id of the node's current (or last) process, 0 if it
+// never started.
+func (n *BraidNode) PID() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil {
+		return 0
+	}
+	return n.cmd.Process.Pid
+}
+
+// Kill sends the node SIGKILL, as a crash would, and waits until its
+// process is gone. Killing a node that does not run does nothing.
+func (n *BraidNode) Kill() {
+	n.mu.Lock()
+	cmd, exited := n.cmd, n.exited
+	n.mu.Unlock()
+	if cmd == nil || closed(exited) {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGCONT) // a stopped process dies only once resumed
+	_ = cmd.Process.Kill()
+	<-exited
+}
+
+// LogTail returns the last lines of the node's log.
+func (n *BraidNode) LogTail(lines int) string {
+	b, _ := os.ReadFile(n.LogPath())
+	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(all[max(0, len(all)-lines):], "\n")
+}
+
+func closed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// BraidCluster is braid server processes on loopback ports that form one
+// cluster.
+type BraidCluster struct {
+	Bin   string
+	Nodes []*BraidNode
+	http  *http.Client
+}
+
+// StartBraidCluster starts size nodes named n1, n2, … with data
+// directories under dir, each joining the others with --bootstrap-expect
+// size, and waits up to a minute for a Raft leader and size live nodes.
+// On error it has killed what it started; otherwise the caller must call
+// Close.
+func StartBraidCluster(ctx context.Context, bin, dir string, size int) (*BraidCluster, error) {
+	ports, err := freeLoopbackPorts(4 * size)
+	if err != nil {
+		return nil, err
+	}
+	c := &BraidCluster{Bin: bin, http: &http.Client{Timeout: 5 * time.Second}}
+	for i := range size {
+		name := fmt.Sprintf("n%d", i+1)
+		c.Nodes = append(c.Nodes, &BraidNode{Name: name, Dir: filepath.Join(dir, name),
+			RaftPort: ports[4*i], GossipPort: ports[4*i+1], HTTPPort: ports[4*i+2], CanalPort: ports[4*i+3],
+			Args: []string{"--bootstrap-expect", strconv.Itoa(size)}})
+	}
+	for _, n := range c.Nodes {
+		if err := n.Start(bin, c.JoinFor(n)); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	if err := c.WaitReady(ctx, time.Minute); err != nil {
+		c.Close()
+		for _, n := range c.Nodes {
+			err = fmt.Errorf("%w\nlog of %s, last lines:\n%s", err, n.Name, n.LogTail(20))
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// Close kills every node that runs and waits until they are gone.
+func (c *BraidCluster) Close() {
+	for _, n := range c.Nodes {
+		n.Kill()
+	}
+}
+
+// JoinFor is the gossip addresses of the nodes other than n.
+func (c *BraidCluster) JoinFor(n *BraidNode) []string {
+	var join []string
+	for _, o := range c.Nodes {
+		if o != n {
+			join = append(join, fmt.Sprintf("127.0.0.1:%d", o.GossipPort))
+		}
+	}
+	return join
+}
+
+// Restart starts a killed node again on its data directory and ports.
+func (c *BraidCluster) Restart(n *BraidNode) error { return n.Start(c.Bin, c.JoinFor(n)) }
+
+// URLs is every node's HTTP API, comma-separated, as the Go client takes
+// them.
+func (c *BraidCluster) URLs() string {
+	urls := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		urls[i] = n.URL()
+	}
+	return strings.Join(urls, ",")
+}
+
+// Live returns the nodes whose process runs.
+func (c *BraidCluster) Live() []*BraidNode {
+	var out []*BraidNode
+	for _, n := range c.Nodes {
+		if n.Running() {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Node returns the node named name, or nil.
+func (c *BraidCluster) Node(name string) *BraidNode {
+	for _, n := range c.Nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// Status asks node n for the cluster's status (GET /v1/cluster).
+func (c *BraidCluster) Status(ctx context.Context, n *BraidNode) (cluster.ClusterStatus, error) {
+	var st cluster.ClusterStatus
+	err := c.call(ctx, http.MethodGet, n.URL()+"/v1/cluster", "", nil, http.StatusOK, &st)
+	return st, err
+}
+
+// WaitReady waits until a live node sees a Raft leader and every node of
+// the cluster alive in gossip and in Raft.
+func (c *BraidCluster) WaitReady(ctx context.Context, timeout time.Duration) error {
+	return poll(ctx, timeout, fmt.Sprintf("a leader and %d live nodes", len(c.Nodes)), func() (bool, string) {
+		live := c.Live()
+		if len(live) < len(c.Nodes) {
+			return false, fmt.Sprintf("%d of %d processes run", len(live), len(c.Nodes))
+		}
+		st, err := c.Status(ctx, live[0])
+		if err != nil {
+			return false, err.Error()
+		}
+		alive := 0
+		for _, n := range st.Nodes {
+			if n.State == "alive" && n.Raft != "" {
+				alive++
+			}
+		}
+		return st.Leader != "" && alive == len(c.Nodes), fmt.Sprintf("leader %q, nodes %+v", st.Leader, st.Nodes)
+	})
+}
+
+// Owner waits until a live node names a running node as dest's owner,
+// and returns it with its epoch and the Raft leader's name.
+func (c *BraidCluster) Owner(ctx context.Context, dest string, timeout time.Duration) (owner *BraidNode, epoch uint64, leader string, err error) {
+	err = poll(ctx, timeout, "an owner of "+dest, func() (bool, string) {
+		live := c.Live()
+		if len(live) == 0 {
+			return false, "no node runs"
+		}
+		st, err := c.Status(ctx, live[0])
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, d := range st.Destinations {
+			if d.Name != dest {
+				continue
+			}
+			if n := c.Node(d.Owner); n != nil && n.Running() {
+				owner, epoch, leader = n, d.Epoch, st.Leader
+				return true, ""
+			}
+			return false, fmt.Sprintf("owner %q, not a running node", d.Owner)
+		}
+		return false, fmt.Sprintf("no destination %s among %d", dest, len(st.Destinations))
+	})
+	return owner, epoch, leader, err
+}
+
+// State asks node n for destination dest's state (GET
+// /v1/destinations/{name}, redirected to the owner).
+func (c *BraidCluster) State(ctx context.Context, n *BraidNode, dest string) (wire.State, error) {
+	var st wire.State
+	err := c.call(ctx, http.MethodGet, n.URL()+"/v1/destinations/"+dest, "", nil, http.StatusOK, &st)
+	return st, err
+}
+
+// CreateDestination posts a destination spec (YAML or JSON) to a live
+// node (POST /v1/destinations).
+func (c *BraidCluster) CreateDestination(ctx context.Context, spec string) error {
+	live := c.Live()
+	if len(live) == 0 {
+		return errors.New("bench: create destination: no node runs")
+	}
+	return c.call(ctx, http.MethodPost, live[0].URL()+"/v1/destinations", spec, &http.Client{Timeout: 30 * time.Second}, http.StatusCreated, nil)
+}
+
+// DeleteDestination deletes a destination, with its consumers' cursors
+// (DELETE /v1/destinations/{name}?force=true).
+func (c *BraidCluster) DeleteDestination(ctx context.Context, name string) error {
+	live := c.Live()
+	if len(live) == 0 {
+		return errors.New("bench: delete destination: no node runs")
+	}
+	return c.call(ctx, http.MethodDelete, live[0].URL()+"/v1/destinations/"+name+"?force=true", "", nil, 0, nil)
+}
+
+// call makes one request and decodes the answer into out, if set; an
+// answer other than want (any 2xx if want is 0) is an error carrying the
+// server's explanation.
+func (c *BraidCluster) call(ctx context.Context, method, url, body string, hc *http.Client, want int, out any) error {
+	if hc == nil {
+		hc = c.http
+	}
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, r)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("bench: %s %s: %w", method, url, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("bench: %s %s: %w", method, url, err)
+	}
+	if (want != 0 && resp.StatusCode != want) || (want == 0 && resp.StatusCode/100 != 2) {
+		return fmt.Errorf("bench: %s %s: %s: %s", method, url, resp.Status, bytes.TrimSpace(data))
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return fmt.Errorf("bench: %s %s: %w", method, url, err)
+		}
+	}
+	return nil
+}
+
+// poll calls cond every 100 ms until it holds; after timeout it returns
+// an error with cond's last description.
+func poll(ctx context.Context, timeout time.Duration, what string, cond func() (bool, string)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, desc := cond()
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("bench: after %v, still no %s: %s", timeout, what, desc)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("bench: waiting for %s: %w", what, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// freeLoopbackPorts returns n distinct loopback ports that were free for
+// TCP and UDP (gossip uses both) a moment ago. It prefers ports below the
+// kernel's ephemeral range, so that no outgoing connection sits on a
+// killed node's port when it restarts.
+func freeLoopbackPorts(n int) ([]int, error) {
+	lo := ephemeralPortsLow()
+	seen := map[int]bool{}
+	var ports []int
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 50*n {
+			return nil, errors.New("bench: no free loopback ports found")
+		}
+		port := 0
+		if lo > 20000 && tries < 40*n {
+			port = 15000 + rand.IntN(lo-15000)
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue
+		}
+		port = l.Addr().(*net.TCPAddr).Port
+		u, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		l.Close()
+		if err != nil {
+			continue
+		}
+		u.Close()
+		if !seen[port] {
+			seen[port] = true
+			ports = append(ports, port)
+		}
+	}
+	return ports, nil
+}
+
+// ephemeralPortsLow is the first port of the kernel's ephemeral range, or
+// 0 if it is unknown.
+func ephemeralPortsLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[0])
+	return n
+}
