@@ -108,7 +108,6 @@ func BenchmarkConsume(b *testing.B) {
 	b.Run(fmt.Sprintf("%d-sources", consumeSources), func(b *testing.B) { benchConsume(b, f) })
 }
 
-
 // consumer is one way of reading the store.
 type consumer struct {
 	name string
