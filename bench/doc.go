@@ -11,9 +11,9 @@
 // (FillStore, ConsumeCanal and ConsumeNative, in consume.go) and a heap
 // sampler (heap.go); the benchmarks themselves are in decode_test.go
 // (BenchmarkDecode), merge_test.go (BenchmarkMerge), consume_test.go
-// (BenchmarkConsume), catchup_test.go (BenchmarkCatchUp: the merged
-// stream delivered to a Go client and to canal-go beside go-mysql canal and
-// mariadb-binlog), latency_test.go (BenchmarkLatency: commit-to-consumer
+// (BenchmarkConsume), catchup_test.go (BenchmarkMerge/catch-up: the
+// merged stream delivered to a Go client and to canal-go beside go-mysql
+// canal and mariadb-binlog), latency_test.go (BenchmarkLatency: commit-to-consumer
 // latency under a steady load), cluster_test.go (BenchmarkCluster: the
 // failover gap of a three-node cluster and a node's CPU and memory) and
 // raftstore_test.go (BenchmarkRaftCursors); each documents what it measures

@@ -93,6 +93,7 @@ func BenchmarkMerge(b *testing.B) {
 		}
 	}
 	b.Run(fmt.Sprintf("%d-sources", len(srvs)), func(b *testing.B) { benchMerge(b, cfgs, ws) })
+	b.Run("catch-up", func(b *testing.B) { benchCatchUp(b, cfgs, ws) })
 }
 
 // groupDecoder is one way of reading all the sources.
