@@ -38,14 +38,21 @@ var report struct {
 	rows []Row
 }
 
-// Record adds a row to the results table. A benchmark records its
-// totals once, after its iterations.
+// Record adds a row to the results table, or replaces the row of the same
+// section, measure and peer: go test calls a benchmark with b.N = 1 before
+// the -benchtime count, and the later call's totals are the ones to keep.
 func Record(r Row) {
 	if r.Peer != "" && r.PeerValue != 0 && r.Ratio == 0 {
 		r.Ratio = r.Value / r.PeerValue
 	}
 	report.mu.Lock()
 	defer report.mu.Unlock()
+	for i, old := range report.rows {
+		if old.Section == r.Section && old.Measure == r.Measure && old.Peer == r.Peer {
+			report.rows[i] = r
+			return
+		}
+	}
 	report.rows = append(report.rows, r)
 }
 
