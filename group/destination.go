@@ -34,7 +34,8 @@ type Config struct {
 	QueueEvents int
 	QueueBytes  int64
 	// ReadAhead is each parser's engine.ParserConfig.ReadAhead. Default:
-	// 128.
+	// 512 (measured in bench/: 128 merged four sources about 20% slower,
+	// with the live heap 12 MiB lower).
 	ReadAhead int
 	// StallLog is how long strict order may wait for a source before each
 	// log line naming it. Default: 5s.
@@ -49,7 +50,7 @@ type Config struct {
 const (
 	DefaultQueueEvents       = 256
 	DefaultQueueBytes  int64 = 4 << 20
-	DefaultReadAhead         = 128
+	DefaultReadAhead         = 512
 )
 
 // Destination reads every source of a spec with an engine.Parser and merges
