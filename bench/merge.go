@@ -275,21 +275,14 @@ func (c *mergeChecker) check(src int, ev *engine.Event) error {
 	return nil
 }
 
-// readAheadEventBytes is the allowance for one binlog event read ahead by
-// go-mysql: the event (at most 8 KiB by the servers' default
-// binlog_row_event_max_size) and, twice that, its decoded row images (an
-// interface header and boxed number per value: up to 24 bytes for a
-// one-byte column).
-const readAheadEventBytes = 3 * 8 << 10
-
 // mergeMemoryBound is the memory MergeBraid's destination may hold with n
 // sources: its store's bound and, per source, its queue's bound and its
 // parser's read-ahead.
 func mergeMemoryBound(n int) float64 {
-	return float64(MergeStoreBytes + int64(n)*(group.DefaultQueueBytes+group.DefaultReadAhead*readAheadEventBytes))
+	return float64(group.MemoryBound(n, group.Config{}, MergeStoreBytes))
 }
 
 func mergeMemoryBoundString(n int) string {
 	return fmt.Sprintf("store %d MiB + %d sources × (queue %d MiB + read-ahead %d events × %d KiB)",
-		MergeStoreBytes>>20, n, group.DefaultQueueBytes>>20, group.DefaultReadAhead, readAheadEventBytes>>10)
+		MergeStoreBytes>>20, n, group.DefaultQueueBytes>>20, group.DefaultReadAhead, group.ReadAheadEventBytes>>10)
 }

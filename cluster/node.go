@@ -97,8 +97,9 @@ type Node struct {
 	httpSrv         *http.Server
 	canalSrv        *canal.Server
 
-	mu    sync.Mutex
-	owned map[string]*owner // destinations this node runs, by name
+	mu     sync.Mutex
+	owned  map[string]*owner // destinations this node runs, by name
+	memory memoryLimit
 }
 
 // Start opens the node's Raft state, starts gossip and binds its ports;
@@ -108,6 +109,7 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.Name), reg: api.NewRegistry(), owned: map[string]*owner{}}
+	n.memory.log = n.log
 	hostPort := func(port int) string { return net.JoinHostPort(cfg.Addr, strconv.Itoa(port)) }
 	var err error
 	if n.httpLn, err = net.Listen("tcp", hostPort(cfg.HTTPPort)); err != nil {

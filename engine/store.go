@@ -17,6 +17,9 @@ var ErrUnknownBatch = errors.New("engine: unknown batch")
 // ErrStoreClosed: the store was closed.
 var ErrStoreClosed = errors.New("engine: store closed")
 
+// DefaultStoreBytes is StoreConfig.MaxBytes's default.
+const DefaultStoreBytes = 64 << 20
+
 // StoreConfig bounds a Store. Zero fields take the defaults given.
 type StoreConfig struct {
 	// MaxBytes bounds the estimated memory of the events held (see
@@ -91,7 +94,7 @@ type Batch struct {
 // NewStore returns an empty store.
 func NewStore(cfg StoreConfig) *Store {
 	if cfg.MaxBytes <= 0 {
-		cfg.MaxBytes = 64 << 20
+		cfg.MaxBytes = DefaultStoreBytes
 	}
 	if cfg.MaxEvents <= 0 {
 		cfg.MaxEvents = 65536

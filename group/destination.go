@@ -46,6 +46,27 @@ type Config struct {
 	Now func() time.Time
 }
 
+// ReadAheadEventBytes is the memory allowed for one binlog event a parser
+// reads ahead: the event (at most 8 KiB by the servers' default
+// binlog_row_event_max_size) and, twice that, its decoded row images (an
+// interface header and boxed number per value: up to 24 bytes for a
+// one-byte column).
+const ReadAheadEventBytes = 3 * 8 << 10
+
+// MemoryBound is what a destination of n sources may hold with its queues
+// and read-ahead at cfg's bounds (defaults where zero) and a store bounded
+// to storeBytes: the number a node's memory limit is built from.
+func MemoryBound(n int, cfg Config, storeBytes int64) int64 {
+	queue, ahead := cfg.QueueBytes, int64(cfg.ReadAhead)
+	if queue <= 0 {
+		queue = DefaultQueueBytes
+	}
+	if ahead <= 0 {
+		ahead = DefaultReadAhead
+	}
+	return storeBytes + int64(n)*(queue+ahead*ReadAheadEventBytes)
+}
+
 // The defaults of Config's bounds.
 const (
 	DefaultQueueEvents       = 256
