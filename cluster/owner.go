@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -235,7 +236,8 @@ func (o *owner) run(ctx context.Context) error {
 		} else if err != nil {
 			log.Warn("cannot renew the ownership lease", "err", err)
 		}
-		for _, c := range store.Clients() {
+		clients := store.Clients()
+		for _, c := range clients {
 			cur, ok := c.Mark.(*group.Cursor)
 			if !ok || saved[c.ID] == c.Mark {
 				continue
@@ -245,6 +247,20 @@ func (o *owner) run(ctx context.Context) error {
 				return nil
 			}
 			saved[c.ID] = c.Mark
+		}
+		// A client id gone from the store unsubscribed (canal's
+		// UNSUBSCRIPTION): its cursor goes too, or the next owner would
+		// hold the stream for it.
+		for id := range saved {
+			if slices.ContainsFunc(clients, func(c engine.ClientStats) bool { return c.ID == id }) {
+				continue
+			}
+			if err := fc.Forget(id); err != nil {
+				log.Warn("fenced: cursor writes refused", "err", err)
+				return nil
+			}
+			delete(saved, id)
+			log.Info("consumer unsubscribed: its cursor is deleted", "client", id)
 		}
 	}
 }

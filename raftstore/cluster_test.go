@@ -289,6 +289,19 @@ func TestFencing(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// A consumer that unsubscribed is forgotten with the next batch.
+	if err := ns.Forget("c2"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ns.Load("shop", "c2"); err != nil || got != nil {
+		t.Fatalf("load of a forgotten client before the flush: %+v %v", got, err)
+	}
+	if err := ns.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := lead.Cursor("shop", "c2"); got != nil || (err != nil && !errors.Is(err, ErrNotFound)) {
+		t.Fatalf("forgotten client's cursor still stored: %+v %v", got, err)
+	}
 	// Its history of schema a is gone (no cursor names it); c2 still does not.
 	if h, _ := lead.SchemaHistory("shop", "a"); len(h) != 0 {
 		t.Fatalf("schema histories left: %d", len(h))

@@ -239,6 +239,9 @@ func (f *FencedCursors) Load(destination, client string) (*group.Cursor, error) 
 		return nil, err
 	}
 	if ok {
+		if c == nil {
+			return nil, nil // forgotten, not yet flushed
+		}
 		return c.Clone(), nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), f.s.cfg.ApplyTimeout)
@@ -258,6 +261,19 @@ func (f *FencedCursors) Save(destination, client string, c *group.Cursor) error 
 		return f.err
 	}
 	f.pending[client] = c.Clone()
+	return nil
+}
+
+// Forget deletes client's cursor with the next batch: a consumer that
+// unsubscribed, whose place a later owner must not keep for it. It fails
+// once the owner is fenced.
+func (f *FencedCursors) Forget(client string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return f.err
+	}
+	f.pending[client] = nil
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,8 +20,10 @@ import (
 
 	canalclient "github.com/withlin/canal-go/client"
 	pbe "github.com/withlin/canal-go/protocol/entry"
+	pbp "github.com/withlin/canal-go/protocol/packet"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/braid-cdc/braid/api/canal"
 	"github.com/braid-cdc/braid/client"
 	"github.com/braid-cdc/braid/internal/mysqltest"
 )
@@ -698,4 +701,50 @@ func TestClusterCanalFailover(t *testing.T) {
 		t.Errorf("%d rows out of shard order beyond the %d repeated ones", backs, repeats)
 	}
 	t.Logf("%d rows committed; the canal client got %d, %d of them again after the takeover (acked after the last cursor write, or not acked)", len(committed), len(ids), repeats)
+
+	// The client unsubscribes: its cursor is deleted, so the destination
+	// has no consumer left and deletes without --force.
+	// (canal-go's UnSubscribe sends nothing while connected, so the
+	// packets go by hand.)
+	close(cc.stop)
+	<-cc.done
+	canalUnsubscribe(t, fmt.Sprintf("127.0.0.1:%d", entry.canalPort), "shop", "1001")
+	c.waitFor(t, 10*time.Second, "the unsubscribed client's cursor gone", func() (bool, string) {
+		_, errs, code := cli("destination", "delete", "shop", "--server", entry.url())
+		return code == 0, errs
+	})
+}
+
+// canalUnsubscribe logs in to a canal port and unsubscribes a client id,
+// as canal's Java client does on unsubscribe().
+func canalUnsubscribe(t *testing.T, addr, dest, client string) {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := canal.ReadFrame(conn, 1<<20); err != nil { // the handshake
+		t.Fatal(err)
+	}
+	exchange := func(typ pbp.PacketType, body proto.Message) {
+		b, _ := proto.Marshal(body)
+		pkt, _ := proto.Marshal(&pbp.Packet{Type: typ, Body: b})
+		frame, _ := canal.AppendFrame(nil, pkt)
+		if _, err := conn.Write(frame); err != nil {
+			t.Fatal(err)
+		}
+		reply, err := canal.ReadFrame(conn, 1<<20)
+		if err != nil {
+			t.Fatalf("%s: %v", typ, err)
+		}
+		var p pbp.Packet
+		var ack pbp.Ack
+		if proto.Unmarshal(reply, &p) != nil || proto.Unmarshal(p.Body, &ack) != nil || ack.GetErrorCode() != 0 {
+			t.Fatalf("%s refused: %s", typ, ack.GetErrorMessage())
+		}
+	}
+	exchange(pbp.PacketType_CLIENTAUTHENTICATION, &pbp.ClientAuth{})
+	exchange(pbp.PacketType_UNSUBSCRIPTION, &pbp.Unsub{Destination: dest, ClientId: client})
 }
