@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/cluster"
+	"github.com/braid-cdc/braid/internal/ports"
 )
 
 // The cluster benchmark runs real `braid server` processes, as a user
@@ -164,7 +163,7 @@ type BraidCluster struct {
 // On error it has killed what it started; otherwise the caller must call
 // Close.
 func StartBraidCluster(ctx context.Context, bin, dir string, size int) (*BraidCluster, error) {
-	ports, err := freeLoopbackPorts(4 * size)
+	ports, err := ports.FreeLoopback(4 * size)
 	if err != nil {
 		return nil, err
 	}
@@ -380,54 +379,4 @@ func poll(ctx context.Context, timeout time.Duration, what string, cond func() (
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-// freeLoopbackPorts returns n distinct loopback ports that were free for
-// TCP and UDP (gossip uses both) a moment ago. It prefers ports below the
-// kernel's ephemeral range, so that no outgoing connection sits on a
-// killed node's port when it restarts.
-func freeLoopbackPorts(n int) ([]int, error) {
-	lo := ephemeralPortsLow()
-	seen := map[int]bool{}
-	var ports []int
-	for tries := 0; len(ports) < n; tries++ {
-		if tries > 50*n {
-			return nil, errors.New("bench: no free loopback ports found")
-		}
-		port := 0
-		if lo > 20000 && tries < 40*n {
-			port = 15000 + rand.IntN(lo-15000)
-		}
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err != nil {
-			continue
-		}
-		port = l.Addr().(*net.TCPAddr).Port
-		u, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		l.Close()
-		if err != nil {
-			continue
-		}
-		u.Close()
-		if !seen[port] {
-			seen[port] = true
-			ports = append(ports, port)
-		}
-	}
-	return ports, nil
-}
-
-// ephemeralPortsLow is the first port of the kernel's ephemeral range, or
-// 0 if it is unknown.
-func ephemeralPortsLow() int {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0
-	}
-	n, _ := strconv.Atoi(f[0])
-	return n
 }

@@ -216,8 +216,9 @@ func (o *owner) run(ctx context.Context) error {
 	served := &api.Served{Name: o.name, Store: store, Rename: p.Rename, Stats: func() any { return p.Dest.Stats() }, Live: o.live}
 	n.reg.Add(served)
 	defer n.reg.Remove(o.name)
-	n.memory.add(group.MemoryBound(len(spec.Sources), group.Config{}, engine.DefaultStoreBytes))
-	defer n.memory.add(-group.MemoryBound(len(spec.Sources), group.Config{}, engine.DefaultStoreBytes))
+	bound := group.MemoryBound(len(spec.Sources), group.Config{}, engine.DefaultStoreBytes)
+	n.memory.add(bound)
+	defer n.memory.add(-bound)
 
 	saved := map[string]any{} // per client: the mark saved last
 	t := time.NewTicker(n.cfg.Lease / 4)

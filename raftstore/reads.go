@@ -57,41 +57,39 @@ func (s *Store) Destinations() []Destination {
 	return out
 }
 
-// Destination returns one destination or ErrNotFound (local read).
-func (s *Store) Destination(name string) (Destination, error) {
+// readDest runs f on destination dest's record under the state's read
+// lock and returns what it returns, or ErrNotFound when there is no such
+// destination. f must copy what it keeps: the record changes after.
+func readDest[T any](s *Store, dest string, f func(*destRecord) T) (T, error) {
 	var (
-		out Destination
-		ok  bool
-	)
-	s.fsm.read(func(t *state) {
-		var d *destRecord
-		if d, ok = t.Dests[name]; ok {
-			out = Destination{Spec: copySpec(d.spec), Version: d.Version}
-		}
-	})
-	if !ok {
-		return out, fmt.Errorf("%w: destination %q", ErrNotFound, name)
-	}
-	return out, nil
-}
-
-// Assignment returns a destination's assignment or ErrNotFound (local
-// read).
-func (s *Store) Assignment(dest string) (Assignment, error) {
-	var (
-		out Assignment
+		out T
 		ok  bool
 	)
 	s.fsm.read(func(t *state) {
 		var d *destRecord
 		if d, ok = t.Dests[dest]; ok {
-			out = Assignment{Destination: dest, Owner: d.Owner, Epoch: d.Epoch}
+			out = f(d)
 		}
 	})
 	if !ok {
 		return out, fmt.Errorf("%w: destination %q", ErrNotFound, dest)
 	}
 	return out, nil
+}
+
+// Destination returns one destination or ErrNotFound (local read).
+func (s *Store) Destination(name string) (Destination, error) {
+	return readDest(s, name, func(d *destRecord) Destination {
+		return Destination{Spec: copySpec(d.spec), Version: d.Version}
+	})
+}
+
+// Assignment returns a destination's assignment or ErrNotFound (local
+// read).
+func (s *Store) Assignment(dest string) (Assignment, error) {
+	return readDest(s, dest, func(d *destRecord) Assignment {
+		return Assignment{Destination: dest, Owner: d.Owner, Epoch: d.Epoch}
+	})
 }
 
 // Assignments returns every destination's assignment, by destination
@@ -111,29 +109,20 @@ func (s *Store) Assignments() []Assignment {
 // if the client has none, ErrNotFound if the destination does not exist
 // (local read).
 func (s *Store) Cursor(dest, client string) (*group.Cursor, error) {
-	var (
+	type item struct {
 		rec     *cursorRecord
 		schemas map[string]json.RawMessage
-		found   bool
-	)
-	s.fsm.read(func(t *state) {
-		d, ok := t.Dests[dest]
-		if !ok {
-			return
-		}
-		found = true
+	}
+	it, err := readDest(s, dest, func(d *destRecord) item {
 		if r, ok := d.Cursors[client]; ok {
-			rec = r
-			schemas = pickSchemas(d, r)
+			return item{r, pickSchemas(d, r)}
 		}
+		return item{}
 	})
-	if !found {
-		return nil, fmt.Errorf("%w: destination %q", ErrNotFound, dest)
+	if err != nil || it.rec == nil {
+		return nil, err
 	}
-	if rec == nil {
-		return nil, nil
-	}
-	return toCursor(dest, client, rec, schemas)
+	return toCursor(dest, client, it.rec, it.schemas)
 }
 
 // Cursors returns every client's cursor of a destination (local read).
@@ -142,23 +131,15 @@ func (s *Store) Cursors(dest string) (map[string]*group.Cursor, error) {
 		rec     *cursorRecord
 		schemas map[string]json.RawMessage
 	}
-	var (
-		items map[string]item
-		found bool
-	)
-	s.fsm.read(func(t *state) {
-		d, ok := t.Dests[dest]
-		if !ok {
-			return
-		}
-		found = true
-		items = make(map[string]item, len(d.Cursors))
+	items, err := readDest(s, dest, func(d *destRecord) map[string]item {
+		items := make(map[string]item, len(d.Cursors))
 		for client, r := range d.Cursors {
 			items[client] = item{r, pickSchemas(d, r)}
 		}
+		return items
 	})
-	if !found {
-		return nil, fmt.Errorf("%w: destination %q", ErrNotFound, dest)
+	if err != nil {
+		return nil, err
 	}
 	out := make(map[string]*group.Cursor, len(items))
 	for client, it := range items {
@@ -195,22 +176,15 @@ func (s *Store) OwnedCursor(ctx context.Context, dest, client string, epoch uint
 // destination: one per distinct history its clients' cursors name (most
 // often one), oldest Applied position first (local read).
 func (s *Store) SchemaHistory(dest, source string) ([]engine.SchemaSnapshot, error) {
-	var (
-		raws  []json.RawMessage
-		found bool
-	)
-	s.fsm.read(func(t *state) {
-		d, ok := t.Dests[dest]
-		if !ok {
-			return
-		}
-		found = true
+	raws, err := readDest(s, dest, func(d *destRecord) []json.RawMessage {
+		var raws []json.RawMessage
 		for _, raw := range d.Schemas[source] {
 			raws = append(raws, raw)
 		}
+		return raws
 	})
-	if !found {
-		return nil, fmt.Errorf("%w: destination %q", ErrNotFound, dest)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]engine.SchemaSnapshot, len(raws))
 	for i, raw := range raws {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/braid-cdc/braid/cluster"
 	"github.com/braid-cdc/braid/internal/mysqltest"
+	"github.com/braid-cdc/braid/internal/ports"
 )
 
 // The cluster tests run real `braid server` processes, built once per test
@@ -120,22 +120,14 @@ type testCluster struct {
 	nodes []*testNode
 }
 
+// freePorts returns n free loopback ports (ports.FreeLoopback).
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
-	var ls []net.Listener
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	p, err := ports.FreeLoopback(n)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return ports
+	return p
 }
 
 // startCluster starts three nodes that bootstrap a new cluster, and waits

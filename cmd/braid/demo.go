@@ -21,6 +21,7 @@ import (
 	"github.com/braid-cdc/braid/client"
 	"github.com/braid-cdc/braid/cluster"
 	"github.com/braid-cdc/braid/internal/mariadb"
+	"github.com/braid-cdc/braid/internal/ports"
 )
 
 // braid demo: three MariaDB shard servers, a three-node braid cluster, a
@@ -316,7 +317,7 @@ func (d *demo) rel(path string) string {
 
 // startNodes starts n1, n2, n3 on free ports, each joining the others.
 func (d *demo) startNodes(ctx context.Context) error {
-	ports, err := demoFreePorts(12)
+	ports, err := ports.FreeLoopback(12)
 	if err != nil {
 		return err
 	}
@@ -345,20 +346,6 @@ func (d *demo) startNodes(ctx context.Context) error {
 		d.con.sayf("  node %s  %s  pid %d   (log: %s)", n.name, n.url(), n.pid(), d.rel(n.logPath))
 	}
 	return ctx.Err()
-}
-
-// demoFreePorts returns n loopback ports that were free a moment ago.
-func demoFreePorts(n int) ([]int, error) {
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("finding free ports: %w", err)
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // status asks the running nodes, in turn, for the cluster's status.

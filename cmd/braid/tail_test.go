@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"reflect"
 	"strings"
@@ -21,16 +20,6 @@ import (
 	"github.com/braid-cdc/braid/engine"
 	"github.com/braid-cdc/braid/internal/mysqltest"
 )
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // withoutTS parses flat-message lines and drops ts (the time each was
 // written), which differs between two readings of one stream.
@@ -75,7 +64,7 @@ func TestTailEqualsCapture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := freePort(t)
+	port := freePorts(t, 1)[0]
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {
@@ -135,7 +124,8 @@ func TestCanalEqualsTail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	httpPort, canalPort := freePort(t), freePort(t)
+	p := freePorts(t, 2)
+	httpPort, canalPort := p[0], p[1]
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {

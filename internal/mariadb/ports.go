@@ -4,10 +4,10 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net"
-	"os"
 	"strconv"
-	"strings"
 	"sync"
+
+	"github.com/braid-cdc/braid/internal/ports"
 )
 
 // ErrPortInUse reports that a server could not listen on its port because
@@ -16,9 +16,9 @@ import (
 // only after waiting a few seconds for the port to come free.
 var ErrPortInUse = errors.New("mariadb: port in use")
 
-// ports hands out loopback TCP ports, never the same one twice to servers of
+// claimed hands out loopback TCP ports, never the same one twice to servers of
 // this process that are alive at the same time.
-var ports = struct {
+var claimed = struct {
 	sync.Mutex
 	used map[int]bool
 }{used: map[int]bool{}}
@@ -26,12 +26,12 @@ var ports = struct {
 // claimPort reserves a port chosen by the caller; it reports false if a
 // server of this process already has it.
 func claimPort(port int) bool {
-	ports.Lock()
-	defer ports.Unlock()
-	if ports.used[port] {
+	claimed.Lock()
+	defer claimed.Unlock()
+	if claimed.used[port] {
 		return false
 	}
-	ports.used[port] = true
+	claimed.used[port] = true
 	return true
 }
 
@@ -40,7 +40,7 @@ func claimPort(port int) bool {
 // on a server's port while the server is down for a Restart; it falls back to
 // one chosen by the kernel.
 func reservePort() (int, error) {
-	lo := ephemeralLow()
+	lo := ports.EphemeralLow()
 	for i := 0; i < 50; i++ {
 		port := 0
 		if i < 40 && lo > 20000 {
@@ -60,22 +60,7 @@ func reservePort() (int, error) {
 }
 
 func releasePort(port int) {
-	ports.Lock()
-	delete(ports.used, port)
-	ports.Unlock()
-}
-
-// ephemeralLow returns the first port of the kernel's ephemeral range, or 0 if
-// it is unknown.
-func ephemeralLow() int {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0
-	}
-	n, _ := strconv.Atoi(f[0])
-	return n
+	claimed.Lock()
+	delete(claimed.used, port)
+	claimed.Unlock()
 }
