@@ -224,8 +224,9 @@ func consumeCanal(ctx context.Context, addr string, dest string, clientID, want 
 
 // ConsumeNative serves reg with native.NewHandler on a loopback port and
 // reads destination dest, in a process of its own, with the Go client's
-// Stream as clientID until want row changes (the rows of the messages'
-// Data) have arrived. More than want fails it.
+// StreamViews as clientID, reading every value of every row, until want
+// row changes (the rows of the messages' data) have arrived. More than
+// want fails it.
 func ConsumeNative(ctx context.Context, reg *api.Registry, dest, clientID string, want int) (ConsumeResult, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -253,14 +254,22 @@ func consumeNative(ctx context.Context, hc *http.Client, url, dest, clientID str
 		return res, fmt.Errorf("bench: native consumer %s: %w", clientID, err)
 	}
 	began := time.Now()
-	err = c.Stream(ctx, dest, clientID, func(m client.Message) error {
-		if len(m.Data) == 0 || m.IsDdl {
+	valueBytes := 0
+	err = c.StreamViews(ctx, dest, clientID, func(m *client.MessageView) error {
+		if m.Rows() == 0 || m.IsDdl {
 			return nil
 		}
 		if res.Rows == 0 {
 			res.FirstRow = time.Since(began)
 		}
-		res.Rows += len(m.Data)
+		// Read every value, as a consumer that applies the rows does.
+		for r := range m.Rows() {
+			for c := range m.Columns() {
+				v, _ := m.Value(r, c)
+				valueBytes += len(v)
+			}
+		}
+		res.Rows += m.Rows()
 		if res.Rows >= want {
 			res.Elapsed = time.Since(began)
 			return errConsumed
@@ -271,6 +280,9 @@ func consumeNative(ctx context.Context, hc *http.Client, url, dest, clientID str
 	case errors.Is(err, errConsumed):
 		if res.Rows != want {
 			return res, fmt.Errorf("bench: native consumer %s: %d row changes, want %d", clientID, res.Rows, want)
+		}
+		if valueBytes == 0 {
+			return res, fmt.Errorf("bench: native consumer %s: %d row changes without a value", clientID, res.Rows)
 		}
 		return res, nil
 	case err != nil:

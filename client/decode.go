@@ -5,60 +5,58 @@ import (
 	"unsafe"
 )
 
-// lineDecoder decodes stream lines into envelopes without reflection: the
-// line's bytes are walked once and each row's map is made with its size.
+// lineDecoder decodes stream lines into MessageViews without reflection
+// and without a map per row: the line's bytes are walked once, each row's
+// values are kept as views of the line (or of the unescaped text of the
+// ones with escapes), and MessageView.Message builds json's maps from them
+// when asked.
+//
 // It gives exactly what json.Unmarshal gives, or gives up (decode returns
 // false) on whatever it does not know to give the same for: JSON that is
 // not valid, a value of the wrong type for its field (json reports an error
-// there), a field given twice, a key that matches a field only ignoring
-// case, nesting deeper than maxDepth. The caller then lets encoding/json
-// decide, so a line is never decoded differently, only sometimes slower.
+// there), a field or a row's column given twice, two column keys of
+// different text that unescape to one name, a key that matches a field only
+// ignoring case, nesting deeper than maxDepth. The caller then lets
+// encoding/json decide, so a line is never decoded differently, only
+// sometimes slower.
 //
-// The strings it returns are copies, as json's are, never views of the line
-// (the line is the message's Raw, which its receiver may change): a column
-// name is copied once per line and shared by the maps of all the rows; a
-// row's values share one allocation and its *string values another, so
-// that holding on to a value keeps no more than its row alive.
-//
-// A lineDecoder is not safe for concurrent use; Stream owns one.
+// A lineDecoder is not safe for concurrent use; a stream owns one.
 type lineDecoder struct {
-	// s is the line being decoded: a view of the caller's bytes, read-only
-	// and only during decode, so nothing that is returned may point into
-	// it.
-	s   string
-	pos int // where in s the decoding is
+	// s is the line being decoded, line the same bytes: views of the
+	// caller's buffer, only during decode.
+	s    string
+	line []byte
+	pos  int // where in s the decoding is
+	v    *MessageView
 
-	// cols interns the keys of the line's column maps (sqlType,
-	// mysqlType, each row of data and old), which repeat in column order,
-	// by their raw text; colAt is where the next key of a map is expected.
-	// Reset for each line.
-	cols  []internedKey
+	// raws are the raw texts of the line's column keys, by column index
+	// (views of s); colAt is where the next key of a row is expected.
+	raws  []string
 	colAt int
-	// index finds the position of a raw key among the first indexed of
-	// cols, for the keys that are not where expected.
-	index   map[string]int
+	// escapedCol is set once a column key of the line had escapes or
+	// invalid UTF-8: only then can two keys of different text name one
+	// column.
+	escapedCol bool
+	// byRaw finds a raw key among the first indexed of raws, for keys that
+	// are not where expected.
+	byRaw   map[string]int
 	indexed int
+	// seen[col] == gen when the row being read named col already.
+	seen []uint32
+	gen  uint32
 
-	// pairs holds a map's members until the map is made with their count;
-	// its values are views (of s or of unescaped), copied when the map is
-	// made.
-	pairs []rowPair
-	// unescaped holds the text of escaped strings that str unescaped; reset
-	// where no view of it is still to be copied.
+	// names (raw key text → column name) and texts (the header's repeated
+	// strings: database, table, type, source, ...) are kept across lines,
+	// so that the same names cost no allocation each line.
+	names map[string]string
+	texts map[string]string
+
+	// unescaped holds the text of escaped strings, for the line's views.
 	unescaped []byte
 }
 
-type internedKey struct{ raw, key string }
-
-type rowPair struct {
-	key  string
-	val  string // a view, until copied
-	null bool
-}
-
-// maxCols bounds the interned keys of a line (a table has at most 4096
-// columns); the keys after are copied each time.
-const maxCols = 4096
+// maxInterned bounds names and texts: past it they start again empty.
+const maxInterned = 4096
 
 // Bits of the fields decode has seen in a line.
 const (
@@ -89,20 +87,22 @@ const (
 var fieldNames = [...]string{"id", "database", "table", "pkNames", "isDdl", "type", "es", "ts", "sql", "sqlType",
 	"mysqlType", "data", "old", "seq", "source", "originDatabase", "originTable", "position", "gtid", "checkpoint"}
 
-// decode decodes line into env, which must be zero, and reports whether it
-// could; if not, env is partly written and should be discarded.
-func (d *lineDecoder) decode(line []byte, env *envelope) bool {
+// decode decodes line into v, reusing v's arrays, and reports whether it
+// could; if not, v is partly written and should be discarded. v's values
+// are views of line and of d, valid until d decodes the next line.
+func (d *lineDecoder) decode(line []byte, v *MessageView) bool {
+	v.reset()
 	d.s = unsafe.String(unsafe.SliceData(line), len(line))
-	d.pos = 0
-	ok := d.envelope(env) && d.end()
-	// Let go of the line and of what the message holds.
-	d.s = ""
-	clear(d.cols)
-	d.cols = d.cols[:0]
-	clear(d.index)
-	d.indexed = 0
-	clear(d.pairs[:cap(d.pairs)])
+	d.line, d.pos, d.v = line, 0, v
 	d.unescaped = d.unescaped[:0]
+	ok := d.envelope() && d.end()
+	// Let go of the line.
+	d.s, d.line, d.v = "", nil, nil
+	clear(d.raws)
+	d.raws = d.raws[:0]
+	clear(d.byRaw)
+	d.indexed, d.escapedCol = 0, false
+	v.raw = line
 	return ok
 }
 
@@ -114,7 +114,7 @@ func (d *lineDecoder) end() bool {
 
 // envelope reads the line's object, each member into its field; members
 // of no field are skipped.
-func (d *lineDecoder) envelope(env *envelope) bool {
+func (d *lineDecoder) envelope() bool {
 	d.ws()
 	if !d.eat('{') {
 		return false
@@ -123,11 +123,10 @@ func (d *lineDecoder) envelope(env *envelope) bool {
 	if d.eat('}') {
 		return true
 	}
-	m := &env.Message
+	v := d.v
 	var seen uint32
 	for {
 		d.ws()
-		d.unescaped = d.unescaped[:0] // the last member's values are copied
 		key, ok := d.str()
 		if !ok {
 			return false
@@ -140,45 +139,45 @@ func (d *lineDecoder) envelope(env *envelope) bool {
 		var bit uint32
 		switch key {
 		case "id":
-			bit, ok = fID, d.uint(&m.ID)
+			bit, ok = fID, d.uint(&v.ID)
 		case "database":
-			bit, ok = fDatabase, d.strField(&m.Database)
+			bit, ok = fDatabase, d.text(&v.Database, true)
 		case "table":
-			bit, ok = fTable, d.strField(&m.Table)
+			bit, ok = fTable, d.text(&v.Table, true)
 		case "pkNames":
-			bit, ok = fPkNames, d.strings(&m.PkNames)
+			bit, ok = fPkNames, d.pkNames()
 		case "isDdl":
-			bit, ok = fIsDdl, d.bool(&m.IsDdl)
+			bit, ok = fIsDdl, d.bool(&v.IsDdl)
 		case "type":
-			bit, ok = fType, d.strField(&m.Type)
+			bit, ok = fType, d.text(&v.Type, true)
 		case "es":
-			bit, ok = fEs, d.int(&m.Es)
+			bit, ok = fEs, d.int(&v.Es)
 		case "ts":
-			bit, ok = fTs, d.int(&m.Ts)
+			bit, ok = fTs, d.int(&v.Ts)
 		case "sql":
-			bit, ok = fSQL, d.strField(&m.SQL)
+			bit, ok = fSQL, d.text(&v.SQL, false)
 		case "sqlType":
-			bit, ok = fSQLType, d.sqlTypes(&m.SQLType)
+			bit, ok = fSQLType, d.sqlTypes()
 		case "mysqlType":
-			bit, ok = fMysqlType, d.mysqlTypes(&m.MysqlType)
+			bit, ok = fMysqlType, d.mysqlTypes()
 		case "data":
-			bit, ok = fData, d.rows(&m.Data)
+			bit, ok = fData, d.rows(&v.data)
 		case "old":
-			bit, ok = fOld, d.rows(&m.Old)
+			bit, ok = fOld, d.rows(&v.old)
 		case "seq":
-			bit, ok = fSeq, d.uint(&m.Seq)
+			bit, ok = fSeq, d.uint(&v.Seq)
 		case "source":
-			bit, ok = fSource, d.strField(&m.Source)
+			bit, ok = fSource, d.text(&v.Source, true)
 		case "originDatabase":
-			bit, ok = fOriginDatabase, d.strField(&m.OriginDatabase)
+			bit, ok = fOriginDatabase, d.text(&v.OriginDatabase, true)
 		case "originTable":
-			bit, ok = fOriginTable, d.strField(&m.OriginTable)
+			bit, ok = fOriginTable, d.text(&v.OriginTable, true)
 		case "position":
-			bit, ok = fPosition, d.strField(&m.Position)
+			bit, ok = fPosition, d.text(&v.Position, false)
 		case "gtid":
-			bit, ok = fGTID, d.strField(&m.GTID)
+			bit, ok = fGTID, d.text(&v.GTID, false)
 		case "checkpoint":
-			bit, ok = fCheckpoint, d.checkpoint(&env.Checkpoint)
+			bit, ok = fCheckpoint, d.checkpoint(&v.checkpoint)
 		default:
 			for _, f := range fieldNames {
 				if strings.EqualFold(key, f) {
@@ -201,14 +200,35 @@ func (d *lineDecoder) envelope(env *envelope) bool {
 	}
 }
 
-// strField reads a string or null (which json leaves the field alone for).
-func (d *lineDecoder) strField(dst *string) bool {
+// text reads a string or null (which json leaves the field alone for) into
+// a string of its own; intern keeps it for the next lines that have it.
+func (d *lineDecoder) text(dst *string, intern bool) bool {
 	if d.lit("null") {
 		return true
 	}
 	v, ok := d.str()
-	*dst = strings.Clone(v)
-	return ok
+	if !ok {
+		return false
+	}
+	if intern {
+		*dst = d.intern(v)
+	} else {
+		*dst = strings.Clone(v)
+	}
+	return true
+}
+
+// intern returns a string of its own with v's text, the same one each time.
+func (d *lineDecoder) intern(v string) string {
+	if s, ok := d.texts[v]; ok {
+		return s
+	}
+	if d.texts == nil || len(d.texts) >= maxInterned {
+		d.texts = make(map[string]string)
+	}
+	s := strings.Clone(v)
+	d.texts[s] = s
+	return s
 }
 
 func (d *lineDecoder) bool(dst *bool) bool {
@@ -255,109 +275,71 @@ func (d *lineDecoder) checkpoint(dst **uint64) bool {
 	return ok
 }
 
-// strings reads an array of strings (null elements are "") or null.
-func (d *lineDecoder) strings(dst *[]string) bool {
+// pkNames reads an array of strings (null elements are "") or null.
+func (d *lineDecoder) pkNames() bool {
+	v := d.v
 	if d.lit("null") {
-		*dst = nil
 		return true
 	}
 	if !d.eat('[') {
 		return false
 	}
-	out := []string{} // json makes [] an empty slice, not nil
+	v.hasPkNames = true // json makes [] an empty slice, not nil
 	d.ws()
 	if d.eat(']') {
-		*dst = out
 		return true
 	}
 	for {
 		d.ws()
-		var v string
-		if !d.strField(&v) {
+		var s string
+		if !d.text(&s, true) {
 			return false
 		}
-		out = append(out, v)
+		v.PkNames = append(v.PkNames, s)
 		d.ws()
 		if d.eat(',') {
 			continue
 		}
-		*dst = out
 		return d.eat(']')
 	}
 }
 
 // sqlTypes reads sqlType: column → integer (null is 0), or null.
-func (d *lineDecoder) sqlTypes(dst *map[string]int) bool {
+func (d *lineDecoder) sqlTypes() bool {
 	if d.lit("null") {
-		*dst = nil
 		return true
 	}
-	var keys [64]string // most tables have fewer columns
-	var vals [64]int
-	ks, vs := keys[:0], vals[:0]
-	ok := d.members(func(key string) bool {
+	d.v.hasSQLType = true
+	return d.members(func(col int) bool {
+		c := &d.v.cols[col]
 		var n int64
 		ok := d.int(&n) && int64(int(n)) == n // json's range check where int is 32 bits
-		ks, vs = append(ks, key), append(vs, int(n))
+		if c.inSQLType {
+			return false // a key twice: json's last wins
+		}
+		c.sqlType, c.inSQLType = int(n), true
 		return ok
 	})
-	if !ok {
-		return false
-	}
-	m := make(map[string]int, len(ks))
-	for i, k := range ks {
-		m[k] = vs[i]
-	}
-	*dst = m
-	return true
 }
 
 // mysqlTypes reads mysqlType: column → string (null is ""), or null.
-func (d *lineDecoder) mysqlTypes(dst *map[string]string) bool {
+func (d *lineDecoder) mysqlTypes() bool {
 	if d.lit("null") {
-		*dst = nil
 		return true
 	}
-	pairs := d.pairs[:0]
-	ok := d.members(func(key string) bool {
-		var v string
-		ok := d.lit("null")
-		if !ok {
-			v, ok = d.str()
+	d.v.hasMysqlType = true
+	return d.members(func(col int) bool {
+		c := &d.v.cols[col]
+		if c.inMysqlType {
+			return false
 		}
-		pairs = append(pairs, rowPair{key: key, val: v})
-		return ok
+		c.inMysqlType = true
+		return d.text(&c.mysqlType, true)
 	})
-	d.pairs = pairs[:0]
-	if !ok {
-		return false
-	}
-	all := concat(pairs)
-	m := make(map[string]string, len(pairs))
-	for _, p := range pairs {
-		m[p.key] = all[:len(p.val)]
-		all = all[len(p.val):]
-	}
-	*dst = m
-	return true
-}
-
-// concat copies the values of pairs into one string, in order.
-func concat(pairs []rowPair) string {
-	n := 0
-	for _, p := range pairs {
-		n += len(p.val)
-	}
-	var b strings.Builder
-	b.Grow(n)
-	for _, p := range pairs {
-		b.WriteString(p.val)
-	}
-	return b.String()
 }
 
 // members reads an object of column keys, calling value at each value.
-func (d *lineDecoder) members(value func(key string) bool) bool {
+func (d *lineDecoder) members(value func(col int) bool) bool {
 	if !d.eat('{') {
 		return false
 	}
@@ -368,7 +350,7 @@ func (d *lineDecoder) members(value func(key string) bool) bool {
 	d.colAt = 0
 	for {
 		d.ws()
-		key, ok := d.column()
+		col, ok := d.column()
 		if !ok {
 			return false
 		}
@@ -377,7 +359,7 @@ func (d *lineDecoder) members(value func(key string) bool) bool {
 			return false
 		}
 		d.ws()
-		if !value(key) {
+		if !value(col) {
 			return false
 		}
 		d.ws()
@@ -388,152 +370,145 @@ func (d *lineDecoder) members(value func(key string) bool) bool {
 	}
 }
 
-// rows reads data or old: an array of rows (null elements are nil maps),
+// rows reads data or old: an array of rows (null elements are null rows),
 // or null.
-func (d *lineDecoder) rows(dst *[]map[string]*string) bool {
+func (d *lineDecoder) rows(rs *viewRows) bool {
 	if d.lit("null") {
-		*dst = nil
 		return true
 	}
 	if !d.eat('[') {
 		return false
 	}
-	out := []map[string]*string{} // json makes [] an empty slice, not nil
+	rs.set = true // json makes [] an empty slice, not nil
 	d.ws()
 	if d.eat(']') {
-		*dst = out
 		return true
 	}
 	for {
 		d.ws()
-		start := d.pos
-		var row map[string]*string
-		if !d.lit("null") {
-			var ok bool
-			if row, ok = d.row(); !ok {
-				return false
-			}
+		r := viewRow{first: int32(len(rs.cells))}
+		if d.lit("null") {
+			r.null = true
+		} else if !d.row(rs) {
+			return false
 		}
-		if len(out) == 0 {
-			// Guess the row count from the first row's length and what
-			// is left of the line, rather than grow the slice row by row.
-			out = make([]map[string]*string, 0, 1+(len(d.s)-d.pos)/max(d.pos-start, 16))
-		}
-		out = append(out, row)
+		r.n = int32(len(rs.cells)) - r.first
+		rs.rows = append(rs.rows, r)
 		d.ws()
 		if d.eat(',') {
 			continue
 		}
-		*dst = out
 		return d.eat(']')
 	}
 }
 
-// row reads one row: column → string or null.
-func (d *lineDecoder) row() (map[string]*string, bool) {
-	if !d.eat('{') {
-		return nil, false
+// row reads one row, column → string or null, into rs's cells.
+func (d *lineDecoder) row(rs *viewRows) bool {
+	d.gen++
+	if d.gen == 0 {
+		clear(d.seen)
+		d.gen = 1
 	}
-	pairs := d.pairs[:0]
-	d.unescaped = d.unescaped[:0]
-	d.colAt = 0
-	d.ws()
-	if !d.eat('}') {
-		for {
-			d.ws()
-			key, ok := d.column()
-			if !ok {
-				return nil, false
-			}
-			d.ws()
-			if !d.eat(':') {
-				return nil, false
-			}
-			d.ws()
-			p := rowPair{key: key, null: d.lit("null")}
-			if !p.null {
-				if p.val, ok = d.str(); !ok {
-					return nil, false
-				}
-			}
-			pairs = append(pairs, p)
-			d.ws()
-			if d.eat(',') {
-				continue
-			}
-			if !d.eat('}') {
-				return nil, false
-			}
-			break
+	return d.members(func(col int) bool {
+		if d.seen[col] == d.gen {
+			return false // a column twice: json's last wins
 		}
-	}
-	d.pairs = pairs[:0]
-	all := concat(pairs)
-	vals := make([]string, len(pairs))
-	m := make(map[string]*string, len(pairs))
-	for i, p := range pairs {
-		if p.null {
-			m[p.key] = nil
-			continue
+		d.seen[col] = d.gen
+		c := viewCell{col: int32(col), null: d.lit("null")}
+		if !c.null {
+			var ok bool
+			if c.v, ok = d.value(); !ok {
+				return false
+			}
 		}
-		vals[i] = all[:len(p.val)]
-		all = all[len(p.val):]
-		m[p.key] = &vals[i]
-	}
-	return m, true
+		rs.cells = append(rs.cells, c)
+		return true
+	})
 }
 
-// column reads a column name: the interned string if an earlier key of
-// the line had the same text.
-func (d *lineDecoder) column() (string, bool) {
+// value reads a JSON string as a view: of the line if it has no escapes,
+// else of unescaped. Its capacity ends with it.
+func (d *lineDecoder) value() ([]byte, bool) {
 	start := d.pos + 1
 	end, plain := d.scanStr()
 	if end < 0 {
-		return "", false
+		return nil, false
+	}
+	d.pos = end + 1
+	if plain {
+		return d.line[start:end:end], true
+	}
+	from := len(d.unescaped)
+	b, ok := unquote(d.unescaped, d.s[start:end])
+	// Bytes once appended are not written again until the next line; a
+	// reallocation leaves the old array to the views of it.
+	d.unescaped = b
+	return b[from:len(b):len(b)], ok
+}
+
+// column reads a column key and returns the column's index, adding a
+// column to the view for a key the line did not name before.
+func (d *lineDecoder) column() (int, bool) {
+	start := d.pos + 1
+	end, plain := d.scanStr()
+	if end < 0 {
+		return 0, false
 	}
 	raw := d.s[start:end]
 	d.pos = end + 1
-	n := len(d.cols)
 	// Rows repeat the columns in one order: the key is most often the one
-	// after the last. A key after the last of the table is new, as long as
-	// maps do not repeat keys or change their order; if they do, it is
-	// interned twice, which costs a copy. Only the rows of old, which skip
-	// the unchanged columns, need to look further.
+	// after the last. Only old's rows, which skip the unchanged columns,
+	// and lines not written by braid need to look further.
 	j := d.colAt
-	if j < n && d.cols[j].raw != raw {
+	if j >= len(d.raws) || d.raws[j] != raw {
 		j = d.lookup(raw)
 	}
-	if j < n {
+	if j < len(d.raws) {
 		d.colAt = j + 1
-		return d.cols[j].key, true
+		return j, true
 	}
-	var key string
-	if plain {
-		key = strings.Clone(raw)
-	} else {
-		b, ok := unquote(nil, raw)
-		if !ok {
-			return "", false
+	name, ok := d.names[raw]
+	if !ok {
+		if plain {
+			name = strings.Clone(raw)
+		} else {
+			b, ok := unquote(nil, raw)
+			if !ok {
+				return 0, false
+			}
+			name = string(b)
 		}
-		key = string(b)
+		if d.names == nil || len(d.names) >= maxInterned {
+			d.names = make(map[string]string)
+		}
+		d.names[strings.Clone(raw)] = name
 	}
-	if n < maxCols {
-		d.cols = append(d.cols, internedKey{raw, key})
-		d.colAt = n + 1
+	if !plain {
+		d.escapedCol = true
 	}
-	return key, true
+	if d.escapedCol && d.v.ColumnIndex(name) >= 0 {
+		return 0, false // two texts of one name: json's maps would merge them
+	}
+	d.v.cols = append(d.v.cols, viewColumn{name: name})
+	d.raws = append(d.raws, raw)
+	if len(d.seen) < len(d.raws) {
+		d.seen = append(d.seen, 0)
+	}
+	d.colAt = len(d.raws)
+	return len(d.raws) - 1, true
 }
 
-// lookup finds the interned key of text raw, len(d.cols) if there is none.
+// lookup finds the column of raw key text raw, len(d.raws) if there is
+// none.
 func (d *lineDecoder) lookup(raw string) int {
-	if d.index == nil {
-		d.index = make(map[string]int, len(d.cols))
+	if d.byRaw == nil {
+		d.byRaw = make(map[string]int, len(d.raws))
 	}
-	for ; d.indexed < len(d.cols); d.indexed++ {
-		d.index[d.cols[d.indexed].raw] = d.indexed
+	for ; d.indexed < len(d.raws); d.indexed++ {
+		d.byRaw[d.raws[d.indexed]] = d.indexed
 	}
-	if j, ok := d.index[raw]; ok {
+	if j, ok := d.byRaw[raw]; ok {
 		return j
 	}
-	return len(d.cols)
+	return len(d.raws)
 }

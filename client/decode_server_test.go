@@ -85,7 +85,7 @@ func TestDecodeServerLines(t *testing.T) {
 				}
 				var env envelope
 				var d lineDecoder
-				d.decode(line, &env)
+				decodeEnvelope(&d, line, &env)
 				kinds[env.Type]++
 				return nil
 			})

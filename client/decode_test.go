@@ -18,20 +18,94 @@ import (
 
 // decodeBoth decodes line with lineDecoder and with encoding/json, the
 // reference. lineDecoder may give up (fast is false), but what it gives
-// must be exactly what json gives.
+// must be exactly what json gives, as a Message and as a view.
 func decodeBoth(t testing.TB, line []byte) (fast bool, jsonErr error) {
 	t.Helper()
 	var d lineDecoder
 	var got, want envelope
-	fast = d.decode(line, &got)
+	var v MessageView
+	fast = d.decode(line, &v)
 	jsonErr = json.Unmarshal(line, &want)
 	if fast && jsonErr != nil {
 		t.Fatalf("decoded a line json rejects (%v): %q", jsonErr, line)
 	}
-	if fast && !reflect.DeepEqual(got, want) {
+	if !fast {
+		return false, jsonErr
+	}
+	got.Message, got.Checkpoint = v.Message(), v.checkpoint
+	if string(got.Raw) != string(line) {
+		t.Fatalf("raw %q, want the line %q", got.Raw, line)
+	}
+	got.Raw = nil
+	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("decoded differently from json:\nline %q\n got %s\nwant %s", line, dump(got), dump(want))
 	}
+	checkView(t, &v, &want.Message, line)
 	return fast, jsonErr
+}
+
+// decodeEnvelope decodes line with d as Stream does, into the envelope
+// json would make (without Raw).
+func decodeEnvelope(d *lineDecoder, line []byte, env *envelope) bool {
+	var v MessageView
+	if !d.decode(line, &v) {
+		return false
+	}
+	env.Message, env.Checkpoint = v.Message(), v.checkpoint
+	env.Raw = nil
+	return true
+}
+
+// checkView checks every value the view gives against json's message m:
+// each column of m's maps is one of the view's, and each row's value,
+// NULL, absence and change are m's.
+func checkView(t testing.TB, v *MessageView, m *Message, line []byte) {
+	t.Helper()
+	names := map[string]bool{}
+	for i := range v.Columns() {
+		n := v.Column(i)
+		if names[n] {
+			t.Fatalf("column %q twice in the view of %q", n, line)
+		}
+		names[n] = true
+		if got := v.ColumnIndex(n); got != i {
+			t.Fatalf("ColumnIndex(%q) = %d, want %d: %q", n, got, i, line)
+		}
+		if v.SQLType(i) != m.SQLType[n] || v.MySQLType(i) != m.MysqlType[n] {
+			t.Fatalf("column %q: types %d %q, want %d %q: %q", n, v.SQLType(i), v.MySQLType(i), m.SQLType[n], m.MysqlType[n], line)
+		}
+	}
+	for _, tm := range []map[string]string{m.MysqlType} {
+		for k := range tm {
+			if !names[k] {
+				t.Fatalf("column %q missing from the view of %q", k, line)
+			}
+		}
+	}
+	if v.Rows() != len(m.Data) || v.OldRows() != len(m.Old) {
+		t.Fatalf("%d rows and %d old, want %d and %d: %q", v.Rows(), v.OldRows(), len(m.Data), len(m.Old), line)
+	}
+	check := func(what string, rows []map[string]*string, value func(r, c int) ([]byte, bool), present func(r, c int) bool) {
+		for r, row := range rows {
+			for k := range row {
+				if !names[k] {
+					t.Fatalf("%s row %d: column %q missing from the view of %q", what, r, k, line)
+				}
+			}
+			for c := range v.Columns() {
+				p, in := row[v.Column(c)]
+				val, ok := value(r, c)
+				if present != nil && present(r, c) != in {
+					t.Fatalf("%s row %d column %q: changed %v, want %v: %q", what, r, v.Column(c), !in, in, line)
+				}
+				if ok != (p != nil) || ok && string(val) != *p {
+					t.Fatalf("%s row %d column %q: %q %v, want %v: %q", what, r, v.Column(c), val, ok, p, line)
+				}
+			}
+		}
+	}
+	check("data", m.Data, v.Value, nil)
+	check("old", m.Old, v.Old, v.Changed)
 }
 
 // dump shows an envelope with its pointers followed and nil told from empty.
@@ -95,7 +169,7 @@ func TestDecodeLines(t *testing.T) {
 		{"invalid UTF-8 becomes U+FFFD", fast, "{\"sql\":\"a\xffb\xc3\xed\xa0\x80\",\"data\":[{\"k\xfe\":\"\xc3(\"}]}"},
 		{"valid UTF-8 as is", fast, `{"database":"ünïcode 📦","data":[{"ключ":"значение"}]}`},
 		{"negative and extreme numbers", fast, `{"es":-9223372036854775808,"ts":9223372036854775807,"id":18446744073709551615,"seq":0,"sqlType":{"a":-7,"b":2005,"c":-0}}`},
-		{"repeated keys in a row: the last wins", fast, `{"data":[{"a":"1","a":null,"b":"2","b":"3"}],"sqlType":{"a":1,"a":2}}`},
+		{"repeated keys in a row: the last wins", fallback, `{"data":[{"a":"1","a":null,"b":"2","b":"3"}],"sqlType":{"a":1,"a":2}}`},
 		{"an empty object", fast, `{}`},
 
 		{"a field twice", fallback, `{"id":1,"id":2}`},
@@ -161,7 +235,7 @@ func TestDecodeRandom(t *testing.T) {
 		}
 		// The decoder keeps state between lines: decode with the shared one.
 		var got, want envelope
-		if d.decode(line, &got) {
+		if decodeEnvelope(&d, line, &got) {
 			_ = json.Unmarshal(line, &want)
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("the shared decoder decoded differently: %q", line)
@@ -288,7 +362,7 @@ func TestDecodeCopies(t *testing.T) {
 	}
 	var d lineDecoder
 	var got envelope
-	if !d.decode(line, &got) {
+	if !decodeEnvelope(&d, line, &got) {
 		t.Fatal("the decoder gave up")
 	}
 	for i := range line {
@@ -342,9 +416,10 @@ func TestLineFallback(t *testing.T) {
 	d := &dedupe{}
 	ak := &acker{c: c, kick: make(chan struct{}, 1)}
 	var dec lineDecoder
+	var view MessageView
 	var got []Message
-	handle := func(m Message) error {
-		got = append(got, m)
+	handle := func(v *MessageView) error {
+		got = append(got, v.Message())
 		return nil
 	}
 	lines := []string{
@@ -355,7 +430,7 @@ func TestLineFallback(t *testing.T) {
 	}
 	for _, l := range lines {
 		b := []byte(l)
-		if err := c.line(b, d, ak, &dec, handle); err != nil {
+		if err := c.line(b, d, ak, &dec, &view, handle); err != nil {
 			t.Fatalf("%s: %v", l, err)
 		}
 		clear(b) // the reader's buffer is reused
@@ -371,7 +446,7 @@ func TestLineFallback(t *testing.T) {
 	if d.done != 2 {
 		t.Errorf("done %d, want 2", d.done)
 	}
-	if err := c.line([]byte(`{"seq":3,`), d, ak, &dec, handle); err == nil || !strings.Contains(err.Error(), "not a flat message") {
+	if err := c.line([]byte(`{"seq":3,`), d, ak, &dec, &view, handle); err == nil || !strings.Contains(err.Error(), "not a flat message") {
 		t.Errorf("a cut line: %v", err)
 	}
 }

@@ -2,7 +2,6 @@ package client
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,6 +30,18 @@ func (e *handleError) Error() string { return e.err.Error() }
 // that is the server not yet having seen the old connection end, and it is
 // retried).
 func (c *Client) Stream(ctx context.Context, name, clientID string, handle func(msg Message) error) error {
+	if handle == nil {
+		return errors.New("client: Stream needs a handle function")
+	}
+	return c.StreamViews(ctx, name, clientID, func(v *MessageView) error { return handle(v.Message()) })
+}
+
+// StreamViews is Stream for consumers that read the values in place:
+// handle gets each message as a MessageView, whose values are views of the
+// stream's buffer, valid only until handle returns. It makes no map, and
+// no copy of a value, per row: a consumer that needs every value of every
+// row costs several times less CPU than with Stream.
+func (c *Client) StreamViews(ctx context.Context, name, clientID string, handle func(v *MessageView) error) error {
 	if clientID == "" {
 		return errors.New("client: Stream needs a client id")
 	}
@@ -51,9 +62,10 @@ func (c *Client) Stream(ctx context.Context, name, clientID string, handle func(
 	}()
 
 	dec := &lineDecoder{}
+	view := &MessageView{}
 	backoff := c.minBackoff
 	for attempt := 0; ; attempt++ {
-		delivered, err := c.connect(ctx, name, clientID, d, ak, dec, handle)
+		delivered, err := c.connect(ctx, name, clientID, d, ak, dec, view, handle)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -95,7 +107,7 @@ var errSilent = errors.New("client: nothing from the server")
 
 // connect runs one connection of a stream; it reports whether any line
 // came.
-func (c *Client) connect(ctx context.Context, name, clientID string, d *dedupe, ak *acker, dec *lineDecoder, handle func(Message) error) (bool, error) {
+func (c *Client) connect(ctx context.Context, name, clientID string, d *dedupe, ak *acker, dec *lineDecoder, view *MessageView, handle func(*MessageView) error) (bool, error) {
 	q := url.Values{"client-id": {clientID}, "after": {strconv.FormatUint(ak.ackedSeq(), 10)}, "checkpoint": {"true"}}
 	// The server sends a checkpoint line every second when idle; silence
 	// much longer means a dead connection (a stalled or cut-off node
@@ -131,7 +143,7 @@ func (c *Client) connect(ctx context.Context, name, clientID string, d *dedupe, 
 		idle.Stop() // the handler's time is not the server's silence
 		if len(line) > 0 && line[len(line)-1] == '\n' {
 			got = true
-			if herr := c.line(line[:len(line)-1], d, ak, dec, handle); herr != nil {
+			if herr := c.line(line[:len(line)-1], d, ak, dec, view, handle); herr != nil {
 				return got, herr
 			}
 		}
@@ -180,37 +192,38 @@ type envelope struct {
 	Checkpoint *uint64 `json:"checkpoint"`
 }
 
-// line handles one line; b is only valid during the call.
-func (c *Client) line(b []byte, d *dedupe, ak *acker, dec *lineDecoder, handle func(Message) error) error {
-	var env envelope
-	if !dec.decode(b, &env) {
+// line handles one line; b is only valid during the call, and so is what
+// view holds after it.
+func (c *Client) line(b []byte, d *dedupe, ak *acker, dec *lineDecoder, view *MessageView, handle func(*MessageView) error) error {
+	v := view
+	if !dec.decode(b, v) {
 		// The decoder did not know the line: json decodes it, or says
 		// what is wrong with it.
-		env = envelope{}
+		var env envelope
 		if err := json.Unmarshal(b, &env); err != nil {
 			return fmt.Errorf("client: a stream line is not a flat message: %w", err)
 		}
+		v = viewOf(&env.Message, b)
+		v.checkpoint = env.Checkpoint
 	}
-	if env.Checkpoint != nil {
-		d.checkpoint(*env.Checkpoint)
+	if v.checkpoint != nil {
+		d.checkpoint(*v.checkpoint)
 		ak.setDone(d.done)
 		return nil
 	}
-	m := env.Message
-	if !d.admit(m.Seq) {
+	if !d.admit(v.Seq) {
 		return nil
 	}
-	if m.Seq > d.cur && d.cur > 0 {
+	if v.Seq > d.cur && d.cur > 0 {
 		// A later transaction's first message proves the one in progress
 		// complete, whether or not handle takes this one.
-		d.done = max(d.done, m.Seq-1)
+		d.done = max(d.done, v.Seq-1)
 		ak.setDone(d.done)
 	}
-	m.Raw = bytes.Clone(b)
-	if err := handle(m); err != nil {
+	if err := handle(v); err != nil {
 		return &handleError{err}
 	}
-	d.handled(m.Seq)
+	d.handled(v.Seq)
 	ak.handled(d.done)
 	return nil
 }
