@@ -81,6 +81,10 @@ func benchCatchUp(b *testing.B, cfgs []DecodeConfig, ws []*Workload) {
 		Peer: "go-mysql canal ×4", PeerValue: peer.RowsPerSec(), Target: "ratio >= 1.0", Met: Met(canal.RowsPerSec() >= peer.RowsPerSec())})
 	b.Logf("catch-up of %d selected row changes (%.0f MB of binlog): Go client %.0f rows/s (%.1f MB/s of binlog), canal-go %.0f rows/s (%.1f MB/s), go-mysql canal x4 %.0f rows/s (%.1f MB/s)",
 		want, float64(bytes)/1e6, native.RowsPerSec(), mbps(native.Elapsed), canal.RowsPerSec(), mbps(canal.Elapsed), peer.RowsPerSec(), mbps(peer.Elapsed))
+	perRow := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(want) }
+	b.Logf("CPU per row change: braid (binlog to the wire) %.2f µs + Go client %.2f µs in %v; braid %.2f µs + canal-go %.2f µs in %v",
+		perRow(native.ServerCPU), perRow(native.ClientCPU), native.Elapsed.Round(time.Millisecond),
+		perRow(canal.ServerCPU), perRow(canal.ClientCPU), canal.Elapsed.Round(time.Millisecond))
 
 	tool := binlogTool()
 	if tool == "" {

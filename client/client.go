@@ -40,6 +40,7 @@ type Client struct {
 	log         *slog.Logger
 	ackInterval time.Duration
 	ackMessages int
+	ackBytes    int
 	minBackoff  time.Duration
 	maxBackoff  time.Duration
 	resumeAfter uint64
@@ -66,6 +67,13 @@ func WithAckInterval(d time.Duration) Option { return func(c *Client) { c.ackInt
 // than the interval. Default: 1000.
 func WithAckMessages(n int) Option { return func(c *Client) { c.ackMessages = n } }
 
+// WithAckBytes makes Stream ack after this many bytes of messages handled,
+// sooner than the interval. The server keeps what is not acked in its
+// store (64 MiB by default, where an event costs about twice its line):
+// acking well before the store fills keeps the stream from waiting on the
+// next ack while catching up. Default: 4 MiB.
+func WithAckBytes(n int) Option { return func(c *Client) { c.ackBytes = n } }
+
 // WithBackoff sets the wait before the first reconnect and the most it
 // grows to (it doubles each failed attempt). Default: 100ms, 5s.
 func WithBackoff(first, most time.Duration) Option {
@@ -86,7 +94,7 @@ func WithResumeAfter(seq uint64) Option { return func(c *Client) { c.resumeAfter
 // destination (it redirects to the owner), and when the node in use
 // cannot be reached Stream goes on through the next.
 func New(baseURL string, opts ...Option) (*Client, error) {
-	c := &Client{ackInterval: 500 * time.Millisecond, ackMessages: 1000,
+	c := &Client{ackInterval: 500 * time.Millisecond, ackMessages: 1000, ackBytes: 4 << 20,
 		minBackoff: 100 * time.Millisecond, maxBackoff: 5 * time.Second, idleTimeout: 3 * time.Second}
 	for _, s := range strings.Split(baseURL, ",") {
 		s = strings.TrimSpace(s)
@@ -108,6 +116,9 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	}
 	if c.ackMessages <= 0 {
 		problems = append(problems, fmt.Errorf("client: ack messages %d: must be positive", c.ackMessages))
+	}
+	if c.ackBytes <= 0 {
+		problems = append(problems, fmt.Errorf("client: ack bytes %d: must be positive", c.ackBytes))
 	}
 	if c.idleTimeout <= 0 {
 		problems = append(problems, fmt.Errorf("client: idle timeout %v: must be positive", c.idleTimeout))

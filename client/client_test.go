@@ -436,3 +436,83 @@ func TestRefusals(t *testing.T) {
 		t.Errorf("stream with a failing handle: %v", err)
 	}
 }
+
+// TestStreamViews: a client id streaming with StreamViews sees the same
+// messages as one streaming with Stream, and each view's values, read by
+// row and column, are the Message's; its acks go out by bytes handled
+// (no interval, no message count) while it streams.
+func TestStreamViews(t *testing.T) {
+	e := start(t, "maps", "views")
+	ref := consume(t, e, "maps", nil)
+	checkStream(t, ref)
+
+	c, err := client.New(e.url, client.WithHTTPClient(e.hc), client.WithAckInterval(time.Hour),
+		client.WithAckMessages(1<<30), client.WithAckBytes(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	var got []client.Message
+	rows, ackedWhileStreaming := 0, false
+	err = c.StreamViews(ctx, "shop", "views", func(v *client.MessageView) error {
+		m := v.Message()
+		got = append(got, m)
+		if v.Rows() != len(m.Data) || v.OldRows() != len(m.Old) {
+			t.Fatalf("seq %d: %d rows and %d old in the view, %d and %d in the message", v.Seq, v.Rows(), v.OldRows(), len(m.Data), len(m.Old))
+		}
+		for r := range v.Rows() {
+			if len(m.Data[r]) != v.Columns() {
+				t.Fatalf("seq %d row %d: %d columns in the message, %d in the view", v.Seq, r, len(m.Data[r]), v.Columns())
+			}
+			for col := range v.Columns() {
+				val, ok := v.Value(r, col)
+				want := m.Data[r][v.Column(col)]
+				if ok != (want != nil) || ok && string(val) != *want {
+					t.Fatalf("seq %d row %d column %s: %q %v in the view, %v in the message", v.Seq, r, v.Column(col), val, ok, want)
+				}
+				if r < v.OldRows() {
+					old, ok := v.Old(r, col)
+					want, changed := m.Old[r][v.Column(col)]
+					if v.Changed(r, col) != changed || ok != (want != nil) || ok && string(old) != *want {
+						t.Fatalf("seq %d old row %d column %s: %q %v in the view, %v in the message", v.Seq, r, v.Column(col), old, ok, want)
+					}
+				}
+			}
+		}
+		rows += v.Rows()
+		if v.Seq == wantTxs && !ackedWhileStreaming {
+			// Everything before the previous transaction was acked by
+			// bytes, while this one is still being handled.
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				if st, err := c.State(ctx, "shop"); err == nil && ackedSeq(st, "views") >= wantTxs-2 {
+					ackedWhileStreaming = true
+					break
+				}
+			}
+		}
+		if rows == wantRows {
+			time.AfterFunc(1500*time.Millisecond, cancel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ka, kb := keys(ref), keys(got); !slices.Equal(ka, kb) {
+		t.Errorf("Stream and StreamViews got different streams: %d and %d messages", len(ka), len(kb))
+	}
+	if !ackedWhileStreaming {
+		t.Error("nothing was acked while streaming, with an ack due after every byte")
+	}
+}
+
+// ackedSeq is client id's acked seq in st, 0 if st does not show it.
+func ackedSeq(st *client.State, id string) uint64 {
+	for _, cl := range st.Clients {
+		if cl.ID == id {
+			return cl.AckedSeq
+		}
+	}
+	return 0
+}

@@ -22,9 +22,9 @@
 // transaction in progress by count (the server renders a transaction into
 // the same messages every time).
 //
-// Acks go to the server by seq, every AckInterval or AckMessages messages,
-// before each reconnect and when Stream returns; they only ever cover
-// complete transactions. A new process that starts Stream with the same
+// Acks go to the server by seq, every AckInterval, AckMessages messages or
+// AckBytes bytes of them, before each reconnect and when Stream returns;
+// they only ever cover complete transactions. A new process that starts Stream with the same
 // client id receives again what the last one handled but did not ack;
 // WithResumeAfter(seq) tells it the last seq the application made durable,
 // so that those messages are dropped too.

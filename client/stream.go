@@ -224,7 +224,7 @@ func (c *Client) line(b []byte, d *dedupe, ak *acker, dec *lineDecoder, view *Me
 		return &handleError{err}
 	}
 	d.handled(v.Seq)
-	ak.handled(d.done)
+	ak.handled(d.done, len(b))
 	return nil
 }
 
@@ -276,10 +276,11 @@ type acker struct {
 	name, clientID string
 	kick           chan struct{}
 
-	mu      sync.Mutex
-	done    uint64 // the last seq handled whole
-	acked   uint64 // the last seq acked
-	pending int    // messages handled since the last kick
+	mu           sync.Mutex
+	done         uint64 // the last seq handled whole
+	acked        uint64 // the last seq acked
+	pending      int    // messages handled since the last kick
+	pendingBytes int    // and their bytes
 
 	flushMu sync.Mutex // one ack request at a time
 }
@@ -290,14 +291,16 @@ func (a *acker) setDone(seq uint64) {
 	a.done = max(a.done, seq)
 }
 
-// handled counts a message handled and kicks an ack every AckMessages.
-func (a *acker) handled(done uint64) {
+// handled counts a message of size bytes handled and kicks an ack every
+// AckMessages messages or AckBytes bytes.
+func (a *acker) handled(done uint64, size int) {
 	a.mu.Lock()
 	a.done = max(a.done, done)
 	a.pending++
-	kick := a.pending >= a.c.ackMessages
+	a.pendingBytes += size
+	kick := a.pending >= a.c.ackMessages || a.pendingBytes >= a.c.ackBytes
 	if kick {
-		a.pending = 0
+		a.pending, a.pendingBytes = 0, 0
 	}
 	a.mu.Unlock()
 	if kick {

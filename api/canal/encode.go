@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/braid-cdc/braid/engine"
@@ -141,6 +142,39 @@ type tableColumns struct {
 	head, tail [][]byte
 }
 
+// bigFrames holds the buffers of big frames (*[]byte) between a
+// session's requests: a consumer catching up asks for one big batch after
+// another, and allocating (and clearing) tens of MiB for each cost a third
+// of the encoding, while a session holding its buffer while idle would
+// hold that memory for nothing. The pool gives them back at GC.
+var bigFrames sync.Pool
+
+// bigFrame is the size above which a frame's buffer goes to bigFrames
+// instead of staying with its session.
+const bigFrame = 8 << 20
+
+// takeFrameBuf returns a buffer of at least n bytes, one of bigFrames' if
+// it has one large enough.
+func takeFrameBuf(n int) []byte {
+	if n > bigFrame {
+		if p, ok := bigFrames.Get().(*[]byte); ok {
+			if len(*p) >= n {
+				return *p
+			}
+			bigFrames.Put(p)
+		}
+	}
+	return make([]byte, n)
+}
+
+// releaseBig hands the encoder's buffer to bigFrames if it is big.
+func (e *encoder) releaseBig() {
+	if b := e.buf.b; len(b) > bigFrame {
+		bigFrames.Put(&b)
+		e.buf.b = nil
+	}
+}
+
 // frame returns a MESSAGES frame (4-byte length and Packet) with batch id
 // batchID holding one entry per event that canal has an entry for. The
 // frame is valid until the next call.
@@ -149,7 +183,7 @@ func (e *encoder) frame(batchID int64, events []*engine.Event) ([]byte, error) {
 	if len(r.b) < e.last {
 		// Start at the last frame's size (plus some): growing by doubling
 		// would allocate, clear and copy it several times over.
-		r.b = make([]byte, e.last+e.last/4)
+		r.b = takeFrameBuf(e.last + e.last/4)
 	}
 	r.i = len(r.b)
 	defer func() { e.last = r.size() }()

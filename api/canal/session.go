@@ -131,9 +131,7 @@ func (ss *session) writeFrame(frame []byte) error {
 	if cap(ss.out) > 1<<20 {
 		ss.out = nil
 	}
-	if len(ss.enc.buf.b) > 8<<20 {
-		ss.enc.buf.b = nil // a huge batch's: the next starts at its size
-	}
+	ss.enc.releaseBig()
 	return err
 }
 
