@@ -68,11 +68,13 @@ func runTail(args []string, stdout, stderr io.Writer) int {
 	sctx, stopStream := context.WithCancel(ctx)
 	defer stopStream()
 	printed := 0
-	err = c.Stream(sctx, name, *clientID, func(m client.Message) error {
+	// The lines go out as they came: a view, without decoding rows into
+	// maps.
+	err = c.StreamViews(sctx, name, *clientID, func(m *client.MessageView) error {
 		if *maxMsgs > 0 && printed >= *maxMsgs {
 			return errEnough
 		}
-		out.Write(m.Raw)
+		out.Write(m.Raw())
 		out.WriteByte('\n')
 		printed++
 		if err := out.Flush(); err != nil {
