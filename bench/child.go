@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"strconv"
 	"syscall"
 	"time"
@@ -18,6 +19,11 @@ import (
 // consumer benchmark runs its consumers in a process of their own, so that
 // the server's CPU time and the consumer's are measured apart.
 const consumerEnv = "BRAID_BENCH_CONSUMER"
+
+// childProfileEnv, when set, makes each consumer process write a CPU
+// profile to the variable's value plus "." and its process id: the
+// consumers' profiles, which the test binary's -cpuprofile does not cover.
+const childProfileEnv = "BRAID_BENCH_CONSUMER_CPUPROFILE"
 
 // childJob is what a consumer process is asked to do, as JSON in
 // consumerEnv.
@@ -34,7 +40,11 @@ type childResult struct {
 	Rows     int           `json:"rows"`
 	Elapsed  time.Duration `json:"elapsed"`
 	FirstRow time.Duration `json:"firstRow"`
-	Err      string        `json:"err,omitempty"`
+	// CPU is what the consumer used from connecting to its last row: the
+	// process's start (a test binary's package init is tens of ms) is not
+	// the consumer's cost.
+	CPU time.Duration `json:"cpu"`
+	Err string        `json:"err,omitempty"`
 }
 
 // RunConsumerChild runs the consumer job in consumerEnv and exits, when
@@ -46,7 +56,16 @@ func RunConsumerChild() {
 	}
 	var job childJob
 	var res ConsumeResult
+	if path := os.Getenv(childProfileEnv); path != "" {
+		// Each consumer process profiles into its own file.
+		if f, err := os.Create(fmt.Sprintf("%s.%d", path, os.Getpid())); err == nil {
+			if pprof.StartCPUProfile(f) == nil {
+				defer pprof.StopCPUProfile()
+			}
+		}
+	}
 	err := json.Unmarshal([]byte(spec), &job)
+	began := selfCPU()
 	if err == nil {
 		// The parent kills the process when its own deadline passes; this
 		// bound only keeps an orphan from lingering.
@@ -65,17 +84,18 @@ func RunConsumerChild() {
 		}
 		cancel()
 	}
-	out := childResult{Rows: res.Rows, Elapsed: res.Elapsed, FirstRow: res.FirstRow}
+	out := childResult{Rows: res.Rows, Elapsed: res.Elapsed, FirstRow: res.FirstRow, CPU: selfCPU() - began}
 	if err != nil {
 		out.Err = err.Error()
 	}
 	json.NewEncoder(os.Stdout).Encode(out)
+	pprof.StopCPUProfile() // os.Exit runs no deferred calls
 	os.Exit(0)
 }
 
 // consumeInChild runs job in a consumer process and returns what it
-// measured, with the CPU time the consumer process used and the CPU time
-// this process (the server) used meanwhile.
+// measured, with the CPU time the consumer used and the CPU time this
+// process (the server) used meanwhile.
 func consumeInChild(ctx context.Context, job childJob) (ConsumeResult, error) {
 	spec, err := json.Marshal(job)
 	if err != nil {
@@ -100,7 +120,7 @@ func consumeInChild(ctx context.Context, job childJob) (ConsumeResult, error) {
 		return ConsumeResult{}, fmt.Errorf("bench: %s consumer process printed %q: %v", job.Kind, stdout.String(), err)
 	}
 	res := ConsumeResult{Result: Result{Rows: out.Rows, Elapsed: out.Elapsed, FirstRow: out.FirstRow},
-		ServerCPU: serverCPU, ClientCPU: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
+		ServerCPU: serverCPU, ClientCPU: out.CPU}
 	if out.Err != "" {
 		return res, fmt.Errorf("bench: %s consumer process: %s", job.Kind, out.Err)
 	}

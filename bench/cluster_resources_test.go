@@ -91,14 +91,14 @@ func measureResources(b *testing.B, bin func() (string, error)) *resourcesResult
 	var first, last time.Time
 	done := make(chan error, 1)
 	go func() {
-		done <- cl.Stream(ctx, dest, "resources", func(m braidclient.Message) error {
+		done <- cl.StreamViews(ctx, dest, "resources", func(m *braidclient.MessageView) error {
 			if m.IsDdl {
 				return nil
 			}
 			if rows == 0 {
 				first = time.Now()
 			}
-			rows += len(m.Data)
+			rows += m.Rows()
 			if rows >= want {
 				last = time.Now()
 				return errCaughtUp

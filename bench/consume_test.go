@@ -108,6 +108,29 @@ func BenchmarkConsume(b *testing.B) {
 	b.Run(fmt.Sprintf("%d-sources", consumeSources), func(b *testing.B) { benchConsume(b, f) })
 }
 
+// consumeRates and mergedRate are what BenchmarkConsume and BenchmarkMerge
+// measured in this run, 0 until they have: the consumers' rows/s from a
+// pre-filled store, and the merged stream's.
+var (
+	consumeRates struct{ canal, native float64 }
+	mergedRate   float64
+)
+
+// recordConsumeVsMerge puts the consumers' rates against the merged
+// stream's in the results table, once both benchmarks have run: the
+// issue's target is that one consumer keeps up with the merge.
+func recordConsumeVsMerge() {
+	if mergedRate == 0 || consumeRates.native == 0 {
+		return
+	}
+	Record(Row{Section: "consume", Measure: "one Go client (StreamViews, every value read) from a pre-filled store, rows/s",
+		Value: consumeRates.native, Unit: "rows/s", Peer: "the merged stream", PeerValue: mergedRate,
+		Target: "ratio >= 1.0", Met: Met(consumeRates.native >= mergedRate)})
+	Record(Row{Section: "consume", Measure: "one canal-go consumer from a pre-filled store, rows/s",
+		Value: consumeRates.canal, Unit: "rows/s", Peer: "the merged stream", PeerValue: mergedRate,
+		Target: "ratio >= 1.0", Met: Met(consumeRates.canal >= mergedRate)})
+}
+
 // consumer is one way of reading the store.
 type consumer struct {
 	name string
@@ -197,6 +220,8 @@ func benchConsume(b *testing.B, f *consumeFixture) {
 	b.ReportMetric(cn.clientUs(), "canal-client-us/row")
 	b.ReportMetric(nt.serverUs(), "native-server-us/row")
 	b.ReportMetric(nt.clientUs(), "native-client-us/row")
+	consumeRates.canal, consumeRates.native = cn.rowsPerSec(), nt.rowsPerSec()
+	recordConsumeVsMerge()
 	Record(Row{Section: "consume", Measure: "canal server CPU per row change", Value: cn.serverUs(), Unit: "µs"})
 	Record(Row{Section: "consume", Measure: "canal-go consumer CPU per row change", Value: cn.clientUs(), Unit: "µs"})
 	Record(Row{Section: "consume", Measure: "native server CPU per row change", Value: nt.serverUs(), Unit: "µs"})

@@ -449,6 +449,18 @@ func (d *lineDecoder) value() ([]byte, bool) {
 // column reads a column key and returns the column's index, adding a
 // column to the view for a key the line did not name before.
 func (d *lineDecoder) column() (int, bool) {
+	// Rows repeat the columns in one order: the key is most often the one
+	// after the last, and then its text needs no scan. (The expected raw
+	// text came from a scan, so it holds no unescaped quote and cannot end
+	// in a lone backslash: followed by a quote, it is the whole key.)
+	if j := d.colAt; j < len(d.raws) {
+		raw := d.raws[j]
+		if end := d.pos + 1 + len(raw); end < len(d.s) && d.s[end] == '"' && d.s[d.pos] == '"' && d.s[d.pos+1:end] == raw {
+			d.pos = end + 1
+			d.colAt = j + 1
+			return j, true
+		}
+	}
 	start := d.pos + 1
 	end, plain := d.scanStr()
 	if end < 0 {
@@ -456,14 +468,9 @@ func (d *lineDecoder) column() (int, bool) {
 	}
 	raw := d.s[start:end]
 	d.pos = end + 1
-	// Rows repeat the columns in one order: the key is most often the one
-	// after the last. Only old's rows, which skip the unchanged columns,
-	// and lines not written by braid need to look further.
-	j := d.colAt
-	if j >= len(d.raws) || d.raws[j] != raw {
-		j = d.lookup(raw)
-	}
-	if j < len(d.raws) {
+	// Only old's rows, which skip the unchanged columns, and lines not
+	// written by braid need to look further.
+	if j := d.lookup(raw); j < len(d.raws) {
 		d.colAt = j + 1
 		return j, true
 	}

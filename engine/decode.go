@@ -42,6 +42,9 @@ type tableCodec struct {
 	// others): the binlog drops a BINARY value's trailing zero bytes, which
 	// MySQL pads back when the value is read.
 	binWidth []int
+	// jsonKeys[i] is column i's name as a JSON object key, `"name":`,
+	// escaped once for every row the flat writer writes.
+	jsonKeys [][]byte
 }
 
 // passThrough are the column types go-mysql already decodes to braid's
@@ -54,9 +57,10 @@ var passThrough = map[string]bool{
 }
 
 func newTableCodec(t *Table, tm *replication.TableMapEvent) *tableCodec {
-	tc := &tableCodec{Table: t, converts: make([]bool, len(t.Columns))}
+	tc := &tableCodec{Table: t, converts: make([]bool, len(t.Columns)), jsonKeys: make([][]byte, len(t.Columns))}
 	for i := range t.Columns {
 		c := &t.Columns[i]
+		tc.jsonKeys[i] = append(appendJSONString(nil, c.Name), ':')
 		switch {
 		case c.Type == "bigint" && !c.Unsigned, passThrough[c.Type] && !c.Binary:
 			continue

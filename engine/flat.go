@@ -219,8 +219,7 @@ func appendRow(b []byte, t *tableCodec, img, after []any) []byte {
 			b = append(b, ',')
 		}
 		n++
-		b = appendJSONString(b, t.Columns[i].Name)
-		b = append(b, ':')
+		b = append(b, t.jsonKeys[i]...)
 		b = t.appendJSON(b, i, v)
 	}
 	return append(b, '}')
