@@ -98,24 +98,9 @@ func (d *lineDecoder) signed() (int64, bool) {
 }
 
 // str reads a JSON string. Its value is a view, of the line or of
-// unescaped, to be copied before either is reused.
+// unescaped (see value), to be copied if it is kept.
 func (d *lineDecoder) str() (string, bool) {
-	start := d.pos + 1
-	end, plain := d.scanStr()
-	if end < 0 {
-		return "", false
-	}
-	d.pos = end + 1
-	if plain {
-		return d.s[start:end], true
-	}
-	from := len(d.unescaped)
-	b, ok := unquote(d.unescaped, d.s[start:end])
-	d.unescaped = b
-	// Bytes once appended are not written again until the next reset,
-	// when the views of them have been copied; a reallocation leaves the
-	// old array to the views.
-	v := b[from:]
+	v, ok := d.value()
 	return unsafe.String(unsafe.SliceData(v), len(v)), ok
 }
 
