@@ -312,14 +312,15 @@ func appendLatin1Text(b []byte, x []byte, quoted bool) []byte {
 	if quoted {
 		return appendJSONLatin1(b, x)
 	}
-	for _, c := range x {
-		if c < utf8.RuneSelf {
-			b = append(b, c)
-		} else {
+	start := 0 // x[start:i] is ASCII, appended as a run
+	for i, c := range x {
+		if c >= utf8.RuneSelf {
+			b = append(b, x[start:i]...)
 			b = utf8.AppendRune(b, rune(c))
+			start = i + 1
 		}
 	}
-	return b
+	return append(b, x[start:]...)
 }
 
 // appendValidUTF8 appends s with each invalid UTF-8 byte replaced by
@@ -436,18 +437,23 @@ func appendJSONString(b []byte, s string) []byte {
 // appendJSONLatin1 writes bytes as a JSON string of ISO-8859-1 characters.
 func appendJSONLatin1(b []byte, x []byte) []byte {
 	b = append(b, '"')
-	for _, c := range x {
+	start := 0 // x[start:i] needs no escape, appended as a run
+	for i, c := range x {
+		if c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\' {
+			continue
+		}
+		b = append(b, x[start:i]...)
+		start = i + 1
 		switch {
 		case c == '"' || c == '\\':
 			b = append(b, '\\', c)
 		case c < 0x20:
 			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		case c < utf8.RuneSelf:
-			b = append(b, c)
 		default:
 			b = utf8.AppendRune(b, rune(c))
 		}
 	}
+	b = append(b, x[start:]...)
 	return append(b, '"')
 }
 
