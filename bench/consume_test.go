@@ -28,9 +28,9 @@ const (
 	// store: subscribed before filling, never acked.
 	consumeAnchor = "bench-anchor"
 	// mergedRowsPerSec is the merged stream's rate BenchmarkMerge measured
-	// on the project's 2-core machine (README, 2026-11-29), printed as a
+	// on the project's 2-core machine (README, 2026-11-30), printed as a
 	// reference only.
-	mergedRowsPerSec = 694250
+	mergedRowsPerSec = 907947
 )
 
 // consumeStoreConfig bounds the store generously: it holds the whole
@@ -188,7 +188,10 @@ func (t *consumeTotal) clientUs() float64 {
 }
 func perCore(us float64) float64 { return 1e6 / us }
 
-func (t *consumeTotal) mbPerSec() float64 { return float64(t.bytes) / 1e6 / t.elapsed.Seconds() }
+// mbPerSec is the wire's MB/s at the median rate.
+func (t *consumeTotal) mbPerSec() float64 {
+	return float64(t.bytes) / float64(t.rows) * t.rowsPerSec() / 1e6
+}
 
 func benchConsume(b *testing.B, f *consumeFixture) {
 	totals := map[string]*consumeTotal{}

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -88,6 +89,7 @@ type total struct {
 	elapsed time.Duration
 	peak    uint64
 	live    uint64
+	rates   []float64 // each run's rows/s
 }
 
 func (t *total) add(r Result) {
@@ -95,9 +97,22 @@ func (t *total) add(r Result) {
 	t.elapsed += r.Elapsed
 	t.peak = max(t.peak, r.PeakHeap)
 	t.live = max(t.live, r.PeakLive)
+	t.rates = append(t.rates, r.RowsPerSec())
 }
 
-func (t *total) rowsPerSec() float64 { return float64(t.rows) / t.elapsed.Seconds() }
+// rowsPerSec is the median of the runs' rates: on a shared machine one
+// slow run (another tenant, a GC at the wrong time) moves a mean, not a
+// median.
+func (t *total) rowsPerSec() float64 {
+	if len(t.rates) == 0 {
+		return 0
+	}
+	r := slices.Sorted(slices.Values(t.rates))
+	if n := len(r); n%2 == 0 {
+		return (r[n/2-1] + r[n/2]) / 2
+	}
+	return r[len(r)/2]
+}
 
 func benchVersusCanal(b *testing.B, cfg DecodeConfig, w *Workload) {
 	want := w.Selected

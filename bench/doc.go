@@ -19,7 +19,8 @@
 // raftstore_test.go (BenchmarkRaftCursors); each documents what it measures
 // at its top. Every benchmark also adds its totals to one table (Record,
 // report.go), printed when the run ends and, under `make bench`, written to
-// bench/results.json.
+// bench/results.json. A rate over repeated runs (rows/s) is their median;
+// CPU per row is the runs' CPU over their rows.
 //
 // # What BenchmarkDecode measures
 //
