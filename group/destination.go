@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -226,11 +225,23 @@ type sourceQueue struct {
 	bytes    atomic.Int64 // Size of the events in ch
 	maxBytes int64
 	room     chan struct{} // signalled (capacity 1) when the merge takes an event
-	err      error         // set before ch is closed
+	// arrived, shared by a destination's queues (capacity 1), is
+	// signalled when an event goes into ch or ch is closed: what the merge
+	// waits on when no transaction may go.
+	arrived chan struct{}
+	err     error // set before ch is closed
 }
 
-func newSourceQueue(events int, maxBytes int64) *sourceQueue {
-	return &sourceQueue{ch: make(chan *engine.Event, events), maxBytes: maxBytes, room: make(chan struct{}, 1)}
+func newSourceQueue(events int, maxBytes int64, arrived chan struct{}) *sourceQueue {
+	return &sourceQueue{ch: make(chan *engine.Event, events), maxBytes: maxBytes, room: make(chan struct{}, 1), arrived: arrived}
+}
+
+// signal tells the merge something arrived, unless it was told already.
+func (q *sourceQueue) signal() {
+	select {
+	case q.arrived <- struct{}{}:
+	default:
+	}
 }
 
 // put sends ev, waiting while the queue is full; an empty queue always
@@ -251,6 +262,7 @@ func (q *sourceQueue) put(ctx context.Context, ev *engine.Event) error {
 	q.bytes.Add(size)
 	select {
 	case q.ch <- ev:
+		q.signal()
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -278,12 +290,14 @@ func (q *sourceQueue) took(ev *engine.Event) *engine.Event {
 func (d *Destination) Run(parent context.Context, emit func(*engine.Event) error) error {
 	ctx, cancel := context.WithCancel(parent)
 	queues := make([]*sourceQueue, len(d.parsers))
+	arrived := make(chan struct{}, 1)
 	var wg sync.WaitGroup
 	defer wg.Wait() // after cancel: the parsers stop, then Run returns
 	for i, p := range d.parsers {
-		q := newSourceQueue(d.cfg.QueueEvents, d.cfg.QueueBytes)
+		q := newSourceQueue(d.cfg.QueueEvents, d.cfg.QueueBytes, arrived)
 		queues[i] = q
 		wg.Go(func() {
+			defer q.signal()
 			defer close(q.ch)
 			q.err = p.Run(ctx, func(ev *engine.Event) error {
 				if ev.Type == engine.EventHeartbeat {
@@ -293,7 +307,7 @@ func (d *Destination) Run(parent context.Context, emit func(*engine.Event) error
 			})
 		})
 	}
-	err := d.merge(ctx, queues, emit)
+	err := d.merge(ctx, queues, arrived, emit)
 	cancel()
 	if parent.Err() != nil {
 		return nil
@@ -302,7 +316,7 @@ func (d *Destination) Run(parent context.Context, emit func(*engine.Event) error
 }
 
 // merge is the merge loop; see Run.
-func (d *Destination) merge(ctx context.Context, queues []*sourceQueue, emit func(*engine.Event) error) error {
+func (d *Destination) merge(ctx context.Context, queues []*sourceQueue, arrived <-chan struct{}, emit func(*engine.Event) error) error {
 	n := len(queues)
 	head := make([]*engine.Event, n)
 	offered := make([]bool, n)
@@ -343,21 +357,14 @@ func (d *Destination) merge(ctx context.Context, queues []*sourceQueue, emit fun
 			continue
 		}
 		d.publish(false)
-		// Nothing may go: wait for a source without a head to send.
-		cases := []reflect.SelectCase{{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
-			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(stall.C)}}
-		var who []int
-		for s := 0; s < n; s++ {
-			if head[s] == nil {
-				cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(queues[s].ch)})
-				who = append(who, s)
-			}
-		}
-		chosen, v, ok := reflect.Select(cases)
-		switch chosen {
-		case 0:
+		// Nothing may go: wait for a source to send (what it sent is
+		// taken at the top of the loop; an event for a source whose
+		// transaction is already offered only costs a turn).
+		select {
+		case <-ctx.Done():
 			return ctx.Err()
-		case 1:
+		case <-arrived:
+		case <-stall.C:
 			d.publish(true)
 			if waiting := d.merger.Waiting(); len(waiting) > 0 && d.cfg.Now().Sub(progressAt) >= d.cfg.StallLog {
 				names := make([]string, len(waiting))
@@ -367,13 +374,6 @@ func (d *Destination) merge(ctx context.Context, queues []*sourceQueue, emit fun
 				d.log.Warn("strict order is waiting for sources with no event or heartbeat: is the server down or the network cut?",
 					"sources", names, "for", d.cfg.Now().Sub(progressAt).Round(time.Second))
 			}
-		default:
-			s := who[chosen-2]
-			if !ok {
-				return d.sourceEnded(ctx, s, queues[s])
-			}
-			head[s] = queues[s].took(v.Interface().(*engine.Event))
-			d.lastSeen[s] = d.cfg.Now()
 		}
 	}
 }

@@ -15,7 +15,7 @@ func TestSourceQueueBytes(t *testing.T) {
 	ctx := t.Context()
 	ev := func() *engine.Event { return &engine.Event{Type: engine.EventBegin} }
 	size := ev().Size()
-	q := newSourceQueue(100, 2*size)
+	q := newSourceQueue(100, 2*size, make(chan struct{}, 1))
 
 	big := &engine.Event{Type: engine.EventDDL, DDL: &engine.DDL{SQL: string(make([]byte, 10*size))}}
 	if err := q.put(ctx, big); err != nil {
