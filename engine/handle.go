@@ -128,7 +128,8 @@ func (p *Parser) commitTx(end Position, emit func(*Event) error) error {
 }
 
 // handleDDL applies a statement outside a transaction to the schema model
-// and emits it when it touches a selected table.
+// and emits it when it touches a selected table: changes its schema, or
+// empties it (TRUNCATE).
 func (p *Parser) handleDDL(ctx context.Context, ev *replication.QueryEvent, hdr *replication.EventHeader, start, end Position, emit func(*Event) error) error {
 	tx := p.tx
 	p.tx = txState{}
@@ -150,7 +151,11 @@ func (p *Parser) handleDDL(ctx context.Context, ev *replication.QueryEvent, hdr 
 		p.log.Warn("cannot parse DDL; schema model unchanged", "pos", start.String(), "err", err)
 	}
 	var selected []string
-	for _, name := range changed {
+	touched := changed
+	if name, ok := truncatedTable(db, sql); ok {
+		touched = append(touched, name) // no schema change, but consumers must see it
+	}
+	for _, name := range touched {
 		schema, table, _ := strings.Cut(name, ".")
 		if p.filter.Match(schema, table) {
 			selected = append(selected, name)

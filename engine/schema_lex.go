@@ -223,6 +223,13 @@ func (t ddlToks) classify() ddlKind {
 	return ddlSkip
 }
 
+// truncateLead reports whether sql starts with TRUNCATE, lexing one token.
+func truncateLead(sql string) bool {
+	l := ddlLexer{src: sql, quiet: true}
+	tok, ok := l.next()
+	return ok && ddlToks{src: sql, toks: []ddlToken{tok}}.is(0, "TRUNCATE")
+}
+
 // ddlLead is the cheap check every query event goes through: it lexes at
 // most four tokens and allocates nothing.
 func ddlLead(sql string) bool {

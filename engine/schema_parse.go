@@ -130,6 +130,29 @@ func ddlParseOne(st ddlToks, kind ddlKind, lexEdits []ddlEdit) (ddlStmt, *ddlPar
 	return out, nil
 }
 
+// truncatedTable returns the table ("schema.table") a TRUNCATE [TABLE]
+// statement run with default database db empties; ok is false for any
+// other statement. The schema model has nothing to change for it, but the
+// stream carries it, as canal's does: a consumer must empty its copy.
+func truncatedTable(db, sql string) (table string, ok bool) {
+	if !truncateLead(sql) {
+		return "", false
+	}
+	node, err := ddlParseText(sql)
+	if err != nil {
+		return "", false
+	}
+	st, isTruncate := node.(*ast.TruncateTableStmt)
+	if !isTruncate || st.Table == nil {
+		return "", false
+	}
+	schema := st.Table.Schema.O
+	if schema == "" {
+		schema = db
+	}
+	return schema + "." + st.Table.Name.O, schema != ""
+}
+
 func ddlParseText(sql string) (ast.StmtNode, error) {
 	p := ddlParsers.Get().(*parser.Parser)
 	defer ddlParsers.Put(p)
