@@ -484,7 +484,7 @@ func TestStreamViews(t *testing.T) {
 		if v.Seq == wantTxs && !ackedWhileStreaming {
 			// Everything before the previous transaction was acked by
 			// bytes, while this one is still being handled.
-			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 				if st, err := c.State(ctx, "shop"); err == nil && ackedSeq(st, "views") >= wantTxs-2 {
 					ackedWhileStreaming = true
 					break
