@@ -213,19 +213,39 @@ func (s *Store) Unsubscribe(client string) {
 // timeout for the first (0: do not wait). Nothing ready gives an empty
 // batch with ID -1.
 func (s *Store) Get(ctx context.Context, client string, max int, timeout time.Duration) (Batch, error) {
-	return s.get(ctx, client, 1, max, timeout)
+	return s.get(ctx, client, 1, max, 0, timeout)
 }
 
 // Fill is Get waiting up to timeout for max events rather than for the
-// first, as canal's server fills a GET's fetch size: it returns early when
-// max are ready or when the store is full (no more can come before an
-// ack).
-func (s *Store) Fill(ctx context.Context, client string, max int, timeout time.Duration) (Batch, error) {
-	return s.get(ctx, client, max, max, timeout)
+// first, as canal's server fills a GET's fetch size, and handing out no
+// more events than add up to maxBytes (by Event.Size; one at least; 0: no
+// bound), so that what is made of a batch is bounded whatever the
+// client asks for. It returns early when max events or maxBytes are ready,
+// or when the store is full (no more can come before an ack).
+func (s *Store) Fill(ctx context.Context, client string, max int, maxBytes int64, timeout time.Duration) (Batch, error) {
+	return s.get(ctx, client, max, max, maxBytes, timeout)
 }
 
-// get hands client up to max events, waiting up to timeout for want.
-func (s *Store) get(ctx context.Context, client string, want, max int, timeout time.Duration) (Batch, error) {
+// byteCut returns where a batch that starts at from must end, at to the
+// latest, for its events to add up to at most limit bytes (one event at
+// least; a limit of 0 cuts nothing), and whether the limit cut it.
+func (s *Store) byteCut(from, to uint64, limit int64) (end uint64, cut bool) {
+	if limit <= 0 {
+		return to, false
+	}
+	var sum int64
+	for i := from; i < to; i++ {
+		sum += s.entries[i-s.base].size
+		if sum > limit {
+			return max(i, from+1), true
+		}
+	}
+	return to, sum == limit
+}
+
+// get hands client up to max events of at most maxBytes, waiting up to
+// timeout for want events.
+func (s *Store) get(ctx context.Context, client string, want, max int, maxBytes int64, timeout time.Duration) (Batch, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.clients[client]
@@ -241,6 +261,9 @@ func (s *Store) get(ctx context.Context, client string, want, max int, timeout t
 	s.skip(c)
 	end := s.base + uint64(len(s.entries))
 	for end-c.next < uint64(want) && !s.closed && timeout > 0 && (c.next == end || !s.full) {
+		if _, cut := s.byteCut(c.next, end, maxBytes); cut {
+			break // as many bytes as may go are ready
+		}
 		if !s.wait(ctx, deadline) {
 			break
 		}
@@ -253,7 +276,7 @@ func (s *Store) get(ctx context.Context, client string, want, max int, timeout t
 		}
 		return Batch{ID: -1}, ctx.Err()
 	}
-	to := min(end, c.next+uint64(max))
+	to, _ := s.byteCut(c.next, min(end, c.next+uint64(max)), maxBytes)
 	b := Batch{ID: c.nextID, from: c.next, to: to, Events: make([]*Event, 0, to-c.next), Marks: make([]any, 0, to-c.next)}
 	for i := c.next; i < to; i++ {
 		e := &s.entries[i-s.base]

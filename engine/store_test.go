@@ -136,7 +136,7 @@ func TestStoreFill(t *testing.T) {
 	// Two events ready, four wanted: Fill waits for two more.
 	got := make(chan Batch, 1)
 	go func() {
-		b, err := s.Fill(ctx, "a", 4, 10*time.Second)
+		b, err := s.Fill(ctx, "a", 4, 0, 10*time.Second)
 		if err != nil {
 			t.Error(err)
 		}
@@ -156,7 +156,7 @@ func TestStoreFill(t *testing.T) {
 	// One more event, three wanted: the timeout passes, Fill gives one.
 	putN(t, s, 5, 1)
 	began := time.Now()
-	b, err := s.Fill(ctx, "a", 3, 100*time.Millisecond)
+	b, err := s.Fill(ctx, "a", 3, 0, 100*time.Millisecond)
 	if err != nil || len(b.Events) != 1 || time.Since(began) < 100*time.Millisecond {
 		t.Fatalf("Fill gave %v (err %v) after %v, want one event after the 100ms timeout", seqs(b), err, time.Since(began))
 	}
@@ -180,12 +180,38 @@ func TestStoreFill(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	began = time.Now()
-	b, err = s.Fill(ctx, "b", 100, time.Minute)
+	b, err = s.Fill(ctx, "b", 100, 0, time.Minute)
 	if err != nil || len(b.Events) != 5 || time.Since(began) > 10*time.Second {
 		t.Fatalf("Fill of a full store gave %v (err %v) after %v, want its 5 events at once", seqs(b), err, time.Since(began))
 	}
 	s.Close()
 	<-put
+}
+
+// TestStoreFillBytes: Fill hands out no more events than add up to its
+// byte bound (one at least, however large), and returns at once, without
+// waiting for its count, when that many bytes are ready.
+func TestStoreFillBytes(t *testing.T) {
+	ctx := context.Background()
+	s := NewStore(StoreConfig{})
+	s.Subscribe("a")
+	putN(t, s, 1, 10)
+	size := (&Event{Type: EventCommit, Seq: 1}).Size() // every event's
+
+	began := time.Now()
+	b, err := s.Fill(ctx, "a", 100, 3*size, time.Minute)
+	if err != nil || len(b.Events) != 3 || time.Since(began) > 10*time.Second {
+		t.Fatalf("Fill of 3 events' bytes gave %v (err %v) after %v, want 3 events at once", seqs(b), err, time.Since(began))
+	}
+	if b, _ = s.Fill(ctx, "a", 100, 3*size-1, time.Minute); len(b.Events) != 2 {
+		t.Fatalf("Fill of just under 3 events' bytes gave %v, want 2 events", seqs(b))
+	}
+	if b, _ = s.Fill(ctx, "a", 100, 1, time.Minute); len(b.Events) != 1 {
+		t.Fatalf("Fill of 1 byte gave %v, want the one event that does not fit", seqs(b))
+	}
+	if b, _ = s.Fill(ctx, "a", 2, 100*size, 0); len(b.Events) != 2 {
+		t.Fatalf("Fill of 2 events under a large byte bound gave %v, want 2", seqs(b))
+	}
 }
 
 // TestStoreUnsubscribe: a client that unsubscribes no longer holds events;

@@ -311,16 +311,24 @@ func getWait(g *pbp.Get) time.Duration {
 	return time.Duration(t) * unit
 }
 
+// MaxBatchBytes bounds the store events one GET hands out, by their
+// Event.Size: a client asking for a huge fetch_size gets fewer entries
+// (canal's clients take any count up to it), so that the frame a session
+// builds, which is about that size, stays a bounded few MiB beside the
+// store, not a copy of it.
+const MaxBatchBytes = 8 << 20
+
 // get serves a GET: up to fetch_size entries (one per event), waiting as
 // canal does up to the timeout for fetch_size of them (see getWait and
 // engine.Store.Fill), as one MESSAGES packet whose batch id is the store's
 // batch id + 1 (canal's ids start at 1: a CLIENTACK of 0 is an error), or
-// -1 with no entries when nothing is ready.
+// -1 with no entries when nothing is ready. The entries' events add up to
+// MaxBatchBytes at most (one at least).
 func (ss *session) get(ctx context.Context, d *api.Served, client string, g *pbp.Get) error {
 	var b engine.Batch
 	if g.FetchSize > 0 {
 		var err error
-		b, err = d.Store.Fill(ctx, client, int(g.FetchSize), getWait(g))
+		b, err = d.Store.Fill(ctx, client, int(g.FetchSize), MaxBatchBytes, getWait(g))
 		if err != nil { // nothing handed out (engine.Store fails only then)
 			if ctx.Err() != nil {
 				return ctx.Err()
