@@ -14,6 +14,7 @@ import (
 
 	mysqlclient "github.com/go-mysql-org/go-mysql/client"
 
+	"github.com/braid-cdc/braid/internal/braidproc"
 	"github.com/braid-cdc/braid/internal/mysqltest"
 )
 
@@ -89,7 +90,7 @@ func BenchmarkCluster(b *testing.B) {
 	bin := sync.OnceValues(func() (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		return BuildBraid(ctx, binDir)
+		return braidproc.Build(ctx, binDir)
 	})
 	b.Run("resources", func(b *testing.B) {
 		r, fresh := clusterParts.resources.get(b, func(b *testing.B) *resourcesResult { return measureResources(b, bin) })
@@ -181,7 +182,7 @@ func shardConn(s *mysqltest.Server) (*mysqlclient.Conn, error) {
 // clusterFixture starts the shards and, once prepare has run on each
 // shard's connection, a cluster; both are stopped when b ends, and the
 // nodes' logs shown if it failed.
-func clusterFixture(b *testing.B, bin func() (string, error), prepare func(i int, s *mysqltest.Server) error) ([]*mysqltest.Server, *BraidCluster) {
+func clusterFixture(b *testing.B, bin func() (string, error), prepare func(i int, s *mysqltest.Server) error) ([]*mysqltest.Server, *braidproc.Cluster) {
 	b.Helper()
 	srvs := mysqltest.StartN(b, clusterShards,
 		mysqltest.WithArgs("--max-binlog-size=16M", "--innodb-buffer-pool-size=256M"))
@@ -204,7 +205,7 @@ func clusterFixture(b *testing.B, bin func() (string, error), prepare func(i int
 	}
 	ctx, cancel := context.WithTimeout(b.Context(), 2*time.Minute)
 	defer cancel()
-	c, err := StartBraidCluster(ctx, path, b.TempDir(), clusterNodes)
+	c, err := braidproc.Start(ctx, path, b.TempDir(), clusterNodes)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,11 +2,9 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
+	"context"
 	"fmt"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,18 +14,18 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/cluster"
+	"github.com/braid-cdc/braid/internal/braidproc"
 	"github.com/braid-cdc/braid/internal/mysqltest"
 	"github.com/braid-cdc/braid/internal/ports"
 )
 
-// The cluster tests run real `braid server` processes, built once per test
-// run, and kill them.
+// The cluster tests run real `braid server` processes (internal/braidproc),
+// built once per test run, and kill them.
 
 var braidBinary struct {
 	once sync.Once
 	path string
 	err  error
-	out  []byte
 }
 
 // buildBraid builds the braid binary into a directory that lives as long
@@ -40,71 +38,45 @@ func buildBraid(t *testing.T) string {
 			braidBinary.err = err
 			return
 		}
-		braidBinary.path = filepath.Join(dir, "braid")
-		cmd := exec.Command("go", "build", "-o", braidBinary.path, ".")
-		braidBinary.out, braidBinary.err = cmd.CombinedOutput()
+		braidBinary.path, braidBinary.err = braidproc.Build(context.Background(), dir)
 	})
 	if braidBinary.err != nil {
-		t.Fatalf("go build: %v\n%s", braidBinary.err, braidBinary.out)
+		t.Fatal(braidBinary.err)
 	}
 	return braidBinary.path
 }
 
-// testNode is one braid server process.
-type testNode struct {
-	name                          string
-	dir                           string
-	raft, gossip, http, canalPort int
-	args                          []string // extra flags
-	log                           *os.File
-	cmd                           *exec.Cmd
-	exited                        chan struct{}
-}
+// testNode is one braid server process, with helpers that fail the test.
+type testNode struct{ *braidproc.Node }
 
-func (n *testNode) url() string { return fmt.Sprintf("http://127.0.0.1:%d", n.http) }
+func (n *testNode) url() string { return n.URL() }
 
 // start runs the node's process, its log going to a file.
 func (n *testNode) start(t *testing.T, bin string, join []string) {
 	t.Helper()
-	args := []string{"server", "--name", n.name, "--data-dir", n.dir,
-		"--raft-port", strconv.Itoa(n.raft), "--gossip-port", strconv.Itoa(n.gossip),
-		"--http-port", strconv.Itoa(n.http), "--canal-port", strconv.Itoa(n.canalPort),
-		"--join", strings.Join(join, ","), "--log-level", "debug"}
-	args = append(args, n.args...)
-	f, err := os.OpenFile(filepath.Join(filepath.Dir(n.dir), n.name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
+	if err := n.Start(bin, join); err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintf(f, "=== %s start %v\n", time.Now().Format(time.StampMilli), args)
-	n.log = f
-	n.cmd = exec.Command(bin, args...)
-	n.cmd.Stdout, n.cmd.Stderr = f, f
-	if err := n.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	n.exited = make(chan struct{})
-	go func() { n.cmd.Wait(); close(n.exited) }()
 }
 
 // signal sends sig to the node's process.
 func (n *testNode) signal(t *testing.T, sig syscall.Signal) {
 	t.Helper()
-	if err := n.cmd.Process.Signal(sig); err != nil {
-		t.Fatalf("signal %v to %s: %v", sig, n.name, err)
+	if err := n.Signal(sig); err != nil {
+		t.Fatalf("signal %v to %s: %v", sig, n.Name, err)
 	}
 }
 
 // kill SIGKILLs the node and waits for it to be gone.
 func (n *testNode) kill(t *testing.T) {
 	t.Helper()
-	n.signal(t, syscall.SIGKILL)
-	<-n.exited
+	n.Kill()
 }
 
 // logTail returns the last lines of the node's log above debug level,
 // for failure messages.
 func (n *testNode) logTail() string {
-	b, _ := os.ReadFile(n.log.Name())
+	b, _ := os.ReadFile(n.LogPath())
 	var lines []string
 	for _, l := range strings.Split(string(b), "\n") {
 		if !strings.Contains(l, "level=DEBUG") && !strings.Contains(l, "failed to heartbeat") {
@@ -114,8 +86,21 @@ func (n *testNode) logTail() string {
 	return strings.Join(lines[max(0, len(lines)-60):], "\n")
 }
 
+// newNode is a node that is no member of the test's cluster (of another
+// cluster, or reusing a name), on free ports under dir; args are extra
+// flags.
+func newNode(t *testing.T, name, dir string, args ...string) *testNode {
+	t.Helper()
+	p := freePorts(t, 4)
+	n := &testNode{&braidproc.Node{Name: name, Dir: filepath.Join(dir, name),
+		RaftPort: p[0], GossipPort: p[1], HTTPPort: p[2], CanalPort: p[3], Args: append([]string{"--log-level", "debug"}, args...)}}
+	t.Cleanup(n.Kill)
+	return n
+}
+
 // testCluster is three braid servers on loopback ports.
 type testCluster struct {
+	*braidproc.Cluster
 	bin   string
 	nodes []*testNode
 }
@@ -130,97 +115,54 @@ func freePorts(t *testing.T, n int) []int {
 	return p
 }
 
-// startCluster starts three nodes that bootstrap a new cluster, and waits
-// for it to have a leader and three live nodes.
+// startCluster starts three nodes that bootstrap a new cluster, logging at
+// debug level, and waits for it to have a leader and three live nodes. A
+// failed test shows each node's log, and keeps the logs in
+// $BRAID_TEST_LOGS when it is set.
 func startCluster(t *testing.T) *testCluster {
 	t.Helper()
-	c := &testCluster{bin: buildBraid(t)}
-	base := t.TempDir()
-	ports := freePorts(t, 12)
-	for i := range 3 {
-		c.nodes = append(c.nodes, &testNode{name: fmt.Sprintf("n%d", i+1), dir: filepath.Join(base, fmt.Sprintf("n%d", i+1)),
-			raft: ports[4*i], gossip: ports[4*i+1], http: ports[4*i+2], canalPort: ports[4*i+3],
-			args: []string{"--bootstrap-expect", "3"}})
+	bin := buildBraid(t)
+	cl, err := braidproc.Start(t.Context(), bin, t.TempDir(), 3, "--log-level", "debug")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, n := range c.nodes {
-		n.start(t, c.bin, c.joinFor(n))
+	c := &testCluster{Cluster: cl, bin: bin}
+	for _, n := range cl.Nodes {
+		c.nodes = append(c.nodes, &testNode{n})
 	}
 	t.Cleanup(func() {
+		cl.Close()
+		if !t.Failed() {
+			return
+		}
 		for _, n := range c.nodes {
-			select {
-			case <-n.exited:
-			default:
-				n.cmd.Process.Signal(syscall.SIGCONT)
-				n.cmd.Process.Kill()
-				<-n.exited
-			}
-			n.log.Close()
-			if t.Failed() {
-				t.Logf("log of %s:\n%s", n.name, n.logTail())
-				if dir := os.Getenv("BRAID_TEST_LOGS"); dir != "" {
-					os.MkdirAll(dir, 0o755)
-					b, _ := os.ReadFile(n.log.Name())
-					os.WriteFile(filepath.Join(dir, t.Name()+"-"+n.name+".log"), b, 0o644)
-				}
+			t.Logf("log of %s:\n%s", n.Name, n.logTail())
+			if dir := os.Getenv("BRAID_TEST_LOGS"); dir != "" {
+				os.MkdirAll(dir, 0o755)
+				b, _ := os.ReadFile(n.LogPath())
+				os.WriteFile(filepath.Join(dir, t.Name()+"-"+n.Name+".log"), b, 0o644)
 			}
 		}
-	})
-	c.waitFor(t, 30*time.Second, "a leader and three live nodes", func() (bool, string) {
-		st, err := c.status(c.nodes[0])
-		if err != nil {
-			return false, err.Error()
-		}
-		alive := 0
-		for _, n := range st.Nodes {
-			if n.State == "alive" && n.Raft != "" {
-				alive++
-			}
-		}
-		return st.Leader != "" && alive == 3, fmt.Sprintf("%+v", st)
 	})
 	return c
 }
 
 // joinFor is the gossip addresses of the other nodes.
-func (c *testCluster) joinFor(n *testNode) []string {
-	var join []string
-	for _, o := range c.nodes {
-		if o != n {
-			join = append(join, fmt.Sprintf("127.0.0.1:%d", o.gossip))
-		}
-	}
-	return join
-}
+func (c *testCluster) joinFor(n *testNode) []string { return c.JoinFor(n.Node) }
 
 // status asks node n for the cluster's status.
 func (c *testCluster) status(n *testNode) (cluster.ClusterStatus, error) {
-	var st cluster.ClusterStatus
-	hc := http.Client{Timeout: 5 * time.Second}
-	resp, err := hc.Get(n.url() + "/v1/cluster")
-	if err != nil {
-		return st, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return st, fmt.Errorf("status: %s", resp.Status)
-	}
-	return st, json.NewDecoder(resp.Body).Decode(&st)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return c.Status(ctx, n.Node)
 }
 
 // waitFor polls cond until it holds; on timeout it fails with cond's last
 // description.
 func (c *testCluster) waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, desc := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v, still no %s: %s", timeout, what, desc)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := braidproc.Poll(t.Context(), timeout, what, cond); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -228,41 +170,32 @@ func (c *testCluster) waitFor(t *testing.T, timeout time.Duration, what string, 
 func (c *testCluster) live() []*testNode {
 	var out []*testNode
 	for _, n := range c.nodes {
-		select {
-		case <-n.exited:
-		default:
+		if n.Running() {
 			out = append(out, n)
 		}
 	}
 	return out
 }
 
+// node is the test node of a braidproc node.
+func (c *testCluster) node(n *braidproc.Node) *testNode {
+	for _, tn := range c.nodes {
+		if tn.Node == n {
+			return tn
+		}
+	}
+	return nil
+}
+
 // owner returns the node that owns dest as a live node sees it, once it
 // has one that is running.
 func (c *testCluster) owner(t *testing.T, dest string) (*testNode, uint64) {
 	t.Helper()
-	var owner *testNode
-	var epoch uint64
-	c.waitFor(t, 30*time.Second, "owner of "+dest, func() (bool, string) {
-		st, err := c.status(c.live()[0])
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, d := range st.Destinations {
-			if d.Name != dest {
-				continue
-			}
-			for _, n := range c.live() {
-				if n.name == d.Owner {
-					owner, epoch = n, d.Epoch
-					return true, ""
-				}
-			}
-			return false, fmt.Sprintf("owner %q, not a live node", d.Owner)
-		}
-		return false, fmt.Sprintf("no destination %s in %+v", dest, st.Destinations)
-	})
-	return owner, epoch
+	n, epoch, _, err := c.Owner(t.Context(), dest, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.node(n), epoch
 }
 
 // cli runs a braid command in-process and returns its stdout, stderr and
@@ -329,10 +262,10 @@ func TestClusterFormsAndServes(t *testing.T) {
 		}
 		out, errs, code := cli("tail", "shop", "--server", n.url(), "--client-id", "shared", "--max", strconv.Itoa(want), "--timeout", "30s")
 		if code != 0 {
-			t.Fatalf("tail through %s (owner %s): exit %d: %s", n.name, owner.name, code, errs)
+			t.Fatalf("tail through %s (owner %s): exit %d: %s", n.Name, owner.Name, code, errs)
 		}
 		if got := strings.Count(out, "\n"); got != want || !strings.Contains(out, a) || !strings.Contains(out, b) {
-			t.Errorf("tail through %s: %d lines, want %d with %q and %q:\n%s\nstderr: %s", n.name, got, want, a, b, out, errs)
+			t.Errorf("tail through %s: %d lines, want %d with %q and %q:\n%s\nstderr: %s", n.Name, got, want, a, b, out, errs)
 		}
 	}
 	out, errs, code := cli("cluster", "status", "--server", c.nodes[2].url())
@@ -340,7 +273,7 @@ func TestClusterFormsAndServes(t *testing.T) {
 		t.Errorf("cluster status: exit %d\n%s%s", code, out, errs)
 	}
 	out, _, code = cli("destination", "list", "--server", c.nodes[0].url())
-	if code != 0 || !strings.Contains(out, "shop") || !strings.Contains(out, owner.name) {
+	if code != 0 || !strings.Contains(out, "shop") || !strings.Contains(out, owner.Name) {
 		t.Errorf("destination list: exit %d\n%s", code, out)
 	}
 	out, _, code = cli("destination", "show", "shop", "--server", c.nodes[0].url())
@@ -392,23 +325,19 @@ func TestClusterBadInput(t *testing.T) {
 	}
 
 	// A node of another cluster, and a node reusing a name, are refused.
-	ports := freePorts(t, 4)
-	other := &testNode{name: "x1", dir: filepath.Join(t.TempDir(), "x1"), raft: ports[0], gossip: ports[1], http: ports[2], canalPort: ports[3],
-		args: []string{"--cluster", "other"}}
-	other.start(t, c.bin, []string{fmt.Sprintf("127.0.0.1:%d", c.nodes[0].gossip)})
+	other := newNode(t, "x1", t.TempDir(), "--cluster", "other")
+	other.start(t, c.bin, []string{fmt.Sprintf("127.0.0.1:%d", c.nodes[0].GossipPort)})
 	select {
-	case <-other.exited:
+	case <-other.Exited():
 	case <-time.After(20 * time.Second):
-		other.cmd.Process.Kill()
 		t.Fatal("a node of another cluster kept running after joining this one")
 	}
 	if log := other.logTail(); !strings.Contains(log, "belongs to cluster") {
 		t.Errorf("node of another cluster: log does not say why:\n%s", log)
 	}
-	ports = freePorts(t, 4)
-	twin := &testNode{name: "n1", dir: filepath.Join(t.TempDir(), "n1"), raft: ports[0], gossip: ports[1], http: ports[2], canalPort: ports[3]}
-	twin.start(t, c.bin, []string{fmt.Sprintf("127.0.0.1:%d", c.nodes[1].gossip)})
-	defer func() { twin.cmd.Process.Kill(); <-twin.exited }()
+	twin := newNode(t, "n1", t.TempDir())
+	twin.start(t, c.bin, []string{fmt.Sprintf("127.0.0.1:%d", c.nodes[1].GossipPort)})
+	defer twin.Kill()
 	c.waitFor(t, 20*time.Second, "a clear error about two nodes named n1", func() (bool, string) {
 		logs := twin.logTail() + c.nodes[1].logTail() + c.nodes[0].logTail()
 		return strings.Contains(logs, "own --name"), ""

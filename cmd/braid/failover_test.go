@@ -279,7 +279,7 @@ func TestClusterFailover(t *testing.T) {
 		before := cs.lastArrival()
 		killedAt := time.Now()
 		owner.kill(t)
-		c.waitFor(t, 30*time.Second, fmt.Sprintf("rows after kill %d of owner %s", kill, owner.name), func() (bool, string) {
+		c.waitFor(t, 30*time.Second, fmt.Sprintf("rows after kill %d of owner %s", kill, owner.Name), func() (bool, string) {
 			if cs.lastArrival().After(killedAt) {
 				return true, ""
 			}
@@ -304,12 +304,12 @@ func TestClusterFailover(t *testing.T) {
 		gaps = append(gaps, gap)
 		newOwner, newEpoch := c.owner(t, "shop")
 		t.Logf("kill %d: owner %s (epoch %d) killed; %s took over (epoch %d); gap at the consumer %v",
-			kill, owner.name, epoch, newOwner.name, newEpoch, gap.Round(time.Millisecond))
+			kill, owner.Name, epoch, newOwner.Name, newEpoch, gap.Round(time.Millisecond))
 		if newEpoch <= epoch {
 			t.Errorf("takeover kept epoch %d (was %d)", newEpoch, epoch)
 		}
 		owner.start(t, c.bin, c.joinFor(owner))
-		c.waitFor(t, 30*time.Second, owner.name+" back in the cluster", func() (bool, string) {
+		c.waitFor(t, 30*time.Second, owner.Name+" back in the cluster", func() (bool, string) {
 			st, err := c.status(owner)
 			if err != nil {
 				return false, err.Error()
@@ -331,9 +331,9 @@ func TestClusterFailover(t *testing.T) {
 	}
 	owner, epoch := c.owner(t, "shop")
 	for _, n := range c.nodes {
-		if n.name == st.Leader {
+		if n.Name == st.Leader {
 			n.kill(t)
-			t.Logf("killed the raft leader %s (owner %s)", n.name, owner.name)
+			t.Logf("killed the raft leader %s (owner %s)", n.Name, owner.Name)
 		}
 	}
 	c.waitFor(t, 30*time.Second, "a new leader", func() (bool, string) {
@@ -348,8 +348,8 @@ func TestClusterFailover(t *testing.T) {
 	}
 	waitRows(t, c, cs, committed)
 	checkStream(t, cs.snapshot(), committed)
-	if after, afterEpoch := c.owner(t, "shop"); owner.name != st.Leader && (after.name != owner.name || afterEpoch != epoch) {
-		t.Errorf("killing the leader %s moved the destination: owner %s epoch %d → owner %s epoch %d", st.Leader, owner.name, epoch, after.name, afterEpoch)
+	if after, afterEpoch := c.owner(t, "shop"); owner.Name != st.Leader && (after.Name != owner.Name || afterEpoch != epoch) {
+		t.Errorf("killing the leader %s moved the destination: owner %s epoch %d → owner %s epoch %d", st.Leader, owner.Name, epoch, after.Name, afterEpoch)
 	}
 	slices.Sort(gaps)
 	t.Logf("%d rows committed and received; failover gaps: %v (median %v, max %v)", len(committed), gaps, gaps[len(gaps)/2], gaps[len(gaps)-1])
@@ -374,7 +374,7 @@ func startDirectStream(t *testing.T, n *testNode, dest, clientID string) *direct
 		t.Fatal(err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("direct stream from %s: %s", n.name, resp.Status)
+		t.Fatalf("direct stream from %s: %s", n.Name, resp.Status)
 	}
 	ds := &directStream{}
 	go func() {
@@ -445,9 +445,9 @@ func TestClusterFencesStalledOwner(t *testing.T) {
 			return false, err.Error()
 		}
 		for _, d := range st.Destinations {
-			if d.Name == "shop" && d.Owner != owner.name && d.Epoch > epoch {
+			if d.Name == "shop" && d.Owner != owner.Name && d.Epoch > epoch {
 				for _, n := range others {
-					if n.name == d.Owner {
+					if n.Name == d.Owner {
 						successor = n
 					}
 				}
@@ -462,7 +462,7 @@ func TestClusterFencesStalledOwner(t *testing.T) {
 			break
 		}
 	}
-	t.Logf("owner %s stopped; %s serves since %v later", owner.name, successor.name, succeededAt.Sub(stoppedAt).Round(time.Millisecond))
+	t.Logf("owner %s stopped; %s serves since %v later", owner.Name, successor.Name, succeededAt.Sub(stoppedAt).Round(time.Millisecond))
 	time.Sleep(2 * time.Second)
 
 	resumedAt := time.Now()
@@ -477,8 +477,8 @@ func TestClusterFencesStalledOwner(t *testing.T) {
 	if ended.IsZero() {
 		t.Errorf("the stalled owner's stream is still open %v after it resumed", time.Since(resumedAt).Round(time.Millisecond))
 	}
-	if now, _ := c.owner(t, "shop"); now.name != successor.name {
-		t.Errorf("owner after the stalled node resumed: %s, want the successor %s", now.name, successor.name)
+	if now, _ := c.owner(t, "shop"); now.Name != successor.Name {
+		t.Errorf("owner after the stalled node resumed: %s, want the successor %s", now.Name, successor.Name)
 	}
 
 	var committed []int64
@@ -539,13 +539,13 @@ func TestClusterRebalance(t *testing.T) {
 	victim.kill(t)
 	moved := spread("the killed node's destination on a live node", 2)
 	for d, o := range moved {
-		if o == victim.name {
-			t.Errorf("%s still on the killed node %s", d, victim.name)
+		if o == victim.Name {
+			t.Errorf("%s still on the killed node %s", d, victim.Name)
 		}
 	}
 	victim.start(t, c.bin, c.joinFor(victim))
 	back := spread("one destination a node again, after the restart", 3)
-	t.Logf("owners: %v; after %s was killed: %v; after it came back: %v", owners, victim.name, moved, back)
+	t.Logf("owners: %v; after %s was killed: %v; after it came back: %v", owners, victim.Name, moved, back)
 }
 
 // canalConsumer reads a destination with canal-go's SimpleCanalConnector
@@ -589,7 +589,7 @@ func startCanalConsumer(t *testing.T, n *testNode, dest string, clientID int) *c
 // session is one connection's life; canal-go panics on some failures.
 func (cc *canalConsumer) session(n *testNode, dest string, clientID int) {
 	defer func() { recover() }()
-	c := canalclient.NewSimpleCanalConnector("127.0.0.1", n.canalPort, "", "", dest, 60000, 60000)
+	c := canalclient.NewSimpleCanalConnector("127.0.0.1", n.CanalPort, "", "", dest, 60000, 60000)
 	c.ClientIdentity.ClientId = clientID
 	if err := c.Connect(); err != nil {
 		return
@@ -708,7 +708,7 @@ func TestClusterCanalFailover(t *testing.T) {
 	// packets go by hand.)
 	close(cc.stop)
 	<-cc.done
-	canalUnsubscribe(t, fmt.Sprintf("127.0.0.1:%d", entry.canalPort), "shop", "1001")
+	canalUnsubscribe(t, fmt.Sprintf("127.0.0.1:%d", entry.CanalPort), "shop", "1001")
 	c.waitFor(t, 10*time.Second, "the unsubscribed client's cursor gone", func() (bool, string) {
 		_, errs, code := cli("destination", "delete", "shop", "--server", entry.url())
 		return code == 0, errs

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package bench
+package braidproc
 
 import "syscall"
 

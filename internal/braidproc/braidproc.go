@@ -1,4 +1,9 @@
-package bench
+// Package braidproc runs real `braid server` processes on loopback ports
+// for the cluster tests, the cluster benchmarks and anything else that
+// must see braid as a user runs it: it builds the binary, starts nodes
+// that form a cluster, kills, stops and restarts them, and talks to their
+// HTTP API.
+package braidproc
 
 import (
 	"bytes"
@@ -22,32 +27,28 @@ import (
 	"github.com/braid-cdc/braid/internal/ports"
 )
 
-// The cluster benchmark runs real `braid server` processes, as a user
-// would: this file builds the binary, starts and kills the nodes and talks
-// to their HTTP API; proc.go reads their CPU time and memory from /proc.
-
-// BuildBraid builds the braid binary (./cmd/braid of this module, found
+// Build builds the braid binary (./cmd/braid of this module, found
 // with `go env GOMOD`) into dir and returns its path.
-func BuildBraid(ctx context.Context, dir string) (string, error) {
+func Build(ctx context.Context, dir string) (string, error) {
 	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
 	if err != nil {
-		return "", fmt.Errorf("bench: go env GOMOD: %w", err)
+		return "", fmt.Errorf("braidproc: go env GOMOD: %w", err)
 	}
 	gomod := strings.TrimSpace(string(out))
 	if gomod == "" || gomod == os.DevNull {
-		return "", errors.New("bench: go env GOMOD: not inside the braid module")
+		return "", errors.New("braidproc: go env GOMOD: not inside the braid module")
 	}
 	bin := filepath.Join(dir, "braid")
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/braid")
 	cmd.Dir = filepath.Dir(gomod)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("bench: go build ./cmd/braid: %w\n%s", err, out)
+		return "", fmt.Errorf("braidproc: go build ./cmd/braid: %w\n%s", err, out)
 	}
 	return bin, nil
 }
 
-// BraidNode is one `braid server` process of a BraidCluster.
-type BraidNode struct {
+// Node is one `braid server` process of a Cluster.
+type Node struct {
 	Name string
 	// Dir is the node's --data-dir; its log is Dir + ".log".
 	Dir                                       string
@@ -61,18 +62,18 @@ type BraidNode struct {
 }
 
 // URL is the node's HTTP API.
-func (n *BraidNode) URL() string { return fmt.Sprintf("http://127.0.0.1:%d", n.HTTPPort) }
+func (n *Node) URL() string { return fmt.Sprintf("http://127.0.0.1:%d", n.HTTPPort) }
 
 // LogPath is the file the node's stderr and stdout go to, over restarts.
-func (n *BraidNode) LogPath() string { return n.Dir + ".log" }
+func (n *Node) LogPath() string { return n.Dir + ".log" }
 
 // Start runs the node's process, joining the gossip addresses in join.
 // A node that runs already is an error.
-func (n *BraidNode) Start(bin string, join []string) error {
+func (n *Node) Start(bin string, join []string) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.cmd != nil && !closed(n.exited) {
-		return fmt.Errorf("bench: node %s runs already", n.Name)
+		return fmt.Errorf("braidproc: node %s runs already", n.Name)
 	}
 	args := []string{"server", "--name", n.Name, "--data-dir", n.Dir, "--addr", "127.0.0.1",
 		"--raft-port", strconv.Itoa(n.RaftPort), "--gossip-port", strconv.Itoa(n.GossipPort),
@@ -81,7 +82,7 @@ func (n *BraidNode) Start(bin string, join []string) error {
 	args = append(args, n.Args...)
 	f, err := os.OpenFile(n.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return fmt.Errorf("bench: node %s: %w", n.Name, err)
+		return fmt.Errorf("braidproc: node %s: %w", n.Name, err)
 	}
 	fmt.Fprintf(f, "=== %s start %v\n", time.Now().Format(time.StampMilli), args)
 	cmd := exec.Command(bin, args...)
@@ -89,7 +90,7 @@ func (n *BraidNode) Start(bin string, join []string) error {
 	cmd.SysProcAttr = nodeProcAttr()
 	if err := cmd.Start(); err != nil {
 		f.Close()
-		return fmt.Errorf("bench: node %s: %w", n.Name, err)
+		return fmt.Errorf("braidproc: node %s: %w", n.Name, err)
 	}
 	exited := make(chan struct{})
 	go func() {
@@ -102,7 +103,7 @@ func (n *BraidNode) Start(bin string, join []string) error {
 }
 
 // Running reports whether the node's process runs.
-func (n *BraidNode) Running() bool {
+func (n *Node) Running() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.cmd != nil && !closed(n.exited)
@@ -110,7 +111,7 @@ func (n *BraidNode) Running() bool {
 
 // PID is the process id of the node's current (or last) process, 0 if it
 // never started.
-func (n *BraidNode) PID() int {
+func (n *Node) PID() int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.cmd == nil {
@@ -119,9 +120,29 @@ func (n *BraidNode) PID() int {
 	return n.cmd.Process.Pid
 }
 
+// Signal sends sig to the node's current process: SIGSTOP and SIGCONT
+// stall and resume it as a stuck machine would.
+func (n *Node) Signal(sig syscall.Signal) error {
+	n.mu.Lock()
+	cmd := n.cmd
+	n.mu.Unlock()
+	if cmd == nil {
+		return fmt.Errorf("braidproc: node %s never started", n.Name)
+	}
+	return cmd.Process.Signal(sig)
+}
+
+// Exited is closed when the node's current process has exited (nil before
+// the node first starts).
+func (n *Node) Exited() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.exited
+}
+
 // Kill sends the node SIGKILL, as a crash would, and waits until its
 // process is gone. Killing a node that does not run does nothing.
-func (n *BraidNode) Kill() {
+func (n *Node) Kill() {
 	n.mu.Lock()
 	cmd, exited := n.cmd, n.exited
 	n.mu.Unlock()
@@ -134,7 +155,7 @@ func (n *BraidNode) Kill() {
 }
 
 // LogTail returns the last lines of the node's log.
-func (n *BraidNode) LogTail(lines int) string {
+func (n *Node) LogTail(lines int) string {
 	b, _ := os.ReadFile(n.LogPath())
 	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 	return strings.Join(all[max(0, len(all)-lines):], "\n")
@@ -149,30 +170,30 @@ func closed(c chan struct{}) bool {
 	}
 }
 
-// BraidCluster is braid server processes on loopback ports that form one
+// Cluster is braid server processes on loopback ports that form one
 // cluster.
-type BraidCluster struct {
+type Cluster struct {
 	Bin   string
-	Nodes []*BraidNode
+	Nodes []*Node
 	http  *http.Client
 }
 
-// StartBraidCluster starts size nodes named n1, n2, … with data
-// directories under dir, each joining the others with --bootstrap-expect
-// size, and waits up to a minute for a Raft leader and size live nodes.
-// On error it has killed what it started; otherwise the caller must call
-// Close.
-func StartBraidCluster(ctx context.Context, bin, dir string, size int) (*BraidCluster, error) {
+// Start starts size nodes named n1, n2, … with data directories under
+// dir, each joining the others with --bootstrap-expect size and the extra
+// flags args (later flags win: --log-level debug, say), and waits up to a
+// minute for a Raft leader and size live nodes. On error it has killed
+// what it started; otherwise the caller must call Close.
+func Start(ctx context.Context, bin, dir string, size int, args ...string) (*Cluster, error) {
 	ports, err := ports.FreeLoopback(4 * size)
 	if err != nil {
 		return nil, err
 	}
-	c := &BraidCluster{Bin: bin, http: &http.Client{Timeout: 5 * time.Second}}
+	c := &Cluster{Bin: bin, http: &http.Client{Timeout: 5 * time.Second}}
 	for i := range size {
 		name := fmt.Sprintf("n%d", i+1)
-		c.Nodes = append(c.Nodes, &BraidNode{Name: name, Dir: filepath.Join(dir, name),
+		c.Nodes = append(c.Nodes, &Node{Name: name, Dir: filepath.Join(dir, name),
 			RaftPort: ports[4*i], GossipPort: ports[4*i+1], HTTPPort: ports[4*i+2], CanalPort: ports[4*i+3],
-			Args: []string{"--bootstrap-expect", strconv.Itoa(size)}})
+			Args: append([]string{"--bootstrap-expect", strconv.Itoa(size)}, args...)})
 	}
 	for _, n := range c.Nodes {
 		if err := n.Start(bin, c.JoinFor(n)); err != nil {
@@ -191,14 +212,14 @@ func StartBraidCluster(ctx context.Context, bin, dir string, size int) (*BraidCl
 }
 
 // Close kills every node that runs and waits until they are gone.
-func (c *BraidCluster) Close() {
+func (c *Cluster) Close() {
 	for _, n := range c.Nodes {
 		n.Kill()
 	}
 }
 
 // JoinFor is the gossip addresses of the nodes other than n.
-func (c *BraidCluster) JoinFor(n *BraidNode) []string {
+func (c *Cluster) JoinFor(n *Node) []string {
 	var join []string
 	for _, o := range c.Nodes {
 		if o != n {
@@ -209,11 +230,11 @@ func (c *BraidCluster) JoinFor(n *BraidNode) []string {
 }
 
 // Restart starts a killed node again on its data directory and ports.
-func (c *BraidCluster) Restart(n *BraidNode) error { return n.Start(c.Bin, c.JoinFor(n)) }
+func (c *Cluster) Restart(n *Node) error { return n.Start(c.Bin, c.JoinFor(n)) }
 
 // URLs is every node's HTTP API, comma-separated, as the Go client takes
 // them.
-func (c *BraidCluster) URLs() string {
+func (c *Cluster) URLs() string {
 	urls := make([]string, len(c.Nodes))
 	for i, n := range c.Nodes {
 		urls[i] = n.URL()
@@ -222,8 +243,8 @@ func (c *BraidCluster) URLs() string {
 }
 
 // Live returns the nodes whose process runs.
-func (c *BraidCluster) Live() []*BraidNode {
-	var out []*BraidNode
+func (c *Cluster) Live() []*Node {
+	var out []*Node
 	for _, n := range c.Nodes {
 		if n.Running() {
 			out = append(out, n)
@@ -233,7 +254,7 @@ func (c *BraidCluster) Live() []*BraidNode {
 }
 
 // Node returns the node named name, or nil.
-func (c *BraidCluster) Node(name string) *BraidNode {
+func (c *Cluster) Node(name string) *Node {
 	for _, n := range c.Nodes {
 		if n.Name == name {
 			return n
@@ -243,7 +264,7 @@ func (c *BraidCluster) Node(name string) *BraidNode {
 }
 
 // Status asks node n for the cluster's status (GET /v1/cluster).
-func (c *BraidCluster) Status(ctx context.Context, n *BraidNode) (cluster.ClusterStatus, error) {
+func (c *Cluster) Status(ctx context.Context, n *Node) (cluster.ClusterStatus, error) {
 	var st cluster.ClusterStatus
 	err := c.call(ctx, http.MethodGet, n.URL()+"/v1/cluster", "", nil, http.StatusOK, &st)
 	return st, err
@@ -251,8 +272,8 @@ func (c *BraidCluster) Status(ctx context.Context, n *BraidNode) (cluster.Cluste
 
 // WaitReady waits until a live node sees a Raft leader and every node of
 // the cluster alive in gossip and in Raft.
-func (c *BraidCluster) WaitReady(ctx context.Context, timeout time.Duration) error {
-	return poll(ctx, timeout, fmt.Sprintf("a leader and %d live nodes", len(c.Nodes)), func() (bool, string) {
+func (c *Cluster) WaitReady(ctx context.Context, timeout time.Duration) error {
+	return Poll(ctx, timeout, fmt.Sprintf("a leader and %d live nodes", len(c.Nodes)), func() (bool, string) {
 		live := c.Live()
 		if len(live) < len(c.Nodes) {
 			return false, fmt.Sprintf("%d of %d processes run", len(live), len(c.Nodes))
@@ -273,8 +294,8 @@ func (c *BraidCluster) WaitReady(ctx context.Context, timeout time.Duration) err
 
 // Owner waits until a live node names a running node as dest's owner,
 // and returns it with its epoch and the Raft leader's name.
-func (c *BraidCluster) Owner(ctx context.Context, dest string, timeout time.Duration) (owner *BraidNode, epoch uint64, leader string, err error) {
-	err = poll(ctx, timeout, "an owner of "+dest, func() (bool, string) {
+func (c *Cluster) Owner(ctx context.Context, dest string, timeout time.Duration) (owner *Node, epoch uint64, leader string, err error) {
+	err = Poll(ctx, timeout, "an owner of "+dest, func() (bool, string) {
 		live := c.Live()
 		if len(live) == 0 {
 			return false, "no node runs"
@@ -300,7 +321,7 @@ func (c *BraidCluster) Owner(ctx context.Context, dest string, timeout time.Dura
 
 // State asks node n for destination dest's state (GET
 // /v1/destinations/{name}, redirected to the owner).
-func (c *BraidCluster) State(ctx context.Context, n *BraidNode, dest string) (wire.State, error) {
+func (c *Cluster) State(ctx context.Context, n *Node, dest string) (wire.State, error) {
 	var st wire.State
 	err := c.call(ctx, http.MethodGet, n.URL()+"/v1/destinations/"+dest, "", nil, http.StatusOK, &st)
 	return st, err
@@ -308,20 +329,20 @@ func (c *BraidCluster) State(ctx context.Context, n *BraidNode, dest string) (wi
 
 // CreateDestination posts a destination spec (YAML or JSON) to a live
 // node (POST /v1/destinations).
-func (c *BraidCluster) CreateDestination(ctx context.Context, spec string) error {
+func (c *Cluster) CreateDestination(ctx context.Context, spec string) error {
 	live := c.Live()
 	if len(live) == 0 {
-		return errors.New("bench: create destination: no node runs")
+		return errors.New("braidproc: create destination: no node runs")
 	}
 	return c.call(ctx, http.MethodPost, live[0].URL()+"/v1/destinations", spec, &http.Client{Timeout: 30 * time.Second}, http.StatusCreated, nil)
 }
 
 // DeleteDestination deletes a destination, with its consumers' cursors
 // (DELETE /v1/destinations/{name}?force=true).
-func (c *BraidCluster) DeleteDestination(ctx context.Context, name string) error {
+func (c *Cluster) DeleteDestination(ctx context.Context, name string) error {
 	live := c.Live()
 	if len(live) == 0 {
-		return errors.New("bench: delete destination: no node runs")
+		return errors.New("braidproc: delete destination: no node runs")
 	}
 	return c.call(ctx, http.MethodDelete, live[0].URL()+"/v1/destinations/"+name+"?force=true", "", nil, 0, nil)
 }
@@ -329,7 +350,7 @@ func (c *BraidCluster) DeleteDestination(ctx context.Context, name string) error
 // call makes one request and decodes the answer into out, if set; an
 // answer other than want (any 2xx if want is 0) is an error carrying the
 // server's explanation.
-func (c *BraidCluster) call(ctx context.Context, method, url, body string, hc *http.Client, want int, out any) error {
+func (c *Cluster) call(ctx context.Context, method, url, body string, hc *http.Client, want int, out any) error {
 	if hc == nil {
 		hc = c.http
 	}
@@ -343,27 +364,27 @@ func (c *BraidCluster) call(ctx context.Context, method, url, body string, hc *h
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("bench: %s %s: %w", method, url, err)
+		return fmt.Errorf("braidproc: %s %s: %w", method, url, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return fmt.Errorf("bench: %s %s: %w", method, url, err)
+		return fmt.Errorf("braidproc: %s %s: %w", method, url, err)
 	}
 	if (want != 0 && resp.StatusCode != want) || (want == 0 && resp.StatusCode/100 != 2) {
-		return fmt.Errorf("bench: %s %s: %s: %s", method, url, resp.Status, bytes.TrimSpace(data))
+		return fmt.Errorf("braidproc: %s %s: %s: %s", method, url, resp.Status, bytes.TrimSpace(data))
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
-			return fmt.Errorf("bench: %s %s: %w", method, url, err)
+			return fmt.Errorf("braidproc: %s %s: %w", method, url, err)
 		}
 	}
 	return nil
 }
 
-// poll calls cond every 100 ms until it holds; after timeout it returns
+// Poll calls cond every 100 ms until it holds; after timeout it returns
 // an error with cond's last description.
-func poll(ctx context.Context, timeout time.Duration, what string, cond func() (bool, string)) error {
+func Poll(ctx context.Context, timeout time.Duration, what string, cond func() (bool, string)) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		ok, desc := cond()
@@ -371,11 +392,11 @@ func poll(ctx context.Context, timeout time.Duration, what string, cond func() (
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("bench: after %v, still no %s: %s", timeout, what, desc)
+			return fmt.Errorf("braidproc: after %v, still no %s: %s", timeout, what, desc)
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("bench: waiting for %s: %w", what, ctx.Err())
+			return fmt.Errorf("braidproc: waiting for %s: %w", what, ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
