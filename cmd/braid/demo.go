@@ -8,18 +8,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/braid-cdc/braid/client"
 	"github.com/braid-cdc/braid/cluster"
+	"github.com/braid-cdc/braid/internal/braidproc"
 	"github.com/braid-cdc/braid/internal/mariadb"
 	"github.com/braid-cdc/braid/internal/ports"
 )
@@ -158,7 +157,7 @@ type demo struct {
 	keep   bool   // dir is kept at exit: it is the user's (--dir), or a failed run's logs
 	hc     *http.Client
 	shards []*mariadb.Server
-	nodes  []*demoNode
+	nodes  []*braidproc.Node
 	deaths chan nodeExit // node processes that exited
 
 	consumerLog *os.File
@@ -172,14 +171,14 @@ type demo struct {
 
 	owner    string // the node that runs shop, as last seen
 	epoch    uint64
-	killed   *demoNode // the node --kill-after killed, until its takeover is told
-	killDone bool      // --kill-after has fired
-	failure  error     // what went wrong while streaming; the demo goes on and exits 1
+	killed   *braidproc.Node // the node --kill-after killed, until its takeover is told
+	killDone bool            // --kill-after has fired
+	failure  error           // what went wrong while streaming; the demo goes on and exits 1
 }
 
 // nodeExit is a node process that exited.
 type nodeExit struct {
-	node *demoNode
+	node *braidproc.Node
 	err  error // how it exited
 }
 
@@ -322,28 +321,25 @@ func (d *demo) startNodes(ctx context.Context) error {
 		return err
 	}
 	for i := range 3 {
-		name := fmt.Sprintf("n%d", i+1)
-		d.nodes = append(d.nodes, &demoNode{name: name, dir: filepath.Join(d.dir, name), logPath: filepath.Join(d.dir, name+".log"),
-			raft: ports[4*i], gossip: ports[4*i+1], http: ports[4*i+2], canal: ports[4*i+3]})
-	}
-	for _, n := range d.nodes {
-		var join []string
-		for _, o := range d.nodes {
-			if o != n {
-				join = append(join, net.JoinHostPort("127.0.0.1", strconv.Itoa(o.gossip)))
+		n := &braidproc.Node{Name: fmt.Sprintf("n%d", i+1), RaftPort: ports[4*i], GossipPort: ports[4*i+1], HTTPPort: ports[4*i+2], CanalPort: ports[4*i+3],
+			Args: []string{"--bootstrap-expect", "3", "--log-level", d.opts.logLevel}}
+		n.Dir = filepath.Join(d.dir, n.Name)
+		// A node's exit goes to deaths, which has room: a node has at
+		// most one exit not yet read.
+		n.OnExit = func(err error) {
+			select {
+			case d.deaths <- nodeExit{node: n, err: err}:
+			default:
 			}
 		}
-		n.args = []string{"server", "--name", n.name, "--data-dir", n.dir, "--addr", "127.0.0.1",
-			"--raft-port", strconv.Itoa(n.raft), "--gossip-port", strconv.Itoa(n.gossip),
-			"--http-port", strconv.Itoa(n.http), "--canal-port", strconv.Itoa(n.canal),
-			"--join", strings.Join(join, ","), "--bootstrap-expect", "3", "--log-level", d.opts.logLevel}
+		d.nodes = append(d.nodes, n)
 	}
 	d.con.sayf("starting three braid nodes (%s server ...; their logs go to files, not here)", d.braid)
 	for _, n := range d.nodes {
-		if err := n.start(d.bin, d.deaths); err != nil {
+		if err := d.startNode(n); err != nil {
 			return err
 		}
-		d.con.sayf("  node %s  %s  pid %d   (log: %s)", n.name, n.url(), n.pid(), d.rel(n.logPath))
+		d.con.sayf("  node %s  %s  pid %d   (log: %s)", n.Name, n.URL(), n.PID(), d.rel(n.LogPath()))
 	}
 	return ctx.Err()
 }
@@ -353,10 +349,10 @@ func (d *demo) status(ctx context.Context) (cluster.ClusterStatus, error) {
 	var st cluster.ClusterStatus
 	err := errors.New("no node is running")
 	for _, n := range d.nodes {
-		if !n.running() {
+		if !n.Running() {
 			continue
 		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, n.url()+"/v1/cluster", nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, n.URL()+"/v1/cluster", nil)
 		resp, rerr := d.hc.Do(req)
 		if rerr != nil {
 			err = rerr
@@ -368,7 +364,7 @@ func (d *demo) status(ctx context.Context) (cluster.ClusterStatus, error) {
 		if rerr == nil && resp.StatusCode == http.StatusOK {
 			return st, nil
 		}
-		err = fmt.Errorf("%s: GET /v1/cluster: %s", n.name, resp.Status)
+		err = fmt.Errorf("%s: GET /v1/cluster: %s", n.Name, resp.Status)
 	}
 	return st, err
 }
@@ -396,8 +392,8 @@ func (d *demo) poll(ctx context.Context, what string, check func() (done bool, e
 // deadDuringSetup fails set-up when a node process exited.
 func (d *demo) deadDuringSetup() error {
 	for _, n := range d.nodes {
-		if !n.running() {
-			return fmt.Errorf("node %s exited: %v; the end of its log (%s):\n%s", n.name, n.exitErr(), n.logPath, n.logTail(15))
+		if !n.Running() {
+			return fmt.Errorf("node %s exited: %v; the end of its log (%s):\n%s", n.Name, n.ExitErr(), n.LogPath(), n.LogTail(15))
 		}
 	}
 	return nil
@@ -466,7 +462,7 @@ func (d *demo) createDestination(ctx context.Context) error {
 	err := d.poll(ctx, "destination created", func() (bool, error) {
 		n := d.nodes[i%len(d.nodes)]
 		i++
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, n.url()+"/v1/destinations", strings.NewReader(spec))
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, n.URL()+"/v1/destinations", strings.NewReader(spec))
 		hc := http.Client{Timeout: 20 * time.Second} // the node checks every source first
 		resp, err := hc.Do(req)
 		if err != nil {
@@ -482,7 +478,7 @@ func (d *demo) createDestination(ctx context.Context) error {
 		}
 		var e struct{ Error string }
 		_ = json.Unmarshal(body, &e)
-		return false, fmt.Errorf("creating destination shop through %s: %s: %s", n.name, resp.Status, e.Error)
+		return false, fmt.Errorf("creating destination shop through %s: %s: %s", n.Name, resp.Status, e.Error)
 	})
 	if err != nil {
 		return err
@@ -517,7 +513,7 @@ func (d *demo) currentOwner(ctx context.Context) (string, uint64, bool) {
 	}
 	for _, dest := range st.Destinations {
 		if dest.Name == demoDest {
-			if n := d.node(dest.Owner); n != nil && n.running() {
+			if n := d.node(dest.Owner); n != nil && n.Running() {
 				return dest.Owner, dest.Epoch, true
 			}
 		}
@@ -525,9 +521,9 @@ func (d *demo) currentOwner(ctx context.Context) (string, uint64, bool) {
 	return "", 0, false
 }
 
-func (d *demo) node(name string) *demoNode {
+func (d *demo) node(name string) *braidproc.Node {
 	for _, n := range d.nodes {
-		if n.name == name {
+		if n.Name == name {
 			return n
 		}
 	}
@@ -544,7 +540,7 @@ func (d *demo) startStreaming(ctx context.Context) error {
 	_ = level.UnmarshalText([]byte(d.opts.logLevel))
 	var urls []string
 	for _, n := range d.nodes {
-		urls = append(urls, n.url())
+		urls = append(urls, n.URL())
 	}
 	cl, err := client.New(strings.Join(urls, ","), client.WithBackoff(100*time.Millisecond, time.Second),
 		client.WithLogger(slog.New(slog.NewTextHandler(d.consumerLog, &slog.HandlerOptions{Level: level}))))
@@ -597,8 +593,8 @@ func (d *demo) close() {
 	var wg sync.WaitGroup
 	for _, n := range d.nodes {
 		wg.Go(func() {
-			if n.stop(demoNodeGrace) {
-				d.con.sayf("node %s did not stop within %v of SIGTERM: killed", n.name, demoNodeGrace)
+			if n.Stop(demoNodeGrace) {
+				d.con.sayf("node %s did not stop within %v of SIGTERM: killed", n.Name, demoNodeGrace)
 			}
 		})
 	}

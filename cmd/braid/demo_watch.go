@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -64,14 +65,14 @@ func (d *demo) fail(err error) {
 func (d *demo) killOwner() {
 	d.killDone = true
 	n := d.node(d.owner)
-	if n == nil || !n.running() {
+	if n == nil || !n.Running() {
 		d.con.sayf("*** --kill-after: %s, which ran shop, is not running; nothing to kill", d.owner)
 		return
 	}
-	d.con.sayf("*** --kill-after %v: killing %s, which runs shop: kill -9 %d", d.opts.killAfter, n.name, n.pid())
+	d.con.sayf("*** --kill-after %v: killing %s, which runs shop: kill -9 %d", d.opts.killAfter, n.Name, n.PID())
 	d.killed = n
 	d.stream.mark()
-	_ = n.cmd.Process.Kill()
+	_ = n.Signal(syscall.SIGKILL)
 }
 
 // handleDeath tells what a node's death does: if it ran shop, another node
@@ -82,13 +83,13 @@ func (d *demo) handleDeath(ctx context.Context, ev nodeExit) {
 	if ctx.Err() != nil {
 		return // the demo is stopping
 	}
-	if d.killed != n && n.name == d.owner {
+	if d.killed != n && n.Name == d.owner {
 		d.stream.mark() // killed by someone else: the demo learns it at once
 	}
 	d.killed = nil
-	d.con.sayf("*** node %s (pid %d) is gone (%v)", n.name, n.pid(), ev.err)
-	if n.name != d.owner {
-		d.con.sayf("*** %s did not run shop (%s does): the stream goes on", n.name, d.owner)
+	d.con.sayf("*** node %s (pid %d) is gone (%v)", n.Name, n.PID(), ev.err)
+	if n.Name != d.owner {
+		d.con.sayf("*** %s did not run shop (%s does): the stream goes on", n.Name, d.owner)
 	} else {
 		d.con.sayf("*** waiting for another node to take shop over: gossip notices the loss within about a second, then the new owner waits out the old one's 1s lease")
 		old, oldEpoch := d.owner, d.epoch
@@ -106,18 +107,18 @@ func (d *demo) handleDeath(ctx context.Context, ev nodeExit) {
 			return
 		}
 	}
-	d.con.sayf("*** restarting %s on its data directory, so that the cluster has three nodes again", n.name)
-	if err := n.start(d.bin, d.deaths); err != nil {
+	d.con.sayf("*** restarting %s on its data directory, so that the cluster has three nodes again", n.Name)
+	if err := d.startNode(n); err != nil {
 		d.fail(err)
 		return
 	}
-	err := d.poll(ctx, n.name+" back in the cluster", func() (bool, error) {
+	err := d.poll(ctx, n.Name+" back in the cluster", func() (bool, error) {
 		st, err := d.status(ctx)
 		if err != nil || st.Leader == "" {
 			return false, nil
 		}
 		for _, s := range st.Nodes {
-			if s.Name == n.name && s.State == "alive" {
+			if s.Name == n.Name && s.State == "alive" {
 				return true, nil
 			}
 		}
@@ -128,7 +129,7 @@ func (d *demo) handleDeath(ctx context.Context, ev nodeExit) {
 	case err != nil:
 		d.fail(err)
 	default:
-		d.con.sayf("*** %s is back (pid %d)", n.name, n.pid())
+		d.con.sayf("*** %s is back (pid %d)", n.Name, n.PID())
 		d.instructions()
 	}
 }
@@ -139,16 +140,16 @@ func (d *demo) instructions() {
 	owner := d.node(d.owner)
 	other := d.nodes[0] // a node that stays up when the owner is killed
 	for _, n := range d.nodes {
-		if n != owner && n.running() {
+		if n != owner && n.Running() {
 			other = n
 			break
 		}
 	}
 	lines := []string{
-		fmt.Sprintf("shop runs on node %s, pid %d. To watch another node take it over,", owner.name, owner.pid()),
+		fmt.Sprintf("shop runs on node %s, pid %d. To watch another node take it over,", owner.Name, owner.PID()),
 		"kill it from another terminal:",
 		"",
-		fmt.Sprintf("    kill -9 %d", owner.pid()),
+		fmt.Sprintf("    kill -9 %d", owner.PID()),
 		"",
 		"The stream here pauses a few seconds and goes on from the new owner,",
 		"nothing lost or repeated; the demo then restarts the killed node.",
@@ -159,9 +160,9 @@ func (d *demo) instructions() {
 	}
 	lines = append(lines, "",
 		"Meanwhile, in another terminal:",
-		fmt.Sprintf("    %s cluster status --server %s", d.braid, other.url()),
-		fmt.Sprintf("    %s tail shop --server %s --client-id you", d.braid, other.url()),
-		fmt.Sprintf("canal clients: any node's canal port, e.g. 127.0.0.1:%d, destination shop", other.canal),
+		fmt.Sprintf("    %s cluster status --server %s", d.braid, other.URL()),
+		fmt.Sprintf("    %s tail shop --server %s --client-id you", d.braid, other.URL()),
+		fmt.Sprintf("canal clients: any node's canal port, e.g. 127.0.0.1:%d, destination shop", other.CanalPort),
 		fmt.Sprintf("logs: %s/{n1,n2,n3,consumer}.log", d.dir))
 	if d.opts.duration == 0 {
 		lines = append(lines, "Ctrl-C stops the demo.")

@@ -55,10 +55,14 @@ type Node struct {
 	RaftPort, GossipPort, HTTPPort, CanalPort int
 	// Args are extra flags, e.g. --bootstrap-expect 3.
 	Args []string
+	// OnExit, when set, is called with how each process of the node
+	// exited (cmd.Wait's error), on a goroutine of its own.
+	OnExit func(err error)
 
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{} // closed when cmd has exited
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed when cmd has exited
+	waitErr error         // how cmd exited, once exited is closed
 }
 
 // URL is the node's HTTP API.
@@ -94,12 +98,52 @@ func (n *Node) Start(bin string, join []string) error {
 	}
 	exited := make(chan struct{})
 	go func() {
-		_ = cmd.Wait()
+		err := cmd.Wait()
 		f.Close()
+		n.mu.Lock()
+		n.waitErr = err
+		n.mu.Unlock()
 		close(exited)
+		if n.OnExit != nil {
+			n.OnExit(err)
+		}
 	}()
-	n.cmd, n.exited = cmd, exited
+	n.cmd, n.exited, n.waitErr = cmd, exited, nil
 	return nil
+}
+
+// ExitErr waits for the node's current process to exit and says how it
+// did ("exit status 0" when it ended cleanly).
+func (n *Node) ExitErr() error {
+	exited := n.Exited()
+	if exited == nil {
+		return errors.New("never started")
+	}
+	<-exited
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.waitErr == nil {
+		return errors.New("exit status 0")
+	}
+	return n.waitErr
+}
+
+// Stop sends the node SIGTERM and, if it has not exited after grace,
+// SIGKILL; it reports whether it had to kill.
+func (n *Node) Stop(grace time.Duration) (killed bool) {
+	if !n.Running() {
+		return false
+	}
+	_ = n.Signal(syscall.SIGTERM)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-n.Exited():
+		return false
+	case <-t.C:
+		n.Kill()
+		return true
+	}
 }
 
 // Running reports whether the node's process runs.
