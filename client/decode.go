@@ -310,16 +310,7 @@ func (d *lineDecoder) sqlTypes() bool {
 		return true
 	}
 	d.v.hasSQLType = true
-	return d.members(func(col int) bool {
-		c := &d.v.cols[col]
-		var n int64
-		ok := d.int(&n) && int64(int(n)) == n // json's range check where int is 32 bits
-		if c.inSQLType {
-			return false // a key twice: json's last wins
-		}
-		c.sqlType, c.inSQLType = int(n), true
-		return ok
-	})
+	return d.members(sqlTypeMembers, nil)
 }
 
 // mysqlTypes reads mysqlType: column → string (null is ""), or null.
@@ -328,18 +319,22 @@ func (d *lineDecoder) mysqlTypes() bool {
 		return true
 	}
 	d.v.hasMysqlType = true
-	return d.members(func(col int) bool {
-		c := &d.v.cols[col]
-		if c.inMysqlType {
-			return false
-		}
-		c.inMysqlType = true
-		return d.text(&c.mysqlType, true)
-	})
+	return d.members(mysqlTypeMembers, nil)
 }
 
-// members reads an object of column keys, calling value at each value.
-func (d *lineDecoder) members(value func(col int) bool) bool {
+// What an object of column keys holds.
+type memberKind uint8
+
+const (
+	sqlTypeMembers   memberKind = iota // integers (null is 0)
+	mysqlTypeMembers                   // strings (null is "")
+	rowMembers                         // a row's values: strings or null
+)
+
+// members reads an object of column keys whose values are of kind; a
+// row's go into rs's cells. (One loop with a switch, not a callback per
+// value: every value of the stream goes through it.)
+func (d *lineDecoder) members(kind memberKind, rs *viewRows) bool {
 	if !d.eat('{') {
 		return false
 	}
@@ -359,7 +354,30 @@ func (d *lineDecoder) members(value func(col int) bool) bool {
 			return false
 		}
 		d.ws()
-		if !value(col) {
+		c := &d.v.cols[col]
+		switch kind {
+		case rowMembers:
+			if d.seen[col] == d.gen {
+				return false // a column twice: json's last wins
+			}
+			d.seen[col] = d.gen
+			cell := viewCell{col: int32(col)}
+			if d.peek() == '"' {
+				cell.v, ok = d.value()
+			} else {
+				cell.null = d.lit("null")
+				ok = cell.null
+			}
+			rs.cells = append(rs.cells, cell)
+		case sqlTypeMembers:
+			var n int64
+			ok = d.int(&n) && int64(int(n)) == n && !c.inSQLType // json's range check where int is 32 bits; a key twice: json's last wins
+			c.sqlType, c.inSQLType = int(n), true
+		case mysqlTypeMembers:
+			ok = !c.inMysqlType && d.text(&c.mysqlType, true)
+			c.inMysqlType = true
+		}
+		if !ok {
 			return false
 		}
 		d.ws()
@@ -409,21 +427,7 @@ func (d *lineDecoder) row(rs *viewRows) bool {
 		clear(d.seen)
 		d.gen = 1
 	}
-	return d.members(func(col int) bool {
-		if d.seen[col] == d.gen {
-			return false // a column twice: json's last wins
-		}
-		d.seen[col] = d.gen
-		c := viewCell{col: int32(col), null: d.lit("null")}
-		if !c.null {
-			var ok bool
-			if c.v, ok = d.value(); !ok {
-				return false
-			}
-		}
-		rs.cells = append(rs.cells, c)
-		return true
-	})
+	return d.members(rowMembers, rs)
 }
 
 // value reads a JSON string as a view: of the line if it has no escapes,
