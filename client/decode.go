@@ -281,21 +281,29 @@ func (d *lineDecoder) pkNames() bool {
 	if d.lit("null") {
 		return true
 	}
+	v.hasPkNames = true // json makes [] an empty slice, not nil
+	return d.array(func() bool {
+		var s string
+		ok := d.text(&s, true)
+		v.PkNames = append(v.PkNames, s)
+		return ok
+	})
+}
+
+// array reads a JSON array, calling elem at each element.
+func (d *lineDecoder) array(elem func() bool) bool {
 	if !d.eat('[') {
 		return false
 	}
-	v.hasPkNames = true // json makes [] an empty slice, not nil
 	d.ws()
 	if d.eat(']') {
 		return true
 	}
 	for {
 		d.ws()
-		var s string
-		if !d.text(&s, true) {
+		if !elem() {
 			return false
 		}
-		v.PkNames = append(v.PkNames, s)
 		d.ws()
 		if d.eat(',') {
 			continue
@@ -394,16 +402,8 @@ func (d *lineDecoder) rows(rs *viewRows) bool {
 	if d.lit("null") {
 		return true
 	}
-	if !d.eat('[') {
-		return false
-	}
 	rs.set = true // json makes [] an empty slice, not nil
-	d.ws()
-	if d.eat(']') {
-		return true
-	}
-	for {
-		d.ws()
+	return d.array(func() bool {
 		r := viewRow{first: int32(len(rs.cells))}
 		if d.lit("null") {
 			r.null = true
@@ -412,12 +412,8 @@ func (d *lineDecoder) rows(rs *viewRows) bool {
 		}
 		r.n = int32(len(rs.cells)) - r.first
 		rs.rows = append(rs.rows, r)
-		d.ws()
-		if d.eat(',') {
-			continue
-		}
-		return d.eat(']')
-	}
+		return true
+	})
 }
 
 // row reads one row, column → string or null, into rs's cells.

@@ -277,22 +277,7 @@ func (d *lineDecoder) skip(depth int) bool {
 			return d.eat('}')
 		}
 	case '[':
-		d.pos++
-		d.ws()
-		if d.eat(']') {
-			return true
-		}
-		for {
-			d.ws()
-			if !d.skip(depth + 1) {
-				return false
-			}
-			d.ws()
-			if d.eat(',') {
-				continue
-			}
-			return d.eat(']')
-		}
+		return d.array(func() bool { return d.skip(depth + 1) })
 	case 't':
 		return d.lit("true")
 	case 'f':

@@ -182,16 +182,7 @@ func TestCaptureMultiSource(t *testing.T) {
 			fmt.Sprintf("CREATE TABLE shop_%d.orders (id INT PRIMARY KEY)", i),
 			fmt.Sprintf("INSERT INTO shop_%d.orders VALUES (%d)", i, i))
 	}
-	spec := writeSpec(t, fmt.Sprintf(`
-name: shop
-sources:
-  - {name: a, address: '%s', start: earliest}
-  - {name: b, address: '%s', start: earliest}
-  - {name: c, address: '%s', start: earliest}
-tables: ['shop_\d+\.orders']
-route: [{match: 'shop_\d+\.(\w+)', to: 'shop.$1'}]
-heartbeat: 100ms
-`, srvs[0].Addr(), srvs[1].Addr(), srvs[2].Addr()))
+	spec := writeSpec(t, shopSpecYAML(srvs, ""))
 	cursors := t.TempDir()
 	type msg struct {
 		Seq                    uint64

@@ -49,8 +49,6 @@ func buildBraid(t *testing.T) string {
 // testNode is one braid server process, with helpers that fail the test.
 type testNode struct{ *braidproc.Node }
 
-func (n *testNode) url() string { return n.URL() }
-
 // start runs the node's process, its log going to a file.
 func (n *testNode) start(t *testing.T, bin string, join []string) {
 	t.Helper()
@@ -65,12 +63,6 @@ func (n *testNode) signal(t *testing.T, sig syscall.Signal) {
 	if err := n.Signal(sig); err != nil {
 		t.Fatalf("signal %v to %s: %v", sig, n.Name, err)
 	}
-}
-
-// kill SIGKILLs the node and waits for it to be gone.
-func (n *testNode) kill(t *testing.T) {
-	t.Helper()
-	n.Kill()
 }
 
 // logTail returns the last lines of the node's log above debug level,
@@ -222,7 +214,13 @@ func shopShards(t *testing.T) []*mysqltest.Server {
 
 func shopSpec(t *testing.T, srvs []*mysqltest.Server) string {
 	t.Helper()
-	return writeSpec(t, fmt.Sprintf(`
+	return writeSpec(t, shopSpecYAML(srvs, "max_clock_skew: 200ms\n"))
+}
+
+// shopSpecYAML is the shop destination over three shard servers, heartbeat
+// 100ms, with extra lines at the end.
+func shopSpecYAML(srvs []*mysqltest.Server, extra string) string {
+	return fmt.Sprintf(`
 name: shop
 sources:
   - {name: a, address: '%s', start: earliest}
@@ -231,8 +229,19 @@ sources:
 tables: ['shop_\d+\.orders']
 route: [{match: 'shop_\d+\.(\w+)', to: 'shop.$1'}]
 heartbeat: 100ms
-max_clock_skew: 200ms
-`, srvs[0].Addr(), srvs[1].Addr(), srvs[2].Addr()))
+`, srvs[0].Addr(), srvs[1].Addr(), srvs[2].Addr()) + extra
+}
+
+// shopCluster starts the shop shards and a cluster, and creates the shop
+// destination through n1.
+func shopCluster(t *testing.T) ([]*mysqltest.Server, *testCluster) {
+	t.Helper()
+	srvs := shopShards(t)
+	c := startCluster(t)
+	if _, errs, code := cli("destination", "create", "-f", shopSpec(t, srvs), "--server", c.nodes[0].URL()); code != 0 {
+		t.Fatalf("create: %s", errs)
+	}
+	return srvs, c
 }
 
 // TestClusterFormsAndServes: three nodes form a cluster; a destination
@@ -243,7 +252,7 @@ func TestClusterFormsAndServes(t *testing.T) {
 	srvs := shopShards(t)
 	c := startCluster(t)
 	spec := shopSpec(t, srvs)
-	if out, errs, code := cli("destination", "create", "-f", spec, "--server", c.nodes[1].url()); code != 0 {
+	if out, errs, code := cli("destination", "create", "-f", spec, "--server", c.nodes[1].URL()); code != 0 {
 		t.Fatalf("create: exit %d: %s%s", code, out, errs)
 	}
 	owner, epoch := c.owner(t, "shop")
@@ -260,7 +269,7 @@ func TestClusterFormsAndServes(t *testing.T) {
 		if i == 0 {
 			want = 8
 		}
-		out, errs, code := cli("tail", "shop", "--server", n.url(), "--client-id", "shared", "--max", strconv.Itoa(want), "--timeout", "30s")
+		out, errs, code := cli("tail", "shop", "--server", n.URL(), "--client-id", "shared", "--max", strconv.Itoa(want), "--timeout", "30s")
 		if code != 0 {
 			t.Fatalf("tail through %s (owner %s): exit %d: %s", n.Name, owner.Name, code, errs)
 		}
@@ -268,15 +277,15 @@ func TestClusterFormsAndServes(t *testing.T) {
 			t.Errorf("tail through %s: %d lines, want %d with %q and %q:\n%s\nstderr: %s", n.Name, got, want, a, b, out, errs)
 		}
 	}
-	out, errs, code := cli("cluster", "status", "--server", c.nodes[2].url())
+	out, errs, code := cli("cluster", "status", "--server", c.nodes[2].URL())
 	if code != 0 || !strings.Contains(out, "leader") || !strings.Contains(out, "shop") || strings.Count(out, "alive") != 3 {
 		t.Errorf("cluster status: exit %d\n%s%s", code, out, errs)
 	}
-	out, _, code = cli("destination", "list", "--server", c.nodes[0].url())
+	out, _, code = cli("destination", "list", "--server", c.nodes[0].URL())
 	if code != 0 || !strings.Contains(out, "shop") || !strings.Contains(out, owner.Name) {
 		t.Errorf("destination list: exit %d\n%s", code, out)
 	}
-	out, _, code = cli("destination", "show", "shop", "--server", c.nodes[0].url())
+	out, _, code = cli("destination", "show", "shop", "--server", c.nodes[0].URL())
 	if code != 0 || !strings.Contains(out, "shared") || !strings.Contains(out, "shop_\\d+") {
 		t.Errorf("destination show: exit %d\n%s", code, out)
 	}
@@ -287,7 +296,7 @@ func TestClusterFormsAndServes(t *testing.T) {
 func TestClusterBadInput(t *testing.T) {
 	srvs := shopShards(t)
 	c := startCluster(t)
-	url := c.nodes[0].url()
+	url := c.nodes[0].URL()
 
 	// A spec with an unreachable shard, and one with a bad regex.
 	dead := freePorts(t, 1)[0]

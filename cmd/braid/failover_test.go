@@ -51,7 +51,7 @@ func startConsumer(t *testing.T, c *testCluster, dest, clientID string) *consume
 	t.Helper()
 	var urls []string
 	for _, n := range c.nodes {
-		urls = append(urls, n.url())
+		urls = append(urls, n.URL())
 	}
 	logf, err := os.Create(filepath.Join(t.TempDir(), "consumer.log"))
 	if err != nil {
@@ -258,11 +258,7 @@ func waitRows(t *testing.T, c *testCluster, cs *consumer, committed []int64) {
 // order and merged order, with dense seqs. The gap each takeover left at
 // the consumer is logged.
 func TestClusterFailover(t *testing.T) {
-	srvs := shopShards(t)
-	c := startCluster(t)
-	if _, errs, code := cli("destination", "create", "-f", shopSpec(t, srvs), "--server", c.nodes[0].url()); code != 0 {
-		t.Fatalf("create: %s", errs)
-	}
+	srvs, c := shopCluster(t)
 	c.owner(t, "shop")
 	cs := startConsumer(t, c, "shop", "failover")
 	var writers []*writer
@@ -278,7 +274,7 @@ func TestClusterFailover(t *testing.T) {
 		})
 		before := cs.lastArrival()
 		killedAt := time.Now()
-		owner.kill(t)
+		owner.Kill()
 		c.waitFor(t, 30*time.Second, fmt.Sprintf("rows after kill %d of owner %s", kill, owner.Name), func() (bool, string) {
 			if cs.lastArrival().After(killedAt) {
 				return true, ""
@@ -332,7 +328,7 @@ func TestClusterFailover(t *testing.T) {
 	owner, epoch := c.owner(t, "shop")
 	for _, n := range c.nodes {
 		if n.Name == st.Leader {
-			n.kill(t)
+			n.Kill()
 			t.Logf("killed the raft leader %s (owner %s)", n.Name, owner.Name)
 		}
 	}
@@ -368,7 +364,7 @@ func startDirectStream(t *testing.T, n *testNode, dest, clientID string) *direct
 	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, n.url()+"/v1/destinations/"+dest+"/stream?client-id="+clientID, nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, n.URL()+"/v1/destinations/"+dest+"/stream?client-id="+clientID, nil)
 	resp, err := hc.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -411,11 +407,7 @@ func (ds *directStream) after(t time.Time) int {
 // the stalled node resumes, it sends nothing more to a consumer still
 // connected to it, and leaves the destination to its successor.
 func TestClusterFencesStalledOwner(t *testing.T) {
-	srvs := shopShards(t)
-	c := startCluster(t)
-	if _, errs, code := cli("destination", "create", "-f", shopSpec(t, srvs), "--server", c.nodes[0].url()); code != 0 {
-		t.Fatalf("create: %s", errs)
-	}
+	srvs, c := shopCluster(t)
 	owner, epoch := c.owner(t, "shop")
 	cs := startConsumer(t, c, "shop", "main")
 	var writers []*writer
@@ -497,7 +489,7 @@ func TestClusterRebalance(t *testing.T) {
 	c := startCluster(t)
 	for _, name := range []string{"shop1", "shop2", "shop3"} {
 		spec := writeSpec(t, fmt.Sprintf("name: %s\nsources:\n  - {name: a, address: '%s'}\ntables: ['shop_\\d+\\.orders']\n", name, srvs[0].Addr()))
-		if _, errs, code := cli("destination", "create", "-f", spec, "--server", c.nodes[0].url()); code != 0 {
+		if _, errs, code := cli("destination", "create", "-f", spec, "--server", c.nodes[0].URL()); code != 0 {
 			t.Fatalf("create %s: %s", name, errs)
 		}
 	}
@@ -536,7 +528,7 @@ func TestClusterRebalance(t *testing.T) {
 	}
 	owners := spread("one destination a node", 3)
 	victim := c.nodes[1]
-	victim.kill(t)
+	victim.Kill()
 	moved := spread("the killed node's destination on a live node", 2)
 	for d, o := range moved {
 		if o == victim.Name {
@@ -643,11 +635,7 @@ func (cc *canalConsumer) session(n *testNode, dest string, clientID int) {
 // what the client had not acked plus what it acked after its cursor was
 // last written to Raft (every cursor interval).
 func TestClusterCanalFailover(t *testing.T) {
-	srvs := shopShards(t)
-	c := startCluster(t)
-	if _, errs, code := cli("destination", "create", "-f", shopSpec(t, srvs), "--server", c.nodes[0].url()); code != 0 {
-		t.Fatalf("create: %s", errs)
-	}
+	srvs, c := shopCluster(t)
 	owner, _ := c.owner(t, "shop")
 	var entry *testNode
 	for _, n := range c.nodes {
@@ -667,7 +655,7 @@ func TestClusterCanalFailover(t *testing.T) {
 		return len(cc.ids) > 50, ""
 	})
 	killedAt := time.Now()
-	owner.kill(t)
+	owner.Kill()
 	c.waitFor(t, 30*time.Second, "rows after the owner was killed", func() (bool, string) {
 		cc.mu.Lock()
 		defer cc.mu.Unlock()
@@ -710,7 +698,7 @@ func TestClusterCanalFailover(t *testing.T) {
 	<-cc.done
 	canalUnsubscribe(t, fmt.Sprintf("127.0.0.1:%d", entry.CanalPort), "shop", "1001")
 	c.waitFor(t, 10*time.Second, "the unsubscribed client's cursor gone", func() (bool, string) {
-		_, errs, code := cli("destination", "delete", "shop", "--server", entry.url())
+		_, errs, code := cli("destination", "delete", "shop", "--server", entry.URL())
 		return code == 0, errs
 	})
 }
