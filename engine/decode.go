@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
@@ -45,6 +46,12 @@ type tableCodec struct {
 	// jsonKeys[i] is column i's name as a JSON object key, `"name":`,
 	// escaped once for every row the flat writer writes.
 	jsonKeys [][]byte
+	// types and metas are the columns' binlog types and metadata, from the
+	// table map, and tz the zone TIMESTAMP values are shown in: what
+	// reading a raw row image takes.
+	types []byte
+	metas []uint16
+	tz    *time.Location
 }
 
 // passThrough are the column types go-mysql already decodes to braid's
@@ -56,8 +63,9 @@ var passThrough = map[string]bool{
 	"char": true, "varchar": true,
 }
 
-func newTableCodec(t *Table, tm *replication.TableMapEvent) *tableCodec {
-	tc := &tableCodec{Table: t, converts: make([]bool, len(t.Columns)), jsonKeys: make([][]byte, len(t.Columns))}
+func newTableCodec(t *Table, tm *replication.TableMapEvent, tz *time.Location) *tableCodec {
+	tc := &tableCodec{Table: t, converts: make([]bool, len(t.Columns)), jsonKeys: make([][]byte, len(t.Columns)),
+		types: tm.ColumnType, metas: tm.ColumnMeta, tz: tz}
 	for i := range t.Columns {
 		c := &t.Columns[i]
 		tc.jsonKeys[i] = append(appendJSONString(nil, c.Name), ':')
@@ -109,7 +117,7 @@ func (d *decoder) table(tm *replication.TableMapEvent, pos Position) (*tableCode
 	}
 	tc, ok := d.codecs[t]
 	if !ok {
-		tc = newTableCodec(t, tm)
+		tc = newTableCodec(t, tm, d.p.info.location)
 		d.codecs[t] = tc
 	}
 	d.lastMap, d.lastCodec = tm, tc

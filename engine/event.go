@@ -97,10 +97,12 @@ type Event struct {
 
 // RowChange is one row's change.
 //
-// It keeps the values as go-mysql decoded them and converts them to Values
-// when asked (Before, After), so a consumer that only renders them (the flat
-// writer) or only counts them pays for no conversion. A RowChange is
-// read-only and safe for concurrent readers.
+// It keeps the row images as the binlog wrote them (the common column
+// types, see rawRows) or as go-mysql decoded them (the rest), and converts
+// them to Values only when asked (Before, After), so a consumer that only
+// renders them (the flat writer, the canal encoder) or only counts them
+// pays for no conversion. A RowChange is read-only and safe for concurrent
+// readers.
 type RowChange struct {
 	// Table is the schema the row was decoded with: the table's columns as
 	// they were when the row was written.
@@ -109,30 +111,52 @@ type RowChange struct {
 	// Index counts the transaction's row changes from 0.
 	Index int
 
-	codec         *tableCodec
+	codec *tableCodec
+	// before and after are the images as go-mysql decoded them, for tables
+	// braid does not read raw; nil otherwise, and for an image the change
+	// does not have.
 	before, after []any
+	// data holds the images of a raw rows event; beforeAt and afterAt are
+	// where each column's value starts in it (-1 for NULL).
+	data              []byte
+	beforeAt, afterAt []int32
 }
 
 // Before is the row before an UPDATE or DELETE (nil for an INSERT), one
 // Value per column of Table. Each call converts anew; keep the result.
-func (rc *RowChange) Before() []Value { return rc.image(rc.before) }
+func (rc *RowChange) Before() []Value { return rc.image(rc.before, rc.beforeAt) }
 
 // After is the row after an INSERT or UPDATE (nil for a DELETE).
-func (rc *RowChange) After() []Value { return rc.image(rc.after) }
+func (rc *RowChange) After() []Value { return rc.image(rc.after, rc.afterAt) }
 
 // HasBefore and HasAfter report which images the row change has: an
 // INSERT only the after image, a DELETE only the before image, an UPDATE
 // both.
-func (rc *RowChange) HasBefore() bool { return rc.before != nil }
+func (rc *RowChange) HasBefore() bool { return rc.before != nil || rc.beforeAt != nil }
 
 // HasAfter: see HasBefore.
-func (rc *RowChange) HasAfter() bool { return rc.after != nil }
+func (rc *RowChange) HasAfter() bool { return rc.after != nil || rc.afterAt != nil }
 
 // AppendText appends column i's value, from the after image when after is
 // set and else from the before image, in canal's string form (see
 // FlatWriter) as valid UTF-8, converting nothing it need not; isNull
 // reports SQL NULL, for which nothing is appended. The image must exist.
 func (rc *RowChange) AppendText(b []byte, after bool, i int) (out []byte, isNull bool) {
+	return rc.appendText(b, after, i, false)
+}
+
+// appendText is AppendText, writing a JSON string when quoted is set.
+func (rc *RowChange) appendText(b []byte, after bool, i int, quoted bool) ([]byte, bool) {
+	if rc.data != nil {
+		at := rc.beforeAt
+		if after {
+			at = rc.afterAt
+		}
+		if at[i] < 0 {
+			return b, true
+		}
+		return rc.codec.appendRawText(b, i, rc.data[at[i]:], quoted), false
+	}
 	img := rc.before
 	if after {
 		img = rc.after
@@ -140,24 +164,30 @@ func (rc *RowChange) AppendText(b []byte, after bool, i int) (out []byte, isNull
 	if img[i] == nil {
 		return b, true
 	}
-	return rc.codec.appendText(b, i, img[i], false), false
+	return rc.codec.appendText(b, i, img[i], quoted), false
 }
 
 // Changed reports whether an UPDATE changed column i: whether its before
 // and after values differ (what canal marks "updated", and what the flat
 // message's "old" lists).
 func (rc *RowChange) Changed(i int) bool {
-	if rc.before == nil || rc.after == nil {
-		return rc.after != nil
+	if !rc.HasBefore() || !rc.HasAfter() {
+		return rc.HasAfter()
+	}
+	if rc.data != nil {
+		return !rc.codec.rawEqual(i, rc.data, rc.beforeAt[i], rc.afterAt[i])
 	}
 	return !rawEqual(rc.before[i], rc.after[i])
 }
 
-func (rc *RowChange) image(raw []any) []Value {
-	if raw == nil {
+func (rc *RowChange) image(vals []any, at []int32) []Value {
+	if at != nil {
+		vals = rc.codec.decodeRaw(rc.data, at)
+	}
+	if vals == nil {
 		return nil
 	}
-	return rc.codec.values(raw)
+	return rc.codec.values(vals)
 }
 
 // Value is one decoded column value. Its dynamic type is one of:
@@ -183,9 +213,11 @@ type DDL struct {
 }
 
 // Size estimates the memory an event holds, for the store's bound: a fixed
-// overhead; for row changes, the binlog event their decoded values share,
-// and each value's header, boxed number or own bytes (decoded by go-mysql's
-// fallback decoder: counted even when shared, erring on the safe side).
+// overhead; for row changes, the binlog event their images live in (raw
+// images point into it, as do the strings go-mysql decodes), each
+// RowChange, a raw image's offsets, and a decoded image's value headers,
+// boxed numbers and own bytes (counted even when shared, erring on the
+// safe side).
 //
 // The first call computes and remembers it: call it only once the event is
 // complete (emitted), as the destination's queues and the store do.
@@ -199,7 +231,7 @@ func (e *Event) Size() int64 {
 	}
 	for i := range e.Rows {
 		rc := &e.Rows[i]
-		n += 96 + imageSize(rc.before) + imageSize(rc.after)
+		n += 160 + imageSize(rc.before) + imageSize(rc.after) + 4*int64(len(rc.beforeAt)+len(rc.afterAt))
 	}
 	e.size = n
 	return n

@@ -2,11 +2,15 @@ package engine
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
 )
 
 // FlatWriter renders a parser's events as canal flat messages (canal's
@@ -141,11 +145,7 @@ func (w *FlatWriter) flush(out func([]byte) error) error {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		img := rc.after
-		if rc.Kind == Delete {
-			img = rc.before
-		}
-		b = appendRow(b, rc.codec, img, nil)
+		b = appendRow(b, rc, rc.Kind != Delete, false)
 	}
 	b = append(b, ']', ',', '"', 'o', 'l', 'd', '"', ':')
 	if first.Kind == Update {
@@ -154,7 +154,7 @@ func (w *FlatWriter) flush(out func([]byte) error) error {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendRow(b, rc.codec, rc.before, rc.after)
+			b = appendRow(b, rc, false, true)
 		}
 		b = append(b, ']')
 	} else {
@@ -204,15 +204,16 @@ func (w *FlatWriter) appendBraidFields(b []byte, ev *Event, originDB, originTabl
 	return append(b, '}')
 }
 
-// appendRow writes one row image as a JSON object in column order. With
-// after set, only the columns whose value differs from after are written
+// appendRow writes one of rc's images, the after image when after is set
+// and else the before image, as a JSON object in column order. With
+// onlyChanged set, only the columns the update changed are written
 // (canal's "old": the previous values of the changed columns).
-func appendRow(b []byte, t *tableCodec, img, after []any) []byte {
+func appendRow(b []byte, rc *RowChange, after, onlyChanged bool) []byte {
+	t := rc.codec
 	b = append(b, '{')
 	n := 0
 	for i := range t.Columns {
-		v := img[i]
-		if after != nil && rawEqual(v, after[i]) {
+		if onlyChanged && !rc.Changed(i) {
 			continue
 		}
 		if n > 0 {
@@ -220,7 +221,10 @@ func appendRow(b []byte, t *tableCodec, img, after []any) []byte {
 		}
 		n++
 		b = append(b, t.jsonKeys[i]...)
-		b = t.appendJSON(b, i, v)
+		var null bool
+		if b, null = rc.appendText(b, after, i, true); null {
+			b = append(b, "null"...)
+		}
 	}
 	return append(b, '}')
 }
@@ -235,13 +239,142 @@ func rawEqual(a, b any) bool {
 	return a == b
 }
 
-// appendJSON writes column i's go-mysql value v in canal's string form as
-// JSON (null for NULL).
-func (t *tableCodec) appendJSON(b []byte, i int, v any) []byte {
-	if v == nil {
-		return append(b, "null"...)
+// appendRawText writes column i's value, read from the row image bytes v
+// (starting at the value), exactly as appendText writes the value go-mysql
+// decodes from them. The common cases format straight from the bytes; the
+// rest decode the value first.
+func (t *tableCodec) appendRawText(b []byte, i int, v []byte, quoted bool) []byte {
+	c := &t.Columns[i]
+	tp, width := stringColumn(t.types[i], t.metas[i])
+	meta := t.metas[i]
+	// digits appends text that needs no JSON escaping, quoted when asked.
+	digits := func(b []byte, f func([]byte) []byte) []byte {
+		if !quoted {
+			return f(b)
+		}
+		return append(f(append(b, '"')), '"')
 	}
-	return t.appendText(b, i, v, true)
+	switch tp {
+	case mysql.MYSQL_TYPE_TINY, mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_INT24, mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_LONGLONG:
+		if c.Type == "enum" || c.Type == "set" || c.Type == "bit" {
+			break
+		}
+		x, size := rawInt(v, tp)
+		if c.Unsigned {
+			u := uint64(x)
+			if size < 8 {
+				u &= 1<<(8*size) - 1
+			}
+			return appendUintText(b, u, quoted)
+		}
+		return appendIntText(b, x, quoted)
+	case mysql.MYSQL_TYPE_YEAR:
+		year := int64(0)
+		if v[0] != 0 {
+			year = int64(v[0]) + 1900
+		}
+		return appendIntText(b, year, quoted)
+	case mysql.MYSQL_TYPE_FLOAT, mysql.MYSQL_TYPE_DOUBLE:
+		if t.converts[i] {
+			break
+		}
+		f, size := float64(math.Float32frombits(binary.LittleEndian.Uint32(v))), 32
+		if tp == mysql.MYSQL_TYPE_DOUBLE {
+			f, size = math.Float64frombits(binary.LittleEndian.Uint64(v)), 64
+		}
+		return digits(b, func(b []byte) []byte { return appendFloat(b, f, size) })
+	case mysql.MYSQL_TYPE_NEWDECIMAL:
+		if t.converts[i] {
+			break
+		}
+		return digits(b, func(b []byte) []byte {
+			b, _ = appendDecimal(b, v, int(meta>>8), int(meta&0xff))
+			return b
+		})
+	case mysql.MYSQL_TYPE_DATE, mysql.MYSQL_TYPE_DATETIME2, mysql.MYSQL_TYPE_TIMESTAMP2:
+		if t.converts[i] {
+			break
+		}
+		return digits(b, func(b []byte) []byte {
+			switch tp {
+			case mysql.MYSQL_TYPE_DATE:
+				return appendDate(b, v)
+			case mysql.MYSQL_TYPE_DATETIME2:
+				b, _ = appendDatetime2(b, v, int(meta))
+			default:
+				b, _ = appendTimestamp2(b, v, int(meta), t.tz)
+			}
+			return b
+		})
+	case mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING, mysql.MYSQL_TYPE_STRING, mysql.MYSQL_TYPE_BLOB, mysql.MYSQL_TYPE_GEOMETRY:
+		var x []byte
+		if tp == mysql.MYSQL_TYPE_BLOB || tp == mysql.MYSQL_TYPE_GEOMETRY {
+			x, _, _ = blobBytes(v, meta)
+		} else {
+			if tp != mysql.MYSQL_TYPE_STRING {
+				width = int(meta)
+			}
+			x, _ = stringBytes(v, width)
+		}
+		if !c.Binary {
+			return appendStringText(b, bytesString(x), quoted)
+		}
+		if t.binWidth == nil || t.binWidth[i] <= len(x) {
+			return appendLatin1Text(b, x, quoted)
+		}
+	}
+	val, _, err := decodeValue(v, t.types[i], meta, t.tz)
+	if err != nil || val == nil {
+		return b // not reached: the image was split with the same types
+	}
+	return t.appendText(b, i, val, quoted)
+}
+
+// rawInt reads an integer column's value, sign-extended, and its width in
+// bytes.
+func rawInt(v []byte, tp byte) (int64, int) {
+	switch tp {
+	case mysql.MYSQL_TYPE_TINY:
+		return int64(int8(v[0])), 1
+	case mysql.MYSQL_TYPE_SHORT:
+		return int64(int16(binary.LittleEndian.Uint16(v))), 2
+	case mysql.MYSQL_TYPE_INT24:
+		return int64(int32(int24(v))), 3
+	case mysql.MYSQL_TYPE_LONG:
+		return int64(int32(binary.LittleEndian.Uint32(v))), 4
+	}
+	return int64(binary.LittleEndian.Uint64(v)), 8
+}
+
+// rawEqual reports whether column i has the same value at offsets a and b
+// of a raw rows event's data (-1: NULL): the same bytes, or for FLOAT and
+// DOUBLE the same number, as go-mysql's values compare.
+func (t *tableCodec) rawEqual(i int, data []byte, a, b int32) bool {
+	if a < 0 || b < 0 {
+		return a == b
+	}
+	x, y := data[a:], data[b:]
+	switch t.types[i] {
+	case mysql.MYSQL_TYPE_FLOAT:
+		return math.Float32frombits(binary.LittleEndian.Uint32(x)) == math.Float32frombits(binary.LittleEndian.Uint32(y))
+	case mysql.MYSQL_TYPE_DOUBLE:
+		return math.Float64frombits(binary.LittleEndian.Uint64(x)) == math.Float64frombits(binary.LittleEndian.Uint64(y))
+	}
+	nx, _ := valueLen(x, t.types[i], t.metas[i])
+	ny, _ := valueLen(y, t.types[i], t.metas[i])
+	return bytes.Equal(x[:nx], y[:ny])
+}
+
+// decodeRaw decodes a raw image, at holding each column's offset in data,
+// to go-mysql's values.
+func (t *tableCodec) decodeRaw(data []byte, at []int32) []any {
+	vals := make([]any, len(at))
+	for i, off := range at {
+		if off >= 0 {
+			vals[i], _, _ = decodeValue(data[off:], t.types[i], t.metas[i], t.tz)
+		}
+	}
+	return vals
 }
 
 // appendText writes column i's go-mysql value v (not nil) in canal's
@@ -384,10 +517,15 @@ func FormatValue(v Value) string {
 // formatFloat writes the shortest digits that read back as the same value,
 // in plain notation for everyday magnitudes.
 func formatFloat(f float64, bits int) string {
+	return string(appendFloat(nil, f, bits))
+}
+
+// appendFloat appends formatFloat's text.
+func appendFloat(b []byte, f float64, bits int) []byte {
 	if a := max(f, -f); a != 0 && (a < 1e-6 || a >= 1e21) {
-		return strconv.FormatFloat(f, 'g', -1, bits)
+		return strconv.AppendFloat(b, f, 'g', -1, bits)
 	}
-	return strconv.FormatFloat(f, 'f', -1, bits)
+	return strconv.AppendFloat(b, f, 'f', -1, bits)
 }
 
 const hexDigits = "0123456789abcdef"

@@ -220,21 +220,37 @@ func (p *Parser) handleRows(ctx context.Context, ev *replication.RowsEvent, star
 			}
 		}
 	}
-	changes := make([]RowChange, 0, len(ev.Rows)/step)
-	for i := 0; i+step <= len(ev.Rows); i += step {
+	images, cols := len(ev.Rows), len(table.Columns)
+	raw := rawRowsOf(ev)
+	if raw != nil {
+		images = len(raw.at) / max(cols, 1)
+	}
+	// image returns image i: its values or its offsets in raw.data.
+	image := func(i int) ([]any, []int32) {
+		if raw != nil {
+			return nil, raw.at[i*cols : (i+1)*cols : (i+1)*cols]
+		}
+		return ev.Rows[i], nil
+	}
+	changes := make([]RowChange, 0, images/step)
+	for i := 0; i+step <= images; i += step {
 		index := p.tx.rows
 		p.tx.rows++
 		if index < p.replay.rows {
 			continue // emitted before the reconnect
 		}
 		rc := RowChange{Table: table.Table, Kind: kind, Index: index, codec: table}
+		if raw != nil {
+			rc.data = raw.data
+		}
 		switch kind {
 		case Insert:
-			rc.after = ev.Rows[i]
+			rc.after, rc.afterAt = image(i)
 		case Delete:
-			rc.before = ev.Rows[i]
+			rc.before, rc.beforeAt = image(i)
 		case Update:
-			rc.before, rc.after = ev.Rows[i], ev.Rows[i+1]
+			rc.before, rc.beforeAt = image(i)
+			rc.after, rc.afterAt = image(i + 1)
 		}
 		changes = append(changes, rc)
 	}
@@ -245,18 +261,19 @@ func (p *Parser) handleRows(ctx context.Context, ev *replication.RowsEvent, star
 		binlogBytes: int64(hdr.EventSize)})
 }
 
-// rowFilter is go-mysql's RowsEventDecodeFunc: it decodes the rows of
+// rowFilter is go-mysql's RowsEventDecodeFunc: it reads the rows of
 // selected tables only, so a skipped table's rows event costs a header and
-// two map lookups, and it decodes the common column types itself
-// (rowimage.go). It runs on go-mysql's reading goroutine, so it has its own
-// caches and touches nothing of the Parser's.
+// two map lookups, and it leaves the row images of the common column types
+// raw (rowimage.go), only finding where each value starts. It runs on
+// go-mysql's reading goroutine, so it has its own caches and touches
+// nothing of the Parser's.
 type rowFilter struct {
 	filter *TableFilter
 	sel    map[string]map[string]bool
 	// tz is the zone TIMESTAMP values are shown in.
 	tz *time.Location
 	// slow sends every event to go-mysql's decoder: the server compresses
-	// its rows events (MariaDB's log_bin_compress).
+	// its rows events (MariaDB's log_bin_compress), or a test compares.
 	slow bool
 	// lastMap and lastFast cache canDecodeFast for a transaction's table map.
 	lastMap  *replication.TableMapEvent
@@ -282,7 +299,22 @@ func (f *rowFilter) decodeRows(re *replication.RowsEvent, data []byte) error {
 	if f.slow || !f.lastFast || re.Type() == replication.EnumRowsEventTypeUnknown {
 		return re.DecodeData(pos, data)
 	}
-	return decodeRowsData(re, pos, data, f.tz)
+	rr, err := splitRows(re, pos, data)
+	if err != nil {
+		return err
+	}
+	re.Rows = [][]any{{rr}} // handleRows takes them out (rawRowsOf)
+	return nil
+}
+
+// rawRowsOf returns the raw row images decodeRows left in a rows event
+// instead of go-mysql's decoded rows, or nil.
+func rawRowsOf(re *replication.RowsEvent) *rawRows {
+	if len(re.Rows) == 1 && len(re.Rows[0]) == 1 {
+		rr, _ := re.Rows[0][0].(*rawRows)
+		return rr
+	}
+	return nil
 }
 
 // selected reports whether rows of the table-map's table are read. The

@@ -37,6 +37,11 @@ type ParserConfig struct {
 	// Logger receives one line per connect, reconnect attempt and warning.
 	// Default: discard.
 	Logger *slog.Logger
+
+	// goMySQLRows sends every rows event to go-mysql's decoder, the path
+	// tables braid does not read raw take (for tests, which check the raw
+	// path against it).
+	goMySQLRows bool
 }
 
 // Resume is a saved transaction boundary of one source.
@@ -264,7 +269,7 @@ func (p *Parser) syncerConfig() replication.BinlogSyncerConfig {
 // stream runs one binlog connection until it fails or ctx ends.
 func (p *Parser) stream(ctx context.Context, emit func(*Event) error) error {
 	cfg := p.syncerConfig()
-	cfg.RowsEventDecodeFunc = newRowFilter(p.filter, p.info.location, p.info.compressed).decodeRows
+	cfg.RowsEventDecodeFunc = newRowFilter(p.filter, p.info.location, p.info.compressed || p.cfg.goMySQLRows).decodeRows
 	syncer := replication.NewBinlogSyncer(cfg)
 	defer syncer.Close()
 

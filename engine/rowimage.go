@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"strconv"
 	"time"
 	"unsafe"
@@ -13,16 +14,17 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 )
 
-// braid decodes the row images of the common column types itself, producing
-// exactly the values go-mysql's RowsEvent.DecodeData would (the rest of the
-// engine relies on that), but without fmt.Sprintf and time.Format per
-// temporal value and without an intermediate strings.Builder per DECIMAL:
-// measured in bench/, those made go-mysql's decoding the bottleneck of a
-// catch-up. A table with a column type outside fastTypes (TIME, MySQL's
-// binary JSON, pre-5.6 temporal types, VECTOR) and a compressed or partial
-// rows event go to go-mysql's decoder.
+// braid reads the row images of the common column types itself: it keeps
+// them raw, formats values straight from their bytes (tableCodec's
+// appendRawText), and decodes a value only when asked, to exactly the value
+// go-mysql's RowsEvent.DecodeData would give (the rest of the engine relies
+// on that). Measured in bench/, go-mysql's decoding (fmt.Sprintf and
+// time.Format per temporal value), then braid's own decoding to boxed
+// values, were the bottleneck of a catch-up. A table with a column type
+// outside fastTypes (TIME, MySQL's binary JSON, pre-5.6 temporal types,
+// VECTOR) and a compressed or partial rows event go to go-mysql's decoder.
 
-// fastTypes are the binlog column types decodeImage handles.
+// fastTypes are the binlog column types braid reads raw.
 var fastTypes = func() (t [256]bool) {
 	for _, c := range []byte{
 		mysql.MYSQL_TYPE_TINY, mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_INT24, mysql.MYSQL_TYPE_LONG,
@@ -38,7 +40,7 @@ var fastTypes = func() (t [256]bool) {
 }()
 
 // canDecodeFast reports whether every column of the table map is of a type
-// decodeImage handles.
+// braid reads raw.
 func canDecodeFast(tm *replication.TableMapEvent) bool {
 	for i, tp := range tm.ColumnType {
 		if tp == mysql.MYSQL_TYPE_STRING && tm.ColumnMeta[i] >= 256 {
@@ -65,86 +67,162 @@ func stringRealType(meta uint16) byte {
 	return b0
 }
 
-// decodeRowsData decodes the row images of re from data[pos:], as
-// RowsEvent.DecodeData does for an uncompressed, non-partial event.
-func decodeRowsData(re *replication.RowsEvent, pos int, data []byte, tz *time.Location) (err error) {
+// rawRows are the row images of a fast-decodable rows event, left as the
+// binlog wrote them: the flat writer and the canal encoder format each value
+// straight from its bytes, so a row change costs no boxed value, no slice of
+// them and no garbage (measured in bench/: decoding to values and formatting
+// them again was most of a catch-up's CPU). Values are decoded only when
+// asked for (RowChange.Before, After).
+type rawRows struct {
+	// data is the event's rows part; it is never modified.
+	data []byte
+	// at holds, for each image in order, ColumnCount offsets into data
+	// where a column's value starts, or -1 for NULL (or a column the image
+	// leaves out).
+	at []int32
+}
+
+// splitRows finds where each value of each row image of re starts in
+// data[pos:], as RowsEvent.DecodeData would read them for an uncompressed,
+// non-partial event, without decoding a value.
+func splitRows(re *replication.RowsEvent, pos int, data []byte) (rr *rawRows, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("rows event of %s.%s is truncated or malformed: %v", re.Table.Schema, re.Table.Table, r)
 		}
 	}()
+	cols := int(re.ColumnCount)
+	rr = &rawRows{data: data[pos:]}
+	present1, present2 := presentColumns(re.ColumnBitmap1, cols), presentColumns(re.ColumnBitmap2, cols)
 	update := re.Type() == replication.EnumRowsEventTypeUpdate
-	n := 0
-	for pos < len(data) {
-		var row []any
-		if row, n, err = decodeImage(re, data[pos:], re.ColumnBitmap1, tz); err != nil {
-			return err
+	for at := 0; at < len(rr.data); {
+		if at, err = rr.image(re, at, re.ColumnBitmap1, present1); err != nil {
+			return nil, err
 		}
-		pos += n
-		re.Rows = append(re.Rows, row)
 		if update {
-			if row, n, err = decodeImage(re, data[pos:], re.ColumnBitmap2, tz); err != nil {
-				return err
+			if at, err = rr.image(re, at, re.ColumnBitmap2, present2); err != nil {
+				return nil, err
 			}
-			pos += n
-			re.Rows = append(re.Rows, row)
+		}
+		if len(rr.at) <= 2*cols && at < len(rr.data) {
+			// Room for as many rows as are left if they are as long as
+			// the first.
+			rr.at = slices.Grow(rr.at, len(rr.at)*((len(rr.data)-at)/at+1))
 		}
 	}
-	return nil
+	if cap(rr.at) > len(rr.at)+len(rr.at)/8 {
+		// Held as long as the event: no more than Event.Size counts.
+		rr.at = append(make([]int32, 0, len(rr.at)), rr.at...)
+	}
+	return rr, nil
 }
 
-// decodeImage decodes one row image: a null bitmap over the columns present
-// in bitmap, then the values of the present, non-NULL columns.
-func decodeImage(re *replication.RowsEvent, data []byte, bitmap []byte, tz *time.Location) ([]any, int, error) {
-	cols := int(re.ColumnCount)
+// presentColumns counts the columns a row image bitmap marks present.
+func presentColumns(bitmap []byte, cols int) int {
 	present := 0
-	for i := 0; i < len(bitmap); i++ {
-		present += bits.OnesCount8(bitmap[i])
+	for _, c := range bitmap {
+		present += bits.OnesCount8(c)
 	}
 	if extra := len(bitmap)*8 - cols; extra > 0 { // bits past the last column
 		present -= bits.OnesCount8(bitmap[len(bitmap)-1] >> (8 - extra))
 	}
-	nulls := data[:(present+7)/8]
-	pos := len(nulls)
-	row := make([]any, cols)
+	return present
+}
+
+// image appends the offsets of the row image at data[at:], a null bitmap
+// over the present columns then the present, non-NULL columns' values, and
+// returns where the next image starts.
+func (rr *rawRows) image(re *replication.RowsEvent, at int, bitmap []byte, present int) (int, error) {
 	tm := re.Table
+	nulls := rr.data[at : at+(present+7)/8]
+	at += len(nulls)
 	nullIdx := 0
-	for i := 0; i < cols; i++ {
+	for i := range int(re.ColumnCount) {
 		if bitmap[i>>3]&(1<<(i&7)) == 0 {
+			rr.at = append(rr.at, -1)
 			continue
 		}
 		isNull := nulls[nullIdx>>3]&(1<<(nullIdx&7)) != 0
 		nullIdx++
-		if isNull {
+		if isNull || tm.ColumnType[i] == mysql.MYSQL_TYPE_NULL {
+			rr.at = append(rr.at, -1)
 			continue
 		}
-		v, n, err := decodeValue(data[pos:], tm.ColumnType[i], tm.ColumnMeta[i], tz)
+		n, err := valueLen(rr.data[at:], tm.ColumnType[i], tm.ColumnMeta[i])
 		if err != nil {
-			return nil, 0, fmt.Errorf("column %d: %w", i, err)
+			return 0, fmt.Errorf("column %d: %w", i, err)
 		}
-		row[i] = v
-		pos += n
+		rr.at = append(rr.at, int32(at))
+		at += n
 	}
-	return row, pos, nil
+	return at, nil
 }
 
-// decodeValue decodes one value of a fastTypes column.
-func decodeValue(data []byte, tp byte, meta uint16, tz *time.Location) (any, int, error) {
-	length := 0
-	if tp == mysql.MYSQL_TYPE_STRING {
-		if meta >= 256 {
-			b0, b1 := byte(meta>>8), byte(meta&0xff)
-			if b0&0x30 != 0x30 {
-				length = int(uint16(b1) | uint16((b0&0x30)^0x30)<<4)
-				tp = b0 | 0x30
-			} else {
-				length = int(b1)
-				tp = b0
-			}
-		} else {
-			length = int(meta)
-		}
+// stringColumn resolves a MYSQL_TYPE_STRING column's real type (CHAR,
+// BINARY, ENUM or SET) and byte width from its metadata; other types are
+// returned as they are.
+func stringColumn(tp byte, meta uint16) (realType byte, width int) {
+	if tp != mysql.MYSQL_TYPE_STRING {
+		return tp, 0
 	}
+	if meta < 256 {
+		return tp, int(meta)
+	}
+	b0, b1 := byte(meta>>8), byte(meta&0xff)
+	if b0&0x30 != 0x30 {
+		return b0 | 0x30, int(uint16(b1) | uint16((b0&0x30)^0x30)<<4)
+	}
+	return b0, int(b1)
+}
+
+// valueLen is the byte length of a fastTypes column's value at data[0:].
+func valueLen(data []byte, tp byte, meta uint16) (int, error) {
+	tp, width := stringColumn(tp, meta)
+	switch tp {
+	case mysql.MYSQL_TYPE_NULL:
+		return 0, nil
+	case mysql.MYSQL_TYPE_TINY, mysql.MYSQL_TYPE_YEAR:
+		return 1, nil
+	case mysql.MYSQL_TYPE_SHORT:
+		return 2, nil
+	case mysql.MYSQL_TYPE_INT24, mysql.MYSQL_TYPE_DATE:
+		return 3, nil
+	case mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_FLOAT:
+		return 4, nil
+	case mysql.MYSQL_TYPE_LONGLONG, mysql.MYSQL_TYPE_DOUBLE:
+		return 8, nil
+	case mysql.MYSQL_TYPE_NEWDECIMAL:
+		return decimalSize(int(meta>>8), int(meta&0xff)), nil
+	case mysql.MYSQL_TYPE_BIT:
+		return (int(meta>>8)*8 + int(meta&0xff) + 7) / 8, nil
+	case mysql.MYSQL_TYPE_TIMESTAMP2:
+		return 4 + fracSize(int(meta)), nil
+	case mysql.MYSQL_TYPE_DATETIME2:
+		return 5 + fracSize(int(meta)), nil
+	case mysql.MYSQL_TYPE_ENUM:
+		if n := int(meta & 0xff); n == 1 || n == 2 {
+			return n, nil
+		}
+		return 0, fmt.Errorf("ENUM of %d bytes", meta&0xff)
+	case mysql.MYSQL_TYPE_SET:
+		return int(meta & 0xff), nil
+	case mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING:
+		width = int(meta)
+		fallthrough
+	case mysql.MYSQL_TYPE_STRING:
+		v, n := stringBytes(data, width)
+		return n + len(v), nil
+	case mysql.MYSQL_TYPE_BLOB, mysql.MYSQL_TYPE_GEOMETRY:
+		v, n, err := blobBytes(data, meta)
+		return n + len(v), err
+	}
+	return 0, fmt.Errorf("column type %d", tp)
+}
+
+// decodeValue decodes one value of a fastTypes column to the value
+// go-mysql's decoder gives. Strings share data's bytes.
+func decodeValue(data []byte, tp byte, meta uint16, tz *time.Location) (any, int, error) {
+	tp, width := stringColumn(tp, meta)
 	switch tp {
 	case mysql.MYSQL_TYPE_NULL:
 		return nil, 0, nil
@@ -153,11 +231,7 @@ func decodeValue(data []byte, tp byte, meta uint16, tz *time.Location) (any, int
 	case mysql.MYSQL_TYPE_SHORT:
 		return int16(binary.LittleEndian.Uint16(data)), 2, nil
 	case mysql.MYSQL_TYPE_INT24:
-		u := uint32(data[0]) | uint32(data[1])<<8 | uint32(data[2])<<16
-		if u&0x800000 != 0 {
-			u |= 0xff000000
-		}
-		return int32(u), 3, nil
+		return int32(int24(data)), 3, nil
 	case mysql.MYSQL_TYPE_LONG:
 		return int32(binary.LittleEndian.Uint32(data)), 4, nil
 	case mysql.MYSQL_TYPE_LONGLONG:
@@ -167,27 +241,23 @@ func decodeValue(data []byte, tp byte, meta uint16, tz *time.Location) (any, int
 	case mysql.MYSQL_TYPE_DOUBLE:
 		return math.Float64frombits(binary.LittleEndian.Uint64(data)), 8, nil
 	case mysql.MYSQL_TYPE_NEWDECIMAL:
-		return decodeDecimal(data, int(meta>>8), int(meta&0xff))
+		precision, scale := int(meta>>8), int(meta&0xff)
+		b, n := appendDecimal(make([]byte, 0, precision+2), data, precision, scale)
+		return bytesString(b), n, nil
 	case mysql.MYSQL_TYPE_BIT:
-		nbits := int(meta>>8)*8 + int(meta&0xff)
-		n := (nbits + 7) / 8
+		n := (int(meta>>8)*8 + int(meta&0xff) + 7) / 8
 		return int64(bigEndian(data[:n])), n, nil
 	case mysql.MYSQL_TYPE_TIMESTAMP2:
-		return decodeTimestamp2(data, int(meta), tz)
+		b, n := appendTimestamp2(make([]byte, 0, 26), data, int(meta), tz)
+		return bytesString(b), n, nil
 	case mysql.MYSQL_TYPE_DATETIME2:
-		return decodeDatetime2(data, int(meta))
+		b, n := appendDatetime2(make([]byte, 0, 26), data, int(meta))
+		return bytesString(b), n, nil
 	case mysql.MYSQL_TYPE_DATE:
-		v := uint32(data[0]) | uint32(data[1])<<8 | uint32(data[2])<<16
-		if v == 0 {
+		if date(data) == 0 {
 			return "0000-00-00", 3, nil
 		}
-		b := make([]byte, 0, 10)
-		b = appendPadded(b, int(v/(16*32)), 4)
-		b = append(b, '-')
-		b = appendPadded(b, int(v/32%16), 2)
-		b = append(b, '-')
-		b = appendPadded(b, int(v%32), 2)
-		return bytesString(b), 3, nil
+		return bytesString(appendDate(make([]byte, 0, 10), data)), 3, nil
 	case mysql.MYSQL_TYPE_YEAR:
 		if data[0] == 0 {
 			return 0, 1, nil
@@ -205,38 +275,78 @@ func decodeValue(data []byte, tp byte, meta uint16, tz *time.Location) (any, int
 		n := int(meta & 0xff)
 		return int64(littleEndian(data[:n])), n, nil
 	case mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING:
-		return decodeString(data, int(meta))
+		width = int(meta)
+		fallthrough
 	case mysql.MYSQL_TYPE_STRING:
-		return decodeString(data, length)
+		v, n := stringBytes(data, width)
+		return bytesString(v), n + len(v), nil
 	case mysql.MYSQL_TYPE_BLOB, mysql.MYSQL_TYPE_GEOMETRY:
-		var l, n int
-		switch meta {
-		case 1:
-			l, n = int(data[0]), 1
-		case 2:
-			l, n = int(binary.LittleEndian.Uint16(data)), 2
-		case 3:
-			l, n = int(littleEndian(data[:3])), 3
-		case 4:
-			l, n = int(binary.LittleEndian.Uint32(data)), 4
-		default:
-			return nil, 0, fmt.Errorf("BLOB with %d length bytes", meta)
+		v, n, err := blobBytes(data, meta)
+		if err != nil {
+			return nil, 0, err
 		}
-		return data[n : n+l], n + l, nil
+		return v, n + len(v), nil
 	}
 	return nil, 0, fmt.Errorf("column type %d", tp)
 }
 
-// decodeString reads a length-prefixed string: one length byte for columns
-// of up to 255 bytes, two beyond. Like go-mysql, the string shares the
-// event's bytes, which nothing modifies.
-func decodeString(data []byte, maxLen int) (any, int, error) {
-	if maxLen < 256 {
+// int24 reads a MEDIUMINT's three little-endian bytes, sign-extended.
+func int24(data []byte) uint32 {
+	u := uint32(data[0]) | uint32(data[1])<<8 | uint32(data[2])<<16
+	if u&0x800000 != 0 {
+		u |= 0xff000000
+	}
+	return u
+}
+
+// date reads a DATE's three little-endian bytes.
+func date(data []byte) uint32 {
+	return uint32(data[0]) | uint32(data[1])<<8 | uint32(data[2])<<16
+}
+
+// appendDate appends a DATE as YYYY-MM-DD.
+func appendDate(b []byte, data []byte) []byte {
+	v := int(date(data))
+	if v == 0 {
+		return append(b, "0000-00-00"...)
+	}
+	b = appendPadded(b, v/(16*32), 4)
+	b = append(b, '-')
+	b = appendPadded(b, v/32%16, 2)
+	b = append(b, '-')
+	return appendPadded(b, v%32, 2)
+}
+
+// stringBytes reads a length-prefixed string of a column of width bytes:
+// one length byte up to 255 bytes, two beyond. It returns the string's
+// bytes (shared with data, which nothing modifies, as go-mysql's are) and
+// the prefix's length.
+func stringBytes(data []byte, width int) ([]byte, int) {
+	if width < 256 {
 		l := int(data[0])
-		return bytesString(data[1 : 1+l]), 1 + l, nil
+		return data[1 : 1+l], 1
 	}
 	l := int(binary.LittleEndian.Uint16(data))
-	return bytesString(data[2 : 2+l]), 2 + l, nil
+	return data[2 : 2+l], 2
+}
+
+// blobBytes reads a BLOB or GEOMETRY value: its length in meta bytes, then
+// the bytes. It returns the value and the length prefix's size.
+func blobBytes(data []byte, meta uint16) ([]byte, int, error) {
+	var l, n int
+	switch meta {
+	case 1:
+		l, n = int(data[0]), 1
+	case 2:
+		l, n = int(binary.LittleEndian.Uint16(data)), 2
+	case 3:
+		l, n = int(littleEndian(data[:3])), 3
+	case 4:
+		l, n = int(binary.LittleEndian.Uint32(data)), 4
+	default:
+		return nil, 0, fmt.Errorf("BLOB with %d length bytes", meta)
+	}
+	return data[n : n+l], n, nil
 }
 
 func bytesString(b []byte) string {
@@ -286,6 +396,10 @@ func fracDigits(b []byte, usec, dec int) []byte {
 	return append(b, tmp[:dec]...)
 }
 
+// fracSize is how many bytes hold the fraction of a temporal value with
+// dec digits.
+func fracSize(dec int) int { return (dec + 1) / 2 }
+
 // fracBytes reads the fractional seconds of a temporal value with dec
 // digits, as microseconds.
 func fracBytes(data []byte, dec int) (usec int, n int) {
@@ -316,14 +430,14 @@ func appendDatetime(b []byte, year, month, day, hour, minute, second, usec, dec 
 	return fracDigits(b, usec, dec)
 }
 
-// decodeTimestamp2 reads a TIMESTAMP(dec): seconds since the epoch (big
-// endian) and the fraction, shown in the server's zone.
-func decodeTimestamp2(data []byte, dec int, tz *time.Location) (any, int, error) {
+// appendTimestamp2 appends a TIMESTAMP(dec), read from seconds since the
+// epoch (big endian) and the fraction, in the server's zone; it returns
+// the value's byte length too.
+func appendTimestamp2(b []byte, data []byte, dec int, tz *time.Location) ([]byte, int) {
 	sec := int64(binary.BigEndian.Uint32(data))
 	usec, fn := fracBytes(data[4:], dec)
-	b := make([]byte, 0, 26)
 	if sec == 0 {
-		return bytesString(appendDatetime(b, 0, 0, 0, 0, 0, 0, usec, dec)), 4 + fn, nil
+		return appendDatetime(b, 0, 0, 0, 0, 0, 0, usec, dec), 4 + fn
 	}
 	t := time.Unix(sec, 0)
 	if tz != nil {
@@ -331,41 +445,48 @@ func decodeTimestamp2(data []byte, dec int, tz *time.Location) (any, int, error)
 	}
 	year, month, day := t.Date()
 	hour, minute, second := t.Clock()
-	return bytesString(appendDatetime(b, year, int(month), day, hour, minute, second, usec, dec)), 4 + fn, nil
+	return appendDatetime(b, year, int(month), day, hour, minute, second, usec, dec), 4 + fn
 }
 
-// decodeDatetime2 reads a DATETIME(dec): 40 bits of packed date and time
-// (offset by 0x8000000000) and the fraction.
-func decodeDatetime2(data []byte, dec int) (any, int, error) {
+// appendDatetime2 appends a DATETIME(dec), read from 40 bits of packed date
+// and time (offset by 0x8000000000) and the fraction; it returns the
+// value's byte length too.
+func appendDatetime2(b []byte, data []byte, dec int) ([]byte, int) {
 	intPart := int64(bigEndian(data[:5])) - 0x8000000000
 	usec, fn := fracBytes(data[5:], dec)
-	b := make([]byte, 0, 26)
 	if intPart == 0 {
-		return bytesString(appendDatetime(b, 0, 0, 0, 0, 0, 0, usec, dec)), 5 + fn, nil
+		return appendDatetime(b, 0, 0, 0, 0, 0, 0, usec, dec), 5 + fn
 	}
 	if intPart < 0 {
 		intPart = -intPart
 	}
 	ymd, hms := intPart>>17, intPart%(1<<17)
 	ym := ymd >> 5
-	return bytesString(appendDatetime(b, int(ym/13), int(ym%13), int(ymd%(1<<5)),
-		int(hms>>12), int((hms>>6)%(1<<6)), int(hms%(1<<6)), usec, dec)), 5 + fn, nil
+	return appendDatetime(b, int(ym/13), int(ym%13), int(ymd%(1<<5)),
+		int(hms>>12), int((hms>>6)%(1<<6)), int(hms%(1<<6)), usec, dec), 5 + fn
 }
 
 // decimalDigitBytes is how many bytes hold a group of 0..9 decimal digits.
 var decimalDigitBytes = [10]int{0, 1, 1, 2, 2, 3, 3, 4, 4, 4}
 
-// decodeDecimal reads a DECIMAL(precision, scale) in MySQL's binary format:
-// groups of nine digits in four big-endian bytes, the leftover digits of the
-// integral and fractional parts in fewer bytes, the sign in the top bit (a
-// negative number has every byte inverted). It returns the exact digits as
-// go-mysql does: no leading zeros, "0" for a zero integral part, all scale
-// digits.
-func decodeDecimal(data []byte, precision, scale int) (any, int, error) {
+// decimalSize is the byte length of a DECIMAL(precision, scale).
+func decimalSize(precision, scale int) int {
+	integral := precision - scale
+	return decimalDigitBytes[integral%9] + integral/9*4 + scale/9*4 + decimalDigitBytes[scale%9]
+}
+
+// appendDecimal appends a DECIMAL(precision, scale) read from MySQL's
+// binary format: groups of nine digits in four big-endian bytes, the
+// leftover digits of the integral and fractional parts in fewer bytes, the
+// sign in the top bit (a negative number has every byte inverted). It
+// writes the exact digits as go-mysql does: no leading zeros, "0" for a
+// zero integral part, all scale digits; and returns the value's byte
+// length.
+func appendDecimal(b []byte, data []byte, precision, scale int) ([]byte, int) {
 	integral := precision - scale
 	fullInt, leadInt := integral/9, integral%9
 	fullFrac, leadFrac := scale/9, scale%9
-	size := decimalDigitBytes[leadInt] + fullInt*4 + fullFrac*4 + decimalDigitBytes[leadFrac]
+	size := decimalSize(precision, scale)
 	raw := data[:size]
 	var mask byte
 	if raw[0]&0x80 == 0 {
@@ -385,7 +506,6 @@ func decodeDecimal(data []byte, precision, scale int) (any, int, error) {
 		pos += n
 		return v
 	}
-	b := make([]byte, 0, precision+2)
 	if mask != 0 {
 		b = append(b, '-')
 	}
@@ -419,5 +539,5 @@ func decodeDecimal(data []byte, precision, scale int) (any, int, error) {
 			b = appendPadded(b, int(read(n)), leadFrac)
 		}
 	}
-	return bytesString(b), size, nil
+	return b, size
 }
