@@ -47,11 +47,14 @@ type tableCodec struct {
 	// escaped once for every row the flat writer writes.
 	jsonKeys [][]byte
 	// types and metas are the columns' binlog types and metadata, from the
-	// table map, and tz the zone TIMESTAMP values are shown in: what
-	// reading a raw row image takes.
-	types []byte
-	metas []uint16
-	tz    *time.Location
+	// table map, and tz the zone TIMESTAMP values are shown in. For a table
+	// braid reads raw, shapes and kinds are where each column's value ends
+	// and how it is formatted (nil for the others).
+	types  []byte
+	metas  []uint16
+	tz     *time.Location
+	shapes []valueShape
+	kinds  []rawKind
 }
 
 // passThrough are the column types go-mysql already decodes to braid's
@@ -88,6 +91,12 @@ func newTableCodec(t *Table, tm *replication.TableMapEvent, tz *time.Location) *
 			tc.binWidth[i] = stringWidth(tm.ColumnMeta[i])
 		}
 		tc.converts[i] = true
+	}
+	if tc.shapes = tableShapes(tm); tc.shapes != nil {
+		tc.kinds = make([]rawKind, len(t.Columns))
+		for i := range t.Columns {
+			tc.kinds[i] = rawKindOf(&t.Columns[i], tm.ColumnType[i], tm.ColumnMeta[i], tc.converts[i])
+		}
 	}
 	return tc
 }

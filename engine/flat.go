@@ -239,89 +239,115 @@ func rawEqual(a, b any) bool {
 	return a == b
 }
 
+// rawKind is how appendRawText formats a column's raw value, decided once
+// per table version (rawKindOf).
+type rawKind uint8
+
+const (
+	rawDecode    rawKind = iota // decode it, then format the value (appendText)
+	rawSigned                   // a little-endian integer, sign-extended
+	rawUnsigned                 // a little-endian integer
+	rawYear                     // a year since 1900, 0 for 0000
+	rawFloat                    // FLOAT
+	rawDouble                   // DOUBLE
+	rawDecimal                  // DECIMAL's binary digits
+	rawDate                     // DATE
+	rawDatetime                 // DATETIME(n)
+	rawTimestamp                // TIMESTAMP(n), shown in the source's zone
+	rawText                     // length-prefixed text, valid UTF-8 or made so
+	rawBinary                   // length-prefixed bytes, shown as ISO-8859-1
+)
+
+// rawKindOf decides how column c, of binlog type tp, is formatted raw: the
+// way appendText formats the value go-mysql decodes (converts: whether that
+// value needs converting, see tableCodec.converts).
+func rawKindOf(c *Column, tp byte, meta uint16, converts bool) rawKind {
+	real, _ := stringColumn(tp, meta)
+	switch real {
+	case mysql.MYSQL_TYPE_TINY, mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_INT24, mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_LONGLONG:
+		switch {
+		case c.Type == "enum" || c.Type == "set" || c.Type == "bit":
+		case c.Unsigned:
+			return rawUnsigned
+		default:
+			return rawSigned
+		}
+	case mysql.MYSQL_TYPE_YEAR:
+		return rawYear
+	case mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING, mysql.MYSQL_TYPE_STRING, mysql.MYSQL_TYPE_BLOB, mysql.MYSQL_TYPE_GEOMETRY:
+		if c.Binary {
+			return rawBinary
+		}
+		return rawText
+	}
+	if converts {
+		return rawDecode
+	}
+	switch real {
+	case mysql.MYSQL_TYPE_FLOAT:
+		return rawFloat
+	case mysql.MYSQL_TYPE_DOUBLE:
+		return rawDouble
+	case mysql.MYSQL_TYPE_NEWDECIMAL:
+		return rawDecimal
+	case mysql.MYSQL_TYPE_DATE:
+		return rawDate
+	case mysql.MYSQL_TYPE_DATETIME2:
+		return rawDatetime
+	case mysql.MYSQL_TYPE_TIMESTAMP2:
+		return rawTimestamp
+	}
+	return rawDecode
+}
+
 // appendRawText writes column i's value, read from the row image bytes v
 // (starting at the value), exactly as appendText writes the value go-mysql
 // decodes from them. The common cases format straight from the bytes; the
 // rest decode the value first.
 func (t *tableCodec) appendRawText(b []byte, i int, v []byte, quoted bool) []byte {
-	c := &t.Columns[i]
-	tp, width := stringColumn(t.types[i], t.metas[i])
 	meta := t.metas[i]
-	// digits appends text that needs no JSON escaping, quoted when asked.
-	digits := func(b []byte, f func([]byte) []byte) []byte {
-		if !quoted {
-			return f(b)
-		}
-		return append(f(append(b, '"')), '"')
-	}
-	switch tp {
-	case mysql.MYSQL_TYPE_TINY, mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_INT24, mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_LONGLONG:
-		if c.Type == "enum" || c.Type == "set" || c.Type == "bit" {
-			break
-		}
-		x, size := rawInt(v, tp)
-		if c.Unsigned {
-			u := uint64(x)
-			if size < 8 {
-				u &= 1<<(8*size) - 1
-			}
-			return appendUintText(b, u, quoted)
-		}
-		return appendIntText(b, x, quoted)
-	case mysql.MYSQL_TYPE_YEAR:
+	switch t.kinds[i] {
+	case rawSigned:
+		n := t.shapes[i].fixed
+		shift := 64 - 8*n
+		return appendIntText(b, int64(readUint(v, n)<<shift)>>shift, quoted)
+	case rawUnsigned:
+		return appendUintText(b, readUint(v, t.shapes[i].fixed), quoted)
+	case rawYear:
 		year := int64(0)
 		if v[0] != 0 {
 			year = int64(v[0]) + 1900
 		}
 		return appendIntText(b, year, quoted)
-	case mysql.MYSQL_TYPE_FLOAT, mysql.MYSQL_TYPE_DOUBLE:
-		if t.converts[i] {
-			break
-		}
-		f, size := float64(math.Float32frombits(binary.LittleEndian.Uint32(v))), 32
-		if tp == mysql.MYSQL_TYPE_DOUBLE {
-			f, size = math.Float64frombits(binary.LittleEndian.Uint64(v)), 64
-		}
-		return digits(b, func(b []byte) []byte { return appendFloat(b, f, size) })
-	case mysql.MYSQL_TYPE_NEWDECIMAL:
-		if t.converts[i] {
-			break
-		}
-		return digits(b, func(b []byte) []byte {
-			b, _ = appendDecimal(b, v, int(meta>>8), int(meta&0xff))
-			return b
-		})
-	case mysql.MYSQL_TYPE_DATE, mysql.MYSQL_TYPE_DATETIME2, mysql.MYSQL_TYPE_TIMESTAMP2:
-		if t.converts[i] {
-			break
-		}
-		return digits(b, func(b []byte) []byte {
-			switch tp {
-			case mysql.MYSQL_TYPE_DATE:
-				return appendDate(b, v)
-			case mysql.MYSQL_TYPE_DATETIME2:
-				b, _ = appendDatetime2(b, v, int(meta))
-			default:
-				b, _ = appendTimestamp2(b, v, int(meta), t.tz)
-			}
-			return b
-		})
-	case mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING, mysql.MYSQL_TYPE_STRING, mysql.MYSQL_TYPE_BLOB, mysql.MYSQL_TYPE_GEOMETRY:
-		var x []byte
-		if tp == mysql.MYSQL_TYPE_BLOB || tp == mysql.MYSQL_TYPE_GEOMETRY {
-			x, _, _ = blobBytes(v, meta)
-		} else {
-			if tp != mysql.MYSQL_TYPE_STRING {
-				width = int(meta)
-			}
-			x, _ = stringBytes(v, width)
-		}
-		if !c.Binary {
-			return appendStringText(b, bytesString(x), quoted)
-		}
-		if t.binWidth == nil || t.binWidth[i] <= len(x) {
+	case rawText:
+		return appendStringText(b, bytesString(t.shapes[i].bytes(v)), quoted)
+	case rawBinary:
+		if x := t.shapes[i].bytes(v); t.binWidth == nil || t.binWidth[i] <= len(x) {
 			return appendLatin1Text(b, x, quoted)
 		}
+	case rawFloat, rawDouble, rawDecimal, rawDate, rawDatetime, rawTimestamp:
+		// Their text never needs escaping.
+		if quoted {
+			b = append(b, '"')
+		}
+		switch t.kinds[i] {
+		case rawFloat:
+			b = appendFloat(b, float64(math.Float32frombits(binary.LittleEndian.Uint32(v))), 32)
+		case rawDouble:
+			b = appendFloat(b, math.Float64frombits(binary.LittleEndian.Uint64(v)), 64)
+		case rawDecimal:
+			b, _ = appendDecimal(b, v, int(meta>>8), int(meta&0xff))
+		case rawDate:
+			b = appendDate(b, v)
+		case rawDatetime:
+			b, _ = appendDatetime2(b, v, int(meta))
+		default:
+			b, _ = appendTimestamp2(b, v, int(meta), t.tz)
+		}
+		if quoted {
+			b = append(b, '"')
+		}
+		return b
 	}
 	val, _, err := decodeValue(v, t.types[i], meta, t.tz)
 	if err != nil || val == nil {
@@ -330,20 +356,19 @@ func (t *tableCodec) appendRawText(b []byte, i int, v []byte, quoted bool) []byt
 	return t.appendText(b, i, val, quoted)
 }
 
-// rawInt reads an integer column's value, sign-extended, and its width in
-// bytes.
-func rawInt(v []byte, tp byte) (int64, int) {
-	switch tp {
-	case mysql.MYSQL_TYPE_TINY:
-		return int64(int8(v[0])), 1
-	case mysql.MYSQL_TYPE_SHORT:
-		return int64(int16(binary.LittleEndian.Uint16(v))), 2
-	case mysql.MYSQL_TYPE_INT24:
-		return int64(int32(int24(v))), 3
-	case mysql.MYSQL_TYPE_LONG:
-		return int64(int32(binary.LittleEndian.Uint32(v))), 4
+// readUint reads an n-byte little-endian unsigned integer.
+func readUint(v []byte, n int) uint64 {
+	switch n {
+	case 1:
+		return uint64(v[0])
+	case 2:
+		return uint64(binary.LittleEndian.Uint16(v))
+	case 4:
+		return uint64(binary.LittleEndian.Uint32(v))
+	case 8:
+		return binary.LittleEndian.Uint64(v)
 	}
-	return int64(binary.LittleEndian.Uint64(v)), 8
+	return littleEndian(v[:n])
 }
 
 // rawEqual reports whether column i has the same value at offsets a and b
@@ -360,9 +385,8 @@ func (t *tableCodec) rawEqual(i int, data []byte, a, b int32) bool {
 	case mysql.MYSQL_TYPE_DOUBLE:
 		return math.Float64frombits(binary.LittleEndian.Uint64(x)) == math.Float64frombits(binary.LittleEndian.Uint64(y))
 	}
-	nx, _ := valueLen(x, t.types[i], t.metas[i])
-	ny, _ := valueLen(y, t.types[i], t.metas[i])
-	return bytes.Equal(x[:nx], y[:ny])
+	sh := t.shapes[i]
+	return bytes.Equal(x[:sh.len(x)], y[:sh.len(y)])
 }
 
 // decodeRaw decodes a raw image, at holding each column's offset in data,

@@ -223,6 +223,9 @@ func (p *Parser) handleRows(ctx context.Context, ev *replication.RowsEvent, star
 	images, cols := len(ev.Rows), len(table.Columns)
 	raw := rawRowsOf(ev)
 	if raw != nil {
+		if table.shapes == nil {
+			return fatal{fmt.Errorf("%w: source %s: %s.%s at %s: raw rows of a table braid reads with go-mysql", ErrBadEvent, p.spec.Name, ev.Table.Schema, ev.Table.Table, start)}
+		}
 		images = len(raw.at) / max(cols, 1)
 	}
 	// image returns image i: its values or its offsets in raw.data.
@@ -275,9 +278,10 @@ type rowFilter struct {
 	// slow sends every event to go-mysql's decoder: the server compresses
 	// its rows events (MariaDB's log_bin_compress), or a test compares.
 	slow bool
-	// lastMap and lastFast cache canDecodeFast for a transaction's table map.
-	lastMap  *replication.TableMapEvent
-	lastFast bool
+	// lastMap and lastShapes cache tableShapes for a transaction's table
+	// map (nil shapes: go-mysql decodes its rows).
+	lastMap    *replication.TableMapEvent
+	lastShapes []valueShape
 }
 
 func newRowFilter(f *TableFilter, tz *time.Location, compressed bool) *rowFilter {
@@ -294,12 +298,12 @@ func (f *rowFilter) decodeRows(re *replication.RowsEvent, data []byte) error {
 		return nil
 	}
 	if re.Table != f.lastMap {
-		f.lastMap, f.lastFast = re.Table, canDecodeFast(re.Table)
+		f.lastMap, f.lastShapes = re.Table, tableShapes(re.Table)
 	}
-	if f.slow || !f.lastFast || re.Type() == replication.EnumRowsEventTypeUnknown {
+	if f.slow || f.lastShapes == nil || re.Type() == replication.EnumRowsEventTypeUnknown {
 		return re.DecodeData(pos, data)
 	}
-	rr, err := splitRows(re, pos, data)
+	rr, err := splitRows(re, f.lastShapes, pos, data)
 	if err != nil {
 		return err
 	}

@@ -24,47 +24,18 @@ import (
 // outside fastTypes (TIME, MySQL's binary JSON, pre-5.6 temporal types,
 // VECTOR) and a compressed or partial rows event go to go-mysql's decoder.
 
-// fastTypes are the binlog column types braid reads raw.
-var fastTypes = func() (t [256]bool) {
-	for _, c := range []byte{
-		mysql.MYSQL_TYPE_TINY, mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_INT24, mysql.MYSQL_TYPE_LONG,
-		mysql.MYSQL_TYPE_LONGLONG, mysql.MYSQL_TYPE_FLOAT, mysql.MYSQL_TYPE_DOUBLE,
-		mysql.MYSQL_TYPE_NEWDECIMAL, mysql.MYSQL_TYPE_BIT, mysql.MYSQL_TYPE_TIMESTAMP2,
-		mysql.MYSQL_TYPE_DATETIME2, mysql.MYSQL_TYPE_DATE, mysql.MYSQL_TYPE_YEAR,
-		mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING, mysql.MYSQL_TYPE_STRING,
-		mysql.MYSQL_TYPE_BLOB, mysql.MYSQL_TYPE_GEOMETRY, mysql.MYSQL_TYPE_NULL,
-	} {
-		t[c] = true
-	}
-	return t
-}()
-
-// canDecodeFast reports whether every column of the table map is of a type
-// braid reads raw.
-func canDecodeFast(tm *replication.TableMapEvent) bool {
+// tableShapes returns the shape of each column's values in a table map's
+// rows events, or nil when a column is of a type braid does not read raw.
+func tableShapes(tm *replication.TableMapEvent) []valueShape {
+	shapes := make([]valueShape, len(tm.ColumnType))
 	for i, tp := range tm.ColumnType {
-		if tp == mysql.MYSQL_TYPE_STRING && tm.ColumnMeta[i] >= 256 {
-			tp = stringRealType(tm.ColumnMeta[i])
-			if tp != mysql.MYSQL_TYPE_STRING && tp != mysql.MYSQL_TYPE_ENUM && tp != mysql.MYSQL_TYPE_SET {
-				return false
-			}
-			continue
+		sh, err := shapeOf(tp, tm.ColumnMeta[i])
+		if err != nil {
+			return nil
 		}
-		if !fastTypes[tp] {
-			return false
-		}
+		shapes[i] = sh
 	}
-	return true
-}
-
-// stringRealType is the real type of a MYSQL_TYPE_STRING column (CHAR,
-// BINARY, ENUM or SET) from its metadata.
-func stringRealType(meta uint16) byte {
-	b0 := byte(meta >> 8)
-	if b0&0x30 != 0x30 {
-		return b0 | 0x30
-	}
-	return b0
+	return shapes
 }
 
 // rawRows are the row images of a fast-decodable rows event, left as the
@@ -85,7 +56,7 @@ type rawRows struct {
 // splitRows finds where each value of each row image of re starts in
 // data[pos:], as RowsEvent.DecodeData would read them for an uncompressed,
 // non-partial event, without decoding a value.
-func splitRows(re *replication.RowsEvent, pos int, data []byte) (rr *rawRows, err error) {
+func splitRows(re *replication.RowsEvent, shapes []valueShape, pos int, data []byte) (rr *rawRows, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("rows event of %s.%s is truncated or malformed: %v", re.Table.Schema, re.Table.Table, r)
@@ -96,11 +67,11 @@ func splitRows(re *replication.RowsEvent, pos int, data []byte) (rr *rawRows, er
 	present1, present2 := presentColumns(re.ColumnBitmap1, cols), presentColumns(re.ColumnBitmap2, cols)
 	update := re.Type() == replication.EnumRowsEventTypeUpdate
 	for at := 0; at < len(rr.data); {
-		if at, err = rr.image(re, at, re.ColumnBitmap1, present1); err != nil {
+		if at, err = rr.image(shapes, at, re.ColumnBitmap1, present1); err != nil {
 			return nil, err
 		}
 		if update {
-			if at, err = rr.image(re, at, re.ColumnBitmap2, present2); err != nil {
+			if at, err = rr.image(shapes, at, re.ColumnBitmap2, present2); err != nil {
 				return nil, err
 			}
 		}
@@ -132,25 +103,24 @@ func presentColumns(bitmap []byte, cols int) int {
 // image appends the offsets of the row image at data[at:], a null bitmap
 // over the present columns then the present, non-NULL columns' values, and
 // returns where the next image starts.
-func (rr *rawRows) image(re *replication.RowsEvent, at int, bitmap []byte, present int) (int, error) {
-	tm := re.Table
+func (rr *rawRows) image(shapes []valueShape, at int, bitmap []byte, present int) (int, error) {
 	nulls := rr.data[at : at+(present+7)/8]
 	at += len(nulls)
 	nullIdx := 0
-	for i := range int(re.ColumnCount) {
+	for i, sh := range shapes {
 		if bitmap[i>>3]&(1<<(i&7)) == 0 {
 			rr.at = append(rr.at, -1)
 			continue
 		}
 		isNull := nulls[nullIdx>>3]&(1<<(nullIdx&7)) != 0
 		nullIdx++
-		if isNull || tm.ColumnType[i] == mysql.MYSQL_TYPE_NULL {
+		if isNull || sh.null {
 			rr.at = append(rr.at, -1)
 			continue
 		}
-		n, err := valueLen(rr.data[at:], tm.ColumnType[i], tm.ColumnMeta[i])
-		if err != nil {
-			return 0, fmt.Errorf("column %d: %w", i, err)
+		n := sh.len(rr.data[at:])
+		if at+n > len(rr.data) {
+			return 0, fmt.Errorf("column %d: a value of %d bytes at %d of %d", i, n, at, len(rr.data))
 		}
 		rr.at = append(rr.at, int32(at))
 		at += n
@@ -175,55 +145,92 @@ func stringColumn(tp byte, meta uint16) (realType byte, width int) {
 	return b0, int(b1)
 }
 
-// valueLen is the byte length of a fastTypes column's value at data[0:].
-func valueLen(data []byte, tp byte, meta uint16) (int, error) {
-	tp, width := stringColumn(tp, meta)
-	switch tp {
+// valueShape is where a column's value ends in a row image: after fixed
+// bytes, or after a little-endian length of prefix bytes and the bytes it
+// counts. A NULL-type column has no value.
+type valueShape struct {
+	fixed, prefix int
+	null          bool
+}
+
+// shapeOf is the shape of a column's values, for the types braid reads
+// raw; an error for the others, and for metadata out of range.
+func shapeOf(tp byte, meta uint16) (valueShape, error) {
+	real, width := stringColumn(tp, meta)
+	if tp == mysql.MYSQL_TYPE_STRING && real != mysql.MYSQL_TYPE_STRING && real != mysql.MYSQL_TYPE_ENUM && real != mysql.MYSQL_TYPE_SET {
+		return valueShape{}, fmt.Errorf("CHAR column of real type %d", real)
+	}
+	switch real {
 	case mysql.MYSQL_TYPE_NULL:
-		return 0, nil
+		return valueShape{null: true}, nil
 	case mysql.MYSQL_TYPE_TINY, mysql.MYSQL_TYPE_YEAR:
-		return 1, nil
+		return valueShape{fixed: 1}, nil
 	case mysql.MYSQL_TYPE_SHORT:
-		return 2, nil
+		return valueShape{fixed: 2}, nil
 	case mysql.MYSQL_TYPE_INT24, mysql.MYSQL_TYPE_DATE:
-		return 3, nil
+		return valueShape{fixed: 3}, nil
 	case mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_FLOAT:
-		return 4, nil
+		return valueShape{fixed: 4}, nil
 	case mysql.MYSQL_TYPE_LONGLONG, mysql.MYSQL_TYPE_DOUBLE:
-		return 8, nil
+		return valueShape{fixed: 8}, nil
 	case mysql.MYSQL_TYPE_NEWDECIMAL:
-		return decimalSize(int(meta>>8), int(meta&0xff)), nil
+		if precision, scale := int(meta>>8), int(meta&0xff); scale <= precision && precision <= 65 {
+			return valueShape{fixed: decimalSize(precision, scale)}, nil
+		}
 	case mysql.MYSQL_TYPE_BIT:
-		return (int(meta>>8)*8 + int(meta&0xff) + 7) / 8, nil
+		if nbits := int(meta>>8)*8 + int(meta&0xff); nbits <= 64 {
+			return valueShape{fixed: (nbits + 7) / 8}, nil
+		}
 	case mysql.MYSQL_TYPE_TIMESTAMP2:
-		return 4 + fracSize(int(meta)), nil
+		if meta <= 6 {
+			return valueShape{fixed: 4 + fracSize(int(meta))}, nil
+		}
 	case mysql.MYSQL_TYPE_DATETIME2:
-		return 5 + fracSize(int(meta)), nil
+		if meta <= 6 {
+			return valueShape{fixed: 5 + fracSize(int(meta))}, nil
+		}
 	case mysql.MYSQL_TYPE_ENUM:
 		if n := int(meta & 0xff); n == 1 || n == 2 {
-			return n, nil
+			return valueShape{fixed: n}, nil
 		}
-		return 0, fmt.Errorf("ENUM of %d bytes", meta&0xff)
 	case mysql.MYSQL_TYPE_SET:
-		return int(meta & 0xff), nil
-	case mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING:
-		width = int(meta)
-		fallthrough
-	case mysql.MYSQL_TYPE_STRING:
-		v, n := stringBytes(data, width)
-		return n + len(v), nil
+		if n := int(meta & 0xff); n >= 1 && n <= 8 {
+			return valueShape{fixed: n}, nil
+		}
+	case mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING, mysql.MYSQL_TYPE_STRING:
+		if real != mysql.MYSQL_TYPE_STRING {
+			width = int(meta) // VARCHAR's metadata is its width
+		}
+		if width < 256 {
+			return valueShape{prefix: 1}, nil
+		}
+		return valueShape{prefix: 2}, nil
 	case mysql.MYSQL_TYPE_BLOB, mysql.MYSQL_TYPE_GEOMETRY:
-		v, n, err := blobBytes(data, meta)
-		return n + len(v), err
+		if meta >= 1 && meta <= 4 {
+			return valueShape{prefix: int(meta)}, nil
+		}
 	}
-	return 0, fmt.Errorf("column type %d", tp)
+	return valueShape{}, fmt.Errorf("column type %d (metadata %#x)", tp, meta)
+}
+
+// len is the byte length of the value at data[0:].
+func (s valueShape) len(data []byte) int {
+	if s.prefix == 0 {
+		return s.fixed
+	}
+	return s.prefix + int(littleEndian(data[:s.prefix]))
+}
+
+// bytes is a length-prefixed value's bytes, after its length.
+func (s valueShape) bytes(data []byte) []byte {
+	return data[s.prefix:s.len(data)]
 }
 
 // decodeValue decodes one value of a fastTypes column to the value
 // go-mysql's decoder gives. Strings share data's bytes.
 func decodeValue(data []byte, tp byte, meta uint16, tz *time.Location) (any, int, error) {
-	tp, width := stringColumn(tp, meta)
-	switch tp {
+	real, _ := stringColumn(tp, meta)
+	switch real {
 	case mysql.MYSQL_TYPE_NULL:
 		return nil, 0, nil
 	case mysql.MYSQL_TYPE_TINY:
@@ -274,18 +281,16 @@ func decodeValue(data []byte, tp byte, meta uint16, tz *time.Location) (any, int
 	case mysql.MYSQL_TYPE_SET:
 		n := int(meta & 0xff)
 		return int64(littleEndian(data[:n])), n, nil
-	case mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING:
-		width = int(meta)
-		fallthrough
-	case mysql.MYSQL_TYPE_STRING:
-		v, n := stringBytes(data, width)
-		return bytesString(v), n + len(v), nil
-	case mysql.MYSQL_TYPE_BLOB, mysql.MYSQL_TYPE_GEOMETRY:
-		v, n, err := blobBytes(data, meta)
+	case mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING, mysql.MYSQL_TYPE_STRING,
+		mysql.MYSQL_TYPE_BLOB, mysql.MYSQL_TYPE_GEOMETRY:
+		sh, err := shapeOf(tp, meta)
 		if err != nil {
 			return nil, 0, err
 		}
-		return v, n + len(v), nil
+		if real == mysql.MYSQL_TYPE_BLOB || real == mysql.MYSQL_TYPE_GEOMETRY {
+			return sh.bytes(data), sh.len(data), nil
+		}
+		return bytesString(sh.bytes(data)), sh.len(data), nil
 	}
 	return nil, 0, fmt.Errorf("column type %d", tp)
 }
@@ -315,38 +320,6 @@ func appendDate(b []byte, data []byte) []byte {
 	b = appendPadded(b, v/32%16, 2)
 	b = append(b, '-')
 	return appendPadded(b, v%32, 2)
-}
-
-// stringBytes reads a length-prefixed string of a column of width bytes:
-// one length byte up to 255 bytes, two beyond. It returns the string's
-// bytes (shared with data, which nothing modifies, as go-mysql's are) and
-// the prefix's length.
-func stringBytes(data []byte, width int) ([]byte, int) {
-	if width < 256 {
-		l := int(data[0])
-		return data[1 : 1+l], 1
-	}
-	l := int(binary.LittleEndian.Uint16(data))
-	return data[2 : 2+l], 2
-}
-
-// blobBytes reads a BLOB or GEOMETRY value: its length in meta bytes, then
-// the bytes. It returns the value and the length prefix's size.
-func blobBytes(data []byte, meta uint16) ([]byte, int, error) {
-	var l, n int
-	switch meta {
-	case 1:
-		l, n = int(data[0]), 1
-	case 2:
-		l, n = int(binary.LittleEndian.Uint16(data)), 2
-	case 3:
-		l, n = int(littleEndian(data[:3])), 3
-	case 4:
-		l, n = int(binary.LittleEndian.Uint32(data)), 4
-	default:
-		return nil, 0, fmt.Errorf("BLOB with %d length bytes", meta)
-	}
-	return data[n : n+l], n, nil
 }
 
 func bytesString(b []byte) string {

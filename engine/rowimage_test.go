@@ -33,10 +33,11 @@ func TestRowImageMatchesGoMySQL(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if !canDecodeFast(re.Table) {
-				return fmt.Errorf("table %s is not fast-decodable", re.Table.Table)
+			shapes := tableShapes(re.Table)
+			if shapes == nil {
+				return fmt.Errorf("table %s is not read raw", re.Table.Table)
 			}
-			rr, err := splitRows(re, pos, data)
+			rr, err := splitRows(re, shapes, pos, data)
 			if err != nil {
 				return err
 			}
