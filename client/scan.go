@@ -5,6 +5,8 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/braid-cdc/braid/internal/jsontext"
 )
 
 // This file is lineDecoder's JSON grammar: white space, literals, numbers
@@ -18,6 +20,9 @@ const maxDepth = 1000
 // ws skips JSON white space.
 func (d *lineDecoder) ws() {
 	for d.pos < len(d.s) {
+		if d.s[d.pos] > ' ' {
+			return // the usual case: braid writes no white space
+		}
 		switch d.s[d.pos] {
 		case ' ', '\t', '\n', '\r':
 			d.pos++
@@ -124,7 +129,7 @@ func (d *lineDecoder) scanStr() (end int, plain bool) {
 	if i >= len(s) || s[i] != '"' {
 		return -1, false
 	}
-	i++
+	i = jsontext.PlainRun(s, i+1)
 	for i < len(s) && !strSpecial[s[i]] {
 		i++
 	}

@@ -11,6 +11,8 @@ import (
 	"unsafe"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/braid-cdc/braid/internal/jsontext"
 )
 
 // FlatWriter renders a parser's events as canal flat messages (canal's
@@ -210,6 +212,26 @@ func (w *FlatWriter) appendBraidFields(b []byte, ev *Event, originDB, originTabl
 // (canal's "old": the previous values of the changed columns).
 func appendRow(b []byte, rc *RowChange, after, onlyChanged bool) []byte {
 	t := rc.codec
+	if rc.data != nil && !onlyChanged {
+		// The common case in a loop of its own: every column of a raw image.
+		at := rc.beforeAt
+		if after {
+			at = rc.afterAt
+		}
+		b = append(b, '{')
+		for i, off := range at {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, t.jsonKeys[i]...)
+			if off < 0 {
+				b = append(b, "null"...)
+			} else {
+				b = t.appendRawText(b, i, rc.data[off:], true)
+			}
+		}
+		return append(b, '}')
+	}
 	b = append(b, '{')
 	n := 0
 	for i := range t.Columns {
@@ -473,7 +495,7 @@ func appendLatin1Text(b []byte, x []byte, quoted bool) []byte {
 	for i, c := range x {
 		if c >= utf8.RuneSelf {
 			b = append(b, x[start:i]...)
-			b = utf8.AppendRune(b, rune(c))
+			b = append(b, 0xc0|c>>6, 0x80|c&0x3f) // U+0080..U+00FF in UTF-8
 			start = i + 1
 		}
 	}
@@ -559,6 +581,10 @@ func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if i+8 <= len(s) && jsontext.Plain8(jsontext.Load(s, i)) {
+			i += 8
+			continue
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {
@@ -600,10 +626,16 @@ func appendJSONString(b []byte, s string) []byte {
 func appendJSONLatin1(b []byte, x []byte) []byte {
 	b = append(b, '"')
 	start := 0 // x[start:i] needs no escape, appended as a run
-	for i, c := range x {
-		if c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\' {
-			continue
+	for i := 0; i < len(x); i++ {
+		// A long run goes 8 bytes at a time; then byte by byte to its end.
+		i = jsontext.PlainRun(bytesString(x), i)
+		for i < len(x) && x[i] >= 0x20 && x[i] < utf8.RuneSelf && x[i] != '"' && x[i] != '\\' {
+			i++
 		}
+		if i == len(x) {
+			break
+		}
+		c := x[i]
 		b = append(b, x[start:i]...)
 		start = i + 1
 		switch {
@@ -612,7 +644,7 @@ func appendJSONLatin1(b []byte, x []byte) []byte {
 		case c < 0x20:
 			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 		default:
-			b = utf8.AppendRune(b, rune(c))
+			b = append(b, 0xc0|c>>6, 0x80|c&0x3f) // U+0080..U+00FF in UTF-8
 		}
 	}
 	b = append(b, x[start:]...)

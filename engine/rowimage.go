@@ -347,6 +347,12 @@ func littleEndian(b []byte) uint64 {
 
 // appendPadded appends v in decimal, zero-padded to width digits.
 func appendPadded(b []byte, v, width int) []byte {
+	switch {
+	case width == 2 && v >= 0 && v < 100: // the parts of a date and time
+		return append(b, byte('0'+v/10), byte('0'+v%10))
+	case width == 4 && v >= 0 && v < 10000:
+		return append(b, byte('0'+v/1000), byte('0'+v/100%10), byte('0'+v/10%10), byte('0'+v%10))
+	}
 	var tmp [20]byte
 	s := strconv.AppendInt(tmp[:0], int64(v), 10)
 	for i := len(s); i < width; i++ {

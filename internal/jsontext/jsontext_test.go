@@ -1,0 +1,62 @@
+package jsontext
+
+import (
+	"math/rand/v2"
+	"testing"
+	"unicode/utf8"
+)
+
+// TestPlain8 checks the eight-bytes-at-once test against the byte-wise
+// rule, on every byte value in every position and on random words.
+func TestPlain8(t *testing.T) {
+	plain := func(c byte) bool { return c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\' }
+	check := func(x uint64) {
+		want := true
+		for k := range 8 {
+			want = want && plain(byte(x>>(8*k)))
+		}
+		if got := Plain8(x); got != want {
+			t.Fatalf("Plain8(%#016x) = %v, want %v", x, got, want)
+		}
+	}
+	for pos := range 8 {
+		for c := range 256 {
+			for _, fill := range []uint64{0x4141414141414141, 0x2020202020202020, 0x7e7e7e7e7e7e7e7e, 0x2121212121212121, 0x5d5d5d5d5d5d5d5d} {
+				check(fill&^(0xff<<(8*pos)) | uint64(c)<<(8*pos))
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 1_000_000 {
+		x := rng.Uint64() & 0x7f7f7f7f7f7f7f7f // mostly ASCII: the hard cases
+		if rng.IntN(4) == 0 {
+			x = rng.Uint64()
+		}
+		check(x)
+	}
+}
+
+// TestPlainRun checks that a run stops at or before the first byte that is
+// not plain, and reaches within 8 bytes of it.
+func TestPlainRun(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	alphabet := "abcdefgh \x1f\"\\\x7f\x80é"
+	for range 100_000 {
+		b := make([]byte, rng.IntN(40))
+		for k := range b {
+			if rng.IntN(10) == 0 {
+				b[k] = alphabet[rng.IntN(len(alphabet))]
+			} else {
+				b[k] = 'a' + byte(rng.IntN(26))
+			}
+		}
+		s, from := string(b), rng.IntN(len(b)+1)
+		first := from
+		for first < len(s) && s[first] >= 0x20 && s[first] < 0x80 && s[first] != '"' && s[first] != '\\' {
+			first++
+		}
+		if got := PlainRun(s, from); got > first || first >= got+8 {
+			t.Fatalf("PlainRun(%q, %d) = %d; the first byte needing care is at %d", s, from, got, first)
+		}
+	}
+}
