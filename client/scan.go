@@ -206,8 +206,16 @@ func unquote(b []byte, s string) ([]byte, bool) {
 		case c < 0x20 || c == '"':
 			return b, false
 		case c < utf8.RuneSelf:
-			b = append(b, c)
-			i++
+			// A run of plain ASCII is the value's own text.
+			j := i + 1
+			for j < len(s) && !strSpecial[s[j]] {
+				j++
+			}
+			b = append(b, s[i:j]...)
+			i = j
+		case c >= 0xc2 && c <= 0xdf && i+1 < len(s) && s[i+1]&0xc0 == 0x80:
+			b = append(b, c, s[i+1]) // a valid two-byte character (all of latin1's)
+			i += 2
 		default:
 			r, size := utf8.DecodeRuneInString(s[i:])
 			b = utf8.AppendRune(b, r)
