@@ -273,8 +273,6 @@ func (p *Parser) handleRows(ctx context.Context, ev *replication.RowsEvent, star
 type rowFilter struct {
 	filter *TableFilter
 	sel    map[string]map[string]bool
-	// tz is the zone TIMESTAMP values are shown in.
-	tz *time.Location
 	// slow sends every event to go-mysql's decoder: the server compresses
 	// its rows events (MariaDB's log_bin_compress), or a test compares.
 	slow bool
@@ -284,8 +282,8 @@ type rowFilter struct {
 	lastShapes []valueShape
 }
 
-func newRowFilter(f *TableFilter, tz *time.Location, compressed bool) *rowFilter {
-	return &rowFilter{filter: f, sel: map[string]map[string]bool{}, tz: tz, slow: compressed}
+func newRowFilter(f *TableFilter, compressed bool) *rowFilter {
+	return &rowFilter{filter: f, sel: map[string]map[string]bool{}, slow: compressed}
 }
 
 func (f *rowFilter) decodeRows(re *replication.RowsEvent, data []byte) error {

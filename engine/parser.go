@@ -269,7 +269,7 @@ func (p *Parser) syncerConfig() replication.BinlogSyncerConfig {
 // stream runs one binlog connection until it fails or ctx ends.
 func (p *Parser) stream(ctx context.Context, emit func(*Event) error) error {
 	cfg := p.syncerConfig()
-	cfg.RowsEventDecodeFunc = newRowFilter(p.filter, p.info.location, p.info.compressed || p.cfg.goMySQLRows).decodeRows
+	cfg.RowsEventDecodeFunc = newRowFilter(p.filter, p.info.compressed || p.cfg.goMySQLRows).decodeRows
 	syncer := replication.NewBinlogSyncer(cfg)
 	defer syncer.Close()
 

@@ -20,9 +20,10 @@ import (
 // go-mysql's RowsEvent.DecodeData would give (the rest of the engine relies
 // on that). Measured in bench/, go-mysql's decoding (fmt.Sprintf and
 // time.Format per temporal value), then braid's own decoding to boxed
-// values, were the bottleneck of a catch-up. A table with a column type
-// outside fastTypes (TIME, MySQL's binary JSON, pre-5.6 temporal types,
-// VECTOR) and a compressed or partial rows event go to go-mysql's decoder.
+// values, were the bottleneck of a catch-up. A table with a column of a
+// type shapeOf does not know (TIME, MySQL's binary JSON, pre-5.6 temporal
+// types, VECTOR) and a compressed or partial rows event go to go-mysql's
+// decoder.
 
 // tableShapes returns the shape of each column's values in a table map's
 // rows events, or nil when a column is of a type braid does not read raw.
@@ -63,6 +64,9 @@ func splitRows(re *replication.RowsEvent, shapes []valueShape, pos int, data []b
 		}
 	}()
 	cols := int(re.ColumnCount)
+	if cols != len(shapes) {
+		return nil, fmt.Errorf("rows event of %s.%s has %d columns, its table map %d", re.Table.Schema, re.Table.Table, cols, len(shapes))
+	}
 	rr = &rawRows{data: data[pos:]}
 	present1, present2 := presentColumns(re.ColumnBitmap1, cols), presentColumns(re.ColumnBitmap2, cols)
 	update := re.Type() == replication.EnumRowsEventTypeUpdate
@@ -226,7 +230,7 @@ func (s valueShape) bytes(data []byte) []byte {
 	return data[s.prefix:s.len(data)]
 }
 
-// decodeValue decodes one value of a fastTypes column to the value
+// decodeValue decodes one value of a column braid reads raw to the value
 // go-mysql's decoder gives. Strings share data's bytes.
 func decodeValue(data []byte, tp byte, meta uint16, tz *time.Location) (any, int, error) {
 	real, _ := stringColumn(tp, meta)
