@@ -89,8 +89,9 @@ type Event struct {
 	Seq uint64
 
 	// binlogBytes is the size of the binlog event an EventRows's values
-	// share (decoded strings point into it), held as long as they are.
-	binlogBytes int64
+	// share (raw images and decoded strings point into it), held as long
+	// as they are; offsetBytes the capacity of its raw images' offsets.
+	binlogBytes, offsetBytes int64
 	// size memoizes Size: an event does not change once emitted.
 	size int64
 }
@@ -214,8 +215,8 @@ type DDL struct {
 
 // Size estimates the memory an event holds, for the store's bound: a fixed
 // overhead; for row changes, the binlog event their images live in (raw
-// images point into it, as do the strings go-mysql decodes), each
-// RowChange, a raw image's offsets, and a decoded image's value headers,
+// images point into it, as do the strings go-mysql decodes), the raw
+// images' offsets, each RowChange, and a decoded image's value headers,
 // boxed numbers and own bytes (counted even when shared, erring on the
 // safe side).
 //
@@ -225,13 +226,13 @@ func (e *Event) Size() int64 {
 	if e.size > 0 {
 		return e.size
 	}
-	n := int64(256) + e.binlogBytes
+	n := int64(256) + e.binlogBytes + e.offsetBytes
 	if e.DDL != nil {
 		n += int64(len(e.DDL.SQL))
 	}
 	for i := range e.Rows {
 		rc := &e.Rows[i]
-		n += 160 + imageSize(rc.before) + imageSize(rc.after) + 4*int64(len(rc.beforeAt)+len(rc.afterAt))
+		n += 160 + imageSize(rc.before) + imageSize(rc.after)
 	}
 	e.size = n
 	return n

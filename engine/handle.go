@@ -260,8 +260,12 @@ func (p *Parser) handleRows(ctx context.Context, ev *replication.RowsEvent, star
 	if len(changes) == 0 {
 		return nil
 	}
-	return emit(&Event{Type: EventRows, Source: p.spec.Name, ServerID: p.tx.serverID, Pos: start, GTID: p.tx.gtid, CommitTime: p.tx.commit, Rows: changes,
-		binlogBytes: int64(hdr.EventSize)})
+	rowsEv := &Event{Type: EventRows, Source: p.spec.Name, ServerID: p.tx.serverID, Pos: start, GTID: p.tx.gtid, CommitTime: p.tx.commit, Rows: changes,
+		binlogBytes: int64(hdr.EventSize)}
+	if raw != nil {
+		rowsEv.offsetBytes = 4 * int64(cap(raw.at))
+	}
+	return emit(rowsEv)
 }
 
 // rowFilter is go-mysql's RowsEventDecodeFunc: it reads the rows of

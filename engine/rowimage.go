@@ -79,15 +79,11 @@ func splitRows(re *replication.RowsEvent, shapes []valueShape, pos int, data []b
 				return nil, err
 			}
 		}
-		if len(rr.at) <= 2*cols && at < len(rr.data) {
+		if first := len(rr.at) == cols || (update && len(rr.at) == 2*cols); first && at < len(rr.data) {
 			// Room for as many rows as are left if they are as long as
-			// the first.
+			// the first (Event.Size counts the capacity).
 			rr.at = slices.Grow(rr.at, len(rr.at)*((len(rr.data)-at)/at+1))
 		}
-	}
-	if cap(rr.at) > len(rr.at)+len(rr.at)/8 {
-		// Held as long as the event: no more than Event.Size counts.
-		rr.at = append(make([]int32, 0, len(rr.at)), rr.at...)
 	}
 	return rr, nil
 }
