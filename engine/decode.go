@@ -382,14 +382,20 @@ func convertValue(c *Column, v any) Value {
 
 // setNames renders a SET bitmask as its members joined by commas.
 func setNames(elems []string, bits uint64) string {
-	var b strings.Builder
+	return string(appendSetNames(nil, elems, bits))
+}
+
+// appendSetNames appends setNames's text.
+func appendSetNames(b []byte, elems []string, bits uint64) []byte {
+	n := 0
 	for i, e := range elems {
 		if bits&(1<<uint(i)) != 0 {
-			if b.Len() > 0 {
-				b.WriteByte(',')
+			if n > 0 {
+				b = append(b, ',')
 			}
-			b.WriteString(e)
+			n++
+			b = append(b, e...)
 		}
 	}
-	return b.String()
+	return b
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -278,6 +279,8 @@ const (
 	rawTimestamp                // TIMESTAMP(n), shown in the source's zone
 	rawText                     // length-prefixed text, valid UTF-8 or made so
 	rawBinary                   // length-prefixed bytes, shown as ISO-8859-1
+	rawEnum                     // an ENUM's member number
+	rawSet                      // a SET's member bits
 )
 
 // rawKindOf decides how column c, of binlog type tp, is formatted raw: the
@@ -296,6 +299,14 @@ func rawKindOf(c *Column, tp byte, meta uint16, converts bool) rawKind {
 		}
 	case mysql.MYSQL_TYPE_YEAR:
 		return rawYear
+	case mysql.MYSQL_TYPE_ENUM:
+		if c.Type == "enum" {
+			return rawEnum
+		}
+	case mysql.MYSQL_TYPE_SET:
+		if c.Type == "set" {
+			return rawSet
+		}
 	case mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING, mysql.MYSQL_TYPE_STRING, mysql.MYSQL_TYPE_BLOB, mysql.MYSQL_TYPE_GEOMETRY:
 		if c.Binary {
 			return rawBinary
@@ -343,6 +354,16 @@ func (t *tableCodec) appendRawText(b []byte, i int, v []byte, quoted bool) []byt
 		return appendIntText(b, year, quoted)
 	case rawText:
 		return appendStringText(b, bytesString(t.shapes[i].bytes(v)), quoted)
+	case rawEnum:
+		// MySQL stores an invalid ENUM value as 0, shown as ''.
+		elems, name := t.Columns[i].Elems, ""
+		if k := readUint(v, t.shapes[i].fixed); k >= 1 && k <= uint64(len(elems)) {
+			name = elems[k-1]
+		}
+		return appendStringText(b, name, quoted)
+	case rawSet:
+		var names [128]byte // the members joined by commas, on the stack when short
+		return appendStringText(b, bytesString(appendSetNames(names[:0], t.Columns[i].Elems, readUint(v, t.shapes[i].fixed))), quoted)
 	case rawBinary:
 		if x := t.shapes[i].bytes(v); t.binWidth == nil || t.binWidth[i] <= len(x) {
 			return appendLatin1Text(b, x, quoted)
@@ -624,30 +645,27 @@ func appendJSONString(b []byte, s string) []byte {
 
 // appendJSONLatin1 writes bytes as a JSON string of ISO-8859-1 characters.
 func appendJSONLatin1(b []byte, x []byte) []byte {
+	b = slices.Grow(b, len(x)+len(x)/2+2)
 	b = append(b, '"')
-	start := 0 // x[start:i] needs no escape, appended as a run
 	for i := 0; i < len(x); i++ {
-		// A long run goes 8 bytes at a time; then byte by byte to its end.
-		i = jsontext.PlainRun(bytesString(x), i)
-		for i < len(x) && x[i] >= 0x20 && x[i] < utf8.RuneSelf && x[i] != '"' && x[i] != '\\' {
-			i++
-		}
-		if i == len(x) {
-			break
-		}
 		c := x[i]
-		b = append(b, x[start:i]...)
-		start = i + 1
 		switch {
+		case c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\':
+			// A run: 8 bytes at a time, then byte by byte to its end.
+			j := jsontext.PlainRun(bytesString(x), i+1)
+			for j < len(x) && x[j] >= 0x20 && x[j] < utf8.RuneSelf && x[j] != '"' && x[j] != '\\' {
+				j++
+			}
+			b = append(b, x[i:j]...)
+			i = j - 1
+		case c >= utf8.RuneSelf:
+			b = append(b, 0xc0|c>>6, 0x80|c&0x3f) // U+0080..U+00FF in UTF-8
 		case c == '"' || c == '\\':
 			b = append(b, '\\', c)
-		case c < 0x20:
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 		default:
-			b = append(b, 0xc0|c>>6, 0x80|c&0x3f) // U+0080..U+00FF in UTF-8
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 		}
 	}
-	b = append(b, x[start:]...)
 	return append(b, '"')
 }
 
