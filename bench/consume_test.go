@@ -108,12 +108,16 @@ func BenchmarkConsume(b *testing.B) {
 	b.Run(fmt.Sprintf("%d-sources", consumeSources), func(b *testing.B) { benchConsume(b, f) })
 }
 
-// consumeRates and mergedRate are what BenchmarkConsume and BenchmarkMerge
-// measured in this run, 0 until they have: the consumers' rows/s from a
-// pre-filled store, and the merged stream's.
+// consumeRates and consumeCPU, mergedRate and mergedCPU are what
+// BenchmarkConsume and BenchmarkMerge measured in this run, 0 until they
+// have: the consumers' rows/s from a pre-filled store and each side's CPU
+// µs per row change, the merged stream's rows/s and the merge's CPU µs per
+// row change.
 var (
 	consumeRates struct{ canal, native float64 }
+	consumeCPU   struct{ canalServer, nativeServer, goClient float64 }
 	mergedRate   float64
+	mergedCPU    float64
 )
 
 // recordConsumeVsMerge puts the consumers' rates against the merged
@@ -129,6 +133,18 @@ func recordConsumeVsMerge() {
 	Record(Row{Section: "consume", Measure: "one canal-go consumer from a pre-filled store, rows/s",
 		Value: consumeRates.canal, Unit: "rows/s", Peer: "the merged stream", PeerValue: mergedRate,
 		Target: "ratio >= 1.0", Met: Met(consumeRates.canal >= mergedRate)})
+	if mergedCPU == 0 {
+		return
+	}
+	// Machine-independent: a side that costs at most the merge's CPU per
+	// row keeps up with it on as many cores as the merge uses.
+	for _, side := range []struct {
+		name string
+		us   float64
+	}{{"native server", consumeCPU.nativeServer}, {"Go client (every value read)", consumeCPU.goClient}, {"canal server", consumeCPU.canalServer}} {
+		Record(Row{Section: "consume", Measure: side.name + ": CPU per row change against the merge's", Value: side.us, Unit: "µs",
+			Peer: "the merge", PeerValue: mergedCPU, Target: "ratio <= 1.0", Met: Met(side.us <= mergedCPU)})
+	}
 }
 
 // consumer is one way of reading the store.
@@ -224,6 +240,7 @@ func benchConsume(b *testing.B, f *consumeFixture) {
 	b.ReportMetric(nt.serverUs(), "native-server-us/row")
 	b.ReportMetric(nt.clientUs(), "native-client-us/row")
 	consumeRates.canal, consumeRates.native = cn.rowsPerSec(), nt.rowsPerSec()
+	consumeCPU.canalServer, consumeCPU.nativeServer, consumeCPU.goClient = cn.serverUs(), nt.serverUs(), nt.clientUs()
 	recordConsumeVsMerge()
 	Record(Row{Section: "consume", Measure: "canal server CPU per row change", Value: cn.serverUs(), Unit: "µs"})
 	Record(Row{Section: "consume", Measure: "canal-go consumer CPU per row change", Value: cn.clientUs(), Unit: "µs"})

@@ -90,6 +90,7 @@ type total struct {
 	peak    uint64
 	live    uint64
 	rates   []float64 // each run's rows/s
+	cpus    []float64 // each run's CPU µs per row change, where measured
 }
 
 func (t *total) add(r Result) {
@@ -98,16 +99,27 @@ func (t *total) add(r Result) {
 	t.peak = max(t.peak, r.PeakHeap)
 	t.live = max(t.live, r.PeakLive)
 	t.rates = append(t.rates, r.RowsPerSec())
+	if r.CPU > 0 && r.Rows > 0 {
+		t.cpus = append(t.cpus, float64(r.CPU.Microseconds())/float64(r.Rows))
+	}
 }
 
 // rowsPerSec is the median of the runs' rates: on a shared machine one
 // slow run (another tenant, a GC at the wrong time) moves a mean, not a
 // median.
-func (t *total) rowsPerSec() float64 {
-	if len(t.rates) == 0 {
+func (t *total) rowsPerSec() float64 { return median(t.rates) }
+
+// cpuUs is the median of the runs' CPU µs per row change, 0 if not
+// measured.
+func (t *total) cpuUs() float64 { return median(t.cpus) }
+
+// median is the middle value of xs (the mean of the middle two), 0 for
+// none.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
 		return 0
 	}
-	r := slices.Sorted(slices.Values(t.rates))
+	r := slices.Sorted(slices.Values(xs))
 	if n := len(r); n%2 == 0 {
 		return (r[n/2-1] + r[n/2]) / 2
 	}

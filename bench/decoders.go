@@ -55,6 +55,9 @@ type Result struct {
 	// bytes; PeakLive the highest live heap (what the last GC kept: the
 	// memory the decoder held, without garbage).
 	PeakHeap, PeakLive uint64
+	// CPU is the CPU time (user and system) this process used while the
+	// decoder ran, where the benchmark measures it (BenchmarkMerge).
+	CPU time.Duration
 }
 
 // RowsPerSec is Rows over Elapsed.

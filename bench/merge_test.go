@@ -122,10 +122,12 @@ func (d groupDecoder) measure(b *testing.B, cfgs []DecodeConfig, ws []*Workload)
 	}
 	ctx, cancel := context.WithTimeout(b.Context(), decodeTimeout)
 	defer cancel()
+	cpu := selfCPU()
 	r, err := d.run(ctx, cfgs, want)
 	if err != nil {
 		b.Fatalf("%s: %v", d.name, err)
 	}
+	r.CPU = selfCPU() - cpu
 	for i, w := range ws {
 		if r.Sources[i] != w.Selected {
 			b.Fatalf("%s delivered %d selected row changes of source %d up to %s, want %d (what the workload wrote)",
@@ -200,7 +202,9 @@ func benchMerge(b *testing.B, cfgs []DecodeConfig, ws []*Workload) {
 		Peer: "unmerged braid", PeerValue: u.rowsPerSec(), Target: "ratio >= 0.9", Met: Met(vsUnmerged >= 0.9)})
 	Record(Row{Section: "merge", Measure: "4 sources merged through a 64 MiB store, rows/s", Value: m.rowsPerSec(), Unit: "rows/s",
 		Peer: "go-mysql canal ×4", PeerValue: c.rowsPerSec(), Target: "ratio >= 1.0", Met: Met(vsCanal >= 1)})
-	mergedRate = m.rowsPerSec()
+	mergedRate, mergedCPU = m.rowsPerSec(), m.cpuUs()
+	Record(Row{Section: "merge", Measure: "4 sources merged: CPU per row change (median)", Value: mergedCPU, Unit: "µs",
+		Peer: "go-mysql canal ×4", PeerValue: c.cpuUs()})
 	recordConsumeVsMerge()
 	Record(Row{Section: "merge", Measure: "merged run's peak live heap", Value: mib(m.live), Unit: "MiB",
 		Target: fmt.Sprintf("<= bound %.0f MiB", bound/(1<<20)), Met: Met(float64(m.live) <= bound)})

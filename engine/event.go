@@ -98,12 +98,12 @@ type Event struct {
 
 // RowChange is one row's change.
 //
-// It keeps the row images as the binlog wrote them (the common column
-// types, see rawRows) or as go-mysql decoded them (the rest), and converts
-// them to Values only when asked (Before, After), so a consumer that only
-// renders them (the flat writer, the canal encoder) or only counts them
-// pays for no conversion. A RowChange is read-only and safe for concurrent
-// readers.
+// It keeps its row images as the binlog wrote them (the common column
+// types, see rowImages) or as go-mysql decoded them (the rest), and
+// converts them to Values only when asked (Before, After), so a consumer
+// that only renders them (the flat writer, the canal encoder) or only
+// counts them pays for no conversion. A RowChange is read-only and safe
+// for concurrent readers.
 type RowChange struct {
 	// Table is the schema the row was decoded with: the table's columns as
 	// they were when the row was written.
@@ -113,30 +113,26 @@ type RowChange struct {
 	Index int
 
 	codec *tableCodec
-	// before and after are the images as go-mysql decoded them, for tables
-	// braid does not read raw; nil otherwise, and for an image the change
-	// does not have.
-	before, after []any
-	// data holds the images of a raw rows event; beforeAt and afterAt are
-	// where each column's value starts in it (-1 for NULL).
-	data              []byte
-	beforeAt, afterAt []int32
+	// images are the rows event's images; before and after number this
+	// change's (-1: it has none).
+	images        *rowImages
+	before, after int32
 }
 
 // Before is the row before an UPDATE or DELETE (nil for an INSERT), one
 // Value per column of Table. Each call converts anew; keep the result.
-func (rc *RowChange) Before() []Value { return rc.image(rc.before, rc.beforeAt) }
+func (rc *RowChange) Before() []Value { return rc.image(rc.before) }
 
 // After is the row after an INSERT or UPDATE (nil for a DELETE).
-func (rc *RowChange) After() []Value { return rc.image(rc.after, rc.afterAt) }
+func (rc *RowChange) After() []Value { return rc.image(rc.after) }
 
 // HasBefore and HasAfter report which images the row change has: an
 // INSERT only the after image, a DELETE only the before image, an UPDATE
 // both.
-func (rc *RowChange) HasBefore() bool { return rc.before != nil || rc.beforeAt != nil }
+func (rc *RowChange) HasBefore() bool { return rc.before >= 0 }
 
 // HasAfter: see HasBefore.
-func (rc *RowChange) HasAfter() bool { return rc.after != nil || rc.afterAt != nil }
+func (rc *RowChange) HasAfter() bool { return rc.after >= 0 }
 
 // AppendText appends column i's value, from the after image when after is
 // set and else from the before image, in canal's string form (see
@@ -148,47 +144,47 @@ func (rc *RowChange) AppendText(b []byte, after bool, i int) (out []byte, isNull
 
 // appendText is AppendText, writing a JSON string when quoted is set.
 func (rc *RowChange) appendText(b []byte, after bool, i int, quoted bool) ([]byte, bool) {
-	if rc.data != nil {
-		at := rc.beforeAt
-		if after {
-			at = rc.afterAt
-		}
-		if at[i] < 0 {
+	k, im := rc.before, rc.images
+	if after {
+		k = rc.after
+	}
+	if im.decoded != nil {
+		v := im.decoded[k][i]
+		if v == nil {
 			return b, true
 		}
-		return rc.codec.appendRawText(b, i, rc.data[at[i]:], quoted), false
+		return rc.codec.appendText(b, i, v, quoted), false
 	}
-	img := rc.before
-	if after {
-		img = rc.after
-	}
-	if img[i] == nil {
+	off := im.offsets(k)[i]
+	if off < 0 {
 		return b, true
 	}
-	return rc.codec.appendText(b, i, img[i], quoted), false
+	return rc.codec.appendRawText(b, i, im.data[off:], quoted), false
 }
 
 // Changed reports whether an UPDATE changed column i: whether its before
 // and after values differ (what canal marks "updated", and what the flat
 // message's "old" lists).
 func (rc *RowChange) Changed(i int) bool {
-	if !rc.HasBefore() || !rc.HasAfter() {
-		return rc.HasAfter()
+	if rc.before < 0 || rc.after < 0 {
+		return rc.after >= 0
 	}
-	if rc.data != nil {
-		return !rc.codec.rawEqual(i, rc.data, rc.beforeAt[i], rc.afterAt[i])
+	im := rc.images
+	if im.decoded != nil {
+		return !rawEqual(im.decoded[rc.before][i], im.decoded[rc.after][i])
 	}
-	return !rawEqual(rc.before[i], rc.after[i])
+	return !rc.codec.rawEqual(i, im.data, im.offsets(rc.before)[i], im.offsets(rc.after)[i])
 }
 
-func (rc *RowChange) image(vals []any, at []int32) []Value {
-	if at != nil {
-		vals = rc.codec.decodeRaw(rc.data, at)
-	}
-	if vals == nil {
+func (rc *RowChange) image(k int32) []Value {
+	if k < 0 {
 		return nil
 	}
-	return rc.codec.values(vals)
+	im := rc.images
+	if im.decoded != nil {
+		return rc.codec.values(im.decoded[k])
+	}
+	return rc.codec.values(rc.codec.decodeRaw(im.data, im.offsets(k)))
 }
 
 // Value is one decoded column value. Its dynamic type is one of:
@@ -216,9 +212,9 @@ type DDL struct {
 // Size estimates the memory an event holds, for the store's bound: a fixed
 // overhead; for row changes, the binlog event their images live in (raw
 // images point into it, as do the strings go-mysql decodes), the raw
-// images' offsets, each RowChange, and a decoded image's value headers,
-// boxed numbers and own bytes (counted even when shared, erring on the
-// safe side).
+// images' offsets, each RowChange, and each decoded image's value
+// headers, boxed numbers and own bytes (counted even when shared, erring
+// on the safe side).
 //
 // The first call computes and remembers it: call it only once the event is
 // complete (emitted), as the destination's queues and the store do.
@@ -230,9 +226,11 @@ func (e *Event) Size() int64 {
 	if e.DDL != nil {
 		n += int64(len(e.DDL.SQL))
 	}
-	for i := range e.Rows {
-		rc := &e.Rows[i]
-		n += 160 + imageSize(rc.before) + imageSize(rc.after)
+	n += 64 * int64(len(e.Rows))
+	if len(e.Rows) > 0 && e.Rows[0].images.decoded != nil {
+		for _, img := range e.Rows[0].images.decoded {
+			n += imageSize(img)
+		}
 	}
 	e.size = n
 	return n

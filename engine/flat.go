@@ -213,14 +213,14 @@ func (w *FlatWriter) appendBraidFields(b []byte, ev *Event, originDB, originTabl
 // (canal's "old": the previous values of the changed columns).
 func appendRow(b []byte, rc *RowChange, after, onlyChanged bool) []byte {
 	t := rc.codec
-	if rc.data != nil && !onlyChanged {
+	if im := rc.images; im.decoded == nil && !onlyChanged {
 		// The common case in a loop of its own: every column of a raw image.
-		at := rc.beforeAt
+		k := rc.before
 		if after {
-			at = rc.afterAt
+			k = rc.after
 		}
 		b = append(b, '{')
-		for i, off := range at {
+		for i, off := range im.offsets(k) {
 			if i > 0 {
 				b = append(b, ',')
 			}
@@ -228,7 +228,7 @@ func appendRow(b []byte, rc *RowChange, after, onlyChanged bool) []byte {
 			if off < 0 {
 				b = append(b, "null"...)
 			} else {
-				b = t.appendRawText(b, i, rc.data[off:], true)
+				b = t.appendRawText(b, i, im.data[off:], true)
 			}
 		}
 		return append(b, '}')

@@ -220,40 +220,26 @@ func (p *Parser) handleRows(ctx context.Context, ev *replication.RowsEvent, star
 			}
 		}
 	}
-	images, cols := len(ev.Rows), len(table.Columns)
-	raw := rawRowsOf(ev)
-	if raw != nil {
-		if table.shapes == nil {
-			return fatal{fmt.Errorf("%w: source %s: %s.%s at %s: raw rows of a table braid reads with go-mysql", ErrBadEvent, p.spec.Name, ev.Table.Schema, ev.Table.Table, start)}
-		}
-		images = len(raw.at) / max(cols, 1)
+	images := rowImagesOf(ev)
+	if images.decoded == nil && table.shapes == nil {
+		return fatal{fmt.Errorf("%w: source %s: %s.%s at %s: raw rows of a table braid reads with go-mysql", ErrBadEvent, p.spec.Name, ev.Table.Schema, ev.Table.Table, start)}
 	}
-	// image returns image i: its values or its offsets in raw.data.
-	image := func(i int) ([]any, []int32) {
-		if raw != nil {
-			return nil, raw.at[i*cols : (i+1)*cols : (i+1)*cols]
-		}
-		return ev.Rows[i], nil
-	}
-	changes := make([]RowChange, 0, images/step)
-	for i := 0; i+step <= images; i += step {
+	n := images.count()
+	changes := make([]RowChange, 0, n/step)
+	for k := 0; k+step <= n; k += step {
 		index := p.tx.rows
 		p.tx.rows++
 		if index < p.replay.rows {
 			continue // emitted before the reconnect
 		}
-		rc := RowChange{Table: table.Table, Kind: kind, Index: index, codec: table}
-		if raw != nil {
-			rc.data = raw.data
-		}
+		rc := RowChange{Table: table.Table, Kind: kind, Index: index, codec: table, images: images, before: -1, after: -1}
 		switch kind {
 		case Insert:
-			rc.after, rc.afterAt = image(i)
+			rc.after = int32(k)
 		case Delete:
-			rc.before, rc.beforeAt = image(i)
+			rc.before = int32(k)
 		case Update:
-			rc.before, rc.beforeAt = image(i)
-			rc.after, rc.afterAt = image(i + 1)
+			rc.before, rc.after = int32(k), int32(k+1)
 		}
 		changes = append(changes, rc)
 	}
@@ -262,9 +248,7 @@ func (p *Parser) handleRows(ctx context.Context, ev *replication.RowsEvent, star
 	}
 	rowsEv := &Event{Type: EventRows, Source: p.spec.Name, ServerID: p.tx.serverID, Pos: start, GTID: p.tx.gtid, CommitTime: p.tx.commit, Rows: changes,
 		binlogBytes: int64(hdr.EventSize)}
-	if raw != nil {
-		rowsEv.offsetBytes = 4 * int64(cap(raw.at))
-	}
+	rowsEv.offsetBytes = 4 * int64(cap(images.at))
 	return emit(rowsEv)
 }
 
@@ -309,18 +293,19 @@ func (f *rowFilter) decodeRows(re *replication.RowsEvent, data []byte) error {
 	if err != nil {
 		return err
 	}
-	re.Rows = [][]any{{rr}} // handleRows takes them out (rawRowsOf)
+	re.Rows = [][]any{{rr}} // handleRows takes them out (rowImagesOf)
 	return nil
 }
 
-// rawRowsOf returns the raw row images decodeRows left in a rows event
-// instead of go-mysql's decoded rows, or nil.
-func rawRowsOf(re *replication.RowsEvent) *rawRows {
+// rowImagesOf returns a rows event's images: the raw ones decodeRows left
+// in it instead of go-mysql's decoded rows, or those.
+func rowImagesOf(re *replication.RowsEvent) *rowImages {
 	if len(re.Rows) == 1 && len(re.Rows[0]) == 1 {
-		rr, _ := re.Rows[0][0].(*rawRows)
-		return rr
+		if rr, ok := re.Rows[0][0].(*rowImages); ok {
+			return rr
+		}
 	}
-	return nil
+	return &rowImages{decoded: re.Rows}
 }
 
 // selected reports whether rows of the table-map's table are read. The

@@ -45,7 +45,7 @@ func TestRawRowsMatchGoMySQLRows(t *testing.T) {
 				}
 				for r := range raw[e].Rows {
 					a, b := &raw[e].Rows[r], &decoded[e].Rows[r]
-					if a.data == nil || b.data != nil {
+					if a.images.decoded != nil || b.images.decoded == nil {
 						t.Fatalf("event %d: the raw read decoded its rows, or the go-mysql read did not", e)
 					}
 					changes++

@@ -39,25 +39,45 @@ func tableShapes(tm *replication.TableMapEvent) []valueShape {
 	return shapes
 }
 
-// rawRows are the row images of a fast-decodable rows event, left as the
-// binlog wrote them: the flat writer and the canal encoder format each value
-// straight from its bytes, so a row change costs no boxed value, no slice of
-// them and no garbage (measured in bench/: decoding to values and formatting
-// them again was most of a catch-up's CPU). Values are decoded only when
-// asked for (RowChange.Before, After).
-type rawRows struct {
-	// data is the event's rows part; it is never modified.
+// rowImages are the row images of one rows event, shared by its row
+// changes: raw, for the column types braid reads itself, or as go-mysql
+// decoded them. Raw images stay as the binlog wrote them: the flat writer
+// and the canal encoder format each value straight from its bytes, so a
+// row change costs no boxed value, no slice of them and no garbage
+// (measured in bench/: decoding to values and formatting them again was
+// most of a catch-up's CPU). Values are decoded only when asked for
+// (RowChange.Before, After).
+type rowImages struct {
+	// data is a raw event's rows part; it is never modified.
 	data []byte
-	// at holds, for each image in order, ColumnCount offsets into data
-	// where a column's value starts, or -1 for NULL (or a column the image
+	// at holds, for each raw image in order, cols offsets into data where
+	// a column's value starts, or -1 for NULL (or a column the image
 	// leaves out).
-	at []int32
+	at   []int32
+	cols int
+	// decoded holds go-mysql's values, one slice per image, for an event
+	// that is not raw.
+	decoded [][]any
+}
+
+// offsets are raw image k's column offsets.
+func (im *rowImages) offsets(k int32) []int32 {
+	from := int(k) * im.cols
+	return im.at[from : from+im.cols : from+im.cols]
+}
+
+// count is how many images there are.
+func (im *rowImages) count() int {
+	if im.decoded != nil || im.cols == 0 {
+		return len(im.decoded)
+	}
+	return len(im.at) / im.cols
 }
 
 // splitRows finds where each value of each row image of re starts in
 // data[pos:], as RowsEvent.DecodeData would read them for an uncompressed,
 // non-partial event, without decoding a value.
-func splitRows(re *replication.RowsEvent, shapes []valueShape, pos int, data []byte) (rr *rawRows, err error) {
+func splitRows(re *replication.RowsEvent, shapes []valueShape, pos int, data []byte) (rr *rowImages, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("rows event of %s.%s is truncated or malformed: %v", re.Table.Schema, re.Table.Table, r)
@@ -67,7 +87,7 @@ func splitRows(re *replication.RowsEvent, shapes []valueShape, pos int, data []b
 	if cols != len(shapes) {
 		return nil, fmt.Errorf("rows event of %s.%s has %d columns, its table map %d", re.Table.Schema, re.Table.Table, cols, len(shapes))
 	}
-	rr = &rawRows{data: data[pos:]}
+	rr = &rowImages{data: data[pos:], cols: cols}
 	present1, present2 := presentColumns(re.ColumnBitmap1, cols), presentColumns(re.ColumnBitmap2, cols)
 	update := re.Type() == replication.EnumRowsEventTypeUpdate
 	for at := 0; at < len(rr.data); {
@@ -103,7 +123,7 @@ func presentColumns(bitmap []byte, cols int) int {
 // image appends the offsets of the row image at data[at:], a null bitmap
 // over the present columns then the present, non-NULL columns' values, and
 // returns where the next image starts.
-func (rr *rawRows) image(shapes []valueShape, at int, bitmap []byte, present int) (int, error) {
+func (rr *rowImages) image(shapes []valueShape, at int, bitmap []byte, present int) (int, error) {
 	nulls := rr.data[at : at+(present+7)/8]
 	at += len(nulls)
 	nullIdx := 0
