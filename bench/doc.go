@@ -122,13 +122,16 @@
 //
 // Each way must deliver, for every source, exactly the selected row changes
 // its workload wrote; a difference fails the benchmark. A way's time is the
-// wall time from starting it to its last source reaching its end,
-// start-up included (connecting and loading schemas, and in strict order
-// waiting until every source can be compared).
+// wall time from its first row change to its last source reaching its
+// end: start-up (connecting and loading schemas, and in strict order
+// waiting until every source can be compared, 60–140 ms) is left out, as
+// it was a tenth of a run once braid read 3M rows/s; the iteration lines
+// show it. The CPU the process used over a whole run, per row change, is
+// reported for merged and canal.
 //
 // Reported (BenchmarkMerge/4-sources): merged-rows/s, unmerged-rows/s and
 // canal-rows/s (all sources' selected row changes per second of wall time,
-// over all iterations), merged/unmerged and merged/canal (the ratios of
+// the median of the iterations), merged/unmerged and merged/canal (the ratios of
 // those rates), and merged-peak-heap-MiB, unmerged-peak-heap-MiB and
 // canal-peak-heap-MiB (the process's peak heap in use while each way ran,
 // as in BenchmarkDecode), merged-store-peak-MiB (the most the store held,

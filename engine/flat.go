@@ -650,10 +650,10 @@ func appendJSONLatin1(b []byte, x []byte) []byte {
 	for i := 0; i < len(x); i++ {
 		c := x[i]
 		switch {
-		case c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\':
+		case jsontext.Plain(c):
 			// A run: 8 bytes at a time, then byte by byte to its end.
 			j := jsontext.PlainRun(bytesString(x), i+1)
-			for j < len(x) && x[j] >= 0x20 && x[j] < utf8.RuneSelf && x[j] != '"' && x[j] != '\\' {
+			for j < len(x) && jsontext.Plain(x[j]) {
 				j++
 			}
 			b = append(b, x[i:j]...)

@@ -15,6 +15,10 @@ func Plain8(x uint64) bool {
 	return (x|control|((quote-ones)&^quote)|((backslash-ones)&^backslash))&tops == 0
 }
 
+// Plain reports whether a JSON string holds byte c as it is: ASCII, not a
+// control character, '"' or '\\'. Plain8 asks it of eight bytes at once.
+func Plain(c byte) bool { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\' }
+
 // Load reads s[i:i+8] as a little-endian number, in one load.
 func Load(s string, i int) uint64 {
 	s = s[i : i+8]

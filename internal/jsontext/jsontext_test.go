@@ -9,11 +9,11 @@ import (
 // TestPlain8 checks the eight-bytes-at-once test against the byte-wise
 // rule, on every byte value in every position and on random words.
 func TestPlain8(t *testing.T) {
-	plain := func(c byte) bool { return c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\' }
 	check := func(x uint64) {
 		want := true
 		for k := range 8 {
-			want = want && plain(byte(x>>(8*k)))
+			c := byte(x >> (8 * k))
+			want = want && c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\' // the rule, spelled out
 		}
 		if got := Plain8(x); got != want {
 			t.Fatalf("Plain8(%#016x) = %v, want %v", x, got, want)
@@ -52,7 +52,7 @@ func TestPlainRun(t *testing.T) {
 		}
 		s, from := string(b), rng.IntN(len(b)+1)
 		first := from
-		for first < len(s) && s[first] >= 0x20 && s[first] < 0x80 && s[first] != '"' && s[first] != '\\' {
+		for first < len(s) && Plain(s[first]) {
 			first++
 		}
 		if got := PlainRun(s, from); got > first || first >= got+8 {
