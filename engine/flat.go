@@ -602,16 +602,16 @@ func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		if i+8 <= len(s) && jsontext.Plain8(jsontext.Load(s, i)) {
-			i += 8
+		c := s[i]
+		if jsontext.Plain(c) {
+			// A run: 8 bytes at a time, then byte by byte to its end.
+			i = jsontext.PlainRun(s, i+1)
+			for i < len(s) && jsontext.Plain(s[i]) {
+				i++
+			}
 			continue
 		}
-		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
 			b = append(b, s[start:i]...)
 			switch c {
 			case '"', '\\':
