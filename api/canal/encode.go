@@ -136,10 +136,12 @@ type encoder struct {
 }
 
 // tableColumns holds, per column of a table version, the Column fields
-// that are the same in every row, encoded once: head the fields before
-// the value (index, sqlType, name, isKey), tail those after (mysqlType).
+// that are the same in every row, encoded once: head the fields before the
+// value, for each of updated and isNull false and true (index, sqlType,
+// name, isKey, updated, isNull), tail those after (mysqlType).
 type tableColumns struct {
-	head, tail [][]byte
+	head [][2][2][]byte
+	tail [][]byte
 }
 
 // bigFrames holds the buffers of big frames (*[]byte) between a
@@ -362,13 +364,11 @@ func (e *encoder) column(num protowire.Number, cols *tableColumns, rc *engine.Ro
 		r.varint(uint64(len(e.text)))
 		r.tag(8, protowire.BytesType)
 	}
-	r.oneofInt(6, b2i(isNull))
-	r.boolField(5, updated)
-	r.raw(cols.head[i])
+	r.raw(cols.head[i][b2i(updated)][b2i(isNull)])
 	r.close(num, start)
 }
 
-func b2i(b bool) int64 {
+func b2i(b bool) int {
 	if b {
 		return 1
 	}
@@ -383,21 +383,27 @@ func (e *encoder) columns(t *engine.Table) *tableColumns {
 	if e.tables == nil || len(e.tables) >= 1024 {
 		e.tables = map[*engine.Table]*tableColumns{} // bounded: old versions go
 	}
-	cols := &tableColumns{head: make([][]byte, len(t.Columns)), tail: make([][]byte, len(t.Columns))}
+	cols := &tableColumns{head: make([][2][2][]byte, len(t.Columns)), tail: make([][]byte, len(t.Columns))}
 	var r revBuf
 	for i := range t.Columns {
 		c := &t.Columns[i]
 		r.i = len(r.b)
 		r.stringField(10, c.RawType)
 		cols.tail[i] = append([]byte(nil), r.b[r.i:]...)
-		r.i = len(r.b)
-		r.boolField(4, c.Key)
-		r.stringField(3, c.Name)
-		if st := engine.SQLType(c); st != 0 {
-			r.oneofInt(2, int64(st))
+		for _, updated := range []bool{false, true} {
+			for _, isNull := range []bool{false, true} {
+				r.i = len(r.b)
+				r.oneofInt(6, int64(b2i(isNull)))
+				r.boolField(5, updated)
+				r.boolField(4, c.Key)
+				r.stringField(3, c.Name)
+				if st := engine.SQLType(c); st != 0 {
+					r.oneofInt(2, int64(st))
+				}
+				r.int64Field(1, int64(i))
+				cols.head[i][b2i(updated)][b2i(isNull)] = append([]byte(nil), r.b[r.i:]...)
+			}
 		}
-		r.int64Field(1, int64(i))
-		cols.head[i] = append([]byte(nil), r.b[r.i:]...)
 	}
 	e.tables[t] = cols
 	return cols

@@ -25,7 +25,7 @@ func TestRevBufColumn(t *testing.T) {
 			value = "ü\xffx" // invalid UTF-8 in, U+FFFD out
 		}
 		r.stringField(8, value)
-		r.oneofInt(6, b2i(c.GetIsNull()))
+		r.oneofInt(6, int64(b2i(c.GetIsNull())))
 		r.boolField(5, c.Updated)
 		r.boolField(4, c.IsKey)
 		r.stringField(3, c.Name)
