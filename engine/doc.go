@@ -6,7 +6,10 @@
 // MariaDB or MySQL flavor), and emits Events: EventBegin, EventRows (the
 // row changes of one binlog rows event), EventCommit; EventDDL for schema changes; EventProgress for
 // transactions without a selected row; EventHeartbeat while the server is
-// idle. Rows of tables outside the spec's table filter are never decoded.
+// idle. Rows of tables outside the spec's table filter are never decoded;
+// the row images of the common column types stay as the binlog wrote them,
+// formatted straight from their bytes and decoded to Values only when a
+// consumer asks (rowimage.go).
 //
 // Column names come from the table-map event when the server logs them
 // (binlog_row_metadata=FULL), else from a SchemaTracker: the schema at the
