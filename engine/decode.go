@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
@@ -73,6 +74,8 @@ func newTableCodec(t *Table, tm *replication.TableMapEvent, tz *time.Location) *
 		c := &t.Columns[i]
 		tc.jsonKeys[i] = append(appendJSONString(nil, c.Name), ':')
 		switch {
+		case c.Charset != "":
+			// converted to UTF-8 (convertValue)
 		case c.Type == "bigint" && !c.Unsigned, passThrough[c.Type] && !c.Binary:
 			continue
 		case c.Type == "enum":
@@ -210,6 +213,9 @@ func (d *decoder) fromFullMetadata(tm *replication.TableMapEvent) *Table {
 		if c.Type == "blob" || c.Type == "geometry" {
 			c.Binary = true
 		}
+		if coll, ok := collations[i]; ok && latin1Collations[coll] && ddlTextTypes[c.Type] {
+			c.Charset = charsetLatin1
+		}
 		if c.Unsigned {
 			c.RawType += " unsigned"
 		}
@@ -223,6 +229,10 @@ func (d *decoder) fromFullMetadata(tm *replication.TableMapEvent) *Table {
 	d.full[key] = t
 	return t
 }
+
+// latin1Collations are the ids of the latin1 collations, MySQL's and
+// MariaDB's (the NO PAD ones too), as a table map's metadata gives them.
+var latin1Collations = map[uint64]bool{5: true, 8: true, 15: true, 31: true, 47: true, 48: true, 49: true, 94: true, 1032: true, 1071: true}
 
 func quoteList(items []string) string {
 	q := make([]string, len(items))
@@ -371,13 +381,47 @@ func convertValue(c *Column, v any) Value {
 		if c.Binary {
 			return []byte(x) // a copy: Values never alias the event's buffer
 		}
+		if c.Charset == charsetLatin1 {
+			return string(appendLatin1UTF8(nil, []byte(x)))
+		}
 	case []byte:
+		if c.Charset == charsetLatin1 && !c.Binary {
+			return string(appendLatin1UTF8(nil, x))
+		}
 		if !c.Binary {
 			return string(x)
 		}
 		return bytes.Clone(x)
 	}
 	return v
+}
+
+// charsetLatin1 is Column.Charset for MySQL's latin1.
+const charsetLatin1 = "latin1"
+
+// cp1252High holds the characters of bytes 0x80..0x9F in MySQL's latin1,
+// which is Windows-1252; the five bytes Windows leaves undefined stay the
+// C1 controls of the same value, as in MySQL.
+var cp1252High = [32]rune{
+	0x20AC, 0x81, 0x201A, 0x0192, 0x201E, 0x2026, 0x2020, 0x2021, 0x02C6, 0x2030, 0x0160, 0x2039, 0x0152, 0x8D, 0x017D, 0x8F,
+	0x90, 0x2018, 0x2019, 0x201C, 0x201D, 0x2022, 0x2013, 0x2014, 0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0x9D, 0x017E, 0x0178,
+}
+
+// appendLatin1UTF8 appends latin1 (Windows-1252) text x as UTF-8.
+func appendLatin1UTF8(b []byte, x []byte) []byte {
+	start := 0 // x[start:i] is ASCII, appended as a run
+	for i, c := range x {
+		if c >= utf8.RuneSelf {
+			b = append(b, x[start:i]...)
+			if c < 0xa0 {
+				b = utf8.AppendRune(b, cp1252High[c-0x80])
+			} else {
+				b = append(b, 0xc0|c>>6, 0x80|c&0x3f)
+			}
+			start = i + 1
+		}
+	}
+	return append(b, x[start:]...)
 }
 
 // setNames renders a SET bitmask as its members joined by commas.

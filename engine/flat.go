@@ -279,6 +279,7 @@ const (
 	rawTimestamp                // TIMESTAMP(n), shown in the source's zone
 	rawText                     // length-prefixed text, valid UTF-8 or made so
 	rawBinary                   // length-prefixed bytes, shown as ISO-8859-1
+	rawLatin1                   // length-prefixed latin1 text, converted to UTF-8
 	rawEnum                     // an ENUM's member number
 	rawSet                      // a SET's member bits
 )
@@ -308,8 +309,11 @@ func rawKindOf(c *Column, tp byte, meta uint16, converts bool) rawKind {
 			return rawSet
 		}
 	case mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING, mysql.MYSQL_TYPE_STRING, mysql.MYSQL_TYPE_BLOB, mysql.MYSQL_TYPE_GEOMETRY:
-		if c.Binary {
+		switch {
+		case c.Binary:
 			return rawBinary
+		case c.Charset == charsetLatin1:
+			return rawLatin1
 		}
 		return rawText
 	}
@@ -354,6 +358,8 @@ func (t *tableCodec) appendRawText(b []byte, i int, v []byte, quoted bool) []byt
 		return appendIntText(b, year, quoted)
 	case rawText:
 		return appendStringText(b, bytesString(t.shapes[i].bytes(v)), quoted)
+	case rawLatin1:
+		return appendLatin1AsText(b, t.shapes[i].bytes(v), quoted)
 	case rawEnum:
 		// MySQL stores an invalid ENUM value as 0, shown as ''.
 		elems, name := t.Columns[i].Elems, ""
@@ -472,6 +478,9 @@ func (t *tableCodec) appendText(b []byte, i int, v any, quoted bool) []byte {
 			return appendIntText(b, int64(x), quoted)
 		}
 	case []byte:
+		if c.Charset == charsetLatin1 && !c.Binary {
+			return appendLatin1AsText(b, x, quoted)
+		}
 		if !c.Binary {
 			// Read in place: the bytes are only read during this call.
 			return appendStringText(b, unsafe.String(unsafe.SliceData(x), len(x)), quoted)
@@ -481,6 +490,13 @@ func (t *tableCodec) appendText(b []byte, i int, v any, quoted bool) []byte {
 		}
 	}
 	return appendValueText(b, t.value(i, v), quoted)
+}
+
+// appendLatin1AsText writes latin1 text x, converted to UTF-8, as
+// appendStringText writes text.
+func appendLatin1AsText(b []byte, x []byte, quoted bool) []byte {
+	var short [256]byte // the converted text, on the stack when short
+	return appendStringText(b, bytesString(appendLatin1UTF8(short[:0], x)), quoted)
 }
 
 func appendIntText(b []byte, v int64, quoted bool) []byte {

@@ -91,19 +91,33 @@ func ddlName(db string, tn *ast.TableName) schemaKey {
 	return schemaKey{db, tn.Name.O}
 }
 
-// ddlColumn converts a parsed column definition. tableBinary is set when
-// the table's default charset is binary.
-func ddlColumn(def *ast.ColumnDef, tableBinary bool) (col Column, primary, unique bool, err error) {
+// ddlColumn converts a parsed column definition; tableCharset is the
+// table's default charset (Table.Charset), which a character column
+// declaring none takes.
+func ddlColumn(def *ast.ColumnDef, tableCharset string) (col Column, primary, unique bool, err error) {
 	col = Column{Name: def.Name.Name.O, Nullable: true}
 	ft := def.Tp
 	if ft == nil {
 		return col, false, false, fmt.Errorf("column %q has no type", col.Name)
 	}
-	tp, cs := ft.GetType(), ft.GetCharset()
-	if cs == "" && tableBinary {
-		cs = charset.CharsetBin
+	tp, cs := ft.GetType(), strings.ToLower(ft.GetCharset())
+	if cs == "" {
+		cs = ddlCollationCharset(ft.GetCollate())
+	}
+	for _, opt := range def.Options {
+		if cs == "" && opt.Tp == ast.ColumnOptionCollate {
+			cs = ddlCollationCharset(opt.StrValue)
+		}
+	}
+	if cs == "" {
+		cs = tableCharset
 	}
 	bin := cs == charset.CharsetBin
+	defer func() {
+		if !col.Binary && ddlTextTypes[col.Type] && cs == charset.CharsetLatin1 {
+			col.Charset = charset.CharsetLatin1
+		}
+	}()
 	flen, dec := ft.GetFlen(), ft.GetDecimal()
 	numeric := false
 	switch tp {
@@ -215,6 +229,37 @@ func ddlColumn(def *ast.ColumnDef, tableBinary bool) (col Column, primary, uniqu
 
 // ddlIntWidth is the display width MariaDB and MySQL 5.7 print for an
 // integer type declared without one.
+// ddlTextTypes are the character column types whose bytes have a charset.
+var ddlTextTypes = map[string]bool{"char": true, "varchar": true, "tinytext": true, "text": true, "mediumtext": true, "longtext": true}
+
+// ddlCollationCharset is the charset a collation name belongs to
+// ("latin1_bin": "latin1"), "" for none.
+func ddlCollationCharset(collation string) string {
+	cs, _, _ := strings.Cut(strings.ToLower(collation), "_")
+	return cs
+}
+
+// ddlOptionCharset is the charset a CREATE or ALTER TABLE option sets as
+// the table's default (CHARSET or COLLATE), "" for other options.
+func ddlOptionCharset(opt *ast.TableOption) string {
+	switch opt.Tp {
+	case ast.TableOptionCharset:
+		return strings.ToLower(opt.StrValue)
+	case ast.TableOptionCollate:
+		return ddlCollationCharset(opt.StrValue)
+	}
+	return ""
+}
+
+// ddlKeptCharset is what Table.Charset keeps of a table's default charset:
+// the ones that change what its columns hold.
+func ddlKeptCharset(cs string) string {
+	if cs == charset.CharsetLatin1 || cs == charset.CharsetBin {
+		return cs
+	}
+	return ""
+}
+
 func ddlIntWidth(tp byte, unsigned bool) int {
 	w := map[byte]int{mysql.TypeTiny: 4, mysql.TypeShort: 6, mysql.TypeInt24: 9, mysql.TypeLong: 11, mysql.TypeLonglong: 20}[tp]
 	if unsigned && tp != mysql.TypeLonglong {

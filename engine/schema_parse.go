@@ -39,10 +39,10 @@ var ddlParsers = sync.Pool{New: func() any { return parser.New() }}
 
 // ddlStmt is one statement of a query event, parsed.
 type ddlStmt struct {
-	node        ast.StmtNode
-	orReplace   bool   // CREATE OR REPLACE TABLE
-	tableBinary bool   // CREATE TABLE whose default charset is binary, when its options were cut
-	text        string // the statement as written, for errors
+	node         ast.StmtNode
+	orReplace    bool   // CREATE OR REPLACE TABLE
+	tableCharset string // CREATE TABLE's default charset, when its options were cut
+	text         string // the statement as written, for errors
 }
 
 // ddlParseError is what ddlParse fails with; callers add position and db.
@@ -118,9 +118,9 @@ func ddlParseOne(st ddlToks, kind ddlKind, lexEdits []ddlEdit) (ddlStmt, *ddlPar
 		// Table options and partitioning do not matter to the model; MariaDB
 		// prints some the TiDB parser rejects (`encrypted`=yes, PARTITION BY
 		// SYSTEM_TIME). Cut them and try again.
-		if cut, binary, ok := ddlCutTableOptions(st); ok {
+		if cut, cs, ok := ddlCutTableOptions(st); ok {
 			node, err = ddlParseText(ddlSplice(st.src, start, cut, edits))
-			out.tableBinary = binary
+			out.tableCharset = cs
 		}
 	}
 	if err != nil {

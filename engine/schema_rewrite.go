@@ -11,8 +11,8 @@ import (
 // options tried when the parser still fails (ddlCutTableOptions).
 
 // ddlCutTableOptions finds the end of a CREATE TABLE's column list, and
-// whether the options after it make binary the default charset.
-func ddlCutTableOptions(st ddlToks) (cut int, binary, ok bool) {
+// the default charset the options after it name (lower case, "" if none).
+func ddlCutTableOptions(st ddlToks) (cut int, tableCharset string, ok bool) {
 	i := 2
 	for i < len(st.toks) && !st.is(i, "(") {
 		i++
@@ -29,21 +29,21 @@ func ddlCutTableOptions(st ddlToks) (cut int, binary, ok bool) {
 					if st.is(j, "VERSIONING") {
 						// WITH SYSTEM VERSIONING adds hidden columns that
 						// binlog rows carry: never cut it away.
-						return 0, false, false
+						return 0, "", false
 					}
 					if st.is(j, "CHARSET") || st.is(j, "SET") && st.is(j-1, "CHARACTER") {
 						k := j + 1
 						if st.is(k, "=") {
 							k++
 						}
-						binary = strings.EqualFold(ddlUnquote(st.text(k)), "binary")
+						tableCharset = strings.ToLower(ddlUnquote(st.text(k)))
 					}
 				}
-				return st.toks[i].end, binary, true
+				return st.toks[i].end, tableCharset, true
 			}
 		}
 	}
-	return 0, false, false
+	return 0, "", false
 }
 
 func ddlUnquote(s string) string {

@@ -21,7 +21,7 @@ func (st *schemaState) alterSpec(spec *ast.AlterTableSpec) error {
 			pos = nil
 		}
 		for _, def := range spec.NewColumns {
-			if err := st.addColumn(def, pos, spec.IfNotExists, false); err != nil {
+			if err := st.addColumn(def, pos, spec.IfNotExists); err != nil {
 				return err
 			}
 		}
@@ -58,9 +58,13 @@ func (st *schemaState) alterSpec(spec *ast.AlterTableSpec) error {
 		}
 	case ast.AlterTableOption:
 		for _, opt := range spec.Options {
-			if opt.Tp == ast.TableOptionCharset && opt.UintValue == ast.TableOptionCharsetWithConvertTo &&
-				strings.EqualFold(opt.StrValue, charset.CharsetBin) {
-				st.convertToBinary()
+			cs := ddlOptionCharset(opt)
+			if cs == "" {
+				continue
+			}
+			st.table.Charset = ddlKeptCharset(cs)
+			if opt.Tp == ast.TableOptionCharset && opt.UintValue == ast.TableOptionCharsetWithConvertTo {
+				st.convertTo(cs)
 			}
 		}
 	}
@@ -70,8 +74,8 @@ func (st *schemaState) alterSpec(spec *ast.AlterTableSpec) error {
 }
 
 // addColumn adds a column at pos (nil: last).
-func (st *schemaState) addColumn(def *ast.ColumnDef, pos *ast.ColumnPosition, ifNotExists, tableBinary bool) error {
-	col, primary, unique, err := ddlColumn(def, tableBinary)
+func (st *schemaState) addColumn(def *ast.ColumnDef, pos *ast.ColumnPosition, ifNotExists bool) error {
+	col, primary, unique, err := ddlColumn(def, st.table.Charset)
 	if err != nil {
 		return err
 	}
@@ -125,7 +129,7 @@ func (st *schemaState) replaceColumn(old string, def *ast.ColumnDef, pos *ast.Co
 		}
 		return fmt.Errorf("column %q not found", old)
 	}
-	col, primary, unique, err := ddlColumn(def, false)
+	col, primary, unique, err := ddlColumn(def, st.table.Charset)
 	if err != nil {
 		return err
 	}
@@ -270,6 +274,23 @@ func (st *schemaState) deriveKeys() {
 	}
 }
 
+// convertTo is CONVERT TO CHARACTER SET cs: character columns take the
+// charset, and with binary become their binary counterparts.
+func (st *schemaState) convertTo(cs string) {
+	if cs == charset.CharsetBin {
+		st.convertToBinary()
+		return
+	}
+	for i := range st.table.Columns {
+		if c := &st.table.Columns[i]; ddlTextTypes[c.Type] && !c.Binary {
+			c.Charset = ""
+			if cs == charset.CharsetLatin1 {
+				c.Charset = cs
+			}
+		}
+	}
+}
+
 // convertToBinary is CONVERT TO CHARACTER SET binary: character columns
 // become their binary counterparts.
 func (st *schemaState) convertToBinary() {
@@ -279,7 +300,7 @@ func (st *schemaState) convertToBinary() {
 		c := &st.table.Columns[i]
 		if b, ok := to[c.Type]; ok && !c.Binary {
 			c.RawType = b + strings.TrimPrefix(c.RawType, c.Type)
-			c.Type, c.Binary = b, true
+			c.Type, c.Binary, c.Charset = b, true, ""
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 )
@@ -120,7 +119,7 @@ func (s *SchemaTracker) LoadCreate(pos Position, db, createSQL string) error {
 		return fmt.Errorf("%w %s: not one CREATE TABLE with columns: %.200q", ErrDDLParse, where, createSQL)
 	}
 	k := ddlName(db, n.Table)
-	st, err := schemaFromCreate(k, n, stmts[0].tableBinary)
+	st, err := schemaFromCreate(k, n, stmts[0].tableCharset)
 	if err != nil {
 		return fmt.Errorf("%w %s: %v", ErrDDLParse, where, err)
 	}
@@ -619,7 +618,7 @@ func (x *schemaTxn) createTable(n *ast.CreateTableStmt, stmt ddlStmt) error {
 		x.put(k, schemaVersion{unknown: true})
 		return nil
 	}
-	st, err := schemaFromCreate(k, n, stmt.tableBinary)
+	st, err := schemaFromCreate(k, n, stmt.tableCharset)
 	if err != nil {
 		return fmt.Errorf("%w %s: table %s: %v", ErrDDLParse, x.where, k, err)
 	}
@@ -629,15 +628,15 @@ func (x *schemaTxn) createTable(n *ast.CreateTableStmt, stmt ddlStmt) error {
 
 // schemaFromCreate builds a table from CREATE TABLE's columns and
 // constraints.
-func schemaFromCreate(k schemaKey, n *ast.CreateTableStmt, tableBinary bool) (*schemaState, error) {
+func schemaFromCreate(k schemaKey, n *ast.CreateTableStmt, tableCharset string) (*schemaState, error) {
 	for _, opt := range n.Options {
-		if opt.Tp == ast.TableOptionCharset && strings.EqualFold(opt.StrValue, "binary") {
-			tableBinary = true
+		if cs := ddlOptionCharset(opt); cs != "" {
+			tableCharset = cs
 		}
 	}
-	st := &schemaState{table: &Table{Schema: k.schema, Name: k.name}}
+	st := &schemaState{table: &Table{Schema: k.schema, Name: k.name, Charset: ddlKeptCharset(tableCharset)}}
 	for _, def := range n.Cols {
-		if err := st.addColumn(def, nil, false, tableBinary); err != nil {
+		if err := st.addColumn(def, nil, false); err != nil {
 			return nil, err
 		}
 	}

@@ -122,7 +122,7 @@ func TestSchemaColumnTypes(t *testing.T) {
 		{Name: "c_binary", Type: "binary", RawType: "binary(16)", Binary: true, Nullable: true},
 		{Name: "c_varbinary", Type: "varbinary", RawType: "varbinary(20)", Binary: true, Nullable: true},
 		{Name: "c_varcharbin", Type: "varbinary", RawType: "varbinary(8)", Binary: true, Nullable: true},
-		{Name: "c_latin", Type: "varchar", RawType: "varchar(8)", Nullable: true},
+		{Name: "c_latin", Type: "varchar", RawType: "varchar(8)", Charset: "latin1", Nullable: true},
 		{Name: "c_tinytext", Type: "tinytext", RawType: "tinytext", Nullable: true},
 		{Name: "c_text", Type: "text", RawType: "text", Nullable: true},
 		{Name: "c_mediumtext", Type: "mediumtext", RawType: "mediumtext", Nullable: true},
@@ -778,5 +778,53 @@ func TestSchemaApplyDDLBeginAllocs(t *testing.T) {
 	})
 	if allocs > 1 {
 		t.Errorf("ApplyDDL(BEGIN) allocates %.0f times", allocs)
+	}
+}
+
+// TestSchemaLatin1: a character column holds latin1 (Column.Charset) when
+// it declares it, by CHARACTER SET or COLLATE, or when the table's default
+// is latin1 and it declares nothing; the table's default holds for columns
+// ALTER adds or redefines, and CONVERT TO changes them all.
+func TestSchemaLatin1(t *testing.T) {
+	charsets := func(tbl *engine.Table) string {
+		var parts []string
+		for _, c := range tbl.Columns {
+			parts = append(parts, c.Name+":"+c.Charset)
+		}
+		return strings.Join(parts, " ")
+	}
+	cases := []struct {
+		why    string
+		create string
+		alters []string
+		want   string
+	}{
+		{"table default latin1", "CREATE TABLE t (id int, a varchar(10), b text, c char(2) CHARACTER SET utf8mb4, d enum('x'), e varbinary(4)) DEFAULT CHARSET=latin1",
+			nil, "id: a:latin1 b:latin1 c: d: e:"},
+		{"column charset and collation", "CREATE TABLE t (a varchar(10) CHARACTER SET latin1, b varchar(10) COLLATE latin1_bin, c varchar(10)) DEFAULT CHARSET=utf8mb4",
+			nil, "a:latin1 b:latin1 c:"},
+		{"table collation latin1", "CREATE TABLE t (a varchar(10)) COLLATE=latin1_general_ci",
+			nil, "a:latin1"},
+		{"options the parser rejects are cut, the charset kept", "CREATE TABLE t (a varchar(10)) DEFAULT CHARSET=latin1 `encrypted`=yes",
+			nil, "a:latin1"},
+		{"added and redefined columns take the table default", "CREATE TABLE t (a varchar(10), b int) DEFAULT CHARSET=latin1",
+			[]string{"ALTER TABLE t ADD COLUMN c text", "ALTER TABLE t MODIFY b varchar(5)", "ALTER TABLE t ADD COLUMN d text CHARACTER SET utf8mb4"},
+			"a:latin1 b:latin1 c:latin1 d:"},
+		{"CONVERT TO utf8mb4 clears, DEFAULT CHARSET alone only changes later columns", "CREATE TABLE t (a varchar(10), b varchar(10)) DEFAULT CHARSET=latin1",
+			[]string{"ALTER TABLE t CONVERT TO CHARACTER SET utf8mb4", "ALTER TABLE t DEFAULT CHARSET=latin1", "ALTER TABLE t ADD COLUMN c varchar(3)"},
+			"a: b: c:latin1"},
+		{"CONVERT TO latin1", "CREATE TABLE t (a varchar(10), b blob) DEFAULT CHARSET=utf8mb4",
+			[]string{"ALTER TABLE t CONVERT TO CHARACTER SET latin1"}, "a:latin1 b:"},
+	}
+	for _, c := range cases {
+		s := schTracker(t, c.create)
+		schApply(t, s, c.alters...)
+		tbl, ok := s.Table("db", "t")
+		if !ok {
+			t.Fatalf("%s: no table", c.why)
+		}
+		if got := charsets(tbl); got != c.want {
+			t.Errorf("%s:\n got  %s\n want %s", c.why, got, c.want)
+		}
 	}
 }

@@ -23,6 +23,11 @@ type Column struct {
 	// VARBINARY, the BLOB family, and CHAR/VARCHAR/TEXT declared with the
 	// binary charset.
 	Binary bool `json:"binary,omitempty"`
+	// Charset is "latin1" for a character column (CHAR, VARCHAR, the TEXT
+	// family) whose bytes are MySQL's latin1 (Windows-1252), which braid
+	// converts to UTF-8; empty for the others, whose text (utf8, utf8mb4,
+	// ascii) is emitted as it is.
+	Charset string `json:"charset,omitempty"`
 	// Elems are the ENUM or SET members in declaration order.
 	Elems []string `json:"elems,omitempty"`
 	// Nullable is false for NOT NULL columns.
@@ -36,6 +41,9 @@ type Table struct {
 	Schema  string   `json:"schema"`
 	Name    string   `json:"name"`
 	Columns []Column `json:"columns"`
+	// Charset is the table's default character set where it changes what
+	// a column added later holds: "latin1" or "binary"; empty otherwise.
+	Charset string `json:"charset,omitempty"`
 }
 
 // FullName is "schema.table", the string table filters match against.
@@ -65,7 +73,7 @@ func (t *Table) ColumnIndex(name string) int {
 
 // Clone returns a deep copy, so history versions never share slices.
 func (t *Table) Clone() *Table {
-	c := &Table{Schema: t.Schema, Name: t.Name, Columns: make([]Column, len(t.Columns))}
+	c := &Table{Schema: t.Schema, Name: t.Name, Columns: make([]Column, len(t.Columns)), Charset: t.Charset}
 	copy(c.Columns, t.Columns)
 	for i := range c.Columns {
 		if c.Columns[i].Elems != nil {

@@ -1,0 +1,81 @@
+package engine_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/braid-cdc/braid/engine"
+	"github.com/braid-cdc/braid/internal/mysqltest"
+)
+
+// TestLatin1Columns reads latin1 text columns (MySQL's latin1 is
+// Windows-1252: é is one byte, € is 0x80) and requires UTF-8 text in the
+// Values and in the flat messages, whichever way braid learnt the charset:
+// from a CREATE TABLE in the binlog (its DEFAULT CHARSET, a column's
+// CHARACTER SET), from SHOW CREATE TABLE of a table created before the
+// start in a latin1 database, and from the table map (binlog_row_metadata=
+// FULL). A utf8mb4 column of the same table stays as it is.
+func TestLatin1Columns(t *testing.T) {
+	const text = "café € ‚ƒ„…†‡ˆ‰Š‹ŒŽ ÿ"
+	for _, meta := range []string{"MINIMAL", "FULL"} {
+		t.Run("binlog_row_metadata="+meta, func(t *testing.T) {
+			srv := mysqltest.Start(t, mysqltest.WithArgs("--binlog-row-metadata="+meta))
+			srv.Exec(t, "SET NAMES utf8mb4", "CREATE DATABASE shop CHARACTER SET latin1",
+				"CREATE TABLE shop.legacy (id INT PRIMARY KEY, n VARCHAR(40), x TEXT)")
+			file, pos := srv.MasterStatus(t)
+			srv.Exec(t, "SET NAMES utf8mb4",
+				"CREATE TABLE shop.t (id INT PRIMARY KEY, a VARCHAR(40), b TEXT, c CHAR(40) COLLATE latin1_bin, u VARCHAR(40) CHARACTER SET utf8mb4) DEFAULT CHARSET=latin1",
+				"INSERT INTO shop.t VALUES (1, '"+text+"', '"+text+"', '"+text+"', 'ünïcode 📦')",
+				"UPDATE shop.t SET a = 'Œuvre' WHERE id = 1",
+				"INSERT INTO shop.legacy VALUES (1, '"+text+"', 'naïve')")
+			r := startParser(t, engine.ParserConfig{Source: source(srv, engine.StartSpec{Kind: engine.StartPosition, Pos: engine.Position{File: file, Pos: pos}})}, nil)
+			evs := r.waitFor(30*time.Second, "3 row changes", rowsAtLeast(3))
+			rc := rows(evs)
+			want := map[string]engine.Value{"id": int64(1), "a": text, "b": text, "c": text, "u": "ünïcode 📦"}
+			checkRow(t, "latin1 insert", rc[0], engine.Insert, nil, want)
+			after := clone(want)
+			after["a"] = "Œuvre"
+			checkRow(t, "latin1 update", rc[1], engine.Update, want, after)
+			checkRow(t, "table created before the start", rc[2], engine.Insert, nil,
+				map[string]engine.Value{"id": int64(1), "n": text, "x": "naïve"})
+
+			w := &engine.FlatWriter{}
+			var data []map[string]*string
+			for _, ev := range evs {
+				if err := w.Write(ev, func(b []byte) error {
+					var m struct{ Data []map[string]*string }
+					if err := json.Unmarshal(b, &m); err != nil {
+						return err
+					}
+					data = append(data, m.Data...)
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if len(data) != 3 {
+				t.Fatalf("%d flat rows, want 3", len(data))
+			}
+			str := func(p *string) string {
+				if p == nil {
+					return "<null>"
+				}
+				return *p
+			}
+			for col, w := range map[string]string{"a": text, "b": text, "c": text, "u": "ünïcode 📦"} {
+				if g := str(data[0][col]); g != w {
+					t.Errorf("flat insert %s = %q, want %q", col, g, w)
+				}
+			}
+			if g := str(data[2]["n"]); g != text {
+				t.Errorf("flat legacy n = %q, want %q", g, text)
+			}
+			var canal []byte
+			canal, null := rc[0].AppendText(canal, true, 1)
+			if null || string(canal) != text {
+				t.Errorf("canal text of a = %q (null %v), want %q", canal, null, text)
+			}
+		})
+	}
+}
