@@ -113,11 +113,6 @@ func ddlColumn(def *ast.ColumnDef, tableCharset string) (col Column, primary, un
 		cs = tableCharset
 	}
 	bin := cs == charset.CharsetBin
-	defer func() {
-		if !col.Binary && ddlTextTypes[col.Type] && cs == charset.CharsetLatin1 {
-			col.Charset = charset.CharsetLatin1
-		}
-	}()
 	flen, dec := ft.GetFlen(), ft.GetDecimal()
 	numeric := false
 	switch tp {
@@ -224,11 +219,12 @@ func ddlColumn(def *ast.ColumnDef, tableCharset string) (col Column, primary, un
 	if primary {
 		col.Nullable = false
 	}
+	if !col.Binary && ddlTextTypes[col.Type] && cs == charset.CharsetLatin1 {
+		col.Charset = charset.CharsetLatin1
+	}
 	return col, primary, unique, nil
 }
 
-// ddlIntWidth is the display width MariaDB and MySQL 5.7 print for an
-// integer type declared without one.
 // ddlTextTypes are the character column types whose bytes have a charset.
 var ddlTextTypes = map[string]bool{"char": true, "varchar": true, "tinytext": true, "text": true, "mediumtext": true, "longtext": true}
 
@@ -260,6 +256,8 @@ func ddlKeptCharset(cs string) string {
 	return ""
 }
 
+// ddlIntWidth is the display width MariaDB and MySQL 5.7 print for an
+// integer type declared without one.
 func ddlIntWidth(tp byte, unsigned bool) int {
 	w := map[byte]int{mysql.TypeTiny: 4, mysql.TypeShort: 6, mysql.TypeInt24: 9, mysql.TypeLong: 11, mysql.TypeLonglong: 20}[tp]
 	if unsigned && tp != mysql.TypeLonglong {
