@@ -168,7 +168,7 @@ func (p *Parser) handleDDL(ctx context.Context, ev *replication.QueryEvent, hdr 
 		p.notBefore = time.Time{}
 	}
 	var snap *SchemaSnapshot
-	if len(changed) > 0 {
+	if len(changed) > 0 || p.schema.databasesChanged(start) {
 		s := p.schema.Snapshot()
 		snap = &s
 	}

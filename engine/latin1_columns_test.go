@@ -13,9 +13,11 @@ import (
 // Windows-1252: é is one byte, € is 0x80) and requires UTF-8 text in the
 // Values and in the flat messages, whichever way braid learnt the charset:
 // from a CREATE TABLE in the binlog (its DEFAULT CHARSET, a column's
-// CHARACTER SET), from SHOW CREATE TABLE of a table created before the
-// start in a latin1 database, and from the table map (binlog_row_metadata=
-// FULL). A utf8mb4 column of the same table stays as it is.
+// CHARACTER SET or COLLATE, or, naming none, its database's default, as
+// the server reported it at the start or as CREATE DATABASE set it), from
+// SHOW CREATE TABLE of a table created before the start, and from the
+// table map (binlog_row_metadata=FULL). A utf8mb4 column of the same table
+// stays as it is.
 func TestLatin1Columns(t *testing.T) {
 	const text = "café € ‚ƒ„…†‡ˆ‰Š‹ŒŽ ÿ"
 	for _, meta := range []string{"MINIMAL", "FULL"} {
@@ -28,10 +30,15 @@ func TestLatin1Columns(t *testing.T) {
 				"CREATE TABLE shop.t (id INT PRIMARY KEY, a VARCHAR(40), b TEXT, c CHAR(40) COLLATE latin1_bin, u VARCHAR(40) CHARACTER SET utf8mb4) DEFAULT CHARSET=latin1",
 				"INSERT INTO shop.t VALUES (1, '"+text+"', '"+text+"', '"+text+"', 'ünïcode 📦')",
 				"UPDATE shop.t SET a = 'Œuvre' WHERE id = 1",
-				"INSERT INTO shop.legacy VALUES (1, '"+text+"', 'naïve')")
+				"INSERT INTO shop.legacy VALUES (1, '"+text+"', 'naïve')",
+				"CREATE TABLE shop.fresh (id INT PRIMARY KEY, n VARCHAR(40))",
+				"INSERT INTO shop.fresh VALUES (1, '"+text+"')",
+				"CREATE DATABASE shop2 CHARACTER SET latin1",
+				"CREATE TABLE shop2.t (id INT PRIMARY KEY, n VARCHAR(40))",
+				"INSERT INTO shop2.t VALUES (1, '"+text+"')")
 			r := startParser(t, engine.ParserConfig{Source: source(srv, engine.StartSpec{Kind: engine.StartPosition, Pos: engine.Position{File: file, Pos: pos}})}, nil)
-			evs := r.waitFor(30*time.Second, "3 transactions with rows", func(evs []*engine.Event) bool {
-				return countType(evs, engine.EventCommit) >= 3 // the flat writer writes a run at its commit
+			evs := r.waitFor(30*time.Second, "5 transactions with rows", func(evs []*engine.Event) bool {
+				return countType(evs, engine.EventCommit) >= 5 // the flat writer writes a run at its commit
 			})
 			rc := rows(evs)
 			want := map[string]engine.Value{"id": int64(1), "a": text, "b": text, "c": text, "u": "ünïcode 📦"}
@@ -41,6 +48,10 @@ func TestLatin1Columns(t *testing.T) {
 			checkRow(t, "latin1 update", rc[1], engine.Update, want, after)
 			checkRow(t, "table created before the start", rc[2], engine.Insert, nil,
 				map[string]engine.Value{"id": int64(1), "n": text, "x": "naïve"})
+			checkRow(t, "table created after the start, in a latin1 database", rc[3], engine.Insert, nil,
+				map[string]engine.Value{"id": int64(1), "n": text})
+			checkRow(t, "table of a latin1 database created after the start", rc[4], engine.Insert, nil,
+				map[string]engine.Value{"id": int64(1), "n": text})
 
 			w := &engine.FlatWriter{}
 			var data []map[string]*string
@@ -56,8 +67,8 @@ func TestLatin1Columns(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if len(data) != 3 {
-				t.Fatalf("%d flat rows, want 3", len(data))
+			if len(data) != 5 {
+				t.Fatalf("%d flat rows, want 5", len(data))
 			}
 			str := func(p *string) string {
 				if p == nil {
@@ -70,8 +81,10 @@ func TestLatin1Columns(t *testing.T) {
 					t.Errorf("flat insert %s = %q, want %q", col, g, w)
 				}
 			}
-			if g := str(data[2]["n"]); g != text {
-				t.Errorf("flat legacy n = %q, want %q", g, text)
+			for _, i := range []int{2, 3, 4} {
+				if g := str(data[i]["n"]); g != text {
+					t.Errorf("flat row %d: n = %q, want %q", i, g, text)
+				}
 			}
 			var canal []byte
 			canal, null := rc[0].AppendText(canal, true, 1)

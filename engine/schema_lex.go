@@ -20,6 +20,7 @@ const (
 	ddlDropDatabase                // DROP DATABASE / SCHEMA
 	ddlDropIndex                   // DROP INDEX ... ON t
 	ddlRenameTable                 // RENAME TABLE(S)
+	ddlDatabase                    // CREATE / ALTER DATABASE (SCHEMA): a default charset
 )
 
 type ddlTokKind uint8
@@ -194,6 +195,8 @@ func (t ddlToks) classify() ddlKind {
 			return ddlCreateTable
 		case t.is(i, "UNIQUE"):
 			return ddlCreateIndex
+		case i == 1 && (t.is(1, "DATABASE") || t.is(1, "SCHEMA")):
+			return ddlDatabase
 		}
 	case t.is(0, "ALTER"):
 		i := 1
@@ -205,6 +208,9 @@ func (t ddlToks) classify() ddlKind {
 		}
 		if t.is(i, "TABLE") {
 			return ddlAlterTable
+		}
+		if t.is(1, "DATABASE") || t.is(1, "SCHEMA") {
+			return ddlDatabase
 		}
 	case t.is(0, "DROP"):
 		switch {

@@ -30,6 +30,11 @@ func (p *Parser) loadSchema(c *client.Conn, snapPos Position) error {
 		return fatal{fmt.Errorf("engine: source %s (%s): read table schemas: %v", p.spec.Name, p.spec.Address, err)}
 	}
 	p.schema = NewSchemaTracker()
+	server, databases, err := liveCharsets(c)
+	if err != nil {
+		return fatal{fmt.Errorf("engine: source %s (%s): read the databases' default charsets: %v", p.spec.Name, p.spec.Address, err)}
+	}
+	p.schema.SetCharsets(server, databases)
 	provisional := p.started && p.resume.Compare(snapPos) < 0 && !p.info.fullMeta
 	for name, create := range live {
 		schema, table, _ := strings.Cut(name, ".")
@@ -146,6 +151,26 @@ func (p *Parser) resolveProvisional(ctx context.Context, pos Position) error {
 	}
 	p.provisional = nil
 	return nil
+}
+
+// liveCharsets returns the server's default charset and each database's,
+// which tables created later without one take.
+func liveCharsets(c *client.Conn) (server string, databases map[string]string, err error) {
+	r, err := c.Execute("SELECT @@character_set_server")
+	if err != nil {
+		return "", nil, err
+	}
+	server, _ = r.GetString(0, 0)
+	r, err = c.Execute("SELECT schema_name, default_character_set_name FROM information_schema.schemata")
+	if err != nil {
+		return "", nil, err
+	}
+	databases = make(map[string]string, r.RowNumber())
+	for i := 0; i < r.RowNumber(); i++ {
+		name, _ := r.GetString(i, 0)
+		databases[name], _ = r.GetString(i, 1)
+	}
+	return server, databases, nil
 }
 
 // liveTables returns SHOW CREATE TABLE of every selected base table.

@@ -3,9 +3,11 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 )
@@ -35,6 +37,13 @@ type SchemaTracker struct {
 	applied    Position // newest position ApplyDDL applied
 	pending    int      // tables with a pending unknown state
 	minPending Position // the earliest pending position, when pending > 0
+	// dbCharsets holds each known database's default charset where it
+	// matters (ddlKeptCharset: latin1, binary; "" for the others), and
+	// serverCharset the server's, which CREATE DATABASE naming none takes:
+	// a CREATE TABLE naming no charset takes its database's.
+	dbCharsets    map[string]string
+	serverCharset string
+	dbApplied     Position // where ApplyDDL last changed dbCharsets
 }
 
 type schemaHistory struct {
@@ -76,7 +85,32 @@ func (st *schemaState) equal(o *schemaState) bool {
 
 // NewSchemaTracker returns a tracker that knows no table.
 func NewSchemaTracker() *SchemaTracker {
-	return &SchemaTracker{tables: make(map[schemaKey]*schemaHistory)}
+	return &SchemaTracker{tables: make(map[schemaKey]*schemaHistory), dbCharsets: map[string]string{}}
+}
+
+// SetCharsets sets the server's default charset and the databases'
+// (name → charset), as the server reports them where reading starts.
+func (s *SchemaTracker) SetCharsets(server string, databases map[string]string) {
+	s.serverCharset = ddlKeptCharset(strings.ToLower(server))
+	clear(s.dbCharsets)
+	for db, cs := range databases {
+		s.dbCharsets[db] = ddlKeptCharset(strings.ToLower(cs))
+	}
+}
+
+// databasesChanged reports whether the DDL ApplyDDL applied at pos created,
+// altered or dropped a database: the history to save has changed even
+// when no table has.
+func (s *SchemaTracker) databasesChanged(pos Position) bool {
+	return !pos.IsZero() && s.dbApplied == pos
+}
+
+// dbCharset is the default charset a table created in db takes.
+func (s *SchemaTracker) dbCharset(db string) string {
+	if cs, ok := s.dbCharsets[db]; ok {
+		return cs
+	}
+	return s.serverCharset
 }
 
 func (h *schemaHistory) last() schemaVersion { return h.versions[len(h.versions)-1] }
@@ -119,7 +153,7 @@ func (s *SchemaTracker) LoadCreate(pos Position, db, createSQL string) error {
 		return fmt.Errorf("%w %s: not one CREATE TABLE with columns: %.200q", ErrDDLParse, where, createSQL)
 	}
 	k := ddlName(db, n.Table)
-	st, err := schemaFromCreate(k, n, stmts[0].tableCharset)
+	st, err := schemaFromCreate(k, n, stmts[0].tableCharset, s.dbCharset(k.schema))
 	if err != nil {
 		return fmt.Errorf("%w %s: %v", ErrDDLParse, where, err)
 	}
@@ -163,6 +197,14 @@ func (s *SchemaTracker) ApplyDDL(pos Position, db, sql string) (changed []string
 		if err := x.apply(st); err != nil {
 			return nil, err
 		}
+	}
+	for name, cs := range x.dbCharsets {
+		if cs == nil {
+			delete(s.dbCharsets, name)
+		} else {
+			s.dbCharsets[name] = *cs
+		}
+		s.dbApplied = pos
 	}
 	for _, k := range x.order {
 		v := x.staged[k]
@@ -323,6 +365,11 @@ type SchemaSnapshot struct {
 	Applied Position `json:"applied"`
 	// Tables are sorted by schema, then name.
 	Tables []SchemaTableHistory `json:"tables"`
+	// Databases are the known databases' default charsets where they
+	// matter to a table created later ("" for the others), and
+	// ServerCharset the server's (see SchemaTracker.SetCharsets).
+	Databases     map[string]string `json:"databases,omitempty"`
+	ServerCharset string            `json:"serverCharset,omitempty"`
 }
 
 // SchemaTableHistory is one table's versions, oldest first.
@@ -362,7 +409,10 @@ type SchemaPending struct {
 
 // Snapshot returns the whole history; it shares nothing with the tracker.
 func (s *SchemaTracker) Snapshot() SchemaSnapshot {
-	snap := SchemaSnapshot{Applied: s.applied, Tables: make([]SchemaTableHistory, 0, len(s.tables))}
+	snap := SchemaSnapshot{Applied: s.applied, Tables: make([]SchemaTableHistory, 0, len(s.tables)), ServerCharset: s.serverCharset}
+	if len(s.dbCharsets) > 0 {
+		snap.Databases = maps.Clone(s.dbCharsets)
+	}
 	for k, h := range s.tables {
 		th := SchemaTableHistory{Schema: k.schema, Name: k.name, Versions: make([]SchemaVersion, len(h.versions))}
 		for i, v := range h.versions {
@@ -400,6 +450,8 @@ func (s *SchemaTracker) Snapshot() SchemaSnapshot {
 func RestoreSchemaTracker(snap SchemaSnapshot) (*SchemaTracker, error) {
 	s := NewSchemaTracker()
 	s.applied = snap.Applied
+	s.serverCharset = snap.ServerCharset
+	maps.Copy(s.dbCharsets, snap.Databases)
 	for _, th := range snap.Tables {
 		k := schemaKey{th.Schema, th.Name}
 		if th.Name == "" || len(th.Versions) == 0 {
@@ -443,6 +495,54 @@ type schemaTxn struct {
 	where  string // position and db, for errors
 	staged map[schemaKey]schemaVersion
 	order  []schemaKey
+	// dbCharsets stages databases' default charsets (nil: dropped).
+	dbCharsets map[string]*string
+}
+
+// dbCharset is the default charset a table created in db takes, staged
+// changes first.
+func (x *schemaTxn) dbCharset(db string) string {
+	if cs, ok := x.dbCharsets[db]; ok {
+		if cs == nil {
+			return x.s.serverCharset
+		}
+		return *cs
+	}
+	return x.s.dbCharset(db)
+}
+
+// dbExists reports whether database db is known to exist.
+func (x *schemaTxn) dbExists(db string) bool {
+	if cs, ok := x.dbCharsets[db]; ok {
+		return cs != nil
+	}
+	_, ok := x.s.dbCharsets[db]
+	return ok
+}
+
+// setDBCharset stages a database's default charset.
+func (x *schemaTxn) setDBCharset(db string, cs *string) {
+	if x.dbCharsets == nil {
+		x.dbCharsets = map[string]*string{}
+	}
+	x.dbCharsets[db] = cs
+}
+
+// databaseCharset is the charset CREATE or ALTER DATABASE's options name,
+// and whether they name one.
+func databaseCharset(opts []*ast.DatabaseOption) (string, bool) {
+	cs, named := "", false
+	for _, opt := range opts {
+		switch opt.Tp {
+		case ast.DatabaseOptionCharset:
+			cs, named = strings.ToLower(opt.Value), true
+		case ast.DatabaseOptionCollate:
+			if !named {
+				cs, named = ddlCollationCharset(opt.Value), true
+			}
+		}
+	}
+	return ddlKeptCharset(cs), named
 }
 
 type schemaStatus uint8
@@ -519,6 +619,24 @@ func (x *schemaTxn) apply(st ddlStmt) error {
 			if x.status(k) != schemaPending {
 				x.put(k, schemaVersion{})
 			}
+		}
+		x.setDBCharset(n.Name.O, nil)
+	case *ast.CreateDatabaseStmt:
+		if x.dbExists(n.Name.O) && n.IfNotExists {
+			return nil
+		}
+		cs, named := databaseCharset(n.Options)
+		if !named {
+			cs = x.s.serverCharset
+		}
+		x.setDBCharset(n.Name.O, &cs)
+	case *ast.AlterDatabaseStmt:
+		name := n.Name.O
+		if name == "" || n.AlterDefaultDatabase {
+			name = x.db
+		}
+		if cs, named := databaseCharset(n.Options); named {
+			x.setDBCharset(name, &cs)
 		}
 	case *ast.RenameTableStmt:
 		for _, tt := range n.TableToTables {
@@ -618,7 +736,7 @@ func (x *schemaTxn) createTable(n *ast.CreateTableStmt, stmt ddlStmt) error {
 		x.put(k, schemaVersion{unknown: true})
 		return nil
 	}
-	st, err := schemaFromCreate(k, n, stmt.tableCharset)
+	st, err := schemaFromCreate(k, n, stmt.tableCharset, x.dbCharset(k.schema))
 	if err != nil {
 		return fmt.Errorf("%w %s: table %s: %v", ErrDDLParse, x.where, k, err)
 	}
@@ -628,11 +746,14 @@ func (x *schemaTxn) createTable(n *ast.CreateTableStmt, stmt ddlStmt) error {
 
 // schemaFromCreate builds a table from CREATE TABLE's columns and
 // constraints.
-func schemaFromCreate(k schemaKey, n *ast.CreateTableStmt, tableCharset string) (*schemaState, error) {
+func schemaFromCreate(k schemaKey, n *ast.CreateTableStmt, tableCharset, dbCharset string) (*schemaState, error) {
 	for _, opt := range n.Options {
 		if cs := ddlOptionCharset(opt); cs != "" {
 			tableCharset = cs
 		}
+	}
+	if tableCharset == "" {
+		tableCharset = dbCharset
 	}
 	st := &schemaState{table: &Table{Schema: k.schema, Name: k.name, Charset: ddlKeptCharset(tableCharset)}}
 	for _, def := range n.Cols {

@@ -828,3 +828,51 @@ func TestSchemaLatin1(t *testing.T) {
 		}
 	}
 }
+
+// TestSchemaDatabaseCharsets: a CREATE TABLE naming no charset takes its
+// database's default: as the server reported it at the start, as CREATE or
+// ALTER DATABASE set it (CREATE DATABASE naming none takes the server's),
+// and after a snapshot's round trip.
+func TestSchemaDatabaseCharsets(t *testing.T) {
+	s := engine.NewSchemaTracker()
+	s.SetCharsets("latin1", map[string]string{"db": "LATIN1", "u": "utf8mb4", "v": "utf8mb4"})
+	schApply(t, s,
+		"CREATE TABLE t1 (a varchar(3))",
+		"CREATE TABLE v.t2 (a varchar(3))",
+		"CREATE DATABASE n CHARACTER SET utf8mb4",
+		"CREATE TABLE n.t3 (a varchar(3))",
+		"ALTER DATABASE n COLLATE latin1_bin",
+		"CREATE TABLE n.t4 (a varchar(3))",
+		"CREATE DATABASE m",
+		"CREATE TABLE m.t5 (a varchar(3))",
+		"DROP DATABASE u",
+		"CREATE DATABASE IF NOT EXISTS u",
+		"CREATE TABLE u.t6 (a varchar(3))",
+		"CREATE DATABASE IF NOT EXISTS n CHARACTER SET utf8mb4",
+		"CREATE TABLE n.t7 (a varchar(3))",
+	)
+	check := func(s *engine.SchemaTracker, schema, name, want string) {
+		t.Helper()
+		tbl, ok := s.Table(schema, name)
+		if !ok {
+			t.Fatalf("%s.%s not known", schema, name)
+		}
+		if got := tbl.Columns[0].Charset; got != want {
+			t.Errorf("%s.%s: charset %q, want %q", schema, name, got, want)
+		}
+	}
+	for _, c := range []struct{ schema, name, want string }{
+		{"db", "t1", "latin1"}, {"v", "t2", ""}, {"n", "t3", ""}, {"n", "t4", "latin1"},
+		{"m", "t5", "latin1"}, {"u", "t6", "latin1"}, {"n", "t7", "latin1"},
+	} {
+		check(s, c.schema, c.name, c.want)
+	}
+	restored, err := engine.RestoreSchemaTracker(s.Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := restored.ApplyDDL(schPos(9000), "n", "CREATE TABLE t8 (a text)"); err != nil {
+		t.Fatal(err)
+	}
+	check(restored, "n", "t8", "latin1")
+}
