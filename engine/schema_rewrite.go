@@ -163,6 +163,22 @@ func ddlRewrite(st ddlToks, kind ddlKind) (edits []ddlEdit, orReplace bool) {
 				del(i - 1)
 			}
 		}
+	case ddlDatabase:
+		// MariaDB's COMMENT [=] 'text' database option, which the TiDB
+		// parser rejects and the model does not need.
+		for i := 2; i < len(st.toks); i++ {
+			if st.is(i, "COMMENT") && st.kind(i) == ddlWord {
+				j := i + 1
+				if st.is(j, "=") {
+					j++
+				}
+				if st.kind(j) == ddlString {
+					for ; i <= j; i++ {
+						del(i)
+					}
+				}
+			}
+		}
 	case ddlDropTable:
 		for i := 3; i < len(st.toks); i++ {
 			if st.columnName(i-1) && (i+1 == len(st.toks) || st.is(i+1, "RESTRICT") || st.is(i+1, "CASCADE") || st.kind(i+1) == ddlNumber) {

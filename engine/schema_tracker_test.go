@@ -850,6 +850,8 @@ func TestSchemaDatabaseCharsets(t *testing.T) {
 		"CREATE TABLE u.t6 (a varchar(3))",
 		"CREATE DATABASE IF NOT EXISTS n CHARACTER SET utf8mb4",
 		"CREATE TABLE n.t7 (a varchar(3))",
+		"CREATE DATABASE c COMMENT = 'MariaDB''s option' CHARACTER SET latin1", // the TiDB parser needs COMMENT cut
+		"CREATE TABLE c.t9 (a varchar(3))",
 	)
 	check := func(s *engine.SchemaTracker, schema, name, want string) {
 		t.Helper()
@@ -863,7 +865,7 @@ func TestSchemaDatabaseCharsets(t *testing.T) {
 	}
 	for _, c := range []struct{ schema, name, want string }{
 		{"db", "t1", "latin1"}, {"v", "t2", ""}, {"n", "t3", ""}, {"n", "t4", "latin1"},
-		{"m", "t5", "latin1"}, {"u", "t6", "latin1"}, {"n", "t7", "latin1"},
+		{"m", "t5", "latin1"}, {"u", "t6", "latin1"}, {"n", "t7", "latin1"}, {"c", "t9", "latin1"},
 	} {
 		check(s, c.schema, c.name, c.want)
 	}
