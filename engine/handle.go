@@ -169,6 +169,15 @@ func (p *Parser) handleDDL(ctx context.Context, ev *replication.QueryEvent, hdr 
 	}
 	var snap *SchemaSnapshot
 	if len(changed) > 0 || p.schema.databasesChanged(start) {
+		// A snapshot is saved with a cursor and restored as fact: first
+		// settle the tables still provisional, whose live schema may not
+		// hold here (one created later in the binlog would be taken as
+		// existing, and its CREATE TABLE then changes nothing).
+		if p.anyProvisional(start) {
+			if err := p.resolveProvisional(ctx, start); err != nil {
+				return err
+			}
+		}
 		s := p.schema.Snapshot()
 		snap = &s
 	}
