@@ -37,10 +37,13 @@ type SchemaTracker struct {
 	applied    Position // newest position ApplyDDL applied
 	pending    int      // tables with a pending unknown state
 	minPending Position // the earliest pending position, when pending > 0
-	// dbCharsets holds each known database's default charset where it
-	// matters (ddlKeptCharset: latin1, binary; "" for the others), and
-	// serverCharset the server's, which CREATE DATABASE naming none takes:
-	// a CREATE TABLE naming no charset takes its database's.
+	// dbCharsets holds the databases' default charsets where they matter
+	// (ddlKeptCharset: latin1, binary), and serverCharset the server's,
+	// which CREATE DATABASE naming none takes: a CREATE TABLE naming no
+	// charset takes its database's. A database whose default does not
+	// matter is held (as "") only when the server's does, to tell it from
+	// one that takes the server's; so snapshots of a utf8 server with many
+	// databases stay small.
 	dbCharsets    map[string]string
 	serverCharset string
 	dbApplied     Position // where ApplyDDL last changed dbCharsets
@@ -94,8 +97,17 @@ func (s *SchemaTracker) SetCharsets(server string, databases map[string]string) 
 	s.serverCharset = ddlKeptCharset(strings.ToLower(server))
 	clear(s.dbCharsets)
 	for db, cs := range databases {
-		s.dbCharsets[db] = ddlKeptCharset(strings.ToLower(cs))
+		s.setDBCharset(db, ddlKeptCharset(strings.ToLower(cs)))
 	}
+}
+
+// setDBCharset records database db's default charset (see dbCharsets).
+func (s *SchemaTracker) setDBCharset(db, cs string) {
+	if cs == "" && s.serverCharset == "" {
+		delete(s.dbCharsets, db)
+		return
+	}
+	s.dbCharsets[db] = cs
 }
 
 // databasesChanged reports whether the DDL ApplyDDL applied at pos created,
@@ -202,7 +214,7 @@ func (s *SchemaTracker) ApplyDDL(pos Position, db, sql string) (changed []string
 		if cs == nil {
 			delete(s.dbCharsets, name)
 		} else {
-			s.dbCharsets[name] = *cs
+			s.setDBCharset(name, *cs)
 		}
 		s.dbApplied = pos
 	}
@@ -511,7 +523,8 @@ func (x *schemaTxn) dbCharset(db string) string {
 	return x.s.dbCharset(db)
 }
 
-// dbExists reports whether database db is known to exist.
+// dbExists reports whether database db is known to exist (on a server
+// whose default charset does not matter, only one whose default does).
 func (x *schemaTxn) dbExists(db string) bool {
 	if cs, ok := x.dbCharsets[db]; ok {
 		return cs != nil

@@ -877,4 +877,11 @@ func TestSchemaDatabaseCharsets(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(restored, "n", "t8", "latin1")
+
+	// On a utf8 server only the databases whose default matters are held.
+	u := engine.NewSchemaTracker()
+	u.SetCharsets("utf8mb4", map[string]string{"a": "utf8mb4", "b": "latin1", "c": "utf8"})
+	if got := u.Snapshot().Databases; !reflect.DeepEqual(got, map[string]string{"b": "latin1"}) {
+		t.Errorf("databases held on a utf8 server: %v, want only b's latin1", got)
+	}
 }
