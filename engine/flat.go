@@ -597,18 +597,51 @@ func FormatValue(v Value) string {
 	return ""
 }
 
-// formatFloat writes the shortest digits that read back as the same value,
-// in plain notation for everyday magnitudes.
+// formatFloat writes a FLOAT (bits 32) or DOUBLE as canal does, with
+// Java's Float.toString and Double.toString: the shortest digits that read
+// back as the same value, in plain notation with at least one fraction
+// digit from 10^-3 up to 10^7 ("3.0", "0.001"), else in Java's scientific
+// notation ("1.0E7", "1.5E-7").
 func formatFloat(f float64, bits int) string {
 	return string(appendFloat(nil, f, bits))
 }
 
 // appendFloat appends formatFloat's text.
 func appendFloat(b []byte, f float64, bits int) []byte {
-	if a := max(f, -f); a != 0 && (a < 1e-6 || a >= 1e21) {
-		return strconv.AppendFloat(b, f, 'g', -1, bits)
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		switch {
+		case math.IsNaN(f):
+			return append(b, "NaN"...)
+		case f > 0:
+			return append(b, "Infinity"...)
+		}
+		return append(b, "-Infinity"...)
 	}
-	return strconv.AppendFloat(b, f, 'f', -1, bits)
+	start := len(b)
+	if a := math.Abs(f); a == 0 || a >= 1e-3 && a < 1e7 {
+		b = strconv.AppendFloat(b, f, 'f', -1, bits)
+		if !bytes.ContainsRune(b[start:], '.') {
+			b = append(b, '.', '0')
+		}
+		return b
+	}
+	// Go writes 1.5e-07 and 1e+07; Java 1.5E-7 and 1.0E7.
+	var digits [32]byte
+	sci := strconv.AppendFloat(digits[:0], f, 'e', -1, bits)
+	mantissa, exp, _ := bytes.Cut(sci, []byte{'e'})
+	b = append(b, mantissa...)
+	if !bytes.ContainsRune(mantissa, '.') {
+		b = append(b, '.', '0')
+	}
+	b = append(b, 'E')
+	if exp[0] == '-' {
+		b = append(b, '-')
+	}
+	exp = bytes.TrimLeft(exp[1:], "0")
+	if len(exp) == 0 {
+		exp = []byte{'0'}
+	}
+	return append(b, exp...)
 }
 
 const hexDigits = "0123456789abcdef"

@@ -1,0 +1,27 @@
+package engine
+
+import (
+	"math"
+	"testing"
+)
+
+// TestFormatFloat: FLOAT and DOUBLE text is Java's Float.toString and
+// Double.toString, as canal writes it.
+func TestFormatFloat(t *testing.T) {
+	cases := []struct {
+		f    float64
+		bits int
+		want string
+	}{
+		{3, 32, "3.0"}, {3.5, 32, "3.5"}, {-0.25, 32, "-0.25"}, {0, 64, "0.0"}, {math.Copysign(0, -1), 64, "-0.0"},
+		{0.001, 64, "0.001"}, {0.0009, 64, "9.0E-4"}, {1.5e-7, 64, "1.5E-7"}, {float64(float32(1.5e-7)), 32, "1.5E-7"},
+		{9999999, 64, "9999999.0"}, {1e7, 64, "1.0E7"}, {1.234e10, 64, "1.234E10"}, {-2.2250738585072014e-308, 64, "-2.2250738585072014E-308"},
+		{1e100, 64, "1.0E100"}, {float64(float32(33.333332)), 32, "33.333332"}, {2.718281828459045, 64, "2.718281828459045"},
+		{math.Inf(1), 64, "Infinity"}, {math.NaN(), 64, "NaN"},
+	}
+	for _, c := range cases {
+		if got := formatFloat(c.f, c.bits); got != c.want {
+			t.Errorf("formatFloat(%v, %d) = %q, want %q", c.f, c.bits, got, c.want)
+		}
+	}
+}
