@@ -76,6 +76,8 @@ func newTableCodec(t *Table, tm *replication.TableMapEvent, tz *time.Location) *
 		switch {
 		case c.Charset != "":
 			// converted to UTF-8 (convertValue)
+		case tm.ColumnType[i] == mysql.MYSQL_TYPE_TIME2 && tm.ColumnMeta[i] > 0:
+			// a zero fraction written out (value)
 		case c.Type == "bigint" && !c.Unsigned, passThrough[c.Type] && !c.Binary:
 			continue
 		case c.Type == "enum":
@@ -324,6 +326,11 @@ func (t *tableCodec) value(i int, v any) Value {
 		return ""
 	}
 	out := convertValue(&t.Columns[i], v)
+	if s, ok := out.(string); ok && t.types[i] == mysql.MYSQL_TYPE_TIME2 && t.metas[i] > 0 && !strings.Contains(s, ".") {
+		// go-mysql leaves out a TIME(n)'s fraction when it is zero; MySQL
+		// and canal print its n digits.
+		return s + "." + strings.Repeat("0", int(min(t.metas[i], 6)))
+	}
 	if t.binWidth != nil && t.binWidth[i] > 0 {
 		if b := out.([]byte); len(b) < t.binWidth[i] {
 			padded := make([]byte, t.binWidth[i])
