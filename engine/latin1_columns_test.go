@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -53,36 +52,17 @@ func TestLatin1Columns(t *testing.T) {
 			checkRow(t, "table of a latin1 database created after the start", rc[4], engine.Insert, nil,
 				map[string]engine.Value{"id": int64(1), "n": text})
 
-			w := &engine.FlatWriter{}
-			var data []map[string]*string
-			for _, ev := range evs {
-				if err := w.Write(ev, func(b []byte) error {
-					var m struct{ Data []map[string]*string }
-					if err := json.Unmarshal(b, &m); err != nil {
-						return err
-					}
-					data = append(data, m.Data...)
-					return nil
-				}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			data := flatData(t, evs)
 			if len(data) != 5 {
 				t.Fatalf("%d flat rows, want 5", len(data))
 			}
-			str := func(p *string) string {
-				if p == nil {
-					return "<null>"
-				}
-				return *p
-			}
 			for col, w := range map[string]string{"a": text, "b": text, "c": text, "u": "ünïcode 📦"} {
-				if g := str(data[0][col]); g != w {
+				if g := flatText(data[0][col]); g != w {
 					t.Errorf("flat insert %s = %q, want %q", col, g, w)
 				}
 			}
 			for _, i := range []int{2, 3, 4} {
-				if g := str(data[i]["n"]); g != text {
+				if g := flatText(data[i]["n"]); g != text {
 					t.Errorf("flat row %d: n = %q, want %q", i, g, text)
 				}
 			}

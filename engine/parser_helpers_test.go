@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"sync"
@@ -160,4 +161,33 @@ func named(rc *engine.RowChange, img []engine.Value) map[string]engine.Value {
 		m[rc.Table.Columns[i].Name] = v
 	}
 	return m
+}
+
+// flatData renders events with a FlatWriter and returns the rows of every
+// message's data, in order (nil for SQL NULL).
+func flatData(t *testing.T, evs []*engine.Event) []map[string]*string {
+	t.Helper()
+	w := &engine.FlatWriter{}
+	var data []map[string]*string
+	for _, ev := range evs {
+		if err := w.Write(ev, func(b []byte) error {
+			var m struct{ Data []map[string]*string }
+			if err := json.Unmarshal(b, &m); err != nil {
+				return err
+			}
+			data = append(data, m.Data...)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return data
+}
+
+// flatText is a flat value's text, "<null>" for NULL.
+func flatText(p *string) string {
+	if p == nil {
+		return "<null>"
+	}
+	return *p
 }

@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -23,21 +22,8 @@ func TestTimeFraction(t *testing.T) {
 	rc := rows(evs)
 	checkRow(t, "first", rc[0], engine.Insert, nil, map[string]engine.Value{"id": int64(1), "t0": "838:59:59", "t3": "12:00:00.000", "t6": "-01:02:03.500000"})
 	checkRow(t, "second", rc[1], engine.Insert, nil, map[string]engine.Value{"id": int64(2), "t0": "-00:00:01", "t3": "-00:00:00.250", "t6": "00:00:00.000000"})
-	w := &engine.FlatWriter{}
-	var data []map[string]string
-	for _, ev := range evs {
-		if err := w.Write(ev, func(b []byte) error {
-			var m struct{ Data []map[string]string }
-			if err := json.Unmarshal(b, &m); err != nil {
-				return err
-			}
-			data = append(data, m.Data...)
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if len(data) != 2 || data[0]["t3"] != "12:00:00.000" || data[1]["t6"] != "00:00:00.000000" {
+	data := flatData(t, evs)
+	if len(data) != 2 || flatText(data[0]["t3"]) != "12:00:00.000" || flatText(data[1]["t6"]) != "00:00:00.000000" {
 		t.Errorf("flat rows %v, want t3 12:00:00.000 and t6 00:00:00.000000", data)
 	}
 	if text, _ := rc[0].AppendText(nil, true, 2); string(text) != "12:00:00.000" {
