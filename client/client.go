@@ -45,6 +45,7 @@ type Client struct {
 	maxBackoff  time.Duration
 	resumeAfter uint64
 	idleTimeout time.Duration
+	jsonLines   bool
 }
 
 // Option configures a Client.
@@ -88,6 +89,12 @@ func WithIdleTimeout(d time.Duration) Option { return func(c *Client) { c.idleTi
 // WithResumeAfter makes Stream drop every transaction with seq <= seq: the
 // last one the application made durable. Default: 0.
 func WithResumeAfter(seq uint64) Option { return func(c *Client) { c.resumeAfter = seq } }
+
+// WithJSONLines makes streams come as NDJSON lines, which Message.Raw and
+// MessageView.Raw then hold, instead of braid's binary encoding of the
+// same messages (the default: the Go client decodes it at a fraction of
+// the JSON's cost, but the server's JSON text is not there to keep).
+func WithJSONLines() Option { return func(c *Client) { c.jsonLines = true } }
 
 // New returns a client of the node at baseURL ("http://host:port"), or of
 // a cluster's nodes given as a comma-separated list: any node serves any
@@ -261,6 +268,7 @@ type Message struct {
 	Position string `json:"position"`
 	GTID     string `json:"gtid,omitempty"`
 	// Raw is the line as the server sent it (column order kept), without
-	// the newline. It belongs to the receiver.
+	// the newline, when the client asked for JSON lines (WithJSONLines);
+	// nil otherwise. It belongs to the receiver.
 	Raw json.RawMessage `json:"-"`
 }

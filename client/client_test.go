@@ -136,10 +136,10 @@ func start(t *testing.T, clientIDs ...string) *env {
 	return e
 }
 
-func (e *env) client(t *testing.T) *client.Client {
+func (e *env) client(t *testing.T, opts ...client.Option) *client.Client {
 	t.Helper()
-	c, err := client.New(e.url, client.WithHTTPClient(e.hc), client.WithBackoff(20*time.Millisecond, 200*time.Millisecond),
-		client.WithLogger(slog.New(slog.NewTextHandler(t.Output(), nil))))
+	c, err := client.New(e.url, append([]client.Option{client.WithHTTPClient(e.hc), client.WithBackoff(20*time.Millisecond, 200*time.Millisecond),
+		client.WithLogger(slog.New(slog.NewTextHandler(t.Output(), nil)))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,13 +168,13 @@ func (e *env) streamsOpened(id string) int {
 // consume streams as id until every row came and then 1.5 s more (for
 // duplicates to show and the last transaction's checkpoint and ack to
 // pass); hook, if set, sees each message after it is recorded.
-func consume(t *testing.T, e *env, id string, hook func(n int, m client.Message)) []client.Message {
+func consume(t *testing.T, e *env, id string, hook func(n int, m client.Message), opts ...client.Option) []client.Message {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	var got []client.Message
 	rows := 0
-	err := e.client(t).Stream(ctx, "shop", id, func(m client.Message) error {
+	err := e.client(t, opts...).Stream(ctx, "shop", id, func(m client.Message) error {
 		got = append(got, m)
 		rows += len(m.Data)
 		if hook != nil {
@@ -194,12 +194,32 @@ func consume(t *testing.T, e *env, id string, hook func(n int, m client.Message)
 	return got
 }
 
-// key is a message without its emit time.
+// key is a message without its emit time (and Raw, the JSON line when
+// there is one).
 func key(m client.Message) string {
 	data, _ := json.Marshal(m.Data)
 	old, _ := json.Marshal(m.Old)
-	return fmt.Sprintf("seq=%d %s.%s from %s %s.%s at %s %s ddl=%v sql=%q data=%s old=%s",
-		m.Seq, m.Database, m.Table, m.Source, m.OriginDatabase, m.OriginTable, m.Position, m.Type, m.IsDdl, m.SQL, data, old)
+	types, _ := json.Marshal(m.SQLType)
+	mysqlTypes, _ := json.Marshal(m.MysqlType)
+	return fmt.Sprintf("id=%d seq=%d %s.%s from %s %s.%s at %s gtid %q %s ddl=%v sql=%q es=%d pk=%q types=%s %s data=%s old=%s",
+		m.ID, m.Seq, m.Database, m.Table, m.Source, m.OriginDatabase, m.OriginTable, m.Position, m.GTID, m.Type, m.IsDdl, m.SQL,
+		m.Es, m.PkNames, types, mysqlTypes, data, old)
+}
+
+// sameStream fails the test unless got and want are the same messages.
+func sameStream(t *testing.T, got, want []client.Message, what string) {
+	t.Helper()
+	kg, kw := keys(got), keys(want)
+	if slices.Equal(kg, kw) {
+		return
+	}
+	for i := range min(len(kg), len(kw)) {
+		if kg[i] != kw[i] {
+			t.Errorf("%s: message %d:\n got %.300s\nwant %.300s", what, i, kg[i], kw[i])
+			break
+		}
+	}
+	t.Fatalf("%s: %d messages, want the same %d", what, len(kg), len(kw))
 }
 
 func keys(ms []client.Message) []string {
@@ -260,8 +280,9 @@ func checkStream(t *testing.T, ms []client.Message) {
 
 // TestStreamTwoClients: two client ids stream the destination at once,
 // each receives every row of the merged stream in seq order, and both see
-// the same messages; their acks drain the store; the list and state
-// endpoints show the destination, its sources and both consumers' cursors.
+// the same messages, one in braid's binary encoding and the other as JSON
+// lines; their acks drain the store; the list and state endpoints show the
+// destination, its sources and both consumers' cursors.
 func TestStreamTwoClients(t *testing.T) {
 	e := start(t, "a", "b")
 	c := e.client(t)
@@ -272,20 +293,19 @@ func TestStreamTwoClients(t *testing.T) {
 	var wg sync.WaitGroup
 	var a, b []client.Message
 	wg.Go(func() { a = consume(t, e, "a", nil) })
-	wg.Go(func() { b = consume(t, e, "b", nil) })
+	wg.Go(func() { b = consume(t, e, "b", nil, client.WithJSONLines()) })
 	wg.Wait()
 	if t.Failed() {
 		return
 	}
 	checkStream(t, a)
-	if ka, kb := keys(a), keys(b); !slices.Equal(ka, kb) {
-		t.Errorf("clients a and b got different streams: %d and %d messages", len(ka), len(kb))
-	}
+	sameStream(t, a, b, "client a (binary) and client b (JSON lines)")
 	if e.streamsOpened("a") != 1 || e.streamsOpened("b") != 1 {
 		t.Errorf("streams opened: %v", e.opens)
 	}
-	if !strings.HasPrefix(string(a[len(a)-1].Raw), `{"id":`) {
-		t.Errorf("raw line %s", a[len(a)-1].Raw)
+	// a read braid's binary encoding, b the JSON lines: the same messages.
+	if !strings.HasPrefix(string(b[len(b)-1].Raw), `{"id":`) || a[len(a)-1].Raw != nil {
+		t.Errorf("raw lines %s (JSON) and %s (binary, want none)", b[len(b)-1].Raw, a[len(a)-1].Raw)
 	}
 
 	var st *client.State
@@ -325,42 +345,35 @@ func TestStreamTwoClients(t *testing.T) {
 // brought something new: the client reconnects, resumes after its last
 // ack, drops what it handled before (whole transactions by seq, the first
 // messages of a transaction cut short by count) and hands handle exactly
-// the stream another client id got without interruption.
+// the stream another client id got without interruption, in braid's binary
+// encoding and as JSON lines. The client reads 4 KiB at a time, so that a
+// cut loses what it had not read (and long messages span reads).
 func TestReconnect(t *testing.T) {
-	e := start(t, "ref", "k")
+	client.SetStreamBuffer(t, 4<<10)
+	e := start(t, "ref", "k", "kj")
 	ref := consume(t, e, "ref", nil)
 	checkStream(t, ref)
 
-	kills, killedOn := 0, 0
-	got := consume(t, e, "k", func(n int, m client.Message) {
-		if conn := e.streamsOpened("k"); kills < 3 && conn != killedOn && n >= 5 {
-			kills++
-			killedOn = conn
-			e.cut()
+	for _, enc := range []struct {
+		id   string
+		opts []client.Option
+	}{{"k", nil}, {"kj", []client.Option{client.WithJSONLines()}}} {
+		kills, killedOn := 0, 0
+		got := consume(t, e, enc.id, func(n int, m client.Message) {
+			if conn := e.streamsOpened(enc.id); kills < 3 && conn != killedOn && n >= 5 {
+				kills++
+				killedOn = conn
+				e.cut()
+			}
+		}, enc.opts...)
+		if kills < 2 {
+			t.Fatalf("client %s: %d kills, want at least 2", enc.id, kills)
 		}
-	})
-	if kills < 2 {
-		t.Fatalf("%d kills, want at least 2", kills)
-	}
-	if n := e.streamsOpened("k"); n < kills+1 {
-		t.Errorf("client k opened %d streams after %d kills", n, kills)
-	}
-	t.Logf("%d kills, %d streams opened", kills, e.streamsOpened("k"))
-	if kg, kr := keys(got), keys(ref); !slices.Equal(kg, kr) {
-		for i := range max(len(kg), len(kr)) {
-			var g, r string
-			if i < len(kg) {
-				g = kg[i]
-			}
-			if i < len(kr) {
-				r = kr[i]
-			}
-			if g != r {
-				t.Errorf("message %d:\n got %.200s\nwant %.200s", i, g, r)
-				break
-			}
+		if n := e.streamsOpened(enc.id); n < kills+1 {
+			t.Errorf("client %s opened %d streams after %d kills", enc.id, n, kills)
 		}
-		t.Fatalf("after reconnects: %d messages, want the %d of the uninterrupted stream", len(kg), len(kr))
+		t.Logf("client %s: %d kills, %d streams opened", enc.id, kills, e.streamsOpened(enc.id))
+		sameStream(t, got, ref, "client "+enc.id+" after reconnects")
 	}
 	if st := e.store.Stats(); st.Events != 0 {
 		t.Errorf("store holds %d events after both clients acked everything", st.Events)

@@ -127,6 +127,9 @@ func (c *Client) connect(ctx context.Context, name, clientID string, d *dedupe, 
 		return false, err
 	}
 	req.Header.Set("Accept", "application/x-ndjson")
+	if !c.jsonLines {
+		req.Header.Set("Accept", binaryStreamType)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return false, dead(err)
@@ -136,19 +139,25 @@ func (c *Client) connect(ctx context.Context, name, clientID string, d *dedupe, 
 		return false, readError(resp)
 	}
 	d.connected()
-	lr := &lineReader{r: bufio.NewReaderSize(resp.Body, 64<<10)}
+	next := (&lineReader{r: bufio.NewReaderSize(resp.Body, streamBuffer)}).nextLine
+	decode := func(b []byte) error { return c.line(b, d, ak, dec, view, handle) }
+	if resp.Header.Get("Content-Type") == binaryStreamType {
+		next = (&frameReader{r: resp.Body, buf: make([]byte, streamBuffer)}).next
+		decode = func(b []byte) error { return c.frame(b, d, ak, dec, view, handle) }
+	}
 	got := false
 	for {
-		line, err := lr.next()
+		msg, err := next()
 		idle.Stop() // the handler's time is not the server's silence
-		if len(line) > 0 && line[len(line)-1] == '\n' {
+		if msg != nil {
 			got = true
-			if herr := c.line(line[:len(line)-1], d, ak, dec, view, handle); herr != nil {
+			if herr := decode(msg); herr != nil {
 				return got, herr
 			}
 		}
 		idle.Reset(c.idleTimeout)
-		// A line without its newline was cut: it comes again.
+		// A line without its newline, or a frame short of its length, was
+		// cut: it comes again.
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF // the server never ends a stream on its own
@@ -157,6 +166,10 @@ func (c *Client) connect(ctx context.Context, name, clientID string, d *dedupe, 
 		}
 	}
 }
+
+// streamBuffer is how much of a stream is read at a time (and the longest
+// line or frame read without a copy).
+var streamBuffer = 64 << 10
 
 // lineReader reads a stream's lines without a copy each: a line is a view
 // of the reader's buffer, or of long when it is longer than the buffer.
@@ -186,6 +199,16 @@ func (lr *lineReader) next() ([]byte, error) {
 	return lr.long, err
 }
 
+// nextLine returns the next whole line without its newline, or nil with
+// the error when the stream ended inside one.
+func (lr *lineReader) nextLine() ([]byte, error) {
+	line, err := lr.next()
+	if len(line) > 0 && line[len(line)-1] == '\n' {
+		return line[:len(line)-1], err
+	}
+	return nil, err
+}
+
 // envelope is a stream line: a message, or a checkpoint.
 type envelope struct {
 	Message
@@ -206,6 +229,20 @@ func (c *Client) line(b []byte, d *dedupe, ak *acker, dec *lineDecoder, view *Me
 		v = viewOf(&env.Message, b)
 		v.checkpoint = env.Checkpoint
 	}
+	return c.message(v, len(b), d, ak, handle)
+}
+
+// frame handles one frame of the binary encoding, as line does a line.
+func (c *Client) frame(b []byte, d *dedupe, ak *acker, dec *lineDecoder, view *MessageView, handle func(*MessageView) error) error {
+	if err := dec.decodeBinary(b, view); err != nil {
+		return err
+	}
+	return c.message(view, len(b), d, ak, handle)
+}
+
+// message hands a decoded message (size bytes on the wire) to handle
+// unless it was handled before, or takes a checkpoint.
+func (c *Client) message(v *MessageView, size int, d *dedupe, ak *acker, handle func(*MessageView) error) error {
 	if v.checkpoint != nil {
 		d.checkpoint(*v.checkpoint)
 		ak.setDone(d.done)
@@ -224,7 +261,7 @@ func (c *Client) line(b []byte, d *dedupe, ak *acker, dec *lineDecoder, view *Me
 		return &handleError{err}
 	}
 	d.handled(v.Seq)
-	ak.handled(d.done, len(b))
+	ak.handled(d.done, size)
 	return nil
 }
 

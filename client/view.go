@@ -138,7 +138,8 @@ func (v *MessageView) Old(row, col int) (val []byte, ok bool) {
 	return v.old.value(row, col)
 }
 
-// Raw is the line as the server sent it, without the newline.
+// Raw is the line as the server sent it, without the newline, when the
+// client asked for JSON lines (WithJSONLines); nil otherwise.
 func (v *MessageView) Raw() []byte { return v.raw }
 
 func (rs *viewRows) value(row, col int) ([]byte, bool) {

@@ -40,6 +40,9 @@ type FlatWriter struct {
 	Rename func(schema, table string) (string, string)
 	// Now stamps ts. Default: time.Now.
 	Now func() time.Time
+	// Binary makes Write produce braid's binary encoding of each message
+	// (see BinaryMessage) instead of a JSON line.
+	Binary bool
 
 	tx    *Event // the open transaction's EventBegin
 	runEv *Event // the EventRows the pending run starts in
@@ -76,6 +79,9 @@ func (w *FlatWriter) Write(ev *Event, out func(line []byte) error) error {
 		return err
 	case EventDDL:
 		w.nextSeq(ev)
+		if w.Binary {
+			return out(w.ddlBinary(ev))
+		}
 		return out(w.ddlLine(ev))
 	}
 	return nil
@@ -116,6 +122,9 @@ func (w *FlatWriter) names(schema, table string) (string, string) {
 func (w *FlatWriter) flush(out func([]byte) error) error {
 	if len(w.run) == 0 {
 		return nil
+	}
+	if w.Binary {
+		return w.flushBinary(out)
 	}
 	first := w.run[0]
 	t := first.Table
@@ -165,10 +174,15 @@ func (w *FlatWriter) flush(out func([]byte) error) error {
 	}
 	b = w.appendBraidFields(b, w.runEv, t.Schema, t.Name)
 	w.buf = b
+	w.endRun()
+	return out(b)
+}
+
+// endRun empties the pending run once its message is written.
+func (w *FlatWriter) endRun() {
 	clear(w.run)
 	w.run = w.run[:0]
 	w.runEv = nil
-	return out(b)
 }
 
 // appendHead opens a message: its id and logical database and table.
@@ -720,10 +734,7 @@ func appendJSONLatin1(b []byte, x []byte) []byte {
 
 // ddlLine renders a DDL as a flat message.
 func (w *FlatWriter) ddlLine(ev *Event) []byte {
-	schema, table := ev.DDL.Schema, ""
-	if len(ev.DDL.Tables) > 0 {
-		schema, table, _ = strings.Cut(ev.DDL.Tables[0], ".")
-	}
+	schema, table := ddlNames(ev)
 	b := w.appendHead(w.buf[:0], schema, table)
 	b = append(b, `,"pkNames":null,"isDdl":true,"type":`...)
 	b = appendJSONString(b, DDLKind(ev.DDL.SQL))

@@ -3,11 +3,13 @@ package native
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/braid-cdc/braid/api"
@@ -59,9 +61,13 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request) {
 	log := h.log.With("dest", s.Name, "client", id)
 	log.Info("stream opened", "after", after)
 
+	binary := wantsBinary(r)
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Time{}) // a stream outlives any write timeout
 	w.Header().Set("Content-Type", "application/x-ndjson")
+	if binary {
+		w.Header().Set("Content-Type", BinaryStreamType)
+	}
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
@@ -70,7 +76,7 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sw := &streamWriter{bw: bufio.NewWriterSize(w, 64<<10), after: after, checkpoint: checkpoint,
-		flat: engine.FlatWriter{Rename: h.rename(s)}}
+		flat: engine.FlatWriter{Rename: h.rename(s), Binary: binary}}
 	err = h.pump(r.Context(), s, c, sw, rc)
 	switch {
 	case r.Context().Err() != nil:
@@ -201,7 +207,16 @@ func (sw *streamWriter) event(ev *engine.Event) error {
 	return sw.flat.Write(ev, sw.line)
 }
 
+// line writes one message: a JSON line, or a binary frame.
 func (sw *streamWriter) line(b []byte) error {
+	if sw.flat.Binary {
+		var head [binary.MaxVarintLen64]byte
+		if _, err := sw.bw.Write(head[:binary.PutUvarint(head[:], uint64(len(b)))]); err != nil {
+			return err
+		}
+		_, err := sw.bw.Write(b)
+		return err
+	}
 	if _, err := sw.bw.Write(b); err != nil {
 		return err
 	}
@@ -209,11 +224,34 @@ func (sw *streamWriter) line(b []byte) error {
 }
 
 func (sw *streamWriter) writeCheckpoint() error {
-	b := strconv.AppendUint([]byte(`{"checkpoint":`), sw.done, 10)
-	b = append(b, "}\n"...)
-	if _, err := sw.bw.Write(b); err != nil {
+	var err error
+	if sw.flat.Binary {
+		err = sw.line(binary.AppendUvarint([]byte{engine.BinaryCheckpoint}, sw.done))
+	} else {
+		b := strconv.AppendUint([]byte(`{"checkpoint":`), sw.done, 10)
+		err = sw.line(append(b, '}'))
+	}
+	if err != nil {
 		return err
 	}
 	sw.sentCheckpoint = sw.done
 	return nil
+}
+
+// BinaryStreamType is the media type of a stream in braid's binary
+// encoding (see engine.BinaryMessage), which a client asks for with it in
+// its Accept header; any other gets NDJSON.
+const BinaryStreamType = "application/x-braid-stream"
+
+// wantsBinary reports whether the request accepts the binary encoding.
+func wantsBinary(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept") {
+		for part := range strings.SplitSeq(v, ",") {
+			mt, _, _ := strings.Cut(part, ";")
+			if strings.EqualFold(strings.TrimSpace(mt), BinaryStreamType) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -542,7 +542,7 @@ func (d *demo) startStreaming(ctx context.Context) error {
 	for _, n := range d.nodes {
 		urls = append(urls, n.URL())
 	}
-	cl, err := client.New(strings.Join(urls, ","), client.WithBackoff(100*time.Millisecond, time.Second),
+	cl, err := client.New(strings.Join(urls, ","), client.WithBackoff(100*time.Millisecond, time.Second), client.WithJSONLines(),
 		client.WithLogger(slog.New(slog.NewTextHandler(d.consumerLog, &slog.HandlerOptions{Level: level}))))
 	if err != nil {
 		return err

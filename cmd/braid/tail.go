@@ -48,7 +48,8 @@ func runTail(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "braid tail:", err)
 		return 2
 	}
-	c, err := client.New(*server, client.WithLogger(log))
+	// It prints the server's JSON lines as they come.
+	c, err := client.New(*server, client.WithLogger(log), client.WithJSONLines())
 	if err != nil {
 		fmt.Fprintln(stderr, "braid tail:", oneLine(err))
 		return 2
