@@ -9,7 +9,8 @@ build:
 	$(GO) build -o bin/braid ./cmd/braid
 
 # test builds and vets everything (a package's non-test files must build
-# alone), fuzzes the canal frame decoder for a few seconds (a count of
+# alone), fuzzes the canal frame decoder and the Go client's decoder of
+# braid's binary stream for a few seconds each (a count of
 # inputs, not a duration: go1.26's fuzzer can fail a clean run with
 # "context deadline exceeded" when a duration ends, golang/go#75804),
 # then runs every test once, uncached, with the race detector. Tests that
@@ -17,6 +18,7 @@ build:
 test:
 	$(GO) build ./... && $(GO) vet ./... && \
 	$(GO) test -run '^$$' -fuzz FuzzReadFrame -fuzztime 40000x ./api/canal/ && \
+	$(GO) test -run '^$$' -fuzz FuzzBinaryFrames -fuzztime 40000x ./client/ && \
 	$(GO) test -race -count=1 -timeout 14m ./...
 
 # bench runs each benchmark in bench/ five times (those that measure a

@@ -66,6 +66,9 @@ func (fr *frameReader) next() ([]byte, error) {
 		fr.i = fr.n
 		for len(fr.long) < n {
 			if err := fr.fill(); err != nil {
+				if errors.Is(err, io.EOF) {
+					err = io.ErrUnexpectedEOF // inside the frame
+				}
 				return nil, err
 			}
 			take := min(n-len(fr.long), fr.n-fr.i)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +18,9 @@ import (
 // TestDecodeServerLines decodes what engine.FlatWriter writes for the row
 // changes and DDLs of a MariaDB binlog, with every column type and the
 // characters that need escaping in names and values: each line decodes
-// without json, exactly as json decodes it.
+// without json, exactly as json decodes it, and the same message in
+// braid's binary encoding (values long and short, of one to three length
+// bytes) decodes to the same view.
 func TestDecodeServerLines(t *testing.T) {
 	srv := mysqltest.Start(t)
 	srv.Exec(t, "CREATE DATABASE t",
@@ -44,6 +48,7 @@ func TestDecodeServerLines(t *testing.T) {
 		"COMMIT",
 		"ALTER TABLE t.all_types ADD COLUMN extra VARCHAR(5) DEFAULT 'x' COMMENT 'it''s \"quoted\" \\\\ and\\nmultiline'",
 		"INSERT INTO t.all_types (id, extra) VALUES (4, 'y')",
+		"INSERT INTO t.all_types (id, vc, tx, la, bl) VALUES (5, REPEAT('é', 63), REPEAT('📦', 5000), REPEAT(CONVERT(0xE9 USING latin1), 50), REPEAT(0x5C22, 9000))",
 		"UPDATE t.`wéird \"name\"\\` SET `tab\tcol` = 'x' WHERE `k\"ey` IS NULL",
 		"DROP TABLE t.`wéird \"name\"\\`",
 		"CREATE TABLE t.done (id INT)",
@@ -69,7 +74,9 @@ func TestDecodeServerLines(t *testing.T) {
 		}
 	}()
 
-	var w engine.FlatWriter
+	now := func() time.Time { return time.UnixMilli(1_700_000_000_123) }
+	w, bw := engine.FlatWriter{Now: now}, engine.FlatWriter{Now: now, Binary: true}
+	var frames [][]byte
 	kinds := map[string]int{}
 	lines := 0
 	for finished := false; !finished; {
@@ -78,7 +85,15 @@ func TestDecodeServerLines(t *testing.T) {
 			t.Fatalf("after %d lines: %v", lines, err)
 		}
 		for _, ev := range b.Events {
-			err := w.Write(ev, func(line []byte) error {
+			// The binary writer goes first: its messages wait for the lines.
+			err := bw.Write(ev, func(frame []byte) error {
+				frames = append(frames, slices.Clone(frame))
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = w.Write(ev, func(line []byte) error {
 				lines++
 				if fast, _ := decodeBoth(t, line); !fast {
 					t.Errorf("a line FlatWriter wrote went to json: %s", line)
@@ -87,10 +102,26 @@ func TestDecodeServerLines(t *testing.T) {
 				var d lineDecoder
 				decodeEnvelope(&d, line, &env)
 				kinds[env.Type]++
+				if len(frames) == 0 {
+					t.Fatalf("the binary writer wrote no message for line %.200s", line)
+				}
+				frame := frames[0]
+				frames = frames[1:]
+				var v MessageView
+				if err := d.decodeBinary(frame, &v); err != nil {
+					t.Fatalf("the binary message of line %.200s: %v", line, err)
+				}
+				if got := v.Message(); !reflect.DeepEqual(got, env.Message) {
+					t.Fatalf("binary message decoded differently from its line:\nline %.300s\n got %.300s\nwant %.300s", line, dump(envelope{Message: got}), dump(envelope{Message: env.Message}))
+				}
+				checkView(t, &v, &env.Message, line)
 				return nil
 			})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if len(frames) > 0 {
+				t.Fatalf("the binary writer wrote %d messages more than the JSON one", len(frames))
 			}
 			finished = finished || ev.Type == engine.EventDDL && strings.Contains(ev.DDL.SQL, "t.done")
 		}
