@@ -17,7 +17,7 @@ import (
 
 // CatchUp runs the configurations' binlogs as one destination (mergeSpec)
 // into a store bounded to MergeStoreBytes, served as a node serves it, and
-// has one consumer of kind "native" (the Go client) or "canal" (canal-go's
+// has one consumer of kind "native" (the Go client, binary encoding) or "canal" (canal-go's
 // connector) read it in a process of its own until want row changes have
 // arrived: the whole path from binlog to an application, while the
 // destination catches up.
@@ -38,7 +38,7 @@ func CatchUp(ctx context.Context, cfgs []DecodeConfig, kind string, want int) (C
 	if kind == "canal" {
 		return ConsumeCanal(ctx, reg, ConsumeDest, consumeIDs, want)
 	}
-	return ConsumeNative(ctx, reg, ConsumeDest, fmt.Sprintf("catchup-%d", consumeIDs), want)
+	return ConsumeNative(ctx, reg, ConsumeDest, fmt.Sprintf("catchup-%d", consumeIDs), want, false)
 }
 
 // binlogTool is MariaDB's (or MySQL's) binlog reader, the C++ decoder the

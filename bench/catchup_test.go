@@ -27,7 +27,8 @@ func (r *catchUpMetrics) report(b *testing.B) {
 // while a destination catches up: the four binlogs of BenchmarkMerge's
 // fixture (2,160,000 selected row changes, as many filtered, 552 MiB of
 // binlog) merged in strict order into a 64 MiB store and delivered to one
-// consumer in a process of its own, over the native API (the Go client)
+// consumer in a process of its own, over the native API (the Go client,
+// StreamViews, in braid's binary encoding, its default)
 // and over canal's protocol (canal-go's connector, decoding each entry's
 // RowChange). Side by side, on the same binlogs: four go-mysql canals
 // (DecodeCanalEach, the peer of BenchmarkMerge) and four `mariadb-binlog
@@ -75,7 +76,7 @@ func benchCatchUp(b *testing.B, cfgs []DecodeConfig, ws []*Workload) {
 	r := &catchUpMetrics{native: native.RowsPerSec(), canal: canal.RowsPerSec(), peer: peer.RowsPerSec()}
 	catchUpResult = r
 	defer r.report(b)
-	Record(Row{Section: "catch-up", Measure: "4 shards merged → Go client (native API), rows/s", Value: native.RowsPerSec(), Unit: "rows/s",
+	Record(Row{Section: "catch-up", Measure: "4 shards merged → Go client (native API, binary), rows/s", Value: native.RowsPerSec(), Unit: "rows/s",
 		Peer: "go-mysql canal ×4", PeerValue: peer.RowsPerSec(), Target: "ratio >= 1.0", Met: Met(native.RowsPerSec() >= peer.RowsPerSec())})
 	Record(Row{Section: "catch-up", Measure: "4 shards merged → canal-go (canal protocol), rows/s", Value: canal.RowsPerSec(), Unit: "rows/s",
 		Peer: "go-mysql canal ×4", PeerValue: peer.RowsPerSec(), Target: "ratio >= 1.0", Met: Met(canal.RowsPerSec() >= peer.RowsPerSec())})

@@ -28,7 +28,7 @@ const childProfileEnv = "BRAID_BENCH_CONSUMER_CPUPROFILE"
 // childJob is what a consumer process is asked to do, as JSON in
 // consumerEnv.
 type childJob struct {
-	Kind   string `json:"kind"` // "canal" or "native"
+	Kind   string `json:"kind"` // "canal", "native" (binary) or "native-json"
 	Addr   string `json:"addr"` // the server's host:port
 	Dest   string `json:"dest"`
 	Client string `json:"client"` // a number for canal
@@ -77,8 +77,8 @@ func RunConsumerChild() {
 			if err == nil {
 				res, err = consumeCanal(ctx, job.Addr, job.Dest, id, job.Want)
 			}
-		case "native":
-			res, err = consumeNative(ctx, &http.Client{}, "http://"+job.Addr, job.Dest, job.Client, job.Want)
+		case "native", "native-json":
+			res, err = consumeNative(ctx, &http.Client{}, "http://"+job.Addr, job.Dest, job.Client, job.Want, job.Kind == "native-json")
 		default:
 			err = fmt.Errorf("unknown consumer kind %q", job.Kind)
 		}

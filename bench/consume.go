@@ -225,9 +225,10 @@ func consumeCanal(ctx context.Context, addr string, dest string, clientID, want 
 // ConsumeNative serves reg with native.NewHandler on a loopback port and
 // reads destination dest, in a process of its own, with the Go client's
 // StreamViews as clientID, reading every value of every row, until want
-// row changes (the rows of the messages' data) have arrived. More than
-// want fails it.
-func ConsumeNative(ctx context.Context, reg *api.Registry, dest, clientID string, want int) (ConsumeResult, error) {
+// row changes (the rows of the messages' data) have arrived. The stream
+// comes in braid's binary encoding, the Go client's default, or as JSON
+// lines when jsonLines is set. More than want fails it.
+func ConsumeNative(ctx context.Context, reg *api.Registry, dest, clientID string, want int, jsonLines bool) (ConsumeResult, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return ConsumeResult{}, fmt.Errorf("bench: native consumer: %w", err)
@@ -236,7 +237,11 @@ func ConsumeNative(ctx context.Context, reg *api.Registry, dest, clientID string
 	srv := &http.Server{Handler: native.NewHandler(reg, nil), ReadHeaderTimeout: 10 * time.Second}
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = srv.Serve(cl) }) // http.ErrServerClosed once closed
-	res, err := consumeInChild(ctx, childJob{Kind: "native", Addr: l.Addr().String(), Dest: dest, Client: clientID, Want: want})
+	kind := "native"
+	if jsonLines {
+		kind = "native-json"
+	}
+	res, err := consumeInChild(ctx, childJob{Kind: kind, Addr: l.Addr().String(), Dest: dest, Client: clientID, Want: want})
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	if serr := srv.Shutdown(sctx); serr != nil {
 		srv.Close()
@@ -247,9 +252,13 @@ func ConsumeNative(ctx context.Context, reg *api.Registry, dest, clientID string
 	return res, err
 }
 
-func consumeNative(ctx context.Context, hc *http.Client, url, dest, clientID string, want int) (ConsumeResult, error) {
+func consumeNative(ctx context.Context, hc *http.Client, url, dest, clientID string, want int, jsonLines bool) (ConsumeResult, error) {
 	var res ConsumeResult
-	c, err := client.New(url, client.WithHTTPClient(hc))
+	opts := []client.Option{client.WithHTTPClient(hc)}
+	if jsonLines {
+		opts = append(opts, client.WithJSONLines())
+	}
+	c, err := client.New(url, opts...)
 	if err != nil {
 		return res, fmt.Errorf("bench: native consumer %s: %w", clientID, err)
 	}

@@ -115,7 +115,7 @@ func BenchmarkConsume(b *testing.B) {
 // row change.
 var (
 	consumeRates struct{ canal, native float64 }
-	consumeCPU   struct{ canalServer, nativeServer, goClient float64 }
+	consumeCPU   struct{ canalServer, nativeServer, goClient, jsonServer, jsonClient float64 }
 	mergedRate   float64
 	mergedCPU    float64
 )
@@ -141,7 +141,9 @@ func recordConsumeVsMerge() {
 	for _, side := range []struct {
 		name string
 		us   float64
-	}{{"native server", consumeCPU.nativeServer}, {"Go client (every value read)", consumeCPU.goClient}, {"canal server", consumeCPU.canalServer}} {
+	}{{"native server", consumeCPU.nativeServer}, {"Go client (every value read)", consumeCPU.goClient},
+		{"native server, JSON lines", consumeCPU.jsonServer}, {"Go client, JSON lines", consumeCPU.jsonClient},
+		{"canal server", consumeCPU.canalServer}} {
 		Record(Row{Section: "consume", Measure: side.name + ": CPU per row change against the merge's", Value: side.us, Unit: "µs",
 			Peer: "the merge", PeerValue: mergedCPU, Target: "ratio <= 1.0", Met: Met(side.us <= mergedCPU)})
 	}
@@ -158,7 +160,10 @@ var consumers = []consumer{
 		return ConsumeCanal(ctx, reg, ConsumeDest, id, want)
 	}},
 	{"native", func(ctx context.Context, reg *api.Registry, id, want int) (ConsumeResult, error) {
-		return ConsumeNative(ctx, reg, ConsumeDest, fmt.Sprintf("native-%d", id), want)
+		return ConsumeNative(ctx, reg, ConsumeDest, fmt.Sprintf("native-%d", id), want, false)
+	}},
+	{"native-json", func(ctx context.Context, reg *api.Registry, id, want int) (ConsumeResult, error) {
+		return ConsumeNative(ctx, reg, ConsumeDest, fmt.Sprintf("native-json-%d", id), want, true)
 	}},
 }
 
@@ -216,20 +221,29 @@ func benchConsume(b *testing.B, f *consumeFixture) {
 	}
 	var lines []string // one per iteration, logged after the totals
 	for i := 0; i < b.N; i++ {
-		// Alternate which goes first.
-		order := []consumer{consumers[i%2], consumers[(i+1)%2]}
+		// Rotate which goes first.
+		var order []consumer
+		for k := range consumers {
+			order = append(order, consumers[(i+k)%len(consumers)])
+		}
 		res := map[string]ConsumeResult{}
 		for _, c := range order {
 			r := c.measure(b, f)
 			res[c.name] = r
 			totals[c.name].add(r)
 		}
-		cn, nt := res["canal"], res["native"]
-		lines = append(lines, fmt.Sprintf("iteration %d (%s first): canal %.0f rows/s, %.1f MB/s, first row after %v; native %.0f rows/s, %.1f MB/s, first row after %v",
-			i+1, order[0].name, cn.RowsPerSec(), cn.MBPerSec(), cn.FirstRow.Round(time.Millisecond),
-			nt.RowsPerSec(), nt.MBPerSec(), nt.FirstRow.Round(time.Millisecond)))
+		line := fmt.Sprintf("iteration %d (%s first):", i+1, order[0].name)
+		for k, c := range consumers {
+			if k > 0 {
+				line += ";"
+			}
+			r := res[c.name]
+			line += fmt.Sprintf(" %s %.0f rows/s, %.1f MB/s, first row after %v",
+				c.name, r.RowsPerSec(), r.MBPerSec(), r.FirstRow.Round(time.Millisecond))
+		}
+		lines = append(lines, line)
 	}
-	cn, nt := totals["canal"], totals["native"]
+	cn, nt, js := totals["canal"], totals["native"], totals["native-json"]
 	b.ReportMetric(0, "ns/op") // an iteration is two consumers: its time alone means nothing
 	b.ReportMetric(cn.rowsPerSec(), "canal-rows/s")
 	b.ReportMetric(nt.rowsPerSec(), "native-rows/s")
@@ -240,22 +254,29 @@ func benchConsume(b *testing.B, f *consumeFixture) {
 	b.ReportMetric(nt.serverUs(), "native-server-us/row")
 	b.ReportMetric(nt.clientUs(), "native-client-us/row")
 	consumeRates.canal, consumeRates.native = cn.rowsPerSec(), nt.rowsPerSec()
+	b.ReportMetric(js.rowsPerSec(), "native-json-rows/s")
+	b.ReportMetric(js.serverUs(), "native-json-server-us/row")
+	b.ReportMetric(js.clientUs(), "native-json-client-us/row")
 	consumeCPU.canalServer, consumeCPU.nativeServer, consumeCPU.goClient = cn.serverUs(), nt.serverUs(), nt.clientUs()
+	consumeCPU.jsonServer, consumeCPU.jsonClient = js.serverUs(), js.clientUs()
 	recordConsumeVsMerge()
 	Record(Row{Section: "consume", Measure: "canal server CPU per row change", Value: cn.serverUs(), Unit: "µs"})
 	Record(Row{Section: "consume", Measure: "canal-go consumer CPU per row change", Value: cn.clientUs(), Unit: "µs"})
-	Record(Row{Section: "consume", Measure: "native server CPU per row change", Value: nt.serverUs(), Unit: "µs"})
-	Record(Row{Section: "consume", Measure: "Go client consumer CPU per row change", Value: nt.clientUs(), Unit: "µs"})
+	Record(Row{Section: "consume", Measure: "native server CPU per row change (binary)", Value: nt.serverUs(), Unit: "µs"})
+	Record(Row{Section: "consume", Measure: "Go client consumer CPU per row change (binary)", Value: nt.clientUs(), Unit: "µs"})
+	Record(Row{Section: "consume", Measure: "native server CPU per row change (JSON lines)", Value: js.serverUs(), Unit: "µs"})
+	Record(Row{Section: "consume", Measure: "Go client consumer CPU per row change (JSON lines)", Value: js.clientUs(), Unit: "µs"})
+	Record(Row{Section: "consume", Measure: "one Go client, JSON lines, from a pre-filled store, rows/s", Value: js.rowsPerSec(), Unit: "rows/s"})
 	// go test keeps a benchmark's first ten log lines: totals first.
 	b.Logf("%d iteration(s), %d row changes each: canal-go consumer %.0f rows/s (%.1f MB/s on the wire), native Go-client consumer %.0f rows/s (%.1f MB/s); for reference, the merged stream BenchmarkMerge measured (README, 2-core go-svc machine): %d rows/s, canal/merged %.2fx (target >= 1.0: %s), native/merged %.2fx (target >= 1.0: %s)",
 		b.N, f.want, cn.rowsPerSec(), cn.mbPerSec(), nt.rowsPerSec(), nt.mbPerSec(), mergedRowsPerSec,
 		cn.rowsPerSec()/mergedRowsPerSec, met(cn.rowsPerSec()/mergedRowsPerSec, 1.0),
 		nt.rowsPerSec()/mergedRowsPerSec, met(nt.rowsPerSec()/mergedRowsPerSec, 1.0))
-	b.Logf("CPU per row change (consumer in a process of its own): canal server %.2f us (%.0f rows/s a core: %.2fx merged, target >= 1.0: %s), canal-go consumer %.2f us (%.0f rows/s a core); native server %.2f us (%.0f rows/s a core: %.2fx merged, target >= 1.0: %s), Go-client consumer %.2f us (%.0f rows/s a core)",
+	b.Logf("CPU per row change (consumer in a process of its own): canal server %.2f us (%.0f rows/s a core: %.2fx merged, target >= 1.0: %s), canal-go consumer %.2f us (%.0f rows/s a core); native server %.2f us (%.0f rows/s a core: %.2fx merged, target >= 1.0: %s), Go-client consumer %.2f us (%.0f rows/s a core); with JSON lines: native server %.2f us, Go client %.2f us, %.0f rows/s",
 		cn.serverUs(), perCore(cn.serverUs()), perCore(cn.serverUs())/mergedRowsPerSec, met(perCore(cn.serverUs())/mergedRowsPerSec, 1.0),
 		cn.clientUs(), perCore(cn.clientUs()),
 		nt.serverUs(), perCore(nt.serverUs()), perCore(nt.serverUs())/mergedRowsPerSec, met(perCore(nt.serverUs())/mergedRowsPerSec, 1.0),
-		nt.clientUs(), perCore(nt.clientUs()))
+		nt.clientUs(), perCore(nt.clientUs()), js.serverUs(), js.clientUs(), js.rowsPerSec())
 	b.Logf("store: %d events, %.1f MiB (estimated), filled in %v; workload: %s",
 		f.fill.Events, mib(uint64(f.fill.Bytes)), f.fill.Took.Round(time.Millisecond), workloadsString(f.ws, f.gen))
 	for _, l := range lines {

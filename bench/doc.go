@@ -161,9 +161,9 @@
 // capped. The store is released when the parent returns, so the other
 // benchmarks' heap peaks do not include it.
 //
-// Each iteration of BenchmarkConsume/2-sources reads the whole store twice,
-// once per consumer, alternating which goes first, each with a client id
-// no run used before:
+// Each iteration of BenchmarkConsume/2-sources reads the whole store three
+// times, once per consumer, rotating which goes first, each with a client
+// id no run used before:
 //
 //   - canal: ConsumeCanal, an api/canal Server on a loopback port serving
 //     the store, read by one canal-go v1.1.2 SimpleCanalConnector
@@ -171,14 +171,18 @@
 //     to 100 ms and Ack, in a loop), which decodes each ROWDATA entry's
 //     RowChange and counts its RowDatas.
 //   - native: ConsumeNative, native.NewHandler on a loopback HTTP server,
-//     read by the Go client's Stream (package client, NDJSON decoded into
-//     Message, acked as it goes), counting the rows of each message's Data.
+//     read by the Go client's StreamViews (package client) in braid's
+//     binary encoding, the client's default, reading every value of every
+//     row and acking as it goes.
+//   - native-json: the same, the stream asked for as NDJSON lines
+//     (client.WithJSONLines), what a consumer in another language reads.
 //
 // Each must receive exactly the row changes in the store; a difference
 // fails the benchmark. A run's time is the wall time from connecting to the
-// last row change. Reported: canal-rows/s and native-rows/s (row changes
-// per second over all iterations) and canal-MB/s and native-MB/s (the bytes
-// the server wrote on the consumer's connection, in 10^6 bytes per second).
+// last row change. Reported: canal-rows/s, native-rows/s and
+// native-json-rows/s (row changes per second over all iterations),
+// canal-MB/s and native-MB/s (the bytes the server wrote on the consumer's
+// connection, in 10^6 bytes per second), and each side's CPU per row.
 // The totals are logged with, as a reference only, the merged stream's
 // rate BenchmarkMerge measured on the project's 2-core machine
 // (mergedRowsPerSec, from the README) and each consumer's ratio to it: the
@@ -194,7 +198,7 @@
 //
 // # Running
 //
-//	make bench                                       # five iterations, alternating which goes first
+//	make bench                                       # five iterations, rotating which goes first
 //	go test -run '^$' -bench . -benchtime 3x -timeout 20m ./bench/
 //	go test -run '^$' -bench 'Decode/braid-vs-canal' -benchtime 3x -count 5 ./bench/ > new.txt && benchstat new.txt
 //	go test -run '^$' -bench Merge -benchtime 3x ./bench/
