@@ -8,6 +8,11 @@
 //		return apply(m) // an error stops the stream; it is returned
 //	})
 //
+// Streams come in braid's binary encoding of the flat messages, which the
+// client decodes at a fraction of the JSON's cost; WithJSONLines asks for
+// the NDJSON lines instead, for a consumer that keeps the server's JSON
+// text (Message.Raw, MessageView.Raw).
+//
 // Stream decodes each row into a map. A consumer that must keep up with a
 // fast stream reads the values in place instead, by row and column, with
 // StreamViews (several times less CPU per row; the views are valid until

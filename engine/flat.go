@@ -29,6 +29,9 @@ import (
 // dates as MySQL prints them, ENUM and SET by name, and binary values as
 // ISO-8859-1 text (each byte one character), as canal renders them.
 //
+// With Binary set it writes the same messages in braid's binary encoding
+// (see BinaryMessage) instead of JSON.
+//
 // A FlatWriter is not safe for concurrent use.
 type FlatWriter struct {
 	// Seq is the seq of the last transaction written; the next takes Seq+1.
