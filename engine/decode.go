@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"time"
@@ -415,20 +416,32 @@ var cp1252High = [32]rune{
 }
 
 // appendLatin1UTF8 appends latin1 (Windows-1252) text x as UTF-8.
-func appendLatin1UTF8(b []byte, x []byte) []byte {
-	start := 0 // x[start:i] is ASCII, appended as a run
-	for i, c := range x {
-		if c >= utf8.RuneSelf {
-			b = append(b, x[start:i]...)
-			if c < 0xa0 {
-				b = utf8.AppendRune(b, cp1252High[c-0x80])
-			} else {
-				b = append(b, 0xc0|c>>6, 0x80|c&0x3f)
-			}
-			start = i + 1
+func appendLatin1UTF8(b []byte, x []byte) []byte { return appendEightBit(b, x, true) }
+
+// appendEightBit appends x as UTF-8 text whose characters are x's bytes:
+// MySQL's latin1 (Windows-1252) when cp1252 is set, else ISO-8859-1 (each
+// byte the character of its number, how canal shows binary values). ASCII
+// runs are found 8 bytes at a time and copied whole.
+func appendEightBit(b []byte, x []byte, cp1252 bool) []byte {
+	for i := 0; ; {
+		j := i
+		for j+8 <= len(x) && binary.LittleEndian.Uint64(x[j:])&0x8080808080808080 == 0 {
+			j += 8
 		}
+		for j < len(x) && x[j] < utf8.RuneSelf {
+			j++
+		}
+		b = append(b, x[i:j]...)
+		if j == len(x) {
+			return b
+		}
+		if c := x[j]; cp1252 && c < 0xa0 {
+			b = utf8.AppendRune(b, cp1252High[c-0x80])
+		} else {
+			b = append(b, 0xc0|c>>6, 0x80|c&0x3f) // U+0080..U+00FF
+		}
+		i = j + 1
 	}
-	return append(b, x[start:]...)
 }
 
 // setNames renders a SET bitmask as its members joined by commas.

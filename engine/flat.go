@@ -512,6 +512,9 @@ func (t *tableCodec) appendText(b []byte, i int, v any, quoted bool) []byte {
 // appendLatin1AsText writes latin1 text x, converted to UTF-8, as
 // appendStringText writes text.
 func appendLatin1AsText(b []byte, x []byte, quoted bool) []byte {
+	if !quoted {
+		return appendLatin1UTF8(b, x) // valid UTF-8 as it is
+	}
 	var short [256]byte // the converted text, on the stack when short
 	return appendStringText(b, bytesString(appendLatin1UTF8(short[:0], x)), quoted)
 }
@@ -545,15 +548,7 @@ func appendLatin1Text(b []byte, x []byte, quoted bool) []byte {
 	if quoted {
 		return appendJSONLatin1(b, x)
 	}
-	start := 0 // x[start:i] is ASCII, appended as a run
-	for i, c := range x {
-		if c >= utf8.RuneSelf {
-			b = append(b, x[start:i]...)
-			b = append(b, 0xc0|c>>6, 0x80|c&0x3f) // U+0080..U+00FF in UTF-8
-			start = i + 1
-		}
-	}
-	return append(b, x[start:]...)
+	return appendEightBit(b, x, false)
 }
 
 // appendValidUTF8 appends s with each invalid UTF-8 byte replaced by

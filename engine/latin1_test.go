@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -20,5 +21,34 @@ func TestLatin1Text(t *testing.T) {
 	}
 	if got := string(appendLatin1Text(nil, []byte("ascii"), true)); got != `"ascii"` {
 		t.Errorf("JSON %s, want \"ascii\"", got)
+	}
+}
+
+// TestEightBit checks the run-at-a-time conversion against the
+// byte-by-byte rule on random bytes, mostly ASCII runs of every length
+// around the 8-byte steps.
+func TestEightBit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 20_000 {
+		x := make([]byte, rng.IntN(40))
+		for i := range x {
+			x[i] = byte('a' + rng.IntN(26))
+			if rng.IntN(12) == 0 {
+				x[i] = byte(0x80 + rng.IntN(0x80))
+			}
+		}
+		for _, cp1252 := range []bool{false, true} {
+			var want []rune
+			for _, c := range x {
+				r := rune(c)
+				if cp1252 && c >= 0x80 && c < 0xa0 {
+					r = cp1252High[c-0x80]
+				}
+				want = append(want, r)
+			}
+			if got := appendEightBit([]byte("<"), x, cp1252); string(got) != "<"+string(want) {
+				t.Fatalf("appendEightBit(%q, %v) = %q, want %q", x, cp1252, got, "<"+string(want))
+			}
+		}
 	}
 }
