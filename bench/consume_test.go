@@ -115,7 +115,7 @@ func BenchmarkConsume(b *testing.B) {
 // row change.
 var (
 	consumeRates struct{ canal, native float64 }
-	consumeCPU   struct{ canalServer, nativeServer, goClient, jsonServer, jsonClient float64 }
+	consumeCPU   struct{ canalServer, nativeServer, goClient float64 }
 	mergedRate   float64
 	mergedCPU    float64
 )
@@ -141,9 +141,7 @@ func recordConsumeVsMerge() {
 	for _, side := range []struct {
 		name string
 		us   float64
-	}{{"native server", consumeCPU.nativeServer}, {"Go client (every value read)", consumeCPU.goClient},
-		{"native server, JSON lines", consumeCPU.jsonServer}, {"Go client, JSON lines", consumeCPU.jsonClient},
-		{"canal server", consumeCPU.canalServer}} {
+	}{{"native server", consumeCPU.nativeServer}, {"Go client (every value read)", consumeCPU.goClient}, {"canal server", consumeCPU.canalServer}} {
 		Record(Row{Section: "consume", Measure: side.name + ": CPU per row change against the merge's", Value: side.us, Unit: "µs",
 			Peer: "the merge", PeerValue: mergedCPU, Target: "ratio <= 1.0", Met: Met(side.us <= mergedCPU)})
 	}
@@ -258,7 +256,6 @@ func benchConsume(b *testing.B, f *consumeFixture) {
 	b.ReportMetric(js.serverUs(), "native-json-server-us/row")
 	b.ReportMetric(js.clientUs(), "native-json-client-us/row")
 	consumeCPU.canalServer, consumeCPU.nativeServer, consumeCPU.goClient = cn.serverUs(), nt.serverUs(), nt.clientUs()
-	consumeCPU.jsonServer, consumeCPU.jsonClient = js.serverUs(), js.clientUs()
 	recordConsumeVsMerge()
 	Record(Row{Section: "consume", Measure: "canal server CPU per row change", Value: cn.serverUs(), Unit: "µs"})
 	Record(Row{Section: "consume", Measure: "canal-go consumer CPU per row change", Value: cn.clientUs(), Unit: "µs"})
