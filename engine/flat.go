@@ -294,6 +294,7 @@ const (
 	rawDate                     // DATE
 	rawDatetime                 // DATETIME(n)
 	rawTimestamp                // TIMESTAMP(n), shown in the source's zone
+	rawTime                     // TIME(n), with its n fraction digits
 	rawText                     // length-prefixed text, valid UTF-8 or made so
 	rawBinary                   // length-prefixed bytes, shown as ISO-8859-1
 	rawLatin1                   // length-prefixed latin1 text, converted to UTF-8
@@ -333,6 +334,9 @@ func rawKindOf(c *Column, tp byte, meta uint16, converts bool) rawKind {
 			return rawLatin1
 		}
 		return rawText
+	}
+	if real == mysql.MYSQL_TYPE_TIME2 {
+		return rawTime // (converted only for the zero fraction it writes out)
 	}
 	if converts {
 		return rawDecode
@@ -391,7 +395,7 @@ func (t *tableCodec) appendRawText(b []byte, i int, v []byte, quoted bool) []byt
 		if x := t.shapes[i].bytes(v); t.binWidth == nil || t.binWidth[i] <= len(x) {
 			return appendLatin1Text(b, x, quoted)
 		}
-	case rawFloat, rawDouble, rawDecimal, rawDate, rawDatetime, rawTimestamp:
+	case rawFloat, rawDouble, rawDecimal, rawDate, rawDatetime, rawTimestamp, rawTime:
 		// Their text never needs escaping.
 		if quoted {
 			b = append(b, '"')
@@ -407,6 +411,8 @@ func (t *tableCodec) appendRawText(b []byte, i int, v []byte, quoted bool) []byt
 			b = appendDate(b, v)
 		case rawDatetime:
 			b, _ = appendDatetime2(b, v, int(meta))
+		case rawTime:
+			b = appendTime2(b, v, int(meta), true)
 		default:
 			b, _ = appendTimestamp2(b, v, int(meta), t.tz)
 		}

@@ -21,9 +21,8 @@ import (
 // on that). Measured in bench/, go-mysql's decoding (fmt.Sprintf and
 // time.Format per temporal value), then braid's own decoding to boxed
 // values, were the bottleneck of a catch-up. A table with a column of a
-// type shapeOf does not know (TIME, MySQL's binary JSON, pre-5.6 temporal
-// types, VECTOR) and a compressed or partial rows event go to go-mysql's
-// decoder.
+// type shapeOf does not know (MySQL's binary JSON, pre-5.6 temporal types,
+// VECTOR) and a compressed or partial rows event go to go-mysql's decoder.
 
 // tableShapes returns the shape of each column's values in a table map's
 // rows events, or nil when a column is of a type braid does not read raw.
@@ -209,6 +208,10 @@ func shapeOf(tp byte, meta uint16) (valueShape, error) {
 		if meta <= 6 {
 			return valueShape{fixed: 5 + fracSize(int(meta))}, nil
 		}
+	case mysql.MYSQL_TYPE_TIME2:
+		if meta <= 6 {
+			return valueShape{fixed: 3 + fracSize(int(meta))}, nil
+		}
 	case mysql.MYSQL_TYPE_ENUM:
 		if n := int(meta & 0xff); n == 1 || n == 2 {
 			return valueShape{fixed: n}, nil
@@ -280,6 +283,9 @@ func decodeValue(data []byte, tp byte, meta uint16, tz *time.Location) (any, int
 	case mysql.MYSQL_TYPE_DATETIME2:
 		b, n := appendDatetime2(make([]byte, 0, 26), data, int(meta))
 		return bytesString(b), n, nil
+	case mysql.MYSQL_TYPE_TIME2:
+		b := appendTime2(make([]byte, 0, 17), data, int(meta), false)
+		return bytesString(b), 3 + fracSize(int(meta)), nil
 	case mysql.MYSQL_TYPE_DATE:
 		if date(data) == 0 {
 			return "0000-00-00", 3, nil
@@ -450,6 +456,57 @@ func appendTimestamp2(b []byte, data []byte, dec int, tz *time.Location) ([]byte
 // appendDatetime2 appends a DATETIME(dec), read from 40 bits of packed date
 // and time (offset by 0x8000000000) and the fraction; it returns the
 // value's byte length too.
+// appendTime2 appends a TIME(dec) value from its binlog bytes as go-mysql
+// shows it, [-]HH:MM:SS[.fraction] with as many hour digits as it takes,
+// and the fraction's dec digits only when they are not all zero, unless
+// zeroFrac is set (MySQL prints them, and so does canal).
+func appendTime2(b []byte, data []byte, dec int, zeroFrac bool) []byte {
+	intPart := int64(bigEndian(data[:3])) - 0x800000
+	var tmp int64 // seconds<<24 | microseconds, signed
+	switch dec {
+	case 1, 2:
+		frac := int64(data[3])
+		if intPart < 0 && frac != 0 {
+			// A negative value's fraction is stored as 0x100 - fraction,
+			// counting from the next second (binary sort order).
+			intPart++
+			frac -= 0x100
+		}
+		tmp = intPart<<24 + frac*10000
+	case 3, 4:
+		frac := int64(binary.BigEndian.Uint16(data[3:5]))
+		if intPart < 0 && frac != 0 {
+			intPart++
+			frac -= 0x10000
+		}
+		tmp = intPart<<24 + frac*100
+	case 5, 6:
+		tmp = int64(bigEndian(data[:6])) - 0x800000000000
+	default:
+		tmp = intPart << 24
+	}
+	if tmp < 0 {
+		b = append(b, '-')
+		tmp = -tmp
+	}
+	hms, usec := tmp>>24, int(tmp%(1<<24))
+	b = appendPadded(b, int((hms>>12)%(1<<10)), 2)
+	b = append(b, ':')
+	b = appendPadded(b, int((hms>>6)%(1<<6)), 2)
+	b = append(b, ':')
+	b = appendPadded(b, int(hms%(1<<6)), 2)
+	switch {
+	case usec != 0:
+		b = append(b, '.')
+		b = appendPadded(b, usec, 6)
+		b = b[:len(b)-(6-dec)]
+	case zeroFrac && dec > 0:
+		b = append(b, '.')
+		b = append(b, "000000"[:dec]...)
+	}
+	return b
+}
+
 func appendDatetime2(b []byte, data []byte, dec int) ([]byte, int) {
 	intPart := int64(bigEndian(data[:5])) - 0x8000000000
 	usec, fn := fracBytes(data[5:], dec)
