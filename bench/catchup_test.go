@@ -25,7 +25,7 @@ func (r *catchUpMetrics) report(b *testing.B) {
 
 // benchCatchUp (BenchmarkMerge/catch-up) measures the whole path from binlog to an application
 // while a destination catches up: the four binlogs of BenchmarkMerge's
-// fixture (2,160,000 selected row changes, as many filtered, 552 MiB of
+// fixture (4,320,000 selected row changes, as many filtered, 1.1 GB of
 // binlog) merged in strict order into a 64 MiB store and delivered to one
 // consumer in a process of its own, over the native API (the Go client,
 // StreamViews, in braid's binary encoding, its default)
@@ -39,7 +39,7 @@ func (r *catchUpMetrics) report(b *testing.B) {
 //
 // It is a sub-benchmark of BenchmarkMerge, whose fixture's servers live as
 // long as BenchmarkMerge runs. It measures once per process, whatever
-// -benchtime says (one run of each is about 40 s, most of it canal-go
+// -benchtime says (one run of each is about 60 s, most of it canal-go
 // decoding protobuf); later calls report the same numbers again. Targets
 // (printed, never asserted): braid's native delivery at least 1.0x
 // go-mysql canal's rows/s and at least 0.5x mariadb-binlog's MB/s.

@@ -85,13 +85,15 @@
 //
 // The benchmark starts four MariaDB servers and, once per process, writes a
 // binlog into each, all four at once, as shards of one destination: server
-// i gets the workload above with 400 rounds (540,000 selected and 540,000
-// filtered row changes in 1,200 transactions, about 138 MiB of binlog) in
-// shop_<2i> and shop_<2i+1>, so the four hold 2,160,000 selected row
-// changes in all: enough that a run's start-up (connecting, loading
-// schemas, and in strict order waiting for the slowest source to be ready)
-// is a small part of its time. The commit times are the real clock's: the
-// four binlogs interleave as the generators ran, with about 50
+// i gets the workload above with 800 rounds (1,080,000 selected and as
+// many filtered row changes in 2,400 transactions, about 276 MiB of
+// binlog) in shop_<2i> and shop_<2i+1>, so the four hold 4,320,000
+// selected row changes in all: enough that a run's ends (start-up:
+// connecting, loading schemas, and in strict order waiting for the slowest
+// source to be ready; and in strict order the last transactions, which
+// wait for the other sources' next heartbeat) are a small part of its
+// time. The commit times are the real clock's: the
+// four binlogs interleave as the generators ran, with 50 to 100
 // transactions of every server in each second (MariaDB logs commit times
 // in whole seconds, so most keys tie and are ordered by source index). The
 // generation time is logged.
