@@ -453,9 +453,6 @@ func appendTimestamp2(b []byte, data []byte, dec int, tz *time.Location) ([]byte
 	return appendDatetime(b, year, int(month), day, hour, minute, second, usec, dec), 4 + fn
 }
 
-// appendDatetime2 appends a DATETIME(dec), read from 40 bits of packed date
-// and time (offset by 0x8000000000) and the fraction; it returns the
-// value's byte length too.
 // appendTime2 appends a TIME(dec) value from its binlog bytes as go-mysql
 // shows it, [-]HH:MM:SS[.fraction] with as many hour digits as it takes,
 // and the fraction's dec digits only when they are not all zero, unless
@@ -507,6 +504,9 @@ func appendTime2(b []byte, data []byte, dec int, zeroFrac bool) []byte {
 	return b
 }
 
+// appendDatetime2 appends a DATETIME(dec), read from 40 bits of packed date
+// and time (offset by 0x8000000000) and the fraction; it returns the
+// value's byte length too.
 func appendDatetime2(b []byte, data []byte, dec int) ([]byte, int) {
 	intPart := int64(bigEndian(data[:5])) - 0x8000000000
 	usec, fn := fracBytes(data[5:], dec)
