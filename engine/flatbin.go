@@ -144,8 +144,12 @@ func appendBinaryRow(b []byte, rc *RowChange, after, onlyChanged bool, n int) []
 				continue
 			}
 			at := len(b)
-			b = append(b, 0)
-			b = fixCellLength(t.appendRawText(b, i, im.data[off:], false), at)
+			b = t.appendRawText(append(b, 0), i, im.data[off:], false)
+			if k := len(b) - at + 1; k < 0x80 {
+				b[at] = byte(k) // the common case inlined: see fixCellLength
+			} else {
+				b = fixCellLength(b, at)
+			}
 		}
 		for range n - len(offs) {
 			b = append(b, binaryAbsent)
@@ -169,12 +173,13 @@ func appendBinaryRow(b []byte, rc *RowChange, after, onlyChanged bool, n int) []
 	return b
 }
 
-// fixCellLength writes the cell number of the value appended after b[at],
-// the one byte reserved for it, making room when it takes more.
+// fixCellLength writes the cell number of the value appended after b[at]
+// (its length + 2), in the one byte reserved for it when the value is
+// shorter than 126 bytes, else making room for the number's bytes.
 func fixCellLength(b []byte, at int) []byte {
 	k := uint64(len(b)-at-1) + 2
 	if k < 0x80 {
-		b[at] = byte(k) // the common case: a value shorter than 126 bytes
+		b[at] = byte(k)
 		return b
 	}
 	var num [binary.MaxVarintLen64]byte
