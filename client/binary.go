@@ -126,14 +126,10 @@ func (r *binReader) uvarint() uint64 {
 	return v
 }
 
+// varint reads a zig-zag varint (binary.AppendVarint's).
 func (r *binReader) varint() int64 {
-	v, n := binary.Varint(r.p[r.i:])
-	if n <= 0 {
-		r.bad, r.i = true, len(r.p)
-		return 0
-	}
-	r.i += n
-	return v
+	u := r.uvarint()
+	return int64(u>>1) ^ -int64(u&1)
 }
 
 // bytes returns the next n bytes, a view of the payload.

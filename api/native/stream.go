@@ -61,11 +61,11 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request) {
 	log := h.log.With("dest", s.Name, "client", id)
 	log.Info("stream opened", "after", after)
 
-	binary := wantsBinary(r)
+	inBinary := wantsBinary(r)
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Time{}) // a stream outlives any write timeout
 	w.Header().Set("Content-Type", "application/x-ndjson")
-	if binary {
+	if inBinary {
 		w.Header().Set("Content-Type", BinaryStreamType)
 	}
 	w.Header().Set("Cache-Control", "no-cache")
@@ -76,7 +76,7 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sw := &streamWriter{bw: bufio.NewWriterSize(w, 64<<10), after: after, checkpoint: checkpoint,
-		flat: engine.FlatWriter{Rename: h.rename(s), Binary: binary}}
+		flat: engine.FlatWriter{Rename: h.rename(s), Binary: inBinary}}
 	err = h.pump(r.Context(), s, c, sw, rc)
 	switch {
 	case r.Context().Err() != nil:
