@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -25,10 +24,12 @@ type decoder struct {
 	// always comes with new ones.
 	lastMap   *replication.TableMapEvent
 	lastCodec *tableCodec
+	// zone is the server's time zone, shared by the codecs.
+	zone *zoneClock
 }
 
 func newDecoder(p *Parser) *decoder {
-	return &decoder{p: p, full: map[string]*Table{}, codecs: map[*Table]*tableCodec{}}
+	return &decoder{p: p, full: map[string]*Table{}, codecs: map[*Table]*tableCodec{}, zone: newZoneClock(p.info.location)}
 }
 
 // tableCodec converts the rows of one table version from the values go-mysql
@@ -54,7 +55,7 @@ type tableCodec struct {
 	// and how it is formatted (nil for the others).
 	types  []byte
 	metas  []uint16
-	tz     *time.Location
+	tz     *zoneClock
 	shapes []valueShape
 	kinds  []rawKind
 }
@@ -68,7 +69,7 @@ var passThrough = map[string]bool{
 	"char": true, "varchar": true,
 }
 
-func newTableCodec(t *Table, tm *replication.TableMapEvent, tz *time.Location) *tableCodec {
+func newTableCodec(t *Table, tm *replication.TableMapEvent, tz *zoneClock) *tableCodec {
 	tc := &tableCodec{Table: t, converts: make([]bool, len(t.Columns)), jsonKeys: make([][]byte, len(t.Columns)),
 		types: tm.ColumnType, metas: tm.ColumnMeta, tz: tz}
 	for i := range t.Columns {
@@ -132,7 +133,7 @@ func (d *decoder) table(tm *replication.TableMapEvent, pos Position) (*tableCode
 	}
 	tc, ok := d.codecs[t]
 	if !ok {
-		tc = newTableCodec(t, tm, d.p.info.location)
+		tc = newTableCodec(t, tm, d.zone)
 		d.codecs[t] = tc
 	}
 	d.lastMap, d.lastCodec = tm, tc

@@ -41,7 +41,7 @@ func TestRowImageMatchesGoMySQL(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			codec := &tableCodec{types: re.Table.ColumnType, metas: re.Table.ColumnMeta, tz: tz}
+			codec := &tableCodec{types: re.Table.ColumnType, metas: re.Table.ColumnMeta, tz: newZoneClock(tz)}
 			cols := int(re.ColumnCount)
 			var fast [][]any
 			for at := rr.at; len(at) > 0; at = at[cols:] {
