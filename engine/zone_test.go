@@ -17,8 +17,11 @@ func TestZoneClock(t *testing.T) {
 	}
 	for _, loc := range []*time.Location{time.UTC, time.FixedZone("-05:30", -5*3600-1800), ny} {
 		z := newZoneClock(loc)
-		for _, step := range []int64{7919 * 13, 3607} {
-			for sec := int64(1); sec < 1<<32; sec += step {
+		for _, r := range []struct{ from, to, step int64 }{
+			{1, 1 << 32, 7919 * 13},                            // the whole range, a lookup each
+			{1_700_000_000, 1_700_000_000 + 3*365*86400, 3607}, // three years, hour by hour: spans reused
+		} {
+			for sec := r.from; sec < r.to; sec += r.step {
 				var data [4]byte
 				binary.BigEndian.PutUint32(data[:], uint32(sec))
 				got, _ := appendTimestamp2(nil, data[:], 0, z)
