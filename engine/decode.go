@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
+	"github.com/pingcap/tidb/pkg/parser/charset"
 )
 
 // decoder turns go-mysql's row values into braid's Values, labelled with the
@@ -217,8 +218,10 @@ func (d *decoder) fromFullMetadata(tm *replication.TableMapEvent) *Table {
 		if c.Type == "blob" || c.Type == "geometry" {
 			c.Binary = true
 		}
-		if coll, ok := collations[i]; ok && latin1Collations[coll] && ddlTextTypes[c.Type] {
-			c.Charset = charsetLatin1
+		if coll, ok := collations[i]; ok && ddlTextTypes[c.Type] {
+			if cs := collationCharset(coll); convertedCharset(cs) {
+				c.Charset = cs
+			}
 		}
 		if c.Unsigned {
 			c.RawType += " unsigned"
@@ -237,6 +240,19 @@ func (d *decoder) fromFullMetadata(tm *replication.TableMapEvent) *Table {
 // latin1Collations are the ids of the latin1 collations, MySQL's and
 // MariaDB's (the NO PAD ones too), as a table map's metadata gives them.
 var latin1Collations = map[uint64]bool{5: true, 8: true, 15: true, 31: true, 47: true, 48: true, 49: true, 94: true, 1032: true, 1071: true}
+
+// collationCharset is the charset of a table map's collation id: latin1's
+// by the list above (MariaDB's NO PAD ids included), the others by MySQL's
+// ids as the TiDB parser knows them; "" for an id it does not know.
+func collationCharset(id uint64) string {
+	if latin1Collations[id] {
+		return charsetLatin1
+	}
+	if c, err := charset.GetCollationByID(int(id)); err == nil {
+		return c.CharsetName
+	}
+	return ""
+}
 
 func quoteList(items []string) string {
 	q := make([]string, len(items))
@@ -390,12 +406,12 @@ func convertValue(c *Column, v any) Value {
 		if c.Binary {
 			return []byte(x) // a copy: Values never alias the event's buffer
 		}
-		if c.Charset == charsetLatin1 {
-			return string(appendLatin1UTF8(nil, []byte(x)))
+		if c.Charset != "" {
+			return string(appendConverted(nil, c.Charset, []byte(x)))
 		}
 	case []byte:
-		if c.Charset == charsetLatin1 && !c.Binary {
-			return string(appendLatin1UTF8(nil, x))
+		if c.Charset != "" && !c.Binary {
+			return string(appendConverted(nil, c.Charset, x))
 		}
 		if !c.Binary {
 			return string(x)

@@ -297,7 +297,7 @@ const (
 	rawTime                     // TIME(n), with its n fraction digits
 	rawText                     // length-prefixed text, valid UTF-8 or made so
 	rawBinary                   // length-prefixed bytes, shown as ISO-8859-1
-	rawLatin1                   // length-prefixed latin1 text, converted to UTF-8
+	rawConverted                // length-prefixed text of Column.Charset, converted to UTF-8
 	rawEnum                     // an ENUM's member number
 	rawSet                      // a SET's member bits
 )
@@ -330,8 +330,8 @@ func rawKindOf(c *Column, tp byte, meta uint16, converts bool) rawKind {
 		switch {
 		case c.Binary:
 			return rawBinary
-		case c.Charset == charsetLatin1:
-			return rawLatin1
+		case c.Charset != "":
+			return rawConverted
 		}
 		return rawText
 	}
@@ -379,8 +379,8 @@ func (t *tableCodec) appendRawText(b []byte, i int, v []byte, quoted bool) []byt
 		return appendIntText(b, year, quoted)
 	case rawText:
 		return appendStringText(b, bytesString(t.shapes[i].bytes(v)), quoted)
-	case rawLatin1:
-		return appendLatin1AsText(b, t.shapes[i].bytes(v), quoted)
+	case rawConverted:
+		return appendConvertedText(b, t.Columns[i].Charset, t.shapes[i].bytes(v), quoted)
 	case rawEnum:
 		// MySQL stores an invalid ENUM value as 0, shown as ''.
 		elems, name := t.Columns[i].Elems, ""
@@ -501,8 +501,8 @@ func (t *tableCodec) appendText(b []byte, i int, v any, quoted bool) []byte {
 			return appendIntText(b, int64(x), quoted)
 		}
 	case []byte:
-		if c.Charset == charsetLatin1 && !c.Binary {
-			return appendLatin1AsText(b, x, quoted)
+		if c.Charset != "" && !c.Binary {
+			return appendConvertedText(b, c.Charset, x, quoted)
 		}
 		if !c.Binary {
 			// Read in place: the bytes are only read during this call.
@@ -515,14 +515,14 @@ func (t *tableCodec) appendText(b []byte, i int, v any, quoted bool) []byte {
 	return appendValueText(b, t.value(i, v), quoted)
 }
 
-// appendLatin1AsText writes latin1 text x, converted to UTF-8, as
-// appendStringText writes text.
-func appendLatin1AsText(b []byte, x []byte, quoted bool) []byte {
-	if !quoted {
+// appendConvertedText writes text x of charset cs (a Column.Charset),
+// converted to UTF-8, as appendStringText writes text.
+func appendConvertedText(b []byte, cs string, x []byte, quoted bool) []byte {
+	if !quoted && cs == charsetLatin1 {
 		return appendLatin1UTF8(b, x) // valid UTF-8 as it is
 	}
 	var short [256]byte // the converted text, on the stack when short
-	return appendStringText(b, bytesString(appendLatin1UTF8(short[:0], x)), quoted)
+	return appendStringText(b, bytesString(appendConverted(short[:0], cs, x)), quoted)
 }
 
 func appendIntText(b []byte, v int64, quoted bool) []byte {

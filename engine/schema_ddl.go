@@ -219,8 +219,8 @@ func ddlColumn(def *ast.ColumnDef, tableCharset string) (col Column, primary, un
 	if primary {
 		col.Nullable = false
 	}
-	if !col.Binary && ddlTextTypes[col.Type] && cs == charset.CharsetLatin1 {
-		col.Charset = charset.CharsetLatin1
+	if !col.Binary && ddlTextTypes[col.Type] && convertedCharset(cs) {
+		col.Charset = cs
 	}
 	return col, primary, unique, nil
 }
@@ -248,9 +248,10 @@ func ddlOptionCharset(opt *ast.TableOption) string {
 }
 
 // ddlKeptCharset is what Table.Charset keeps of a table's default charset:
-// the ones that change what its columns hold.
+// the ones that change what its columns hold (binary, and the charsets
+// braid converts).
 func ddlKeptCharset(cs string) string {
-	if cs == charset.CharsetLatin1 || cs == charset.CharsetBin {
+	if cs == charset.CharsetBin || convertedCharset(cs) {
 		return cs
 	}
 	return ""

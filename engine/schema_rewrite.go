@@ -114,9 +114,10 @@ func (t ddlToks) attrEnd(i int) bool {
 //
 //   - CREATE OR REPLACE TABLE (reported as orReplace), ALTER ONLINE TABLE,
 //     ALTER TABLE IF EXISTS, RENAME TABLE IF EXISTS, WAIT n / NOWAIT;
-//   - character sets and collations the parser does not know (utf16, cp1251,
-//     utf8mb4_uca1400_ai_ci...) become utf8mb4 / utf8mb4_bin: only the binary
-//     charset matters to the model and it is known;
+//   - character sets and collations the parser does not know (armscii8,
+//     utf8mb4_uca1400_ai_ci...) become utf8mb4 / utf8mb4_bin: the model
+//     keeps only the binary charset and those braid converts, which
+//     charsets.go registers with the parser;
 //   - spatial types, INET4, INET6 and UUID become a marked ENUM;
 //   - SPATIAL KEY, SRID n, REF_SYSTEM_ID=n, INVISIBLE columns and COMPRESSED
 //     columns lose the word; PERSISTENT becomes STORED; ALTER COLUMN c SET

@@ -284,7 +284,7 @@ func (st *schemaState) convertTo(cs string) {
 	for i := range st.table.Columns {
 		if c := &st.table.Columns[i]; ddlTextTypes[c.Type] && !c.Binary {
 			c.Charset = ""
-			if cs == charset.CharsetLatin1 {
+			if convertedCharset(cs) {
 				c.Charset = cs
 			}
 		}

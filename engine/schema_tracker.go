@@ -38,7 +38,7 @@ type SchemaTracker struct {
 	pending    int      // tables with a pending unknown state
 	minPending Position // the earliest pending position, when pending > 0
 	// dbCharsets holds the databases' default charsets where they matter
-	// (ddlKeptCharset: latin1, binary), and serverCharset the server's,
+	// (ddlKeptCharset: binary and the converted ones), and serverCharset the server's,
 	// which CREATE DATABASE naming none takes: a CREATE TABLE naming no
 	// charset takes its database's. A database whose default does not
 	// matter is held (as "") only when the server's does, to tell it from

@@ -23,10 +23,11 @@ type Column struct {
 	// VARBINARY, the BLOB family, and CHAR/VARCHAR/TEXT declared with the
 	// binary charset.
 	Binary bool `json:"binary,omitempty"`
-	// Charset is "latin1" for a character column (CHAR, VARCHAR, the TEXT
-	// family) whose bytes are MySQL's latin1 (Windows-1252), which braid
-	// converts to UTF-8; empty for the others, whose text (utf8, utf8mb4,
-	// ascii) is emitted as it is.
+	// Charset is the charset of a character column (CHAR, VARCHAR, the TEXT
+	// family) whose bytes braid converts to UTF-8: "latin1" (MySQL's is
+	// Windows-1252) or one of charsets.go's (gbk, big5, sjis, cp1251,
+	// utf16, ...); empty for the others, whose text (utf8, utf8mb4, ascii,
+	// or a charset braid does not know) is emitted as it is.
 	Charset string `json:"charset,omitempty"`
 	// Elems are the ENUM or SET members in declaration order.
 	Elems []string `json:"elems,omitempty"`
@@ -42,7 +43,8 @@ type Table struct {
 	Name    string   `json:"name"`
 	Columns []Column `json:"columns"`
 	// Charset is the table's default character set where it changes what
-	// a column added later holds: "latin1" or "binary"; empty otherwise.
+	// a column added later holds: "binary" or a charset braid converts
+	// (see Column.Charset); empty otherwise.
 	Charset string `json:"charset,omitempty"`
 }
 
