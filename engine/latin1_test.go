@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestLatin1Text: latin1 bytes become their UTF-8 characters, as plain
@@ -50,6 +51,27 @@ func TestEightBit(t *testing.T) {
 			if got := appendEightBit([]byte("<"), x, cp1252); string(got) != "<"+string(want) {
 				t.Fatalf("appendEightBit(%q, %v) = %q, want %q", x, cp1252, got, "<"+string(want))
 			}
+		}
+	}
+}
+
+// TestConvertedInvalid: bytes a charset does not map come out as U+FFFD,
+// and the text is valid UTF-8 whatever the input.
+func TestConvertedInvalid(t *testing.T) {
+	for _, c := range []struct {
+		cs   string
+		in   []byte
+		want string
+	}{
+		{"gbk", []byte{0xd6, 0xd0, 0x81}, "中\uFFFD"},
+		{"sjis", []byte{0x93, 0xfa, 0xff}, "日\uFFFD"},
+		{"utf16", []byte{0x00, 0x41, 0xd8, 0x3d}, "A\uFFFD"}, // a lone surrogate
+		{"utf16", []byte{0x00, 0x41, 0x00}, "A\uFFFD"},       // an odd byte
+		{"cp1251", []byte{0xcf, 0x98}, "П\uFFFD"},            // 0x98 is unassigned in Windows-1251
+	} {
+		got := string(appendConverted(nil, c.cs, c.in))
+		if got != c.want || !utf8.ValidString(got) {
+			t.Errorf("%s %x: %q, want %q", c.cs, c.in, got, c.want)
 		}
 	}
 }
