@@ -21,58 +21,55 @@ func TestConvertedCharsets(t *testing.T) {
 		"g": "简体中文 GBK", "b": "繁體中文", "s": "日本語のテキスト", "k": "한국어 텍스트",
 		"r": "Привет, мир", "w": "utf-16 😀 ok", "e": "Zażółć gęślą jaźń",
 	}
-	for _, meta := range []string{"MINIMAL", "FULL"} {
-		t.Run("binlog_row_metadata="+meta, func(t *testing.T) {
-			srv := mysqltest.Start(t, mysqltest.WithArgs("--binlog-row-metadata="+meta))
-			srv.Exec(t, "SET NAMES utf8mb4", "CREATE DATABASE cn CHARACTER SET gbk",
-				"CREATE TABLE cn.before (id INT PRIMARY KEY, n VARCHAR(40), r VARCHAR(40) CHARACTER SET cp1251)")
-			file, pos := srv.MasterStatus(t)
-			srv.Exec(t, "SET NAMES utf8mb4",
-				`CREATE TABLE cn.t (id INT PRIMARY KEY, g VARCHAR(40), b VARCHAR(40) CHARACTER SET big5,
-					s VARCHAR(40) CHARACTER SET sjis, k TEXT CHARACTER SET euckr, r CHAR(20) CHARACTER SET cp1251,
-					w VARCHAR(40) CHARACTER SET utf16, e VARCHAR(40) CHARACTER SET latin2, u VARCHAR(40) CHARACTER SET utf8mb4)`,
-				"INSERT INTO cn.t VALUES (1, '"+texts["g"]+"', '"+texts["b"]+"', '"+texts["s"]+"', '"+texts["k"]+"', '"+texts["r"]+"', '"+texts["w"]+"', '"+texts["e"]+"', 'ünïcode')",
-				"UPDATE cn.t SET g = '更新', w = '更新 😀' WHERE id = 1",
-				"INSERT INTO cn.before VALUES (1, '"+texts["g"]+"', '"+texts["r"]+"')",
-				"CREATE DATABASE ru CHARACTER SET koi8r",
-				"CREATE TABLE ru.t (id INT PRIMARY KEY, n TEXT)",
-				"INSERT INTO ru.t VALUES (1, '"+texts["r"]+"')",
-				"CREATE TABLE cn.sj (id INT PRIMARY KEY, n VARCHAR(40)) DEFAULT CHARSET=ujis",
-				"INSERT INTO cn.sj VALUES (1, '"+texts["s"]+"')")
-			r := startParser(t, engine.ParserConfig{Source: source(srv, engine.StartSpec{Kind: engine.StartPosition, Pos: engine.Position{File: file, Pos: pos}})}, nil)
-			evs := r.waitFor(30*time.Second, "5 transactions with rows", func(evs []*engine.Event) bool {
-				return countType(evs, engine.EventCommit) >= 5
-			})
-			rc := rows(evs)
-			want := map[string]engine.Value{"id": int64(1), "u": "ünïcode"}
-			for col, text := range texts {
-				want[col] = text
-			}
-			checkRow(t, "insert", rc[0], engine.Insert, nil, want)
-			after := clone(want)
-			after["g"], after["w"] = "更新", "更新 😀"
-			checkRow(t, "update", rc[1], engine.Update, want, after)
-			checkRow(t, "table created before the start, in a gbk database", rc[2], engine.Insert, nil,
-				map[string]engine.Value{"id": int64(1), "n": texts["g"], "r": texts["r"]})
-			checkRow(t, "table of a koi8r database created after the start", rc[3], engine.Insert, nil,
-				map[string]engine.Value{"id": int64(1), "n": texts["r"]})
-			checkRow(t, "table whose default charset is ujis", rc[4], engine.Insert, nil,
-				map[string]engine.Value{"id": int64(1), "n": texts["s"]})
-
-			data := flatData(t, evs)
-			if len(data) != 5 {
-				t.Fatalf("%d flat rows, want 5", len(data))
-			}
-			for col, w := range texts {
-				if g := flatText(data[0][col]); g != w {
-					t.Errorf("flat insert %s = %q, want %q", col, g, w)
-				}
-			}
-			var canal []byte
-			canal, null := rc[0].AppendText(canal, true, 1)
-			if null || string(canal) != texts["g"] {
-				t.Errorf("canal text of g = %q (null %v), want %q", canal, null, texts["g"])
-			}
+	eachRowMetadata(t, func(t *testing.T, srv *mysqltest.Server) {
+		srv.Exec(t, "SET NAMES utf8mb4", "CREATE DATABASE cn CHARACTER SET gbk",
+			"CREATE TABLE cn.before (id INT PRIMARY KEY, n VARCHAR(40), r VARCHAR(40) CHARACTER SET cp1251)")
+		file, pos := srv.MasterStatus(t)
+		srv.Exec(t, "SET NAMES utf8mb4",
+			`CREATE TABLE cn.t (id INT PRIMARY KEY, g VARCHAR(40), b VARCHAR(40) CHARACTER SET big5,
+				s VARCHAR(40) CHARACTER SET sjis, k TEXT CHARACTER SET euckr, r CHAR(20) CHARACTER SET cp1251,
+				w VARCHAR(40) CHARACTER SET utf16, e VARCHAR(40) CHARACTER SET latin2, u VARCHAR(40) CHARACTER SET utf8mb4)`,
+			"INSERT INTO cn.t VALUES (1, '"+texts["g"]+"', '"+texts["b"]+"', '"+texts["s"]+"', '"+texts["k"]+"', '"+texts["r"]+"', '"+texts["w"]+"', '"+texts["e"]+"', 'ünïcode')",
+			"UPDATE cn.t SET g = '更新', w = '更新 😀' WHERE id = 1",
+			"INSERT INTO cn.before VALUES (1, '"+texts["g"]+"', '"+texts["r"]+"')",
+			"CREATE DATABASE ru CHARACTER SET koi8r",
+			"CREATE TABLE ru.t (id INT PRIMARY KEY, n TEXT)",
+			"INSERT INTO ru.t VALUES (1, '"+texts["r"]+"')",
+			"CREATE TABLE cn.sj (id INT PRIMARY KEY, n VARCHAR(40)) DEFAULT CHARSET=ujis",
+			"INSERT INTO cn.sj VALUES (1, '"+texts["s"]+"')")
+		r := startParser(t, engine.ParserConfig{Source: source(srv, engine.StartSpec{Kind: engine.StartPosition, Pos: engine.Position{File: file, Pos: pos}})}, nil)
+		evs := r.waitFor(30*time.Second, "5 transactions with rows", func(evs []*engine.Event) bool {
+			return countType(evs, engine.EventCommit) >= 5
 		})
-	}
+		rc := rows(evs)
+		want := map[string]engine.Value{"id": int64(1), "u": "ünïcode"}
+		for col, text := range texts {
+			want[col] = text
+		}
+		checkRow(t, "insert", rc[0], engine.Insert, nil, want)
+		after := clone(want)
+		after["g"], after["w"] = "更新", "更新 😀"
+		checkRow(t, "update", rc[1], engine.Update, want, after)
+		checkRow(t, "table created before the start, in a gbk database", rc[2], engine.Insert, nil,
+			map[string]engine.Value{"id": int64(1), "n": texts["g"], "r": texts["r"]})
+		checkRow(t, "table of a koi8r database created after the start", rc[3], engine.Insert, nil,
+			map[string]engine.Value{"id": int64(1), "n": texts["r"]})
+		checkRow(t, "table whose default charset is ujis", rc[4], engine.Insert, nil,
+			map[string]engine.Value{"id": int64(1), "n": texts["s"]})
+
+		data := flatData(t, evs)
+		if len(data) != 5 {
+			t.Fatalf("%d flat rows, want 5", len(data))
+		}
+		for col, w := range texts {
+			if g := flatText(data[0][col]); g != w {
+				t.Errorf("flat insert %s = %q, want %q", col, g, w)
+			}
+		}
+		var canal []byte
+		canal, null := rc[0].AppendText(canal, true, 1)
+		if null || string(canal) != texts["g"] {
+			t.Errorf("canal text of g = %q (null %v), want %q", canal, null, texts["g"])
+		}
+	})
 }

@@ -19,58 +19,55 @@ import (
 // stays as it is.
 func TestLatin1Columns(t *testing.T) {
 	const text = "café € ‚ƒ„…†‡ˆ‰Š‹ŒŽ ÿ"
-	for _, meta := range []string{"MINIMAL", "FULL"} {
-		t.Run("binlog_row_metadata="+meta, func(t *testing.T) {
-			srv := mysqltest.Start(t, mysqltest.WithArgs("--binlog-row-metadata="+meta))
-			srv.Exec(t, "SET NAMES utf8mb4", "CREATE DATABASE shop CHARACTER SET latin1",
-				"CREATE TABLE shop.legacy (id INT PRIMARY KEY, n VARCHAR(40), x TEXT)")
-			file, pos := srv.MasterStatus(t)
-			srv.Exec(t, "SET NAMES utf8mb4",
-				"CREATE TABLE shop.t (id INT PRIMARY KEY, a VARCHAR(40), b TEXT, c CHAR(40) COLLATE latin1_bin, u VARCHAR(40) CHARACTER SET utf8mb4) DEFAULT CHARSET=latin1",
-				"INSERT INTO shop.t VALUES (1, '"+text+"', '"+text+"', '"+text+"', 'ünïcode 📦')",
-				"UPDATE shop.t SET a = 'Œuvre' WHERE id = 1",
-				"INSERT INTO shop.legacy VALUES (1, '"+text+"', 'naïve')",
-				"CREATE TABLE shop.fresh (id INT PRIMARY KEY, n VARCHAR(40))",
-				"INSERT INTO shop.fresh VALUES (1, '"+text+"')",
-				"CREATE DATABASE shop2 CHARACTER SET latin1",
-				"CREATE TABLE shop2.t (id INT PRIMARY KEY, n VARCHAR(40))",
-				"INSERT INTO shop2.t VALUES (1, '"+text+"')")
-			r := startParser(t, engine.ParserConfig{Source: source(srv, engine.StartSpec{Kind: engine.StartPosition, Pos: engine.Position{File: file, Pos: pos}})}, nil)
-			evs := r.waitFor(30*time.Second, "5 transactions with rows", func(evs []*engine.Event) bool {
-				return countType(evs, engine.EventCommit) >= 5 // the flat writer writes a run at its commit
-			})
-			rc := rows(evs)
-			want := map[string]engine.Value{"id": int64(1), "a": text, "b": text, "c": text, "u": "ünïcode 📦"}
-			checkRow(t, "latin1 insert", rc[0], engine.Insert, nil, want)
-			after := clone(want)
-			after["a"] = "Œuvre"
-			checkRow(t, "latin1 update", rc[1], engine.Update, want, after)
-			checkRow(t, "table created before the start", rc[2], engine.Insert, nil,
-				map[string]engine.Value{"id": int64(1), "n": text, "x": "naïve"})
-			checkRow(t, "table created after the start, in a latin1 database", rc[3], engine.Insert, nil,
-				map[string]engine.Value{"id": int64(1), "n": text})
-			checkRow(t, "table of a latin1 database created after the start", rc[4], engine.Insert, nil,
-				map[string]engine.Value{"id": int64(1), "n": text})
-
-			data := flatData(t, evs)
-			if len(data) != 5 {
-				t.Fatalf("%d flat rows, want 5", len(data))
-			}
-			for col, w := range map[string]string{"a": text, "b": text, "c": text, "u": "ünïcode 📦"} {
-				if g := flatText(data[0][col]); g != w {
-					t.Errorf("flat insert %s = %q, want %q", col, g, w)
-				}
-			}
-			for _, i := range []int{2, 3, 4} {
-				if g := flatText(data[i]["n"]); g != text {
-					t.Errorf("flat row %d: n = %q, want %q", i, g, text)
-				}
-			}
-			var canal []byte
-			canal, null := rc[0].AppendText(canal, true, 1)
-			if null || string(canal) != text {
-				t.Errorf("canal text of a = %q (null %v), want %q", canal, null, text)
-			}
+	eachRowMetadata(t, func(t *testing.T, srv *mysqltest.Server) {
+		srv.Exec(t, "SET NAMES utf8mb4", "CREATE DATABASE shop CHARACTER SET latin1",
+			"CREATE TABLE shop.legacy (id INT PRIMARY KEY, n VARCHAR(40), x TEXT)")
+		file, pos := srv.MasterStatus(t)
+		srv.Exec(t, "SET NAMES utf8mb4",
+			"CREATE TABLE shop.t (id INT PRIMARY KEY, a VARCHAR(40), b TEXT, c CHAR(40) COLLATE latin1_bin, u VARCHAR(40) CHARACTER SET utf8mb4) DEFAULT CHARSET=latin1",
+			"INSERT INTO shop.t VALUES (1, '"+text+"', '"+text+"', '"+text+"', 'ünïcode 📦')",
+			"UPDATE shop.t SET a = 'Œuvre' WHERE id = 1",
+			"INSERT INTO shop.legacy VALUES (1, '"+text+"', 'naïve')",
+			"CREATE TABLE shop.fresh (id INT PRIMARY KEY, n VARCHAR(40))",
+			"INSERT INTO shop.fresh VALUES (1, '"+text+"')",
+			"CREATE DATABASE shop2 CHARACTER SET latin1",
+			"CREATE TABLE shop2.t (id INT PRIMARY KEY, n VARCHAR(40))",
+			"INSERT INTO shop2.t VALUES (1, '"+text+"')")
+		r := startParser(t, engine.ParserConfig{Source: source(srv, engine.StartSpec{Kind: engine.StartPosition, Pos: engine.Position{File: file, Pos: pos}})}, nil)
+		evs := r.waitFor(30*time.Second, "5 transactions with rows", func(evs []*engine.Event) bool {
+			return countType(evs, engine.EventCommit) >= 5 // the flat writer writes a run at its commit
 		})
-	}
+		rc := rows(evs)
+		want := map[string]engine.Value{"id": int64(1), "a": text, "b": text, "c": text, "u": "ünïcode 📦"}
+		checkRow(t, "latin1 insert", rc[0], engine.Insert, nil, want)
+		after := clone(want)
+		after["a"] = "Œuvre"
+		checkRow(t, "latin1 update", rc[1], engine.Update, want, after)
+		checkRow(t, "table created before the start", rc[2], engine.Insert, nil,
+			map[string]engine.Value{"id": int64(1), "n": text, "x": "naïve"})
+		checkRow(t, "table created after the start, in a latin1 database", rc[3], engine.Insert, nil,
+			map[string]engine.Value{"id": int64(1), "n": text})
+		checkRow(t, "table of a latin1 database created after the start", rc[4], engine.Insert, nil,
+			map[string]engine.Value{"id": int64(1), "n": text})
+
+		data := flatData(t, evs)
+		if len(data) != 5 {
+			t.Fatalf("%d flat rows, want 5", len(data))
+		}
+		for col, w := range map[string]string{"a": text, "b": text, "c": text, "u": "ünïcode 📦"} {
+			if g := flatText(data[0][col]); g != w {
+				t.Errorf("flat insert %s = %q, want %q", col, g, w)
+			}
+		}
+		for _, i := range []int{2, 3, 4} {
+			if g := flatText(data[i]["n"]); g != text {
+				t.Errorf("flat row %d: n = %q, want %q", i, g, text)
+			}
+		}
+		var canal []byte
+		canal, null := rc[0].AppendText(canal, true, 1)
+		if null || string(canal) != text {
+			t.Errorf("canal text of a = %q (null %v), want %q", canal, null, text)
+		}
+	})
 }

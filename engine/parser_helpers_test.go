@@ -191,3 +191,14 @@ func flatText(p *string) string {
 	}
 	return *p
 }
+
+// eachRowMetadata runs f, as a subtest, on a server of its own for each
+// binlog_row_metadata braid reads differently (MINIMAL, FULL), started
+// with args too.
+func eachRowMetadata(t *testing.T, f func(t *testing.T, srv *mysqltest.Server), args ...string) {
+	for _, meta := range []string{"MINIMAL", "FULL"} {
+		t.Run("binlog_row_metadata="+meta, func(t *testing.T) {
+			f(t, mysqltest.Start(t, mysqltest.WithArgs(append(args, "--binlog-row-metadata="+meta)...)))
+		})
+	}
+}

@@ -103,32 +103,29 @@ var wantMin = map[string]engine.Value{
 // values, then an UPDATE and a DELETE, against values written by hand. The
 // server runs in +03:00 so TIMESTAMP must come back in the server's zone.
 func TestAllTypes(t *testing.T) {
-	for _, meta := range []string{"MINIMAL", "FULL"} {
-		t.Run("binlog_row_metadata="+meta, func(t *testing.T) {
-			srv := mysqltest.Start(t, mysqltest.WithArgs("--default-time-zone=+03:00", "--binlog-row-metadata="+meta))
-			srv.Exec(t, "SET NAMES utf8mb4", "SET sql_mode=''",
-				"CREATE DATABASE shop DEFAULT CHARSET utf8mb4", allTypesDDL, insertMax, insertMin,
-				"UPDATE shop.all_types SET vc='changed', n=5 WHERE id=1",
-				"DELETE FROM shop.all_types WHERE id=2")
-			r := startParser(t, engine.ParserConfig{Source: source(srv, earliest)}, nil)
-			evs := r.waitFor(30*time.Second, "4 row changes", rowsAtLeast(4))
-			rc := rows(evs)
-			if len(rc) != 4 {
-				t.Fatalf("got %d row changes, want 4", len(rc))
-			}
-			checkRow(t, "insert max", rc[0], engine.Insert, nil, wantMax)
-			checkRow(t, "insert min", rc[1], engine.Insert, nil, wantMin)
-			after := clone(wantMax)
-			after["vc"], after["n"] = "changed", int64(5)
-			checkRow(t, "update", rc[2], engine.Update, wantMax, after)
-			checkRow(t, "delete", rc[3], engine.Delete, wantMin, nil)
+	eachRowMetadata(t, func(t *testing.T, srv *mysqltest.Server) {
+		srv.Exec(t, "SET NAMES utf8mb4", "SET sql_mode=''",
+			"CREATE DATABASE shop DEFAULT CHARSET utf8mb4", allTypesDDL, insertMax, insertMin,
+			"UPDATE shop.all_types SET vc='changed', n=5 WHERE id=1",
+			"DELETE FROM shop.all_types WHERE id=2")
+		r := startParser(t, engine.ParserConfig{Source: source(srv, earliest)}, nil)
+		evs := r.waitFor(30*time.Second, "4 row changes", rowsAtLeast(4))
+		rc := rows(evs)
+		if len(rc) != 4 {
+			t.Fatalf("got %d row changes, want 4", len(rc))
+		}
+		checkRow(t, "insert max", rc[0], engine.Insert, nil, wantMax)
+		checkRow(t, "insert min", rc[1], engine.Insert, nil, wantMin)
+		after := clone(wantMax)
+		after["vc"], after["n"] = "changed", int64(5)
+		checkRow(t, "update", rc[2], engine.Update, wantMax, after)
+		checkRow(t, "delete", rc[3], engine.Delete, wantMin, nil)
 
-			if got := rc[0].Table.KeyNames(); !reflect.DeepEqual(got, []string{"id"}) {
-				t.Errorf("primary key = %v, want [id]", got)
-			}
-			checkFlat(t, evs)
-		})
-	}
+		if got := rc[0].Table.KeyNames(); !reflect.DeepEqual(got, []string{"id"}) {
+			t.Errorf("primary key = %v, want [id]", got)
+		}
+		checkFlat(t, evs)
+	}, "--default-time-zone=+03:00")
 }
 
 func clone(m map[string]engine.Value) map[string]engine.Value {
