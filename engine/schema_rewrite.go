@@ -117,7 +117,9 @@ func (t ddlToks) attrEnd(i int) bool {
 //   - character sets and collations the parser does not know (armscii8,
 //     utf8mb4_uca1400_ai_ci...) become utf8mb4 / utf8mb4_bin: the model
 //     keeps only the binary charset and those braid converts, which
-//     charsets.go registers with the parser;
+//     charsets.go registers with the parser; a literal's charset
+//     introducer the parser cannot encode (_big5'...', _cp1251 0x41) is
+//     dropped;
 //   - spatial types, INET4, INET6 and UUID become a marked ENUM;
 //   - SPATIAL KEY, SRID n, REF_SYSTEM_ID=n, INVISIBLE columns and COMPRESSED
 //     columns lose the word; PERSISTENT becomes STORED; ALTER COLUMN c SET
@@ -207,6 +209,8 @@ func ddlRewrite(st ddlToks, kind ddlKind) (edits []ddlEdit, orReplace bool) {
 					set(j, "utf8mb4")
 				}
 			}
+		case strings.HasPrefix(w, "_") && ddlDroppedIntroducer(strings.ToLower(w[1:])) && st.literalAt(i+1):
+			del(i) // _big5'...': a literal's charset, which the model does not keep
 		case w == "COLLATE":
 			j := i + 1
 			if st.is(j, "=") {
@@ -267,4 +271,29 @@ func (t ddlToks) dropWait(i int, del func(int)) {
 		del(i)
 		del(i + 1)
 	}
+}
+
+// ddlDroppedIntroducer reports whether ddlRewrite drops a literal's charset
+// introducer: a charset MySQL knows whose literals the TiDB parser cannot
+// encode (it encodes these).
+func ddlDroppedIntroducer(cs string) bool {
+	switch cs {
+	case "utf8", "utf8mb3", "utf8mb4", "ascii", "latin1", "binary", "gbk", "gb18030":
+		return false
+	}
+	c, _ := charset.GetCharsetInfo(cs)
+	return c != nil
+}
+
+// literalAt reports whether token i starts a string, hexadecimal or bit
+// literal: '...', 0x41, X'41', 0b1, B'1'.
+func (t ddlToks) literalAt(i int) bool {
+	switch t.kind(i) {
+	case ddlString:
+		return true
+	case ddlWord:
+		w := strings.ToLower(t.text(i))
+		return strings.HasPrefix(w, "0x") || strings.HasPrefix(w, "0b") || (w == "x" || w == "b") && t.kind(i+1) == ddlString
+	}
+	return false
 }

@@ -556,8 +556,10 @@ func TestSchemaMariaDB(t *testing.T) {
 			"id int(11) key, a int(11) null, g point"},
 		{"a column named like a spatial type", []string{"ALTER TABLE t ADD point int, ADD `polygon` polygon, ADD uuid uuid DEFAULT uuid()"},
 			"id int(11) key, a int(11) null, point int(11) null, polygon polygon null, uuid uuid null"},
-		{"charsets and collations the TiDB parser does not know", []string{"ALTER TABLE t ADD u varchar(5) CHARACTER SET utf16 COLLATE utf16_general_ci, ADD v text COLLATE utf8mb4_uca1400_ai_ci, CONVERT TO CHARACTER SET cp1251"},
-			"id int(11) key, a int(11) null, u varchar(5) null, v text null"},
+		{"charsets and collations the TiDB parser does not know", []string{"ALTER TABLE t ADD u varchar(5) CHARACTER SET utf16 COLLATE utf16_general_ci, ADD v text COLLATE utf8mb4_uca1400_ai_ci, ADD w char(2) CHARACTER SET armscii8, CONVERT TO CHARACTER SET cp1251"},
+			"id int(11) key, a int(11) null, u varchar(5) null, v text null, w char(2) null"},
+		{"introducers the TiDB parser cannot encode", []string{"ALTER TABLE t ADD b varchar(5) CHARACTER SET big5 DEFAULT _big5'x', ADD c varbinary(4) DEFAULT _cp1251 0x41, ADD d varchar(3) DEFAULT _sjis X'41', ADD e varchar(3) DEFAULT _utf8mb4'ok'"},
+			"id int(11) key, a int(11) null, b varchar(5) null, c varbinary(4) null, d varchar(3) null, e varchar(3) null"},
 	}
 	for _, c := range cases {
 		s := schTracker(t, base)
