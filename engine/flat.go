@@ -51,6 +51,11 @@ type FlatWriter struct {
 	runEv *Event // the EventRows the pending run starts in
 	run   []*RowChange
 	buf   []byte
+	// planning is set while WriteEvents records its messages as jobs
+	// instead of writing them; parts are its goroutines' buffers.
+	planning bool
+	jobs     []flatJob
+	parts    []*flatPart
 }
 
 // Write consumes one event and calls out for each finished line (without
@@ -82,7 +87,11 @@ func (w *FlatWriter) Write(ev *Event, out func(line []byte) error) error {
 		return err
 	case EventDDL:
 		w.nextSeq(ev)
-		if w.Binary {
+		switch {
+		case w.planning:
+			w.jobs = append(w.jobs, flatJob{seq: w.Seq, ts: w.now(), ddl: ev})
+			return nil
+		case w.Binary:
 			return out(w.ddlBinary(ev))
 		}
 		return out(w.ddlLine(ev))
@@ -126,7 +135,11 @@ func (w *FlatWriter) flush(out func([]byte) error) error {
 	if len(w.run) == 0 {
 		return nil
 	}
-	if w.Binary {
+	switch {
+	case w.planning:
+		w.plan()
+		return nil
+	case w.Binary:
 		return w.flushBinary(out)
 	}
 	first := w.run[0]

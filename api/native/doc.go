@@ -59,6 +59,8 @@
 //
 // The handler is safe for concurrent use. Each stream runs on its request's
 // goroutine and ends when the request's context ends, the store closes or a
-// write fails. Served.Rename is called under a lock (group.Router is not
-// safe for concurrent use).
+// write fails; a batch of engine.ParallelRows rows or more is formatted on up to
+// GOMAXPROCS goroutines that end with it (engine.FlatWriter.WriteEvents).
+// Served.Rename is called under a lock (group.Router is not safe for
+// concurrent use).
 package native

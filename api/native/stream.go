@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -129,10 +130,8 @@ func (h *handler) pump(ctx context.Context, s *api.Served, c *clientState, sw *s
 				return err
 			}
 		}
-		for _, ev := range b.Events {
-			if err := sw.event(ev); err != nil {
-				return err
-			}
+		if err := sw.events(b.Events); err != nil {
+			return err
 		}
 		if err := s.CheckLive(); err != nil {
 			// The lease ran out while the batch was formatted (this node
@@ -178,33 +177,50 @@ type streamWriter struct {
 	// one announced.
 	done, sentCheckpoint uint64
 	lastWrite            time.Time // the last flush
+	// pass holds the events of a batch that go to the flat writer.
+	pass []*engine.Event
 }
 
-// event writes one event's lines, if any.
-func (sw *streamWriter) event(ev *engine.Event) error {
+// events writes a batch's lines: the messages of the events it passes,
+// formatted on as many goroutines as the process runs at once when the
+// batch is big (FlatWriter.WriteEvents), so that one stream keeps up with
+// a merge that reads its sources on as many.
+func (sw *streamWriter) events(evs []*engine.Event) error {
+	sw.pass = sw.pass[:0]
+	for _, ev := range evs {
+		if sw.passes(ev) {
+			sw.pass = append(sw.pass, ev)
+		}
+	}
+	err := sw.flat.WriteEvents(sw.pass, runtime.GOMAXPROCS(0), sw.line)
+	clear(sw.pass) // let go of the events
+	return err
+}
+
+// passes reports whether ev goes to the flat writer, and follows the
+// transactions it writes whole.
+func (sw *streamWriter) passes(ev *engine.Event) bool {
 	if ev.Seq <= sw.after {
-		return nil
+		return false
 	}
 	switch ev.Type {
 	case engine.EventBegin:
 		sw.open = true
 	case engine.EventRows:
-		if !sw.open {
-			// The rest of a transaction whose beginning was acked.
-			return nil
-		}
+		// Not the rest of a transaction whose beginning was acked.
+		return sw.open
 	case engine.EventCommit:
 		if !sw.open {
-			return nil
+			return false
 		}
 		sw.open = false
-		defer func() { sw.done = ev.Seq }()
+		sw.done = ev.Seq
 	case engine.EventDDL:
-		defer func() { sw.done = ev.Seq }()
+		sw.done = ev.Seq
 	default:
-		return nil
+		return false
 	}
-	return sw.flat.Write(ev, sw.line)
+	return true
 }
 
 // line writes one message: a JSON line, or a binary frame.

@@ -1,0 +1,154 @@
+package engine
+
+import (
+	"slices"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// ParallelRows is the fewest rows a WriteEvents call must hold before it
+// formats them on several goroutines: below it, starting them costs more
+// than it saves.
+const ParallelRows = 2048
+
+// flatJob is one message a FlatWriter has decided on but not formatted
+// yet: what flush or ddlLine reads of the writer's state when it writes it.
+type flatJob struct {
+	seq   uint64
+	ts    time.Time
+	tx    *Event       // the transaction's EventBegin
+	runEv *Event       // the EventRows the run starts in
+	run   []*RowChange // the message's row changes; nil for a DDL
+	ddl   *Event       // the DDL, for a DDL message
+}
+
+// flatPart is one goroutine's share of a WriteEvents call: its messages'
+// bytes one after another, and where each ends.
+type flatPart struct {
+	data []byte
+	ends []int
+}
+
+// WriteEvents is Write for several events, with the same messages in the
+// same order, formatted on up to workers goroutines when the events hold
+// ParallelRows rows or more, so that formatting one stream can use as many
+// cores as the merge feeding it, which reads its sources on a goroutine
+// each (measured in bench/ on two cores: one consumer 14% faster, for
+// about 5% more CPU a row). out is called for each message in order, on
+// the calling goroutine. Rename, when set, must then be safe for
+// concurrent use.
+func (w *FlatWriter) WriteEvents(evs []*Event, workers int, out func(line []byte) error) error {
+	w.jobs, w.planning = w.jobs[:0], true
+	rows := 0
+	for _, ev := range evs {
+		rows += len(ev.Rows)
+		if err := w.Write(ev, nil); err != nil {
+			w.planning = false
+			return err
+		}
+	}
+	w.planning = false
+	jobs := w.jobs
+	defer func() {
+		clear(w.jobs) // let go of the events
+		w.jobs = w.jobs[:0]
+	}()
+	if workers <= 1 || rows < ParallelRows || len(jobs) < 2 {
+		for i := range jobs {
+			var err error
+			if w.buf, err = w.format(&jobs[i], w.buf, out); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	chunks := splitJobs(jobs, min(workers, len(jobs)))
+	for len(w.parts) < len(chunks) {
+		w.parts = append(w.parts, &flatPart{})
+	}
+	var wg sync.WaitGroup
+	for k, chunk := range chunks {
+		p := w.parts[k]
+		p.data, p.ends = p.data[:0], p.ends[:0]
+		wg.Go(func() {
+			for i := range chunk {
+				p.format(w, &chunk[i])
+			}
+		})
+	}
+	wg.Wait()
+	for _, p := range w.parts[:len(chunks)] {
+		start := 0
+		for _, end := range p.ends {
+			if err := out(p.data[start:end]); err != nil {
+				return err
+			}
+			start = end
+		}
+	}
+	return nil
+}
+
+// plan records the pending run as a job instead of writing it (flush in
+// WriteEvents).
+func (w *FlatWriter) plan() {
+	w.jobs = append(w.jobs, flatJob{seq: w.Seq, ts: w.now(), tx: w.tx, runEv: w.runEv, run: slices.Clone(w.run)})
+	w.endRun()
+}
+
+// format writes one job's message with buf as its scratch buffer, as the
+// writer would have when it decided on it, and returns the buffer.
+func (w *FlatWriter) format(j *flatJob, buf []byte, out func([]byte) error) ([]byte, error) {
+	f := FlatWriter{Seq: j.seq, MaxRows: w.MaxRows, Rename: w.Rename, Binary: w.Binary,
+		Now: func() time.Time { return j.ts }, tx: j.tx, runEv: j.runEv, run: j.run, buf: buf}
+	var err error
+	switch {
+	case j.ddl != nil && f.Binary:
+		err = out(f.ddlBinary(j.ddl))
+	case j.ddl != nil:
+		err = out(f.ddlLine(j.ddl))
+	default:
+		err = f.flush(out)
+	}
+	return f.buf, err
+}
+
+// format formats a job at the end of p.data: in place, in the spare
+// capacity it makes room for (a message rarely takes more than 512 bytes
+// a row), or copied there when it took more.
+func (p *flatPart) format(w *FlatWriter, j *flatJob) {
+	p.data = slices.Grow(p.data, 512*len(j.run)+4096)
+	end := len(p.data)
+	_, _ = w.format(j, p.data[end:], func(line []byte) error { // never fails
+		if len(line) > 0 && cap(p.data) > end && unsafe.SliceData(line) == &p.data[:end+1][end] {
+			p.data = p.data[:end+len(line)] // formatted in place
+		} else {
+			p.data = append(p.data, line...)
+		}
+		return nil
+	})
+	p.ends = append(p.ends, len(p.data))
+}
+
+// splitJobs cuts jobs into at most n runs of consecutive jobs holding about
+// as many rows each.
+func splitJobs(jobs []flatJob, n int) [][]flatJob {
+	total := 0
+	for i := range jobs {
+		total += len(jobs[i].run) + 1
+	}
+	chunks := make([][]flatJob, 0, n)
+	start, acc := 0, 0
+	for i := range jobs {
+		acc += len(jobs[i].run) + 1
+		if acc*n >= total*(len(chunks)+1) && len(chunks) < n-1 {
+			chunks = append(chunks, jobs[start:i+1])
+			start = i + 1
+		}
+	}
+	if start < len(jobs) {
+		chunks = append(chunks, jobs[start:])
+	}
+	return chunks
+}
