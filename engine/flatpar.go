@@ -86,9 +86,16 @@ func (w *FlatWriter) WriteEvents(evs []*Event, workers int, out func(line []byte
 			}
 			start = end
 		}
+		if cap(p.data) > maxKeptPart {
+			p.data = nil // an idle stream does not hold its biggest batch
+		}
 	}
 	return nil
 }
+
+// maxKeptPart is the most of a goroutine's buffer WriteEvents keeps for the
+// next call.
+const maxKeptPart = 8 << 20
 
 // plan records the pending run as a job instead of writing it (flush in
 // WriteEvents).
