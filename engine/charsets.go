@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"sync"
+
 	"github.com/pingcap/tidb/pkg/parser/charset"
 	"golang.org/x/text/encoding"
 	"golang.org/x/text/encoding/charmap"
@@ -10,6 +12,7 @@ import (
 	"golang.org/x/text/encoding/traditionalchinese"
 	"golang.org/x/text/encoding/unicode"
 	"golang.org/x/text/encoding/unicode/utf32"
+	"golang.org/x/text/transform"
 )
 
 // The binlog holds a text column's bytes in the column's charset. braid
@@ -56,13 +59,21 @@ var charsetDecoders = map[string]encoding.Encoding{
 // though it knows their names and collations; braid registers the ones it
 // converts, so that a column's CHARACTER SET big5 reaches the model (the
 // rewrite of DDL makes the charsets left unknown utf8mb4).
+//
+// It also makes each charset's pool of decoders.
 func init() {
-	for cs := range charsetDecoders {
+	for cs, enc := range charsetDecoders {
 		if c, err := charset.GetCharsetInfo(cs); c != nil && err != nil {
 			charset.AddCharset(c)
 		}
+		decoderPools[cs] = &sync.Pool{New: func() any { return enc.NewDecoder() }}
 	}
 }
+
+// decoderPools hold each charset's decoders between values: a decoder has
+// state, so a value takes one for the time it is converted (FlatWriters
+// and canal sessions convert the same tables at once).
+var decoderPools = map[string]*sync.Pool{}
 
 // convertedCharset reports whether braid converts text of charset cs to
 // UTF-8: what Column.Charset and Table.Charset hold.
@@ -76,14 +87,15 @@ func appendConverted(b []byte, cs string, x []byte) []byte {
 	if cs == charsetLatin1 {
 		return appendLatin1UTF8(b, x)
 	}
-	enc := charsetDecoders[cs]
-	if enc == nil {
+	pool := decoderPools[cs]
+	if pool == nil {
 		return append(b, x...)
 	}
-	// A decoder holds state: one per value (they are small).
-	out, err := enc.NewDecoder().Bytes(x)
+	d := pool.Get().(*encoding.Decoder)
+	out, _, err := transform.Append(d, b, x) // resets d first
+	pool.Put(d)
 	if err != nil {
 		return append(b, x...) // not reached: the decoders replace what they cannot map
 	}
-	return append(b, out...)
+	return out
 }

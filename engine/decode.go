@@ -237,16 +237,13 @@ func (d *decoder) fromFullMetadata(tm *replication.TableMapEvent) *Table {
 	return t
 }
 
-// latin1Collations are the ids of the latin1 collations, MySQL's and
-// MariaDB's (the NO PAD ones too), as a table map's metadata gives them.
-var latin1Collations = map[uint64]bool{5: true, 8: true, 15: true, 31: true, 47: true, 48: true, 49: true, 94: true, 1032: true, 1071: true}
-
-// collationCharset is the charset of a table map's collation id: latin1's
-// by the list above (MariaDB's NO PAD ids included), the others by MySQL's
-// ids as the TiDB parser knows them; "" for an id it does not know.
+// collationCharset is the charset of a table map's collation id, as the
+// TiDB parser knows MySQL's ids; MariaDB numbers a NO PAD collation 1024
+// more than its PAD SPACE twin (latin1_nopad_bin 1071, latin1_bin 47). ""
+// for an id it does not know.
 func collationCharset(id uint64) string {
-	if latin1Collations[id] {
-		return charsetLatin1
+	if id >= 1024 && id < 2048 {
+		id -= 1024
 	}
 	if c, err := charset.GetCollationByID(int(id)); err == nil {
 		return c.CharsetName

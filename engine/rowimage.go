@@ -468,17 +468,17 @@ type zoneSpan struct{ start, end, offset int64 }
 
 func newZoneClock(loc *time.Location) *zoneClock { return &zoneClock{loc: loc} }
 
-// localClock is the zone of a nil *zoneClock: the process's.
-var localClock = &zoneClock{}
-
 // offset is the zone's offset from UTC at sec, in seconds.
 func (z *zoneClock) offset(sec int64) int64 {
-	if z == nil {
-		z = localClock
-	}
 	if s := z.span.Load(); s != nil && sec >= s.start && sec < s.end {
 		return s.offset
 	}
+	return z.lookup(sec)
+}
+
+// lookup is offset when sec is outside the span held: it asks time and
+// holds sec's span.
+func (z *zoneClock) lookup(sec int64) int64 {
 	t := time.Unix(sec, 0)
 	if z.loc != nil {
 		t = t.In(z.loc)
