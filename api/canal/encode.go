@@ -6,7 +6,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/braid-cdc/braid/engine"
@@ -136,6 +135,7 @@ type encoder struct {
 	// what the next frame will take per byte of events, to size its buffer
 	// before encoding (0 before the first frame).
 	perByte float64
+	small   int // frames in a row that needed under a quarter of buf (frameBuf)
 }
 
 // firstPerByte is perByte's guess for a session's first frame: canal's
@@ -154,36 +154,33 @@ type tableColumns struct {
 	tail [][]byte
 }
 
-// bigFrames holds the buffers of big frames (*[]byte) between a
-// session's requests: a consumer catching up asks for one big batch after
-// another, and allocating (and clearing) tens of MiB for each cost a third
-// of the encoding, while a session holding its buffer while idle would
-// hold that memory for nothing. The pool gives them back at GC.
-var bigFrames sync.Pool
+// A session's encoder keeps its frame buffer from one GET to the next: a
+// consumer catching up asks for one big batch after another, and a fresh
+// buffer for each (tens of MiB, cleared, its pages faulted in) cost more
+// than encoding into it. An encoder lets the buffer go once frames have
+// needed less than a quarter of it shrinkAfter times in a row (a consumer
+// that caught up gets small frames or empty ones); a buffer of keptFrame
+// bytes or less it always keeps.
+const (
+	shrinkAfter = 4
+	keptFrame   = 1 << 20
+)
 
-// bigFrame is the size above which a frame's buffer goes to bigFrames
-// instead of staying with its session.
-const bigFrame = 8 << 20
-
-// takeFrameBuf returns a buffer of at least n bytes, one of bigFrames' if
-// it has one large enough.
-func takeFrameBuf(n int) []byte {
-	if n > bigFrame {
-		if p, ok := bigFrames.Get().(*[]byte); ok {
-			if len(*p) >= n {
-				return *p
-			}
-			bigFrames.Put(p)
+// frameBuf makes r.b at least want bytes: it keeps the buffer it has when
+// that is big enough and not much too big for a while, and otherwise
+// allocates one an eighth larger than want, so that the next frames, of
+// about the same size, fit.
+func (e *encoder) frameBuf(want int) {
+	r := &e.buf
+	switch {
+	case len(r.b) < want:
+		r.b, e.small = make([]byte, want+want/8), 0
+	case len(r.b) > keptFrame && want < len(r.b)/4:
+		if e.small++; e.small >= shrinkAfter {
+			r.b, e.small = make([]byte, max(want+want/8, 4096)), 0
 		}
-	}
-	return make([]byte, n)
-}
-
-// releaseBig hands the encoder's buffer to bigFrames if it is big.
-func (e *encoder) releaseBig() {
-	if b := e.buf.b; len(b) > bigFrame {
-		bigFrames.Put(&b)
-		e.buf.b = nil
+	default:
+		e.small = 0
 	}
 }
 
@@ -202,9 +199,7 @@ func (e *encoder) frame(batchID int64, events []*engine.Event) ([]byte, error) {
 	}
 	// Start at the size the frame will likely take (plus some): growing
 	// by doubling would allocate, clear and copy it several times over.
-	if want := int(min(float64(in)*perByte*1.1, math.MaxInt32)) + 4096; len(r.b) < want {
-		r.b = takeFrameBuf(want)
-	}
+	e.frameBuf(int(min(float64(in)*perByte*1.1, math.MaxInt32)) + 4096)
 	r.i = len(r.b)
 	defer func() {
 		if in > 0 {

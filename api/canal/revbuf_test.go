@@ -45,3 +45,44 @@ func TestRevBufColumn(t *testing.T) {
 		}
 	}
 }
+
+// TestFrameBufKept: an encoder keeps its frame buffer while frames need
+// about as much (a consumer catching up), grows it with room to spare,
+// and lets a big one go only after shrinkAfter frames in a row needed
+// under a quarter of it (a consumer that caught up); a small buffer it
+// always keeps.
+func TestFrameBufKept(t *testing.T) {
+	var e encoder
+	e.frameBuf(16 << 20)
+	first := &e.buf.b[0]
+	if got := len(e.buf.b); got < 16<<20 || got > 19<<20 {
+		t.Fatalf("a 16 MiB frame got a %d-byte buffer, want 16 MiB and an eighth", got)
+	}
+	for _, want := range []int{15 << 20, 17 << 20, 16 << 20} { // about the same size
+		e.frameBuf(want)
+		if &e.buf.b[0] != first {
+			t.Fatalf("a %d-byte frame after a 16 MiB one got a new buffer", want)
+		}
+	}
+	for range shrinkAfter - 1 {
+		e.frameBuf(4096)
+	}
+	e.frameBuf(8 << 20) // a big one again: the count starts over
+	for range shrinkAfter - 1 {
+		e.frameBuf(4096)
+	}
+	if &e.buf.b[0] != first {
+		t.Fatal("the buffer went before shrinkAfter small frames in a row")
+	}
+	e.frameBuf(4096)
+	if len(e.buf.b) > keptFrame {
+		t.Fatalf("after %d small frames in a row the buffer still holds %d bytes", shrinkAfter, len(e.buf.b))
+	}
+	small := &e.buf.b[0]
+	for range 2 * shrinkAfter {
+		e.frameBuf(100)
+	}
+	if &e.buf.b[0] != small {
+		t.Fatal("a buffer under keptFrame was let go")
+	}
+}

@@ -127,11 +127,11 @@ func (ss *session) write(t pbp.PacketType, body []byte) error {
 func (ss *session) writeFrame(frame []byte) error {
 	ss.conn.SetWriteDeadline(time.Now().Add(ss.writeTimeout))
 	_, err := ss.conn.Write(frame)
-	// Do not hold a big batch's buffers between requests.
+	// Do not hold a big packet's buffer between requests (MESSAGES
+	// frames have the encoder's buffer, which it keeps while it is busy).
 	if cap(ss.out) > 1<<20 {
 		ss.out = nil
 	}
-	ss.enc.releaseBig()
 	return err
 }
 
