@@ -153,7 +153,7 @@
 // How fast a served destination reaches one consumer, with the binlogs,
 // the merge and the servers out of the way. Once per run of the parent
 // benchmark it starts two MariaDB servers, writes the workload above with
-// 80 rounds into each as shards (shop_<2i> and shop_<2i+1>: 216,000
+// 320 rounds into each as shards (shop_<2i> and shop_<2i+1>: 864,000
 // selected row changes in all), runs FillStore, a group.Destination over
 // the two (as MergeBraid's) into an engine.Store bounded to 2 GiB and 10
 // million events, until every selected row change and the commit after the

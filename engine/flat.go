@@ -55,6 +55,7 @@ type FlatWriter struct {
 	// instead of writing them; parts are its goroutines' buffers.
 	planning bool
 	jobs     []flatJob
+	runs     []*RowChange // the jobs' rows, one after another
 	parts    []*flatPart
 }
 

@@ -39,7 +39,7 @@ type flatPart struct {
 // the calling goroutine. Rename, when set, must then be safe for
 // concurrent use.
 func (w *FlatWriter) WriteEvents(evs []*Event, workers int, out func(line []byte) error) error {
-	w.jobs, w.planning = w.jobs[:0], true
+	w.jobs, w.runs, w.planning = w.jobs[:0], w.runs[:0], true
 	rows := 0
 	for _, ev := range evs {
 		rows += len(ev.Rows)
@@ -52,7 +52,8 @@ func (w *FlatWriter) WriteEvents(evs []*Event, workers int, out func(line []byte
 	jobs := w.jobs
 	defer func() {
 		clear(w.jobs) // let go of the events
-		w.jobs = w.jobs[:0]
+		clear(w.runs)
+		w.jobs, w.runs = w.jobs[:0], w.runs[:0]
 	}()
 	if workers <= 1 || rows < ParallelRows || len(jobs) < 2 {
 		for i := range jobs {
@@ -98,9 +99,14 @@ func (w *FlatWriter) WriteEvents(evs []*Event, workers int, out func(line []byte
 const maxKeptPart = 8 << 20
 
 // plan records the pending run as a job instead of writing it (flush in
-// WriteEvents).
+// WriteEvents). The job's rows are copied to the end of w.runs, which the
+// jobs of one call share and the next call reuses: a slice of its own per
+// run was an allocation per message. When w.runs grows, the jobs before
+// keep the array they point into.
 func (w *FlatWriter) plan() {
-	w.jobs = append(w.jobs, flatJob{seq: w.Seq, ts: w.now(), tx: w.tx, runEv: w.runEv, run: slices.Clone(w.run)})
+	start := len(w.runs)
+	w.runs = append(w.runs, w.run...)
+	w.jobs = append(w.jobs, flatJob{seq: w.Seq, ts: w.now(), tx: w.tx, runEv: w.runEv, run: w.runs[start:len(w.runs):len(w.runs)]})
 	w.endRun()
 }
 
