@@ -211,8 +211,8 @@
 // a sub-benchmark once with b.N = 1 before the -benchtime run, so -benchtime
 // 5x reads everything six times. On a two-core machine BenchmarkMerge's
 // setup takes about 30 s (servers, 23 s of generation, the skew wait) and
-// an iteration about 7 s. BenchmarkConsume's setup takes about 10 s (6.5 s
-// of generation) and an iteration about 9 s.
+// an iteration about 7 s. BenchmarkConsume's setup takes about 13 s (8.5 s
+// of generation) and an iteration 6–12 s, most of it the canal-go run.
 //
 // # Invariants
 //

@@ -172,16 +172,16 @@ const (
 // about the same size, fit.
 func (e *encoder) frameBuf(want int) {
 	r := &e.buf
-	switch {
-	case len(r.b) < want:
-		r.b, e.small = make([]byte, want+want/8), 0
-	case len(r.b) > keptFrame && want < len(r.b)/4:
-		if e.small++; e.small >= shrinkAfter {
-			r.b, e.small = make([]byte, max(want+want/8, 4096)), 0
+	if len(r.b) >= want {
+		if len(r.b) <= keptFrame || want >= len(r.b)/4 {
+			e.small = 0
+			return
 		}
-	default:
-		e.small = 0
+		if e.small++; e.small < shrinkAfter {
+			return
+		}
 	}
+	r.b, e.small = make([]byte, want+want/8), 0
 }
 
 // frame returns a MESSAGES frame (4-byte length and Packet) with batch id
