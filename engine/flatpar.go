@@ -3,6 +3,7 @@ package engine
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -23,7 +24,7 @@ type flatJob struct {
 	ddl   *Event       // the DDL, for a DDL message
 }
 
-// flatPart is one goroutine's share of a WriteEvents call: its messages'
+// flatPart is one piece of a WriteEvents call: its messages'
 // bytes one after another, and where each ends.
 type flatPart struct {
 	data []byte
@@ -64,17 +65,26 @@ func (w *FlatWriter) WriteEvents(evs []*Event, workers int, out func(line []byte
 		}
 		return nil
 	}
-	chunks := splitJobs(jobs, min(workers, len(jobs)))
+	chunks := splitJobs(jobs, min(workers*chunksPerWorker, len(jobs)))
 	for len(w.parts) < len(chunks) {
 		w.parts = append(w.parts, &flatPart{})
 	}
-	var wg sync.WaitGroup
-	for k, chunk := range chunks {
-		p := w.parts[k]
-		p.data, p.ends = p.data[:0], p.ends[:0]
+	var (
+		wg   sync.WaitGroup
+		next atomic.Int32 // the next chunk to take
+	)
+	for range min(workers, len(chunks)) {
 		wg.Go(func() {
-			for i := range chunk {
-				p.format(w, &chunk[i])
+			for {
+				k := int(next.Add(1)) - 1
+				if k >= len(chunks) {
+					return
+				}
+				p := w.parts[k]
+				p.data, p.ends = p.data[:0], p.ends[:0]
+				for i := range chunks[k] {
+					p.format(w, &chunks[k][i])
+				}
 			}
 		})
 	}
@@ -87,15 +97,23 @@ func (w *FlatWriter) WriteEvents(evs []*Event, workers int, out func(line []byte
 			}
 			start = end
 		}
-		if cap(p.data) > maxKeptPart {
+		if cap(p.data) > maxKeptPart/chunksPerWorker {
 			p.data = nil // an idle stream does not hold its biggest batch
 		}
 	}
 	return nil
 }
 
-// maxKeptPart is the most of a goroutine's buffer WriteEvents keeps for the
-// next call.
+// chunksPerWorker is how many pieces WriteEvents cuts a batch into per
+// goroutine, which take the next piece as they finish one: rows of some
+// tables cost several times those of others, and with one piece each, one
+// goroutine often ran three times as long as the other while the other
+// waited (one Go client on two cores, alternating A/B over 18 runs each:
+// median 1.74 → 1.96M rows/s, server CPU a row unchanged).
+const chunksPerWorker = 8
+
+// maxKeptPart is about the most of its buffers per goroutine WriteEvents
+// keeps for the next call (a piece keeps at most its share).
 const maxKeptPart = 8 << 20
 
 // plan records the pending run as a job instead of writing it (flush in
