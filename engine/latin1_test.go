@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"crypto/md5"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -73,5 +76,32 @@ func TestConvertedInvalid(t *testing.T) {
 		if got != c.want || !utf8.ValidString(got) {
 			t.Errorf("%s %x: %q, want %q", c.cs, c.in, got, c.want)
 		}
+	}
+}
+
+// BenchmarkEightBit converts binary values as canal shows them: 16-byte
+// MD5 digests, 4,096 different ones in turn (the same one each time lets
+// the CPU learn its branches), and ASCII text of 16 and 116 bytes.
+func BenchmarkEightBit(b *testing.B) {
+	digests := make([][]byte, 4096)
+	for i := range digests {
+		d := md5.Sum([]byte{byte(i), byte(i >> 8)})
+		digests[i] = d[:]
+	}
+	buf := make([]byte, 0, 1024)
+	b.Run("md5", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			buf = appendEightBit(buf[:0], digests[i%len(digests)], false)
+			i++
+		}
+	})
+	for _, n := range []int{16, 116} {
+		x := []byte(strings.Repeat("Q", n))
+		b.Run(fmt.Sprintf("ascii%d", n), func(b *testing.B) {
+			for b.Loop() {
+				buf = appendEightBit(buf[:0], x, false)
+			}
+		})
 	}
 }
