@@ -81,7 +81,7 @@ type write struct {
 var shopWrites = []write{
 	{1, 10, []string{"INSERT INTO shop_1.orders VALUES (1, 'one', 1.50)"}},
 	{0, 10, []string{"INSERT INTO shop_0.orders VALUES (2, 'two', 2.00)", "INSERT INTO shop_0.orders VALUES (3, 'three', NULL)"}},
-	{2, 11, []string{"INSERT INTO shop_2.orders VALUES (4, 'four', 4.25)"}},
+	{2, 11, []string{"INSERT INTO shop_2.orders VALUES (4, CONCAT('four', REPEAT('r', 150)), 4.25)"}}, // a Column over 127 bytes
 	{0, 12, []string{"UPDATE shop_0.orders SET note = 'TWO', amount = NULL WHERE id = 2"}},
 	{1, 13, []string{"DELETE FROM shop_1.orders WHERE id = 1"}},
 	{2, 14, []string{"INSERT INTO shop_2.orders VALUES (5, NULL, 5.00)"}},
@@ -103,7 +103,7 @@ func newFixture(t *testing.T, cfg canal.Config) *fixture {
 	for i, s := range srvs {
 		s.Exec(t, fmt.Sprintf("SET timestamp = %d", base.Unix()),
 			fmt.Sprintf("CREATE DATABASE shop_%d", i),
-			fmt.Sprintf("CREATE TABLE shop_%d.orders (id INT PRIMARY KEY, note VARCHAR(20), amount DECIMAL(10,2))", i))
+			fmt.Sprintf("CREATE TABLE shop_%d.orders (id INT PRIMARY KEY, note VARCHAR(200), amount DECIMAL(10,2))", i))
 	}
 	for _, w := range shopWrites {
 		stmts := []string{fmt.Sprintf("SET timestamp = %d", base.Add(time.Duration(w.at)*time.Second).Unix()), "BEGIN"}

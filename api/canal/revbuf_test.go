@@ -1,9 +1,12 @@
 package canal
 
 import (
+	"bytes"
+	"math"
 	"testing"
 
 	pbe "github.com/withlin/canal-go/protocol/entry"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -84,5 +87,18 @@ func TestFrameBufKept(t *testing.T) {
 	}
 	if &e.buf.b[0] != small {
 		t.Fatal("a buffer under keptFrame was let go")
+	}
+}
+
+// TestPutVarintBefore: a varint written back to front ends where it was
+// asked to and reads as protobuf's, for every length of varint.
+func TestPutVarintBefore(t *testing.T) {
+	for _, v := range []uint64{0, 1, 127, 128, 300, 16383, 16384, 1 << 21, 1<<35 + 7, math.MaxUint64} {
+		b := make([]byte, 16)
+		at := putVarintBefore(b, len(b), v)
+		want := protowire.AppendVarint(nil, v)
+		if !bytes.Equal(b[at:], want) {
+			t.Errorf("%d: % x, want % x", v, b[at:], want)
+		}
 	}
 }

@@ -108,7 +108,7 @@ func checkRows(t *testing.T, e got) {
 		if id.Name != "id" || !id.IsKey || id.MysqlType != "int(11)" || id.SqlType != 4 || !id.Updated || id.GetIsNull() {
 			t.Errorf("id column %v", id)
 		}
-		if a[1].IsKey || a[1].MysqlType != "varchar(20)" || a[1].SqlType != 12 {
+		if a[1].IsKey || a[1].MysqlType != "varchar(200)" || a[1].SqlType != 12 {
 			t.Errorf("note column %v", a[1])
 		}
 		if a[2].MysqlType != "decimal(10,2)" || a[2].SqlType != 3 {
