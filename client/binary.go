@@ -223,30 +223,54 @@ func (d *lineDecoder) binaryMessage(r *binReader, v *MessageView) {
 	v.GTID = strings.Clone(r.view())
 }
 
-// binaryRows reads data or old: rows of ncols cells each.
+// binaryRows reads data or old: rows of ncols cells each. Every value of
+// the stream goes through its loop, which reads the payload through locals
+// and takes a one-byte cell number (a value under 126 bytes, a NULL, an
+// absent column) without calling the varint decoder.
 func binaryRows(r *binReader, rs *viewRows, ncols int) {
 	nrows, ok := r.count()
 	if !ok {
 		return
 	}
 	rs.set = true
+	p, i := r.p, r.i
 	for range nrows {
 		row := viewRow{first: int32(len(rs.cells))}
 		for col := range ncols {
-			switch k := r.uvarint(); k {
+			if i >= len(p) {
+				r.bad, r.i = true, len(p)
+				return
+			}
+			k := uint64(p[i])
+			if k < 0x80 {
+				i++
+			} else {
+				var n int
+				if k, n = binary.Uvarint(p[i:]); n <= 0 {
+					r.bad, r.i = true, len(p)
+					return
+				}
+				i += n
+			}
+			switch k {
 			case binaryAbsent:
 			case binaryNull:
 				rs.cells = append(rs.cells, viewCell{col: int32(col), null: true})
 			default:
-				rs.cells = append(rs.cells, viewCell{col: int32(col), v: r.bytes(k - 2)})
+				n := k - 2
+				if n > uint64(len(p)-i) {
+					r.bad, r.i = true, len(p)
+					return
+				}
+				end := i + int(n)
+				rs.cells = append(rs.cells, viewCell{col: int32(col), v: p[i:end:end]})
+				i = end
 			}
-		}
-		if r.bad {
-			return
 		}
 		row.n = int32(len(rs.cells)) - row.first
 		rs.rows = append(rs.rows, row)
 	}
+	r.i = i
 }
 
 // Binary cells' first numbers, before a value's length+2.
