@@ -649,10 +649,12 @@ func appendFloat(b []byte, f float64, bits int) []byte {
 		}
 		return append(b, "-Infinity"...)
 	}
-	start := len(b)
 	if a := math.Abs(f); a == 0 || a >= 1e-3 && a < 1e7 {
 		b = strconv.AppendFloat(b, f, 'f', -1, bits)
-		if !bytes.ContainsRune(b[start:], '.') {
+		if f == math.Trunc(f) {
+			// Go wrote no fraction: below 10^7 the shortest digits of a
+			// float are an integer exactly when its value is one (the
+			// gap between floats there is at most 0.5 for FLOAT).
 			b = append(b, '.', '0')
 		}
 		return b

@@ -2,6 +2,9 @@ package engine
 
 import (
 	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -22,6 +25,35 @@ func TestFormatFloat(t *testing.T) {
 	for _, c := range cases {
 		if got := formatFloat(c.f, c.bits); got != c.want {
 			t.Errorf("formatFloat(%v, %d) = %q, want %q", c.f, c.bits, got, c.want)
+		}
+	}
+	// In plain notation the text has a fraction exactly when Go's shortest
+	// digits have a point, or else gets ".0": for values spread over the
+	// range, integers among them, in both widths.
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 200_000 {
+		f := math.Pow(10, rng.Float64()*10-3) // 10^-3 .. 10^7
+		switch rng.IntN(3) {
+		case 0:
+			f = math.Round(f)
+		case 1:
+			f = math.Round(f*8) / 8
+		}
+		for _, bits := range []int{32, 64} {
+			v := f
+			if bits == 32 {
+				v = float64(float32(f))
+			}
+			if math.Abs(v) < 1e-3 || math.Abs(v) >= 1e7 {
+				continue
+			}
+			want := strconv.FormatFloat(v, 'f', -1, bits)
+			if !strings.Contains(want, ".") {
+				want += ".0"
+			}
+			if got := formatFloat(v, bits); got != want {
+				t.Fatalf("formatFloat(%v, %d) = %q, want %q", v, bits, got, want)
+			}
 		}
 	}
 }
