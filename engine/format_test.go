@@ -57,3 +57,31 @@ func TestFormatFloat(t *testing.T) {
 		}
 	}
 }
+
+// TestDatetimeText: the datetime text written in one piece is the one
+// written field by field, for every field value in range, every fraction
+// width, and out-of-range fields (which take the field-by-field path).
+func TestDatetimeText(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	check := func(y, mo, d, h, mi, s, us, dec int) {
+		t.Helper()
+		got := appendDatetime([]byte("<"), y, mo, d, h, mi, s, us, dec)
+		want := appendDatetimeSlow([]byte("<"), y, mo, d, h, mi, s, us, dec)
+		if string(got) != string(want) {
+			t.Fatalf("%d-%d-%d %d:%d:%d.%d/%d: %q, want %q", y, mo, d, h, mi, s, us, dec, got, want)
+		}
+	}
+	for v := range 100 {
+		for dec := range 7 {
+			check(v*101, v, v, v, v, v, v*10101, dec)
+		}
+	}
+	for range 100_000 {
+		check(rng.IntN(10000), rng.IntN(13), rng.IntN(32), rng.IntN(24), rng.IntN(60), rng.IntN(60), rng.IntN(1000000), rng.IntN(7))
+	}
+	check(10000, 1, 1, 0, 0, 0, 0, 0) // a damaged image's year
+	check(2026, 1, 1, 0, 0, 0, 1234567, 6)
+	if got := string(appendDatetime(nil, 2026, 12, 1, 21, 53, 7, 120000, 3)); got != "2026-12-01 21:53:07.120" {
+		t.Errorf("got %q", got)
+	}
+}

@@ -342,11 +342,22 @@ func appendDate(b []byte, data []byte) []byte {
 	if v == 0 {
 		return append(b, "0000-00-00"...)
 	}
-	b = appendPadded(b, v/(16*32), 4)
-	b = append(b, '-')
-	b = appendPadded(b, v/32%16, 2)
-	b = append(b, '-')
-	return appendPadded(b, v%32, 2)
+	year, month, day := v/(16*32), v/32%16, v%32
+	if year > 9999 {
+		b = appendPadded(b, year, 4)
+		b = append(b, '-')
+		b = appendPadded(b, month, 2)
+		b = append(b, '-')
+		return appendPadded(b, day, 2)
+	}
+	var t [10]byte // in one piece, as appendDatetime
+	put2(t[0:], year/100)
+	put2(t[2:], year%100)
+	t[4] = '-'
+	put2(t[5:], month)
+	t[7] = '-'
+	put2(t[8:], day)
+	return append(b, t[:]...)
 }
 
 func bytesString(b []byte) string {
@@ -422,6 +433,47 @@ func fracBytes(data []byte, dec int) (usec int, n int) {
 
 // appendDatetime appends "YYYY-MM-DD hh:mm:ss[.frac]".
 func appendDatetime(b []byte, year, month, day, hour, minute, second, usec, dec int) []byte {
+	if uint(year) > 9999 || uint(month) > 99 || uint(day) > 99 || uint(hour) > 99 || uint(minute) > 99 ||
+		uint(second) > 99 || uint(usec) > 999999 || uint(dec) > 6 {
+		return appendDatetimeSlow(b, year, month, day, hour, minute, second, usec, dec)
+	}
+	// The common case in one piece: each field's digits put in place (a
+	// DATETIME(6) value's text took eleven appends and their checks).
+	var t [26]byte
+	put2(t[0:], year/100)
+	put2(t[2:], year%100)
+	t[4] = '-'
+	put2(t[5:], month)
+	t[7] = '-'
+	put2(t[8:], day)
+	t[10] = ' '
+	put2(t[11:], hour)
+	t[13] = ':'
+	put2(t[14:], minute)
+	t[16] = ':'
+	put2(t[17:], second)
+	if dec == 0 {
+		return append(b, t[:19]...)
+	}
+	t[19] = '.'
+	put2(t[20:], usec/10000)
+	put2(t[22:], usec/100%100)
+	put2(t[24:], usec%100)
+	return append(b, t[:20+dec]...)
+}
+
+// put2 writes v (0..99) as two digits at t[0:2].
+func put2(t []byte, v int) {
+	t[0], t[1] = twoDigits[2*v], twoDigits[2*v+1]
+}
+
+const twoDigits = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879" +
+	"8081828384858687888990919293949596979899"
+
+// appendDatetimeSlow is appendDatetime for fields out of their ranges
+// (a year past 9999 from a damaged image, say).
+func appendDatetimeSlow(b []byte, year, month, day, hour, minute, second, usec, dec int) []byte {
 	b = appendPadded(b, year, 4)
 	b = append(b, '-')
 	b = appendPadded(b, month, 2)
