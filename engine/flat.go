@@ -57,7 +57,7 @@ type FlatWriter struct {
 	jobs     []flatJob
 	runs     []*RowChange // the jobs' rows, one after another
 	parts    []*flatPart
-	rowBytes int // what WriteEvents reserves for a row (0: firstRowBytes)
+	rowBytes int // what WriteEvents reserves for a row (0: maxRowBytes)
 }
 
 // Write consumes one event and calls out for each finished line (without

@@ -75,7 +75,7 @@ func (w *FlatWriter) WriteEvents(evs []*Event, workers int, out func(line []byte
 	)
 	rowBytes := w.rowBytes
 	if rowBytes == 0 {
-		rowBytes = firstRowBytes
+		rowBytes = maxRowBytes
 	}
 	for range min(workers, len(chunks)) {
 		wg.Go(func() {
@@ -101,7 +101,10 @@ func (w *FlatWriter) WriteEvents(evs []*Event, workers int, out func(line []byte
 	// more: a guess too high made the buffers grow past what is kept
 	// (maxKeptPart) and allocated, cleared and copied them again on each
 	// call (6% of a stream's CPU with 512 bytes a row, against about 180).
-	w.rowBytes = max(formatted/rows+formatted/rows/4, 64)
+	// Rows bigger than maxRowBytes are copied in when formatted, as
+	// before: reserving for them could take a batch's rows times its
+	// biggest value.
+	w.rowBytes = min(max(formatted/rows+formatted/rows/4, 64), maxRowBytes)
 	for _, p := range w.parts[:len(chunks)] {
 		start := 0
 		for _, end := range p.ends {
@@ -129,9 +132,9 @@ const chunksPerWorker = 8
 // keeps for the next call (a piece keeps at most its share).
 const maxKeptPart = 8 << 20
 
-// firstRowBytes is what a stream's first WriteEvents reserves for a row,
-// before it knows what its rows take.
-const firstRowBytes = 512
+// maxRowBytes is the most WriteEvents reserves for a row, and what it
+// reserves before it knows what a stream's rows take.
+const maxRowBytes = 512
 
 // plan records the pending run as a job instead of writing it (flush in
 // WriteEvents). The job's rows are copied to the end of w.runs, which the
