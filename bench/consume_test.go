@@ -51,10 +51,10 @@ type consumeFixture struct {
 // group.Destination over them into a store until every selected row change
 // is in it. The servers stay up for the merged runs (MergeBraid over the
 // same binlogs) measured beside the consumers; idle, they cost nothing the
-// consumers would notice. The store
-// lives as long as the returned fixture: BenchmarkConsume, the parent,
-// builds it once per run (once per -count), and lets it go when it
-// returns, so that the other benchmarks' heap peaks do not include it.
+// consumers would notice. The store and the servers live as long as the
+// returned fixture: BenchmarkConsume, the parent, builds it once per run
+// (once per -count), and lets it go when it returns, so that the other
+// benchmarks' heap peaks do not include it.
 func setupConsumeFixture(b *testing.B) *consumeFixture {
 	b.Helper()
 	srvs := mysqltest.StartN(b, consumeSources,

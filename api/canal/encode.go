@@ -61,16 +61,8 @@ func (r *revBuf) rawString(s string) {
 }
 
 func (r *revBuf) varint(v uint64) {
-	if v < 0x80 { // tags of fields below 16, short lengths, flags
-		r.reserve(1)
-		r.i--
-		r.b[r.i] = byte(v)
-		return
-	}
-	n := protowire.SizeVarint(v)
-	r.reserve(n)
-	r.i -= n
-	protowire.AppendVarint(r.b[r.i:r.i], v)
+	r.reserve(protowire.SizeVarint(v))
+	r.i = putVarintBefore(r.b, r.i, v)
 }
 
 func (r *revBuf) tag(num protowire.Number, t protowire.Type) {
@@ -399,10 +391,10 @@ func (e *encoder) column(num protowire.Number, cols *tableColumns, rc *engine.Ro
 	r.i = at
 }
 
-// putVarintBefore writes v as a varint ending at b[at] and returns where
-// it starts; b must have room.
+// putVarintBefore writes v as a varint into the bytes before b[at] and
+// returns where it starts; b must have room.
 func putVarintBefore(b []byte, at int, v uint64) int {
-	if v < 0x80 {
+	if v < 0x80 { // tags of fields below 16, short lengths, flags
 		b[at-1] = byte(v)
 		return at - 1
 	}
