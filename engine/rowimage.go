@@ -351,12 +351,7 @@ func appendDate(b []byte, data []byte) []byte {
 		return appendPadded(b, day, 2)
 	}
 	var t [10]byte // in one piece, as appendDatetime
-	put2(t[0:], year/100)
-	put2(t[2:], year%100)
-	t[4] = '-'
-	put2(t[5:], month)
-	t[7] = '-'
-	put2(t[8:], day)
+	putDate(t[:], year, month, day)
 	return append(b, t[:]...)
 }
 
@@ -440,12 +435,7 @@ func appendDatetime(b []byte, year, month, day, hour, minute, second, usec, dec 
 	// The common case in one piece: each field's digits put in place (a
 	// DATETIME(6) value's text took eleven appends and their checks).
 	var t [26]byte
-	put2(t[0:], year/100)
-	put2(t[2:], year%100)
-	t[4] = '-'
-	put2(t[5:], month)
-	t[7] = '-'
-	put2(t[8:], day)
+	putDate(t[:], year, month, day)
 	t[10] = ' '
 	put2(t[11:], hour)
 	t[13] = ':'
@@ -460,6 +450,17 @@ func appendDatetime(b []byte, year, month, day, hour, minute, second, usec, dec 
 	put2(t[22:], usec/100%100)
 	put2(t[24:], usec%100)
 	return append(b, t[:20+dec]...)
+}
+
+// putDate writes "YYYY-MM-DD" at t[0:10]: year 0..9999, month and day
+// 0..99.
+func putDate(t []byte, year, month, day int) {
+	put2(t[0:], year/100)
+	put2(t[2:], year%100)
+	t[4] = '-'
+	put2(t[5:], month)
+	t[7] = '-'
+	put2(t[8:], day)
 }
 
 // put2 writes v (0..99) as two digits at t[0:2].
