@@ -269,6 +269,7 @@ func benchConsume(b *testing.B, f *consumeFixture) {
 		b.N, f.want, cn.rowsPerSec(), cn.mbPerSec(), nt.rowsPerSec(), nt.mbPerSec(), mg.rowsPerSec(),
 		cn.rowsPerSec()/mg.rowsPerSec(), met(cn.rowsPerSec()/mg.rowsPerSec(), 1.0),
 		nt.rowsPerSec()/mg.rowsPerSec(), met(nt.rowsPerSec()/mg.rowsPerSec(), 1.0))
+	// met takes ratio >= target: the merge's CPU over a side's is >= 1 when the side's is <= the merge's.
 	b.Logf("CPU per row change (consumer in a process of its own): merge %.2f us; canal server %.2f us (%.2fx the merge's, target <= 1.0: %s), canal-go consumer %.2f us; native server %.2f us (%.2fx, target <= 1.0: %s), Go-client consumer %.2f us (%.2fx); with JSON lines: native server %.2f us, Go client %.2f us, %.0f rows/s",
 		mg.serverUs(), cn.serverUs(), cn.serverUs()/mg.serverUs(), met(mg.serverUs()/cn.serverUs(), 1.0), cn.clientUs(),
 		nt.serverUs(), nt.serverUs()/mg.serverUs(), met(mg.serverUs()/nt.serverUs(), 1.0),

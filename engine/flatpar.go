@@ -104,7 +104,8 @@ func (w *FlatWriter) WriteEvents(evs []*Event, workers int, out func(line []byte
 	// Rows bigger than maxRowBytes are copied in when formatted, as
 	// before: reserving for them could take a batch's rows times its
 	// biggest value.
-	w.rowBytes = min(max(formatted/rows+formatted/rows/4, 64), maxRowBytes)
+	per := formatted / rows
+	w.rowBytes = min(max(per+per/4, 64), maxRowBytes)
 	for _, p := range w.parts[:len(chunks)] {
 		start := 0
 		for _, end := range p.ends {

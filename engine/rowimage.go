@@ -344,11 +344,7 @@ func appendDate(b []byte, data []byte) []byte {
 	}
 	year, month, day := v/(16*32), v/32%16, v%32
 	if year > 9999 {
-		b = appendPadded(b, year, 4)
-		b = append(b, '-')
-		b = appendPadded(b, month, 2)
-		b = append(b, '-')
-		return appendPadded(b, day, 2)
+		return appendDateSlow(b, year, month, day)
 	}
 	var t [10]byte // in one piece, as appendDatetime
 	putDate(t[:], year, month, day)
@@ -463,6 +459,15 @@ func putDate(t []byte, year, month, day int) {
 	put2(t[8:], day)
 }
 
+// appendDateSlow appends "YYYY-MM-DD" field by field, for any values.
+func appendDateSlow(b []byte, year, month, day int) []byte {
+	b = appendPadded(b, year, 4)
+	b = append(b, '-')
+	b = appendPadded(b, month, 2)
+	b = append(b, '-')
+	return appendPadded(b, day, 2)
+}
+
 // put2 writes v (0..99) as two digits at t[0:2].
 func put2(t []byte, v int) {
 	t[0], t[1] = twoDigits[2*v], twoDigits[2*v+1]
@@ -475,11 +480,7 @@ const twoDigits = "0001020304050607080910111213141516171819202122232425262728293
 // appendDatetimeSlow is appendDatetime for fields out of their ranges
 // (a year past 9999 from a damaged image, say).
 func appendDatetimeSlow(b []byte, year, month, day, hour, minute, second, usec, dec int) []byte {
-	b = appendPadded(b, year, 4)
-	b = append(b, '-')
-	b = appendPadded(b, month, 2)
-	b = append(b, '-')
-	b = appendPadded(b, day, 2)
+	b = appendDateSlow(b, year, month, day)
 	b = append(b, ' ')
 	b = appendPadded(b, hour, 2)
 	b = append(b, ':')
