@@ -142,6 +142,31 @@ func (rc *RowChange) AppendText(b []byte, after bool, i int) (out []byte, isNull
 	return rc.appendText(b, after, i, false)
 }
 
+// AppendJSON is AppendText writing the value as a JSON string.
+func (rc *RowChange) AppendJSON(b []byte, after bool, i int) (out []byte, isNull bool) {
+	return rc.appendText(b, after, i, true)
+}
+
+// RawOffsets are the offsets of the after image's values (the before
+// image's when after is false) when the rows event is one braid reads raw:
+// one per column, -1 for NULL, for AppendRawText. nil when go-mysql decoded
+// the event (use AppendText). The image must exist.
+func (rc *RowChange) RawOffsets(after bool) []int32 {
+	if rc.images.decoded != nil {
+		return nil
+	}
+	if after {
+		return rc.images.offsets(rc.after)
+	}
+	return rc.images.offsets(rc.before)
+}
+
+// AppendRawText appends column i's value at off, one of RawOffsets (not
+// -1), as AppendText or, when quoted, as AppendJSON would.
+func (rc *RowChange) AppendRawText(b []byte, i int, off int32, quoted bool) []byte {
+	return rc.codec.appendRawText(b, i, rc.images.data[off:], quoted)
+}
+
 // appendText is AppendText, writing a JSON string when quoted is set.
 func (rc *RowChange) appendText(b []byte, after bool, i int, quoted bool) ([]byte, bool) {
 	k, im := rc.before, rc.images

@@ -130,21 +130,15 @@ func appendBinaryString(b []byte, s string) []byte {
 // appendBinaryRow writes one of rc's images as n cells, as appendRow
 // writes it as JSON.
 func appendBinaryRow(b []byte, rc *RowChange, after, onlyChanged bool, n int) []byte {
-	t, im := rc.codec, rc.images
-	if im.decoded == nil && !onlyChanged {
+	if offs := rc.RawOffsets(after); offs != nil && !onlyChanged {
 		// The common case in a loop of its own: every column of a raw image.
-		k := rc.before
-		if after {
-			k = rc.after
-		}
-		offs := im.offsets(k)
 		for i, off := range offs[:min(n, len(offs))] {
 			if off < 0 {
 				b = append(b, binaryNull)
 				continue
 			}
 			at := len(b)
-			b = t.appendRawText(append(b, 0), i, im.data[off:], false)
+			b = rc.AppendRawText(append(b, 0), i, off, false)
 			if k := len(b) - at + 1; k < 0x80 {
 				b[at] = byte(k) // the common case inlined: see fixCellLength
 			} else {
@@ -164,7 +158,7 @@ func appendBinaryRow(b []byte, rc *RowChange, after, onlyChanged bool, n int) []
 		at := len(b)
 		b = append(b, 0)
 		var null bool
-		if b, null = rc.appendText(b, after, i, false); null {
+		if b, null = rc.AppendText(b, after, i); null {
 			b[at] = binaryNull
 			continue
 		}

@@ -22,6 +22,7 @@ type flatJob struct {
 	runEv *Event       // the EventRows the run starts in
 	run   []*RowChange // the message's row changes; nil for a DDL
 	ddl   *Event       // the DDL, for a DDL message
+	keys  [][]byte     // the run's column keys (FlatWriter.columnKeys)
 }
 
 // flatPart is one piece of a WriteEvents call: its messages'
@@ -145,7 +146,11 @@ const maxRowBytes = 512
 func (w *FlatWriter) plan() {
 	start := len(w.runs)
 	w.runs = append(w.runs, w.run...)
-	w.jobs = append(w.jobs, flatJob{seq: w.Seq, ts: w.now(), tx: w.tx, runEv: w.runEv, run: w.runs[start:len(w.runs):len(w.runs)]})
+	j := flatJob{seq: w.Seq, ts: w.now(), tx: w.tx, runEv: w.runEv, run: w.runs[start:len(w.runs):len(w.runs)]}
+	if !w.Binary {
+		j.keys = w.columnKeys(w.run[0].Table)
+	}
+	w.jobs = append(w.jobs, j)
 	w.endRun()
 }
 
@@ -153,7 +158,7 @@ func (w *FlatWriter) plan() {
 // writer would have when it decided on it, and returns the buffer.
 func (w *FlatWriter) format(j *flatJob, buf []byte, out func([]byte) error) ([]byte, error) {
 	f := FlatWriter{Seq: j.seq, MaxRows: w.MaxRows, Rename: w.Rename, Binary: w.Binary,
-		Now: func() time.Time { return j.ts }, tx: j.tx, runEv: j.runEv, run: j.run, buf: buf}
+		Now: func() time.Time { return j.ts }, tx: j.tx, runEv: j.runEv, run: j.run, runKeys: j.keys, buf: buf}
 	var err error
 	switch {
 	case j.ddl != nil && f.Binary:
