@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -290,4 +292,29 @@ func newTableCodec(t *Table, tm *replication.TableMapEvent, tz *zoneClock) *tabl
 		}
 	}
 	return tc
+}
+
+// serverLocation is the zone the server shows TIMESTAMP values in to a
+// session that does not set time_zone: the global time_zone, or the system
+// zone when that is SYSTEM. Go cannot know the rules of a zone it cannot
+// load, so the last resort is the server's current UTC offset.
+func serverLocation(global, system, offsetSeconds string) *time.Location {
+	name := global
+	if strings.EqualFold(global, "SYSTEM") {
+		name = system
+	}
+	if len(name) == 6 && (name[0] == '+' || name[0] == '-') && name[3] == ':' {
+		h, _ := strconv.Atoi(name[1:3])
+		m, _ := strconv.Atoi(name[4:6])
+		off := h*3600 + m*60
+		if name[0] == '-' {
+			off = -off
+		}
+		return time.FixedZone(name, off)
+	}
+	if loc, err := time.LoadLocation(name); err == nil && name != "" {
+		return loc
+	}
+	off, _ := strconv.Atoi(offsetSeconds)
+	return time.FixedZone(name, off)
 }

@@ -35,23 +35,23 @@ func (d *decoder) table(tm *replication.TableMapEvent, pos Position) (*tableCode
 	if tm == d.lastMap {
 		return d.lastCodec, nil
 	}
-	schema, name := string(tm.Schema), string(tm.Table)
+	db, name := string(tm.Schema), string(tm.Table)
 	p := d.p
 	var t *Table
 	if len(tm.ColumnName) > 0 {
 		t = d.fromFullMetadata(tm)
-	} else if known, ok := p.schema.Table(schema, name); ok {
+	} else if known, ok := p.schema.Table(db, name); ok {
 		t = known
-	} else if until, ok := p.schema.Unknown(schema, name); ok {
+	} else if until, ok := p.schema.Unknown(db, name); ok {
 		return nil, fatal{fmt.Errorf("%w: source %s: %s.%s at %s: its column names before the DDL at %s are not known (the table predates the start position): set binlog_row_metadata=FULL on the server or start after that DDL",
-			ErrSchemaUnknown, p.spec.Name, schema, name, pos, until)}
+			ErrSchemaUnknown, p.spec.Name, db, name, pos, until)}
 	} else {
 		return nil, fatal{fmt.Errorf("%w: source %s: %s.%s at %s: the table is neither in the server's schema at the start nor created in the binlog read: start from a position before its CREATE TABLE or set binlog_row_metadata=FULL",
-			ErrSchemaUnknown, p.spec.Name, schema, name, pos)}
+			ErrSchemaUnknown, p.spec.Name, db, name, pos)}
 	}
 	if len(t.Columns) != int(tm.ColumnCount) {
 		return nil, fatal{fmt.Errorf("%w: source %s: %s.%s at %s: the row has %d columns but the schema known there has %d (%s): a DDL braid did not follow changed the table",
-			ErrColumnCount, p.spec.Name, schema, name, pos, tm.ColumnCount, len(t.Columns), columnNames(t))}
+			ErrColumnCount, p.spec.Name, db, name, pos, tm.ColumnCount, len(t.Columns), columnNames(t))}
 	}
 	tc, ok := d.codecs[t]
 	if !ok {
@@ -74,7 +74,7 @@ func columnNames(t *Table) string {
 // logged with binlog_row_metadata=FULL. The tracked schema, when its names
 // agree, is preferred because it knows the declared types.
 func (d *decoder) fromFullMetadata(tm *replication.TableMapEvent) *Table {
-	schema, name := string(tm.Schema), string(tm.Table)
+	db, name := string(tm.Schema), string(tm.Table)
 	names := tm.ColumnNameString()
 	same := func(t *Table) bool {
 		if len(t.Columns) != len(names) {
@@ -87,17 +87,17 @@ func (d *decoder) fromFullMetadata(tm *replication.TableMapEvent) *Table {
 		}
 		return true
 	}
-	if t, ok := d.p.schema.Table(schema, name); ok && same(t) {
+	if t, ok := d.p.schema.Table(db, name); ok && same(t) {
 		return t
 	}
-	key := schema + "." + name
+	key := db + "." + name
 	if t, ok := d.full[key]; ok && same(t) {
 		return t
 	}
 	unsigned := tm.UnsignedMap()
 	enums, sets := tm.EnumStrValueMap(), tm.SetStrValueMap()
 	collations := tm.CollationMap()
-	t := &Table{Schema: schema, Name: name, Columns: make([]Column, len(names))}
+	t := &Table{Schema: db, Name: name, Columns: make([]Column, len(names))}
 	for i, n := range names {
 		typ := binlogTypeName(tm, i)
 		c := Column{Name: n, Type: typ, RawType: typ, Unsigned: unsigned[i], Nullable: true}

@@ -88,10 +88,11 @@ type Event struct {
 	// (package group) on the events of a transaction it emits; 0 before.
 	Seq uint64
 
-	// binlogBytes is the size of the binlog event an EventRows's values
+	// BinlogBytes is the size of the binlog event an EventRows's values
 	// share (raw images and decoded strings point into it), held as long
-	// as they are; offsetBytes the capacity of its raw images' offsets.
-	binlogBytes, offsetBytes int64
+	// as they are; OffsetBytes the size of its raw images' offsets (Images.
+	// OffsetBytes). Set by the binlog reader, for Size.
+	BinlogBytes, OffsetBytes int64
 	// size memoizes Size: an event does not change once emitted.
 	size int64
 }
@@ -117,6 +118,22 @@ type RowChange struct {
 	// change's (-1: it has none).
 	images        *rowImages
 	before, after int32
+}
+
+// NewRowChange is the change of a rows event's image k (k and k+1, the
+// before and after images, for an UPDATE), the transaction's index'th,
+// read with codec.
+func NewRowChange(codec *tableCodec, kind ChangeKind, index int, images *rowImages, k int) RowChange {
+	rc := RowChange{Table: codec.Table, Kind: kind, Index: index, codec: codec, images: images, before: -1, after: -1}
+	switch kind {
+	case Insert:
+		rc.after = int32(k)
+	case Delete:
+		rc.before = int32(k)
+	case Update:
+		rc.before, rc.after = int32(k), int32(k+1)
+	}
+	return rc
 }
 
 // Before is the row before an UPDATE or DELETE (nil for an INSERT), one
@@ -146,6 +163,10 @@ func (rc *RowChange) AppendText(b []byte, after bool, i int) (out []byte, isNull
 func (rc *RowChange) AppendJSON(b []byte, after bool, i int) (out []byte, isNull bool) {
 	return rc.appendText(b, after, i, true)
 }
+
+// Raw reports whether the change's images are raw (RawOffsets), not
+// decoded by go-mysql.
+func (rc *RowChange) Raw() bool { return rc.images.Raw() }
 
 // RawOffsets are the offsets of the after image's values (the before
 // image's when after is false) when the rows event is one braid reads raw:
@@ -247,7 +268,7 @@ func (e *Event) Size() int64 {
 	if e.size > 0 {
 		return e.size
 	}
-	n := int64(256) + e.binlogBytes + e.offsetBytes
+	n := int64(256) + e.BinlogBytes + e.OffsetBytes
 	if e.DDL != nil {
 		n += int64(len(e.DDL.SQL))
 	}

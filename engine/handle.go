@@ -230,7 +230,7 @@ func (p *Parser) handleRows(ctx context.Context, ev *replication.RowsEvent, star
 		}
 	}
 	images := rowImagesOf(ev)
-	if images.decoded == nil && table.shapes == nil {
+	if images.Raw() && table.shapes == nil {
 		return fatal{fmt.Errorf("%w: source %s: %s.%s at %s: raw rows of a table braid reads with go-mysql", ErrBadEvent, p.spec.Name, ev.Table.Schema, ev.Table.Table, start)}
 	}
 	n := images.count()
@@ -241,23 +241,13 @@ func (p *Parser) handleRows(ctx context.Context, ev *replication.RowsEvent, star
 		if index < p.replay.rows {
 			continue // emitted before the reconnect
 		}
-		rc := RowChange{Table: table.Table, Kind: kind, Index: index, codec: table, images: images, before: -1, after: -1}
-		switch kind {
-		case Insert:
-			rc.after = int32(k)
-		case Delete:
-			rc.before = int32(k)
-		case Update:
-			rc.before, rc.after = int32(k), int32(k+1)
-		}
-		changes = append(changes, rc)
+		changes = append(changes, NewRowChange(table, kind, index, images, k))
 	}
 	if len(changes) == 0 {
 		return nil
 	}
 	rowsEv := &Event{Type: EventRows, Source: p.spec.Name, ServerID: p.tx.serverID, Pos: start, GTID: p.tx.gtid, CommitTime: p.tx.commit, Rows: changes,
-		binlogBytes: int64(hdr.EventSize)}
-	rowsEv.offsetBytes = 4 * int64(cap(images.at))
+		BinlogBytes: int64(hdr.EventSize), OffsetBytes: images.OffsetBytes()}
 	return emit(rowsEv)
 }
 

@@ -93,15 +93,15 @@ type txState struct {
 
 // NewParser checks the configuration; it does not connect.
 func NewParser(cfg ParserConfig) (*Parser, error) {
-	spec := cfg.Source
-	if spec.User == "" {
-		spec.User = DefaultUser
+	src := cfg.Source
+	if src.User == "" {
+		src.User = DefaultUser
 	}
-	if spec.ServerID == 0 {
-		spec.ServerID = DeriveServerID(cfg.Destination, spec.Name)
+	if src.ServerID == 0 {
+		src.ServerID = DeriveServerID(cfg.Destination, src.Name)
 	}
-	if spec.Address == "" {
-		return nil, fmt.Errorf("engine: source %q: no address", spec.Name)
+	if src.Address == "" {
+		return nil, fmt.Errorf("engine: source %q: no address", src.Name)
 	}
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = DefaultHeartbeat
@@ -120,7 +120,7 @@ func NewParser(cfg ParserConfig) (*Parser, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Parser{cfg: cfg, spec: spec, filter: filter, log: log.With("source", spec.Name)}, nil
+	return &Parser{cfg: cfg, spec: src, filter: filter, log: log.With("source", src.Name)}, nil
 }
 
 // ServerID is the replica server_id the parser presents to its source.

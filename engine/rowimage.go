@@ -60,6 +60,12 @@ type rowImages struct {
 	decoded [][]any
 }
 
+// Raw reports whether the images are raw (else go-mysql decoded them).
+func (im *rowImages) Raw() bool { return im.decoded == nil }
+
+// OffsetBytes is the memory the raw images' offsets take, for Event.Size.
+func (im *rowImages) OffsetBytes() int64 { return 4 * int64(cap(im.at)) }
+
 // offsets are raw image k's column offsets.
 func (im *rowImages) offsets(k int32) []int32 {
 	from := int(k) * im.cols

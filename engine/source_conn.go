@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -104,31 +103,6 @@ func (p *Parser) inspect(c *client.Conn) (serverInfo, error) {
 		}
 	}
 	return info, nil
-}
-
-// serverLocation is the zone the server shows TIMESTAMP values in to a
-// session that does not set time_zone: the global time_zone, or the system
-// zone when that is SYSTEM. Go cannot know the rules of a zone it cannot
-// load, so the last resort is the server's current UTC offset.
-func serverLocation(global, system, offsetSeconds string) *time.Location {
-	name := global
-	if strings.EqualFold(global, "SYSTEM") {
-		name = system
-	}
-	if len(name) == 6 && (name[0] == '+' || name[0] == '-') && name[3] == ':' {
-		h, _ := strconv.Atoi(name[1:3])
-		m, _ := strconv.Atoi(name[4:6])
-		off := h*3600 + m*60
-		if name[0] == '-' {
-			off = -off
-		}
-		return time.FixedZone(name, off)
-	}
-	if loc, err := time.LoadLocation(name); err == nil && name != "" {
-		return loc
-	}
-	off, _ := strconv.Atoi(offsetSeconds)
-	return time.FixedZone(name, off)
 }
 
 // binlogFiles lists the server's binlog files, oldest first.

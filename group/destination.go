@@ -479,9 +479,15 @@ func (d *Destination) sourceEnded(ctx context.Context, s int, q *sourceQueue) er
 	return fmt.Errorf("group: source %s stopped", d.cfg.Spec.Sources[s].Name)
 }
 
+// Putter takes a destination's events in order, each transaction's last
+// event with the cursor after it as its mark (stream.Store is one).
+type Putter interface {
+	Put(ctx context.Context, ev *engine.Event, mark any) error
+}
+
 // RunInto runs the destination (see Run) into a store: every event goes in,
 // and each transaction's last event carries the cursor after it as its mark.
-func (d *Destination) RunInto(ctx context.Context, store *engine.Store) error {
+func (d *Destination) RunInto(ctx context.Context, store Putter) error {
 	return d.Run(ctx, func(ev *engine.Event) error {
 		var mark any
 		if ev.Type == engine.EventCommit || ev.Type == engine.EventDDL {
