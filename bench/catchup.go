@@ -10,9 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/braid-cdc/braid/api"
-	"github.com/braid-cdc/braid/engine"
-	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/stream"
 )
 
 // CatchUp runs the configurations' binlogs as one destination (mergeSpec)
@@ -26,14 +24,14 @@ func CatchUp(ctx context.Context, cfgs []DecodeConfig, kind string, want int) (C
 	if err != nil {
 		return ConsumeResult{}, err
 	}
-	store := engine.NewStore(engine.StoreConfig{MaxBytes: MergeStoreBytes})
-	p, err := group.StartPipeline(ctx, spec, nil, store, nil)
+	store := stream.NewStore(stream.Config{MaxBytes: MergeStoreBytes})
+	p, err := stream.StartPipeline(ctx, spec, nil, store, nil)
 	if err != nil {
 		return ConsumeResult{}, fmt.Errorf("bench: catch-up: %w", err)
 	}
 	defer p.Close()
-	reg := api.NewRegistry()
-	reg.Add(&api.Served{Name: ConsumeDest, Store: store, Rename: p.Rename})
+	reg := stream.NewRegistry()
+	reg.Add(&stream.Served{Name: ConsumeDest, Store: store, Rename: p.Rename})
 	consumeIDs++
 	if kind == "canal" {
 		return ConsumeCanal(ctx, reg, ConsumeDest, consumeIDs, want)

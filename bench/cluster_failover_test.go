@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	braidclient "github.com/braid-cdc/braid/client"
+	"github.com/braid-cdc/braid/client"
 	"github.com/braid-cdc/braid/internal/braidproc"
 	"github.com/braid-cdc/braid/internal/mysqltest"
 )
@@ -174,16 +174,16 @@ func startGapConsumer(b *testing.B, c *braidproc.Cluster, dest, clientID string)
 		b.Fatal(err)
 	}
 	cs := &gapConsumer{}
-	cl, err := braidclient.New(c.URLs(), braidclient.WithBackoff(50*time.Millisecond, 500*time.Millisecond),
-		braidclient.WithAckInterval(100*time.Millisecond),
-		braidclient.WithLogger(slog.New(&dropRecorder{Handler: slog.NewTextHandler(logf, nil), cs: cs})))
+	cl, err := client.New(c.URLs(), client.WithBackoff(50*time.Millisecond, 500*time.Millisecond),
+		client.WithAckInterval(100*time.Millisecond),
+		client.WithLogger(slog.New(&dropRecorder{Handler: slog.NewTextHandler(logf, nil), cs: cs})))
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- cl.Stream(ctx, dest, clientID, func(m braidclient.Message) error {
+		done <- cl.Stream(ctx, dest, clientID, func(m client.Message) error {
 			if m.Type != "INSERT" {
 				return nil
 			}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	braidclient "github.com/braid-cdc/braid/client"
+	"github.com/braid-cdc/braid/client"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/mysqltest"
 )
@@ -83,7 +83,7 @@ func measureResources(b *testing.B, bin func() (string, error)) *resourcesResult
 	if err := c.CreateDestination(ctx, clusterSpec(dest, srvs, "earliest", `shop_\d+\..*`)); err != nil {
 		b.Fatal(err)
 	}
-	cl, err := braidclient.New(c.URLs(), braidclient.WithBackoff(50*time.Millisecond, 500*time.Millisecond))
+	cl, err := client.New(c.URLs(), client.WithBackoff(50*time.Millisecond, 500*time.Millisecond))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func measureResources(b *testing.B, bin func() (string, error)) *resourcesResult
 	var first, last time.Time
 	done := make(chan error, 1)
 	go func() {
-		done <- cl.StreamViews(ctx, dest, "resources", func(m *braidclient.MessageView) error {
+		done <- cl.StreamViews(ctx, dest, "resources", func(m *client.MessageView) error {
 			if m.IsDdl {
 				return nil
 			}

@@ -123,7 +123,7 @@ const (
 	// changes a shard, 405,000 in all.
 	clusterRounds = 75
 	// clusterStoreBytes is the bound of a served destination's store:
-	// engine.StoreConfig's default, which cluster/owner.go uses.
+	// stream.Config's default, which cluster/owner.go uses.
 	clusterStoreBytes = 64 << 20
 	// clusterReadAheadEventBytes allows for one binlog event read ahead:
 	// the event (at most 8 KiB by the servers' default

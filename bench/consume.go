@@ -15,12 +15,12 @@ import (
 	pbe "github.com/withlin/canal-go/protocol/entry"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/braid-cdc/braid/api"
 	"github.com/braid-cdc/braid/api/canal"
 	"github.com/braid-cdc/braid/api/native"
+	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/client"
-	"github.com/braid-cdc/braid/engine"
 	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/stream"
 )
 
 // ConsumeDest is the name the consumer benchmark serves its store under.
@@ -38,7 +38,7 @@ const (
 type FillResult struct {
 	// Rows counts the row changes of the EventRows in the store.
 	Rows int
-	// Events and Bytes are the store's use once filled (engine.StoreStats).
+	// Events and Bytes are the store's use once filled (stream.Stats).
 	Events int
 	Bytes  int64
 	// Took is the wall time from starting the destination to the commit
@@ -57,7 +57,7 @@ type FillResult struct {
 // so a client id subscribed later still starts at the first event. The
 // store must be large enough to hold everything; Put waits otherwise, and
 // FillStore with it until ctx ends.
-func FillStore(ctx context.Context, cfgs []DecodeConfig, store *engine.Store, anchor string, want int) (FillResult, error) {
+func FillStore(ctx context.Context, cfgs []DecodeConfig, store *stream.Store, anchor string, want int) (FillResult, error) {
 	spec, err := mergeSpec(cfgs)
 	if err != nil {
 		return FillResult{}, err
@@ -85,9 +85,9 @@ func FillStore(ctx context.Context, cfgs []DecodeConfig, store *engine.Store, an
 		}
 		for _, ev := range b.Events {
 			switch ev.Type {
-			case engine.EventRows:
+			case change.EventRows:
 				res.Rows += len(ev.Rows)
-			case engine.EventCommit, engine.EventDDL:
+			case change.EventCommit, change.EventDDL:
 				filled = filled || res.Rows >= want
 			}
 		}
@@ -142,7 +142,7 @@ var errConsumed = errors.New("bench: every row change consumed")
 // changes (the RowDatas of ROWDATA entries) have arrived: GetWithOutAck of
 // ConsumeCanalBatch entries waiting up to ConsumeCanalWait, each ROWDATA
 // entry's RowChange decoded, then Ack. More than want fails it.
-func ConsumeCanal(ctx context.Context, reg *api.Registry, dest string, clientID, want int) (ConsumeResult, error) {
+func ConsumeCanal(ctx context.Context, reg *stream.Registry, dest string, clientID, want int) (ConsumeResult, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return ConsumeResult{}, fmt.Errorf("bench: canal consumer: %w", err)
@@ -228,7 +228,7 @@ func consumeCanal(ctx context.Context, addr string, dest string, clientID, want 
 // row changes (the rows of the messages' data) have arrived. The stream
 // comes in braid's binary encoding, the Go client's default, or as JSON
 // lines when jsonLines is set. More than want fails it.
-func ConsumeNative(ctx context.Context, reg *api.Registry, dest, clientID string, want int, jsonLines bool) (ConsumeResult, error) {
+func ConsumeNative(ctx context.Context, reg *stream.Registry, dest, clientID string, want int, jsonLines bool) (ConsumeResult, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return ConsumeResult{}, fmt.Errorf("bench: native consumer: %w", err)

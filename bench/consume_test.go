@@ -10,9 +10,8 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/client"
 
-	"github.com/braid-cdc/braid/api"
-	"github.com/braid-cdc/braid/engine"
 	"github.com/braid-cdc/braid/internal/mysqltest"
+	"github.com/braid-cdc/braid/stream"
 )
 
 const (
@@ -33,12 +32,12 @@ const (
 
 // consumeStoreConfig bounds the store generously: it holds the whole
 // stream, since nobody acks while it fills.
-var consumeStoreConfig = engine.StoreConfig{MaxBytes: 2 << 30, MaxEvents: 10_000_000}
+var consumeStoreConfig = stream.Config{MaxBytes: 2 << 30, MaxEvents: 10_000_000}
 
 // consumeFixture is a filled store, served under ConsumeDest, and the
 // servers whose binlogs filled it.
 type consumeFixture struct {
-	reg  *api.Registry
+	reg  *stream.Registry
 	want int // the selected row changes in the store
 	cfgs []DecodeConfig
 	ws   []*Workload
@@ -87,15 +86,15 @@ func setupConsumeFixture(b *testing.B) *consumeFixture {
 			Start: f.ws[i].Start, End: f.ws[i].End, Tables: SelectedTables}
 		f.want += f.ws[i].Selected
 	}
-	store := engine.NewStore(consumeStoreConfig)
+	store := stream.NewStore(consumeStoreConfig)
 	ctx, cancel := context.WithTimeout(b.Context(), decodeTimeout)
 	defer cancel()
 	var err error
 	if f.fill, err = FillStore(ctx, f.cfgs, store, consumeAnchor, f.want); err != nil {
 		b.Fatal(err)
 	}
-	f.reg = api.NewRegistry()
-	f.reg.Add(&api.Served{Name: ConsumeDest, Store: store})
+	f.reg = stream.NewRegistry()
+	f.reg.Add(&stream.Served{Name: ConsumeDest, Store: store})
 	return f
 }
 

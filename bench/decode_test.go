@@ -43,7 +43,7 @@ func setupFixture(b *testing.B) (*mysqltest.Server, *Workload) {
 	return fixture.srv, fixture.w
 }
 
-// BenchmarkDecode reads one pre-generated binlog with braid's engine and
+// BenchmarkDecode reads one pre-generated binlog with braid's binlog.Reader and
 // with go-mysql's canal package; see the package documentation for what each
 // sub-benchmark reports.
 func BenchmarkDecode(b *testing.B) {

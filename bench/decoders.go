@@ -11,7 +11,9 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
 
-	"github.com/braid-cdc/braid/engine"
+	"github.com/braid-cdc/braid/binlog"
+	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/spec"
 )
 
 // canalServerID is the replica server_id the canal decoder presents. braid's
@@ -32,10 +34,10 @@ type DecodeConfig struct {
 	Flavor string
 	// Start is the binlog's first position. braid starts from `earliest`,
 	// which is the same place; canal is given Start.
-	Start engine.Position
+	Start change.Position
 	// End is where reading stops: the first transaction boundary at or
 	// after it ends the run.
-	End engine.Position
+	End change.Position
 	// Tables are the table regexes on "schema.table" (whole-name matches).
 	Tables []string
 }
@@ -44,7 +46,7 @@ type DecodeConfig struct {
 type Result struct {
 	// Rows counts the selected row changes delivered; an UPDATE counts once.
 	Rows int
-	// Elapsed is the wall time from starting the decoder (Parser.Run,
+	// Elapsed is the wall time from starting the decoder (binlog.Reader.Run,
 	// canal.NewCanal) to reaching End.
 	Elapsed time.Duration
 	// FirstRow is the wall time from starting the decoder to its first row
@@ -63,7 +65,7 @@ type Result struct {
 // RowsPerSec is Rows over Elapsed.
 func (r Result) RowsPerSec() float64 { return float64(r.Rows) / r.Elapsed.Seconds() }
 
-// DecodeBraid reads the binlog with braid's engine.Parser.
+// DecodeBraid reads the binlog with braid's binlog.Reader.
 func DecodeBraid(ctx context.Context, cfg DecodeConfig) (Result, error) {
 	return sampled(ctx, cfg, decodeBraid)
 }
@@ -87,15 +89,15 @@ func sampled(ctx context.Context, cfg DecodeConfig, decode func(context.Context,
 // decodeBraid is DecodeBraid without the heap sampler, which samples the
 // whole process; several may run at once under one sampler.
 func decodeBraid(ctx context.Context, cfg DecodeConfig) (Result, error) {
-	filter, err := engine.CompileTableFilter(cfg.Tables)
+	filter, err := spec.CompileTableFilter(cfg.Tables)
 	if err != nil {
 		return Result{}, err
 	}
-	p, err := engine.NewParser(engine.ParserConfig{
+	p, err := binlog.NewReader(binlog.Config{
 		Destination: "bench",
-		Source: engine.SourceSpec{
+		Source: spec.Source{
 			Name: "a", Address: cfg.Addr, User: cfg.User,
-			Start: engine.StartSpec{Kind: engine.StartEarliest},
+			Start: spec.Start{Kind: spec.StartEarliest},
 		},
 		Tables: filter,
 	})
@@ -110,21 +112,21 @@ func decodeBraid(ctx context.Context, cfg DecodeConfig) (Result, error) {
 		reached bool
 		began   time.Time
 	)
-	emit := func(ev *engine.Event) error {
+	emit := func(ev *change.Event) error {
 		if reached {
 			return errReachedEnd // the parser is stopping; ignore what follows
 		}
-		var end engine.Position
+		var end change.Position
 		switch ev.Type {
-		case engine.EventRows:
+		case change.EventRows:
 			if res.Rows == 0 {
 				res.FirstRow = time.Since(began)
 			}
 			res.Rows += len(ev.Rows)
 			return nil
-		case engine.EventCommit:
+		case change.EventCommit:
 			end = ev.Pos
-		case engine.EventProgress, engine.EventDDL:
+		case change.EventProgress, change.EventDDL:
 			end = ev.EndPos
 		default:
 			return nil
@@ -191,7 +193,7 @@ func decodeCanal(ctx context.Context, cfg DecodeConfig) (Result, error) {
 // transaction's XID event.
 type canalCounter struct {
 	canal.DummyEventHandler
-	end      engine.Position
+	end      change.Position
 	began    time.Time
 	firstRow time.Duration
 	rows     int
@@ -213,7 +215,7 @@ func (h *canalCounter) OnPosSynced(hdr *replication.EventHeader, pos mysql.Posit
 	if hdr == nil {
 		return nil // Close reporting the last position, maybe from another goroutine
 	}
-	if (engine.Position{File: pos.Name, Pos: pos.Pos}).Compare(h.end) >= 0 {
+	if (change.Position{File: pos.Name, Pos: pos.Pos}).Compare(h.end) >= 0 {
 		return errReachedEnd
 	}
 	return nil

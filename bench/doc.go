@@ -44,7 +44,7 @@
 // `start: earliest` would, and counts the selected row changes it delivers
 // (an UPDATE counts once, not as its two images):
 //
-//   - braid: engine.Parser with the table filter, its Run emitting engine
+//   - braid: binlog.Reader with the table filter, its Run emitting change
 //     Events to a callback that counts EventRows' rows and stops at the first
 //     transaction boundary at or after the end position. The time includes
 //     everything Run does before streaming (connect, server checks, schema
@@ -108,7 +108,7 @@
 //   - merged: MergeBraid, a group.Destination over the four servers as the
 //     sources of one spec (start `earliest`, the table filter above,
 //     ordering strict, heartbeat 100ms, the rest at defaults), run into an
-//     engine.Store bounded to MergeStoreBytes (64 MiB) with one consumer
+//     stream.Store bounded to MergeStoreBytes (64 MiB) with one consumer
 //     that reads batches of up to 1,024 events and acks each, as a served
 //     destination is read. It counts the merged stream's row
 //     changes and stops at the first transaction boundary at which every
@@ -117,7 +117,7 @@
 //     all the expected row changes have arrived). On the way it checks the
 //     stream's promises: seq dense and increasing, each transaction's events
 //     together, transactions in merge-key order, no late transaction.
-//   - unmerged: DecodeBraidEach, one engine.Parser per server as in
+//   - unmerged: DecodeBraidEach, one binlog.Reader per server as in
 //     BenchmarkDecode, all four at once, no merge.
 //   - canal: DecodeCanalEach, one go-mysql canal per server as in
 //     BenchmarkDecode, all four at once.
@@ -156,7 +156,7 @@
 // benchmark it starts two MariaDB servers, writes the workload above with
 // 320 rounds into each as shards (shop_<2i> and shop_<2i+1>: 864,000
 // selected row changes in all) and runs FillStore, a group.Destination
-// over the two (as MergeBraid's) into an engine.Store bounded to 2 GiB and
+// over the two (as MergeBraid's) into a stream.Store bounded to 2 GiB and
 // 10 million events, until every selected row change and the commit after
 // the last are in it. FillStore subscribes a client id that never acks,
 // so the store drops nothing: every client id subscribed afterwards starts

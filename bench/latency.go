@@ -13,8 +13,10 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/client"
 
-	"github.com/braid-cdc/braid/engine"
+	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/spec"
+	"github.com/braid-cdc/braid/stream"
 )
 
 // LatencyConfig describes one latency run: steady writes at a fixed rate
@@ -27,7 +29,7 @@ type LatencyConfig struct {
 	User string
 	// Ordering is the destination's ordering, "strict" or "per-source".
 	// Default: strict. Heartbeat and max_clock_skew stay at the spec's
-	// defaults (engine.Spec.WithDefaults).
+	// defaults (spec.Spec.WithDefaults).
 	Ordering string
 	// Rate is the total number of single-row transactions a second, spread
 	// evenly over the shards. Default: 200.
@@ -48,7 +50,7 @@ type LatencyConfig struct {
 
 func (c LatencyConfig) withDefaults() LatencyConfig {
 	if c.User == "" {
-		c.User = engine.DefaultUser
+		c.User = spec.DefaultUser
 	}
 	if c.Ordering == "" {
 		c.Ordering = "strict"
@@ -77,7 +79,7 @@ func (c LatencyConfig) withDefaults() LatencyConfig {
 // LatencyResult is what a latency run measured.
 type LatencyResult struct {
 	// Spec is the destination's spec, defaults applied.
-	Spec engine.Spec
+	Spec spec.Spec
 	// Latencies are the commit-to-consumer latencies of the rows whose
 	// `sent` lies in the measured window, sorted.
 	Latencies []time.Duration
@@ -143,8 +145,8 @@ const latencySentColumn = "sent"
 
 // MeasureLatency runs one latency measurement. It creates shop_<i>.orders
 // on server i if missing, notes every server's binlog end, and starts a
-// destination over the servers from there (group.StartPipeline into an
-// engine.Store, as a node serves it), read by one consumer that gets
+// destination over the servers from there (stream.StartPipeline into an
+// stream.Store, as a node serves it), read by one consumer that gets
 // batches of up to 1,024 events and acks each. Once the destination has
 // heard from every source, one writer per server inserts single-row
 // transactions (autocommit INSERTs) at cfg.Rate in all, the shards' slots
@@ -170,7 +172,7 @@ func MeasureLatency(ctx context.Context, cfg LatencyConfig) (*LatencyResult, err
 			}
 		}
 	}()
-	spec := engine.Spec{Name: "bench-latency-" + cfg.Ordering, Tables: SelectedTables, Ordering: cfg.Ordering}
+	ds := spec.Spec{Name: "bench-latency-" + cfg.Ordering, Tables: SelectedTables, Ordering: cfg.Ordering}
 	for i, addr := range cfg.Addrs {
 		c, err := client.Connect(addr, cfg.User, "", "")
 		if err != nil {
@@ -186,22 +188,22 @@ func MeasureLatency(ctx context.Context, cfg LatencyConfig) (*LatencyResult, err
 		if err != nil {
 			return nil, err
 		}
-		spec.Sources = append(spec.Sources, engine.SourceSpec{Name: fmt.Sprintf("s%d", i), Address: addr, User: cfg.User,
-			Start: engine.StartSpec{Kind: engine.StartPosition, Pos: pos}})
+		ds.Sources = append(ds.Sources, spec.Source{Name: fmt.Sprintf("s%d", i), Address: addr, User: cfg.User,
+			Start: spec.Start{Kind: spec.StartPosition, Pos: pos}})
 	}
-	spec = spec.WithDefaults()
-	if err := spec.Validate(); err != nil {
+	ds = ds.WithDefaults()
+	if err := ds.Validate(); err != nil {
 		return nil, fmt.Errorf("bench: latency: %w", err)
 	}
-	res := &LatencyResult{Spec: spec}
+	res := &LatencyResult{Spec: ds}
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	store := engine.NewStore(engine.StoreConfig{})
+	store := stream.NewStore(stream.Config{})
 	const clientID = "bench-latency"
 	store.Subscribe(clientID)
 	began := time.Now()
-	p, err := group.StartPipeline(ctx, &spec, nil, store, cfg.Logger)
+	p, err := stream.StartPipeline(ctx, &ds, nil, store, cfg.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("bench: latency: %w", err)
 	}
@@ -238,7 +240,7 @@ func MeasureLatency(ctx context.Context, cfg LatencyConfig) (*LatencyResult, err
 		writeDone <- err
 	}()
 
-	chk := newLatencyChecker(n, spec.Ordering == "strict")
+	chk := newLatencyChecker(n, ds.Ordering == "strict")
 	type sample struct {
 		src int
 		id  int64
@@ -260,7 +262,7 @@ func MeasureLatency(ctx context.Context, cfg LatencyConfig) (*LatencyResult, err
 		b, err := store.Get(ctx, clientID, 1024, 100*time.Millisecond)
 		now := time.Now()
 		if err != nil {
-			if errors.Is(err, engine.ErrStoreClosed) {
+			if errors.Is(err, stream.ErrClosed) {
 				consumeErr = fmt.Errorf("bench: latency: the destination stopped: %w", p.Err())
 			} else {
 				consumeErr = fmt.Errorf("bench: latency: %w", context.Cause(ctx))
@@ -296,7 +298,7 @@ func MeasureLatency(ctx context.Context, cfg LatencyConfig) (*LatencyResult, err
 	}
 	// In per-source order the merger counts every transaction that goes
 	// out below another source's last key as late: there it means nothing.
-	if late := p.Dest.Late(); late > 0 && spec.Ordering == "strict" {
+	if late := p.Dest.Late(); late > 0 && ds.Ordering == "strict" {
 		return nil, fmt.Errorf("bench: latency: %d transactions came late, out of order", late)
 	}
 	res.BySource = make([][]time.Duration, n)
@@ -325,7 +327,7 @@ func latencyShopSQL(q string, shop int) string {
 // heartbeat once it is idle at the end of the binlog), so that the writes
 // begin against a running stream; after 10 s it goes on regardless: the
 // warm-up covers a slow start.
-func latencyWaitHeard(ctx context.Context, p *group.Pipeline, n int) error {
+func latencyWaitHeard(ctx context.Context, p *stream.Pipeline, n int) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		heard := 0
@@ -440,16 +442,16 @@ type latencyChecker struct {
 	last   []int64                  // per source: its last merge-key time (µs)
 	lastID []int64                  // per source: the last id received
 	key    group.Key                // the last transaction's merge key
-	sent   map[*engine.Table][2]int // per table schema: the id and sent columns
+	sent   map[*change.Table][2]int // per table schema: the id and sent columns
 }
 
 func newLatencyChecker(n int, strict bool) *latencyChecker {
 	return &latencyChecker{strict: strict, last: make([]int64, n), lastID: make([]int64, n),
-		key: group.Key{Time: -1 << 63}, sent: map[*engine.Table][2]int{}}
+		key: group.Key{Time: -1 << 63}, sent: map[*change.Table][2]int{}}
 }
 
 // source returns the index of a source named s<i>.
-func (c *latencyChecker) source(ev *engine.Event) (int, error) {
+func (c *latencyChecker) source(ev *change.Event) (int, error) {
 	var i int
 	if _, err := fmt.Sscanf(ev.Source, "s%d", &i); err != nil || i < 0 || i >= len(c.last) {
 		return 0, fmt.Errorf("bench: latency: event of unknown source %q", ev.Source)
@@ -462,20 +464,20 @@ type latencyRow struct{ id, sent int64 }
 
 // check checks ev and returns its source's index and, for an EventRows,
 // its rows.
-func (c *latencyChecker) check(ev *engine.Event) (int, []latencyRow, error) {
+func (c *latencyChecker) check(ev *change.Event) (int, []latencyRow, error) {
 	src, err := c.source(ev)
 	if err != nil {
 		return 0, nil, err
 	}
 	switch ev.Type {
-	case engine.EventBegin, engine.EventDDL:
+	case change.EventBegin, change.EventDDL:
 		if c.open {
 			return 0, nil, fmt.Errorf("bench: latency: seq %d (%s) began inside seq %d", ev.Seq, ev.Source, c.seq)
 		}
 		if ev.Seq != c.seq+1 {
 			return 0, nil, fmt.Errorf("bench: latency: seq %d after %d: not dense", ev.Seq, c.seq)
 		}
-		c.seq, c.open = ev.Seq, ev.Type == engine.EventBegin
+		c.seq, c.open = ev.Seq, ev.Type == change.EventBegin
 		t := max(ev.CommitTime.UnixMicro(), c.last[src])
 		c.last[src] = t
 		k := group.Key{Time: t, Source: src}
@@ -483,15 +485,15 @@ func (c *latencyChecker) check(ev *engine.Event) (int, []latencyRow, error) {
 			return 0, nil, fmt.Errorf("bench: latency: seq %d (%s at %s) has key %s, below the previous %s", ev.Seq, ev.Source, ev.Pos, k, c.key)
 		}
 		c.key = k
-		if ev.Type == engine.EventDDL {
+		if ev.Type == change.EventDDL {
 			return 0, nil, fmt.Errorf("bench: latency: unexpected DDL from %s at %s: %s", ev.Source, ev.Pos, ev.DDL.SQL)
 		}
-	case engine.EventCommit:
+	case change.EventCommit:
 		if !c.open || ev.Seq != c.seq {
 			return 0, nil, fmt.Errorf("bench: latency: commit of seq %d (%s) outside its transaction", ev.Seq, ev.Source)
 		}
 		c.open = false
-	case engine.EventRows:
+	case change.EventRows:
 		if !c.open || ev.Seq != c.seq {
 			return 0, nil, fmt.Errorf("bench: latency: rows of seq %d (%s) outside their transaction", ev.Seq, ev.Source)
 		}
@@ -506,7 +508,7 @@ func (c *latencyChecker) check(ev *engine.Event) (int, []latencyRow, error) {
 				}
 				c.sent[rc.Table] = cols
 			}
-			if rc.Kind != engine.Insert {
+			if rc.Kind != change.Insert {
 				return 0, nil, fmt.Errorf("bench: latency: %s of %s from %s at %s: only inserts were written", rc.Kind, rc.Table.FullName(), ev.Source, ev.Pos)
 			}
 			after := rc.After()

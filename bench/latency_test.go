@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braid-cdc/braid/engine"
 	"github.com/braid-cdc/braid/internal/mysqltest"
+	"github.com/braid-cdc/braid/spec"
 )
 
 // BenchmarkLatency measures how long a committed row takes to reach a
@@ -28,8 +28,8 @@ import (
 //     is noted and the destination starts from there: the four servers as
 //     its sources, the table filter `shop_\d+\..*`, the sub-benchmark's
 //     ordering, heartbeat and max_clock_skew at the spec's defaults
-//     (engine.Spec.WithDefaults: 200ms and 1s). It runs as a node serves
-//     it, group.StartPipeline into an engine.Store, read by one consumer
+//     (spec.Spec.WithDefaults: 200ms and 1s). It runs as a node serves
+//     it, stream.StartPipeline into a stream.Store, read by one consumer
 //     that gets batches of up to 1,024 events (waiting up to 100 ms) and
 //     acks each.
 //   - Once the destination has heard from every source (their idle
@@ -135,7 +135,7 @@ const (
 // defaults: the source's commit-time resolution + heartbeat +
 // max_clock_skew + 250 ms.
 func latencyStrictTarget() time.Duration {
-	d := engine.Spec{}.WithDefaults()
+	d := spec.Spec{}.WithDefaults()
 	return latencyTimeResolution + time.Duration(d.Heartbeat) + time.Duration(d.MaxClockSkew) + 250*time.Millisecond
 }
 

@@ -7,8 +7,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/braid-cdc/braid/engine"
+	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/spec"
+	"github.com/braid-cdc/braid/stream"
 )
 
 // MergeHeartbeat is the replication heartbeat of the merged destination.
@@ -49,8 +51,8 @@ const SteadyShare = 0.95
 const MergeStoreBytes = 64 << 20
 
 // DecodeBraidEach reads every configuration's binlog at once, one
-// engine.Parser each (see DecodeBraid), without merging: the single-source
-// engine's throughput on the same binlogs as MergeBraid.
+// binlog.Reader each (see DecodeBraid), without merging: the single-source
+// binlog.Reader's throughput on the same binlogs as MergeBraid.
 func DecodeBraidEach(ctx context.Context, cfgs []DecodeConfig) (GroupResult, error) {
 	return decodeEach(ctx, cfgs, decodeBraid)
 }
@@ -103,27 +105,27 @@ func decodeEach(ctx context.Context, cfgs []DecodeConfig, decode func(context.Co
 // mergeSpec is the destination MergeBraid and CatchUp read: the
 // configurations' servers as sources s0, s1, … from `earliest`, in strict
 // order, with the first configuration's table filter.
-func mergeSpec(cfgs []DecodeConfig) (*engine.Spec, error) {
+func mergeSpec(cfgs []DecodeConfig) (*spec.Spec, error) {
 	if len(cfgs) == 0 {
 		return nil, errors.New("bench: merge: no source")
 	}
-	spec := engine.Spec{
+	ds := spec.Spec{
 		Name:      "bench-merge",
 		Tables:    cfgs[0].Tables,
 		Ordering:  "strict",
-		Heartbeat: engine.Duration(MergeHeartbeat),
+		Heartbeat: spec.Duration(MergeHeartbeat),
 	}
 	for i, cfg := range cfgs {
-		spec.Sources = append(spec.Sources, engine.SourceSpec{
+		ds.Sources = append(ds.Sources, spec.Source{
 			Name: fmt.Sprintf("s%d", i), Address: cfg.Addr, User: cfg.User,
-			Start: engine.StartSpec{Kind: engine.StartEarliest},
+			Start: spec.Start{Kind: spec.StartEarliest},
 		})
 	}
-	spec = spec.WithDefaults()
-	if err := spec.Validate(); err != nil {
+	ds = ds.WithDefaults()
+	if err := ds.Validate(); err != nil {
 		return nil, fmt.Errorf("bench: merge: %w", err)
 	}
-	return &spec, nil
+	return &ds, nil
 }
 
 // MergeBraid reads the configurations' binlogs as the sources of one
@@ -164,7 +166,7 @@ func MergeBraid(ctx context.Context, cfgs []DecodeConfig, want int) (GroupResult
 		reached bool
 		began   time.Time
 	)
-	emit := func(ev *engine.Event) error {
+	emit := func(ev *change.Event) error {
 		if reached {
 			return errReachedEnd // the destination is stopping; ignore what follows
 		}
@@ -175,9 +177,9 @@ func MergeBraid(ctx context.Context, cfgs []DecodeConfig, want int) (GroupResult
 		if err := chk.check(src, ev); err != nil {
 			return err
 		}
-		var end engine.Position
+		var end change.Position
 		switch ev.Type {
-		case engine.EventRows:
+		case change.EventRows:
 			if res.Rows == 0 {
 				res.FirstRow = time.Since(began)
 			}
@@ -187,9 +189,9 @@ func MergeBraid(ctx context.Context, cfgs []DecodeConfig, want int) (GroupResult
 				res.Steady, res.SteadyRows = time.Since(began)-res.FirstRow, res.Rows
 			}
 			return nil
-		case engine.EventCommit:
+		case change.EventCommit:
 			end = ev.Pos
-		case engine.EventDDL:
+		case change.EventDDL:
 			end = ev.EndPos
 		default:
 			return nil
@@ -207,7 +209,7 @@ func MergeBraid(ctx context.Context, cfgs []DecodeConfig, want int) (GroupResult
 
 	// The merged stream goes through a bounded store to one consumer that
 	// reads batches and acks them, as a served destination does.
-	store := engine.NewStore(engine.StoreConfig{MaxBytes: MergeStoreBytes})
+	store := stream.NewStore(stream.Config{MaxBytes: MergeStoreBytes})
 	store.Subscribe("bench")
 	heap := startHeapSampler()
 	began = time.Now()
@@ -261,9 +263,9 @@ type mergeChecker struct {
 	keyed  bool      // key is set
 }
 
-func (c *mergeChecker) check(src int, ev *engine.Event) error {
+func (c *mergeChecker) check(src int, ev *change.Event) error {
 	switch ev.Type {
-	case engine.EventBegin, engine.EventDDL:
+	case change.EventBegin, change.EventDDL:
 		if c.opened {
 			return fmt.Errorf("bench: merge: seq %d (%s) began inside seq %d", ev.Seq, ev.Source, c.seq)
 		}
@@ -278,12 +280,12 @@ func (c *mergeChecker) check(src int, ev *engine.Event) error {
 			return fmt.Errorf("bench: merge: seq %d (%s at %s) has key %s, below the previous %s", ev.Seq, ev.Source, ev.Pos, k, c.key)
 		}
 		c.key, c.keyed = k, true
-		c.opened, c.open = ev.Type == engine.EventBegin, src
-	case engine.EventRows, engine.EventCommit:
+		c.opened, c.open = ev.Type == change.EventBegin, src
+	case change.EventRows, change.EventCommit:
 		if !c.opened || c.open != src || ev.Seq != c.seq {
 			return fmt.Errorf("bench: merge: %s event of seq %d (%s) outside its transaction (open: %v, seq %d)", ev.Type, ev.Seq, ev.Source, c.opened, c.seq)
 		}
-		if ev.Type == engine.EventCommit {
+		if ev.Type == change.EventCommit {
 			c.opened = false
 		}
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/client"
 
-	"github.com/braid-cdc/braid/engine"
 	"github.com/braid-cdc/braid/internal/mysqltest"
+	"github.com/braid-cdc/braid/spec"
 )
 
 const (
@@ -75,7 +75,7 @@ func setupMergeFixture(b *testing.B) ([]*mysqltest.Server, []*Workload) {
 		// sources' heartbeats, stamped with braid's clock minus
 		// max_clock_skew, pass its commit time. Wait until they do, so the
 		// first merged run does not wait for the clock.
-		time.Sleep(engine.DefaultMaxClockSkew + 2*MergeHeartbeat)
+		time.Sleep(spec.DefaultMaxClockSkew + 2*MergeHeartbeat)
 		mergeFixture.srvs, mergeFixture.ws = srvs, ws
 	})
 	if mergeFixture.ws == nil {
@@ -85,7 +85,7 @@ func setupMergeFixture(b *testing.B) ([]*mysqltest.Server, []*Workload) {
 }
 
 // BenchmarkMerge reads four pre-generated binlogs merged into one stream by
-// package group, unmerged with four engine.Parsers and with four go-mysql
+// package group, unmerged with four binlog.Readers and with four go-mysql
 // canals; see the package documentation for what it reports.
 func BenchmarkMerge(b *testing.B) {
 	srvs, ws := setupMergeFixture(b)

@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braid-cdc/braid/engine"
+	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/raftstore"
+	"github.com/braid-cdc/braid/schema"
+	"github.com/braid-cdc/braid/spec"
 )
 
 // What BenchmarkRaftCursors measures
@@ -118,7 +120,7 @@ func BenchmarkRaftCursors(b *testing.B) {
 	var dests []dest
 	for i := range raftCursorDests {
 		name := fmt.Sprintf("d%02d", i)
-		spec := engine.Spec{Name: name, Sources: []engine.SourceSpec{
+		spec := spec.Spec{Name: name, Sources: []spec.Source{
 			{Name: "a", Address: "127.0.0.1:3307"}, {Name: "b", Address: "127.0.0.1:3308"},
 		}}
 		if _, err := leader.CreateDestination(ctx, spec); err != nil {
@@ -249,9 +251,9 @@ func startRaftBenchCluster(b *testing.B) []*raftstore.Store {
 }
 
 // raftBenchSchema is a schema history of two tables with one ALTER.
-func raftBenchSchema(b *testing.B) *engine.SchemaSnapshot {
-	tr := engine.NewSchemaTracker()
-	p := engine.Position{File: "binlog.000001", Pos: 4}
+func raftBenchSchema(b *testing.B) *change.SchemaSnapshot {
+	tr := schema.NewTracker()
+	p := change.Position{File: "binlog.000001", Pos: 4}
 	for _, ddl := range []string{
 		"CREATE TABLE orders (id BIGINT PRIMARY KEY, customer INT NOT NULL, total DECIMAL(12,2), created DATETIME(6))",
 		"CREATE TABLE order_items (order_id BIGINT, line INT, sku VARCHAR(32), qty INT, PRIMARY KEY (order_id, line))",
@@ -260,7 +262,7 @@ func raftBenchSchema(b *testing.B) *engine.SchemaSnapshot {
 			b.Fatal(err)
 		}
 	}
-	if _, err := tr.ApplyDDL(engine.Position{File: "binlog.000001", Pos: 500}, "shop_0", "ALTER TABLE orders ADD COLUMN note TEXT"); err != nil {
+	if _, err := tr.ApplyDDL(change.Position{File: "binlog.000001", Pos: 500}, "shop_0", "ALTER TABLE orders ADD COLUMN note TEXT"); err != nil {
 		b.Fatal(err)
 	}
 	snap := tr.Snapshot()
@@ -268,16 +270,16 @@ func raftBenchSchema(b *testing.B) *engine.SchemaSnapshot {
 }
 
 // raftBenchCursor is a cursor at seq on two sources; a names schema.
-func raftBenchCursor(seq uint64, schema *engine.SchemaSnapshot) *group.Cursor {
+func raftBenchCursor(seq uint64, schema *change.SchemaSnapshot) *group.Cursor {
 	return &group.Cursor{Seq: seq, Sources: []group.SourceCursor{
-		{Name: "a", Pos: engine.Position{File: "binlog.000012", Pos: uint32(4 + seq*311)}, LastKey: 1_780_000_000_000_000 + int64(seq), Schema: schema},
-		{Name: "b", Pos: engine.Position{File: "binlog.000009", Pos: uint32(4 + seq*173)}, LastKey: 1_780_000_000_000_000 + int64(seq)},
+		{Name: "a", Pos: change.Position{File: "binlog.000012", Pos: uint32(4 + seq*311)}, LastKey: 1_780_000_000_000_000 + int64(seq), Schema: schema},
+		{Name: "b", Pos: change.Position{File: "binlog.000009", Pos: uint32(4 + seq*173)}, LastKey: 1_780_000_000_000_000 + int64(seq)},
 	}}
 }
 
 // raftBenchEntrySize is the size of a SaveCursors entry of n cursors whose
 // schema history is held already, measured by encoding one.
-func raftBenchEntrySize(n int, schema *engine.SchemaSnapshot) int {
+func raftBenchEntrySize(n int, schema *change.SchemaSnapshot) int {
 	ups := make([]raftstore.CursorUpdate, n)
 	for k := range ups {
 		ups[k] = raftstore.CursorUpdate{Client: fmt.Sprintf("client-%03d", k), Cursor: raftBenchCursor(1_000_000, schema)}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/client"
 
-	"github.com/braid-cdc/braid/engine"
+	"github.com/braid-cdc/braid/change"
 )
 
 // SelectedTables is the table filter of the benchmarks: the shop shards'
@@ -34,10 +34,10 @@ type WorkloadConfig struct {
 // Workload is a binlog written by Generate.
 type Workload struct {
 	// Start is the binlog's first position: its first file at offset 4.
-	Start engine.Position
+	Start change.Position
 	// Half is the position after the middle round's last transaction; End
 	// the position after the last transaction (SHOW MASTER STATUS).
-	Half, End engine.Position
+	Half, End change.Position
 	// Selected and Filtered count the row changes in tables SelectedTables
 	// selects and in the others, from Start to End. HalfSelected counts the
 	// selected ones from Start to Half. An UPDATE of one row counts once.
@@ -215,7 +215,7 @@ func Generate(c *client.Conn, cfg WorkloadConfig) (*Workload, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Workload{Start: engine.Position{File: files[0].name, Pos: 4}}
+	w := &Workload{Start: change.Position{File: files[0].name, Pos: 4}}
 	shops := strings.NewReplacer("{shop0}", fmt.Sprintf("shop_%d", cfg.FirstShop),
 		"{shop1}", fmt.Sprintf("shop_%d", cfg.FirstShop+1))
 	for _, q := range schemaSQL {
@@ -280,17 +280,17 @@ func runTx(c *client.Conn, tx []stmt, w *Workload) error {
 	return nil
 }
 
-func masterStatus(c *client.Conn) (engine.Position, error) {
+func masterStatus(c *client.Conn) (change.Position, error) {
 	r, err := c.Execute("SHOW MASTER STATUS")
 	if err != nil {
-		return engine.Position{}, fmt.Errorf("bench: SHOW MASTER STATUS: %w", err)
+		return change.Position{}, fmt.Errorf("bench: SHOW MASTER STATUS: %w", err)
 	}
 	if r.RowNumber() == 0 {
-		return engine.Position{}, fmt.Errorf("bench: SHOW MASTER STATUS: no row: is the binary log off?")
+		return change.Position{}, fmt.Errorf("bench: SHOW MASTER STATUS: no row: is the binary log off?")
 	}
 	file, _ := r.GetString(0, 0)
 	pos, _ := r.GetUint(0, 1)
-	return engine.Position{File: file, Pos: uint32(pos)}, nil
+	return change.Position{File: file, Pos: uint32(pos)}, nil
 }
 
 type binlogFile struct {

@@ -10,7 +10,7 @@ import (
 )
 
 // This file reads braid's binary stream encoding (the server's
-// engine.BinaryMessage documents it), which the client asks for unless
+// flat.BinaryMessage documents it), which the client asks for unless
 // WithJSONLines says otherwise: the same messages as the NDJSON stream,
 // with each value length-prefixed, so a row's values are found without
 // scanning or unescaping them.
@@ -19,7 +19,7 @@ import (
 // (native.BinaryStreamType; this package does not import the server's).
 const binaryStreamType = "application/x-braid-stream"
 
-// Frame kinds (engine.BinaryMessage, engine.BinaryCheckpoint).
+// Frame kinds (flat.BinaryMessage, flat.BinaryCheckpoint).
 const (
 	frameMessage    = 'M'
 	frameCheckpoint = 'C'

@@ -17,12 +17,12 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/braid-cdc/braid/api"
 	"github.com/braid-cdc/braid/api/native"
 	"github.com/braid-cdc/braid/client"
-	"github.com/braid-cdc/braid/engine"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/mysqltest"
+	"github.com/braid-cdc/braid/spec"
+	"github.com/braid-cdc/braid/stream"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -38,7 +38,7 @@ const (
 type env struct {
 	url   string
 	srv   *httptest.Server
-	store *engine.Store
+	store *stream.Store
 	hc    *http.Client
 
 	mu    sync.Mutex
@@ -74,29 +74,29 @@ func start(t *testing.T, clientIDs ...string) *env {
 	srvs[2].Exec(t, at(22), "UPDATE shop_2.orders SET note = 'updated' WHERE id IN (3, 9)")
 	srvs[0].Exec(t, at(23), "DELETE FROM shop_0.orders WHERE id = 1")
 
-	spec := engine.Spec{Name: "shop", Tables: []string{`shop_\d+\.orders`}, Ordering: "strict",
-		Route:     []engine.RouteRule{{Match: `shop_\d+\.(\w+)`, To: "shop.$1"}},
-		Heartbeat: engine.Duration(100 * time.Millisecond)}
+	ds := spec.Spec{Name: "shop", Tables: []string{`shop_\d+\.orders`}, Ordering: "strict",
+		Route:     []spec.RouteRule{{Match: `shop_\d+\.(\w+)`, To: "shop.$1"}},
+		Heartbeat: spec.Duration(100 * time.Millisecond)}
 	for i, srv := range srvs {
-		spec.Sources = append(spec.Sources, engine.SourceSpec{Name: fmt.Sprintf("s%d", i), Address: srv.Addr(),
-			Start: engine.StartSpec{Kind: engine.StartEarliest}})
+		ds.Sources = append(ds.Sources, spec.Source{Name: fmt.Sprintf("s%d", i), Address: srv.Addr(),
+			Start: spec.Start{Kind: spec.StartEarliest}})
 	}
-	spec = spec.WithDefaults()
+	ds = ds.WithDefaults()
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	d, err := group.New(group.Config{Spec: &spec, Logger: log})
+	d, err := group.New(group.Config{Spec: &ds, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	router, err := group.NewRouter(spec.Route)
+	router, err := group.NewRouter(ds.Route)
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := engine.NewStore(engine.StoreConfig{})
+	store := stream.NewStore(stream.Config{})
 	for _, id := range clientIDs {
 		store.Subscribe(id) // before anything is acked, so each sees all
 	}
-	reg := api.NewRegistry()
-	reg.Add(&api.Served{Name: "shop", Store: store, Rename: router.Rename, Stats: func() any { return d.Stats() }})
+	reg := stream.NewRegistry()
+	reg.Add(&stream.Served{Name: "shop", Store: store, Rename: router.Rename, Stats: func() any { return d.Stats() }})
 
 	e := &env{store: store, opens: map[string]int{}}
 	e.hc = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -129,7 +129,7 @@ func start(t *testing.T, clientIDs ...string) *env {
 	t.Cleanup(func() {
 		cancel()
 		store.Close() // ends open streams
-		if err := <-done; err != nil && !errors.Is(err, engine.ErrStoreClosed) {
+		if err := <-done; err != nil && !errors.Is(err, stream.ErrClosed) {
 			t.Errorf("destination: %v", err)
 		}
 	})

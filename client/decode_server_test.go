@@ -10,12 +10,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braid-cdc/braid/engine"
+	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/flat"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/mysqltest"
+	"github.com/braid-cdc/braid/spec"
+	"github.com/braid-cdc/braid/stream"
 )
 
-// TestDecodeServerLines decodes what engine.FlatWriter writes for the row
+// TestDecodeServerLines decodes what flat.Writer writes for the row
 // changes and DDLs of a MariaDB binlog, with every column type and the
 // characters that need escaping in names and values: each line decodes
 // without json, exactly as json decodes it, and the same message in
@@ -54,14 +57,14 @@ func TestDecodeServerLines(t *testing.T) {
 		"CREATE TABLE t.done (id INT)",
 	)
 
-	spec := engine.Spec{Name: "decode", Tables: []string{`t\..*`}, Ordering: "strict",
-		Sources: []engine.SourceSpec{{Name: "s0", Address: srv.Addr(), Start: engine.StartSpec{Kind: engine.StartEarliest}}}}
+	spec := spec.Spec{Name: "decode", Tables: []string{`t\..*`}, Ordering: "strict",
+		Sources: []spec.Source{{Name: "s0", Address: srv.Addr(), Start: spec.Start{Kind: spec.StartEarliest}}}}
 	spec = spec.WithDefaults()
 	d, err := group.New(group.Config{Spec: &spec, Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := engine.NewStore(engine.StoreConfig{})
+	store := stream.NewStore(stream.Config{})
 	store.Subscribe("test")
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
@@ -75,7 +78,7 @@ func TestDecodeServerLines(t *testing.T) {
 	}()
 
 	now := func() time.Time { return time.UnixMilli(1_700_000_000_123) }
-	w, bw := engine.FlatWriter{Now: now}, engine.FlatWriter{Now: now, Binary: true}
+	w, bw := flat.Writer{Now: now}, flat.Writer{Now: now, Binary: true}
 	var frames [][]byte
 	kinds := map[string]int{}
 	lines := 0
@@ -123,7 +126,7 @@ func TestDecodeServerLines(t *testing.T) {
 			if len(frames) > 0 {
 				t.Fatalf("the binary writer wrote %d messages more than the JSON one", len(frames))
 			}
-			finished = finished || ev.Type == engine.EventDDL && strings.Contains(ev.DDL.SQL, "t.done")
+			finished = finished || ev.Type == change.EventDDL && strings.Contains(ev.DDL.SQL, "t.done")
 		}
 	}
 	t.Logf("%d lines: %v", lines, kinds)

@@ -214,7 +214,7 @@ func TestDecodeLines(t *testing.T) {
 	}
 }
 
-// TestDecodeRandom decodes random messages written as FlatWriter writes
+// TestDecodeRandom decodes random messages written as flat.Writer writes
 // them, then the same with their members shuffled, unknown members added and
 // white space everywhere, then with bytes broken: every line decodes as json
 // decodes it, and the well-formed ones without json.

@@ -7,9 +7,9 @@ import (
 	"unicode/utf8"
 )
 
-// This file writes flat-message lines as engine.FlatWriter does (same key
+// This file writes flat-message lines as flat.Writer does (same key
 // order, escapes, nulls and numbers), from made-up tables and rows, for the
-// decoder's tests and benchmark. engine.FlatWriter itself needs events
+// decoder's tests and benchmark. flat.Writer itself needs events
 // decoded from a binlog; TestDecodeServerLines feeds it those.
 
 // flatTable is a table as the line shows it: column names, canal's
@@ -34,7 +34,7 @@ type flatMsg struct {
 	gtid     string
 }
 
-// appendFlat writes m as FlatWriter.flush does.
+// appendFlat writes m as flat.Writer.flush does.
 func appendFlat(b []byte, m *flatMsg) []byte {
 	t := m.t
 	b = append(b, `{"id":`...)
@@ -138,7 +138,7 @@ func appendFlatRow(b []byte, t *flatTable, row []*string, changed bool) []byte {
 	return append(b, '}')
 }
 
-// appendQuoted is engine's appendJSONString: the escapes FlatWriter uses.
+// appendQuoted is change.AppendJSONString: the escapes flat.Writer uses.
 func appendQuoted(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')

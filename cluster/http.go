@@ -14,8 +14,9 @@ import (
 
 	"github.com/braid-cdc/braid/api/native"
 	"github.com/braid-cdc/braid/api/wire"
-	"github.com/braid-cdc/braid/engine"
+	"github.com/braid-cdc/braid/binlog"
 	"github.com/braid-cdc/braid/raftstore"
+	"github.com/braid-cdc/braid/spec"
 )
 
 // The cluster's HTTP API, on every node. Destinations are stored in Raft
@@ -62,7 +63,7 @@ type DestinationInfo struct {
 	Name    string             `json:"name"`
 	Owner   string             `json:"owner"`
 	Epoch   uint64             `json:"epoch"`
-	Spec    engine.Spec        `json:"spec"`
+	Spec    spec.Spec          `json:"spec"`
 	Seq     uint64             `json:"seq"`
 	Sources []wire.SourceState `json:"sources,omitempty"`
 	Clients []wire.ClientState `json:"clients,omitempty"`
@@ -210,42 +211,42 @@ func (n *Node) create(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusRequestEntityTooLarge, "the spec is over %d bytes", maxSpec)
 		return
 	}
-	spec, err := engine.ParseSpec(body)
+	ds, err := spec.Parse(body)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	if _, err := n.store.Destination(spec.Name); err == nil {
-		writeError(w, http.StatusConflict, "destination %q exists already: delete it first, or choose another name", spec.Name)
+	if _, err := n.store.Destination(ds.Name); err == nil {
+		writeError(w, http.StatusConflict, "destination %q exists already: delete it first, or choose another name", ds.Name)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
 	defer cancel()
-	for i := range spec.Sources {
-		src := &spec.Sources[i]
-		pos, err := engine.CheckSource(ctx, *src)
+	for i := range ds.Sources {
+		src := &ds.Sources[i]
+		pos, err := binlog.CheckSource(ctx, *src)
 		if err != nil {
-			writeError(w, http.StatusBadRequest, "destination %q not created: %v", spec.Name, err)
+			writeError(w, http.StatusBadRequest, "destination %q not created: %v", ds.Name, err)
 			return
 		}
-		if src.Start.Kind == engine.StartLatest {
-			src.Start = engine.StartSpec{Kind: engine.StartPosition, Pos: pos}
+		if src.Start.Kind == spec.StartLatest {
+			src.Start = spec.Start{Kind: spec.StartPosition, Pos: pos}
 		}
 	}
-	d, err := n.store.CreateDestination(ctx, *spec)
+	d, err := n.store.CreateDestination(ctx, *ds)
 	switch {
 	case errors.Is(err, raftstore.ErrExists):
-		writeError(w, http.StatusConflict, "destination %q exists already: delete it first, or choose another name", spec.Name)
+		writeError(w, http.StatusConflict, "destination %q exists already: delete it first, or choose another name", ds.Name)
 		return
 	case errors.Is(err, raftstore.ErrInvalid):
 		writeError(w, http.StatusBadRequest, "%v", err)
 		return
 	case err != nil:
-		writeError(w, http.StatusServiceUnavailable, "destination %q not created: %v", spec.Name, err)
+		writeError(w, http.StatusServiceUnavailable, "destination %q not created: %v", ds.Name, err)
 		return
 	}
 	n.readYourWrite(ctx)
-	n.log.Info("destination created", "dest", spec.Name, "sources", len(spec.Sources))
+	n.log.Info("destination created", "dest", ds.Name, "sources", len(ds.Sources))
 	writeJSON(w, http.StatusCreated, DestinationInfo{Name: d.Spec.Name, Spec: d.Spec})
 }
 

@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/braid-cdc/braid/api"
 	"github.com/braid-cdc/braid/api/canal"
 	"github.com/braid-cdc/braid/raftstore"
+	"github.com/braid-cdc/braid/stream"
 )
 
 // Config configures a Node. Zero fields take the defaults given.
@@ -91,7 +91,7 @@ type Node struct {
 	log   *slog.Logger
 	store *raftstore.Store
 	ms    *membership
-	reg   *api.Registry
+	reg   *stream.Registry
 
 	httpLn, canalLn net.Listener
 	httpSrv         *http.Server
@@ -108,7 +108,7 @@ func Start(cfg Config) (*Node, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.Name), reg: api.NewRegistry(), owned: map[string]*owner{}}
+	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.Name), reg: stream.NewRegistry(), owned: map[string]*owner{}}
 	n.memory.log = n.log
 	hostPort := func(port int) string { return net.JoinHostPort(cfg.Addr, strconv.Itoa(port)) }
 	var err error

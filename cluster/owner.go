@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/braid-cdc/braid/api"
-	"github.com/braid-cdc/braid/engine"
 	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/spec"
+	"github.com/braid-cdc/braid/stream"
 )
 
 // Ownership and fencing.
@@ -173,16 +173,16 @@ func (o *owner) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	spec := d.Spec
-	spec.Sources = append([]engine.SourceSpec(nil), spec.Sources...)
-	for i := range spec.Sources {
-		src := &spec.Sources[i]
+	ds := d.Spec
+	ds.Sources = append([]spec.Source(nil), ds.Sources...)
+	for i := range ds.Sources {
+		src := &ds.Sources[i]
 		// MariaDB refuses a second replica with a server_id already
 		// reading (ER_SLAVE_SAME_ID), and a stalled former owner's
 		// connection stays open until its TCP times out; each epoch
 		// therefore reads with its own id, unless the spec chose one.
-		if src.ServerID == engine.DeriveServerID(spec.Name, src.Name) {
-			src.ServerID = engine.DeriveServerID(spec.Name, fmt.Sprintf("%s#%d", src.Name, o.epoch))
+		if src.ServerID == spec.DeriveServerID(ds.Name, src.Name) {
+			src.ServerID = spec.DeriveServerID(ds.Name, fmt.Sprintf("%s#%d", src.Name, o.epoch))
 		}
 	}
 	// The assignment is applied here, so every cursor a former owner
@@ -191,7 +191,7 @@ func (o *owner) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	store := engine.NewStore(engine.StoreConfig{})
+	store := stream.NewStore(stream.Config{})
 	var resume *group.Cursor
 	for client, c := range cursors {
 		store.SubscribeAfter(client, c.Seq, c)
@@ -202,7 +202,7 @@ func (o *owner) run(ctx context.Context) error {
 	if resume != nil {
 		log.Info("resuming from the slowest consumer's cursor", "seq", resume.Seq, "consumers", len(cursors))
 	}
-	p, err := group.StartPipeline(ctx, &spec, resume, store, log)
+	p, err := stream.StartPipeline(ctx, &ds, resume, store, log)
 	if err != nil {
 		return err
 	}
@@ -213,10 +213,10 @@ func (o *owner) run(ctx context.Context) error {
 			log.Info("last cursors not saved", "err", err)
 		}
 	}()
-	served := &api.Served{Name: o.name, Store: store, Rename: p.Rename, Stats: func() any { return p.Dest.Stats() }, Live: o.live}
+	served := &stream.Served{Name: o.name, Store: store, Rename: p.Rename, Stats: func() any { return p.Dest.Stats() }, Live: o.live}
 	n.reg.Add(served)
 	defer n.reg.Remove(o.name)
-	bound := group.MemoryBound(len(spec.Sources), group.Config{}, engine.DefaultStoreBytes)
+	bound := group.MemoryBound(len(ds.Sources), group.Config{}, stream.DefaultBytes)
 	n.memory.add(bound)
 	defer n.memory.add(-bound)
 
@@ -253,7 +253,7 @@ func (o *owner) run(ctx context.Context) error {
 		// UNSUBSCRIPTION): its cursor goes too, or the next owner would
 		// hold the stream for it.
 		for id := range saved {
-			if slices.ContainsFunc(clients, func(c engine.ClientStats) bool { return c.ID == id }) {
+			if slices.ContainsFunc(clients, func(c stream.ClientStats) bool { return c.ID == id }) {
 				continue
 			}
 			if err := fc.Forget(id); err != nil {

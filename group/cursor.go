@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/braid-cdc/braid/engine"
+	"github.com/braid-cdc/braid/change"
 )
 
 // Cursor is a point in a destination's merged stream, at a transaction
@@ -23,12 +23,12 @@ type Cursor struct {
 // SourceCursor is one source's part of a Cursor.
 type SourceCursor struct {
 	Name string          `json:"name"`
-	Pos  engine.Position `json:"pos"`
+	Pos  change.Position `json:"pos"`
 	// LastKey is the source's last merge key time (µs).
 	LastKey int64 `json:"lastKey"`
 	// Schema is the schema history at Pos; nil when no DDL was read since
 	// the start (the parser then rebuilds it from the server).
-	Schema *engine.SchemaSnapshot `json:"schema,omitempty"`
+	Schema *change.SchemaSnapshot `json:"schema,omitempty"`
 }
 
 // Clone returns a deep copy (schema snapshots are shared: they are never

@@ -10,14 +10,16 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/braid-cdc/braid/engine"
+	"github.com/braid-cdc/braid/binlog"
+	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/spec"
 )
 
 // Config configures a Destination. Zero fields take the defaults given.
 type Config struct {
 	// Spec is the destination; required, with defaults applied
-	// (engine.ParseSpec applies them).
-	Spec *engine.Spec
+	// (spec.Parse applies them).
+	Spec *spec.Spec
 	// Resume continues after this cursor instead of the sources' start
 	// positions.
 	Resume *Cursor
@@ -32,7 +34,7 @@ type Config struct {
 	// binlog_row_event_max_size, and their decoded rows).
 	QueueEvents int
 	QueueBytes  int64
-	// ReadAhead is each parser's engine.ParserConfig.ReadAhead. Default:
+	// ReadAhead is each parser's binlog.Config.ReadAhead. Default:
 	// 512 (measured in bench/: with 128 four sources merged about 20%
 	// slower, on a live heap about 30 MiB smaller).
 	ReadAhead int
@@ -73,11 +75,11 @@ const (
 	DefaultReadAhead         = 512
 )
 
-// Destination reads every source of a spec with an engine.Parser and merges
+// Destination reads every source of a spec with an binlog.Reader and merges
 // their transactions into one stream (see Merger for the order).
 type Destination struct {
 	cfg     Config
-	parsers []*engine.Parser
+	parsers []*binlog.Reader
 	merger  *Merger
 	cursor  Cursor
 	skew    time.Duration
@@ -103,7 +105,7 @@ type Stats struct {
 type SourceStats struct {
 	Name string
 	// Pos is where the source resumes after the last transaction emitted.
-	Pos engine.Position
+	Pos change.Position
 	// LastCommit is the commit time (made monotone) of its last transaction
 	// offered; its lag is the time since.
 	LastCommit time.Time
@@ -115,8 +117,8 @@ type SourceStats struct {
 
 // New checks the configuration and builds the parsers; it does not connect.
 func New(cfg Config) (*Destination, error) {
-	spec := cfg.Spec
-	if spec == nil {
+	ds := cfg.Spec
+	if ds == nil {
 		return nil, errors.New("group: no spec")
 	}
 	if cfg.QueueEvents <= 0 {
@@ -138,32 +140,32 @@ func New(cfg Config) (*Destination, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	filter, err := engine.CompileTableFilter(spec.Tables)
+	filter, err := spec.CompileTableFilter(ds.Tables)
 	if err != nil {
 		return nil, err
 	}
-	if r := cfg.Resume; r != nil && len(r.Sources) != len(spec.Sources) {
-		return nil, fmt.Errorf("group: cursor has %d sources, destination %s has %d: the spec's sources changed; delete the cursor to start over", len(r.Sources), spec.Name, len(spec.Sources))
+	if r := cfg.Resume; r != nil && len(r.Sources) != len(ds.Sources) {
+		return nil, fmt.Errorf("group: cursor has %d sources, destination %s has %d: the spec's sources changed; delete the cursor to start over", len(r.Sources), ds.Name, len(ds.Sources))
 	}
-	d := &Destination{cfg: cfg, merger: NewMerger(len(spec.Sources), spec.Ordering != "per-source"),
-		skew: time.Duration(spec.MaxClockSkew), log: log.With("dest", spec.Name)}
-	d.cursor.Sources = make([]SourceCursor, len(spec.Sources))
-	d.lastSeen = make([]time.Time, len(spec.Sources))
-	d.fineTime = make([]bool, len(spec.Sources))
-	for i, src := range spec.Sources {
-		pc := engine.ParserConfig{Destination: spec.Name, Source: src, Tables: filter,
-			Heartbeat: time.Duration(spec.Heartbeat), Logger: d.log, ReadAhead: cfg.ReadAhead}
+	d := &Destination{cfg: cfg, merger: NewMerger(len(ds.Sources), ds.Ordering != "per-source"),
+		skew: time.Duration(ds.MaxClockSkew), log: log.With("dest", ds.Name)}
+	d.cursor.Sources = make([]SourceCursor, len(ds.Sources))
+	d.lastSeen = make([]time.Time, len(ds.Sources))
+	d.fineTime = make([]bool, len(ds.Sources))
+	for i, src := range ds.Sources {
+		pc := binlog.Config{Destination: ds.Name, Source: src, Tables: filter,
+			Heartbeat: time.Duration(ds.Heartbeat), Logger: d.log, ReadAhead: cfg.ReadAhead}
 		d.cursor.Sources[i].Name = src.Name
 		if r := cfg.Resume; r != nil {
 			sc := r.Sources[i]
 			if sc.Name != src.Name {
-				return nil, fmt.Errorf("group: cursor source %d is %q, destination %s has %q: the spec's sources changed; delete the cursor to start over", i, sc.Name, spec.Name, src.Name)
+				return nil, fmt.Errorf("group: cursor source %d is %q, destination %s has %q: the spec's sources changed; delete the cursor to start over", i, sc.Name, ds.Name, src.Name)
 			}
-			pc.Resume = &engine.Resume{Pos: sc.Pos, Schema: sc.Schema}
+			pc.Resume = &binlog.Resume{Pos: sc.Pos, Schema: sc.Schema}
 			d.merger.Restore(i, sc.LastKey)
 			d.cursor.Sources[i] = sc
 		}
-		p, err := engine.NewParser(pc)
+		p, err := binlog.NewReader(pc)
 		if err != nil {
 			return nil, err
 		}
@@ -221,7 +223,7 @@ func (d *Destination) Late() int { return d.merger.Late() }
 // merge, bounded in events (the channel's capacity) and in bytes, and the
 // parser's final error.
 type sourceQueue struct {
-	ch       chan *engine.Event
+	ch       chan *change.Event
 	bytes    atomic.Int64 // Size of the events in ch
 	maxBytes int64
 	room     chan struct{} // signalled (capacity 1) when the merge takes an event
@@ -233,7 +235,7 @@ type sourceQueue struct {
 }
 
 func newSourceQueue(events int, maxBytes int64, arrived chan struct{}) *sourceQueue {
-	return &sourceQueue{ch: make(chan *engine.Event, events), maxBytes: maxBytes, room: make(chan struct{}, 1), arrived: arrived}
+	return &sourceQueue{ch: make(chan *change.Event, events), maxBytes: maxBytes, room: make(chan struct{}, 1), arrived: arrived}
 }
 
 // signal tells the merge something arrived, unless it was told already.
@@ -246,7 +248,7 @@ func (q *sourceQueue) signal() {
 
 // put sends ev, waiting while the queue is full; an empty queue always
 // takes it, so that a single event larger than the bound passes.
-func (q *sourceQueue) put(ctx context.Context, ev *engine.Event) error {
+func (q *sourceQueue) put(ctx context.Context, ev *change.Event) error {
 	size := ev.Size()
 	for {
 		held := q.bytes.Load()
@@ -270,7 +272,7 @@ func (q *sourceQueue) put(ctx context.Context, ev *engine.Event) error {
 }
 
 // took is called by the merge for each event it receives from ch.
-func (q *sourceQueue) took(ev *engine.Event) *engine.Event {
+func (q *sourceQueue) took(ev *change.Event) *change.Event {
 	q.bytes.Add(-ev.Size())
 	select {
 	case q.room <- struct{}{}:
@@ -287,7 +289,7 @@ func (q *sourceQueue) took(ev *engine.Event) *engine.Event {
 //
 // emit runs on Run's goroutine; it may block (backpressure reaches the
 // parsers through their bounded queues). A Destination runs once.
-func (d *Destination) Run(parent context.Context, emit func(*engine.Event) error) error {
+func (d *Destination) Run(parent context.Context, emit func(*change.Event) error) error {
 	ctx, cancel := context.WithCancel(parent)
 	queues := make([]*sourceQueue, len(d.parsers))
 	arrived := make(chan struct{}, 1)
@@ -299,8 +301,8 @@ func (d *Destination) Run(parent context.Context, emit func(*engine.Event) error
 		wg.Go(func() {
 			defer q.signal()
 			defer close(q.ch)
-			q.err = p.Run(ctx, func(ev *engine.Event) error {
-				if ev.Type == engine.EventHeartbeat {
+			q.err = p.Run(ctx, func(ev *change.Event) error {
+				if ev.Type == change.EventHeartbeat {
 					ev.CommitTime = d.cfg.Now() // when braid learnt the source was idle
 				}
 				return q.put(ctx, ev)
@@ -316,9 +318,9 @@ func (d *Destination) Run(parent context.Context, emit func(*engine.Event) error
 }
 
 // merge is the merge loop; see Run.
-func (d *Destination) merge(ctx context.Context, queues []*sourceQueue, arrived <-chan struct{}, emit func(*engine.Event) error) error {
+func (d *Destination) merge(ctx context.Context, queues []*sourceQueue, arrived <-chan struct{}, emit func(*change.Event) error) error {
 	n := len(queues)
-	head := make([]*engine.Event, n)
+	head := make([]*change.Event, n)
 	offered := make([]bool, n)
 	stall := time.NewTicker(d.cfg.StallLog)
 	defer stall.Stop()
@@ -381,10 +383,10 @@ func (d *Destination) merge(ctx context.Context, queues []*sourceQueue, arrived 
 // consumeHead handles source s's head event: a heartbeat or an empty
 // transaction moves the source's watermark (and position) on and is
 // consumed; a transaction is offered to the merger.
-func (d *Destination) consumeHead(s int, head []*engine.Event, offered []bool) error {
+func (d *Destination) consumeHead(s int, head []*change.Event, offered []bool) error {
 	ev := head[s]
 	switch ev.Type {
-	case engine.EventHeartbeat:
+	case change.EventHeartbeat:
 		// Nothing the source commits from now on is older than braid's
 		// clock minus the skew allowance; but a source that stamps commits
 		// in whole seconds (MariaDB, MySQL 5.7) gives them keys down to
@@ -395,14 +397,14 @@ func (d *Destination) consumeHead(s int, head []*engine.Event, offered []bool) e
 			wm = wm.Truncate(time.Second)
 		}
 		d.merger.Watermark(s, wm.UnixMicro())
-	case engine.EventProgress:
+	case change.EventProgress:
 		d.merger.Watermark(s, ev.CommitTime.UnixMicro())
 		sc := &d.cursor.Sources[s]
 		sc.Pos = ev.EndPos
 		if ev.Schema != nil {
 			sc.Schema = ev.Schema
 		}
-	case engine.EventBegin, engine.EventDDL:
+	case change.EventBegin, change.EventDDL:
 		if ev.CommitTime.Nanosecond() != 0 {
 			d.fineTime[s] = true // MySQL 8's immediate_commit_timestamp
 		}
@@ -420,13 +422,13 @@ func (d *Destination) consumeHead(s int, head []*engine.Event, offered []bool) e
 // The cursor moves past the transaction before its last event (the
 // EventCommit or the EventDDL) is emitted, so Cursor, called from emit
 // then, is the boundary after it.
-func (d *Destination) emitTx(ctx context.Context, src int, first *engine.Event, q *sourceQueue, emit func(*engine.Event) error) error {
+func (d *Destination) emitTx(ctx context.Context, src int, first *change.Event, q *sourceQueue, emit func(*change.Event) error) error {
 	d.cursor.Seq++
 	seq := d.cursor.Seq
 	sc := &d.cursor.Sources[src]
 	sc.LastKey = d.merger.Last(src)
 	first.Seq = seq
-	if first.Type == engine.EventDDL {
+	if first.Type == change.EventDDL {
 		sc.Pos = first.EndPos
 		if first.Schema != nil {
 			sc.Schema = first.Schema
@@ -441,7 +443,7 @@ func (d *Destination) emitTx(ctx context.Context, src int, first *engine.Event, 
 		return err
 	}
 	for {
-		var ev *engine.Event
+		var ev *change.Event
 		select {
 		case e, ok := <-q.ch:
 			if !ok {
@@ -451,17 +453,17 @@ func (d *Destination) emitTx(ctx context.Context, src int, first *engine.Event, 
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		if ev.Type == engine.EventHeartbeat {
+		if ev.Type == change.EventHeartbeat {
 			continue // cannot come inside a transaction; harmless
 		}
 		ev.Seq = seq
-		if ev.Type == engine.EventCommit {
+		if ev.Type == change.EventCommit {
 			sc.Pos = ev.Pos
 		}
 		if err := emit(ev); err != nil {
 			return err
 		}
-		if ev.Type == engine.EventCommit {
+		if ev.Type == change.EventCommit {
 			d.merger.Done(src)
 			return nil
 		}
@@ -482,15 +484,15 @@ func (d *Destination) sourceEnded(ctx context.Context, s int, q *sourceQueue) er
 // Putter takes a destination's events in order, each transaction's last
 // event with the cursor after it as its mark (stream.Store is one).
 type Putter interface {
-	Put(ctx context.Context, ev *engine.Event, mark any) error
+	Put(ctx context.Context, ev *change.Event, mark any) error
 }
 
 // RunInto runs the destination (see Run) into a store: every event goes in,
 // and each transaction's last event carries the cursor after it as its mark.
 func (d *Destination) RunInto(ctx context.Context, store Putter) error {
-	return d.Run(ctx, func(ev *engine.Event) error {
+	return d.Run(ctx, func(ev *change.Event) error {
 		var mark any
-		if ev.Type == engine.EventCommit || ev.Type == engine.EventDDL {
+		if ev.Type == change.EventCommit || ev.Type == change.EventDDL {
 			mark = d.Cursor()
 		}
 		return store.Put(ctx, ev, mark)

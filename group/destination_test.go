@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braid-cdc/braid/engine"
+	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/mysqltest"
+	"github.com/braid-cdc/braid/spec"
+	"github.com/braid-cdc/braid/stream"
 )
 
 // shards starts three servers holding shop_0 … shop_5, two schemas each
@@ -30,12 +32,12 @@ func shards(t *testing.T, ddlAt time.Time) []*mysqltest.Server {
 	return srvs
 }
 
-func shopSpec(srvs []*mysqltest.Server, start engine.StartSpec, ordering string) *engine.Spec {
-	s := engine.Spec{Name: "shop", Tables: []string{`shop_\d+\.orders`}, Ordering: ordering,
-		Route:     []engine.RouteRule{{Match: `shop_\d+\.(\w+)`, To: "shop.$1"}},
-		Heartbeat: engine.Duration(100 * time.Millisecond)}
+func shopSpec(srvs []*mysqltest.Server, start spec.Start, ordering string) *spec.Spec {
+	s := spec.Spec{Name: "shop", Tables: []string{`shop_\d+\.orders`}, Ordering: ordering,
+		Route:     []spec.RouteRule{{Match: `shop_\d+\.(\w+)`, To: "shop.$1"}},
+		Heartbeat: spec.Duration(100 * time.Millisecond)}
 	for i, srv := range srvs {
-		s.Sources = append(s.Sources, engine.SourceSpec{Name: fmt.Sprintf("s%d", i), Address: srv.Addr(), Start: start})
+		s.Sources = append(s.Sources, spec.Source{Name: fmt.Sprintf("s%d", i), Address: srv.Addr(), Start: start})
 	}
 	s = s.WithDefaults()
 	return &s
@@ -44,7 +46,7 @@ func shopSpec(srvs []*mysqltest.Server, start engine.StartSpec, ordering string)
 // collector runs a destination and records what it emits.
 type collector struct {
 	mu     sync.Mutex
-	events []*engine.Event
+	events []*change.Event
 	// cursors[seq] is the cursor after transaction seq.
 	cursors map[uint64]*group.Cursor
 	cancel  context.CancelFunc
@@ -62,11 +64,11 @@ func collect(t *testing.T, cfg group.Config) *collector {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &collector{cursors: map[uint64]*group.Cursor{}, cancel: cancel, done: make(chan error, 1), dest: d}
 	go func() {
-		c.done <- d.Run(ctx, func(ev *engine.Event) error {
+		c.done <- d.Run(ctx, func(ev *change.Event) error {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			c.events = append(c.events, ev)
-			if ev.Type == engine.EventCommit || ev.Type == engine.EventDDL {
+			if ev.Type == change.EventCommit || ev.Type == change.EventDDL {
 				c.cursors[ev.Seq] = d.Cursor()
 			}
 			return nil
@@ -87,10 +89,10 @@ func (c *collector) stop(t *testing.T) {
 	}
 }
 
-func (c *collector) snapshot() []*engine.Event {
+func (c *collector) snapshot() []*change.Event {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]*engine.Event(nil), c.events...)
+	return append([]*change.Event(nil), c.events...)
 }
 
 // txs groups emitted events into transactions.
@@ -100,7 +102,7 @@ type tx struct {
 	commit time.Time
 	ddl    bool
 	ids    []int64
-	pos    engine.Position
+	pos    change.Position
 }
 
 func (c *collector) txs(t *testing.T) []tx {
@@ -109,12 +111,12 @@ func (c *collector) txs(t *testing.T) []tx {
 	var cur *tx
 	for _, ev := range c.snapshot() {
 		switch ev.Type {
-		case engine.EventBegin:
+		case change.EventBegin:
 			if cur != nil {
 				t.Fatalf("transaction %d begins inside transaction %d: interleaved", ev.Seq, cur.seq)
 			}
 			cur = &tx{seq: ev.Seq, source: ev.Source, commit: ev.CommitTime, pos: ev.Pos}
-		case engine.EventRows:
+		case change.EventRows:
 			if cur == nil || ev.Seq != cur.seq || ev.Source != cur.source {
 				t.Fatalf("rows of seq %d from %s outside their transaction", ev.Seq, ev.Source)
 			}
@@ -126,13 +128,13 @@ func (c *collector) txs(t *testing.T) []tx {
 				}
 				cur.ids = append(cur.ids, int64(img[0].(int64)))
 			}
-		case engine.EventCommit:
+		case change.EventCommit:
 			if cur == nil || ev.Seq != cur.seq {
 				t.Fatalf("commit of seq %d outside its transaction", ev.Seq)
 			}
 			out = append(out, *cur)
 			cur = nil
-		case engine.EventDDL:
+		case change.EventDDL:
 			if cur != nil {
 				t.Fatalf("DDL inside transaction %d", cur.seq)
 			}
@@ -159,7 +161,7 @@ func (c *collector) waitTxs(t *testing.T, n int, d time.Duration) []tx {
 	}
 }
 
-var earliest = engine.StartSpec{Kind: engine.StartEarliest}
+var earliest = spec.Start{Kind: spec.StartEarliest}
 
 // TestMergedOrder builds an exact cross-shard interleaving with SET
 // timestamp (ties, a clock stepping back, multi-statement transactions over
@@ -207,7 +209,7 @@ func TestMergedOrder(t *testing.T) {
 		t.Errorf("merged order\n%v\nwant\n%v", got, want)
 	}
 	// Shard order: each source's positions increase.
-	last := map[string]engine.Position{}
+	last := map[string]change.Position{}
 	for _, x := range txs {
 		if p, ok := last[x.source]; ok && x.pos.Compare(p) <= 0 {
 			t.Errorf("source %s went back from %s to %s", x.source, p, x.pos)
@@ -224,7 +226,7 @@ func TestMergedOrder(t *testing.T) {
 // watermark from replication heartbeats.
 func TestIdleShards(t *testing.T) {
 	srvs := shards(t, time.Now())
-	spec := shopSpec(srvs, engine.StartSpec{Kind: engine.StartLatest}, "strict")
+	spec := shopSpec(srvs, spec.Start{Kind: spec.StartLatest}, "strict")
 	c := collect(t, group.Config{Spec: spec})
 	time.Sleep(time.Second) // let every parser connect
 	written := time.Now()
@@ -290,7 +292,7 @@ func TestStoppedShardStalls(t *testing.T) {
 	for _, ordering := range []string{"strict", "per-source"} {
 		t.Run(ordering, func(t *testing.T) {
 			srvs := shards(t, time.Now())
-			c := collect(t, group.Config{Spec: shopSpec(srvs, engine.StartSpec{Kind: engine.StartLatest}, ordering), StallLog: time.Second})
+			c := collect(t, group.Config{Spec: shopSpec(srvs, spec.Start{Kind: spec.StartLatest}, ordering), StallLog: time.Second})
 			time.Sleep(time.Second)
 			srvs[2].Stop(t)
 			srvs[0].Exec(t, "INSERT INTO shop_0.orders VALUES (1, 'while 2 is down')")
@@ -329,13 +331,13 @@ func TestHugeTransactionBoundedStore(t *testing.T) {
 	srvs := shards(t, time.Now())
 	srvs[0].Exec(t, "CREATE TABLE shop_0.seq (n INT PRIMARY KEY)", "SET max_recursive_iterations = 1000000",
 		"INSERT INTO shop_0.seq WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM s WHERE n < 200000) SELECT n FROM s")
-	spec := shopSpec(srvs, engine.StartSpec{Kind: engine.StartLatest}, "strict")
+	spec := shopSpec(srvs, spec.Start{Kind: spec.StartLatest}, "strict")
 	d, err := group.New(group.Config{Spec: spec, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	const bound = 4 << 20
-	store := engine.NewStore(engine.StoreConfig{MaxBytes: bound})
+	store := stream.NewStore(stream.Config{MaxBytes: bound})
 	store.Subscribe("slow")
 	ctx, cancel := context.WithCancel(context.Background())
 	runDone := make(chan error, 1)
@@ -367,17 +369,17 @@ func TestHugeTransactionBoundedStore(t *testing.T) {
 		}
 		for _, ev := range b.Events {
 			switch ev.Type {
-			case engine.EventBegin:
+			case change.EventBegin:
 				if open != 0 {
 					t.Fatalf("transaction %d began inside transaction %d", ev.Seq, open)
 				}
 				open = ev.Seq
-			case engine.EventRows:
+			case change.EventRows:
 				if ev.Seq != open {
 					t.Fatalf("rows of transaction %d inside transaction %d", ev.Seq, open)
 				}
 				rows += len(ev.Rows)
-			case engine.EventCommit:
+			case change.EventCommit:
 				open = 0
 				txs++
 			}

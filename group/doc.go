@@ -1,5 +1,5 @@
 // Package group reads many sources as one destination: a parser per source
-// (engine.Parser), routing of shard tables to logical tables (Router), and
+// (binlog.Reader), routing of shard tables to logical tables (Router), and
 // the merge of their transactions into one stream (Merger, Destination):
 // canal's GroupEventParser and GroupEventSink, done right.
 //

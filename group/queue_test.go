@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braid-cdc/braid/engine"
+	"github.com/braid-cdc/braid/change"
 )
 
 // TestSourceQueueBytes checks a source queue's byte bound: an empty queue
@@ -13,11 +13,11 @@ import (
 // an event, and the bytes held are given back as events leave.
 func TestSourceQueueBytes(t *testing.T) {
 	ctx := t.Context()
-	ev := func() *engine.Event { return &engine.Event{Type: engine.EventBegin} }
+	ev := func() *change.Event { return &change.Event{Type: change.EventBegin} }
 	size := ev().Size()
 	q := newSourceQueue(100, 2*size, make(chan struct{}, 1))
 
-	big := &engine.Event{Type: engine.EventDDL, DDL: &engine.DDL{SQL: string(make([]byte, 10*size))}}
+	big := &change.Event{Type: change.EventDDL, DDL: &change.DDL{SQL: string(make([]byte, 10*size))}}
 	if err := q.put(ctx, big); err != nil {
 		t.Fatalf("an empty queue must take an event larger than its bound: %v", err)
 	}

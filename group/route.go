@@ -5,7 +5,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/braid-cdc/braid/engine"
+	"github.com/braid-cdc/braid/spec"
 )
 
 // Router maps shard tables to logical tables by the spec's route rules: the
@@ -24,7 +24,7 @@ type routeRule struct {
 }
 
 // NewRouter compiles route rules.
-func NewRouter(rules []engine.RouteRule) (*Router, error) {
+func NewRouter(rules []spec.RouteRule) (*Router, error) {
 	r := &Router{cache: map[[2]string][2]string{}}
 	for i, rule := range rules {
 		re, err := regexp.Compile(`^(?:` + rule.Match + `)$`)

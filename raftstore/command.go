@@ -55,7 +55,7 @@ type command struct {
 	Cursors     []cursorEntry
 }
 
-// schemaBlob is one schema history (an engine.SchemaSnapshot as JSON) of a
+// schemaBlob is one schema history (an change.SchemaSnapshot as JSON) of a
 // source, named by its hash.
 type schemaBlob struct {
 	Source string

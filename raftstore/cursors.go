@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/braid-cdc/braid/engine"
+	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/group"
 )
 
@@ -123,13 +123,13 @@ func EncodedCursorsSize(dest string, epoch uint64, updates []CursorUpdate) int {
 // a history is hashed once, not at every save.
 type schemaCache struct {
 	mu sync.Mutex
-	m  map[*engine.SchemaSnapshot]schemaBlob
+	m  map[*change.SchemaSnapshot]schemaBlob
 }
 
 // schemaCacheSize bounds the cache; it is emptied when full.
 const schemaCacheSize = 256
 
-func (c *schemaCache) encode(snap *engine.SchemaSnapshot) (hash string, data []byte, err error) {
+func (c *schemaCache) encode(snap *change.SchemaSnapshot) (hash string, data []byte, err error) {
 	c.mu.Lock()
 	b, ok := c.m[snap]
 	c.mu.Unlock()
@@ -144,7 +144,7 @@ func (c *schemaCache) encode(snap *engine.SchemaSnapshot) (hash string, data []b
 	hash = base64.RawURLEncoding.EncodeToString(sum[:12])
 	c.mu.Lock()
 	if c.m == nil || len(c.m) >= schemaCacheSize {
-		c.m = map[*engine.SchemaSnapshot]schemaBlob{}
+		c.m = map[*change.SchemaSnapshot]schemaBlob{}
 	}
 	c.m[snap] = schemaBlob{Hash: hash, Data: data}
 	c.mu.Unlock()

@@ -12,9 +12,9 @@
 //
 // # State and commands
 //
-//   - Destinations: an engine.Spec, given its defaults and validated by
-//     engine.Spec.Validate before it reaches the log, stored as canonical
-//     YAML (the spec's own serialized form, which engine.ParseSpec reads
+//   - Destinations: an spec.Spec, given its defaults and validated by
+//     spec.Spec.Validate before it reaches the log, stored as canonical
+//     YAML (the spec's own serialized form, which spec.Parse reads
 //     back), with a Version: the Raft index of its create or last update.
 //   - Assignments: each destination's owner node and epoch. The epoch is
 //     the Raft index of the assignment, so it grows with every assignment
@@ -24,7 +24,7 @@
 //     client's last acknowledged transaction, written in batches by the
 //     destination's owner (SaveCursors, FencedCursors).
 //   - Schema histories, per (destination, source): each SourceCursor's
-//     engine.SchemaSnapshot is stored once per distinct content, named by a
+//     change.SchemaSnapshot is stored once per distinct content, named by a
 //     hash from the cursors, and dropped when no cursor names it. A batch
 //     carries a history's bytes only when the store lacks it, so steady
 //     cursor traffic carries hashes, not schemas. Cursor returns the cursor

@@ -11,8 +11,10 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/braid-cdc/braid/engine"
+	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/schema"
+	"github.com/braid-cdc/braid/spec"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -232,27 +234,27 @@ func testCtx(t testing.TB) context.Context {
 }
 
 // testSpec is a valid spec of two sources.
-func testSpec(name string) engine.Spec {
-	return engine.Spec{
+func testSpec(name string) spec.Spec {
+	return spec.Spec{
 		Name: name,
-		Sources: []engine.SourceSpec{
-			{Name: "a", Address: "127.0.0.1:3307", Start: engine.StartSpec{Kind: engine.StartPosition, Pos: engine.Position{File: "binlog.000002", Pos: 4}}},
-			{Name: "b", Address: "127.0.0.1:3308", User: "braid", Password: "pw", Start: engine.StartSpec{Kind: engine.StartTimestamp, Time: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}},
+		Sources: []spec.Source{
+			{Name: "a", Address: "127.0.0.1:3307", Start: spec.Start{Kind: spec.StartPosition, Pos: change.Position{File: "binlog.000002", Pos: 4}}},
+			{Name: "b", Address: "127.0.0.1:3308", User: "braid", Password: "pw", Start: spec.Start{Kind: spec.StartTimestamp, Time: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}},
 		},
 		Tables: []string{`shop_\d+\.orders`},
-		Route:  []engine.RouteRule{{Match: `shop_\d+\.(\w+)`, To: "shop.$1"}},
+		Route:  []spec.RouteRule{{Match: `shop_\d+\.(\w+)`, To: "shop.$1"}},
 	}
 }
 
 // testSchema returns a schema history of db.t with one ALTER at pos.
-func testSchema(t testing.TB, pos uint32) *engine.SchemaSnapshot {
+func testSchema(t testing.TB, pos uint32) *change.SchemaSnapshot {
 	t.Helper()
-	tr := engine.NewSchemaTracker()
-	p := engine.Position{File: "binlog.000001", Pos: 100}
+	tr := schema.NewTracker()
+	p := change.Position{File: "binlog.000001", Pos: 100}
 	if err := tr.LoadCreate(p, "db", "CREATE TABLE t (id INT PRIMARY KEY, a VARCHAR(10))"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr.ApplyDDL(engine.Position{File: "binlog.000001", Pos: pos}, "db", "ALTER TABLE t ADD COLUMN b INT"); err != nil {
+	if _, err := tr.ApplyDDL(change.Position{File: "binlog.000001", Pos: pos}, "db", "ALTER TABLE t ADD COLUMN b INT"); err != nil {
 		t.Fatal(err)
 	}
 	snap := tr.Snapshot()
@@ -260,9 +262,9 @@ func testSchema(t testing.TB, pos uint32) *engine.SchemaSnapshot {
 }
 
 // testCursor is a cursor at seq on sources a and b; a carries schema.
-func testCursor(seq uint64, schema *engine.SchemaSnapshot) *group.Cursor {
+func testCursor(seq uint64, schema *change.SchemaSnapshot) *group.Cursor {
 	return &group.Cursor{Seq: seq, Sources: []group.SourceCursor{
-		{Name: "a", Pos: engine.Position{File: "binlog.000003", Pos: uint32(1000 + seq)}, LastKey: int64(1_700_000_000_000_000 + seq), Schema: schema},
-		{Name: "b", Pos: engine.Position{File: "binlog.000007", Pos: uint32(4 + seq)}, LastKey: -5},
+		{Name: "a", Pos: change.Position{File: "binlog.000003", Pos: uint32(1000 + seq)}, LastKey: int64(1_700_000_000_000_000 + seq), Schema: schema},
+		{Name: "b", Pos: change.Position{File: "binlog.000007", Pos: uint32(4 + seq)}, LastKey: -5},
 	}}
 }

@@ -7,8 +7,9 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/braid-cdc/braid/engine"
+	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/spec"
 )
 
 // The read methods below read this node's state: they are local and never
@@ -20,7 +21,7 @@ import (
 // Destination is a stored destination.
 type Destination struct {
 	// Spec is the spec with defaults applied, as validated when written.
-	Spec engine.Spec
+	Spec spec.Spec
 	// Version is the Raft index of the create or the last update: it
 	// changes whenever the spec does.
 	Version uint64
@@ -37,7 +38,7 @@ type Assignment struct {
 }
 
 // copySpec copies s so the caller can modify it.
-func copySpec(s *engine.Spec) engine.Spec {
+func copySpec(s *spec.Spec) spec.Spec {
 	out := *s
 	out.Sources = slices.Clone(s.Sources)
 	out.Tables = slices.Clone(s.Tables)
@@ -175,7 +176,7 @@ func (s *Store) OwnedCursor(ctx context.Context, dest, client string, epoch uint
 // SchemaHistory returns the schema histories held for one source of a
 // destination: one per distinct history its clients' cursors name (most
 // often one), oldest Applied position first (local read).
-func (s *Store) SchemaHistory(dest, source string) ([]engine.SchemaSnapshot, error) {
+func (s *Store) SchemaHistory(dest, source string) ([]change.SchemaSnapshot, error) {
 	raws, err := readDest(s, dest, func(d *destRecord) []json.RawMessage {
 		var raws []json.RawMessage
 		for _, raw := range d.Schemas[source] {
@@ -186,7 +187,7 @@ func (s *Store) SchemaHistory(dest, source string) ([]engine.SchemaSnapshot, err
 	if err != nil {
 		return nil, err
 	}
-	out := make([]engine.SchemaSnapshot, len(raws))
+	out := make([]change.SchemaSnapshot, len(raws))
 	for i, raw := range raws {
 		if err := json.Unmarshal(raw, &out[i]); err != nil {
 			return nil, fmt.Errorf("raftstore: schema history of %s/%s: %w", dest, source, err)
@@ -220,13 +221,13 @@ func pickSchemas(d *destRecord, r *cursorRecord) map[string]json.RawMessage {
 func toCursor(dest, client string, r *cursorRecord, schemas map[string]json.RawMessage) (*group.Cursor, error) {
 	c := &group.Cursor{Seq: r.Seq, Sources: make([]group.SourceCursor, len(r.Sources))}
 	for i, src := range r.Sources {
-		sc := group.SourceCursor{Name: src.Name, Pos: engine.Position{File: src.File, Pos: src.Pos}, LastKey: src.LastKey}
+		sc := group.SourceCursor{Name: src.Name, Pos: change.Position{File: src.File, Pos: src.Pos}, LastKey: src.LastKey}
 		if src.Schema != "" {
 			raw := schemas[src.Name+"\x00"+src.Schema]
 			if raw == nil {
 				return nil, fmt.Errorf("raftstore: cursor %s/%s: source %s: schema history %s missing", dest, client, src.Name, src.Schema)
 			}
-			var snap engine.SchemaSnapshot
+			var snap change.SchemaSnapshot
 			if err := json.Unmarshal(raw, &snap); err != nil {
 				return nil, fmt.Errorf("raftstore: cursor %s/%s: source %s: %w", dest, client, src.Name, err)
 			}

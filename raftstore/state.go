@@ -8,7 +8,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/braid-cdc/braid/engine"
+	"github.com/braid-cdc/braid/spec"
 )
 
 // state is the replicated state machine's whole state: a plain value that
@@ -24,7 +24,7 @@ type state struct {
 
 // destRecord is one destination with everything that hangs off it.
 type destRecord struct {
-	// Spec is the spec as canonical YAML (engine.Spec's own form: its
+	// Spec is the spec as canonical YAML (spec.Spec's own form: its
 	// durations and start positions have YAML marshalers, not JSON ones).
 	Spec string `json:"spec"`
 	// Version is the index of the create or last update.
@@ -39,7 +39,7 @@ type destRecord struct {
 	// then hash. A history no cursor names is dropped.
 	Schemas map[string]map[string]json.RawMessage `json:"schemas,omitempty"`
 
-	spec *engine.Spec // Spec parsed; never modified, copied out by reads
+	spec *spec.Spec // Spec parsed; never modified, copied out by reads
 }
 
 // result is what applying a command returns through the ApplyFuture (and,
@@ -59,8 +59,8 @@ func newState() *state { return &state{Dests: map[string]*destRecord{}} }
 // parseStoredSpec reads a spec from the log. It does not validate: a spec
 // was validated by the node that proposed it, and a newer braid's stricter
 // rules must not make an old log unreplayable.
-func parseStoredSpec(text string) (*engine.Spec, error) {
-	var s engine.Spec
+func parseStoredSpec(text string) (*spec.Spec, error) {
+	var s spec.Spec
 	if err := yaml.Unmarshal([]byte(text), &s); err != nil {
 		return nil, err
 	}

@@ -12,7 +12,8 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/braid-cdc/braid/engine"
+	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/spec"
 )
 
 // sampleCommands are one command of every type, with every field set.
@@ -94,13 +95,13 @@ func FuzzDecodeCommand(f *testing.F) {
 }
 
 // TestSpecRoundTrip: a spec stored and read back is the spec with its
-// defaults, and engine.ParseSpec reads the stored form.
+// defaults, and spec.Parse reads the stored form.
 func TestSpecRoundTrip(t *testing.T) {
 	want, data, err := canonicalSpec(testSpec("shop"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	parsed, err := engine.ParseSpec(data)
+	parsed, err := spec.Parse(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func TestSpecRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, got := range map[string]*engine.Spec{"ParseSpec": parsed, "stored": stored} {
+	for name, got := range map[string]*spec.Spec{"ParseSpec": parsed, "stored": stored} {
 		if !reflect.DeepEqual(*got, want) {
 			t.Errorf("%s:\n got %+v\nwant %+v", name, *got, want)
 		}
@@ -210,7 +211,7 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 	log := testLogger(t)
 	src := newFSM(log)
 	schemaA, schemaB := testSchema(t, 200), testSchema(t, 300)
-	hash := func(s *engine.SchemaSnapshot) (string, []byte) {
+	hash := func(s *change.SchemaSnapshot) (string, []byte) {
 		var c schemaCache
 		h, d, err := c.encode(s)
 		if err != nil {

@@ -8,7 +8,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/braid-cdc/braid/engine"
+	"github.com/braid-cdc/braid/spec"
 )
 
 // retryWait is how long a write or read waits before trying again when no
@@ -150,38 +150,38 @@ func (s *Store) CatchUp(ctx context.Context, index uint64) error {
 }
 
 // canonicalSpec applies defaults, validates, and renders the spec as the
-// YAML that is stored; it checks that engine.ParseSpec reads it back.
-func canonicalSpec(spec engine.Spec) (engine.Spec, []byte, error) {
-	spec = spec.WithDefaults()
-	if err := spec.Validate(); err != nil {
-		return spec, nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+// YAML that is stored; it checks that spec.Parse reads it back.
+func canonicalSpec(ds spec.Spec) (spec.Spec, []byte, error) {
+	ds = ds.WithDefaults()
+	if err := ds.Validate(); err != nil {
+		return ds, nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	data, err := yaml.Marshal(&spec)
+	data, err := yaml.Marshal(&ds)
 	if err != nil {
-		return spec, nil, fmt.Errorf("%w: spec %q: %w", ErrInvalid, spec.Name, err)
+		return ds, nil, fmt.Errorf("%w: spec %q: %w", ErrInvalid, ds.Name, err)
 	}
-	if _, err := engine.ParseSpec(data); err != nil {
-		return spec, nil, fmt.Errorf("%w: spec %q does not read back: %w", ErrInvalid, spec.Name, err)
+	if _, err := spec.Parse(data); err != nil {
+		return ds, nil, fmt.Errorf("%w: spec %q does not read back: %w", ErrInvalid, ds.Name, err)
 	}
-	return spec, data, nil
+	return ds, data, nil
 }
 
 // CreateDestination stores a new destination. The spec gets its defaults
-// and is validated (engine.Spec.Validate) first; an invalid one wraps
+// and is validated (spec.Spec.Validate) first; an invalid one wraps
 // ErrInvalid and never reaches the log. A destination of that name that
 // exists already gives ErrExists. The result carries the spec as stored
 // and its Version.
-func (s *Store) CreateDestination(ctx context.Context, spec engine.Spec) (Destination, error) {
+func (s *Store) CreateDestination(ctx context.Context, spec spec.Spec) (Destination, error) {
 	return s.putDestination(ctx, cmdCreateDest, spec)
 }
 
 // UpdateDestination replaces an existing destination's spec (ErrNotFound if
 // there is none). Its assignment, cursors and schema histories stay.
-func (s *Store) UpdateDestination(ctx context.Context, spec engine.Spec) (Destination, error) {
+func (s *Store) UpdateDestination(ctx context.Context, spec spec.Spec) (Destination, error) {
 	return s.putDestination(ctx, cmdUpdateDest, spec)
 }
 
-func (s *Store) putDestination(ctx context.Context, t cmdType, spec engine.Spec) (Destination, error) {
+func (s *Store) putDestination(ctx context.Context, t cmdType, spec spec.Spec) (Destination, error) {
 	spec, data, err := canonicalSpec(spec)
 	if err != nil {
 		return Destination{}, err

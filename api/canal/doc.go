@@ -17,9 +17,9 @@
 // authentication and after a frame it cannot read, when it is closed.
 //
 // Departures from canal: several client ids may consume one destination,
-// each with its own batches (the destination's engine.Store keys clients by
+// each with its own batches (the destination's stream.Store keys clients by
 // the canal client_id string); a GET with a timeout returns as soon as one
-// event is ready rather than waiting for fetch_size of them (engine.Store
+// event is ready rather than waiting for fetch_size of them (stream.Store
 // offers no "wait for n"); batch ids are the store's batch id + 1, since
 // canal reserves 0.
 //

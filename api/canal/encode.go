@@ -8,10 +8,12 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/braid-cdc/braid/engine"
 	pbe "github.com/withlin/canal-go/protocol/entry"
 	pbp "github.com/withlin/canal-go/protocol/packet"
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/flat"
 )
 
 // Keys of the props braid adds to each entry's header.
@@ -122,8 +124,8 @@ type encoder struct {
 	rename func(schema, table string) (string, string)
 	buf    revBuf
 	text   []byte                          // a value's text, formatted before it is written
-	tables map[*engine.Table]*tableColumns // per table version
-	// perByte is the last frame's size over its events' engine.Event.Size:
+	tables map[*change.Table]*tableColumns // per table version
+	// perByte is the last frame's size over its events' change.Event.Size:
 	// what the next frame will take per byte of events, to size its buffer
 	// before encoding (0 before the first frame).
 	perByte float64
@@ -179,7 +181,7 @@ func (e *encoder) frameBuf(want int) {
 // frame returns a MESSAGES frame (4-byte length and Packet) with batch id
 // batchID holding one entry per event that canal has an entry for. The
 // frame is valid until the next call.
-func (e *encoder) frame(batchID int64, events []*engine.Event) ([]byte, error) {
+func (e *encoder) frame(batchID int64, events []*change.Event) ([]byte, error) {
 	r := &e.buf
 	var in int64
 	for _, ev := range events {
@@ -226,7 +228,7 @@ func (e *encoder) frame(batchID int64, events []*engine.Event) ([]byte, error) {
 // EventBegin becomes TRANSACTIONBEGIN, EventRows a ROWDATA entry whose
 // RowChange holds all its rows, EventCommit TRANSACTIONEND, EventDDL a
 // ROWDATA entry with isDdl set.
-func (e *encoder) entry(ev *engine.Event) bool {
+func (e *encoder) entry(ev *change.Event) bool {
 	r := &e.buf
 	ms := ev.CommitTime.UnixMilli()
 	var (
@@ -237,14 +239,14 @@ func (e *encoder) entry(ev *engine.Event) bool {
 	// Entry: storeValue (3), entryType (2), header (1).
 	start := r.open()
 	switch ev.Type {
-	case engine.EventBegin, engine.EventCommit:
+	case change.EventBegin, change.EventCommit:
 		// TransactionBegin and TransactionEnd: executeTime (1).
 		typ = pbe.EntryType_TRANSACTIONBEGIN
-		if ev.Type == engine.EventCommit {
+		if ev.Type == change.EventCommit {
 			typ = pbe.EntryType_TRANSACTIONEND
 		}
 		r.int64Field(1, ms)
-	case engine.EventRows:
+	case change.EventRows:
 		typ, kind = pbe.EntryType_ROWDATA, pbe.EventType_UPDATE
 		if len(ev.Rows) > 0 {
 			t := ev.Rows[0].Table
@@ -252,7 +254,7 @@ func (e *encoder) entry(ev *engine.Event) bool {
 			kind = kindTypes[ev.Rows[0].Kind]
 		}
 		e.rowChange(ev, kind)
-	case engine.EventDDL:
+	case change.EventDDL:
 		typ = pbe.EntryType_ROWDATA
 		kind, schema, table = e.ddlChange(ev)
 	default:
@@ -264,15 +266,15 @@ func (e *encoder) entry(ev *engine.Event) bool {
 	return true
 }
 
-var kindTypes = map[engine.ChangeKind]pbe.EventType{
-	engine.Insert: pbe.EventType_INSERT,
-	engine.Update: pbe.EventType_UPDATE,
-	engine.Delete: pbe.EventType_DELETE,
+var kindTypes = map[change.ChangeKind]pbe.EventType{
+	change.Insert: pbe.EventType_INSERT,
+	change.Update: pbe.EventType_UPDATE,
+	change.Delete: pbe.EventType_DELETE,
 }
 
 // header writes the entry's Header (field 1); schema and table are origin
 // names, kind 0 for transaction entries.
-func (e *encoder) header(ev *engine.Event, ms int64, schema, table string, kind pbe.EventType) {
+func (e *encoder) header(ev *change.Event, ms int64, schema, table string, kind pbe.EventType) {
 	r := &e.buf
 	start := r.open()
 	r.stringField(13, ev.GTID)
@@ -329,7 +331,7 @@ func (e *encoder) pairBytes(key string, value []byte) {
 
 // rowChange writes an EventRows's RowChange: rowDatas (12) last first,
 // isDdl (10) = false, eventType (2).
-func (e *encoder) rowChange(ev *engine.Event, kind pbe.EventType) {
+func (e *encoder) rowChange(ev *change.Event, kind pbe.EventType) {
 	r := &e.buf
 	for i := len(ev.Rows) - 1; i >= 0; i-- {
 		e.rowData(&ev.Rows[i])
@@ -342,7 +344,7 @@ func (e *encoder) rowChange(ev *engine.Event, kind pbe.EventType) {
 // afterColumns (2), beforeColumns (1). As canal does, after-image columns
 // are marked updated when their value differs from the before image (every
 // column of an INSERT); before-image columns never are.
-func (e *encoder) rowData(rc *engine.RowChange) {
+func (e *encoder) rowData(rc *change.RowChange) {
 	r := &e.buf
 	start := r.open()
 	cols := e.columns(rc.Table)
@@ -367,7 +369,7 @@ func (e *encoder) rowData(rc *engine.RowChange) {
 // (medians of interleaved runs) writing in place took the canal server's
 // CPU a row from 0.87 to 0.81 µs, and the fixed fields in one piece
 // instead of two around the value to 0.75.
-func (e *encoder) column(num protowire.Number, cols *tableColumns, rc *engine.RowChange, after bool, i int, updated bool) {
+func (e *encoder) column(num protowire.Number, cols *tableColumns, rc *change.RowChange, after bool, i int, updated bool) {
 	var isNull bool
 	e.text, isNull = rc.AppendText(e.text[:0], after, i)
 	fixed, text := cols.fixed[i][b2i(updated)][b2i(isNull)], e.text
@@ -411,12 +413,12 @@ func b2i(b bool) int {
 }
 
 // columns returns a table version's tableColumns, built on first use.
-func (e *encoder) columns(t *engine.Table) *tableColumns {
+func (e *encoder) columns(t *change.Table) *tableColumns {
 	if cols, ok := e.tables[t]; ok {
 		return cols
 	}
 	if e.tables == nil || len(e.tables) >= 1024 {
-		e.tables = map[*engine.Table]*tableColumns{} // bounded: old versions go
+		e.tables = map[*change.Table]*tableColumns{} // bounded: old versions go
 	}
 	cols := &tableColumns{fixed: make([][2][2][]byte, len(t.Columns))}
 	var r revBuf
@@ -430,7 +432,7 @@ func (e *encoder) columns(t *engine.Table) *tableColumns {
 				r.boolField(5, updated)
 				r.boolField(4, c.Key)
 				r.stringField(3, c.Name)
-				if st := engine.SQLType(c); st != 0 {
+				if st := flat.SQLType(c); st != 0 {
 					r.oneofInt(2, int64(st))
 				}
 				r.int64Field(1, int64(i))
@@ -442,7 +444,7 @@ func (e *encoder) columns(t *engine.Table) *tableColumns {
 	return cols
 }
 
-// ddlTypes maps engine.DDLKind's names to canal's event types.
+// ddlTypes maps flat.DDLKind's names to canal's event types.
 var ddlTypes = map[string]pbe.EventType{
 	"CREATE": pbe.EventType_CREATE, "ALTER": pbe.EventType_ALTER, "ERASE": pbe.EventType_ERASE,
 	"RENAME": pbe.EventType_RENAME, "TRUNCATE": pbe.EventType_TRUNCATE, "CINDEX": pbe.EventType_CINDEX,
@@ -452,17 +454,17 @@ var ddlTypes = map[string]pbe.EventType{
 // ddlChange writes an EventDDL's RowChange: ddlSchemaName (14), sql (11),
 // isDdl (10) = true, eventType (2); it returns the event type and the
 // origin schema and table for the header.
-func (e *encoder) ddlChange(ev *engine.Event) (pbe.EventType, string, string) {
+func (e *encoder) ddlChange(ev *change.Event) (pbe.EventType, string, string) {
 	r := &e.buf
 	ddl := ev.DDL
 	if ddl == nil {
-		ddl = &engine.DDL{}
+		ddl = &change.DDL{}
 	}
 	schema, table := ddl.Schema, ""
 	if len(ddl.Tables) > 0 {
 		schema, table, _ = strings.Cut(ddl.Tables[0], ".")
 	}
-	kind, ok := ddlTypes[engine.DDLKind(ddl.SQL)]
+	kind, ok := ddlTypes[flat.DDLKind(ddl.SQL)]
 	if !ok {
 		kind = pbe.EventType_QUERY
 	}

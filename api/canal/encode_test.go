@@ -9,8 +9,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/braid-cdc/braid/api/canal"
-	"github.com/braid-cdc/braid/engine"
 	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/spec"
 )
 
 // TestEncoderMatchesReference encodes the shop destination's real events
@@ -25,7 +25,7 @@ func TestEncoderMatchesReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	router, err := group.NewRouter([]engine.RouteRule{{Match: `shop_\d+\.(\w+)`, To: "shop.$1"}})
+	router, err := group.NewRouter([]spec.RouteRule{{Match: `shop_\d+\.(\w+)`, To: "shop.$1"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,9 +4,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/braid-cdc/braid/engine"
 	pbe "github.com/withlin/canal-go/protocol/entry"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/flat"
 )
 
 // refMapper maps events to canal-go's generated entry types, the plain
@@ -30,21 +32,21 @@ func (m *refMapper) names(schema, table string) (string, string) {
 // EventBegin becomes TRANSACTIONBEGIN, EventRows a ROWDATA entry whose
 // RowChange holds all its rows, EventCommit TRANSACTIONEND, EventDDL a
 // ROWDATA entry with isDdl set.
-func (m *refMapper) entry(ev *engine.Event) (e *pbe.Entry, ok bool) {
+func (m *refMapper) entry(ev *change.Event) (e *pbe.Entry, ok bool) {
 	switch ev.Type {
-	case engine.EventBegin:
+	case change.EventBegin:
 		ms := ev.CommitTime.UnixMilli()
 		h := m.header(ev, ms, "", "")
 		body := &pbe.TransactionBegin{ExecuteTime: ms}
 		return newEntry(h, pbe.EntryType_TRANSACTIONBEGIN, body), true
-	case engine.EventCommit:
+	case change.EventCommit:
 		ms := ev.CommitTime.UnixMilli()
 		h := m.header(ev, ms, "", "")
 		body := &pbe.TransactionEnd{ExecuteTime: ms}
 		return newEntry(h, pbe.EntryType_TRANSACTIONEND, body), true
-	case engine.EventRows:
+	case change.EventRows:
 		return m.rowsEntry(ev), true
-	case engine.EventDDL:
+	case change.EventDDL:
 		return m.ddlEntry(ev), true
 	}
 	return nil, false
@@ -60,7 +62,7 @@ func newEntry(h *pbe.Header, t pbe.EntryType, body proto.Message) *pbe.Entry {
 }
 
 // header fills canal's entry header; schema and table are origin names.
-func (m *refMapper) header(ev *engine.Event, ms int64, schema, table string) *pbe.Header {
+func (m *refMapper) header(ev *change.Event, ms int64, schema, table string) *pbe.Header {
 	h := &pbe.Header{
 		VersionPresent:    &pbe.Header_Version{Version: 1},
 		LogfileName:       ev.Pos.File,
@@ -85,7 +87,7 @@ func (m *refMapper) header(ev *engine.Event, ms int64, schema, table string) *pb
 	return h
 }
 
-func (m *refMapper) rowsEntry(ev *engine.Event) *pbe.Entry {
+func (m *refMapper) rowsEntry(ev *change.Event) *pbe.Entry {
 	var schema, table string
 	kind := pbe.EventType_UPDATE
 	if len(ev.Rows) > 0 {
@@ -109,7 +111,7 @@ func (m *refMapper) rowsEntry(ev *engine.Event) *pbe.Entry {
 // rowData maps one row change. As canal does, after-image columns are
 // marked updated when their value differs from the before image (every
 // column of an INSERT); before-image columns never are.
-func rowData(rc *engine.RowChange) *pbe.RowData {
+func rowData(rc *change.RowChange) *pbe.RowData {
 	before, after := rc.Before(), rc.After()
 	rd := &pbe.RowData{}
 	var beforeCols []*pbe.Column
@@ -128,21 +130,21 @@ func rowData(rc *engine.RowChange) *pbe.RowData {
 	return rd
 }
 
-func columns(t *engine.Table, img []engine.Value, before []*pbe.Column) []*pbe.Column {
+func columns(t *change.Table, img []change.Value, before []*pbe.Column) []*pbe.Column {
 	cols := make([]*pbe.Column, len(t.Columns))
 	for i := range t.Columns {
 		c := &t.Columns[i]
-		var v engine.Value
+		var v change.Value
 		if i < len(img) {
 			v = img[i]
 		}
 		col := &pbe.Column{
 			Index:         int32(i),
-			SqlType:       int32(engine.SQLType(c)),
+			SqlType:       int32(flat.SQLType(c)),
 			Name:          c.Name,
 			IsKey:         c.Key,
 			IsNullPresent: &pbe.Column_IsNull{IsNull: v == nil},
-			Value:         engine.FormatValue(v),
+			Value:         change.FormatValue(v),
 			MysqlType:     c.RawType,
 		}
 		if before != nil && i < len(before) {
@@ -154,16 +156,16 @@ func columns(t *engine.Table, img []engine.Value, before []*pbe.Column) []*pbe.C
 	return cols
 }
 
-func (m *refMapper) ddlEntry(ev *engine.Event) *pbe.Entry {
+func (m *refMapper) ddlEntry(ev *change.Event) *pbe.Entry {
 	ddl := ev.DDL
 	if ddl == nil {
-		ddl = &engine.DDL{}
+		ddl = &change.DDL{}
 	}
 	schema, table := ddl.Schema, ""
 	if len(ddl.Tables) > 0 {
 		schema, table, _ = strings.Cut(ddl.Tables[0], ".")
 	}
-	kind, ok := ddlTypes[engine.DDLKind(ddl.SQL)]
+	kind, ok := ddlTypes[flat.DDLKind(ddl.SQL)]
 	if !ok {
 		kind = pbe.EventType_QUERY
 	}

@@ -1,19 +1,20 @@
 package canal
 
 import (
-	"github.com/braid-cdc/braid/engine"
 	pbe "github.com/withlin/canal-go/protocol/entry"
+
+	"github.com/braid-cdc/braid/change"
 )
 
 // EncodeFrame is the encoder's MESSAGES frame of events, for the external
 // tests.
-func EncodeFrame(batchID int64, events []*engine.Event, rename func(schema, table string) (string, string)) ([]byte, error) {
+func EncodeFrame(batchID int64, events []*change.Event, rename func(schema, table string) (string, string)) ([]byte, error) {
 	e := encoder{rename: rename}
 	return e.frame(batchID, events)
 }
 
 // RefEntry is the reference mapping of one event (entry_ref_test.go).
-func RefEntry(ev *engine.Event, rename func(schema, table string) (string, string)) (*pbe.Entry, bool) {
+func RefEntry(ev *change.Event, rename func(schema, table string) (string, string)) (*pbe.Entry, bool) {
 	m := refMapper{rename: rename}
 	return m.entry(ev)
 }

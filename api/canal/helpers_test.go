@@ -14,15 +14,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braid-cdc/braid/api"
-	"github.com/braid-cdc/braid/api/canal"
-	"github.com/braid-cdc/braid/engine"
-	"github.com/braid-cdc/braid/group"
-	"github.com/braid-cdc/braid/internal/mysqltest"
 	"github.com/withlin/canal-go/client"
 	pbe "github.com/withlin/canal-go/protocol/entry"
 	pbp "github.com/withlin/canal-go/protocol/packet"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/braid-cdc/braid/api/canal"
+	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/internal/mysqltest"
+	"github.com/braid-cdc/braid/spec"
+	"github.com/braid-cdc/braid/stream"
 )
 
 // logBuf collects a server's log lines (and copies them to the test's
@@ -62,8 +63,8 @@ func (l *logBuf) waitFor(t *testing.T, s string) {
 // into a store, the registry and a canal server on a loopback port.
 type fixture struct {
 	srvs  []*mysqltest.Server
-	store *engine.Store
-	reg   *api.Registry
+	store *stream.Store
+	reg   *stream.Registry
 	port  int
 	log   *logBuf
 }
@@ -109,31 +110,31 @@ func newFixture(t *testing.T, cfg canal.Config) *fixture {
 		stmts := []string{fmt.Sprintf("SET timestamp = %d", base.Add(time.Duration(w.at)*time.Second).Unix()), "BEGIN"}
 		srvs[w.srv].Exec(t, append(append(stmts, w.sqls...), "COMMIT")...)
 	}
-	spec := engine.Spec{Name: "shop", Tables: []string{`shop_\d+\.orders`},
-		Route:     []engine.RouteRule{{Match: `shop_\d+\.(\w+)`, To: "shop.$1"}},
-		Heartbeat: engine.Duration(100 * time.Millisecond)}
+	ds := spec.Spec{Name: "shop", Tables: []string{`shop_\d+\.orders`},
+		Route:     []spec.RouteRule{{Match: `shop_\d+\.(\w+)`, To: "shop.$1"}},
+		Heartbeat: spec.Duration(100 * time.Millisecond)}
 	for i, srv := range srvs {
-		spec.Sources = append(spec.Sources, engine.SourceSpec{Name: fmt.Sprintf("s%d", i), Address: srv.Addr(),
-			Start: engine.StartSpec{Kind: engine.StartEarliest}})
+		ds.Sources = append(ds.Sources, spec.Source{Name: fmt.Sprintf("s%d", i), Address: srv.Addr(),
+			Start: spec.Start{Kind: spec.StartEarliest}})
 	}
-	spec = spec.WithDefaults()
+	ds = ds.WithDefaults()
 	lb := &logBuf{out: t.Output()}
 	logger := slog.New(slog.NewTextHandler(lb, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	d, err := group.New(group.Config{Spec: &spec, Logger: logger})
+	d, err := group.New(group.Config{Spec: &ds, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
-	router, err := group.NewRouter(spec.Route)
+	router, err := group.NewRouter(ds.Route)
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := engine.NewStore(engine.StoreConfig{})
+	store := stream.NewStore(stream.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	destDone := make(chan error, 1)
 	go func() { destDone <- d.RunInto(ctx, store) }()
 
-	reg := api.NewRegistry()
-	reg.Add(&api.Served{Name: "shop", Store: store, Rename: router.Rename})
+	reg := stream.NewRegistry()
+	reg.Add(&stream.Served{Name: "shop", Store: store, Rename: router.Rename})
 	cfg.Registry = reg
 	cfg.Logger = logger
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -11,10 +11,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/braid-cdc/braid/api"
 	pbp "github.com/withlin/canal-go/protocol/packet"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/braid-cdc/braid/stream"
 )
 
 // relayHandshakeTimeout bounds dialing a destination's owner and the
@@ -54,7 +55,7 @@ type relayState struct {
 // canForward reports whether a failed lookup of a destination may be
 // answered by relaying to its owner.
 func (ss *session) canForward(lookupErr error) bool {
-	return ss.s.cfg.Forward != nil && !ss.relay.relayed && errors.Is(lookupErr, api.ErrUnknownDestination)
+	return ss.s.cfg.Forward != nil && !ss.relay.relayed && errors.Is(lookupErr, stream.ErrUnknownDestination)
 }
 
 // forward handles a request for a destination this node does not serve:

@@ -11,11 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braid-cdc/braid/api"
-	"github.com/braid-cdc/braid/api/canal"
-	"github.com/braid-cdc/braid/engine"
 	"github.com/withlin/canal-go/client"
 	pbp "github.com/withlin/canal-go/protocol/packet"
+
+	"github.com/braid-cdc/braid/api/canal"
+	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/stream"
 )
 
 // startServer serves cfg on a loopback port until the test ends, or until
@@ -135,21 +136,21 @@ func TestRelay(t *testing.T) {
 		r.send(pbp.PacketType_SUBSCRIPTION, &pbp.Sub{Destination: "shop", ClientId: id})
 		r.wantAck(0, "")
 	}
-	quiet := engine.NewStore(engine.StoreConfig{})
-	f.reg.Add(&api.Served{Name: "quiet", Store: quiet})
+	quiet := stream.NewStore(stream.Config{})
+	f.reg.Add(&stream.Served{Name: "quiet", Store: quiet})
 	// big holds DDLs of 1 MiB each: a batch of them is a frame the relay
 	// streams in many reads.
-	big := engine.NewStore(engine.StoreConfig{})
+	big := stream.NewStore(stream.Config{})
 	for i := range 3 {
 		sql := fmt.Sprintf("CREATE TABLE t%d (c INT) COMMENT '%s'", i, strings.Repeat(string(rune('a'+i)), 1<<20))
-		ev := &engine.Event{Type: engine.EventDDL, Source: "s0", ServerID: 1, Seq: uint64(i + 1),
-			Pos: engine.Position{File: "binlog.000001", Pos: uint32(4 + i)}, CommitTime: time.Unix(1700000000, 0),
-			DDL: &engine.DDL{Schema: "db", SQL: sql, Tables: []string{fmt.Sprintf("db.t%d", i)}}}
+		ev := &change.Event{Type: change.EventDDL, Source: "s0", ServerID: 1, Seq: uint64(i + 1),
+			Pos: change.Position{File: "binlog.000001", Pos: uint32(4 + i)}, CommitTime: time.Unix(1700000000, 0),
+			DDL: &change.DDL{Schema: "db", SQL: sql, Tables: []string{fmt.Sprintf("db.t%d", i)}}}
 		if err := big.Put(t.Context(), ev, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	f.reg.Add(&api.Served{Name: "big", Store: big})
+	f.reg.Add(&stream.Served{Name: "big", Store: big})
 
 	rt := &route{addr: owner}
 	lbA := &logBuf{out: t.Output()}

@@ -12,13 +12,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/braid-cdc/braid/api"
+	"github.com/braid-cdc/braid/stream"
 )
 
 // Config configures a Server. Zero fields take the defaults given.
 type Config struct {
 	// Registry holds the destinations served; required.
-	Registry *api.Registry
+	Registry *stream.Registry
 	// User and Password are the one account clients authenticate as, with
 	// canal's scramble. An empty User accepts every client (and the server
 	// logs a warning when it starts). A relaying server authenticates to
@@ -57,7 +57,7 @@ type Server struct {
 }
 
 // renamer returns d's Rename (nil when it has none), serialized.
-func (s *Server) renamer(d *api.Served) func(schema, table string) (string, string) {
+func (s *Server) renamer(d *stream.Served) func(schema, table string) (string, string) {
 	if d.Rename == nil {
 		return nil
 	}
@@ -71,7 +71,7 @@ func (s *Server) renamer(d *api.Served) func(schema, table string) (string, stri
 // NewServer returns a server; it listens on nothing until Serve.
 func NewServer(cfg Config) *Server {
 	if cfg.Registry == nil {
-		cfg.Registry = api.NewRegistry()
+		cfg.Registry = stream.NewRegistry()
 	}
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = 30 * time.Second

@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braid-cdc/braid/api"
-	"github.com/braid-cdc/braid/api/canal"
-	"github.com/braid-cdc/braid/engine"
 	"github.com/withlin/canal-go/client"
 	pbe "github.com/withlin/canal-go/protocol/entry"
 	pbp "github.com/withlin/canal-go/protocol/packet"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/braid-cdc/braid/api/canal"
+	"github.com/braid-cdc/braid/stream"
 )
 
 // checkStream checks a whole destination read by one client: seq dense and
@@ -390,9 +390,9 @@ func TestBadInput(t *testing.T) {
 // idle connection is closed after IdleTimeout with a log line.
 func TestServeStops(t *testing.T) {
 	lb := &logBuf{out: t.Output()}
-	store := engine.NewStore(engine.StoreConfig{})
-	reg := api.NewRegistry()
-	reg.Add(&api.Served{Name: "empty", Store: store})
+	store := stream.NewStore(stream.Config{})
+	reg := stream.NewRegistry()
+	reg.Add(&stream.Served{Name: "empty", Store: store})
 	srv := canal.NewServer(canal.Config{Registry: reg, IdleTimeout: 300 * time.Millisecond,
 		Logger: slogFor(lb)})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -452,9 +452,9 @@ func TestServeStops(t *testing.T) {
 // TestScramble: canal-go's scramble of the configured password passes, of
 // any other is refused with canal's error.
 func TestScramble(t *testing.T) {
-	store := engine.NewStore(engine.StoreConfig{})
-	reg := api.NewRegistry()
-	reg.Add(&api.Served{Name: "d", Store: store})
+	store := stream.NewStore(stream.Config{})
+	reg := stream.NewRegistry()
+	reg.Add(&stream.Served{Name: "d", Store: store})
 	for _, pw := range []string{"", "p", "pässwörd with spaces"} {
 		srv := canal.NewServer(canal.Config{Registry: reg, User: "u", Password: pw})
 		l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -10,10 +10,10 @@ import (
 	"net"
 	"time"
 
-	"github.com/braid-cdc/braid/api"
-	"github.com/braid-cdc/braid/engine"
 	pbp "github.com/withlin/canal-go/protocol/packet"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/braid-cdc/braid/stream"
 )
 
 // canal's error codes, sent in an Ack's error_code.
@@ -203,33 +203,33 @@ func (ss *session) handle(ctx context.Context, p *pbp.Packet) error {
 	switch p.Type {
 	case pbp.PacketType_SUBSCRIPTION:
 		var m pbp.Sub
-		return ss.identified(ctx, p, &m, m.GetDestination, m.GetClientId, func(d *api.Served, client string) error {
+		return ss.identified(ctx, p, &m, m.GetDestination, m.GetClientId, func(d *stream.Served, client string) error {
 			d.Store.Subscribe(client)
 			return ss.writeAck(0, "")
 		})
 	case pbp.PacketType_UNSUBSCRIPTION:
 		var m pbp.Unsub
-		return ss.identified(ctx, p, &m, m.GetDestination, m.GetClientId, func(d *api.Served, client string) error {
+		return ss.identified(ctx, p, &m, m.GetDestination, m.GetClientId, func(d *stream.Served, client string) error {
 			d.Store.Unsubscribe(client)
 			return ss.writeAck(0, "")
 		})
 	case pbp.PacketType_GET:
 		var m pbp.Get
-		return ss.identified(ctx, p, &m, m.GetDestination, m.GetClientId, func(d *api.Served, client string) error {
+		return ss.identified(ctx, p, &m, m.GetDestination, m.GetClientId, func(d *stream.Served, client string) error {
 			return ss.get(ctx, d, client, &m)
 		})
 	case pbp.PacketType_CLIENTACK:
 		var m pbp.ClientAck
-		return ss.identified(ctx, p, &m, m.GetDestination, m.GetClientId, func(d *api.Served, client string) error {
+		return ss.identified(ctx, p, &m, m.GetDestination, m.GetClientId, func(d *stream.Served, client string) error {
 			switch id := m.BatchId; {
 			case id == 0:
 				return ss.fail(CodeBatchZero, "batchId should assign value", "dest", d.Name, "client", client)
 			case id == -1: // the GET it answers had nothing: canal ignores it
 				return nil
 			default:
-				if err := d.Store.Ack(client, id-1); errors.Is(err, engine.ErrUnknownBatch) {
+				if err := d.Store.Ack(client, id-1); errors.Is(err, stream.ErrUnknownBatch) {
 					// The store's message counts batches from 0; the client's from 1.
-					return ss.fail(CodeError, fmt.Sprintf("ack of batch %d refused: %v: it is not the client's oldest un-acked batch (acks come in order)", id, engine.ErrUnknownBatch),
+					return ss.fail(CodeError, fmt.Sprintf("ack of batch %d refused: %v: it is not the client's oldest un-acked batch (acks come in order)", id, stream.ErrUnknownBatch),
 						"dest", d.Name, "client", client)
 				} else if err != nil {
 					return ss.fail(CodeError, fmt.Sprintf("ack of batch %d refused: %v", id, err), "dest", d.Name, "client", client)
@@ -239,7 +239,7 @@ func (ss *session) handle(ctx context.Context, p *pbp.Packet) error {
 		})
 	case pbp.PacketType_CLIENTROLLBACK:
 		var m pbp.ClientRollback
-		return ss.identified(ctx, p, &m, m.GetDestination, m.GetClientId, func(d *api.Served, client string) error {
+		return ss.identified(ctx, p, &m, m.GetDestination, m.GetClientId, func(d *stream.Served, client string) error {
 			// Batch 0 rolls back every batch; canal rolls back everything
 			// un-acked for any other id too (its store rewinds to the acked
 			// point). A client not subscribed yet (canal's clients roll back
@@ -258,7 +258,7 @@ func (ss *session) handle(ctx context.Context, p *pbp.Packet) error {
 // request it cannot decode, a missing identity and an unknown destination,
 // unless Config.Forward names the destination's owner: then the connection
 // is relayed there from this request on (relay.go).
-func (ss *session) identified(ctx context.Context, p *pbp.Packet, m proto.Message, dest, client func() string, do func(*api.Served, string) error) error {
+func (ss *session) identified(ctx context.Context, p *pbp.Packet, m proto.Message, dest, client func() string, do func(*stream.Served, string) error) error {
 	if err := proto.Unmarshal(p.Body, m); err != nil {
 		return ss.fail(CodeError, fmt.Sprintf("undecodable %s: %v", p.Type, err))
 	}
@@ -320,16 +320,16 @@ const MaxBatchBytes = 8 << 20
 
 // get serves a GET: up to fetch_size entries (one per event), waiting as
 // canal does up to the timeout for fetch_size of them (see getWait and
-// engine.Store.Fill), as one MESSAGES packet whose batch id is the store's
+// stream.Store.Fill), as one MESSAGES packet whose batch id is the store's
 // batch id + 1 (canal's ids start at 1: a CLIENTACK of 0 is an error), or
 // -1 with no entries when nothing is ready. The entries' events add up to
 // MaxBatchBytes at most (one at least).
-func (ss *session) get(ctx context.Context, d *api.Served, client string, g *pbp.Get) error {
-	var b engine.Batch
+func (ss *session) get(ctx context.Context, d *stream.Served, client string, g *pbp.Get) error {
+	var b stream.Batch
 	if g.FetchSize > 0 {
 		var err error
 		b, err = d.Store.Fill(ctx, client, int(g.FetchSize), MaxBatchBytes, getWait(g))
-		if err != nil { // nothing handed out (engine.Store fails only then)
+		if err != nil { // nothing handed out (stream.Store fails only then)
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}

@@ -5,13 +5,13 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/braid-cdc/braid/engine"
+	"github.com/braid-cdc/braid/stream"
 )
 
 // clientKey names a client's state: the store (a destination served again
 // under the same name has a new store) and the client id.
 type clientKey struct {
-	store *engine.Store
+	store *stream.Store
 	id    string
 }
 
@@ -34,7 +34,7 @@ type delivered struct {
 }
 
 // client returns the state of (store, id), making it.
-func (h *handler) client(store *engine.Store, id string) *clientState {
+func (h *handler) client(store *stream.Store, id string) *clientState {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	k := clientKey{store, id}
@@ -47,14 +47,14 @@ func (h *handler) client(store *engine.Store, id string) *clientState {
 }
 
 // findClient returns the state of (store, id) or nil.
-func (h *handler) findClient(store *engine.Store, id string) *clientState {
+func (h *handler) findClient(store *stream.Store, id string) *clientState {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.clients[clientKey{store, id}]
 }
 
 // clientsOf lists the clients of a store, by id.
-func (h *handler) clientsOf(store *engine.Store) []*clientState {
+func (h *handler) clientsOf(store *stream.Store) []*clientState {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var out []*clientState
@@ -69,7 +69,7 @@ func (h *handler) clientsOf(store *engine.Store) []*clientState {
 
 // open starts a stream: it fails if one is open, else it rolls the
 // client's store batches back so that everything not acked comes again.
-func (c *clientState) open(store *engine.Store) error {
+func (c *clientState) open(store *stream.Store) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.streaming {
@@ -101,7 +101,7 @@ func (c *clientState) handed(id int64, maxSeq uint64) {
 // ack acks in the store, in order, every batch whose events all have
 // seq <= seq. It returns how many it acked, how many wait, and the
 // client's highest acked seq.
-func (c *clientState) ack(store *engine.Store, seq uint64) (acked, pending int, ackedSeq uint64, err error) {
+func (c *clientState) ack(store *stream.Store, seq uint64) (acked, pending int, ackedSeq uint64, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ackedSeq = max(c.ackedSeq, seq)
@@ -115,7 +115,7 @@ func (c *clientState) ack(store *engine.Store, seq uint64) (acked, pending int, 
 	return acked, len(c.delivered), c.ackedSeq, nil
 }
 
-func (c *clientState) state(store *engine.Store) ClientState {
+func (c *clientState) state(store *stream.Store) ClientState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return ClientState{ID: c.id, Streaming: c.streaming, AckedSeq: c.ackedSeq,

@@ -2,11 +2,11 @@
 // node serves, a destination's state, and its stream as NDJSON flat messages
 // (canal's FlatMessage, one JSON object per line, with braid's seq, source,
 // originDatabase, originTable, position and gtid), read from the
-// destination's engine.Store under a client id and acked by seq.
+// destination's stream.Store under a client id and acked by seq.
 //
 // A request whose Accept header names application/x-braid-stream
 // (BinaryStreamType) gets the same messages in braid's binary encoding
-// instead (see engine.BinaryMessage): length-prefixed frames whose values
+// instead (see flat.BinaryMessage): length-prefixed frames whose values
 // need no scanning or unescaping, which the Go client (package client)
 // asks for and decodes at about a third of the JSON's CPU.
 //
@@ -59,8 +59,8 @@
 //
 // The handler is safe for concurrent use. Each stream runs on its request's
 // goroutine and ends when the request's context ends, the store closes or a
-// write fails; a batch of engine.ParallelRows rows or more is formatted on up to
-// GOMAXPROCS goroutines that end with it (engine.FlatWriter.WriteEvents).
+// write fails; a batch of flat.ParallelRows rows or more is formatted on up to
+// GOMAXPROCS goroutines that end with it (flat.Writer.WriteEvents).
 // Served.Rename is called under a lock (group.Router is not safe for
 // concurrent use).
 package native

@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/braid-cdc/braid/api"
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/stream"
 )
 
 // BatchEvents is how many events a stream reads from the store at a time.
@@ -33,7 +33,7 @@ const batchWait = 500 * time.Millisecond
 const maxClientID = 128
 
 type handler struct {
-	reg *api.Registry
+	reg *stream.Registry
 	log *slog.Logger
 	mux *http.ServeMux
 
@@ -45,7 +45,7 @@ type handler struct {
 
 // NewHandler returns the native API over the destinations of reg. A nil
 // logger discards.
-func NewHandler(reg *api.Registry, logger *slog.Logger) http.Handler {
+func NewHandler(reg *stream.Registry, logger *slog.Logger) http.Handler {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -99,11 +99,11 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 }
 
 // lookup finds the destination named in the path, or answers 404.
-func (h *handler) lookup(w http.ResponseWriter, r *http.Request) (*api.Served, bool) {
+func (h *handler) lookup(w http.ResponseWriter, r *http.Request) (*stream.Served, bool) {
 	s, err := h.reg.Lookup(r.PathValue("name"))
 	if err != nil {
 		status := http.StatusInternalServerError
-		if errors.Is(err, api.ErrUnknownDestination) {
+		if errors.Is(err, stream.ErrUnknownDestination) {
 			status = http.StatusNotFound
 		}
 		writeError(w, status, err.Error())
@@ -198,7 +198,7 @@ type AckResult struct {
 
 // lookupClient is lookup plus the request's client-id parameter; it answers
 // the error itself.
-func (h *handler) lookupClient(w http.ResponseWriter, r *http.Request) (*api.Served, string, url.Values, bool) {
+func (h *handler) lookupClient(w http.ResponseWriter, r *http.Request) (*stream.Served, string, url.Values, bool) {
 	s, ok := h.lookup(w, r)
 	if !ok {
 		return nil, "", nil, false

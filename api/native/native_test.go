@@ -15,16 +15,16 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/braid-cdc/braid/api"
 	"github.com/braid-cdc/braid/api/native"
-	"github.com/braid-cdc/braid/engine"
+	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/stream"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // server serves the native API over reg on a loopback HTTP server.
-func server(t *testing.T, reg *api.Registry) (*httptest.Server, *http.Client) {
+func server(t *testing.T, reg *stream.Registry) (*httptest.Server, *http.Client) {
 	t.Helper()
 	srv := httptest.NewServer(native.NewHandler(reg, slog.New(slog.NewTextHandler(t.Output(), nil))))
 	hc := &http.Client{Transport: &http.Transport{}}
@@ -36,13 +36,13 @@ func server(t *testing.T, reg *api.Registry) (*httptest.Server, *http.Client) {
 }
 
 // ddl is transaction seq as one DDL event: a line of its own.
-func ddl(seq uint64) *engine.Event {
-	return &engine.Event{Type: engine.EventDDL, Seq: seq, Source: "s0", CommitTime: time.Unix(1700000000, 0),
-		Pos: engine.Position{File: "binlog.000001", Pos: uint32(100 * seq)},
-		DDL: &engine.DDL{Schema: "shop_0", SQL: fmt.Sprintf("CREATE TABLE t%d (id INT)", seq), Tables: []string{fmt.Sprintf("shop_0.t%d", seq)}}}
+func ddl(seq uint64) *change.Event {
+	return &change.Event{Type: change.EventDDL, Seq: seq, Source: "s0", CommitTime: time.Unix(1700000000, 0),
+		Pos: change.Position{File: "binlog.000001", Pos: uint32(100 * seq)},
+		DDL: &change.DDL{Schema: "shop_0", SQL: fmt.Sprintf("CREATE TABLE t%d (id INT)", seq), Tables: []string{fmt.Sprintf("shop_0.t%d", seq)}}}
 }
 
-func put(t *testing.T, s *engine.Store, seqs ...uint64) {
+func put(t *testing.T, s *stream.Store, seqs ...uint64) {
 	t.Helper()
 	for _, q := range seqs {
 		if err := s.Put(context.Background(), ddl(q), q); err != nil {
@@ -78,14 +78,14 @@ func post(t *testing.T, hc *http.Client, url string, out any) int {
 }
 
 // stream is an open stream request, its lines on a channel.
-type stream struct {
+type lineStream struct {
 	status int
 	lines  chan string
 	cancel context.CancelFunc
 	body   io.ReadCloser
 }
 
-func openStream(t *testing.T, hc *http.Client, url string) *stream {
+func openStream(t *testing.T, hc *http.Client, url string) *lineStream {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -94,7 +94,7 @@ func openStream(t *testing.T, hc *http.Client, url string) *stream {
 		cancel()
 		t.Fatal(err)
 	}
-	s := &stream{status: resp.StatusCode, lines: make(chan string, 100), cancel: cancel, body: resp.Body}
+	s := &lineStream{status: resp.StatusCode, lines: make(chan string, 100), cancel: cancel, body: resp.Body}
 	go func() {
 		defer close(s.lines)
 		sc := bufio.NewScanner(resp.Body)
@@ -106,7 +106,7 @@ func openStream(t *testing.T, hc *http.Client, url string) *stream {
 	return s
 }
 
-func (s *stream) close() {
+func (s *lineStream) close() {
 	s.cancel()
 	s.body.Close()
 	for range s.lines {
@@ -114,7 +114,7 @@ func (s *stream) close() {
 }
 
 // next returns the next line, failing after 5 s.
-func (s *stream) next(t *testing.T) string {
+func (s *lineStream) next(t *testing.T) string {
 	t.Helper()
 	select {
 	case l, ok := <-s.lines:
@@ -129,7 +129,7 @@ func (s *stream) next(t *testing.T) string {
 }
 
 // seqs reads n message lines (skipping checkpoints) and returns their seqs.
-func (s *stream) seqs(t *testing.T, n int) []uint64 {
+func (s *lineStream) seqs(t *testing.T, n int) []uint64 {
 	t.Helper()
 	var out []uint64
 	for len(out) < n {
@@ -151,15 +151,15 @@ func (s *stream) seqs(t *testing.T, n int) []uint64 {
 // TestListAndState: the list names every destination served; the state
 // shows the merge's stats, the store's and the clients'.
 func TestListAndState(t *testing.T) {
-	reg := api.NewRegistry()
-	store := engine.NewStore(engine.StoreConfig{})
+	reg := stream.NewRegistry()
+	store := stream.NewStore(stream.Config{})
 	commit := time.Now().Add(-2 * time.Second)
-	reg.Add(&api.Served{Name: "shop", Store: store, Stats: func() any {
+	reg.Add(&stream.Served{Name: "shop", Store: store, Stats: func() any {
 		return group.Stats{Seq: 7, Late: 1, Sources: []group.SourceStats{
-			{Name: "a", Pos: engine.Position{File: "binlog.000002", Pos: 42}, LastCommit: commit, LastSeen: time.Now()},
+			{Name: "a", Pos: change.Position{File: "binlog.000002", Pos: 42}, LastCommit: commit, LastSeen: time.Now()},
 			{Name: "b", Waiting: true}}}
 	}})
-	reg.Add(&api.Served{Name: "other", Store: engine.NewStore(engine.StoreConfig{})})
+	reg.Add(&stream.Served{Name: "other", Store: stream.NewStore(stream.Config{})})
 	srv, hc := server(t, reg)
 
 	var names []string
@@ -217,8 +217,8 @@ func TestListAndState(t *testing.T) {
 // TestBadRequests: unknown destinations are 404 naming the served ones,
 // bad parameters 400, each with a JSON error.
 func TestBadRequests(t *testing.T) {
-	reg := api.NewRegistry()
-	reg.Add(&api.Served{Name: "shop", Store: engine.NewStore(engine.StoreConfig{})})
+	reg := stream.NewRegistry()
+	reg.Add(&stream.Served{Name: "shop", Store: stream.NewStore(stream.Config{})})
 	srv, hc := server(t, reg)
 	d := srv.URL + "/v1/destinations/"
 	for _, c := range []struct {
@@ -269,11 +269,11 @@ func TestBadRequests(t *testing.T) {
 // (and nothing acked), a second concurrent one is refused, and after=SEQ
 // skips (and acks) what the client says it has.
 func TestAckRollbackResume(t *testing.T) {
-	reg := api.NewRegistry()
-	store := engine.NewStore(engine.StoreConfig{})
+	reg := stream.NewRegistry()
+	store := stream.NewStore(stream.Config{})
 	store.Subscribe("c")
 	store.Subscribe("d")
-	reg.Add(&api.Served{Name: "shop", Store: store})
+	reg.Add(&stream.Served{Name: "shop", Store: store})
 	srv, hc := server(t, reg)
 	u := srv.URL + "/v1/destinations/shop/"
 
@@ -310,7 +310,7 @@ func TestAckRollbackResume(t *testing.T) {
 
 	// A new stream rolls back what was not acked (5, and 4 when it shared
 	// 5's batch); 1-3 do not come again.
-	var s2 *stream
+	var s2 *lineStream
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		s2 = openStream(t, hc, u+"stream?client-id=c")

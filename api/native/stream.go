@@ -13,8 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/braid-cdc/braid/api"
-	"github.com/braid-cdc/braid/engine"
+	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/flat"
+	"github.com/braid-cdc/braid/stream"
 )
 
 var errBusy = errors.New("native: client id is streaming")
@@ -77,12 +78,12 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sw := &streamWriter{bw: bufio.NewWriterSize(w, 64<<10), after: after, checkpoint: checkpoint,
-		flat: engine.FlatWriter{Rename: h.rename(s), Binary: inBinary}}
+		flat: flat.Writer{Rename: h.rename(s), Binary: inBinary}}
 	err = h.pump(r.Context(), s, c, sw, rc)
 	switch {
 	case r.Context().Err() != nil:
 		log.Info("stream closed by the client")
-	case errors.Is(err, engine.ErrStoreClosed):
+	case errors.Is(err, stream.ErrClosed):
 		log.Info("stream ended: the destination stopped")
 	default:
 		log.Warn("stream ended", "err", err)
@@ -91,7 +92,7 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request) {
 
 // pump moves batches from the store to the client until ctx ends or
 // something fails.
-func (h *handler) pump(ctx context.Context, s *api.Served, c *clientState, sw *streamWriter, rc *http.ResponseController) error {
+func (h *handler) pump(ctx context.Context, s *stream.Served, c *clientState, sw *streamWriter, rc *http.ResponseController) error {
 	for {
 		b, err := s.Store.Get(ctx, c.id, BatchEvents, batchWait)
 		if err != nil {
@@ -155,7 +156,7 @@ func flush(sw *streamWriter, rc *http.ResponseController) error {
 }
 
 // rename returns s.Rename serialized, or nil.
-func (h *handler) rename(s *api.Served) func(string, string) (string, string) {
+func (h *handler) rename(s *stream.Served) func(string, string) (string, string) {
 	if s.Rename == nil {
 		return nil
 	}
@@ -169,7 +170,7 @@ func (h *handler) rename(s *api.Served) func(string, string) (string, string) {
 // streamWriter turns a client's events into lines.
 type streamWriter struct {
 	bw         *bufio.Writer
-	flat       engine.FlatWriter
+	flat       flat.Writer
 	after      uint64 // skip transactions with seq <= after
 	checkpoint bool   // send {"checkpoint":seq} lines
 	open       bool   // inside a transaction whose EventBegin was written
@@ -178,14 +179,14 @@ type streamWriter struct {
 	done, sentCheckpoint uint64
 	lastWrite            time.Time // the last flush
 	// pass holds the events of a batch that go to the flat writer.
-	pass []*engine.Event
+	pass []*change.Event
 }
 
 // events writes a batch's lines: the messages of the events it passes,
 // formatted on as many goroutines as the process runs at once when the
-// batch is big (FlatWriter.WriteEvents), so that one stream keeps up with
+// batch is big (flat.Writer.WriteEvents), so that one stream keeps up with
 // a merge that reads its sources on as many.
-func (sw *streamWriter) events(evs []*engine.Event) error {
+func (sw *streamWriter) events(evs []*change.Event) error {
 	sw.pass = sw.pass[:0]
 	for _, ev := range evs {
 		if sw.passes(ev) {
@@ -199,23 +200,23 @@ func (sw *streamWriter) events(evs []*engine.Event) error {
 
 // passes reports whether ev goes to the flat writer, and follows the
 // transactions it writes whole.
-func (sw *streamWriter) passes(ev *engine.Event) bool {
+func (sw *streamWriter) passes(ev *change.Event) bool {
 	if ev.Seq <= sw.after {
 		return false
 	}
 	switch ev.Type {
-	case engine.EventBegin:
+	case change.EventBegin:
 		sw.open = true
-	case engine.EventRows:
+	case change.EventRows:
 		// Not the rest of a transaction whose beginning was acked.
 		return sw.open
-	case engine.EventCommit:
+	case change.EventCommit:
 		if !sw.open {
 			return false
 		}
 		sw.open = false
 		sw.done = ev.Seq
-	case engine.EventDDL:
+	case change.EventDDL:
 		sw.done = ev.Seq
 	default:
 		return false
@@ -242,7 +243,7 @@ func (sw *streamWriter) line(b []byte) error {
 func (sw *streamWriter) writeCheckpoint() error {
 	var err error
 	if sw.flat.Binary {
-		err = sw.line(binary.AppendUvarint([]byte{engine.BinaryCheckpoint}, sw.done))
+		err = sw.line(binary.AppendUvarint([]byte{flat.BinaryCheckpoint}, sw.done))
 	} else {
 		b := strconv.AppendUint([]byte(`{"checkpoint":`), sw.done, 10)
 		err = sw.line(append(b, '}'))
@@ -255,7 +256,7 @@ func (sw *streamWriter) writeCheckpoint() error {
 }
 
 // BinaryStreamType is the media type of a stream in braid's binary
-// encoding (see engine.BinaryMessage), which a client asks for with it in
+// encoding (see flat.BinaryMessage), which a client asks for with it in
 // its Accept header; any other gets NDJSON.
 const BinaryStreamType = "application/x-braid-stream"
 

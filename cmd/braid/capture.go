@@ -13,8 +13,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/braid-cdc/braid/engine"
+	"github.com/braid-cdc/braid/flat"
 	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/spec"
+	"github.com/braid-cdc/braid/stream"
 )
 
 // errEnough ends a capture that printed --max messages.
@@ -60,7 +62,7 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 
 	ctx, stop := signalContext()
 	defer stop()
-	var spec *engine.Spec
+	var ds *spec.Spec
 	if *useSandbox {
 		sb, s, err := startSandbox(ctx, log)
 		if err != nil {
@@ -68,9 +70,9 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		defer sb.close()
-		spec = s
+		ds = s
 	} else {
-		spec, err = engine.LoadSpec(*file)
+		ds, err = spec.Load(*file)
 		if err != nil {
 			fmt.Fprintln(stderr, "braid capture:", oneLine(err))
 			return 2
@@ -82,13 +84,13 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 		defer cancel()
 	}
 	if so := (serveOptions{listen: *listen, httpPort: *httpPort, canalPort: *canalPort, canalUser: *canalUser, canalPassword: *canalPassword}); so.enabled() {
-		if err := serve(ctx, spec, so, log); err != nil {
+		if err := serve(ctx, ds, so, log); err != nil {
 			fmt.Fprintln(stderr, "braid capture:", oneLine(err))
 			return 1
 		}
 		return 0
 	}
-	if err := capture(ctx, spec, stdout, captureOptions{max: *maxMsgs, cursorDir: *cursorDir}, log); err != nil {
+	if err := capture(ctx, ds, stdout, captureOptions{max: *maxMsgs, cursorDir: *cursorDir}, log); err != nil {
 		fmt.Fprintln(stderr, "braid capture:", oneLine(err))
 		return 1
 	}
@@ -107,7 +109,7 @@ type captureOptions struct {
 const cursorEvery = 500 * time.Millisecond
 
 // capture streams the destination to w until ctx ends or max messages.
-func capture(ctx context.Context, spec *engine.Spec, w io.Writer, opt captureOptions, log *slog.Logger) error {
+func capture(ctx context.Context, spec *spec.Spec, w io.Writer, opt captureOptions, log *slog.Logger) error {
 	var (
 		cursors group.CursorStore
 		resume  *group.Cursor
@@ -124,16 +126,16 @@ func capture(ctx context.Context, spec *engine.Spec, w io.Writer, opt captureOpt
 	}
 	// The merge fills a bounded store; this loop is its one client, printing
 	// batches and acking them once they are flushed.
-	store := engine.NewStore(engine.StoreConfig{})
+	store := stream.NewStore(stream.Config{})
 	store.Subscribe("capture")
-	p, err := group.StartPipeline(ctx, spec, resume, store, log)
+	p, err := stream.StartPipeline(ctx, spec, resume, store, log)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
 
 	out := bufio.NewWriterSize(w, 64<<10)
-	fw := &engine.FlatWriter{Rename: p.Rename}
+	fw := &flat.Writer{Rename: p.Rename}
 	printed := 0
 	line := func(b []byte) error {
 		out.Write(b)
@@ -155,7 +157,7 @@ func capture(ctx context.Context, spec *engine.Spec, w io.Writer, opt captureOpt
 	}
 	for {
 		b, err := store.Get(ctx, "capture", 1024, 200*time.Millisecond)
-		if errors.Is(err, engine.ErrStoreClosed) {
+		if errors.Is(err, stream.ErrClosed) {
 			if err := p.Err(); err != nil {
 				return err
 			}

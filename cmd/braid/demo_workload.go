@@ -6,8 +6,9 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/braid-cdc/braid/internal/mariadb"
 	myclient "github.com/go-mysql-org/go-mysql/client"
+
+	"github.com/braid-cdc/braid/internal/mariadb"
 )
 
 // The demo's order workload.

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/braid-cdc/braid/engine"
 	"github.com/braid-cdc/braid/internal/mariadb"
+	"github.com/braid-cdc/braid/spec"
 )
 
 // sandbox is a throwaway MariaDB with a small order workload running, for a
@@ -31,7 +31,7 @@ var sandboxSchema = []string{
 
 // startSandbox launches the server and the workload and returns a spec that
 // reads it from the start.
-func startSandbox(ctx context.Context, log *slog.Logger) (*sandbox, *engine.Spec, error) {
+func startSandbox(ctx context.Context, log *slog.Logger) (*sandbox, *spec.Spec, error) {
 	log.Info("sandbox: starting a private MariaDB (the first start initialises a data dir, a few seconds)")
 	srv, err := mariadb.Launch(ctx, mariadb.Options{ServerID: 1})
 	if err != nil {
@@ -45,9 +45,9 @@ func startSandbox(ctx context.Context, log *slog.Logger) (*sandbox, *engine.Spec
 	wctx, cancel := context.WithCancel(ctx)
 	s := &sandbox{srv: srv, cancel: cancel}
 	s.wg.Go(func() { s.workload(wctx, log) })
-	spec := engine.Spec{
+	spec := spec.Spec{
 		Name:    "sandbox",
-		Sources: []engine.SourceSpec{{Name: "a", Address: srv.Addr(), Start: engine.StartSpec{Kind: engine.StartEarliest}}},
+		Sources: []spec.Source{{Name: "a", Address: srv.Addr(), Start: spec.Start{Kind: spec.StartEarliest}}},
 		Tables:  []string{`shop_\d+\.orders`},
 	}.WithDefaults()
 	return s, &spec, spec.Validate()

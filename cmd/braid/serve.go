@@ -11,11 +11,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/braid-cdc/braid/api"
 	"github.com/braid-cdc/braid/api/canal"
 	"github.com/braid-cdc/braid/api/native"
-	"github.com/braid-cdc/braid/engine"
-	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/spec"
+	"github.com/braid-cdc/braid/stream"
 )
 
 // serveOptions are the consumer servers capture runs instead of printing.
@@ -32,14 +31,14 @@ func (o serveOptions) enabled() bool { return o.httpPort > 0 || o.canalPort > 0 
 
 // serve runs the destination into a store and serves it to consumers until
 // ctx ends.
-func serve(ctx context.Context, spec *engine.Spec, opt serveOptions, log *slog.Logger) error {
-	p, err := group.StartPipeline(ctx, spec, nil, engine.NewStore(engine.StoreConfig{}), log)
+func serve(ctx context.Context, spec *spec.Spec, opt serveOptions, log *slog.Logger) error {
+	p, err := stream.StartPipeline(ctx, spec, nil, stream.NewStore(stream.Config{}), log)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
-	reg := api.NewRegistry()
-	reg.Add(&api.Served{Name: spec.Name, Store: p.Store, Rename: p.Rename, Stats: func() any { return p.Dest.Stats() }})
+	reg := stream.NewRegistry()
+	reg.Add(&stream.Served{Name: spec.Name, Store: p.Store, Rename: p.Rename, Stats: func() any { return p.Dest.Stats() }})
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

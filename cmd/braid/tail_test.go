@@ -17,8 +17,8 @@ import (
 	pbe "github.com/withlin/canal-go/protocol/entry"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/braid-cdc/braid/engine"
 	"github.com/braid-cdc/braid/internal/mysqltest"
+	"github.com/braid-cdc/braid/spec"
 )
 
 // withoutTS parses flat-message lines and drops ts (the time each was
@@ -60,7 +60,7 @@ func TestTailEqualsCapture(t *testing.T) {
 		t.Fatalf("capture: exit %d: %s", code, errb.String())
 	}
 
-	spec, err := engine.ParseSpec([]byte(specText))
+	spec, err := spec.Parse([]byte(specText))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestCanalEqualsTail(t *testing.T) {
 		s.Exec(t, fmt.Sprintf("UPDATE shop_%d.orders SET note = 'paid' WHERE id %% 2 = 0", i),
 			fmt.Sprintf("DELETE FROM shop_%d.orders WHERE id %% 4 = 3", i))
 	}
-	spec, err := engine.ParseSpec([]byte(fmt.Sprintf("name: shop\nsources:\n  - {name: a, address: '%s', start: earliest}\n  - {name: b, address: '%s', start: earliest}\ntables: ['shop_\\d+\\.orders']\nroute: [{match: 'shop_\\d+\\.(\\w+)', to: 'shop.$1'}]\nheartbeat: 100ms\n", srvs[0].Addr(), srvs[1].Addr())))
+	spec, err := spec.Parse([]byte(fmt.Sprintf("name: shop\nsources:\n  - {name: a, address: '%s', start: earliest}\n  - {name: b, address: '%s', start: earliest}\ntables: ['shop_\\d+\\.orders']\nroute: [{match: 'shop_\\d+\\.(\\w+)', to: 'shop.$1'}]\nheartbeat: 100ms\n", srvs[0].Addr(), srvs[1].Addr())))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braid-cdc/braid/internal/mariadb"
 	"github.com/go-mysql-org/go-mysql/client"
+
+	"github.com/braid-cdc/braid/internal/mariadb"
 )
 
 // Several servers at once must come up independently: own port, own server

@@ -1,0 +1,45 @@
+// Package binlog reads one MySQL/MariaDB source: the replica connection
+// (go-mysql's BinlogSyncer, MariaDB or MySQL flavor), the live schema loaded
+// at the start, row decoding into package change's model, and reconnects
+// that replay from the last boundary.
+//
+// A Reader connects to one server as a replica and emits change.Events:
+// EventBegin, EventRows (the row changes of one binlog rows event),
+// EventCommit; EventDDL for schema changes; EventProgress for transactions
+// without a selected row; EventHeartbeat while the server is idle. Rows of
+// tables outside the spec's table filter are never decoded; the row images
+// of the common column types stay as the binlog wrote them (change.Images),
+// formatted straight from their bytes and decoded to Values only when a
+// consumer asks.
+//
+// Column names come from the table-map event when the server logs them
+// (binlog_row_metadata=FULL), else from a schema.Tracker: the schema at the
+// start position plus every DDL read since, versioned by position. Rows
+// written before an ALTER are labelled with the columns of their time,
+// never with the live schema.
+//
+// A row change travels down the house once: this package reads and decodes
+// it into a change.Event; package group merges it with the other sources'
+// and gives it its seq; package stream holds it for its consumers; package
+// flat (native API, braid capture) or api/canal formats it for each reader.
+//
+// # Invariants
+//
+//   - Events of one transaction come contiguously: Begin, Rows, Commit. A
+//     transaction is never split across a reconnect: after a lost connection
+//     the reader reads again from the last boundary (the last EventCommit,
+//     EventDDL or EventProgress position) and suppresses what it had already
+//     emitted, so nothing is lost and nothing is emitted twice.
+//   - Positions only move forward; an EventCommit's Pos is a boundary a new
+//     Reader can Resume from.
+//   - A row whose column count differs from the schema known at its position
+//     is an error naming the table and position, never a silent mislabel.
+//   - The replica server_id is the spec's, or derived from the destination
+//     and source names (spec.DeriveServerID); never random.
+//
+// # Concurrency
+//
+// Reader.Run owns one goroutine's worth of work (go-mysql's reader calls back
+// into it) and calls emit from it, one event at a time. A Reader is used by
+// one Run at a time.
+package binlog

@@ -1,0 +1,301 @@
+package change
+
+import "time"
+
+// EventType says what an Event carries.
+type EventType uint8
+
+// The event types a binlog.Reader emits, in the order they come for one transaction:
+// EventBegin, then EventRows (the row changes of one binlog rows event),
+// then EventCommit. EventDDL
+// is a transaction of its own. EventProgress stands for a transaction with no
+// selected row (it moves the position and the commit clock on) and
+// EventHeartbeat for the server's replication heartbeat on an idle binlog.
+const (
+	EventBegin EventType = iota + 1
+	EventRows
+	EventCommit
+	EventDDL
+	EventProgress
+	EventHeartbeat
+)
+
+var eventTypeNames = [...]string{"", "begin", "rows", "commit", "ddl", "progress", "heartbeat"}
+
+func (t EventType) String() string {
+	if int(t) < len(eventTypeNames) {
+		return eventTypeNames[t]
+	}
+	return "unknown"
+}
+
+// ChangeKind is the kind of a row change.
+type ChangeKind uint8
+
+// Row change kinds.
+const (
+	Insert ChangeKind = iota + 1
+	Update
+	Delete
+)
+
+var changeKindNames = [...]string{"", "INSERT", "UPDATE", "DELETE"}
+
+// String returns canal's name for the kind: INSERT, UPDATE or DELETE.
+func (k ChangeKind) String() string {
+	if int(k) < len(changeKindNames) {
+		return changeKindNames[k]
+	}
+	return "UNKNOWN"
+}
+
+// Event is one thing a binlog.Reader emits. Which fields are set depends on Type.
+//
+// An Event and what it points to belong to the receiver once handed over; the
+// parser never touches them again.
+type Event struct {
+	Type EventType
+	// Source is the source's name in the spec.
+	Source string
+	// ServerID is the server_id of the server that wrote the transaction.
+	ServerID uint32
+	// Pos: for EventBegin, EventDDL and EventProgress, where the
+	// transaction starts; for EventRows, where its rows event starts; for
+	// EventCommit, where the transaction ends (the next one starts): the
+	// position to resume from after it. For EventHeartbeat, the server's
+	// current position.
+	Pos Position
+	// EndPos is where an EventDDL or EventProgress transaction ends.
+	EndPos Position
+	// GTID of the transaction when the server logs one ("0-1-42" on
+	// MariaDB, "uuid:42" on MySQL).
+	GTID string
+	// CommitTime is when the transaction committed: MySQL 8's
+	// immediate_commit_timestamp (µs) when present, else the binlog event
+	// header's seconds. Set on every event of a transaction (EventBegin,
+	// EventRows, EventCommit), EventDDL and EventProgress.
+	CommitTime time.Time
+	// Rows are the row changes of an EventRows, in binlog order: all of
+	// one table and one kind.
+	Rows []RowChange
+	// DDL is the statement of an EventDDL.
+	DDL *DDL
+	// Schema is the source's schema history right after a DDL (an EventDDL,
+	// or an EventProgress for a DDL of unselected tables), to be saved with a
+	// cursor at that boundary; nil when the schema did not change.
+	Schema *SchemaSnapshot
+	// Seq is the merged transaction's sequence number, set by the merge
+	// (package group) on the events of a transaction it emits; 0 before.
+	Seq uint64
+
+	// BinlogBytes is the size of the binlog event an EventRows's values
+	// share (raw images and decoded strings point into it), held as long
+	// as they are; OffsetBytes the size of its raw images' offsets (Images.
+	// OffsetBytes). Set by the binlog reader, for Size.
+	BinlogBytes, OffsetBytes int64
+	// size memoizes Size: an event does not change once emitted.
+	size int64
+}
+
+// RowChange is one row's change.
+//
+// It keeps its row images as the binlog wrote them (the common column
+// types, see Images) or as go-mysql decoded them (the rest), and
+// converts them to Values only when asked (Before, After), so a consumer
+// that only renders them (the flat writer, the canal encoder) or only
+// counts them pays for no conversion. A RowChange is read-only and safe
+// for concurrent readers.
+type RowChange struct {
+	// Table is the schema the row was decoded with: the table's columns as
+	// they were when the row was written.
+	Table *Table
+	Kind  ChangeKind
+	// Index counts the transaction's row changes from 0.
+	Index int
+
+	codec *Codec
+	// images are the rows event's images; before and after number this
+	// change's (-1: it has none).
+	images        *Images
+	before, after int32
+}
+
+// NewRowChange is the change of a rows event's image k (k and k+1, the
+// before and after images, for an UPDATE), the transaction's index'th,
+// read with codec.
+func NewRowChange(codec *Codec, kind ChangeKind, index int, images *Images, k int) RowChange {
+	rc := RowChange{Table: codec.Table, Kind: kind, Index: index, codec: codec, images: images, before: -1, after: -1}
+	switch kind {
+	case Insert:
+		rc.after = int32(k)
+	case Delete:
+		rc.before = int32(k)
+	case Update:
+		rc.before, rc.after = int32(k), int32(k+1)
+	}
+	return rc
+}
+
+// Before is the row before an UPDATE or DELETE (nil for an INSERT), one
+// Value per column of Table. Each call converts anew; keep the result.
+func (rc *RowChange) Before() []Value { return rc.image(rc.before) }
+
+// After is the row after an INSERT or UPDATE (nil for a DELETE).
+func (rc *RowChange) After() []Value { return rc.image(rc.after) }
+
+// HasBefore and HasAfter report which images the row change has: an
+// INSERT only the after image, a DELETE only the before image, an UPDATE
+// both.
+func (rc *RowChange) HasBefore() bool { return rc.before >= 0 }
+
+// HasAfter: see HasBefore.
+func (rc *RowChange) HasAfter() bool { return rc.after >= 0 }
+
+// AppendText appends column i's value, from the after image when after is
+// set and else from the before image, in canal's string form (see
+// flat.Writer) as valid UTF-8, converting nothing it need not; isNull
+// reports SQL NULL, for which nothing is appended. The image must exist.
+func (rc *RowChange) AppendText(b []byte, after bool, i int) (out []byte, isNull bool) {
+	return rc.appendText(b, after, i, false)
+}
+
+// AppendJSON is AppendText writing the value as a JSON string.
+func (rc *RowChange) AppendJSON(b []byte, after bool, i int) (out []byte, isNull bool) {
+	return rc.appendText(b, after, i, true)
+}
+
+// Raw reports whether the change's images are raw (RawOffsets), not
+// decoded by go-mysql.
+func (rc *RowChange) Raw() bool { return rc.images.Raw() }
+
+// RawOffsets are the offsets of the after image's values (the before
+// image's when after is false) when the rows event is one braid reads raw:
+// one per column, -1 for NULL, for AppendRawText. nil when go-mysql decoded
+// the event (use AppendText). The image must exist.
+func (rc *RowChange) RawOffsets(after bool) []int32 {
+	if rc.images.Decoded != nil {
+		return nil
+	}
+	if after {
+		return rc.images.offsets(rc.after)
+	}
+	return rc.images.offsets(rc.before)
+}
+
+// AppendRawText appends column i's value at off, one of RawOffsets (not
+// -1), as AppendText or, when quoted, as AppendJSON would.
+func (rc *RowChange) AppendRawText(b []byte, i int, off int32, quoted bool) []byte {
+	return rc.codec.appendRawText(b, i, rc.images.data[off:], quoted)
+}
+
+// appendText is AppendText, writing a JSON string when quoted is set.
+func (rc *RowChange) appendText(b []byte, after bool, i int, quoted bool) ([]byte, bool) {
+	k, im := rc.before, rc.images
+	if after {
+		k = rc.after
+	}
+	if im.Decoded != nil {
+		v := im.Decoded[k][i]
+		if v == nil {
+			return b, true
+		}
+		return rc.codec.appendText(b, i, v, quoted), false
+	}
+	off := im.offsets(k)[i]
+	if off < 0 {
+		return b, true
+	}
+	return rc.codec.appendRawText(b, i, im.data[off:], quoted), false
+}
+
+// Changed reports whether an UPDATE changed column i: whether its before
+// and after values differ (what canal marks "updated", and what the flat
+// message's "old" lists).
+func (rc *RowChange) Changed(i int) bool {
+	if rc.before < 0 || rc.after < 0 {
+		return rc.after >= 0
+	}
+	im := rc.images
+	if im.Decoded != nil {
+		return !rawEqual(im.Decoded[rc.before][i], im.Decoded[rc.after][i])
+	}
+	return !rc.codec.rawEqual(i, im.data, im.offsets(rc.before)[i], im.offsets(rc.after)[i])
+}
+
+func (rc *RowChange) image(k int32) []Value {
+	if k < 0 {
+		return nil
+	}
+	im := rc.images
+	if im.Decoded != nil {
+		return rc.codec.values(im.Decoded[k])
+	}
+	return rc.codec.values(rc.codec.decodeRaw(im.data, im.offsets(k)))
+}
+
+// Value is one decoded column value. Its dynamic type is one of:
+//
+//	nil                          SQL NULL
+//	int64                        signed integers, YEAR
+//	uint64                       unsigned integers, BIT
+//	float32, float64             FLOAT, DOUBLE
+//	string                       DECIMAL (exact digits), DATE, TIME, DATETIME,
+//	                             TIMESTAMP (in the source's time zone), ENUM and
+//	                             SET (member names), JSON (text), character types
+//	[]byte                       BINARY, VARBINARY, BLOB types, GEOMETRY
+type Value = any
+
+// DDL is a schema change statement.
+type DDL struct {
+	// Schema is the default database the statement ran in.
+	Schema string
+	// SQL is the statement text as logged.
+	SQL string
+	// Tables lists "schema.table" of the selected tables it changes.
+	Tables []string
+}
+
+// Size estimates the memory an event holds, for the store's bound: a fixed
+// overhead; for row changes, the binlog event their images live in (raw
+// images point into it, as do the strings go-mysql decodes), the raw
+// images' offsets, each RowChange, and each decoded image's value
+// headers, boxed numbers and own bytes (counted even when shared, erring
+// on the safe side).
+//
+// The first call computes and remembers it: call it only once the event is
+// complete (emitted), as the destination's queues and the store do.
+func (e *Event) Size() int64 {
+	if e.size > 0 {
+		return e.size
+	}
+	n := int64(256) + e.BinlogBytes + e.OffsetBytes
+	if e.DDL != nil {
+		n += int64(len(e.DDL.SQL))
+	}
+	n += 64 * int64(len(e.Rows))
+	if len(e.Rows) > 0 && e.Rows[0].images.Decoded != nil {
+		for _, img := range e.Rows[0].images.Decoded {
+			n += imageSize(img)
+		}
+	}
+	e.size = n
+	return n
+}
+
+// imageSize is a row image's slice, an interface header and a boxed value
+// of 8 bytes per column, and the bytes of strings and byte slices.
+func imageSize(img []any) int64 {
+	if img == nil {
+		return 0
+	}
+	n := int64(24 + 24*len(img))
+	for _, v := range img {
+		switch x := v.(type) {
+		case string:
+			n += int64(len(x))
+		case []byte:
+			n += int64(len(x))
+		}
+	}
+	return n
+}

@@ -1,0 +1,89 @@
+package stream
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// ErrUnknownDestination: no destination of that name is served here.
+var ErrUnknownDestination = errors.New("api: unknown destination")
+
+// Served is one destination as the servers see it: its store and the
+// logical names of its tables.
+type Served struct {
+	Name  string
+	Store *Store
+	// Rename maps an origin schema and table to the logical names
+	// (group.Router.Rename); nil keeps them.
+	Rename func(schema, table string) (string, string)
+	// Stats, if set, reports the destination's progress for status pages
+	// (a group.Destination's Stats, as any).
+	Stats func() any
+	// Live, if set, says whether this node may hand the destination's
+	// events out now: in a cluster, only while its ownership lease holds.
+	// The servers check it before each batch and refuse the consumer with
+	// its error (the consumer reconnects, to whichever node owns the
+	// destination then). nil: always.
+	Live func() error
+}
+
+// CheckLive returns s.Live's verdict (nil when s has no Live).
+func (s *Served) CheckLive() error {
+	if s.Live == nil {
+		return nil
+	}
+	return s.Live()
+}
+
+// Registry is the set of destinations a node serves. Safe for concurrent
+// use.
+type Registry struct {
+	mu    sync.RWMutex
+	dests map[string]*Served
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{dests: map[string]*Served{}} }
+
+// Add serves a destination (replacing one of the same name).
+func (r *Registry) Add(s *Served) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.dests[s.Name] = s
+}
+
+// Remove stops serving a destination.
+func (r *Registry) Remove(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.dests, name)
+}
+
+// Lookup returns the destination of that name.
+func (r *Registry) Lookup(name string) (*Served, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	s, ok := r.dests[name]
+	if !ok {
+		return nil, fmt.Errorf("%w %q: this node serves %v", ErrUnknownDestination, name, r.namesLocked())
+	}
+	return s, nil
+}
+
+// Names lists the destinations served, sorted.
+func (r *Registry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.namesLocked()
+}
+
+func (r *Registry) namesLocked() []string {
+	names := make([]string, 0, len(r.dests))
+	for n := range r.dests {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
