@@ -14,7 +14,7 @@ build:
 # inputs, not a duration: go1.26's fuzzer can fail a clean run with
 # "context deadline exceeded" when a duration ends, golang/go#75804),
 # then runs every test once, uncached, with the race detector. Tests that
-# read binlogs start their own mariadbd servers (internal/mysqltest).
+# read binlogs start their own mariadbd servers (internal/testutil/mysqltest).
 test:
 	$(GO) build ./... && $(GO) vet ./... && \
 	$(GO) test -run '^$$' -fuzz FuzzReadFrame -fuzztime 40000x ./api/canal/ && \

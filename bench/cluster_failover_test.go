@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/client"
-	"github.com/braid-cdc/braid/internal/braidproc"
-	"github.com/braid-cdc/braid/internal/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/braidproc"
+	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 )
 
 // failoverResult is what the failover part measured.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/braid-cdc/braid/client"
 	"github.com/braid-cdc/braid/group"
-	"github.com/braid-cdc/braid/internal/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 )
 
 // resourcesResult is what the resources part measured.

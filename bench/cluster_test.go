@@ -14,8 +14,8 @@ import (
 
 	mysqlclient "github.com/go-mysql-org/go-mysql/client"
 
-	"github.com/braid-cdc/braid/internal/braidproc"
-	"github.com/braid-cdc/braid/internal/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/braidproc"
+	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 )
 
 // BenchmarkCluster measures a three-node cluster of real `braid server`

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braid-cdc/braid/internal/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 )
 
 // decodeTimeout bounds one decoder run; a run that has not reached the end

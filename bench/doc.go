@@ -24,7 +24,7 @@
 //
 // # What BenchmarkDecode measures
 //
-// The benchmark starts one MariaDB (internal/mysqltest; without a server
+// The benchmark starts one MariaDB (internal/testutil/mysqltest; without a server
 // binary it is skipped) and writes one binlog into it, once per process:
 // 540,000 row changes (about 69 MiB of binlog) in 600 multi-row transactions
 // over six tables with mixed column types (signed and unsigned integers,

@@ -6,7 +6,7 @@ import (
 
 	"github.com/braid-cdc/braid/binlog"
 	"github.com/braid-cdc/braid/change"
-	"github.com/braid-cdc/braid/internal/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/spec"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/braid-cdc/braid/binlog"
 	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/flat"
-	"github.com/braid-cdc/braid/internal/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 )
 
 // TestWriteEventsParallel: flat.Writer.WriteEvents writes exactly the

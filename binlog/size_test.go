@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/binlog"
-	"github.com/braid-cdc/braid/internal/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 )
 
 // TestEventSizeMatchesHeap checks Event.Size, which the store's and the

@@ -20,7 +20,7 @@ import (
 	"github.com/braid-cdc/braid/api/native"
 	"github.com/braid-cdc/braid/client"
 	"github.com/braid-cdc/braid/group"
-	"github.com/braid-cdc/braid/internal/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )

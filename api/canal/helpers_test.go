@@ -21,7 +21,7 @@ import (
 
 	"github.com/braid-cdc/braid/api/canal"
 	"github.com/braid-cdc/braid/group"
-	"github.com/braid-cdc/braid/internal/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braid-cdc/braid/internal/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 )
 
 func writeSpec(t *testing.T, body string) string {

@@ -14,12 +14,12 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/cluster"
-	"github.com/braid-cdc/braid/internal/braidproc"
-	"github.com/braid-cdc/braid/internal/mysqltest"
 	"github.com/braid-cdc/braid/internal/ports"
+	"github.com/braid-cdc/braid/internal/testutil/braidproc"
+	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 )
 
-// The cluster tests run real `braid server` processes (internal/braidproc),
+// The cluster tests run real `braid server` processes (internal/testutil/braidproc),
 // built once per test run, and kill them.
 
 var braidBinary struct {

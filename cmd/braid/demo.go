@@ -18,9 +18,9 @@ import (
 
 	"github.com/braid-cdc/braid/client"
 	"github.com/braid-cdc/braid/cluster"
-	"github.com/braid-cdc/braid/internal/braidproc"
 	"github.com/braid-cdc/braid/internal/mariadb"
 	"github.com/braid-cdc/braid/internal/ports"
+	"github.com/braid-cdc/braid/internal/testutil/braidproc"
 )
 
 // braid demo: three MariaDB shard servers, a three-node braid cluster, a

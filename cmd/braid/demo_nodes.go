@@ -5,7 +5,7 @@ import (
 	"net"
 	"strconv"
 
-	"github.com/braid-cdc/braid/internal/braidproc"
+	"github.com/braid-cdc/braid/internal/testutil/braidproc"
 )
 
 // The demo's braid server child processes are braidproc.Nodes (made in

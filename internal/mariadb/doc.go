@@ -1,7 +1,7 @@
 // Package mariadb runs throw-away MariaDB (or MySQL) servers with the binary
 // log on: Launch starts a private mariadbd on a loopback port with a fresh
 // data directory, and Remove stops it and deletes everything. braid uses it
-// for `braid capture --sandbox` and `braid demo`; internal/mysqltest wraps it
+// for `braid capture --sandbox` and `braid demo`; internal/testutil/mysqltest wraps it
 // for tests.
 //
 //	srv, err := mariadb.Launch(ctx, mariadb.Options{ServerID: 1})
