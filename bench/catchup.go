@@ -24,14 +24,15 @@ func CatchUp(ctx context.Context, cfgs []DecodeConfig, kind string, want int) (C
 	if err != nil {
 		return ConsumeResult{}, err
 	}
-	store := stream.NewStore(stream.Config{MaxBytes: MergeStoreBytes})
-	p, err := stream.StartPipeline(ctx, spec, nil, store, nil)
+	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: spec, Store: stream.Config{MaxBytes: MergeStoreBytes}})
 	if err != nil {
 		return ConsumeResult{}, fmt.Errorf("bench: catch-up: %w", err)
 	}
 	defer p.Close()
 	reg := stream.NewRegistry()
-	reg.Add(&stream.Served{Name: ConsumeDest, Store: store, Rename: p.Rename})
+	served := p.Served(nil)
+	served.Name = ConsumeDest
+	reg.Add(served)
 	consumeIDs++
 	if kind == "canal" {
 		return ConsumeCanal(ctx, reg, ConsumeDest, consumeIDs, want)

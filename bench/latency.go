@@ -199,15 +199,14 @@ func MeasureLatency(ctx context.Context, cfg LatencyConfig) (*LatencyResult, err
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	store := stream.NewStore(stream.Config{})
 	const clientID = "bench-latency"
-	store.Subscribe(clientID)
 	began := time.Now()
-	p, err := stream.StartPipeline(ctx, &ds, nil, store, cfg.Logger)
+	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: &ds, Clients: map[string]*group.Cursor{clientID: nil}, Logger: cfg.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("bench: latency: %w", err)
 	}
 	defer p.Close()
+	store := p.Store
 	if err := latencyWaitHeard(ctx, p, n); err != nil {
 		return nil, err
 	}

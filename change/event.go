@@ -1,6 +1,9 @@
 package change
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // EventType says what an Event carries.
 type EventType uint8
@@ -253,6 +256,51 @@ type DDL struct {
 	SQL string
 	// Tables lists "schema.table" of the selected tables it changes.
 	Tables []string
+	// LogicalSchema and LogicalTable are Origin's logical names, stamped
+	// by package group before the DDL leaves the merge; empty until then.
+	LogicalSchema, LogicalTable string
+}
+
+// Origin is the DDL's schema and table as the source names them: its
+// first table's, or its default schema and no table.
+func (d *DDL) Origin() (schema, table string) {
+	if len(d.Tables) > 0 {
+		schema, table, _ = strings.Cut(d.Tables[0], ".")
+		return schema, table
+	}
+	return d.Schema, ""
+}
+
+// Logical is Origin's logical schema and table (Origin until stamped).
+func (d *DDL) Logical() (schema, table string) {
+	if d.LogicalSchema == "" && d.LogicalTable == "" {
+		return d.Origin()
+	}
+	return d.LogicalSchema, d.LogicalTable
+}
+
+// Origin is the schema and table of a rows event's rows or of a DDL as the
+// source names them; empty for other events.
+func (e *Event) Origin() (schema, table string) {
+	switch {
+	case len(e.Rows) > 0:
+		return e.Rows[0].Table.Schema, e.Rows[0].Table.Name
+	case e.DDL != nil:
+		return e.DDL.Origin()
+	}
+	return "", ""
+}
+
+// Logical is Origin's logical schema and table: the names consumers see
+// (see Table.LogicalName, DDL.LogicalTable).
+func (e *Event) Logical() (schema, table string) {
+	switch {
+	case len(e.Rows) > 0:
+		return e.Rows[0].Table.Logical()
+	case e.DDL != nil:
+		return e.DDL.Logical()
+	}
+	return "", ""
 }
 
 // Size estimates the memory an event holds, for the store's bound: a fixed

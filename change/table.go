@@ -46,6 +46,21 @@ type Table struct {
 	// a column added later holds: "binary" or a charset braid converts
 	// (see Column.Charset); empty otherwise.
 	Charset string `json:"charset,omitempty"`
+	// LogicalSchema and LogicalName are the logical table the destination
+	// routes this one to (the spec's route:), stamped by package group once
+	// per table version, before the version's first rows leave the merge,
+	// and never changed after; empty until then (Logical then gives the
+	// table's own names). A Clone starts unstamped.
+	LogicalSchema string `json:"-"`
+	LogicalName   string `json:"-"`
+}
+
+// Logical returns the logical schema and table (see LogicalName).
+func (t *Table) Logical() (schema, name string) {
+	if t.LogicalName == "" {
+		return t.Schema, t.Name
+	}
+	return t.LogicalSchema, t.LogicalName
 }
 
 // FullName is "schema.table", the string table filters match against.

@@ -87,16 +87,12 @@ func start(t *testing.T, clientIDs ...string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	router, err := group.NewRouter(ds.Route)
-	if err != nil {
-		t.Fatal(err)
-	}
 	store := stream.NewStore(stream.Config{})
 	for _, id := range clientIDs {
 		store.Subscribe(id) // before anything is acked, so each sees all
 	}
 	reg := stream.NewRegistry()
-	reg.Add(&stream.Served{Name: "shop", Store: store, Rename: router.Rename, Stats: func() any { return d.Stats() }})
+	reg.Add(&stream.Served{Name: "shop", Store: store, Stats: d.Stats})
 
 	e := &env{store: store, opens: map[string]int{}}
 	e.hc = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {

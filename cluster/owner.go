@@ -191,36 +191,25 @@ func (o *owner) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	store := stream.NewStore(stream.Config{})
-	var resume *group.Cursor
-	for client, c := range cursors {
-		store.SubscribeAfter(client, c.Seq, c)
-		if resume == nil || c.Seq < resume.Seq {
-			resume = c
-		}
-	}
-	if resume != nil {
-		log.Info("resuming from the slowest consumer's cursor", "seq", resume.Seq, "consumers", len(cursors))
-	}
-	p, err := stream.StartPipeline(ctx, &ds, resume, store, log)
+	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: &ds, Clients: cursors, Logger: log})
 	if err != nil {
 		return err
 	}
 	defer p.Close()
+	store := p.Store
 	fc := n.store.CursorStore(o.name, o.epoch, n.cfg.CursorInterval)
 	defer func() {
 		if err := fc.Close(); err != nil {
 			log.Info("last cursors not saved", "err", err)
 		}
 	}()
-	served := &stream.Served{Name: o.name, Store: store, Rename: p.Rename, Stats: func() any { return p.Dest.Stats() }, Live: o.live}
-	n.reg.Add(served)
+	n.reg.Add(p.Served(o.live))
 	defer n.reg.Remove(o.name)
 	bound := group.MemoryBound(len(ds.Sources), group.Config{}, stream.DefaultBytes)
 	n.memory.add(bound)
 	defer n.memory.add(-bound)
 
-	saved := map[string]any{} // per client: the mark saved last
+	saved := map[string]*group.Cursor{} // per client: the mark saved last
 	t := time.NewTicker(n.cfg.Lease / 4)
 	defer t.Stop()
 	for {
@@ -239,11 +228,10 @@ func (o *owner) run(ctx context.Context) error {
 		}
 		clients := store.Clients()
 		for _, c := range clients {
-			cur, ok := c.Mark.(*group.Cursor)
-			if !ok || saved[c.ID] == c.Mark {
+			if c.Mark == nil || saved[c.ID] == c.Mark {
 				continue
 			}
-			if err := fc.Save(o.name, c.ID, cur); err != nil {
+			if err := fc.Save(o.name, c.ID, c.Mark); err != nil {
 				log.Warn("fenced: cursor writes refused", "err", err)
 				return nil
 			}

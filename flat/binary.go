@@ -2,7 +2,6 @@ package flat
 
 import (
 	"encoding/binary"
-	"strings"
 
 	"github.com/braid-cdc/braid/change"
 )
@@ -50,7 +49,7 @@ const (
 func (w *Writer) flushBinary(out func([]byte) error) error {
 	first := w.run[0]
 	t := first.Table
-	db, table := w.names(t.Schema, t.Name)
+	db, table := t.Logical()
 	b := append(w.buf[:0], BinaryMessage)
 	b = binary.AppendUvarint(b, w.Seq)
 	b = appendBinaryString(b, db)
@@ -97,8 +96,8 @@ func (w *Writer) flushBinary(out func([]byte) error) error {
 // ddlBinary renders a DDL as a message in the binary encoding; see
 // ddlLine.
 func (w *Writer) ddlBinary(ev *change.Event) []byte {
-	schema, table := ddlNames(ev)
-	db, ltable := w.names(schema, table)
+	schema, table := ev.DDL.Origin()
+	db, ltable := ev.DDL.Logical()
 	b := append(w.buf[:0], BinaryMessage)
 	b = binary.AppendUvarint(b, w.Seq)
 	b = appendBinaryString(b, db)
@@ -184,14 +183,4 @@ func fixCellLength(b []byte, at int) []byte {
 	copy(b[at+head:], b[at+1:len(b)-(head-1)])
 	copy(b[at:], num[:head])
 	return b
-}
-
-// ddlNames are a DDL message's origin schema and table: its first table's,
-// or its schema and no table.
-func ddlNames(ev *change.Event) (schema, table string) {
-	schema = ev.DDL.Schema
-	if len(ev.DDL.Tables) > 0 {
-		schema, table, _ = strings.Cut(ev.DDL.Tables[0], ".")
-	}
-	return schema, table
 }

@@ -40,8 +40,7 @@ type flatPart struct {
 // cores as the merge feeding it, which reads its sources on a goroutine
 // each (measured in bench/ on two cores: one consumer 14% faster, for
 // about 5% more CPU a row). out is called for each message in order, on
-// the calling goroutine. Rename, when set, must then be safe for
-// concurrent use.
+// the calling goroutine.
 func (w *Writer) WriteEvents(evs []*change.Event, workers int, out func(line []byte) error) error {
 	w.jobs, w.runs, w.planning = w.jobs[:0], w.runs[:0], true
 	rows := 0
@@ -159,7 +158,7 @@ func (w *Writer) plan() {
 // format writes one job's message with buf as its scratch buffer, as the
 // writer would have when it decided on it, and returns the buffer.
 func (w *Writer) format(j *flatJob, buf []byte, out func([]byte) error) ([]byte, error) {
-	f := Writer{Seq: j.seq, MaxRows: w.MaxRows, Rename: w.Rename, Binary: w.Binary,
+	f := Writer{Seq: j.seq, MaxRows: w.MaxRows, Binary: w.Binary,
 		Now: func() time.Time { return j.ts }, tx: j.tx, runEv: j.runEv, run: j.run, runKeys: j.keys, buf: buf}
 	var err error
 	switch {

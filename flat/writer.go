@@ -30,9 +30,6 @@ type Writer struct {
 	Seq uint64
 	// MaxRows caps the rows of one message. Default: 1000.
 	MaxRows int
-	// Rename maps an origin schema and table to the logical names messages
-	// carry. Default: unchanged.
-	Rename func(schema, table string) (string, string)
 	// Now stamps ts. Default: time.Now.
 	Now func() time.Time
 	// Binary makes Write produce braid's binary encoding of each message
@@ -121,13 +118,6 @@ func (w *Writer) now() time.Time {
 	return time.Now()
 }
 
-func (w *Writer) names(schema, table string) (string, string) {
-	if w.Rename != nil {
-		return w.Rename(schema, table)
-	}
-	return schema, table
-}
-
 // flush writes the pending run as one message.
 func (w *Writer) flush(out func([]byte) error) error {
 	if len(w.run) == 0 {
@@ -142,7 +132,7 @@ func (w *Writer) flush(out func([]byte) error) error {
 	}
 	first := w.run[0]
 	t := first.Table
-	b := w.appendHead(w.buf[:0], t.Schema, t.Name)
+	b := w.appendHead(w.buf[:0], t)
 	b = append(b, `,"pkNames":`...)
 	if keys := t.KeyNames(); len(keys) > 0 {
 		b = append(b, '[')
@@ -200,9 +190,15 @@ func (w *Writer) endRun() {
 	w.runEv = nil
 }
 
-// appendHead opens a message: its id and logical database and table.
-func (w *Writer) appendHead(b []byte, schema, table string) []byte {
-	db, ltable := w.names(schema, table)
+// appendHead opens a message: its id and the logical database and table
+// of its rows' table.
+func (w *Writer) appendHead(b []byte, t *change.Table) []byte {
+	db, table := t.Logical()
+	return w.appendNames(b, db, table)
+}
+
+// appendNames opens a message with its id and logical names.
+func (w *Writer) appendNames(b []byte, db, ltable string) []byte {
 	b = append(b, `{"id":`...)
 	b = strconv.AppendUint(b, w.Seq, 10)
 	b = append(b, `,"database":`...)
@@ -303,8 +299,9 @@ func (w *Writer) columnKeys(t *change.Table) [][]byte {
 
 // ddlLine renders a DDL as a flat message.
 func (w *Writer) ddlLine(ev *change.Event) []byte {
-	schema, table := ddlNames(ev)
-	b := w.appendHead(w.buf[:0], schema, table)
+	schema, table := ev.DDL.Origin()
+	db, ltable := ev.DDL.Logical()
+	b := w.appendNames(w.buf[:0], db, ltable)
 	b = append(b, `,"pkNames":null,"isDdl":true,"type":`...)
 	b = change.AppendJSONString(b, DDLKind(ev.DDL.SQL))
 	b = append(b, `,"es":`...)

@@ -81,6 +81,7 @@ type Destination struct {
 	cfg     Config
 	parsers []*binlog.Reader
 	merger  *Merger
+	router  *Router // used by the merge loop only
 	cursor  Cursor
 	skew    time.Duration
 	log     *slog.Logger
@@ -147,7 +148,11 @@ func New(cfg Config) (*Destination, error) {
 	if r := cfg.Resume; r != nil && len(r.Sources) != len(ds.Sources) {
 		return nil, fmt.Errorf("group: cursor has %d sources, destination %s has %d: the spec's sources changed; delete the cursor to start over", len(r.Sources), ds.Name, len(ds.Sources))
 	}
-	d := &Destination{cfg: cfg, merger: NewMerger(len(ds.Sources), ds.Ordering != "per-source"),
+	router, err := NewRouter(ds.Route)
+	if err != nil {
+		return nil, err
+	}
+	d := &Destination{cfg: cfg, merger: NewMerger(len(ds.Sources), ds.Ordering != "per-source"), router: router,
 		skew: time.Duration(ds.MaxClockSkew), log: log.With("dest", ds.Name)}
 	d.cursor.Sources = make([]SourceCursor, len(ds.Sources))
 	d.lastSeen = make([]time.Time, len(ds.Sources))
@@ -428,6 +433,7 @@ func (d *Destination) emitTx(ctx context.Context, src int, first *change.Event, 
 	sc := &d.cursor.Sources[src]
 	sc.LastKey = d.merger.Last(src)
 	first.Seq = seq
+	d.stamp(first)
 	if first.Type == change.EventDDL {
 		sc.Pos = first.EndPos
 		if first.Schema != nil {
@@ -457,6 +463,7 @@ func (d *Destination) emitTx(ctx context.Context, src int, first *change.Event, 
 			continue // cannot come inside a transaction; harmless
 		}
 		ev.Seq = seq
+		d.stamp(ev)
 		if ev.Type == change.EventCommit {
 			sc.Pos = ev.Pos
 		}
@@ -467,6 +474,22 @@ func (d *Destination) emitTx(ctx context.Context, src int, first *change.Event, 
 			d.merger.Done(src)
 			return nil
 		}
+	}
+}
+
+// stamp gives a rows event's table version, once, or a DDL its logical
+// names, so that every consumer reads them from the event instead of
+// asking the router (which caches, and so belongs to the merge loop).
+// The table is stamped before the first event that carries it is emitted;
+// the reader that built it never reads those fields.
+func (d *Destination) stamp(ev *change.Event) {
+	switch {
+	case len(ev.Rows) > 0:
+		if t := ev.Rows[0].Table; t.LogicalName == "" {
+			t.LogicalSchema, t.LogicalName = d.router.Rename(t.Schema, t.Name)
+		}
+	case ev.DDL != nil:
+		ev.DDL.LogicalSchema, ev.DDL.LogicalTable = d.router.Rename(ev.DDL.Origin())
 	}
 }
 
@@ -484,14 +507,14 @@ func (d *Destination) sourceEnded(ctx context.Context, s int, q *sourceQueue) er
 // Putter takes a destination's events in order, each transaction's last
 // event with the cursor after it as its mark (stream.Store is one).
 type Putter interface {
-	Put(ctx context.Context, ev *change.Event, mark any) error
+	Put(ctx context.Context, ev *change.Event, mark *Cursor) error
 }
 
 // RunInto runs the destination (see Run) into a store: every event goes in,
 // and each transaction's last event carries the cursor after it as its mark.
 func (d *Destination) RunInto(ctx context.Context, store Putter) error {
 	return d.Run(ctx, func(ev *change.Event) error {
-		var mark any
+		var mark *Cursor
 		if ev.Type == change.EventCommit || ev.Type == change.EventDDL {
 			mark = d.Cursor()
 		}

@@ -2,57 +2,90 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"log/slog"
-	"sync"
 
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/spec"
 )
 
+// PipelineConfig is what StartPipeline assembles. Zero fields take the
+// defaults given.
+type PipelineConfig struct {
+	// Spec is the destination's spec, defaults applied. Required.
+	Spec *spec.Spec
+	// Clients are the client ids subscribed before the first event, each
+	// after its cursor (nil: from the first event the store holds).
+	// Default: none.
+	Clients map[string]*group.Cursor
+	// Resume is the cursor the destination starts after. Default: the
+	// slowest of Clients' cursors, or the spec's start positions when
+	// none has one (a client without a cursor then sees the whole stream).
+	Resume *group.Cursor
+	// Store bounds the store. Default: stream.Config's defaults.
+	Store Config
+	// Logger receives the destination's logs. Default: discarded.
+	Logger *slog.Logger
+}
+
 // Pipeline is a destination merging into a bounded store on its own
-// goroutine: what `braid capture` prints from and what a node serves to
-// consumers.
+// goroutine: what `braid capture` prints from, what its servers and a
+// cluster node serve to consumers.
 type Pipeline struct {
 	Dest  *group.Destination
 	Store *Store
 
-	router   *group.Router
-	renameMu sync.Mutex
-	stop     context.CancelFunc
-	done     chan struct{} // closed when the run ended; err is then set
-	err      error
+	name string
+	stop context.CancelFunc
+	done chan struct{} // closed when the run ended; err is then set
+	err  error
 }
 
-// StartPipeline starts spec's destination (after resume, if set) into
-// store, whose clients the caller subscribes first (a client subscribed
-// later starts at the oldest event still held); the pipeline closes the
+// StartPipeline builds cfg's destination and its store, subscribes
+// cfg.Clients and starts the merge into the store; the pipeline closes the
 // store when its run ends.
-func StartPipeline(ctx context.Context, spec *spec.Spec, resume *group.Cursor, store *Store, log *slog.Logger) (*Pipeline, error) {
-	router, err := group.NewRouter(spec.Route)
+func StartPipeline(ctx context.Context, cfg PipelineConfig) (*Pipeline, error) {
+	if cfg.Spec == nil {
+		return nil, errors.New("stream: pipeline without a spec")
+	}
+	resume := cfg.Resume
+	if resume == nil {
+		for _, c := range cfg.Clients {
+			if c != nil && (resume == nil || c.Seq < resume.Seq) {
+				resume = c
+			}
+		}
+		if resume != nil && cfg.Logger != nil {
+			cfg.Logger.Info("resuming from the slowest consumer's cursor", "seq", resume.Seq, "consumers", len(cfg.Clients))
+		}
+	}
+	dest, err := group.New(group.Config{Spec: cfg.Spec, Resume: resume, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
-	dest, err := group.New(group.Config{Spec: spec, Resume: resume, Logger: log})
-	if err != nil {
-		return nil, err
+	store := NewStore(cfg.Store)
+	for client, c := range cfg.Clients {
+		if c != nil {
+			store.SubscribeAfter(client, c.Seq, c)
+		} else {
+			store.Subscribe(client)
+		}
 	}
-	p := &Pipeline{Dest: dest, Store: store, router: router, done: make(chan struct{})}
+	p := &Pipeline{Dest: dest, Store: store, name: cfg.Spec.Name, done: make(chan struct{})}
 	rctx, stop := context.WithCancel(ctx)
 	p.stop = stop
 	go func() {
-		p.err = dest.RunInto(rctx, p.Store)
-		p.Store.Close() // readers drain what is left, then stop
+		p.err = dest.RunInto(rctx, store)
+		store.Close() // readers drain what is left, then stop
 		close(p.done)
 	}()
 	return p, nil
 }
 
-// Rename maps origin names to logical ones (Router.Rename), safe for the
-// servers' concurrent connections.
-func (p *Pipeline) Rename(schema, table string) (string, string) {
-	p.renameMu.Lock()
-	defer p.renameMu.Unlock()
-	return p.router.Rename(schema, table)
+// Served is the pipeline as the servers see it, with live (nil: always)
+// deciding whether this node may hand its events out now.
+func (p *Pipeline) Served(live func() error) *Served {
+	return &Served{Name: p.name, Store: p.Store, Stats: p.Dest.Stats, Live: live}
 }
 
 // Done is closed when the run ends: its context ended, or a source failed

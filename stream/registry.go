@@ -5,22 +5,21 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+
+	"github.com/braid-cdc/braid/group"
 )
 
 // ErrUnknownDestination: no destination of that name is served here.
-var ErrUnknownDestination = errors.New("api: unknown destination")
+var ErrUnknownDestination = errors.New("stream: unknown destination")
 
-// Served is one destination as the servers see it: its store and the
-// logical names of its tables.
+// Served is one destination as the servers see it: its store, whose
+// events carry their logical names (stamped by package group), and its
+// progress.
 type Served struct {
 	Name  string
 	Store *Store
-	// Rename maps an origin schema and table to the logical names
-	// (group.Router.Rename); nil keeps them.
-	Rename func(schema, table string) (string, string)
-	// Stats, if set, reports the destination's progress for status pages
-	// (a group.Destination's Stats, as any).
-	Stats func() any
+	// Stats, if set, reports the destination's progress for status pages.
+	Stats func() group.Stats
 	// Live, if set, says whether this node may hand the destination's
 	// events out now: in a cluster, only while its ownership lease holds.
 	// The servers check it before each batch and refuse the consumer with

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/group"
 )
 
 // ErrUnknownBatch: an Ack named a batch that is not the client's oldest
@@ -69,7 +70,7 @@ type Store struct {
 type storeEntry struct {
 	ev   *change.Event
 	size int64
-	mark any
+	mark *group.Cursor
 }
 
 type storeClient struct {
@@ -77,7 +78,7 @@ type storeClient struct {
 	next    uint64 // the next event to hand out
 	batches []Batch
 	nextID  int64
-	mark    any
+	mark    *group.Cursor
 	// after, while not 0, skips the events of transactions up to this seq
 	// (see SubscribeAfter).
 	after uint64
@@ -89,7 +90,7 @@ type Batch struct {
 	ID     int64
 	Events []*change.Event
 	// Marks[i] is the mark Put with Events[i] (nil for most).
-	Marks    []any
+	Marks    []*group.Cursor
 	from, to uint64
 }
 
@@ -128,7 +129,7 @@ func (s *Store) wait(ctx context.Context, deadline <-chan time.Time) bool {
 
 // Put appends an event, waiting while the store is full. mark, if not nil,
 // is the producer's cursor after ev.
-func (s *Store) Put(ctx context.Context, ev *change.Event, mark any) error {
+func (s *Store) Put(ctx context.Context, ev *change.Event, mark *group.Cursor) error {
 	size := ev.Size()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -171,7 +172,7 @@ func (s *Store) Subscribe(client string) {
 // that replays from an earlier point (a destination taken over from
 // another node, restarted from its slowest client's cursor). Subscribing
 // a known client does nothing.
-func (s *Store) SubscribeAfter(client string, seq uint64, mark any) {
+func (s *Store) SubscribeAfter(client string, seq uint64, mark *group.Cursor) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.clients[client]; !ok {
@@ -279,7 +280,7 @@ func (s *Store) get(ctx context.Context, client string, want, max int, maxBytes 
 		return Batch{ID: -1}, ctx.Err()
 	}
 	to, _ := s.byteCut(c.next, min(end, c.next+uint64(max)), maxBytes)
-	b := Batch{ID: c.nextID, from: c.next, to: to, Events: make([]*change.Event, 0, to-c.next), Marks: make([]any, 0, to-c.next)}
+	b := Batch{ID: c.nextID, from: c.next, to: to, Events: make([]*change.Event, 0, to-c.next), Marks: make([]*group.Cursor, 0, to-c.next)}
 	for i := c.next; i < to; i++ {
 		e := &s.entries[i-s.base]
 		b.Events = append(b.Events, e.ev)
@@ -337,7 +338,7 @@ func (s *Store) Rollback(client string) error {
 }
 
 // Mark returns the mark of the last event client acked that had one.
-func (s *Store) Mark(client string) any {
+func (s *Store) Mark(client string) *group.Cursor {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c, ok := s.clients[client]; ok {
@@ -376,7 +377,7 @@ type ClientStats struct {
 	// Batches counts the batches handed out and not acked.
 	Batches int
 	// Mark is the mark of the last event it acked that had one (see Mark).
-	Mark any
+	Mark *group.Cursor
 }
 
 // Clients lists the subscribed client ids, by id.

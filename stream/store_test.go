@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/group"
 )
 
 func seqs(b Batch) []uint64 {
@@ -20,9 +21,9 @@ func seqs(b Batch) []uint64 {
 func putN(t *testing.T, s *Store, from, n int) {
 	t.Helper()
 	for i := from; i < from+n; i++ {
-		var mark any
+		var mark *group.Cursor
 		if i%2 == 1 {
-			mark = i // a transaction boundary every other event
+			mark = &group.Cursor{Seq: uint64(i)} // a transaction boundary every other event
 		}
 		if err := s.Put(context.Background(), &change.Event{Type: change.EventCommit, Seq: uint64(i)}, mark); err != nil {
 			t.Fatal(err)
@@ -56,7 +57,7 @@ func TestStoreBatches(t *testing.T) {
 	if err := s.Ack("a", b1.ID); err != nil {
 		t.Fatal(err)
 	}
-	if m := s.Mark("a"); m != 1 {
+	if m := s.Mark("a"); m == nil || m.Seq != 1 {
 		t.Errorf("mark after acking events 1-2 = %v, want 1", m)
 	}
 	if err := s.Rollback("a"); err != nil {
@@ -250,7 +251,8 @@ func TestStoreUnsubscribe(t *testing.T) {
 func TestStoreSubscribeAfter(t *testing.T) {
 	ctx := context.Background()
 	s := NewStore(Config{})
-	s.SubscribeAfter("resumed", 3, "saved")
+	saved := &group.Cursor{Seq: 3}
+	s.SubscribeAfter("resumed", 3, saved)
 	putN(t, s, 1, 2)
 	if b, _ := s.Get(ctx, "resumed", 10, 0); b.ID != -1 {
 		t.Fatalf("got %v, want nothing: seqs 1 and 2 are before its cursor", seqs(b))
@@ -258,7 +260,7 @@ func TestStoreSubscribeAfter(t *testing.T) {
 	if n := s.Stats().Events; n != 0 {
 		t.Errorf("store holds %d events it needs for nobody", n)
 	}
-	if m := s.Mark("resumed"); m != "saved" {
+	if m := s.Mark("resumed"); m != saved {
 		t.Errorf("mark %v, want the saved one", m)
 	}
 	putN(t, s, 3, 3) // 3 is its last; 4 and 5 are new
@@ -269,7 +271,7 @@ func TestStoreSubscribeAfter(t *testing.T) {
 	if err := s.Ack("resumed", b.ID); err != nil {
 		t.Fatal(err)
 	}
-	if m := s.Mark("resumed"); m != 5 {
+	if m := s.Mark("resumed"); m == nil || m.Seq != 5 {
 		t.Errorf("mark %v, want 5 (the last acked event's)", m)
 	}
 }

@@ -120,8 +120,6 @@ func (r *revBuf) close(num protowire.Number, start int) {
 
 // encoder writes MESSAGES frames for one destination's events.
 type encoder struct {
-	// rename maps origin names to logical ones; nil keeps them.
-	rename func(schema, table string) (string, string)
 	buf    revBuf
 	text   []byte                          // a value's text, formatted before it is written
 	tables map[*change.Table]*tableColumns // per table version
@@ -294,11 +292,9 @@ func (e *encoder) header(ev *change.Event, ms int64, schema, table string, kind 
 		r.int64Field(10, int64(ev.EndPos.Pos-ev.Pos.Pos))
 	}
 	if schema != "" || table != "" {
-		if e.rename != nil {
-			schema, table = e.rename(schema, table)
-		}
-		r.stringField(9, table)
-		r.stringField(8, schema)
+		db, ltable := ev.Logical()
+		r.stringField(9, ltable)
+		r.stringField(8, db)
 	}
 	r.oneofInt(7, int64(pbe.Type_MYSQL))
 	r.int64Field(6, ms)

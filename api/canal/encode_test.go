@@ -9,8 +9,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/braid-cdc/braid/api/canal"
-	"github.com/braid-cdc/braid/group"
-	"github.com/braid-cdc/braid/spec"
 )
 
 // TestEncoderMatchesReference encodes the shop destination's real events
@@ -25,11 +23,7 @@ func TestEncoderMatchesReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	router, err := group.NewRouter([]spec.RouteRule{{Match: `shop_\d+\.(\w+)`, To: "shop.$1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	frame, err := canal.EncodeFrame(42, b.Events, router.Rename)
+	frame, err := canal.EncodeFrame(42, b.Events)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +47,7 @@ func TestEncoderMatchesReference(t *testing.T) {
 	}
 	var want []*pbe.Entry
 	for _, ev := range b.Events {
-		if e, ok := canal.RefEntry(ev, router.Rename); ok {
+		if e, ok := canal.RefEntry(ev); ok {
 			want = append(want, e)
 		}
 	}
@@ -94,7 +88,7 @@ func TestEncoderMatchesReference(t *testing.T) {
 	}
 
 	// An empty batch: batch id -1, no entries.
-	frame, err = canal.EncodeFrame(-1, nil, nil)
+	frame, err = canal.EncodeFrame(-1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,17 +14,7 @@ import (
 // refMapper maps events to canal-go's generated entry types, the plain
 // way: the reference the encoder (encode.go), which writes the same
 // protobuf straight into a frame, is checked against.
-type refMapper struct {
-	// rename maps origin names to logical ones; nil keeps them.
-	rename func(schema, table string) (string, string)
-}
-
-func (m *refMapper) names(schema, table string) (string, string) {
-	if m.rename != nil {
-		return m.rename(schema, table)
-	}
-	return schema, table
-}
+type refMapper struct{}
 
 // entry maps one event to canal's Entry; ok is false for events canal has
 // no entry for (progress, heartbeats).
@@ -81,7 +71,7 @@ func (m *refMapper) header(ev *change.Event, ms int64, schema, table string) *pb
 		h.EventLength = int64(ev.EndPos.Pos - ev.Pos.Pos)
 	}
 	if schema != "" || table != "" {
-		h.SchemaName, h.TableName = m.names(schema, table)
+		h.SchemaName, h.TableName = ev.Logical()
 		h.Props = append(h.Props, &pbe.Pair{Key: PropOriginSchema, Value: schema}, &pbe.Pair{Key: PropOriginTable, Value: table})
 	}
 	return h

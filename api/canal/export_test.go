@@ -8,13 +8,13 @@ import (
 
 // EncodeFrame is the encoder's MESSAGES frame of events, for the external
 // tests.
-func EncodeFrame(batchID int64, events []*change.Event, rename func(schema, table string) (string, string)) ([]byte, error) {
-	e := encoder{rename: rename}
+func EncodeFrame(batchID int64, events []*change.Event) ([]byte, error) {
+	e := encoder{}
 	return e.frame(batchID, events)
 }
 
 // RefEntry is the reference mapping of one event (entry_ref_test.go).
-func RefEntry(ev *change.Event, rename func(schema, table string) (string, string)) (*pbe.Entry, bool) {
-	m := refMapper{rename: rename}
+func RefEntry(ev *change.Event) (*pbe.Entry, bool) {
+	m := refMapper{}
 	return m.entry(ev)
 }

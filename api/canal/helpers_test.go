@@ -124,17 +124,13 @@ func newFixture(t *testing.T, cfg canal.Config) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	router, err := group.NewRouter(ds.Route)
-	if err != nil {
-		t.Fatal(err)
-	}
 	store := stream.NewStore(stream.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	destDone := make(chan error, 1)
 	go func() { destDone <- d.RunInto(ctx, store) }()
 
 	reg := stream.NewRegistry()
-	reg.Add(&stream.Served{Name: "shop", Store: store, Rename: router.Rename})
+	reg.Add(&stream.Served{Name: "shop", Store: store})
 	cfg.Registry = reg
 	cfg.Logger = logger
 	l, err := net.Listen("tcp", "127.0.0.1:0")

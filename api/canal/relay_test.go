@@ -360,6 +360,6 @@ func TestRelayRing(t *testing.T) {
 	// unknown destination does there.
 	c = dialRaw(t, portA)
 	c.authWith(&pbp.ClientAuth{Destination: "shop", ClientId: "1"}, "")
-	c.wantAck(canal.CodeError, `refused authentication (code 400): api: unknown destination "shop"`)
+	c.wantAck(canal.CodeError, `refused authentication (code 400): stream: unknown destination "shop"`)
 	c.wantClosed()
 }

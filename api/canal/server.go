@@ -51,21 +51,6 @@ type Config struct {
 type Server struct {
 	cfg Config
 	log *slog.Logger
-	// renameMu serializes calls of destinations' Rename functions:
-	// group.Router, which provides them, is not safe for concurrent use.
-	renameMu sync.Mutex
-}
-
-// renamer returns d's Rename (nil when it has none), serialized.
-func (s *Server) renamer(d *stream.Served) func(schema, table string) (string, string) {
-	if d.Rename == nil {
-		return nil
-	}
-	return func(schema, table string) (string, string) {
-		s.renameMu.Lock()
-		defer s.renameMu.Unlock()
-		return d.Rename(schema, table)
-	}
 }
 
 // NewServer returns a server; it listens on nothing until Serve.

@@ -355,7 +355,6 @@ func (ss *session) get(ctx context.Context, d *stream.Served, client string, g *
 			}
 		}
 	}
-	ss.enc.rename = ss.s.renamer(d)
 	frame, err := ss.enc.frame(id, b.Events)
 	if err != nil {
 		return ss.fail(CodeError, err.Error(), "dest", d.Name, "client", client)

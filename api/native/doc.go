@@ -60,7 +60,7 @@
 // The handler is safe for concurrent use. Each stream runs on its request's
 // goroutine and ends when the request's context ends, the store closes or a
 // write fails; a batch of flat.ParallelRows rows or more is formatted on up to
-// GOMAXPROCS goroutines that end with it (flat.Writer.WriteEvents).
-// Served.Rename is called under a lock (group.Router is not safe for
-// concurrent use).
+// GOMAXPROCS goroutines that end with it (flat.Writer.WriteEvents). Events
+// carry their logical names (stamped by package group), so nothing is
+// shared between streams but the store.
 package native

@@ -37,8 +37,6 @@ type handler struct {
 	log *slog.Logger
 	mux *http.ServeMux
 
-	renameMu sync.Mutex // Served.Rename is not safe for concurrent use
-
 	mu      sync.Mutex
 	clients map[clientKey]*clientState
 }
@@ -130,27 +128,20 @@ func (h *handler) state(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
 	st := State{Name: s.Name, Sources: []SourceState{}, Clients: []ClientState{}}
 	if s.Stats != nil {
-		switch gs := s.Stats().(type) {
-		case group.Stats:
-			st.Seq, st.Late = gs.Seq, gs.Late
-			for _, src := range gs.Sources {
-				ss := SourceState{Name: src.Name, Pos: src.Pos.String(), Waiting: src.Waiting}
-				if !src.LastCommit.IsZero() {
-					lc := src.LastCommit
-					lag := now.Sub(lc).Milliseconds()
-					ss.LastCommit, ss.LagMs = &lc, &lag
-				}
-				if !src.LastSeen.IsZero() {
-					ls := src.LastSeen
-					ss.LastSeen = &ls
-				}
-				st.Sources = append(st.Sources, ss)
+		gs := s.Stats()
+		st.Seq, st.Late = gs.Seq, gs.Late
+		for _, src := range gs.Sources {
+			ss := SourceState{Name: src.Name, Pos: src.Pos.String(), Waiting: src.Waiting}
+			if !src.LastCommit.IsZero() {
+				lc := src.LastCommit
+				lag := now.Sub(lc).Milliseconds()
+				ss.LastCommit, ss.LagMs = &lc, &lag
 			}
-		case nil:
-		default:
-			if raw, err := json.Marshal(gs); err == nil {
-				st.Stats = raw
+			if !src.LastSeen.IsZero() {
+				ls := src.LastSeen
+				ss.LastSeen = &ls
 			}
+			st.Sources = append(st.Sources, ss)
 		}
 	}
 	ss := s.Store.Stats()
@@ -172,10 +163,9 @@ func (h *handler) state(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, st)
 }
 
-// cursorState renders a store mark when it is a group cursor.
-func cursorState(mark any) *CursorState {
-	c, ok := mark.(*group.Cursor)
-	if !ok || c == nil {
+// cursorState renders a client's saved cursor (nil: none yet).
+func cursorState(c *group.Cursor) *CursorState {
+	if c == nil {
 		return nil
 	}
 	cs := &CursorState{Seq: c.Seq, Sources: make([]SourcePosition, len(c.Sources))}

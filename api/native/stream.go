@@ -78,7 +78,7 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sw := &streamWriter{bw: bufio.NewWriterSize(w, 64<<10), after: after, checkpoint: checkpoint,
-		flat: flat.Writer{Rename: h.rename(s), Binary: inBinary}}
+		flat: flat.Writer{Binary: inBinary}}
 	err = h.pump(r.Context(), s, c, sw, rc)
 	switch {
 	case r.Context().Err() != nil:
@@ -153,18 +153,6 @@ func flush(sw *streamWriter, rc *http.ResponseController) error {
 	}
 	sw.lastWrite = time.Now()
 	return rc.Flush()
-}
-
-// rename returns s.Rename serialized, or nil.
-func (h *handler) rename(s *stream.Served) func(string, string) (string, string) {
-	if s.Rename == nil {
-		return nil
-	}
-	return func(schema, table string) (string, string) {
-		h.renameMu.Lock()
-		defer h.renameMu.Unlock()
-		return s.Rename(schema, table)
-	}
 }
 
 // streamWriter turns a client's events into lines.

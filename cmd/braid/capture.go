@@ -126,16 +126,15 @@ func capture(ctx context.Context, spec *spec.Spec, w io.Writer, opt captureOptio
 	}
 	// The merge fills a bounded store; this loop is its one client, printing
 	// batches and acking them once they are flushed.
-	store := stream.NewStore(stream.Config{})
-	store.Subscribe("capture")
-	p, err := stream.StartPipeline(ctx, spec, resume, store, log)
+	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: spec, Clients: map[string]*group.Cursor{"capture": resume}, Logger: log})
 	if err != nil {
 		return err
 	}
 	defer p.Close()
+	store := p.Store
 
 	out := bufio.NewWriterSize(w, 64<<10)
-	fw := &flat.Writer{Rename: p.Rename}
+	fw := &flat.Writer{}
 	printed := 0
 	line := func(b []byte) error {
 		out.Write(b)
@@ -177,7 +176,7 @@ func capture(ctx context.Context, spec *spec.Spec, w io.Writer, opt captureOptio
 			}
 			// A transaction is printed whole once its last event is
 			// written (errEnough there: its last line was the last wanted).
-			if m, ok := b.Marks[i].(*group.Cursor); ok {
+			if m := b.Marks[i]; m != nil {
 				cursor = m
 			}
 			if errors.Is(err, errEnough) {

@@ -32,13 +32,13 @@ func (o serveOptions) enabled() bool { return o.httpPort > 0 || o.canalPort > 0 
 // serve runs the destination into a store and serves it to consumers until
 // ctx ends.
 func serve(ctx context.Context, spec *spec.Spec, opt serveOptions, log *slog.Logger) error {
-	p, err := stream.StartPipeline(ctx, spec, nil, stream.NewStore(stream.Config{}), log)
+	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: spec, Logger: log})
 	if err != nil {
 		return err
 	}
 	defer p.Close()
 	reg := stream.NewRegistry()
-	reg.Add(&stream.Served{Name: spec.Name, Store: p.Store, Rename: p.Rename, Stats: func() any { return p.Dest.Stats() }})
+	reg.Add(p.Served(nil))
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
