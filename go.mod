@@ -13,6 +13,7 @@ require (
 	github.com/withlin/canal-go v1.1.2
 	go.etcd.io/bbolt v1.3.5
 	go.uber.org/goleak v1.3.0
+	golang.org/x/sys v0.40.0
 	golang.org/x/text v0.34.0
 	google.golang.org/protobuf v1.33.0
 	gopkg.in/yaml.v3 v3.0.1
@@ -52,7 +53,6 @@ require (
 	golang.org/x/mod v0.32.0 // indirect
 	golang.org/x/net v0.49.0 // indirect
 	golang.org/x/sync v0.19.0 // indirect
-	golang.org/x/sys v0.40.0 // indirect
 	golang.org/x/tools v0.41.0 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 )

@@ -8,7 +8,10 @@ import (
 	"github.com/braid-cdc/braid/change"
 )
 
-// Writer renders a parser's events as canal flat messages (canal's
+// DefaultMaxRows is Writer.MaxRows's default, as canal's flat messages.
+const DefaultMaxRows = 1000
+
+// Writer renders a reader's events as canal flat messages (canal's
 // FlatMessage, Flink's canal-json), one JSON object per line, with braid's
 // fields added: seq, source, originDatabase, originTable, position, gtid.
 //
@@ -28,7 +31,7 @@ import (
 type Writer struct {
 	// Seq is the seq of the last transaction written; the next takes Seq+1.
 	Seq uint64
-	// MaxRows caps the rows of one message. Default: 1000.
+	// MaxRows caps the rows of one message. Default: DefaultMaxRows.
 	MaxRows int
 	// Now stamps ts. Default: time.Now.
 	Now func() time.Time
@@ -106,7 +109,7 @@ func (w *Writer) nextSeq(ev *change.Event) {
 
 func (w *Writer) maxRows() int {
 	if w.MaxRows <= 0 {
-		return 1000
+		return DefaultMaxRows
 	}
 	return w.MaxRows
 }

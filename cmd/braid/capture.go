@@ -10,9 +10,11 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
+	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/flat"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/spec"
@@ -62,6 +64,9 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 
 	ctx, stop := signalContext()
 	defer stop()
+	// A closed standard output is an error capture reports (EPIPE), not a
+	// signal that kills it without a word.
+	signal.Ignore(syscall.SIGPIPE)
 	var ds *spec.Spec
 	if *useSandbox {
 		sb, s, err := startSandbox(ctx, log)
@@ -134,7 +139,9 @@ func capture(ctx context.Context, spec *spec.Spec, w io.Writer, opt captureOptio
 	store := p.Store
 
 	out := bufio.NewWriterSize(w, 64<<10)
+	gone := readerGone(w)
 	fw := &flat.Writer{}
+	workers := runtime.GOMAXPROCS(0)
 	printed := 0
 	line := func(b []byte) error {
 		out.Write(b)
@@ -164,36 +171,30 @@ func capture(ctx context.Context, spec *spec.Spec, w io.Writer, opt captureOptio
 		}
 		if ctx.Err() != nil {
 			if ferr := out.Flush(); ferr != nil {
-				return ferr
+				return fmt.Errorf("%w: %w", errOutput, ferr)
 			}
 			return save()
 		}
-		enough := false
-		for i, ev := range b.Events {
-			err := fw.Write(ev, line)
-			if err != nil && !errors.Is(err, errEnough) {
-				return err
+		if b.ID < 0 {
+			// Idle: nothing is written, so a reader that went away (the
+			// end of `| head -5`) is found by asking the pipe.
+			if gone() {
+				return fmt.Errorf("%w: the reader of standard output has gone", errOutput)
 			}
-			// A transaction is printed whole once its last event is
-			// written (errEnough there: its last line was the last wanted).
-			if m := b.Marks[i]; m != nil {
-				cursor = m
-			}
-			if errors.Is(err, errEnough) {
-				enough = true
-				break
-			}
+			continue
+		}
+		enough, err := printBatch(fw, b, workers, opt.max-printed, line, &cursor)
+		if err != nil {
+			return err
 		}
 		if err := out.Flush(); err != nil {
-			return err
+			return fmt.Errorf("%w: %w", errOutput, err)
 		}
 		if enough {
 			return save()
 		}
-		if b.ID >= 0 {
-			if err := store.Ack("capture", b.ID); err != nil {
-				return err
-			}
+		if err := store.Ack("capture", b.ID); err != nil {
+			return err
 		}
 		if time.Since(saved) >= cursorEvery {
 			if err := save(); err != nil {
@@ -201,6 +202,54 @@ func capture(ctx context.Context, spec *spec.Spec, w io.Writer, opt captureOptio
 			}
 		}
 	}
+}
+
+// errOutput is wrapped when capture cannot write its standard output.
+var errOutput = errors.New("output")
+
+// printBatch writes a batch's messages through line, formatting them on
+// up to workers goroutines (flat.Writer.WriteEvents) unless fewer than
+// the batch may hold are still wanted (left > 0), when it writes event by
+// event so that it knows which transaction the last wanted line ends.
+// cursor is set to the mark of the last transaction written whole;
+// enough reports that line asked to stop.
+func printBatch(fw *flat.Writer, b stream.Batch, workers, left int, line func([]byte) error, cursor **group.Cursor) (enough bool, err error) {
+	if left <= 0 || maxMessages(b.Events) < left {
+		if err := fw.WriteEvents(b.Events, workers, line); err != nil {
+			return false, err
+		}
+		for _, m := range b.Marks {
+			if m != nil {
+				*cursor = m
+			}
+		}
+		return false, nil
+	}
+	for i, ev := range b.Events {
+		err := fw.Write(ev, line)
+		if err != nil && !errors.Is(err, errEnough) {
+			return false, err
+		}
+		// A transaction is printed whole once its last event is
+		// written (errEnough there: its last line was the last wanted).
+		if m := b.Marks[i]; m != nil {
+			*cursor = m
+		}
+		if errors.Is(err, errEnough) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// maxMessages bounds the flat messages events make: a DDL one, a rows
+// event at most one per MaxRows rows plus the run it ends.
+func maxMessages(evs []*change.Event) int {
+	n := 0
+	for _, ev := range evs {
+		n += len(ev.Rows)/flat.DefaultMaxRows + 2
+	}
+	return n
 }
 
 // signalContext is canceled by SIGINT or SIGTERM; a second signal exits at once.

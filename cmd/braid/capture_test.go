@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -218,5 +219,59 @@ func TestCaptureMultiSource(t *testing.T) {
 		if m.OriginDatabase != "shop_"+map[string]string{"a": "0", "b": "1", "c": "2"}[m.Source] {
 			t.Errorf("origin of %+v", m)
 		}
+	}
+}
+
+// TestCaptureReaderGone is `braid capture | head -5`: once the reader of
+// its standard output has gone, capture exits at once (not at --timeout)
+// with code 1 and the reason on stderr, though nothing more is written.
+func TestCaptureReaderGone(t *testing.T) {
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id INT PRIMARY KEY)")
+	for i := range 8 {
+		srv.Exec(t, fmt.Sprintf("INSERT INTO shop.orders VALUES (%d)", i))
+	}
+	spec := writeSpec(t, fmt.Sprintf("name: shop\nsources: [{name: a, address: '%s', start: earliest}]\n", srv.Addr()))
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Close()
+	var errb bytes.Buffer
+	done := make(chan int, 1)
+	go func() { done <- run([]string{"capture", "-f", spec, "--timeout", "60s"}, pw, &errb) }()
+	lines := bufio.NewScanner(pr)
+	for i := range 5 {
+		if !lines.Scan() {
+			t.Fatalf("the stream ended after %d lines: %v", i, lines.Err())
+		}
+	}
+	pr.Close()
+	closed := time.Now()
+	select {
+	case code := <-done:
+		if code != 1 || !strings.Contains(errb.String(), "output") {
+			t.Errorf("exit %d, stderr %q; want exit 1 naming the output", code, errb.String())
+		}
+		t.Logf("exited %v after its reader went away", time.Since(closed))
+	case <-time.After(5 * time.Second):
+		t.Fatal("capture still runs 5 s after the reader of its output went away")
+	}
+}
+
+// TestCapturePipelineFails: a source that refuses replication fails the
+// pipeline; capture exits with code 1 within 5 s, naming the privilege.
+func TestCapturePipelineFails(t *testing.T) {
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE USER 'norepl'@'%' IDENTIFIED BY 'pw'", "GRANT SELECT ON *.* TO 'norepl'@'%'")
+	spec := writeSpec(t, fmt.Sprintf("name: shop\nsources: [{name: a, address: '%s', user: norepl, password: pw, start: earliest}]\n", srv.Addr()))
+	var out, errb bytes.Buffer
+	began := time.Now()
+	code := run([]string{"capture", "-f", spec, "--timeout", "60s"}, &out, &errb)
+	if took := time.Since(began); code != 1 || took > 5*time.Second {
+		t.Fatalf("exit %d after %v; want 1 within 5 s; stderr:\n%s", code, took, errb.String())
+	}
+	if !strings.Contains(errb.String(), "privilege") {
+		t.Errorf("stderr does not name the missing privilege:\n%s", errb.String())
 	}
 }
