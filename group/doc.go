@@ -10,6 +10,12 @@
 // turns replication heartbeats into watermarks (the heartbeat's arrival time
 // minus max_clock_skew), assigns seq and keeps the Cursor.
 //
+// In the data path (binlog → group → stream → flat/api) this is the one
+// place events are merged, numbered and named: the merge loop stamps each
+// table version, and each DDL, with its logical names (the spec's route:)
+// before the first event carrying it is emitted, so the layers above read
+// names from the event and never call back into the Router.
+//
 // # Invariants
 //
 //   - Keys are the commit time in µs made monotone per source
@@ -27,6 +33,8 @@
 //     transaction arriving below a watermark already promised (a source clock
 //     off by more than max_clock_skew) goes out at once and is counted
 //     (Destination.Late).
+//   - A table version's logical names are stamped once, before any event
+//     that carries it leaves the merge, and never change afterwards.
 //   - In per-source order transactions go as they come; each source's order
 //     is still exact and seq dense, but a replay may interleave the sources
 //     differently, so consumers de-duplicate by source position there.

@@ -4,6 +4,11 @@
 // group.Destination into a Store, and the Registry of the destinations a
 // node serves, which the canal and native servers look them up in.
 //
+// In the data path (binlog → group → stream → flat/api) the store is where
+// a merged event waits, typed and named, until every consumer has read it;
+// it hands the same *change.Event to every reader, which formats it for
+// its protocol (package flat, api/canal).
+//
 // # Invariants
 //
 //   - The store is bounded in events and bytes; when it is full, Put waits
