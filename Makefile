@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: build test bench demo fmt vet clean
+.PHONY: build test lint bench demo fmt vet clean
 
 # build compiles the braid binary into bin/.
 build:
@@ -20,6 +20,26 @@ test:
 	$(GO) test -run '^$$' -fuzz FuzzReadFrame -fuzztime 40000x ./api/canal/ && \
 	$(GO) test -run '^$$' -fuzz FuzzBinaryFrames -fuzztime 40000x ./client/ && \
 	$(GO) test -race -count=1 -timeout 14m ./...
+
+# lint fails when gofmt would change a file (and names it), then runs go
+# vet, staticcheck and the layering test (internal/layering: the imports
+# DESIGN.md allows). It installs staticcheck at STATICCHECK_VERSION into bin/
+# when bin/staticcheck is missing, is another version, or was built by
+# another Go than $(GO) (staticcheck loads code only as new as its own Go).
+STATICCHECK_VERSION = v0.8.2
+
+lint:
+	@files="$$("$$($(GO) env GOROOT)/bin/gofmt" -l .)" || exit 1; \
+	if [ -n "$$files" ]; then echo "gofmt -l: these files are not gofmt-ed:"; echo "$$files"; exit 1; fi
+	$(GO) vet ./...
+	@want="$$($(GO) env GOVERSION) honnef.co/go/tools $(STATICCHECK_VERSION)"; \
+	have="$$($(GO) version -m bin/staticcheck 2>/dev/null | awk 'NR == 1 { g = $$2 } $$1 == "mod" { m = $$2 " " $$3 } END { print g, m }')"; \
+	if [ "$$have" != "$$want" ]; then \
+		echo "GOBIN=$(CURDIR)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)"; \
+		GOBIN=$(CURDIR)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) || exit 1; \
+	fi
+	bin/staticcheck ./...
+	$(GO) test -count=1 ./internal/layering/
 
 # bench runs each benchmark in bench/ five times (those that measure a
 # one-off, once); they report ratios against a peer measured in the same

@@ -16,15 +16,15 @@ import (
 	"github.com/braid-cdc/braid/spec"
 )
 
-// runOnce runs a parser until it fails (or 20s pass) and returns its error
-// and its log.
-func runOnce(t *testing.T, src spec.Source) (error, string) {
+// runOnce runs a parser until it fails (or 20s pass) and returns its log
+// and its error.
+func runOnce(t *testing.T, src spec.Source) (string, error) {
 	t.Helper()
 	var logBuf bytes.Buffer
 	p, err := binlog.NewReader(binlog.Config{Destination: "test", Source: src,
 		Logger: slog.New(slog.NewTextHandler(&logBuf, nil))})
 	if err != nil {
-		return err, ""
+		return "", err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -32,7 +32,7 @@ func runOnce(t *testing.T, src spec.Source) (error, string) {
 	if ctx.Err() != nil {
 		t.Fatalf("parser did not fail within 20s; log:\n%s", logBuf.String())
 	}
-	return err, logBuf.String()
+	return logBuf.String(), err
 }
 
 // oneLineWith checks err is one line mentioning every word.
@@ -60,7 +60,7 @@ func TestConnectErrors(t *testing.T) {
 	t.Run("wrong password", func(t *testing.T) {
 		src := source(srv, earliest)
 		src.User, src.Password = "braid", "wrong"
-		err, _ := runOnce(t, src)
+		_, err := runOnce(t, src)
 		if !errors.Is(err, binlog.ErrAccessDenied) {
 			t.Fatalf("error %v, want ErrAccessDenied", err)
 		}
@@ -81,7 +81,7 @@ func TestConnectErrors(t *testing.T) {
 		}
 		addr := l.Addr().String()
 		l.Close() // nothing listens there now
-		err, _ = runOnce(t, spec.Source{Name: "a", Address: addr})
+		_, err = runOnce(t, spec.Source{Name: "a", Address: addr})
 		if !errors.Is(err, binlog.ErrUnreachable) {
 			t.Fatalf("error %v, want ErrUnreachable", err)
 		}
@@ -92,7 +92,7 @@ func TestConnectErrors(t *testing.T) {
 		srv.FlushLogs(t)
 		now, _ := srv.MasterStatus(t)
 		srv.PurgeLogsTo(t, now)
-		err, _ := runOnce(t, source(srv, spec.Start{Kind: spec.StartPosition, Pos: change.Position{File: first, Pos: 4}}))
+		_, err := runOnce(t, source(srv, spec.Start{Kind: spec.StartPosition, Pos: change.Position{File: first, Pos: 4}}))
 		if !errors.Is(err, binlog.ErrPurged) {
 			t.Fatalf("error %v, want ErrPurged", err)
 		}
@@ -104,7 +104,7 @@ func TestServerSettingErrors(t *testing.T) {
 	servers := mysqltest.StartN(t, 3, mysqltest.WithArgs())
 	servers[0].Exec(t, "SET GLOBAL binlog_format = 'STATEMENT'")
 	t.Run("binlog_format STATEMENT", func(t *testing.T) {
-		err, _ := runOnce(t, source(servers[0], earliest))
+		_, err := runOnce(t, source(servers[0], earliest))
 		if !errors.Is(err, binlog.ErrBinlogFormat) {
 			t.Fatalf("error %v, want ErrBinlogFormat", err)
 		}
@@ -129,7 +129,7 @@ func TestServerSettingErrors(t *testing.T) {
 
 func TestBinlogDisabled(t *testing.T) {
 	srv := mysqltest.Start(t, mysqltest.WithArgs("--skip-log-bin"))
-	err, _ := runOnce(t, source(srv, earliest))
+	_, err := runOnce(t, source(srv, earliest))
 	if !errors.Is(err, binlog.ErrBinlogDisabled) {
 		t.Fatalf("error %v, want ErrBinlogDisabled", err)
 	}

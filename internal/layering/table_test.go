@@ -1,0 +1,92 @@
+package layering
+
+// The allowed imports, written from DESIGN.md, section "The data path, and
+// the house that should show it" (its table of packages and the line
+// "Dependencies point one way"). Change the two together.
+//
+// Keys and entries are paths inside the module. A path ending in "/..."
+// names that package and every package below it; "..." alone names every
+// package of the module. A package is governed by its exact key if it has
+// one, else by the longest "/..." key that covers it. Only braid packages
+// are listed: anything outside the module may be imported freely.
+
+// apiMay is what the two protocols, api/canal and api/native, may import.
+var apiMay = []string{
+	"stream", "group", "flat", "change", "spec", "schema",
+	"api/wire", "internal/jsontext",
+}
+
+// sinkMay is what a sink may import: the stream it applies, and the layers
+// below it.
+var sinkMay = []string{
+	"stream", "group", "flat", "change", "spec", "schema", "api/wire",
+}
+
+// clusterMay is what cluster may import: everything a node serves and runs.
+var clusterMay = []string{
+	"api/canal", "api/native", "api/wire",
+	"stream", "group", "raftstore", "binlog", "spec", "change", "schema", "flat",
+	"sink/...",
+	"internal/jsontext", "internal/ports",
+}
+
+// testHarnesses are the test harnesses: no server package imports them, and
+// the shipped binary does not link them.
+const testHarnesses = "internal/testutil/..."
+
+// table is the allowed braid imports of each package's non-test files.
+var table = map[string]rule{
+	// The bottom: the change model, the destination spec, schema history.
+	"change": {may: []string{"internal/jsontext"}},
+	"spec":   {may: []string{"change"}},
+	"schema": {may: []string{"change"}},
+
+	// One source, then many sources as one destination, then the store.
+	"binlog": {may: []string{"change", "schema", "spec"}},
+	"group":  {may: []string{"binlog", "change", "schema", "spec"}},
+	"stream": {may: []string{"group", "change", "spec"}},
+
+	// Output encodings use only change's exported API.
+	"flat": {may: []string{"change", "internal/jsontext"}},
+
+	// The replicated state machine.
+	"raftstore": {may: []string{"group", "change", "schema", "spec"}},
+
+	// The protocols; wire holds the HTTP API's JSON shapes and needs no one.
+	"api/wire":   {},
+	"api/canal":  {may: apiMay},
+	"api/native": {may: apiMay},
+
+	// Sinks (sink and sink/mysql, sink/postgres, ...).
+	"sink/...": {may: sinkMay},
+
+	// The node, and its in-process harness for tests.
+	"cluster":             {may: clusterMay},
+	"cluster/clustertest": {may: append([]string{"cluster"}, clusterMay...)},
+
+	// The one Go client speaks only the wire types.
+	"client": {may: []string{"api/wire", "internal/jsontext"}},
+
+	// Runtime helpers.
+	"internal/jsontext":     {},
+	"internal/ports":        {},
+	"internal/mariadb":      {may: []string{"internal/ports"}},
+	"internal/localcluster": {may: []string{"api/wire", "client", "internal/ports"}},
+
+	// Test harnesses exec the binary and speak wire types; never server
+	// packages.
+	testHarnesses: {may: []string{
+		"api/wire", "client",
+		"internal/localcluster", "internal/mariadb", "internal/ports", "internal/jsontext",
+		testHarnesses,
+	}},
+
+	// The binary may call anything but a test harness.
+	"cmd/braid": {may: []string{"..."}, mayNot: []string{testHarnesses}},
+
+	// Benchmarks measure everything.
+	"bench": {may: []string{"..."}},
+
+	// This package.
+	"internal/layering": {},
+}
