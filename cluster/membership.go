@@ -58,12 +58,19 @@ type membership struct {
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on every join, leave or update
 	refused error         // why a merge with another cluster was refused
+	// live is the live nodes (alive or suspected) by name, copied in the
+	// event callbacks: memberlist's Members returns pointers into its own
+	// table, which it rewrites in place under its lock (hashicorp/memberlist
+	// issue #306), and calls NotifyJoin, NotifyUpdate and NotifyLeave with
+	// that lock held, the one moment a node's fields can be read safely.
+	live map[string]Member
 }
 
-// startMembership starts gossip on bindAddr:port.
-func startMembership(self Member, bindAddr string, port int, logger *slog.Logger) (*membership, error) {
+// startMembership starts gossip on bindAddr:port; wrap, if set, wraps
+// its transport (Config.GossipTransport).
+func startMembership(self Member, bindAddr string, port int, wrap func(memberlist.Transport) memberlist.Transport, logger *slog.Logger) (*membership, error) {
 	self.Gossip = net.JoinHostPort(bindAddr, strconv.Itoa(port))
-	m := &membership{self: self, log: logger, changed: make(chan struct{})}
+	m := &membership{self: self, log: logger, changed: make(chan struct{}), live: map[string]Member{}}
 	cfg := memberlist.DefaultLANConfig()
 	cfg.Name = self.Name
 	cfg.BindAddr, cfg.BindPort = bindAddr, port
@@ -81,8 +88,19 @@ func startMembership(self Member, bindAddr string, port int, logger *slog.Logger
 	cfg.Alive = m
 	cfg.Conflict = m
 	cfg.Logger = log.New(&gossipLog{log: logger}, "", 0)
+	if wrap != nil {
+		nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{
+			BindAddrs: []string{bindAddr}, BindPort: port, Logger: cfg.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("cluster: gossip on %s:%d: %w", bindAddr, port, err)
+		}
+		cfg.Transport = wrap(nt)
+	}
 	ml, err := memberlist.Create(cfg)
 	if err != nil {
+		if cfg.Transport != nil {
+			cfg.Transport.Shutdown()
+		}
 		return nil, fmt.Errorf("cluster: gossip on %s:%d: %w", bindAddr, port, err)
 	}
 	m.ml = ml
@@ -110,20 +128,36 @@ func (m *membership) join(addrs []string) error {
 // members returns the live nodes (alive or merely suspected), by name,
 // this one included.
 func (m *membership) members() []Member {
-	var out []Member
-	for _, n := range m.ml.Members() {
-		if n.State == memberlist.StateDead || n.State == memberlist.StateLeft {
-			continue
-		}
-		var mb Member
-		if json.Unmarshal(n.Meta, &mb) != nil {
-			continue
-		}
-		mb.Gossip = n.Address()
+	m.mu.Lock()
+	out := make([]Member, 0, len(m.live))
+	for _, mb := range m.live {
 		out = append(out, mb)
 	}
+	m.mu.Unlock()
 	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// remember records n as live, with its metadata and address, or forgets it
+// if it sent no braid metadata. memberlist calls it with its node lock
+// held (see live).
+func (m *membership) remember(n *memberlist.Node) {
+	var mb Member
+	err := json.Unmarshal(n.Meta, &mb)
+	mb.Gossip = n.Address()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err != nil {
+		delete(m.live, n.Name)
+		return
+	}
+	m.live[n.Name] = mb
+}
+
+func (m *membership) forget(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.live, name)
 }
 
 // member returns the live node named name.
@@ -176,18 +210,24 @@ func (m *membership) LocalState(join bool) []byte                { return nil }
 func (m *membership) MergeRemoteState(buf []byte, join bool)     {}
 
 // NotifyJoin, NotifyLeave and NotifyUpdate implement
-// memberlist.EventDelegate.
+// memberlist.EventDelegate; memberlist calls them with its node lock held
+// (see live), for this node too.
 func (m *membership) NotifyJoin(n *memberlist.Node) {
+	m.remember(n)
 	m.log.Info("node joined", "node", n.Name, "gossip", n.Address())
 	m.notify()
 }
 
 func (m *membership) NotifyLeave(n *memberlist.Node) {
+	m.forget(n.Name)
 	m.log.Warn("node left or failed", "node", n.Name, "gossip", n.Address())
 	m.notify()
 }
 
-func (m *membership) NotifyUpdate(n *memberlist.Node) { m.notify() }
+func (m *membership) NotifyUpdate(n *memberlist.Node) {
+	m.remember(n)
+	m.notify()
+}
 
 // errWrongCluster: a node of another cluster tried to join.
 var errWrongCluster = errors.New("cluster: node of another cluster")

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/memberlist"
+
 	"github.com/braid-cdc/braid/api/canal"
 	"github.com/braid-cdc/braid/raftstore"
 	"github.com/braid-cdc/braid/stream"
@@ -52,6 +54,17 @@ type Config struct {
 	CursorInterval time.Duration
 	// Logger receives the node's logs. Default: discard.
 	Logger *slog.Logger
+
+	// RaftAdvertise is the address (host:port) the other nodes reach this
+	// node's Raft port at, when it is not Addr:RaftPort: a forwarded port,
+	// or the proxy cluster/clustertest puts in front of each node so that
+	// it can cut the node off. Default: Addr:RaftPort.
+	RaftAdvertise string
+	// GossipTransport, if set, wraps the transport gossip runs on
+	// (memberlist's UDP and TCP on GossipPort): cluster/clustertest wraps
+	// it to cut a node off. The wrapper's Shutdown must shut the one it
+	// wraps down. Default: none.
+	GossipTransport func(memberlist.Transport) memberlist.Transport
 }
 
 // DefaultLease is Config.Lease's default.
@@ -122,7 +135,7 @@ func Start(cfg Config) (*Node, error) {
 		}
 	}
 	n.store, err = raftstore.Open(raftstore.Config{NodeID: cfg.Name, DataDir: cfg.DataDir,
-		BindAddr: hostPort(cfg.RaftPort), Logger: n.log.With("part", "raft")})
+		BindAddr: hostPort(cfg.RaftPort), AdvertiseAddr: cfg.RaftAdvertise, Logger: n.log.With("part", "raft")})
 	if err != nil {
 		n.closeListeners()
 		return nil, err
@@ -131,7 +144,7 @@ func Start(cfg Config) (*Node, error) {
 	if n.canalLn != nil {
 		self.CanalAddr = n.canalLn.Addr().String()
 	}
-	if n.ms, err = startMembership(self, cfg.Addr, cfg.GossipPort, n.log.With("part", "gossip")); err != nil {
+	if n.ms, err = startMembership(self, cfg.Addr, cfg.GossipPort, cfg.GossipTransport, n.log.With("part", "gossip")); err != nil {
 		n.store.Shutdown()
 		n.closeListeners()
 		return nil, err
@@ -148,6 +161,34 @@ func Start(cfg Config) (*Node, error) {
 		n.log.Warn("join failed; retrying in the background", "err", err)
 	}
 	return n, nil
+}
+
+// Raft is the node's replicated store, for status pages and tests
+// (cluster/clustertest reads leaders and assignments through it). It
+// stays the node's: callers must not shut it down.
+func (n *Node) Raft() *raftstore.Store { return n.store }
+
+// Members returns the live nodes (alive or suspected) this node's gossip
+// sees, by name, this one included.
+func (n *Node) Members() []Member { return n.ms.members() }
+
+// Join contacts the given gossip addresses (host:port) now, as
+// Config.Join does at start; it succeeds when one answers. It mends a
+// gossip partition, which memberlist mends by itself only while the
+// sides still gossip to the nodes they declared dead (GossipToTheDeadTime,
+// 30 s): after a longer cut each side stays out of the other's view.
+func (n *Node) Join(addrs ...string) error { return n.ms.join(addrs) }
+
+// Serving reports whether this node hands dest's events out now: nil, or
+// why not (it does not run dest, it is still taking dest over, or its
+// ownership lease has run out; see owner.go). It is the check the
+// servers make before each batch.
+func (n *Node) Serving(dest string) error {
+	s, err := n.reg.Lookup(dest)
+	if err != nil {
+		return err
+	}
+	return s.CheckLive()
 }
 
 func (n *Node) closeListeners() {
