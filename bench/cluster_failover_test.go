@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/client"
-	"github.com/braid-cdc/braid/internal/testutil/braidproc"
+	"github.com/braid-cdc/braid/internal/localcluster"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 )
 
@@ -90,14 +90,14 @@ func measureFailover(b *testing.B, bin func() (string, error)) *failoverResult {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := braidproc.Poll(ctx, 30*time.Second, "rows flowing to the consumer", func() (bool, string) {
+		if err := localcluster.Poll(ctx, 30*time.Second, "rows flowing to the consumer", func() (bool, string) {
 			return time.Since(cs.lastArrival()) < time.Second, fmt.Sprintf("last row at %v", cs.lastArrival())
 		}); err != nil {
 			b.Fatal(err)
 		}
 		killedAt := time.Now()
 		owner.Kill()
-		if err := braidproc.Poll(ctx, 30*time.Second, fmt.Sprintf("rows after kill %d (of owner %s)", kill, owner.Name), func() (bool, string) {
+		if err := localcluster.Poll(ctx, 30*time.Second, fmt.Sprintf("rows after kill %d (of owner %s)", kill, owner.Name), func() (bool, string) {
 			_, _, ok := cs.gap(killedAt)
 			return ok, ""
 		}); err != nil {
@@ -136,7 +136,7 @@ func measureFailover(b *testing.B, bin func() (string, error)) *failoverResult {
 	}
 	r.committed = len(committed)
 	r.rate = float64(len(committed)) / time.Since(began).Seconds()
-	if err := braidproc.Poll(ctx, time.Minute, "every committed row at the consumer", func() (bool, string) {
+	if err := localcluster.Poll(ctx, time.Minute, "every committed row at the consumer", func() (bool, string) {
 		return cs.missing(committed) == 0, fmt.Sprintf("%d of %d missing", cs.missing(committed), len(committed))
 	}); err != nil {
 		b.Fatal(err)
@@ -167,7 +167,7 @@ type gapConsumer struct {
 }
 
 // startGapConsumer starts consuming; the consumer stops when b ends.
-func startGapConsumer(b *testing.B, c *braidproc.Cluster, dest, clientID string) *gapConsumer {
+func startGapConsumer(b *testing.B, c *localcluster.Cluster, dest, clientID string) *gapConsumer {
 	b.Helper()
 	logf, err := os.Create(filepath.Join(b.TempDir(), "consumer.log"))
 	if err != nil {

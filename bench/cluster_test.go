@@ -14,6 +14,7 @@ import (
 
 	mysqlclient "github.com/go-mysql-org/go-mysql/client"
 
+	"github.com/braid-cdc/braid/internal/localcluster"
 	"github.com/braid-cdc/braid/internal/testutil/braidproc"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 )
@@ -182,7 +183,7 @@ func shardConn(s *mysqltest.Server) (*mysqlclient.Conn, error) {
 // clusterFixture starts the shards and, once prepare has run on each
 // shard's connection, a cluster; both are stopped when b ends, and the
 // nodes' logs shown if it failed.
-func clusterFixture(b *testing.B, bin func() (string, error), prepare func(i int, s *mysqltest.Server) error) ([]*mysqltest.Server, *braidproc.Cluster) {
+func clusterFixture(b *testing.B, bin func() (string, error), prepare func(i int, s *mysqltest.Server) error) ([]*mysqltest.Server, *localcluster.Cluster) {
 	b.Helper()
 	srvs := mysqltest.StartN(b, clusterShards,
 		mysqltest.WithArgs("--max-binlog-size=16M", "--innodb-buffer-pool-size=256M"))
@@ -205,7 +206,7 @@ func clusterFixture(b *testing.B, bin func() (string, error), prepare func(i int
 	}
 	ctx, cancel := context.WithTimeout(b.Context(), 2*time.Minute)
 	defer cancel()
-	c, err := braidproc.Start(ctx, path, b.TempDir(), clusterNodes)
+	c, err := localcluster.Start(ctx, path, b.TempDir(), clusterNodes)
 	if err != nil {
 		b.Fatal(err)
 	}

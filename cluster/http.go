@@ -24,52 +24,16 @@ import (
 // by its owner, and any other node answers them with a 307 redirect to the
 // owner (the Go client and curl -L follow it), or 503 while it has none.
 //
-//	GET    /v1/cluster                       ClusterStatus
-//	GET    /v1/destinations                  names, from Raft
-//	POST   /v1/destinations                  create (the spec, YAML or JSON)
-//	GET    /v1/destinations/{name}/spec      DestinationInfo
-//	DELETE /v1/destinations/{name}[?force=true]
-//	GET    /v1/destinations/{name}           state       } on the owner
-//	GET    /v1/destinations/{name}/stream    NDJSON      } (api/native)
-//	POST   /v1/destinations/{name}/ack       ack by seq  }
-
-// ClusterStatus is what GET /v1/cluster answers.
-type ClusterStatus struct {
-	// Node is the node that answered; Leader the Raft leader's name.
-	Node         string            `json:"node"`
-	Leader       string            `json:"leader"`
-	Nodes        []NodeStatus      `json:"nodes"`
-	Destinations []DestinationInfo `json:"destinations"`
-}
-
-// NodeStatus is one node of a ClusterStatus: a Raft server, a live gossip
-// member, or both.
-type NodeStatus struct {
-	Name string `json:"name"`
-	// State is "alive" when gossip sees it, else "failed".
-	State string `json:"state"`
-	// Raft is "leader", "voter" or "nonvoter"; "" when not in Raft.
-	Raft      string `json:"raft"`
-	RaftAddr  string `json:"raftAddr"`
-	HTTPAddr  string `json:"httpAddr,omitempty"`
-	CanalAddr string `json:"canalAddr,omitempty"`
-	// Destinations counts the destinations assigned to it.
-	Destinations int `json:"destinations"`
-}
-
-// DestinationInfo is a destination as the cluster stores it, with its
-// owner and, when the owner answered, its sources' state.
-type DestinationInfo struct {
-	Name    string             `json:"name"`
-	Owner   string             `json:"owner"`
-	Epoch   uint64             `json:"epoch"`
-	Spec    spec.Spec          `json:"spec"`
-	Seq     uint64             `json:"seq"`
-	Sources []wire.SourceState `json:"sources,omitempty"`
-	Clients []wire.ClientState `json:"clients,omitempty"`
-	// StateError says why the owner's state is missing.
-	StateError string `json:"stateError,omitempty"`
-}
+//	GET    /v1/cluster                          wire.ClusterStatus
+//	GET    /v1/destinations                     names, from Raft
+//	POST   /v1/destinations                     the spec (YAML or JSON) → wire.DestinationInfo
+//	GET    /v1/destinations/{name}/spec         wire.DestinationInfo
+//	DELETE /v1/destinations/{name}[?force=true] wire.Deleted
+//	GET    /v1/destinations/{name}              wire.State      } on the owner
+//	GET    /v1/destinations/{name}/stream       NDJSON          } (api/native)
+//	POST   /v1/destinations/{name}/ack          wire.AckResult  }
+//
+// Every JSON shape is package api/wire's; errors are wire.ErrorBody.
 
 func (n *Node) handler() http.Handler {
 	local := native.NewHandler(n.reg, n.log.With("part", "http"))
@@ -86,10 +50,6 @@ func (n *Node) handler() http.Handler {
 	return mux
 }
 
-type errorBody struct {
-	Error string `json:"error"`
-}
-
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -99,7 +59,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, status int, format string, a ...any) {
-	writeJSON(w, status, errorBody{Error: fmt.Sprintf(format, a...)})
+	writeJSON(w, status, wire.ErrorBody{Error: fmt.Sprintf(format, a...)})
 }
 
 // routed serves a destination's state and stream here when this node runs
@@ -247,7 +207,7 @@ func (n *Node) create(w http.ResponseWriter, r *http.Request) {
 	}
 	n.readYourWrite(ctx)
 	n.log.Info("destination created", "dest", ds.Name, "sources", len(ds.Sources))
-	writeJSON(w, http.StatusCreated, DestinationInfo{Name: d.Spec.Name, Spec: d.Spec})
+	writeJSON(w, http.StatusCreated, wire.DestinationInfo{Name: d.Spec.Name, Spec: specJSON(d.Spec)})
 }
 
 // readYourWrite waits until this node's state holds a write just made (on
@@ -271,9 +231,16 @@ func (n *Node) info(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, n.describe(r.Context(), d))
 }
 
-// describe fills a DestinationInfo, asking the owner for its state.
-func (n *Node) describe(ctx context.Context, d raftstore.Destination) DestinationInfo {
-	info := DestinationInfo{Name: d.Spec.Name, Spec: d.Spec}
+// specJSON is a spec as wire.DestinationInfo carries it. (A spec holds
+// strings, numbers and parsed times only: Marshal does not fail on it.)
+func specJSON(s spec.Spec) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// describe fills a wire.DestinationInfo, asking the owner for its state.
+func (n *Node) describe(ctx context.Context, d raftstore.Destination) wire.DestinationInfo {
+	info := wire.DestinationInfo{Name: d.Spec.Name, Spec: specJSON(d.Spec)}
 	if a, err := n.store.Assignment(d.Spec.Name); err == nil {
 		info.Owner, info.Epoch = a.Owner, a.Epoch
 	}
@@ -297,7 +264,7 @@ func (n *Node) describe(ctx context.Context, d raftstore.Destination) Destinatio
 	defer resp.Body.Close()
 	var st wire.State
 	if resp.StatusCode != http.StatusOK {
-		var e errorBody
+		var e wire.ErrorBody
 		json.NewDecoder(resp.Body).Decode(&e)
 		info.StateError = fmt.Sprintf("owner answered %d: %s", resp.StatusCode, e.Error)
 		return info
@@ -345,17 +312,17 @@ func (n *Node) remove(w http.ResponseWriter, r *http.Request) {
 	}
 	n.readYourWrite(r.Context())
 	n.log.Info("destination deleted", "dest", name)
-	writeJSON(w, http.StatusOK, map[string]string{"deleted": name})
+	writeJSON(w, http.StatusOK, wire.Deleted{Deleted: name})
 }
 
 func (n *Node) status(w http.ResponseWriter, r *http.Request) {
-	st := ClusterStatus{Node: n.cfg.Name, Nodes: []NodeStatus{}, Destinations: []DestinationInfo{}}
+	st := wire.ClusterStatus{Node: n.cfg.Name, Nodes: []wire.NodeStatus{}, Destinations: []wire.DestinationInfo{}}
 	st.Leader, _ = n.store.Leader()
-	byName := map[string]*NodeStatus{}
-	node := func(name string) *NodeStatus {
+	byName := map[string]*wire.NodeStatus{}
+	node := func(name string) *wire.NodeStatus {
 		ns, ok := byName[name]
 		if !ok {
-			ns = &NodeStatus{Name: name, State: "failed"}
+			ns = &wire.NodeStatus{Name: name, State: wire.NodeFailed}
 			byName[name] = ns
 		}
 		return ns
@@ -365,17 +332,17 @@ func (n *Node) status(w http.ResponseWriter, r *http.Request) {
 	for _, s := range servers {
 		ns := node(s.ID)
 		ns.RaftAddr = s.Addr
-		ns.Raft = "voter"
+		ns.Raft = wire.RaftVoter
 		if s.NonVoter {
-			ns.Raft = "nonvoter"
+			ns.Raft = wire.RaftNonvoter
 		}
 		if s.ID == st.Leader {
-			ns.Raft = "leader"
+			ns.Raft = wire.RaftLeader
 		}
 	}
 	for _, m := range members {
 		ns := node(m.Name)
-		ns.State = "alive"
+		ns.State = wire.NodeAlive
 		ns.HTTPAddr, ns.CanalAddr = m.HTTPAddr, m.CanalAddr
 		if ns.RaftAddr == "" {
 			ns.RaftAddr = m.RaftAddr
@@ -391,6 +358,6 @@ func (n *Node) status(w http.ResponseWriter, r *http.Request) {
 	for _, ns := range byName {
 		st.Nodes = append(st.Nodes, *ns)
 	}
-	slices.SortFunc(st.Nodes, func(a, b NodeStatus) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(st.Nodes, func(a, b wire.NodeStatus) int { return strings.Compare(a.Name, b.Name) })
 	writeJSON(w, http.StatusOK, st)
 }

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/stream"
 )
 
@@ -115,9 +116,9 @@ func (c *clientState) ack(store *stream.Store, seq uint64) (acked, pending int, 
 	return acked, len(c.delivered), c.ackedSeq, nil
 }
 
-func (c *clientState) state(store *stream.Store) ClientState {
+func (c *clientState) state(store *stream.Store) wire.ClientState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return ClientState{ID: c.id, Streaming: c.streaming, AckedSeq: c.ackedSeq,
+	return wire.ClientState{ID: c.id, Streaming: c.streaming, AckedSeq: c.ackedSeq,
 		PendingBatches: len(c.delivered), Cursor: cursorState(store.Mark(c.id))}
 }

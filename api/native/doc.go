@@ -11,11 +11,12 @@
 // asks for and decodes at about a third of the JSON's CPU.
 //
 //	GET  /v1/destinations                                → ["shop", ...]
-//	GET  /v1/destinations/{name}                         → State
+//	GET  /v1/destinations/{name}                         → wire.State
 //	GET  /v1/destinations/{name}/stream?client-id=ID[&after=SEQ][&checkpoint=true]
-//	POST /v1/destinations/{name}/ack?client-id=ID&seq=SEQ
+//	POST /v1/destinations/{name}/ack?client-id=ID&seq=SEQ → wire.AckResult
 //
-// Errors are JSON objects {"error": "..."}: 404 for an unknown destination
+// The JSON shapes are package api/wire's. Errors are wire.ErrorBody
+// objects {"error": "..."}: 404 for an unknown destination
 // (naming the ones served) or an unknown client id on ack, 400 for a bad
 // parameter, 409 for a second stream of a client id already streaming.
 //

@@ -110,28 +110,18 @@ func (h *handler) lookup(w http.ResponseWriter, r *http.Request) (*stream.Served
 	return s, true
 }
 
-// The state's JSON shapes live in package wire, shared with the client.
-type (
-	State          = wire.State
-	SourceState    = wire.SourceState
-	StoreState     = wire.StoreState
-	ClientState    = wire.ClientState
-	CursorState    = wire.CursorState
-	SourcePosition = wire.SourcePosition
-)
-
 func (h *handler) state(w http.ResponseWriter, r *http.Request) {
 	s, ok := h.lookup(w, r)
 	if !ok {
 		return
 	}
 	now := time.Now()
-	st := State{Name: s.Name, Sources: []SourceState{}, Clients: []ClientState{}}
+	st := wire.State{Name: s.Name, Sources: []wire.SourceState{}, Clients: []wire.ClientState{}}
 	if s.Stats != nil {
 		gs := s.Stats()
 		st.Seq, st.Late = gs.Seq, gs.Late
 		for _, src := range gs.Sources {
-			ss := SourceState{Name: src.Name, Pos: src.Pos.String(), Waiting: src.Waiting}
+			ss := wire.SourceState{Name: src.Name, Pos: src.Pos.String(), Waiting: src.Waiting}
 			if !src.LastCommit.IsZero() {
 				lc := src.LastCommit
 				lag := now.Sub(lc).Milliseconds()
@@ -145,13 +135,13 @@ func (h *handler) state(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	ss := s.Store.Stats()
-	st.Store = StoreState{Events: ss.Events, Bytes: ss.Bytes, PeakBytes: ss.PeakBytes}
+	st.Store = wire.StoreState{Events: ss.Events, Bytes: ss.Bytes, PeakBytes: ss.PeakBytes}
 	native := map[string]*clientState{}
 	for _, c := range h.clientsOf(s.Store) {
 		native[c.id] = c
 	}
 	for _, sc := range s.Store.Clients() {
-		cs := ClientState{ID: sc.ID, PendingBatches: sc.Batches, Cursor: cursorState(sc.Mark)}
+		cs := wire.ClientState{ID: sc.ID, PendingBatches: sc.Batches, Cursor: cursorState(sc.Mark)}
 		if c, ok := native[sc.ID]; ok {
 			cs = c.state(s.Store)
 		} else if cs.Cursor != nil {
@@ -164,26 +154,15 @@ func (h *handler) state(w http.ResponseWriter, r *http.Request) {
 }
 
 // cursorState renders a client's saved cursor (nil: none yet).
-func cursorState(c *group.Cursor) *CursorState {
+func cursorState(c *group.Cursor) *wire.CursorState {
 	if c == nil {
 		return nil
 	}
-	cs := &CursorState{Seq: c.Seq, Sources: make([]SourcePosition, len(c.Sources))}
+	cs := &wire.CursorState{Seq: c.Seq, Sources: make([]wire.SourcePosition, len(c.Sources))}
 	for i, sc := range c.Sources {
-		cs.Sources[i] = SourcePosition{Name: sc.Name, Pos: sc.Pos.String()}
+		cs.Sources[i] = wire.SourcePosition{Name: sc.Name, Pos: sc.Pos.String()}
 	}
 	return cs
-}
-
-// AckResult answers POST .../ack.
-type AckResult struct {
-	ClientID string `json:"clientId"`
-	// Seq is the highest seq the client acked so far.
-	Seq uint64 `json:"seq"`
-	// Acked counts the store batches this ack confirmed; Pending those
-	// written and still waiting for an ack.
-	Acked   int `json:"acked"`
-	Pending int `json:"pending"`
 }
 
 // lookupClient is lookup plus the request's client-id parameter; it answers
@@ -227,7 +206,7 @@ func (h *handler) ack(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, AckResult{ClientID: id, Seq: acked, Acked: n, Pending: pending})
+	writeJSON(w, http.StatusOK, wire.AckResult{ClientID: id, Seq: acked, Acked: n, Pending: pending})
 }
 
 // clientID checks a client id parameter.
@@ -246,19 +225,15 @@ func clientID(id string) (string, error) {
 	return id, nil
 }
 
-type errorBody struct {
-	Error string `json:"error"`
-}
-
 func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, errorBody{Error: msg})
+	writeJSON(w, status, wire.ErrorBody{Error: msg})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		status = http.StatusInternalServerError
-		b, _ = json.Marshal(errorBody{Error: err.Error()})
+		b, _ = json.Marshal(wire.ErrorBody{Error: err.Error()})
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)

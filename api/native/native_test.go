@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/braid-cdc/braid/api/native"
+	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/stream"
@@ -169,11 +170,11 @@ func TestListAndState(t *testing.T) {
 	put(t, store, 1, 2)
 	s := openStream(t, hc, srv.URL+"/v1/destinations/shop/stream?client-id=c1")
 	s.seqs(t, 2)
-	var ack native.AckResult
+	var ack wire.AckResult
 	if st := post(t, hc, srv.URL+"/v1/destinations/shop/ack?client-id=c1&seq=2", &ack); st != 200 || ack.Acked != 1 || ack.Seq != 2 {
 		t.Fatalf("ack: %d %+v", st, ack)
 	}
-	var state native.State
+	var state wire.State
 	if st := get(t, hc, srv.URL+"/v1/destinations/shop", &state); st != 200 {
 		t.Fatalf("state: %d", st)
 	}
@@ -207,7 +208,7 @@ func TestListAndState(t *testing.T) {
 	if err := store.Ack("7", b.ID); err != nil {
 		t.Fatal(err)
 	}
-	var other native.State
+	var other wire.State
 	get(t, hc, srv.URL+"/v1/destinations/other", &other)
 	if other.Name != "other" || len(other.Sources) != 0 || other.Stats != nil {
 		t.Errorf("other %+v", other)
@@ -295,7 +296,7 @@ func TestAckRollbackResume(t *testing.T) {
 	if busy := openStream(t, hc, u+"stream?client-id=c"); busy.status != http.StatusConflict {
 		t.Fatalf("second stream of c: %d, want 409", busy.status)
 	}
-	var ack native.AckResult
+	var ack wire.AckResult
 	// 4 and 5 went out in one batch, or in two if the stream read between
 	// the two Puts: acking 4 confirms the batches at or below it, and the
 	// one holding 5 stays pending.

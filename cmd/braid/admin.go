@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -16,55 +14,58 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/braid-cdc/braid/cluster"
+	"github.com/braid-cdc/braid/api/wire"
+	"github.com/braid-cdc/braid/client"
+	"github.com/braid-cdc/braid/spec"
 )
 
-// adminClient talks to a node's HTTP API for the operator commands.
-type adminClient struct {
-	base string
-	hc   *http.Client
+// adminTimeout bounds an operator command's call to a node (creating a
+// destination waits for the node to check every source).
+const adminTimeout = 30 * time.Second
+
+// adminContext is an operator command's context: it ends at Ctrl-C or
+// after adminTimeout.
+func adminContext() (context.Context, context.CancelFunc) {
+	ctx, stop := signalContext()
+	ctx, cancel := context.WithTimeout(ctx, adminTimeout)
+	return ctx, func() { cancel(); stop() }
 }
 
-func newAdminClient(server string) (*adminClient, error) {
-	u, err := url.Parse(server)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("--server %q is not a node's HTTP address such as http://127.0.0.1:8081", server)
+// newAdminClient is the client of the nodes of --server.
+func newAdminClient(server string) (*client.Client, error) {
+	c, err := client.New(server)
+	if err != nil {
+		return nil, fmt.Errorf("--server %q is not a node's HTTP address such as http://127.0.0.1:8081 (or several, comma-separated)", server)
 	}
-	return &adminClient{base: strings.TrimRight(server, "/"), hc: &http.Client{Timeout: 30 * time.Second}}, nil
+	return c, nil
 }
 
-// do sends a request and decodes a 2xx answer into out; any other status
-// becomes the node's error message.
-func (a *adminClient) do(method, path string, body []byte, out any) error {
-	req, err := http.NewRequest(method, a.base+path, bytes.NewReader(body))
-	if err != nil {
-		return err
+// adminError is a failed call as one line for the operator: the node's own
+// message when it answered, else what kept it from answering.
+func adminError(server string, err error) error {
+	var se *client.Error
+	switch {
+	case errors.As(err, &se):
+		return errors.New(se.Message)
+	case errors.Is(err, client.ErrUnreachable):
+		return fmt.Errorf("cannot reach %s: %v: is a braid server running there?", server, rootErr(err))
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%s did not answer within %v", server, adminTimeout)
 	}
-	resp, err := a.hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("cannot reach %s: %v: is a braid server running there?", a.base, rootErr(err))
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode/100 != 2 {
-		var e struct{ Error string }
-		if json.Unmarshal(data, &e) == nil && e.Error != "" {
-			return errors.New(e.Error)
-		}
-		return fmt.Errorf("%s %s: %s", method, path, resp.Status)
-	}
-	if out != nil {
-		return json.Unmarshal(data, out)
-	}
-	return nil
+	return err
 }
 
 func rootErr(err error) error {
 	for {
-		u := errors.Unwrap(err)
+		var u error
+		switch e := err.(type) {
+		case interface{ Unwrap() error }:
+			u = e.Unwrap()
+		case interface{ Unwrap() []error }:
+			if errs := e.Unwrap(); len(errs) > 0 {
+				u = errs[len(errs)-1]
+			}
+		}
 		if u == nil {
 			return err
 		}
@@ -74,7 +75,7 @@ func rootErr(err error) error {
 
 // adminFlags are the flags every operator command takes.
 func adminFlags(fs *flag.FlagSet) (server *string, asJSON *bool) {
-	server = fs.String("server", "http://127.0.0.1:8081", "a braid node's HTTP address (any node of the cluster)")
+	server = fs.String("server", "http://127.0.0.1:8081", "a braid node's HTTP address (any node of the cluster; several, comma-separated, are tried in turn)")
 	asJSON = fs.Bool("json", false, "print JSON instead of a table")
 	return
 }
@@ -127,6 +128,8 @@ func runDestination(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
+	ctx, cancel := adminContext()
+	defer cancel()
 	needName := func() bool {
 		if name == "" {
 			fmt.Fprintf(stderr, "braid destination %s: name the destination, e.g. braid destination %s shop\n", sub, sub)
@@ -140,24 +143,24 @@ func runDestination(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "braid destination create: give the spec with -f spec.yaml (see README for the format)")
 			return 2
 		}
-		spec, err := os.ReadFile(*file)
+		body, err := os.ReadFile(*file)
 		if err != nil {
 			return fail(err)
 		}
-		var info cluster.DestinationInfo
-		if err := ac.do(http.MethodPost, "/v1/destinations", spec, &info); err != nil {
-			return fail(err)
+		info, err := ac.CreateDestination(ctx, body)
+		if err != nil {
+			return fail(adminError(*server, err))
 		}
 		if *asJSON {
 			printJSON(stdout, info)
 		} else {
 			fmt.Fprintf(stdout, "destination %s created with %d sources; a node will take it in a moment (braid destination show %s)\n",
-				info.Name, len(info.Spec.Sources), info.Name)
+				info.Name, len(destSpec(*info).Sources), info.Name)
 		}
 	case "list":
-		var st cluster.ClusterStatus
-		if err := ac.do(http.MethodGet, "/v1/cluster", nil, &st); err != nil {
-			return fail(err)
+		st, err := ac.ClusterStatus(ctx)
+		if err != nil {
+			return fail(adminError(*server, err))
 		}
 		if *asJSON {
 			printJSON(stdout, st.Destinations)
@@ -166,32 +169,28 @@ func runDestination(args []string, stdout, stderr io.Writer) int {
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tOWNER\tEPOCH\tSOURCES\tSEQ\tMAX LAG")
 		for _, d := range st.Destinations {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\n", d.Name, orDash(d.Owner), d.Epoch, len(d.Spec.Sources), d.Seq, maxLag(d))
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\n", d.Name, orDash(d.Owner), d.Epoch, len(destSpec(d).Sources), d.Seq, maxLag(d))
 		}
 		tw.Flush()
 	case "show":
 		if !needName() {
 			return 2
 		}
-		var info cluster.DestinationInfo
-		if err := ac.do(http.MethodGet, "/v1/destinations/"+url.PathEscape(name)+"/spec", nil, &info); err != nil {
-			return fail(err)
+		info, err := ac.Destination(ctx, name)
+		if err != nil {
+			return fail(adminError(*server, err))
 		}
 		if *asJSON {
 			printJSON(stdout, info)
 			return 0
 		}
-		showDestination(stdout, info)
+		showDestination(stdout, *info)
 	case "delete":
 		if !needName() {
 			return 2
 		}
-		path := "/v1/destinations/" + url.PathEscape(name)
-		if *force {
-			path += "?force=true"
-		}
-		if err := ac.do(http.MethodDelete, path, nil, nil); err != nil {
-			return fail(err)
+		if err := ac.DeleteDestination(ctx, name, *force); err != nil {
+			return fail(adminError(*server, err))
 		}
 		fmt.Fprintf(stdout, "destination %s deleted\n", name)
 	default:
@@ -199,6 +198,15 @@ func runDestination(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	return 0
+}
+
+// destSpec is a destination's spec, parsed from its JSON form (a zero
+// spec if the node sent none it could parse: the command still shows the
+// rest).
+func destSpec(info wire.DestinationInfo) spec.Spec {
+	var s spec.Spec
+	_ = json.Unmarshal(info.Spec, &s)
+	return s
 }
 
 func orDash(s string) string {
@@ -209,7 +217,7 @@ func orDash(s string) string {
 }
 
 // maxLag is the largest lag of a destination's sources, as text.
-func maxLag(d cluster.DestinationInfo) string {
+func maxLag(d wire.DestinationInfo) string {
 	if d.StateError != "" {
 		return "? (" + d.StateError + ")"
 	}
@@ -225,7 +233,7 @@ func maxLag(d cluster.DestinationInfo) string {
 	return (time.Duration(most) * time.Millisecond).Round(time.Millisecond).String()
 }
 
-func showDestination(w io.Writer, info cluster.DestinationInfo) {
+func showDestination(w io.Writer, info wire.DestinationInfo) {
 	fmt.Fprintf(w, "destination %s: owner %s, epoch %d, last seq %d\n", info.Name, orDash(info.Owner), info.Epoch, info.Seq)
 	if info.StateError != "" {
 		fmt.Fprintf(w, "state: unavailable (%s)\n", info.StateError)
@@ -248,8 +256,8 @@ func showDestination(w io.Writer, info cluster.DestinationInfo) {
 		}
 	}
 	tw.Flush()
-	spec, _ := yaml.Marshal(info.Spec)
-	fmt.Fprintf(w, "\nspec:\n%s", indent(string(spec), "  "))
+	text, _ := yaml.Marshal(destSpec(info))
+	fmt.Fprintf(w, "\nspec:\n%s", indent(string(text), "  "))
 }
 
 func indent(s, prefix string) string {
@@ -283,9 +291,11 @@ func runCluster(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "braid cluster status:", oneLine(err))
 		return 1
 	}
-	var st cluster.ClusterStatus
-	if err := ac.do(http.MethodGet, "/v1/cluster", nil, &st); err != nil {
-		fmt.Fprintln(stderr, "braid cluster status:", oneLine(err))
+	ctx, cancel := adminContext()
+	defer cancel()
+	st, err := ac.ClusterStatus(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "braid cluster status:", oneLine(adminError(*server, err)))
 		return 1
 	}
 	if *asJSON {

@@ -4,50 +4,26 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/braid-cdc/braid/cluster"
+	"github.com/braid-cdc/braid/api/wire"
+	"github.com/braid-cdc/braid/internal/localcluster"
 	"github.com/braid-cdc/braid/internal/ports"
 	"github.com/braid-cdc/braid/internal/testutil/braidproc"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 )
 
-// The cluster tests run real `braid server` processes (internal/testutil/braidproc),
-// built once per test run, and kill them.
-
-var braidBinary struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// buildBraid builds the braid binary into a directory that lives as long
-// as the test process.
-func buildBraid(t *testing.T) string {
-	t.Helper()
-	braidBinary.once.Do(func() {
-		dir, err := os.MkdirTemp("", "braid-bin-")
-		if err != nil {
-			braidBinary.err = err
-			return
-		}
-		braidBinary.path, braidBinary.err = braidproc.Build(context.Background(), dir)
-	})
-	if braidBinary.err != nil {
-		t.Fatal(braidBinary.err)
-	}
-	return braidBinary.path
-}
+// The cluster tests run real `braid server` processes
+// (internal/localcluster), from a binary built once per test run
+// (internal/testutil/braidproc), and kill them.
 
 // testNode is one braid server process, with helpers that fail the test.
-type testNode struct{ *braidproc.Node }
+type testNode struct{ *localcluster.Node }
 
 // start runs the node's process, its log going to a file.
 func (n *testNode) start(t *testing.T, bin string, join []string) {
@@ -67,16 +43,7 @@ func (n *testNode) signal(t *testing.T, sig syscall.Signal) {
 
 // logTail returns the last lines of the node's log above debug level,
 // for failure messages.
-func (n *testNode) logTail() string {
-	b, _ := os.ReadFile(n.LogPath())
-	var lines []string
-	for _, l := range strings.Split(string(b), "\n") {
-		if !strings.Contains(l, "level=DEBUG") && !strings.Contains(l, "failed to heartbeat") {
-			lines = append(lines, l)
-		}
-	}
-	return strings.Join(lines[max(0, len(lines)-60):], "\n")
-}
+func (n *testNode) logTail() string { return braidproc.LogTail(n.Node, 60) }
 
 // newNode is a node that is no member of the test's cluster (of another
 // cluster, or reusing a name), on free ports under dir; args are extra
@@ -84,7 +51,7 @@ func (n *testNode) logTail() string {
 func newNode(t *testing.T, name, dir string, args ...string) *testNode {
 	t.Helper()
 	p := freePorts(t, 4)
-	n := &testNode{&braidproc.Node{Name: name, Dir: filepath.Join(dir, name),
+	n := &testNode{&localcluster.Node{Name: name, Dir: filepath.Join(dir, name),
 		RaftPort: p[0], GossipPort: p[1], HTTPPort: p[2], CanalPort: p[3], Args: append([]string{"--log-level", "debug"}, args...)}}
 	t.Cleanup(n.Kill)
 	return n
@@ -92,7 +59,7 @@ func newNode(t *testing.T, name, dir string, args ...string) *testNode {
 
 // testCluster is three braid servers on loopback ports.
 type testCluster struct {
-	*braidproc.Cluster
+	*localcluster.Cluster
 	bin   string
 	nodes []*testNode
 }
@@ -110,32 +77,14 @@ func freePorts(t *testing.T, n int) []int {
 // startCluster starts three nodes that bootstrap a new cluster, logging at
 // debug level, and waits for it to have a leader and three live nodes. A
 // failed test shows each node's log, and keeps the logs in
-// $BRAID_TEST_LOGS when it is set.
+// $BRAID_TEST_LOGS when it is set (braidproc.Start).
 func startCluster(t *testing.T) *testCluster {
 	t.Helper()
-	bin := buildBraid(t)
-	cl, err := braidproc.Start(t.Context(), bin, t.TempDir(), 3, "--log-level", "debug")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &testCluster{Cluster: cl, bin: bin}
+	cl := braidproc.Start(t, 3, "--log-level", "debug")
+	c := &testCluster{Cluster: cl, bin: cl.Bin}
 	for _, n := range cl.Nodes {
 		c.nodes = append(c.nodes, &testNode{n})
 	}
-	t.Cleanup(func() {
-		cl.Close()
-		if !t.Failed() {
-			return
-		}
-		for _, n := range c.nodes {
-			t.Logf("log of %s:\n%s", n.Name, n.logTail())
-			if dir := os.Getenv("BRAID_TEST_LOGS"); dir != "" {
-				os.MkdirAll(dir, 0o755)
-				b, _ := os.ReadFile(n.LogPath())
-				os.WriteFile(filepath.Join(dir, t.Name()+"-"+n.Name+".log"), b, 0o644)
-			}
-		}
-	})
 	return c
 }
 
@@ -143,7 +92,7 @@ func startCluster(t *testing.T) *testCluster {
 func (c *testCluster) joinFor(n *testNode) []string { return c.JoinFor(n.Node) }
 
 // status asks node n for the cluster's status.
-func (c *testCluster) status(n *testNode) (cluster.ClusterStatus, error) {
+func (c *testCluster) status(n *testNode) (wire.ClusterStatus, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return c.Status(ctx, n.Node)
@@ -153,7 +102,7 @@ func (c *testCluster) status(n *testNode) (cluster.ClusterStatus, error) {
 // description.
 func (c *testCluster) waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
-	if err := braidproc.Poll(t.Context(), timeout, what, cond); err != nil {
+	if err := localcluster.Poll(t.Context(), timeout, what, cond); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -169,8 +118,8 @@ func (c *testCluster) live() []*testNode {
 	return out
 }
 
-// node is the test node of a braidproc node.
-func (c *testCluster) node(n *braidproc.Node) *testNode {
+// node is the test node of a cluster node.
+func (c *testCluster) node(n *localcluster.Node) *testNode {
 	for _, tn := range c.nodes {
 		if tn.Node == n {
 			return tn

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,10 +16,8 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/client"
-	"github.com/braid-cdc/braid/cluster"
+	"github.com/braid-cdc/braid/internal/localcluster"
 	"github.com/braid-cdc/braid/internal/mariadb"
-	"github.com/braid-cdc/braid/internal/ports"
-	"github.com/braid-cdc/braid/internal/testutil/braidproc"
 )
 
 // braid demo: three MariaDB shard servers, a three-node braid cluster, a
@@ -29,7 +26,7 @@ import (
 // watches, close stops them all.
 
 // demoBinary, when set, is the braid binary the demo runs its nodes from
-// instead of its own executable: in a test, that is the test binary.
+// instead of its own executable: in a test, one braidproc built.
 var demoBinary string
 
 // demoInstall is the one line a user without MariaDB reads.
@@ -127,7 +124,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	}
 	err = d.run(ctx)
 	failed := err != nil && ctx.Err() == nil && !errors.Is(err, mariadb.ErrNoServer)
-	if failed && len(d.nodes) > 0 {
+	if failed && d.cluster != nil {
 		d.keep = true // for the logs
 	}
 	d.close()
@@ -149,16 +146,15 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 // runDemo, but for the stream's and the workload's own goroutines, which
 // run() starts and close() stops.
 type demo struct {
-	opts   demoOptions
-	con    *console
-	bin    string // the braid binary the nodes run
-	braid  string // how the user runs braid, for the commands the demo suggests
-	dir    string // everything the demo writes
-	keep   bool   // dir is kept at exit: it is the user's (--dir), or a failed run's logs
-	hc     *http.Client
-	shards []*mariadb.Server
-	nodes  []*braidproc.Node
-	deaths chan nodeExit // node processes that exited
+	opts    demoOptions
+	con     *console
+	bin     string // the braid binary the nodes run
+	braid   string // how the user runs braid, for the commands the demo suggests
+	dir     string // everything the demo writes
+	keep    bool   // dir is kept at exit: it is the user's (--dir), or a failed run's logs
+	shards  []*mariadb.Server
+	cluster *localcluster.Cluster // the braid nodes, once startNodes made them
+	deaths  chan nodeExit         // node processes that exited
 
 	consumerLog *os.File
 	stream      *demoStream
@@ -171,20 +167,19 @@ type demo struct {
 
 	owner    string // the node that runs shop, as last seen
 	epoch    uint64
-	killed   *braidproc.Node // the node --kill-after killed, until its takeover is told
-	killDone bool            // --kill-after has fired
-	failure  error           // what went wrong while streaming; the demo goes on and exits 1
+	killed   *localcluster.Node // the node --kill-after killed, until its takeover is told
+	killDone bool               // --kill-after has fired
+	failure  error              // what went wrong while streaming; the demo goes on and exits 1
 }
 
 // nodeExit is a node process that exited.
 type nodeExit struct {
-	node *braidproc.Node
+	node *localcluster.Node
 	err  error // how it exited
 }
 
 func newDemo(o demoOptions, stdout, stderr io.Writer) (*demo, error) {
-	d := &demo{opts: o, con: &console{say: stdout, stream: stdout}, hc: &http.Client{Timeout: 3 * time.Second},
-		deaths: make(chan nodeExit, 16)}
+	d := &demo{opts: o, con: &console{say: stdout, stream: stdout}, deaths: make(chan nodeExit, 16)}
 	if o.json {
 		d.con.say = stderr
 	}
@@ -314,61 +309,6 @@ func (d *demo) rel(path string) string {
 	return path
 }
 
-// startNodes starts n1, n2, n3 on free ports, each joining the others.
-func (d *demo) startNodes(ctx context.Context) error {
-	ports, err := ports.FreeLoopback(12)
-	if err != nil {
-		return err
-	}
-	for i := range 3 {
-		n := &braidproc.Node{Name: fmt.Sprintf("n%d", i+1), RaftPort: ports[4*i], GossipPort: ports[4*i+1], HTTPPort: ports[4*i+2], CanalPort: ports[4*i+3],
-			Args: []string{"--bootstrap-expect", "3", "--log-level", d.opts.logLevel}}
-		n.Dir = filepath.Join(d.dir, n.Name)
-		// A node's exit goes to deaths, which has room: a node has at
-		// most one exit not yet read.
-		n.OnExit = func(err error) {
-			select {
-			case d.deaths <- nodeExit{node: n, err: err}:
-			default:
-			}
-		}
-		d.nodes = append(d.nodes, n)
-	}
-	d.con.sayf("starting three braid nodes (%s server ...; their logs go to files, not here)", d.braid)
-	for _, n := range d.nodes {
-		if err := d.startNode(n); err != nil {
-			return err
-		}
-		d.con.sayf("  node %s  %s  pid %d   (log: %s)", n.Name, n.URL(), n.PID(), d.rel(n.LogPath()))
-	}
-	return ctx.Err()
-}
-
-// status asks the running nodes, in turn, for the cluster's status.
-func (d *demo) status(ctx context.Context) (cluster.ClusterStatus, error) {
-	var st cluster.ClusterStatus
-	err := errors.New("no node is running")
-	for _, n := range d.nodes {
-		if !n.Running() {
-			continue
-		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, n.URL()+"/v1/cluster", nil)
-		resp, rerr := d.hc.Do(req)
-		if rerr != nil {
-			err = rerr
-			continue
-		}
-		st = cluster.ClusterStatus{}
-		rerr = json.NewDecoder(resp.Body).Decode(&st)
-		resp.Body.Close()
-		if rerr == nil && resp.StatusCode == http.StatusOK {
-			return st, nil
-		}
-		err = fmt.Errorf("%s: GET /v1/cluster: %s", n.Name, resp.Status)
-	}
-	return st, err
-}
-
 // poll calls check every 200ms until it reports done or an error, ctx
 // ends, or demoWait passes.
 func (d *demo) poll(ctx context.Context, what string, check func() (done bool, err error)) error {
@@ -387,52 +327,6 @@ func (d *demo) poll(ctx context.Context, what string, check func() (done bool, e
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-// deadDuringSetup fails set-up when a node process exited.
-func (d *demo) deadDuringSetup() error {
-	for _, n := range d.nodes {
-		if !n.Running() {
-			return fmt.Errorf("node %s exited: %v; the end of its log (%s):\n%s", n.Name, n.ExitErr(), n.LogPath(), n.LogTail(15))
-		}
-	}
-	return nil
-}
-
-// waitCluster waits for a Raft leader and three live nodes, saying what it
-// waits for as that changes.
-func (d *demo) waitCluster(ctx context.Context) error {
-	began := time.Now()
-	last := ""
-	return d.poll(ctx, "cluster of three nodes with a leader", func() (bool, error) {
-		if err := d.deadDuringSetup(); err != nil {
-			return false, err
-		}
-		st, err := d.status(ctx)
-		alive := 0
-		for _, n := range st.Nodes {
-			if n.State == "alive" && n.Raft != "" {
-				alive++
-			}
-		}
-		var now string
-		switch {
-		case err != nil:
-			now = "waiting for the nodes to answer"
-		case st.Leader == "":
-			now = fmt.Sprintf("waiting for the cluster to form: %d of 3 nodes in it, no Raft leader yet", alive)
-		case alive < 3:
-			now = fmt.Sprintf("waiting for the cluster: Raft leader %s, %d of 3 nodes in it", st.Leader, alive)
-		default:
-			d.con.sayf("cluster up after %v: Raft leader %s, three nodes alive", time.Since(began).Round(100*time.Millisecond), st.Leader)
-			return true, nil
-		}
-		if now != last {
-			d.con.sayf("  %s", now)
-			last = now
-		}
-		return false, nil
-	})
 }
 
 // demoSpec is the destination the demo registers.
@@ -460,73 +354,30 @@ func (d *demo) createDestination(ctx context.Context) error {
 	}
 	i := 0
 	err := d.poll(ctx, "destination created", func() (bool, error) {
-		n := d.nodes[i%len(d.nodes)]
+		live := d.cluster.Live()
+		if len(live) == 0 {
+			return false, nil // deadDuringSetup tells
+		}
+		n := live[i%len(live)]
 		i++
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, n.URL()+"/v1/destinations", strings.NewReader(spec))
-		hc := http.Client{Timeout: 20 * time.Second} // the node checks every source first
-		resp, err := hc.Do(req)
-		if err != nil {
-			return false, nil
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
+		cctx, cancel := context.WithTimeout(ctx, 20*time.Second) // the node checks every source first
+		defer cancel()
+		_, err := d.cluster.Client(n).CreateDestination(cctx, []byte(spec))
+		var se *client.Error
 		switch {
-		case resp.StatusCode == http.StatusCreated:
+		case err == nil:
 			return true, nil
-		case resp.StatusCode == http.StatusServiceUnavailable:
-			return false, nil
+		case !errors.As(err, &se), se.Status == http.StatusServiceUnavailable:
+			return false, d.deadDuringSetup() // the cluster settles: try again, through the next node
+		case se.Status == http.StatusConflict:
+			return true, nil // an earlier try that timed out here created it
 		}
-		var e struct{ Error string }
-		_ = json.Unmarshal(body, &e)
-		return false, fmt.Errorf("creating destination shop through %s: %s: %s", n.Name, resp.Status, e.Error)
+		return false, fmt.Errorf("creating destination shop through %s: %s", n.Name, se.Message)
 	})
 	if err != nil {
 		return err
 	}
 	d.con.sayf("registered destination shop (POST /v1/destinations; the spec: %s): sources a, b, c; tables shop_N.orders → shop.orders", d.rel(path))
-	return nil
-}
-
-// waitOwner waits until shop has a running owner other than not, and
-// records it.
-func (d *demo) waitOwner(ctx context.Context, not string) error {
-	return d.poll(ctx, "owner of shop", func() (bool, error) {
-		if not == "" {
-			if err := d.deadDuringSetup(); err != nil {
-				return false, err
-			}
-		}
-		owner, epoch, ok := d.currentOwner(ctx)
-		if ok && owner != not {
-			d.owner, d.epoch = owner, epoch
-			return true, nil
-		}
-		return false, nil
-	})
-}
-
-// currentOwner is shop's owner and epoch when a running node owns it.
-func (d *demo) currentOwner(ctx context.Context) (string, uint64, bool) {
-	st, err := d.status(ctx)
-	if err != nil {
-		return "", 0, false
-	}
-	for _, dest := range st.Destinations {
-		if dest.Name == demoDest {
-			if n := d.node(dest.Owner); n != nil && n.Running() {
-				return dest.Owner, dest.Epoch, true
-			}
-		}
-	}
-	return "", 0, false
-}
-
-func (d *demo) node(name string) *braidproc.Node {
-	for _, n := range d.nodes {
-		if n.Name == name {
-			return n
-		}
-	}
 	return nil
 }
 
@@ -538,11 +389,7 @@ func (d *demo) startStreaming(ctx context.Context) error {
 	}
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(d.opts.logLevel))
-	var urls []string
-	for _, n := range d.nodes {
-		urls = append(urls, n.URL())
-	}
-	cl, err := client.New(strings.Join(urls, ","), client.WithBackoff(100*time.Millisecond, time.Second), client.WithJSONLines(),
+	cl, err := client.New(d.cluster.URLs(), client.WithBackoff(100*time.Millisecond, time.Second), client.WithJSONLines(),
 		client.WithLogger(slog.New(slog.NewTextHandler(d.consumerLog, &slog.HandlerOptions{Level: level}))))
 	if err != nil {
 		return err
@@ -590,15 +437,11 @@ func (d *demo) close() {
 		d.stopWork, d.stopStream = nil, nil
 		d.work.close()
 	}
-	var wg sync.WaitGroup
-	for _, n := range d.nodes {
-		wg.Go(func() {
-			if n.Stop(demoNodeGrace) {
-				d.con.sayf("node %s did not stop within %v of SIGTERM: killed", n.Name, demoNodeGrace)
-			}
-		})
+	if d.cluster != nil {
+		for _, n := range d.cluster.Stop(demoNodeGrace) {
+			d.con.sayf("node %s did not stop within %v of SIGTERM: killed", n.Name, demoNodeGrace)
+		}
 	}
-	wg.Wait()
 	for _, s := range d.shards {
 		if s == nil {
 			continue
@@ -614,7 +457,6 @@ func (d *demo) close() {
 		}
 	}
 	_ = mariadb.RemoveTemplate()
-	d.hc.CloseIdleConnections()
 	if d.consumerLog != nil {
 		d.consumerLog.Close()
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/braid-cdc/braid/client"
 	"github.com/braid-cdc/braid/internal/mariadb"
+	"github.com/braid-cdc/braid/internal/testutil/braidproc"
 )
 
 // TestDemo runs `braid demo` as a newcomer would, with --kill-after: the
@@ -28,7 +29,7 @@ func TestDemo(t *testing.T) {
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	demoBinary = buildBraid(t)
+	demoBinary = braidproc.Binary(t)
 	t.Cleanup(func() { demoBinary = "" })
 	dir := t.TempDir()
 

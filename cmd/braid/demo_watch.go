@@ -138,8 +138,8 @@ func (d *demo) handleDeath(ctx context.Context, ev nodeExit) {
 // to run meanwhile.
 func (d *demo) instructions() {
 	owner := d.node(d.owner)
-	other := d.nodes[0] // a node that stays up when the owner is killed
-	for _, n := range d.nodes {
+	other := d.cluster.Nodes[0] // a node that stays up when the owner is killed
+	for _, n := range d.cluster.Nodes {
 		if n != owner && n.Running() {
 			other = n
 			break

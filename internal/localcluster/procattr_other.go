@@ -1,6 +1,6 @@
 //go:build !linux
 
-package braidproc
+package localcluster
 
 import "syscall"
 

@@ -1,0 +1,30 @@
+// Package wire holds every JSON shape of braid's HTTP API: what a node's
+// native API (api/native) and cluster API (cluster) send, and what the Go
+// client (client) decodes. It is types only, with no behaviour, and
+// imports no braid package, so that the client and the test harnesses that
+// talk to real nodes need nothing else; a change to a field here is a
+// change to the API. The one shape it does not spell out is a destination's
+// spec, whose JSON form is package spec's (DestinationInfo.Spec).
+//
+//	GET    /v1/cluster                         ClusterStatus
+//	GET    /v1/destinations                    []string: the destinations' names
+//	POST   /v1/destinations                    the spec (YAML or JSON) → DestinationInfo, 201
+//	GET    /v1/destinations/{name}/spec        DestinationInfo
+//	DELETE /v1/destinations/{name}[?force=true] Deleted
+//	GET    /v1/destinations/{name}             State (served by the owner)
+//	POST   /v1/destinations/{name}/ack         AckResult (served by the owner)
+//
+// The stream itself (GET /v1/destinations/{name}/stream) is flat-message
+// JSON lines or binary frames, described in package api/native and decoded
+// by package client.
+//
+// Every answer with a status other than 2xx has an ErrorBody.
+//
+// # Invariants
+//
+//   - Field names are lowerCamelCase and never change meaning; a field that
+//     may be missing is a pointer or has omitempty, and its comment says when
+//     it is missing.
+//   - Times are RFC 3339 with nanoseconds (encoding/json's time.Time);
+//     durations are integers whose name says the unit (lagMs).
+package wire

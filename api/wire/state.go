@@ -1,0 +1,118 @@
+package wire
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// State is a destination's state as its owner shows it (GET
+// /v1/destinations/{name}): its merge's progress per source, its store's
+// use, and the client ids that consume it on that node.
+type State struct {
+	// Name is the destination's name.
+	Name string `json:"name"`
+	// Seq is the seq of the last transaction the merge emitted (0 before
+	// the first).
+	Seq uint64 `json:"seq"`
+	// Late counts the transactions that came below a watermark the merge
+	// had already passed (a source clock beyond max_clock_skew): they are
+	// emitted, out of commit-time order.
+	Late int `json:"late"`
+	// Sources are the destination's sources, in spec order; empty for a
+	// destination that does not report a merge's statistics.
+	Sources []SourceState `json:"sources"`
+	// Stats is reserved for a destination that reports something other than
+	// a merge's statistics, as JSON; braid's servers leave it out today.
+	Stats json.RawMessage `json:"stats,omitempty"`
+	// Store is the destination's store use on this node.
+	Store StoreState `json:"store"`
+	// Clients are the client ids subscribed to the destination's store on
+	// this node, by id.
+	Clients []ClientState `json:"clients"`
+}
+
+// SourceState is one source of a State.
+type SourceState struct {
+	// Name is the source's name in the spec.
+	Name string `json:"name"`
+	// Pos is where the source resumes after the last transaction the merge
+	// emitted, "file:pos".
+	Pos string `json:"pos"`
+	// LastCommit is the commit time of the source's last transaction
+	// offered to the merge; missing before the first.
+	LastCommit *time.Time `json:"lastCommit,omitempty"`
+	// LagMs is the time from LastCommit to the answer, in milliseconds;
+	// missing before the first transaction.
+	LagMs *int64 `json:"lagMs,omitempty"`
+	// LastSeen is when the source's last event or heartbeat reached the
+	// merge; missing before the first.
+	LastSeen *time.Time `json:"lastSeen,omitempty"`
+	// Waiting is true while strict order waits for this source (it is
+	// behind the others, or down).
+	Waiting bool `json:"waiting"`
+}
+
+// StoreState is a destination's store use: the events it holds for its
+// consumers, bounded in bytes.
+type StoreState struct {
+	// Events is how many events the store holds now.
+	Events int `json:"events"`
+	// Bytes is the store's size now, in bytes (its own accounting of the
+	// events, not the process's memory).
+	Bytes int64 `json:"bytes"`
+	// PeakBytes is the largest Bytes since the store was made.
+	PeakBytes int64 `json:"peakBytes"`
+}
+
+// ClientState is one client id subscribed to a destination on a node: a
+// native stream's (Streaming, AckedSeq and PendingBatches are its own) or a
+// canal client's (AckedSeq is its cursor's seq).
+type ClientState struct {
+	// ID is the client id.
+	ID string `json:"id"`
+	// Streaming is true while a native stream of the client id is open on
+	// this node.
+	Streaming bool `json:"streaming"`
+	// AckedSeq is the highest seq the client acked.
+	AckedSeq uint64 `json:"ackedSeq"`
+	// PendingBatches counts the store batches written to the client and not
+	// yet acked.
+	PendingBatches int `json:"pendingBatches"`
+	// Unacked counts the events the store holds for the client: once the
+	// store is full, the slowest client id holds the stream back.
+	Unacked int `json:"unacked"`
+	// Cursor is the destination cursor of the client's last acked
+	// transaction boundary; missing before the first ack.
+	Cursor *CursorState `json:"cursor,omitempty"`
+}
+
+// CursorState is a client's cursor: a seq and each source's position, from
+// which the stream after that seq can be read again.
+type CursorState struct {
+	// Seq is the seq of the last transaction the cursor covers.
+	Seq uint64 `json:"seq"`
+	// Sources are each source's position after that transaction, in spec
+	// order.
+	Sources []SourcePosition `json:"sources"`
+}
+
+// SourcePosition is one source's position in a cursor.
+type SourcePosition struct {
+	// Name is the source's name in the spec.
+	Name string `json:"name"`
+	// Pos is the binlog position, "file:pos".
+	Pos string `json:"pos"`
+}
+
+// AckResult answers POST /v1/destinations/{name}/ack?client-id=ID&seq=SEQ.
+type AckResult struct {
+	// ClientID is the client id that acked.
+	ClientID string `json:"clientId"`
+	// Seq is the highest seq the client acked so far (at least the ack's).
+	Seq uint64 `json:"seq"`
+	// Acked counts the store batches this ack confirmed.
+	Acked int `json:"acked"`
+	// Pending counts the store batches written to the client and still
+	// waiting for an ack.
+	Pending int `json:"pending"`
+}

@@ -1,0 +1,148 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/braid-cdc/braid/api/wire"
+)
+
+// The admin calls: a cluster node's API (package cluster) for operators,
+// the CLI, the demo and the test harnesses. Each goes to the node in use
+// and, while nodes cannot be reached at all (nothing listens), on to the
+// next of those given to New. A node's answer other than 2xx is an *Error
+// carrying its message, and is not retried: any node gives the same answer.
+
+// ErrUnreachable: no node given to New could be reached; it wraps each
+// node's connection error.
+var ErrUnreachable = errors.New("client: no node could be reached")
+
+// ClusterStatus returns the cluster's nodes and destinations as the node
+// that answers sees them (GET /v1/cluster). Each destination's progress
+// comes from its owner; DestinationInfo.StateError says why it is missing.
+func (c *Client) ClusterStatus(ctx context.Context) (*wire.ClusterStatus, error) {
+	var st wire.ClusterStatus
+	if err := c.admin(ctx, http.MethodGet, nil, nil, &st, "cluster"); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// CreateDestination stores a new destination from its spec, YAML or JSON
+// (POST /v1/destinations), and returns its name and spec as stored. The
+// node first checks every source (reachable with the spec's credentials,
+// binlog on in ROW format), which takes up to 15 seconds for a source that
+// does not answer, and pins each `latest` start to the source's current
+// position. A spec with errors, an unreachable source or a name in use is
+// an *Error (400, 400, 409); 503 means the cluster has no leader now: retry.
+func (c *Client) CreateDestination(ctx context.Context, spec []byte) (*wire.DestinationInfo, error) {
+	var info wire.DestinationInfo
+	if err := c.admin(ctx, http.MethodPost, nil, spec, &info, "destinations"); err != nil {
+		return nil, err
+	}
+	return &info, nil
+}
+
+// Destination returns a destination as the cluster stores it, with its
+// owner, epoch and the owner's view of its progress (GET
+// /v1/destinations/{name}/spec). An unknown name is an *Error with status
+// 404 naming the destinations there are.
+func (c *Client) Destination(ctx context.Context, name string) (*wire.DestinationInfo, error) {
+	var info wire.DestinationInfo
+	if err := c.admin(ctx, http.MethodGet, nil, nil, &info, "destinations", name, "spec"); err != nil {
+		return nil, err
+	}
+	return &info, nil
+}
+
+// DeleteDestination deletes a destination (DELETE
+// /v1/destinations/{name}). One whose consumers have cursors is refused
+// with an *Error (409) naming them, unless force: then they lose their
+// place.
+func (c *Client) DeleteDestination(ctx context.Context, name string, force bool) error {
+	var q url.Values
+	if force {
+		q = url.Values{"force": {"true"}}
+	}
+	var res wire.Deleted
+	return c.admin(ctx, http.MethodDelete, q, nil, &res, "destinations", name)
+}
+
+// admin makes one admin call under /v1/path... and decodes its 2xx answer
+// into out; it moves on to the next node while one cannot be reached.
+func (c *Client) admin(ctx context.Context, method string, query url.Values, body []byte, out any, path ...string) error {
+	var unreachable []error
+	for range c.bases {
+		base := c.base()
+		err := c.call(ctx, method, apiURL(base, query, path...), body, out)
+		var se *Error
+		switch {
+		case err == nil, errors.As(err, &se):
+			return err
+		case !isDialError(err) || ctx.Err() != nil:
+			return fmt.Errorf("client: %w", err)
+		}
+		unreachable = append(unreachable, err)
+		c.nextNode()
+	}
+	return fmt.Errorf("%w: %w", ErrUnreachable, errors.Join(unreachable...))
+}
+
+// call sends one request and decodes a 2xx answer into out; any other
+// status is an *Error. Its other errors lack the package's prefix, which
+// admin adds.
+func (c *Client) call(ctx context.Context, method, u string, body []byte, out any) error {
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, r)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/yaml") // YAML holds JSON
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return readError(resp)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("%s %s: decoding the answer: %w", method, u, err)
+	}
+	return nil
+}
+
+// isDialError reports whether err is a failure to connect: the request
+// never reached a node, so it may go to another without being made twice.
+func isDialError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// apiURL is the URL of base's endpoint /v1/path..., each path element
+// escaped.
+func apiURL(base *url.URL, query url.Values, path ...string) string {
+	esc := strings.TrimRight(base.EscapedPath(), "/") + "/v1"
+	for _, s := range path {
+		esc += "/" + url.PathEscape(s)
+	}
+	u := *base
+	u.Path, _ = url.PathUnescape(esc)
+	u.RawPath = esc
+	u.RawQuery = query.Encode()
+	return u.String()
+}
