@@ -197,9 +197,7 @@ func (c *Client) do(ctx context.Context, method, u string, out any) error {
 // readError turns a non-200 answer into an *Error.
 func readError(resp *http.Response) error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	var body struct {
-		Error string `json:"error"`
-	}
+	var body wire.ErrorBody
 	msg := strings.TrimSpace(string(b))
 	if json.Unmarshal(b, &body) == nil && body.Error != "" {
 		msg = body.Error

@@ -1,7 +1,10 @@
-// Package client is the Go client of braid's native HTTP API (package
-// api/native): it lists destinations, shows their state, and consumes a
+// Package client is the one Go client of braid's HTTP API (package
+// api/native, and a cluster node's admin endpoints; every shape in package
+// api/wire): it lists destinations, shows their state, creates, shows and
+// deletes them and reads the cluster's status (admin.go), and consumes a
 // destination's stream of flat messages under a client id, acking as it
-// goes and resuming after a dropped connection.
+// goes and resuming after a dropped connection. The braid CLI and the test
+// harnesses use it for every call.
 //
 //	c, err := client.New("http://127.0.0.1:8081")
 //	err = c.Stream(ctx, "shop", "billing", func(m client.Message) error {

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/braid-cdc/braid/api/wire"
 )
 
 // handleError carries handle's error out of a connection.
@@ -380,9 +382,7 @@ func (a *acker) flush(ctx context.Context) {
 		return
 	}
 	q := url.Values{"client-id": {a.clientID}, "seq": {strconv.FormatUint(done, 10)}}
-	var res struct {
-		Seq uint64 `json:"seq"`
-	}
+	var res wire.AckResult
 	// An ack to a stalled node must not hold the stream up: it is retried.
 	ctx, cancel := context.WithTimeout(ctx, a.c.idleTimeout)
 	defer cancel()
