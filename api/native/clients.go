@@ -25,6 +25,10 @@ type clientState struct {
 	streaming bool
 	delivered []delivered // in the order handed out
 	ackedSeq  uint64      // the highest seq the client acked
+	// sentSeq is the highest seq handed to the client, or that it said it
+	// has (a stream's after=): an ack above it is refused, or one bad ack
+	// (seq=2^64-1) would make the server skip everything after it.
+	sentSeq uint64
 }
 
 // delivered is a store batch written to the client, with the highest seq
@@ -97,6 +101,19 @@ func (c *clientState) handed(id int64, maxSeq uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.delivered = append(c.delivered, delivered{id: id, maxSeq: maxSeq})
+	c.sentSeq = max(c.sentSeq, maxSeq)
+}
+
+// ackable is the highest seq the client may ack: what it was sent, said
+// it had, or acked before (a cursor it resumed after included).
+func (c *clientState) ackable(store *stream.Store) uint64 {
+	c.mu.Lock()
+	top := max(c.sentSeq, c.ackedSeq)
+	c.mu.Unlock()
+	if m := store.Mark(c.id); m != nil {
+		top = max(top, m.Seq)
+	}
+	return top
 }
 
 // ack acks in the store, in order, every batch whose events all have

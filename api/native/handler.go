@@ -200,6 +200,10 @@ func (h *handler) ack(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("client id %q has not streamed destination %q on this node", id, s.Name))
 		return
 	}
+	if top := c.ackable(s.Store); seq > top {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("seq %d is above the highest seq sent to client id %q (%d): ack the seq of the last transaction handled", seq, id, top))
+		return
+	}
 	n, pending, acked, err := c.ack(s.Store, seq)
 	if err != nil {
 		h.log.Error("ack failed", "dest", s.Name, "client", id, "seq", seq, "err", err)

@@ -332,14 +332,25 @@ func TestAckRollbackResume(t *testing.T) {
 	if ack.Acked != 1 || ack.Pending != 0 || ack.Seq != 5 {
 		t.Fatalf("ack 5: %+v", ack)
 	}
+	// An ack above what c was sent is refused and changes nothing: c still
+	// gets the next transaction.
+	var refused wire.ErrorBody
+	if st := post(t, hc, u+"ack?client-id=c&seq=18446744073709551615", &refused); st != http.StatusBadRequest || !strings.Contains(refused.Error, "above the highest seq sent") {
+		t.Fatalf("ack of 2^64-1: %d %+v, want 400", st, refused)
+	}
+	put(t, store, 6)
+	if got := fmt.Sprint(s2.seqs(t, 1)); got != "[6]" {
+		t.Fatalf("after a refused ack: %s, want [6]", got)
+	}
+	post(t, hc, u+"ack?client-id=c&seq=6", &ack)
 
 	// d says it has everything up to 4: it gets 5, and its batches below
 	// come acked.
 	s3 := openStream(t, hc, u+"stream?client-id=d&after=4")
-	if got := fmt.Sprint(s3.seqs(t, 1)); got != "[5]" {
+	if got := fmt.Sprint(s3.seqs(t, 2)); got != "[5 6]" {
 		t.Fatalf("d after=4: %s", got)
 	}
-	post(t, hc, u+"ack?client-id=d&seq=5", &ack)
+	post(t, hc, u+"ack?client-id=d&seq=6", &ack)
 	if st := store.Stats(); st.Events != 0 {
 		t.Errorf("store holds %d events after every client acked all", st.Events)
 	}

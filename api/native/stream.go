@@ -59,6 +59,7 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request) {
 	defer c.close()
 	c.mu.Lock()
 	after = max(after, c.ackedSeq) // what the client acked is handled
+	c.sentSeq = max(c.sentSeq, after)
 	c.mu.Unlock()
 	log := h.log.With("dest", s.Name, "client", id)
 	log.Info("stream opened", "after", after)
