@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -14,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/flat"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/spec"
@@ -138,61 +136,85 @@ func capture(ctx context.Context, spec *spec.Spec, w io.Writer, opt captureOptio
 	defer p.Close()
 	store := p.Store
 
-	out := bufio.NewWriterSize(w, 64<<10)
+	growPipe(w)
 	gone := readerGone(w)
+	out := newOutput(w)
 	fw := &flat.Writer{}
 	workers := runtime.GOMAXPROCS(0)
 	printed := 0
 	line := func(b []byte) error {
-		out.Write(b)
-		out.WriteByte('\n')
+		if err := out.line(b); err != nil {
+			return fmt.Errorf("%w: %w", errOutput, err)
+		}
 		printed++
 		if opt.max > 0 && printed >= opt.max {
 			return errEnough
 		}
 		return nil
 	}
+	left := func() int {
+		if opt.max <= 0 {
+			return 0
+		}
+		return opt.max - printed
+	}
 	var saved time.Time
-	var cursor *group.Cursor // the boundary after the last transaction printed whole
+	var last *group.Cursor // the mark of the last transaction formatted whole
 	save := func() error {
-		if cursors == nil || cursor == nil {
+		if cursors == nil {
+			return nil
+		}
+		cursor := out.written.Load()
+		if cursor == nil {
 			return nil
 		}
 		saved = time.Now()
 		return cursors.Save(spec.Name, "capture", cursor)
 	}
+	// finish writes what is left, then saves the cursor after it.
+	finish := func() error {
+		if err := out.close(last); err != nil {
+			return fmt.Errorf("%w: %w", errOutput, err)
+		}
+		return save()
+	}
 	for {
 		b, err := store.Get(ctx, "capture", 1024, 200*time.Millisecond)
 		if errors.Is(err, stream.ErrClosed) {
 			if err := p.Err(); err != nil {
+				out.close(nil)
 				return err
 			}
-			return save()
+			return finish()
 		}
 		if ctx.Err() != nil {
-			if ferr := out.Flush(); ferr != nil {
-				return fmt.Errorf("%w: %w", errOutput, ferr)
-			}
-			return save()
+			return finish()
 		}
 		if b.ID < 0 {
 			// Idle: nothing is written, so a reader that went away (the
 			// end of `| head -5`) is found by asking the pipe.
 			if gone() {
+				out.close(nil)
 				return fmt.Errorf("%w: the reader of standard output has gone", errOutput)
 			}
 			continue
 		}
-		enough, err := printBatch(fw, b, workers, opt.max-printed, line, &cursor)
+		mark, enough, err := printBatch(fw, b, workers, left, line)
+		if mark != nil {
+			last = mark
+		}
 		if err != nil {
+			out.close(nil)
 			return err
 		}
-		if err := out.Flush(); err != nil {
+		if enough {
+			return finish()
+		}
+		if err := out.send(mark); err != nil {
 			return fmt.Errorf("%w: %w", errOutput, err)
 		}
-		if enough {
-			return save()
-		}
+		// Formatted events are not needed from the store again: the
+		// cursor saved is the writer's (out.written), never ahead of it.
 		if err := store.Ack("capture", b.ID); err != nil {
 			return err
 		}
@@ -206,51 +228,6 @@ func capture(ctx context.Context, spec *spec.Spec, w io.Writer, opt captureOptio
 
 // errOutput is wrapped when capture cannot write its standard output.
 var errOutput = errors.New("output")
-
-// printBatch writes a batch's messages through line, formatting them on
-// up to workers goroutines (flat.Writer.WriteEvents) unless fewer than
-// the batch may hold are still wanted (left > 0), when it writes event by
-// event so that it knows which transaction the last wanted line ends.
-// cursor is set to the mark of the last transaction written whole;
-// enough reports that line asked to stop.
-func printBatch(fw *flat.Writer, b stream.Batch, workers, left int, line func([]byte) error, cursor **group.Cursor) (enough bool, err error) {
-	if left <= 0 || maxMessages(b.Events) < left {
-		if err := fw.WriteEvents(b.Events, workers, line); err != nil {
-			return false, err
-		}
-		for _, m := range b.Marks {
-			if m != nil {
-				*cursor = m
-			}
-		}
-		return false, nil
-	}
-	for i, ev := range b.Events {
-		err := fw.Write(ev, line)
-		if err != nil && !errors.Is(err, errEnough) {
-			return false, err
-		}
-		// A transaction is printed whole once its last event is
-		// written (errEnough there: its last line was the last wanted).
-		if m := b.Marks[i]; m != nil {
-			*cursor = m
-		}
-		if errors.Is(err, errEnough) {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-// maxMessages bounds the flat messages events make: a DDL one, a rows
-// event at most one per MaxRows rows plus the run it ends.
-func maxMessages(evs []*change.Event) int {
-	n := 0
-	for _, ev := range evs {
-		n += len(ev.Rows)/flat.DefaultMaxRows + 2
-	}
-	return n
-}
 
 // signalContext is canceled by SIGINT or SIGTERM; a second signal exits at once.
 func signalContext() (context.Context, func()) {

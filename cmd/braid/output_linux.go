@@ -26,3 +26,15 @@ func readerGone(w io.Writer) func() bool {
 		return err == nil && n > 0 && fds[0].Revents&(unix.POLLERR|unix.POLLHUP) != 0
 	}
 }
+
+// growPipe asks for a 1 MiB pipe buffer when w is a pipe (Linux allows it
+// to unprivileged processes by default: fs.pipe-max-size), so that a
+// reader that takes big gulps keeps capture's writer busy; the default
+// 64 KiB made capture block in write for most of a catch-up.
+func growPipe(w io.Writer) {
+	if f, ok := w.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeNamedPipe != 0 {
+			unix.FcntlInt(f.Fd(), unix.F_SETPIPE_SZ, 1<<20) // best effort
+		}
+	}
+}
