@@ -8,9 +8,12 @@
 // decoders under test (DecodeBraid and DecodeCanal, in decoders.go), their
 // multi-source forms and the merged reader (DecodeBraidEach, DecodeCanalEach
 // and MergeBraid, in merge.go), the store filler and the two consumers
-// (FillStore, ConsumeCanal and ConsumeNative, in consume.go) and a heap
-// sampler (heap.go); the benchmarks themselves are in decode_test.go
-// (BenchmarkDecode), merge_test.go (BenchmarkMerge), consume_test.go
+// (FillStore, ConsumeCanal and ConsumeNative, in consume.go), the runner
+// of a built `braid capture` (CaptureSpec, CountCapture and RunCapture, in
+// capture.go) and a heap sampler (heap.go); the benchmarks themselves are
+// in decode_test.go (BenchmarkDecode), merge_test.go (BenchmarkMerge),
+// capture_test.go (BenchmarkCapture: `braid capture | wc -l` beside
+// go-mysql canal on BenchmarkMerge's binlogs), consume_test.go
 // (BenchmarkConsume), catchup_test.go (BenchmarkMerge/catch-up: the
 // merged stream delivered to a Go client and to canal-go beside go-mysql
 // canal and mariadb-binlog), latency_test.go (BenchmarkLatency: commit-to-consumer
@@ -201,6 +204,47 @@
 // iteration follows, with how long each consumer took to its first row
 // (canal's first GET answers with 1,000 entries at once) and that
 // iteration's native/merged ratio.
+//
+// # What BenchmarkCapture measures
+//
+// `braid capture` as a user runs it, against go-mysql canal on the same
+// binlogs: BenchmarkMerge's fixture (four servers, 4,320,000 selected row
+// changes; BenchmarkCapture builds it, and forgets it when it ends, since
+// its servers stop then) and the braid binary of this module, built once
+// per process (internal/testutil/braidproc). The spec is a YAML file as a
+// user writes it, the destination MergeBraid reads: the four servers from
+// `earliest`, the table filter, strict order, heartbeat 100ms, no route.
+// Once per process a counting run (CountCapture, not timed) reads
+// capture's output in this process, counts the row changes of every line
+// and finds the exact number of messages N whose lines hold all the
+// selected row changes (12,816: 4 per round and server, and 16 DDLs),
+// checking each source's count against its workload, and that seqs are
+// dense. The merged stream, and so its messages, is a function of the
+// binlogs, so every later run's first N lines hold the same row changes.
+// Each iteration of BenchmarkCapture/4-sources then runs, alternating
+// which goes first:
+//
+//   - capture: `braid capture -f spec.yaml --max N | wc -l` (RunCapture),
+//     capture's standard output a pipe read by a wc process. The stop is
+//     exact: capture exits after its N-th line, which closes the pipe, and
+//     wc then prints its count, which must be N. The time is the wall time
+//     from starting the capture process to wc's exit (capture's exit, logged
+//     too, comes a few milliseconds before it): process start, connecting,
+//     schema loads and the strict merge's first wait included. Its CPU is
+//     the capture process's own (rusage, user and system), its peak RSS the
+//     kernel's maxrss.
+//   - canal: DecodeCanalEach, four go-mysql canals at once, as in
+//     BenchmarkMerge; the time is from starting them to the last source
+//     reaching its end, start-up included like capture's; its CPU is this
+//     process's over the run.
+//
+// Reported: capture-rows/s and canal-rows/s (selected row changes per
+// second, the median of the iterations), capture/canal (their ratio;
+// target at least 1.3, printed, never asserted), capture-us/row and
+// canal-us/row (CPU per row change) and capture-peak-RSS-MiB. Both rows go
+// to the results table under catch-up. The log adds the median of the
+// iterations' own ratios (steadier than the ratio of the medians when the
+// machine's speed drifts between iterations) and one line per iteration.
 //
 // # Running
 //
