@@ -262,19 +262,34 @@ func (s Spec) WithDefaults() Spec {
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
+// Limits on a spec, so that one spec cannot make a node hold or dial
+// without bound: at most MaxSources sources, names of at most MaxNameBytes.
+const (
+	MaxSources   = 1024
+	MaxNameBytes = 128
+)
+
 // Validate reports every problem of the spec at once. It does not modify s.
 func (s *Spec) Validate() error {
 	var errs []error
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf("spec: spec: "+format, a...)) }
-	if !nameRE.MatchString(s.Name) {
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf("spec: "+format, a...)) }
+	if len(s.Name) > MaxNameBytes {
+		bad("name is %d bytes long: at most %d", len(s.Name), MaxNameBytes)
+	} else if !nameRE.MatchString(s.Name) {
 		bad("name %q: want letters, digits, '_' or '-'", s.Name)
 	}
 	if len(s.Sources) == 0 {
 		bad("no sources: add at least one under sources:")
 	}
+	if len(s.Sources) > MaxSources {
+		bad("%d sources: at most %d; split the shards into several destinations", len(s.Sources), MaxSources)
+		return errors.Join(errs...) // one line, not one per source
+	}
 	seen := map[string]bool{}
 	for i, src := range s.Sources {
-		if !nameRE.MatchString(src.Name) {
+		if len(src.Name) > MaxNameBytes {
+			bad("sources[%d].name is %d bytes long: at most %d", i, len(src.Name), MaxNameBytes)
+		} else if !nameRE.MatchString(src.Name) {
 			bad("sources[%d].name %q: want letters, digits, '_' or '-'", i, src.Name)
 		} else if seen[src.Name] {
 			bad("sources[%d].name %q is used twice", i, src.Name)
@@ -341,7 +356,7 @@ func CompileTableFilter(patterns []string) (*TableFilter, error) {
 	for _, p := range patterns {
 		re, err := regexp.Compile(`^(?:` + p + `)$`)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("spec: spec: tables: regex %q: %v", p, err))
+			errs = append(errs, fmt.Errorf("spec: tables: regex %q: %v", p, err))
 			continue
 		}
 		f.res = append(f.res, re)

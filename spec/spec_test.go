@@ -1,0 +1,70 @@
+package spec_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/braid-cdc/braid/spec"
+)
+
+// TestValidateReportsEverything: every problem of a spec comes at once,
+// each naming the field a user wrote (Parse validates).
+func TestValidateReportsEverything(t *testing.T) {
+	_, err := spec.Parse([]byte(`
+name: "bad name"
+sources:
+  - {name: a, address: "nohost"}
+  - {name: a, address: "127.0.0.1:99999"}
+tables: ['(']
+route: [{match: 'x', to: ''}]
+ordering: sideways
+`))
+	if err == nil {
+		t.Fatal("a spec with seven problems validated")
+	}
+	for _, want := range []string{`name "bad name"`, `address "nohost"`, `sources[1].name "a" is used twice`, "bad port", `regex "("`, "route[0].to is empty", `ordering "sideways"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %q:\n%v", want, err)
+		}
+	}
+}
+
+// TestValidateLimits: a spec may not make a node hold or dial without
+// bound; the error is one line a user can act on.
+func TestValidateLimits(t *testing.T) {
+	ok := func() spec.Spec {
+		return spec.Spec{Name: "shop", Sources: []spec.Source{{Name: "a", Address: "127.0.0.1:3306"}}}
+	}
+	plain := ok()
+	if err := plain.Validate(); err != nil {
+		t.Fatalf("a plain spec: %v", err)
+	}
+	long := ok()
+	long.Name = strings.Repeat("x", spec.MaxNameBytes+1)
+	if err := long.Validate(); err == nil || !strings.Contains(err.Error(), "at most 128") || strings.Contains(err.Error(), "xxxx") {
+		t.Errorf("a %d-byte name: %v", len(long.Name), err)
+	}
+	edge := ok()
+	edge.Name = strings.Repeat("x", spec.MaxNameBytes)
+	edge.Sources[0].Name = strings.Repeat("y", spec.MaxNameBytes)
+	if err := edge.Validate(); err != nil {
+		t.Errorf("names of exactly %d bytes: %v", spec.MaxNameBytes, err)
+	}
+	many := ok()
+	many.Sources = nil
+	for i := range spec.MaxSources + 1 {
+		many.Sources = append(many.Sources, spec.Source{Name: fmt.Sprintf("s%d", i), Address: "127.0.0.1:3306"})
+	}
+	err := many.Validate()
+	if err == nil || !strings.Contains(err.Error(), "1025 sources: at most 1024") {
+		t.Fatalf("%d sources: %v", len(many.Sources), err)
+	}
+	if n := strings.Count(err.Error(), "\n"); n != 0 {
+		t.Errorf("%d sources gave %d lines of errors, want one", len(many.Sources), n+1)
+	}
+	many.Sources = many.Sources[:spec.MaxSources]
+	if err := many.Validate(); err != nil {
+		t.Errorf("%d sources: %v", spec.MaxSources, err)
+	}
+}
