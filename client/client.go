@@ -162,16 +162,7 @@ func (c *Client) nextNode() {
 // url builds the URL of an endpoint under /v1/destinations, path elements
 // escaped.
 func (c *Client) url(query url.Values, path ...string) string {
-	base := c.base()
-	esc := strings.TrimRight(base.EscapedPath(), "/") + "/v1/destinations"
-	for _, s := range path {
-		esc += "/" + url.PathEscape(s)
-	}
-	u := *base
-	u.Path, _ = url.PathUnescape(esc)
-	u.RawPath = esc
-	u.RawQuery = query.Encode()
-	return u.String()
+	return apiURL(c.base(), query, append([]string{"destinations"}, path...)...)
 }
 
 // do sends a request and decodes a JSON answer into out.

@@ -101,7 +101,10 @@ func (o *output) close(mark *group.Cursor) error {
 	err := o.send(mark)
 	close(o.queue)
 	<-o.done
-	return errors.Join(err, o.err)
+	if err != nil {
+		return err
+	}
+	return o.err
 }
 
 // printBatch writes a batch's messages through line, formatting as many of
