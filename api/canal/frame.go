@@ -14,6 +14,10 @@ import (
 // memory.
 const MaxClientFrame = 16 << 20
 
+// MaxLoginFrame bounds a frame a client sends before it has logged in
+// (its CLIENTAUTHENTICATION is a few hundred bytes).
+const MaxLoginFrame = 64 << 10
+
 // ErrFrameTooLarge: a frame's length header exceeds the bound.
 var ErrFrameTooLarge = errors.New("canal: frame too large")
 

@@ -297,6 +297,17 @@ func TestBadInput(t *testing.T) {
 		r.wantClosed()
 		f.log.waitFor(t, "client frame too large")
 	})
+	t.Run("big frame before login", func(t *testing.T) {
+		// Before login a frame may hold 64 KiB; after, up to MaxClientFrame.
+		r := dialRaw(t, f.port)
+		r.sendBytes(header(canal.MaxLoginFrame + 1))
+		r.wantAck(canal.CodeError, "the limit is 65536")
+		r.wantClosed()
+		r = dialRaw(t, f.port)
+		r.auth("x", "")
+		r.sendBytes(append(header(canal.MaxLoginFrame+1), make([]byte, canal.MaxLoginFrame+1)...))
+		r.wantAck(canal.CodeError, "undecodable packet") // read whole: only its content is wrong
+	})
 	t.Run("2 GiB length header", func(t *testing.T) {
 		r := dialRaw(t, f.port)
 		r.sendBytes(header(1 << 31))
