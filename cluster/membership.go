@@ -64,13 +64,17 @@ type membership struct {
 	// issue #306), and calls NotifyJoin, NotifyUpdate and NotifyLeave with
 	// that lock held, the one moment a node's fields can be read safely.
 	live map[string]Member
+	// seen is the gossip address of every node ever live, by name: where
+	// rejoin looks for one that went missing (see missing).
+	seen map[string]string
 }
 
 // startMembership starts gossip on bindAddr:port; wrap, if set, wraps
-// its transport (Config.GossipTransport).
-func startMembership(self Member, bindAddr string, port int, wrap func(memberlist.Transport) memberlist.Transport, logger *slog.Logger) (*membership, error) {
+// its transport (Config.GossipTransport); deadTime, if set, is how long
+// gossip still reaches a node declared dead (Config.GossipDeadTime).
+func startMembership(self Member, bindAddr string, port int, wrap func(memberlist.Transport) memberlist.Transport, deadTime time.Duration, logger *slog.Logger) (*membership, error) {
 	self.Gossip = net.JoinHostPort(bindAddr, strconv.Itoa(port))
-	m := &membership{self: self, log: logger, changed: make(chan struct{}), live: map[string]Member{}}
+	m := &membership{self: self, log: logger, changed: make(chan struct{}), live: map[string]Member{}, seen: map[string]string{}}
 	cfg := memberlist.DefaultLANConfig()
 	cfg.Name = self.Name
 	cfg.BindAddr, cfg.BindPort = bindAddr, port
@@ -82,6 +86,9 @@ func startMembership(self Member, bindAddr string, port int, wrap func(memberlis
 	// A restarted node comes back under its name at once, even on
 	// another address.
 	cfg.DeadNodeReclaimTime = time.Second
+	if deadTime > 0 {
+		cfg.GossipToTheDeadTime = deadTime
+	}
 	cfg.Delegate = m
 	cfg.Events = m
 	cfg.Merge = m
@@ -152,6 +159,23 @@ func (m *membership) remember(n *memberlist.Node) {
 		return
 	}
 	m.live[n.Name] = mb
+	if n.Name != m.self.Name {
+		m.seen[n.Name] = mb.Gossip
+	}
+}
+
+// missing returns the gossip addresses of the nodes once live that are not
+// now, by name.
+func (m *membership) missing() map[string]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string]string{}
+	for name, addr := range m.seen {
+		if _, ok := m.live[name]; !ok {
+			out[name] = addr
+		}
+	}
+	return out
 }
 
 func (m *membership) forget(name string) {

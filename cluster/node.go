@@ -65,6 +65,10 @@ type Config struct {
 	// it to cut a node off. The wrapper's Shutdown must shut the one it
 	// wraps down. Default: none.
 	GossipTransport func(memberlist.Transport) memberlist.Transport
+	// GossipDeadTime is how long gossip still reaches a node it declared
+	// dead; past it only rejoin (every RejoinInterval) brings one back
+	// after a partition. Default: memberlist's, 30 s; tests shorten it.
+	GossipDeadTime time.Duration
 }
 
 // DefaultLease is Config.Lease's default.
@@ -144,7 +148,7 @@ func Start(cfg Config) (*Node, error) {
 	if n.canalLn != nil {
 		self.CanalAddr = n.canalLn.Addr().String()
 	}
-	if n.ms, err = startMembership(self, cfg.Addr, cfg.GossipPort, cfg.GossipTransport, n.log.With("part", "gossip")); err != nil {
+	if n.ms, err = startMembership(self, cfg.Addr, cfg.GossipPort, cfg.GossipTransport, cfg.GossipDeadTime, n.log.With("part", "gossip")); err != nil {
 		n.store.Shutdown()
 		n.closeListeners()
 		return nil, err
@@ -248,12 +252,10 @@ func (n *Node) Run(ctx context.Context) error {
 	return err
 }
 
-// joinLoop retries joining the configured nodes until one answers.
+// joinLoop retries joining the configured nodes until one answers, then
+// keeps rejoining nodes that go missing (rejoinLoop).
 func (n *Node) joinLoop(ctx context.Context) {
-	if len(n.cfg.Join) == 0 {
-		return
-	}
-	for len(n.ms.members()) < 2 {
+	for len(n.cfg.Join) > 0 && len(n.ms.members()) < 2 {
 		select {
 		case <-ctx.Done():
 			return
@@ -261,6 +263,36 @@ func (n *Node) joinLoop(ctx context.Context) {
 		}
 		if err := n.ms.join(n.cfg.Join); err != nil {
 			n.log.Debug("join", "err", err)
+		}
+	}
+	n.rejoinLoop(ctx)
+}
+
+// RejoinInterval is how often a node looks for nodes it once gossiped
+// with that are missing now, and joins them again.
+const RejoinInterval = 2 * time.Second
+
+// rejoinLoop is serf's reconnect: memberlist stops gossiping to a node it
+// declared dead after GossipDeadTime, so two sides of a partition longer
+// than that never meet again by themselves (a node cut off for 35 s still
+// saw only itself 20 s after the cut healed). Every RejoinInterval, a
+// node joins again each node it once saw that is missing; a crashed one
+// costs a refused dial.
+func (n *Node) rejoinLoop(ctx context.Context) {
+	t := time.NewTicker(RejoinInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for name, addr := range n.ms.missing() {
+			if err := n.ms.join([]string{addr}); err != nil {
+				n.log.Debug("rejoin", "node", name, "addr", addr, "err", err)
+			} else if _, ok := n.ms.member(name); ok {
+				n.log.Info("gossip: rejoined a node missing since a partition or restart", "node", name)
+			}
 		}
 	}
 }

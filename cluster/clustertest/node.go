@@ -173,6 +173,20 @@ func (n *Node) Isolate() {
 	n.proxy.setCut(true)
 }
 
+// Reconnect ends an isolation as a network partition ends: the cut goes
+// and nothing is joined, so the nodes must find each other by themselves
+// (cluster's rejoin). It waits until the connected nodes see each other.
+func (n *Node) Reconnect() {
+	n.c.t.Helper()
+	if !n.isolated {
+		n.c.t.Fatalf("clustertest: reconnect %s: it is not isolated", n.Name)
+	}
+	n.cut.Store(false)
+	n.proxy.setCut(false)
+	n.isolated = false
+	n.c.WaitFor(n.Name+" to be found again", n.c.meshed)
+}
+
 // Heal reconnects an isolated node: the others reach its Raft port
 // again, and it joins their gossip again (memberlist does so by itself
 // only after a cut shorter than its GossipToTheDeadTime, 30 s). It waits until the connected nodes
