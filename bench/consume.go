@@ -234,7 +234,7 @@ func ConsumeNative(ctx context.Context, reg *stream.Registry, dest, clientID str
 		return ConsumeResult{}, fmt.Errorf("bench: native consumer: %w", err)
 	}
 	cl := &countingListener{Listener: l}
-	srv := &http.Server{Handler: native.NewHandler(reg, nil), ReadHeaderTimeout: 10 * time.Second}
+	srv := native.NewServer(native.NewHandler(reg, nil))
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = srv.Serve(cl) }) // http.ErrServerClosed once closed
 	kind := "native"

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/braid-cdc/braid/api/canal"
+	"github.com/braid-cdc/braid/api/native"
 	"github.com/braid-cdc/braid/raftstore"
 	"github.com/braid-cdc/braid/stream"
 )
@@ -210,7 +211,7 @@ func (n *Node) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
 
-	n.httpSrv = &http.Server{Handler: n.handler(), ReadHeaderTimeout: 10 * time.Second}
+	n.httpSrv = native.NewServer(n.handler())
 	wg.Go(func() {
 		if err := n.httpSrv.Serve(n.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errs <- fmt.Errorf("cluster: http: %w", err)

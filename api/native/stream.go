@@ -67,6 +67,9 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request) {
 	inBinary := wantsBinary(r)
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Time{}) // a stream outlives any write timeout
+	// and the server's read timeout, which bounds a request, not a stream
+	// (TestServerBounds holds a stream open past it).
+	_ = rc.SetReadDeadline(time.Time{})
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	if inBinary {
 		w.Header().Set("Content-Type", BinaryStreamType)

@@ -50,7 +50,7 @@ func serve(ctx context.Context, spec *spec.Spec, opt serveOptions, log *slog.Log
 		if err != nil {
 			return fmt.Errorf("http port: %w: is another process using it? choose another with --http-port", err)
 		}
-		srv := &http.Server{Handler: native.NewHandler(reg, log), ReadHeaderTimeout: 10 * time.Second}
+		srv := native.NewServer(native.NewHandler(reg, log))
 		log.Info("serving the native API", "addr", "http://"+l.Addr().String(), "dest", spec.Name)
 		wg.Go(func() {
 			if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
