@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -27,16 +28,90 @@ type serverInfo struct {
 	compressed bool
 }
 
-const connectTimeout = 5 * time.Second
+// handshakeTimeout bounds each step of reaching a source before braid
+// streams from it: the TCP connect and the MySQL handshake together, then
+// the first queries (inspect) — and CheckSource as a whole. A listener that
+// accepts and never answers (a wrong port, a proxy without a backend, a
+// stalled server) would otherwise hold the caller as long as TCP lets it:
+// POST /v1/destinations hung for over 90 s. A variable so that tests can
+// shorten it.
+var handshakeTimeout = 15 * time.Second
 
-// dial opens a plain SQL connection to the source, turning driver errors
-// into braid's one-line errors.
+// dial opens a plain SQL connection to the source, its TCP connect and
+// handshake bounded by handshakeTimeout and ctx, turning driver errors into
+// braid's one-line errors. The connection it returns has no deadline.
 func (p *Reader) dial(ctx context.Context) (*client.Conn, error) {
-	c, err := client.ConnectWithContext(ctx, p.spec.Address, p.spec.User, p.spec.Password, "", connectTimeout)
+	c, stop, err := p.dialUntil(ctx, time.Now().Add(handshakeTimeout))
 	if err != nil {
-		return nil, p.connError(err)
+		return nil, err
 	}
+	stop()
 	return c, nil
+}
+
+// dialUntil opens a plain SQL connection to the source whose TCP connect
+// and MySQL handshake end by deadline, or when ctx ends. The connection
+// keeps both bounds until the caller calls stop, which clears them: so the
+// caller's first queries can share them.
+func (p *Reader) dialUntil(ctx context.Context, deadline time.Time) (c *client.Conn, stop func(), err error) {
+	var (
+		conn     net.Conn
+		stopCtx  = func() bool { return true }
+		tcpReady bool
+	)
+	dialer := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		d := net.Dialer{Deadline: deadline}
+		nc, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		tcpReady = true
+		// go-mysql reads the handshake without a deadline of its own
+		// (it sets one only with a ReadTimeout option, per read): this one
+		// bounds the whole handshake.
+		nc.SetDeadline(deadline)
+		stopCtx = context.AfterFunc(ctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
+		conn = nc
+		return nc, nil
+	}
+	c, err = client.ConnectWithDialer(ctx, "", p.spec.Address, p.spec.User, p.spec.Password, "", dialer)
+	if err != nil {
+		stopCtx()
+		if conn != nil {
+			conn.Close() // go-mysql closes it on most failures; twice is harmless
+		}
+		if ctx.Err() != nil {
+			return nil, nil, fmt.Errorf("%w: source %s: connect to %s: %w", ErrUnreachable, p.spec.Name, p.spec.Address, ctx.Err())
+		}
+		// go-mysql reports a read that timed out as ErrBadConn: the
+		// clock tells.
+		if tcpReady && (isTimeout(err) || !time.Now().Before(deadline)) {
+			return nil, nil, fmt.Errorf("%w: source %s: %s accepted the connection but did not complete the MySQL handshake within %v: "+
+				"check that the address is the MySQL or MariaDB port (not a proxy without a backend or another service) and that the server is not stalled",
+				ErrUnreachable, p.spec.Name, p.spec.Address, handshakeTimeout)
+		}
+		return nil, nil, p.connError(err)
+	}
+	return c, func() {
+		stopCtx()
+		conn.SetDeadline(time.Time{})
+	}, nil
+}
+
+// isTimeout tells whether err is a deadline passing (a net.Error's Timeout).
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+// queryError words a failed query of the first ones braid sends a source,
+// saying what to check when the server did not answer in time.
+func (p *Reader) queryError(what string, err error) error {
+	if isTimeout(err) {
+		return fmt.Errorf("%w: source %s (%s): %s: no answer within %v: check that the server is not stalled or overloaded",
+			ErrUnreachable, p.spec.Name, p.spec.Address, what, handshakeTimeout)
+	}
+	return fmt.Errorf("binlog: source %s (%s): %s: %v", p.spec.Name, p.spec.Address, what, err)
 }
 
 // connError classifies a connection failure.
@@ -68,13 +143,20 @@ func rootCause(err error) error {
 	}
 }
 
-// inspect reads the server's settings and refuses a server braid cannot read
-// correctly.
+// inspect reads the server's settings, within handshakeTimeout, and refuses
+// a server braid cannot read correctly.
 func (p *Reader) inspect(c *client.Conn) (serverInfo, error) {
+	c.SetDeadline(time.Now().Add(handshakeTimeout))
+	defer c.SetDeadline(time.Time{})
+	return p.readSettings(c)
+}
+
+// readSettings is inspect without a deadline of its own.
+func (p *Reader) readSettings(c *client.Conn) (serverInfo, error) {
 	var info serverInfo
 	r, err := c.Execute("SELECT @@version, @@log_bin, @@binlog_format, @@binlog_row_image, @@global.time_zone, @@system_time_zone, TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(), NOW())")
 	if err != nil {
-		return info, fmt.Errorf("binlog: source %s (%s): read server settings: %v", p.spec.Name, p.spec.Address, err)
+		return info, p.queryError("read server settings", err)
 	}
 	get := func(i int) string { s, _ := r.GetString(0, i); return s }
 	info.version = get(0)
@@ -156,19 +238,24 @@ func (p *Reader) checkNotPurged(files []string, pos change.Position) error {
 // on, ROW format); it returns the server's current end of binlog. The
 // cluster uses it to refuse a spec with an unusable shard before storing
 // it, and to pin a `latest` start to a position.
+//
+// It takes handshakeTimeout (15 s) at most in all, less if ctx ends first:
+// a source that accepts connections and never answers fails with an error
+// (wrapping ErrUnreachable) naming the source and its address.
 func CheckSource(ctx context.Context, src spec.Source) (change.Position, error) {
 	p := &Reader{spec: src, log: slog.New(slog.DiscardHandler)}
-	c, err := p.dial(ctx)
+	c, stop, err := p.dialUntil(ctx, time.Now().Add(handshakeTimeout))
 	if err != nil {
 		return change.Position{}, err
 	}
 	defer c.Close()
-	if _, err := p.inspect(c); err != nil {
+	defer stop()
+	if _, err := p.readSettings(c); err != nil {
 		return change.Position{}, err
 	}
 	pos, err := masterPosition(c)
 	if err != nil {
-		return change.Position{}, fmt.Errorf("binlog: source %s (%s): read its binlog position: %v", src.Name, src.Address, err)
+		return change.Position{}, p.queryError("read its binlog position", err)
 	}
 	return pos, nil
 }

@@ -112,7 +112,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 			stopConn := context.AfterFunc(ctx, func() { conn.Close() })
 			defer stopConn()
 			defer conn.Close()
-			sess := &session{s: s, conn: conn, readTimeout: s.cfg.IdleTimeout, writeTimeout: s.cfg.IdleTimeout,
+			sess := &session{s: s, conn: &clientConn{Conn: conn}, readTimeout: s.cfg.IdleTimeout, writeTimeout: s.cfg.IdleTimeout,
 				log: s.log.With("remote", conn.RemoteAddr().String())}
 			sess.serve(ctx)
 		})

@@ -492,3 +492,70 @@ func TestScramble(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitingGetEndsWithClient: a GET waiting for events (here up to a day)
+// ends when its client closes the connection, within a second, not when
+// the timeout runs out; a request the client sends while its GET waits
+// ends the wait and is served; other clients are served throughout.
+func TestWaitingGetEndsWithClient(t *testing.T) {
+	f := newFixture(t, canal.Config{})
+	dayGet := func(clientID string) *pbp.Get {
+		return &pbp.Get{Destination: "shop", ClientId: clientID, FetchSize: 1000,
+			TimeoutPresent: &pbp.Get_Timeout{Timeout: 1}, UnitPresent: &pbp.Get_Unit{Unit: 6}} // 1 day
+	}
+	// drain subscribes clientID and takes the whole stream, so that a next
+	// GET has nothing new and waits.
+	drain := func(r *raw, clientID string) {
+		t.Helper()
+		r.send(pbp.PacketType_SUBSCRIPTION, &pbp.Sub{Destination: "shop", ClientId: clientID})
+		r.wantAck(0, "")
+		r.send(pbp.PacketType_GET, &pbp.Get{Destination: "shop", ClientId: clientID, FetchSize: 1000})
+		if m := messages(t, r.read()); m.BatchId != 1 || len(m.Messages) == 0 {
+			t.Fatalf("first GET: batch %d of %d entries", m.BatchId, len(m.Messages))
+		}
+	}
+
+	t.Run("client closes", func(t *testing.T) {
+		r := dialRaw(t, f.port)
+		r.auth("x", "")
+		drain(r, "21")
+		r.send(pbp.PacketType_GET, dayGet("21"))
+		time.Sleep(200 * time.Millisecond) // the GET is waiting
+		closed := time.Now()
+		r.conn.Close()
+		f.log.waitFor(t, "client closed the connection while waiting")
+		if d := time.Since(closed); d > time.Second {
+			t.Fatalf("session ended %v after its client closed, want under 1s", d)
+		}
+		f.log.mu.Lock()
+		warned := strings.Contains(f.log.buf.String(), "write failed")
+		f.log.mu.Unlock()
+		if warned {
+			t.Error("a client leaving while its GET waited was logged as a write failure")
+		}
+	})
+
+	t.Run("client sends while waiting", func(t *testing.T) {
+		r := dialRaw(t, f.port)
+		r.auth("x", "")
+		drain(r, "22")
+		r.send(pbp.PacketType_GET, dayGet("22"))
+		time.Sleep(200 * time.Millisecond)
+		start := time.Now()
+		r.send(pbp.PacketType_SUBSCRIPTION, &pbp.Sub{Destination: "shop", ClientId: "22"})
+		if m := messages(t, r.read()); m.BatchId != -1 || len(m.Messages) != 0 {
+			t.Fatalf("waiting GET answered batch %d of %d entries, want an empty one", m.BatchId, len(m.Messages))
+		}
+		r.wantAck(0, "") // the request read while the GET waited, whole
+		if d := time.Since(start); d > time.Second {
+			t.Fatalf("GET answered %v after the next request, want under 1s", d)
+		}
+	})
+
+	t.Run("others served", func(t *testing.T) {
+		good := f.connector(t, 1001, "anyone", "anything")
+		if _, b := getBatch(t, good, 4, 5000); len(b) != 4 {
+			t.Fatalf("batch of %d entries, want 4", len(b))
+		}
+	})
+}

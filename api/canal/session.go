@@ -30,10 +30,34 @@ const (
 // forever stands for canal's "wait without a timeout".
 const forever = time.Duration(math.MaxInt64)
 
+// errClientGone ends a session whose client closed its connection while a
+// GET waited for it (see watchClient); the session has logged it.
+var errClientGone = errors.New("canal: client closed the connection while waiting")
+
+// errClientSpoke ends a GET's wait early: the client sent something.
+var errClientSpoke = errors.New("canal: client sent a request while a GET waited")
+
+// clientConn is a session's connection: reads return first the bytes a
+// waiting GET read ahead (see watchClient), so that a request the client
+// sent meanwhile is not lost.
+type clientConn struct {
+	net.Conn
+	ahead []byte
+}
+
+func (c *clientConn) Read(b []byte) (int, error) {
+	if len(c.ahead) > 0 {
+		n := copy(b, c.ahead)
+		c.ahead = c.ahead[n:]
+		return n, nil
+	}
+	return c.Conn.Read(b)
+}
+
 // session is one client connection; its goroutine owns it.
 type session struct {
 	s                         *Server
-	conn                      net.Conn
+	conn                      *clientConn
 	log                       *slog.Logger
 	readTimeout, writeTimeout time.Duration
 	seed                      []byte
@@ -88,7 +112,9 @@ func (ss *session) serve(ctx context.Context) {
 			continue
 		}
 		if err := ss.handle(ctx, &p); err != nil {
-			ss.writeFailed(ctx, err)
+			if !errors.Is(err, errClientGone) {
+				ss.writeFailed(ctx, err)
+			}
 			return
 		}
 	}
@@ -335,7 +361,10 @@ func (ss *session) get(ctx context.Context, d *stream.Served, client string, g *
 	var b stream.Batch
 	if g.FetchSize > 0 {
 		var err error
-		b, err = d.Store.Fill(ctx, client, int(g.FetchSize), MaxBatchBytes, getWait(g))
+		b, err = ss.fill(ctx, d, client, g)
+		if errors.Is(err, errClientGone) {
+			return err
+		}
 		if err != nil { // nothing handed out (stream.Store fails only then)
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -367,4 +396,67 @@ func (ss *session) get(ctx context.Context, d *stream.Served, client string, g *
 		return ss.fail(CodeError, err.Error(), "dest", d.Name, "client", client)
 	}
 	return ss.writeFrame(frame)
+}
+
+// fill takes a GET's batch from the store. While it waits it watches the
+// connection (watchClient): a client that closes it ends the wait and the
+// session (errClientGone) at once, not when the timeout, up to canal's
+// days, runs out; a client that sends a request ends the wait with what is
+// ready.
+func (ss *session) fill(ctx context.Context, d *stream.Served, client string, g *pbp.Get) (stream.Batch, error) {
+	wait := getWait(g)
+	if wait == 0 {
+		return d.Store.Fill(ctx, client, int(g.FetchSize), MaxBatchBytes, 0)
+	}
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := ss.watchClient(cancel)
+	start := time.Now()
+	b, err := d.Store.Fill(wctx, client, int(g.FetchSize), MaxBatchBytes, wait)
+	stop()
+	switch cause := context.Cause(wctx); {
+	case ctx.Err() != nil:
+		return b, err
+	case errors.Is(cause, errClientGone):
+		// A batch handed out meanwhile stays un-acked: the client's next
+		// connection rolls it back, as after any disconnection.
+		ss.log.Debug("client closed the connection while waiting", "dest", d.Name, "client", client,
+			"waited", time.Since(start).Round(time.Millisecond), "timeout", wait)
+		return b, errClientGone
+	case errors.Is(cause, errClientSpoke) && err != nil:
+		return stream.Batch{ID: -1}, nil // nothing was ready: an empty answer
+	}
+	return b, err
+}
+
+// watchClient reads from the connection while a GET waits; the client
+// sends nothing then (canal's protocol is request, answer), so a read that
+// ends means the client is gone (EOF, reset: cancel(errClientGone)) or sent
+// its next request early (cancel(errClientSpoke); the byte read waits in
+// conn.ahead for the session's next read). A relayed session's EOF is the
+// relay shutting its side for a client that did (relay.go): the owner still
+// answers, so only a reset ends that wait. stop ends the read and waits for
+// it; the caller sets the read deadline again before it reads.
+func (ss *session) watchClient(cancel context.CancelCauseFunc) (stop func()) {
+	ss.conn.SetReadDeadline(time.Time{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var b [1]byte
+		n, err := ss.conn.Conn.Read(b[:])
+		var ne net.Error
+		switch {
+		case n > 0:
+			ss.conn.ahead = append(ss.conn.ahead, b[0])
+			cancel(errClientSpoke)
+		case errors.As(err, &ne) && ne.Timeout(): // stop
+		case errors.Is(err, io.EOF) && ss.relay.relayed:
+		case err != nil:
+			cancel(errClientGone)
+		}
+	}()
+	return func() {
+		ss.conn.SetReadDeadline(time.Unix(1, 0)) // in the past: the read returns
+		<-done
+	}
 }
