@@ -231,10 +231,11 @@ func (n *Node) info(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, n.describe(r.Context(), d))
 }
 
-// specJSON is a spec as wire.DestinationInfo carries it. (A spec holds
+// specJSON is a spec as wire.DestinationInfo carries it, passwords hidden
+// (spec.Redacted): no API answer returns a secret. (A spec holds
 // strings, numbers and parsed times only: Marshal does not fail on it.)
 func specJSON(s spec.Spec) json.RawMessage {
-	b, _ := json.Marshal(s)
+	b, _ := json.Marshal(s.Redacted())
 	return b
 }
 

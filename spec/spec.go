@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -324,6 +325,21 @@ func (s *Spec) Validate() error {
 		bad("max_clock_skew %v: must not be negative", time.Duration(s.MaxClockSkew))
 	}
 	return errors.Join(errs...)
+}
+
+// Hidden is what Redacted shows in place of a password.
+const Hidden = "******"
+
+// Redacted is the spec as braid shows it to people and programs: each
+// source password replaced by Hidden. The spec itself is not changed.
+func (s Spec) Redacted() Spec {
+	s.Sources = slices.Clone(s.Sources)
+	for i := range s.Sources {
+		if s.Sources[i].Password != "" {
+			s.Sources[i].Password = Hidden
+		}
+	}
+	return s
 }
 
 // DeriveServerID is the replica server_id braid presents to a source when the

@@ -68,3 +68,16 @@ func TestValidateLimits(t *testing.T) {
 		t.Errorf("%d sources: %v", spec.MaxSources, err)
 	}
 }
+
+// TestRedacted: a shown spec hides every source password and leaves the
+// spec it was made from as it was.
+func TestRedacted(t *testing.T) {
+	ds := spec.Spec{Name: "shop", Sources: []spec.Source{{Name: "a", Password: "pw-a"}, {Name: "b"}}}
+	r := ds.Redacted()
+	if r.Sources[0].Password != spec.Hidden || r.Sources[1].Password != "" {
+		t.Errorf("redacted passwords %q, %q; want %q and none", r.Sources[0].Password, r.Sources[1].Password, spec.Hidden)
+	}
+	if ds.Sources[0].Password != "pw-a" {
+		t.Errorf("Redacted changed the spec: password %q", ds.Sources[0].Password)
+	}
+}
