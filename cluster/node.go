@@ -15,6 +15,7 @@ import (
 
 	"github.com/braid-cdc/braid/api/canal"
 	"github.com/braid-cdc/braid/api/native"
+	"github.com/braid-cdc/braid/internal/netlimit"
 	"github.com/braid-cdc/braid/raftstore"
 	"github.com/braid-cdc/braid/stream"
 )
@@ -66,6 +67,10 @@ type Config struct {
 	// it to cut a node off. The wrapper's Shutdown must shut the one it
 	// wraps down. Default: none.
 	GossipTransport func(memberlist.Transport) memberlist.Transport
+	// MaxConnections caps the connections the HTTP port and the canal
+	// port each serve at once; past it new ones are closed at once and
+	// those served go on. Default: netlimit.DefaultMax (1024).
+	MaxConnections int
 	// GossipDeadTime is how long gossip still reaches a node it declared
 	// dead; past it only rejoin (every RejoinInterval) brings one back
 	// after a partition. Default: memberlist's, 30 s; tests shorten it.
@@ -133,11 +138,13 @@ func Start(cfg Config) (*Node, error) {
 	if n.httpLn, err = net.Listen("tcp", hostPort(cfg.HTTPPort)); err != nil {
 		return nil, fmt.Errorf("cluster: http port: %w: is another process using it? choose another with --http-port", err)
 	}
+	n.httpLn = netlimit.Listen(n.httpLn, cfg.MaxConnections, n.log.With("port", "http"))
 	if cfg.CanalPort > 0 {
 		if n.canalLn, err = net.Listen("tcp", hostPort(cfg.CanalPort)); err != nil {
 			n.httpLn.Close()
 			return nil, fmt.Errorf("cluster: canal port: %w: is another process (a canal server?) using it? choose another with --canal-port", err)
 		}
+		n.canalLn = netlimit.Listen(n.canalLn, cfg.MaxConnections, n.log.With("port", "canal"))
 	}
 	n.store, err = raftstore.Open(raftstore.Config{NodeID: cfg.Name, DataDir: cfg.DataDir,
 		BindAddr: hostPort(cfg.RaftPort), AdvertiseAddr: cfg.RaftAdvertise, Logger: n.log.With("part", "raft")})

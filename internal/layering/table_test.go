@@ -27,7 +27,7 @@ var clusterMay = []string{
 	"api/canal", "api/native", "api/wire",
 	"stream", "group", "raftstore", "binlog", "spec", "change", "schema", "flat",
 	"sink/...",
-	"internal/jsontext", "internal/ports",
+	"internal/jsontext", "internal/ports", "internal/netlimit",
 }
 
 // testHarnesses are the test harnesses: no server package imports them, and
@@ -70,6 +70,7 @@ var table = map[string]rule{
 	// Runtime helpers.
 	"internal/jsontext":     {},
 	"internal/ports":        {},
+	"internal/netlimit":     {},
 	"internal/mariadb":      {may: []string{"internal/ports"}},
 	"internal/localcluster": {may: []string{"api/wire", "client", "internal/ports"}},
 
