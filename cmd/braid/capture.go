@@ -32,8 +32,7 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 	cursorDir := fs.String("cursor-dir", "", "keep the stream's cursor in this directory and resume from it on the next run")
 	httpPort := fs.Int("http-port", 0, "serve the stream over braid's native HTTP API on this port instead of printing it (read it with braid tail)")
 	canalPort := fs.Int("canal-port", 0, "serve the stream over canal's TCP protocol on this port instead of printing it (canal clients; 11111 is canal's)")
-	canalUser := fs.String("canal-user", "", "user canal clients must log in as (default: accept every client, with a warning)")
-	canalPassword := fs.String("canal-password", "", "password of --canal-user")
+	canalAccount := addCanalLoginFlags(fs, "user canal clients must log in as (default: accept every client, with a warning)")
 	listen := fs.String("listen", "127.0.0.1", "address the --http-port and --canal-port servers listen on")
 	useSandbox := fs.Bool("sandbox", false, "start a throwaway MariaDB with a small order workload and capture it (needs mariadbd installed)")
 	fs.Usage = func() {
@@ -47,10 +46,18 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "\nFlags:")
 		fs.PrintDefaults()
 	}
+	if refuseCanalPasswordFlag("capture", args, stderr) {
+		return 2
+	}
 	if code, ok := parseFlags(fs, args, stderr, false); !ok {
 		return code
 	}
 	log, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		fmt.Fprintln(stderr, "braid capture:", err)
+		return 2
+	}
+	canalPassword, err := canalAccount.password(os.Getenv)
 	if err != nil {
 		fmt.Fprintln(stderr, "braid capture:", err)
 		return 2
@@ -86,7 +93,7 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 		ctx, cancel = context.WithTimeout(ctx, *timeout)
 		defer cancel()
 	}
-	if so := (serveOptions{listen: *listen, httpPort: *httpPort, canalPort: *canalPort, canalUser: *canalUser, canalPassword: *canalPassword}); so.enabled() {
+	if so := (serveOptions{listen: *listen, httpPort: *httpPort, canalPort: *canalPort, canalUser: canalAccount.user, canalPassword: canalPassword}); so.enabled() {
 		if err := serve(ctx, ds, so, log); err != nil {
 			fmt.Fprintln(stderr, "braid capture:", oneLine(err))
 			return 1

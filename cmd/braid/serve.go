@@ -3,11 +3,16 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,6 +33,82 @@ type serveOptions struct {
 }
 
 func (o serveOptions) enabled() bool { return o.httpPort > 0 || o.canalPort > 0 }
+
+// canalPasswordEnv holds the password of --canal-user when no
+// --canal-password-file is given.
+const canalPasswordEnv = "BRAID_CANAL_PASSWORD"
+
+// canalLogin is the canal account a serving command (capture, server)
+// takes: --canal-user, with its password read from --canal-password-file
+// or, without that flag, from $BRAID_CANAL_PASSWORD. Never from the
+// command line, which every local user can read in /proc/PID/cmdline.
+type canalLogin struct {
+	user         string
+	passwordFile string
+}
+
+// addCanalLoginFlags defines --canal-user (described by userUsage) and
+// --canal-password-file on fs.
+func addCanalLoginFlags(fs *flag.FlagSet, userUsage string) *canalLogin {
+	l := &canalLogin{}
+	fs.StringVar(&l.user, "canal-user", "", userUsage)
+	fs.StringVar(&l.passwordFile, "canal-password-file", "", "file holding the password of --canal-user (a trailing newline is trimmed); without it, $"+canalPasswordEnv+" holds the password")
+	return l
+}
+
+// password returns the password of l.user: the content of l.passwordFile
+// without trailing newlines, or else getenv(canalPasswordEnv). No user
+// needs no password (and $BRAID_CANAL_PASSWORD is then ignored). Its error
+// is a usage error of one line that names the flag and says what to do.
+func (l *canalLogin) password(getenv func(string) string) (string, error) {
+	if l.passwordFile != "" {
+		if l.user == "" {
+			return "", fmt.Errorf("--canal-password-file %s: it is the password of --canal-user, which is not set: give --canal-user too, or neither to accept every canal client", l.passwordFile)
+		}
+		b, err := os.ReadFile(l.passwordFile)
+		if err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return "", fmt.Errorf("--canal-password-file %s: %v: give a file braid can read that holds the password of --canal-user", l.passwordFile, err)
+		}
+		pw := strings.TrimRight(string(b), "\r\n")
+		if pw == "" {
+			return "", fmt.Errorf("--canal-password-file %s is empty: write the password of --canal-user into it", l.passwordFile)
+		}
+		return pw, nil
+	}
+	if l.user == "" {
+		return "", nil
+	}
+	pw := getenv(canalPasswordEnv)
+	if pw == "" {
+		return "", fmt.Errorf("--canal-user %s needs a password: give --canal-password-file FILE (a file holding it) or set %s", l.user, canalPasswordEnv)
+	}
+	return pw, nil
+}
+
+// refuseCanalPasswordFlag reports whether args hold the removed
+// --canal-password flag (-canal-password, --canal-password=P), after
+// saying on stderr what to use instead. It is not a flag of the FlagSet,
+// so --help does not show it.
+func refuseCanalPasswordFlag(cmd string, args []string, stderr io.Writer) bool {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(a[1:], "-"), "=")
+		if name == "canal-password" {
+			fmt.Fprintf(stderr, "braid %s: --canal-password is no longer accepted (a password on the command line is readable by every local user): use --canal-password-file FILE or set %s instead\n", cmd, canalPasswordEnv)
+			return true
+		}
+	}
+	return false
+}
 
 // serve runs the destination into a store and serves it to consumers until
 // ctx ends.

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -24,8 +25,7 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 	join := fs.String("join", "", "comma-separated gossip addresses (host:port) of other nodes to join")
 	fs.IntVar(&cfg.BootstrapExpect, "bootstrap-expect", 0, "form a new cluster once this many nodes (this one included) have found each other; give it to each of the first nodes")
 	fs.StringVar(&cfg.Cluster, "cluster", "braid", "cluster name: nodes refuse to join a cluster of another name")
-	fs.StringVar(&cfg.CanalUser, "canal-user", "", "user canal clients must log in as, the same on every node (default: accept every client, with a warning)")
-	fs.StringVar(&cfg.CanalPassword, "canal-password", "", "password of --canal-user")
+	canalAccount := addCanalLoginFlags(fs, "user canal clients must log in as, the same on every node (default: accept every client, with a warning)")
 	fs.DurationVar(&cfg.Lease, "lease", cluster.DefaultLease, "ownership lease: a node serves a destination only while it confirmed its ownership within this; a takeover waits this long (fencing)")
 	logLevel := fs.String("log-level", "info", "log level on stderr: debug, info, warn or error")
 	fs.Usage = func() {
@@ -40,6 +40,9 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "\nFlags:")
 		fs.PrintDefaults()
 	}
+	if refuseCanalPasswordFlag("server", args, stderr) {
+		return 2
+	}
 	if code, ok := parseFlags(fs, args, stderr, true); !ok {
 		return code
 	}
@@ -53,9 +56,14 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "braid server:", err)
 		return 2
 	}
+	cfg.CanalUser = canalAccount.user
+	if cfg.CanalPassword, err = canalAccount.password(os.Getenv); err != nil {
+		fmt.Fprintln(stderr, "braid server:", err)
+		return 2
+	}
 	cfg.Logger = log
 	if cfg.CanalPort > 0 && cfg.CanalUser == "" {
-		log.Warn("canal clients are not authenticated: anyone who reaches the canal port may read every destination; set --canal-user and --canal-password")
+		log.Warn("canal clients are not authenticated: anyone who reaches the canal port may read every destination; set --canal-user, with --canal-password-file or $" + canalPasswordEnv)
 	}
 	node, err := cluster.Start(cfg)
 	if err != nil {
