@@ -15,6 +15,7 @@ import (
 
 	"github.com/braid-cdc/braid/flat"
 	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/internal/netlimit"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )
@@ -32,6 +33,7 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 	cursorDir := fs.String("cursor-dir", "", "keep the stream's cursor in this directory and resume from it on the next run")
 	httpPort := fs.Int("http-port", 0, "serve the stream over braid's native HTTP API on this port instead of printing it (read it with braid tail)")
 	canalPort := fs.Int("canal-port", 0, "serve the stream over canal's TCP protocol on this port instead of printing it (canal clients; 11111 is canal's)")
+	maxConns := fs.Int("max-connections", netlimit.DefaultMax, "with --http-port or --canal-port: connections each port serves at once; past it new ones are closed and those served go on")
 	canalAccount := addCanalLoginFlags(fs, "user canal clients must log in as (default: accept every client, with a warning)")
 	listen := fs.String("listen", "127.0.0.1", "address the --http-port and --canal-port servers listen on")
 	useSandbox := fs.Bool("sandbox", false, "start a throwaway MariaDB with a small order workload and capture it (needs mariadbd installed)")
@@ -93,7 +95,7 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 		ctx, cancel = context.WithTimeout(ctx, *timeout)
 		defer cancel()
 	}
-	if so := (serveOptions{listen: *listen, httpPort: *httpPort, canalPort: *canalPort, canalUser: canalAccount.user, canalPassword: canalPassword}); so.enabled() {
+	if so := (serveOptions{listen: *listen, httpPort: *httpPort, canalPort: *canalPort, maxConns: *maxConns, canalUser: canalAccount.user, canalPassword: canalPassword}); so.enabled() {
 		if err := serve(ctx, ds, so, log); err != nil {
 			fmt.Fprintln(stderr, "braid capture:", oneLine(err))
 			return 1

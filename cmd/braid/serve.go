@@ -18,6 +18,7 @@ import (
 
 	"github.com/braid-cdc/braid/api/canal"
 	"github.com/braid-cdc/braid/api/native"
+	"github.com/braid-cdc/braid/internal/netlimit"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )
@@ -27,6 +28,7 @@ type serveOptions struct {
 	listen    string // address to listen on
 	httpPort  int    // native HTTP API; 0: off
 	canalPort int    // canal's TCP protocol; 0: off
+	maxConns  int    // connections each port serves at once (netlimit)
 	// canalUser and canalPassword authenticate canal clients; no user
 	// accepts every client (with a warning at start).
 	canalUser, canalPassword string
@@ -131,6 +133,7 @@ func serve(ctx context.Context, spec *spec.Spec, opt serveOptions, log *slog.Log
 		if err != nil {
 			return fmt.Errorf("http port: %w: is another process using it? choose another with --http-port", err)
 		}
+		l = netlimit.Listen(l, opt.maxConns, log.With("port", "http"))
 		srv := native.NewServer(native.NewHandler(reg, log))
 		log.Info("serving the native API", "addr", "http://"+l.Addr().String(), "dest", spec.Name)
 		wg.Go(func() {
@@ -151,6 +154,7 @@ func serve(ctx context.Context, spec *spec.Spec, opt serveOptions, log *slog.Log
 		if err != nil {
 			return fmt.Errorf("canal port: %w: is another process (a canal server?) using it? choose another with --canal-port", err)
 		}
+		l = netlimit.Listen(l, opt.maxConns, log.With("port", "canal"))
 		srv := canal.NewServer(canal.Config{Registry: reg, User: opt.canalUser, Password: opt.canalPassword, Logger: log})
 		log.Info("serving canal's protocol", "addr", l.Addr().String(), "dest", spec.Name)
 		wg.Go(func() {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/cluster"
+	"github.com/braid-cdc/braid/internal/netlimit"
 )
 
 func runServer(args []string, stdout, stderr io.Writer) int {
@@ -22,6 +23,7 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.GossipPort, "gossip-port", 7101, "gossip port, TCP and UDP (membership: who is alive)")
 	fs.IntVar(&cfg.HTTPPort, "http-port", 8081, "HTTP API port: destinations, cluster status, streams (braid tail, the Go client)")
 	fs.IntVar(&cfg.CanalPort, "canal-port", 11111, "canal protocol port for canal clients (0: off)")
+	fs.IntVar(&cfg.MaxConnections, "max-connections", netlimit.DefaultMax, "connections the HTTP port and the canal port each serve at once; past it new ones are closed and those served go on")
 	join := fs.String("join", "", "comma-separated gossip addresses (host:port) of other nodes to join")
 	fs.IntVar(&cfg.BootstrapExpect, "bootstrap-expect", 0, "form a new cluster once this many nodes (this one included) have found each other; give it to each of the first nodes")
 	fs.StringVar(&cfg.Cluster, "cluster", "braid", "cluster name: nodes refuse to join a cluster of another name")

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/spec"
+)
+
+// TestServeMaxConnections: capture's HTTP port serves at most
+// --max-connections at once; one past it is closed at once while the
+// stream already served goes on.
+func TestServeMaxConnections(t *testing.T) {
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id INT PRIMARY KEY)", "INSERT INTO shop.orders VALUES (1)")
+	ds, err := spec.Parse([]byte(fmt.Sprintf("name: shop\nsources: [{name: a, address: '%s', start: earliest}]\nheartbeat: 100ms\n", srv.Addr())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := freePorts(t, 1)[0]
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- serve(ctx, ds, serveOptions{listen: "127.0.0.1", httpPort: port, maxConns: 1}, slog.New(slog.DiscardHandler))
+	}()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	url := fmt.Sprintf("http://127.0.0.1:%d/v1/destinations/shop/stream?client-id=c", port)
+	var resp *http.Response
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if resp, err = http.Get(url); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the port never served: %v", err)
+		}
+	}
+	defer resp.Body.Close()
+	lines := bufio.NewReader(resp.Body)
+	if l, err := lines.ReadString('\n'); err != nil || !strings.Contains(l, `"seq":1`) {
+		t.Fatalf("first line %q, %v", l, err)
+	}
+	// The stream holds the one connection: another is closed unanswered.
+	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET /v1/destinations HTTP/1.1\r\nHost: x\r\n\r\n")
+	c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	// EOF or a reset (the request was sent to a closed socket) both say so.
+	if b, err := io.ReadAll(c); (err != nil && !errors.Is(err, syscall.ECONNRESET)) || len(b) != 0 {
+		t.Fatalf("a connection past the cap got %q, %v; want it closed unanswered", b, err)
+	}
+	srv.Exec(t, "INSERT INTO shop.orders VALUES (2)")
+	if l, err := lines.ReadString('\n'); err != nil || !strings.Contains(l, `"seq":2`) {
+		t.Fatalf("the stream after a refused connection: %q, %v", l, err)
+	}
+}
