@@ -107,6 +107,11 @@ func NewReader(cfg Config) (*Reader, error) {
 	if src.Address == "" {
 		return nil, fmt.Errorf("binlog: source %q: no address", src.Name)
 	}
+	pw, err := src.ResolvePassword()
+	if err != nil {
+		return nil, err
+	}
+	src.Password, src.PasswordFile, src.PasswordEnv = pw, "", ""
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = spec.DefaultHeartbeat
 	}

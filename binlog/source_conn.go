@@ -243,6 +243,11 @@ func (p *Reader) checkNotPurged(files []string, pos change.Position) error {
 // a source that accepts connections and never answers fails with an error
 // (wrapping ErrUnreachable) naming the source and its address.
 func CheckSource(ctx context.Context, src spec.Source) (change.Position, error) {
+	pw, err := src.ResolvePassword()
+	if err != nil {
+		return change.Position{}, err
+	}
+	src.Password, src.PasswordFile, src.PasswordEnv = pw, "", ""
 	p := &Reader{spec: src, log: slog.New(slog.DiscardHandler)}
 	c, stop, err := p.dialUntil(ctx, time.Now().Add(handshakeTimeout))
 	if err != nil {

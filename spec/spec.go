@@ -62,6 +62,13 @@ type Source struct {
 	// REPLICATION CLIENT and SELECT. Default user: root.
 	User     string `yaml:"user,omitempty" json:"user,omitempty"`
 	Password string `yaml:"password,omitempty" json:"password,omitempty"`
+	// PasswordFile and PasswordEnv name where the password is instead: a
+	// file (its content, trailing newline trimmed) or an environment
+	// variable, read on the node that runs the destination when it starts
+	// (ResolvePassword), so the secret is in no spec. At most one of
+	// password, password_file and password_env.
+	PasswordFile string `yaml:"password_file,omitempty" json:"password_file,omitempty"`
+	PasswordEnv  string `yaml:"password_env,omitempty" json:"password_env,omitempty"`
 	// Start is where reading begins the first time. Default: latest.
 	Start Start `yaml:"start,omitempty" json:"start,omitempty"`
 	// ServerID is the replica server_id braid presents to this source. It
@@ -301,6 +308,9 @@ func (s *Spec) Validate() error {
 		} else if p, err := strconv.Atoi(port); err != nil || p <= 0 || p > 65535 {
 			bad("source %q: address %q: bad port", src.Name, src.Address)
 		}
+		if n := countSet(src.Password, src.PasswordFile, src.PasswordEnv); n > 1 {
+			bad("source %q: give one of password, password_file and password_env, not %d", src.Name, n)
+		}
 	}
 	if _, err := CompileTableFilter(s.Tables); err != nil {
 		errs = append(errs, err)
@@ -327,6 +337,26 @@ func (s *Spec) Validate() error {
 	return errors.Join(errs...)
 }
 
+// ResolvePassword returns the source's password: Password, or what
+// PasswordFile or PasswordEnv refer to, read now on this machine.
+func (src Source) ResolvePassword() (string, error) {
+	switch {
+	case src.PasswordFile != "":
+		b, err := os.ReadFile(src.PasswordFile)
+		if err != nil {
+			return "", fmt.Errorf("spec: source %q: password_file: %w: put the file on every node that may run the destination, or use password_env", src.Name, err)
+		}
+		return strings.TrimRight(string(b), "\r\n"), nil
+	case src.PasswordEnv != "":
+		pw, ok := os.LookupEnv(src.PasswordEnv)
+		if !ok {
+			return "", fmt.Errorf("spec: source %q: password_env: %s is not set here: set it for every node that may run the destination, or use password_file", src.Name, src.PasswordEnv)
+		}
+		return pw, nil
+	}
+	return src.Password, nil
+}
+
 // Hidden is what Redacted shows in place of a password.
 const Hidden = "******"
 
@@ -340,6 +370,16 @@ func (s Spec) Redacted() Spec {
 		}
 	}
 	return s
+}
+
+func countSet(ss ...string) int {
+	n := 0
+	for _, s := range ss {
+		if s != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // DeriveServerID is the replica server_id braid presents to a source when the

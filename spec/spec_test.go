@@ -2,6 +2,8 @@ package spec_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -79,5 +81,38 @@ func TestRedacted(t *testing.T) {
 	}
 	if ds.Sources[0].Password != "pw-a" {
 		t.Errorf("Redacted changed the spec: password %q", ds.Sources[0].Password)
+	}
+}
+
+// TestResolvePassword: a password may come from a file or the
+// environment instead of the spec; a missing one is an error that says
+// where to put it; Validate refuses more than one way.
+func TestResolvePassword(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(file, []byte("from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("BRAID_TEST_PW", "from-env")
+	for _, c := range []struct {
+		src  spec.Source
+		want string
+	}{
+		{spec.Source{Name: "a", Password: "inline"}, "inline"},
+		{spec.Source{Name: "a", PasswordFile: file}, "from-file"},
+		{spec.Source{Name: "a", PasswordEnv: "BRAID_TEST_PW"}, "from-env"},
+	} {
+		if got, err := c.src.ResolvePassword(); err != nil || got != c.want {
+			t.Errorf("%+v: %q, %v; want %q", c.src, got, err, c.want)
+		}
+	}
+	if _, err := (spec.Source{Name: "a", PasswordEnv: "BRAID_TEST_UNSET"}).ResolvePassword(); err == nil || !strings.Contains(err.Error(), "BRAID_TEST_UNSET is not set") {
+		t.Errorf("an unset variable: %v", err)
+	}
+	if _, err := (spec.Source{Name: "a", PasswordFile: file + ".missing"}).ResolvePassword(); err == nil || !strings.Contains(err.Error(), "password_file") {
+		t.Errorf("a missing file: %v", err)
+	}
+	two := spec.Spec{Name: "shop", Sources: []spec.Source{{Name: "a", Address: "127.0.0.1:3306", Password: "x", PasswordEnv: "BRAID_TEST_PW"}}}
+	if err := two.Validate(); err == nil || !strings.Contains(err.Error(), "give one of password, password_file and password_env") {
+		t.Errorf("two ways at once: %v", err)
 	}
 }

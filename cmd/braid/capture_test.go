@@ -275,3 +275,32 @@ func TestCapturePipelineFails(t *testing.T) {
 		t.Errorf("stderr does not name the missing privilege:\n%s", errb.String())
 	}
 }
+
+// TestCapturePasswordReference: a source's password can stay out of the
+// spec, in a file or an environment variable read where capture runs.
+func TestCapturePasswordReference(t *testing.T) {
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE USER 'braid'@'%' IDENTIFIED BY 'pw-9z'",
+		"GRANT REPLICATION SLAVE, REPLICATION CLIENT, BINLOG MONITOR, SELECT ON *.* TO 'braid'@'%'",
+		"CREATE DATABASE shop", "CREATE TABLE shop.orders (id INT PRIMARY KEY)", "INSERT INTO shop.orders VALUES (1)")
+	file := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(file, []byte("pw-9z\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("BRAID_TEST_SOURCE_PW", "pw-9z")
+	for _, ref := range []string{"password_file: '" + file + "'", "password_env: BRAID_TEST_SOURCE_PW"} {
+		spec := writeSpec(t, fmt.Sprintf("name: shop\nsources: [{name: a, address: '%s', user: braid, %s, start: earliest}]\n", srv.Addr(), ref))
+		var out, errb bytes.Buffer
+		if code := run([]string{"capture", "-f", spec, "--max", "2", "--timeout", "30s"}, &out, &errb); code != 0 {
+			t.Fatalf("%s: exit %d: %s", ref, code, errb.String())
+		}
+		if n := strings.Count(out.String(), "\n"); n != 2 {
+			t.Errorf("%s: %d lines, want 2", ref, n)
+		}
+	}
+	spec := writeSpec(t, fmt.Sprintf("name: shop\nsources: [{name: a, address: '%s', user: braid, password_env: BRAID_TEST_NOT_SET}]\n", srv.Addr()))
+	var out, errb bytes.Buffer
+	if code := run([]string{"capture", "-f", spec, "--timeout", "30s"}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "BRAID_TEST_NOT_SET is not set") {
+		t.Errorf("an unset variable: exit %d, %s", code, errb.String())
+	}
+}
