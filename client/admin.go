@@ -146,3 +146,12 @@ func apiURL(base *url.URL, query url.Values, path ...string) string {
 	u.RawQuery = query.Encode()
 	return u.String()
 }
+
+// RemoveNode takes a dead node out of the cluster's Raft configuration
+// (braid cluster remove), so that the cluster's quorum no longer counts
+// it. The cluster refuses a node that is alive.
+func (c *Client) RemoveNode(ctx context.Context, name string) (wire.NodeRemoved, error) {
+	var res wire.NodeRemoved
+	err := c.admin(ctx, http.MethodDelete, nil, nil, &res, "cluster", "nodes", name)
+	return res, err
+}

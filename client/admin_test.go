@@ -53,7 +53,7 @@ func TestAdmin(t *testing.T) {
 	hc := &http.Client{Transport: &http.Transport{}}
 	t.Cleanup(hc.CloseIdleConnections)
 	dead := deadURL(t)
-	cl, err := client.New(dead+","+node.URL(), client.WithHTTPClient(hc))
+	cl, err := client.New(dead+","+node.URL(), client.WithHTTPClient(hc), client.WithToken(c.Security.Admin.User, c.Security.Admin.Password))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,6 +48,8 @@ type Client struct {
 	resumeAfter uint64
 	idleTimeout time.Duration
 	jsonLines   bool
+	user, pass  string         // WithToken; "" none
+	roots       *x509.CertPool // WithCA; nil: the system's
 }
 
 // Option configures a Client.
@@ -96,6 +100,29 @@ func WithResumeAfter(seq uint64) Option { return func(c *Client) { c.resumeAfter
 // the JSON's cost, but the server's JSON text is not there to keep).
 func WithJSONLines() Option { return func(c *Client) { c.jsonLines = true } }
 
+// WithToken makes every request carry the credential NAME:PASSWORD of a
+// user of the servers' users file (as HTTP basic auth), redirects to a
+// destination's owner included. ParseToken reads one from $BRAID_TOKEN or
+// a token file. Default: none.
+func WithToken(name, password string) Option {
+	return func(c *Client) { c.user, c.pass = name, password }
+}
+
+// WithCA makes the client trust the servers' HTTPS certificates signed by
+// a CA in pool (a cluster's own CA: braid certs init). Default: the
+// system's roots. It has no effect with WithHTTPClient.
+func WithCA(pool *x509.CertPool) Option { return func(c *Client) { c.roots = pool } }
+
+// ParseToken splits a credential NAME:PASSWORD, as $BRAID_TOKEN and a
+// token file hold it (surrounding white space trimmed).
+func ParseToken(s string) (name, password string, err error) {
+	name, password, ok := strings.Cut(strings.TrimSpace(s), ":")
+	if !ok || name == "" || password == "" {
+		return "", "", errors.New("client: a token is NAME:PASSWORD, a user of the servers' users file and its password")
+	}
+	return name, password, nil
+}
+
 // New returns a client of the node at baseURL ("http://host:port"), or of
 // a cluster's nodes given as a comma-separated list: any node serves any
 // destination (it redirects to the owner), and when the node in use
@@ -141,12 +168,38 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 		// at a time, not the default 4 KiB (a sixteenth of the reads).
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.ReadBufferSize = 64 << 10
+		if c.roots != nil {
+			t.TLSClientConfig = &tls.Config{RootCAs: c.roots, MinVersion: tls.VersionTLS12}
+		}
 		c.http = &http.Client{Transport: t}
+	}
+	if c.user != "" {
+		// Set on every request, not once: net/http drops Authorization on
+		// a redirect to another host, and an owner is often another host.
+		hc := *c.http
+		base := hc.Transport
+		if base == nil {
+			base = http.DefaultTransport
+		}
+		hc.Transport = credentialed{base: base, user: c.user, pass: c.pass}
+		c.http = &hc
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
 	return c, nil
+}
+
+// credentialed adds basic auth to each request it sends.
+type credentialed struct {
+	base       http.RoundTripper
+	user, pass string
+}
+
+func (t credentialed) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.SetBasicAuth(t.user, t.pass)
+	return t.base.RoundTrip(r)
 }
 
 // base is the node in use.

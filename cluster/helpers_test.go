@@ -70,7 +70,7 @@ func consume(t *testing.T, urls []string, dest, clientID string) *consumer {
 	t.Helper()
 	tr := &http.Transport{}
 	cl, err := client.New(strings.Join(urls, ","), client.WithHTTPClient(&http.Client{Transport: tr}),
-		client.WithBackoff(50*time.Millisecond, 300*time.Millisecond), client.WithAckInterval(100*time.Millisecond))
+		client.WithToken(clustertest.ConsumerUser, clustertest.ConsumerPassword), client.WithBackoff(50*time.Millisecond, 300*time.Millisecond), client.WithAckInterval(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

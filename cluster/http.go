@@ -29,6 +29,7 @@ import (
 //	POST   /v1/destinations                     the spec (YAML or JSON) → wire.DestinationInfo
 //	GET    /v1/destinations/{name}/spec         wire.DestinationInfo
 //	DELETE /v1/destinations/{name}[?force=true] wire.Deleted
+//	DELETE /v1/cluster/nodes/{name}             wire.NodeRemoved
 //	GET    /v1/destinations/{name}              wire.State      } on the owner
 //	GET    /v1/destinations/{name}/stream       NDJSON          } (api/native)
 //	POST   /v1/destinations/{name}/ack          wire.AckResult  }
@@ -38,15 +39,16 @@ import (
 func (n *Node) handler() http.Handler {
 	local := native.NewHandler(n.reg, n.log.With("part", "http"))
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/cluster", n.status)
-	mux.HandleFunc("GET /v1/destinations", n.list)
-	mux.HandleFunc("POST /v1/destinations", n.create)
-	mux.HandleFunc("GET /v1/destinations/{name}/spec", n.info)
-	mux.HandleFunc("DELETE /v1/destinations/{name}", n.remove)
+	mux.Handle("GET /v1/cluster", n.guard(needAdmin, n.status))
+	mux.Handle("DELETE /v1/cluster/nodes/{name}", n.guard(needAdmin, n.removeNode))
+	mux.Handle("GET /v1/destinations", n.guard(needUser, n.list))
+	mux.Handle("POST /v1/destinations", n.guard(needAdmin, n.create))
+	mux.Handle("GET /v1/destinations/{name}/spec", n.guard(needRead, n.info))
+	mux.Handle("DELETE /v1/destinations/{name}", n.guard(needAdmin, n.remove))
 	owned := n.routed(local)
-	mux.Handle("GET /v1/destinations/{name}", owned)
-	mux.Handle("GET /v1/destinations/{name}/stream", owned)
-	mux.Handle("POST /v1/destinations/{name}/ack", owned)
+	mux.Handle("GET /v1/destinations/{name}", n.guard(needRead, owned))
+	mux.Handle("GET /v1/destinations/{name}/stream", n.guard(needRead, owned))
+	mux.Handle("POST /v1/destinations/{name}/ack", n.guard(needRead, owned))
 	return mux
 }
 
@@ -64,8 +66,8 @@ func writeError(w http.ResponseWriter, status int, format string, a ...any) {
 
 // routed serves a destination's state and stream here when this node runs
 // it, and redirects to its owner otherwise.
-func (n *Node) routed(local http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+func (n *Node) routed(local http.Handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
 		if _, err := n.reg.Lookup(name); err == nil {
 			local.ServeHTTP(w, r)
@@ -78,9 +80,9 @@ func (n *Node) routed(local http.Handler) http.Handler {
 		case err != nil:
 			writeError(w, http.StatusServiceUnavailable, "%v", err)
 		default:
-			http.Redirect(w, r, "http://"+m.HTTPAddr+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+			http.Redirect(w, r, n.httpScheme()+"://"+m.HTTPAddr+r.URL.RequestURI(), http.StatusTemporaryRedirect)
 		}
-	})
+	}
 }
 
 // canalOwner is the canal server's Forward: the canal address of the
@@ -95,7 +97,7 @@ func (n *Node) canalOwner(dest string) (string, error) {
 	case m.CanalAddr == "":
 		return "", fmt.Errorf("destination %s is owned by node %s, which serves no canal port", dest, m.Name)
 	}
-	return m.CanalAddr, nil
+	return m.RaftAddr, nil // the relay goes to its node port (canalConfig's DialOwner)
 }
 
 // errUnknownDest: no destination of that name.
@@ -148,8 +150,11 @@ func (n *Node) names() string {
 
 func (n *Node) list(w http.ResponseWriter, r *http.Request) {
 	names := []string{}
+	u := requestUser(r)
 	for _, d := range n.store.Destinations() {
-		names = append(names, d.Spec.Name)
+		if u == nil || u.MayRead(d.Spec.Name) {
+			names = append(names, d.Spec.Name)
+		}
 	}
 	writeJSON(w, http.StatusOK, names)
 }
@@ -193,7 +198,10 @@ func (n *Node) create(w http.ResponseWriter, r *http.Request) {
 			src.Start = spec.Start{Kind: spec.StartPosition, Pos: pos}
 		}
 	}
-	d, err := n.store.CreateDestination(ctx, *ds)
+	// Raft keeps the spec with its passwords sealed: raft.db, snapshots
+	// and every follower's copy hold none in clear.
+	sealed, _ := ds.MapPasswords(func(pw string) (string, error) { return n.box.Seal(pw), nil })
+	d, err := n.store.CreateDestination(ctx, sealed)
 	switch {
 	case errors.Is(err, raftstore.ErrExists):
 		writeError(w, http.StatusConflict, "destination %q exists already: delete it first, or choose another name", ds.Name)
@@ -256,8 +264,8 @@ func (n *Node) describe(ctx context.Context, d raftstore.Destination) wire.Desti
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+m.HTTPAddr+"/v1/destinations/"+d.Spec.Name, nil)
-	resp, err := http.DefaultClient.Do(req)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+m.RaftAddr+"/v1/destinations/"+d.Spec.Name, nil)
+	resp, err := n.peerClient.Do(req)
 	if err != nil {
 		info.StateError = err.Error()
 		return info

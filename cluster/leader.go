@@ -17,6 +17,7 @@ const leaderTick = 500 * time.Millisecond
 func (n *Node) leaderLoop(ctx context.Context) {
 	t := time.NewTicker(leaderTick)
 	defer t.Stop()
+	dead := map[string]time.Time{} // reapDead's
 	for {
 		select {
 		case <-ctx.Done():
@@ -25,9 +26,11 @@ func (n *Node) leaderLoop(ctx context.Context) {
 		case <-n.ms.changes():
 		}
 		if !n.store.IsLeader() {
+			clear(dead)
 			continue
 		}
 		n.addVoters(ctx)
+		n.reapDead(ctx, dead)
 		n.assign(ctx)
 	}
 }
@@ -41,6 +44,10 @@ func (n *Node) addVoters(ctx context.Context) {
 	}
 	for _, m := range n.ms.members() {
 		if slices.ContainsFunc(servers, func(s raftstore.Server) bool { return s.ID == m.Name }) || m.RaftAddr == "" {
+			continue
+		}
+		if err := n.proveMember(ctx, m); err != nil {
+			n.log.Warn("not adding a gossip member to raft: it did not prove its name on its raft port", "node", m.Name, "raft", m.RaftAddr, "err", err)
 			continue
 		}
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)

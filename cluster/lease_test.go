@@ -133,7 +133,9 @@ func TestIsolatedOwnerFenced(t *testing.T) {
 	// A stream open on x itself, which must end once x may not serve.
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
-	resp, err := (&http.Client{Transport: tr}).Get(x.URL() + "/v1/destinations/" + dest + "/stream?client-id=direct")
+	req, _ := http.NewRequest(http.MethodGet, x.URL()+"/v1/destinations/"+dest+"/stream?client-id=direct", nil)
+	req.SetBasicAuth(clustertest.ConsumerUser, clustertest.ConsumerPassword)
+	resp, err := (&http.Client{Transport: tr}).Do(req)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("stream on %s: %v %v", x.Name, resp, err)
 	}

@@ -72,7 +72,9 @@ type membership struct {
 // startMembership starts gossip on bindAddr:port; wrap, if set, wraps
 // its transport (Config.GossipTransport); deadTime, if set, is how long
 // gossip still reaches a node declared dead (Config.GossipDeadTime).
-func startMembership(self Member, bindAddr string, port int, wrap func(memberlist.Transport) memberlist.Transport, deadTime time.Duration, logger *slog.Logger) (*membership, error) {
+// key, if set, encrypts and authenticates every gossip message
+// (memberlist's keyring, AES-GCM): a node without it is never heard.
+func startMembership(self Member, bindAddr string, port int, key []byte, wrap func(memberlist.Transport) memberlist.Transport, deadTime time.Duration, logger *slog.Logger) (*membership, error) {
 	self.Gossip = net.JoinHostPort(bindAddr, strconv.Itoa(port))
 	m := &membership{self: self, log: logger, changed: make(chan struct{}), live: map[string]Member{}, seen: map[string]string{}}
 	cfg := memberlist.DefaultLANConfig()
@@ -88,6 +90,11 @@ func startMembership(self Member, bindAddr string, port int, wrap func(memberlis
 	cfg.DeadNodeReclaimTime = time.Second
 	if deadTime > 0 {
 		cfg.GossipToTheDeadTime = deadTime
+	}
+	if key != nil {
+		// GossipVerifyIncoming and Outgoing stay at their default, true:
+		// plain messages are dropped, none is sent.
+		cfg.SecretKey = key
 	}
 	cfg.Delegate = m
 	cfg.Events = m

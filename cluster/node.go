@@ -2,12 +2,15 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,7 +18,9 @@ import (
 
 	"github.com/braid-cdc/braid/api/canal"
 	"github.com/braid-cdc/braid/api/native"
+	"github.com/braid-cdc/braid/auth"
 	"github.com/braid-cdc/braid/internal/netlimit"
+	"github.com/braid-cdc/braid/internal/secret"
 	"github.com/braid-cdc/braid/raftstore"
 	"github.com/braid-cdc/braid/stream"
 )
@@ -71,6 +76,40 @@ type Config struct {
 	// port each serve at once; past it new ones are closed at once and
 	// those served go on. Default: netlimit.DefaultMax (1024).
 	MaxConnections int
+	// TLS is the node's mutual-TLS identity on its Raft port (see
+	// raftstore.Config.TLS), which carries Raft, forwarded writes, the
+	// canal relay and the nodes' own HTTP calls: a peer without a
+	// certificate from the cluster's CA is refused at the handshake and
+	// so never becomes a voter. Default: nil, plain TCP (Insecure).
+	TLS *tls.Config
+	// GossipKey encrypts gossip (16, 24 or 32 bytes: AES-128/192/256); a
+	// node without it is never heard and never becomes a member. Every
+	// node needs the same. Default: nil, plain gossip (Insecure).
+	GossipKey []byte
+	// Users authenticates the HTTP API's and the canal port's clients and
+	// says what each may do (see "Security" in http.go). Default: nil,
+	// every client may do everything (Insecure, unless every port is on
+	// loopback).
+	Users *auth.Users
+	// SecretsKey is the key material source passwords are sealed with in
+	// Raft (internal/secret), the same on every node. Default: GossipKey;
+	// with neither, passwords are stored in clear (Insecure).
+	SecretsKey []byte
+	// HTTPTLS, if set, serves the HTTP API over TLS. Default: nil, HTTP.
+	HTTPTLS *tls.Config
+	// Insecure lets a node run without TLS and GossipKey in a cluster of
+	// several nodes (BootstrapExpect > 1 or Join), and without Users on a
+	// non-loopback Addr; it logs what is unprotected every minute.
+	// Default: false, Start refuses.
+	Insecure bool
+	// ReapDeadAfter is how long a voter may be missing from gossip before
+	// the leader removes it from Raft by itself, which it does only while
+	// at least three voters stay (see voters.go). Default: 72h.
+	ReapDeadAfter time.Duration
+	// InsecureWarnEvery is how often an insecure node says so. Default:
+	// a minute.
+	InsecureWarnEvery time.Duration
+
 	// GossipDeadTime is how long gossip still reaches a node it declared
 	// dead; past it only rejoin (every RejoinInterval) brings one back
 	// after a partition. Default: memberlist's, 30 s; tests shorten it.
@@ -102,7 +141,45 @@ func (c *Config) defaults() error {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.ReapDeadAfter <= 0 {
+		c.ReapDeadAfter = DefaultReapDeadAfter
+	}
+	if c.InsecureWarnEvery <= 0 {
+		c.InsecureWarnEvery = time.Minute
+	}
+	if gaps := c.unprotected(); len(gaps) > 0 && !c.Insecure {
+		return fmt.Errorf("%w: %s; give them (braid certs makes the certificates and the gossip key, braid users hash the users file's hashes), or --insecure to run unprotected", ErrUnprotected, strings.Join(gaps, "; "))
+	}
+	if c.GossipKey != nil && !slices.Contains([]int{16, 24, 32}, len(c.GossipKey)) {
+		return fmt.Errorf("cluster: the gossip key has %d bytes, want 16, 24 or 32: make one with braid certs gossip-key", len(c.GossipKey))
+	}
 	return nil
+}
+
+// ErrUnprotected: Start refused a node that would be open to anyone who
+// reaches it (see Config.Insecure).
+var ErrUnprotected = errors.New("cluster: refusing to start unprotected")
+
+// unprotected says what of the node anyone who reaches it could abuse:
+// the node port and gossip of a node meant for a cluster of several
+// without TLS and a gossip key, and ports on a non-loopback address
+// without users.
+func (c *Config) unprotected() []string {
+	var gaps []string
+	if c.BootstrapExpect > 1 || len(c.Join) > 0 {
+		if c.TLS == nil {
+			gaps = append(gaps, "the raft port would take any connection (no --tls-ca, --tls-cert, --tls-key)")
+		}
+		if c.GossipKey == nil {
+			gaps = append(gaps, "gossip would take any node as a member (no --gossip-key-file)")
+		}
+	}
+	if c.Users == nil {
+		if ip := net.ParseIP(c.Addr); ip == nil || !ip.IsLoopback() {
+			gaps = append(gaps, fmt.Sprintf("the HTTP and canal ports on %s would serve anyone (no --users-file)", c.Addr))
+		}
+	}
+	return gaps
 }
 
 // Node is one braid server: a member of the Raft group that stores the
@@ -118,7 +195,15 @@ type Node struct {
 
 	httpLn, canalLn net.Listener
 	httpSrv         *http.Server
-	canalSrv        *canal.Server
+	canalSrv        *canal.Server // nil without a canal port
+	peerLn          *connListener // the node port's HTTP connections (peer.go)
+	peerSrv         *http.Server
+	peerClient      *http.Client // calls to other nodes' node ports
+	box             *secret.Box  // seals passwords for Raft; nil: none
+	// life ends when Run returns: what the node port serves for peers
+	// (relayed canal connections) ends with it.
+	life    context.Context
+	endLife context.CancelFunc
 
 	mu     sync.Mutex
 	owned  map[string]*owner // destinations this node runs, by name
@@ -133,21 +218,39 @@ func Start(cfg Config) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.Name), reg: stream.NewRegistry(), owned: map[string]*owner{}}
 	n.memory.log = n.log
+	n.life, n.endLife = context.WithCancel(context.Background())
+	key := cfg.SecretsKey
+	if key == nil {
+		key = cfg.GossipKey
+	}
+	if key != nil {
+		box, err := secret.NewBox(key)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: secrets key: %w", err)
+		}
+		n.box = box
+	}
 	hostPort := func(port int) string { return net.JoinHostPort(cfg.Addr, strconv.Itoa(port)) }
 	var err error
 	if n.httpLn, err = net.Listen("tcp", hostPort(cfg.HTTPPort)); err != nil {
 		return nil, fmt.Errorf("cluster: http port: %w: is another process using it? choose another with --http-port", err)
 	}
 	n.httpLn = netlimit.Listen(n.httpLn, cfg.MaxConnections, n.log.With("port", "http"))
+	if cfg.HTTPTLS != nil {
+		n.httpLn = tls.NewListener(n.httpLn, cfg.HTTPTLS)
+	}
 	if cfg.CanalPort > 0 {
 		if n.canalLn, err = net.Listen("tcp", hostPort(cfg.CanalPort)); err != nil {
 			n.httpLn.Close()
 			return nil, fmt.Errorf("cluster: canal port: %w: is another process (a canal server?) using it? choose another with --canal-port", err)
 		}
 		n.canalLn = netlimit.Listen(n.canalLn, cfg.MaxConnections, n.log.With("port", "canal"))
+		n.canalSrv = canal.NewServer(n.canalConfig())
 	}
+	n.peerClient = n.newPeerClient()
 	n.store, err = raftstore.Open(raftstore.Config{NodeID: cfg.Name, DataDir: cfg.DataDir,
-		BindAddr: hostPort(cfg.RaftPort), AdvertiseAddr: cfg.RaftAdvertise, Logger: n.log.With("part", "raft")})
+		BindAddr: hostPort(cfg.RaftPort), AdvertiseAddr: cfg.RaftAdvertise, Logger: n.log.With("part", "raft"),
+		TLS: cfg.TLS, Protocols: n.peerProtocols()})
 	if err != nil {
 		n.closeListeners()
 		return nil, err
@@ -156,7 +259,7 @@ func Start(cfg Config) (*Node, error) {
 	if n.canalLn != nil {
 		self.CanalAddr = n.canalLn.Addr().String()
 	}
-	if n.ms, err = startMembership(self, cfg.Addr, cfg.GossipPort, cfg.GossipTransport, cfg.GossipDeadTime, n.log.With("part", "gossip")); err != nil {
+	if n.ms, err = startMembership(self, cfg.Addr, cfg.GossipPort, cfg.GossipKey, cfg.GossipTransport, cfg.GossipDeadTime, n.log.With("part", "gossip")); err != nil {
 		n.store.Shutdown()
 		n.closeListeners()
 		return nil, err
@@ -224,22 +327,25 @@ func (n *Node) Run(ctx context.Context) error {
 			errs <- fmt.Errorf("cluster: http: %w", err)
 		}
 	})
+	n.peerSrv = native.NewServer(n.peerHandler())
+	wg.Go(func() { n.peerSrv.Serve(n.peerLn) })
 	if n.canalLn != nil {
-		n.canalSrv = canal.NewServer(canal.Config{Registry: n.reg, User: n.cfg.CanalUser, Password: n.cfg.CanalPassword,
-			Logger: n.log.With("part", "canal"), Forward: n.canalOwner})
 		wg.Go(func() {
 			if err := n.canalSrv.Serve(ctx, n.canalLn); err != nil {
 				errs <- fmt.Errorf("cluster: canal: %w", err)
 			}
 		})
 	}
-	n.log.Info("node started", "http", "http://"+n.httpLn.Addr().String(), "raft", n.store.Addr(),
+	n.log.Info("node started", "http", n.httpScheme()+"://"+n.httpLn.Addr().String(), "raft", n.store.Addr(),
 		"gossip", n.ms.self.Gossip, "canal", n.ms.self.CanalAddr, "cluster", n.cfg.Cluster)
 
 	wg.Go(func() { n.joinLoop(ctx) })
 	wg.Go(func() { n.bootstrapLoop(ctx) })
 	wg.Go(func() { n.leaderLoop(ctx) })
 	wg.Go(func() { n.ownerLoop(ctx) })
+	if gaps := n.cfg.unprotected(); len(gaps) > 0 {
+		wg.Go(func() { n.warnInsecure(ctx, gaps) })
+	}
 
 	var err error
 	select {
@@ -252,12 +358,39 @@ func (n *Node) Run(ctx context.Context) error {
 	n.httpSrv.Shutdown(sctx)
 	scancel()
 	n.httpSrv.Close()
+	n.endLife()
+	n.peerSrv.Close()
+	n.peerLn.Close()
 	wg.Wait()
 	n.ms.leave(time.Second)
 	if serr := n.store.Shutdown(); err == nil && serr != nil {
 		err = serr
 	}
 	return err
+}
+
+// httpScheme is the scheme of the nodes' HTTP API: every node of a
+// cluster serves it alike.
+func (n *Node) httpScheme() string {
+	if n.cfg.HTTPTLS != nil {
+		return "https"
+	}
+	return "http"
+}
+
+// warnInsecure says, at start and every InsecureWarnEvery, what of an
+// insecure node is open to anyone who reaches it.
+func (n *Node) warnInsecure(ctx context.Context, gaps []string) {
+	t := time.NewTicker(n.cfg.InsecureWarnEvery)
+	defer t.Stop()
+	for {
+		n.log.Warn("running with --insecure: " + strings.Join(gaps, "; ") + "; see braid certs and braid users")
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // joinLoop retries joining the configured nodes until one answers, then

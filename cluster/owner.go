@@ -173,8 +173,10 @@ func (o *owner) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ds := d.Spec
-	ds.Sources = append([]spec.Source(nil), ds.Sources...)
+	ds, err := d.Spec.MapPasswords(n.box.Open)
+	if err != nil {
+		return fmt.Errorf("node %s cannot open destination %s's passwords: %w", n.cfg.Name, o.name, err)
+	}
 	for i := range ds.Sources {
 		src := &ds.Sources[i]
 		// MariaDB refuses a second replica with a server_id already

@@ -22,7 +22,7 @@ func TestAnswersHideSourcePasswords(t *testing.T) {
 	src.Exec(t, fmt.Sprintf("CREATE USER 'braid'@'%%' IDENTIFIED BY '%s'", password),
 		"GRANT REPLICATION SLAVE, REPLICATION CLIENT, BINLOG MONITOR, SELECT ON *.* TO 'braid'@'%'")
 	c := clustertest.Start(t, 3)
-	cl, err := client.New(strings.Join(c.URLs(), ","))
+	cl, err := client.New(strings.Join(c.URLs(), ","), client.WithToken(clustertest.AdminUser, clustertest.AdminPassword))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package raftstore
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -65,6 +66,19 @@ type Config struct {
 	TrailingLogs uint64
 	// SnapshotRetain is how many snapshots are kept on disk. Default: 2.
 	SnapshotRetain int
+
+	// TLS, if set, is the node's mutual-TLS identity (internal/pki's
+	// LoadNodeTLS): every connection to the node port, accepted or dialed,
+	// is TLS with a certificate from the cluster's CA on both sides; a
+	// dialer without one is refused at the handshake, before it can speak
+	// Raft or forward a write. Default: nil, plain TCP (trust whoever can
+	// reach the port).
+	TLS *tls.Config
+	// Protocols are further protocols served on the node port, by the
+	// first byte a dialer sends (DialPeer); 'R' and 'F' are raftstore's
+	// own. Each function serves its connection until it ends, and must
+	// close it. Default: none.
+	Protocols map[byte]func(net.Conn)
 
 	// NoForward makes a follower refuse writes with a *NotLeaderError
 	// instead of forwarding them to the leader. Default: false (forward).
@@ -150,6 +164,11 @@ func (c *Config) Validate() error {
 	}
 	if d.ApplyTimeout < 0 {
 		bad("ApplyTimeout %v: must not be negative", d.ApplyTimeout)
+	}
+	for b := range d.Protocols {
+		if b == connRaft || b == connForward {
+			bad("Protocols: byte %q is raftstore's own", b)
+		}
 	}
 	if d.LeaderLeaseTimeout > d.HeartbeatTimeout {
 		bad("LeaderLeaseTimeout %v is above HeartbeatTimeout %v", d.LeaderLeaseTimeout, d.HeartbeatTimeout)

@@ -224,7 +224,10 @@ func (s *Store) forward(ctx context.Context, addr string, typ byte, payload []by
 	c := s.fwd.get(addr)
 	if c == nil {
 		var err error
-		if c, err = s.mux.dial(addr, connForward, time.Until(deadline)); err != nil {
+		dctx, cancel := context.WithDeadline(ctx, deadline)
+		c, err = s.mux.dial(dctx, addr, connForward)
+		cancel()
+		if err != nil {
 			return nil, &unsentError{fmt.Errorf("raftstore: forward to leader at %s: %w", addr, err)}
 		}
 	}

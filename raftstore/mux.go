@@ -1,6 +1,8 @@
 package raftstore
 
 import (
+	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,15 +13,20 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// A node serves two protocols on its one TCP port, told apart by the first
-// byte a dialer sends: Raft's own RPCs (hashicorp/raft's NetworkTransport)
-// and braid's forwarding of writes and read-index requests to the leader.
+// A node serves several protocols on its one TCP port, told apart by the
+// first byte a dialer sends: Raft's own RPCs (hashicorp/raft's
+// NetworkTransport), braid's forwarding of writes and read-index requests
+// to the leader, and those of Config.Protocols (the cluster's canal relay
+// and node-to-node HTTP). With Config.TLS the byte is sent inside mutual
+// TLS: a dialer without a certificate from the cluster's CA never gets to
+// send it.
 const (
 	connRaft    byte = 'R'
 	connForward byte = 'F'
 )
 
-// classifyTimeout bounds the wait for a new connection's first byte.
+// classifyTimeout bounds the wait for a new connection's TLS handshake and
+// first byte.
 const classifyTimeout = 5 * time.Second
 
 // mux owns the node's listener and every connection accepted or dialed
@@ -29,8 +36,11 @@ type mux struct {
 	ln        net.Listener
 	advertise net.Addr
 	log       *slog.Logger
+	tls       *tls.Config // nil: plain TCP
 	raftCh    chan net.Conn
-	forward   func(net.Conn) // serves one forwarding connection until it ends
+	// serve maps a first byte to what serves such a connection until it
+	// ends: connForward's, and Config.Protocols.
+	serve map[byte]func(net.Conn)
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -42,12 +52,12 @@ type mux struct {
 
 var _ raft.StreamLayer = (*mux)(nil)
 
-func listenMux(bind, advertise string, log *slog.Logger) (*mux, error) {
+func listenMux(bind, advertise string, tlsCfg *tls.Config, log *slog.Logger) (*mux, error) {
 	ln, err := net.Listen("tcp", bind)
 	if err != nil {
 		return nil, fmt.Errorf("raftstore: listen on %s: %w", bind, err)
 	}
-	m := &mux{ln: ln, log: log, raftCh: make(chan net.Conn), closed: make(chan struct{}), conns: map[*trackedConn]struct{}{}}
+	m := &mux{ln: ln, log: log, tls: tlsCfg, raftCh: make(chan net.Conn), closed: make(chan struct{}), conns: map[*trackedConn]struct{}{}}
 	if advertise != "" {
 		a, err := net.ResolveTCPAddr("tcp", advertise)
 		if err != nil {
@@ -66,9 +76,10 @@ func listenMux(bind, advertise string, log *slog.Logger) (*mux, error) {
 	return m, nil
 }
 
-// start runs the accept loop; forward serves forwarding connections.
-func (m *mux) start(forward func(net.Conn)) {
-	m.forward = forward
+// start runs the accept loop; serve says what serves each protocol but
+// Raft's.
+func (m *mux) start(serve map[byte]func(net.Conn)) {
+	m.serve = serve
 	m.wg.Add(1)
 	go m.acceptLoop()
 }
@@ -99,28 +110,43 @@ func (m *mux) acceptLoop() {
 	}
 }
 
-func (m *mux) classify(c *trackedConn) {
+func (m *mux) classify(tc *trackedConn) {
 	defer m.wg.Done()
-	c.SetReadDeadline(time.Now().Add(classifyTimeout))
+	var c net.Conn = tc
+	c.SetDeadline(time.Now().Add(classifyTimeout))
+	if m.tls != nil {
+		t := tls.Server(tc, m.tls)
+		if err := t.Handshake(); err != nil {
+			// A dialer without the cluster's certificates: say so once
+			// per connection, as Consul does, so an operator sees who.
+			m.log.Warn("refused a connection to the raft port: TLS handshake failed (is it a node of this cluster, with a certificate from its CA?)",
+				"remote", tc.RemoteAddr().String(), "err", err)
+			tc.Close()
+			return
+		}
+		c = t // its Close closes tc
+	}
 	var b [1]byte
 	if _, err := c.Read(b[:]); err != nil {
 		c.Close()
 		return
 	}
-	c.SetReadDeadline(time.Time{})
-	switch b[0] {
-	case connRaft:
+	c.SetDeadline(time.Time{})
+	if b[0] == connRaft {
 		select {
 		case m.raftCh <- c:
 		case <-m.closed:
 			c.Close()
 		}
-	case connForward:
-		m.forward(c)
-	default:
+		return
+	}
+	serve, ok := m.serve[b[0]]
+	if !ok {
 		m.log.Warn("unknown protocol on raft port", "remote", c.RemoteAddr().String(), "byte", b[0])
 		c.Close()
+		return
 	}
+	serve(c)
 }
 
 // track registers c so Close closes it; nil (and c closed) if closed already.
@@ -171,11 +197,16 @@ func (m *mux) Addr() net.Addr { return m.advertise }
 
 // Dial implements raft.StreamLayer.
 func (m *mux) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return m.dial(string(address), connRaft, timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return m.dial(ctx, string(address), connRaft)
 }
 
-func (m *mux) dial(address string, proto byte, timeout time.Duration) (net.Conn, error) {
-	c, err := net.DialTimeout("tcp", address, timeout)
+// dial connects to another node's port for proto, within ctx's deadline
+// (the TLS handshake included).
+func (m *mux) dial(ctx context.Context, address string, proto byte) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", address)
 	if err != nil {
 		return nil, err
 	}
@@ -183,13 +214,24 @@ func (m *mux) dial(address string, proto byte, timeout time.Duration) (net.Conn,
 	if tc == nil {
 		return nil, net.ErrClosed
 	}
-	c.SetWriteDeadline(time.Now().Add(timeout))
-	if _, err := c.Write([]byte{proto}); err != nil {
-		tc.Close()
+	var conn net.Conn = tc
+	if dl, ok := ctx.Deadline(); ok {
+		conn.SetDeadline(dl)
+	}
+	if m.tls != nil {
+		t := tls.Client(tc, m.tls)
+		if err := t.HandshakeContext(ctx); err != nil {
+			tc.Close()
+			return nil, fmt.Errorf("TLS handshake with node %s: %w", address, err)
+		}
+		conn = t
+	}
+	if _, err := conn.Write([]byte{proto}); err != nil {
+		conn.Close()
 		return nil, err
 	}
-	c.SetWriteDeadline(time.Time{})
-	return tc, nil
+	conn.SetDeadline(time.Time{})
+	return conn, nil
 }
 
 // trackedConn forgets itself in its mux when closed.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -93,7 +94,7 @@ func Open(cfg Config) (*Store, error) {
 		s.bolt.Close()
 		return nil, fmt.Errorf("raftstore: read state: %w", err)
 	}
-	if s.mux, err = listenMux(cfg.BindAddr, cfg.AdvertiseAddr, s.log); err != nil {
+	if s.mux, err = listenMux(cfg.BindAddr, cfg.AdvertiseAddr, cfg.TLS, s.log); err != nil {
 		s.bolt.Close()
 		return nil, err
 	}
@@ -121,9 +122,24 @@ func Open(cfg Config) (*Store, error) {
 		s.bolt.Close()
 		return nil, fmt.Errorf("raftstore: start raft: %w", err)
 	}
-	s.mux.start(s.serveForward)
+	serve := map[byte]func(net.Conn){connForward: s.serveForward}
+	for b, f := range cfg.Protocols {
+		serve[b] = f
+	}
+	s.mux.start(serve)
 	s.log.Info("raft store open", "addr", s.Addr(), "data_dir", cfg.DataDir, "had_state", s.hadState)
 	return s, nil
+}
+
+// DialPeer connects to the node port of the node at addr (a Raft address)
+// for proto, one of Config.Protocols' bytes, with the node's TLS identity
+// when Config.TLS is set. ctx bounds the dial and the handshake. The
+// connection is closed when the store shuts down, if not before.
+func (s *Store) DialPeer(ctx context.Context, addr string, proto byte) (net.Conn, error) {
+	if proto == connRaft || proto == connForward {
+		return nil, fmt.Errorf("raftstore: protocol byte %q is raftstore's own", proto)
+	}
+	return s.mux.dial(ctx, addr, proto)
 }
 
 // HadState reports whether the data directory held Raft state when the

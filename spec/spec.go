@@ -372,6 +372,25 @@ func (s Spec) Redacted() Spec {
 	return s
 }
 
+// MapPasswords returns the spec with each source password replaced by
+// f's answer (sealing them for Raft, opening them to run); empty ones are
+// left alone. The spec itself is not changed. The first error stops it.
+func (s Spec) MapPasswords(f func(password string) (string, error)) (Spec, error) {
+	s.Sources = slices.Clone(s.Sources)
+	for i := range s.Sources {
+		src := &s.Sources[i]
+		if src.Password == "" {
+			continue
+		}
+		pw, err := f(src.Password)
+		if err != nil {
+			return Spec{}, fmt.Errorf("source %s: password: %w", src.Name, err)
+		}
+		src.Password = pw
+	}
+	return s, nil
+}
+
 func countSet(ss ...string) int {
 	n := 0
 	for _, s := range ss {

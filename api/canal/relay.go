@@ -109,13 +109,21 @@ func (ss *session) connectOwner(ctx context.Context, dest, client string, at *pb
 		ss.log.Warn("request refused", "code", CodeError, "reason", lookupErr.Error(), "dest", dest, "client", client)
 		return nil, "", lookupErr.Error(), false
 	}
-	auth := &pbp.ClientAuth{Username: ss.s.cfg.User,
+	user := ss.s.cfg.User
+	if ss.s.cfg.DialOwner != nil {
+		user = ss.user // the owner trusts a peer node's word for it
+	}
+	auth := &pbp.ClientAuth{Username: user,
 		NetReadTimeoutPresent:  &pbp.ClientAuth_NetReadTimeout{NetReadTimeout: millis(ss.readTimeout)},
 		NetWriteTimeoutPresent: &pbp.ClientAuth_NetWriteTimeout{NetWriteTimeout: millis(ss.writeTimeout)}}
 	if at != nil {
 		auth.Destination, auth.ClientId, auth.Filter, auth.StartTimestamp = at.Destination, at.ClientId, at.Filter, at.StartTimestamp
 	}
-	owner, err = dialOwner(ctx, addr, auth, ss.s.cfg.Password)
+	if dial := ss.s.cfg.DialOwner; dial != nil {
+		owner, err = dialPeerOwner(ctx, dial, addr, auth)
+	} else {
+		owner, err = dialOwner(ctx, addr, auth, ss.s.cfg.Password)
+	}
 	if err != nil {
 		ss.log.Warn("cannot relay to the destination's owner", "dest", dest, "client", client, "owner", addr, "err", err)
 		return nil, "", fmt.Sprintf("destination %s: cannot relay to its owner %s: %v; retry", dest, addr, err), false
@@ -159,6 +167,30 @@ func dialOwner(ctx context.Context, addr string, auth *pbp.ClientAuth, password 
 	return conn, nil
 }
 
+// dialPeerOwner is dialOwner on the owner's node port, through dial: the
+// client's user name goes unscrambled (auth.Username), the node port
+// having authenticated this node.
+func dialPeerOwner(ctx context.Context, dial func(context.Context, string) (net.Conn, error), addr string, auth *pbp.ClientAuth) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, relayHandshakeTimeout)
+	defer cancel()
+	conn, err := dial(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	conn.SetDeadline(time.Now().Add(relayHandshakeTimeout))
+	if err := ownerHandshake(conn, auth, ""); err != nil {
+		conn.Close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	conn.SetDeadline(time.Time{})
+	return conn, nil
+}
+
 func ownerHandshake(conn net.Conn, auth *pbp.ClientAuth, password string) error {
 	p, err := readPacket(conn)
 	if err != nil {
@@ -171,7 +203,7 @@ func ownerHandshake(conn net.Conn, auth *pbp.ClientAuth, password string) error 
 	if err := proto.Unmarshal(p.Body, &hs); err != nil {
 		return fmt.Errorf("undecodable HANDSHAKE: %w", err)
 	}
-	if auth.Username != "" {
+	if auth.Username != "" && password != "" {
 		auth.Password = []byte(hex.EncodeToString(scramble(password, hs.Seeds)))
 	}
 	auth.ProtoReflect().SetUnknown(protowire.AppendVarint(protowire.AppendTag(nil, relayMarkField, protowire.VarintType), 1))

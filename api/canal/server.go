@@ -25,6 +25,24 @@ type Config struct {
 	// the owner with them too: the nodes of a cluster share the account.
 	// Default: "".
 	User, Password string
+	// Login, if set, authenticates clients instead of User and Password:
+	// it checks a CLIENTAUTHENTICATION's user name and hex scramble of
+	// the password with the connection's seed, and returns which
+	// destinations that user may read, or an error (the client is refused
+	// with canal's "auth failed for user:NAME"). Default: nil.
+	Login func(user string, hexScramble, seed []byte) (mayRead func(dest string) bool, err error)
+	// PeerUser returns what a user a peer node authenticated may read, on
+	// connections served with ServePeer (a relay from another node of the
+	// cluster: its node port has authenticated that node with TLS, and the
+	// node its client). False refuses the connection. Default: nil, every
+	// relayed client reads everything.
+	PeerUser func(user string) (mayRead func(dest string) bool, ok bool)
+	// DialOwner, if set, connects a relay to the owner Forward named, on
+	// the owner's node port (ServePeer serves the other end): the relay
+	// then sends its client's user name, which the owner trusts, and no
+	// scramble. Default: nil, the relay dials the owner's canal port and
+	// authenticates with User and Password.
+	DialOwner func(ctx context.Context, addr string) (net.Conn, error)
 	// Forward, if set, is asked for the canal address (host:port) of the
 	// node that serves a destination missing from Registry; the client's
 	// connection is then relayed to that node (see "Relaying" in the
@@ -77,7 +95,7 @@ func NewServer(cfg Config) *Server {
 // error (after closing every connection, too); other accept errors are
 // logged and retried.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
-	if s.cfg.User == "" {
+	if s.cfg.User == "" && s.cfg.Login == nil {
 		s.log.Warn("no user configured: every canal client is accepted without authentication", "addr", l.Addr().String())
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -108,15 +126,26 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 			return err
 		}
 		delay = 0
-		wg.Go(func() {
-			stopConn := context.AfterFunc(ctx, func() { conn.Close() })
-			defer stopConn()
-			defer conn.Close()
-			sess := &session{s: s, conn: &clientConn{Conn: conn}, readTimeout: s.cfg.IdleTimeout, writeTimeout: s.cfg.IdleTimeout,
-				log: s.log.With("remote", conn.RemoteAddr().String())}
-			sess.serve(ctx)
-		})
+		wg.Go(func() { s.serveConn(ctx, conn, false) })
 	}
+}
+
+// ServePeer serves one connection a peer node relays from its client
+// (Config.DialOwner on that node) until it ends or ctx does, and closes
+// it. The client's user name is trusted as the peer sent it (see
+// Config.PeerUser), so conn must come from a port only the cluster's
+// nodes can speak on.
+func (s *Server) ServePeer(ctx context.Context, conn net.Conn) {
+	s.serveConn(ctx, conn, true)
+}
+
+func (s *Server) serveConn(ctx context.Context, conn net.Conn, peer bool) {
+	stopConn := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stopConn()
+	defer conn.Close()
+	sess := &session{s: s, conn: &clientConn{Conn: conn}, peer: peer, readTimeout: s.cfg.IdleTimeout, writeTimeout: s.cfg.IdleTimeout,
+		log: s.log.With("remote", conn.RemoteAddr().String())}
+	sess.serve(ctx)
 }
 
 // scramble is canal's (MySQL 4.1's) password scramble, as its clients
@@ -134,9 +163,28 @@ func scramble(password string, seed []byte) []byte {
 	return out
 }
 
-// auth checks a client's user and hex-encoded scramble against the
-// configured account.
-func (s *Server) auth(user string, hexScramble []byte, seed []byte) bool {
+// readAll is the access of a client that may read every destination.
+func readAll(string) bool { return true }
+
+// auth checks a client's user and hex-encoded scramble against Login or
+// the configured account, and returns what the client may read; peer
+// connections are checked with PeerUser instead.
+func (s *Server) auth(user string, hexScramble []byte, seed []byte, peer bool) (mayRead func(string) bool, ok bool) {
+	switch {
+	case peer && s.cfg.PeerUser != nil:
+		return s.cfg.PeerUser(user)
+	case peer:
+		return readAll, true
+	case s.cfg.Login != nil:
+		mayRead, err := s.cfg.Login(user, hexScramble, seed)
+		return mayRead, err == nil
+	}
+	return readAll, s.accountOK(user, hexScramble, seed)
+}
+
+// accountOK checks a client's user and hex-encoded scramble against
+// Config.User and Password.
+func (s *Server) accountOK(user string, hexScramble []byte, seed []byte) bool {
 	if s.cfg.User == "" {
 		return true
 	}

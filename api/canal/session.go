@@ -61,7 +61,10 @@ type session struct {
 	log                       *slog.Logger
 	readTimeout, writeTimeout time.Duration
 	seed                      []byte
+	peer                      bool // served with ServePeer
 	authed                    bool
+	mayRead                   func(dest string) bool // once authed
+	user                      string                 // once authed
 	out                       []byte
 	enc                       encoder    // MESSAGES frames
 	relay                     relayState // relay.go
@@ -196,8 +199,14 @@ func (ss *session) authenticate(ctx context.Context, p *pbp.Packet) bool {
 		ss.fail(CodeError, fmt.Sprintf("undecodable CLIENTAUTHENTICATION: %v", err))
 		return false
 	}
-	if !ss.s.auth(a.Username, a.Password, ss.seed) {
+	mayRead, ok := ss.s.auth(a.Username, a.Password, ss.seed, ss.peer)
+	if !ok {
 		ss.fail(CodeError, "auth failed for user:"+a.Username, "user", a.Username)
+		return false
+	}
+	ss.mayRead = mayRead
+	if a.Destination != "" && !mayRead(a.Destination) {
+		ss.fail(CodeError, deniedMessage(a.Username, a.Destination), "user", a.Username, "dest", a.Destination)
 		return false
 	}
 	if ss.relay.relayed = isRelayed(&a); ss.relay.relayed {
@@ -225,7 +234,7 @@ func (ss *session) authenticate(ctx context.Context, p *pbp.Packet) bool {
 			d.Store.Subscribe(a.ClientId)
 		}
 	}
-	ss.authed = true
+	ss.authed, ss.user = true, a.Username
 	ss.log = ss.log.With("user", a.Username)
 	return ss.writeAck(0, "") == nil
 }
@@ -286,6 +295,11 @@ func (ss *session) handle(ctx context.Context, p *pbp.Packet) error {
 	return ss.fail(CodeError, fmt.Sprintf("packet type=%s is NOT supported!", p.Type))
 }
 
+// deniedMessage refuses user a destination its account may not read.
+func deniedMessage(user, dest string) string {
+	return fmt.Sprintf("user %s may not read destination %s: an admin lists it in the user's destinations in the users file", user, dest)
+}
+
 // identified decodes a request that names a destination and a client id,
 // looks the destination up and runs do; it answers canal's errors for a
 // request it cannot decode, a missing identity and an unknown destination,
@@ -297,6 +311,9 @@ func (ss *session) identified(ctx context.Context, p *pbp.Packet, m proto.Messag
 	}
 	if dest() == "" || client() == "" {
 		return ss.fail(CodeMissingIdentity, "destination or clientId is null", "type", p.Type.String())
+	}
+	if !ss.mayRead(dest()) {
+		return ss.fail(CodeError, deniedMessage(ss.user, dest()), "dest", dest(), "client", client(), "type", p.Type.String())
 	}
 	d, err := ss.s.cfg.Registry.Lookup(dest())
 	if err != nil && ss.canForward(err) {

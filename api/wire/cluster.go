@@ -91,3 +91,11 @@ type Deleted struct {
 	// Deleted is the name of the destination deleted.
 	Deleted string `json:"deleted"`
 }
+
+// NodeRemoved answers DELETE /v1/cluster/nodes/{name}.
+type NodeRemoved struct {
+	// Removed is the name of the node taken out of the Raft configuration.
+	Removed string `json:"removed"`
+	// Voters are the voters left, by name.
+	Voters []string `json:"voters"`
+}

@@ -11,6 +11,7 @@
 //	POST   /v1/destinations                    the spec (YAML or JSON) → DestinationInfo, 201
 //	GET    /v1/destinations/{name}/spec        DestinationInfo
 //	DELETE /v1/destinations/{name}[?force=true] Deleted
+//	DELETE /v1/cluster/nodes/{name}             NodeRemoved
 //	GET    /v1/destinations/{name}             State (served by the owner)
 //	POST   /v1/destinations/{name}/ack         AckResult (served by the owner)
 //

@@ -32,6 +32,7 @@ type Cluster struct {
 	t     testing.TB
 	opts  options
 	nodes []*Node
+	sec   *security
 	log   *logWriter
 	// http asks the nodes without following redirects, so that a test
 	// sees which node answers.
@@ -49,7 +50,8 @@ type options struct {
 // WithConfig lets f change each node's cluster.Config before it starts
 // (Lease, CursorInterval, CanalPort...). Name, DataDir, Addr, the ports,
 // Join, BootstrapExpect, RaftAdvertise and GossipTransport are the
-// harness's and must be left alone.
+// harness's and must be left alone; TLS, GossipKey and Users are the
+// harness's protection, which a test may take away.
 func WithConfig(f func(*cluster.Config)) Option { return func(o *options) { o.config = f } }
 
 // WithLogLevel sets the level of the nodes' logs, which go to the test's
@@ -73,7 +75,7 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 	t.Setenv("GOMEMLIMIT", "off")
 	c := &Cluster{t: t, opts: o, log: &logWriter{w: t.Output()},
 		http: &http.Client{
-			Transport:     &http.Transport{DisableKeepAlives: true},
+			Transport:     asAdmin{&http.Transport{DisableKeepAlives: true}},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 			Timeout:       Timeout,
 		}}
@@ -83,11 +85,19 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
+	if c.sec, err = newSecurity(t); err != nil {
+		t.Fatalf("clustertest: certificates and users: %v", err)
+	}
 	for i := range n {
 		nd := &Node{Name: fmt.Sprintf("n%d", i+1), c: c}
 		p := ps[4*i : 4*i+4]
+		nodeTLS, err := c.sec.nodeTLS(nd.Name)
+		if err != nil {
+			t.Fatalf("clustertest: certificate of %s: %v", nd.Name, err)
+		}
 		nd.cfg = cluster.Config{Name: nd.Name, DataDir: filepath.Join(dir, nd.Name), Addr: "127.0.0.1",
-			RaftPort: p[0], GossipPort: p[2], HTTPPort: p[3], BootstrapExpect: n}
+			RaftPort: p[0], GossipPort: p[2], HTTPPort: p[3], BootstrapExpect: n,
+			TLS: nodeTLS, GossipKey: c.sec.gossipKey, Users: c.sec.users}
 		nd.proxy, err = listenProxy(hostPort(p[1]), hostPort(p[0]))
 		if err != nil {
 			c.cleanup()

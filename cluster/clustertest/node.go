@@ -257,3 +257,10 @@ func (n *Node) Members() []string {
 	}
 	return slices.Sorted(slices.Values(out))
 }
+
+// RaftAddr is the node's own Raft port (its node port), not the proxy it
+// advertises: where a test dials it as an outsider would.
+func (n *Node) RaftAddr() string { return hostPort(n.cfg.RaftPort) }
+
+// GossipAddr is the node's gossip address (TCP and UDP).
+func (n *Node) GossipAddr() string { return hostPort(n.cfg.GossipPort) }

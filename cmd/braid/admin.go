@@ -31,15 +31,6 @@ func adminContext() (context.Context, context.CancelFunc) {
 	return ctx, func() { cancel(); stop() }
 }
 
-// newAdminClient is the client of the nodes of --server.
-func newAdminClient(server string) (*client.Client, error) {
-	c, err := client.New(server)
-	if err != nil {
-		return nil, fmt.Errorf("--server %q is not a node's HTTP address such as http://127.0.0.1:8081 (or several, comma-separated)", server)
-	}
-	return c, nil
-}
-
 // adminError is a failed call as one line for the operator: the node's own
 // message when it answered, else what kept it from answering.
 func adminError(server string, err error) error {
@@ -74,8 +65,8 @@ func rootErr(err error) error {
 }
 
 // adminFlags are the flags every operator command takes.
-func adminFlags(fs *flag.FlagSet) (server *string, asJSON *bool) {
-	server = fs.String("server", "http://127.0.0.1:8081", "a braid node's HTTP address (any node of the cluster; several, comma-separated, are tried in turn)")
+func adminFlags(fs *flag.FlagSet) (conn *connFlags, asJSON *bool) {
+	conn = addConnFlags(fs, "a braid node's HTTP address (any node of the cluster; several, comma-separated, are tried in turn)")
 	asJSON = fs.Bool("json", false, "print JSON instead of a table")
 	return
 }
@@ -107,7 +98,7 @@ func runDestination(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("destination "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { usage(); fmt.Fprintln(stderr, "\nFlags:"); fs.PrintDefaults() }
-	server, asJSON := adminFlags(fs)
+	conn, asJSON := adminFlags(fs)
 	file := fs.String("f", "", "create: the destination spec file (YAML or JSON; see README)")
 	force := fs.Bool("force", false, "delete: even if consumers have cursors (they lose their place)")
 	var name string
@@ -124,7 +115,7 @@ func runDestination(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "braid destination %s: %s\n", sub, oneLine(err))
 		return 1
 	}
-	ac, err := newAdminClient(*server)
+	ac, err := conn.client()
 	if err != nil {
 		return fail(err)
 	}
@@ -149,7 +140,7 @@ func runDestination(args []string, stdout, stderr io.Writer) int {
 		}
 		info, err := ac.CreateDestination(ctx, body)
 		if err != nil {
-			return fail(adminError(*server, err))
+			return fail(adminError(conn.server, err))
 		}
 		if *asJSON {
 			printJSON(stdout, info)
@@ -160,7 +151,7 @@ func runDestination(args []string, stdout, stderr io.Writer) int {
 	case "list":
 		st, err := ac.ClusterStatus(ctx)
 		if err != nil {
-			return fail(adminError(*server, err))
+			return fail(adminError(conn.server, err))
 		}
 		if *asJSON {
 			printJSON(stdout, st.Destinations)
@@ -178,7 +169,7 @@ func runDestination(args []string, stdout, stderr io.Writer) int {
 		}
 		info, err := ac.Destination(ctx, name)
 		if err != nil {
-			return fail(adminError(*server, err))
+			return fail(adminError(conn.server, err))
 		}
 		if *asJSON {
 			printJSON(stdout, info)
@@ -190,7 +181,7 @@ func runDestination(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		if err := ac.DeleteDestination(ctx, name, *force); err != nil {
-			return fail(adminError(*server, err))
+			return fail(adminError(conn.server, err))
 		}
 		fmt.Fprintf(stdout, "destination %s deleted\n", name)
 	default:
@@ -271,22 +262,32 @@ func indent(s, prefix string) string {
 }
 
 func runCluster(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "status" {
+	usage := func() {
 		fmt.Fprintln(stderr, "Usage: braid cluster status [--server URL] [--json]")
-		fmt.Fprintln(stderr, "\nShows the cluster's nodes (gossip state, Raft role, addresses) and destinations")
-		fmt.Fprintln(stderr, "(owner, epoch, per-source lag), as one node sees them.")
+		fmt.Fprintln(stderr, "       braid cluster remove NODE [--server URL] [--json]")
+		fmt.Fprintln(stderr, "\nstatus shows the cluster's nodes (gossip state, Raft role, addresses) and")
+		fmt.Fprintln(stderr, "destinations (owner, epoch, per-source lag), as one node sees them.")
+		fmt.Fprintln(stderr, "remove takes a dead node out of the Raft configuration, so that the quorum no")
+		fmt.Fprintln(stderr, "longer counts it (the leader does so by itself after --reap-dead-after once three")
+		fmt.Fprintln(stderr, "voters stay without it); a live node is refused: stop it first.")
+	}
+	if len(args) == 0 || (args[0] != "status" && args[0] != "remove") {
+		usage()
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
 			return 0
 		}
 		return 2
 	}
+	if args[0] == "remove" {
+		return runClusterRemove(args[1:], stdout, stderr, usage)
+	}
 	fs := flag.NewFlagSet("cluster status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	server, asJSON := adminFlags(fs)
+	conn, asJSON := adminFlags(fs)
 	if code, ok := parseFlags(fs, args[1:], stderr, false); !ok {
 		return code
 	}
-	ac, err := newAdminClient(*server)
+	ac, err := conn.client()
 	if err != nil {
 		fmt.Fprintln(stderr, "braid cluster status:", oneLine(err))
 		return 1
@@ -295,7 +296,7 @@ func runCluster(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	st, err := ac.ClusterStatus(ctx)
 	if err != nil {
-		fmt.Fprintln(stderr, "braid cluster status:", oneLine(adminError(*server, err)))
+		fmt.Fprintln(stderr, "braid cluster status:", oneLine(adminError(conn.server, err)))
 		return 1
 	}
 	if *asJSON {
@@ -313,5 +314,44 @@ func runCluster(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", d.Name, orDash(d.Owner), d.Epoch, d.Seq, maxLag(d))
 	}
 	tw.Flush()
+	return 0
+}
+
+func runClusterRemove(args []string, stdout, stderr io.Writer, usage func()) int {
+	fs := flag.NewFlagSet("cluster remove", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { usage(); fmt.Fprintln(stderr, "\nFlags:"); fs.PrintDefaults() }
+	conn, asJSON := adminFlags(fs)
+	var name string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		name, args = args[0], args[1:]
+	}
+	if code, ok := parseFlags(fs, args, stderr, false); !ok {
+		return code
+	}
+	if name == "" && fs.NArg() > 0 {
+		name = fs.Arg(0)
+	}
+	if name == "" {
+		fmt.Fprintln(stderr, "braid cluster remove: name the dead node to remove, e.g. braid cluster remove n3 (braid cluster status lists them)")
+		return 2
+	}
+	ac, err := conn.client()
+	if err != nil {
+		fmt.Fprintln(stderr, "braid cluster remove:", oneLine(err))
+		return 1
+	}
+	ctx, cancel := adminContext()
+	defer cancel()
+	res, err := ac.RemoveNode(ctx, name)
+	if err != nil {
+		fmt.Fprintln(stderr, "braid cluster remove:", oneLine(adminError(conn.server, err)))
+		return 1
+	}
+	if *asJSON {
+		printJSON(stdout, res)
+		return 0
+	}
+	fmt.Fprintf(stdout, "removed node %s from raft; voters now: %s\n", res.Removed, strings.Join(res.Voters, ", "))
 	return 0
 }

@@ -46,12 +46,12 @@ func (n *testNode) signal(t *testing.T, sig syscall.Signal) {
 func (n *testNode) logTail() string { return braidproc.LogTail(n.Node, 60) }
 
 // newNode is a node that is no member of the test's cluster (of another
-// cluster, or reusing a name), on free ports under dir; args are extra
-// flags.
-func newNode(t *testing.T, name, dir string, args ...string) *testNode {
+// cluster, or reusing a name), on free ports under dir, with sec's
+// certificates and users; args are extra flags.
+func newNode(t *testing.T, sec *localcluster.Security, name, dir string, args ...string) *testNode {
 	t.Helper()
 	p := freePorts(t, 4)
-	n := &testNode{&localcluster.Node{Name: name, Dir: filepath.Join(dir, name),
+	n := &testNode{&localcluster.Node{Name: name, Dir: filepath.Join(dir, name), Security: sec,
 		RaftPort: p[0], GossipPort: p[1], HTTPPort: p[2], CanalPort: p[3], Args: append([]string{"--log-level", "debug"}, args...)}}
 	t.Cleanup(n.Kill)
 	return n
@@ -75,12 +75,14 @@ func freePorts(t *testing.T, n int) []int {
 }
 
 // startCluster starts three nodes that bootstrap a new cluster, logging at
-// debug level, and waits for it to have a leader and three live nodes. A
+// debug level with the extra flags args, and waits for it to have a leader and three live nodes. A
 // failed test shows each node's log, and keeps the logs in
 // $BRAID_TEST_LOGS when it is set (braidproc.Start).
-func startCluster(t *testing.T) *testCluster {
+func startCluster(t *testing.T, args ...string) *testCluster {
 	t.Helper()
-	cl := braidproc.Start(t, 3, "--log-level", "debug")
+	cl := braidproc.Start(t, 3, append([]string{"--log-level", "debug"}, args...)...)
+	// The CLI calls of the test (cli) are the admin's.
+	t.Setenv(tokenEnv, cl.Security.Admin.Token())
 	c := &testCluster{Cluster: cl, bin: cl.Bin}
 	for _, n := range cl.Nodes {
 		c.nodes = append(c.nodes, &testNode{n})
@@ -283,7 +285,7 @@ func TestClusterBadInput(t *testing.T) {
 	}
 
 	// A node of another cluster, and a node reusing a name, are refused.
-	other := newNode(t, "x1", t.TempDir(), "--cluster", "other")
+	other := newNode(t, c.Security, "x1", t.TempDir(), "--cluster", "other")
 	other.start(t, c.bin, []string{fmt.Sprintf("127.0.0.1:%d", c.nodes[0].GossipPort)})
 	select {
 	case <-other.Exited():
@@ -293,7 +295,7 @@ func TestClusterBadInput(t *testing.T) {
 	if log := other.logTail(); !strings.Contains(log, "belongs to cluster") {
 		t.Errorf("node of another cluster: log does not say why:\n%s", log)
 	}
-	twin := newNode(t, "n1", t.TempDir())
+	twin := newNode(t, c.Security, "n1", t.TempDir())
 	twin.start(t, c.bin, []string{fmt.Sprintf("127.0.0.1:%d", c.nodes[1].GossipPort)})
 	defer twin.Kill()
 	c.waitFor(t, 20*time.Second, "a clear error about two nodes named n1", func() (bool, string) {

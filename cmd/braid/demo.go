@@ -389,7 +389,9 @@ func (d *demo) startStreaming(ctx context.Context) error {
 	}
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(d.opts.logLevel))
-	cl, err := client.New(d.cluster.URLs(), client.WithBackoff(100*time.Millisecond, time.Second), client.WithJSONLines(),
+	app := d.cluster.Security.Consumer
+	cl, err := client.New(d.cluster.URLs(), client.WithToken(app.User, app.Password),
+		client.WithBackoff(100*time.Millisecond, time.Second), client.WithJSONLines(),
 		client.WithLogger(slog.New(slog.NewTextHandler(d.consumerLog, &slog.HandlerOptions{Level: level}))))
 	if err != nil {
 		return err

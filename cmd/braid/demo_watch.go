@@ -160,9 +160,11 @@ func (d *demo) instructions() {
 	}
 	lines = append(lines, "",
 		"Meanwhile, in another terminal:",
-		fmt.Sprintf("    %s cluster status --server %s", d.braid, other.URL()),
-		fmt.Sprintf("    %s tail shop --server %s --client-id you", d.braid, other.URL()),
-		fmt.Sprintf("canal clients: any node's canal port, e.g. 127.0.0.1:%d, destination shop", other.CanalPort),
+		fmt.Sprintf("    %s cluster status --server %s --token-file %s", d.braid, other.URL(), d.cluster.Security.AdminTokenFile()),
+		fmt.Sprintf("    %s tail shop --server %s --client-id you --token-file %s", d.braid, other.URL(), d.cluster.Security.AdminTokenFile()),
+		fmt.Sprintf("canal clients: any node's canal port, e.g. 127.0.0.1:%d, destination shop, as user:password in %s/app.token",
+			other.CanalPort, d.cluster.Security.Dir),
+		fmt.Sprintf("certificates, gossip key, users: %s (the nodes' mutual TLS and logins)", d.cluster.Security.Dir),
 		fmt.Sprintf("logs: %s/{n1,n2,n3,consumer}.log", d.dir))
 	if d.opts.duration == 0 {
 		lines = append(lines, "Ctrl-C stops the demo.")

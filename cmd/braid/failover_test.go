@@ -25,6 +25,7 @@ import (
 
 	"github.com/braid-cdc/braid/api/canal"
 	"github.com/braid-cdc/braid/client"
+	"github.com/braid-cdc/braid/internal/localcluster"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 )
 
@@ -63,7 +64,9 @@ func startConsumer(t *testing.T, c *testCluster, dest, clientID string) *consume
 			t.Logf("consumer log:\n%s", b)
 		}
 	})
-	cl, err := client.New(joinComma(urls), client.WithBackoff(50*time.Millisecond, 500*time.Millisecond), client.WithAckInterval(100*time.Millisecond),
+	app := c.Security.Consumer
+	cl, err := client.New(joinComma(urls), client.WithToken(app.User, app.Password),
+		client.WithBackoff(50*time.Millisecond, 500*time.Millisecond), client.WithAckInterval(100*time.Millisecond),
 		client.WithLogger(slog.New(slog.NewTextHandler(logf, nil))))
 	if err != nil {
 		t.Fatal(err)
@@ -365,6 +368,7 @@ func startDirectStream(t *testing.T, n *testNode, dest, clientID string) *direct
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, n.URL()+"/v1/destinations/"+dest+"/stream?client-id="+clientID, nil)
+	req.SetBasicAuth(n.Security.Consumer.User, n.Security.Consumer.Password)
 	resp, err := hc.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -581,7 +585,8 @@ func startCanalConsumer(t *testing.T, n *testNode, dest string, clientID int) *c
 // session is one connection's life; canal-go panics on some failures.
 func (cc *canalConsumer) session(n *testNode, dest string, clientID int) {
 	defer func() { recover() }()
-	c := canalclient.NewSimpleCanalConnector("127.0.0.1", n.CanalPort, "", "", dest, 60000, 60000)
+	app := n.Security.Consumer // canal's login, against the users file
+	c := canalclient.NewSimpleCanalConnector("127.0.0.1", n.CanalPort, app.User, app.Password, dest, 60000, 60000)
 	c.ClientIdentity.ClientId = clientID
 	if err := c.Connect(); err != nil {
 		return
@@ -696,7 +701,7 @@ func TestClusterCanalFailover(t *testing.T) {
 	// packets go by hand.)
 	close(cc.stop)
 	<-cc.done
-	canalUnsubscribe(t, fmt.Sprintf("127.0.0.1:%d", entry.CanalPort), "shop", "1001")
+	canalUnsubscribe(t, fmt.Sprintf("127.0.0.1:%d", entry.CanalPort), entry.Security.Consumer, "shop", "1001")
 	c.waitFor(t, 10*time.Second, "the unsubscribed client's cursor gone", func() (bool, string) {
 		_, errs, code := cli("destination", "delete", "shop", "--server", entry.URL())
 		return code == 0, errs
@@ -705,7 +710,7 @@ func TestClusterCanalFailover(t *testing.T) {
 
 // canalUnsubscribe logs in to a canal port and unsubscribes a client id,
 // as canal's Java client does on unsubscribe().
-func canalUnsubscribe(t *testing.T, addr, dest, client string) {
+func canalUnsubscribe(t *testing.T, addr string, login localcluster.Credential, dest, client string) {
 	t.Helper()
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
@@ -713,8 +718,14 @@ func canalUnsubscribe(t *testing.T, addr, dest, client string) {
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := canal.ReadFrame(conn, 1<<20); err != nil { // the handshake
+	hsFrame, err := canal.ReadFrame(conn, 1<<20)
+	if err != nil {
 		t.Fatal(err)
+	}
+	var hsPacket pbp.Packet
+	var hs pbp.Handshake
+	if proto.Unmarshal(hsFrame, &hsPacket) != nil || proto.Unmarshal(hsPacket.Body, &hs) != nil {
+		t.Fatalf("undecodable handshake %x", hsFrame)
 	}
 	exchange := func(typ pbp.PacketType, body proto.Message) {
 		b, _ := proto.Marshal(body)
@@ -733,6 +744,8 @@ func canalUnsubscribe(t *testing.T, addr, dest, client string) {
 			t.Fatalf("%s refused: %s", typ, ack.GetErrorMessage())
 		}
 	}
-	exchange(pbp.PacketType_CLIENTAUTHENTICATION, &pbp.ClientAuth{})
+	pw, seed := []byte(login.Password), hs.Seeds
+	exchange(pbp.PacketType_CLIENTAUTHENTICATION, &pbp.ClientAuth{Username: login.User,
+		Password: []byte(canalclient.ByteSliceToHexString(canalclient.Scramble411(&pw, &seed)))})
 	exchange(pbp.PacketType_UNSUBSCRIPTION, &pbp.Unsub{Destination: dest, ClientId: client})
 }

@@ -23,8 +23,10 @@ var commands = map[string]command{
 	"server":      {"run a node of a braid cluster", runServer},
 	"demo":        {"start three shards and a three-node cluster on this machine, stream a live order workload, and show a takeover", runDemo},
 	"destination": {"create, list, show or delete a cluster's destinations", runDestination},
-	"cluster":     {"show a cluster's nodes and destinations", runCluster},
+	"cluster":     {"show a cluster's nodes and destinations, or remove a dead node", runCluster},
 	"tail":        {"print a destination's stream from a braid node, acking as it goes", runTail},
+	"certs":       {"make the CA, node certificates and gossip key a secure cluster needs", runCerts},
+	"users":       {"hash a password for a --users-file, or check such a file", runUsers},
 	"version":     {"print braid's version", runVersion},
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -29,6 +30,9 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Cluster, "cluster", "braid", "cluster name: nodes refuse to join a cluster of another name")
 	canalAccount := addCanalLoginFlags(fs, "user canal clients must log in as, the same on every node (default: accept every client, with a warning)")
 	fs.DurationVar(&cfg.Lease, "lease", cluster.DefaultLease, "ownership lease: a node serves a destination only while it confirmed its ownership within this; a takeover waits this long (fencing)")
+	var sec securityFlags
+	sec.add(fs)
+	fs.DurationVar(&cfg.ReapDeadAfter, "reap-dead-after", cluster.DefaultReapDeadAfter, "remove a voter from Raft once gossip has missed it this long, if three voters stay without it (braid cluster remove does it at once)")
 	logLevel := fs.String("log-level", "info", "log level on stderr: debug, info, warn or error")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: braid server --name n1 --data-dir DIR [--addr 127.0.0.1] [--raft-port 7001] [--gossip-port 7101]")
@@ -39,6 +43,9 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "A consumer may connect to any node. Start three nodes with --bootstrap-expect 3,")
 		fmt.Fprintln(stderr, "each joining the others; then create destinations with 'braid destination create'.")
 		fmt.Fprintln(stderr, "Ctrl-C (SIGTERM) leaves the cluster gracefully.")
+		fmt.Fprintln(stderr, "\nA node of a cluster of several needs --tls-ca/--tls-cert/--tls-key and")
+		fmt.Fprintln(stderr, "--gossip-key-file (braid certs makes them), and one on a non-loopback --addr a")
+		fmt.Fprintln(stderr, "--users-file (braid users hash makes its hashes); --insecure runs without.")
 		fmt.Fprintln(stderr, "\nFlags:")
 		fs.PrintDefaults()
 	}
@@ -64,12 +71,19 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg.Logger = log
-	if cfg.CanalPort > 0 && cfg.CanalUser == "" {
+	if err := sec.apply(&cfg); err != nil {
+		fmt.Fprintln(stderr, "braid server:", oneLine(err))
+		return 2
+	}
+	if cfg.CanalPort > 0 && cfg.CanalUser == "" && cfg.Users == nil {
 		log.Warn("canal clients are not authenticated: anyone who reaches the canal port may read every destination; set --canal-user, with --canal-password-file or $" + canalPasswordEnv)
 	}
 	node, err := cluster.Start(cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "braid server:", oneLine(err))
+		if errors.Is(err, cluster.ErrUnprotected) {
+			return 2
+		}
 		return 1
 	}
 	ctx, stop := signalContext()

@@ -15,7 +15,7 @@ import (
 func runTail(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tail", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	server := fs.String("server", "http://127.0.0.1:8081", "a braid node's HTTP address")
+	conn := addConnFlags(fs, "a braid node's HTTP address (several, comma-separated, are tried in turn)")
 	clientID := fs.String("client-id", "tail", "the consumer's id: its cursor on the server is kept under it")
 	maxMsgs := fs.Int("max", 0, "exit after printing this many messages (0: no limit)")
 	timeout := fs.Duration("timeout", 0, "exit after this long, e.g. 30s (0: no limit)")
@@ -49,7 +49,7 @@ func runTail(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	// It prints the server's JSON lines as they come.
-	c, err := client.New(*server, client.WithLogger(log), client.WithJSONLines())
+	c, err := conn.client(client.WithLogger(log), client.WithJSONLines())
 	if err != nil {
 		fmt.Fprintln(stderr, "braid tail:", oneLine(err))
 		return 2

@@ -27,7 +27,8 @@ var clusterMay = []string{
 	"api/canal", "api/native", "api/wire",
 	"stream", "group", "raftstore", "binlog", "spec", "change", "schema", "flat",
 	"sink/...",
-	"internal/jsontext", "internal/ports", "internal/netlimit",
+	"internal/jsontext", "internal/ports", "internal/netlimit", "internal/secret",
+	"auth",
 }
 
 // testHarnesses are the test harnesses: no server package imports them, and
@@ -54,6 +55,7 @@ var table = map[string]rule{
 
 	// The protocols; wire holds the HTTP API's JSON shapes and needs no one.
 	"api/wire":   {},
+	"auth":       {},
 	"api/canal":  {may: apiMay},
 	"api/native": {may: apiMay},
 
@@ -62,7 +64,7 @@ var table = map[string]rule{
 
 	// The node, and its in-process harness for tests.
 	"cluster":             {may: clusterMay},
-	"cluster/clustertest": {may: append([]string{"cluster"}, clusterMay...)},
+	"cluster/clustertest": {may: append([]string{"cluster", "internal/pki"}, clusterMay...)},
 
 	// The one Go client speaks only the wire types.
 	"client": {may: []string{"api/wire", "internal/jsontext"}},
@@ -71,8 +73,10 @@ var table = map[string]rule{
 	"internal/jsontext":     {},
 	"internal/ports":        {},
 	"internal/netlimit":     {},
+	"internal/secret":       {},
+	"internal/pki":          {},
 	"internal/mariadb":      {may: []string{"internal/ports"}},
-	"internal/localcluster": {may: []string{"api/wire", "client", "internal/ports"}},
+	"internal/localcluster": {may: []string{"api/wire", "client", "internal/ports", "internal/pki", "auth"}},
 
 	// Test harnesses exec the binary and speak wire types; never server
 	// packages.

@@ -31,6 +31,9 @@ type Cluster struct {
 	Bin string
 	// Nodes are the cluster's nodes, n1, n2, …; set by New.
 	Nodes []*Node
+	// Security protects the nodes (made by New in dir/security); its
+	// Admin is the credential of Client's calls.
+	Security *Security
 
 	http *http.Client // shared by the clients of Client
 }
@@ -48,10 +51,14 @@ func New(bin, dir string, size int, args ...string) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("localcluster: %w", err)
 	}
-	c := &Cluster{Bin: bin, http: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}}
+	sec, err := NewSecurity(filepath.Join(dir, "security"))
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{Bin: bin, Security: sec, http: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}}
 	for i := range size {
 		name := fmt.Sprintf("n%d", i+1)
-		c.Nodes = append(c.Nodes, &Node{Name: name, Dir: filepath.Join(dir, name),
+		c.Nodes = append(c.Nodes, &Node{Name: name, Dir: filepath.Join(dir, name), Security: sec,
 			RaftPort: p[4*i], GossipPort: p[4*i+1], HTTPPort: p[4*i+2], CanalPort: p[4*i+3],
 			Args: append([]string{"--bootstrap-expect", strconv.Itoa(size)}, args...)})
 	}
@@ -149,7 +156,7 @@ func (c *Cluster) URLs() string {
 // Client returns a client of node n alone, for admin calls (the clients
 // share connections, which Close and Stop close).
 func (c *Cluster) Client(n *Node) *client.Client {
-	cl, err := client.New(n.URL(), client.WithHTTPClient(c.http))
+	cl, err := client.New(n.URL(), client.WithHTTPClient(c.http), client.WithToken(c.Security.Admin.User, c.Security.Admin.Password))
 	if err != nil {
 		panic(fmt.Sprintf("localcluster: node %s: %v", n.Name, err)) // a loopback URL of our own making
 	}

@@ -25,6 +25,10 @@ type Node struct {
 	// Args are extra flags, after the ones Start gives (later flags win):
 	// e.g. --bootstrap-expect 3, --log-level debug.
 	Args []string
+	// Security, when set, protects the node: its flags come before Args
+	// (Security.NodeArgs). Without it the node runs unprotected, which it
+	// refuses in a cluster of several unless Args hold --insecure.
+	Security *Security
 	// OnExit, when set, is called with how each process of the node
 	// exited (cmd.Wait's error), on a goroutine of its own.
 	OnExit func(err error)
@@ -53,6 +57,13 @@ func (n *Node) Start(bin string, join []string) error {
 		"--raft-port", strconv.Itoa(n.RaftPort), "--gossip-port", strconv.Itoa(n.GossipPort),
 		"--http-port", strconv.Itoa(n.HTTPPort), "--canal-port", strconv.Itoa(n.CanalPort),
 		"--join", strings.Join(join, ","), "--log-level", "info"}
+	if n.Security != nil {
+		sec, err := n.Security.NodeArgs(n.Name)
+		if err != nil {
+			return err
+		}
+		args = append(args, sec...)
+	}
 	args = append(args, n.Args...)
 	f, err := os.OpenFile(n.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {

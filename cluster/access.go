@@ -1,0 +1,96 @@
+package cluster
+
+import (
+	"context"
+	"net"
+	"net/http"
+
+	"github.com/braid-cdc/braid/api/canal"
+	"github.com/braid-cdc/braid/auth"
+)
+
+// Who may do what, with Config.Users (without it, anyone may do
+// anything):
+//
+//	admin      everything: destinations (create, delete, show), the
+//	           cluster's status, every destination's state, stream, ack
+//	consumer   the destinations listed for it: list (those only), show,
+//	           state, stream and ack, over HTTP and canal
+//
+// An HTTP call without a valid credential gets 401, one its user may not
+// make 403. Calls between nodes go through the node port, whose mutual
+// TLS is their credential (peer.go).
+
+// need is what a route asks of its caller.
+type need int
+
+const (
+	needUser  need = iota // any user
+	needAdmin             // an admin
+	needRead              // a user who may read the destination {name}
+)
+
+type userKey struct{}
+
+// requestUser is the authenticated user of r; nil without Config.Users.
+func requestUser(r *http.Request) *auth.User {
+	u, _ := r.Context().Value(userKey{}).(*auth.User)
+	return u
+}
+
+// guard serves h only to callers with what need asks.
+func (n *Node) guard(need need, h http.HandlerFunc) http.Handler {
+	if n.cfg.Users == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name, pass, ok := auth.Credentials(r)
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Basic realm="braid"`)
+			writeError(w, http.StatusUnauthorized, "this node needs a user's credential: set BRAID_TOKEN=NAME:PASSWORD or give --token-file (basic auth or Authorization: Bearer NAME:PASSWORD)")
+			return
+		}
+		u, err := n.cfg.Users.Login(name, pass)
+		if err != nil {
+			n.log.Warn("refused an HTTP call: bad credentials", "user", name, "remote", r.RemoteAddr, "path", r.URL.Path)
+			w.Header().Set("WWW-Authenticate", `Basic realm="braid"`)
+			writeError(w, http.StatusUnauthorized, "user %q: wrong name or password", name)
+			return
+		}
+		switch dest := r.PathValue("name"); {
+		case need == needAdmin && !u.IsAdmin():
+			writeError(w, http.StatusForbidden, "user %s is a %s: %s %s needs an admin", u.Name, u.Role, r.Method, r.URL.Path)
+			return
+		case need == needRead && !u.MayRead(dest):
+			writeError(w, http.StatusForbidden, "user %s may not read destination %s: an admin lists it in the user's destinations in the users file", u.Name, dest)
+			return
+		}
+		h(w, r.WithContext(context.WithValue(r.Context(), userKey{}, u)))
+	})
+}
+
+// canalConfig is the node's canal server's: canal's login against
+// Config.Users when set (else the one CanalUser account), and relays to
+// a destination's owner through the node port.
+func (n *Node) canalConfig() canal.Config {
+	cfg := canal.Config{Registry: n.reg, User: n.cfg.CanalUser, Password: n.cfg.CanalPassword,
+		Logger: n.log.With("part", "canal"), Forward: n.canalOwner,
+		DialOwner: func(ctx context.Context, addr string) (net.Conn, error) { return n.dialPeer(ctx, addr, peerCanal) }}
+	if us := n.cfg.Users; us != nil {
+		cfg.Login = func(user string, hexScramble, seed []byte) (func(string) bool, error) {
+			u, err := us.CanalLogin(user, hexScramble, seed)
+			if err != nil {
+				return nil, err
+			}
+			return u.MayRead, nil
+		}
+		cfg.PeerUser = func(user string) (func(string) bool, bool) {
+			u, ok := us.Lookup(user)
+			if !ok {
+				return nil, false
+			}
+			return u.MayRead, true
+		}
+	}
+	return cfg
+}
