@@ -16,6 +16,7 @@ type securityFlags struct {
 	gossipKeyFile           string
 	usersFile               string
 	httpTLSCert, httpTLSKey string
+	secretsKeyFile          string
 	insecure                bool
 }
 
@@ -27,6 +28,7 @@ func (f *securityFlags) add(fs *flag.FlagSet) {
 	fs.StringVar(&f.usersFile, "users-file", "", "YAML file of the users who may call the HTTP API and log in on the canal port, with their roles (see braid users)")
 	fs.StringVar(&f.httpTLSCert, "http-tls-cert", "", "serve the HTTP API over TLS with this certificate (with --http-tls-key)")
 	fs.StringVar(&f.httpTLSKey, "http-tls-key", "", "private key of --http-tls-cert")
+	fs.StringVar(&f.secretsKeyFile, "secrets-key-file", "", "file holding the key source passwords are sealed with in Raft, the same on every node (braid certs gossip-key makes one; default: the gossip key)")
 	fs.BoolVar(&f.insecure, "insecure", false, "run a node of a cluster without TLS and gossip key, or on a non-loopback address without users (logs a warning every minute)")
 }
 
@@ -50,6 +52,13 @@ func (f *securityFlags) apply(cfg *cluster.Config) error {
 			return err
 		}
 		cfg.GossipKey = k
+	}
+	if f.secretsKeyFile != "" {
+		k, err := pki.LoadGossipKey(f.secretsKeyFile)
+		if err != nil {
+			return fmt.Errorf("--secrets-key-file: %w", err)
+		}
+		cfg.SecretsKey = k
 	}
 	if f.usersFile != "" {
 		us, err := auth.LoadUsers(f.usersFile)

@@ -75,9 +75,6 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "braid server:", oneLine(err))
 		return 2
 	}
-	if cfg.CanalPort > 0 && cfg.CanalUser == "" && cfg.Users == nil {
-		log.Warn("canal clients are not authenticated: anyone who reaches the canal port may read every destination; set --canal-user, with --canal-password-file or $" + canalPasswordEnv)
-	}
 	node, err := cluster.Start(cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "braid server:", oneLine(err))
@@ -85,6 +82,9 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		return 1
+	}
+	if cfg.CanalPort > 0 && cfg.CanalUser == "" && cfg.Users == nil {
+		log.Warn("canal clients are not authenticated: anyone who reaches the canal port may read every destination; give --users-file, or --canal-user with --canal-password-file or $" + canalPasswordEnv)
 	}
 	ctx, stop := signalContext()
 	defer stop()

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	canalclient "github.com/withlin/canal-go/client"
+
+	"github.com/braid-cdc/braid/internal/testutil/braidproc"
+)
+
+// TestServerRefusesToRunUnprotected: a node meant for a cluster of several
+// without TLS and a gossip key, and one on a non-loopback address without
+// users, exit 2 with one line naming the flags; --insecure runs it, with
+// a warning.
+func TestServerRefusesToRunUnprotected(t *testing.T) {
+	p := freePorts(t, 4)
+	ports := []string{"--raft-port", fmt.Sprint(p[0]), "--gossip-port", fmt.Sprint(p[1]), "--http-port", fmt.Sprint(p[2]), "--canal-port", fmt.Sprint(p[3])}
+	base := append([]string{"server", "--name", "n1", "--data-dir", t.TempDir()}, ports...)
+	usageLine(t, append(base, "--bootstrap-expect", "3"), "--tls-ca", "--gossip-key-file", "--insecure")
+	usageLine(t, append(base, "--join", "127.0.0.1:1"), "--tls-ca", "--gossip-key-file", "--insecure")
+	usageLine(t, append(base, "--addr", "0.0.0.0"), "--users-file", "--insecure")
+
+	n := newNode(t, nil, "n1", t.TempDir(), "--insecure", "--bootstrap-expect", "3")
+	n.start(t, braidproc.Binary(t), []string{"127.0.0.1:1"})
+	deadline := time.Now().Add(15 * time.Second)
+	for !strings.Contains(n.logTail(), "running with --insecure") {
+		if time.Now().After(deadline) || !n.Running() {
+			t.Fatalf("an --insecure node does not warn:\n%s", n.logTail())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestSourcePasswordNeverShown: with password X in a spec, no answer of
+// the API or the CLI, no log, no raft.db and no process's command line
+// holds X, and the destination runs with it.
+func TestSourcePasswordNeverShown(t *testing.T) {
+	const password = "Xq7-never-shown-9z"
+	srvs := shopShards(t)
+	for _, s := range srvs {
+		s.Exec(t, fmt.Sprintf("CREATE USER 'braid'@'%%' IDENTIFIED BY '%s'", password),
+			"GRANT REPLICATION SLAVE, REPLICATION CLIENT, BINLOG MONITOR, SELECT ON *.* TO 'braid'@'%'")
+	}
+	c := startCluster(t)
+	spec := fmt.Sprintf(`name: shop
+sources:
+  - {name: a, address: '%s', user: braid, password: '%s', start: earliest}
+  - {name: b, address: '%s', user: braid, password: '%s', start: earliest}
+  - {name: c, address: '%s', user: braid, password: '%s', start: earliest}
+tables: ['shop_\d+\.orders']
+heartbeat: 100ms
+`, srvs[0].Addr(), password, srvs[1].Addr(), password, srvs[2].Addr(), password)
+	var shown []string
+	say := func(what, s string) { shown = append(shown, what+": "+s) }
+	out, errs, code := cli("destination", "create", "-f", writeSpec(t, spec), "--server", c.nodes[0].URL())
+	if code != 0 {
+		t.Fatalf("create: %s", errs)
+	}
+	say("destination create", out+errs)
+	srvs[1].Exec(t, "INSERT INTO shop_2.orders VALUES (1, 2, 'ran with the password')")
+	out, errs, code = cli("tail", "shop", "--server", c.nodes[1].URL(), "--client-id", "t", "--max", "7", "--timeout", "30s")
+	if code != 0 || !strings.Contains(out, "ran with the password") {
+		t.Fatalf("tail: exit %d: %s\n%s", code, errs, out)
+	}
+	for _, args := range [][]string{
+		{"destination", "show", "shop"}, {"destination", "show", "shop", "--json"}, {"destination", "list", "--json"},
+		{"cluster", "status"}, {"cluster", "status", "--json"},
+	} {
+		out, errs, _ := cli(append(args, "--server", c.nodes[2].URL())...)
+		say(strings.Join(args, " "), out+errs)
+	}
+	admin := c.Security.Admin
+	for _, path := range []string{"/v1/cluster", "/v1/destinations", "/v1/destinations/shop/spec", "/v1/destinations/shop"} {
+		for _, n := range c.nodes {
+			req, _ := http.NewRequest(http.MethodGet, n.URL()+path, nil)
+			req.SetBasicAuth(admin.User, admin.Password)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			say("GET "+path+" on "+n.Name, string(b))
+		}
+	}
+	for _, n := range c.nodes {
+		b, _ := os.ReadFile(n.LogPath())
+		say("log of "+n.Name, string(b))
+		filepath.Walk(n.Dir, func(path string, info os.FileInfo, err error) error {
+			if err == nil && !info.IsDir() {
+				b, _ := os.ReadFile(path)
+				say(path, string(b))
+			}
+			return nil
+		})
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, _ := os.ReadFile(p)
+		say(p, string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
+	}
+	for _, s := range shown {
+		if strings.Contains(s, password) {
+			what, _, _ := strings.Cut(s, ": ")
+			t.Errorf("%s holds the source password", what)
+		}
+	}
+	if len(shown) < 20 {
+		t.Fatalf("looked at only %d places", len(shown))
+	}
+}
+
+// TestCanalLoginAgainstUsers: on a cluster's canal port, canal-go with a
+// user of the users file and a wrong password is refused, with the right
+// one served, through a node that relays to the owner too.
+func TestCanalLoginAgainstUsers(t *testing.T) {
+	srvs, c := shopCluster(t)
+	owner, _ := c.owner(t, "shop")
+	app := c.Security.Consumer
+	srvs[0].Exec(t, "INSERT INTO shop_0.orders VALUES (1, 0, 'through canal')")
+	// Once a tail has its rows, the owner serves (its takeover wait is over).
+	if _, errs, code := cli("tail", "shop", "--server", owner.URL(), "--client-id", "warm", "--max", "7", "--timeout", "30s"); code != 0 {
+		t.Fatalf("tail: %s", errs)
+	}
+	for _, n := range c.nodes {
+		bad := canalclient.NewSimpleCanalConnector("127.0.0.1", n.CanalPort, app.User, "wrong", "shop", 60000, 60000)
+		if err := bad.Connect(); err == nil {
+			t.Errorf("%s: canal login with a wrong password accepted", n.Name)
+		}
+		bad.DisConnection()
+		admin := canalclient.NewSimpleCanalConnector("127.0.0.1", n.CanalPort, "nobody", app.Password, "shop", 60000, 60000)
+		if err := admin.Connect(); err == nil {
+			t.Errorf("%s: canal login of an unknown user accepted", n.Name)
+		}
+		admin.DisConnection()
+	}
+	entry := c.nodes[0]
+	if entry == owner {
+		entry = c.nodes[1]
+	}
+	var good *canalclient.SimpleCanalConnector
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		good = canalclient.NewSimpleCanalConnector("127.0.0.1", entry.CanalPort, app.User, app.Password, "shop", 60000, 60000)
+		good.ClientIdentity.ClientId = 5
+		err := good.Connect()
+		if err == nil {
+			if err = good.Subscribe(`.*\..*`); err == nil {
+				break
+			}
+		}
+		good.DisConnection()
+		if time.Now().After(deadline) {
+			t.Fatalf("canal login and subscribe through %s (owner %s): %v", entry.Name, owner.Name, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	defer good.DisConnection()
+	// A client id that joins late starts at what comes next (issue 19).
+	srvs[1].Exec(t, "INSERT INTO shop_2.orders VALUES (2, 2, 'through canal too')")
+	var rows int
+	for deadline := time.Now().Add(30 * time.Second); rows == 0 && time.Now().Before(deadline); {
+		msg, err := good.Get(100, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range msg.Entries {
+			if msg.Entries[i].GetEntryType() == 2 { // ROWDATA
+				rows++
+			}
+		}
+	}
+	if rows == 0 {
+		t.Error("canal-go with the right password got no row")
+	}
+}
