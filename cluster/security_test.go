@@ -1,19 +1,25 @@
 package cluster_test
 
 import (
+	"bytes"
+	"context"
 	"crypto/tls"
+	"errors"
 	"io"
 	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/memberlist"
 
+	"github.com/braid-cdc/braid/cluster"
 	"github.com/braid-cdc/braid/cluster/clustertest"
 	"github.com/braid-cdc/braid/internal/pki"
 	"github.com/braid-cdc/braid/internal/ports"
@@ -179,4 +185,52 @@ func TestHTTPNeedsAUser(t *testing.T) {
 	if _, err := owner.Raft().Destination("shop"); err != nil {
 		t.Errorf("the destination is gone: %v", err)
 	}
+}
+
+// TestInsecureNodeWarnsEveryInterval: a node let run unprotected with
+// Insecure says so at start and again every InsecureWarnEvery.
+func TestInsecureNodeWarnsEveryInterval(t *testing.T) {
+	p, err := ports.FreeLoopback(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	cfg := cluster.Config{Name: "n1", DataDir: t.TempDir(), RaftPort: p[0], GossipPort: p[1], HTTPPort: p[2],
+		Join: []string{"127.0.0.1:1"}, Insecure: true, InsecureWarnEvery: 200 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	n, err := cluster.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- n.Run(ctx) }()
+	time.Sleep(time.Second)
+	cancel()
+	<-done
+	if got := strings.Count(logs.String(), "running with --insecure"); got < 3 {
+		t.Errorf("%d warnings in a second at one per 200ms:\n%s", got, logs.String())
+	}
+	cfg.Insecure = false
+	if _, err := cluster.Start(cfg); !errors.Is(err, cluster.ErrUnprotected) {
+		t.Errorf("without Insecure: %v, want ErrUnprotected", err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -181,3 +181,57 @@ func TestCanalLoginAgainstUsers(t *testing.T) {
 		t.Error("canal-go with the right password got no row")
 	}
 }
+
+// TestReadmeSecureNode follows the README's steps for a protected node:
+// braid certs, braid users hash, a server with TLS between nodes, a
+// users file and HTTPS, then the CLI with $BRAID_TOKEN and --ca.
+func TestReadmeSecureNode(t *testing.T) {
+	dir := t.TempDir()
+	certs := filepath.Join(dir, "certs")
+	step := func(args ...string) string {
+		t.Helper()
+		out, errs, code := cli(args...)
+		if code != 0 {
+			t.Fatalf("braid %s: exit %d: %s", strings.Join(args, " "), code, errs)
+		}
+		return out
+	}
+	step("certs", "init", "--dir", certs)
+	step("certs", "node", "--dir", certs, "--name", "n1", "--addr", "127.0.0.1")
+	step("certs", "gossip-key", "--out", filepath.Join(certs, "gossip.key"))
+	usersStdin = strings.NewReader("ops-password\n")
+	defer func() { usersStdin = os.Stdin }()
+	hash := strings.TrimSpace(step("users", "hash"))
+	users := filepath.Join(dir, "users.yaml")
+	if err := os.WriteFile(users, []byte(fmt.Sprintf("users:\n  - {name: ops, password_hash: %q, role: admin}\n", hash)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	step("users", "check", "--users-file", users)
+	ca, cert, key := filepath.Join(certs, "ca.pem"), filepath.Join(certs, "n1.pem"), filepath.Join(certs, "n1-key.pem")
+	n := newNode(t, nil, "n1", dir, "--bootstrap-expect", "1", "--tls-ca", ca, "--tls-cert", cert, "--tls-key", key,
+		"--gossip-key-file", filepath.Join(certs, "gossip.key"), "--users-file", users,
+		"--http-tls-cert", cert, "--http-tls-key", key)
+	n.start(t, braidproc.Binary(t), nil)
+	server := fmt.Sprintf("https://127.0.0.1:%d", n.HTTPPort)
+	t.Setenv(tokenEnv, "ops:ops-password")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out, errs, code := cli("cluster", "status", "--server", server, "--ca", ca)
+		if code == 0 && strings.Contains(out, "leader: n1") {
+			break
+		}
+		if time.Now().After(deadline) || !n.Running() {
+			t.Fatalf("cluster status over https: exit %d: %s%s\n%s", code, out, errs, n.logTail())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if _, errs, code := cli("cluster", "status", "--server", server); code == 0 {
+		t.Error("https without --ca: the node's certificate was trusted")
+	} else if !strings.Contains(errs, "certificate") {
+		t.Errorf("https without --ca: %s", errs)
+	}
+	t.Setenv(tokenEnv, "ops:wrong")
+	if _, errs, code := cli("cluster", "status", "--server", server, "--ca", ca); code == 0 || !strings.Contains(errs, "wrong name or password") {
+		t.Errorf("a wrong password: exit %d: %s", code, errs)
+	}
+}
