@@ -174,7 +174,7 @@ func startGapConsumer(b *testing.B, c *localcluster.Cluster, dest, clientID stri
 		b.Fatal(err)
 	}
 	cs := &gapConsumer{}
-	cl, err := client.New(c.URLs(), client.WithBackoff(50*time.Millisecond, 500*time.Millisecond),
+	cl, err := client.New(c.URLs(), client.WithToken(c.Security.Consumer.User, c.Security.Consumer.Password), client.WithBackoff(50*time.Millisecond, 500*time.Millisecond),
 		client.WithAckInterval(100*time.Millisecond),
 		client.WithLogger(slog.New(&dropRecorder{Handler: slog.NewTextHandler(logf, nil), cs: cs})))
 	if err != nil {

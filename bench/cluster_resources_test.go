@@ -83,7 +83,7 @@ func measureResources(b *testing.B, bin func() (string, error)) *resourcesResult
 	if err := c.CreateDestination(ctx, clusterSpec(dest, srvs, "earliest", `shop_\d+\..*`)); err != nil {
 		b.Fatal(err)
 	}
-	cl, err := client.New(c.URLs(), client.WithBackoff(50*time.Millisecond, 500*time.Millisecond))
+	cl, err := client.New(c.URLs(), client.WithToken(c.Security.Consumer.User, c.Security.Consumer.Password), client.WithBackoff(50*time.Millisecond, 500*time.Millisecond))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -87,7 +87,7 @@ type Config struct {
 	// node needs the same. Default: nil, plain gossip (Insecure).
 	GossipKey []byte
 	// Users authenticates the HTTP API's and the canal port's clients and
-	// says what each may do (see "Security" in http.go). Default: nil,
+	// says what each may do (see access.go). Default: nil,
 	// every client may do everything (Insecure, unless every port is on
 	// loopback).
 	Users *auth.Users
