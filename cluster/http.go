@@ -24,6 +24,7 @@ import (
 // by its owner, and any other node answers them with a 307 redirect to the
 // owner (the Go client and curl -L follow it), or 503 while it has none.
 //
+//	GET    /healthz, /readyz                    wire.Health (health.go; no credential)
 //	GET    /v1/cluster                          wire.ClusterStatus
 //	GET    /v1/destinations                     names, from Raft
 //	POST   /v1/destinations                     the spec (YAML or JSON) → wire.DestinationInfo
@@ -39,6 +40,8 @@ import (
 func (n *Node) handler() http.Handler {
 	local := native.NewHandler(n.reg, n.log.With("part", "http"))
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", n.healthz)
+	mux.HandleFunc("GET /readyz", n.readyz)
 	mux.Handle("GET /v1/cluster", n.guard(needAdmin, n.status))
 	mux.Handle("DELETE /v1/cluster/nodes/{name}", n.guard(needAdmin, n.removeNode))
 	mux.Handle("GET /v1/destinations", n.guard(needUser, n.list))

@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
@@ -56,7 +57,16 @@ func (h *hclogger) Log(level hclog.Level, msg string, args ...any) {
 		all = append(all, "module", h.name)
 	}
 	all = append(all, h.implied...)
-	all = append(all, args...)
+	for _, a := range args {
+		// hclog.Fmt values are a format and its arguments, which hclog
+		// formats itself; slog would print them as a list.
+		if f, ok := a.(hclog.Format); ok && len(f) > 0 {
+			if format, ok := f[0].(string); ok {
+				a = fmt.Sprintf(format, f[1:]...)
+			}
+		}
+		all = append(all, a)
+	}
 	h.l.Log(ctx, lv, msg, all...)
 }
 

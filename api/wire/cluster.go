@@ -99,3 +99,15 @@ type NodeRemoved struct {
 	// Voters are the voters left, by name.
 	Voters []string `json:"voters"`
 }
+
+// Health answers GET /healthz and GET /readyz.
+type Health struct {
+	// Node is the node that answered.
+	Node string `json:"node"`
+	// Ready: /healthz, the process serves; /readyz, the node has joined
+	// the Raft configuration, knows a leader, and serves every destination
+	// it owns. The answer's status is 200 when Ready, else 503.
+	Ready bool `json:"ready"`
+	// Reasons say why not, one line each.
+	Reasons []string `json:"reasons,omitempty"`
+}

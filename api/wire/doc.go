@@ -12,6 +12,7 @@
 //	GET    /v1/destinations/{name}/spec        DestinationInfo
 //	DELETE /v1/destinations/{name}[?force=true] Deleted
 //	DELETE /v1/cluster/nodes/{name}             NodeRemoved
+//	GET    /healthz, /readyz                   Health (no credential needed)
 //	GET    /v1/destinations/{name}             State (served by the owner)
 //	POST   /v1/destinations/{name}/ack         AckResult (served by the owner)
 //

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"sort"
 	"strings"
 )
@@ -30,14 +31,18 @@ var commands = map[string]command{
 	"version":     {"print braid's version", runVersion},
 }
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version, when set at build time with -ldflags "-X main.version=...",
+// is braid's version; otherwise buildVersion reads it from the build.
+var version = ""
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
+		return runVersion(args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stdout)
 		if len(args) == 0 {
@@ -64,12 +69,46 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-12s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nRun 'braid COMMAND --help' for a command's flags.")
+	fmt.Fprintln(w, "\nRun 'braid COMMAND --help' for a command's flags, 'braid --version' for the version.")
 }
 
 func runVersion(args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stdout, "braid", version)
+	fmt.Fprintln(stdout, "braid", buildVersion())
 	return 0
+}
+
+// buildVersion is braid's version: -X main.version if set, else the
+// module version Go recorded (a tag, or "(devel)" for a source tree) with
+// the VCS revision, its time and whether the tree was modified.
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown (built without module information)"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, at, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = ", modified"
+			}
+		}
+	}
+	if rev != "" {
+		v += fmt.Sprintf(" (%s %s%s)", rev[:min(12, len(rev))], at, dirty)
+	}
+	return v + " " + bi.GoVersion
 }
 
 // parseFlags parses a command's flags. ok is false when the command must
