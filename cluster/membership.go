@@ -245,13 +245,13 @@ func (m *membership) MergeRemoteState(buf []byte, join bool)     {}
 // (see live), for this node too.
 func (m *membership) NotifyJoin(n *memberlist.Node) {
 	m.remember(n)
-	m.log.Info("node joined", "node", n.Name, "gossip", n.Address())
+	m.log.Info("node joined", "member", n.Name, "gossip", n.Address())
 	m.notify()
 }
 
 func (m *membership) NotifyLeave(n *memberlist.Node) {
 	m.forget(n.Name)
-	m.log.Warn("node left or failed", "node", n.Name, "gossip", n.Address())
+	m.log.Warn("node left or failed", "member", n.Name, "gossip", n.Address())
 	m.notify()
 }
 

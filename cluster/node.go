@@ -249,7 +249,7 @@ func Start(cfg Config) (*Node, error) {
 	}
 	n.peerClient = n.newPeerClient()
 	n.store, err = raftstore.Open(raftstore.Config{NodeID: cfg.Name, DataDir: cfg.DataDir,
-		BindAddr: hostPort(cfg.RaftPort), AdvertiseAddr: cfg.RaftAdvertise, Logger: n.log.With("part", "raft"),
+		BindAddr: hostPort(cfg.RaftPort), AdvertiseAddr: cfg.RaftAdvertise, Logger: cfg.Logger.With("part", "raft"), // raftstore names the node
 		TLS: cfg.TLS, Protocols: n.peerProtocols()})
 	if err != nil {
 		n.closeListeners()

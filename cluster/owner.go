@@ -193,7 +193,8 @@ func (o *owner) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: &ds, Clients: cursors, Logger: log})
+	// The pipeline's logs name the destination themselves (group).
+	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: &ds, Clients: cursors, Logger: n.log.With("epoch", o.epoch)})
 	if err != nil {
 		return err
 	}

@@ -57,7 +57,12 @@ func (h *hclogger) Log(level hclog.Level, msg string, args ...any) {
 		all = append(all, "module", h.name)
 	}
 	all = append(all, h.implied...)
-	for _, a := range args {
+	for i, a := range args {
+		// raft's own "node" (a description of itself) would repeat the
+		// key of the store's logger, which names the node.
+		if i%2 == 0 && a == "node" {
+			a = "raft_node"
+		}
 		// hclog.Fmt values are a format and its arguments, which hclog
 		// formats itself; slog would print them as a list.
 		if f, ok := a.(hclog.Format); ok && len(f) > 0 {

@@ -56,7 +56,7 @@ func StartPipeline(ctx context.Context, cfg PipelineConfig) (*Pipeline, error) {
 			}
 		}
 		if resume != nil && cfg.Logger != nil {
-			cfg.Logger.Info("resuming from the slowest consumer's cursor", "seq", resume.Seq, "consumers", len(cfg.Clients))
+			cfg.Logger.Info("resuming from the slowest consumer's cursor", "dest", cfg.Spec.Name, "seq", resume.Seq, "consumers", len(cfg.Clients))
 		}
 	}
 	dest, err := group.New(group.Config{Spec: cfg.Spec, Resume: resume, Logger: cfg.Logger})

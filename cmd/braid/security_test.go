@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -94,6 +95,11 @@ heartbeat: 100ms
 	for _, n := range c.nodes {
 		b, _ := os.ReadFile(n.LogPath())
 		say("log of "+n.Name, string(b))
+		for _, line := range strings.Split(string(b), "\n") {
+			if k := repeatedKey(line); k != "" {
+				t.Errorf("log of %s: key %s twice in %s", n.Name, k, line)
+			}
+		}
 		filepath.Walk(n.Dir, func(path string, info os.FileInfo, err error) error {
 			if err == nil && !info.IsDir() {
 				b, _ := os.ReadFile(path)
@@ -117,6 +123,22 @@ heartbeat: 100ms
 		t.Fatalf("looked at only %d places", len(shown))
 	}
 }
+
+// repeatedKey is a key that a slog text line holds twice ("" if none).
+func repeatedKey(line string) string {
+	seen := map[string]bool{}
+	for _, m := range logKey.FindAllStringSubmatch(line, -1) {
+		if seen[m[1]] {
+			return m[1]
+		}
+		seen[m[1]] = true
+	}
+	return ""
+}
+
+// logKey matches a slog text key, after the line's start or a space and
+// outside quoted values (a value's inner "k=v" is inside quotes).
+var logKey = regexp.MustCompile(`(?:^| )([a-z_.]+)=(?:"(?:[^"\\]|\\.)*"|\S*)`)
 
 // TestCanalLoginAgainstUsers: on a cluster's canal port, canal-go with a
 // user of the users file and a wrong password is refused, with the right

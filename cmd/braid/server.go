@@ -34,6 +34,7 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 	sec.add(fs)
 	fs.DurationVar(&cfg.ReapDeadAfter, "reap-dead-after", cluster.DefaultReapDeadAfter, "remove a voter from Raft once gossip has missed it this long, if three voters stay without it (braid cluster remove does it at once)")
 	logLevel := fs.String("log-level", "info", "log level on stderr: debug, info, warn or error")
+	configPath := fs.String("config", "", "YAML file of flags (every flag a key, e.g. http-port: 8081); $BRAID_<FLAG> environment variables too (BRAID_HTTP_PORT); flags on the command line win")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: braid server --name n1 --data-dir DIR [--addr 127.0.0.1] [--raft-port 7001] [--gossip-port 7101]")
 		fmt.Fprintln(stderr, "                    [--http-port 8081] [--canal-port 11111] [--join HOST:PORT,...] [--bootstrap-expect 3]")
@@ -46,6 +47,7 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "\nA node of a cluster of several needs --tls-ca/--tls-cert/--tls-key and")
 		fmt.Fprintln(stderr, "--gossip-key-file (braid certs makes them), and one on a non-loopback --addr a")
 		fmt.Fprintln(stderr, "--users-file (braid users hash makes its hashes); --insecure runs without.")
+		fmt.Fprintln(stderr, "\nEvery flag may also be a key of --config FILE (YAML) or $BRAID_<FLAG>; the command line wins.")
 		fmt.Fprintln(stderr, "\nFlags:")
 		fs.PrintDefaults()
 	}
@@ -54,6 +56,12 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 	}
 	if code, ok := parseFlags(fs, args, stderr, true); !ok {
 		return code
+	}
+	if err := applyConfig(fs, *configPath, os.Getenv); err != nil {
+		for _, line := range strings.Split(oneLine(err), "\n") {
+			fmt.Fprintln(stderr, "braid server:", line)
+		}
+		return 2
 	}
 	for _, a := range strings.Split(*join, ",") {
 		if a = strings.TrimSpace(a); a != "" {
