@@ -20,7 +20,7 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Name, "name", "", "this node's name, unique in the cluster and the same across restarts (required)")
 	fs.StringVar(&cfg.DataDir, "data-dir", "", "directory for the node's Raft state; a restarted node rejoins from it (required)")
 	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1", "IP address the node listens on and is reached at")
-	fs.IntVar(&cfg.RaftPort, "raft-port", 7001, "Raft port (also carries writes forwarded to the leader)")
+	fs.IntVar(&cfg.RaftPort, "raft-port", 7001, "Raft port, the node port: also carries writes forwarded to the leader, the canal relay and the nodes' own calls (in mutual TLS with --tls-ca/--tls-cert/--tls-key)")
 	fs.IntVar(&cfg.GossipPort, "gossip-port", 7101, "gossip port, TCP and UDP (membership: who is alive)")
 	fs.IntVar(&cfg.HTTPPort, "http-port", 8081, "HTTP API port: destinations, cluster status, streams (braid tail, the Go client)")
 	fs.IntVar(&cfg.CanalPort, "canal-port", 11111, "canal protocol port for canal clients (0: off)")
@@ -28,7 +28,7 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 	join := fs.String("join", "", "comma-separated gossip addresses (host:port) of other nodes to join")
 	fs.IntVar(&cfg.BootstrapExpect, "bootstrap-expect", 0, "form a new cluster once this many nodes (this one included) have found each other; give it to each of the first nodes")
 	fs.StringVar(&cfg.Cluster, "cluster", "braid", "cluster name: nodes refuse to join a cluster of another name")
-	canalAccount := addCanalLoginFlags(fs, "user canal clients must log in as, the same on every node (default: accept every client, with a warning)")
+	canalAccount := addCanalLoginFlags(fs, "user canal clients must log in as, the same on every node, when there is no --users-file (default: accept every client, with a warning)")
 	fs.DurationVar(&cfg.Lease, "lease", cluster.DefaultLease, "ownership lease: a node serves a destination only while it confirmed its ownership within this; a takeover waits this long (fencing)")
 	var sec securityFlags
 	sec.add(fs)
