@@ -24,10 +24,12 @@ func (e *handleError) Error() string { return e.err.Error() }
 
 // Stream consumes destination name as clientID, calling handle for each
 // message once and in order (see the package doc), until ctx ends (it
-// returns nil) or handle returns an error (it returns that error). A
+// returns nil, or an error wrapping ErrUnreachable when no node ever
+// served the stream) or handle returns an error (it returns that error). A
 // dropped connection is opened again with backoff, resuming after the last
 // acked seq. It also returns, without retrying, the server's refusals: an
-// unknown destination or bad parameters (*Error), and ErrBusy when the
+// unknown destination or bad parameters, a missing or wrong credential
+// or one not allowed to read the destination (*Error), and ErrBusy when the
 // first connection finds the client id streaming elsewhere (on a reconnect,
 // that is the server not yet having seen the old connection end, and it is
 // retried).
@@ -66,10 +68,22 @@ func (c *Client) StreamViews(ctx context.Context, name, clientID string, handle 
 	dec := &lineDecoder{}
 	view := &MessageView{}
 	backoff := c.minBackoff
+	reached := false // some node served the stream once
+	var lastErr error
+	ended := func() error {
+		if reached || lastErr == nil {
+			return nil
+		}
+		return fmt.Errorf("%w: the stream of %s was never served: %w", ErrUnreachable, name, lastErr)
+	}
 	for attempt := 0; ; attempt++ {
 		delivered, err := c.connect(ctx, name, clientID, d, ak, dec, view, handle)
+		reached = reached || delivered
+		if err != nil && ctx.Err() == nil {
+			lastErr = err
+		}
 		if ctx.Err() != nil {
-			return nil
+			return ended()
 		}
 		var he *handleError
 		if errors.As(err, &he) {
@@ -80,7 +94,8 @@ func (c *Client) StreamViews(ctx context.Context, name, clientID string, handle 
 			switch {
 			case se.Status == http.StatusConflict && attempt == 0:
 				return fmt.Errorf("%w: %s", ErrBusy, se.Message)
-			case se.Status == http.StatusBadRequest || se.Status == http.StatusNotFound:
+			case se.Status == http.StatusBadRequest || se.Status == http.StatusNotFound,
+				se.Status == http.StatusUnauthorized || se.Status == http.StatusForbidden:
 				return err
 			}
 		}
@@ -96,7 +111,7 @@ func (c *Client) StreamViews(ctx context.Context, name, clientID string, handle 
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil
+			return ended()
 		case <-t.C:
 		}
 		backoff = min(2*backoff, c.maxBackoff)

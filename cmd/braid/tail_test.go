@@ -263,3 +263,13 @@ func TestCanalEqualsTail(t *testing.T) {
 		t.Errorf("only %d messages", len(fromCanal))
 	}
 }
+
+// TestTailNeverReachedExits1: braid tail against a server that is not
+// there exits 1 at its --timeout, saying so, instead of 0.
+func TestTailNeverReachedExits1(t *testing.T) {
+	port := freePorts(t, 1)[0]
+	_, errs, code := cli("tail", "shop", "--server", fmt.Sprintf("http://127.0.0.1:%d", port), "--timeout", "1s", "--log-level", "error")
+	if code != 1 || !strings.Contains(errs, "never served") {
+		t.Errorf("tail of a dead server: exit %d: %s", code, errs)
+	}
+}
