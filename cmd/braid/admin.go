@@ -138,6 +138,12 @@ func runDestination(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail(err)
 		}
+		// A spec error is the operator's to fix, like a usage error:
+		// said here, before any node is asked, with exit code 2.
+		if _, err := spec.Parse(body); err != nil {
+			fmt.Fprintf(stderr, "braid destination create: %s: %s\n", *file, oneLine(err))
+			return 2
+		}
 		info, err := ac.CreateDestination(ctx, body)
 		if err != nil {
 			return fail(adminError(conn.server, err))

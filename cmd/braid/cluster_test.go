@@ -256,7 +256,7 @@ func TestClusterBadInput(t *testing.T) {
 		t.Errorf("unreachable shard: exit %d: %s", code, errs)
 	}
 	badRe := writeSpec(t, fmt.Sprintf("name: broken\nsources:\n  - {name: a, address: '%s'}\ntables: ['shop_(']\n", srvs[0].Addr()))
-	if _, errs, code := cli("destination", "create", "-f", badRe, "--server", url); code == 0 || !strings.Contains(errs, "regex") {
+	if _, errs, code := cli("destination", "create", "-f", badRe, "--server", url); code != 2 || !strings.Contains(errs, "regex") {
 		t.Errorf("bad regex: exit %d: %s", code, errs)
 	}
 

@@ -110,7 +110,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if err := o.validate(); err != nil {
-		for _, line := range strings.Split(oneLine(err), "\n") {
+		for _, line := range errorLines(err) {
 			fmt.Fprintln(stderr, "braid demo:", line)
 		}
 		return 2

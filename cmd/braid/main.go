@@ -128,7 +128,28 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer, noArgs bool) 
 	return 0, true
 }
 
-// oneLine folds an error (possibly joined) onto lines prefixed for stderr.
+// oneLine folds an error (possibly joined, or a YAML error of several
+// lines) onto one line for stderr: its lines joined with "; ".
 func oneLine(err error) string {
-	return strings.TrimSpace(err.Error())
+	var b strings.Builder
+	for _, l := range strings.Split(err.Error(), "\n") {
+		if l = strings.TrimSpace(l); l == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			if strings.HasSuffix(b.String(), ":") {
+				b.WriteString(" ")
+			} else {
+				b.WriteString("; ")
+			}
+		}
+		b.WriteString(l)
+	}
+	return b.String()
+}
+
+// errorLines is an error of several problems (errors.Join) as one line
+// each, for commands that list every problem of their input.
+func errorLines(err error) []string {
+	return strings.Split(strings.TrimSpace(err.Error()), "\n")
 }

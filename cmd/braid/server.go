@@ -58,7 +58,7 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if err := applyConfig(fs, *configPath, os.Getenv); err != nil {
-		for _, line := range strings.Split(oneLine(err), "\n") {
+		for _, line := range errorLines(err) {
 			fmt.Fprintln(stderr, "braid server:", line)
 		}
 		return 2

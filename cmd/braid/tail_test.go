@@ -273,3 +273,14 @@ func TestTailNeverReachedExits1(t *testing.T) {
 		t.Errorf("tail of a dead server: exit %d: %s", code, errs)
 	}
 }
+
+// TestCreateBadSpecExits2: an invalid spec is refused by the CLI itself,
+// before any node is asked, with exit code 2 and the spec's error.
+func TestCreateBadSpecExits2(t *testing.T) {
+	port := freePorts(t, 1)[0]
+	bad := writeSpec(t, "name: shop\nsources:\n  - {name: a, adress: '127.0.0.1:1'}\n")
+	_, errs, code := cli("destination", "create", "-f", bad, "--server", fmt.Sprintf("http://127.0.0.1:%d", port))
+	if code != 2 || !strings.Contains(errs, "adress") || strings.Count(errs, "\n") != 1 {
+		t.Errorf("bad spec: exit %d: %s", code, errs)
+	}
+}

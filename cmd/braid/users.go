@@ -117,7 +117,7 @@ func runUsersCheck(args []string, stdout, stderr io.Writer, usage func()) int {
 		fmt.Fprintln(stderr, "braid users check:", oneLine(err))
 		return 1
 	case err != nil:
-		for _, line := range strings.Split(oneLine(err), "\n") {
+		for _, line := range errorLines(err) {
 			fmt.Fprintln(stderr, "braid users check:", line)
 		}
 		return 2
