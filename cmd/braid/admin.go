@@ -101,15 +101,9 @@ func runDestination(args []string, stdout, stderr io.Writer) int {
 	conn, asJSON := adminFlags(fs)
 	file := fs.String("f", "", "create: the destination spec file (YAML or JSON; see README)")
 	force := fs.Bool("force", false, "delete: even if consumers have cursors (they lose their place)")
-	var name string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		name, args = args[0], args[1:]
-	}
-	if code, ok := parseFlags(fs, args, stderr, false); !ok {
+	name, code, ok := parseNamed(fs, args, stderr)
+	if !ok {
 		return code
-	}
-	if name == "" && fs.NArg() > 0 {
-		name = fs.Arg(0)
 	}
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "braid destination %s: %s\n", sub, oneLine(err))
@@ -328,15 +322,9 @@ func runClusterRemove(args []string, stdout, stderr io.Writer, usage func()) int
 	fs.SetOutput(stderr)
 	fs.Usage = func() { usage(); fmt.Fprintln(stderr, "\nFlags:"); fs.PrintDefaults() }
 	conn, asJSON := adminFlags(fs)
-	var name string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		name, args = args[0], args[1:]
-	}
-	if code, ok := parseFlags(fs, args, stderr, false); !ok {
+	name, code, ok := parseNamed(fs, args, stderr)
+	if !ok {
 		return code
-	}
-	if name == "" && fs.NArg() > 0 {
-		name = fs.Arg(0)
 	}
 	if name == "" {
 		fmt.Fprintln(stderr, "braid cluster remove: name the dead node to remove, e.g. braid cluster remove n3 (braid cluster status lists them)")

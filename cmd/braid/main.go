@@ -128,6 +128,22 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer, noArgs bool) 
 	return 0, true
 }
 
+// parseNamed parses the flags of a command that takes one name, before or
+// after its flags (braid tail shop --max 5, braid tail --max 5 shop); code
+// and ok are parseFlags'. The name is "" when none is given.
+func parseNamed(fs *flag.FlagSet, args []string, stderr io.Writer) (name string, code int, ok bool) {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		name, args = args[0], args[1:]
+	}
+	if code, ok := parseFlags(fs, args, stderr, false); !ok {
+		return "", code, false
+	}
+	if name == "" && fs.NArg() > 0 {
+		name = fs.Arg(0)
+	}
+	return name, 0, true
+}
+
 // oneLine folds an error (possibly joined, or a YAML error of several
 // lines) onto one line for stderr: its lines joined with "; ".
 func oneLine(err error) string {

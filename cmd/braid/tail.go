@@ -29,15 +29,9 @@ func runTail(args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	// The destination's name may come before or after the flags.
-	var name string
-	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
-		name, args = args[0], args[1:]
-	}
-	if code, ok := parseFlags(fs, args, stderr, false); !ok {
+	name, code, ok := parseNamed(fs, args, stderr)
+	if !ok {
 		return code
-	}
-	if name == "" && fs.NArg() > 0 {
-		name = fs.Arg(0)
 	}
 	if name == "" {
 		fmt.Fprintln(stderr, "braid tail: name the destination to tail, e.g. braid tail shop --server http://127.0.0.1:8081")
