@@ -120,9 +120,9 @@ func (ss *session) connectOwner(ctx context.Context, dest, client string, at *pb
 		auth.Destination, auth.ClientId, auth.Filter, auth.StartTimestamp = at.Destination, at.ClientId, at.Filter, at.StartTimestamp
 	}
 	if dial := ss.s.cfg.DialOwner; dial != nil {
-		owner, err = dialPeerOwner(ctx, dial, addr, auth)
+		owner, err = dialOwner(ctx, dial, addr, auth, "")
 	} else {
-		owner, err = dialOwner(ctx, addr, auth, ss.s.cfg.Password)
+		owner, err = dialOwner(ctx, dialCanalPort, addr, auth, ss.s.cfg.Password)
 	}
 	if err != nil {
 		ss.log.Warn("cannot relay to the destination's owner", "dest", dest, "client", client, "owner", addr, "err", err)
@@ -143,13 +143,15 @@ func millis(d time.Duration) int32 {
 	return int32(max(1, min(d.Milliseconds(), math.MaxInt32)))
 }
 
-// dialOwner connects to a canal server, reads its HANDSHAKE and
-// authenticates as auth with the password scrambled by the server's seed
-// (an empty user sends no scramble: an owner without a user accepts any),
-// marked as relayed.
-func dialOwner(ctx context.Context, addr string, auth *pbp.ClientAuth, password string) (net.Conn, error) {
-	d := net.Dialer{Timeout: relayHandshakeTimeout, KeepAliveConfig: ownerKeepAlive}
-	conn, err := d.DialContext(ctx, "tcp", addr)
+// dialOwner connects to the owner at addr through dial, reads its
+// HANDSHAKE and authenticates as auth, marked as relayed, within
+// relayHandshakeTimeout. A password is scrambled with the owner's seed;
+// none (an empty user, or the node port of Config.DialOwner, which has
+// authenticated this node) sends no scramble.
+func dialOwner(ctx context.Context, dial func(context.Context, string) (net.Conn, error), addr string, auth *pbp.ClientAuth, password string) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, relayHandshakeTimeout)
+	defer cancel()
+	conn, err := dial(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -167,28 +169,11 @@ func dialOwner(ctx context.Context, addr string, auth *pbp.ClientAuth, password 
 	return conn, nil
 }
 
-// dialPeerOwner is dialOwner on the owner's node port, through dial: the
-// client's user name goes unscrambled (auth.Username), the node port
-// having authenticated this node.
-func dialPeerOwner(ctx context.Context, dial func(context.Context, string) (net.Conn, error), addr string, auth *pbp.ClientAuth) (net.Conn, error) {
-	ctx, cancel := context.WithTimeout(ctx, relayHandshakeTimeout)
-	defer cancel()
-	conn, err := dial(ctx, addr)
-	if err != nil {
-		return nil, err
-	}
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	defer stop()
-	conn.SetDeadline(time.Now().Add(relayHandshakeTimeout))
-	if err := ownerHandshake(conn, auth, ""); err != nil {
-		conn.Close()
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, err
-	}
-	conn.SetDeadline(time.Time{})
-	return conn, nil
+// dialCanalPort dials an owner's canal port, with keepalives that notice
+// an owner gone without a word.
+func dialCanalPort(ctx context.Context, addr string) (net.Conn, error) {
+	d := net.Dialer{KeepAliveConfig: ownerKeepAlive}
+	return d.DialContext(ctx, "tcp", addr)
 }
 
 func ownerHandshake(conn net.Conn, auth *pbp.ClientAuth, password string) error {
