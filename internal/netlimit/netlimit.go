@@ -60,8 +60,10 @@ func (l *Listener) Accept() (net.Conn, error) {
 		case l.slots <- struct{}{}:
 			return &conn{Conn: c, free: func() { <-l.slots }}, nil
 		default:
-			c.Close()
+			// Counted before the close, so that a refused client that
+			// sees its connection end finds the count already raised.
 			n := l.refused.Add(1)
+			c.Close()
 			if now := time.Now().Unix(); l.logged.Swap(now) != now {
 				l.log.Warn("connection refused: the port serves its maximum of connections; raise it or find who holds them",
 					"addr", l.Addr().String(), "max", cap(l.slots), "refused", n)
