@@ -79,6 +79,7 @@ type storeClient struct {
 	batches []Batch
 	nextID  int64
 	mark    *group.Cursor
+	markAt  time.Time // the commit time of mark's transaction
 	// after, while not 0, skips the events of transactions up to this seq
 	// (see SubscribeAfter).
 	after uint64
@@ -307,8 +308,8 @@ func (s *Store) Ack(client string, id int64) error {
 	b := c.batches[0]
 	c.batches = c.batches[1:]
 	for i := b.from; i < b.to; i++ {
-		if m := s.entries[i-s.base].mark; m != nil {
-			c.mark = m
+		if e := &s.entries[i-s.base]; e.mark != nil {
+			c.mark, c.markAt = e.mark, e.ev.CommitTime
 		}
 	}
 	c.acked = b.to
@@ -378,6 +379,11 @@ type ClientStats struct {
 	Batches int
 	// Mark is the mark of the last event it acked that had one (see Mark).
 	Mark *group.Cursor
+	// AckedSeq is the seq of the last transaction it acked whole (its
+	// Mark's), and AckedAt that transaction's commit time (zero before the
+	// first ack).
+	AckedSeq uint64
+	AckedAt  time.Time
 }
 
 // Clients lists the subscribed client ids, by id.
@@ -387,7 +393,11 @@ func (s *Store) Clients() []ClientStats {
 	end := s.base + uint64(len(s.entries))
 	out := make([]ClientStats, 0, len(s.clients))
 	for id, c := range s.clients {
-		out = append(out, ClientStats{ID: id, Unacked: int(end - c.acked), Batches: len(c.batches), Mark: c.mark})
+		cs := ClientStats{ID: id, Unacked: int(end - c.acked), Batches: len(c.batches), Mark: c.mark, AckedAt: c.markAt}
+		if c.mark != nil {
+			cs.AckedSeq = c.mark.Seq
+		}
+		out = append(out, cs)
 	}
 	slices.SortFunc(out, func(a, b ClientStats) int { return strings.Compare(a.ID, b.ID) })
 	return out
