@@ -5,17 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"net"
+	"io"
 	"os"
+	"reflect"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
-
-	"github.com/braid-cdc/braid/change"
 )
 
 // Spec is a destination: a set of sources read as one stream. It is what a
@@ -42,7 +40,34 @@ type Spec struct {
 	// MaxClockSkew is how far a source's clock may run from braid's.
 	// Default: 1s.
 	MaxClockSkew Duration `yaml:"max_clock_skew,omitempty" json:"max_clock_skew,omitempty"`
+	// Consumers says how the destination treats its consumers (client
+	// ids). Default: each of its fields at its default.
+	Consumers Consumers `yaml:"consumers,omitempty" json:"consumers,omitzero"`
 }
+
+func (Spec) example() string { return "{name: shop, sources: [{name: a, address: 127.0.0.1:3306}]}" }
+
+// Consumers is the spec's consumers: block: where a new client id starts,
+// when a client id that went away is forgotten, and how long one that does
+// not read may hold the store.
+type Consumers struct {
+	// Start is where a new client id that does not say where to start
+	// begins: "earliest" (the destination's own start positions, as
+	// pinned when it was created: the whole stream) or "latest" (what is
+	// committed from now on). Canal clients, which cannot ask, always
+	// start here; a native client may ask (?from=). Default: earliest.
+	Start StartKind `yaml:"start,omitempty" json:"start,omitempty"`
+	// ExpireAfter drops a client id, with its cursor, once it has not
+	// been connected for this long. Default: 0, never.
+	ExpireAfter Duration `yaml:"expire_after,omitempty" json:"expire_after,omitempty"`
+	// DetachAfter is how long one client id may hold the store full (the
+	// other consumers and the sources waiting for it) before it is
+	// detached: its cursor stays, and when it reads again a replay reader
+	// of its own serves it from there. Default (and 0): 10s.
+	DetachAfter Duration `yaml:"detach_after,omitempty" json:"detach_after,omitempty"`
+}
+
+func (Consumers) example() string { return "{start: earliest, detach_after: 10s}" }
 
 // RouteRule rewrites a shard table name ("shop_3.orders") to a logical one
 // ("shop.orders"): Match is a regexp on "schema.table", To its replacement
@@ -51,6 +76,8 @@ type RouteRule struct {
 	Match string `yaml:"match" json:"match"`
 	To    string `yaml:"to" json:"to"`
 }
+
+func (RouteRule) example() string { return `{match: 'shop_\d+\.(\w+)', to: 'shop.$1'}` }
 
 // Source is one server of a destination.
 type Source struct {
@@ -77,157 +104,46 @@ type Source struct {
 	ServerID uint32 `yaml:"server_id,omitempty" json:"server_id,omitempty"`
 }
 
-// StartKind says how a Start names its position.
-type StartKind string
-
-// The start kinds.
-const (
-	StartLatest    StartKind = "latest"
-	StartEarliest  StartKind = "earliest"
-	StartPosition  StartKind = "position"
-	StartGTID      StartKind = "gtid"
-	StartTimestamp StartKind = "timestamp"
-)
-
-// Start is where a source is read from: `earliest`, `latest`,
-// `{file: binlog.000002, pos: 4}`, `{gtid: "0-1-42"}` or
-// `{timestamp: "2026-11-29T10:00:00Z"}` (the first transaction committed at or
-// after that time).
-type Start struct {
-	Kind StartKind
-	Pos  change.Position
-	GTID string
-	Time time.Time
-}
-
-// UnmarshalYAML accepts the scalar and mapping forms.
-func (s *Start) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind == yaml.ScalarNode {
-		switch k := StartKind(strings.ToLower(n.Value)); k {
-		case StartLatest, StartEarliest, "":
-			s.Kind = k
-			if k == "" {
-				s.Kind = StartLatest
-			}
-			return nil
-		}
-		return fmt.Errorf("line %d: start %q: want earliest, latest, {file, pos}, {gtid} or {timestamp}", n.Line, n.Value)
-	}
-	var m struct {
-		File      string  `yaml:"file"`
-		Pos       *uint32 `yaml:"pos"`
-		GTID      string  `yaml:"gtid"`
-		Timestamp string  `yaml:"timestamp"`
-	}
-	if err := n.Decode(&m); err != nil {
-		return fmt.Errorf("line %d: start: %w", n.Line, err)
-	}
-	set := 0
-	if m.File != "" || m.Pos != nil {
-		set++
-		s.Kind = StartPosition
-		s.Pos.File = m.File
-		if m.Pos != nil {
-			s.Pos.Pos = *m.Pos
-		}
-		if s.Pos.Pos < 4 {
-			s.Pos.Pos = 4
-		}
-		if m.File == "" {
-			return fmt.Errorf("line %d: start: pos without file", n.Line)
-		}
-	}
-	if m.GTID != "" {
-		set++
-		s.Kind = StartGTID
-		s.GTID = m.GTID
-	}
-	if m.Timestamp != "" {
-		set++
-		t, err := time.Parse(time.RFC3339Nano, m.Timestamp)
-		if err != nil {
-			return fmt.Errorf("line %d: start timestamp %q: want RFC 3339, e.g. 2026-11-29T10:00:00Z", n.Line, m.Timestamp)
-		}
-		s.Kind = StartTimestamp
-		s.Time = t
-	}
-	if set != 1 {
-		return fmt.Errorf("line %d: start: give exactly one of {file, pos}, {gtid} or {timestamp}", n.Line)
-	}
-	return nil
-}
-
-// MarshalYAML writes the form UnmarshalYAML reads.
-func (s Start) MarshalYAML() (any, error) {
-	switch s.Kind {
-	case StartPosition:
-		return map[string]any{"file": s.Pos.File, "pos": s.Pos.Pos}, nil
-	case StartGTID:
-		return map[string]any{"gtid": s.GTID}, nil
-	case StartTimestamp:
-		return map[string]any{"timestamp": s.Time.Format(time.RFC3339Nano)}, nil
-	case "":
-		return string(StartLatest), nil
-	}
-	return string(s.Kind), nil
-}
-
-// String renders the start as a user would write it.
-func (s Start) String() string {
-	switch s.Kind {
-	case StartPosition:
-		return s.Pos.String()
-	case StartGTID:
-		return "gtid " + s.GTID
-	case StartTimestamp:
-		return "timestamp " + s.Time.Format(time.RFC3339Nano)
-	case "":
-		return string(StartLatest)
-	}
-	return string(s.Kind)
-}
-
-// Duration is a time.Duration written as "200ms" in YAML and JSON.
-type Duration time.Duration
-
-// UnmarshalYAML parses Go duration syntax.
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	v, err := time.ParseDuration(n.Value)
-	if err != nil {
-		return fmt.Errorf("line %d: duration %q: want e.g. 200ms or 1s", n.Line, n.Value)
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// MarshalYAML writes Go duration syntax.
-func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+func (Source) example() string { return "{name: a, address: 127.0.0.1:3306}" }
 
 // Defaults applied by WithDefaults.
 const (
-	DefaultHeartbeat    = 200 * time.Millisecond
-	DefaultMaxClockSkew = time.Second
-	DefaultUser         = "root"
+	DefaultHeartbeat      = 200 * time.Millisecond
+	DefaultMaxClockSkew   = time.Second
+	DefaultUser           = "root"
+	DefaultConsumersStart = StartEarliest
+	DefaultDetachAfter    = 10 * time.Second
 )
 
 // Parse reads a destination spec from YAML (or JSON, which YAML reads
-// too). Unknown fields are errors, so a typo never silently falls back to a
-// default. The result has defaults applied and is validated.
+// too), applies its defaults and validates it. It reports every problem
+// at once, one per line (errors.Join of *FieldError): unknown keys (so a
+// typo never silently falls back to a default), values of the wrong form
+// and what Validate finds, each with its YAML path and line.
 func Parse(data []byte) (*Spec, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
+	var root yaml.Node
+	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&root); err != nil && !errors.Is(err, io.EOF) {
+		return nil, joinProblems([]*FieldError{syntaxError(err)})
+	}
+	d := newDecoder()
 	var s Spec
-	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("spec: invalid spec: %w", err)
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		d.value("", root.Content[0], reflect.ValueOf(&s).Elem())
 	}
 	s = s.WithDefaults()
-	if err := s.Validate(); err != nil {
+	for _, p := range s.problems() {
+		if !d.covered(p.Path) {
+			p.Line = d.line(p.Path)
+			d.problems = append(d.problems, p)
+		}
+	}
+	if err := d.err(); err != nil {
 		return nil, err
 	}
 	return &s, nil
 }
 
-// Load reads and parses a spec file.
+// Load reads and parses a spec file. Its errors begin with the file's name.
 func Load(path string) (*Spec, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -251,6 +167,12 @@ func (s Spec) WithDefaults() Spec {
 	if s.MaxClockSkew == 0 {
 		s.MaxClockSkew = Duration(DefaultMaxClockSkew)
 	}
+	if s.Consumers.Start == "" {
+		s.Consumers.Start = DefaultConsumersStart
+	}
+	if s.Consumers.DetachAfter == 0 {
+		s.Consumers.DetachAfter = Duration(DefaultDetachAfter)
+	}
 	src := make([]Source, len(s.Sources))
 	copy(src, s.Sources)
 	for i := range src {
@@ -266,75 +188,6 @@ func (s Spec) WithDefaults() Spec {
 	}
 	s.Sources = src
 	return s
-}
-
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-
-// Limits on a spec, so that one spec cannot make a node hold or dial
-// without bound: at most MaxSources sources, names of at most MaxNameBytes.
-const (
-	MaxSources   = 1024
-	MaxNameBytes = 128
-)
-
-// Validate reports every problem of the spec at once. It does not modify s.
-func (s *Spec) Validate() error {
-	var errs []error
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf("spec: "+format, a...)) }
-	if len(s.Name) > MaxNameBytes {
-		bad("name is %d bytes long: at most %d", len(s.Name), MaxNameBytes)
-	} else if !nameRE.MatchString(s.Name) {
-		bad("name %q: want letters, digits, '_' or '-'", s.Name)
-	}
-	if len(s.Sources) == 0 {
-		bad("no sources: add at least one under sources:")
-	}
-	if len(s.Sources) > MaxSources {
-		bad("%d sources: at most %d; split the shards into several destinations", len(s.Sources), MaxSources)
-		return errors.Join(errs...) // one line, not one per source
-	}
-	seen := map[string]bool{}
-	for i, src := range s.Sources {
-		if len(src.Name) > MaxNameBytes {
-			bad("sources[%d].name is %d bytes long: at most %d", i, len(src.Name), MaxNameBytes)
-		} else if !nameRE.MatchString(src.Name) {
-			bad("sources[%d].name %q: want letters, digits, '_' or '-'", i, src.Name)
-		} else if seen[src.Name] {
-			bad("sources[%d].name %q is used twice", i, src.Name)
-		}
-		seen[src.Name] = true
-		if _, port, err := net.SplitHostPort(src.Address); err != nil {
-			bad("source %q: address %q: want host:port", src.Name, src.Address)
-		} else if p, err := strconv.Atoi(port); err != nil || p <= 0 || p > 65535 {
-			bad("source %q: address %q: bad port", src.Name, src.Address)
-		}
-		if n := countSet(src.Password, src.PasswordFile, src.PasswordEnv); n > 1 {
-			bad("source %q: give one of password, password_file and password_env, not %d", src.Name, n)
-		}
-	}
-	if _, err := CompileTableFilter(s.Tables); err != nil {
-		errs = append(errs, err)
-	}
-	for i, r := range s.Route {
-		if _, err := regexp.Compile(r.Match); err != nil {
-			bad("route[%d].match %q: %v", i, r.Match, err)
-		}
-		if r.To == "" {
-			bad("route[%d].to is empty", i)
-		}
-	}
-	switch s.Ordering {
-	case "", "strict", "per-source":
-	default:
-		bad("ordering %q: want strict or per-source", s.Ordering)
-	}
-	if s.Heartbeat < 0 || (s.Heartbeat > 0 && time.Duration(s.Heartbeat) < time.Millisecond) {
-		bad("heartbeat %v: want at least 1ms", time.Duration(s.Heartbeat))
-	}
-	if s.MaxClockSkew < 0 {
-		bad("max_clock_skew %v: must not be negative", time.Duration(s.MaxClockSkew))
-	}
-	return errors.Join(errs...)
 }
 
 // ResolvePassword returns the source's password: Password, or what
@@ -427,16 +280,16 @@ var systemSchemas = map[string]bool{"mysql": true, "information_schema": true, "
 // whole "schema.table". An empty list selects every non-system table.
 func CompileTableFilter(patterns []string) (*TableFilter, error) {
 	f := &TableFilter{}
-	var errs []error
-	for _, p := range patterns {
+	var ps []*FieldError
+	for i, p := range patterns {
 		re, err := regexp.Compile(`^(?:` + p + `)$`)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("spec: tables: regex %q: %v", p, err))
+			ps = append(ps, &FieldError{Path: fmt.Sprintf("tables[%d]", i), Msg: regexProblem(p)})
 			continue
 		}
 		f.res = append(f.res, re)
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := joinProblems(ps); err != nil {
 		return nil, err
 	}
 	return f, nil

@@ -25,7 +25,8 @@ ordering: sideways
 	if err == nil {
 		t.Fatal("a spec with seven problems validated")
 	}
-	for _, want := range []string{`name "bad name"`, `address "nohost"`, `sources[1].name "a" is used twice`, "bad port", `regex "("`, "route[0].to is empty", `ordering "sideways"`} {
+	for _, want := range []string{`line 2: name: "bad name"`, `line 4: sources[0].address: "nohost"`, `line 5: sources[1].name: "a" is used twice`,
+		"line 5: sources[1].address: \"127.0.0.1:99999\": bad port", `line 6: tables[0]: regex "("`, "line 7: route[0].to: missing or empty", `line 8: ordering: "sideways"`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %q:\n%v", want, err)
 		}
