@@ -250,6 +250,7 @@ func (p *Reader) handleRows(ctx context.Context, ev *replication.RowsEvent, star
 	if len(changes) == 0 {
 		return nil
 	}
+	p.live.Rows += uint64(len(changes))
 	rowsEv := &change.Event{Type: change.EventRows, Source: p.spec.Name, ServerID: p.tx.serverID, Pos: start, GTID: p.tx.gtid, CommitTime: p.tx.commit, Rows: changes,
 		BinlogBytes: int64(hdr.EventSize), OffsetBytes: images.OffsetBytes()}
 	return emit(rowsEv)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -82,6 +83,24 @@ type Reader struct {
 	// transaction again from its start; replay says how much of it was
 	// already emitted so nothing is emitted twice.
 	replay txState
+
+	// Statistics (see Stats). live is the reading goroutine's own, copied
+	// to shared under statsMu at transaction boundaries, heartbeats and
+	// every shareEvery events; attempts counts the failed connections
+	// since the last one that worked.
+	live     Stats
+	unshared int
+	attempts int
+	statsMu  sync.Mutex
+	shared   Stats
+	// server is the server's end of binlog as last learnt and when
+	// (SHOW MASTER STATUS, a heartbeat); under statsMu, set by the reading
+	// goroutine and by watch.
+	server   change.Position
+	serverAt time.Time
+	// confirmedAt is when watch last found the server's end of binlog
+	// at or before what had been read; under statsMu.
+	confirmedAt time.Time
 }
 
 // txState is the part of the current transaction already emitted.
@@ -129,7 +148,10 @@ func NewReader(cfg Config) (*Reader, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Reader{cfg: cfg, spec: src, filter: filter, log: log.With("source", src.Name)}, nil
+	p := &Reader{cfg: cfg, spec: src, filter: filter, log: log.With("source", src.Name)}
+	p.live.Heartbeat = cfg.Heartbeat
+	p.shared = p.live
+	return p, nil
 }
 
 // ServerID is the replica server_id the parser presents to its source.
@@ -148,15 +170,24 @@ func (p *Reader) ServerID() uint32 { return p.spec.ServerID }
 // must return (with an error, which stops Run) once ctx is done.
 func (p *Reader) Run(ctx context.Context, emit func(*change.Event) error) error {
 	if err := p.prepare(ctx); err != nil {
+		p.lost(err)
 		return err
 	}
+	wctx, stopWatch := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { p.watch(wctx) })
+	defer wg.Wait()
+	defer stopWatch()
 	backoff := 100 * time.Millisecond
 	for {
 		before := p.resume
 		err := p.stream(ctx, emit)
 		if ctx.Err() != nil {
+			p.live.Connected = false
+			p.share()
 			return nil
 		}
+		p.lost(err)
 		if isFatal(err) {
 			return err
 		}
@@ -241,6 +272,9 @@ func (p *Reader) prepare(ctx context.Context) error {
 		}
 	}
 	p.decoder = newDecoder(p)
+	p.live.ReadPos = p.resume
+	p.setServer(snapPos, time.Now(), change.Position{})
+	p.share()
 	p.log.Info("source ready", "addr", p.spec.Address, "version", p.info.version, "server_id", p.spec.ServerID,
 		"start", p.resumeString(), "row_metadata_full", p.info.fullMeta)
 	return nil
@@ -312,11 +346,15 @@ func (p *Reader) stream(ctx context.Context, emit func(*change.Event) error) err
 	if err != nil {
 		return p.streamError(err)
 	}
-	for {
+	for first := true; ; first = false {
 		e, err := st.GetEvent(ctx)
 		if err != nil {
 			return p.streamError(err)
 		}
+		if first {
+			p.up()
+		}
+		p.note(e)
 		if err := p.handle(ctx, e, emit); err != nil {
 			return err
 		}
@@ -367,4 +405,198 @@ func splitHostPort(addr string) (string, uint16) {
 	var port uint16
 	fmt.Sscanf(addr[i+1:], "%d", &port)
 	return strings.Trim(addr[:i], "[]"), port
+}
+
+// Stats is a snapshot of a Reader: its connection to the server and how
+// far it has read, for status pages and metrics.
+type Stats struct {
+	// Connected is true while a binlog connection streams (from its first
+	// event until it fails).
+	Connected bool
+	// DownSince is when the connection was lost, while it is (zero while
+	// connected and before the first connection).
+	DownSince time.Time
+	// LastError is the error that last ended or refused a connection
+	// (empty before the first), LastErrorAt when; Errors counts them.
+	LastError   string
+	LastErrorAt time.Time
+	Errors      uint64
+	// Events and Bytes count the binlog events read and their size (not
+	// heartbeats); Rows the row changes of selected tables emitted.
+	Events, Bytes, Rows uint64
+	// ReadPos is the end of the last binlog event read.
+	ReadPos change.Position
+	// ServerPos is the server's end of binlog as last learnt (SHOW MASTER
+	// STATUS at the start and every 10 s while no heartbeat comes, each
+	// heartbeat's position), at least ReadPos; ServerPosAt when.
+	ServerPos   change.Position
+	ServerPosAt time.Time
+	// LastEventTime is the newest server timestamp of a transaction's
+	// event read (whole seconds on MariaDB and MySQL 5.7).
+	LastEventTime time.Time
+	// HeartbeatAt is when the last heartbeat was read, and CaughtUp is
+	// true while nothing but heartbeats came after it: the server, which
+	// sends one only when it has nothing else to send, had sent it all.
+	HeartbeatAt time.Time
+	CaughtUp    bool
+	// CaughtUpAt is when braid last knew it had read everything the
+	// server had: the last heartbeat, or a SHOW MASTER STATUS that named
+	// a position already read (while the reader is held back by a full
+	// store and hears no heartbeat).
+	CaughtUpAt time.Time
+	// Heartbeat is the heartbeat period asked of the server.
+	Heartbeat time.Duration
+}
+
+// Lag tells how far, at now, the reader trails its server:
+//
+//   - idle: connected, caught up (the last thing read was a heartbeat)
+//     and heartbeats still coming (the last within three periods, at
+//     least a second): lag is 0, however old the last commit is;
+//   - behind: the server is known to hold binlog the reader has not read
+//     (ServerPos after ReadPos);
+//   - lag, when not idle, is the time since the newer of the last event's
+//     server timestamp and the last time braid knew it had read everything
+//     (CaughtUpAt): while events flow, how old the one just read is; while
+//     the server is down, stalled or cut off, how long since it was last
+//     heard from.
+func (s Stats) Lag(now time.Time) (lag time.Duration, idle, behind bool) {
+	behind = !s.ServerPos.IsZero() && s.ServerPos.Compare(s.ReadPos) > 0
+	within := max(3*s.Heartbeat, time.Second)
+	if s.Connected && s.CaughtUp && !behind && now.Sub(s.HeartbeatAt) <= within {
+		return 0, true, false
+	}
+	ref := s.LastEventTime
+	for _, t := range []time.Time{s.HeartbeatAt, s.CaughtUpAt} {
+		if t.After(ref) {
+			ref = t
+		}
+	}
+	if ref.IsZero() {
+		return 0, false, behind
+	}
+	return max(0, now.Sub(ref)), false, behind
+}
+
+// progressEvery is how often a reader behind its server by at least that
+// much logs its catch-up (position, lag, rows/s), and how often it asks
+// the server for its end of binlog while no heartbeat says it. A variable
+// so that tests can shorten it.
+var progressEvery = 10 * time.Second
+
+// shareEvery is how many events the reading goroutine reads at most
+// between two copies of its statistics.
+const shareEvery = 64
+
+// Stats returns the reader's statistics now. Safe for concurrent use.
+func (p *Reader) Stats() Stats {
+	p.statsMu.Lock()
+	defer p.statsMu.Unlock()
+	s := p.shared
+	s.ServerPos, s.ServerPosAt = p.server, p.serverAt
+	if s.ServerPos.Compare(s.ReadPos) < 0 {
+		s.ServerPos = s.ReadPos // the server has at least what was read
+	}
+	s.CaughtUpAt = s.HeartbeatAt
+	if p.confirmedAt.After(s.CaughtUpAt) {
+		s.CaughtUpAt = p.confirmedAt
+	}
+	return s
+}
+
+// share publishes the reading goroutine's statistics.
+func (p *Reader) share() {
+	p.unshared = 0
+	p.statsMu.Lock()
+	p.shared = p.live
+	p.statsMu.Unlock()
+}
+
+// setServer records the server's end of binlog, learnt at; read is what
+// had been read when it was asked (zero: unknown).
+func (p *Reader) setServer(pos change.Position, at time.Time, read change.Position) {
+	if pos.IsZero() {
+		return
+	}
+	p.statsMu.Lock()
+	p.server, p.serverAt = pos, at
+	if !read.IsZero() && pos.Compare(read) <= 0 {
+		p.confirmedAt = at
+	}
+	p.statsMu.Unlock()
+}
+
+// note counts a binlog event read, before it is handled (handling may
+// wait for backpressure: what was read counts as read).
+func (p *Reader) note(e *replication.BinlogEvent) {
+	hdr := e.Header
+	st := &p.live
+	boundary := false
+	switch ev := e.Event.(type) {
+	case *replication.HeartbeatEvent:
+		now := time.Now()
+		st.HeartbeatAt, st.CaughtUp = now, true
+		if hdr.LogPos > 0 {
+			file := ev.Filename
+			if file == "" {
+				file = p.file
+			}
+			p.setServer(change.Position{File: file, Pos: hdr.LogPos}, now, change.Position{})
+		}
+		p.share()
+		return
+	case *replication.RotateEvent:
+		st.ReadPos = change.Position{File: string(ev.NextLogName), Pos: uint32(ev.Position)}
+		boundary = true
+	case *replication.XIDEvent, *replication.QueryEvent:
+		boundary = true
+		p.noteTime(hdr)
+	case *replication.RowsEvent, *replication.TableMapEvent, *replication.GTIDEvent, *replication.MariadbGTIDEvent:
+		p.noteTime(hdr)
+	}
+	st.CaughtUp = false
+	st.Events++
+	st.Bytes += uint64(hdr.EventSize)
+	if hdr.LogPos > 0 && hdr.EventType != replication.ROTATE_EVENT {
+		st.ReadPos = change.Position{File: p.file, Pos: hdr.LogPos}
+	}
+	if p.unshared++; boundary || p.unshared >= shareEvery {
+		p.share()
+	}
+}
+
+// noteTime keeps the newest server timestamp of a transaction's event.
+func (p *Reader) noteTime(hdr *replication.EventHeader) {
+	if t := time.Unix(int64(hdr.Timestamp), 0); hdr.Timestamp != 0 && t.After(p.live.LastEventTime) {
+		p.live.LastEventTime = t
+	}
+}
+
+// up marks the connection streaming, with one log line when it comes back
+// after a failure.
+func (p *Reader) up() {
+	st := &p.live
+	if !st.DownSince.IsZero() {
+		p.log.Info("binlog connection restored", "down_for", time.Since(st.DownSince).Round(time.Millisecond),
+			"pos", p.resumeString(), "attempts", p.attempts, "last_err", st.LastError)
+	}
+	st.Connected, st.DownSince, st.CaughtUp = true, time.Time{}, false
+	p.attempts = 0
+	p.share()
+}
+
+// lost records a connection that ended, or could not be made, with err.
+func (p *Reader) lost(err error) {
+	st := &p.live
+	now := time.Now()
+	if st.DownSince.IsZero() {
+		st.DownSince = now
+	}
+	st.Connected, st.CaughtUp = false, false
+	if err != nil {
+		st.LastError, st.LastErrorAt = err.Error(), now
+		st.Errors++
+	}
+	p.attempts++
+	p.share()
 }

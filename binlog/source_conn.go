@@ -173,7 +173,7 @@ func (p *Reader) readSettings(c *client.Conn) (serverInfo, error) {
 	}
 	if img := get(3); !strings.EqualFold(img, "FULL") {
 		p.log.Warn("binlog_row_image is not FULL: before images of updates and deletes will be partial; set binlog_row_image=FULL on the server",
-			"source", p.spec.Name, "binlog_row_image", img)
+			"binlog_row_image", img) // the logger names the source
 	}
 	info.location = change.ServerLocation(get(4), get(5), get(6))
 	// Variables a server may not have; absent means off.
@@ -263,4 +263,108 @@ func CheckSource(ctx context.Context, src spec.Source) (change.Position, error) 
 		return change.Position{}, p.queryError("read its binlog position", err)
 	}
 	return pos, nil
+}
+
+// CheckPosition connects to a source and checks that its binlog still
+// holds pos (its file is not purged): a replay from a cursor or from the
+// spec's start fails at once, with an error wrapping ErrPurged that names
+// the oldest binlog left, instead of after its reader has started.
+func CheckPosition(ctx context.Context, src spec.Source, pos change.Position) error {
+	pw, err := src.ResolvePassword()
+	if err != nil {
+		return err
+	}
+	src.Password, src.PasswordFile, src.PasswordEnv = pw, "", ""
+	p := &Reader{spec: src, log: slog.New(slog.DiscardHandler)}
+	c, stop, err := p.dialUntil(ctx, time.Now().Add(handshakeTimeout))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	defer stop()
+	files, err := binlogFiles(c)
+	if err != nil {
+		return p.queryError("list its binlogs", err)
+	}
+	if err := p.checkNotPurged(files, pos); err != nil {
+		return errors.Unwrap(err) // not fatal{}: the caller decides
+	}
+	return nil
+}
+
+// watch runs beside Run's reading until ctx ends. Every progressEvery,
+// unless a heartbeat came since the last time (it carries the server's
+// position), it asks the server for its end of binlog on a connection of
+// its own, so that Stats can tell a reader that is behind; and while the
+// reader is behind by progressEvery or more, it logs the catch-up's
+// progress, then one line once it has caught up.
+func (p *Reader) watch(ctx context.Context) {
+	t := time.NewTicker(progressEvery)
+	defer t.Stop()
+	var c *client.Conn
+	defer func() {
+		if c != nil {
+			c.Close()
+		}
+	}()
+	last, lastAt := p.Stats(), time.Now()
+	var catchUpSince time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		s := p.Stats()
+		if !s.Connected {
+			// Down: the reconnect attempts' lines say so.
+			last, lastAt = s, now
+			continue
+		}
+		if !s.HeartbeatAt.After(lastAt) {
+			if pos, err := p.serverPosition(ctx, &c); err == nil {
+				p.setServer(pos, now, s.ReadPos)
+				s = p.Stats()
+			}
+		}
+		lag, _, behind := s.Lag(now)
+		switch {
+		case behind && lag >= progressEvery:
+			if catchUpSince.IsZero() {
+				catchUpSince = lastAt
+			}
+			rate := float64(s.Rows-last.Rows) / now.Sub(lastAt).Seconds()
+			p.log.Info("catching up", "pos", s.ReadPos.String(), "server_pos", s.ServerPos.String(),
+				"lag", lag.Round(100*time.Millisecond), "rows_per_s", int64(rate))
+		case !catchUpSince.IsZero() && (!behind || lag < progressEvery):
+			p.log.Info("caught up", "pos", s.ReadPos.String(), "took", now.Sub(catchUpSince).Round(time.Second))
+			catchUpSince = time.Time{}
+		}
+		last, lastAt = s, now
+	}
+}
+
+// serverPosition asks the server for its end of binlog on *c, opening it
+// first when nil and closing it (to nil) when the query fails. The query
+// is bounded by handshakeTimeout and ctx.
+func (p *Reader) serverPosition(ctx context.Context, c **client.Conn) (change.Position, error) {
+	if *c == nil {
+		conn, err := p.dial(ctx)
+		if err != nil {
+			return change.Position{}, err
+		}
+		*c = conn
+	}
+	conn := *c
+	conn.SetDeadline(time.Now().Add(handshakeTimeout))
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	pos, err := masterPosition(conn)
+	stop()
+	conn.SetDeadline(time.Time{})
+	if err != nil {
+		conn.Close()
+		*c = nil
+	}
+	return pos, err
 }

@@ -80,7 +80,7 @@ func (c *Client) DeleteDestination(ctx context.Context, name string, force bool)
 // into out; it moves on to the next node while one cannot be reached.
 func (c *Client) admin(ctx context.Context, method string, query url.Values, body []byte, out any, path ...string) error {
 	var unreachable []error
-	for range c.bases {
+	for range c.nodes.count() {
 		base := c.base()
 		err := c.call(ctx, method, apiURL(base, query, path...), body, out)
 		var se *Error
@@ -154,4 +154,25 @@ func (c *Client) RemoveNode(ctx context.Context, name string) (wire.NodeRemoved,
 	var res wire.NodeRemoved
 	err := c.admin(ctx, http.MethodDelete, nil, nil, &res, "cluster", "nodes", name)
 	return res, err
+}
+
+// Consumers lists a destination's client ids as its owner sees them (GET
+// /v1/destinations/{name}/consumers): cursor, acked seq, whether detached,
+// replaying or ephemeral, when last seen.
+func (c *Client) Consumers(ctx context.Context, dest string) ([]wire.ClientState, error) {
+	var out []wire.ClientState
+	if err := c.admin(ctx, http.MethodGet, nil, nil, &out, "destinations", dest, "consumers"); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DropConsumer forgets a client id of a destination, its cursor included
+// (DELETE /v1/destinations/{name}/consumers/{id}): the stream no longer
+// waits or keeps history for it. An unknown one is an *Error (404), one
+// with a stream open too (409: stop it first).
+func (c *Client) DropConsumer(ctx context.Context, dest, id string) (wire.ConsumerDropped, error) {
+	var out wire.ConsumerDropped
+	err := c.admin(ctx, http.MethodDelete, nil, nil, &out, "destinations", dest, "consumers", id)
+	return out, err
 }

@@ -11,8 +11,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/braid-cdc/braid/api/wire"
@@ -33,11 +33,12 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("client: server answered %d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
 }
 
-// Client talks to a braid node's native API; given several nodes of a
-// cluster, it moves to the next when one cannot be reached.
+// Client talks to a braid node's native API; given one or several nodes
+// of a cluster, it learns the others from them (members.go) and moves to
+// the next when one cannot be reached.
 type Client struct {
-	bases       []*url.URL
-	cur         atomic.Int32 // the node in use: bases[cur]
+	bases       []*url.URL // the nodes given to New
+	nodes       *nodes     // those and the ones learned; the node in use
 	http        *http.Client
 	log         *slog.Logger
 	ackInterval time.Duration
@@ -48,6 +49,8 @@ type Client struct {
 	resumeAfter uint64
 	idleTimeout time.Duration
 	jsonLines   bool
+	from        string         // WithFrom; "" none
+	ephemeral   bool           // WithEphemeral
 	user, pass  string         // WithToken; "" none
 	roots       *x509.CertPool // WithCA; nil: the system's
 }
@@ -80,7 +83,9 @@ func WithAckMessages(n int) Option { return func(c *Client) { c.ackMessages = n 
 func WithAckBytes(n int) Option { return func(c *Client) { c.ackBytes = n } }
 
 // WithBackoff sets the wait before the first reconnect and the most it
-// grows to (it doubles each failed attempt). Default: 100ms, 5s.
+// grows to: it doubles after each round of failed attempts, one at each
+// node the client knows (one attempt when it knows one node). Default:
+// 100ms, 5s.
 func WithBackoff(first, most time.Duration) Option {
 	return func(c *Client) { c.minBackoff, c.maxBackoff = first, most }
 }
@@ -113,6 +118,44 @@ func WithToken(name, password string) Option {
 // system's roots. It has no effect with WithHTTPClient.
 func WithCA(pool *x509.CertPool) Option { return func(c *Client) { c.roots = pool } }
 
+// WithFrom sets where a stream of a client id new to the destination
+// starts: "earliest" (the destination's start positions), "latest" (what
+// is committed from now on), "seq:N" (the transaction of seq N) or
+// "time:RFC3339" (the first transaction committed at or after that time,
+// e.g. time:2026-01-02T15:04:05Z). The server ignores it for a client id
+// it has a cursor of. CheckFrom tells a valid one; New refuses others.
+// Default: none (the destination's consumers.start).
+func WithFrom(from string) Option { return func(c *Client) { c.from = from } }
+
+// WithEphemeral makes streams leave nothing behind: the server keeps no
+// cursor of the client id and forgets it when its stream ends. A reconnect
+// of such a stream, to the same node or another, is a new client id to
+// the server: once a connection was served, the client asks it to start
+// at the transaction after the last one handled whole (from=seq:N), so
+// that nothing is skipped or repeated. Default: a durable client id.
+func WithEphemeral() Option { return func(c *Client) { c.ephemeral = true } }
+
+// CheckFrom reports whether from is a start position that WithFrom takes:
+// earliest, latest, seq:N (N a seq, 1 or more) or time:RFC3339.
+func CheckFrom(from string) error {
+	kind, arg, hasArg := strings.Cut(from, ":")
+	switch {
+	case from == "earliest" || from == "latest":
+		return nil
+	case kind == "seq" && hasArg:
+		if n, err := strconv.ParseUint(arg, 10, 64); err != nil || n == 0 {
+			return fmt.Errorf("client: start position %q: seq:N takes the first seq to read, 1 or more, as in seq:42", from)
+		}
+		return nil
+	case kind == "time" && hasArg:
+		if _, err := time.Parse(time.RFC3339Nano, arg); err != nil {
+			return fmt.Errorf("client: start position %q: %q is not an RFC 3339 time, as in time:2026-01-02T15:04:05Z", from, arg)
+		}
+		return nil
+	}
+	return fmt.Errorf("client: start position %q: want earliest, latest, seq:N or time:RFC3339", from)
+}
+
 // ParseToken splits a credential NAME:PASSWORD, as $BRAID_TOKEN and a
 // token file hold it (surrounding white space trimmed).
 func ParseToken(s string) (name, password string, err error) {
@@ -126,7 +169,9 @@ func ParseToken(s string) (name, password string, err error) {
 // New returns a client of the node at baseURL ("http://host:port"), or of
 // a cluster's nodes given as a comma-separated list: any node serves any
 // destination (it redirects to the owner), and when the node in use
-// cannot be reached Stream goes on through the next.
+// cannot be reached Stream goes on through the next. Stream also learns
+// the cluster's other nodes from the nodes given (see Members), so one
+// node's address is enough to fail over to any of them.
 func New(baseURL string, opts ...Option) (*Client, error) {
 	c := &Client{ackInterval: 500 * time.Millisecond, ackMessages: 1000, ackBytes: 4 << 20,
 		minBackoff: 100 * time.Millisecond, maxBackoff: 5 * time.Second, idleTimeout: 3 * time.Second}
@@ -160,6 +205,11 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if c.minBackoff <= 0 || c.maxBackoff < c.minBackoff {
 		problems = append(problems, fmt.Errorf("client: backoff %v..%v: want 0 < first <= most", c.minBackoff, c.maxBackoff))
 	}
+	if c.from != "" {
+		if err := CheckFrom(c.from); err != nil {
+			problems = append(problems, err)
+		}
+	}
 	if err := errors.Join(problems...); err != nil {
 		return nil, err
 	}
@@ -187,6 +237,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
+	c.nodes = newNodes(c.bases)
 	return c, nil
 }
 
@@ -200,16 +251,6 @@ func (t credentialed) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.SetBasicAuth(t.user, t.pass)
 	return t.base.RoundTrip(r)
-}
-
-// base is the node in use.
-func (c *Client) base() *url.URL { return c.bases[int(c.cur.Load())%len(c.bases)] }
-
-// nextNode moves to the next node, if there are several.
-func (c *Client) nextNode() {
-	if len(c.bases) > 1 {
-		c.cur.Add(1)
-	}
 }
 
 // url builds the URL of an endpoint under /v1/destinations, path elements

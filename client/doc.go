@@ -3,8 +3,9 @@
 // api/wire): it lists destinations, shows their state, creates, shows and
 // deletes them and reads the cluster's status (admin.go), and consumes a
 // destination's stream of flat messages under a client id, acking as it
-// goes and resuming after a dropped connection. The braid CLI and the test
-// harnesses use it for every call.
+// goes and resuming after a dropped connection, at the same node or any
+// other of the cluster's. The braid CLI and the test harnesses use it for
+// every call.
 //
 //	c, err := client.New("http://127.0.0.1:8081")
 //	err = c.Stream(ctx, "shop", "billing", func(m client.Message) error {
@@ -30,6 +31,30 @@
 //		return nil
 //	})
 //
+// # Nodes
+//
+// New takes one node's base URL or several, comma-separated. Any node
+// serves any destination (it redirects to the owner). Stream learns the
+// cluster's live nodes from the nodes it knows (GET /v1/cluster/members,
+// which any user may call), before its first connection and again at
+// every reconnect, and moves on to the next node it knows when the one in
+// use does not serve: one node's URL is enough to fail over to any node
+// of the cluster. The nodes given are always kept, what was learned is
+// replaced by each answer, and a learned node is taken only with the
+// scheme of the node that named it (members.go). Nodes lists them;
+// Members asks for them at once.
+//
+// # Where a stream starts
+//
+// A client id new to the destination starts where WithFrom says:
+// earliest, latest, seq:N or time:RFC3339 (default: the destination's
+// consumers.start); a client id that has a cursor on the server goes on
+// from it. WithEphemeral makes a client id of which the server keeps no
+// cursor, forgotten when its stream ends (braid tail without --client-id):
+// once a node served it, each reconnect asks the next node for the
+// transaction after the last one handled whole (from=seq:N), since that
+// node knows nothing of it.
+//
 // # Delivery
 //
 // Stream (and StreamViews) hands each message to handle once, in stream
@@ -54,5 +79,7 @@
 // # Concurrency
 //
 // A Client is safe for concurrent use. Stream runs handle on the calling
-// goroutine and owns one goroutine for acks, stopped before it returns.
+// goroutine and owns two goroutines, one for acks and one that learns the
+// cluster's nodes, both stopped before it returns. The nodes a Client
+// knows, and the one in use, are shared by its calls.
 package client

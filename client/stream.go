@@ -27,12 +27,16 @@ func (e *handleError) Error() string { return e.err.Error() }
 // returns nil, or an error wrapping ErrUnreachable when no node ever
 // served the stream) or handle returns an error (it returns that error). A
 // dropped connection is opened again with backoff, resuming after the last
-// acked seq. It also returns, without retrying, the server's refusals: an
-// unknown destination or bad parameters, a missing or wrong credential
-// or one not allowed to read the destination (*Error), and ErrBusy when the
-// first connection finds the client id streaming elsewhere (on a reconnect,
-// that is the server not yet having seen the old connection end, and it is
-// retried).
+// acked seq, at the same node or, when it does not serve, at the next one
+// the client knows (it learns the cluster's nodes as it goes: see
+// Members). It also returns, without retrying, the server's refusals
+// (*Error): an unknown destination or bad parameters (404, 400), a missing
+// or wrong credential or one not allowed to read the destination (401,
+// 403), a start the sources no longer hold (410, naming the oldest seq
+// still available; WithFrom, or an ephemeral stream's next seq); and
+// ErrBusy when the first connection finds the client id streaming
+// elsewhere (on a reconnect, that is the server not yet having seen the
+// old connection end, and it is retried).
 func (c *Client) Stream(ctx context.Context, name, clientID string, handle func(msg Message) error) error {
 	if handle == nil {
 		return errors.New("client: Stream needs a handle function")
@@ -57,6 +61,10 @@ func (c *Client) StreamViews(ctx context.Context, name, clientID string, handle 
 	ackCtx, stopAcks := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { ak.run(ackCtx) })
+	// The cluster's nodes are learned before each connection, without
+	// holding it up.
+	learn := make(chan struct{}, 1)
+	wg.Go(func() { c.learnLoop(ackCtx, learn) })
 	defer func() {
 		stopAcks()
 		wg.Wait()
@@ -68,6 +76,7 @@ func (c *Client) StreamViews(ctx context.Context, name, clientID string, handle 
 	dec := &lineDecoder{}
 	view := &MessageView{}
 	backoff := c.minBackoff
+	failed := 0      // attempts failed since backoff last grew or a node served
 	reached := false // some node served the stream once
 	var lastErr error
 	ended := func() error {
@@ -77,6 +86,10 @@ func (c *Client) StreamViews(ctx context.Context, name, clientID string, handle 
 		return fmt.Errorf("%w: the stream of %s was never served: %w", ErrUnreachable, name, lastErr)
 	}
 	for attempt := 0; ; attempt++ {
+		select {
+		case learn <- struct{}{}:
+		default:
+		}
 		delivered, err := c.connect(ctx, name, clientID, d, ak, dec, view, handle)
 		reached = reached || delivered
 		if err != nil && ctx.Err() == nil {
@@ -95,12 +108,13 @@ func (c *Client) StreamViews(ctx context.Context, name, clientID string, handle 
 			case se.Status == http.StatusConflict && attempt == 0:
 				return fmt.Errorf("%w: %s", ErrBusy, se.Message)
 			case se.Status == http.StatusBadRequest || se.Status == http.StatusNotFound,
-				se.Status == http.StatusUnauthorized || se.Status == http.StatusForbidden:
+				se.Status == http.StatusUnauthorized || se.Status == http.StatusForbidden,
+				se.Status == http.StatusGone:
 				return err
 			}
 		}
 		if delivered {
-			backoff = c.minBackoff
+			backoff, failed = c.minBackoff, 0
 		}
 		if !delivered || errors.Is(err, errSilent) {
 			c.nextNode() // this node did not serve, or went silent: try the next, if any
@@ -114,7 +128,11 @@ func (c *Client) StreamViews(ctx context.Context, name, clientID string, handle 
 			return ended()
 		case <-t.C:
 		}
-		backoff = min(2*backoff, c.maxBackoff)
+		// The wait grows after a round of attempts, one at each node known:
+		// during a failover the next node is tried soon, the same one not.
+		if failed++; failed >= c.nodes.count() {
+			backoff, failed = min(2*backoff, c.maxBackoff), 0
+		}
 		ak.flush(ctx) // resume after everything handled whole
 	}
 }
@@ -126,6 +144,12 @@ var errSilent = errors.New("client: nothing from the server")
 // came.
 func (c *Client) connect(ctx context.Context, name, clientID string, d *dedupe, ak *acker, dec *lineDecoder, view *MessageView, handle func(*MessageView) error) (bool, error) {
 	q := url.Values{"client-id": {clientID}, "after": {strconv.FormatUint(ak.ackedSeq(), 10)}, "checkpoint": {"true"}}
+	if from := c.startFrom(d); from != "" {
+		q.Set("from", from)
+	}
+	if c.ephemeral {
+		q.Set("ephemeral", "true")
+	}
 	// The server sends a checkpoint line every second when idle; silence
 	// much longer means a dead connection (a stalled or cut-off node
 	// leaves it open), so it is dropped and the stream reconnects.
@@ -182,6 +206,19 @@ func (c *Client) connect(ctx context.Context, name, clientID string, d *dedupe, 
 			return got, dead(fmt.Errorf("client: reading the stream: %w", err))
 		}
 	}
+}
+
+// startFrom is a connection's from parameter: WithFrom's, or, for an
+// ephemeral stream that a node served before (the next node has no cursor
+// of it), the transaction after the last one handled whole; the messages
+// of it that were handled are dropped by count, as after any reconnect. A
+// stream that has neither handled a transaction whole nor been told of one
+// by a checkpoint keeps WithFrom's.
+func (c *Client) startFrom(d *dedupe) string {
+	if c.ephemeral && d.served && d.done > 0 {
+		return "seq:" + strconv.FormatUint(d.done+1, 10)
+	}
+	return c.from
 }
 
 // streamBuffer is how much of a stream is read at a time (and the longest
@@ -290,9 +327,10 @@ type dedupe struct {
 	// This connection's count of messages of seq connSeq so far.
 	connSeq uint64
 	connN   int
+	served  bool // a connection was opened once
 }
 
-func (d *dedupe) connected() { d.connSeq, d.connN = 0, 0 }
+func (d *dedupe) connected() { d.connSeq, d.connN, d.served = 0, 0, true }
 
 // admit reports whether a message of seq is new.
 func (d *dedupe) admit(seq uint64) bool {

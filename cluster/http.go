@@ -12,9 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/braid-cdc/braid/api/native"
 	"github.com/braid-cdc/braid/api/wire"
-	"github.com/braid-cdc/braid/binlog"
+	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/raftstore"
 	"github.com/braid-cdc/braid/spec"
 )
@@ -25,7 +24,11 @@ import (
 // owner (the Go client and curl -L follow it), or 503 while it has none.
 //
 //	GET    /healthz, /readyz                    wire.Health (health.go; no credential)
+//	GET    /metrics                             Prometheus exposition (metrics.go; any user)
+//	GET    /, /ui/{file}                        the status page (status.go; any user)
+//	GET    /v1/status                           wire.Status (status.go): what the page shows
 //	GET    /v1/cluster                          wire.ClusterStatus
+//	GET    /v1/cluster/members                  wire.Members (members.go; any user)
 //	GET    /v1/destinations                     names, from Raft
 //	POST   /v1/destinations                     the spec (YAML or JSON) → wire.DestinationInfo
 //	GET    /v1/destinations/{name}/spec         wire.DestinationInfo
@@ -34,24 +37,38 @@ import (
 //	GET    /v1/destinations/{name}              wire.State      } on the owner
 //	GET    /v1/destinations/{name}/stream       NDJSON          } (api/native)
 //	POST   /v1/destinations/{name}/ack          wire.AckResult  }
+//	GET    /v1/destinations/{name}/consumers    []wire.ClientState }
+//	DELETE /v1/destinations/{name}/consumers/{id} wire.ConsumerDropped }
 //
 // Every JSON shape is package api/wire's; errors are wire.ErrorBody.
 
 func (n *Node) handler() http.Handler {
-	local := native.NewHandler(n.reg, n.log.With("part", "http"))
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", n.healthz)
 	mux.HandleFunc("GET /readyz", n.readyz)
+	// Any user, not none as for /healthz: like Consul's /v1/agent/metrics
+	// (a token with agent:read once ACLs are on) and Vault's
+	// /v1/sys/metrics (a token unless unauthenticated_metrics_access),
+	// since the families name destinations, sources and client ids;
+	// Prometheus scrapes with basic auth or a bearer token, and a
+	// consumer account is enough (it sees the destinations it may read).
+	mux.Handle("GET /metrics", n.guard(needUser, n.metricsHandler()))
+	mux.Handle("GET /{$}", n.guard(needUser, n.page.page))
+	mux.Handle("GET /ui/", n.guard(needUser, n.page.files))
+	mux.Handle("GET /v1/status", n.guard(needAdmin, n.page.status))
 	mux.Handle("GET /v1/cluster", n.guard(needAdmin, n.status))
+	mux.Handle("GET /v1/cluster/members", n.guard(needUser, n.liveMembers))
 	mux.Handle("DELETE /v1/cluster/nodes/{name}", n.guard(needAdmin, n.removeNode))
 	mux.Handle("GET /v1/destinations", n.guard(needUser, n.list))
 	mux.Handle("POST /v1/destinations", n.guard(needAdmin, n.create))
 	mux.Handle("GET /v1/destinations/{name}/spec", n.guard(needRead, n.info))
 	mux.Handle("DELETE /v1/destinations/{name}", n.guard(needAdmin, n.remove))
-	owned := n.routed(local)
+	owned := n.routed(n.local)
 	mux.Handle("GET /v1/destinations/{name}", n.guard(needRead, owned))
 	mux.Handle("GET /v1/destinations/{name}/stream", n.guard(needRead, owned))
 	mux.Handle("POST /v1/destinations/{name}/ack", n.guard(needRead, owned))
+	mux.Handle("GET /v1/destinations/{name}/consumers", n.guard(needRead, owned))
+	mux.Handle("DELETE /v1/destinations/{name}/consumers/{id}", n.guard(needAdmin, owned))
 	return mux
 }
 
@@ -190,16 +207,9 @@ func (n *Node) create(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
 	defer cancel()
-	for i := range ds.Sources {
-		src := &ds.Sources[i]
-		pos, err := binlog.CheckSource(ctx, *src)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, "destination %q not created: %v", ds.Name, err)
-			return
-		}
-		if src.Start.Kind == spec.StartLatest {
-			src.Start = spec.Start{Kind: spec.StartPosition, Pos: pos}
-		}
+	if err := group.PinStarts(ctx, ds); err != nil {
+		writeError(w, http.StatusBadRequest, "destination %q not created: %v", ds.Name, err)
+		return
 	}
 	// Raft keeps the spec with its passwords sealed: raft.db, snapshots
 	// and every follower's copy hold none in clear.

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -205,6 +206,16 @@ type Node struct {
 	life    context.Context
 	endLife context.CancelFunc
 
+	// local is the native API over the destinations this node runs, one
+	// for the HTTP port and the node port, so that a state fetched by a
+	// peer shows the streams open here; page is the status page.
+	local http.Handler
+	page  *statusPage
+
+	// takeovers counts the destinations this node took over; renewals its
+	// ownership lease renewals (metrics).
+	takeovers, renewals atomic.Uint64
+
 	mu     sync.Mutex
 	owned  map[string]*owner // destinations this node runs, by name
 	memory memoryLimit
@@ -219,6 +230,8 @@ func Start(cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.Name), reg: stream.NewRegistry(), owned: map[string]*owner{}}
 	n.memory.log = n.log
 	n.life, n.endLife = context.WithCancel(context.Background())
+	n.local = native.NewHandler(n.reg, n.log.With("part", "http"))
+	n.page = n.newStatusPage()
 	key := cfg.SecretsKey
 	if key == nil {
 		key = cfg.GossipKey
@@ -343,6 +356,7 @@ func (n *Node) Run(ctx context.Context) error {
 	wg.Go(func() { n.bootstrapLoop(ctx) })
 	wg.Go(func() { n.leaderLoop(ctx) })
 	wg.Go(func() { n.ownerLoop(ctx) })
+	wg.Go(func() { n.page.sample(ctx) })
 	if gaps := n.cfg.unprotected(); len(gaps) > 0 {
 		wg.Go(func() { n.warnInsecure(ctx, gaps) })
 	}

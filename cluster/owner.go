@@ -115,6 +115,7 @@ func (n *Node) startOwner(ctx context.Context, name string, epoch uint64) *owner
 		defer close(o.done)
 		log := n.log.With("dest", name, "epoch", epoch)
 		log.Info("taking the destination over")
+		n.takeovers.Add(1)
 		err := o.run(ctx)
 		switch {
 		case ctx.Err() != nil:
@@ -161,6 +162,7 @@ func (o *owner) renew(ctx context.Context) error {
 	o.mu.Lock()
 	o.leaseUntil = began.Add(o.n.cfg.Lease)
 	o.mu.Unlock()
+	o.n.renewals.Add(1)
 	return nil
 }
 
@@ -194,7 +196,7 @@ func (o *owner) run(ctx context.Context) error {
 		return err
 	}
 	// The pipeline's logs name the destination themselves (group).
-	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: &ds, Clients: cursors, Logger: n.log.With("epoch", o.epoch)})
+	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: &ds, Clients: cursors, Logger: n.log.With("epoch", o.epoch), Serve: true})
 	if err != nil {
 		return err
 	}
@@ -231,7 +233,7 @@ func (o *owner) run(ctx context.Context) error {
 		}
 		clients := store.Clients()
 		for _, c := range clients {
-			if c.Mark == nil || saved[c.ID] == c.Mark {
+			if c.Mark == nil || saved[c.ID] == c.Mark || c.Ephemeral {
 				continue
 			}
 			if err := fc.Save(o.name, c.ID, c.Mark); err != nil {
@@ -241,8 +243,9 @@ func (o *owner) run(ctx context.Context) error {
 			saved[c.ID] = c.Mark
 		}
 		// A client id gone from the store unsubscribed (canal's
-		// UNSUBSCRIPTION): its cursor goes too, or the next owner would
-		// hold the stream for it.
+		// UNSUBSCRIPTION), was dropped (braid consumer drop) or expired
+		// (consumers.expire_after): its cursor goes too, or the next owner
+		// would hold the stream for it.
 		for id := range saved {
 			if slices.ContainsFunc(clients, func(c stream.ClientStats) bool { return c.ID == id }) {
 				continue

@@ -9,8 +9,6 @@ import (
 	"net/http"
 	"sync"
 	"time"
-
-	"github.com/braid-cdc/braid/api/native"
 )
 
 // The node port (the Raft port) carries, besides Raft and forwarded
@@ -44,9 +42,8 @@ func (n *Node) peerProtocols() map[byte]func(net.Conn) {
 // for describe on another node, and a node's removal, relayed to the
 // leader; nothing else (no stream, no ack).
 func (n *Node) peerHandler() http.Handler {
-	local := native.NewHandler(n.reg, n.log.With("part", "peer-http"))
 	mux := http.NewServeMux()
-	mux.Handle("GET /v1/destinations/{name}", local)
+	mux.Handle("GET /v1/destinations/{name}", n.local)
 	mux.HandleFunc("DELETE /v1/cluster/nodes/{name}", n.removeNode)
 	return mux
 }

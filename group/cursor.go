@@ -1,13 +1,16 @@
 package group
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
+	"github.com/braid-cdc/braid/binlog"
 	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/spec"
 )
 
 // Cursor is a point in a destination's merged stream, at a transaction
@@ -92,6 +95,50 @@ func (f *FileStore) Save(destination, client string, c *Cursor) error {
 	}
 	if err := os.Rename(tmp, p); err != nil {
 		return fmt.Errorf("group: save cursor: %w", err)
+	}
+	return nil
+}
+
+// ErrPurged: a source's binlog no longer holds where a read would start.
+var ErrPurged = binlog.ErrPurged
+
+// CheckHistory checks that every source of ds still holds where a read
+// after from starts (nil: the spec's start positions; a start that names
+// no position, such as latest, is not checked): a replay would otherwise
+// fail only once its readers are running. Its error wraps ErrPurged when
+// a binlog is gone.
+func CheckHistory(ctx context.Context, ds *spec.Spec, from *Cursor) error {
+	for i, src := range ds.Sources {
+		var pos change.Position
+		switch {
+		case from != nil && i < len(from.Sources):
+			pos = from.Sources[i].Pos
+		case from == nil && src.Start.Kind == spec.StartPosition:
+			pos = src.Start.Pos
+		default:
+			continue
+		}
+		if err := binlog.CheckPosition(ctx, src, pos); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PinStarts checks every source of ds as its reader would (binlog.CheckSource)
+// and pins a `latest` start to the source's current position, so that the
+// destination's start, which a consumer starting at earliest replays from,
+// stays the same point for every later run, replay and owner.
+func PinStarts(ctx context.Context, ds *spec.Spec) error {
+	for i := range ds.Sources {
+		src := &ds.Sources[i]
+		pos, err := binlog.CheckSource(ctx, *src)
+		if err != nil {
+			return err
+		}
+		if src.Start.Kind == spec.StartLatest {
+			src.Start = spec.Start{Kind: spec.StartPosition, Pos: pos}
+		}
 	}
 	return nil
 }

@@ -114,6 +114,29 @@ type SourceStats struct {
 	LastSeen time.Time
 	// Waiting is set while strict order waits for this source.
 	Waiting bool
+
+	// The source's reader (binlog.Stats), read when Stats is called:
+	// Connected while its binlog connection streams; LastError the error
+	// that last ended or refused it (empty before the first), LastErrorAt
+	// when, Errors how many there were.
+	Connected   bool
+	LastError   string
+	LastErrorAt time.Time
+	Errors      uint64
+	// Idle: caught up, the source sending only heartbeats; Behind: the
+	// server is known to hold binlog the reader has not read. Lag is 0
+	// while idle, else the time since the newer of the last event's commit
+	// and the last heartbeat (see binlog.Stats.Lag): an idle source does
+	// not look like a dead one, and a down one's lag grows.
+	Idle, Behind bool
+	Lag          time.Duration
+	// Events and Bytes count the binlog events and bytes read, Rows the
+	// row changes of selected tables.
+	Events, Bytes, Rows uint64
+	// ReadPos is how far the reader has read (ahead of Pos by what waits
+	// in its queue and the merge); ServerPos the server's end of binlog as
+	// last learnt.
+	ReadPos, ServerPos change.Position
 }
 
 // New checks the configuration and builds the parsers; it does not connect.
@@ -187,13 +210,28 @@ func New(cfg Config) (*Destination, error) {
 // it from emit or after Run returns.
 func (d *Destination) Cursor() *Cursor { return d.cursor.Clone() }
 
-// Stats returns the destination's progress, refreshed by the merge at most
-// every 100 ms and whenever it waits. Safe for concurrent use.
+// Stats returns the destination's progress: the merge's, refreshed at
+// most every 100 ms and whenever it waits, and each source's reader's,
+// read now. Safe for concurrent use.
 func (d *Destination) Stats() Stats {
 	d.statsMu.Lock()
-	defer d.statsMu.Unlock()
 	st := d.stats
 	st.Sources = append([]SourceStats(nil), st.Sources...)
+	d.statsMu.Unlock()
+	if len(st.Sources) != len(d.parsers) { // before the merge's first publish
+		st.Sources = make([]SourceStats, len(d.parsers))
+		for i, src := range d.cfg.Spec.Sources {
+			st.Sources[i].Name = src.Name
+		}
+	}
+	now := d.cfg.Now()
+	for i, p := range d.parsers {
+		rs, ss := p.Stats(), &st.Sources[i]
+		ss.Connected, ss.LastError, ss.LastErrorAt, ss.Errors = rs.Connected, rs.LastError, rs.LastErrorAt, rs.Errors
+		ss.Lag, ss.Idle, ss.Behind = rs.Lag(now)
+		ss.Events, ss.Bytes, ss.Rows = rs.Events, rs.Bytes, rs.Rows
+		ss.ReadPos, ss.ServerPos = rs.ReadPos, rs.ServerPos
+	}
 	return st
 }
 

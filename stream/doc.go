@@ -9,12 +9,33 @@
 // it hands the same *change.Event to every reader, which formats it for
 // its protocol (package flat, api/canal).
 //
+// # Consumers
+//
+// A client id starts where it asks (Store.Open: earliest, latest, seq:N,
+// time:T; canal clients, which cannot ask, at the spec's consumers.start).
+// One whose start is older than the store holds is served by a replay
+// reader: a private Pipeline from the nearest cursor the store knows (nil:
+// the destination's pinned start), with server ids of its own, into a
+// small store of its own. By determinism its seqs are everyone's; once it
+// has caught up with what the main store holds, it rejoins it at a
+// transaction boundary. A serving pipeline (PipelineConfig.Serve) applies
+// the spec's policy every 250 ms (Store.Maintain): a store full for a
+// second names the client ids holding it (Stats.BlockedBy, a warning); one
+// holding it for consumers.detach_after is detached (its cursor stays; it
+// holds nothing; a replay serves it when it reads again); one unseen for
+// consumers.expire_after is dropped.
+//
 // # Invariants
 //
 //   - The store is bounded in events and bytes; when it is full, Put waits
 //     (backpressure reaching the sources); nothing is dropped.
-//   - An event stays until every subscribed client id has acked it; a
+//   - An event stays until every attached client id has acked it; a
 //     client's Mark is the cursor after the last transaction it acked whole.
+//   - A client is handed every transaction after its start exactly once
+//     per read of it (a rollback or a new stream hands the un-acked ones
+//     again), whether the store or a replay serves it.
+//   - One client never holds the others for longer than detach_after
+//     while another client is attached and reading.
 //
 // # Concurrency
 //

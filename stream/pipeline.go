@@ -3,7 +3,10 @@ package stream
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
+	"time"
 
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/spec"
@@ -26,7 +29,20 @@ type PipelineConfig struct {
 	Store Config
 	// Logger receives the destination's logs. Default: discarded.
 	Logger *slog.Logger
+	// Serve says the store serves consumers that come and go (canal and
+	// native clients): new client ids start at the spec's consumers.start,
+	// one behind the store gets a replay reader, and the spec's
+	// detach_after and expire_after apply. Without it (capture printing)
+	// the store has the one consumer it was given.
+	Serve bool
+	// replayOf, set on a replay reader's pipeline, is the client id it
+	// serves.
+	replayOf string
 }
+
+// maintainEvery is how often a serving pipeline applies its consumer
+// policy (Store.Maintain).
+const maintainEvery = 250 * time.Millisecond
 
 // Pipeline is a destination merging into a bounded store on its own
 // goroutine: what `braid capture` prints from, what its servers and a
@@ -36,6 +52,9 @@ type Pipeline struct {
 	Store *Store
 
 	name string
+	cfg  PipelineConfig
+	ctx  context.Context // the pipeline's run; replays run under it
+	log  *slog.Logger
 	stop context.CancelFunc
 	done chan struct{} // closed when the run ended; err is then set
 	err  error
@@ -63,7 +82,27 @@ func StartPipeline(ctx context.Context, cfg PipelineConfig) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	store := NewStore(cfg.Store)
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	p := &Pipeline{Dest: dest, name: cfg.Spec.Name, cfg: cfg, log: log, done: make(chan struct{})}
+	sc := cfg.Store
+	sc.After = resume
+	sc.Logger = log.With("dest", cfg.Spec.Name)
+	if cfg.Serve {
+		sc.Replay = p.replay
+		pol := cfg.Spec.Consumers
+		sc.DetachAfter, sc.ExpireAfter = time.Duration(pol.DetachAfter), time.Duration(pol.ExpireAfter)
+		if sc.DetachAfter == 0 { // a spec stored before consumers: existed
+			sc.DetachAfter = spec.DefaultDetachAfter
+		}
+		if pol.Start == spec.StartLatest {
+			sc.Start = Start{Kind: StartLatest}
+		}
+	}
+	store := NewStore(sc)
+	p.Store = store
 	for client, c := range cfg.Clients {
 		if c != nil {
 			store.SubscribeAfter(client, c.Seq, c)
@@ -71,15 +110,68 @@ func StartPipeline(ctx context.Context, cfg PipelineConfig) (*Pipeline, error) {
 			store.Subscribe(client)
 		}
 	}
-	p := &Pipeline{Dest: dest, Store: store, name: cfg.Spec.Name, done: make(chan struct{})}
 	rctx, stop := context.WithCancel(ctx)
-	p.stop = stop
+	p.ctx, p.stop = rctx, stop
+	if cfg.Serve {
+		go p.maintain(rctx)
+	}
 	go func() {
 		p.err = dest.RunInto(rctx, store)
 		store.Close() // readers drain what is left, then stop
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// replay is the store's ReplayFunc: a pipeline of its own from the
+// cursor, reading with server ids of its own (a source refuses a second
+// replica with an id already reading), into a store that holds only that
+// client's events.
+func (p *Pipeline) replay(from *group.Cursor, client string) (*Pipeline, error) {
+	ds := *p.cfg.Spec
+	ds.Sources = slices.Clone(ds.Sources)
+	for i := range ds.Sources {
+		src := &ds.Sources[i]
+		src.ServerID = spec.DeriveServerID(ds.Name, fmt.Sprintf("%s#%d#replay:%s", src.Name, src.ServerID, client))
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, 15*time.Second)
+	defer cancel()
+	if err := group.CheckHistory(ctx, &ds, from); err != nil {
+		return nil, err
+	}
+	seq := uint64(0)
+	if from != nil {
+		seq = from.Seq
+	}
+	p.log.Info("replay reader started", "dest", p.name, "client", client, "after_seq", seq)
+	return StartPipeline(p.ctx, PipelineConfig{Spec: &ds, Resume: from, Logger: p.log.With("replay", client),
+		Store: Config{MaxBytes: p.Store.cfg.MaxBytes, MaxEvents: p.Store.cfg.MaxEvents, cutAtMarks: true}, replayOf: client})
+}
+
+// maintain applies the store's consumer policy until ctx ends, logging
+// what it does.
+func (p *Pipeline) maintain(ctx context.Context) {
+	t := time.NewTicker(maintainEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			for _, n := range p.Store.Maintain(now) {
+				switch n.Kind {
+				case NoticeBlocked:
+					p.log.Warn("the store is full and waits for these client ids to ack", "dest", p.name, "clients", n.Clients,
+						"for", n.For.Round(time.Millisecond), "detach_after", p.Store.cfg.DetachAfter)
+				case NoticeDetached:
+					p.log.Warn("client ids detached: they held the store full; their cursors stay and a replay serves them when they read again",
+						"dest", p.name, "clients", n.Clients, "for", n.For.Round(time.Millisecond))
+				case NoticeExpired:
+					p.log.Info("client ids dropped with their cursors: not seen for consumers.expire_after", "dest", p.name, "clients", n.Clients, "expire_after", n.For)
+				}
+			}
+		}
+	}
 }
 
 // Served is the pipeline as the servers see it, with live (nil: always)

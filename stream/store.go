@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -23,13 +24,43 @@ var ErrClosed = errors.New("stream: store closed")
 // DefaultBytes is Config.MaxBytes's default.
 const DefaultBytes = 64 << 20
 
-// Config bounds a Store. Zero fields take the defaults given.
+// Config bounds a Store and says how its consumers start and are let go.
+// Zero fields take the defaults given.
 type Config struct {
 	// MaxBytes bounds the estimated memory of the events held (see
 	// Event.Size). Default: 64 MiB.
 	MaxBytes int64
 	// MaxEvents bounds their number. Default: 65536.
 	MaxEvents int
+	// After is the cursor the producer starts after: the first event Put
+	// is of transaction After.Seq+1. Default: nil, the destination's start
+	// (its first event is of transaction 1).
+	After *group.Cursor
+	// Start is where a new client id that does not ask starts (a canal
+	// client, which cannot). Default: earliest.
+	Start Start
+	// Replay, if set, starts a private pipeline after a cursor (nil: from
+	// the destination's start) for a client whose position is older than
+	// the store holds. Without it such a client starts at the oldest
+	// transaction held, as it could before replays.
+	Replay ReplayFunc
+	// WarnAfter is how long the store may stay full before Maintain names
+	// the client ids holding it. Default: 1s.
+	WarnAfter time.Duration
+	// DetachAfter is how long a client id may hold the store full before
+	// Maintain detaches it: its cursor stays, and a replay reader serves
+	// it when it reads again. Default: never.
+	DetachAfter time.Duration
+	// ExpireAfter drops a client id that has not read for that long
+	// (Maintain). Default: never.
+	ExpireAfter time.Duration
+	// Logger receives the store's own lines (a replayed client rejoining).
+	// Default: discarded.
+	Logger *slog.Logger
+	// cutAtMarks ends batches at transaction boundaries when one is in
+	// range: a replay store's client must reach one to rejoin the main
+	// store.
+	cutAtMarks bool
 }
 
 // Store holds a destination's events between the producer (the merge) and
@@ -41,17 +72,26 @@ type Config struct {
 // Each event may carry a mark (the producer's cursor at a transaction
 // boundary); a client's Mark is the last one it acked, to be saved.
 //
+// A client id starts where it asks (Open): at the destination's start, the
+// newest transaction, a seq or a time. One whose start, or whose cursor
+// after being detached (Maintain), is older than the store holds is served
+// by a replay reader: a private pipeline from the nearest cursor, whose
+// seqs are the same by determinism. When it has caught up with what the
+// store holds, it rejoins the store at a transaction boundary.
+//
 // # Invariants
 //
 //   - Events are handed out in Put order; a client never skips one.
 //   - Held bytes stay within MaxBytes and events within MaxEvents, except
 //     that one event is always accepted into an empty store.
 //   - A client's acked point never moves backwards.
+//   - Every transaction after floor is held whole or yet to come.
+//   - A detached client holds nothing in the store.
 //
 // # Concurrency
 //
 // A Store is safe for concurrent use by one producer and any number of
-// clients.
+// clients. Lock order: a store before its clients' replay stores.
 type Store struct {
 	cfg     Config
 	mu      sync.Mutex
@@ -63,8 +103,21 @@ type Store struct {
 	clients map[string]*storeClient
 	closed  bool
 	// full is set while Put waits for room: a Fill then takes what there
-	// is, since no more can come until some is acked.
-	full bool
+	// is, since no more can come until some is acked. fullSince is when
+	// it last became full, warned whether Maintain named the holders.
+	full      bool
+	fullSince time.Time
+	warned    bool
+	// floor is the seq of the newest transaction not held whole (dropped
+	// in part or in all): every later one is held or yet to come.
+	// floorMark is the cursor after the last transaction dropped whole
+	// (Config.After before any), the nearest a replay can start from.
+	floor     uint64
+	floorMark *group.Cursor
+	// headMark is the mark of the newest transaction put whole, and
+	// headAt its commit time: where a client starting at latest begins.
+	headMark *group.Cursor
+	headAt   time.Time
 }
 
 type storeEntry struct {
@@ -81,8 +134,39 @@ type storeClient struct {
 	mark    *group.Cursor
 	markAt  time.Time // the commit time of mark's transaction
 	// after, while not 0, skips the events of transactions up to this seq
-	// (see SubscribeAfter).
+	// (see SubscribeAfter); since, while not zero, skips transactions that
+	// committed before it (a start at a time).
 	after uint64
+	since time.Time
+	// done is the seq of the last transaction the client has whole (acked
+	// or skipped) and clean whether its acked point is right after it;
+	// origin is the cursor it started after (nil: the destination's
+	// start), which a replay starts from until it has a mark.
+	done   uint64
+	clean  bool
+	origin *group.Cursor
+
+	ephemeral bool
+	lastSeen  time.Time
+	// reading counts its reads in progress: a client waiting in one (a
+	// canal GET may wait for days) is seen, whatever lastSeen says.
+	reading int
+	// detached: it held the store full too long (Maintain); replay, once
+	// it reads again, serves it; reset makes its next Get fail with
+	// ErrDetached, for it had batches handed out that are gone.
+	detached bool
+	replay   *Pipeline
+	reset    bool
+}
+
+// resumeCursor is where a replay of c starts from: the newer of its
+// mark and its origin (nil: the destination's start). Its events up to
+// c.done are skipped.
+func (c *storeClient) resumeCursor() *group.Cursor {
+	if c.mark != nil && (c.origin == nil || c.mark.Seq > c.origin.Seq) {
+		return c.mark
+	}
+	return c.origin
 }
 
 // Batch is what Get hands a client: consecutive events, under an id to ack.
@@ -103,7 +187,20 @@ func NewStore(cfg Config) *Store {
 	if cfg.MaxEvents <= 0 {
 		cfg.MaxEvents = 65536
 	}
-	return &Store{cfg: cfg, changed: make(chan struct{}), clients: map[string]*storeClient{}}
+	if cfg.WarnAfter <= 0 {
+		cfg.WarnAfter = time.Second
+	}
+	if cfg.Start.Kind == "" {
+		cfg.Start.Kind = StartEarliest
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Store{cfg: cfg, changed: make(chan struct{}), clients: map[string]*storeClient{}, floorMark: cfg.After, headMark: cfg.After}
+	if cfg.After != nil {
+		s.floor = cfg.After.Seq
+	}
+	return s
 }
 
 // broadcast wakes every waiter; the caller holds mu.
@@ -137,7 +234,7 @@ func (s *Store) Put(ctx context.Context, ev *change.Event, mark *group.Cursor) e
 	for !s.closed && len(s.entries) > 0 &&
 		(len(s.entries) >= s.cfg.MaxEvents || s.bytes+size > s.cfg.MaxBytes) {
 		if !s.full {
-			s.full = true
+			s.full, s.fullSince, s.warned = true, time.Now(), false
 			s.broadcast()
 		}
 		if !s.wait(ctx, nil) {
@@ -152,18 +249,17 @@ func (s *Store) Put(ctx context.Context, ev *change.Event, mark *group.Cursor) e
 	s.entries = append(s.entries, storeEntry{ev: ev, size: size, mark: mark})
 	s.bytes += size
 	s.peak = max(s.peak, s.bytes)
+	if mark != nil {
+		s.headMark, s.headAt = mark, ev.CommitTime
+	}
 	s.broadcast()
 	return nil
 }
 
-// Subscribe registers a client id at the oldest event held (what a new
-// client sees first). Subscribing a known client does nothing.
+// Subscribe registers a client id at the store's Config.Start (what a new
+// client that does not ask gets). Subscribing a known client does nothing.
 func (s *Store) Subscribe(client string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.clients[client]; !ok {
-		s.clients[client] = &storeClient{acked: s.base, next: s.base}
-	}
+	_ = s.Open(context.Background(), client, OpenOptions{})
 }
 
 // SubscribeAfter registers a client id that already has every
@@ -177,39 +273,65 @@ func (s *Store) SubscribeAfter(client string, seq uint64, mark *group.Cursor) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.clients[client]; !ok {
-		s.clients[client] = &storeClient{acked: s.base, next: s.base, after: seq, mark: mark}
+		c := s.newClient(seq, mark)
+		c.mark = mark
+		s.clients[client] = c
 	}
 }
 
+// newClient is a client of the store that has every transaction up to
+// after, origin the cursor there (nil: the destination's start); the
+// caller holds mu.
+func (s *Store) newClient(after uint64, origin *group.Cursor) *storeClient {
+	return &storeClient{acked: s.base, next: s.base, after: after, done: after, clean: true, origin: origin, lastSeen: time.Now()}
+}
+
 // skip acks for c the events of transactions it already has (see
-// SubscribeAfter); the caller holds mu.
+// SubscribeAfter) or that committed before its start time; the caller
+// holds mu.
 func (s *Store) skip(c *storeClient) {
-	if c.after == 0 || len(c.batches) > 0 {
+	if (c.after == 0 && c.since.IsZero()) || len(c.batches) > 0 {
 		return
 	}
 	end := s.base + uint64(len(s.entries))
 	from := c.next
-	for c.next < end && s.entries[c.next-s.base].ev.Seq <= c.after {
+	for c.next < end {
+		ev := s.entries[c.next-s.base].ev
+		if ev.Seq > c.after && !c.since.IsZero() && (ev.Type == change.EventBegin || ev.Type == change.EventDDL) {
+			if !ev.CommitTime.Before(c.since) {
+				c.since = time.Time{} // the first transaction at or after it
+			} else {
+				c.after = ev.Seq
+			}
+		}
+		if ev.Seq > c.after {
+			break
+		}
 		c.next++
 	}
-	if c.next < end {
+	if c.next < end && c.since.IsZero() {
 		c.after = 0 // past it: nothing more to skip
 	}
 	if c.next > from {
 		c.acked = c.next
+		c.done, c.clean = max(c.done, s.entries[c.next-1-s.base].ev.Seq), true
 		s.trim()
 	}
 }
 
 // Unsubscribe forgets a client id, its cursor and its un-acked batches:
 // the store no longer holds events for it (canal's UNSUBSCRIPTION).
-// Subscribing it again starts at the oldest event held then.
+// Subscribing it again starts it anew.
 func (s *Store) Unsubscribe(client string) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.clients[client]; ok {
+	c, ok := s.clients[client]
+	if ok {
 		delete(s.clients, client)
 		s.trim()
+	}
+	s.mu.Unlock()
+	if ok && c.replay != nil {
+		c.replay.Close()
 	}
 }
 
@@ -247,15 +369,55 @@ func (s *Store) byteCut(from, to uint64, limit int64) (end uint64, cut bool) {
 	return to, sum == limit
 }
 
+// markCut returns where a batch from from to to ends when it must end at a
+// transaction boundary: after the last marked event in range, if any.
+func (s *Store) markCut(from, to uint64) uint64 {
+	for i := to; i > from; i-- {
+		if s.entries[i-1-s.base].mark != nil {
+			return i
+		}
+	}
+	return to
+}
+
 // get hands client up to max events of at most maxBytes, waiting up to
 // timeout for want events.
 func (s *Store) get(ctx context.Context, client string, want, max int, maxBytes int64, timeout time.Duration) (Batch, error) {
+	for {
+		r, err := s.route(client)
+		if err != nil {
+			return Batch{ID: -1}, err
+		}
+		if r != nil {
+			s.reading(client, 1)
+			b, err := r.Store.get(ctx, client, want, max, maxBytes, timeout)
+			s.reading(client, -1)
+			if errors.Is(err, ErrClosed) {
+				err = s.replayEnded(client, r)
+			}
+			return b, err
+		}
+		b, again, err := s.getHere(ctx, client, want, max, maxBytes, timeout)
+		if !again {
+			return b, err
+		}
+	}
+}
+
+// getHere is get for a client the store serves itself; again says that
+// it was detached meanwhile.
+func (s *Store) getHere(ctx context.Context, client string, want, max int, maxBytes int64, timeout time.Duration) (b Batch, again bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.clients[client]
 	if !ok {
-		return Batch{}, fmt.Errorf("stream: client %q is not subscribed", client)
+		return Batch{}, false, fmt.Errorf("stream: client %q is not subscribed", client)
 	}
+	if c.detached {
+		return Batch{}, true, nil
+	}
+	c.reading++
+	defer func() { c.reading--; c.lastSeen = time.Now() }()
 	var deadline <-chan time.Time
 	if timeout > 0 {
 		t := time.NewTimer(timeout)
@@ -271,17 +433,23 @@ func (s *Store) get(ctx context.Context, client string, want, max int, maxBytes 
 		if !s.wait(ctx, deadline) {
 			break
 		}
+		if c.detached {
+			return Batch{}, true, nil
+		}
 		s.skip(c)
 		end = s.base + uint64(len(s.entries))
 	}
 	if c.next == end {
 		if s.closed {
-			return Batch{ID: -1}, ErrClosed
+			return Batch{ID: -1}, false, ErrClosed
 		}
-		return Batch{ID: -1}, ctx.Err()
+		return Batch{ID: -1}, false, ctx.Err()
 	}
 	to, _ := s.byteCut(c.next, min(end, c.next+uint64(max)), maxBytes)
-	b := Batch{ID: c.nextID, from: c.next, to: to, Events: make([]*change.Event, 0, to-c.next), Marks: make([]*group.Cursor, 0, to-c.next)}
+	if s.cfg.cutAtMarks {
+		to = s.markCut(c.next, to)
+	}
+	b = Batch{ID: c.nextID, from: c.next, to: to, Events: make([]*change.Event, 0, to-c.next), Marks: make([]*group.Cursor, 0, to-c.next)}
 	for i := c.next; i < to; i++ {
 		e := &s.entries[i-s.base]
 		b.Events = append(b.Events, e.ev)
@@ -290,18 +458,43 @@ func (s *Store) get(ctx context.Context, client string, want, max int, maxBytes 
 	c.nextID++
 	c.next = to
 	c.batches = append(c.batches, b)
-	return b, nil
+	return b, false, nil
+}
+
+// reading counts a read of client in progress (delta 1) or ended (-1).
+func (s *Store) reading(client string, delta int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.clients[client]; ok {
+		c.reading += delta
+		c.lastSeen = time.Now()
+	}
 }
 
 // Ack confirms client's oldest un-acked batch; acks come in the order the
 // batches were handed out, as canal's do.
 func (s *Store) Ack(client string, id int64) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	c, ok := s.clients[client]
 	if !ok {
+		s.mu.Unlock()
 		return fmt.Errorf("stream: client %q is not subscribed", client)
 	}
+	c.lastSeen = time.Now()
+	if r := c.replay; r != nil {
+		s.mu.Unlock()
+		if err := r.Store.Ack(client, id); err != nil {
+			return err
+		}
+		// The replay's client moved: its cursor is the one to save.
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if rc := r.Store.client(client); rc.mark != nil && c.replay == r {
+			c.mark, c.markAt, c.done = rc.mark, rc.markAt, rc.done
+		}
+		return nil
+	}
+	defer s.mu.Unlock()
 	if len(c.batches) == 0 || c.batches[0].ID != id {
 		return fmt.Errorf("%w: client %q acked batch %d, its oldest un-acked batch is %s", ErrUnknownBatch, client, id, oldest(c))
 	}
@@ -310,11 +503,23 @@ func (s *Store) Ack(client string, id int64) error {
 	for i := b.from; i < b.to; i++ {
 		if e := &s.entries[i-s.base]; e.mark != nil {
 			c.mark, c.markAt = e.mark, e.ev.CommitTime
+			c.done = max(c.done, e.mark.Seq)
 		}
 	}
+	c.clean = b.to > b.from && s.entries[b.to-1-s.base].mark != nil
 	c.acked = b.to
 	s.trim()
 	return nil
+}
+
+// client returns the state of a subscribed client, a copy taken under mu.
+func (s *Store) client(id string) storeClient {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.clients[id]; ok {
+		return *c
+	}
+	return storeClient{}
 }
 
 func oldest(c *storeClient) string {
@@ -328,14 +533,38 @@ func oldest(c *storeClient) string {
 // hands out the same events again.
 func (s *Store) Rollback(client string) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	c, ok := s.clients[client]
 	if !ok {
+		s.mu.Unlock()
 		return fmt.Errorf("stream: client %q is not subscribed", client)
 	}
+	if r := c.replay; r != nil {
+		s.mu.Unlock()
+		return r.Store.Rollback(client)
+	}
+	defer s.mu.Unlock()
 	c.next = c.acked
 	c.batches = nil
+	c.reset = false // nothing handed out is outstanding now
 	return nil
+}
+
+// Done returns the seq of the last transaction client has whole (acked,
+// skipped as before its start, or its cursor's): where a stream of it
+// stands before it hands anything out.
+func (s *Store) Done(client string) uint64 {
+	s.mu.Lock()
+	c, ok := s.clients[client]
+	if !ok {
+		s.mu.Unlock()
+		return 0
+	}
+	done, r := c.done, c.replay
+	s.mu.Unlock()
+	if r != nil {
+		done = max(done, r.Store.Done(client))
+	}
+	return done
 }
 
 // Mark returns the mark of the last event client acked that had one.
@@ -349,21 +578,31 @@ func (s *Store) Mark(client string) *group.Cursor {
 }
 
 // trim drops the events every client has acked; the caller holds mu.
+// Detached clients hold nothing.
 func (s *Store) trim() {
-	if len(s.clients) == 0 {
-		return
-	}
-	low := ^uint64(0)
+	low, any := ^uint64(0), false
 	for _, c := range s.clients {
-		low = min(low, c.acked)
+		if !c.detached {
+			low, any = min(low, c.acked), true
+		}
+	}
+	if !any {
+		return
 	}
 	n := int(low - s.base)
 	if n <= 0 {
 		return
 	}
 	for i := 0; i < n; i++ {
-		s.bytes -= s.entries[i].size
-		s.entries[i] = storeEntry{}
+		e := &s.entries[i]
+		if e.mark != nil {
+			s.floorMark = e.mark
+			s.floor = e.mark.Seq
+		} else {
+			s.floor = max(s.floor, e.ev.Seq) // a transaction dropped in part
+		}
+		s.bytes -= e.size
+		*e = storeEntry{}
 	}
 	s.entries = s.entries[n:]
 	s.base = low
@@ -384,20 +623,43 @@ type ClientStats struct {
 	// first ack).
 	AckedSeq uint64
 	AckedAt  time.Time
+	// Ephemeral: it keeps no cursor (nothing is saved for it).
+	Ephemeral bool
+	// Detached: it held the store full too long and holds nothing now;
+	// Replaying: a replay reader of its own serves it.
+	Detached, Replaying bool
+	// LastSeen is when it last read or acked.
+	LastSeen time.Time
 }
 
 // Clients lists the subscribed client ids, by id.
 func (s *Store) Clients() []ClientStats {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	end := s.base + uint64(len(s.entries))
 	out := make([]ClientStats, 0, len(s.clients))
+	replays := map[string]*Pipeline{}
 	for id, c := range s.clients {
-		cs := ClientStats{ID: id, Unacked: int(end - c.acked), Batches: len(c.batches), Mark: c.mark, AckedAt: c.markAt}
+		cs := ClientStats{ID: id, Batches: len(c.batches), Mark: c.mark, AckedAt: c.markAt,
+			Ephemeral: c.ephemeral, Detached: c.detached, Replaying: c.replay != nil, LastSeen: c.lastSeen}
+		if !c.detached && c.replay == nil {
+			cs.Unacked = int(end - c.acked)
+		}
+		if c.replay != nil {
+			replays[id] = c.replay
+		}
 		if c.mark != nil {
 			cs.AckedSeq = c.mark.Seq
 		}
 		out = append(out, cs)
+	}
+	s.mu.Unlock()
+	for i := range out {
+		if r := replays[out[i].ID]; r != nil {
+			rc := r.Store.Clients()
+			if len(rc) == 1 {
+				out[i].Batches = rc[0].Batches
+			}
+		}
 	}
 	slices.SortFunc(out, func(a, b ClientStats) int { return strings.Compare(a.ID, b.ID) })
 	return out
@@ -408,13 +670,23 @@ type Stats struct {
 	Events    int
 	Bytes     int64
 	PeakBytes int64
+	// Floor is the seq of the newest transaction the store no longer holds
+	// whole: it serves every later one itself, a replay reader the rest.
+	Floor uint64
+	// BlockedBy names the client ids holding the store full, once it has
+	// been full for Config.WarnAfter; empty otherwise.
+	BlockedBy []string
 }
 
 // Stats returns the store's use now and its peak.
 func (s *Store) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Stats{Events: len(s.entries), Bytes: s.bytes, PeakBytes: s.peak}
+	st := Stats{Events: len(s.entries), Bytes: s.bytes, PeakBytes: s.peak, Floor: s.floor}
+	if s.full && s.warned {
+		st.BlockedBy = s.holders()
+	}
+	return st
 }
 
 // Close wakes every waiter; Put and an empty Get then fail with

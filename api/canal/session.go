@@ -231,7 +231,10 @@ func (ss *session) authenticate(ctx context.Context, p *pbp.Packet) bool {
 			ss.fail(CodeError, err.Error(), "dest", a.Destination)
 			return false
 		default:
-			d.Store.Subscribe(a.ClientId)
+			if err := d.Store.Open(ctx, a.ClientId, stream.OpenOptions{}); err != nil {
+				ss.fail(CodeError, err.Error(), "dest", a.Destination, "client", a.ClientId)
+				return false
+			}
 		}
 	}
 	ss.authed, ss.user = true, a.Username
@@ -246,7 +249,9 @@ func (ss *session) handle(ctx context.Context, p *pbp.Packet) error {
 	case pbp.PacketType_SUBSCRIPTION:
 		var m pbp.Sub
 		return ss.identified(ctx, p, &m, m.GetDestination, m.GetClientId, func(d *stream.Served, client string) error {
-			d.Store.Subscribe(client)
+			if err := d.Store.Open(ctx, client, stream.OpenOptions{}); err != nil {
+				return ss.fail(CodeError, err.Error(), "dest", d.Name, "client", client)
+			}
 			return ss.writeAck(0, "")
 		})
 	case pbp.PacketType_UNSUBSCRIPTION:

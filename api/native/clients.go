@@ -1,9 +1,11 @@
 package native
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/stream"
@@ -29,6 +31,10 @@ type clientState struct {
 	// has (a stream's after=): an ack above it is refused, or one bad ack
 	// (seq=2^64-1) would make the server skip everything after it.
 	sentSeq uint64
+	// endedAt and endErr are when and why its last stream ended, for the
+	// line that says it came back after a failure.
+	endedAt time.Time
+	endErr  error
 }
 
 // delivered is a store batch written to the client, with the highest seq
@@ -72,15 +78,18 @@ func (h *handler) clientsOf(store *stream.Store) []*clientState {
 	return out
 }
 
-// open starts a stream: it fails if one is open, else it rolls the
-// client's store batches back so that everything not acked comes again.
-func (c *clientState) open(store *stream.Store) error {
+// open starts a stream: it fails if one is open, else it subscribes the
+// client (a new one where o says) and rolls its store batches back so
+// that everything not acked comes again.
+func (c *clientState) open(ctx context.Context, store *stream.Store, o stream.OpenOptions) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.streaming {
 		return errBusy
 	}
-	store.Subscribe(c.id)
+	if err := store.Open(ctx, c.id, o); err != nil {
+		return err
+	}
 	if err := store.Rollback(c.id); err != nil {
 		return err
 	}
@@ -89,11 +98,13 @@ func (c *clientState) open(store *stream.Store) error {
 	return nil
 }
 
-// close ends the stream; its batches stay to be acked until the next open.
-func (c *clientState) close() {
+// close ends the stream (err: why, nil when the client closed it); its
+// batches stay to be acked until the next open.
+func (c *clientState) close(err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.streaming = false
+	c.endedAt, c.endErr = time.Now(), err
 }
 
 // handed records a batch written to the client.
@@ -136,6 +147,19 @@ func (c *clientState) ack(store *stream.Store, seq uint64) (acked, pending int, 
 func (c *clientState) state(store *stream.Store) wire.ClientState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return wire.ClientState{ID: c.id, Streaming: c.streaming, AckedSeq: c.ackedSeq,
+	cs := wire.ClientState{ID: c.id, Streaming: c.streaming, AckedSeq: c.ackedSeq,
 		PendingBatches: len(c.delivered), Cursor: cursorState(store.Mark(c.id))}
+	if cs.Cursor != nil {
+		// A client resumed on this node after a takeover has acked
+		// nothing here yet: its cursor says how far it is.
+		cs.AckedSeq = max(cs.AckedSeq, cs.Cursor.Seq)
+	}
+	return cs
+}
+
+// forget drops the state of (store, id).
+func (h *handler) forget(store *stream.Store, id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.clients, clientKey{store, id})
 }

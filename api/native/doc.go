@@ -13,7 +13,17 @@
 //	GET  /v1/destinations                                → ["shop", ...]
 //	GET  /v1/destinations/{name}                         → wire.State
 //	GET  /v1/destinations/{name}/stream?client-id=ID[&after=SEQ][&checkpoint=true]
+//	     [&from=earliest|latest|seq:N|time:RFC3339][&ephemeral=true]
 //	POST /v1/destinations/{name}/ack?client-id=ID&seq=SEQ → wire.AckResult
+//	GET  /v1/destinations/{name}/consumers               → []wire.ClientState
+//	DELETE /v1/destinations/{name}/consumers/{id}        → wire.ConsumerDropped
+//
+// from says where a new client id starts (stream.Start; default the
+// store's, the spec's consumers.start); a start older than the store holds
+// is served by a replay reader, and one the sources no longer hold is
+// answered 410, naming the oldest seq still available. An ephemeral client
+// id keeps no cursor and is unsubscribed when its stream ends. A consumer
+// with a stream open cannot be dropped (409).
 //
 // The JSON shapes are package api/wire's. Errors are wire.ErrorBody
 // objects {"error": "..."}: 404 for an unknown destination

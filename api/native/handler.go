@@ -52,6 +52,8 @@ func NewHandler(reg *stream.Registry, logger *slog.Logger) http.Handler {
 	h.mux.HandleFunc("GET /v1/destinations/{name}", h.state)
 	h.mux.HandleFunc("GET /v1/destinations/{name}/stream", h.stream)
 	h.mux.HandleFunc("POST /v1/destinations/{name}/ack", h.ack)
+	h.mux.HandleFunc("GET /v1/destinations/{name}/consumers", h.consumers)
+	h.mux.HandleFunc("DELETE /v1/destinations/{name}/consumers/{id}", h.dropConsumer)
 	return h
 }
 
@@ -121,7 +123,19 @@ func (h *handler) state(w http.ResponseWriter, r *http.Request) {
 		gs := s.Stats()
 		st.Seq, st.Late = gs.Seq, gs.Late
 		for _, src := range gs.Sources {
-			ss := wire.SourceState{Name: src.Name, Pos: src.Pos.String(), Waiting: src.Waiting}
+			ss := wire.SourceState{Name: src.Name, Pos: src.Pos.String(), Waiting: src.Waiting,
+				Connected: src.Connected, LastError: src.LastError, Idle: src.Idle, Behind: src.Behind,
+				BehindMs: src.Lag.Milliseconds()}
+			if !src.LastErrorAt.IsZero() {
+				at := src.LastErrorAt
+				ss.LastErrorAt = &at
+			}
+			if !src.ReadPos.IsZero() {
+				ss.ReadPos = src.ReadPos.String()
+			}
+			if !src.ServerPos.IsZero() {
+				ss.ServerPos = src.ServerPos.String()
+			}
 			if !src.LastCommit.IsZero() {
 				lc := src.LastCommit
 				lag := now.Sub(lc).Milliseconds()
@@ -135,11 +149,18 @@ func (h *handler) state(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	ss := s.Store.Stats()
-	st.Store = wire.StoreState{Events: ss.Events, Bytes: ss.Bytes, PeakBytes: ss.PeakBytes}
+	st.Store = wire.StoreState{Events: ss.Events, Bytes: ss.Bytes, PeakBytes: ss.PeakBytes, Floor: ss.Floor, BlockedBy: ss.BlockedBy}
+	st.Clients = h.clientStates(s)
+	writeJSON(w, http.StatusOK, st)
+}
+
+// clientStates lists the client ids subscribed to s's store, by id.
+func (h *handler) clientStates(s *stream.Served) []wire.ClientState {
 	native := map[string]*clientState{}
 	for _, c := range h.clientsOf(s.Store) {
 		native[c.id] = c
 	}
+	out := []wire.ClientState{}
 	for _, sc := range s.Store.Clients() {
 		cs := wire.ClientState{ID: sc.ID, PendingBatches: sc.Batches, Cursor: cursorState(sc.Mark)}
 		if c, ok := native[sc.ID]; ok {
@@ -147,10 +168,57 @@ func (h *handler) state(w http.ResponseWriter, r *http.Request) {
 		} else if cs.Cursor != nil {
 			cs.AckedSeq = cs.Cursor.Seq
 		}
-		cs.Unacked = sc.Unacked
-		st.Clients = append(st.Clients, cs)
+		cs.Unacked, cs.Ephemeral, cs.Detached, cs.Replaying = sc.Unacked, sc.Ephemeral, sc.Detached, sc.Replaying
+		if !sc.LastSeen.IsZero() {
+			ls := sc.LastSeen
+			cs.LastSeen = &ls
+		}
+		out = append(out, cs)
 	}
-	writeJSON(w, http.StatusOK, st)
+	return out
+}
+
+func (h *handler) consumers(w http.ResponseWriter, r *http.Request) {
+	s, ok := h.lookup(w, r)
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, h.clientStates(s))
+}
+
+// dropConsumer forgets a client id: its cursor, what the store holds for
+// it, its state here. One with a stream open is refused (409): stop it
+// first, or it would come back at once as a new client id.
+func (h *handler) dropConsumer(w http.ResponseWriter, r *http.Request) {
+	s, ok := h.lookup(w, r)
+	if !ok {
+		return
+	}
+	id := r.PathValue("id")
+	var found *stream.ClientStats
+	for _, sc := range s.Store.Clients() {
+		if sc.ID == id {
+			found = &sc
+			break
+		}
+	}
+	if found == nil {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("destination %s has no consumer %q (braid consumer list %s shows them)", s.Name, id, s.Name))
+		return
+	}
+	if c := h.findClient(s.Store, id); c != nil {
+		c.mu.Lock()
+		busy := c.streaming
+		c.mu.Unlock()
+		if busy {
+			writeError(w, http.StatusConflict, fmt.Sprintf("consumer %q of destination %s has a stream open: stop it first, then drop it", id, s.Name))
+			return
+		}
+	}
+	s.Store.Unsubscribe(id)
+	h.forget(s.Store, id)
+	h.log.Info("consumer dropped", "dest", s.Name, "client", id, "acked_seq", found.AckedSeq)
+	writeJSON(w, http.StatusOK, wire.ConsumerDropped{Destination: s.Name, ClientID: id, AckedSeq: found.AckedSeq})
 }
 
 // cursorState renders a client's saved cursor (nil: none yet).

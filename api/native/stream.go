@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"runtime"
 	"strconv"
 	"strings"
@@ -40,29 +41,54 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
-	checkpoint := false
-	if v := q.Get("checkpoint"); v != "" {
-		if checkpoint, err = strconv.ParseBool(v); err != nil {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("parameter checkpoint %q is not a boolean", v))
-			return
-		}
-	}
-	c := h.client(s.Store, id)
-	if err := c.open(s.Store); err != nil {
-		if errors.Is(err, errBusy) {
-			writeError(w, http.StatusConflict, fmt.Sprintf("client id %q already has a stream of destination %q open; one stream per client id at a time (close it, or use another client id)", id, s.Name))
-			return
-		}
-		writeError(w, http.StatusInternalServerError, err.Error())
+	checkpoint, ok := boolParam(w, q, "checkpoint")
+	if !ok {
 		return
 	}
-	defer c.close()
+	var open stream.OpenOptions
+	if open.Ephemeral, ok = boolParam(w, q, "ephemeral"); !ok {
+		return
+	}
+	if open.Start, err = stream.ParseStart(q.Get("from")); err != nil {
+		writeError(w, http.StatusBadRequest, "parameter from: "+err.Error())
+		return
+	}
+	c := h.client(s.Store, id)
+	if err := c.open(r.Context(), s.Store, open); err != nil {
+		switch {
+		case errors.Is(err, errBusy):
+			writeError(w, http.StatusConflict, fmt.Sprintf("client id %q already has a stream of destination %q open; one stream per client id at a time (close it, or use another client id)", id, s.Name))
+		case errors.Is(err, stream.ErrHistoryGone):
+			writeError(w, http.StatusGone, fmt.Sprintf("destination %s: %v", s.Name, err))
+		default:
+			writeError(w, http.StatusInternalServerError, err.Error())
+		}
+		return
+	}
+	log := h.log.With("dest", s.Name, "client", id)
+	// Where the client stands: a new client id at latest has every
+	// transaction up to the newest one; its first checkpoint says so, so
+	// that it can resume from there (an ephemeral one, after a failover).
+	done := s.Store.Done(id)
 	c.mu.Lock()
 	after = max(after, c.ackedSeq) // what the client acked is handled
-	c.sentSeq = max(c.sentSeq, after)
+	c.sentSeq = max(c.sentSeq, after, done)
+	endedAt, endErr := c.endedAt, c.endErr
 	c.mu.Unlock()
-	log := h.log.With("dest", s.Name, "client", id)
-	log.Info("stream opened", "after", after)
+	if endErr != nil {
+		log.Info("consumer back after a failed stream", "after", after, "away", time.Since(endedAt).Round(time.Millisecond), "failure", endErr)
+	} else {
+		log.Info("stream opened", "after", after, "from", open.Start.String(), "ephemeral", open.Ephemeral)
+	}
+	var streamErr error
+	defer func() {
+		c.close(streamErr)
+		if open.Ephemeral {
+			// It keeps nothing: no cursor, nothing held for it.
+			s.Store.Unsubscribe(id)
+			h.forget(s.Store, id)
+		}
+	}()
 
 	inBinary := wantsBinary(r)
 	rc := http.NewResponseController(w)
@@ -81,7 +107,7 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request) {
 		log.Warn("stream cannot flush", "err", err)
 		return
 	}
-	sw := &streamWriter{bw: bufio.NewWriterSize(w, 64<<10), after: after, checkpoint: checkpoint,
+	sw := &streamWriter{bw: bufio.NewWriterSize(w, 64<<10), after: after, checkpoint: checkpoint, done: done,
 		flat: flat.Writer{Binary: inBinary}}
 	err = h.pump(r.Context(), s, c, sw, rc)
 	switch {
@@ -90,8 +116,24 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, stream.ErrClosed):
 		log.Info("stream ended: the destination stopped")
 	default:
+		streamErr = err
 		log.Warn("stream ended", "err", err)
 	}
+}
+
+// boolParam reads an optional boolean parameter, answering 400 itself
+// when it is not one.
+func boolParam(w http.ResponseWriter, q url.Values, name string) (v, ok bool) {
+	s := q.Get(name)
+	if s == "" {
+		return false, true
+	}
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("parameter %s %q is not a boolean", name, s))
+		return false, false
+	}
+	return v, true
 }
 
 // pump moves batches from the store to the client until ctx ends or

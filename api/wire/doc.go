@@ -7,6 +7,8 @@
 // spec, whose JSON form is package spec's (DestinationInfo.Spec).
 //
 //	GET    /v1/cluster                         ClusterStatus
+//	GET    /v1/cluster/members                 Members
+//	GET    /v1/status                          Status (the status page's data)
 //	GET    /v1/destinations                    []string: the destinations' names
 //	POST   /v1/destinations                    the spec (YAML or JSON) → DestinationInfo, 201
 //	GET    /v1/destinations/{name}/spec        DestinationInfo
@@ -15,6 +17,8 @@
 //	GET    /healthz, /readyz                   Health (no credential needed)
 //	GET    /v1/destinations/{name}             State (served by the owner)
 //	POST   /v1/destinations/{name}/ack         AckResult (served by the owner)
+//	GET    /v1/destinations/{name}/consumers   []ClientState (served by the owner)
+//	DELETE /v1/destinations/{name}/consumers/{id} ConsumerDropped (served by the owner)
 //
 // The stream itself (GET /v1/destinations/{name}/stream) is flat-message
 // JSON lines or binary frames, described in package api/native and decoded

@@ -50,6 +50,33 @@ type SourceState struct {
 	// Waiting is true while strict order waits for this source (it is
 	// behind the others, or down).
 	Waiting bool `json:"waiting"`
+	// Connected is true while the source's binlog connection streams.
+	Connected bool `json:"connected"`
+	// LastError is the error that last ended or refused the source's
+	// connection; missing before the first (a source that recovered keeps
+	// it: Connected says it is up again).
+	LastError string `json:"lastError,omitempty"`
+	// LastErrorAt is when LastError happened; missing before the first.
+	LastErrorAt *time.Time `json:"lastErrorAt,omitempty"`
+	// Idle is true while braid has read everything the source has and the
+	// source sends only heartbeats: caught up, no traffic, BehindMs 0.
+	Idle bool `json:"idle"`
+	// Behind is true while the source is known to hold binlog braid has
+	// not read yet (its end of binlog, ServerPos, is after ReadPos).
+	Behind bool `json:"behind"`
+	// BehindMs is how far braid's reading trails the source, in
+	// milliseconds: 0 while idle; else the time since the newer of the
+	// last event's commit and the last heartbeat, so it grows while the
+	// source is down or cut off. Unlike LagMs, an idle source has none.
+	BehindMs int64 `json:"behindMs"`
+	// ReadPos is how far braid has read the source's binlog, "file:pos"
+	// (ahead of Pos by what waits for the merge); missing before it is
+	// known.
+	ReadPos string `json:"readPos,omitempty"`
+	// ServerPos is the source's end of binlog as braid last learnt it
+	// (from heartbeats, and SHOW MASTER STATUS every 10 s while none
+	// comes), "file:pos"; missing before it is known.
+	ServerPos string `json:"serverPos,omitempty"`
 }
 
 // StoreState is a destination's store use: the events it holds for its
@@ -62,6 +89,13 @@ type StoreState struct {
 	Bytes int64 `json:"bytes"`
 	// PeakBytes is the largest Bytes since the store was made.
 	PeakBytes int64 `json:"peakBytes"`
+	// Floor is the seq of the newest transaction the store no longer
+	// holds whole: a client id behind it is served by a replay reader.
+	Floor uint64 `json:"floor"`
+	// BlockedBy names the client ids the store has been waiting for while
+	// full (for a second or more); they are detached after the spec's
+	// consumers.detach_after. Missing when the store is not held.
+	BlockedBy []string `json:"blockedBy,omitempty"`
 }
 
 // ClientState is one client id subscribed to a destination on a node: a
@@ -84,6 +118,27 @@ type ClientState struct {
 	// Cursor is the destination cursor of the client's last acked
 	// transaction boundary; missing before the first ack.
 	Cursor *CursorState `json:"cursor,omitempty"`
+	// Ephemeral: the client id keeps no cursor and goes when its stream
+	// ends (braid tail without --client-id).
+	Ephemeral bool `json:"ephemeral,omitempty"`
+	// Detached: it held the store full longer than consumers.detach_after
+	// and holds nothing now.
+	Detached bool `json:"detached,omitempty"`
+	// Replaying: a replay reader of its own serves it (it started, or
+	// fell, behind what the store holds).
+	Replaying bool `json:"replaying,omitempty"`
+	// LastSeen is when it last read or acked.
+	LastSeen *time.Time `json:"lastSeen,omitempty"`
+}
+
+// ConsumerDropped answers DELETE /v1/destinations/{name}/consumers/{id}.
+type ConsumerDropped struct {
+	// Destination is the destination it consumed.
+	Destination string `json:"destination"`
+	// ClientID is the client id dropped.
+	ClientID string `json:"clientId"`
+	// AckedSeq is the seq its cursor had.
+	AckedSeq uint64 `json:"ackedSeq"`
 }
 
 // CursorState is a client's cursor: a seq and each source's position, from

@@ -212,16 +212,24 @@ func maxLag(d wire.DestinationInfo) string {
 	if d.StateError != "" {
 		return "? (" + d.StateError + ")"
 	}
+	// How far reading trails each source (0 for an idle one, however
+	// old its last commit), not the time since its last commit.
 	var most int64 = -1
+	down := 0
 	for _, s := range d.Sources {
-		if s.LagMs != nil && *s.LagMs > most {
-			most = *s.LagMs
+		most = max(most, s.BehindMs)
+		if !s.Connected {
+			down++
 		}
 	}
 	if most < 0 {
 		return "-"
 	}
-	return (time.Duration(most) * time.Millisecond).Round(time.Millisecond).String()
+	lag := (time.Duration(most) * time.Millisecond).Round(time.Millisecond).String()
+	if down > 0 {
+		lag += fmt.Sprintf(" (%d down)", down)
+	}
+	return lag
 }
 
 func showDestination(w io.Writer, info wire.DestinationInfo) {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -25,6 +26,7 @@ var commands = map[string]command{
 	"demo":        {"start three shards and a three-node cluster on this machine, stream a live order workload, and show a takeover", runDemo},
 	"destination": {"create, list, show or delete a cluster's destinations", runDestination},
 	"cluster":     {"show a cluster's nodes and destinations, or remove a dead node", runCluster},
+	"consumer":    {"list a destination's consumers (client ids), or drop one with its cursor", runConsumer},
 	"tail":        {"print a destination's stream from a braid node, acking as it goes", runTail},
 	"certs":       {"make the CA, node certificates and gossip key a secure cluster needs", runCerts},
 	"users":       {"hash a password for a --users-file, or check such a file", runUsers},
@@ -132,23 +134,53 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer, noArgs bool) 
 // after its flags (braid tail shop --max 5, braid tail --max 5 shop); code
 // and ok are parseFlags'. The name is "" when none is given.
 func parseNamed(fs *flag.FlagSet, args []string, stderr io.Writer) (name string, code int, ok bool) {
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		name, args = args[0], args[1:]
+	names, code, ok := parseNames(fs, args, stderr)
+	if len(names) > 0 {
+		name = names[0]
 	}
-	if code, ok := parseFlags(fs, args, stderr, false); !ok {
-		return "", code, false
+	return name, code, ok
+}
+
+// parseNames parses a command's flags and the names around them (braid
+// consumer drop shop cache --server URL, braid consumer drop --json shop
+// cache); code and ok are parseFlags'.
+func parseNames(fs *flag.FlagSet, args []string, stderr io.Writer) (names []string, code int, ok bool) {
+	for {
+		for len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+			names, args = append(names, args[0]), args[1:]
+		}
+		if code, ok := parseFlags(fs, args, stderr, false); !ok {
+			return nil, code, false
+		}
+		if fs.NArg() == len(args) || fs.NArg() == 0 {
+			return append(names, fs.Args()...), 0, true
+		}
+		args = fs.Args()
 	}
-	if name == "" && fs.NArg() > 0 {
-		name = fs.Arg(0)
+}
+
+// packagePrefix matches the "stream: " a braid package puts before its
+// errors: it tells a developer where an error came from, and an operator
+// nothing.
+var packagePrefix = regexp.MustCompile(`(?m)(^|: |; )(?:spec|change|schema|binlog|group|stream|flat|native|canal|wire|raftstore|cluster|client|auth|pki|secret): `)
+
+// withoutPrefixes is an error's text without braid's package prefixes.
+func withoutPrefixes(msg string) string {
+	for {
+		out := packagePrefix.ReplaceAllString(msg, "$1")
+		if out == msg {
+			return out
+		}
+		msg = out
 	}
-	return name, 0, true
 }
 
 // oneLine folds an error (possibly joined, or a YAML error of several
-// lines) onto one line for stderr: its lines joined with "; ".
+// lines) onto one line for stderr: its lines joined with "; ", without
+// braid's package prefixes.
 func oneLine(err error) string {
 	var b strings.Builder
-	for _, l := range strings.Split(err.Error(), "\n") {
+	for _, l := range strings.Split(withoutPrefixes(err.Error()), "\n") {
 		if l = strings.TrimSpace(l); l == "" {
 			continue
 		}
@@ -167,5 +199,5 @@ func oneLine(err error) string {
 // errorLines is an error of several problems (errors.Join) as one line
 // each, for commands that list every problem of their input.
 func errorLines(err error) []string {
-	return strings.Split(strings.TrimSpace(err.Error()), "\n")
+	return strings.Split(strings.TrimSpace(withoutPrefixes(err.Error())), "\n")
 }

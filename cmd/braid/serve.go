@@ -17,7 +17,9 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/api/canal"
+	"github.com/braid-cdc/braid/api/metrics"
 	"github.com/braid-cdc/braid/api/native"
+	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/netlimit"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
@@ -115,7 +117,15 @@ func refuseCanalPasswordFlag(cmd string, args []string, stderr io.Writer) bool {
 // serve runs the destination into a store and serves it to consumers until
 // ctx ends.
 func serve(ctx context.Context, spec *spec.Spec, opt serveOptions, log *slog.Logger) error {
-	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: spec, Logger: log})
+	// A consumer starting at earliest replays from the spec's start: a
+	// `latest` there must name one position for this whole run.
+	pctx, pcancel := context.WithTimeout(ctx, 30*time.Second)
+	err := group.PinStarts(pctx, spec)
+	pcancel()
+	if err != nil {
+		return err
+	}
+	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: spec, Logger: log, Serve: true})
 	if err != nil {
 		return err
 	}
@@ -134,7 +144,7 @@ func serve(ctx context.Context, spec *spec.Spec, opt serveOptions, log *slog.Log
 			return fmt.Errorf("http port: %w: is another process using it? choose another with --http-port", err)
 		}
 		l = netlimit.Listen(l, opt.maxConns, log.With("port", "http"))
-		srv := native.NewServer(native.NewHandler(reg, log))
+		srv := native.NewServer(metrics.Mount(native.NewHandler(reg, log), metrics.RegistryHandler(reg)))
 		log.Info("serving the native API", "addr", "http://"+l.Addr().String(), "dest", spec.Name)
 		wg.Go(func() {
 			if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/braid-cdc/braid/api/metrics"
 	"github.com/braid-cdc/braid/cluster"
 	"github.com/braid-cdc/braid/internal/netlimit"
 )
@@ -82,6 +83,12 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 	if err := sec.apply(&cfg); err != nil {
 		fmt.Fprintln(stderr, "braid server:", oneLine(err))
 		return 2
+	}
+	// raft and memberlist report through go-metrics from their start: the
+	// sink /metrics serves goes in before them, or their first elections
+	// are lost.
+	if _, err := metrics.GoMetrics(); err != nil {
+		log.Warn("raft's and memberlist's metrics will be missing from /metrics", "err", err)
 	}
 	node, err := cluster.Start(cfg)
 	if err != nil {

@@ -146,12 +146,12 @@ func TestCanalEqualsTail(t *testing.T) {
 		rows       []row
 	}
 	const n = 14 // 2 CREATE TABLE, 8 INSERT, 2 UPDATE, 2 DELETE: one message each
-	// Both clients subscribe before either acks: a client id that comes
-	// later starts at the oldest event the store still holds.
+	// Both clients subscribe before either acks. tail is durable
+	// (--client-id): an ephemeral one would start at latest.
 	var tailed, errb bytes.Buffer
 	tailDone := make(chan int, 1)
 	go func() {
-		tailDone <- run([]string{"tail", "shop", "--server", fmt.Sprintf("http://127.0.0.1:%d", httpPort), "--max", fmt.Sprint(n), "--timeout", "60s"}, &tailed, &errb)
+		tailDone <- run([]string{"tail", "shop", "--server", fmt.Sprintf("http://127.0.0.1:%d", httpPort), "--client-id", "tail", "--max", fmt.Sprint(n), "--timeout", "60s"}, &tailed, &errb)
 	}()
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		st, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/v1/destinations/shop", httpPort))
@@ -271,6 +271,17 @@ func TestTailNeverReachedExits1(t *testing.T) {
 	_, errs, code := cli("tail", "shop", "--server", fmt.Sprintf("http://127.0.0.1:%d", port), "--timeout", "1s", "--log-level", "error")
 	if code != 1 || !strings.Contains(errs, "never served") {
 		t.Errorf("tail of a dead server: exit %d: %s", code, errs)
+	}
+}
+
+// TestTailBadFromExits2: a --from braid cannot send is a usage error,
+// named with the forms it takes, before any node is asked.
+func TestTailBadFromExits2(t *testing.T) {
+	for _, from := range []string{"oldest", "seq:x", "time:yesterday"} {
+		_, errs, code := cli("tail", "shop", "--server", "http://127.0.0.1:1", "--from", from)
+		if code != 2 || !strings.Contains(errs, "--from") || !strings.Contains(errs, "seq:N") || strings.Count(errs, "\n") != 1 {
+			t.Errorf("--from %s: exit %d: %s", from, code, errs)
+		}
 	}
 }
 

@@ -24,7 +24,7 @@ var sinkMay = []string{
 
 // clusterMay is what cluster may import: everything a node serves and runs.
 var clusterMay = []string{
-	"api/canal", "api/native", "api/wire",
+	"api/canal", "api/native", "api/wire", "api/metrics", "cluster/statuspage",
 	"stream", "group", "raftstore", "binlog", "spec", "change", "schema", "flat",
 	"sink/...",
 	"internal/jsontext", "internal/ports", "internal/netlimit", "internal/secret",
@@ -58,12 +58,15 @@ var table = map[string]rule{
 	"auth":       {},
 	"api/canal":  {may: apiMay},
 	"api/native": {may: apiMay},
+	// Prometheus's exposition reads the snapshots of the layers below.
+	"api/metrics": {may: []string{"stream", "group", "change"}},
 
 	// Sinks (sink and sink/mysql, sink/postgres, ...).
 	"sink/...": {may: sinkMay},
 
 	// The node, and its in-process harness for tests.
 	"cluster":             {may: clusterMay},
+	"cluster/statuspage":  {may: []string{"api/wire"}}, // the page's files, the lag history it charts
 	"cluster/clustertest": {may: append([]string{"cluster", "internal/pki"}, clusterMay...)},
 
 	// The one Go client speaks only the wire types.

@@ -1,0 +1,374 @@
+package cluster_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/braid-cdc/braid/api/wire"
+	"github.com/braid-cdc/braid/cluster/clustertest"
+)
+
+// TestStatusPage loads the status page of a node that does not own the
+// destination in headless Chromium and checks what it shows against
+// GET /v1/status on that node: the nodes and their states, the
+// destination, its owner and its source, the lag chart, a consumer with the
+// seq it acked, and "none" for sinks and DDL locks. The page's requests all
+// go to the node that served it. A browser with a credential set sends it
+// on every request; one without is asked for it (WWW-Authenticate), and
+// once the user answers, the page's polls carry it without asking again.
+func TestStatusPage(t *testing.T) {
+	browser := chromium(t)
+	src := startSource(t)
+	c := clustertest.Start(t, 3)
+	c.Create(destSpec("shop", src))
+	owner, _ := c.Owner("shop")
+	insert(t, src, span(1, 5)...)
+	cs := consume(t, c.URLs(), "shop", "app")
+	cs.waitRows(t, span(1, 5)...)
+	cs.mu.Lock()
+	acked := cs.seqs[5]
+	cs.mu.Unlock()
+	var viewer *clustertest.Node
+	for _, n := range c.Nodes() {
+		if n != owner {
+			viewer = n
+			break
+		}
+	}
+
+	resp, err := http.Get(viewer.URL() + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := resp.Header.Get("WWW-Authenticate"); resp.StatusCode != http.StatusUnauthorized || got != `Basic realm="braid"` {
+		t.Fatalf("GET / without a credential: %d, WWW-Authenticate %q; want 401 and a Basic challenge a browser prompts for", resp.StatusCode, got)
+	}
+
+	// What the API says, once the consumer's last ack reached the owner.
+	var api wire.Status
+	c.WaitFor("the consumer's ack to show in GET /v1/status", func() (bool, string) {
+		api = getStatus(t, viewer.URL())
+		for _, d := range api.Destinations {
+			if d.State == nil {
+				return false, fmt.Sprintf("%s: %s", d.Name, d.StateError)
+			}
+			for _, cl := range d.State.Clients {
+				if cl.ID == "app" && cl.AckedSeq == acked {
+					return true, ""
+				}
+			}
+		}
+		return false, fmt.Sprintf("no client app at acked seq %d in %+v", acked, api.Destinations)
+	})
+	want := pageFromAPI(api)
+	if len(want.Dests) != 1 || want.Dests[0].Owner != owner.Name || !slices.Equal(want.Dests[0].Sources, []string{"a"}) {
+		t.Fatalf("GET /v1/status on %s: %+v; want shop owned by %s with source a", viewer.Name, want, owner.Name)
+	}
+
+	admin := clustertest.AdminUser + ":" + clustertest.AdminPassword
+	for _, tc := range []struct {
+		name   string
+		header bool // the credential as a header; else the user answers the prompt
+	}{{"credential in a header", true}, {"user answers the prompt", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			tab := newTab(t, browser)
+			var (
+				mu      sync.Mutex
+				urls    []string
+				prompts int
+				errs    []string       // the page's script errors and the browser's error log (CSP refusals too)
+				answers sync.WaitGroup // the replies to paused requests, sent off the event loop
+			)
+			t.Cleanup(answers.Wait)
+			user, pass, _ := strings.Cut(admin, ":")
+			err := chromedp.Listen(tab, func(ev any) {
+				switch e := ev.(type) {
+				case *network.EventRequestWillBeSent:
+					mu.Lock()
+					urls = append(urls, e.Request.URL)
+					mu.Unlock()
+				case *runtime.EventExceptionThrown:
+					d := e.ExceptionDetails
+					text := d.Text
+					if d.Exception != nil && d.Exception.Description != "" {
+						text = d.Exception.Description
+					}
+					mu.Lock()
+					errs = append(errs, fmt.Sprintf("an exception at %s:%d:%d: %s", d.URL, d.LineNumber+1, d.ColumnNumber+1, text))
+					mu.Unlock()
+				case *log.EventEntryAdded:
+					if e.Entry.Level == log.EntryLevelError {
+						mu.Lock()
+						errs = append(errs, fmt.Sprintf("%s: %s (%s)", e.Entry.Source, e.Entry.Text, e.Entry.URL))
+						mu.Unlock()
+					}
+				case *fetch.EventRequestPaused:
+					answers.Go(func() { chromedp.Call(tab, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: e.RequestID}) })
+				case *fetch.EventAuthRequired:
+					mu.Lock()
+					prompts++
+					mu.Unlock()
+					answers.Go(func() {
+						chromedp.Call(tab, fetch.ContinueWithAuth, fetch.ContinueWithAuthParams{RequestID: e.RequestID,
+							AuthChallengeResponse: &fetch.AuthChallengeResponse{Response: fetch.AuthChallengeResponseResponseProvideCredentials, Username: user, Password: pass}})
+					})
+				}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := chromedp.Call(tab, network.Enable, network.EnableParams{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := chromedp.Call(tab, runtime.Enable, cdp.Empty{}); err != nil {
+				t.Fatal(err)
+			}
+			if tc.header {
+				_, err = chromedp.Call(tab, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: network.Headers{
+					"Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte(admin))}})
+			} else {
+				handle := true
+				_, err = chromedp.Call(tab, fetch.Enable, fetch.EnableParams{HandleAuthRequests: &handle})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := chromedp.Do(tab, chromedp.Navigate(viewer.URL()+"/")); err != nil {
+				t.Fatalf("loading %s/: %v", viewer.URL(), err)
+			}
+			var got shown
+			read := func() error {
+				ctx, cancel := context.WithTimeout(tab, 5*time.Second)
+				defer cancel()
+				var err error
+				got, err = chromedp.Run(ctx, chromedp.Evaluate[shown](readPage))
+				return err
+			}
+			c.WaitFor("the page to show what GET /v1/status says", func() (bool, string) {
+				if err := read(); err != nil {
+					return false, err.Error()
+				}
+				if why := got.differs(want); why != "" {
+					return false, why
+				}
+				return true, ""
+			})
+			polls := got.Updated
+			c.WaitFor("the page to poll again", func() (bool, string) {
+				if err := read(); err != nil {
+					return false, err.Error()
+				}
+				return got.Updated != polls && got.Error == "", fmt.Sprintf("updated %s, error %q", got.Updated, got.Error)
+			})
+			if !strings.Contains(got.Summary, "node "+viewer.Name) {
+				t.Errorf("summary %q does not name the node that served the page, %s", got.Summary, viewer.Name)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, u := range urls {
+				if !strings.HasPrefix(u, viewer.URL()+"/") && !strings.HasPrefix(u, "data:") {
+					t.Errorf("the page asked %s; it may ask only the node that served it, %s", u, viewer.URL())
+				}
+			}
+			for _, e := range errs {
+				t.Errorf("the browser reported %s", e)
+			}
+			if !tc.header && prompts != 1 {
+				t.Errorf("the browser asked for a user %d times; want once, then its polls carry the credential", prompts)
+			}
+		})
+	}
+}
+
+// chromium finds a Chromium to drive; without one the test skips, or
+// fails under CI=true (.ci/run installs Debian's chromium).
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	msg := "no chromium on PATH: install Debian's (apt-get install chromium) to test the status page"
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// newTab starts a headless browser for the test and opens a tab in a
+// browser context of its own (its own auth cache); both close when the
+// test ends.
+func newTab(t *testing.T, path string) context.Context {
+	t.Helper()
+	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]),
+		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.Flag("disable-gpu", true))
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	var logMu sync.Mutex
+	done := false
+	logf := func(format string, args ...any) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		if !done {
+			t.Logf("chromedp: "+format, args...)
+		}
+	}
+	browser, cancelBrowser := chromedp.NewContext(alloc, chromedp.WithErrorf(logf))
+	t.Cleanup(func() {
+		cancelBrowser()
+		cancelAlloc()
+		logMu.Lock()
+		done = true
+		logMu.Unlock()
+	})
+	if err := chromedp.Do(browser); err != nil {
+		t.Fatalf("starting %s: %v", path, err)
+	}
+	tab, cancelTab := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancelTab)
+	if err := chromedp.Do(tab); err != nil {
+		t.Fatalf("opening a tab in %s: %v", path, err)
+	}
+	return tab
+}
+
+// getStatus asks GET /v1/status of the node at url, as an admin.
+func getStatus(t *testing.T, url string) wire.Status {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url+"/v1/status", nil)
+	req.SetBasicAuth(clustertest.AdminUser, clustertest.AdminPassword)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st wire.Status
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /v1/status: %d", resp.StatusCode)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatalf("GET /v1/status: %v", err)
+	}
+	return st
+}
+
+// readPage reads what the page shows, by the data- attributes that name
+// each thing (package cluster/statuspage's invariants).
+const readPage = `(() => {
+  const text = (root, sel) => { const e = root.querySelector(sel); return e ? e.textContent : ''; };
+  const err = document.getElementById('error');
+  return {
+    updated: document.body.dataset.updated || '',
+    error: err.hidden ? '' : err.textContent,
+    summary: text(document, '#summary'),
+    nodes: [...document.querySelectorAll('#nodes tr[data-node]')].map(r => ({
+      name: r.dataset.node, state: text(r, '[data-field=state]'), raft: text(r, '[data-field=raft]')})),
+    dests: [...document.querySelectorAll('section[data-dest]')].map(d => ({
+      name: d.dataset.dest,
+      owner: d.querySelector('[data-field=meta]').dataset.owner || '',
+      sources: [...d.querySelectorAll('tr[data-source]')].map(r => r.dataset.source),
+      clients: [...d.querySelectorAll('tr[data-client]')].map(r => ({id: r.dataset.client, ackedSeq: text(r, '[data-field=ackedSeq]')})),
+      charted: [...d.querySelectorAll('svg.chart g[data-series]')].filter(g => g.querySelector('polyline, circle')).map(g => g.dataset.series),
+      sinks: text(d, '[data-section=sinks]'),
+      ddlLocks: text(d, '[data-section=ddlLocks]'),
+    })),
+  };
+})()`
+
+// shown is what readPage returns.
+type shown struct {
+	Updated string `json:"updated"`
+	Error   string `json:"error"`
+	Summary string `json:"summary"`
+	Nodes   []struct {
+		Name, State, Raft string
+	} `json:"nodes"`
+	Dests []shownDest `json:"dests"`
+}
+
+type shownDest struct {
+	Name    string   `json:"name"`
+	Owner   string   `json:"owner"`
+	Sources []string `json:"sources"`
+	Clients []struct {
+		ID       string `json:"id"`
+		AckedSeq string `json:"ackedSeq"`
+	} `json:"clients"`
+	Charted  []string `json:"charted"`
+	Sinks    string   `json:"sinks"`
+	DDLLocks string   `json:"ddlLocks"`
+}
+
+// pageFromAPI is what the page should show of st.
+func pageFromAPI(st wire.Status) shown {
+	var want shown
+	for _, n := range st.Cluster.Nodes {
+		want.Nodes = append(want.Nodes, struct{ Name, State, Raft string }{n.Name, n.State, n.Raft})
+	}
+	for _, d := range st.Destinations {
+		sd := shownDest{Name: d.Name, Owner: d.Owner, Sinks: "none", DDLLocks: "none"}
+		if d.State != nil {
+			for _, s := range d.State.Sources {
+				sd.Sources = append(sd.Sources, s.Name)
+				sd.Charted = append(sd.Charted, s.Name)
+			}
+			for _, c := range d.State.Clients {
+				sd.Clients = append(sd.Clients, struct {
+					ID       string `json:"id"`
+					AckedSeq string `json:"ackedSeq"`
+				}{c.ID, strconv.FormatUint(c.AckedSeq, 10)})
+			}
+		}
+		want.Dests = append(want.Dests, sd)
+	}
+	return want
+}
+
+// differs says how the page differs from want ("" when it does not):
+// every source has a line or dot in its chart once a sample came.
+func (got shown) differs(want shown) string {
+	if got.Error != "" {
+		return "the page shows an error: " + got.Error
+	}
+	if len(got.Nodes) != len(want.Nodes) {
+		return fmt.Sprintf("nodes %+v, want %+v", got.Nodes, want.Nodes)
+	}
+	for i, n := range want.Nodes {
+		g := got.Nodes[i]
+		if g.Name != n.Name || g.State != n.State || (n.Raft != "" && g.Raft != n.Raft) {
+			return fmt.Sprintf("nodes %+v, want %+v", got.Nodes, want.Nodes)
+		}
+	}
+	if len(got.Dests) != len(want.Dests) {
+		return fmt.Sprintf("destinations %+v, want %+v", got.Dests, want.Dests)
+	}
+	for i, w := range want.Dests {
+		g := got.Dests[i]
+		if g.Name != w.Name || g.Owner != w.Owner || !slices.Equal(g.Sources, w.Sources) || !slices.Equal(g.Charted, w.Charted) ||
+			g.Sinks != w.Sinks || g.DDLLocks != w.DDLLocks || fmt.Sprint(g.Clients) != fmt.Sprint(w.Clients) {
+			return fmt.Sprintf("destination %+v, want %+v", g, w)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,31 @@
+// Package statuspage is the status page every braid server serves at /:
+// its HTML, CSS and JavaScript (Assets, embedded in the binary, no build
+// step and nothing loaded from elsewhere), and History, the recent lag of
+// each source that the page charts.
+//
+// The page asks the node that served it for GET /v1/status (wire.Status)
+// every two seconds and draws it: the nodes, each destination with its
+// sources, their lag over the last minutes (an SVG chart drawn by the
+// page's own script), its consumers and their lag in transactions, and
+// its sinks and DDL locks, shown as "none" until a destination's state
+// carries them (State's sinks and ddlLocks arrays, drawn as tables of
+// their fields). It asks nothing of other nodes: a destination's state
+// lives on its owner, and a browser's fetch would not follow the other
+// nodes' redirect there with its credential. The node that serves the page
+// gathers it instead (package cluster, status.go).
+//
+// # Invariants
+//
+//   - A destination's History keeps no sample older than the window before
+//     its newest, and its samples' times increase, at least half the
+//     sampling interval apart.
+//   - Every element of the page that shows a node, destination, source or
+//     consumer carries its name in a data- attribute (data-node, data-dest,
+//     data-source, data-client), and each value a data-field, so that a
+//     test reads what a person sees.
+//
+// # Concurrency
+//
+// History is safe for concurrent use (one sampler adds, the handlers
+// read). Assets is read-only.
+package statuspage

@@ -1,0 +1,392 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/group"
+)
+
+// ErrDetached: the client id was detached (it held the store full too
+// long) while it had batches handed out; they are gone. Reading again (a
+// new stream, or a rollback) serves it from its cursor.
+var ErrDetached = errors.New("stream: client id detached")
+
+// ErrHistoryGone: a client asked for transactions that neither the store
+// nor the sources' binlogs hold any longer.
+var ErrHistoryGone = errors.New("stream: history gone")
+
+// StartKind says where a new client id starts.
+type StartKind string
+
+// The start kinds: the destination's first transaction, the next one to
+// come, a seq, the first transaction committed at or after a time.
+const (
+	StartEarliest StartKind = "earliest"
+	StartLatest   StartKind = "latest"
+	StartSeq      StartKind = "seq"
+	StartTime     StartKind = "time"
+)
+
+// Start is where a new client id starts: written earliest, latest, seq:N
+// or time:RFC3339 (ParseStart). The zero Start is the store's default.
+type Start struct {
+	Kind StartKind
+	Seq  uint64    // StartSeq: the first seq handed out
+	Time time.Time // StartTime
+}
+
+// ParseStart reads earliest, latest, seq:N or time:RFC3339 ("" is the
+// zero Start).
+func ParseStart(v string) (Start, error) {
+	switch {
+	case v == "":
+		return Start{}, nil
+	case v == string(StartEarliest), v == string(StartLatest):
+		return Start{Kind: StartKind(v)}, nil
+	case strings.HasPrefix(v, "seq:"):
+		n, err := strconv.ParseUint(v[len("seq:"):], 10, 64)
+		if err != nil || n == 0 {
+			return Start{}, fmt.Errorf("start %q: seq:N takes the first seq to read, 1 or more", v)
+		}
+		return Start{Kind: StartSeq, Seq: n}, nil
+	case strings.HasPrefix(v, "time:"):
+		t, err := time.Parse(time.RFC3339Nano, v[len("time:"):])
+		if err != nil {
+			return Start{}, fmt.Errorf("start %q: time: takes an RFC 3339 time, e.g. time:2026-12-01T10:00:00Z", v)
+		}
+		return Start{Kind: StartTime, Time: t}, nil
+	}
+	return Start{}, fmt.Errorf("start %q: want earliest, latest, seq:N or time:RFC3339", v)
+}
+
+func (st Start) String() string {
+	switch st.Kind {
+	case StartSeq:
+		return "seq:" + strconv.FormatUint(st.Seq, 10)
+	case StartTime:
+		return "time:" + st.Time.Format(time.RFC3339Nano)
+	}
+	return string(st.Kind)
+}
+
+// ReplayFunc starts a private pipeline after from (nil: from the
+// destination's start) to serve client, or says why it cannot (an error
+// wrapping group.ErrPurged when the sources no longer hold from).
+type ReplayFunc func(from *group.Cursor, client string) (*Pipeline, error)
+
+// OpenOptions say how a client id is subscribed by Open.
+type OpenOptions struct {
+	// Start is where a new client id starts; zero: Config.Start. A known
+	// client id goes on from where it is.
+	Start Start
+	// Ephemeral: the client keeps no cursor; its owner unsubscribes it
+	// when it goes.
+	Ephemeral bool
+}
+
+// Open subscribes client where o says if it is new (see Start); a known
+// client id only counts as seen. A start older than the store holds is
+// served by a replay reader (Config.Replay); its error, when the sources
+// no longer hold that history, wraps ErrHistoryGone and names the oldest
+// seq the store can serve.
+func (s *Store) Open(ctx context.Context, client string, o OpenOptions) error {
+	s.mu.Lock()
+	if c, ok := s.clients[client]; ok {
+		c.lastSeen = time.Now()
+		s.mu.Unlock()
+		return nil
+	}
+	st := o.Start
+	if st.Kind == "" {
+		st = s.cfg.Start
+	}
+	after, origin, since, here := s.startPoint(st)
+	if !here && s.cfg.Replay == nil {
+		// No replays here: the oldest transaction held whole is as far
+		// back as it goes.
+		after, origin, here = s.floor, s.floorMark, true
+	}
+	if here {
+		c := s.newClient(after, origin)
+		c.since, c.ephemeral = since, o.Ephemeral
+		s.clients[client] = c
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.Unlock()
+	r, err := s.startReplay(client, origin, after, since, 0)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.clients[client]; ok {
+		go r.Close() // another Open won
+		return nil
+	}
+	c := s.newClient(after, origin)
+	c.since, c.ephemeral = since, o.Ephemeral
+	c.detached, c.replay = true, r
+	s.clients[client] = c
+	return nil
+}
+
+// startPoint is where a client starting at st begins: after the
+// transaction of seq after, origin the nearest cursor at or before it,
+// skipping transactions committed before since; here says whether the
+// store holds what it needs. The caller holds mu.
+func (s *Store) startPoint(st Start) (after uint64, origin *group.Cursor, since time.Time, here bool) {
+	switch st.Kind {
+	case StartLatest:
+		if s.headMark != nil {
+			after = s.headMark.Seq
+		}
+		return max(after, s.floor), s.headMark, time.Time{}, true
+	case StartSeq:
+		after = st.Seq - 1
+		return after, s.nearestCursor(after), time.Time{}, after >= s.floor
+	case StartTime:
+		if s.floor == 0 || s.firstHeldBefore(st.Time) {
+			return s.floor, s.floorMark, st.Time, true
+		}
+		return 0, nil, st.Time, false
+	}
+	return 0, nil, time.Time{}, s.floor == 0 // earliest
+}
+
+// nearestCursor is the newest cursor the store knows at or before seq
+// (nil: the destination's start): a replay from it reads the least
+// before seq. The caller holds mu.
+func (s *Store) nearestCursor(seq uint64) *group.Cursor {
+	var best *group.Cursor
+	consider := func(c *group.Cursor) {
+		if c != nil && c.Seq <= seq && (best == nil || c.Seq > best.Seq) {
+			best = c
+		}
+	}
+	consider(s.floorMark)
+	consider(s.headMark)
+	for _, c := range s.clients {
+		consider(c.mark)
+		consider(c.origin)
+	}
+	return best
+}
+
+// firstHeldBefore reports whether the first transaction the store holds
+// whole (or, when it holds none, the newest put) committed before t: the
+// first one at or after t is then held or yet to come, commit times
+// being merged in order. The caller holds mu.
+func (s *Store) firstHeldBefore(t time.Time) bool {
+	for i := range s.entries {
+		ev := s.entries[i].ev
+		if ev.Seq > s.floor && (ev.Type == change.EventBegin || ev.Type == change.EventDDL) {
+			return ev.CommitTime.Before(t)
+		}
+	}
+	return !s.headAt.IsZero() && s.headAt.Before(t)
+}
+
+// startReplay starts a replay reader for client after from, handing it
+// the transactions after after (and committed at or after since), its
+// batch ids from nextID on.
+func (s *Store) startReplay(client string, from *group.Cursor, after uint64, since time.Time, nextID int64) (*Pipeline, error) {
+	r, err := s.cfg.Replay(from, client)
+	if err != nil {
+		return nil, s.historyError(err)
+	}
+	r.Store.mu.Lock()
+	c := r.Store.newClient(after, from)
+	c.since, c.nextID = since, nextID
+	r.Store.clients[client] = c
+	r.Store.mu.Unlock()
+	return r, nil
+}
+
+// historyError turns a replay's failure into what the client is told.
+func (s *Store) historyError(err error) error {
+	if !errors.Is(err, group.ErrPurged) {
+		return fmt.Errorf("stream: cannot replay the history asked for: %w", err)
+	}
+	s.mu.Lock()
+	oldest := s.floor + 1
+	s.mu.Unlock()
+	return fmt.Errorf("%w: %v; the oldest seq still available is %d: start at seq:%d or later, or at latest", ErrHistoryGone, err, oldest, oldest)
+}
+
+// route says who serves client's next batch: its replay reader (started
+// now if it was detached), or nil for the store itself, which it rejoins
+// here once the replay has caught up with what the store holds.
+func (s *Store) route(client string) (*Pipeline, error) {
+	for {
+		s.mu.Lock()
+		c, ok := s.clients[client]
+		if !ok {
+			s.mu.Unlock()
+			return nil, nil // getHere says it is not subscribed
+		}
+		if c.reset {
+			c.reset = false
+			s.mu.Unlock()
+			return nil, fmt.Errorf("%w: it held the store full too long; the batches handed out before are void: read again from the last one acked", ErrDetached)
+		}
+		if !c.detached {
+			s.mu.Unlock()
+			return nil, nil
+		}
+		c.lastSeen = time.Now()
+		if c.replay == nil {
+			from, after, since, nextID := c.resumeCursor(), c.done, c.since, c.nextID
+			s.mu.Unlock()
+			r, err := s.startReplay(client, from, after, since, nextID)
+			if err != nil {
+				return nil, err
+			}
+			s.mu.Lock()
+			if s.clients[client] != c || c.replay != nil || !c.detached {
+				s.mu.Unlock()
+				go r.Close()
+				continue
+			}
+			c.replay = r
+		}
+		r := c.replay
+		rc := r.Store.client(client)
+		if len(rc.batches) == 0 && rc.clean && rc.since.IsZero() && rc.done >= s.floor {
+			// Caught up: every transaction after rc.done is held here.
+			c.detached, c.replay = false, nil
+			c.acked, c.next, c.batches = s.base, s.base, nil
+			c.after, c.done, c.clean, c.nextID = rc.done, rc.done, true, rc.nextID
+			if rc.mark != nil {
+				c.mark, c.markAt = rc.mark, rc.markAt
+			}
+			floor := s.floor
+			s.mu.Unlock()
+			s.cfg.Logger.Info("replayed client caught up: it reads from the store again", "client", client, "seq", rc.done, "store_floor", floor)
+			go r.Close()
+			return nil, nil
+		}
+		s.mu.Unlock()
+		return r, nil
+	}
+}
+
+// replayEnded is what a client is told when its replay reader's store
+// closed: why the replay stopped, or ErrClosed.
+func (s *Store) replayEnded(client string, r *Pipeline) error {
+	err := r.Err()
+	s.mu.Lock()
+	if c := s.clients[client]; c != nil && c.replay == r {
+		c.replay = nil // the next read starts another, from its cursor
+	}
+	closed := s.closed
+	s.mu.Unlock()
+	if err == nil || closed {
+		return ErrClosed
+	}
+	return s.historyError(err)
+}
+
+// holders are the client ids the store waits for: not detached, their
+// acked point the oldest event held. The caller holds mu.
+func (s *Store) holders() []string {
+	var ids []string
+	for id, c := range s.clients {
+		if !c.detached && c.acked == s.base {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Notice is something Maintain did or saw, for the owner to log.
+type Notice struct {
+	// Kind is NoticeBlocked, NoticeDetached or NoticeExpired.
+	Kind string
+	// Clients are the client ids concerned.
+	Clients []string
+	// For is how long the store has been full, or the client unseen.
+	For time.Duration
+}
+
+// The kinds of Notice.
+const (
+	NoticeBlocked  = "blocked"
+	NoticeDetached = "detached"
+	NoticeExpired  = "expired"
+)
+
+// Maintain applies the store's consumer policy at now: once the store
+// has been full for Config.WarnAfter it names the client ids holding it
+// (and Stats shows them as BlockedBy); after Config.DetachAfter it
+// detaches them (their cursors stay; a replay reader serves them when
+// they read again); it drops client ids unseen for Config.ExpireAfter.
+// The owner of the store calls it periodically and logs the notices.
+func (s *Store) Maintain(now time.Time) []Notice {
+	var notes []Notice
+	var stop []*Pipeline
+	s.mu.Lock()
+	if s.full {
+		held := now.Sub(s.fullSince)
+		if !s.warned && held >= s.cfg.WarnAfter {
+			s.warned = true
+			if ids := s.holders(); len(ids) > 0 {
+				notes = append(notes, Notice{Kind: NoticeBlocked, Clients: ids, For: held})
+			}
+		}
+		if s.cfg.DetachAfter > 0 && s.cfg.Replay != nil && held >= s.cfg.DetachAfter {
+			if ids := s.holders(); len(ids) > 0 && len(ids) < s.attached() {
+				for _, id := range ids {
+					c := s.clients[id]
+					c.detached, c.reset = true, len(c.batches) > 0
+					c.batches = nil
+				}
+				notes = append(notes, Notice{Kind: NoticeDetached, Clients: ids, For: held})
+				s.fullSince, s.warned = now, false // the next holder gets its own time
+				s.trim()
+			}
+		}
+	}
+	if d := s.cfg.ExpireAfter; d > 0 {
+		var ids []string
+		for id, c := range s.clients {
+			if c.reading == 0 && now.Sub(c.lastSeen) >= d {
+				ids = append(ids, id)
+				if c.replay != nil {
+					stop = append(stop, c.replay)
+				}
+				delete(s.clients, id)
+			}
+		}
+		if len(ids) > 0 {
+			slices.Sort(ids)
+			notes = append(notes, Notice{Kind: NoticeExpired, Clients: ids, For: d})
+			s.trim()
+		}
+	}
+	s.mu.Unlock()
+	for _, r := range stop {
+		r.Close()
+	}
+	return notes
+}
+
+// attached counts the clients the store serves itself; the caller holds
+// mu.
+func (s *Store) attached() int {
+	n := 0
+	for _, c := range s.clients {
+		if !c.detached {
+			n++
+		}
+	}
+	return n
+}
