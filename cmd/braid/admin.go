@@ -279,12 +279,8 @@ func runCluster(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "longer counts it (the leader does so by itself after --reap-dead-after once three")
 		fmt.Fprintln(stderr, "voters stay without it); a live node is refused: stop it first.")
 	}
-	if len(args) == 0 || (args[0] != "status" && args[0] != "remove") {
-		usage()
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			return 0
-		}
-		return 2
+	if code, ok := subcommand(args, usage, "status", "remove"); !ok {
+		return code
 	}
 	if args[0] == "remove" {
 		return runClusterRemove(args[1:], stdout, stderr, usage)

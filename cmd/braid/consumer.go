@@ -21,12 +21,8 @@ func runConsumer(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "longer waits for it, and the id starts anew if it comes back. A client id with a")
 		fmt.Fprintln(stderr, "stream open is refused: stop it first.")
 	}
-	if len(args) == 0 || (args[0] != "list" && args[0] != "drop") {
-		usage()
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			return 0
-		}
-		return 2
+	if code, ok := subcommand(args, usage, "list", "drop"); !ok {
+		return code
 	}
 	sub := args[0]
 	fs := flag.NewFlagSet("consumer "+sub, flag.ContinueOnError)

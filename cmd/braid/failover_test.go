@@ -42,8 +42,7 @@ type received struct {
 // consumer streams a destination through every node of a cluster with the
 // Go client, recording what arrives.
 type consumer struct {
-	mu   sync.Mutex
-	msgs []received
+	arrivals
 	stop context.CancelFunc
 	done chan error
 }
@@ -82,9 +81,7 @@ func startConsumer(t *testing.T, c *testCluster, dest, clientID string) *consume
 					r.ids = append(r.ids, id)
 				}
 			}
-			cs.mu.Lock()
-			cs.msgs = append(cs.msgs, r)
-			cs.mu.Unlock()
+			cs.add(r)
 			return nil
 		})
 	}()
@@ -115,21 +112,34 @@ func joinComma(s []string) string {
 	return out
 }
 
+// arrivals are the messages a test's consumer received, safe for its
+// reading goroutine and the test.
+type arrivals struct {
+	mu   sync.Mutex
+	msgs []received
+}
+
+func (a *arrivals) add(r received) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.msgs = append(a.msgs, r)
+}
+
 // snapshot returns what arrived so far.
-func (cs *consumer) snapshot() []received {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	return slices.Clone(cs.msgs)
+func (a *arrivals) snapshot() []received {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.msgs)
 }
 
 // lastArrival is when the latest message came.
-func (cs *consumer) lastArrival() time.Time {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	if len(cs.msgs) == 0 {
+func (a *arrivals) lastArrival() time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.msgs) == 0 {
 		return time.Time{}
 	}
-	return cs.msgs[len(cs.msgs)-1].arrived
+	return a.msgs[len(a.msgs)-1].arrived
 }
 
 // writer inserts one row a transaction into a shard's two schemas, as

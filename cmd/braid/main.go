@@ -10,6 +10,7 @@ import (
 	"os"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -128,6 +129,19 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer, noArgs bool) 
 		return 2, false
 	}
 	return 0, true
+}
+
+// subcommand checks that args start with one of subs; when not, it prints
+// usage and ok is false with the exit code: 0 for -h/--help, 2 else.
+func subcommand(args []string, usage func(), subs ...string) (code int, ok bool) {
+	if len(args) > 0 && slices.Contains(subs, args[0]) {
+		return 0, true
+	}
+	usage()
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+		return 0, false
+	}
+	return 2, false
 }
 
 // parseNamed parses the flags of a command that takes one name, before or

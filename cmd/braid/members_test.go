@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,9 +17,8 @@ import (
 
 // tailProc is a `braid tail` process, recording the messages it prints.
 type tailProc struct {
+	arrivals
 	cmd  *exec.Cmd
-	mu   sync.Mutex
-	msgs []received
 	done chan struct{} // its stdout ended
 }
 
@@ -66,9 +64,7 @@ func startTail(t *testing.T, c *testCluster, args ...string) *tailProc {
 					}
 				}
 			}
-			tp.mu.Lock()
-			tp.msgs = append(tp.msgs, r)
-			tp.mu.Unlock()
+			tp.add(r)
 		}
 	}()
 	t.Cleanup(func() {
@@ -82,21 +78,6 @@ func startTail(t *testing.T, c *testCluster, args ...string) *tailProc {
 		}
 	})
 	return tp
-}
-
-func (tp *tailProc) snapshot() []received {
-	tp.mu.Lock()
-	defer tp.mu.Unlock()
-	return append([]received(nil), tp.msgs...)
-}
-
-func (tp *tailProc) lastArrival() time.Time {
-	tp.mu.Lock()
-	defer tp.mu.Unlock()
-	if len(tp.msgs) == 0 {
-		return time.Time{}
-	}
-	return tp.msgs[len(tp.msgs)-1].arrived
 }
 
 // TestTailOneURLSurvivesItsNode: `braid tail --server` given one node's
