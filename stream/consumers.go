@@ -18,6 +18,10 @@ import (
 // new stream, or a rollback) serves it from its cursor.
 var ErrDetached = errors.New("stream: client id detached")
 
+// ErrReplaysBusy: as many replay readers as the store allows
+// (Config.MaxReplays) run already; the client may retry in a moment.
+var ErrReplaysBusy = errors.New("stream: too many replays")
+
 // ErrHistoryGone: a client asked for transactions that neither the store
 // nor the sources' binlogs hold any longer.
 var ErrHistoryGone = errors.New("stream: history gone")
@@ -198,6 +202,24 @@ func (s *Store) firstHeldBefore(t time.Time) bool {
 // the transactions after after (and committed at or after since), its
 // batch ids from nextID on.
 func (s *Store) startReplay(client string, from *group.Cursor, after uint64, since time.Time, nextID int64) (*Pipeline, error) {
+	s.mu.Lock()
+	running := s.startingReplays
+	for _, c := range s.clients {
+		if c.replay != nil {
+			running++
+		}
+	}
+	if running >= s.cfg.MaxReplays {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("%w: %d replay readers serve client ids behind the store already, at most %d at once: retry in a moment", ErrReplaysBusy, running, s.cfg.MaxReplays)
+	}
+	s.startingReplays++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.startingReplays--
+		s.mu.Unlock()
+	}()
 	r, err := s.cfg.Replay(from, client)
 	if err != nil {
 		return nil, s.historyError(err)

@@ -164,11 +164,12 @@ func checkDense(t *testing.T, who string, txs []txn, from uint64) {
 
 // TestLateClientGetsWholeStream: a client id that comes after the store
 // let the first transactions go gets them from a replay reader, with the
-// same seqs and rows as the first client; one asking for seq:N starts at
+// same seqs and rows as the first client (another, meanwhile, is told
+// to wait: one replay at a time); one asking for seq:N starts at
 // N, one asking for latest gets only what comes next.
 func TestLateClientGetsWholeStream(t *testing.T) {
 	srvs, ds := twoShards(t)
-	p := start(t, ds, stream.Config{MaxBytes: 64 << 10})
+	p := start(t, ds, stream.Config{MaxBytes: 64 << 10, MaxReplays: 1})
 	first := newReader(p.Store, "1001")
 	p.Store.Subscribe("1001")
 	write(t, srvs, 1, 100, 5) // 200 transactions, 1000 rows
@@ -179,6 +180,11 @@ func TestLateClientGetsWholeStream(t *testing.T) {
 	}
 
 	p.Store.Subscribe("1002") // a canal client: the spec's start, earliest
+	// One replay at a time here: a second late client waits its turn.
+	err := p.Store.Open(context.Background(), "1003", stream.OpenOptions{})
+	if !errors.Is(err, stream.ErrReplaysBusy) {
+		t.Fatalf("a second replay with MaxReplays 1: %v, want ErrReplaysBusy", err)
+	}
 	late := newReader(p.Store, "1002")
 	got := late.until(t, 200, time.Minute)
 	for i := range want {

@@ -35,9 +35,6 @@ type PipelineConfig struct {
 	// detach_after and expire_after apply. Without it (capture printing)
 	// the store has the one consumer it was given.
 	Serve bool
-	// replayOf, set on a replay reader's pipeline, is the client id it
-	// serves.
-	replayOf string
 }
 
 // maintainEvery is how often a serving pipeline applies its consumer
@@ -145,7 +142,7 @@ func (p *Pipeline) replay(from *group.Cursor, client string) (*Pipeline, error) 
 	}
 	p.log.Info("replay reader started", "dest", p.name, "client", client, "after_seq", seq)
 	return StartPipeline(p.ctx, PipelineConfig{Spec: &ds, Resume: from, Logger: p.log.With("replay", client),
-		Store: Config{MaxBytes: p.Store.cfg.MaxBytes, MaxEvents: p.Store.cfg.MaxEvents, cutAtMarks: true}, replayOf: client})
+		Store: Config{MaxBytes: min(p.Store.cfg.MaxBytes, ReplayBytes), MaxEvents: p.Store.cfg.MaxEvents, cutAtMarks: true}})
 }
 
 // maintain applies the store's consumer policy until ctx ends, logging

@@ -24,6 +24,14 @@ var ErrClosed = errors.New("stream: store closed")
 // DefaultBytes is Config.MaxBytes's default.
 const DefaultBytes = 64 << 20
 
+// DefaultMaxReplays is Config.MaxReplays's default, and ReplayBytes the
+// bound of a replay reader's store: together they bound what replays
+// hold beside the store (64 MiB, plus each replay's source queues).
+const (
+	DefaultMaxReplays = 4
+	ReplayBytes       = 16 << 20
+)
+
 // Config bounds a Store and says how its consumers start and are let go.
 // Zero fields take the defaults given.
 type Config struct {
@@ -44,6 +52,9 @@ type Config struct {
 	// the store holds. Without it such a client starts at the oldest
 	// transaction held, as it could before replays.
 	Replay ReplayFunc
+	// MaxReplays bounds the replay readers running at once, each a merge
+	// and a store of its own. Default: DefaultMaxReplays.
+	MaxReplays int
 	// WarnAfter is how long the store may stay full before Maintain names
 	// the client ids holding it. Default: 1s.
 	WarnAfter time.Duration
@@ -118,6 +129,8 @@ type Store struct {
 	// headAt its commit time: where a client starting at latest begins.
 	headMark *group.Cursor
 	headAt   time.Time
+	// startingReplays counts replay readers being started (MaxReplays).
+	startingReplays int
 }
 
 type storeEntry struct {
@@ -186,6 +199,9 @@ func NewStore(cfg Config) *Store {
 	}
 	if cfg.MaxEvents <= 0 {
 		cfg.MaxEvents = 65536
+	}
+	if cfg.MaxReplays <= 0 {
+		cfg.MaxReplays = DefaultMaxReplays
 	}
 	if cfg.WarnAfter <= 0 {
 		cfg.WarnAfter = time.Second
