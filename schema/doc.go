@@ -4,6 +4,11 @@
 // TiDB's parser (Tracker). Snapshot and Restore carry a history with a
 // cursor, as a change.SchemaSnapshot.
 //
+// ShardDDL turns a shard table's DDL into its logical table's (names
+// rewritten through a route, the text otherwise as written) with a
+// canonical key, equal for equivalent statements of different shards: the
+// comparison merging shard DDL (group) rests on.
+//
 // # Invariants
 //
 //   - A table's versions have strictly increasing positions; TableAt(pos)
