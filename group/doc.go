@@ -16,6 +16,10 @@
 // before the first event carrying it is emitted, so the layers above read
 // names from the event and never call back into the Router.
 //
+// ShardLocks is the pessimistic merge of shard DDL as a pure state
+// machine (which logical DDL goes out, once; which shard tables' rows
+// wait); the merge does not drive it yet.
+//
 // # Invariants
 //
 //   - Keys are the commit time in µs made monotone per source
