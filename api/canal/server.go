@@ -69,6 +69,39 @@ type Config struct {
 type Server struct {
 	cfg Config
 	log *slog.Logger
+
+	// failed holds, per consumer ("dest/client"), when and why its last
+	// session failed, for the line saying it came back.
+	mu     sync.Mutex
+	failed map[string]failure
+}
+
+// failure is a consumer's failed session.
+type failure struct {
+	at  time.Time
+	err error
+}
+
+// maxFailed bounds Server.failed: past it the oldest memories go.
+const maxFailed = 10000
+
+// sessionFailed remembers that consumer's session ended with err.
+func (s *Server) sessionFailed(consumer string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failed == nil || len(s.failed) >= maxFailed {
+		s.failed = map[string]failure{}
+	}
+	s.failed[consumer] = failure{time.Now(), err}
+}
+
+// back returns and forgets the failure of consumer's last session.
+func (s *Server) back(consumer string) (failure, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.failed[consumer]
+	delete(s.failed, consumer)
+	return f, ok
 }
 
 // NewServer returns a server; it listens on nothing until Serve.

@@ -559,3 +559,38 @@ func TestWaitingGetEndsWithClient(t *testing.T) {
 		}
 	})
 }
+
+// TestConsumerBackLogged: a canal consumer whose session failed (it cut a
+// frame short) and that comes back gets one line saying so, naming it,
+// how long it was away and why its session ended; a clean goodbye does not.
+func TestConsumerBackLogged(t *testing.T) {
+	f := newFixture(t, canal.Config{})
+	r := dialRaw(t, f.port)
+	r.auth("", "")
+	r.send(pbp.PacketType_SUBSCRIPTION, &pbp.Sub{Destination: "shop", ClientId: "77"})
+	r.wantAck(0, "")
+	r.sendBytes([]byte{0, 0, 0, 100, 1, 2}) // a frame of 100 bytes, cut off
+	r.conn.Close()
+	f.log.waitFor(t, "truncated frame")
+
+	back := dialRaw(t, f.port)
+	back.auth("", "")
+	back.send(pbp.PacketType_SUBSCRIPTION, &pbp.Sub{Destination: "shop", ClientId: "77"})
+	back.wantAck(0, "")
+	f.log.waitFor(t, `msg="canal consumer back after a failed session"`)
+	f.log.waitFor(t, `dest=shop client=77 away=`)
+	f.log.waitFor(t, `failure="unexpected EOF"`)
+	back.conn.Close()
+
+	again := dialRaw(t, f.port)
+	again.auth("", "")
+	again.send(pbp.PacketType_SUBSCRIPTION, &pbp.Sub{Destination: "shop", ClientId: "77"})
+	again.wantAck(0, "")
+	time.Sleep(200 * time.Millisecond)
+	f.log.mu.Lock()
+	n := strings.Count(f.log.buf.String(), "canal consumer back")
+	f.log.mu.Unlock()
+	if n != 1 {
+		t.Errorf("%d lines saying the consumer is back, want 1 (the second goodbye was clean)", n)
+	}
+}

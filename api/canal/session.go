@@ -68,11 +68,34 @@ type session struct {
 	out                       []byte
 	enc                       encoder    // MESSAGES frames
 	relay                     relayState // relay.go
+	// consumer is the destination and client id served ("dest/client"),
+	// once a request named them; failure why the session failed.
+	consumer string
+	failure  error
+}
+
+// serving notes the consumer a request names; the first time in a
+// session, it says so if that consumer's last session failed.
+func (ss *session) serving(dest, client string) {
+	c := dest + "/" + client
+	if c == ss.consumer {
+		return
+	}
+	ss.consumer = c
+	if f, ok := ss.s.back(c); ok {
+		ss.log.Info("canal consumer back after a failed session", "dest", dest, "client", client,
+			"away", time.Since(f.at).Round(time.Millisecond), "failure", f.err)
+	}
 }
 
 // serve runs the connection until the client leaves, a read fails or ctx
 // ends. The caller closes the connection.
 func (ss *session) serve(ctx context.Context) {
+	defer func() {
+		if ss.failure != nil && ss.consumer != "" {
+			ss.s.sessionFailed(ss.consumer, ss.failure)
+		}
+	}()
 	ss.seed = newSeed()
 	hs, _ := proto.Marshal(&pbp.Handshake{
 		CommunicationEncodingPresent: &pbp.Handshake_CommunicationEncoding{CommunicationEncoding: "utf8"},
@@ -130,19 +153,23 @@ func (ss *session) readFailed(ctx context.Context, err error) {
 	case errors.Is(err, io.EOF):
 		ss.log.Debug("client closed the connection")
 	case errors.Is(err, ErrFrameTooLarge):
+		ss.failure = err
 		ss.log.Warn("closing connection: client frame too large", "err", err)
 		ss.writeAck(CodeError, err.Error())
 	case errors.Is(err, io.ErrUnexpectedEOF):
+		ss.failure = err
 		ss.log.Warn("closing connection: client closed it inside a frame (truncated frame)")
 	case errors.As(err, &ne) && ne.Timeout():
 		ss.log.Info("closing idle connection", "timeout", ss.readTimeout)
 	default:
+		ss.failure = err
 		ss.log.Warn("closing connection: read failed", "err", err)
 	}
 }
 
 func (ss *session) writeFailed(ctx context.Context, err error) {
 	if ctx.Err() == nil {
+		ss.failure = err
 		ss.log.Warn("closing connection: write failed", "err", err)
 	}
 }
@@ -231,6 +258,7 @@ func (ss *session) authenticate(ctx context.Context, p *pbp.Packet) bool {
 			ss.fail(CodeError, err.Error(), "dest", a.Destination)
 			return false
 		default:
+			ss.serving(a.Destination, a.ClientId)
 			if err := d.Store.Open(ctx, a.ClientId, stream.OpenOptions{}); err != nil {
 				ss.fail(CodeError, err.Error(), "dest", a.Destination, "client", a.ClientId)
 				return false
@@ -327,6 +355,7 @@ func (ss *session) identified(ctx context.Context, p *pbp.Packet, m proto.Messag
 	if err != nil {
 		return ss.fail(CodeError, err.Error(), "dest", dest(), "client", client(), "type", p.Type.String())
 	}
+	ss.serving(dest(), client())
 	return do(d, client())
 }
 
