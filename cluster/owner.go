@@ -214,7 +214,12 @@ func (o *owner) run(ctx context.Context) error {
 	n.memory.add(bound)
 	defer n.memory.add(-bound)
 
-	saved := map[string]*group.Cursor{} // per client: the mark saved last
+	// per client: the mark saved last, and whether it was saved detached
+	type savedMark struct {
+		mark     *group.Cursor
+		detached bool
+	}
+	saved := map[string]savedMark{}
 	t := time.NewTicker(n.cfg.Lease / 4)
 	defer t.Stop()
 	for {
@@ -233,14 +238,21 @@ func (o *owner) run(ctx context.Context) error {
 		}
 		clients := store.Clients()
 		for _, c := range clients {
-			if c.Mark == nil || saved[c.ID] == c.Mark || c.Ephemeral {
+			now := savedMark{c.Mark, c.Detached}
+			if c.Mark == nil || saved[c.ID] == now || c.Ephemeral {
 				continue
 			}
-			if err := fc.Save(o.name, c.ID, c.Mark); err != nil {
+			mark := c.Mark
+			if mark.Detached != c.Detached {
+				// Marks are shared between clients: the flag goes on a copy.
+				mark = mark.Clone()
+				mark.Detached = c.Detached
+			}
+			if err := fc.Save(o.name, c.ID, mark); err != nil {
 				log.Warn("fenced: cursor writes refused", "err", err)
 				return nil
 			}
-			saved[c.ID] = c.Mark
+			saved[c.ID] = now
 		}
 		// A client id gone from the store unsubscribed (canal's
 		// UNSUBSCRIPTION), was dropped (braid consumer drop) or expired

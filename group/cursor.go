@@ -21,6 +21,11 @@ import (
 type Cursor struct {
 	Seq     uint64         `json:"seq"`
 	Sources []SourceCursor `json:"sources"`
+	// Detached marks the saved cursor of a consumer that held its
+	// destination's store full too long (package stream): whoever runs
+	// the destination next does not start its merge from it, and serves
+	// the consumer with a replay when it reads again.
+	Detached bool `json:"detached,omitempty"`
 }
 
 // SourceCursor is one source's part of a Cursor.
@@ -37,7 +42,7 @@ type SourceCursor struct {
 // Clone returns a deep copy (schema snapshots are shared: they are never
 // modified).
 func (c *Cursor) Clone() *Cursor {
-	out := &Cursor{Seq: c.Seq, Sources: append([]SourceCursor(nil), c.Sources...)}
+	out := &Cursor{Seq: c.Seq, Sources: append([]SourceCursor(nil), c.Sources...), Detached: c.Detached}
 	return out
 }
 
@@ -111,9 +116,9 @@ func CheckHistory(ctx context.Context, ds *spec.Spec, from *Cursor) error {
 	for i, src := range ds.Sources {
 		var pos change.Position
 		switch {
-		case from != nil && i < len(from.Sources):
+		case from != nil && i < len(from.Sources) && !from.Sources[i].Pos.IsZero():
 			pos = from.Sources[i].Pos
-		case from == nil && src.Start.Kind == spec.StartPosition:
+		case src.Start.Kind == spec.StartPosition: // nothing read yet, or no cursor
 			pos = src.Start.Pos
 		default:
 			continue

@@ -189,7 +189,9 @@ func New(cfg Config) (*Destination, error) {
 			if sc.Name != src.Name {
 				return nil, fmt.Errorf("group: cursor source %d is %q, destination %s has %q: the spec's sources changed; delete the cursor to start over", i, sc.Name, ds.Name, src.Name)
 			}
-			pc.Resume = &binlog.Resume{Pos: sc.Pos, Schema: sc.Schema}
+			if !sc.Pos.IsZero() {
+				pc.Resume = &binlog.Resume{Pos: sc.Pos, Schema: sc.Schema}
+			} // else the source had sent nothing before the cursor: it starts at the spec's start
 			d.merger.Restore(i, sc.LastKey)
 			d.cursor.Sources[i] = sc
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
@@ -349,4 +350,53 @@ func TestEarliestAfterPurge(t *testing.T) {
 	if clientStats(p.Store, "b").ID != "" {
 		t.Error("the refused client id was subscribed")
 	}
+}
+
+// TestTakeoverResumesFromAttached: a new run of the destination (a new
+// owner) given a detached client's saved cursor starts its merge from the
+// slowest attached client's, not from it; the detached client, when it
+// reads, gets every transaction after its cursor from a replay.
+func TestTakeoverResumesFromAttached(t *testing.T) {
+	srvs, ds := twoShards(t)
+	first, err := stream.StartPipeline(context.Background(), stream.PipelineConfig{Spec: ds, Serve: true,
+		Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Store.Subscribe("idle")
+	first.Store.Subscribe("live")
+	write(t, srvs, 1, 100, 5) // 200 transactions
+	idle := newReader(first.Store, "idle")
+	if err := idle.read(t, context.Background(), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	newReader(first.Store, "live").until(t, 200, time.Minute)
+	saved := map[string]*group.Cursor{}
+	for _, c := range first.Store.Clients() {
+		saved[c.ID] = c.Mark
+	}
+	first.Close()
+	if saved["idle"] == nil || saved["idle"].Seq >= 200 || saved["live"].Seq != 200 {
+		t.Fatalf("cursors idle %v, live %v: want idle behind live's 200", saved["idle"], saved["live"])
+	}
+	from := saved["idle"].Seq
+	detached := saved["idle"].Clone()
+	detached.Detached = true // as the owner saves a detached client's
+	saved["idle"] = detached
+
+	p, err := stream.StartPipeline(context.Background(), stream.PipelineConfig{Spec: ds, Serve: true, Clients: saved,
+		Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if f := p.Store.Stats().Floor; f != 200 {
+		t.Fatalf("the new run starts after seq %d, want 200 (the attached client's cursor)", f)
+	}
+	write(t, srvs[:1], 5000, 1, 1)
+	if got := newReader(p.Store, "live").until(t, 1, time.Minute); got[0].seq != 201 {
+		t.Fatalf("live client's next transaction has seq %d, want 201", got[0].seq)
+	}
+	got := newReader(p.Store, "idle").until(t, int(201-from), time.Minute)
+	checkDense(t, "idle", got, from+1)
 }

@@ -66,10 +66,20 @@ func StartPipeline(ctx context.Context, cfg PipelineConfig) (*Pipeline, error) {
 	}
 	resume := cfg.Resume
 	if resume == nil {
-		for _, c := range cfg.Clients {
-			if c != nil && (resume == nil || c.Seq < resume.Seq) {
-				resume = c
+		// The slowest client's cursor; when serving, the slowest attached
+		// one's: a detached client replays when it reads again rather
+		// than hold everyone back now.
+		slowest := func(skipDetached bool) *group.Cursor {
+			var out *group.Cursor
+			for _, c := range cfg.Clients {
+				if c != nil && !(skipDetached && c.Detached) && (out == nil || c.Seq < out.Seq) {
+					out = c
+				}
 			}
+			return out
+		}
+		if resume = slowest(cfg.Serve); resume == nil {
+			resume = slowest(false)
 		}
 		if resume != nil && cfg.Logger != nil {
 			cfg.Logger.Info("resuming from the slowest consumer's cursor", "dest", cfg.Spec.Name, "seq", resume.Seq, "consumers", len(cfg.Clients))
@@ -101,9 +111,12 @@ func StartPipeline(ctx context.Context, cfg PipelineConfig) (*Pipeline, error) {
 	store := NewStore(sc)
 	p.Store = store
 	for client, c := range cfg.Clients {
-		if c != nil {
+		switch {
+		case c != nil && c.Detached && cfg.Serve:
+			store.subscribeDetached(client, c)
+		case c != nil:
 			store.SubscribeAfter(client, c.Seq, c)
-		} else {
+		default:
 			store.Subscribe(client)
 		}
 	}

@@ -295,6 +295,20 @@ func (s *Store) SubscribeAfter(client string, seq uint64, mark *group.Cursor) {
 	}
 }
 
+// subscribeDetached registers a client id that was detached (its saved
+// cursor says so) with that cursor: it holds nothing, and its first read
+// starts a replay from the cursor. Subscribing a known client does
+// nothing.
+func (s *Store) subscribeDetached(client string, mark *group.Cursor) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.clients[client]; !ok {
+		c := s.newClient(mark.Seq, mark)
+		c.mark, c.detached = mark, true
+		s.clients[client] = c
+	}
+}
+
 // newClient is a client of the store that has every transaction up to
 // after, origin the cursor there (nil: the destination's start); the
 // caller holds mu.
