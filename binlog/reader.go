@@ -42,6 +42,11 @@ type Config struct {
 	// Logger receives one line per connect, reconnect attempt and warning.
 	// Default: discard.
 	Logger *slog.Logger
+	// AnnounceTables makes the reader send, before any other event, an
+	// EventProgress at its start whose Tables are the selected tables
+	// existing there (the shard-DDL merge counts a logical table's shard
+	// tables from it).
+	AnnounceTables bool
 
 	// goMySQLRows sends every rows event to go-mysql's decoder, the path
 	// tables braid does not read raw take (for tests, which check the raw
@@ -172,6 +177,21 @@ func (p *Reader) Run(ctx context.Context, emit func(*change.Event) error) error 
 	if err := p.prepare(ctx); err != nil {
 		p.lost(err)
 		return err
+	}
+	if p.cfg.AnnounceTables {
+		tables := []string{} // not nil: none is an answer
+		for _, name := range p.schema.TablesAt(p.resume) {
+			schema, table, _ := strings.Cut(name, ".")
+			if p.filter.Match(schema, table) {
+				tables = append(tables, name)
+			}
+		}
+		if err := emit(&change.Event{Type: change.EventProgress, Source: p.spec.Name, Pos: p.resume, EndPos: p.resume, Tables: tables}); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
 	}
 	wctx, stopWatch := context.WithCancel(ctx)
 	var wg sync.WaitGroup

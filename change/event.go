@@ -87,6 +87,10 @@ type Event struct {
 	// or an EventProgress for a DDL of unselected tables), to be saved with a
 	// cursor at that boundary; nil when the schema did not change.
 	Schema *SchemaSnapshot
+	// Tables, on the EventProgress a reader sends before any other when
+	// asked to (binlog.Config.AnnounceTables), lists "schema.table" of
+	// the selected tables that exist where it starts, sorted.
+	Tables []string
 	// Seq is the merged transaction's sequence number, set by the merge
 	// (package group) on the events of a transaction it emits; 0 before.
 	Seq uint64

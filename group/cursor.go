@@ -19,13 +19,21 @@ import (
 // Restarting from a cursor reproduces the stream after it exactly, with the
 // same seqs.
 type Cursor struct {
-	Seq     uint64         `json:"seq"`
+	Seq uint64 `json:"seq"`
+	// Taken counts the source transactions the merge has taken: those
+	// emitted and those left out whole (all their rows held by a
+	// shard-DDL lock). It names a point of the stream where seq cannot.
+	Taken   uint64         `json:"taken,omitempty"`
 	Sources []SourceCursor `json:"sources"`
 	// Detached marks the saved cursor of a consumer that held its
 	// destination's store full too long (package stream): whoever runs
 	// the destination next does not start its merge from it, and serves
 	// the consumer with a replay when it reads again.
 	Detached bool `json:"detached,omitempty"`
+	// ShardDDL is the shard-DDL merge's state here (locks, held tables,
+	// re-reads under way); nil in passthrough mode. Shared by cursors,
+	// never modified.
+	ShardDDL *ShardDDLState `json:"shardDDL,omitempty"`
 }
 
 // SourceCursor is one source's part of a Cursor.
@@ -42,7 +50,7 @@ type SourceCursor struct {
 // Clone returns a deep copy (schema snapshots are shared: they are never
 // modified).
 func (c *Cursor) Clone() *Cursor {
-	out := &Cursor{Seq: c.Seq, Sources: append([]SourceCursor(nil), c.Sources...), Detached: c.Detached}
+	out := &Cursor{Seq: c.Seq, Taken: c.Taken, Sources: append([]SourceCursor(nil), c.Sources...), Detached: c.Detached, ShardDDL: c.ShardDDL}
 	return out
 }
 

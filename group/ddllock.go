@@ -1,18 +1,21 @@
 package group
 
 import (
+	"maps"
 	"slices"
+	"strings"
+	"time"
 
+	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/schema"
 )
 
-// The pessimistic merge of shard DDL (issue 20), as a pure state machine
-// over the DDL of one destination's shard tables in merged order: which
+// The merge of shard DDL (spec shard_ddl) as a pure state machine over
+// the DDL of one destination's shard tables, fed in merged order: which
 // logical DDL goes out, once, and which shard tables' rows wait. Its
-// state is a function of the DDL it was fed, so a replay that feeds the
-// same DDL in the same order (the merge's) reaches the same locks. The
-// merge does not use it yet: the rows a lock holds are to be re-read from
-// the binlog when it releases, which the readers cannot do yet.
+// state is a function of the DDL it was fed, and it is part of the
+// cursor, so a replay, a restart or a new owner reaches the same locks.
+// The merge (shardddl.go) drives it and re-reads held rows.
 
 // DDLVerdict is what happens to one shard table's DDL.
 type DDLVerdict uint8
@@ -31,75 +34,216 @@ const (
 	// DDLSkip: an equivalent DDL went out already (a later shard's
 	// CREATE of the same table).
 	DDLSkip
-	// DDLConflict: the shard table ran a DDL other than its lock's; the
-	// lock stays and names it.
+	// DDLConflict: the shard table ran a DDL other than its lock's; its
+	// rows wait too, and the lock stays until an operator decides.
 	DDLConflict
 )
 
+// ShardDDLState is the shard-DDL merge's state at a point of the stream.
+// The merge treats a state as immutable once a cursor may hold it: it
+// changes a clone.
+type ShardDDLState struct {
+	// Shards maps each logical table ("schema.table") that shard tables
+	// route to, to those shard tables (ShardName), sorted.
+	Shards map[string][]string `json:"shards,omitempty"`
+	// Created maps a logical table to the key of the CREATE that went out
+	// for it.
+	Created map[string]string `json:"created,omitempty"`
+	// Locks are the open locks, by logical table.
+	Locks []*DDLLock `json:"locks,omitempty"`
+	// LastLock numbers the locks: the next one opened is LastLock+1.
+	LastLock int `json:"lastLock,omitempty"`
+	// CatchUps are the re-reads of held rows still to run, the first one
+	// under way.
+	CatchUps []*CatchUp `json:"catchUps,omitempty"`
+	// Announced says, per source, that its tables at the start were
+	// counted (binlog.Config.AnnounceTables).
+	Announced []bool `json:"announced,omitempty"`
+}
+
 // DDLLock is one open lock of a logical table.
 type DDLLock struct {
+	ID int `json:"id"`
 	// Logical is the logical table, "schema.table".
-	Logical string
-	// DDL is the logical statement that goes out when the lock releases.
-	DDL schema.LogicalDDL
+	Logical string `json:"logical"`
+	// SQL is the logical statement that goes out when the lock releases,
+	// and Key its canonical form (schema.LogicalDDL).
+	SQL string `json:"sql"`
+	Key string `json:"key"`
+	// Since is the commit time of the first shard's DDL.
+	Since time.Time `json:"since"`
 	// Done are the shard tables that ran it, in merged order; Waiting
 	// the others, sorted.
-	Done, Waiting []string
-	// Conflicts maps a shard table that ran another DDL meanwhile to that
-	// DDL's key.
-	Conflicts map[string]string
+	Done    []string `json:"done"`
+	Waiting []string `json:"waiting"`
+	// Conflicts maps a shard table that ran another DDL to that DDL's
+	// logical text; a lock with conflicts releases only by a decision.
+	Conflicts map[string]string `json:"conflicts,omitempty"`
+	// Holds are where each held shard table's rows start waiting.
+	Holds []Hold `json:"holds,omitempty"`
+	// HeldRows counts the row changes held so far.
+	HeldRows int64 `json:"heldRows,omitempty"`
 }
 
-// ShardLocks merges the DDL of the shard tables of each logical table.
-type ShardLocks struct {
-	shards  map[string][]string // logical table → its shard tables, sorted
-	created map[string]string   // logical table → the key of its CREATE
-	locks   map[string]*DDLLock // logical table → its open lock
+// Hold is where a held shard table's rows start: the boundary after its
+// DDL, and its source's merge key there (so re-read rows keep their keys).
+type Hold struct {
+	Shard   string          `json:"shard"`
+	From    change.Position `json:"from"`
+	LastKey int64           `json:"lastKey"`
 }
 
-// NewShardLocks returns the state before any DDL.
-func NewShardLocks() *ShardLocks {
-	return &ShardLocks{shards: map[string][]string{}, created: map[string]string{}, locks: map[string]*DDLLock{}}
+// CatchUp is one re-read of held rows: per source, from where to where,
+// and which tables' rows (each from its own position).
+type CatchUp struct {
+	Sources []CatchUpSource `json:"sources"`
+}
+
+// CatchUpSource is one source's part of a CatchUp.
+type CatchUpSource struct {
+	Source int `json:"source"`
+	// Pos is where the re-read resumes (a boundary), Until where it ends
+	// (the source's position in the merge when the lock released).
+	Pos, Until change.Position
+	// LastKey is the source's merge key at Pos.
+	LastKey int64 `json:"lastKey"`
+	// Tables maps each held table ("schema.table") to where its rows
+	// start counting.
+	Tables map[string]change.Position `json:"tables"`
+}
+
+// ShardName names shard table "schema.table" of source src: "src/schema.table".
+func ShardName(src, table string) string { return src + "/" + table }
+
+// splitShard is ShardName's inverse.
+func splitShard(shard string) (src, table string) {
+	src, table, _ = strings.Cut(shard, "/")
+	return src, table
+}
+
+// NewShardDDLState returns the state before any DDL of n sources.
+func NewShardDDLState(n int) *ShardDDLState {
+	return &ShardDDLState{Shards: map[string][]string{}, Created: map[string]string{}, Announced: make([]bool, n)}
+}
+
+// clone returns a deep copy.
+func (s *ShardDDLState) clone() *ShardDDLState {
+	out := &ShardDDLState{Shards: make(map[string][]string, len(s.Shards)), Created: maps.Clone(s.Created),
+		LastLock: s.LastLock, Announced: slices.Clone(s.Announced)}
+	if out.Created == nil {
+		out.Created = map[string]string{}
+	}
+	for k, v := range s.Shards {
+		out.Shards[k] = slices.Clone(v)
+	}
+	for _, l := range s.Locks {
+		c := *l
+		c.Done, c.Waiting, c.Holds = slices.Clone(l.Done), slices.Clone(l.Waiting), slices.Clone(l.Holds)
+		c.Conflicts = maps.Clone(l.Conflicts)
+		out.Locks = append(out.Locks, &c)
+	}
+	for _, cu := range s.CatchUps {
+		c := &CatchUp{Sources: slices.Clone(cu.Sources)}
+		for i := range c.Sources {
+			c.Sources[i].Tables = maps.Clone(c.Sources[i].Tables)
+		}
+		out.CatchUps = append(out.CatchUps, c)
+	}
+	return out
+}
+
+// Join records shard table shard as one of logical's (it exists).
+func (s *ShardDDLState) Join(logical, shard string) {
+	if i, found := slices.BinarySearch(s.Shards[logical], shard); !found {
+		s.Shards[logical] = slices.Insert(s.Shards[logical], i, shard)
+	}
+}
+
+// lock returns logical's open lock, or nil.
+func (s *ShardDDLState) lock(logical string) *DDLLock {
+	for _, l := range s.Locks {
+		if l.Logical == logical {
+			return l
+		}
+	}
+	return nil
+}
+
+// Lock returns the open lock numbered id, or nil.
+func (s *ShardDDLState) Lock(id int) *DDLLock {
+	for _, l := range s.Locks {
+		if l.ID == id {
+			return l
+		}
+	}
+	return nil
+}
+
+func (s *ShardDDLState) removeLock(l *DDLLock) {
+	s.Locks = slices.DeleteFunc(s.Locks, func(x *DDLLock) bool { return x == l })
 }
 
 // Create records shard table shard of logical creating itself with d:
 // the logical table's first CREATE goes out, a later equivalent one is
 // skipped, a different one is a conflict (the shard tables disagree on
-// the logical table's schema).
-func (s *ShardLocks) Create(logical, shard string, d schema.LogicalDDL) DDLVerdict {
-	if i, found := slices.BinarySearch(s.shards[logical], shard); !found {
-		s.shards[logical] = slices.Insert(s.shards[logical], i, shard)
-	}
-	key, ok := s.created[logical]
+// the logical table's schema) and opens or joins a lock that only a
+// decision releases.
+func (s *ShardDDLState) Create(logical, shard string, d schema.LogicalDDL, at time.Time) (DDLVerdict, *DDLLock) {
+	s.Join(logical, shard)
+	key, ok := s.Created[logical]
 	switch {
 	case !ok:
-		s.created[logical] = d.Key
-		return DDLEmit
+		s.Created[logical] = d.Key
+		return DDLEmit, nil
 	case key == d.Key:
-		return DDLSkip
+		return DDLSkip, nil
 	}
-	return DDLConflict
+	return DDLConflict, s.conflict(logical, shard, d, at)
+}
+
+// conflict records shard running d against logical's lock (opening one
+// if there is none).
+func (s *ShardDDLState) conflict(logical, shard string, d schema.LogicalDDL, at time.Time) *DDLLock {
+	l := s.lock(logical)
+	if l == nil {
+		l = s.open(logical, d, at)
+		l.Waiting = nil
+	}
+	if l.Conflicts == nil {
+		l.Conflicts = map[string]string{}
+	}
+	l.Conflicts[shard] = d.Text
+	l.Waiting = slices.DeleteFunc(l.Waiting, func(x string) bool { return x == shard })
+	return l
+}
+
+func (s *ShardDDLState) open(logical string, d schema.LogicalDDL, at time.Time) *DDLLock {
+	s.LastLock++
+	l := &DDLLock{ID: s.LastLock, Logical: logical, SQL: d.Text, Key: d.Key, Since: at}
+	s.Locks = append(s.Locks, l)
+	return l
 }
 
 // Drop records shard table shard of logical being dropped: its rows hold
 // no lock any more, and a lock it was the last one waiting for releases.
 // The last shard table's DROP goes out (DDLEmit); the others are skipped.
-func (s *ShardLocks) Drop(logical, shard string) (DDLVerdict, *DDLLock) {
-	shards := s.shards[logical]
+func (s *ShardDDLState) Drop(logical, shard string) (DDLVerdict, *DDLLock) {
+	shards := s.Shards[logical]
 	if i, found := slices.BinarySearch(shards, shard); found {
-		s.shards[logical] = slices.Delete(shards, i, i+1)
+		s.Shards[logical] = slices.Delete(shards, i, i+1)
 	}
-	if len(s.shards[logical]) == 0 {
-		delete(s.shards, logical)
-		delete(s.created, logical)
-		delete(s.locks, logical)
+	if len(s.Shards[logical]) == 0 {
+		delete(s.Shards, logical)
+		delete(s.Created, logical)
+		if l := s.lock(logical); l != nil {
+			s.removeLock(l)
+		}
 		return DDLEmit, nil
 	}
-	if l := s.locks[logical]; l != nil {
+	if l := s.lock(logical); l != nil {
 		l.Waiting = slices.DeleteFunc(l.Waiting, func(x string) bool { return x == shard })
-		delete(l.Conflicts, shard)
-		if len(l.Waiting) == 0 {
-			delete(s.locks, logical)
+		if len(l.Waiting) == 0 && len(l.Conflicts) == 0 {
+			s.removeLock(l)
 			return DDLRelease, l
 		}
 	}
@@ -110,25 +254,24 @@ func (s *ShardLocks) Drop(logical, shard string) (DDLVerdict, *DDLLock) {
 // CREATE and DROP). With one shard table it goes out; else the first
 // opens a lock holding shard, each equivalent one adds its shard table,
 // and the last releases it.
-func (s *ShardLocks) Alter(logical, shard string, d schema.LogicalDDL) (DDLVerdict, *DDLLock) {
-	shards := s.shards[logical]
+func (s *ShardDDLState) Alter(logical, shard string, d schema.LogicalDDL, at time.Time) (DDLVerdict, *DDLLock) {
+	shards := s.Shards[logical]
 	if len(shards) <= 1 {
 		return DDLEmit, nil
 	}
-	l := s.locks[logical]
+	l := s.lock(logical)
 	if l == nil {
-		l = &DDLLock{Logical: logical, DDL: d, Done: []string{shard}, Conflicts: map[string]string{}}
+		l = s.open(logical, d, at)
+		l.Done = []string{shard}
 		for _, x := range shards {
 			if x != shard {
 				l.Waiting = append(l.Waiting, x)
 			}
 		}
-		s.locks[logical] = l
 		return DDLHold, l
 	}
-	if d.Key != l.DDL.Key {
-		l.Conflicts[shard] = d.Key
-		return DDLConflict, l
+	if d.Key != l.Key {
+		return DDLConflict, s.conflict(logical, shard, d, at)
 	}
 	i := slices.Index(l.Waiting, shard)
 	if i < 0 {
@@ -136,34 +279,20 @@ func (s *ShardLocks) Alter(logical, shard string, d schema.LogicalDDL) (DDLVerdi
 	}
 	l.Waiting = slices.Delete(l.Waiting, i, i+1)
 	l.Done = append(l.Done, shard)
-	if len(l.Waiting) == 0 {
-		delete(s.locks, logical)
+	if len(l.Waiting) == 0 && len(l.Conflicts) == 0 {
+		s.removeLock(l)
 		return DDLRelease, l
 	}
 	return DDLHold, l
 }
 
 // Held reports whether shard's rows wait for a lock of logical: it ran
-// the lock's DDL and others have not yet.
-func (s *ShardLocks) Held(logical, shard string) bool {
-	l := s.locks[logical]
-	return l != nil && slices.Contains(l.Done, shard)
-}
-
-// Locks lists the open locks, by logical table.
-func (s *ShardLocks) Locks() []*DDLLock {
-	out := make([]*DDLLock, 0, len(s.locks))
-	for _, l := range s.locks {
-		out = append(out, l)
+// the lock's DDL, or a conflicting one, and the lock is open.
+func (s *ShardDDLState) Held(logical, shard string) bool {
+	l := s.lock(logical)
+	if l == nil {
+		return false
 	}
-	slices.SortFunc(out, func(a, b *DDLLock) int {
-		if a.Logical < b.Logical {
-			return -1
-		}
-		if a.Logical > b.Logical {
-			return 1
-		}
-		return 0
-	})
-	return out
+	_, conflict := l.Conflicts[shard]
+	return conflict || slices.Contains(l.Done, shard)
 }

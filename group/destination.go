@@ -45,6 +45,14 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock heartbeats are stamped with. Default: time.Now.
 	Now func() time.Time
+	// Decisions are the operators' decisions about shard-DDL locks kept
+	// so far, in the order they were made; each applies where it applied
+	// first (a point after Resume), so a replay or a new owner emits the
+	// same stream.
+	Decisions []DDLDecision
+	// RecordDecision keeps a new decision (see Decide) before it applies;
+	// an error refuses the decision. Default: not kept.
+	RecordDecision func(DDLDecision) error
 }
 
 // ReadAheadEventBytes is the memory allowed for one binlog event a parser
@@ -81,7 +89,8 @@ type Destination struct {
 	cfg     Config
 	parsers []*binlog.Reader
 	merger  *Merger
-	router  *Router // used by the merge loop only
+	router  *Router   // used by the merge loop only
+	ddl     *shardDDL // nil with shard_ddl: passthrough
 	cursor  Cursor
 	skew    time.Duration
 	log     *slog.Logger
@@ -180,9 +189,16 @@ func New(cfg Config) (*Destination, error) {
 	d.cursor.Sources = make([]SourceCursor, len(ds.Sources))
 	d.lastSeen = make([]time.Time, len(ds.Sources))
 	d.fineTime = make([]bool, len(ds.Sources))
+	if ds.ShardDDL != spec.ShardDDLPassthrough {
+		var from *ShardDDLState
+		if cfg.Resume != nil {
+			from = cfg.Resume.ShardDDL
+		}
+		d.ddl = newShardDDL(d, from, cfg.Decisions)
+	}
 	for i, src := range ds.Sources {
 		pc := binlog.Config{Destination: ds.Name, Source: src, Tables: filter,
-			Heartbeat: time.Duration(ds.Heartbeat), Logger: d.log, ReadAhead: cfg.ReadAhead}
+			Heartbeat: time.Duration(ds.Heartbeat), Logger: d.log, ReadAhead: cfg.ReadAhead, AnnounceTables: d.ddl != nil}
 		d.cursor.Sources[i].Name = src.Name
 		if r := cfg.Resume; r != nil {
 			sc := r.Sources[i]
@@ -202,7 +218,7 @@ func New(cfg Config) (*Destination, error) {
 		d.parsers = append(d.parsers, p)
 	}
 	if cfg.Resume != nil {
-		d.cursor.Seq = cfg.Resume.Seq
+		d.cursor.Seq, d.cursor.Taken = cfg.Resume.Seq, cfg.Resume.Taken
 	}
 	return d, nil
 }
@@ -210,7 +226,12 @@ func New(cfg Config) (*Destination, error) {
 // Cursor returns the boundary after the last transaction emitted; called
 // from emit during an EventCommit or EventDDL, after that transaction. Call
 // it from emit or after Run returns.
-func (d *Destination) Cursor() *Cursor { return d.cursor.Clone() }
+func (d *Destination) Cursor() *Cursor {
+	if d.ddl != nil {
+		d.ddl.cursorTaken()
+	}
+	return d.cursor.Clone()
+}
 
 // Stats returns the destination's progress: the merge's, refreshed at
 // most every 100 ms and whenever it waits, and each source's reader's,
@@ -370,7 +391,19 @@ func (d *Destination) merge(ctx context.Context, queues []*sourceQueue, arrived 
 	stall := time.NewTicker(d.cfg.StallLog)
 	defer stall.Stop()
 	progressAt := d.cfg.Now()
+	var decide chan decideReq // nil: never ready
+	if d.ddl != nil {
+		decide = d.ddl.decide
+		if err := d.ddl.runCatchUps(ctx, emit); err != nil { // one a restart found under way
+			return err
+		}
+	}
 	for {
+		if d.ddl != nil {
+			if err := d.ddl.boundary(ctx, emit); err != nil {
+				return err
+			}
+		}
 		// Take what the sources have ready, without waiting.
 		for s := 0; s < n; s++ {
 			for !offered[s] {
@@ -411,8 +444,13 @@ func (d *Destination) merge(ctx context.Context, queues []*sourceQueue, arrived 
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-arrived:
+		case req := <-decide:
+			req.reply <- d.ddl.decideNow(ctx, req, emit)
 		case <-stall.C:
 			d.publish(true)
+			if d.ddl != nil {
+				d.ddl.warnOld(d.cfg.Now())
+			}
 			if waiting := d.merger.Waiting(); len(waiting) > 0 && d.cfg.Now().Sub(progressAt) >= d.cfg.StallLog {
 				names := make([]string, len(waiting))
 				for i, s := range waiting {
@@ -443,6 +481,9 @@ func (d *Destination) consumeHead(s int, head []*change.Event, offered []bool) e
 		}
 		d.merger.Watermark(s, wm.UnixMicro())
 	case change.EventProgress:
+		if ev.Tables != nil && d.ddl != nil {
+			d.ddl.announce(s, ev.Tables)
+		}
 		d.merger.Watermark(s, ev.CommitTime.UnixMicro())
 		sc := &d.cursor.Sources[s]
 		sc.Pos = ev.EndPos
@@ -468,6 +509,16 @@ func (d *Destination) consumeHead(s int, head []*change.Event, offered []bool) e
 // EventCommit or the EventDDL) is emitted, so Cursor, called from emit
 // then, is the boundary after it.
 func (d *Destination) emitTx(ctx context.Context, src int, first *change.Event, q *sourceQueue, emit func(*change.Event) error) error {
+	if d.ddl != nil {
+		switch {
+		case first.Type == change.EventDDL:
+			return d.ddl.onDDL(ctx, src, first, emit)
+		case d.ddl.heldBySource[src] > 0:
+			d.cursor.Taken++
+			return d.emitHolding(ctx, src, first, q, emit)
+		}
+	}
+	d.cursor.Taken++
 	d.cursor.Seq++
 	seq := d.cursor.Seq
 	sc := &d.cursor.Sources[src]
@@ -515,6 +566,38 @@ func (d *Destination) emitTx(ctx context.Context, src int, first *change.Event, 
 			return nil
 		}
 	}
+}
+
+// emitHolding is emitTx for a source some of whose tables a shard-DDL
+// lock holds: their rows are left out (the catch-up reads them again),
+// and a transaction left with none is not emitted.
+func (d *Destination) emitHolding(ctx context.Context, src int, first *change.Event, q *sourceQueue, emit func(*change.Event) error) error {
+	sc := &d.cursor.Sources[src]
+	sc.LastKey = d.merger.Last(src)
+	next := func() (*change.Event, error) {
+		select {
+		case e, ok := <-q.ch:
+			if !ok {
+				return nil, d.sourceEnded(ctx, src, q)
+			}
+			return q.took(e), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	keep := func(ev *change.Event) bool {
+		t := ev.Rows[0].Table
+		if l := d.ddl.heldLock(src, t.Schema, t.Name); l != nil {
+			d.ddl.countHeld(l, len(ev.Rows))
+			return false
+		}
+		return true
+	}
+	if err := d.emitFiltered(first, next, keep, func(c *change.Event) { sc.Pos = c.Pos }, emit); err != nil {
+		return err
+	}
+	d.merger.Done(src)
+	return nil
 }
 
 // stamp gives a rows event's table version, once, or a DDL its logical

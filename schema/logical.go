@@ -2,10 +2,13 @@ package schema
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/format"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/pingcap/tidb/pkg/parser/types"
 )
 
 // A shard table's DDL as its logical table's: the first piece of merging
@@ -23,9 +26,28 @@ type LogicalDDL struct {
 	// replaced by its logical, schema-qualified name.
 	Text string
 	// Key is the statement's canonical form after the rename: equal for
-	// equivalent statements of different shard tables.
+	// equivalent statements of different shard tables. Integer display
+	// widths are left out (INT and INT(11) are one type).
 	Key string
+	// Kind is what the statement does to its table.
+	Kind DDLKind
+	// AddsColumns is set when the statement is an ALTER TABLE that only
+	// adds columns, each nullable or with a default (rows written without
+	// them read them as NULL or the default); DropsColumns when it only
+	// drops columns.
+	AddsColumns, DropsColumns bool
 }
+
+// DDLKind sorts table DDL by what it does to its table.
+type DDLKind uint8
+
+// The kinds.
+const (
+	DDLAlter  DDLKind = iota // ALTER TABLE, CREATE/DROP INDEX, anything else
+	DDLCreate                // CREATE TABLE
+	DDLDrop                  // DROP TABLE
+	DDLRename                // RENAME TABLE
+)
 
 // Rename maps a shard table (schema, table) to its logical one.
 type Rename func(schema, table string) (logicalSchema, logicalTable string)
@@ -43,15 +65,79 @@ func ShardDDL(db, sql string, rename Rename) ([]LogicalDDL, error) {
 	for _, st := range stmts {
 		names := map[schemaKey]schemaKey{}
 		st.node.Accept(&tableRenamer{db: db, rename: rename, renamed: names})
+		st.node.Accept(widthEraser{})
 		var key strings.Builder
 		flags := format.DefaultRestoreFlags | format.RestoreNameLowercase | format.RestoreKeyWordUppercase
 		if err := st.node.Restore(format.NewRestoreCtx(flags, &key)); err != nil {
 			return nil, fmt.Errorf("%w (db %q): cannot restore %q: %v", ErrDDLParse, db, ddlClip(st.text), err)
 		}
-		out = append(out, LogicalDDL{Text: renameTokens(db, st.text, names), Key: key.String()})
+		d := LogicalDDL{Text: renameTokens(db, st.text, names), Key: key.String()}
+		classify(&d, st.node)
+		out = append(out, d)
 	}
 	return out, nil
 }
+
+// classify sets d's Kind and column flags from its statement.
+func classify(d *LogicalDDL, n ast.Node) {
+	switch n := n.(type) {
+	case *ast.CreateTableStmt:
+		d.Kind = DDLCreate
+	case *ast.DropTableStmt:
+		d.Kind = DDLDrop
+	case *ast.RenameTableStmt:
+		d.Kind = DDLRename
+	case *ast.AlterTableStmt:
+		adds, drops := len(n.Specs) > 0, len(n.Specs) > 0
+		for _, sp := range n.Specs {
+			adds = adds && sp.Tp == ast.AlterTableAddColumns && addsReadable(sp.NewColumns)
+			drops = drops && sp.Tp == ast.AlterTableDropColumn
+		}
+		d.AddsColumns, d.DropsColumns = adds, drops
+	}
+}
+
+// addsReadable reports whether every column added can be read from rows
+// written before it: nullable, or with a default.
+func addsReadable(cols []*ast.ColumnDef) bool {
+	for _, c := range cols {
+		nullable, def := true, false
+		for _, o := range c.Options {
+			switch o.Tp {
+			case ast.ColumnOptionNotNull, ast.ColumnOptionPrimaryKey, ast.ColumnOptionAutoIncrement:
+				nullable = false
+			case ast.ColumnOptionDefaultValue:
+				def = true
+			}
+		}
+		if !nullable && !def {
+			return false
+		}
+	}
+	return true
+}
+
+// widthEraser drops, from column definitions, what only spells a
+// default: integer display widths (MariaDB and MySQL 5.7 print INT(11),
+// MySQL 8 INT; it changes nothing stored) and an explicit NULL.
+type widthEraser struct{}
+
+func (widthEraser) Enter(n ast.Node) (ast.Node, bool) {
+	c, ok := n.(*ast.ColumnDef)
+	if !ok {
+		return n, false
+	}
+	if c.Tp != nil {
+		switch c.Tp.GetType() {
+		case mysql.TypeTiny, mysql.TypeShort, mysql.TypeInt24, mysql.TypeLong, mysql.TypeLonglong:
+			c.Tp.SetFlen(types.UnspecifiedLength)
+		}
+	}
+	c.Options = slices.DeleteFunc(c.Options, func(o *ast.ColumnOption) bool { return o.Tp == ast.ColumnOptionNull })
+	return n, false
+}
+
+func (widthEraser) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 // tableRenamer sets each table name of a statement to its logical name,
 // recording the renames it made (shard name → logical name).

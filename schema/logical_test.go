@@ -68,3 +68,39 @@ func TestShardDDLKeepsText(t *testing.T) {
 		t.Errorf("DML: %v %v, want nothing", out, err)
 	}
 }
+
+// TestShardDDLKinds: the kind of each statement, integer widths left out
+// of the key, and which ALTERs only add readable columns or only drop.
+func TestShardDDLKinds(t *testing.T) {
+	a := shardDDL(t, "shop_0", "ALTER TABLE orders ADD COLUMN n INT(11) NULL")
+	b := shardDDL(t, "shop_1", "ALTER TABLE orders ADD COLUMN n int")
+	if a.Key != b.Key {
+		t.Errorf("INT(11) and INT have different keys:\n%s\n%s", a.Key, b.Key)
+	}
+	if !a.AddsColumns || a.DropsColumns || a.Kind != schema.DDLAlter {
+		t.Errorf("ADD COLUMN n INT NULL: %+v", a)
+	}
+	for sql, want := range map[string]schema.DDLKind{
+		"CREATE TABLE orders (id INT PRIMARY KEY)": schema.DDLCreate,
+		"DROP TABLE orders":                        schema.DDLDrop,
+		"RENAME TABLE orders TO orders_old":        schema.DDLRename,
+		"CREATE UNIQUE INDEX ix ON orders (note)":  schema.DDLAlter,
+	} {
+		if d := shardDDL(t, "shop_0", sql); d.Kind != want {
+			t.Errorf("%s: kind %d, want %d", sql, d.Kind, want)
+		}
+	}
+	for sql, adds := range map[string]bool{
+		"ALTER TABLE orders ADD COLUMN c INT NOT NULL":           false,
+		"ALTER TABLE orders ADD COLUMN c INT NOT NULL DEFAULT 0": true,
+		"ALTER TABLE orders ADD c INT, ADD d TEXT":               true,
+		"ALTER TABLE orders ADD c INT, DROP note":                false,
+	} {
+		if d := shardDDL(t, "shop_0", sql); d.AddsColumns != adds {
+			t.Errorf("%s: AddsColumns %v, want %v", sql, d.AddsColumns, adds)
+		}
+	}
+	if d := shardDDL(t, "shop_0", "ALTER TABLE orders DROP COLUMN note, DROP c"); !d.DropsColumns || d.AddsColumns {
+		t.Errorf("DROP COLUMN: %+v", d)
+	}
+}

@@ -765,3 +765,46 @@ func (x *schemaTxn) alterTable(n *ast.AlterTableStmt) error {
 	x.put(k, schemaVersion{state: st})
 	return nil
 }
+
+// TablesAt lists "schema.table" of every table that exists at pos, sorted.
+func (s *Tracker) TablesAt(pos change.Position) []string {
+	var out []string
+	for k := range s.tables {
+		if _, ok := s.TableAt(k.schema, k.name, pos); ok {
+			out = append(out, k.String())
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// SnapshotAt is snap as it was at pos, a transaction boundary at or after
+// the start of its history: the versions of DDL after pos are dropped
+// and nothing counts as applied after pos, so a reader restored from it
+// reads from pos on as one that had stopped there (and applies those DDL
+// again). Databases' charsets are kept as of snap (they are not
+// versioned); pending unknowns are kept.
+func SnapshotAt(snap change.SchemaSnapshot, pos change.Position) change.SchemaSnapshot {
+	out := snap
+	out.Tables = make([]change.SchemaTableHistory, 0, len(snap.Tables))
+	for _, th := range snap.Tables {
+		n := sort.Search(len(th.Versions), func(i int) bool { return th.Versions[i].Pos.Compare(pos) >= 0 })
+		if n == 0 && th.Pending == nil {
+			continue // created after pos
+		}
+		if n == 0 {
+			n = min(1, len(th.Versions))
+		}
+		th.Versions = th.Versions[:n:n]
+		out.Tables = append(out.Tables, th)
+	}
+	if out.Applied.Compare(pos) >= 0 {
+		out.Applied = change.Position{}
+		for _, th := range out.Tables {
+			if last := th.Versions[len(th.Versions)-1].Pos; last.Compare(out.Applied) > 0 && last.Compare(pos) < 0 {
+				out.Applied = last
+			}
+		}
+	}
+	return out
+}

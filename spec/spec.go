@@ -40,10 +40,31 @@ type Spec struct {
 	// MaxClockSkew is how far a source's clock may run from braid's.
 	// Default: 1s.
 	MaxClockSkew Duration `yaml:"max_clock_skew,omitempty" json:"max_clock_skew,omitempty"`
+	// ShardDDL is how the DDL of shard tables routed to one logical table
+	// becomes the logical table's: "pessimistic" (a shard table that ran
+	// a DDL waits until every shard table of its logical table has run it,
+	// then one DDL of the logical table goes out, followed by the rows
+	// that waited), "optimistic" (ADD COLUMN goes out at the first shard,
+	// DROP COLUMN at the last, anything else as pessimistic) or
+	// "passthrough" (every shard's DDL goes out as it comes, as of old).
+	// A logical table only one shard table routes to is passed through
+	// in every mode. Default: pessimistic.
+	ShardDDL string `yaml:"shard_ddl,omitempty" json:"shard_ddl,omitempty"`
+	// DDLLockWarnAfter is how old a shard-DDL lock may grow before a
+	// warning is logged (and repeated) naming the shard tables it waits
+	// for. Default: 10m.
+	DDLLockWarnAfter Duration `yaml:"ddl_lock_warn_after,omitempty" json:"ddl_lock_warn_after,omitempty"`
 	// Consumers says how the destination treats its consumers (client
 	// ids). Default: each of its fields at its default.
 	Consumers Consumers `yaml:"consumers,omitempty" json:"consumers,omitzero"`
 }
+
+// The shard_ddl modes.
+const (
+	ShardDDLPessimistic = "pessimistic"
+	ShardDDLOptimistic  = "optimistic"
+	ShardDDLPassthrough = "passthrough"
+)
 
 func (Spec) example() string { return "{name: shop, sources: [{name: a, address: 127.0.0.1:3306}]}" }
 
@@ -108,11 +129,12 @@ func (Source) example() string { return "{name: a, address: 127.0.0.1:3306}" }
 
 // Defaults applied by WithDefaults.
 const (
-	DefaultHeartbeat      = 200 * time.Millisecond
-	DefaultMaxClockSkew   = time.Second
-	DefaultUser           = "root"
-	DefaultConsumersStart = StartEarliest
-	DefaultDetachAfter    = 10 * time.Second
+	DefaultHeartbeat        = 200 * time.Millisecond
+	DefaultMaxClockSkew     = time.Second
+	DefaultDDLLockWarnAfter = 10 * time.Minute
+	DefaultUser             = "root"
+	DefaultConsumersStart   = StartEarliest
+	DefaultDetachAfter      = 10 * time.Second
 )
 
 // Parse reads a destination spec from YAML (or JSON, which YAML reads
@@ -166,6 +188,12 @@ func (s Spec) WithDefaults() Spec {
 	}
 	if s.MaxClockSkew == 0 {
 		s.MaxClockSkew = Duration(DefaultMaxClockSkew)
+	}
+	if s.ShardDDL == "" {
+		s.ShardDDL = ShardDDLPessimistic
+	}
+	if s.DDLLockWarnAfter == 0 {
+		s.DDLLockWarnAfter = Duration(DefaultDDLLockWarnAfter)
 	}
 	if s.Consumers.Start == "" {
 		s.Consumers.Start = DefaultConsumersStart

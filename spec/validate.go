@@ -89,6 +89,14 @@ func (s *Spec) problems() []*FieldError {
 	if s.Heartbeat < 0 || (s.Heartbeat > 0 && time.Duration(s.Heartbeat) < time.Millisecond) {
 		bad("heartbeat", "%v: want at least 1ms, e.g. %v", time.Duration(s.Heartbeat), DefaultHeartbeat)
 	}
+	switch s.ShardDDL {
+	case "", ShardDDLPessimistic, ShardDDLOptimistic, ShardDDLPassthrough:
+	default:
+		bad("shard_ddl", "%q: want pessimistic (the default), optimistic or passthrough", s.ShardDDL)
+	}
+	if s.DDLLockWarnAfter < 0 {
+		bad("ddl_lock_warn_after", "%v: must not be negative, e.g. %v", time.Duration(s.DDLLockWarnAfter), DefaultDDLLockWarnAfter)
+	}
 	if s.MaxClockSkew < 0 {
 		bad("max_clock_skew", "%v: must not be negative, e.g. %v", time.Duration(s.MaxClockSkew), DefaultMaxClockSkew)
 	}

@@ -1,0 +1,646 @@
+package group
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/braid-cdc/braid/binlog"
+	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/schema"
+	"github.com/braid-cdc/braid/spec"
+)
+
+// The merge's side of shard DDL (spec shard_ddl): it feeds each DDL of a
+// selected table to ShardDDLState in merged order, emits the logical DDL
+// the state lets out, skips the rows of held shard tables and, when a
+// lock releases, re-reads those rows from the binlog (a catch-up) and
+// emits them right after the DDL that released them, in their merge
+// order. Held rows are never buffered: a lock costs the catch-up's
+// reader, not memory.
+
+// The decisions an operator can make about a lock.
+const (
+	// DecisionUnlock emits the lock's DDL now and releases its rows.
+	DecisionUnlock = "unlock"
+	// DecisionSkip emits nothing and releases its rows, which then go out
+	// under the schema each shard table has.
+	DecisionSkip = "skip"
+)
+
+// DDLDecision is an operator's decision about a lock, with the point of
+// the stream it applied at: after Taken source transactions (Cursor.Taken;
+// seq alone does not name a point, as transactions whose rows are all
+// held take none), when the last seq out was AfterSeq. Kept (in Raft, or
+// beside capture's cursor) so that a replay or a new owner applies it at
+// the same point.
+type DDLDecision struct {
+	Lock     int    `json:"lock"`
+	Action   string `json:"action"`
+	AfterSeq uint64 `json:"afterSeq"`
+	Taken    uint64 `json:"taken"`
+}
+
+// ErrNoLock: a decision names a lock that is not open.
+var ErrNoLock = errors.New("no such lock")
+
+type heldKey struct {
+	src   int
+	table string // "schema.table"
+}
+
+type decideReq struct {
+	lock   int
+	action string
+	reply  chan error
+}
+
+// shardDDL is a Destination's shard-DDL merge; nil in passthrough mode.
+// Its methods run on the merge loop, but for View and Decide.
+type shardDDL struct {
+	d      *Destination
+	state  *ShardDDLState
+	shared bool // a cursor holds state: change a clone
+	view   atomic.Pointer[ShardDDLState]
+	held   map[heldKey]*DDLLock
+	// heldBySource counts the holds per source, for the fast path.
+	heldBySource []int
+	srcIndex     map[string]int
+	decisions    []DDLDecision // known ones not applied yet, in order
+	decide       chan decideReq
+	warned       map[int]time.Time // lock → when its last warning went out
+}
+
+func newShardDDL(d *Destination, resume *ShardDDLState, decisions []DDLDecision) *shardDDL {
+	n := len(d.cfg.Spec.Sources)
+	x := &shardDDL{d: d, srcIndex: map[string]int{}, decide: make(chan decideReq), warned: map[int]time.Time{}}
+	for i, src := range d.cfg.Spec.Sources {
+		x.srcIndex[src.Name] = i
+	}
+	if resume != nil {
+		x.state = resume.clone()
+		if len(x.state.Announced) != n {
+			x.state.Announced = make([]bool, n)
+		}
+	} else {
+		x.state = NewShardDDLState(n)
+	}
+	for _, dec := range decisions {
+		x.decisions = append(x.decisions, dec)
+	}
+	x.rebuild()
+	return x
+}
+
+// mut returns the state to change (a clone if a cursor holds it).
+func (x *shardDDL) mut() *ShardDDLState {
+	if x.shared {
+		x.state = x.state.clone()
+		x.shared = false
+	}
+	return x.state
+}
+
+// rebuild refreshes what follows from the state: the held tables, the
+// cursor's and the readers' view.
+func (x *shardDDL) rebuild() {
+	x.held = map[heldKey]*DDLLock{}
+	x.heldBySource = make([]int, len(x.d.cfg.Spec.Sources))
+	for _, l := range x.state.Locks {
+		for _, h := range l.Holds {
+			src, table := splitShard(h.Shard)
+			if i, ok := x.srcIndex[src]; ok {
+				x.held[heldKey{i, table}] = l
+				x.heldBySource[i]++
+			}
+		}
+	}
+	x.d.cursor.ShardDDL = x.state
+	x.view.Store(x.state)
+}
+
+// cursorTaken marks the state as held by a cursor.
+func (x *shardDDL) cursorTaken() { x.shared = true }
+
+// heldLock returns the lock holding source src's table, or nil.
+func (x *shardDDL) heldLock(src int, schemaName, table string) *DDLLock {
+	if x.heldBySource[src] == 0 {
+		return nil
+	}
+	return x.held[heldKey{src, schemaName + "." + table}]
+}
+
+// announce counts source src's tables at its start (once per state).
+func (x *shardDDL) announce(src int, tables []string) {
+	if x.state.Announced[src] {
+		return
+	}
+	s := x.mut()
+	s.Announced[src] = true
+	name := x.d.cfg.Spec.Sources[src].Name
+	for _, t := range tables {
+		s.Join(x.logical(t), ShardName(name, t))
+	}
+	x.rebuild()
+}
+
+// logical returns the logical "schema.table" of "schema.table".
+func (x *shardDDL) logical(table string) string {
+	sn, tn, _ := strings.Cut(table, ".")
+	ls, lt := x.d.router.Rename(sn, tn)
+	return ls + "." + lt
+}
+
+// onDDL handles a DDL transaction of source src, offered and next in the
+// merge: the cursor moves past it, what the state lets out is emitted
+// (with a seq), and released rows are re-read.
+func (x *shardDDL) onDDL(ctx context.Context, src int, ev *change.Event, emit func(*change.Event) error) error {
+	d := x.d
+	d.cursor.Taken++
+	sc := &d.cursor.Sources[src]
+	sc.LastKey = d.merger.Last(src)
+	sc.Pos = ev.EndPos
+	if ev.Schema != nil {
+		sc.Schema = ev.Schema
+	}
+	out := x.decideDDL(src, ev, d.merger.Last(src), nil)
+	d.merger.Done(src)
+	if out != nil {
+		if err := x.emitDDL(out, emit); err != nil {
+			return err
+		}
+	}
+	return x.runCatchUps(ctx, emit)
+}
+
+// emitDDL emits one DDL transaction with the next seq.
+func (x *shardDDL) emitDDL(ev *change.Event, emit func(*change.Event) error) error {
+	x.d.cursor.Seq++
+	ev.Seq = x.d.cursor.Seq
+	x.d.stamp(ev)
+	return emit(ev)
+}
+
+// decideDDL feeds a DDL of source src, with merge key key, to the state
+// and returns the event to emit, if any. cu is the catch-up source being
+// re-read when the DDL comes from one (its held tables change), else nil.
+func (x *shardDDL) decideDDL(src int, ev *change.Event, key int64, cu *CatchUpSource) *change.Event {
+	d := x.d
+	if cu == nil {
+		for _, t := range ev.DDL.Tables {
+			sn, tn, _ := strings.Cut(t, ".")
+			if x.heldLock(src, sn, tn) != nil {
+				return nil // part of the held rows: the catch-up reads it
+			}
+		}
+	}
+	if _, truncate := schema.TruncatedTable(ev.DDL.Schema, ev.DDL.SQL); truncate || len(ev.DDL.Tables) != 1 {
+		return ev // no schema change, or several tables: as it is
+	}
+	lds, err := schema.ShardDDL(ev.DDL.Schema, ev.DDL.SQL, d.router.Rename)
+	if err != nil || len(lds) != 1 {
+		d.log.Warn("shard DDL not merged: it goes out as the shard ran it", "source", ev.Source, "pos", ev.Pos.String(), "sql", ev.DDL.SQL, "err", err)
+		return ev
+	}
+	ld := lds[0]
+	table := ev.DDL.Tables[0]
+	logical := x.logical(table)
+	shard := ShardName(d.cfg.Spec.Sources[src].Name, table)
+	s := x.mut()
+	defer x.rebuild()
+	var v DDLVerdict
+	var l *DDLLock
+	switch ld.Kind {
+	case schema.DDLCreate:
+		v, l = s.Create(logical, shard, ld, ev.CommitTime)
+	case schema.DDLDrop:
+		v, l = s.Drop(logical, shard)
+	default:
+		v, l = s.Alter(logical, shard, ld, ev.CommitTime)
+	}
+	switch v {
+	case DDLEmit:
+		return logicalDDL(ev, ld.Text, logical)
+	case DDLHold, DDLConflict:
+		l.Holds = append(l.Holds, Hold{Shard: shard, From: ev.EndPos, LastKey: key})
+		if cu != nil {
+			delete(cu.Tables, table)
+		}
+		if v == DDLConflict {
+			d.log.Warn("shard DDL conflicts with the lock's: the shard table's rows wait until `braid ddl skip` or `braid ddl unlock` decides",
+				"lock", l.ID, "table", logical, "shard", shard, "sql", ev.DDL.SQL, "lock_sql", l.SQL)
+		} else {
+			d.log.Info("shard DDL lock holds a shard table's rows until every shard table runs it", "lock", l.ID, "table", logical,
+				"shard", shard, "done", len(l.Done), "waiting", l.Waiting)
+		}
+		return nil
+	case DDLRelease:
+		x.release(s, l)
+		d.log.Info("shard DDL lock released: its DDL goes out, then the rows it held", "lock", l.ID, "table", logical, "shards", len(l.Done))
+		return logicalDDL(ev, l.SQL, logical)
+	}
+	return nil // DDLSkip
+}
+
+// release queues the re-read of l's held rows (l is out of s's locks).
+func (x *shardDDL) release(s *ShardDDLState, l *DDLLock) {
+	var cu CatchUp
+	for _, h := range l.Holds {
+		name, table := splitShard(h.Shard)
+		i, ok := x.srcIndex[name]
+		if !ok {
+			continue
+		}
+		k := slices.IndexFunc(cu.Sources, func(c CatchUpSource) bool { return c.Source == i })
+		if k < 0 {
+			cu.Sources = append(cu.Sources, CatchUpSource{Source: i, Pos: h.From, LastKey: h.LastKey,
+				Until: x.d.cursor.Sources[i].Pos, Tables: map[string]change.Position{}})
+			k = len(cu.Sources) - 1
+		}
+		c := &cu.Sources[k]
+		if h.From.Compare(c.Pos) < 0 {
+			c.Pos, c.LastKey = h.From, h.LastKey
+		}
+		c.Tables[table] = h.From
+	}
+	slices.SortFunc(cu.Sources, func(a, b CatchUpSource) int { return a.Source - b.Source })
+	if len(cu.Sources) > 0 {
+		s.CatchUps = append(s.CatchUps, &cu)
+	}
+	delete(x.warned, l.ID)
+}
+
+// ddlTable is the one table a DDL event changes, "" when it changes
+// several.
+func ddlTable(ev *change.Event) string {
+	if len(ev.DDL.Tables) != 1 {
+		return ""
+	}
+	return ev.DDL.Tables[0]
+}
+
+// logicalDDL is ev as its logical table's DDL, with text sql.
+func logicalDDL(ev *change.Event, sql, logical string) *change.Event {
+	out := *ev
+	ls, lt, _ := strings.Cut(logical, ".")
+	out.DDL = &change.DDL{Schema: ls, SQL: sql, Tables: []string{logical}, LogicalSchema: ls, LogicalTable: lt}
+	return &out
+}
+
+// runCatchUps runs the queued re-reads of held rows, in order.
+func (x *shardDDL) runCatchUps(ctx context.Context, emit func(*change.Event) error) error {
+	for len(x.state.CatchUps) > 0 {
+		if err := x.runCatchUp(ctx, emit); err != nil {
+			return err
+		}
+		s := x.mut()
+		s.CatchUps = s.CatchUps[1:]
+		x.rebuild()
+	}
+	return nil
+}
+
+// rereader is one source's reader in a catch-up.
+type rereader struct {
+	k    int // index in the catch-up's Sources
+	q    *sourceQueue
+	head *change.Event
+	key  int64
+	done bool
+}
+
+// runCatchUp re-reads the first queued catch-up from where it stands and
+// emits its held rows, a transaction of the merge for each source
+// transaction that has some, in merge-key order.
+func (x *shardDDL) runCatchUp(ctx context.Context, emit func(*change.Event) error) error {
+	d := x.d
+	cctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	arrived := make(chan struct{}, 1)
+	cu := x.state.CatchUps[0]
+	var rs []*rereader
+	for k, cs := range cu.Sources {
+		r := &rereader{k: k, done: cs.Pos.Compare(cs.Until) >= 0 || len(cs.Tables) == 0}
+		rs = append(rs, r)
+		if r.done {
+			continue
+		}
+		reader, err := x.catchUpReader(cs)
+		if err != nil {
+			return err
+		}
+		r.q = newSourceQueue(64, 1<<20, arrived)
+		wg.Go(func() {
+			defer close(r.q.ch)
+			r.q.err = reader.Run(cctx, func(ev *change.Event) error { return r.q.put(cctx, ev) })
+		})
+		d.log.Info("re-reading rows a shard DDL lock held", "source", d.cfg.Spec.Sources[cs.Source].Name,
+			"from", cs.Pos.String(), "until", cs.Until.String(), "tables", len(cs.Tables))
+	}
+	for {
+		var next *rereader
+		for _, r := range rs {
+			for !r.done && r.head == nil {
+				if err := x.catchUpHead(ctx, r); err != nil {
+					return err
+				}
+			}
+			if r.done {
+				continue
+			}
+			src := x.state.CatchUps[0].Sources[r.k].Source
+			if next == nil || r.key < next.key || r.key == next.key && src < x.state.CatchUps[0].Sources[next.k].Source {
+				next = r
+			}
+		}
+		if next == nil {
+			return nil
+		}
+		if err := x.catchUpTx(ctx, next, emit); err != nil {
+			return err
+		}
+	}
+}
+
+// catchUpReader builds the reader of one catch-up source: its own server
+// id, only the held tables, from cs.Pos with the schema as it was there.
+func (x *shardDDL) catchUpReader(cs CatchUpSource) (*binlog.Reader, error) {
+	d := x.d
+	src := d.cfg.Spec.Sources[cs.Source]
+	src.ServerID = spec.DeriveServerID(d.cfg.Spec.Name, fmt.Sprintf("%s#%d#catchup", src.Name, src.ServerID))
+	var patterns []string
+	for t := range cs.Tables {
+		patterns = append(patterns, regexp.QuoteMeta(t))
+	}
+	slices.Sort(patterns)
+	filter, err := spec.CompileTableFilter(patterns)
+	if err != nil {
+		return nil, err
+	}
+	resume := &binlog.Resume{Pos: cs.Pos}
+	if snap := d.cursor.Sources[cs.Source].Schema; snap != nil {
+		at := schema.SnapshotAt(*snap, cs.Pos)
+		resume.Schema = &at
+	}
+	return binlog.NewReader(binlog.Config{Destination: d.cfg.Spec.Name, Source: src, Tables: filter, Resume: resume,
+		Heartbeat: time.Duration(d.cfg.Spec.Heartbeat), Logger: d.log.With("catchup", true), ReadAhead: 64})
+}
+
+// catchUpHead takes r's next event: a transaction becomes its head, what
+// reaches the catch-up's end ends it, progress moves it on.
+func (x *shardDDL) catchUpHead(ctx context.Context, r *rereader) error {
+	var ev *change.Event
+	select {
+	case e, ok := <-r.q.ch:
+		if !ok {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if r.q.err != nil {
+				return r.q.err
+			}
+			return fmt.Errorf("group: the re-read of held rows stopped")
+		}
+		ev = r.q.took(e)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	cs := &x.state.CatchUps[0].Sources[r.k]
+	switch ev.Type {
+	case change.EventHeartbeat:
+		// Sent when the server has nothing more: all before ev.Pos came.
+		r.done = ev.Pos.Compare(cs.Until) >= 0
+	case change.EventProgress:
+		r.done = ev.EndPos.Compare(cs.Until) >= 0
+	case change.EventBegin, change.EventDDL:
+		if ev.Pos.Compare(cs.Until) >= 0 {
+			r.done = true
+			return nil
+		}
+		r.head, r.key = ev, max(ev.CommitTime.UnixMicro(), cs.LastKey)
+	}
+	return nil
+}
+
+// catchUpTx emits r's head transaction: the rows of its held tables, as a
+// transaction of the merge if it has any; a DDL of a held table goes to
+// the state as the merge would have fed it.
+func (x *shardDDL) catchUpTx(ctx context.Context, r *rereader, emit func(*change.Event) error) error {
+	first := r.head
+	r.head = nil
+	s := x.mut()
+	cs := &s.CatchUps[0].Sources[r.k]
+	cs.LastKey = r.key
+	if first.Type == change.EventDDL {
+		cs.Pos = first.EndPos
+		var out *change.Event
+		if from, ok := cs.Tables[ddlTable(first)]; ok && first.Pos.Compare(from) >= 0 {
+			out = x.decideDDL(cs.Source, first, r.key, cs)
+		}
+		r.done = cs.Pos.Compare(cs.Until) >= 0
+		if out != nil {
+			return x.emitDDL(out, emit)
+		}
+		return nil
+	}
+	keep := func(ev *change.Event) bool {
+		t := ev.Rows[0].Table
+		from, ok := cs.Tables[t.Schema+"."+t.Name]
+		return ok && ev.Pos.Compare(from) >= 0
+	}
+	next := func() (*change.Event, error) {
+		select {
+		case e, ok := <-r.q.ch:
+			if !ok {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				return nil, fmt.Errorf("group: the re-read of held rows stopped: %v", r.q.err)
+			}
+			return r.q.took(e), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return x.d.emitFiltered(first, next, keep, func(commit *change.Event) {
+		cs.Pos = commit.Pos
+		r.done = cs.Pos.Compare(cs.Until) >= 0
+	}, emit)
+}
+
+// emitFiltered emits the transaction starting with first, whose later
+// events next returns, keeping only the rows events keep accepts; a
+// transaction left with none is not emitted and takes no seq. committed
+// runs before the commit is emitted (or instead, when nothing was).
+func (d *Destination) emitFiltered(first *change.Event, next func() (*change.Event, error), keep func(*change.Event) bool,
+	committed func(*change.Event), emit func(*change.Event) error) error {
+	begun := false
+	for {
+		ev, err := next()
+		if err != nil {
+			return err
+		}
+		switch ev.Type {
+		case change.EventRows:
+			if !keep(ev) {
+				continue
+			}
+			if !begun {
+				begun = true
+				d.cursor.Seq++
+				first.Seq = d.cursor.Seq
+				if err := emit(first); err != nil {
+					return err
+				}
+			}
+			ev.Seq = d.cursor.Seq
+			d.stamp(ev)
+			if err := emit(ev); err != nil {
+				return err
+			}
+		case change.EventCommit:
+			committed(ev)
+			if !begun {
+				return nil
+			}
+			ev.Seq = d.cursor.Seq
+			return emit(ev)
+		}
+	}
+}
+
+// countHeld adds n held row changes to l.
+func (x *shardDDL) countHeld(l *DDLLock, n int) {
+	if x.shared {
+		id := l.ID
+		x.mut()
+		l = x.state.Lock(id)
+		x.rebuild()
+	}
+	l.HeldRows += int64(n)
+}
+
+// boundary runs between transactions of the merge: it applies the
+// decisions due here (kept ones whose point this is, and new ones asked
+// for now) and warns of old locks.
+func (x *shardDDL) boundary(ctx context.Context, emit func(*change.Event) error) error {
+	for len(x.decisions) > 0 && x.decisions[0].Taken <= x.d.cursor.Taken {
+		dec := x.decisions[0]
+		x.decisions = x.decisions[1:]
+		if dec.Taken < x.d.cursor.Taken {
+			continue // before our start: the cursor has it
+		}
+		if err := x.apply(ctx, dec, emit); err != nil && !errors.Is(err, ErrNoLock) {
+			return err
+		}
+	}
+	select {
+	case req := <-x.decide:
+		req.reply <- x.decideNow(ctx, req, emit)
+	default:
+	}
+	return nil
+}
+
+// decideNow records an operator's decision at this point and applies it.
+func (x *shardDDL) decideNow(ctx context.Context, req decideReq, emit func(*change.Event) error) error {
+	if x.state.Lock(req.lock) == nil {
+		return fmt.Errorf("%w %d on destination %s: `braid ddl list %s` shows the open ones", ErrNoLock, req.lock, x.d.cfg.Spec.Name, x.d.cfg.Spec.Name)
+	}
+	dec := DDLDecision{Lock: req.lock, Action: req.action, AfterSeq: x.d.cursor.Seq, Taken: x.d.cursor.Taken}
+	if rec := x.d.cfg.RecordDecision; rec != nil {
+		if err := rec(dec); err != nil {
+			return fmt.Errorf("group: keep the decision: %w", err)
+		}
+	}
+	return x.apply(ctx, dec, emit)
+}
+
+// apply carries out a decision: the lock goes, its DDL goes out (unlock)
+// or not (skip), and its rows are re-read.
+func (x *shardDDL) apply(ctx context.Context, dec DDLDecision, emit func(*change.Event) error) error {
+	l := x.state.Lock(dec.Lock)
+	if l == nil {
+		return ErrNoLock
+	}
+	s := x.mut()
+	l = s.Lock(dec.Lock)
+	s.removeLock(l)
+	x.release(s, l)
+	x.rebuild()
+	x.d.log.Info("shard DDL lock decided", "lock", l.ID, "table", l.Logical, "action", dec.Action, "after_seq", dec.AfterSeq)
+	if dec.Action == DecisionUnlock {
+		first := x.d.cfg.Spec.Sources[0].Name
+		if len(l.Done) > 0 {
+			first, _ = splitShard(l.Done[0])
+		}
+		i := x.srcIndex[first]
+		pos := x.d.cursor.Sources[i].Pos
+		ev := logicalDDL(&change.Event{Type: change.EventDDL, Source: first, Pos: pos, EndPos: pos, CommitTime: l.Since}, l.SQL, l.Logical)
+		if err := x.emitDDL(ev, emit); err != nil {
+			return err
+		}
+	}
+	return x.runCatchUps(ctx, emit)
+}
+
+// warnOld logs each lock older than the spec's ddl_lock_warn_after, again
+// each time that long has passed.
+func (x *shardDDL) warnOld(now time.Time) {
+	after := time.Duration(x.d.cfg.Spec.DDLLockWarnAfter)
+	if after <= 0 {
+		after = spec.DefaultDDLLockWarnAfter
+	}
+	for _, l := range x.state.Locks {
+		if now.Sub(l.Since) < after || now.Sub(x.warned[l.ID]) < after {
+			continue
+		}
+		x.warned[l.ID] = now
+		x.d.log.Warn("a shard DDL lock is old: the shard tables waiting have not run its DDL; run it there, or decide with `braid ddl unlock` or `braid ddl skip`",
+			"lock", l.ID, "table", l.Logical, "sql", l.SQL, "since", l.Since.UTC().Format(time.RFC3339), "waiting", l.Waiting,
+			"conflicts", len(l.Conflicts), "held_rows", l.HeldRows)
+	}
+}
+
+// Decide applies an operator's decision (DecisionUnlock or DecisionSkip)
+// about lock id at the merge's next transaction boundary, after
+// Config.RecordDecision kept it. It fails with ErrNoLock when the lock is
+// not open, and when the destination does not merge shard DDL.
+func (d *Destination) Decide(ctx context.Context, lock int, action string) error {
+	if action != DecisionUnlock && action != DecisionSkip {
+		return fmt.Errorf("group: decision %q: want %s or %s", action, DecisionUnlock, DecisionSkip)
+	}
+	if d.ddl == nil {
+		return fmt.Errorf("%w %d: destination %s passes shard DDL through (shard_ddl: passthrough)", ErrNoLock, lock, d.cfg.Spec.Name)
+	}
+	req := decideReq{lock: lock, action: action, reply: make(chan error, 1)}
+	select {
+	case d.ddl.decide <- req:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-req.reply:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ShardDDL returns the shard-DDL merge's state as of the last transaction
+// out (nil in passthrough mode); callers must not modify it. Safe for
+// concurrent use.
+func (d *Destination) ShardDDL() *ShardDDLState {
+	if d.ddl == nil {
+		return nil
+	}
+	return d.ddl.view.Load()
+}

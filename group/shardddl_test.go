@@ -1,0 +1,300 @@
+package group_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+)
+
+// shardRow is one row change as the stream carried it.
+type shardRow struct {
+	seq    uint64
+	shard  string // origin schema
+	id     int64
+	ncols  int
+	logged string // the logical table
+}
+
+// streamOf reads a collector's events as DDL statements and rows, in
+// stream order.
+func streamOf(c *collector) (ddl []*change.Event, rows []shardRow, order []any) {
+	for _, ev := range c.snapshot() {
+		switch ev.Type {
+		case change.EventDDL:
+			ddl = append(ddl, ev)
+			order = append(order, ev)
+		case change.EventRows:
+			for i := range ev.Rows {
+				rc := &ev.Rows[i]
+				img := rc.After()
+				if img == nil {
+					img = rc.Before()
+				}
+				t := rc.Table
+				r := shardRow{seq: ev.Seq, shard: t.Schema, id: img[0].(int64), ncols: len(t.Columns), logged: t.LogicalSchema + "." + t.LogicalName}
+				rows = append(rows, r)
+				order = append(order, r)
+			}
+		}
+	}
+	return ddl, rows, order
+}
+
+// writer inserts into every shard of srvs (server i holds shop_i and
+// shop_{i+3}) until stopped, counting what it wrote per shard.
+type writer struct {
+	mu      sync.Mutex
+	next    [6]int64
+	stop    chan struct{}
+	done    chan struct{}
+	srvs    []*mysqltest.Server
+	paused  [6]bool
+	written int
+}
+
+func startWriter(t *testing.T, srvs []*mysqltest.Server) *writer {
+	w := &writer{stop: make(chan struct{}), done: make(chan struct{}), srvs: srvs}
+	go func() {
+		defer close(w.done)
+		for {
+			select {
+			case <-w.stop:
+				return
+			default:
+			}
+			for shard := range 6 {
+				w.mu.Lock()
+				w.next[shard]++
+				id := w.next[shard]
+				w.mu.Unlock()
+				w.srvs[shard%3].Exec(t, fmt.Sprintf("INSERT INTO shop_%d.orders (id, note) VALUES (%d, 'w')", shard, id))
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	return w
+}
+
+func (w *writer) halt() (total int) {
+	close(w.stop)
+	<-w.done
+	for _, n := range w.next {
+		total += int(n)
+	}
+	return total
+}
+
+// waitRows waits until the collector has n rows.
+func waitRows(t *testing.T, c *collector, n int, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		_, rows, _ := streamOf(c)
+		if len(rows) >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d rows after %v, want %d", len(rows), d, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// checkRows: every written row came exactly once.
+func checkRows(t *testing.T, rows []shardRow, total int) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, r := range rows {
+		k := fmt.Sprintf("%s/%d", r.shard, r.id)
+		if seen[k] {
+			t.Fatalf("row %s came twice", k)
+		}
+		seen[k] = true
+	}
+	if len(seen) != total {
+		t.Fatalf("%d rows came, %d were written", len(seen), total)
+	}
+}
+
+// TestShardDDLOneAlter: six shard tables of shop.orders on three servers,
+// written to throughout; each runs the same ALTER at a different moment.
+// The stream has one CREATE TABLE and one ALTER TABLE of shop.orders,
+// every row before the ALTER has the old columns and every row after it
+// the new ones, and nothing is lost or doubled.
+func TestShardDDLOneAlter(t *testing.T) {
+	srvs := shards(t, time.Now())
+	c := collect(t, group.Config{Spec: shopSpec(srvs, earliest, "strict")})
+	w := startWriter(t, srvs)
+	for shard := range 6 {
+		time.Sleep(150 * time.Millisecond)
+		spelling := []string{"ALTER TABLE shop_%d.orders ADD COLUMN c INT NULL", "alter table `shop_%d`.`orders` add column `c` int(11)"}[shard%2]
+		srvs[shard%3].Exec(t, fmt.Sprintf(spelling, shard))
+	}
+	time.Sleep(200 * time.Millisecond)
+	total := w.halt()
+	waitRows(t, c, total, 30*time.Second)
+
+	ddl, rows, order := streamOf(c)
+	var sqls []string
+	for _, ev := range ddl {
+		s, tb := ev.DDL.Logical()
+		if s != "shop" || tb != "orders" {
+			t.Errorf("DDL of %s.%s, want shop.orders: %s", s, tb, ev.DDL.SQL)
+		}
+		sqls = append(sqls, ev.DDL.SQL)
+	}
+	if len(sqls) != 2 || !strings.HasPrefix(sqls[0], "CREATE TABLE `shop`.`orders`") || sqls[1] != "ALTER TABLE `shop`.`orders` ADD COLUMN c INT NULL" {
+		t.Fatalf("DDL in the stream: %q; want one CREATE TABLE and one ALTER TABLE of `shop`.`orders`", sqls)
+	}
+	checkRows(t, rows, total)
+	altered := false
+	for _, x := range order {
+		switch x := x.(type) {
+		case *change.Event:
+			altered = strings.HasPrefix(x.DDL.SQL, "ALTER")
+		case shardRow:
+			if want := map[bool]int{false: 2, true: 3}[altered]; x.ncols != want {
+				t.Fatalf("row %s/%d (seq %d) has %d columns, want %d (altered: %v)", x.shard, x.id, x.seq, x.ncols, want, altered)
+			}
+		}
+	}
+	checkSeqDense(t, c)
+}
+
+// checkSeqDense: seqs go up by one per transaction.
+func checkSeqDense(t *testing.T, c *collector) {
+	t.Helper()
+	for i, x := range c.txs(t) {
+		if x.seq != uint64(i+1) {
+			t.Fatalf("transaction %d has seq %d: not dense", i, x.seq)
+		}
+	}
+}
+
+// TestShardDDLHeldUnlockReplay: only shop_0 runs the ALTER. Its later rows
+// are held while the other shards' rows flow; the lock shows shop_0 done
+// and five waiting; an unlock emits the DDL and then shop_0's held rows.
+// A destination restarted from a cursor inside the lock, with the kept
+// decision, emits the same stream with the same seqs.
+func TestShardDDLHeldUnlockReplay(t *testing.T) {
+	srvs := shards(t, time.Now())
+	var decisions []group.DDLDecision
+	var decMu sync.Mutex
+	record := func(d group.DDLDecision) error {
+		decMu.Lock()
+		defer decMu.Unlock()
+		decisions = append(decisions, d)
+		return nil
+	}
+	ds := shopSpec(srvs, earliest, "strict")
+	c := collect(t, group.Config{Spec: ds, RecordDecision: record})
+	w := startWriter(t, srvs)
+	time.Sleep(300 * time.Millisecond)
+	srvs[0].Exec(t, "ALTER TABLE shop_0.orders ADD COLUMN c INT NULL")
+	time.Sleep(700 * time.Millisecond)
+
+	// The lock, as the destination shows it.
+	var lock *group.DDLLock
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if st := c.dest.ShardDDL(); st != nil && len(st.Locks) == 1 && st.Locks[0].HeldRows > 0 {
+			lock = st.Locks[0]
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no lock holding rows: %+v", c.dest.ShardDDL())
+		}
+	}
+	if !slices.Equal(lock.Done, []string{"s0/shop_0.orders"}) || len(lock.Waiting) != 5 || lock.Logical != "shop.orders" {
+		t.Fatalf("lock %+v: want shop_0 done and five waiting", lock)
+	}
+	_, rows, _ := streamOf(c)
+	var others, shop0After int
+	for _, r := range rows {
+		if r.shard != "shop_0" {
+			others++
+		} else if r.ncols == 3 {
+			shop0After++
+		}
+	}
+	if shop0After != 0 || others == 0 {
+		t.Fatalf("while held: %d shop_0 rows with the new column came (want 0), %d rows of other shards (want some)", shop0After, others)
+	}
+	inside := c.lastCursor()
+	if inside.ShardDDL == nil || len(inside.ShardDDL.Locks) != 1 {
+		t.Fatalf("the cursor inside the lock does not hold it: %+v", inside.ShardDDL)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.dest.Decide(ctx, lock.ID+1, group.DecisionUnlock); err == nil {
+		t.Fatal("a decision about a lock that is not open was taken")
+	}
+	if err := c.dest.Decide(ctx, lock.ID, group.DecisionUnlock); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	total := w.halt()
+	waitRows(t, c, total, 30*time.Second)
+	ddl, rows, order := streamOf(c)
+	if n := len(ddl); n != 2 || ddl[1].DDL.SQL != "ALTER TABLE `shop`.`orders` ADD COLUMN c INT NULL" {
+		t.Fatalf("%d DDL, last %q; want the CREATE and the unlocked ALTER", n, ddl[n-1].DDL.SQL)
+	}
+	checkRows(t, rows, total)
+	// After the unlock's DDL: shop_0's held rows first, with the column.
+	afterDDL := false
+	for _, x := range order {
+		if ev, ok := x.(*change.Event); ok {
+			afterDDL = strings.HasPrefix(ev.DDL.SQL, "ALTER")
+			continue
+		}
+		r := x.(shardRow)
+		if r.shard == "shop_0" && !afterDDL && r.ncols == 3 {
+			t.Fatalf("shop_0 row %d with the new column came before the DDL", r.id)
+		}
+	}
+	checkSeqDense(t, c)
+	if len(decisions) != 1 || decisions[0].Lock != lock.ID || decisions[0].Action != group.DecisionUnlock {
+		t.Fatalf("decisions kept: %+v", decisions)
+	}
+	want := c.snapshot()
+
+	// The same from the cursor inside the lock.
+	c.stop(t)
+	again := collect(t, group.Config{Spec: ds, Resume: inside, Decisions: decisions})
+	var tail []*change.Event
+	for _, ev := range want {
+		if ev.Seq > inside.Seq {
+			tail = append(tail, ev)
+		}
+	}
+	for deadline := time.Now().Add(30 * time.Second); len(again.snapshot()) < len(tail); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("replay from seq %d: %d events, want %d", inside.Seq, len(again.snapshot()), len(tail))
+		}
+	}
+	got := again.snapshot()
+	for i, ev := range tail {
+		if g := got[i]; g.Seq != ev.Seq || g.Type != ev.Type || g.Source != ev.Source || g.Pos != ev.Pos || len(g.Rows) != len(ev.Rows) {
+			t.Fatalf("replay event %d: seq %d %s %s %s, first run: seq %d %s %s %s", i, g.Seq, g.Type, g.Source, g.Pos, ev.Seq, ev.Type, ev.Source, ev.Pos)
+		}
+	}
+}
+
+// lastCursor is the cursor after the last transaction emitted.
+func (c *collector) lastCursor() *group.Cursor {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var last uint64
+	for seq := range c.cursors {
+		last = max(last, seq)
+	}
+	return c.cursors[last]
+}
