@@ -12,7 +12,13 @@ import (
 	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/spec"
 )
+
+func pessimistic(ds *spec.Spec) *spec.Spec {
+	ds.ShardDDL = spec.ShardDDLPessimistic
+	return ds
+}
 
 // shardRow is one row change as the stream carried it.
 type shardRow struct {
@@ -131,7 +137,7 @@ func checkRows(t *testing.T, rows []shardRow, total int) {
 // the new ones, and nothing is lost or doubled.
 func TestShardDDLOneAlter(t *testing.T) {
 	srvs := shards(t, time.Now())
-	c := collect(t, group.Config{Spec: shopSpec(srvs, earliest, "strict")})
+	c := collect(t, group.Config{Spec: pessimistic(shopSpec(srvs, earliest, "strict"))})
 	w := startWriter(t, srvs)
 	for shard := range 6 {
 		time.Sleep(150 * time.Millisecond)
@@ -194,7 +200,7 @@ func TestShardDDLHeldUnlockReplay(t *testing.T) {
 		decisions = append(decisions, d)
 		return nil
 	}
-	ds := shopSpec(srvs, earliest, "strict")
+	ds := pessimistic(shopSpec(srvs, earliest, "strict"))
 	c := collect(t, group.Config{Spec: ds, RecordDecision: record})
 	w := startWriter(t, srvs)
 	time.Sleep(300 * time.Millisecond)
