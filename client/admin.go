@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/braid-cdc/braid/api/wire"
@@ -174,5 +175,25 @@ func (c *Client) Consumers(ctx context.Context, dest string) ([]wire.ClientState
 func (c *Client) DropConsumer(ctx context.Context, dest, id string) (wire.ConsumerDropped, error) {
 	var out wire.ConsumerDropped
 	err := c.admin(ctx, http.MethodDelete, nil, nil, &out, "destinations", dest, "consumers", id)
+	return out, err
+}
+
+// DDL returns a destination's shard-DDL merge as its owner sees it (GET
+// /v1/destinations/{name}/ddl): its mode and open locks.
+func (c *Client) DDL(ctx context.Context, dest string) (wire.DDLState, error) {
+	var out wire.DDLState
+	err := c.admin(ctx, http.MethodGet, nil, nil, &out, "destinations", dest, "ddl")
+	return out, err
+}
+
+// DecideDDL decides about an open shard-DDL lock (POST
+// /v1/destinations/{name}/ddl/{lock}?action=): "unlock" emits its DDL
+// now, "skip" emits nothing; both release the rows it held. The decision
+// is kept with the destination (in Raft, or with capture's cursor), so
+// every later owner and replay applies it at the same point. A lock that
+// is not open is an *Error (404).
+func (c *Client) DecideDDL(ctx context.Context, dest string, lock int, action string) (wire.DDLDecided, error) {
+	var out wire.DDLDecided
+	err := c.admin(ctx, http.MethodPost, url.Values{"action": {action}}, nil, &out, "destinations", dest, "ddl", strconv.Itoa(lock))
 	return out, err
 }

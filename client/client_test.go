@@ -76,6 +76,7 @@ func start(t *testing.T, clientIDs ...string) *env {
 
 	ds := spec.Spec{Name: "shop", Tables: []string{`shop_\d+\.orders`}, Ordering: "strict",
 		Route:     []spec.RouteRule{{Match: `shop_\d+\.(\w+)`, To: "shop.$1"}},
+		ShardDDL:  spec.ShardDDLPassthrough, // the tests count the shards' CREATE TABLEs
 		Heartbeat: spec.Duration(100 * time.Millisecond)}
 	for i, srv := range srvs {
 		ds.Sources = append(ds.Sources, spec.Source{Name: fmt.Sprintf("s%d", i), Address: srv.Addr(),

@@ -1,6 +1,7 @@
 package group
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -46,8 +47,8 @@ type ShardDDLState struct {
 	// Shards maps each logical table ("schema.table") that shard tables
 	// route to, to those shard tables (ShardName), sorted.
 	Shards map[string][]string `json:"shards,omitempty"`
-	// Created maps a logical table to the key of the CREATE that went out
-	// for it.
+	// Created maps a logical table to its columns (TableSignature) as of
+	// the last DDL of it that went out.
 	Created map[string]string `json:"created,omitempty"`
 	// Locks are the open locks, by logical table.
 	Locks []*DDLLock `json:"locks,omitempty"`
@@ -183,22 +184,31 @@ func (s *ShardDDLState) removeLock(l *DDLLock) {
 	s.Locks = slices.DeleteFunc(s.Locks, func(x *DDLLock) bool { return x == l })
 }
 
-// Create records shard table shard of logical creating itself with d:
-// the logical table's first CREATE goes out, a later equivalent one is
-// skipped, a different one is a conflict (the shard tables disagree on
-// the logical table's schema) and opens or joins a lock that only a
-// decision releases.
-func (s *ShardDDLState) Create(logical, shard string, d schema.LogicalDDL, at time.Time) (DDLVerdict, *DDLLock) {
+// Create records shard table shard of logical creating itself with d,
+// sig being the table's columns as created (TableSignature): the logical
+// table's first CREATE goes out (and the CREATE of its one shard table),
+// a later one of the same columns is skipped, one of other columns is a
+// conflict (the shard tables disagree on the logical table's schema) and
+// opens or joins a lock that only a decision releases.
+func (s *ShardDDLState) Create(logical, shard string, d schema.LogicalDDL, sig string, at time.Time) (DDLVerdict, *DDLLock) {
 	s.Join(logical, shard)
 	key, ok := s.Created[logical]
 	switch {
-	case !ok:
-		s.Created[logical] = d.Key
+	case !ok || len(s.Shards[logical]) == 1:
+		s.Created[logical] = sig
 		return DDLEmit, nil
-	case key == d.Key:
+	case key == sig:
 		return DDLSkip, nil
 	}
 	return DDLConflict, s.conflict(logical, shard, d, at)
+}
+
+// Altered records that logical's schema became sig, by a DDL that went
+// out: a shard table created later must have these columns.
+func (s *ShardDDLState) Altered(logical, sig string) {
+	if _, ok := s.Created[logical]; ok {
+		s.Created[logical] = sig
+	}
 }
 
 // conflict records shard running d against logical's lock (opening one
@@ -295,4 +305,32 @@ func (s *ShardDDLState) Held(logical, shard string) bool {
 	}
 	_, conflict := l.Conflicts[shard]
 	return conflict || slices.Contains(l.Done, shard)
+}
+
+// TableSignature is table "schema.table"'s columns in snap (names, types,
+// nullability), what two shard tables must agree on to be one logical
+// table; "" when snap does not hold the table.
+func TableSignature(snap *change.SchemaSnapshot, table string) string {
+	if snap == nil {
+		return ""
+	}
+	sn, tn, _ := strings.Cut(table, ".")
+	i, found := slices.BinarySearchFunc(snap.Tables, [2]string{sn, tn}, func(h change.SchemaTableHistory, k [2]string) int {
+		if c := strings.Compare(h.Schema, k[0]); c != 0 {
+			return c
+		}
+		return strings.Compare(h.Name, k[1])
+	})
+	if !found || len(snap.Tables[i].Versions) == 0 {
+		return ""
+	}
+	t := snap.Tables[i].Versions[len(snap.Tables[i].Versions)-1].Table
+	if t == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, c := range t.Columns {
+		fmt.Fprintf(&b, "%s %s %v,", strings.ToLower(c.Name), c.RawType, c.Nullable)
+	}
+	return b.String()
 }

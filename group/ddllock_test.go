@@ -34,7 +34,7 @@ func TestShardLocks(t *testing.T) {
 			want = group.DDLEmit
 		}
 		d := logicalDDL(t, fmt.Sprintf("shop_%d", i), "CREATE TABLE orders (id INT PRIMARY KEY)")
-		if v, _ := s.Create(logical, shard(i), d, time.Time{}); v != want {
+		if v, _ := s.Create(logical, shard(i), d, d.Key, time.Time{}); v != want {
 			t.Fatalf("CREATE on %s: verdict %d, want %d", shard(i), v, want)
 		}
 	}
@@ -97,7 +97,8 @@ func TestShardLocksDeterministic(t *testing.T) {
 	feed := func() string {
 		s := group.NewShardDDLState(1)
 		for i := range 3 {
-			s.Create("shop.orders", fmt.Sprintf("s0/shop_%d.orders", i), logicalDDL(t, "shop_0", "CREATE TABLE orders (id INT)"), time.Time{})
+			d := logicalDDL(t, "shop_0", "CREATE TABLE orders (id INT)")
+			s.Create("shop.orders", fmt.Sprintf("s0/shop_%d.orders", i), d, d.Key, time.Time{})
 		}
 		s.Alter("shop.orders", "s0/shop_1.orders", logicalDDL(t, "shop_1", "ALTER TABLE orders DROP COLUMN x"), time.Time{})
 		b, _ := json.Marshal(s)

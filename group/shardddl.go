@@ -216,9 +216,13 @@ func (x *shardDDL) decideDDL(src int, ev *change.Event, key int64, cu *CatchUpSo
 	defer x.rebuild()
 	var v DDLVerdict
 	var l *DDLLock
+	sig := TableSignature(ev.Schema, table)
+	if sig == "" {
+		sig = ld.Key // no schema model to compare: the statements then
+	}
 	switch ld.Kind {
 	case schema.DDLCreate:
-		v, l = s.Create(logical, shard, ld, ev.CommitTime)
+		v, l = s.Create(logical, shard, ld, sig, ev.CommitTime)
 	case schema.DDLDrop:
 		v, l = s.Drop(logical, shard)
 	default:
@@ -226,6 +230,10 @@ func (x *shardDDL) decideDDL(src int, ev *change.Event, key int64, cu *CatchUpSo
 	}
 	switch v {
 	case DDLEmit:
+		s.Altered(logical, sig)
+		if logical == table {
+			return ev // a table no route renames: as the source ran it
+		}
 		return logicalDDL(ev, ld.Text, logical)
 	case DDLHold, DDLConflict:
 		l.Holds = append(l.Holds, Hold{Shard: shard, From: ev.EndPos, LastKey: key})
@@ -241,6 +249,9 @@ func (x *shardDDL) decideDDL(src int, ev *change.Event, key int64, cu *CatchUpSo
 		}
 		return nil
 	case DDLRelease:
+		if ld.Kind != schema.DDLDrop {
+			s.Altered(logical, sig)
+		}
 		x.release(s, l)
 		d.log.Info("shard DDL lock released: its DDL goes out, then the rows it held", "lock", l.ID, "table", logical, "shards", len(l.Done))
 		return logicalDDL(ev, l.SQL, logical)

@@ -25,6 +25,7 @@ func twoShards(t *testing.T) ([]*mysqltest.Server, *spec.Spec) {
 	srvs := mysqltest.StartN(t, 2)
 	ds := spec.Spec{Name: "shop", Tables: []string{`shop_\d+\.orders`},
 		Route:     []spec.RouteRule{{Match: `shop_\d+\.(\w+)`, To: "shop.$1"}},
+		ShardDDL:  spec.ShardDDLPassthrough, // the tests count the shards' CREATE TABLEs
 		Heartbeat: spec.Duration(100 * time.Millisecond)}
 	for i, s := range srvs {
 		s.Exec(t, fmt.Sprintf("CREATE DATABASE shop_%d", i),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/braid-cdc/braid/group"
@@ -35,6 +36,12 @@ type PipelineConfig struct {
 	// detach_after and expire_after apply. Without it (capture printing)
 	// the store has the one consumer it was given.
 	Serve bool
+	// Decisions are the operators' shard-DDL decisions kept for the
+	// destination so far, and RecordDecision keeps a new one before it
+	// applies (group.Config's fields of those names). Replay readers are
+	// given every decision known when they start.
+	Decisions      []group.DDLDecision
+	RecordDecision func(group.DDLDecision) error
 }
 
 // maintainEvery is how often a serving pipeline applies its consumer
@@ -55,6 +62,23 @@ type Pipeline struct {
 	stop context.CancelFunc
 	done chan struct{} // closed when the run ended; err is then set
 	err  error
+
+	decisionsMu sync.Mutex
+	decisions   []group.DDLDecision // kept and made: what a replay applies
+}
+
+// recordDecision keeps a new shard-DDL decision (cfg.RecordDecision) and
+// remembers it for replays.
+func (p *Pipeline) recordDecision(d group.DDLDecision) error {
+	if rec := p.cfg.RecordDecision; rec != nil {
+		if err := rec(d); err != nil {
+			return err
+		}
+	}
+	p.decisionsMu.Lock()
+	p.decisions = append(p.decisions, d)
+	p.decisionsMu.Unlock()
+	return nil
 }
 
 // StartPipeline builds cfg's destination and its store, subscribes
@@ -85,15 +109,17 @@ func StartPipeline(ctx context.Context, cfg PipelineConfig) (*Pipeline, error) {
 			cfg.Logger.Info("resuming from the slowest consumer's cursor", "dest", cfg.Spec.Name, "seq", resume.Seq, "consumers", len(cfg.Clients))
 		}
 	}
-	dest, err := group.New(group.Config{Spec: cfg.Spec, Resume: resume, Logger: cfg.Logger})
+	p := &Pipeline{name: cfg.Spec.Name, cfg: cfg, done: make(chan struct{}), decisions: slices.Clone(cfg.Decisions)}
+	dest, err := group.New(group.Config{Spec: cfg.Spec, Resume: resume, Logger: cfg.Logger, Decisions: cfg.Decisions, RecordDecision: p.recordDecision})
 	if err != nil {
 		return nil, err
 	}
+	p.Dest = dest
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Pipeline{Dest: dest, name: cfg.Spec.Name, cfg: cfg, log: log, done: make(chan struct{})}
+	p.log = log
 	sc := cfg.Store
 	sc.After = resume
 	sc.Logger = log.With("dest", cfg.Spec.Name)
@@ -154,7 +180,10 @@ func (p *Pipeline) replay(from *group.Cursor, client string) (*Pipeline, error) 
 		seq = from.Seq
 	}
 	p.log.Info("replay reader started", "dest", p.name, "client", client, "after_seq", seq)
-	return StartPipeline(p.ctx, PipelineConfig{Spec: &ds, Resume: from, Logger: p.log.With("replay", client),
+	p.decisionsMu.Lock()
+	decisions := slices.Clone(p.decisions)
+	p.decisionsMu.Unlock()
+	return StartPipeline(p.ctx, PipelineConfig{Spec: &ds, Resume: from, Logger: p.log.With("replay", client), Decisions: decisions,
 		Store: Config{MaxBytes: min(p.Store.cfg.MaxBytes, ReplayBytes), MaxEvents: p.Store.cfg.MaxEvents, cutAtMarks: true}})
 }
 
@@ -187,7 +216,8 @@ func (p *Pipeline) maintain(ctx context.Context) {
 // Served is the pipeline as the servers see it, with live (nil: always)
 // deciding whether this node may hand its events out now.
 func (p *Pipeline) Served(live func() error) *Served {
-	return &Served{Name: p.name, Store: p.Store, Stats: p.Dest.Stats, Live: live}
+	return &Served{Name: p.name, Store: p.Store, Stats: p.Dest.Stats, Live: live, ShardDDL: p.Dest.ShardDDL,
+		ShardDDLMode: p.cfg.Spec.ShardDDL, DDLLockWarnAfter: time.Duration(p.cfg.Spec.DDLLockWarnAfter), Decide: p.Dest.Decide}
 }
 
 // Done is closed when the run ends: its context ended, or a source failed

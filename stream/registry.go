@@ -1,10 +1,12 @@
 package stream
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/braid-cdc/braid/group"
 )
@@ -26,6 +28,14 @@ type Served struct {
 	// its error (the consumer reconnects, to whichever node owns the
 	// destination then). nil: always.
 	Live func() error
+	// ShardDDL, if set, is the shard-DDL merge's state (its locks), and
+	// Decide applies an operator's decision about a lock
+	// (group.Destination's methods of those names).
+	ShardDDL     func() *group.ShardDDLState
+	ShardDDLMode string // the spec's shard_ddl
+	// DDLLockWarnAfter is the spec's ddl_lock_warn_after.
+	DDLLockWarnAfter time.Duration
+	Decide           func(ctx context.Context, lock int, action string) error
 }
 
 // CheckLive returns s.Live's verdict (nil when s has no Live).

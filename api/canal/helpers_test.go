@@ -112,6 +112,7 @@ func newFixture(t *testing.T, cfg canal.Config) *fixture {
 	}
 	ds := spec.Spec{Name: "shop", Tables: []string{`shop_\d+\.orders`},
 		Route:     []spec.RouteRule{{Match: `shop_\d+\.(\w+)`, To: "shop.$1"}},
+		ShardDDL:  spec.ShardDDLPassthrough, // the tests count the shards' CREATE TABLEs
 		Heartbeat: spec.Duration(100 * time.Millisecond)}
 	for i, srv := range srvs {
 		ds.Sources = append(ds.Sources, spec.Source{Name: fmt.Sprintf("s%d", i), Address: srv.Addr(),

@@ -65,6 +65,12 @@ var (
 		"Bytes the destination's store holds (its own accounting of the events).", prometheus.GaugeValue, destLabels)
 	destStorePeak = newFamily("braid_destination_store_peak_bytes",
 		"The largest store_bytes since the store was made.", prometheus.GaugeValue, destLabels)
+	ddlLocks = newFamily("braid_ddl_locks",
+		"Open shard-DDL locks: logical tables whose shard tables have not all run a DDL one of them ran.", prometheus.GaugeValue, destLabels)
+	ddlLockPending = newFamily("braid_ddl_lock_pending",
+		"Open shard-DDL locks older than the spec's ddl_lock_warn_after: run the DDL on the shard tables waiting, or braid ddl unlock|skip.", prometheus.GaugeValue, destLabels)
+	ddlHeldRows = newFamily("braid_ddl_held_rows",
+		"Row changes held by open shard-DDL locks (re-read from the binlog when they release).", prometheus.GaugeValue, destLabels)
 	destConsumers = newFamily("braid_destination_consumers",
 		"Client ids subscribed to the destination's store.", prometheus.GaugeValue, destLabels)
 
@@ -83,6 +89,7 @@ var families = []family{
 	sourceConnected, sourceIdle, sourceBehind, sourceLag, sourceWaiting, sourceLastCommit,
 	sourceEvents, sourceBytes, sourceRows, sourceErrors, sourceLastError,
 	destHeadSeq, destLate, destWaiting, destStoreEvents, destStoreBytes, destStorePeak, destConsumers,
+	ddlLocks, ddlLockPending, ddlHeldRows,
 	consumerAcked, consumerLagSeq, consumerLagSeconds, consumerUnacked,
 }
 
@@ -139,6 +146,20 @@ func (c *Collector) collect(ch chan<- prometheus.Metric, s *stream.Served, now t
 	emit(destStoreBytes, float64(st.Bytes), s.Name)
 	emit(destStorePeak, float64(st.PeakBytes), s.Name)
 	emit(destConsumers, float64(len(clients)), s.Name)
+	if s.ShardDDL != nil {
+		if ddl := s.ShardDDL(); ddl != nil {
+			pending, held := 0, int64(0)
+			for _, l := range ddl.Locks {
+				if now.Sub(l.Since) >= s.DDLLockWarnAfter {
+					pending++
+				}
+				held += l.HeldRows
+			}
+			emit(ddlLocks, float64(len(ddl.Locks)), s.Name)
+			emit(ddlLockPending, float64(pending), s.Name)
+			emit(ddlHeldRows, float64(held), s.Name)
+		}
+	}
 	if gs != nil {
 		emit(destHeadSeq, float64(gs.Seq), s.Name)
 		emit(destLate, float64(gs.Late), s.Name)

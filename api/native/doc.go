@@ -17,6 +17,8 @@
 //	POST /v1/destinations/{name}/ack?client-id=ID&seq=SEQ → wire.AckResult
 //	GET  /v1/destinations/{name}/consumers               → []wire.ClientState
 //	DELETE /v1/destinations/{name}/consumers/{id}        → wire.ConsumerDropped
+//	GET  /v1/destinations/{name}/ddl                     → wire.DDLState
+//	POST /v1/destinations/{name}/ddl/{lock}?action=unlock|skip → wire.DDLDecided
 //
 // from says where a new client id starts (stream.Start; default the
 // store's, the spec's consumers.start); a start older than the store holds

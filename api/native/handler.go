@@ -1,6 +1,7 @@
 package native
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )
 
@@ -54,6 +56,8 @@ func NewHandler(reg *stream.Registry, logger *slog.Logger) http.Handler {
 	h.mux.HandleFunc("POST /v1/destinations/{name}/ack", h.ack)
 	h.mux.HandleFunc("GET /v1/destinations/{name}/consumers", h.consumers)
 	h.mux.HandleFunc("DELETE /v1/destinations/{name}/consumers/{id}", h.dropConsumer)
+	h.mux.HandleFunc("GET /v1/destinations/{name}/ddl", h.ddl)
+	h.mux.HandleFunc("POST /v1/destinations/{name}/ddl/{lock}", h.decide)
 	return h
 }
 
@@ -219,6 +223,70 @@ func (h *handler) dropConsumer(w http.ResponseWriter, r *http.Request) {
 	h.forget(s.Store, id)
 	h.log.Info("consumer dropped", "dest", s.Name, "client", id, "acked_seq", found.AckedSeq)
 	writeJSON(w, http.StatusOK, wire.ConsumerDropped{Destination: s.Name, ClientID: id, AckedSeq: found.AckedSeq})
+}
+
+// DDLState renders a destination's shard-DDL merge state for the API
+// and the status page (nil st: passthrough).
+func DDLState(name, mode string, st *group.ShardDDLState) wire.DDLState {
+	out := wire.DDLState{Destination: name, Mode: mode, Locks: []wire.DDLLock{}}
+	if st == nil {
+		return out
+	}
+	out.CatchingUp = len(st.CatchUps) > 0
+	for _, l := range st.Locks {
+		out.Locks = append(out.Locks, wire.DDLLock{ID: l.ID, Table: l.Logical, SQL: l.SQL, Since: l.Since,
+			Done: append([]string{}, l.Done...), Waiting: append([]string{}, l.Waiting...), Conflicts: l.Conflicts, HeldRows: l.HeldRows})
+	}
+	return out
+}
+
+func (h *handler) ddl(w http.ResponseWriter, r *http.Request) {
+	s, ok := h.lookup(w, r)
+	if !ok {
+		return
+	}
+	mode := spec.ShardDDLPassthrough
+	var st *group.ShardDDLState
+	if s.ShardDDL != nil {
+		if st = s.ShardDDL(); st != nil {
+			mode = s.ShardDDLMode
+		}
+	}
+	writeJSON(w, http.StatusOK, DDLState(s.Name, mode, st))
+}
+
+// decide applies an operator's decision about a lock: 404 for a lock
+// that is not open, 400 for an unknown action.
+func (h *handler) decide(w http.ResponseWriter, r *http.Request) {
+	s, ok := h.lookup(w, r)
+	if !ok {
+		return
+	}
+	lock, err := strconv.Atoi(r.PathValue("lock"))
+	action := r.URL.Query().Get("action")
+	switch {
+	case err != nil || lock <= 0:
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("lock %q: want the lock's number, as `braid ddl list %s` shows it", r.PathValue("lock"), s.Name))
+		return
+	case action != group.DecisionUnlock && action != group.DecisionSkip:
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("action %q: want unlock (emit the lock's DDL now) or skip (emit nothing); both release the rows held", action))
+		return
+	case s.Decide == nil:
+		writeError(w, http.StatusNotFound, fmt.Sprintf("destination %s has no shard-DDL locks here", s.Name))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	if err := s.Decide(ctx, lock, action); err != nil {
+		status := http.StatusInternalServerError
+		if errors.Is(err, group.ErrNoLock) {
+			status = http.StatusNotFound
+		}
+		writeError(w, status, err.Error())
+		return
+	}
+	h.log.Info("shard DDL lock decided by an operator", "dest", s.Name, "lock", lock, "action", action)
+	writeJSON(w, http.StatusOK, wire.DDLDecided{Destination: s.Name, Lock: lock, Action: action})
 }
 
 // cursorState renders a client's saved cursor (nil: none yet).

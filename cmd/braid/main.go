@@ -28,6 +28,7 @@ var commands = map[string]command{
 	"destination": {"create, list, show or delete a cluster's destinations", runDestination},
 	"cluster":     {"show a cluster's nodes and destinations, or remove a dead node", runCluster},
 	"consumer":    {"list a destination's consumers (client ids), or drop one with its cursor", runConsumer},
+	"ddl":         {"list a destination's shard-DDL locks, or release one (unlock: emit its DDL; skip: emit nothing)", runDDL},
 	"tail":        {"print a destination's stream from a braid node, acking as it goes", runTail},
 	"certs":       {"make the CA, node certificates and gossip key a secure cluster needs", runCerts},
 	"users":       {"hash a password for a --users-file, or check such a file", runUsers},

@@ -1,0 +1,45 @@
+package wire
+
+import "time"
+
+// DDLState is a destination's shard-DDL merge as its owner shows it (GET
+// /v1/destinations/{name}/ddl): its mode and its open locks.
+type DDLState struct {
+	Destination string `json:"destination"`
+	// Mode is the spec's shard_ddl: pessimistic, optimistic or passthrough
+	// (which has no locks).
+	Mode string `json:"mode"`
+	// Locks are the open locks, oldest first.
+	Locks []DDLLock `json:"locks"`
+	// CatchingUp is set while rows a lock held are re-read and emitted.
+	CatchingUp bool `json:"catchingUp,omitempty"`
+}
+
+// DDLLock is one open shard-DDL lock of a logical table.
+type DDLLock struct {
+	// ID names the lock in `braid ddl unlock|skip DEST ID`.
+	ID int `json:"id"`
+	// Table is the logical table, "schema.table".
+	Table string `json:"table"`
+	// SQL is the logical DDL that goes out when the lock releases.
+	SQL string `json:"sql"`
+	// Since is the commit time of the first shard table's DDL.
+	Since time.Time `json:"since"`
+	// Done are the shard tables ("source/schema.table") that ran the DDL
+	// (their rows are held); Waiting those that have not yet.
+	Done    []string `json:"done"`
+	Waiting []string `json:"waiting"`
+	// Conflicts maps a shard table that ran a different DDL to that DDL
+	// (its rows are held too); a lock with conflicts waits for a decision.
+	Conflicts map[string]string `json:"conflicts,omitempty"`
+	// HeldRows counts the row changes held so far.
+	HeldRows int64 `json:"heldRows"`
+}
+
+// DDLDecided answers a decision about a lock (POST
+// /v1/destinations/{name}/ddl/{lock}?action=unlock|skip).
+type DDLDecided struct {
+	Destination string `json:"destination"`
+	Lock        int    `json:"lock"`
+	Action      string `json:"action"`
+}
