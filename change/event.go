@@ -125,6 +125,32 @@ type RowChange struct {
 	// change's (-1: it has none).
 	images        *Images
 	before, after int32
+	// view maps each column of Table to the column of the images it is
+	// read from, -1 for one the row does not have (read as NULL); nil
+	// when Table is the images' own (see WithView).
+	view []int32
+}
+
+// WithView returns rc shown as a row of view: each of view's columns is
+// the row's column of the same name (case-insensitive), or NULL when the
+// row has none. The shard-DDL merge shows rows of a shard table that has
+// not yet run an ADD COLUMN (or has run a DROP COLUMN the others have
+// not) with the logical table's columns.
+func (rc RowChange) WithView(view *Table) RowChange {
+	from := make([]int32, len(view.Columns))
+	for i, c := range view.Columns {
+		from[i] = int32(rc.Table.ColumnIndex(c.Name))
+	}
+	rc.Table, rc.view = view, from
+	return rc
+}
+
+// col maps a column of Table to the images' column (-1: none).
+func (rc *RowChange) col(i int) int {
+	if rc.view == nil {
+		return i
+	}
+	return int(rc.view[i])
 }
 
 // NewRowChange is the change of a rows event's image k (k and k+1, the
@@ -183,20 +209,35 @@ func (rc *RowChange) RawOffsets(after bool) []int32 {
 	if rc.images.Decoded != nil {
 		return nil
 	}
+	k := rc.before
 	if after {
-		return rc.images.offsets(rc.after)
+		k = rc.after
 	}
-	return rc.images.offsets(rc.before)
+	offs := rc.images.offsets(k)
+	if rc.view == nil {
+		return offs
+	}
+	out := make([]int32, len(rc.view))
+	for i, j := range rc.view {
+		out[i] = -1
+		if j >= 0 {
+			out[i] = offs[j]
+		}
+	}
+	return out
 }
 
 // AppendRawText appends column i's value at off, one of RawOffsets (not
 // -1), as AppendText or, when quoted, as AppendJSON would.
 func (rc *RowChange) AppendRawText(b []byte, i int, off int32, quoted bool) []byte {
-	return rc.codec.appendRawText(b, i, rc.images.data[off:], quoted)
+	return rc.codec.appendRawText(b, rc.col(i), rc.images.data[off:], quoted)
 }
 
 // appendText is AppendText, writing a JSON string when quoted is set.
 func (rc *RowChange) appendText(b []byte, after bool, i int, quoted bool) ([]byte, bool) {
+	if i = rc.col(i); i < 0 {
+		return b, true
+	}
 	k, im := rc.before, rc.images
 	if after {
 		k = rc.after
@@ -222,6 +263,9 @@ func (rc *RowChange) Changed(i int) bool {
 	if rc.before < 0 || rc.after < 0 {
 		return rc.after >= 0
 	}
+	if i = rc.col(i); i < 0 {
+		return false
+	}
 	im := rc.images
 	if im.Decoded != nil {
 		return !rawEqual(im.Decoded[rc.before][i], im.Decoded[rc.after][i])
@@ -234,10 +278,22 @@ func (rc *RowChange) image(k int32) []Value {
 		return nil
 	}
 	im := rc.images
+	var vals []Value
 	if im.Decoded != nil {
-		return rc.codec.values(im.Decoded[k])
+		vals = rc.codec.values(im.Decoded[k])
+	} else {
+		vals = rc.codec.values(rc.codec.decodeRaw(im.data, im.offsets(k)))
 	}
-	return rc.codec.values(rc.codec.decodeRaw(im.data, im.offsets(k)))
+	if rc.view == nil {
+		return vals
+	}
+	out := make([]Value, len(rc.view))
+	for i, j := range rc.view {
+		if j >= 0 {
+			out[i] = vals[j]
+		}
+	}
+	return out
 }
 
 // Value is one decoded column value. Its dynamic type is one of:

@@ -60,6 +60,10 @@ type ShardDDLState struct {
 	// Announced says, per source, that its tables at the start were
 	// counted (binlog.Config.AnnounceTables).
 	Announced []bool `json:"announced,omitempty"`
+	// Views maps a logical table with an optimistic entry open to the
+	// columns its rows go out with (the shards' columns, NULL where a
+	// shard table has not one of them).
+	Views map[string][]change.Column `json:"views,omitempty"`
 }
 
 // DDLLock is one open lock of a logical table.
@@ -84,6 +88,10 @@ type DDLLock struct {
 	Holds []Hold `json:"holds,omitempty"`
 	// HeldRows counts the row changes held so far.
 	HeldRows int64 `json:"heldRows,omitempty"`
+	// Optimistic marks an entry of shard_ddl: optimistic, which holds no
+	// rows: an ADD COLUMN that went out at the first shard, or a DROP
+	// COLUMN that goes out at the last.
+	Optimistic bool `json:"optimistic,omitempty"`
 }
 
 // Hold is where a held shard table's rows start: the boundary after its
@@ -131,6 +139,9 @@ func NewShardDDLState(n int) *ShardDDLState {
 func (s *ShardDDLState) clone() *ShardDDLState {
 	out := &ShardDDLState{Shards: make(map[string][]string, len(s.Shards)), Created: maps.Clone(s.Created),
 		LastLock: s.LastLock, Announced: slices.Clone(s.Announced)}
+	if len(s.Views) > 0 {
+		out.Views = maps.Clone(s.Views) // the column lists are never modified
+	}
 	if out.Created == nil {
 		out.Created = map[string]string{}
 	}
@@ -161,9 +172,12 @@ func (s *ShardDDLState) Join(logical, shard string) {
 }
 
 // lock returns logical's open lock, or nil.
-func (s *ShardDDLState) lock(logical string) *DDLLock {
+func (s *ShardDDLState) lock(logical string) *DDLLock { return s.find(logical, false) }
+
+// find returns logical's open lock (optimistic: its optimistic entry).
+func (s *ShardDDLState) find(logical string, optimistic bool) *DDLLock {
 	for _, l := range s.Locks {
-		if l.Logical == logical {
+		if l.Logical == logical && l.Optimistic == optimistic {
 			return l
 		}
 	}
@@ -192,6 +206,13 @@ func (s *ShardDDLState) removeLock(l *DDLLock) {
 // opens or joins a lock that only a decision releases.
 func (s *ShardDDLState) Create(logical, shard string, d schema.LogicalDDL, sig string, at time.Time) (DDLVerdict, *DDLLock) {
 	s.Join(logical, shard)
+	if s.Views[logical] != nil {
+		// An optimistic entry is open: a new shard table has the columns
+		// of its view, or of the shards that have not run it yet.
+		if sig == columnsSignature(s.Views[logical]) {
+			return DDLSkip, nil
+		}
+	}
 	key, ok := s.Created[logical]
 	switch {
 	case !ok || len(s.Shards[logical]) == 1:
@@ -296,6 +317,54 @@ func (s *ShardDDLState) Alter(logical, shard string, d schema.LogicalDDL, at tim
 	return DDLHold, l
 }
 
+// Optimistic records shard table shard of logical running d, an ALTER
+// that only adds nullable columns or only drops columns, in optimistic
+// mode: no rows wait. An ADD goes out at the first shard table (DDLEmit)
+// and is skipped at the others (DDLSkip); a DROP waits (DDLHold) and goes
+// out at the last (DDLRelease). ok is false when d cannot be merged so
+// (a pessimistic lock is open, or another optimistic entry is): the
+// caller merges it pessimistically.
+func (s *ShardDDLState) Optimistic(logical, shard string, d schema.LogicalDDL, at time.Time) (v DDLVerdict, l *DDLLock, ok bool) {
+	shards := s.Shards[logical]
+	if len(shards) <= 1 {
+		return DDLEmit, nil, true
+	}
+	if s.lock(logical) != nil {
+		return 0, nil, false
+	}
+	l = s.find(logical, true)
+	if l == nil {
+		l = s.open(logical, d, at)
+		l.Optimistic = true
+		l.Done = []string{shard}
+		for _, x := range shards {
+			if x != shard {
+				l.Waiting = append(l.Waiting, x)
+			}
+		}
+		if d.AddsColumns {
+			return DDLEmit, l, true
+		}
+		return DDLHold, l, true
+	}
+	if l.Key != d.Key {
+		return 0, nil, false
+	}
+	if i := slices.Index(l.Waiting, shard); i >= 0 {
+		l.Waiting = slices.Delete(l.Waiting, i, i+1)
+		l.Done = append(l.Done, shard)
+	}
+	if len(l.Waiting) > 0 {
+		return map[bool]DDLVerdict{true: DDLSkip, false: DDLHold}[d.AddsColumns], l, true
+	}
+	s.removeLock(l)
+	delete(s.Views, logical)
+	if d.AddsColumns {
+		return DDLSkip, l, true // out at the first; now every shard has it
+	}
+	return DDLRelease, l, true
+}
+
 // Held reports whether shard's rows wait for a lock of logical: it ran
 // the lock's DDL, or a conflicting one, and the lock is open.
 func (s *ShardDDLState) Held(logical, shard string) bool {
@@ -328,9 +397,32 @@ func TableSignature(snap *change.SchemaSnapshot, table string) string {
 	if t == nil {
 		return ""
 	}
+	return columnsSignature(t.Columns)
+}
+
+// columnsSignature is TableSignature of columns.
+func columnsSignature(cols []change.Column) string {
 	var b strings.Builder
-	for _, c := range t.Columns {
+	for _, c := range cols {
 		fmt.Fprintf(&b, "%s %s %v,", strings.ToLower(c.Name), c.RawType, c.Nullable)
 	}
 	return b.String()
+}
+
+// TableColumns is table "schema.table"'s columns in snap, back versions
+// before the newest (0: the newest); nil when snap does not hold it.
+func TableColumns(snap *change.SchemaSnapshot, table string, back int) []change.Column {
+	if snap == nil {
+		return nil
+	}
+	sn, tn, _ := strings.Cut(table, ".")
+	for _, h := range snap.Tables {
+		if h.Schema == sn && h.Name == tn {
+			if k := len(h.Versions) - 1 - back; k >= 0 && h.Versions[k].Table != nil {
+				return h.Versions[k].Table.Columns
+			}
+			return nil
+		}
+	}
+	return nil
 }

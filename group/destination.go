@@ -513,9 +513,9 @@ func (d *Destination) emitTx(ctx context.Context, src int, first *change.Event, 
 		switch {
 		case first.Type == change.EventDDL:
 			return d.ddl.onDDL(ctx, src, first, emit)
-		case d.ddl.heldBySource[src] > 0:
+		case d.ddl.filtering(src):
 			d.cursor.Taken++
-			return d.emitHolding(ctx, src, first, q, emit)
+			return d.emitFiltering(ctx, src, first, q, emit)
 		}
 	}
 	d.cursor.Taken++
@@ -568,10 +568,11 @@ func (d *Destination) emitTx(ctx context.Context, src int, first *change.Event, 
 	}
 }
 
-// emitHolding is emitTx for a source some of whose tables a shard-DDL
-// lock holds: their rows are left out (the catch-up reads them again),
-// and a transaction left with none is not emitted.
-func (d *Destination) emitHolding(ctx context.Context, src int, first *change.Event, q *sourceQueue, emit func(*change.Event) error) error {
+// emitFiltering is emitTx for a source some of whose tables a shard-DDL
+// lock holds, or while an optimistic view is open: held rows are left out
+// (the catch-up reads them again), a transaction left with none is not
+// emitted, and the others go out with their logical table's view.
+func (d *Destination) emitFiltering(ctx context.Context, src int, first *change.Event, q *sourceQueue, emit func(*change.Event) error) error {
 	sc := &d.cursor.Sources[src]
 	sc.LastKey = d.merger.Last(src)
 	next := func() (*change.Event, error) {
@@ -591,6 +592,7 @@ func (d *Destination) emitHolding(ctx context.Context, src int, first *change.Ev
 			d.ddl.countHeld(l, len(ev.Rows))
 			return false
 		}
+		d.ddl.pad(ev)
 		return true
 	}
 	if err := d.emitFiltered(first, next, keep, func(c *change.Event) { sc.Pos = c.Pos }, emit); err != nil {

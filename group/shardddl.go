@@ -72,14 +72,20 @@ type shardDDL struct {
 	// heldBySource counts the holds per source, for the fast path.
 	heldBySource []int
 	srcIndex     map[string]int
-	decisions    []DDLDecision // known ones not applied yet, in order
-	decide       chan decideReq
-	warned       map[int]time.Time // lock → when its last warning went out
+	optimistic   bool // shard_ddl: optimistic
+	// views caches, per table version, the table its rows go out as
+	// while an optimistic entry of its logical table is open (nil: as
+	// they are); emptied when the state changes.
+	views     map[*change.Table]*change.Table
+	decisions []DDLDecision // known ones not applied yet, in order
+	decide    chan decideReq
+	warned    map[int]time.Time // lock → when its last warning went out
 }
 
 func newShardDDL(d *Destination, resume *ShardDDLState, decisions []DDLDecision) *shardDDL {
 	n := len(d.cfg.Spec.Sources)
-	x := &shardDDL{d: d, srcIndex: map[string]int{}, decide: make(chan decideReq), warned: map[int]time.Time{}}
+	x := &shardDDL{d: d, srcIndex: map[string]int{}, decide: make(chan decideReq), warned: map[int]time.Time{},
+		optimistic: d.cfg.Spec.ShardDDL == spec.ShardDDLOptimistic}
 	for i, src := range d.cfg.Spec.Sources {
 		x.srcIndex[src.Name] = i
 	}
@@ -121,8 +127,40 @@ func (x *shardDDL) rebuild() {
 			}
 		}
 	}
+	x.views = nil
 	x.d.cursor.ShardDDL = x.state
 	x.view.Store(x.state)
+}
+
+// filtering reports whether source src's rows need looking at one by one:
+// some of its tables are held, or an optimistic view is open.
+func (x *shardDDL) filtering(src int) bool {
+	return x.heldBySource[src] > 0 || len(x.state.Views) > 0
+}
+
+// pad shows ev's rows with their logical table's view, when one is open
+// and their columns differ from it.
+func (x *shardDDL) pad(ev *change.Event) {
+	if len(x.state.Views) == 0 {
+		return
+	}
+	t := ev.Rows[0].Table
+	vt, ok := x.views[t]
+	if !ok {
+		if cols := x.state.Views[x.logical(t.FullName())]; cols != nil && columnsSignature(cols) != columnsSignature(t.Columns) {
+			vt = &change.Table{Schema: t.Schema, Name: t.Name, Columns: cols, Charset: t.Charset}
+		}
+		if x.views == nil {
+			x.views = map[*change.Table]*change.Table{}
+		}
+		x.views[t] = vt
+	}
+	if vt == nil {
+		return
+	}
+	for i := range ev.Rows {
+		ev.Rows[i] = ev.Rows[i].WithView(vt)
+	}
 }
 
 // cursorTaken marks the state as held by a cursor.
@@ -220,6 +258,11 @@ func (x *shardDDL) decideDDL(src int, ev *change.Event, key int64, cu *CatchUpSo
 	if sig == "" {
 		sig = ld.Key // no schema model to compare: the statements then
 	}
+	if x.optimistic && ld.Kind == schema.DDLAlter && (ld.AddsColumns || ld.DropsColumns) {
+		if v, l, ok := s.Optimistic(logical, shard, ld, ev.CommitTime); ok {
+			return x.optimisticVerdict(s, v, l, ev, ld, table, logical, sig)
+		}
+	}
 	switch ld.Kind {
 	case schema.DDLCreate:
 		v, l = s.Create(logical, shard, ld, sig, ev.CommitTime)
@@ -257,6 +300,40 @@ func (x *shardDDL) decideDDL(src int, ev *change.Event, key int64, cu *CatchUpSo
 		return logicalDDL(ev, l.SQL, logical)
 	}
 	return nil // DDLSkip
+}
+
+// optimisticVerdict carries out ShardDDLState.Optimistic's verdict v.
+func (x *shardDDL) optimisticVerdict(s *ShardDDLState, v DDLVerdict, l *DDLLock, ev *change.Event, ld schema.LogicalDDL, table, logical, sig string) *change.Event {
+	view := func(back int) {
+		if cols := TableColumns(ev.Schema, table, back); cols != nil {
+			if s.Views == nil {
+				s.Views = map[string][]change.Column{}
+			}
+			s.Views[logical] = cols
+		}
+	}
+	switch v {
+	case DDLEmit: // an ADD at the first shard table
+		if l != nil {
+			view(0) // the shard's new columns; the others' rows read NULL there
+			x.d.log.Info("shard DDL out at the first shard table (optimistic): the others' rows read the new columns as NULL until they run it",
+				"table", logical, "shard", l.Done[0], "waiting", len(l.Waiting))
+		}
+		s.Altered(logical, sig)
+		if logical == table {
+			return ev
+		}
+		return logicalDDL(ev, ld.Text, logical)
+	case DDLHold: // a DROP, waiting for the last shard table
+		if len(l.Done) == 1 {
+			view(1) // the columns before the drop; this shard's rows read NULL there
+		}
+		return nil
+	case DDLRelease: // the last shard table's DROP
+		s.Altered(logical, sig)
+		return logicalDDL(ev, l.SQL, logical)
+	}
+	return nil
 }
 
 // release queues the re-read of l's held rows (l is out of s's locks).
@@ -465,7 +542,11 @@ func (x *shardDDL) catchUpTx(ctx context.Context, r *rereader, emit func(*change
 	keep := func(ev *change.Event) bool {
 		t := ev.Rows[0].Table
 		from, ok := cs.Tables[t.Schema+"."+t.Name]
-		return ok && ev.Pos.Compare(from) >= 0
+		if !ok || ev.Pos.Compare(from) < 0 {
+			return false
+		}
+		x.pad(ev)
+		return true
 	}
 	next := func() (*change.Event, error) {
 		select {

@@ -304,3 +304,64 @@ func (c *collector) lastCursor() *group.Cursor {
 	}
 	return c.cursors[last]
 }
+
+// TestShardDDLOptimisticAdd: in optimistic mode, an ADD COLUMN run by two
+// of six shard tables goes out once, at the first; from there every row
+// of shop.orders has the column, NULL for the shards that have not run
+// it, and no row waits.
+func TestShardDDLOptimisticAdd(t *testing.T) {
+	srvs := shards(t, time.Now())
+	ds := shopSpec(srvs, earliest, "strict")
+	ds.ShardDDL = spec.ShardDDLOptimistic
+	c := collect(t, group.Config{Spec: ds})
+	w := startWriter(t, srvs)
+	time.Sleep(300 * time.Millisecond)
+	srvs[0].Exec(t, "ALTER TABLE shop_0.orders ADD COLUMN c INT NULL")
+	time.Sleep(300 * time.Millisecond)
+	srvs[1].Exec(t, "ALTER TABLE shop_1.orders ADD COLUMN c INT")
+	time.Sleep(300 * time.Millisecond)
+	total := w.halt()
+	waitRows(t, c, total, 30*time.Second)
+	if st := c.dest.ShardDDL(); len(st.Locks) != 1 || !st.Locks[0].Optimistic || len(st.Locks[0].Waiting) != 4 || st.Locks[0].HeldRows != 0 {
+		t.Fatalf("state %+v: want one optimistic entry waiting for four shards, holding nothing", st.Locks)
+	}
+	ddl, rows, order := streamOf(c)
+	if len(ddl) != 2 || ddl[1].DDL.SQL != "ALTER TABLE `shop`.`orders` ADD COLUMN c INT NULL" {
+		t.Fatalf("DDL %v: want the CREATE and one ALTER", ddl)
+	}
+	checkRows(t, rows, total)
+	altered, padded := false, 0
+	for _, x := range order {
+		switch x := x.(type) {
+		case *change.Event:
+			altered = strings.HasPrefix(x.DDL.SQL, "ALTER")
+		case shardRow:
+			if want := map[bool]int{false: 2, true: 3}[altered]; x.ncols != want {
+				t.Fatalf("row %s/%d has %d columns, want %d", x.shard, x.id, x.ncols, want)
+			}
+			if altered && x.shard != "shop_0" && x.shard != "shop_1" {
+				padded++
+			}
+		}
+	}
+	if padded == 0 {
+		t.Fatal("no row of a shard without the column came after the ALTER")
+	}
+	// The padded column reads NULL in every form a consumer reads.
+	for _, ev := range c.snapshot() {
+		if ev.Type != change.EventRows || ev.Rows[0].Table.Schema != "shop_2" || len(ev.Rows[0].Table.Columns) != 3 {
+			continue
+		}
+		rc := &ev.Rows[0]
+		if v := rc.After(); v[2] != nil || v[0] == nil {
+			t.Fatalf("padded row's values %v: want c NULL", v)
+		}
+		if _, null := rc.AppendText(nil, true, 2); !null {
+			t.Fatal("padded column's text is not NULL")
+		}
+		if offs := rc.RawOffsets(true); offs != nil && offs[2] != -1 {
+			t.Fatalf("padded column's raw offset %d, want -1", offs[2])
+		}
+		break
+	}
+}

@@ -32,9 +32,9 @@ type LogicalDDL struct {
 	// Kind is what the statement does to its table.
 	Kind DDLKind
 	// AddsColumns is set when the statement is an ALTER TABLE that only
-	// adds columns, each nullable or with a default (rows written without
-	// them read them as NULL or the default); DropsColumns when it only
-	// drops columns.
+	// adds columns, each nullable and without a default (so rows written
+	// without them read them as NULL); DropsColumns when it only drops
+	// columns.
 	AddsColumns, DropsColumns bool
 }
 
@@ -97,21 +97,17 @@ func classify(d *LogicalDDL, n ast.Node) {
 	}
 }
 
-// addsReadable reports whether every column added can be read from rows
-// written before it: nullable, or with a default.
+// addsReadable reports whether every column added reads as NULL in rows
+// written before it: nullable, without a default (a default fills the
+// rows already there, a value the merge does not have).
 func addsReadable(cols []*ast.ColumnDef) bool {
 	for _, c := range cols {
-		nullable, def := true, false
 		for _, o := range c.Options {
 			switch o.Tp {
-			case ast.ColumnOptionNotNull, ast.ColumnOptionPrimaryKey, ast.ColumnOptionAutoIncrement:
-				nullable = false
-			case ast.ColumnOptionDefaultValue:
-				def = true
+			case ast.ColumnOptionNotNull, ast.ColumnOptionPrimaryKey, ast.ColumnOptionAutoIncrement, ast.ColumnOptionDefaultValue,
+				ast.ColumnOptionGenerated:
+				return false
 			}
-		}
-		if !nullable && !def {
-			return false
 		}
 	}
 	return true
