@@ -39,6 +39,8 @@ import (
 //	POST   /v1/destinations/{name}/ack          wire.AckResult  }
 //	GET    /v1/destinations/{name}/consumers    []wire.ClientState }
 //	DELETE /v1/destinations/{name}/consumers/{id} wire.ConsumerDropped }
+//	GET    /v1/destinations/{name}/ddl          wire.DDLState   }
+//	POST   /v1/destinations/{name}/ddl/{lock}?action=unlock|skip wire.DDLDecided }
 //
 // Every JSON shape is package api/wire's; errors are wire.ErrorBody.
 
@@ -69,6 +71,8 @@ func (n *Node) handler() http.Handler {
 	mux.Handle("POST /v1/destinations/{name}/ack", n.guard(needRead, owned))
 	mux.Handle("GET /v1/destinations/{name}/consumers", n.guard(needRead, owned))
 	mux.Handle("DELETE /v1/destinations/{name}/consumers/{id}", n.guard(needAdmin, owned))
+	mux.Handle("GET /v1/destinations/{name}/ddl", n.guard(needRead, owned))
+	mux.Handle("POST /v1/destinations/{name}/ddl/{lock}", n.guard(needAdmin, owned))
 	return mux
 }
 

@@ -39,6 +39,10 @@ const ownerTick = 200 * time.Millisecond
 // whose run failed (a source refused it for good).
 const ownerRetry = 5 * time.Second
 
+// decisionTimeout bounds the Raft write that keeps an operator's shard-DDL
+// decision.
+const decisionTimeout = 10 * time.Second
+
 // owner runs one destination on this node for one epoch.
 type owner struct {
 	n     *Node
@@ -189,14 +193,28 @@ func (o *owner) run(ctx context.Context) error {
 			src.ServerID = spec.DeriveServerID(ds.Name, fmt.Sprintf("%s#%d", src.Name, o.epoch))
 		}
 	}
-	// The assignment is applied here, so every cursor a former owner
-	// wrote is too (its writes came before the assignment in the log).
+	// The assignment is applied here, so every cursor and shard-DDL
+	// decision a former owner wrote is too (its writes came before the
+	// assignment in the log, and none can follow it).
 	cursors, err := n.store.Cursors(o.name)
 	if err != nil {
 		return err
 	}
+	decisions, err := n.store.Decisions(o.name)
+	if err != nil {
+		return err
+	}
+	// A new decision is kept in Raft, fenced by this epoch, before it
+	// applies: a later owner applies it at the same point. The merge
+	// waits for the write; a refused or failed one refuses the decision.
+	record := func(d group.DDLDecision) error {
+		rctx, cancel := context.WithTimeout(ctx, decisionTimeout)
+		defer cancel()
+		return n.store.SaveDecision(rctx, o.name, o.epoch, d)
+	}
 	// The pipeline's logs name the destination themselves (group).
-	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: &ds, Clients: cursors, Logger: n.log.With("epoch", o.epoch), Serve: true})
+	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: &ds, Clients: cursors, Logger: n.log.With("epoch", o.epoch), Serve: true,
+		Decisions: decisions, RecordDecision: record})
 	if err != nil {
 		return err
 	}

@@ -445,7 +445,9 @@ func (d *Destination) merge(ctx context.Context, queues []*sourceQueue, arrived 
 			return ctx.Err()
 		case <-arrived:
 		case req := <-decide:
-			req.reply <- d.ddl.decideNow(ctx, req, emit)
+			if err := d.ddl.decideNow(ctx, req, emit); err != nil {
+				return err
+			}
 		case <-stall.C:
 			d.publish(true)
 			if d.ddl != nil {

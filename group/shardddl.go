@@ -636,24 +636,37 @@ func (x *shardDDL) boundary(ctx context.Context, emit func(*change.Event) error)
 	}
 	select {
 	case req := <-x.decide:
-		req.reply <- x.decideNow(ctx, req, emit)
+		return x.decideNow(ctx, req, emit)
 	default:
 	}
 	return nil
 }
 
-// decideNow records an operator's decision at this point and applies it.
+// decideNow records an operator's decision at this point and applies
+// it; the reply goes to the caller. A decision whose keeping failed may
+// still be kept (a write whose outcome is unknown), so the merge stops
+// then (the error returned): whoever runs it next reads what was kept.
 func (x *shardDDL) decideNow(ctx context.Context, req decideReq, emit func(*change.Event) error) error {
-	if x.state.Lock(req.lock) == nil {
-		return fmt.Errorf("%w %d on destination %s: `braid ddl list %s` shows the open ones", ErrNoLock, req.lock, x.d.cfg.Spec.Name, x.d.cfg.Spec.Name)
+	name := x.d.cfg.Spec.Name
+	switch {
+	case len(x.decisions) > 0:
+		req.reply <- fmt.Errorf("group: destination %s is still replaying to where an earlier decision applied: try again in a moment", name)
+		return nil
+	case x.state.Lock(req.lock) == nil:
+		req.reply <- fmt.Errorf("%w %d on destination %s: `braid ddl list %s` shows the open ones", ErrNoLock, req.lock, name, name)
+		return nil
 	}
 	dec := DDLDecision{Lock: req.lock, Action: req.action, AfterSeq: x.d.cursor.Seq, Taken: x.d.cursor.Taken}
 	if rec := x.d.cfg.RecordDecision; rec != nil {
 		if err := rec(dec); err != nil {
-			return fmt.Errorf("group: keep the decision: %w", err)
+			err = fmt.Errorf("group: keep the decision about lock %d of %s: %w", req.lock, name, err)
+			req.reply <- err
+			return err
 		}
 	}
-	return x.apply(ctx, dec, emit)
+	err := x.apply(ctx, dec, emit)
+	req.reply <- err
+	return err
 }
 
 // apply carries out a decision: the lock goes, its DDL goes out (unlock)

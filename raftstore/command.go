@@ -13,11 +13,12 @@ const cmdVersion = 1
 type cmdType byte
 
 const (
-	cmdCreateDest  cmdType = 1 // dest, spec (canonical YAML)
-	cmdUpdateDest  cmdType = 2 // dest, spec
-	cmdDeleteDest  cmdType = 3 // dest
-	cmdAssign      cmdType = 4 // dest, owner, conditional, ifEpoch
-	cmdSaveCursors cmdType = 5 // dest, epoch, schemas, cursors
+	cmdCreateDest   cmdType = 1 // dest, spec (canonical YAML)
+	cmdUpdateDest   cmdType = 2 // dest, spec
+	cmdDeleteDest   cmdType = 3 // dest
+	cmdAssign       cmdType = 4 // dest, owner, conditional, ifEpoch
+	cmdSaveCursors  cmdType = 5 // dest, epoch, schemas, cursors
+	cmdSaveDecision cmdType = 6 // dest, epoch, lock, action, afterSeq, taken
 )
 
 func (t cmdType) String() string {
@@ -32,6 +33,8 @@ func (t cmdType) String() string {
 		return "assign"
 	case cmdSaveCursors:
 		return "save-cursors"
+	case cmdSaveDecision:
+		return "save-decision"
 	}
 	return fmt.Sprintf("command-%d", byte(t))
 }
@@ -39,9 +42,10 @@ func (t cmdType) String() string {
 // command is every command's fields; which are used depends on Type.
 //
 // The encoding is: version byte, type byte, then the type's fields in the
-// order listed above, each a uvarint, a zigzag varint (LastKey), a byte
-// (booleans) or a uvarint length followed by bytes (strings). A cursor
-// update of one client on two sources takes about 60 bytes.
+// order listed above, each a uvarint, a zigzag varint (LastKey, lock), a
+// byte (booleans) or a uvarint length followed by bytes (strings). A
+// cursor update of one client on two sources takes about 60 bytes; a
+// decision about 20 plus the destination's name.
 type command struct {
 	Type  cmdType
 	Dest  string
@@ -50,9 +54,10 @@ type command struct {
 	// Conditional assign: applies only if the current epoch is IfEpoch.
 	Conditional bool
 	IfEpoch     uint64
-	Epoch       uint64       // save-cursors: the writer's epoch
+	Epoch       uint64       // save-cursors, save-decision: the writer's epoch
 	Schemas     []schemaBlob // save-cursors: schema histories the cursors name
 	Cursors     []cursorEntry
+	Decision    decisionRecord // save-decision: the decision appended
 }
 
 // schemaBlob is one schema history (an change.SchemaSnapshot as JSON) of a
@@ -122,6 +127,12 @@ func (c *command) encode() []byte {
 				e.str(s.Schema)
 			}
 		}
+	case cmdSaveDecision:
+		e.uvarint(c.Epoch)
+		e.varint(c.Decision.Lock)
+		e.str(c.Decision.Action)
+		e.uvarint(c.Decision.AfterSeq)
+		e.uvarint(c.Decision.Taken)
 	}
 	return e.bytesOut()
 }
@@ -174,6 +185,9 @@ func decodeCommand(data []byte) (*command, error) {
 				s.Schema = d.str()
 			}
 		}
+	case cmdSaveDecision:
+		c.Epoch = d.uvarint()
+		c.Decision = decisionRecord{Lock: d.varint(), Action: d.str(), AfterSeq: d.uvarint(), Taken: d.uvarint()}
 	default:
 		return nil, failf(codeBadCommand, "unknown type %d", byte(c.Type))
 	}

@@ -1,6 +1,7 @@
 // Package raftstore keeps braid's shared state — destinations, their
-// owner and ownership epoch, consumer cursors and schema histories — in a
-// state machine replicated with hashicorp/raft across the cluster's nodes.
+// owner and ownership epoch, consumer cursors, schema histories and
+// shard-DDL decisions — in a state machine replicated with hashicorp/raft
+// across the cluster's nodes.
 //
 // A Store is one node: raft-boltdb/v2 (one bolt file, raft.db, fsync on
 // every append) as log and stable store behind a 512-entry log cache, file
@@ -30,6 +31,10 @@
 //     cursor traffic carries hashes, not schemas. Cursor returns the cursor
 //     with its histories, so a new owner decodes old binlog with the
 //     columns of that time; SchemaHistory lists what is held for a source.
+//   - Shard-DDL decisions, per destination: the group.DDLDecision of each
+//     operator's decision about a lock, in the order made, appended one
+//     per entry by the destination's owner (SaveDecision), so that a new
+//     owner applies them at the same points (Decisions).
 //
 // A command in the log is a version byte (1), a type byte, then the type's
 // fields as varints and length-prefixed strings (command.go). A node that
@@ -47,7 +52,8 @@
 //     and the destination has an owner; otherwise the whole batch is
 //     rejected with ErrStaleEpoch (ErrNotFound if the destination was
 //     deleted). FencedCursors then refuses every later Save: the deposed
-//     owner stops. AssignIf gives the planner the same check on epochs.
+//     owner stops. A decision (SaveDecision) is fenced the same way.
+//     AssignIf gives the planner the same check on epochs.
 //   - A cursor never moves backwards: an update with a lower seq than the
 //     stored cursor is skipped (SaveResult.Skipped).
 //   - A batch is all or nothing, and a cursor never names a schema history
@@ -62,11 +68,11 @@
 //
 // # Reads
 //
-// Destinations, Destination, Assignment, Assignments, Cursor, Cursors and
-// SchemaHistory read this node's state: they never block, and on a
-// follower they may be stale by the entries in flight (milliseconds; up to
-// 2×CommitTimeout when the cluster is idle; unbounded on a node cut off
-// from the leader). Use them for listings, status and routing hints.
+// Destinations, Destination, Assignment, Assignments, Cursor, Cursors,
+// SchemaHistory and Decisions read this node's state: they never block,
+// and on a follower they may be stale by the entries in flight
+// (milliseconds; up to 2×CommitTimeout when the cluster is idle; unbounded
+// on a node cut off from the leader). Use them for listings, status and routing hints.
 //
 // Reads that must be current use one of:
 //

@@ -17,9 +17,9 @@ var (
 	ErrNotFound = errors.New("raftstore: not found")
 	// ErrExists: a destination of that name exists already.
 	ErrExists = errors.New("raftstore: destination exists")
-	// ErrStaleEpoch: a cursor write or a conditional assignment carried an
-	// epoch that is not the destination's current one. The writer has been
-	// deposed and must stop.
+	// ErrStaleEpoch: a cursor write, a decision or a conditional assignment
+	// carried an epoch that is not the destination's current one. The
+	// writer has been deposed and must stop.
 	ErrStaleEpoch = errors.New("raftstore: stale epoch")
 	// ErrUnknownSchema: a cursor named a schema history the store does not
 	// hold. SaveCursors retries once with every schema attached, so callers

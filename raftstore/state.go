@@ -38,6 +38,9 @@ type destRecord struct {
 	// Schemas are the schema histories the cursors name, by source name,
 	// then hash. A history no cursor names is dropped.
 	Schemas map[string]map[string]json.RawMessage `json:"schemas,omitempty"`
+	// Decisions are the operators' shard-DDL decisions, in the order they
+	// were made (absent from snapshots written before there were any).
+	Decisions []decisionRecord `json:"decisions,omitempty"`
 
 	spec *spec.Spec // Spec parsed; never modified, copied out by reads
 }
@@ -116,6 +119,8 @@ func (s *state) apply(index uint64, c *command) result {
 		d.Owner, d.Epoch = c.Owner, index
 	case cmdSaveCursors:
 		return s.saveCursors(index, c)
+	case cmdSaveDecision:
+		return s.saveDecision(index, c)
 	default:
 		res.Err = failf(codeBadCommand, "unknown type %d", byte(c.Type))
 	}
@@ -184,6 +189,23 @@ func (s *state) saveCursors(index uint64, c *command) result {
 		d.Cursors[ce.Client] = &rec
 	}
 	d.collectSchemas()
+	return res
+}
+
+// saveDecision appends a decision, fenced like a cursor batch: refused if
+// the epoch is not the destination's current one or it has no owner.
+func (s *state) saveDecision(index uint64, c *command) result {
+	res := result{Index: index}
+	d, ok := s.Dests[c.Dest]
+	if !ok {
+		res.Err = failf(codeNotFound, "destination %q", c.Dest)
+		return res
+	}
+	if d.Owner == "" || c.Epoch != d.Epoch {
+		res.Err = failf(codeStaleEpoch, "decision of %q about lock %d: epoch %d, current %d (owner %q)", c.Dest, c.Decision.Lock, c.Epoch, d.Epoch, d.Owner)
+		return res
+	}
+	d.Decisions = append(d.Decisions, c.Decision)
 	return res
 }
 

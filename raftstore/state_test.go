@@ -32,6 +32,7 @@ func sampleCommands(t testing.TB) []*command {
 				{Client: "c1", Cursor: cursorRecord{Seq: 9, Sources: []sourceRecord{{Name: "a", File: "binlog.000001", Pos: 1<<32 - 1, LastKey: -3, Schema: "ab12"}, {Name: "b"}}}},
 				{Client: "c2", Delete: true},
 			}},
+		{Type: cmdSaveDecision, Dest: "shop", Epoch: 7, Decision: decisionRecord{Lock: -2, Action: "unlock", AfterSeq: 1 << 63, Taken: 12}},
 		{Type: cmdDeleteDest, Dest: "shop"},
 	}
 }
@@ -236,6 +237,8 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 				{Client: "c2", Cursor: cursorRecord{Seq: 9, Sources: []sourceRecord{{Name: "a", File: "binlog.000002", Pos: 99, LastKey: 13, Schema: hb}}}},
 			}},
 		&command{Type: cmdSaveCursors, Dest: "billing", Epoch: 5, Cursors: []cursorEntry{{Client: "x", Cursor: cursorRecord{Seq: 1}}}},
+		&command{Type: cmdSaveDecision, Dest: "shop", Epoch: 4, Decision: decisionRecord{Lock: 1, Action: "skip", AfterSeq: 5, Taken: 8}},
+		&command{Type: cmdSaveDecision, Dest: "shop", Epoch: 4, Decision: decisionRecord{Lock: 2, Action: "unlock", AfterSeq: 9, Taken: 11}},
 	)
 	for i, c := range cmds {
 		if res := src.Apply(&raft.Log{Index: uint64(i + 1), Type: raft.LogCommand, Data: c.encode()}).(result); res.Err != nil {

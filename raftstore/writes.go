@@ -176,7 +176,8 @@ func (s *Store) CreateDestination(ctx context.Context, spec spec.Spec) (Destinat
 }
 
 // UpdateDestination replaces an existing destination's spec (ErrNotFound if
-// there is none). Its assignment, cursors and schema histories stay.
+// there is none). Its assignment, cursors, schema histories and decisions
+// stay.
 func (s *Store) UpdateDestination(ctx context.Context, spec spec.Spec) (Destination, error) {
 	return s.putDestination(ctx, cmdUpdateDest, spec)
 }
@@ -193,9 +194,9 @@ func (s *Store) putDestination(ctx context.Context, t cmdType, spec spec.Spec) (
 	return Destination{Spec: spec, Version: res.Index}, nil
 }
 
-// DeleteDestination removes a destination with its assignment, cursors and
-// schema histories (ErrNotFound if there is none). Its owner's next cursor
-// write fails with ErrNotFound.
+// DeleteDestination removes a destination with its assignment, cursors,
+// schema histories and decisions (ErrNotFound if there is none). Its
+// owner's next cursor write or decision fails with ErrNotFound.
 func (s *Store) DeleteDestination(ctx context.Context, name string) error {
 	if name == "" {
 		return fmt.Errorf("%w: empty destination name", ErrInvalid)

@@ -67,6 +67,13 @@ type Pipeline struct {
 	decisions   []group.DDLDecision // kept and made: what a replay applies
 }
 
+// Decisions lists the shard-DDL decisions kept and made, in order.
+func (p *Pipeline) Decisions() []group.DDLDecision {
+	p.decisionsMu.Lock()
+	defer p.decisionsMu.Unlock()
+	return slices.Clone(p.decisions)
+}
+
 // recordDecision keeps a new shard-DDL decision (cfg.RecordDecision) and
 // remembers it for replays.
 func (p *Pipeline) recordDecision(d group.DDLDecision) error {
@@ -217,7 +224,8 @@ func (p *Pipeline) maintain(ctx context.Context) {
 // deciding whether this node may hand its events out now.
 func (p *Pipeline) Served(live func() error) *Served {
 	return &Served{Name: p.name, Store: p.Store, Stats: p.Dest.Stats, Live: live, ShardDDL: p.Dest.ShardDDL,
-		ShardDDLMode: p.cfg.Spec.ShardDDL, DDLLockWarnAfter: time.Duration(p.cfg.Spec.DDLLockWarnAfter), Decide: p.Dest.Decide}
+		ShardDDLMode: p.cfg.Spec.ShardDDL, DDLLockWarnAfter: time.Duration(p.cfg.Spec.DDLLockWarnAfter), Decide: p.Dest.Decide,
+		Decisions: p.Decisions}
 }
 
 // Done is closed when the run ends: its context ended, or a source failed

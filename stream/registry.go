@@ -36,6 +36,8 @@ type Served struct {
 	// DDLLockWarnAfter is the spec's ddl_lock_warn_after.
 	DDLLockWarnAfter time.Duration
 	Decide           func(ctx context.Context, lock int, action string) error
+	// Decisions, if set, lists the decisions kept, in the order made.
+	Decisions func() []group.DDLDecision
 }
 
 // CheckLive returns s.Live's verdict (nil when s has no Live).

@@ -227,8 +227,11 @@ func (h *handler) dropConsumer(w http.ResponseWriter, r *http.Request) {
 
 // DDLState renders a destination's shard-DDL merge state for the API
 // and the status page (nil st: passthrough).
-func DDLState(name, mode string, st *group.ShardDDLState) wire.DDLState {
-	out := wire.DDLState{Destination: name, Mode: mode, Locks: []wire.DDLLock{}}
+func DDLState(name, mode string, st *group.ShardDDLState, decisions []group.DDLDecision) wire.DDLState {
+	out := wire.DDLState{Destination: name, Mode: mode, Locks: []wire.DDLLock{}, Decisions: []wire.DDLDecision{}}
+	for _, d := range decisions {
+		out.Decisions = append(out.Decisions, wire.DDLDecision{Lock: d.Lock, Action: d.Action, AfterSeq: d.AfterSeq, Taken: d.Taken})
+	}
 	if st == nil {
 		return out
 	}
@@ -252,7 +255,11 @@ func (h *handler) ddl(w http.ResponseWriter, r *http.Request) {
 			mode = s.ShardDDLMode
 		}
 	}
-	writeJSON(w, http.StatusOK, DDLState(s.Name, mode, st))
+	var decisions []group.DDLDecision
+	if s.Decisions != nil {
+		decisions = s.Decisions()
+	}
+	writeJSON(w, http.StatusOK, DDLState(s.Name, mode, st, decisions))
 }
 
 // decide applies an operator's decision about a lock: 404 for a lock

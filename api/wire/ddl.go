@@ -13,6 +13,20 @@ type DDLState struct {
 	Locks []DDLLock `json:"locks"`
 	// CatchingUp is set while rows a lock held are re-read and emitted.
 	CatchingUp bool `json:"catchingUp,omitempty"`
+	// Decisions are the operators' decisions kept for the destination, in
+	// the order made, each with the point of the stream it applied at.
+	Decisions []DDLDecision `json:"decisions"`
+}
+
+// DDLDecision is one kept decision about a lock.
+type DDLDecision struct {
+	Lock   int    `json:"lock"`
+	Action string `json:"action"`
+	// AfterSeq is the seq of the last transaction out when it applied,
+	// and Taken the count of source transactions the merge had taken
+	// (the point a replay applies it at).
+	AfterSeq uint64 `json:"afterSeq"`
+	Taken    uint64 `json:"taken"`
 }
 
 // DDLLock is one open shard-DDL lock of a logical table.

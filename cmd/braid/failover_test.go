@@ -166,7 +166,7 @@ func startWriter(t *testing.T, srv *mysqltest.Server, shard int, pace time.Durat
 			}
 			db := 2*shard + k%2
 			id := int64(shard)*1_000_000 + int64(k)
-			if _, err := conn.Execute(fmt.Sprintf("INSERT INTO shop_%d.orders VALUES (%d, %d, 'k%d')", db, id, db, k)); err != nil {
+			if _, err := conn.Execute(fmt.Sprintf("INSERT INTO shop_%d.orders (id, shard, note) VALUES (%d, %d, 'k%d')", db, id, db, k)); err != nil {
 				w.err = err
 				return
 			}
