@@ -1,0 +1,296 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/braid-cdc/braid/api/wire"
+	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/spec"
+)
+
+// ddlList runs `braid ddl list shop --json` against url.
+func ddlList(t *testing.T, url string) (wire.DDLState, error) {
+	t.Helper()
+	out, errs, code := cli("ddl", "list", "shop", "--json", "--server", url)
+	var st wire.DDLState
+	if code != 0 {
+		return st, fmt.Errorf("exit %d: %s", code, errs)
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		return st, fmt.Errorf("%v: %s", err, out)
+	}
+	return st, nil
+}
+
+// seqRows is what one seq of the stream carried: per message, its origin
+// database and ids (DDL: "ddl").
+type seqRows map[uint64][]string
+
+func (s seqRows) add(seq uint64, what string) {
+	if !slices.Contains(s[seq], what) { // a message read again after a failover
+		s[seq] = append(s[seq], what)
+	}
+}
+
+// TestClusterShardDDLLockSurvivesKill: six shard tables on three servers
+// behind a three-node cluster, written to throughout. shop_0 runs an
+// ALTER: its rows are held and `braid ddl list` shows the lock, shop_0
+// done and five waiting. The owner is SIGKILLed: the new owner shows the
+// same lock. The other shards run the ALTER, and one DDL goes out. shop_0
+// runs a second ALTER, released with `braid ddl unlock` through a node
+// that does not own the destination. The stream the consumer got, seq by
+// seq, is the one a single uninterrupted merge of the same binlogs with
+// the same decision produces, and it holds every row once.
+func TestClusterShardDDLLockSurvivesKill(t *testing.T) {
+	srvs, c := shopCluster(t)
+	c.owner(t, "shop")
+	cs := startConsumer(t, c, "shop", "ddl")
+	var writers []*writer
+	for i, s := range srvs {
+		writers = append(writers, startWriter(t, s, i, 20*time.Millisecond))
+	}
+	time.Sleep(1500 * time.Millisecond)
+	srvs[0].Exec(t, "ALTER TABLE shop_0.orders ADD COLUMN c INT NULL")
+
+	var before wire.DDLLock
+	c.waitFor(t, 30*time.Second, "the lock, shown", func() (bool, string) {
+		st, err := ddlList(t, c.nodes[1].URL())
+		if err != nil || len(st.Locks) != 1 || st.Locks[0].HeldRows == 0 {
+			return false, fmt.Sprintf("%+v %v", st, err)
+		}
+		before = st.Locks[0]
+		return true, ""
+	})
+	if !slices.Equal(before.Done, []string{"a/shop_0.orders"}) || len(before.Waiting) != 5 || before.Table != "shop.orders" || !strings.HasPrefix(before.SQL, "ALTER TABLE `shop`.`orders`") {
+		t.Fatalf("lock %+v: want a/shop_0.orders done, five waiting", before)
+	}
+	owner, epoch := c.owner(t, "shop")
+	owner.Kill()
+	c.waitFor(t, 60*time.Second, "a new owner showing the lock", func() (bool, string) {
+		n, e := c.owner(t, "shop")
+		if e == epoch {
+			return false, "no takeover yet"
+		}
+		st, err := ddlList(t, n.URL())
+		if err != nil || len(st.Locks) != 1 {
+			return false, fmt.Sprintf("%+v %v", st, err)
+		}
+		if l := st.Locks[0]; l.ID != before.ID || l.SQL != before.SQL || !slices.Equal(l.Done, before.Done) || !slices.Equal(l.Waiting, before.Waiting) {
+			t.Fatalf("the new owner's lock %+v differs from the old owner's %+v", l, before)
+		}
+		return true, ""
+	})
+	owner.start(t, c.bin, c.joinFor(owner))
+	for db := 1; db < 6; db++ {
+		time.Sleep(200 * time.Millisecond)
+		srvs[db/2].Exec(t, fmt.Sprintf("ALTER TABLE shop_%d.orders ADD COLUMN c INT NULL", db))
+	}
+	c.waitFor(t, 30*time.Second, "the lock to release", func() (bool, string) {
+		st, err := ddlList(t, c.nodes[0].URL())
+		return err == nil && len(st.Locks) == 0, fmt.Sprintf("%+v %v", st, err)
+	})
+
+	// A second lock, released by an operator through a node that does
+	// not own the destination.
+	srvs[0].Exec(t, "ALTER TABLE shop_0.orders ADD COLUMN d INT NULL")
+	var lock2 int
+	c.waitFor(t, 30*time.Second, "the second lock", func() (bool, string) {
+		st, err := ddlList(t, c.nodes[2].URL())
+		if err != nil || len(st.Locks) != 1 || st.Locks[0].HeldRows == 0 {
+			return false, fmt.Sprintf("%+v %v", st, err)
+		}
+		lock2 = st.Locks[0].ID
+		return true, ""
+	})
+	owner, _ = c.owner(t, "shop")
+	var other *testNode
+	for _, n := range c.nodes {
+		if n.Name != owner.Name {
+			other = n
+		}
+	}
+	out, errs, code := cli("ddl", "unlock", "shop", fmt.Sprint(lock2), "--server", other.URL())
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("lock %d of destination shop released", lock2)) {
+		t.Fatalf("ddl unlock: exit %d: %s%s", code, out, errs)
+	}
+	if _, errs, code := cli("ddl", "unlock", "shop", fmt.Sprint(lock2), "--server", other.URL()); code != 1 || !strings.Contains(errs, "no such lock") {
+		t.Fatalf("unlocking it again: exit %d: %s", code, errs)
+	}
+	time.Sleep(time.Second)
+	var committed []int64
+	for _, w := range writers {
+		committed = append(committed, w.halt(t)...)
+	}
+	waitRows(t, c, cs, committed)
+	st, err := ddlList(t, c.nodes[0].URL())
+	if err != nil || len(st.Decisions) != 1 || st.Decisions[0].Lock != lock2 {
+		t.Fatalf("decisions kept: %+v %v", st.Decisions, err)
+	}
+
+	// What the consumer got, seq by seq.
+	got := seqRows{}
+	var last uint64
+	for _, m := range cs.snapshot() {
+		what := fmt.Sprintf("%s %v", m.db, m.ids)
+		if len(m.ids) == 0 {
+			what = "ddl " + m.db
+		}
+		got.add(m.seq, what)
+		last = max(last, m.seq)
+	}
+	// The same binlogs merged once, without a kill, with the decision.
+	ds, err := spec.Parse([]byte(shopSpecYAML(srvs, "max_clock_skew: 200ms\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds.Name = "shop-reference" // its own replica server ids
+	var decisions []group.DDLDecision
+	for _, d := range st.Decisions {
+		decisions = append(decisions, group.DDLDecision{Lock: d.Lock, Action: d.Action, AfterSeq: d.AfterSeq, Taken: d.Taken})
+	}
+	want := referenceStream(t, ds, decisions, last)
+	for seq := uint64(1); seq <= last; seq++ {
+		g, w := got[seq], want[seq]
+		slices.Sort(g)
+		slices.Sort(w)
+		if !slices.Equal(g, w) {
+			t.Fatalf("seq %d: the cluster's stream has %q, one merge without a kill %q", seq, g, w)
+		}
+	}
+	t.Logf("%d rows, %d seqs, equal to the uninterrupted merge", len(committed), last)
+}
+
+// referenceStream merges ds's sources in-process until seq last and
+// returns what each seq carried, as the consumer records it.
+func referenceStream(t *testing.T, ds *spec.Spec, decisions []group.DDLDecision, last uint64) seqRows {
+	t.Helper()
+	d, err := group.New(group.Config{Spec: ds, Decisions: decisions, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var mu sync.Mutex
+	out := seqRows{}
+	done := errorsOnce(func() error {
+		return d.Run(ctx, func(ev *change.Event) error {
+			mu.Lock()
+			defer mu.Unlock()
+			switch ev.Type {
+			case change.EventDDL:
+				ls, _ := ev.DDL.Logical()
+				out.add(ev.Seq, "ddl "+ls)
+			case change.EventRows:
+				var ids []int64
+				for i := range ev.Rows {
+					if v := ev.Rows[i].After(); v != nil {
+						ids = append(ids, v[0].(int64))
+					}
+				}
+				out.add(ev.Seq, fmt.Sprintf("%s %v", ev.Rows[0].Table.Schema, ids))
+			}
+			if ev.Seq >= last && (ev.Type == change.EventCommit || ev.Type == change.EventDDL) {
+				cancel()
+			}
+			return nil
+		})
+	})
+	if err := <-done; err != nil {
+		t.Fatalf("reference merge: %v", err)
+	}
+	return out
+}
+
+// errorsOnce runs f on a goroutine and delivers its error.
+func errorsOnce(f func() error) <-chan error {
+	ch := make(chan error, 1)
+	go func() { ch <- f() }()
+	return ch
+}
+
+// TestCaptureServesDDLLocks: against `braid capture --http-port`, `braid
+// ddl list` shows a lock and `braid ddl skip` releases it; `braid tail`
+// then gets the held row after nothing but the rows of the other shard.
+func TestCaptureServesDDLLocks(t *testing.T) {
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE DATABASE shop_0", "CREATE DATABASE shop_1",
+		"CREATE TABLE shop_0.orders (id INT PRIMARY KEY)", "CREATE TABLE shop_1.orders (id INT PRIMARY KEY)",
+		"INSERT INTO shop_0.orders VALUES (1)",
+		"ALTER TABLE shop_0.orders ADD COLUMN c INT NULL",
+		"INSERT INTO shop_0.orders VALUES (2, 20)",
+		"INSERT INTO shop_1.orders VALUES (3)")
+	ds, err := spec.Parse([]byte(fmt.Sprintf("name: shop\nsources: [{name: a, address: '%s', start: earliest}]\ntables: ['shop_\\d+\\.orders']\nroute: [{match: 'shop_\\d+\\.(\\w+)', to: 'shop.$1'}]\nheartbeat: 100ms\n", srv.Addr())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := freePorts(t, 1)[0]
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- serve(ctx, ds, serveOptions{listen: "127.0.0.1", httpPort: port}, slog.New(slog.NewTextHandler(t.Output(), nil)))
+	}()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	var lock wire.DDLLock
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st, err := ddlList(t, url)
+		if err == nil && len(st.Locks) == 1 && st.Locks[0].HeldRows == 1 {
+			lock = st.Locks[0]
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no lock holding one row: %+v %v", st, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !slices.Equal(lock.Done, []string{"a/shop_0.orders"}) || !slices.Equal(lock.Waiting, []string{"a/shop_1.orders"}) {
+		t.Fatalf("lock %+v", lock)
+	}
+	if out, errs, code := cli("ddl", "list", "shop", "--server", url); code != 0 || !strings.Contains(out, "a/shop_1.orders") || !strings.Contains(out, "HELD ROWS") {
+		t.Fatalf("ddl list: exit %d: %s%s", code, out, errs)
+	}
+	if out, errs, code := cli("ddl", "skip", "shop", fmt.Sprint(lock.ID), "--server", url); code != 0 {
+		t.Fatalf("ddl skip: exit %d: %s%s", code, out, errs)
+	}
+	out, errs, code := cli("tail", "shop", "--server", url, "--client-id", "t", "--from", "earliest", "--max", "4", "--timeout", "20s")
+	if code != 0 {
+		t.Fatalf("tail: exit %d: %s", code, errs)
+	}
+	var kinds []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var m struct {
+			Type  string              `json:"type"`
+			Table string              `json:"table"`
+			Data  []map[string]string `json:"data"`
+		}
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		what := m.Type
+		if len(m.Data) > 0 {
+			what += " " + m.Data[0]["id"]
+		}
+		kinds = append(kinds, what)
+	}
+	// The CREATE once; row 1; row 3 flowed while row 2 was held; the skip
+	// emits no DDL and releases row 2.
+	if want := []string{"CREATE", "INSERT 1", "INSERT 3", "INSERT 2"}; !slices.Equal(kinds, want) {
+		t.Fatalf("stream %q, want %q", kinds, want)
+	}
+}
