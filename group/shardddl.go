@@ -80,6 +80,7 @@ type shardDDL struct {
 	decisions []DDLDecision // known ones not applied yet, in order
 	decide    chan decideReq
 	warned    map[int]time.Time // lock → when its last warning went out
+	published time.Time         // when the state was last published
 }
 
 func newShardDDL(d *Destination, resume *ShardDDLState, decisions []DDLDecision) *shardDDL {
@@ -109,12 +110,21 @@ func (x *shardDDL) mut() *ShardDDLState {
 	if x.shared {
 		x.state = x.state.clone()
 		x.shared = false
+		x.d.cursor.ShardDDL = x.state
 	}
 	return x.state
 }
 
-// rebuild refreshes what follows from the state: the held tables, the
-// cursor's and the readers' view.
+// publish lets readers (View, ShardDDL) see the state; from then on it is
+// theirs too, and changes go to a clone.
+func (x *shardDDL) publish() {
+	x.view.Store(x.state)
+	x.published = time.Now()
+	x.shared = true
+}
+
+// rebuild refreshes what follows from the state (the held tables, the
+// cursor's state) and publishes it.
 func (x *shardDDL) rebuild() {
 	x.held = map[heldKey]*DDLLock{}
 	x.heldBySource = make([]int, len(x.d.cfg.Spec.Sources))
@@ -129,7 +139,7 @@ func (x *shardDDL) rebuild() {
 	}
 	x.views = nil
 	x.d.cursor.ShardDDL = x.state
-	x.view.Store(x.state)
+	x.publish()
 }
 
 // filtering reports whether source src's rows need looking at one by one:
@@ -610,14 +620,16 @@ func (d *Destination) emitFiltered(first *change.Event, next func() (*change.Eve
 }
 
 // countHeld adds n held row changes to l.
+// The count readers see is refreshed at most every 100 ms: publishing
+// costs the next change a clone of the state.
 func (x *shardDDL) countHeld(l *DDLLock, n int) {
-	if x.shared {
-		id := l.ID
-		x.mut()
-		l = x.state.Lock(id)
-		x.rebuild()
+	if l = x.mut().Lock(l.ID); l == nil {
+		return
 	}
 	l.HeldRows += int64(n)
+	if time.Since(x.published) >= 100*time.Millisecond {
+		x.publish()
+	}
 }
 
 // boundary runs between transactions of the merge: it applies the

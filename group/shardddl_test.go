@@ -272,25 +272,41 @@ func TestShardDDLHeldUnlockReplay(t *testing.T) {
 	}
 	want := c.snapshot()
 
-	// The same from the cursor inside the lock.
+	// The same from the cursor inside the lock, and from one in the
+	// middle of the re-read of the held rows.
 	c.stop(t)
-	again := collect(t, group.Config{Spec: ds, Resume: inside, Decisions: decisions})
-	var tail []*change.Event
-	for _, ev := range want {
-		if ev.Seq > inside.Seq {
-			tail = append(tail, ev)
+	var midCatchUp *group.Cursor
+	c.mu.Lock()
+	for seq, cur := range c.cursors {
+		if cur.ShardDDL != nil && len(cur.ShardDDL.CatchUps) > 0 && cur.ShardDDL.CatchUps[0].Sources[0].Pos != lock.Holds[0].From &&
+			(midCatchUp == nil || seq < midCatchUp.Seq) {
+			midCatchUp = cur
 		}
 	}
-	for deadline := time.Now().Add(30 * time.Second); len(again.snapshot()) < len(tail); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("replay from seq %d: %d events, want %d", inside.Seq, len(again.snapshot()), len(tail))
-		}
+	c.mu.Unlock()
+	if midCatchUp == nil {
+		t.Fatal("no cursor in the middle of the re-read of the held rows")
 	}
-	got := again.snapshot()
-	for i, ev := range tail {
-		if g := got[i]; g.Seq != ev.Seq || g.Type != ev.Type || g.Source != ev.Source || g.Pos != ev.Pos || len(g.Rows) != len(ev.Rows) {
-			t.Fatalf("replay event %d: seq %d %s %s %s, first run: seq %d %s %s %s", i, g.Seq, g.Type, g.Source, g.Pos, ev.Seq, ev.Type, ev.Source, ev.Pos)
+	for _, from := range []*group.Cursor{inside, midCatchUp} {
+		again := collect(t, group.Config{Spec: ds, Resume: from, Decisions: decisions})
+		var tail []*change.Event
+		for _, ev := range want {
+			if ev.Seq > from.Seq {
+				tail = append(tail, ev)
+			}
 		}
+		for deadline := time.Now().Add(30 * time.Second); len(again.snapshot()) < len(tail); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("replay from seq %d: %d events, want %d", from.Seq, len(again.snapshot()), len(tail))
+			}
+		}
+		got := again.snapshot()
+		for i, ev := range tail {
+			if g := got[i]; g.Seq != ev.Seq || g.Type != ev.Type || g.Source != ev.Source || g.Pos != ev.Pos || len(g.Rows) != len(ev.Rows) {
+				t.Fatalf("replay from seq %d, event %d: seq %d %s %s %s, first run: seq %d %s %s %s", from.Seq, i, g.Seq, g.Type, g.Source, g.Pos, ev.Seq, ev.Type, ev.Source, ev.Pos)
+			}
+		}
+		again.stop(t)
 	}
 }
 
