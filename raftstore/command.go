@@ -1,6 +1,7 @@
 package raftstore
 
 import (
+	"encoding/json"
 	"fmt"
 )
 
@@ -80,6 +81,14 @@ type cursorEntry struct {
 type cursorRecord struct {
 	Seq     uint64         `json:"seq"`
 	Sources []sourceRecord `json:"sources"`
+	// Taken and ShardDDL (group.ShardDDLState as JSON) are the cursor's
+	// shard-DDL merge point and state. In a save-cursors entry they come
+	// after every cursor (see encode), so entries written before them
+	// still read.
+	Taken    uint64          `json:"taken,omitempty"`
+	ShardDDL json.RawMessage `json:"shardDDL,omitempty"`
+	// Detached is group.Cursor.Detached, written the same way.
+	Detached bool `json:"detached,omitempty"`
 }
 
 type sourceRecord struct {
@@ -125,6 +134,15 @@ func (c *command) encode() []byte {
 				e.uvarint(uint64(s.Pos))
 				e.varint(s.LastKey)
 				e.str(s.Schema)
+			}
+		}
+		// The shard-DDL part of each cursor, after all of them: an entry
+		// written before it existed ends above.
+		for _, ce := range c.Cursors {
+			if !ce.Delete {
+				e.uvarint(ce.Cursor.Taken)
+				e.bytes(ce.Cursor.ShardDDL)
+				e.boolean(ce.Cursor.Detached)
 			}
 		}
 	case cmdSaveDecision:
@@ -183,6 +201,17 @@ func decodeCommand(data []byte) (*command, error) {
 				s.Pos = uint32(pos)
 				s.LastKey = d.varint()
 				s.Schema = d.str()
+			}
+		}
+		if len(d.b) > 0 {
+			for i := range c.Cursors {
+				if ce := &c.Cursors[i]; !ce.Delete {
+					ce.Cursor.Taken = d.uvarint()
+					if b := d.bytes(); len(b) > 0 {
+						ce.Cursor.ShardDDL = b
+					}
+					ce.Cursor.Detached = d.boolean()
+				}
 			}
 		}
 	case cmdSaveDecision:

@@ -84,7 +84,14 @@ func (s *Store) cursorCommand(dest string, epoch uint64, updates []CursorUpdate)
 			c.Cursors = append(c.Cursors, cursorEntry{Client: u.Client, Delete: true})
 			continue
 		}
-		rec := cursorRecord{Seq: u.Cursor.Seq, Sources: make([]sourceRecord, len(u.Cursor.Sources))}
+		rec := cursorRecord{Seq: u.Cursor.Seq, Taken: u.Cursor.Taken, Detached: u.Cursor.Detached, Sources: make([]sourceRecord, len(u.Cursor.Sources))}
+		if u.Cursor.ShardDDL != nil {
+			b, err := json.Marshal(u.Cursor.ShardDDL)
+			if err != nil {
+				return nil, nil, fmt.Errorf("raftstore: cursor %s/%s: shard-DDL state: %w", dest, u.Client, err)
+			}
+			rec.ShardDDL = b
+		}
 		for i, src := range u.Cursor.Sources {
 			rec.Sources[i] = sourceRecord{Name: src.Name, File: src.Pos.File, Pos: src.Pos.Pos, LastKey: src.LastKey}
 			if src.Schema == nil {

@@ -219,7 +219,13 @@ func pickSchemas(d *destRecord, r *cursorRecord) map[string]json.RawMessage {
 }
 
 func toCursor(dest, client string, r *cursorRecord, schemas map[string]json.RawMessage) (*group.Cursor, error) {
-	c := &group.Cursor{Seq: r.Seq, Sources: make([]group.SourceCursor, len(r.Sources))}
+	c := &group.Cursor{Seq: r.Seq, Taken: r.Taken, Detached: r.Detached, Sources: make([]group.SourceCursor, len(r.Sources))}
+	if len(r.ShardDDL) > 0 {
+		c.ShardDDL = &group.ShardDDLState{}
+		if err := json.Unmarshal(r.ShardDDL, c.ShardDDL); err != nil {
+			return nil, fmt.Errorf("raftstore: cursor %s/%s: shard-DDL state: %w", dest, client, err)
+		}
+	}
 	for i, src := range r.Sources {
 		sc := group.SourceCursor{Name: src.Name, Pos: change.Position{File: src.File, Pos: src.Pos}, LastKey: src.LastKey}
 		if src.Schema != "" {

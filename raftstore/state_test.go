@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/spec"
 )
 
@@ -29,8 +31,10 @@ func sampleCommands(t testing.TB) []*command {
 		{Type: cmdSaveCursors, Dest: "shop", Epoch: 7,
 			Schemas: []schemaBlob{{Source: "a", Hash: "ab12", Data: []byte(`{"applied":{}}`)}},
 			Cursors: []cursorEntry{
-				{Client: "c1", Cursor: cursorRecord{Seq: 9, Sources: []sourceRecord{{Name: "a", File: "binlog.000001", Pos: 1<<32 - 1, LastKey: -3, Schema: "ab12"}, {Name: "b"}}}},
+				{Client: "c1", Cursor: cursorRecord{Seq: 9, Sources: []sourceRecord{{Name: "a", File: "binlog.000001", Pos: 1<<32 - 1, LastKey: -3, Schema: "ab12"}, {Name: "b"}},
+					Taken: 11, ShardDDL: []byte(`{"lastLock":2}`), Detached: true}},
 				{Client: "c2", Delete: true},
+				{Client: "c3", Cursor: cursorRecord{Seq: 1, Sources: []sourceRecord{{Name: "a"}}}},
 			}},
 		{Type: cmdSaveDecision, Dest: "shop", Epoch: 7, Decision: decisionRecord{Lock: -2, Action: "unlock", AfterSeq: 1 << 63, Taken: 12}},
 		{Type: cmdDeleteDest, Dest: "shop"},
@@ -320,5 +324,44 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if _, err := Open(Config{NodeID: "n1"}); err == nil {
 		t.Fatal("Open with an invalid config succeeded")
+	}
+}
+
+// TestCursorsWrittenBeforeShardDDL: a save-cursors entry written before
+// cursors carried their shard-DDL part still reads, without it; and a
+// cursor's shard-DDL part, Taken and Detached survive the store.
+func TestCursorsWrittenBeforeShardDDL(t *testing.T) {
+	c := &command{Type: cmdSaveCursors, Dest: "shop", Epoch: 3,
+		Cursors: []cursorEntry{{Client: "c1", Cursor: cursorRecord{Seq: 4, Sources: []sourceRecord{{Name: "a", File: "binlog.000001", Pos: 4}}}}}}
+	full := c.encode()
+	old := full[:len(full)-3] // Taken 0, no state, not detached: three bytes
+	got, err := decodeCommand(old)
+	if err != nil {
+		t.Fatalf("an entry of the old form: %v", err)
+	}
+	if rec := got.Cursors[0].Cursor; rec.Seq != 4 || rec.Taken != 0 || rec.ShardDDL != nil {
+		t.Fatalf("old entry read as %+v", rec)
+	}
+
+	var s Store
+	state := group.NewShardDDLState(1)
+	state.Join("shop.orders", "a/shop_0.orders")
+	cur := &group.Cursor{Seq: 4, Taken: 6, Detached: true, ShardDDL: state,
+		Sources: []group.SourceCursor{{Name: "a", Pos: change.Position{File: "binlog.000001", Pos: 4}}}}
+	cmd, _, err := s.cursorCommand("shop", 3, []CursorUpdate{{Client: "c1", Cursor: cur}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := decodeCommand(cmd.encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := back.Cursors[0].Cursor
+	out, err := toCursor("shop", "c1", &rec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Taken != 6 || !out.Detached || out.ShardDDL == nil || !slices.Equal(out.ShardDDL.Shards["shop.orders"], []string{"a/shop_0.orders"}) {
+		t.Fatalf("cursor back from the store: %+v (state %+v)", out, out.ShardDDL)
 	}
 }
