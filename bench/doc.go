@@ -18,8 +18,11 @@
 // merged stream delivered to a Go client and to canal-go beside go-mysql
 // canal and mariadb-binlog), latency_test.go (BenchmarkLatency: commit-to-consumer
 // latency under a steady load), cluster_test.go (BenchmarkCluster: the
-// failover gap of a three-node cluster and a node's CPU and memory) and
-// raftstore_test.go (BenchmarkRaftCursors); each documents what it measures
+// failover gap of a three-node cluster and a node's CPU and memory),
+// raftstore_test.go (BenchmarkRaftCursors) and shardddl_test.go
+// (BenchmarkShardDDLHeld: 1 GiB of rows through a 16 MiB store while a
+// shard-DDL lock holds one shard table, the live heap against the
+// destination's memory bound); each documents what it measures
 // at its top. Every benchmark also adds its totals to one table (Record,
 // report.go), printed when the run ends and, under `make bench`, written to
 // bench/results.json. A rate over repeated runs (rows/s) is their median;
@@ -253,6 +256,7 @@
 //	go test -run '^$' -bench 'Decode/braid-vs-canal' -benchtime 3x -count 5 ./bench/ > new.txt && benchstat new.txt
 //	go test -run '^$' -bench Merge -benchtime 3x ./bench/
 //	go test -run '^$' -bench Consume -benchtime 3x ./bench/
+//	BRAID_BENCH_HELD_BYTES=100000000 go test -run '^$' -bench ShardDDLHeld -benchtime 1x ./bench/
 //
 // The servers and the binlogs are set up once per process by each parent
 // benchmark, so -count and -benchtime repeat only the reading. go test runs

@@ -437,6 +437,9 @@ func (d *Destination) merge(ctx context.Context, queues []*sourceQueue, arrived 
 			continue
 		}
 		d.publish(false)
+		if d.ddl != nil {
+			d.ddl.flush()
+		}
 		// Nothing may go: wait for a source to send (what it sent is
 		// taken at the top of the loop; an event for a source whose
 		// transaction is already offered only costs a turn).

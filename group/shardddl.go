@@ -81,6 +81,7 @@ type shardDDL struct {
 	decide    chan decideReq
 	warned    map[int]time.Time // lock → when its last warning went out
 	published time.Time         // when the state was last published
+	dirty     bool              // a held-row count changed since
 }
 
 func newShardDDL(d *Destination, resume *ShardDDLState, decisions []DDLDecision) *shardDDL {
@@ -120,7 +121,7 @@ func (x *shardDDL) mut() *ShardDDLState {
 func (x *shardDDL) publish() {
 	x.view.Store(x.state)
 	x.published = time.Now()
-	x.shared = true
+	x.shared, x.dirty = true, false
 }
 
 // rebuild refreshes what follows from the state (the held tables, the
@@ -627,7 +628,16 @@ func (x *shardDDL) countHeld(l *DDLLock, n int) {
 		return
 	}
 	l.HeldRows += int64(n)
+	x.dirty = true
 	if time.Since(x.published) >= 100*time.Millisecond {
+		x.publish()
+	}
+}
+
+// flush publishes a count not yet published; the merge calls it before
+// it waits.
+func (x *shardDDL) flush() {
+	if x.dirty {
 		x.publish()
 	}
 }
