@@ -99,9 +99,7 @@ func newShardDDL(d *Destination, resume *ShardDDLState, decisions []DDLDecision)
 	} else {
 		x.state = NewShardDDLState(n)
 	}
-	for _, dec := range decisions {
-		x.decisions = append(x.decisions, dec)
-	}
+	x.decisions = slices.Clone(decisions)
 	x.rebuild()
 	return x
 }

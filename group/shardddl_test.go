@@ -57,13 +57,11 @@ func streamOf(c *collector) (ddl []*change.Event, rows []shardRow, order []any) 
 // writer inserts into every shard of srvs (server i holds shop_i and
 // shop_{i+3}) until stopped, counting what it wrote per shard.
 type writer struct {
-	mu      sync.Mutex
-	next    [6]int64
-	stop    chan struct{}
-	done    chan struct{}
-	srvs    []*mysqltest.Server
-	paused  [6]bool
-	written int
+	mu   sync.Mutex
+	next [6]int64
+	stop chan struct{}
+	done chan struct{}
+	srvs []*mysqltest.Server
 }
 
 func startWriter(t *testing.T, srvs []*mysqltest.Server) *writer {

@@ -133,13 +133,9 @@ func (s *state) apply(index uint64, c *command) result {
 // cursor never moves backwards.
 func (s *state) saveCursors(index uint64, c *command) result {
 	res := result{Index: index}
-	d, ok := s.Dests[c.Dest]
-	if !ok {
-		res.Err = failf(codeNotFound, "destination %q", c.Dest)
-		return res
-	}
-	if d.Owner == "" || c.Epoch != d.Epoch {
-		res.Err = failf(codeStaleEpoch, "cursors of %q: epoch %d, current %d (owner %q)", c.Dest, c.Epoch, d.Epoch, d.Owner)
+	d, err := s.owned(c, fmt.Sprintf("cursors of %q", c.Dest))
+	if err != nil {
+		res.Err = err
 		return res
 	}
 	for _, b := range c.Schemas {
@@ -195,18 +191,24 @@ func (s *state) saveCursors(index uint64, c *command) result {
 // saveDecision appends a decision, fenced like a cursor batch: refused if
 // the epoch is not the destination's current one or it has no owner.
 func (s *state) saveDecision(index uint64, c *command) result {
-	res := result{Index: index}
+	d, err := s.owned(c, fmt.Sprintf("decision of %q about lock %d", c.Dest, c.Decision.Lock))
+	if err == nil {
+		d.Decisions = append(d.Decisions, c.Decision)
+	}
+	return result{Index: index, Err: err}
+}
+
+// owned returns c's destination if c's epoch is its current one (it has
+// an owner, whose write c is); what names the write in the error.
+func (s *state) owned(c *command, what string) (*destRecord, error) {
 	d, ok := s.Dests[c.Dest]
 	if !ok {
-		res.Err = failf(codeNotFound, "destination %q", c.Dest)
-		return res
+		return nil, failf(codeNotFound, "destination %q", c.Dest)
 	}
 	if d.Owner == "" || c.Epoch != d.Epoch {
-		res.Err = failf(codeStaleEpoch, "decision of %q about lock %d: epoch %d, current %d (owner %q)", c.Dest, c.Decision.Lock, c.Epoch, d.Epoch, d.Owner)
-		return res
+		return nil, failf(codeStaleEpoch, "%s: epoch %d, current %d (owner %q)", what, c.Epoch, d.Epoch, d.Owner)
 	}
-	d.Decisions = append(d.Decisions, c.Decision)
-	return res
+	return d, nil
 }
 
 // collectSchemas drops the schema histories no cursor names.

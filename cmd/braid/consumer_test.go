@@ -144,17 +144,7 @@ func TestLateCanalClientCapture(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := freePorts(t, 2)
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() {
-		served <- serve(ctx, ds, serveOptions{listen: "127.0.0.1", httpPort: p[0], canalPort: p[1]}, slog.New(slog.NewTextHandler(t.Output(), nil)))
-	}()
-	defer func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	}()
+	serveForTest(t, ds, serveOptions{listen: "127.0.0.1", httpPort: p[0], canalPort: p[1]}, slog.New(slog.NewTextHandler(t.Output(), nil)))
 	const n = 60
 	for i := range n {
 		srvs[i%3].Exec(t, fmt.Sprintf("INSERT INTO shop_%d.orders VALUES (%d, 0, 'row %d')", 2*(i%3)+1, i, i))

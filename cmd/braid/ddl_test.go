@@ -234,17 +234,7 @@ func TestCaptureServesDDLLocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := freePorts(t, 1)[0]
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() {
-		served <- serve(ctx, ds, serveOptions{listen: "127.0.0.1", httpPort: port}, slog.New(slog.NewTextHandler(t.Output(), nil)))
-	}()
-	defer func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	}()
+	serveForTest(t, ds, serveOptions{listen: "127.0.0.1", httpPort: port}, slog.New(slog.NewTextHandler(t.Output(), nil)))
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
 	var lock wire.DDLLock
 	deadline := time.Now().Add(20 * time.Second)
@@ -293,4 +283,19 @@ func TestCaptureServesDDLLocks(t *testing.T) {
 	if want := []string{"CREATE", "INSERT 1", "INSERT 3", "INSERT 2"}; !slices.Equal(kinds, want) {
 		t.Fatalf("stream %q, want %q", kinds, want)
 	}
+}
+
+// serveForTest runs serve (braid capture's serving mode) until the test
+// ends, and fails the test if it ended with an error.
+func serveForTest(t *testing.T, ds *spec.Spec, opt serveOptions, log *slog.Logger) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- serve(ctx, ds, opt, log) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
 }

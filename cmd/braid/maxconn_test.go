@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -29,17 +28,7 @@ func TestServeMaxConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := freePorts(t, 1)[0]
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() {
-		served <- serve(ctx, ds, serveOptions{listen: "127.0.0.1", httpPort: port, maxConns: 1}, slog.New(slog.DiscardHandler))
-	}()
-	defer func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	}()
+	serveForTest(t, ds, serveOptions{listen: "127.0.0.1", httpPort: port, maxConns: 1}, slog.New(slog.DiscardHandler))
 	url := fmt.Sprintf("http://127.0.0.1:%d/v1/destinations/shop/stream?client-id=c", port)
 	var resp *http.Response
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -65,17 +64,7 @@ func TestTailEqualsCapture(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := freePorts(t, 1)[0]
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() {
-		served <- serve(ctx, spec, serveOptions{listen: "127.0.0.1", httpPort: port}, slog.New(slog.NewTextHandler(t.Output(), nil)))
-	}()
-	defer func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	}()
+	serveForTest(t, spec, serveOptions{listen: "127.0.0.1", httpPort: port}, slog.New(slog.NewTextHandler(t.Output(), nil)))
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
 	var tailed bytes.Buffer
 	for _, max := range []int{9, n - 9} {
@@ -126,18 +115,7 @@ func TestCanalEqualsTail(t *testing.T) {
 	}
 	p := freePorts(t, 2)
 	httpPort, canalPort := p[0], p[1]
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() {
-		served <- serve(ctx, spec, serveOptions{listen: "127.0.0.1", httpPort: httpPort, canalPort: canalPort},
-			slog.New(slog.NewTextHandler(t.Output(), nil)))
-	}()
-	defer func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	}()
+	serveForTest(t, spec, serveOptions{listen: "127.0.0.1", httpPort: httpPort, canalPort: canalPort}, slog.New(slog.NewTextHandler(t.Output(), nil)))
 	// (seq, type, table, rows as column=value lists) from each protocol.
 	type row = string
 	type msg struct {
