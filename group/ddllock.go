@@ -92,6 +92,10 @@ type DDLLock struct {
 	// rows: an ADD COLUMN that went out at the first shard, or a DROP
 	// COLUMN that goes out at the last.
 	Optimistic bool `json:"optimistic,omitempty"`
+	// Columns are the columns the lock's DDL adds, drops or changes
+	// (schema.LogicalDDL.Columns): in optimistic mode, another DDL of
+	// one of them is a conflict.
+	Columns []string `json:"columns,omitempty"`
 }
 
 // Hold is where a held shard table's rows start: the boundary after its
@@ -152,6 +156,7 @@ func (s *ShardDDLState) clone() *ShardDDLState {
 		c := *l
 		c.Done, c.Waiting, c.Holds = slices.Clone(l.Done), slices.Clone(l.Waiting), slices.Clone(l.Holds)
 		c.Conflicts = maps.Clone(l.Conflicts)
+		c.Columns = slices.Clone(l.Columns)
 		out.Locks = append(out.Locks, &c)
 	}
 	for _, cu := range s.CatchUps {
@@ -321,21 +326,17 @@ func (s *ShardDDLState) Alter(logical, shard string, d schema.LogicalDDL, at tim
 // that only adds nullable columns or only drops columns, in optimistic
 // mode: no rows wait. An ADD goes out at the first shard table (DDLEmit)
 // and is skipped at the others (DDLSkip); a DROP waits (DDLHold) and goes
-// out at the last (DDLRelease). ok is false when d cannot be merged so
-// (a pessimistic lock is open, or another optimistic entry is): the
-// caller merges it pessimistically.
-func (s *ShardDDLState) Optimistic(logical, shard string, d schema.LogicalDDL, at time.Time) (v DDLVerdict, l *DDLLock, ok bool) {
+// out at the last (DDLRelease). Each distinct DDL has an entry of its
+// own, open until every shard table has run it; l is d's.
+func (s *ShardDDLState) Optimistic(logical, shard string, d schema.LogicalDDL, at time.Time) (v DDLVerdict, l *DDLLock) {
 	shards := s.Shards[logical]
 	if len(shards) <= 1 {
-		return DDLEmit, nil, true
+		return DDLEmit, nil
 	}
-	if s.lock(logical) != nil {
-		return 0, nil, false
-	}
-	l = s.find(logical, true)
-	if l == nil {
+	i := slices.IndexFunc(s.Locks, func(x *DDLLock) bool { return x.Optimistic && x.Logical == logical && x.Key == d.Key })
+	if i < 0 {
 		l = s.open(logical, d, at)
-		l.Optimistic = true
+		l.Optimistic, l.Columns = true, d.Columns
 		l.Done = []string{shard}
 		for _, x := range shards {
 			if x != shard {
@@ -343,26 +344,37 @@ func (s *ShardDDLState) Optimistic(logical, shard string, d schema.LogicalDDL, a
 			}
 		}
 		if d.AddsColumns {
-			return DDLEmit, l, true
+			return DDLEmit, l
 		}
-		return DDLHold, l, true
+		return DDLHold, l
 	}
-	if l.Key != d.Key {
-		return 0, nil, false
-	}
+	l = s.Locks[i]
 	if i := slices.Index(l.Waiting, shard); i >= 0 {
 		l.Waiting = slices.Delete(l.Waiting, i, i+1)
 		l.Done = append(l.Done, shard)
 	}
 	if len(l.Waiting) > 0 {
-		return map[bool]DDLVerdict{true: DDLSkip, false: DDLHold}[d.AddsColumns], l, true
+		return map[bool]DDLVerdict{true: DDLSkip, false: DDLHold}[d.AddsColumns], l
 	}
 	s.removeLock(l)
-	delete(s.Views, logical)
 	if d.AddsColumns {
-		return DDLSkip, l, true // out at the first; now every shard has it
+		return DDLSkip, l // out at the first; now every shard has it
 	}
-	return DDLRelease, l, true
+	return DDLRelease, l
+}
+
+// OptimisticConflict records, in optimistic mode, shard table shard of
+// logical running d, a DDL other than an open optimistic entry's that
+// touches one of its columns (the same column added with another type,
+// say): a conflict, holding the shard table until a decision, and returns
+// the lock that holds it; nil when there is no such conflict.
+func (s *ShardDDLState) OptimisticConflict(logical, shard string, d schema.LogicalDDL, at time.Time) *DDLLock {
+	for _, e := range s.Locks {
+		if e.Optimistic && e.Logical == logical && e.Key != d.Key && slices.ContainsFunc(d.Columns, func(c string) bool { return slices.Contains(e.Columns, c) }) {
+			return s.conflict(logical, shard, d, at)
+		}
+	}
+	return nil
 }
 
 // Held reports whether shard's rows wait for a lock of logical: it ran

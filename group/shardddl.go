@@ -267,15 +267,20 @@ func (x *shardDDL) decideDDL(src int, ev *change.Event, key int64, cu *CatchUpSo
 	if sig == "" {
 		sig = ld.Key // no schema model to compare: the statements then
 	}
-	if x.optimistic && ld.Kind == schema.DDLAlter && (ld.AddsColumns || ld.DropsColumns) {
-		if v, l, ok := s.Optimistic(logical, shard, ld, ev.CommitTime); ok {
+	decided := false
+	if x.optimistic && ld.Kind == schema.DDLAlter {
+		if l = s.OptimisticConflict(logical, shard, ld, ev.CommitTime); l != nil {
+			v, decided = DDLConflict, true
+		} else if (ld.AddsColumns || ld.DropsColumns) && !s.Held(logical, shard) {
+			v, l := s.Optimistic(logical, shard, ld, ev.CommitTime)
 			return x.optimisticVerdict(s, v, l, ev, ld, table, logical, sig)
 		}
 	}
-	switch ld.Kind {
-	case schema.DDLCreate:
+	switch {
+	case decided:
+	case ld.Kind == schema.DDLCreate:
 		v, l = s.Create(logical, shard, ld, sig, ev.CommitTime)
-	case schema.DDLDrop:
+	case ld.Kind == schema.DDLDrop:
 		v, l = s.Drop(logical, shard)
 	default:
 		v, l = s.Alter(logical, shard, ld, ev.CommitTime)
@@ -311,20 +316,33 @@ func (x *shardDDL) decideDDL(src int, ev *change.Event, key int64, cu *CatchUpSo
 	return nil // DDLSkip
 }
 
-// optimisticVerdict carries out ShardDDLState.Optimistic's verdict v.
+// optimisticVerdict carries out ShardDDLState.Optimistic's verdict v,
+// keeping the logical table's view: the columns its rows go out with
+// while the shard tables differ (ADDs that went out are in it at once,
+// DROPs leave it at the last shard table), gone once no optimistic entry
+// of the table is open.
 func (x *shardDDL) optimisticVerdict(s *ShardDDLState, v DDLVerdict, l *DDLLock, ev *change.Event, ld schema.LogicalDDL, table, logical, sig string) *change.Event {
-	view := func(back int) {
-		if cols := TableColumns(ev.Schema, table, back); cols != nil {
-			if s.Views == nil {
-				s.Views = map[string][]change.Column{}
-			}
-			s.Views[logical] = cols
+	view := func() []change.Column {
+		if cols := s.Views[logical]; cols != nil {
+			return cols
 		}
+		return TableColumns(ev.Schema, table, 1) // the shard's columns before this DDL
 	}
+	setView := func(cols []change.Column) {
+		if s.Views == nil {
+			s.Views = map[string][]change.Column{}
+		}
+		s.Views[logical] = cols
+	}
+	defer func() {
+		if s.find(logical, true) == nil {
+			delete(s.Views, logical) // every shard table has the same columns again
+		}
+	}()
 	switch v {
 	case DDLEmit: // an ADD at the first shard table
 		if l != nil {
-			view(0) // the shard's new columns; the others' rows read NULL there
+			setView(withColumns(view(), TableColumns(ev.Schema, table, 0)))
 			x.d.log.Info("shard DDL out at the first shard table (optimistic): the others' rows read the new columns as NULL until they run it",
 				"table", logical, "shard", l.Done[0], "waiting", len(l.Waiting))
 		}
@@ -335,14 +353,35 @@ func (x *shardDDL) optimisticVerdict(s *ShardDDLState, v DDLVerdict, l *DDLLock,
 		return logicalDDL(ev, ld.Text, logical)
 	case DDLHold: // a DROP, waiting for the last shard table
 		if len(l.Done) == 1 {
-			view(1) // the columns before the drop; this shard's rows read NULL there
+			setView(view()) // the columns stay, NULL in the rows of those that dropped them
 		}
 		return nil
 	case DDLRelease: // the last shard table's DROP
+		setView(slices.DeleteFunc(slices.Clone(view()), func(c change.Column) bool { return slices.Contains(l.Columns, strings.ToLower(c.Name)) }))
 		s.Altered(logical, sig)
 		return logicalDDL(ev, l.SQL, logical)
 	}
 	return nil
+}
+
+// withColumns is view with the columns of cols it lacks (by name), each
+// after the column it follows in cols.
+func withColumns(view, cols []change.Column) []change.Column {
+	out := slices.Clone(view)
+	has := func(name string) int {
+		return slices.IndexFunc(out, func(c change.Column) bool { return strings.EqualFold(c.Name, name) })
+	}
+	for i, c := range cols {
+		if has(c.Name) >= 0 {
+			continue
+		}
+		at := 0
+		if i > 0 {
+			at = has(cols[i-1].Name) + 1
+		}
+		out = slices.Insert(out, at, c)
+	}
+	return out
 }
 
 // release queues the re-read of l's held rows (l is out of s's locks).

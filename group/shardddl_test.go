@@ -26,7 +26,8 @@ type shardRow struct {
 	shard  string // origin schema
 	id     int64
 	ncols  int
-	logged string // the logical table
+	cols   []string // column names
+	logged string   // the logical table
 }
 
 // streamOf reads a collector's events as DDL statements and rows, in
@@ -46,6 +47,9 @@ func streamOf(c *collector) (ddl []*change.Event, rows []shardRow, order []any) 
 				}
 				t := rc.Table
 				r := shardRow{seq: ev.Seq, shard: t.Schema, id: img[0].(int64), ncols: len(t.Columns), logged: t.LogicalSchema + "." + t.LogicalName}
+				for _, c := range t.Columns {
+					r.cols = append(r.cols, c.Name)
+				}
 				rows = append(rows, r)
 				order = append(order, r)
 			}
@@ -65,6 +69,11 @@ type writer struct {
 }
 
 func startWriter(t *testing.T, srvs []*mysqltest.Server) *writer {
+	return startWriterOf(t, srvs, "INSERT INTO shop_%d.orders (id, note) VALUES (%d, 'w')")
+}
+
+// startWriterOf is startWriter with its own INSERT (shard, id).
+func startWriterOf(t *testing.T, srvs []*mysqltest.Server, insert string) *writer {
 	w := &writer{stop: make(chan struct{}), done: make(chan struct{}), srvs: srvs}
 	go func() {
 		defer close(w.done)
@@ -79,7 +88,7 @@ func startWriter(t *testing.T, srvs []*mysqltest.Server) *writer {
 				w.next[shard]++
 				id := w.next[shard]
 				w.mu.Unlock()
-				w.srvs[shard%3].Exec(t, fmt.Sprintf("INSERT INTO shop_%d.orders (id, note) VALUES (%d, 'w')", shard, id))
+				w.srvs[shard%3].Exec(t, fmt.Sprintf(insert, shard, id))
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
@@ -377,5 +386,70 @@ func TestShardDDLOptimisticAdd(t *testing.T) {
 			t.Fatalf("padded column's raw offset %d, want -1", offs[2])
 		}
 		break
+	}
+}
+
+// TestShardDDLOptimisticDropAndConflict: in optimistic mode a DROP COLUMN
+// goes out once, when the last of the six shard tables has run it; until
+// then the rows of those that dropped it still show the column, NULL. Then
+// shop_0 adds a column, out at once, and shop_1 adds the same column with
+// another type: a conflict, named, holding shop_1's rows.
+func TestShardDDLOptimisticDropAndConflict(t *testing.T) {
+	srvs := shards(t, time.Now())
+	ds := shopSpec(srvs, earliest, "strict")
+	ds.ShardDDL = spec.ShardDDLOptimistic
+	c := collect(t, group.Config{Spec: ds})
+	w := startWriterOf(t, srvs, "INSERT INTO shop_%d.orders (id) VALUES (%d)")
+	for shard := range 6 {
+		time.Sleep(150 * time.Millisecond)
+		srvs[shard%3].Exec(t, fmt.Sprintf("ALTER TABLE shop_%d.orders DROP COLUMN note", shard))
+	}
+	time.Sleep(300 * time.Millisecond)
+	srvs[0].Exec(t, "ALTER TABLE shop_0.orders ADD COLUMN x INT NULL")
+	time.Sleep(300 * time.Millisecond)
+	srvs[1].Exec(t, "ALTER TABLE shop_1.orders ADD COLUMN x BIGINT NULL")
+	var lock *group.DDLLock
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if st := c.dest.ShardDDL(); st != nil {
+			for _, l := range st.Locks {
+				if !l.Optimistic && l.HeldRows > 0 {
+					lock = l
+				}
+			}
+		}
+		if lock != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no conflict holding rows: %+v", c.dest.ShardDDL())
+		}
+	}
+	if _, ok := lock.Conflicts["s1/shop_1.orders"]; !ok || len(lock.Conflicts) != 1 {
+		t.Fatalf("lock %+v: want shop_1's ADD x BIGINT named as a conflict", lock)
+	}
+	w.halt()
+	ddl, _, order := streamOf(c)
+	var sqls []string
+	for _, ev := range ddl[1:] {
+		sqls = append(sqls, ev.DDL.SQL)
+	}
+	slices.Sort(sqls)
+	if want := []string{"ALTER TABLE `shop`.`orders` ADD COLUMN x INT NULL", "ALTER TABLE `shop`.`orders` DROP COLUMN note"}; !slices.Equal(sqls, want) ||
+		!strings.HasPrefix(ddl[0].DDL.SQL, "CREATE") {
+		t.Fatalf("DDL after the CREATE %q, want %q", sqls, want)
+	}
+	// Every row has the logical table's columns of its point of the
+	// stream: note until its DROP went out, x from its ADD on.
+	dropped, added := false, false
+	for _, x := range order {
+		switch x := x.(type) {
+		case *change.Event:
+			dropped = dropped || strings.Contains(x.DDL.SQL, "DROP COLUMN")
+			added = added || strings.Contains(x.DDL.SQL, "ADD COLUMN")
+		case shardRow:
+			if slices.Contains(x.cols, "note") == dropped || slices.Contains(x.cols, "x") != added {
+				t.Fatalf("row %s/%d has columns %q (DROP out: %v, ADD out: %v)", x.shard, x.id, x.cols, dropped, added)
+			}
+		}
 	}
 }

@@ -36,6 +36,9 @@ type LogicalDDL struct {
 	// without them read them as NULL); DropsColumns when it only drops
 	// columns.
 	AddsColumns, DropsColumns bool
+	// Columns names, in lower case, the columns an ALTER TABLE adds,
+	// drops, changes or renames (by their old and new names).
+	Columns []string
 }
 
 // DDLKind sorts table DDL by what it does to its table.
@@ -92,6 +95,15 @@ func classify(d *LogicalDDL, n ast.Node) {
 		for _, sp := range n.Specs {
 			adds = adds && sp.Tp == ast.AlterTableAddColumns && addsReadable(sp.NewColumns)
 			drops = drops && sp.Tp == ast.AlterTableDropColumn
+			for _, c := range sp.NewColumns {
+				d.Columns = append(d.Columns, c.Name.Name.L)
+			}
+			if sp.OldColumnName != nil {
+				d.Columns = append(d.Columns, sp.OldColumnName.Name.L)
+			}
+			if sp.NewColumnName != nil {
+				d.Columns = append(d.Columns, sp.NewColumnName.Name.L)
+			}
 		}
 		d.AddsColumns, d.DropsColumns = adds, drops
 	}

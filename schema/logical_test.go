@@ -2,6 +2,7 @@ package schema_test
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -101,7 +102,10 @@ func TestShardDDLKinds(t *testing.T) {
 			t.Errorf("%s: AddsColumns %v, want %v", sql, d.AddsColumns, adds)
 		}
 	}
-	if d := shardDDL(t, "shop_0", "ALTER TABLE orders DROP COLUMN note, DROP c"); !d.DropsColumns || d.AddsColumns {
+	if d := shardDDL(t, "shop_0", "ALTER TABLE orders DROP COLUMN note, DROP c"); !d.DropsColumns || d.AddsColumns || !slices.Equal(d.Columns, []string{"note", "c"}) {
 		t.Errorf("DROP COLUMN: %+v", d)
+	}
+	if d := shardDDL(t, "shop_0", "ALTER TABLE orders CHANGE Note memo TEXT, ADD `X` INT"); !slices.Equal(d.Columns, []string{"memo", "note", "x"}) {
+		t.Errorf("columns of CHANGE and ADD: %q", d.Columns)
 	}
 }

@@ -5,6 +5,7 @@ import "time"
 // DDLState is a destination's shard-DDL merge as its owner shows it (GET
 // /v1/destinations/{name}/ddl): its mode and its open locks.
 type DDLState struct {
+	// Destination is the destination's name.
 	Destination string `json:"destination"`
 	// Mode is the spec's shard_ddl: pessimistic, optimistic or passthrough
 	// (which has no locks).
@@ -20,13 +21,15 @@ type DDLState struct {
 
 // DDLDecision is one kept decision about a lock.
 type DDLDecision struct {
-	Lock   int    `json:"lock"`
+	// Lock is the lock decided about.
+	Lock int `json:"lock"`
+	// Action is unlock (its DDL went out) or skip (it did not).
 	Action string `json:"action"`
-	// AfterSeq is the seq of the last transaction out when it applied,
-	// and Taken the count of source transactions the merge had taken
-	// (the point a replay applies it at).
+	// AfterSeq is the seq of the last transaction out when it applied.
 	AfterSeq uint64 `json:"afterSeq"`
-	Taken    uint64 `json:"taken"`
+	// Taken is the count of source transactions the merge had taken
+	// then: the point a replay applies it at.
+	Taken uint64 `json:"taken"`
 }
 
 // DDLLock is one open shard-DDL lock of a logical table.
@@ -40,8 +43,9 @@ type DDLLock struct {
 	// Since is the commit time of the first shard table's DDL.
 	Since time.Time `json:"since"`
 	// Done are the shard tables ("source/schema.table") that ran the DDL
-	// (their rows are held); Waiting those that have not yet.
-	Done    []string `json:"done"`
+	// (their rows are held).
+	Done []string `json:"done"`
+	// Waiting are the shard tables that have not run it yet.
 	Waiting []string `json:"waiting"`
 	// Conflicts maps a shard table that ran a different DDL to that DDL
 	// (its rows are held too); a lock with conflicts waits for a decision.
@@ -53,7 +57,10 @@ type DDLLock struct {
 // DDLDecided answers a decision about a lock (POST
 // /v1/destinations/{name}/ddl/{lock}?action=unlock|skip).
 type DDLDecided struct {
+	// Destination is the destination's name.
 	Destination string `json:"destination"`
-	Lock        int    `json:"lock"`
-	Action      string `json:"action"`
+	// Lock is the lock released.
+	Lock int `json:"lock"`
+	// Action is unlock or skip, as asked.
+	Action string `json:"action"`
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"log/slog"
 	"slices"
 	"strings"
@@ -229,7 +231,7 @@ func TestCaptureServesDDLLocks(t *testing.T) {
 		"ALTER TABLE shop_0.orders ADD COLUMN c INT NULL",
 		"INSERT INTO shop_0.orders VALUES (2, 20)",
 		"INSERT INTO shop_1.orders VALUES (3)")
-	ds, err := spec.Parse([]byte(fmt.Sprintf("name: shop\nsources: [{name: a, address: '%s', start: earliest}]\ntables: ['shop_\\d+\\.orders']\nroute: [{match: 'shop_\\d+\\.(\\w+)', to: 'shop.$1'}]\nheartbeat: 100ms\n", srv.Addr())))
+	ds, err := spec.Parse([]byte(fmt.Sprintf("name: shop\nsources: [{name: a, address: '%s', start: earliest}]\ntables: ['shop_\\d+\\.orders']\nroute: [{match: 'shop_\\d+\\.(\\w+)', to: 'shop.$1'}]\nheartbeat: 100ms\nddl_lock_warn_after: 1s\n", srv.Addr())))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,6 +256,21 @@ func TestCaptureServesDDLLocks(t *testing.T) {
 	}
 	if out, errs, code := cli("ddl", "list", "shop", "--server", url); code != 0 || !strings.Contains(out, "a/shop_1.orders") || !strings.Contains(out, "HELD ROWS") {
 		t.Fatalf("ddl list: exit %d: %s%s", code, out, errs)
+	}
+	// Past ddl_lock_warn_after, the lock counts as pending.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		body := ""
+		if resp, err := http.Get(url + "/metrics"); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			body = string(b)
+		}
+		if strings.Contains(body, `braid_ddl_lock_pending{dest="shop"} 1`) && strings.Contains(body, `braid_ddl_held_rows{dest="shop"} 1`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("metrics do not show the pending lock:\n%s", body)
+		}
 	}
 	if out, errs, code := cli("ddl", "skip", "shop", fmt.Sprint(lock.ID), "--server", url); code != 0 {
 		t.Fatalf("ddl skip: exit %d: %s%s", code, out, errs)
