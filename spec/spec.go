@@ -57,6 +57,9 @@ type Spec struct {
 	// Consumers says how the destination treats its consumers (client
 	// ids). Default: each of its fields at its default.
 	Consumers Consumers `yaml:"consumers,omitempty" json:"consumers,omitzero"`
+	// Sinks are the targets the stream is applied to, each a consumer of
+	// its own that runs where the destination runs. Default: none.
+	Sinks []Sink `yaml:"sinks,omitempty" json:"sinks,omitempty"`
 }
 
 // The shard_ddl modes.
@@ -215,6 +218,22 @@ func (s Spec) WithDefaults() Spec {
 		}
 	}
 	s.Sources = src
+	s.Sinks = slices.Clone(s.Sinks)
+	for i := range s.Sinks {
+		sk := &s.Sinks[i]
+		if sk.User == "" {
+			sk.User = DefaultUser
+		}
+		if sk.Workers == 0 {
+			sk.Workers = DefaultSinkWorkers
+		}
+		if sk.Batch == 0 {
+			sk.Batch = DefaultSinkBatch
+		}
+		if sk.DDL == "" {
+			sk.DDL = "apply"
+		}
+	}
 	return s
 }
 
@@ -242,12 +261,18 @@ func (src Source) ResolvePassword() (string, error) {
 const Hidden = "******"
 
 // Redacted is the spec as braid shows it to people and programs: each
-// source password replaced by Hidden. The spec itself is not changed.
+// source and sink password replaced by Hidden. The spec itself is not changed.
 func (s Spec) Redacted() Spec {
 	s.Sources = slices.Clone(s.Sources)
 	for i := range s.Sources {
 		if s.Sources[i].Password != "" {
 			s.Sources[i].Password = Hidden
+		}
+	}
+	s.Sinks = slices.Clone(s.Sinks)
+	for i := range s.Sinks {
+		if s.Sinks[i].Password != "" {
+			s.Sinks[i].Password = Hidden
 		}
 	}
 	return s
@@ -268,6 +293,18 @@ func (s Spec) MapPasswords(f func(password string) (string, error)) (Spec, error
 			return Spec{}, fmt.Errorf("source %s: password: %w", src.Name, err)
 		}
 		src.Password = pw
+	}
+	s.Sinks = slices.Clone(s.Sinks)
+	for i := range s.Sinks {
+		sk := &s.Sinks[i]
+		if sk.Password == "" {
+			continue
+		}
+		pw, err := f(sk.Password)
+		if err != nil {
+			return Spec{}, fmt.Errorf("sink %s: password: %w", sk.Name, err)
+		}
+		sk.Password = pw
 	}
 	return s, nil
 }

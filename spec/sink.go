@@ -1,0 +1,136 @@
+package spec
+
+import (
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Sink is one entry of a spec's sinks: a target the destination's stream
+// is applied to, as a consumer of its own (package sink).
+type Sink struct {
+	// Name names the sink within the destination. Required, unique.
+	Name string `yaml:"name" json:"name"`
+	// Type is the target's kind: mysql (MySQL and MariaDB). Required.
+	Type string `yaml:"type" json:"type"`
+	// Address is the target's host:port. Required.
+	Address string `yaml:"address" json:"address"`
+	// User and Password log in to the target (default user root);
+	// PasswordFile and PasswordEnv name where the password is instead, as
+	// for a source. At most one of the three.
+	User         string `yaml:"user,omitempty" json:"user,omitempty"`
+	Password     string `yaml:"password,omitempty" json:"password,omitempty"`
+	PasswordFile string `yaml:"password_file,omitempty" json:"password_file,omitempty"`
+	PasswordEnv  string `yaml:"password_env,omitempty" json:"password_env,omitempty"`
+	// Tables maps logical tables to target tables ("database.table"); a
+	// logical table not listed goes to the table of its own name.
+	Tables []SinkTable `yaml:"tables,omitempty" json:"tables,omitempty"`
+	// Workers is how many transactions apply at once, each change on the
+	// worker of its primary key. Default: 16.
+	Workers int `yaml:"workers,omitempty" json:"workers,omitempty"`
+	// Batch is how many row changes a worker's transaction takes at most.
+	// Default: 100.
+	Batch int `yaml:"batch,omitempty" json:"batch,omitempty"`
+	// DDL is apply (the logical DDL is run on the target, once) or ignore.
+	// Default: apply.
+	DDL string `yaml:"ddl,omitempty" json:"ddl,omitempty"`
+}
+
+// SinkTable maps one logical table to a target table.
+type SinkTable struct {
+	// From is the logical table, "schema.table".
+	From string `yaml:"from" json:"from"`
+	// To is the target table, "database.table".
+	To string `yaml:"to" json:"to"`
+}
+
+func (Sink) example() string {
+	return "{name: warehouse, type: mysql, address: 127.0.0.1:3306}"
+}
+
+// The sinks' defaults.
+const (
+	DefaultSinkWorkers = 16
+	DefaultSinkBatch   = 100
+)
+
+// SinkTypes are the sink types braid applies to.
+var SinkTypes = []string{"mysql"}
+
+// ResolvePassword returns the sink's password: Password, or the content of
+// PasswordFile (trailing newline trimmed), or PasswordEnv's value.
+func (s Sink) ResolvePassword() (string, error) {
+	switch {
+	case s.PasswordFile != "":
+		b, err := os.ReadFile(s.PasswordFile)
+		if err != nil {
+			return "", fmt.Errorf("sink %s: password_file: %w", s.Name, err)
+		}
+		return strings.TrimRight(string(b), "\r\n"), nil
+	case s.PasswordEnv != "":
+		pw, ok := os.LookupEnv(s.PasswordEnv)
+		if !ok {
+			return "", fmt.Errorf("sink %s: password_env %s is not set where the destination runs", s.Name, s.PasswordEnv)
+		}
+		return pw, nil
+	}
+	return s.Password, nil
+}
+
+// Target returns the target table a logical table "schema.table" goes to.
+func (s Sink) Target(logical string) string {
+	for _, t := range s.Tables {
+		if t.From == logical {
+			return t.To
+		}
+	}
+	return logical
+}
+
+// sinkProblems are the problems of the spec's sinks.
+func (s *Spec) sinkProblems(bad func(path, format string, a ...any)) {
+	seen := map[string]int{}
+	for i, sk := range s.Sinks {
+		path := fmt.Sprintf("sinks[%d]", i)
+		if m := nameProblem(sk.Name, "warehouse"); m != "" {
+			bad(path+".name", "%s", m)
+		} else if first, dup := seen[sk.Name]; dup {
+			bad(path+".name", "%q is used twice (sinks[%d] has it too): give each sink its own name", sk.Name, first)
+		} else {
+			seen[sk.Name] = i
+		}
+		known := false
+		for _, t := range SinkTypes {
+			known = known || sk.Type == t
+		}
+		if !known {
+			bad(path+".type", "%q: want one of %s", sk.Type, strings.Join(SinkTypes, ", "))
+		}
+		if m := addressProblem(sk.Address); m != "" {
+			bad(path+".address", "%s", m)
+		}
+		if countSet(sk.Password, sk.PasswordFile, sk.PasswordEnv) > 1 {
+			bad(path, "give at most one of password, password_file and password_env")
+		}
+		if sk.Workers < 0 || sk.Workers > 256 {
+			bad(path+".workers", "%d: want 1 to 256, e.g. %d", sk.Workers, DefaultSinkWorkers)
+		}
+		if sk.Batch < 0 || sk.Batch > 10000 {
+			bad(path+".batch", "%d: want 1 to 10000, e.g. %d", sk.Batch, DefaultSinkBatch)
+		}
+		switch sk.DDL {
+		case "", "apply", "ignore":
+		default:
+			bad(path+".ddl", "%q: want apply (the default) or ignore", sk.DDL)
+		}
+		for j, t := range sk.Tables {
+			tp := fmt.Sprintf("%s.tables[%d]", path, j)
+			if _, _, ok := strings.Cut(t.From, "."); !ok {
+				bad(tp+".from", "%q: write the logical table as schema.table, e.g. shop.orders", t.From)
+			}
+			if _, _, ok := strings.Cut(t.To, "."); !ok {
+				bad(tp+".to", "%q: write the target table as database.table, e.g. warehouse.orders", t.To)
+			}
+		}
+	}
+}
