@@ -34,6 +34,9 @@ type Sink struct {
 	// DDL is apply (the logical DDL is run on the target, once) or ignore.
 	// Default: apply.
 	DDL string `yaml:"ddl,omitempty" json:"ddl,omitempty"`
+	// MetaDatabase is the target database that holds the sink's
+	// checkpoints (table sink_checkpoint). Default: braid_meta.
+	MetaDatabase string `yaml:"meta_database,omitempty" json:"meta_database,omitempty"`
 }
 
 // SinkTable maps one logical table to a target table.

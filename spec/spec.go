@@ -233,6 +233,9 @@ func (s Spec) WithDefaults() Spec {
 		if sk.DDL == "" {
 			sk.DDL = "apply"
 		}
+		if sk.MetaDatabase == "" {
+			sk.MetaDatabase = "braid_meta"
+		}
 	}
 	return s
 }

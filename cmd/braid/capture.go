@@ -10,12 +10,15 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/braid-cdc/braid/flat"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/netlimit"
+	"github.com/braid-cdc/braid/sink"
+	mysqlsink "github.com/braid-cdc/braid/sink/mysql"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )
@@ -30,7 +33,8 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 	maxMsgs := fs.Int("max", 0, "exit after printing this many messages (0: no limit)")
 	timeout := fs.Duration("timeout", 0, "exit after this long, e.g. 30s (0: no limit)")
 	logLevel := fs.String("log-level", "info", "log level on stderr: debug, info, warn or error")
-	cursorDir := fs.String("cursor-dir", "", "keep the stream's cursor in this directory and resume from it on the next run")
+	cursorDir := fs.String("cursor-dir", "", "keep the stream's cursor (and each sink's) in this directory and resume from it on the next run")
+	quiet := fs.Bool("quiet", false, "print no stream: only apply the spec's sinks (needs --cursor-dir)")
 	httpPort := fs.Int("http-port", 0, "serve the stream over braid's native HTTP API on this port instead of printing it (read it with braid tail)")
 	canalPort := fs.Int("canal-port", 0, "serve the stream over canal's TCP protocol on this port instead of printing it (canal clients; 11111 is canal's)")
 	maxConns := fs.Int("max-connections", netlimit.DefaultMax, "with --http-port or --canal-port: connections each port serves at once; past it new ones are closed and those served go on")
@@ -102,7 +106,7 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	if err := capture(ctx, ds, stdout, captureOptions{max: *maxMsgs, cursorDir: *cursorDir}, log); err != nil {
+	if err := capture(ctx, ds, stdout, captureOptions{max: *maxMsgs, cursorDir: *cursorDir, quiet: *quiet}, log); err != nil {
 		fmt.Fprintln(stderr, "braid capture:", oneLine(err))
 		return 1
 	}
@@ -113,6 +117,7 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 type captureOptions struct {
 	max       int    // exit after this many messages (0: no limit)
 	cursorDir string // keep the cursor here and resume from it ("": do not)
+	quiet     bool   // print nothing: run the sinks only
 }
 
 // cursorEvery is how often capture saves its cursor while streaming: a
@@ -136,14 +141,44 @@ func capture(ctx context.Context, spec *spec.Spec, w io.Writer, opt captureOptio
 			log.Info("resuming from cursor", "dest", spec.Name, "seq", resume.Seq)
 		}
 	}
-	// The merge fills a bounded store; this loop is its one client, printing
-	// batches and acking them once they are flushed.
-	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: spec, Clients: map[string]*group.Cursor{"capture": resume}, Logger: log})
+	if len(spec.Sinks) > 0 && cursors == nil {
+		return errors.New("the spec has sinks, whose cursors need a place: give --cursor-dir DIR")
+	}
+	if opt.quiet && len(spec.Sinks) == 0 {
+		return errors.New("--quiet prints nothing and the spec has no sinks: add sinks, or leave out --quiet")
+	}
+	// The merge fills a bounded store; this loop is one client, printing
+	// batches and acking them once they are flushed, and each sink another.
+	clients := map[string]*group.Cursor{}
+	if !opt.quiet {
+		clients["capture"] = resume
+	}
+	for _, sk := range spec.Sinks {
+		c, err := cursors.Load(spec.Name, sink.ClientID(sk.Name))
+		if err != nil {
+			return err
+		}
+		clients[sink.ClientID(sk.Name)] = c
+	}
+	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: spec, Clients: clients, Logger: log})
 	if err != nil {
 		return err
 	}
 	defer p.Close()
 	store := p.Store
+	sinksDone, err := runSinks(ctx, p, spec, cursors, log)
+	if err != nil {
+		return err
+	}
+	if opt.quiet {
+		select {
+		case <-ctx.Done():
+		case <-p.Done():
+		}
+		sinksDone()
+		return p.Err()
+	}
+	defer sinksDone()
 
 	growPipe(w)
 	gone := readerGone(w)
@@ -233,6 +268,33 @@ func capture(ctx context.Context, spec *spec.Spec, w io.Writer, opt captureOptio
 			}
 		}
 	}
+}
+
+// runSinks opens the spec's sinks and applies the pipeline's store to
+// each until ctx ends; wait stops and waits for them.
+func runSinks(ctx context.Context, p *stream.Pipeline, ds *spec.Spec, cursors group.CursorStore, log *slog.Logger) (wait func(), err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wait = func() { cancel(); wg.Wait() }
+	for _, sk := range ds.Sinks {
+		octx, ocancel := context.WithTimeout(ctx, 30*time.Second)
+		target, err := mysqlsink.Open(octx, sk)
+		ocancel()
+		if err != nil {
+			wait()
+			return nil, err
+		}
+		r := &sink.Runner{Name: sk.Name, Dest: ds.Name, Client: sink.ClientID(sk.Name), Store: p.Store, Target: target,
+			Workers: sk.Workers, Batch: sk.Batch, Cursors: cursors, Logger: log.With("dest", ds.Name)}
+		log.Info("sink applying", "dest", ds.Name, "sink", sk.Name, "type", sk.Type, "address", sk.Address, "workers", sk.Workers)
+		wg.Go(func() {
+			defer target.Close()
+			if err := r.Run(ctx); err != nil {
+				log.Error("sink stopped", "sink", sk.Name, "err", err)
+			}
+		})
+	}
+	return wait, nil
 }
 
 // errOutput is wrapped when capture cannot write its standard output.

@@ -61,8 +61,10 @@ var table = map[string]rule{
 	// Prometheus's exposition reads the snapshots of the layers below.
 	"api/metrics": {may: []string{"stream", "group", "change"}},
 
-	// Sinks (sink and sink/mysql, sink/postgres, ...).
-	"sink/...": {may: sinkMay},
+	// Sinks: the runner (sink), and the targets below it (sink/mysql,
+	// sink/postgres, ...), which implement its Target.
+	"sink":     {may: sinkMay},
+	"sink/...": {may: append([]string{"sink"}, sinkMay...)},
 
 	// The node, and its in-process harness for tests.
 	"cluster":             {may: clusterMay},

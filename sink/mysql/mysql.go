@@ -1,0 +1,276 @@
+// Package mysql is the sink that applies a destination's stream to a
+// MySQL or MariaDB table (spec sinks: type: mysql): each worker
+// transaction upserts and deletes its rows and writes the worker's
+// checkpoint (braid_meta.sink_checkpoint) before it commits, so a restart
+// resumes exactly where the target stands.
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	driver "github.com/go-sql-driver/mysql"
+
+	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/schema"
+	"github.com/braid-cdc/braid/sink"
+	"github.com/braid-cdc/braid/spec"
+)
+
+// Target is a MySQL or MariaDB target.
+type Target struct {
+	db    *sql.DB
+	spec  spec.Sink
+	stmts sync.Map // statementKey → string
+
+	applied, upserts, missing atomic.Uint64
+}
+
+var _ sink.Target = (*Target)(nil)
+
+type statementKey struct {
+	t    *change.Table
+	kind byte // 'u' upsert, 'd' delete
+}
+
+// Open connects to the sink's server and makes its checkpoint table.
+func Open(ctx context.Context, s spec.Sink) (*Target, error) {
+	pw, err := s.ResolvePassword()
+	if err != nil {
+		return nil, err
+	}
+	cfg := driver.NewConfig()
+	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = s.User, pw, "tcp", s.Address
+	cfg.InterpolateParams = true
+	connector, err := driver.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("sink %s: %w", s.Name, err)
+	}
+	db := sql.OpenDB(connector)
+	db.SetMaxOpenConns(s.Workers + 2)
+	db.SetMaxIdleConns(s.Workers + 2)
+	t := &Target{db: db, spec: s}
+	for _, q := range []string{
+		"CREATE DATABASE IF NOT EXISTS " + quote(s.MetaDatabase),
+		"CREATE TABLE IF NOT EXISTS " + t.checkpointTable() + " (sink VARCHAR(128) NOT NULL, worker INT NOT NULL, seq BIGINT UNSIGNED NOT NULL, idx INT NOT NULL, PRIMARY KEY (sink, worker))",
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("sink %s (%s): %w: check the address, the user's password and its CREATE and INSERT grants on %s", s.Name, s.Address, err, s.MetaDatabase)
+		}
+	}
+	return t, nil
+}
+
+func (t *Target) checkpointTable() string { return quote(t.spec.MetaDatabase) + ".sink_checkpoint" }
+
+// Close implements sink.Target.
+func (t *Target) Close() error { return t.db.Close() }
+
+// Stats implements sink.Target.
+func (t *Target) Stats() sink.Stats {
+	return sink.Stats{Applied: t.applied.Load(), Upserts: t.upserts.Load(), Missing: t.missing.Load()}
+}
+
+// Checkpoints implements sink.Target.
+func (t *Target) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
+	out := make([]sink.Point, n)
+	rows, err := t.db.QueryContext(ctx, "SELECT worker, seq, idx FROM "+t.checkpointTable()+" WHERE sink = ?", t.spec.Name)
+	if err != nil {
+		return nil, fmt.Errorf("sink %s: read checkpoints: %w", t.spec.Name, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var w, idx int
+		var seq uint64
+		if err := rows.Scan(&w, &seq, &idx); err != nil {
+			return nil, err
+		}
+		if w >= n {
+			return nil, fmt.Errorf("sink %s: the target has a checkpoint of worker %d, the spec has %d workers: keep workers as it was, or delete the sink's rows of %s to apply from the start", t.spec.Name, w, n, t.checkpointTable())
+		}
+		out[w] = sink.Point{Seq: seq, Idx: idx}
+	}
+	return out, rows.Err()
+}
+
+// Apply implements sink.Target: one transaction of the changes and the
+// worker's checkpoint.
+func (t *Target) Apply(ctx context.Context, worker int, changes []sink.Change) error {
+	tx, err := t.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var upserts, missing uint64
+	for _, c := range changes {
+		u, m, err := t.apply(ctx, tx, c)
+		if err != nil {
+			return fmt.Errorf("sink %s: seq %d, %s from %s/%s: %w", t.spec.Name, c.Seq, c.Logical, c.Source, c.Origin, err)
+		}
+		upserts += u
+		missing += m
+	}
+	last := changes[len(changes)-1]
+	if _, err := tx.ExecContext(ctx, "INSERT INTO "+t.checkpointTable()+" (sink, worker, seq, idx) VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE seq = VALUES(seq), idx = VALUES(idx)",
+		t.spec.Name, worker, last.Seq, last.Row.Index); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	t.applied.Add(uint64(len(changes)))
+	t.upserts.Add(upserts)
+	t.missing.Add(missing)
+	return nil
+}
+
+// apply runs one row change: INSERT and UPDATE are upserts of the
+// after-image (an UPDATE whose row was missing, or that changes the key,
+// counted or preceded by the old key's delete), DELETE deletes by key.
+func (t *Target) apply(ctx context.Context, tx *sql.Tx, c sink.Change) (upserts, missing uint64, err error) {
+	rc := c.Row
+	table := t.target(c.Logical)
+	keyIdx := sink.KeyColumns(rc.Table)
+	moved := false // an UPDATE of the key: the old row deleted, the new one inserted
+	del := func(img []change.Value) (int64, error) {
+		res, err := tx.ExecContext(ctx, t.statement(rc.Table, 'd', table), values(img, keyIdx)...)
+		if err != nil {
+			return 0, err
+		}
+		return res.RowsAffected()
+	}
+	switch rc.Kind {
+	case change.Delete:
+		n, err := del(rc.Before())
+		if n == 0 && err == nil {
+			missing++
+		}
+		return 0, missing, err
+	case change.Update:
+		before, after := rc.Before(), rc.After()
+		if moved = sink.Key("", before, keyIdx) != sink.Key("", after, keyIdx); moved {
+			if n, err := del(before); err != nil {
+				return 0, 0, err
+			} else if n == 0 {
+				missing++
+			}
+		}
+	}
+	res, err := tx.ExecContext(ctx, t.statement(rc.Table, 'u', table), rc.After()...)
+	if err != nil {
+		return 0, 0, err
+	}
+	n, _ := res.RowsAffected()
+	switch {
+	case rc.Kind == change.Insert && n != 1:
+		upserts++ // the key was there: re-applied, or written twice
+	case rc.Kind == change.Update && n == 1 && !moved:
+		missing++ // the row was not there: inserted from the after-image
+	}
+	return upserts, missing, nil
+}
+
+// target is the target table of a logical one, quoted.
+func (t *Target) target(logical string) string {
+	db, tbl, _ := strings.Cut(t.spec.Target(logical), ".")
+	return quote(db) + "." + quote(tbl)
+}
+
+// statement is the upsert or delete of rows of table version tv into table.
+func (t *Target) statement(tv *change.Table, kind byte, table string) string {
+	k := statementKey{tv, kind}
+	if s, ok := t.stmts.Load(k); ok {
+		return s.(string)
+	}
+	var b strings.Builder
+	switch kind {
+	case 'u':
+		cols := make([]string, len(tv.Columns))
+		set := make([]string, len(tv.Columns))
+		for i, c := range tv.Columns {
+			cols[i] = quote(c.Name)
+			set[i] = cols[i] + " = VALUES(" + cols[i] + ")"
+		}
+		fmt.Fprintf(&b, "INSERT INTO %s (%s) VALUES (%s) ON DUPLICATE KEY UPDATE %s", table, strings.Join(cols, ", "),
+			strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", "), strings.Join(set, ", "))
+	case 'd':
+		var where []string
+		for _, i := range sink.KeyColumns(tv) {
+			where = append(where, quote(tv.Columns[i].Name)+" <=> ?")
+		}
+		fmt.Fprintf(&b, "DELETE FROM %s WHERE %s LIMIT 1", table, strings.Join(where, " AND "))
+	}
+	s := b.String()
+	t.stmts.Store(k, s)
+	return s
+}
+
+// ApplyDDL implements sink.Target. MySQL commits a DDL by itself, so the
+// checkpoints follow it: a crash between the two runs it again, and an
+// error that says it is there already (a duplicate column, a table that
+// exists) is taken as applied.
+func (t *Target) ApplyDDL(ctx context.Context, ev *change.Event, workers int) error {
+	if t.spec.DDL != "ignore" && !isTruncate(ev) {
+		stmts, err := schema.ShardDDL(ev.DDL.Schema, ev.DDL.SQL, func(s, tb string) (string, string) {
+			db, tbl, _ := strings.Cut(t.spec.Target(s+"."+tb), ".")
+			return db, tbl
+		})
+		if err != nil {
+			return fmt.Errorf("sink %s: DDL at seq %d: %w: set ddl: ignore and change the target by hand", t.spec.Name, ev.Seq, err)
+		}
+		for _, st := range stmts {
+			if st.Kind == schema.DDLCreate {
+				db, _, _ := strings.Cut(t.spec.Target(ev.DDL.Tables[0]), ".")
+				if _, err := t.db.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS "+quote(db)); err != nil {
+					return fmt.Errorf("sink %s: DDL at seq %d: %w", t.spec.Name, ev.Seq, err)
+				}
+			}
+			if _, err := t.db.ExecContext(ctx, st.Text); err != nil && !alreadyApplied(err) {
+				return fmt.Errorf("sink %s: DDL at seq %d (%s): %w", t.spec.Name, ev.Seq, st.Text, err)
+			}
+		}
+	}
+	for w := range workers {
+		if _, err := t.db.ExecContext(ctx, "INSERT INTO "+t.checkpointTable()+" (sink, worker, seq, idx) VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE seq = VALUES(seq), idx = VALUES(idx)",
+			t.spec.Name, w, ev.Seq, sink.MaxIdx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// isTruncate reports a TRUNCATE of a shard table: not the logical
+// table's to empty (issue 21 leaves it to origin_column).
+func isTruncate(ev *change.Event) bool {
+	_, ok := schema.TruncatedTable(ev.DDL.Schema, ev.DDL.SQL)
+	return ok
+}
+
+// alreadyApplied reports the errors of a DDL run a second time.
+func alreadyApplied(err error) bool {
+	var me *driver.MySQLError
+	if !errors.As(err, &me) {
+		return false
+	}
+	switch me.Number {
+	case 1050, 1060, 1061, 1091, 1051: // table exists, duplicate column or key, can't drop, unknown table
+		return true
+	}
+	return false
+}
+
+func values(img []change.Value, idx []int) []any {
+	out := make([]any, len(idx))
+	for k, i := range idx {
+		out[k] = img[i]
+	}
+	return out
+}
+
+func quote(name string) string { return "`" + strings.ReplaceAll(name, "`", "``") + "`" }

@@ -1,0 +1,235 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/stream"
+)
+
+// Runner applies a destination's store to one target as client id
+// Client, with Workers workers of at most Batch changes a transaction.
+type Runner struct {
+	Name    string // the sink's name, for logs
+	Dest    string
+	Client  string
+	Store   *stream.Store
+	Target  Target
+	Workers int
+	Batch   int
+	// Cursors, when set, keeps the client's cursor (the mark of the last
+	// batch applied whole), saved after each ack.
+	Cursors group.CursorStore
+	Logger  *slog.Logger
+
+	mu      sync.Mutex
+	applied uint64 // the last seq applied whole
+	lastErr string
+}
+
+// ClientID is the store client id of sink name.
+func ClientID(name string) string { return "sink:" + name }
+
+// Run applies until ctx ends (nil) or the store closes; a target error
+// is retried with backoff, from the checkpoints, and logged.
+func (r *Runner) Run(ctx context.Context) error {
+	backoff := 100 * time.Millisecond
+	// What an earlier runner of the client was handed and did not ack is
+	// handed out again, and the checkpoints say what of it was applied.
+	if err := r.Store.Rollback(r.Client); err != nil {
+		return err
+	}
+	for {
+		err := r.run(ctx)
+		if ctx.Err() != nil || errors.Is(err, stream.ErrClosed) {
+			return nil
+		}
+		r.mu.Lock()
+		r.lastErr = err.Error()
+		r.mu.Unlock()
+		r.Logger.Warn("sink failed; retrying from its checkpoints", "sink", r.Name, "err", err, "retry_in", backoff)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+		if err := r.Store.Rollback(r.Client); err != nil {
+			return err
+		}
+	}
+}
+
+// Applied returns the seq of the last transaction applied whole, and the
+// last error ("" for none).
+func (r *Runner) Applied() (uint64, string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.applied, r.lastErr
+}
+
+func (r *Runner) run(ctx context.Context) error {
+	ckpt, err := r.Target.Checkpoints(ctx, r.Workers)
+	if err != nil {
+		return err
+	}
+	c := NewCausality(r.Workers)
+	pending := make([][]Change, r.Workers)
+	flush := func() error {
+		var wg sync.WaitGroup
+		errs := make([]error, r.Workers)
+		for w := range pending {
+			if len(pending[w]) == 0 {
+				continue
+			}
+			wg.Go(func() {
+				for chunk := range chunks(pending[w], r.Batch) {
+					if errs[w] = r.Target.Apply(ctx, w, chunk); errs[w] != nil {
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		for w := range pending {
+			if errs[w] == nil && len(pending[w]) > 0 {
+				last := pending[w][len(pending[w])-1]
+				ckpt[w] = Point{last.Seq, last.Row.Index}
+			}
+			pending[w] = pending[w][:0]
+		}
+		c.Reset()
+		return errors.Join(errs...)
+	}
+	for {
+		b, err := r.Store.Get(ctx, r.Client, 1024, 500*time.Millisecond)
+		if err != nil {
+			return err
+		}
+		if len(b.Events) == 0 {
+			continue
+		}
+		var last uint64
+		for _, ev := range b.Events {
+			last = ev.Seq
+			switch ev.Type {
+			case change.EventRows:
+				for i := range ev.Rows {
+					ch := newChange(ev, &ev.Rows[i])
+					pk, others := keys(ch)
+					w, barrier := c.Add(pk, others...)
+					if barrier {
+						if err := flush(); err != nil {
+							return err
+						}
+						w, _ = c.Add(pk, others...)
+					}
+					if !ckpt[w].Before(Point{ch.Seq, ch.Row.Index}) {
+						continue // applied before a restart
+					}
+					pending[w] = append(pending[w], ch)
+				}
+			case change.EventDDL:
+				if err := flush(); err != nil {
+					return err
+				}
+				if done := minPoint(ckpt); !done.Before(Point{ev.Seq, MaxIdx}) {
+					continue
+				}
+				if err := r.Target.ApplyDDL(ctx, ev, r.Workers); err != nil {
+					return err
+				}
+				for w := range ckpt {
+					ckpt[w] = Point{ev.Seq, MaxIdx}
+				}
+			}
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+		if err := r.Store.Ack(r.Client, b.ID); err != nil {
+			return err
+		}
+		r.mu.Lock()
+		r.applied, r.lastErr = last, ""
+		r.mu.Unlock()
+		if r.Cursors != nil {
+			if m := r.Store.Mark(r.Client); m != nil {
+				if err := r.Cursors.Save(r.Dest, r.Client, m); err != nil {
+					return fmt.Errorf("sink %s: save its cursor: %w", r.Name, err)
+				}
+			}
+		}
+	}
+}
+
+// minPoint is the earliest of ps.
+func minPoint(ps []Point) Point {
+	m := ps[0]
+	for _, p := range ps[1:] {
+		if p.Before(m) {
+			m = p
+		}
+	}
+	return m
+}
+
+// chunks yields s in pieces of at most n.
+func chunks(s []Change, n int) func(func([]Change) bool) {
+	return func(yield func([]Change) bool) {
+		for len(s) > 0 {
+			k := min(n, len(s))
+			if !yield(s[:k]) {
+				return
+			}
+			s = s[k:]
+		}
+	}
+}
+
+func newChange(ev *change.Event, rc *change.RowChange) Change {
+	t := rc.Table
+	ls, lt := t.Logical()
+	return Change{Seq: ev.Seq, Source: ev.Source, Origin: t.Schema + "." + t.Name, Logical: ls + "." + lt, Row: rc}
+}
+
+// keys are a change's primary key (all columns of a table without one)
+// and its other keys: the old primary key of an UPDATE that changes it.
+func keys(ch Change) (pk string, others []string) {
+	t := ch.Row.Table
+	idx := KeyColumns(t)
+	img := ch.Row.After()
+	if img == nil {
+		img = ch.Row.Before()
+	}
+	pk = Key(ch.Logical, img, idx)
+	if ch.Row.Kind == change.Update {
+		if old := Key(ch.Logical, ch.Row.Before(), idx); old != pk {
+			others = append(others, old)
+		}
+	}
+	return pk, others
+}
+
+// KeyColumns are the indexes of t's primary-key columns, or of all its
+// columns when it has none.
+func KeyColumns(t *change.Table) []int {
+	var idx []int
+	for i, c := range t.Columns {
+		if c.Key {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		for i := range t.Columns {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}

@@ -1,0 +1,135 @@
+// Package sink applies a destination's stream to targets (issue 21): each
+// sink is a consumer of the destination's store with a client id of its
+// own ("sink:NAME"), running where the destination runs. The targets are
+// in the packages below it (sink/mysql).
+//
+// # Invariants
+//
+//   - Exactly once. Row changes go to Workers workers by their primary
+//     key's hash; each worker applies its changes in stream order, in
+//     transactions that also write the worker's checkpoint (the last seq
+//     it applied). A change is applied iff its seq is above its worker's
+//     checkpoint, so a restart from any cursor at or before the
+//     checkpoints applies nothing twice and skips nothing.
+//   - Causality (TiDB DM's). A change that touches a key (primary, unique,
+//     or the old key of a key-changing UPDATE) pending on another worker
+//     waits for a barrier: every worker commits first. A DDL is a barrier.
+//   - The store's batch is acked only once every change in it is
+//     committed; the sink's cursor (the store's mark) is saved after that,
+//     so it is never ahead of the checkpoints.
+package sink
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"strings"
+
+	"github.com/braid-cdc/braid/change"
+)
+
+// Change is one row change as a target applies it.
+type Change struct {
+	// Seq is the merged transaction's seq.
+	Seq uint64
+	// Source and Origin ("schema.table") are where the row was written.
+	Source, Origin string
+	// Logical is the logical table, "schema.table".
+	Logical string
+	// Row is the change, with its table's columns (Row.Table).
+	Row *change.RowChange
+}
+
+// Key is a row's key values under the key columns idx, as one string
+// (the table's name first, so keys of two tables never meet).
+func Key(table string, img []change.Value, idx []int) string {
+	var b strings.Builder
+	b.WriteString(table)
+	for _, i := range idx {
+		b.WriteByte(0)
+		fmt.Fprint(&b, img[i])
+	}
+	return b.String()
+}
+
+// Causality assigns row changes to workers: by their primary key's hash,
+// with the keys of the changes pending on each worker, so that a change
+// whose other keys are pending on another worker is known to need a
+// barrier first. It is pure and not safe for concurrent use.
+type Causality struct {
+	workers int
+	pending map[string]int // key → the worker a pending change holds it on
+}
+
+// NewCausality returns the causality of n workers, nothing pending.
+func NewCausality(n int) *Causality {
+	return &Causality{workers: n, pending: map[string]int{}}
+}
+
+// Worker is the worker of primary key pk: a pure function of it, so a
+// restart routes each change where it went before.
+func (c *Causality) Worker(pk string) int {
+	h := fnv.New32a()
+	h.Write([]byte(pk))
+	return int(h.Sum32() % uint32(c.workers))
+}
+
+// Add routes a change with primary key pk and its other keys: the worker
+// it goes to, or barrier when one of its keys is pending on another worker
+// (then call Reset once every worker has committed, and Add again).
+func (c *Causality) Add(pk string, others ...string) (worker int, barrier bool) {
+	w := c.Worker(pk)
+	for _, k := range others {
+		if o, ok := c.pending[k]; ok && o != w {
+			return w, true
+		}
+	}
+	c.pending[pk] = w
+	for _, k := range others {
+		c.pending[k] = w
+	}
+	return w, false
+}
+
+// Reset forgets what is pending: every worker has committed.
+func (c *Causality) Reset() { clear(c.pending) }
+
+// Point is a place in the stream a worker has applied up to: the row
+// change Idx (change.RowChange.Index) of transaction Seq (a worker's
+// transaction may end inside a source transaction). A DDL's point is
+// (seq, MaxIdx).
+type Point struct {
+	Seq uint64
+	Idx int
+}
+
+// MaxIdx is a Point's Idx covering every row change of its transaction.
+const MaxIdx = 1<<31 - 1
+
+// Before reports whether p comes before q.
+func (p Point) Before(q Point) bool {
+	return p.Seq < q.Seq || p.Seq == q.Seq && p.Idx < q.Idx
+}
+
+// Target is what a sink applies to.
+type Target interface {
+	// Checkpoints returns each of n workers' applied point (zero: none).
+	Checkpoints(ctx context.Context, n int) ([]Point, error)
+	// Apply applies changes, in order, and sets worker's checkpoint to
+	// the last one's point, in one transaction.
+	Apply(ctx context.Context, worker int, changes []Change) error
+	// ApplyDDL applies a logical DDL (nothing: ignore) and sets every
+	// worker's checkpoint to its seq.
+	ApplyDDL(ctx context.Context, ev *change.Event, workers int) error
+	// Stats returns what the target counted.
+	Stats() Stats
+	Close() error
+}
+
+// Stats is what a target counts.
+type Stats struct {
+	// Applied counts row changes applied; Upserts the INSERTs of a key
+	// that existed; Missing the UPDATEs and DELETEs of a row that was not
+	// there (an UPDATE's after-image is then inserted).
+	Applied, Upserts, Missing uint64
+}
