@@ -205,12 +205,6 @@ func (n *Node) create(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	if len(ds.Sinks) > 0 {
-		// Refused rather than kept and never run: a sink that silently
-		// applies nothing is worse than none.
-		writeError(w, http.StatusBadRequest, "destination %q not created: sinks (sinks[0] is %q) run in braid capture for now, not yet in a cluster: run the sink with braid capture -f SPEC --cursor-dir DIR, or leave sinks out here", ds.Name, ds.Sinks[0].Name)
-		return
-	}
 	if _, err := n.store.Destination(ds.Name); err == nil {
 		writeError(w, http.StatusConflict, "destination %q exists already: delete it first, or choose another name", ds.Name)
 		return

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/group"
+	sinkrun "github.com/braid-cdc/braid/sink/run"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )
@@ -213,12 +214,24 @@ func (o *owner) run(ctx context.Context) error {
 		return n.store.SaveDecision(rctx, o.name, o.epoch, d)
 	}
 	// The pipeline's logs name the destination themselves (group).
+	// Each sink is a store client of its own, whose cursor this loop
+	// saves like a consumer's; a new owner's sinks go on from the
+	// targets' checkpoints.
+	if cursors == nil {
+		cursors = map[string]*group.Cursor{}
+	}
+	if err := sinkrun.Clients(&ds, cursors, nil); err != nil {
+		return err
+	}
 	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: &ds, Clients: cursors, Logger: n.log.With("epoch", o.epoch), Serve: true,
 		Decisions: decisions, RecordDecision: record})
 	if err != nil {
 		return err
 	}
 	defer p.Close()
+	stopSinks := sinkrun.Start(ctx, p, &ds, nil, log)
+	defer stopSinks() // before the pipeline closes
+
 	store := p.Store
 	fc := n.store.CursorStore(o.name, o.epoch, n.cfg.CursorInterval)
 	defer func() {

@@ -14,6 +14,10 @@
 //   - Causality (TiDB DM's). A change that touches a key (primary, unique,
 //     or the old key of a key-changing UPDATE) pending on another worker
 //     waits for a barrier: every worker commits first. A DDL is a barrier.
+//   - A target checks, in the transaction that applies a batch, that its
+//     worker's checkpoint is still before the batch (ErrBehind if not), so
+//     two runners (an owner, and a former one not yet fenced) never apply
+//     a change twice.
 //   - The store's batch is acked only once every change in it is
 //     committed; the sink's cursor (the store's mark) is saved after that,
 //     so it is never ahead of the checkpoints.
@@ -21,6 +25,7 @@ package sink
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"strings"
@@ -110,6 +115,11 @@ const MaxIdx = 1<<31 - 1
 func (p Point) Before(q Point) bool {
 	return p.Seq < q.Seq || p.Seq == q.Seq && p.Idx < q.Idx
 }
+
+// ErrBehind: a target's checkpoint is past what a runner was applying
+// (another runner applied it); the runner starts again from the
+// checkpoints.
+var ErrBehind = errors.New("the target has applied this already")
 
 // Target is what a sink applies to.
 type Target interface {

@@ -10,15 +10,13 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/braid-cdc/braid/flat"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/netlimit"
-	"github.com/braid-cdc/braid/sink"
-	mysqlsink "github.com/braid-cdc/braid/sink/mysql"
+	sinkrun "github.com/braid-cdc/braid/sink/run"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )
@@ -153,12 +151,14 @@ func capture(ctx context.Context, spec *spec.Spec, w io.Writer, opt captureOptio
 	if !opt.quiet {
 		clients["capture"] = resume
 	}
-	for _, sk := range spec.Sinks {
-		c, err := cursors.Load(spec.Name, sink.ClientID(sk.Name))
-		if err != nil {
-			return err
-		}
-		clients[sink.ClientID(sk.Name)] = c
+	if err := sinkrun.Clients(spec, clients, cursors); err != nil {
+		return err
+	}
+	cctx, ccancel := context.WithTimeout(ctx, 30*time.Second)
+	err = sinkrun.Check(cctx, spec)
+	ccancel()
+	if err != nil {
+		return err
 	}
 	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: spec, Clients: clients, Logger: log})
 	if err != nil {
@@ -166,10 +166,7 @@ func capture(ctx context.Context, spec *spec.Spec, w io.Writer, opt captureOptio
 	}
 	defer p.Close()
 	store := p.Store
-	sinksDone, err := runSinks(ctx, p, spec, cursors, log)
-	if err != nil {
-		return err
-	}
+	sinksDone := sinkrun.Start(ctx, p, spec, cursors, log)
 	if opt.quiet {
 		select {
 		case <-ctx.Done():
@@ -268,33 +265,6 @@ func capture(ctx context.Context, spec *spec.Spec, w io.Writer, opt captureOptio
 			}
 		}
 	}
-}
-
-// runSinks opens the spec's sinks and applies the pipeline's store to
-// each until ctx ends; wait stops and waits for them.
-func runSinks(ctx context.Context, p *stream.Pipeline, ds *spec.Spec, cursors group.CursorStore, log *slog.Logger) (wait func(), err error) {
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wait = func() { cancel(); wg.Wait() }
-	for _, sk := range ds.Sinks {
-		octx, ocancel := context.WithTimeout(ctx, 30*time.Second)
-		target, err := mysqlsink.Open(octx, sk)
-		ocancel()
-		if err != nil {
-			wait()
-			return nil, err
-		}
-		r := &sink.Runner{Name: sk.Name, Dest: ds.Name, Client: sink.ClientID(sk.Name), Store: p.Store, Target: target,
-			Workers: sk.Workers, Batch: sk.Batch, Cursors: cursors, Logger: log.With("dest", ds.Name)}
-		log.Info("sink applying", "dest", ds.Name, "sink", sk.Name, "type", sk.Type, "address", sk.Address, "workers", sk.Workers)
-		wg.Go(func() {
-			defer target.Close()
-			if err := r.Run(ctx); err != nil {
-				log.Error("sink stopped", "sink", sk.Name, "err", err)
-			}
-		})
-	}
-	return wait, nil
 }
 
 // errOutput is wrapped when capture cannot write its standard output.

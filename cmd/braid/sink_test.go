@@ -26,26 +26,8 @@ import (
 // was applied more often than the stream changed it: its INSERT once and
 // its UPDATE once.
 func TestCaptureSinkSurvivesKills(t *testing.T) {
-	db, err := sql.Open("mysql", "root@tcp(127.0.0.1:3306)/")
-	if err != nil || db.Ping() != nil {
-		t.Skipf("no MariaDB on 127.0.0.1:3306 to apply to: %v", err)
-	}
-	name := fmt.Sprintf("braid_capsink_%d_%d", os.Getpid(), rand.IntN(1e6))
-	t.Cleanup(func() {
-		db.Exec("DROP DATABASE IF EXISTS " + name)
-		db.Exec("DROP DATABASE IF EXISTS " + name + "_meta")
-		db.Close()
-	})
-	for _, q := range []string{
-		"CREATE DATABASE " + name,
-		"CREATE TABLE " + name + ".orders (id BIGINT PRIMARY KEY, amount INT NOT NULL, note VARCHAR(40))",
-		"CREATE TABLE " + name + ".applied (id BIGINT NOT NULL, n INT NOT NULL)",
-		"CREATE TRIGGER " + name + ".counted BEFORE INSERT ON " + name + ".orders FOR EACH ROW INSERT INTO " + name + ".applied VALUES (NEW.id, 1)",
-	} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatal(q, err)
-		}
-	}
+	tg := newAuditedTarget(t, "(id BIGINT PRIMARY KEY, amount INT NOT NULL, note VARCHAR(40))")
+	name := tg.name
 	srvs := mysqltest.StartN(t, 3)
 	for i, s := range srvs {
 		for _, n := range []int{i, i + 3} {
@@ -114,41 +96,126 @@ sinks:
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 
+	got := tg.waitEqual(t, srvs, "id, amount, note")
+	t.Logf("%d rows equal after 3 SIGKILLs; every one applied once per change", got)
+}
+
+// auditedTarget is a database of the machine's MariaDB (dropped after the
+// test) with an orders table whose trigger records each application of a
+// row (an upsert fires it once) in applied.
+type auditedTarget struct {
+	db   *sql.DB
+	name string
+}
+
+func newAuditedTarget(t *testing.T, columns string) *auditedTarget {
+	t.Helper()
+	db, err := sql.Open("mysql", "root@tcp(127.0.0.1:3306)/")
+	if err != nil || db.Ping() != nil {
+		t.Skipf("no MariaDB on 127.0.0.1:3306 to apply to: %v", err)
+	}
+	name := fmt.Sprintf("braid_sink_%d_%d", os.Getpid(), rand.IntN(1e6))
+	t.Cleanup(func() {
+		db.Exec("DROP DATABASE IF EXISTS " + name)
+		db.Exec("DROP DATABASE IF EXISTS " + name + "_meta")
+		db.Close()
+	})
+	for _, q := range []string{
+		"CREATE DATABASE " + name,
+		"CREATE TABLE " + name + ".orders " + columns,
+		"CREATE TABLE " + name + ".applied (id BIGINT NOT NULL, n INT NOT NULL)",
+		"CREATE TRIGGER " + name + ".counted BEFORE INSERT ON " + name + ".orders FOR EACH ROW INSERT INTO " + name + ".applied VALUES (NEW.id, 1)",
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(q, err)
+		}
+	}
+	return &auditedTarget{db: db, name: name}
+}
+
+// read returns the rows of q, three columns each, sorted.
+func (a *auditedTarget) read(q string) []string {
+	rows, err := a.db.Query(q)
+	if err != nil {
+		return nil
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var x, y, z string
+		rows.Scan(&x, &y, &z)
+		out = append(out, x+" "+y+" "+z)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// waitEqual waits until the target's orders equal the union of
+// shop_0 … shop_5.orders (server n%3 holds shop_n; cols are three) and
+// checks every row was applied exactly twice (its INSERT, its UPDATE);
+// it returns how many rows there are.
+func (a *auditedTarget) waitEqual(t *testing.T, srvs []*mysqltest.Server, cols string) int {
+	return a.waitEqualOn(t, cols, func(n int) *mysqltest.Server { return srvs[n%3] })
+}
+
+// waitEqualOn is waitEqual with shop_n on server(n).
+func (a *auditedTarget) waitEqualOn(t *testing.T, cols string, server func(n int) *mysqltest.Server) int {
+	t.Helper()
 	var want []string
 	for n := range 6 {
-		for _, r := range srvs[n%3].Query(t, fmt.Sprintf("SELECT id, amount, note FROM shop_%d.orders", n)) {
+		for _, r := range server(n).Query(t, fmt.Sprintf("SELECT %s FROM shop_%d.orders", cols, n)) {
 			want = append(want, strings.Join(r, " "))
 		}
 	}
 	slices.Sort(want)
-	read := func(q string) []string {
-		rows, err := db.Query(q)
-		if err != nil {
-			return nil
-		}
-		defer rows.Close()
-		var out []string
-		for rows.Next() {
-			var a, b, c string
-			rows.Scan(&a, &b, &c)
-			out = append(out, a+" "+b+" "+c)
-		}
-		slices.Sort(out)
-		return out
-	}
 	var got []string
 	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(250 * time.Millisecond) {
-		if got = read("SELECT id, amount, note FROM " + name + ".orders"); slices.Equal(got, want) {
+		if got = a.read("SELECT " + cols + " FROM " + a.name + ".orders"); slices.Equal(got, want) {
 			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("target has %d rows, the shards %d", len(got), len(want))
 		}
 	}
-	// Each row's INSERT and UPDATE were applied as upserts once each.
-	twice := read("SELECT id, SUM(n), 'x' FROM " + name + ".applied GROUP BY id HAVING SUM(n) != 2")
-	if len(twice) > 0 {
+	if twice := a.read("SELECT id, SUM(n), 'x' FROM " + a.name + ".applied GROUP BY id HAVING SUM(n) != 2"); len(twice) > 0 {
 		t.Fatalf("%d rows were not applied exactly twice (insert, update), e.g. %v", len(twice), twice[:min(5, len(twice))])
 	}
-	t.Logf("%d rows equal after 3 SIGKILLs; every one applied once per change", len(got))
+	return len(got)
+}
+
+// TestClusterSinkSurvivesOwnerKills: the same as a cluster destination:
+// the owner node runs the sink and is SIGKILLed twice while it applies;
+// the new owner's sink goes on from the target's checkpoints, and the
+// target ends equal to the shards with every row applied once per change.
+func TestClusterSinkSurvivesOwnerKills(t *testing.T) {
+	tg := newAuditedTarget(t, "(id BIGINT PRIMARY KEY, shard INT NOT NULL, note VARCHAR(40))")
+	srvs := shopShards(t)
+	c := startCluster(t)
+	specFile := writeSpec(t, shopSpecYAML(srvs, fmt.Sprintf("sinks:\n  - {name: copy, type: mysql, address: '127.0.0.1:3306', workers: 4, batch: 20, meta_database: %s_meta, tables: [{from: shop.orders, to: %s.orders}]}\n", tg.name, tg.name)))
+	if out, errs, code := cli("destination", "create", "-f", specFile, "--server", c.nodes[0].URL()); code != 0 {
+		t.Fatalf("create: exit %d: %s%s", code, out, errs)
+	}
+	for round := range 8 {
+		for n := range 6 {
+			base := int64(n)*1_000_000 + int64(round)*1000
+			var vals []string
+			for k := range 100 {
+				vals = append(vals, fmt.Sprintf("(%d, %d, 'r%d')", base+int64(k), n, round))
+			}
+			srvs[n/2].Exec(t, fmt.Sprintf("INSERT INTO shop_%d.orders VALUES %s", n, strings.Join(vals, ", ")),
+				fmt.Sprintf("UPDATE shop_%d.orders SET note = 'u%d' WHERE id >= %d AND id < %d", n, round, base, base+100))
+		}
+		if round == 2 || round == 5 {
+			time.Sleep(time.Duration(100+rand.IntN(300)) * time.Millisecond)
+			owner, epoch := c.owner(t, "shop")
+			owner.Kill()
+			c.waitFor(t, 60*time.Second, "a new owner", func() (bool, string) {
+				_, e := c.owner(t, "shop")
+				return e != epoch, "no takeover yet"
+			})
+			owner.start(t, c.bin, c.joinFor(owner))
+		}
+	}
+	got := tg.waitEqualOn(t, "id, shard, note", func(n int) *mysqltest.Server { return srvs[n/2] })
+	t.Logf("%d rows equal after 2 owner SIGKILLs; every one applied once per change", got)
 }

@@ -65,6 +65,8 @@ var table = map[string]rule{
 	// sink/postgres, ...), which implement its Target.
 	"sink":     {may: sinkMay},
 	"sink/...": {may: append([]string{"sink"}, sinkMay...)},
+	// sink/run starts a spec's sinks: it alone knows every target type.
+	"sink/run": {may: append([]string{"sink", "sink/mysql"}, sinkMay...)},
 
 	// The node, and its in-process harness for tests.
 	"cluster":             {may: clusterMay},

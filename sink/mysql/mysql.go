@@ -107,6 +107,18 @@ func (t *Target) Apply(ctx context.Context, worker int, changes []sink.Change) e
 		return err
 	}
 	defer tx.Rollback()
+	// The worker's checkpoint, locked: if another runner (a former owner
+	// that has not yet learnt it is one) applied past where this batch
+	// starts, nothing of it is applied, and the runner starts again from
+	// the checkpoints.
+	var at sink.Point
+	err = tx.QueryRowContext(ctx, "SELECT seq, idx FROM "+t.checkpointTable()+" WHERE sink = ? AND worker = ? FOR UPDATE", t.spec.Name, worker).Scan(&at.Seq, &at.Idx)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	if first := changes[0]; !at.Before(sink.Point{Seq: first.Seq, Idx: first.Row.Index}) {
+		return fmt.Errorf("%w: worker %d of sink %s is at seq %d, row %d, past seq %d, row %d", sink.ErrBehind, worker, t.spec.Name, at.Seq, at.Idx, first.Seq, first.Row.Index)
+	}
 	var upserts, missing uint64
 	for _, c := range changes {
 		u, m, err := t.apply(ctx, tx, c)
