@@ -46,6 +46,10 @@ type Table struct {
 	// a column added later holds: "binary" or a charset braid converts
 	// (see Column.Charset); empty otherwise.
 	Charset string `json:"charset,omitempty"`
+	// Unique lists the column names of each unique key other than the one
+	// whose columns are Key (a sink keeps changes of one unique value in
+	// order); empty where the schema model has no indexes.
+	Unique [][]string `json:"unique,omitempty"`
 	// LogicalSchema and LogicalName are the logical table the destination
 	// routes this one to (the spec's route:), stamped by package group once
 	// per table version, before the version's first rows leave the merge,
@@ -91,6 +95,9 @@ func (t *Table) ColumnIndex(name string) int {
 // Clone returns a deep copy, so history versions never share slices.
 func (t *Table) Clone() *Table {
 	c := &Table{Schema: t.Schema, Name: t.Name, Columns: make([]Column, len(t.Columns)), Charset: t.Charset}
+	for _, u := range t.Unique {
+		c.Unique = append(c.Unique, append([]string(nil), u...))
+	}
 	copy(c.Columns, t.Columns)
 	for i := range c.Columns {
 		if c.Columns[i].Elems != nil {

@@ -274,6 +274,12 @@ func (st *schemaState) deriveKeys() {
 			cols[j].Key = true
 		}
 	}
+	st.table.Unique = nil
+	for _, ix := range st.indexes {
+		if !ix.Primary && !ix.Partial && len(ix.Columns) > 0 && !slices.Equal(ix.Columns, key) {
+			st.table.Unique = append(st.table.Unique, slices.Clone(ix.Columns))
+		}
+	}
 }
 
 // convertTo is CONVERT TO CHARACTER SET cs: character columns take the

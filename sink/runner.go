@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -200,18 +201,37 @@ func newChange(ev *change.Event, rc *change.RowChange) Change {
 }
 
 // keys are a change's primary key (all columns of a table without one)
-// and its other keys: the old primary key of an UPDATE that changes it.
+// and its other keys: the old primary key of an UPDATE that changes it,
+// and the values of each unique key in its images (NULLs are not unique,
+// so a key with one is left out).
 func keys(ch Change) (pk string, others []string) {
 	t := ch.Row.Table
 	idx := KeyColumns(t)
-	img := ch.Row.After()
+	after, before := ch.Row.After(), ch.Row.Before()
+	img := after
 	if img == nil {
-		img = ch.Row.Before()
+		img = before
 	}
 	pk = Key(ch.Logical, img, idx)
-	if ch.Row.Kind == change.Update {
-		if old := Key(ch.Logical, ch.Row.Before(), idx); old != pk {
+	if before != nil && after != nil {
+		if old := Key(ch.Logical, before, idx); old != pk {
 			others = append(others, old)
+		}
+	}
+	for u, cols := range t.Unique {
+		uidx := make([]int, 0, len(cols))
+		for _, c := range cols {
+			if j := t.ColumnIndex(c); j >= 0 {
+				uidx = append(uidx, j)
+			}
+		}
+		for _, im := range [][]change.Value{before, after} {
+			if im == nil || len(uidx) != len(cols) || slices.ContainsFunc(uidx, func(j int) bool { return im[j] == nil }) {
+				continue
+			}
+			if k := Key(fmt.Sprintf("%s#%d", ch.Logical, u), im, uidx); !slices.Contains(others, k) {
+				others = append(others, k)
+			}
 		}
 	}
 	return pk, others

@@ -68,7 +68,7 @@ func TestApplyEqualsSources(t *testing.T) {
 	for i, s := range srvs {
 		for _, n := range []int{i, i + 3} {
 			s.Exec(t, fmt.Sprintf("CREATE DATABASE shop_%d", n),
-				fmt.Sprintf("CREATE TABLE shop_%d.orders (id BIGINT PRIMARY KEY, amount INT NOT NULL, note VARCHAR(40))", n))
+				fmt.Sprintf("CREATE TABLE shop_%d.orders (id BIGINT PRIMARY KEY, code VARCHAR(20) NOT NULL UNIQUE, amount INT NOT NULL, note VARCHAR(40))", n))
 		}
 	}
 	ds := spec.Spec{Name: "shop", Tables: []string{`shop_\d+\.orders`}, Route: []spec.RouteRule{{Match: `shop_\d+\.(\w+)`, To: "shop.$1"}},
@@ -116,9 +116,13 @@ func TestApplyEqualsSources(t *testing.T) {
 			base := int64(n)*1_000_000 + int64(round)*100
 			var vals []string
 			for k := range 20 {
-				vals = append(vals, fmt.Sprintf("(%d, %d, 'r%d')", base+int64(k), k, round))
+				vals = append(vals, fmt.Sprintf("(%d, 'c%d', %d, 'r%d')", base+int64(k), base+int64(k), k, round))
 			}
-			stmts := []string{"INSERT INTO shop_%[1]d.orders (id, amount, note) VALUES " + strings.Join(vals, ", "),
+			stmts := []string{"INSERT INTO shop_%[1]d.orders (id, code, amount, note) VALUES " + strings.Join(vals, ", "),
+				// A unique value moves from one row to another: the two
+				// changes keep their order whatever workers their rows are on.
+				fmt.Sprintf("UPDATE shop_%%[1]d.orders SET code = 'moved%d' WHERE id = %d", base+5, base+5),
+				fmt.Sprintf("UPDATE shop_%%[1]d.orders SET code = 'c%d' WHERE id = %d", base+5, base+6),
 				"UPDATE shop_%[1]d.orders SET amount = amount + 1 WHERE id %% 3 = 0",
 				fmt.Sprintf("UPDATE shop_%%[1]d.orders SET id = id + 50 WHERE id = %d", base+1),
 				fmt.Sprintf("DELETE FROM shop_%%[1]d.orders WHERE id IN (%d, %d)", base+2, base+3)}
@@ -142,12 +146,12 @@ func TestApplyEqualsSources(t *testing.T) {
 	want := func() []string {
 		var all [][]string
 		for n := range 6 {
-			all = append(all, conns[n].Query(t, fmt.Sprintf("SELECT id, amount, IFNULL(note, 'NULL'), IFNULL(c, 'NULL') FROM shop_%d.orders", n))...)
+			all = append(all, conns[n].Query(t, fmt.Sprintf("SELECT id, CONCAT(code, ' ', amount), IFNULL(note, 'NULL'), IFNULL(c, 'NULL') FROM shop_%d.orders", n))...)
 		}
 		return rows(t, all)
 	}()
 	query := func() [][]string {
-		q, err := db.Query(fmt.Sprintf("SELECT id, amount, IFNULL(note, 'NULL'), IFNULL(c, 'NULL') FROM %s.orders", name))
+		q, err := db.Query(fmt.Sprintf("SELECT id, CONCAT(code, ' ', amount), IFNULL(note, 'NULL'), IFNULL(c, 'NULL') FROM %s.orders", name))
 		if err != nil {
 			return nil
 		}
