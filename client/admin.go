@@ -197,3 +197,14 @@ func (c *Client) DecideDDL(ctx context.Context, dest string, lock int, action st
 	err := c.admin(ctx, http.MethodPost, url.Values{"action": {action}}, nil, &out, "destinations", dest, "ddl", strconv.Itoa(lock))
 	return out, err
 }
+
+// Sinks lists a destination's sinks as its owner runs them (GET
+// /v1/destinations/{name}/sinks): applied seq, lag, rows, upserts,
+// missing rows, last error.
+func (c *Client) Sinks(ctx context.Context, dest string) ([]wire.SinkState, error) {
+	var out []wire.SinkState
+	if err := c.admin(ctx, http.MethodGet, nil, nil, &out, "destinations", dest, "sinks"); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -41,6 +41,7 @@ import (
 //	DELETE /v1/destinations/{name}/consumers/{id} wire.ConsumerDropped }
 //	GET    /v1/destinations/{name}/ddl          wire.DDLState   }
 //	POST   /v1/destinations/{name}/ddl/{lock}?action=unlock|skip wire.DDLDecided }
+//	GET    /v1/destinations/{name}/sinks        []wire.SinkState }
 //
 // Every JSON shape is package api/wire's; errors are wire.ErrorBody.
 
@@ -73,6 +74,7 @@ func (n *Node) handler() http.Handler {
 	mux.Handle("DELETE /v1/destinations/{name}/consumers/{id}", n.guard(needAdmin, owned))
 	mux.Handle("GET /v1/destinations/{name}/ddl", n.guard(needRead, owned))
 	mux.Handle("POST /v1/destinations/{name}/ddl/{lock}", n.guard(needAdmin, owned))
+	mux.Handle("GET /v1/destinations/{name}/sinks", n.guard(needRead, owned))
 	return mux
 }
 

@@ -229,8 +229,8 @@ func (o *owner) run(ctx context.Context) error {
 		return err
 	}
 	defer p.Close()
-	stopSinks := sinkrun.Start(ctx, p, &ds, nil, log)
-	defer stopSinks() // before the pipeline closes
+	sinks := sinkrun.Start(ctx, p, &ds, nil, log)
+	defer sinks.Stop() // before the pipeline closes
 
 	store := p.Store
 	fc := n.store.CursorStore(o.name, o.epoch, n.cfg.CursorInterval)
@@ -239,7 +239,9 @@ func (o *owner) run(ctx context.Context) error {
 			log.Info("last cursors not saved", "err", err)
 		}
 	}()
-	n.reg.Add(p.Served(o.live))
+	served := p.Served(o.live)
+	served.Sinks = sinks.Stats
+	n.reg.Add(served)
 	defer n.reg.Remove(o.name)
 	bound := group.MemoryBound(len(ds.Sources), group.Config{}, stream.DefaultBytes)
 	n.memory.add(bound)

@@ -38,6 +38,8 @@ type Served struct {
 	Decide           func(ctx context.Context, lock int, action string) error
 	// Decisions, if set, lists the decisions kept, in the order made.
 	Decisions func() []group.DDLDecision
+	// Sinks, if set, reports the destination's sinks running here.
+	Sinks func() []SinkStats
 }
 
 // CheckLive returns s.Live's verdict (nil when s has no Live).
@@ -97,4 +99,21 @@ func (r *Registry) namesLocked() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// SinkStats is one sink of a destination (package sink), as the servers
+// show it.
+type SinkStats struct {
+	Name, Type, Address string
+	Workers             int
+	// Running is set once its target was reached.
+	Running bool
+	// AppliedSeq is the seq of the last transaction applied whole.
+	AppliedSeq uint64
+	// Rows, Upserts and Missing count the row changes applied, the
+	// INSERTs that found their key and the UPDATEs and DELETEs that found
+	// no row, since it started here.
+	Rows, Upserts, Missing uint64
+	// LastError is why it last failed (it retries), "" when it is well.
+	LastError string
 }

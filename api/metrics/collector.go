@@ -65,7 +65,14 @@ var (
 		"Bytes the destination's store holds (its own accounting of the events).", prometheus.GaugeValue, destLabels)
 	destStorePeak = newFamily("braid_destination_store_peak_bytes",
 		"The largest store_bytes since the store was made.", prometheus.GaugeValue, destLabels)
-	ddlLocks = newFamily("braid_ddl_locks",
+	sinkLabels  = []string{"dest", "sink"}
+	sinkApplied = newFamily("braid_sink_applied_seq", "The seq of the last transaction the sink applied whole.", prometheus.GaugeValue, sinkLabels)
+	sinkLagSeq  = newFamily("braid_sink_lag_seq", "Transactions the destination is ahead of the sink.", prometheus.GaugeValue, sinkLabels)
+	sinkRows    = newFamily("braid_sink_rows_total", "Row changes the sink applied since it started on this node.", prometheus.CounterValue, sinkLabels)
+	sinkUpserts = newFamily("braid_sink_upserts_total", "INSERTs the sink applied that found their key in the target.", prometheus.CounterValue, sinkLabels)
+	sinkMissing = newFamily("braid_sink_missing_rows_total", "UPDATEs and DELETEs the sink applied that found no row (an UPDATE then inserts its after-image).", prometheus.CounterValue, sinkLabels)
+	sinkUp      = newFamily("braid_sink_up", "1 while the sink applies without an error, 0 while it retries.", prometheus.GaugeValue, sinkLabels)
+	ddlLocks    = newFamily("braid_ddl_locks",
 		"Open shard-DDL locks: logical tables whose shard tables have not all run a DDL one of them ran.", prometheus.GaugeValue, destLabels)
 	ddlLockPending = newFamily("braid_ddl_lock_pending",
 		"Open shard-DDL locks older than the spec's ddl_lock_warn_after: run the DDL on the shard tables waiting, or braid ddl unlock|skip.", prometheus.GaugeValue, destLabels)
@@ -90,6 +97,7 @@ var families = []family{
 	sourceEvents, sourceBytes, sourceRows, sourceErrors, sourceLastError,
 	destHeadSeq, destLate, destWaiting, destStoreEvents, destStoreBytes, destStorePeak, destConsumers,
 	ddlLocks, ddlLockPending, ddlHeldRows,
+	sinkApplied, sinkLagSeq, sinkRows, sinkUpserts, sinkMissing, sinkUp,
 	consumerAcked, consumerLagSeq, consumerLagSeconds, consumerUnacked,
 }
 
@@ -146,6 +154,21 @@ func (c *Collector) collect(ch chan<- prometheus.Metric, s *stream.Served, now t
 	emit(destStoreBytes, float64(st.Bytes), s.Name)
 	emit(destStorePeak, float64(st.PeakBytes), s.Name)
 	emit(destConsumers, float64(len(clients)), s.Name)
+	if s.Sinks != nil {
+		var head uint64
+		if gs != nil {
+			head = gs.Seq
+		}
+		for _, sk := range s.Sinks() {
+			l := []string{s.Name, sk.Name}
+			emit(sinkApplied, float64(sk.AppliedSeq), l...)
+			emit(sinkLagSeq, float64(head-min(head, sk.AppliedSeq)), l...)
+			emit(sinkRows, float64(sk.Rows), l...)
+			emit(sinkUpserts, float64(sk.Upserts), l...)
+			emit(sinkMissing, float64(sk.Missing), l...)
+			emit(sinkUp, boolValue(sk.Running && sk.LastError == ""), l...)
+		}
+	}
 	if s.ShardDDL != nil {
 		if ddl := s.ShardDDL(); ddl != nil {
 			pending, held := 0, int64(0)

@@ -19,6 +19,7 @@
 //	DELETE /v1/destinations/{name}/consumers/{id}        → wire.ConsumerDropped
 //	GET  /v1/destinations/{name}/ddl                     → wire.DDLState
 //	POST /v1/destinations/{name}/ddl/{lock}?action=unlock|skip → wire.DDLDecided
+//	GET  /v1/destinations/{name}/sinks                   → []wire.SinkState
 //
 // from says where a new client id starts (stream.Start; default the
 // store's, the spec's consumers.start); a start older than the store holds

@@ -58,6 +58,7 @@ func NewHandler(reg *stream.Registry, logger *slog.Logger) http.Handler {
 	h.mux.HandleFunc("DELETE /v1/destinations/{name}/consumers/{id}", h.dropConsumer)
 	h.mux.HandleFunc("GET /v1/destinations/{name}/ddl", h.ddl)
 	h.mux.HandleFunc("POST /v1/destinations/{name}/ddl/{lock}", h.decide)
+	h.mux.HandleFunc("GET /v1/destinations/{name}/sinks", h.sinks)
 	return h
 }
 
@@ -260,6 +261,34 @@ func (h *handler) ddl(w http.ResponseWriter, r *http.Request) {
 		decisions = s.Decisions()
 	}
 	writeJSON(w, http.StatusOK, DDLState(s.Name, mode, st, decisions))
+}
+
+// SinkStates renders a destination's sinks for the API, head being the
+// destination's last seq.
+func SinkStates(sinks []stream.SinkStats, head uint64) []wire.SinkState {
+	out := make([]wire.SinkState, 0, len(sinks))
+	for _, sk := range sinks {
+		out = append(out, wire.SinkState{Name: sk.Name, Type: sk.Type, Address: sk.Address, Workers: sk.Workers, Running: sk.Running,
+			AppliedSeq: sk.AppliedSeq, LagSeq: head - min(head, sk.AppliedSeq), Rows: sk.Rows, Upserts: sk.Upserts, Missing: sk.Missing,
+			LastError: sk.LastError})
+	}
+	return out
+}
+
+func (h *handler) sinks(w http.ResponseWriter, r *http.Request) {
+	s, ok := h.lookup(w, r)
+	if !ok {
+		return
+	}
+	var sinks []stream.SinkStats
+	if s.Sinks != nil {
+		sinks = s.Sinks()
+	}
+	var head uint64
+	if s.Stats != nil {
+		head = s.Stats().Seq
+	}
+	writeJSON(w, http.StatusOK, SinkStates(sinks, head))
 }
 
 // decide applies an operator's decision about a lock: 404 for a lock

@@ -64,3 +64,30 @@ type DDLDecided struct {
 	// Action is unlock or skip, as asked.
 	Action string `json:"action"`
 }
+
+// SinkState is one sink of a destination as its owner shows it (GET
+// /v1/destinations/{name}/sinks).
+type SinkState struct {
+	// Name is the sink's name in the spec.
+	Name string `json:"name"`
+	// Type is its target's kind (mysql).
+	Type string `json:"type"`
+	// Address is its target's host:port.
+	Address string `json:"address"`
+	// Workers is how many transactions it applies at once.
+	Workers int `json:"workers"`
+	// Running is set once its target was reached.
+	Running bool `json:"running"`
+	// AppliedSeq is the seq of the last transaction applied whole.
+	AppliedSeq uint64 `json:"appliedSeq"`
+	// LagSeq is how many transactions the destination is ahead of it.
+	LagSeq uint64 `json:"lagSeq"`
+	// Rows counts the row changes it applied since it started here.
+	Rows uint64 `json:"rows"`
+	// Upserts counts INSERTs that found their key in the target.
+	Upserts uint64 `json:"upserts"`
+	// Missing counts UPDATEs and DELETEs that found no row.
+	Missing uint64 `json:"missing"`
+	// LastError is why it last failed (it retries), "" when it is well.
+	LastError string `json:"lastError,omitempty"`
+}

@@ -166,16 +166,16 @@ func capture(ctx context.Context, spec *spec.Spec, w io.Writer, opt captureOptio
 	}
 	defer p.Close()
 	store := p.Store
-	sinksDone := sinkrun.Start(ctx, p, spec, cursors, log)
+	sinks := sinkrun.Start(ctx, p, spec, cursors, log)
 	if opt.quiet {
 		select {
 		case <-ctx.Done():
 		case <-p.Done():
 		}
-		sinksDone()
+		sinks.Stop()
 		return p.Err()
 	}
-	defer sinksDone()
+	defer sinks.Stop()
 
 	growPipe(w)
 	gone := readerGone(w)

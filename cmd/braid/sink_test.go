@@ -2,6 +2,7 @@ package main
 
 import (
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 
+	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/internal/testutil/braidproc"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 )
@@ -217,5 +219,18 @@ func TestClusterSinkSurvivesOwnerKills(t *testing.T) {
 		}
 	}
 	got := tg.waitEqualOn(t, "id, shard, note", func(n int) *mysqltest.Server { return srvs[n/2] })
+	// braid sink list, through any node, shows it caught up and clean.
+	c.waitFor(t, 20*time.Second, "the sink caught up in braid sink list", func() (bool, string) {
+		out, errs, code := cli("sink", "list", "shop", "--json", "--server", c.nodes[0].URL())
+		var sinks []wire.SinkState
+		if code != 0 || json.Unmarshal([]byte(out), &sinks) != nil || len(sinks) != 1 {
+			return false, fmt.Sprintf("exit %d: %s%s", code, out, errs)
+		}
+		s := sinks[0]
+		return s.Name == "copy" && s.Running && s.LagSeq == 0 && s.AppliedSeq > 0 && s.Missing == 0 && s.Upserts == 0 && s.LastError == "", fmt.Sprintf("%+v", s)
+	})
+	if out, _, code := cli("sink", "list", "shop", "--server", c.nodes[1].URL()); code != 0 || !strings.Contains(out, "applying") {
+		t.Errorf("sink list: exit %d: %s", code, out)
+	}
 	t.Logf("%d rows equal after 2 owner SIGKILLs; every one applied once per change", got)
 }

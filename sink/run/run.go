@@ -60,34 +60,79 @@ func Clients(ds *spec.Spec, clients map[string]*group.Cursor, cursors group.Curs
 	return nil
 }
 
-// Start applies p's store to each of ds's sinks until ctx ends; stop
-// ends them and waits. cursors, when set, keeps each sink's cursor after
-// each batch (a cluster owner saves every store client's cursor itself).
-// A target that cannot be reached is retried in the background, logged.
-func Start(ctx context.Context, p *stream.Pipeline, ds *spec.Spec, cursors group.CursorStore, log *slog.Logger) (stop func()) {
+// Set is a destination's running sinks.
+type Set struct {
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	runners []*running
+}
+
+type running struct {
+	spec   spec.Sink
+	runner *sink.Runner // nil until its target is reached
+	target sink.Target  // likewise
+	err    string       // why it is not running yet
+}
+
+// Start applies p's store to each of ds's sinks until ctx ends or Stop.
+// cursors, when set, keeps each sink's cursor after each batch (a cluster
+// owner saves every store client's cursor itself). A target that cannot
+// be reached is retried in the background, logged and shown in States.
+func Start(ctx context.Context, p *stream.Pipeline, ds *spec.Spec, cursors group.CursorStore, log *slog.Logger) *Set {
 	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
+	set := &Set{cancel: cancel}
 	for _, sk := range ds.Sinks {
-		wg.Go(func() {
-			target := open(ctx, sk, log)
+		rn := &running{spec: sk}
+		set.runners = append(set.runners, rn)
+		set.wg.Go(func() {
+			target := open(ctx, sk, log, func(err error) { set.mu.Lock(); rn.err = err.Error(); set.mu.Unlock() })
 			if target == nil {
 				return
 			}
 			defer target.Close()
 			r := &sink.Runner{Name: sk.Name, Dest: ds.Name, Client: sink.ClientID(sk.Name), Store: p.Store, Target: target,
 				Workers: sk.Workers, Batch: sk.Batch, Cursors: cursors, Logger: log.With("dest", ds.Name)}
+			set.mu.Lock()
+			rn.runner, rn.target, rn.err = r, target, ""
+			set.mu.Unlock()
 			log.Info("sink applying", "dest", ds.Name, "sink", sk.Name, "type", sk.Type, "address", sk.Address, "workers", sk.Workers)
 			if err := r.Run(ctx); err != nil {
 				log.Error("sink stopped", "dest", ds.Name, "sink", sk.Name, "err", err)
 			}
 		})
 	}
-	return func() { cancel(); wg.Wait() }
+	return set
 }
 
-// open connects to sk's target, retrying with backoff until ctx ends
-// (then nil).
-func open(ctx context.Context, sk spec.Sink, log *slog.Logger) sink.Target {
+// Stop ends the sinks and waits for them.
+func (s *Set) Stop() {
+	s.cancel()
+	s.wg.Wait()
+}
+
+// Stats returns each sink's state (stream.Served.Sinks).
+func (s *Set) Stats() []stream.SinkStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]stream.SinkStats, 0, len(s.runners))
+	for _, rn := range s.runners {
+		st := stream.SinkStats{Name: rn.spec.Name, Type: rn.spec.Type, Address: rn.spec.Address, Workers: rn.spec.Workers, LastError: rn.err}
+		if rn.runner != nil {
+			applied, lastErr := rn.runner.Applied()
+			ts := rn.target.Stats()
+			st.AppliedSeq, st.LastError = applied, lastErr
+			st.Rows, st.Upserts, st.Missing = ts.Applied, ts.Upserts, ts.Missing
+			st.Running = true
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// open connects to sk's target, retrying with backoff (each failure
+// told to failed) until ctx ends (then nil).
+func open(ctx context.Context, sk spec.Sink, log *slog.Logger, failed func(error)) sink.Target {
 	backoff := 500 * time.Millisecond
 	for {
 		octx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -99,6 +144,7 @@ func open(ctx context.Context, sk spec.Sink, log *slog.Logger) sink.Target {
 		if ctx.Err() != nil {
 			return nil
 		}
+		failed(err)
 		log.Warn("sink target unreachable; retrying", "sink", sk.Name, "err", err, "retry_in", backoff)
 		select {
 		case <-ctx.Done():
