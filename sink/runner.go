@@ -24,6 +24,9 @@ type Runner struct {
 	Target  Target
 	Workers int
 	Batch   int
+	// ByOrigin makes each shard table's rows keys of their own (the
+	// target keeps them apart by its origin column).
+	ByOrigin bool
 	// Cursors, when set, keeps the client's cursor (the mark of the last
 	// batch applied whole), saved after each ack.
 	Cursors group.CursorStore
@@ -123,7 +126,7 @@ func (r *Runner) run(ctx context.Context) error {
 			case change.EventRows:
 				for i := range ev.Rows {
 					ch := newChange(ev, &ev.Rows[i])
-					pk, others := keys(ch)
+					pk, others := keys(ch, r.ByOrigin)
 					w, barrier := c.Add(pk, others...)
 					if barrier {
 						if err := flush(); err != nil {
@@ -204,17 +207,21 @@ func newChange(ev *change.Event, rc *change.RowChange) Change {
 // and its other keys: the old primary key of an UPDATE that changes it,
 // and the values of each unique key in its images (NULLs are not unique,
 // so a key with one is left out).
-func keys(ch Change) (pk string, others []string) {
+func keys(ch Change, byOrigin bool) (pk string, others []string) {
 	t := ch.Row.Table
+	table := ch.Logical
+	if byOrigin {
+		table = ch.Source + "/" + ch.Origin + ">" + ch.Logical
+	}
 	idx := KeyColumns(t)
 	after, before := ch.Row.After(), ch.Row.Before()
 	img := after
 	if img == nil {
 		img = before
 	}
-	pk = Key(ch.Logical, img, idx)
+	pk = Key(table, img, idx)
 	if before != nil && after != nil {
-		if old := Key(ch.Logical, before, idx); old != pk {
+		if old := Key(table, before, idx); old != pk {
 			others = append(others, old)
 		}
 	}
@@ -229,7 +236,7 @@ func keys(ch Change) (pk string, others []string) {
 			if im == nil || len(uidx) != len(cols) || slices.ContainsFunc(uidx, func(j int) bool { return im[j] == nil }) {
 				continue
 			}
-			if k := Key(fmt.Sprintf("%s#%d", ch.Logical, u), im, uidx); !slices.Contains(others, k) {
+			if k := Key(fmt.Sprintf("%s#%d", table, u), im, uidx); !slices.Contains(others, k) {
 				others = append(others, k)
 			}
 		}

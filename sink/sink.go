@@ -121,6 +121,10 @@ func (p Point) Before(q Point) bool {
 // checkpoints.
 var ErrBehind = errors.New("the target has applied this already")
 
+// ErrCollision: two shard tables write the same key into one target
+// table that has no origin column to keep them apart.
+var ErrCollision = errors.New("two shard tables write one key")
+
 // Target is what a sink applies to.
 type Target interface {
 	// Checkpoints returns each of n workers' applied point (zero: none).

@@ -34,6 +34,13 @@ type Sink struct {
 	// DDL is apply (the logical DDL is run on the target, once) or ignore.
 	// Default: apply.
 	DDL string `yaml:"ddl,omitempty" json:"ddl,omitempty"`
+	// OriginColumn, when set, names a column of the target table that
+	// holds each row's shard table ("source/schema.table") and is part of
+	// its primary key, so that two shard tables may write the same key
+	// (without it that is an error that stops the sink), and a shard
+	// table's TRUNCATE deletes its rows only. A target table the sink
+	// creates gets the column. Default: none.
+	OriginColumn string `yaml:"origin_column,omitempty" json:"origin_column,omitempty"`
 	// MetaDatabase is the target database that holds the sink's
 	// checkpoints (table sink_checkpoint). Default: braid_meta.
 	MetaDatabase string `yaml:"meta_database,omitempty" json:"meta_database,omitempty"`
@@ -125,6 +132,9 @@ func (s *Spec) sinkProblems(bad func(path, format string, a ...any)) {
 		case "", "apply", "ignore":
 		default:
 			bad(path+".ddl", "%q: want apply (the default) or ignore", sk.DDL)
+		}
+		if sk.OriginColumn != "" && !nameRE.MatchString(sk.OriginColumn) {
+			bad(path+".origin_column", "%q: want a column name of letters, digits, _ and -, e.g. _shard", sk.OriginColumn)
 		}
 		for j, t := range sk.Tables {
 			tp := fmt.Sprintf("%s.tables[%d]", path, j)

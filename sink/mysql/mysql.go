@@ -150,8 +150,13 @@ func (t *Target) apply(ctx context.Context, tx *sql.Tx, c sink.Change) (upserts,
 	table := t.target(c.Logical)
 	keyIdx := sink.KeyColumns(rc.Table)
 	moved := false // an UPDATE of the key: the old row deleted, the new one inserted
+	origin := c.Source + "/" + c.Origin
 	del := func(img []change.Value) (int64, error) {
-		res, err := tx.ExecContext(ctx, t.statement(rc.Table, 'd', table), values(img, keyIdx)...)
+		args := values(img, keyIdx)
+		if t.spec.OriginColumn != "" {
+			args = append(args, origin)
+		}
+		res, err := tx.ExecContext(ctx, t.statement(rc.Table, 'd', table), args...)
 		if err != nil {
 			return 0, err
 		}
@@ -174,14 +179,27 @@ func (t *Target) apply(ctx context.Context, tx *sql.Tx, c sink.Change) (upserts,
 			}
 		}
 	}
-	res, err := tx.ExecContext(ctx, t.statement(rc.Table, 'u', table), rc.After()...)
+	args := rc.After()
+	if t.spec.OriginColumn != "" {
+		args = append(args, origin)
+	}
+	res, err := tx.ExecContext(ctx, t.statement(rc.Table, 'u', table), args...)
 	if err != nil {
 		return 0, 0, err
 	}
 	n, _ := res.RowsAffected()
 	switch {
+	case (rc.Kind == change.Insert || moved) && n != 1 && t.spec.OriginColumn == "":
+		// Its checkpoint says it was not applied, so the row is another
+		// shard table's (or was there before the sink).
+		var key []string
+		for _, i := range keyIdx {
+			key = append(key, fmt.Sprintf("%s=%v", rc.Table.Columns[i].Name, rc.After()[i]))
+		}
+		return 0, 0, fmt.Errorf("%w: %s writes key %s into %s, which holds it already, written by another shard table of %s or there before the sink: set origin_column (e.g. _shard) to keep each shard table's rows apart",
+			sink.ErrCollision, origin, strings.Join(key, ","), table, c.Logical)
 	case rc.Kind == change.Insert && n != 1:
-		upserts++ // the key was there: re-applied, or written twice
+		upserts++ // the key was there: this shard table's own row
 	case rc.Kind == change.Update && n == 1 && !moved:
 		missing++ // the row was not there: inserted from the after-image
 	}
@@ -209,12 +227,18 @@ func (t *Target) statement(tv *change.Table, kind byte, table string) string {
 			cols[i] = quote(c.Name)
 			set[i] = cols[i] + " = VALUES(" + cols[i] + ")"
 		}
+		if oc := t.spec.OriginColumn; oc != "" {
+			cols = append(cols, quote(oc))
+		}
 		fmt.Fprintf(&b, "INSERT INTO %s (%s) VALUES (%s) ON DUPLICATE KEY UPDATE %s", table, strings.Join(cols, ", "),
 			strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", "), strings.Join(set, ", "))
 	case 'd':
 		var where []string
 		for _, i := range sink.KeyColumns(tv) {
 			where = append(where, quote(tv.Columns[i].Name)+" <=> ?")
+		}
+		if oc := t.spec.OriginColumn; oc != "" {
+			where = append(where, quote(oc)+" = ?")
 		}
 		fmt.Fprintf(&b, "DELETE FROM %s WHERE %s LIMIT 1", table, strings.Join(where, " AND "))
 	}
@@ -228,7 +252,18 @@ func (t *Target) statement(tv *change.Table, kind byte, table string) string {
 // error that says it is there already (a duplicate column, a table that
 // exists) is taken as applied.
 func (t *Target) ApplyDDL(ctx context.Context, ev *change.Event, workers int) error {
-	if t.spec.DDL != "ignore" && !isTruncate(ev) {
+	if shard, ok := schema.TruncatedTable(ev.DDL.Schema, ev.DDL.SQL); ok {
+		if t.spec.OriginColumn == "" {
+			return fmt.Errorf("sink %s: seq %d: TRUNCATE of shard table %s/%s: the target holds every shard table's rows of %s together; set origin_column to delete only that shard table's",
+				t.spec.Name, ev.Seq, ev.Source, shard, strings.Join(ev.DDL.Tables, ","))
+		}
+		ls, lt := ev.DDL.Logical()
+		if _, err := t.db.ExecContext(ctx, "DELETE FROM "+t.target(ls+"."+lt)+" WHERE "+quote(t.spec.OriginColumn)+" = ?", ev.Source+"/"+shard); err != nil {
+			return fmt.Errorf("sink %s: seq %d: TRUNCATE of %s/%s: %w", t.spec.Name, ev.Seq, ev.Source, shard, err)
+		}
+		return t.checkpointAll(ctx, ev.Seq, workers)
+	}
+	if t.spec.DDL != "ignore" {
 		stmts, err := schema.ShardDDL(ev.DDL.Schema, ev.DDL.SQL, func(s, tb string) (string, string) {
 			db, tbl, _ := strings.Cut(t.spec.Target(s+"."+tb), ".")
 			return db, tbl
@@ -243,25 +278,65 @@ func (t *Target) ApplyDDL(ctx context.Context, ev *change.Event, workers int) er
 					return fmt.Errorf("sink %s: DDL at seq %d: %w", t.spec.Name, ev.Seq, err)
 				}
 			}
-			if _, err := t.db.ExecContext(ctx, st.Text); err != nil && !alreadyApplied(err) {
+			err := t.exec(ctx, st.Text)
+			if err == nil && st.Kind == schema.DDLCreate && t.spec.OriginColumn != "" {
+				err = t.addOrigin(ctx, t.target(ev.DDL.Tables[0]))
+			}
+			if err != nil {
 				return fmt.Errorf("sink %s: DDL at seq %d (%s): %w", t.spec.Name, ev.Seq, st.Text, err)
 			}
 		}
 	}
-	for w := range workers {
-		if _, err := t.db.ExecContext(ctx, "INSERT INTO "+t.checkpointTable()+" (sink, worker, seq, idx) VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE seq = VALUES(seq), idx = VALUES(idx)",
-			t.spec.Name, w, ev.Seq, sink.MaxIdx); err != nil {
-			return err
-		}
+	return t.checkpointAll(ctx, ev.Seq, workers)
+}
+
+// exec runs a DDL, a second run of one already applied being no error.
+func (t *Target) exec(ctx context.Context, ddl string) error {
+	if _, err := t.db.ExecContext(ctx, ddl); err != nil && !alreadyApplied(err) {
+		return err
 	}
 	return nil
 }
 
-// isTruncate reports a TRUNCATE of a shard table: not the logical
-// table's to empty (issue 21 leaves it to origin_column).
-func isTruncate(ev *change.Event) bool {
-	_, ok := schema.TruncatedTable(ev.DDL.Schema, ev.DDL.SQL)
-	return ok
+// addOrigin gives a target table the sink created its origin column, first
+// in its primary key.
+func (t *Target) addOrigin(ctx context.Context, table string) error {
+	var key []string
+	rows, err := t.db.QueryContext(ctx, "SHOW KEYS FROM "+table+" WHERE Key_name = 'PRIMARY'")
+	if err != nil {
+		return err
+	}
+	cols, _ := rows.Columns()
+	for rows.Next() {
+		vals := make([]sql.RawBytes, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			rows.Close()
+			return err
+		}
+		key = append(key, quote(string(vals[4]))) // Column_name
+	}
+	rows.Close()
+	oc := quote(t.spec.OriginColumn)
+	q := "ALTER TABLE " + table + " ADD COLUMN " + oc + " VARCHAR(255) NOT NULL DEFAULT ''"
+	if len(key) > 0 {
+		q += ", DROP PRIMARY KEY, ADD PRIMARY KEY (" + oc + ", " + strings.Join(key, ", ") + ")"
+	}
+	return t.exec(ctx, q)
+}
+
+// checkpointAll sets every worker's checkpoint to the whole of seq.
+func (t *Target) checkpointAll(ctx context.Context, seq uint64, workers int) error {
+	for w := range workers {
+		if _, err := t.db.ExecContext(ctx, "INSERT INTO "+t.checkpointTable()+" (sink, worker, seq, idx) VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE seq = VALUES(seq), idx = VALUES(idx)",
+			t.spec.Name, w, seq, sink.MaxIdx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // alreadyApplied reports the errors of a DDL run a second time.

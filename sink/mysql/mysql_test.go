@@ -215,3 +215,87 @@ func TestApplyEqualsSources(t *testing.T) {
 	}
 	stop = func() {}
 }
+
+// applyOnce runs ds's first sink over ds's stream until the test ends.
+func applyOnce(t *testing.T, ds *spec.Spec) *sink.Runner {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelError}))
+	client := sink.ClientID(ds.Sinks[0].Name)
+	p, err := stream.StartPipeline(t.Context(), stream.PipelineConfig{Spec: ds, Clients: map[string]*group.Cursor{client: nil}, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	target, err := mysqlsink.Open(t.Context(), ds.Sinks[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &sink.Runner{Name: ds.Sinks[0].Name, Dest: ds.Name, Client: client, Store: p.Store, Target: target, Workers: 4, Batch: 10,
+		ByOrigin: ds.Sinks[0].OriginColumn != "", Logger: log}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; target.Close() })
+	return r
+}
+
+// TestCollision: two shard tables write key 1. Without an origin column
+// the sink stops at the second with an error naming the shard table and
+// the key; with one, both rows are kept, and a shard table's TRUNCATE
+// deletes its rows only.
+func TestCollision(t *testing.T) {
+	_, name := targetDB(t)
+	db, _ := sql.Open("mysql", "root@tcp("+targetAddr+")/")
+	defer db.Close()
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE DATABASE shop_0", "CREATE DATABASE shop_1",
+		"CREATE TABLE shop_0.orders (id INT PRIMARY KEY, note VARCHAR(20))", "CREATE TABLE shop_1.orders (id INT PRIMARY KEY, note VARCHAR(20))",
+		"INSERT INTO shop_0.orders VALUES (1, 'zero')", "INSERT INTO shop_1.orders VALUES (1, 'one'), (2, 'two')")
+	specOf := func(sinkName, to, origin string) *spec.Spec {
+		ds := spec.Spec{Name: "shop", Tables: []string{`shop_\d+\.orders`}, Route: []spec.RouteRule{{Match: `shop_\d+\.(\w+)`, To: "shop.$1"}},
+			Heartbeat: spec.Duration(100 * time.Millisecond),
+			Sources:   []spec.Source{{Name: "a", Address: srv.Addr(), Start: spec.Start{Kind: spec.StartEarliest}}},
+			Sinks: []spec.Sink{{Name: sinkName, Type: "mysql", Address: targetAddr, MetaDatabase: name + "_meta", OriginColumn: origin,
+				Tables: []spec.SinkTable{{From: "shop.orders", To: name + "." + to}}}}}
+		ds = ds.WithDefaults()
+		return &ds
+	}
+	count := func(table string) int {
+		var n int
+		db.QueryRow("SELECT COUNT(*) FROM " + name + "." + table).Scan(&n)
+		return n
+	}
+
+	plain := applyOnce(t, specOf("plain", "plain", ""))
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if _, lastErr := plain.Applied(); strings.Contains(lastErr, "a/shop_1.orders writes key id=1") && strings.Contains(lastErr, "origin_column") {
+			break
+		}
+		if time.Now().After(deadline) {
+			_, lastErr := plain.Applied()
+			t.Fatalf("no collision error; last error %q", lastErr)
+		}
+	}
+	if n := count("plain"); n != 1 {
+		t.Fatalf("after the collision the target has %d rows, want shop_0's one", n)
+	}
+
+	kept := applyOnce(t, specOf("kept", "kept", "_shard"))
+	wait := func(want int) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); count("kept") != want; time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				_, lastErr := kept.Applied()
+				t.Fatalf("target has %d rows, want %d (last error %q)", count("kept"), want, lastErr)
+			}
+		}
+	}
+	wait(3)
+	srv.Exec(t, "TRUNCATE TABLE shop_1.orders")
+	wait(1)
+	var shard, note string
+	db.QueryRow("SELECT _shard, note FROM "+name+".kept").Scan(&shard, &note)
+	if shard != "a/shop_0.orders" || note != "zero" {
+		t.Fatalf("after shop_1's TRUNCATE the row left is %s %s, want shop_0's", shard, note)
+	}
+}

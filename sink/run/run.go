@@ -92,7 +92,7 @@ func Start(ctx context.Context, p *stream.Pipeline, ds *spec.Spec, cursors group
 			}
 			defer target.Close()
 			r := &sink.Runner{Name: sk.Name, Dest: ds.Name, Client: sink.ClientID(sk.Name), Store: p.Store, Target: target,
-				Workers: sk.Workers, Batch: sk.Batch, Cursors: cursors, Logger: log.With("dest", ds.Name)}
+				Workers: sk.Workers, Batch: sk.Batch, ByOrigin: sk.OriginColumn != "", Cursors: cursors, Logger: log.With("dest", ds.Name)}
 			set.mu.Lock()
 			rn.runner, rn.target, rn.err = r, target, ""
 			set.mu.Unlock()
