@@ -353,3 +353,45 @@ func runClusterRemove(args []string, stdout, stderr io.Writer, usage func()) int
 	fmt.Fprintf(stdout, "removed node %s from raft; voters now: %s\n", res.Removed, strings.Join(res.Voters, ", "))
 	return 0
 }
+
+// adminCommand is what `braid CMD SUB NAME...` admin commands share: the
+// subcommand, its flags (--server, --json, the credential), the names
+// after it, a client and a context for the call, and how to fail.
+type adminCommand struct {
+	sub    string
+	names  []string
+	asJSON bool
+	ac     *client.Client
+	ctx    context.Context
+	cancel context.CancelFunc
+	fail   func(error) int // prints "braid CMD SUB: error" on stderr; 1
+}
+
+// startAdmin parses `braid cmd` args for one of subs. It returns ok false
+// with the exit code when parsing ended it (help, a usage error, or a
+// client that cannot be made); call cancel when done.
+func startAdmin(cmd string, args []string, usage func(), stderr io.Writer, subs ...string) (a *adminCommand, code int, ok bool) {
+	if code, ok := subcommand(args, usage, subs...); !ok {
+		return nil, code, false
+	}
+	a = &adminCommand{sub: args[0]}
+	fs := flag.NewFlagSet(cmd+" "+a.sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { usage(); fmt.Fprintln(stderr, "\nFlags:"); fs.PrintDefaults() }
+	conn, asJSON := adminFlags(fs)
+	if a.names, code, ok = parseNames(fs, args[1:], stderr); !ok {
+		return nil, code, false
+	}
+	a.asJSON = *asJSON
+	a.fail = func(err error) int {
+		fmt.Fprintf(stderr, "braid %s %s: %s\n", cmd, a.sub, oneLine(adminError(conn.server, err)))
+		return 1
+	}
+	ac, err := conn.client()
+	if err != nil {
+		return nil, a.fail(err), false
+	}
+	a.ac = ac
+	a.ctx, a.cancel = adminContext()
+	return a, 0, true
+}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -21,18 +20,12 @@ func runConsumer(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "longer waits for it, and the id starts anew if it comes back. A client id with a")
 		fmt.Fprintln(stderr, "stream open is refused: stop it first.")
 	}
-	if code, ok := subcommand(args, usage, "list", "drop"); !ok {
-		return code
-	}
-	sub := args[0]
-	fs := flag.NewFlagSet("consumer "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { usage(); fmt.Fprintln(stderr, "\nFlags:"); fs.PrintDefaults() }
-	conn, asJSON := adminFlags(fs)
-	names, code, ok := parseNames(fs, args[1:], stderr)
+	a, code, ok := startAdmin("consumer", args, usage, stderr, "list", "drop")
 	if !ok {
 		return code
 	}
+	defer a.cancel()
+	sub, names, ac, ctx, fail := a.sub, a.names, a.ac, a.ctx, a.fail
 	want := map[string]int{"list": 1, "drop": 2}[sub]
 	if len(names) != want {
 		if sub == "list" {
@@ -42,22 +35,12 @@ func runConsumer(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	fail := func(err error) int {
-		fmt.Fprintf(stderr, "braid consumer %s: %s\n", sub, oneLine(adminError(conn.server, err)))
-		return 1
-	}
-	ac, err := conn.client()
-	if err != nil {
-		return fail(err)
-	}
-	ctx, cancel := adminContext()
-	defer cancel()
 	if sub == "drop" {
 		res, err := ac.DropConsumer(ctx, names[0], names[1])
 		if err != nil {
 			return fail(err)
 		}
-		if *asJSON {
+		if a.asJSON {
 			printJSON(stdout, res)
 		} else {
 			fmt.Fprintf(stdout, "consumer %s of destination %s dropped (its cursor was at seq %d)\n", res.ClientID, res.Destination, res.AckedSeq)
@@ -68,7 +51,7 @@ func runConsumer(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	if *asJSON {
+	if a.asJSON {
 		printJSON(stdout, cs)
 		return 0
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -28,18 +27,12 @@ func runDDL(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "(in Raft, or with braid capture's cursor) so that every later owner agrees.")
 		fmt.Fprintln(stderr, "Against braid capture, point --server at its --http-port.")
 	}
-	if code, ok := subcommand(args, usage, "list", "unlock", "skip"); !ok {
-		return code
-	}
-	sub := args[0]
-	fs := flag.NewFlagSet("ddl "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { usage(); fmt.Fprintln(stderr, "\nFlags:"); fs.PrintDefaults() }
-	conn, asJSON := adminFlags(fs)
-	names, code, ok := parseNames(fs, args[1:], stderr)
+	a, code, ok := startAdmin("ddl", args, usage, stderr, "list", "unlock", "skip")
 	if !ok {
 		return code
 	}
+	defer a.cancel()
+	sub, names, ac, ctx, fail := a.sub, a.names, a.ac, a.ctx, a.fail
 	lock := 0
 	if sub == "list" && len(names) != 1 {
 		fmt.Fprintln(stderr, "braid ddl list: name the destination, e.g. braid ddl list shop")
@@ -55,22 +48,12 @@ func runDDL(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	fail := func(err error) int {
-		fmt.Fprintf(stderr, "braid ddl %s: %s\n", sub, oneLine(adminError(conn.server, err)))
-		return 1
-	}
-	ac, err := conn.client()
-	if err != nil {
-		return fail(err)
-	}
-	ctx, cancel := adminContext()
-	defer cancel()
 	if sub != "list" {
 		res, err := ac.DecideDDL(ctx, names[0], lock, sub)
 		if err != nil {
 			return fail(err)
 		}
-		if *asJSON {
+		if a.asJSON {
 			printJSON(stdout, res)
 		} else {
 			what := map[string]string{"unlock": "its DDL went out", "skip": "its DDL was skipped"}[sub]
@@ -82,7 +65,7 @@ func runDDL(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	if *asJSON {
+	if a.asJSON {
 		printJSON(stdout, st)
 		return 0
 	}

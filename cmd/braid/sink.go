@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -17,36 +16,21 @@ func runSink(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "it applied, the INSERTs that found their key and the UPDATEs and DELETEs that found")
 		fmt.Fprintln(stderr, "no row (never dropped: counted), and its last error while it retries.")
 	}
-	if code, ok := subcommand(args, usage, "list"); !ok {
-		return code
-	}
-	fs := flag.NewFlagSet("sink list", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { usage(); fmt.Fprintln(stderr, "\nFlags:"); fs.PrintDefaults() }
-	conn, asJSON := adminFlags(fs)
-	names, code, ok := parseNames(fs, args[1:], stderr)
+	a, code, ok := startAdmin("sink", args, usage, stderr, "list")
 	if !ok {
 		return code
 	}
+	defer a.cancel()
+	names, ac, ctx, fail := a.names, a.ac, a.ctx, a.fail
 	if len(names) != 1 {
 		fmt.Fprintln(stderr, "braid sink list: name the destination, e.g. braid sink list shop")
 		return 2
 	}
-	fail := func(err error) int {
-		fmt.Fprintf(stderr, "braid sink list: %s\n", oneLine(adminError(conn.server, err)))
-		return 1
-	}
-	ac, err := conn.client()
-	if err != nil {
-		return fail(err)
-	}
-	ctx, cancel := adminContext()
-	defer cancel()
 	sinks, err := ac.Sinks(ctx, names[0])
 	if err != nil {
 		return fail(err)
 	}
-	if *asJSON {
+	if a.asJSON {
 		printJSON(stdout, sinks)
 		return 0
 	}
