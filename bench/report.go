@@ -16,7 +16,7 @@ import (
 // where it has them.
 type Row struct {
 	// Section groups rows: "catch-up", "latency", "failover", "resources",
-	// "decode", "merge", "consume", "raft", "shard-ddl".
+	// "decode", "merge", "consume", "raft", "shard-ddl", "sink".
 	Section string `json:"section"`
 	// Measure says what was measured, e.g. "merged stream over canal, rows/s".
 	Measure string  `json:"measure"`
@@ -61,7 +61,7 @@ func Met(ok bool) *bool { return &ok }
 
 // sectionOrder is the order sections print in.
 var sectionOrder = map[string]int{"catch-up": 0, "latency": 1, "failover": 2, "resources": 3,
-	"decode": 4, "merge": 5, "consume": 6, "raft": 7, "shard-ddl": 8}
+	"decode": 4, "merge": 5, "consume": 6, "raft": 7, "shard-ddl": 8, "sink": 9}
 
 // printReport writes the table of what was recorded, and the JSON next to
 // it when path is set.
