@@ -102,6 +102,22 @@ func (t *Target) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
 // Apply implements sink.Target: one transaction of the changes and the
 // worker's checkpoint.
 func (t *Target) Apply(ctx context.Context, worker int, changes []sink.Change) error {
+	err := t.applyTx(ctx, worker, changes, true)
+	if errors.Is(err, errOneByOne) {
+		// A multi-row INSERT found a key there already: the transaction
+		// is rolled back and applied a row at a time, which counts that
+		// row, or names it in a collision error.
+		err = t.applyTx(ctx, worker, changes, false)
+	}
+	return err
+}
+
+// errOneByOne: a multi-row statement found a row it did not expect.
+var errOneByOne = errors.New("apply the batch a row at a time")
+
+// applyTx is Apply's transaction; multi sends runs of INSERTs of one
+// table version as one statement.
+func (t *Target) applyTx(ctx context.Context, worker int, changes []sink.Change, multi bool) error {
 	tx, err := t.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -120,7 +136,15 @@ func (t *Target) Apply(ctx context.Context, worker int, changes []sink.Change) e
 		return fmt.Errorf("%w: worker %d of sink %s is at seq %d, row %d, past seq %d, row %d", sink.ErrBehind, worker, t.spec.Name, at.Seq, at.Idx, first.Seq, first.Row.Index)
 	}
 	var upserts, missing uint64
-	for _, c := range changes {
+	for i := 0; i < len(changes); i++ {
+		c := changes[i]
+		if run := insertRun(changes[i:]); multi && run > 1 {
+			if err := t.insertMany(ctx, tx, changes[i:i+run]); err != nil {
+				return err
+			}
+			i += run - 1
+			continue
+		}
 		u, m, err := t.apply(ctx, tx, c)
 		if err != nil {
 			return fmt.Errorf("sink %s: seq %d, %s from %s/%s: %w", t.spec.Name, c.Seq, c.Logical, c.Source, c.Origin, err)
@@ -139,6 +163,49 @@ func (t *Target) Apply(ctx context.Context, worker int, changes []sink.Change) e
 	t.applied.Add(uint64(len(changes)))
 	t.upserts.Add(upserts)
 	t.missing.Add(missing)
+	return nil
+}
+
+// insertRun is how many changes from the first are INSERTs of one table
+// version and logical table (1 when the first is not an INSERT).
+func insertRun(cs []sink.Change) int {
+	n := 1
+	for n < len(cs) && cs[0].Row.Kind == change.Insert && cs[n].Row.Kind == change.Insert &&
+		cs[n].Row.Table == cs[0].Row.Table && cs[n].Logical == cs[0].Logical {
+		n++
+	}
+	return n
+}
+
+// insertMany inserts cs, INSERTs of one table version, in one statement;
+// errOneByOne when one of their keys was there (what a row at a time then
+// counts or reports).
+func (t *Target) insertMany(ctx context.Context, tx *sql.Tx, cs []sink.Change) error {
+	one := t.statement(cs[0].Row.Table, 'u', t.target(cs[0].Logical))
+	head, tail, _ := strings.Cut(one, " ON DUPLICATE KEY UPDATE ")
+	values := head[strings.LastIndex(head, " VALUES ")+len(" VALUES "):]
+	var b strings.Builder
+	b.WriteString(head)
+	args := make([]any, 0, len(cs)*(len(cs[0].Row.Table.Columns)+1))
+	for i, c := range cs {
+		if i > 0 {
+			b.WriteString(", ")
+			b.WriteString(values)
+		}
+		args = append(args, c.Row.After()...)
+		if t.spec.OriginColumn != "" {
+			args = append(args, c.Source+"/"+c.Origin)
+		}
+	}
+	b.WriteString(" ON DUPLICATE KEY UPDATE ")
+	b.WriteString(tail)
+	res, err := tx.ExecContext(ctx, b.String(), args...)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n != int64(len(cs)) {
+		return errOneByOne
+	}
 	return nil
 }
 
