@@ -16,9 +16,11 @@
 // before the first event carrying it is emitted, so the layers above read
 // names from the event and never call back into the Router.
 //
-// ShardLocks is the pessimistic merge of shard DDL as a pure state
-// machine (which logical DDL goes out, once; which shard tables' rows
-// wait); the merge does not drive it yet.
+// ShardDDLState is the merge of shard DDL (spec shard_ddl) as a pure
+// state machine: which logical DDL goes out, once, and which shard
+// tables' rows wait. The merge drives it (shardddl.go): held rows are
+// left out and, when a lock releases, re-read from the binlog and emitted
+// right after the DDL that released them; the state rides in the cursor.
 //
 // # Invariants
 //
@@ -29,6 +31,11 @@
 //   - A transaction is emitted whole (EventBegin, EventRows…, EventCommit, or
 //     one EventDDL) and never interleaved with another; each source's
 //     transactions come in binlog order.
+//   - A shard-DDL lock's held rows come right after the DDL that releases
+//     it (or an operator's decision), in their merge order: the one
+//     change to the merged order. The lock state is part of the cursor
+//     and a function of the binlogs and the decisions kept, so a replay
+//     emits the same stream with the same seqs.
 //   - seq increases by one per transaction emitted. A Destination started
 //     from a Cursor emits exactly what the first run emitted after it, with
 //     the same seqs (strict order).
