@@ -11,20 +11,39 @@ import (
 type Sink struct {
 	// Name names the sink within the destination. Required, unique.
 	Name string `yaml:"name" json:"name"`
-	// Type is the target's kind: mysql (MySQL and MariaDB). Required.
+	// Type is the target's kind: mysql (MySQL and MariaDB) or postgres
+	// (PostgreSQL). Required.
 	Type string `yaml:"type" json:"type"`
 	// Address is the target's host:port. Required.
 	Address string `yaml:"address" json:"address"`
-	// User and Password log in to the target (default user root);
+	// User and Password log in to the target (default user root, for
+	// postgres postgres);
 	// PasswordFile and PasswordEnv name where the password is instead, as
 	// for a source. At most one of the three.
 	User         string `yaml:"user,omitempty" json:"user,omitempty"`
 	Password     string `yaml:"password,omitempty" json:"password,omitempty"`
 	PasswordFile string `yaml:"password_file,omitempty" json:"password_file,omitempty"`
 	PasswordEnv  string `yaml:"password_env,omitempty" json:"password_env,omitempty"`
-	// Tables maps logical tables to target tables ("database.table"); a
-	// logical table not listed goes to the table of its own name.
+	// Database is the PostgreSQL database the sink connects to (its
+	// target tables are "schema.table" inside it). Default: postgres.
+	// MySQL targets name the database in each target table instead.
+	Database string `yaml:"database,omitempty" json:"database,omitempty"`
+	// Tables maps logical tables to target tables ("database.table" for
+	// mysql, "schema.table" for postgres); a logical table not listed
+	// goes to the table of its own name.
 	Tables []SinkTable `yaml:"tables,omitempty" json:"tables,omitempty"`
+	// CreateTables makes the sink create a target table that does not
+	// exist from the logical table's schema (for postgres with the type
+	// mapping the README documents). Default: false, and a missing
+	// target table is an error that stops the sink.
+	CreateTables bool `yaml:"create_tables,omitempty" json:"create_tables,omitempty"`
+	// Mode is exactly-once (the default: each worker transaction writes
+	// the worker's checkpoint with its rows) or at-least-once (for a
+	// target where the checkpoint table cannot be written: rows are
+	// applied as idempotent upserts and deletes, and the sink's cursor,
+	// saved after each batch, is the only record, so a crash applies the
+	// changes since it again).
+	Mode string `yaml:"mode,omitempty" json:"mode,omitempty"`
 	// Workers is how many transactions apply at once, each change on the
 	// worker of its primary key. Default: 16.
 	Workers int `yaml:"workers,omitempty" json:"workers,omitempty"`
@@ -41,8 +60,9 @@ type Sink struct {
 	// table's TRUNCATE deletes its rows only. A target table the sink
 	// creates gets the column. Default: none.
 	OriginColumn string `yaml:"origin_column,omitempty" json:"origin_column,omitempty"`
-	// MetaDatabase is the target database that holds the sink's
-	// checkpoints (table sink_checkpoint). Default: braid_meta.
+	// MetaDatabase is the target database (for postgres: the schema)
+	// that holds the sink's checkpoints (table sink_checkpoint). Default:
+	// braid_meta.
 	MetaDatabase string `yaml:"meta_database,omitempty" json:"meta_database,omitempty"`
 }
 
@@ -65,7 +85,13 @@ const (
 )
 
 // SinkTypes are the sink types braid applies to.
-var SinkTypes = []string{"mysql"}
+var SinkTypes = []string{"mysql", "postgres"}
+
+// The sink modes.
+const (
+	SinkExactlyOnce = "exactly-once"
+	SinkAtLeastOnce = "at-least-once"
+)
 
 // ResolvePassword returns the sink's password: Password, or the content of
 // PasswordFile (trailing newline trimmed), or PasswordEnv's value.
@@ -133,6 +159,14 @@ func (s *Spec) sinkProblems(bad func(path, format string, a ...any)) {
 		default:
 			bad(path+".ddl", "%q: want apply (the default) or ignore", sk.DDL)
 		}
+		switch sk.Mode {
+		case "", SinkExactlyOnce, SinkAtLeastOnce:
+		default:
+			bad(path+".mode", "%q: want exactly-once (the default) or at-least-once", sk.Mode)
+		}
+		if sk.Database != "" && sk.Type != "postgres" {
+			bad(path+".database", "only a postgres sink has a database: name a mysql target's database in its tables (to: database.table)")
+		}
 		if sk.OriginColumn != "" && !nameRE.MatchString(sk.OriginColumn) {
 			bad(path+".origin_column", "%q: want a column name of letters, digits, _ and -, e.g. _shard", sk.OriginColumn)
 		}
@@ -142,7 +176,11 @@ func (s *Spec) sinkProblems(bad func(path, format string, a ...any)) {
 				bad(tp+".from", "%q: write the logical table as schema.table, e.g. shop.orders", t.From)
 			}
 			if _, _, ok := strings.Cut(t.To, "."); !ok {
-				bad(tp+".to", "%q: write the target table as database.table, e.g. warehouse.orders", t.To)
+				if sk.Type == "postgres" {
+					bad(tp+".to", "%q: write the target table as schema.table, e.g. public.orders", t.To)
+				} else {
+					bad(tp+".to", "%q: write the target table as database.table, e.g. warehouse.orders", t.To)
+				}
 			}
 		}
 	}

@@ -223,6 +223,15 @@ func (s Spec) WithDefaults() Spec {
 		sk := &s.Sinks[i]
 		if sk.User == "" {
 			sk.User = DefaultUser
+			if sk.Type == "postgres" {
+				sk.User = "postgres"
+			}
+		}
+		if sk.Type == "postgres" && sk.Database == "" {
+			sk.Database = "postgres"
+		}
+		if sk.Mode == "" {
+			sk.Mode = SinkExactlyOnce
 		}
 		if sk.Workers == 0 {
 			sk.Workers = DefaultSinkWorkers
