@@ -30,6 +30,9 @@ type Runner struct {
 	// Cursors, when set, keeps the client's cursor (the mark of the last
 	// batch applied whole), saved after each ack.
 	Cursors group.CursorStore
+	// Holders, when set, looks up which shard tables hold a colliding key
+	// at the sources, so that a collision error names both writers.
+	Holders func(ctx context.Context, e *CollisionError) ([]string, error)
 	Logger  *slog.Logger
 
 	mu      sync.Mutex
@@ -53,6 +56,13 @@ func (r *Runner) Run(ctx context.Context) error {
 		err := r.run(ctx)
 		if ctx.Err() != nil || errors.Is(err, stream.ErrClosed) {
 			return nil
+		}
+		var ce *CollisionError
+		if errors.As(err, &ce) && ce.Holders == nil && r.Holders != nil {
+			if ce.Holders, err = r.Holders(ctx, ce); err != nil {
+				r.Logger.Warn("sink: could not look up which shard tables hold a colliding key", "sink", r.Name, "err", err)
+			}
+			err = ce
 		}
 		r.mu.Lock()
 		r.lastErr = err.Error()

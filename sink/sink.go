@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strings"
 
 	"github.com/braid-cdc/braid/change"
@@ -122,8 +123,44 @@ func (p Point) Before(q Point) bool {
 var ErrBehind = errors.New("the target has applied this already")
 
 // ErrCollision: two shard tables write the same key into one target
-// table that has no origin column to keep them apart.
+// table that has no origin column to keep them apart (a *CollisionError
+// says which).
 var ErrCollision = errors.New("two shard tables write one key")
+
+// CollisionError is an INSERT (or a key-changing UPDATE) that found its
+// key in the target although its checkpoint says it was never applied:
+// another shard table's row, or one there before the sink.
+type CollisionError struct {
+	Sink string
+	// Table is the target table, Logical the logical one.
+	Table, Logical string
+	// Source and Origin ("schema.table") are the shard table whose change
+	// found the key.
+	Source, Origin string
+	// Columns and Values are the key.
+	Columns []string
+	Values  []change.Value
+	// Holders are the shard tables ("source/schema.table") that hold the
+	// key at the sources, once looked up (Runner.Holders); empty when not
+	// known.
+	Holders []string
+}
+
+func (e *CollisionError) Error() string {
+	key := make([]string, len(e.Columns))
+	for i, c := range e.Columns {
+		key[i] = fmt.Sprintf("%s=%v", c, e.Values[i])
+	}
+	by := "written by another shard table of " + e.Logical + " or there before the sink"
+	if others := slices.DeleteFunc(slices.Clone(e.Holders), func(h string) bool { return h == e.Source+"/"+e.Origin }); len(others) > 0 {
+		by = "written by " + strings.Join(others, " and ")
+	}
+	return fmt.Sprintf("%v: sink %s: %s/%s writes key %s into %s, which holds it already, %s: set origin_column (e.g. _shard) to keep each shard table's rows apart",
+		ErrCollision, e.Sink, e.Source, e.Origin, strings.Join(key, ","), e.Table, by)
+}
+
+// Is makes errors.Is(err, ErrCollision) hold.
+func (e *CollisionError) Is(target error) bool { return target == ErrCollision }
 
 // Target is what a sink applies to.
 type Target interface {

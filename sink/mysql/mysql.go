@@ -146,6 +146,9 @@ func (t *Target) applyTx(ctx context.Context, worker int, changes []sink.Change,
 			continue
 		}
 		u, m, err := t.apply(ctx, tx, c)
+		if _, ok := err.(*sink.CollisionError); ok {
+			return err
+		}
 		if err != nil {
 			return fmt.Errorf("sink %s: seq %d, %s from %s/%s: %w", t.spec.Name, c.Seq, c.Logical, c.Source, c.Origin, err)
 		}
@@ -259,12 +262,12 @@ func (t *Target) apply(ctx context.Context, tx *sql.Tx, c sink.Change) (upserts,
 	case (rc.Kind == change.Insert || moved) && n != 1 && t.spec.OriginColumn == "":
 		// Its checkpoint says it was not applied, so the row is another
 		// shard table's (or was there before the sink).
-		var key []string
+		e := &sink.CollisionError{Sink: t.spec.Name, Table: table, Logical: c.Logical, Source: c.Source, Origin: c.Origin}
 		for _, i := range keyIdx {
-			key = append(key, fmt.Sprintf("%s=%v", rc.Table.Columns[i].Name, rc.After()[i]))
+			e.Columns = append(e.Columns, rc.Table.Columns[i].Name)
+			e.Values = append(e.Values, rc.After()[i])
 		}
-		return 0, 0, fmt.Errorf("%w: %s writes key %s into %s, which holds it already, written by another shard table of %s or there before the sink: set origin_column (e.g. _shard) to keep each shard table's rows apart",
-			sink.ErrCollision, origin, strings.Join(key, ","), table, c.Logical)
+		return 0, 0, e
 	case rc.Kind == change.Insert && n != 1:
 		upserts++ // the key was there: this shard table's own row
 	case rc.Kind == change.Update && n == 1 && !moved:
