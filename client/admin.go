@@ -208,3 +208,30 @@ func (c *Client) Sinks(ctx context.Context, dest string) ([]wire.SinkState, erro
 	}
 	return out, nil
 }
+
+// Sink is one sink of a destination in full (GET
+// /v1/destinations/{name}/sinks/{sink}): its state, its spec (password
+// hidden) and its workers' checkpoints.
+func (c *Client) Sink(ctx context.Context, dest, sink string) (wire.SinkDetail, error) {
+	var out wire.SinkDetail
+	err := c.admin(ctx, http.MethodGet, nil, nil, &out, "destinations", dest, "sinks", sink)
+	return out, err
+}
+
+// VerifySink compares sample random rows (0: the server's default) of
+// each logical table (tables; none: all) at the sources with a sink's
+// target and as many of the target with the sources, on the node that
+// runs the sink (POST /v1/destinations/{name}/sinks/{sink}/verify). It
+// may take a while: give ctx a minute or more.
+func (c *Client) VerifySink(ctx context.Context, dest, sink string, sample int, tables ...string) (wire.SinkVerify, error) {
+	q := url.Values{}
+	if sample > 0 {
+		q.Set("sample", strconv.Itoa(sample))
+	}
+	for _, t := range tables {
+		q.Add("table", t)
+	}
+	var out wire.SinkVerify
+	err := c.admin(ctx, http.MethodPost, q, nil, &out, "destinations", dest, "sinks", sink, "verify")
+	return out, err
+}

@@ -42,6 +42,8 @@ import (
 //	GET    /v1/destinations/{name}/ddl          wire.DDLState   }
 //	POST   /v1/destinations/{name}/ddl/{lock}?action=unlock|skip wire.DDLDecided }
 //	GET    /v1/destinations/{name}/sinks        []wire.SinkState }
+//	GET    /v1/destinations/{name}/sinks/{sink} wire.SinkDetail }
+//	POST   /v1/destinations/{name}/sinks/{sink}/verify?sample=N wire.SinkVerify }
 //
 // Every JSON shape is package api/wire's; errors are wire.ErrorBody.
 
@@ -75,6 +77,8 @@ func (n *Node) handler() http.Handler {
 	mux.Handle("GET /v1/destinations/{name}/ddl", n.guard(needRead, owned))
 	mux.Handle("POST /v1/destinations/{name}/ddl/{lock}", n.guard(needAdmin, owned))
 	mux.Handle("GET /v1/destinations/{name}/sinks", n.guard(needRead, owned))
+	mux.Handle("GET /v1/destinations/{name}/sinks/{sink}", n.guard(needAdmin, owned))
+	mux.Handle("POST /v1/destinations/{name}/sinks/{sink}/verify", n.guard(needAdmin, owned))
 	return mux
 }
 

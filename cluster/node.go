@@ -219,6 +219,10 @@ type Node struct {
 	mu     sync.Mutex
 	owned  map[string]*owner // destinations this node runs, by name
 	memory memoryLimit
+
+	// sinks are the running sinks of the destinations this node runs,
+	// by name (*sinkrun.Set), for the native API's sink detail and verify.
+	sinks sync.Map
 }
 
 // Start opens the node's Raft state, starts gossip and binds its ports;
@@ -230,7 +234,7 @@ func Start(cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.Name), reg: stream.NewRegistry(), owned: map[string]*owner{}}
 	n.memory.log = n.log
 	n.life, n.endLife = context.WithCancel(context.Background())
-	n.local = native.NewHandler(n.reg, n.log.With("part", "http"))
+	n.local = native.NewHandler(n.reg, n.log.With("part", "http"), native.WithSinks(n.sinkAdmin))
 	n.page = n.newStatusPage()
 	key := cfg.SecretsKey
 	if key == nil {

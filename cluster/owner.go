@@ -231,6 +231,8 @@ func (o *owner) run(ctx context.Context) error {
 	defer p.Close()
 	sinks := sinkrun.Start(ctx, p, &ds, nil, log)
 	defer sinks.Stop() // before the pipeline closes
+	n.sinks.Store(o.name, sinks)
+	defer n.sinks.CompareAndDelete(o.name, sinks)
 
 	store := p.Store
 	fc := n.store.CursorStore(o.name, o.epoch, n.cfg.CursorInterval)

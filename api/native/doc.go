@@ -20,6 +20,8 @@
 //	GET  /v1/destinations/{name}/ddl                     → wire.DDLState
 //	POST /v1/destinations/{name}/ddl/{lock}?action=unlock|skip → wire.DDLDecided
 //	GET  /v1/destinations/{name}/sinks                   → []wire.SinkState
+//	GET  /v1/destinations/{name}/sinks/{sink}            → wire.SinkDetail
+//	POST /v1/destinations/{name}/sinks/{sink}/verify?sample=N[&table=T]... → wire.SinkVerify
 //
 // from says where a new client id starts (stream.Start; default the
 // store's, the spec's consumers.start); a start older than the store holds
@@ -27,6 +29,12 @@
 // answered 410, naming the oldest seq still available. An ephemeral client
 // id keeps no cursor and is unsubscribed when its stream ends. A consumer
 // with a stream open cannot be dropped (409).
+//
+// A sink's detail (its spec, password hidden, and its workers'
+// checkpoints) and verify (package sink/verify) need the destination's
+// sinks running in this process (WithSinks); without them the detail is
+// the sink's state only and verify is answered 501. The sink must be one
+// the destination runs (404 otherwise).
 //
 // The JSON shapes are package api/wire's. Errors are wire.ErrorBody
 // objects {"error": "..."}: 404 for an unknown destination

@@ -41,15 +41,20 @@ type handler struct {
 
 	mu      sync.Mutex
 	clients map[clientKey]*clientState
+
+	sinkAdmin func(dest string) SinkAdmin // WithSinks; nil: none
 }
 
 // NewHandler returns the native API over the destinations of reg. A nil
 // logger discards.
-func NewHandler(reg *stream.Registry, logger *slog.Logger) http.Handler {
+func NewHandler(reg *stream.Registry, logger *slog.Logger, opts ...Option) http.Handler {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	h := &handler{reg: reg, log: logger, mux: http.NewServeMux(), clients: map[clientKey]*clientState{}}
+	for _, o := range opts {
+		o(h)
+	}
 	h.mux.HandleFunc("GET /v1/destinations", h.list)
 	h.mux.HandleFunc("GET /v1/destinations/{name}", h.state)
 	h.mux.HandleFunc("GET /v1/destinations/{name}/stream", h.stream)
@@ -59,6 +64,8 @@ func NewHandler(reg *stream.Registry, logger *slog.Logger) http.Handler {
 	h.mux.HandleFunc("GET /v1/destinations/{name}/ddl", h.ddl)
 	h.mux.HandleFunc("POST /v1/destinations/{name}/ddl/{lock}", h.decide)
 	h.mux.HandleFunc("GET /v1/destinations/{name}/sinks", h.sinks)
+	h.mux.HandleFunc("GET /v1/destinations/{name}/sinks/{sink}", h.sink)
+	h.mux.HandleFunc("POST /v1/destinations/{name}/sinks/{sink}/verify", h.verify)
 	return h
 }
 

@@ -1,27 +1,71 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"text/tabwriter"
+	"time"
+
+	"github.com/braid-cdc/braid/api/wire"
 )
 
-// runSink is `braid sink list`: a destination's sinks as its owner runs
-// them.
-func runSink(args []string, stdout, stderr io.Writer) int {
-	usage := func() {
+// sinkUsage is `braid sink`'s help.
+func sinkUsage(stderr io.Writer) func() {
+	return func() {
 		fmt.Fprintln(stderr, "Usage: braid sink list DEST [--server URL] [--json]")
+		fmt.Fprintln(stderr, "       braid sink show DEST SINK [--server URL] [--json]")
+		fmt.Fprintln(stderr, "       braid sink verify DEST SINK [--sample N] [--table SCHEMA.TABLE]... [--timeout D] [--server URL] [--json]")
 		fmt.Fprintln(stderr, "\nlist shows the sinks of a destination (the spec's sinks:) as the node that runs")
 		fmt.Fprintln(stderr, "them sees them: the seq each applied whole, how far it is behind, the row changes")
 		fmt.Fprintln(stderr, "it applied, the INSERTs that found their key and the UPDATEs and DELETEs that found")
 		fmt.Fprintln(stderr, "no row (never dropped: counted), and its last error while it retries.")
+		fmt.Fprintln(stderr, "\nshow shows one sink in full: that state, its spec (password hidden) and where each")
+		fmt.Fprintln(stderr, "of its workers stands in the target (its checkpoint: the last seq and row applied).")
+		fmt.Fprintln(stderr, "\nverify compares the sink's target with the sources, on the node that runs the sink:")
+		fmt.Fprintln(stderr, "N random rows of each logical table at the sources (spread over its shard tables)")
+		fmt.Fprintln(stderr, "are looked up in the target, and N random rows of the target table at the sources,")
+		fmt.Fprintln(stderr, "every column compared. A row that differs is read again once the sink has applied")
+		fmt.Fprintln(stderr, "the stream as far as it went then (up to three times), so a change not applied yet")
+		fmt.Fprintln(stderr, "is not reported; what stays different is: a row missing from the target, an extra")
+		fmt.Fprintln(stderr, "row no source holds, or columns whose values differ. Nothing is written.")
+		fmt.Fprintln(stderr, "Exit status: 0 no differences, 1 differences (or an error), 2 usage.")
 	}
-	a, code, ok := startAdmin("sink", args, usage, stderr, "list")
+}
+
+// runSink is `braid sink list|show|verify`.
+func runSink(args []string, stdout, stderr io.Writer) int {
+	usage := sinkUsage(stderr)
+	if len(args) > 0 && args[0] == "verify" {
+		return runSinkVerify(args[1:], stdout, stderr, usage)
+	}
+	a, code, ok := startAdmin("sink", args, usage, stderr, "list", "show")
 	if !ok {
 		return code
 	}
 	defer a.cancel()
 	names, ac, ctx, fail := a.names, a.ac, a.ctx, a.fail
+	if a.sub == "show" {
+		if len(names) != 2 {
+			fmt.Fprintln(stderr, "braid sink show: name the destination and the sink, e.g. braid sink show shop warehouse")
+			return 2
+		}
+		d, err := ac.Sink(ctx, names[0], names[1])
+		if err != nil {
+			return fail(err)
+		}
+		if a.asJSON {
+			printJSON(stdout, d)
+			return 0
+		}
+		printSinkDetail(stdout, d)
+		return 0
+	}
 	if len(names) != 1 {
 		fmt.Fprintln(stderr, "braid sink list: name the destination, e.g. braid sink list shop")
 		return 2
@@ -41,15 +85,178 @@ func runSink(args []string, stdout, stderr io.Writer) int {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SINK\tTYPE\tADDRESS\tAPPLIED SEQ\tLAG\tROWS\tUPSERTS\tMISSING\tSTATE")
 	for _, s := range sinks {
-		state := "applying"
-		switch {
-		case !s.Running:
-			state = "connecting: " + s.LastError
-		case s.LastError != "":
-			state = "retrying: " + s.LastError
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", s.Name, s.Type, s.Address, s.AppliedSeq, s.LagSeq, s.Rows, s.Upserts, s.Missing, state)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", s.Name, s.Type, s.Address, s.AppliedSeq, s.LagSeq, s.Rows, s.Upserts, s.Missing, sinkState(s))
 	}
 	tw.Flush()
 	return 0
+}
+
+// sinkState is a sink's state in a word or two, and its error.
+func sinkState(s wire.SinkState) string {
+	switch {
+	case !s.Running:
+		return "connecting: " + s.LastError
+	case s.LastError != "":
+		return "retrying: " + s.LastError
+	}
+	return "applying"
+}
+
+// printSinkDetail prints braid sink show's answer.
+func printSinkDetail(w io.Writer, d wire.SinkDetail) {
+	s := d.State
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "sink:\t%s\n", s.Name)
+	fmt.Fprintf(tw, "type:\t%s\n", s.Type)
+	fmt.Fprintf(tw, "address:\t%s\n", s.Address)
+	fmt.Fprintf(tw, "state:\t%s\n", sinkState(s))
+	fmt.Fprintf(tw, "applied seq:\t%d of %d (lag %d)\n", s.AppliedSeq, d.HeadSeq, s.LagSeq)
+	fmt.Fprintf(tw, "rows applied:\t%d (upserts %d, missing rows %d)\n", s.Rows, s.Upserts, s.Missing)
+	fmt.Fprintf(tw, "workers:\t%d\n", s.Workers)
+	tw.Flush()
+	if len(d.Spec) > 0 {
+		var b bytes.Buffer
+		if json.Indent(&b, d.Spec, "  ", "  ") == nil {
+			fmt.Fprintf(w, "\nspec:\n  %s\n", b.String())
+		}
+	}
+	switch {
+	case d.CheckpointsError != "":
+		fmt.Fprintf(w, "\ncheckpoints: not read: %s\n", d.CheckpointsError)
+	case len(d.Checkpoints) > 0:
+		fmt.Fprintln(w, "\ncheckpoints in the target:")
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  WORKER\tSEQ\tROW")
+		for _, c := range d.Checkpoints {
+			row := strconv.Itoa(c.Row)
+			if c.Row == 1<<31-1 {
+				row = "all"
+			}
+			fmt.Fprintf(tw, "  %d\t%d\t%s\n", c.Worker, c.Seq, row)
+		}
+		tw.Flush()
+	}
+}
+
+// verifyTimeout is braid sink verify's default --timeout: a comparison
+// may wait for the sink to catch up before it reads a difference again.
+const verifyTimeout = 3 * time.Minute
+
+// tableFlags collects repeated --table flags.
+type tableFlags []string
+
+func (t *tableFlags) String() string { return strings.Join(*t, ",") }
+func (t *tableFlags) Set(v string) error {
+	if _, _, ok := strings.Cut(v, "."); !ok {
+		return fmt.Errorf("%q: write the logical table as schema.table, e.g. shop.orders", v)
+	}
+	*t = append(*t, v)
+	return nil
+}
+
+// runSinkVerify is `braid sink verify DEST SINK`.
+func runSinkVerify(args []string, stdout, stderr io.Writer, usage func()) int {
+	fs := flag.NewFlagSet("sink verify", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { usage(); fmt.Fprintln(stderr, "\nFlags:"); fs.PrintDefaults() }
+	conn, asJSON := adminFlags(fs)
+	sample := fs.Int("sample", 100, "rows to draw of each logical table at the sources, and as many from the target (1 to 100000)")
+	var tables tableFlags
+	fs.Var(&tables, "table", "compare only this logical table (schema.table); repeat for several (default: every one)")
+	timeout := fs.Duration("timeout", verifyTimeout, "give up after this long")
+	names, code, ok := parseNames(fs, args, stderr)
+	if !ok {
+		return code
+	}
+	if len(names) != 2 {
+		fmt.Fprintln(stderr, "braid sink verify: name the destination and the sink, e.g. braid sink verify shop warehouse --sample 1000")
+		return 2
+	}
+	if *sample < 1 || *sample > 100_000 {
+		fmt.Fprintf(stderr, "braid sink verify: --sample %d: want 1 to 100000\n", *sample)
+		return 2
+	}
+	if *timeout <= 0 {
+		fmt.Fprintf(stderr, "braid sink verify: --timeout %v: want a positive duration, e.g. 3m\n", *timeout)
+		return 2
+	}
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "braid sink verify: %s\n", oneLine(adminError(conn.server, err)))
+		return 1
+	}
+	ac, err := conn.client()
+	if err != nil {
+		return fail(err)
+	}
+	sctx, stop := signalContext()
+	defer stop()
+	ctx, cancel := context.WithTimeout(sctx, *timeout)
+	defer cancel()
+	rep, err := ac.VerifySink(ctx, names[0], names[1], *sample, tables...)
+	if err != nil {
+		return fail(err)
+	}
+	if *asJSON {
+		printJSON(stdout, rep)
+	} else {
+		printVerify(stdout, rep)
+	}
+	if len(rep.Differences) > 0 {
+		return 1
+	}
+	return 0
+}
+
+// printVerify prints braid sink verify's answer: the differences, then
+// a summary.
+func printVerify(w io.Writer, rep wire.SinkVerify) {
+	if len(rep.Differences) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TABLE\tKEY\tORIGIN\tDIFFERENCE\tCOLUMN\tSOURCE\tTARGET")
+		for _, d := range rep.Differences {
+			var key []string
+			for _, k := range d.Key {
+				key = append(key, k.Column+"="+sqlText(k.Value))
+			}
+			origin := d.Origin
+			if origin == "" {
+				origin = "-"
+			}
+			head := fmt.Sprintf("%s\t%s\t%s\t%s", d.Table, strings.Join(key, ","), origin, d.Kind)
+			switch d.Kind {
+			case wire.DiffMissing:
+				fmt.Fprintf(tw, "%s\t\tin the source, not in %s\t\n", head, d.Target)
+			case wire.DiffExtra:
+				fmt.Fprintf(tw, "%s\t\t\tin %s, at no source\n", head, d.Target)
+			default:
+				for _, c := range d.Columns {
+					target := sqlText(c.Target)
+					if c.NoColumn {
+						target = "(no such column in " + d.Target + ")"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", head, c.Column, sqlText(c.Source), target)
+				}
+			}
+		}
+		tw.Flush()
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "sink %s of %s: %d rows compared in %s (%d drawn at the sources, %d in the target): %d differ\n",
+		rep.Sink, rep.Destination, rep.Compared, strings.Join(rep.Tables, ", "), rep.SourceRows, rep.TargetRows, len(rep.Differences))
+	fmt.Fprintf(w, "applied seq %d; the destination's head was %d at the first read", rep.AppliedSeq, rep.HeadSeq)
+	if rep.Rechecks > 0 {
+		fmt.Fprintf(w, "; differences read again %d times once the sink had caught up", rep.Rechecks)
+	}
+	fmt.Fprintln(w)
+	if !rep.Settled {
+		fmt.Fprintln(w, "the sink did not catch up with the destination in time to read the differences again: some may be changes it has not applied yet (braid sink list shows its lag and error)")
+	}
+}
+
+// sqlText is a value as SQL writes it: NULL, or quoted.
+func sqlText(v *string) string {
+	if v == nil {
+		return "NULL"
+	}
+	return "'" + strings.ReplaceAll(*v, "'", "''") + "'"
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/sink"
 	"github.com/braid-cdc/braid/sink/mysql"
+	"github.com/braid-cdc/braid/sink/verify"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )
@@ -63,7 +64,10 @@ func Clients(ds *spec.Spec, clients map[string]*group.Cursor, cursors group.Curs
 // Set is a destination's running sinks.
 type Set struct {
 	cancel  context.CancelFunc
+	done    <-chan struct{} // closed by Stop: verifies under way end too
 	wg      sync.WaitGroup
+	p       *stream.Pipeline
+	ds      *spec.Spec
 	mu      sync.Mutex
 	runners []*running
 }
@@ -81,7 +85,7 @@ type running struct {
 // be reached is retried in the background, logged and shown in States.
 func Start(ctx context.Context, p *stream.Pipeline, ds *spec.Spec, cursors group.CursorStore, log *slog.Logger) *Set {
 	ctx, cancel := context.WithCancel(ctx)
-	set := &Set{cancel: cancel}
+	set := &Set{cancel: cancel, done: ctx.Done(), p: p, ds: ds}
 	for _, sk := range ds.Sinks {
 		rn := &running{spec: sk}
 		set.runners = append(set.runners, rn)
@@ -93,6 +97,8 @@ func Start(ctx context.Context, p *stream.Pipeline, ds *spec.Spec, cursors group
 			defer target.Close()
 			r := &sink.Runner{Name: sk.Name, Dest: ds.Name, Client: sink.ClientID(sk.Name), Store: p.Store, Target: target,
 				Workers: sk.Workers, Batch: sk.Batch, ByOrigin: sk.OriginColumn != "", Cursors: cursors, Logger: log.With("dest", ds.Name)}
+			// A collision error names the shard tables that hold the key.
+			r.Holders = func(ctx context.Context, e *sink.CollisionError) ([]string, error) { return verify.Holders(ctx, ds, e) }
 			set.mu.Lock()
 			rn.runner, rn.target, rn.err = r, target, ""
 			set.mu.Unlock()

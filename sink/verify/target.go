@@ -27,6 +27,10 @@ import (
 // must be printed as MySQL prints it: dates as YYYY-MM-DD, times and
 // timestamps without a zone, in the zone the source's session shows
 // them in (the server's), strings as their characters.
+//
+// Its methods are called on the sink's open target while the sink
+// applies, so they must be safe for use at the same time as Apply, and
+// only read.
 type Target interface {
 	// Lookup returns the row of logical's target table (logical is
 	// "schema.table") whose columns keyCols hold key (NULL compared as
