@@ -13,6 +13,7 @@ import (
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/sink"
 	"github.com/braid-cdc/braid/sink/mysql"
+	"github.com/braid-cdc/braid/sink/postgres"
 	"github.com/braid-cdc/braid/sink/verify"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
@@ -23,6 +24,8 @@ func Open(ctx context.Context, s spec.Sink) (sink.Target, error) {
 	switch s.Type {
 	case "mysql":
 		return mysql.Open(ctx, s)
+	case "postgres":
+		return postgres.Open(ctx, s)
 	}
 	return nil, fmt.Errorf("sink %s: type %q: want one of %v", s.Name, s.Type, spec.SinkTypes)
 }

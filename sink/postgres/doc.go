@@ -1,0 +1,121 @@
+// Package postgres is the sink that applies a destination's stream to
+// PostgreSQL tables (spec sinks: type: postgres), with pgx: each worker's
+// transaction checks and advances the worker's checkpoint
+// (<meta_database>.sink_checkpoint, a schema of the sink's database) and
+// upserts and deletes its rows, sent as one pipeline the server runs as
+// one transaction, so a restart resumes exactly where the target stands.
+//
+// # Invariants
+//
+//   - Exactly once (mode: exactly-once, the default). The first statement
+//     of a worker's transaction is sink_advance (a function Open makes
+//     beside the checkpoint table): it locks the worker's checkpoint row,
+//     fails the transaction with sink.ErrBehind if the row is at or past
+//     the batch's first change (another runner applied it), and sets it to
+//     the batch's last. The rows follow in the same pipeline, which ends
+//     in one Sync: PostgreSQL commits the lot or nothing. The checkpoint's
+//     seq is a bigint: a seq above 2^63-1 is an error (a destination
+//     would need to merge a billion transactions a second for three
+//     centuries).
+//   - No silent loss. INSERT and UPDATE write the full after-image; an
+//     UPDATE is an upsert (INSERT ... ON CONFLICT (key) DO UPDATE) whose
+//     inserted rows (xmax = 0) are counted missing; an UPDATE that changes
+//     the key deletes the old key first (counted missing if absent); a
+//     DELETE that deletes less than it was given counts the rest missing.
+//     Without an origin column, exactly once, an INSERT (and the new key
+//     of a moved row) is a plain INSERT: finding its key fails the
+//     transaction, and the batch is applied again a row a statement so
+//     the row is named in a *sink.CollisionError. With an origin column,
+//     or at least once, it is an upsert whose found rows are counted.
+//   - Runs of consecutive INSERTs, UPDATEs that keep their key, or
+//     DELETEs of one table version are multi-row statements of at most
+//     the spec's batch rows, cut where a key would come twice (a run in
+//     stream order, one key once, commutes with nothing it holds), in a
+//     few sizes (the batch, then powers of two) so each connection
+//     prepares few statements.
+//   - A table without a primary key (nor a unique key the schema model
+//     took for one) matches rows by every column: a DELETE deletes one
+//     equal row, an UPDATE deletes one equal to the before-image and
+//     inserts the after-image.
+//   - DDL is transactional in PostgreSQL: exactly once, ApplyDDL locks
+//     the checkpoints (ErrBehind if every worker is past the DDL), runs the
+//     translated statements and sets every worker's checkpoint, in one
+//     transaction. TRUNCATE of a shard table deletes that shard table's
+//     rows when origin_column is set and is an error otherwise.
+//   - At least once (mode: at-least-once): no checkpoint table is read or
+//     written (Checkpoints returns zeros); INSERTs are upserts, UPDATEs and
+//     DELETEs idempotent, so a restart re-applies the changes since the
+//     sink's cursor (saved after each store batch) harmlessly; a DDL runs
+//     statement by statement, IF [NOT] EXISTS where PostgreSQL has it,
+//     and an error that says it is done already is taken as applied.
+//
+// # Names
+//
+// A target table is "schema.table" inside the spec's database (spec
+// tables:, default the logical name), quoted as written. Column names are
+// lower case (MySQL compares them without case, PostgreSQL folds an
+// unquoted name to lower case, so a table made by hand matches), as is
+// the origin column. A MySQL index name becomes "table_name" (PostgreSQL
+// index names are per schema), cut to 63 bytes.
+//
+// # Tables and types
+//
+// A target table that does not exist is an error naming it, unless
+// create_tables is set: then it is created, at its first row, from the
+// logical table's columns (change.Table), with its primary key and unique
+// keys (the origin column first in each, as a text column, when
+// origin_column is set). A CREATE TABLE in the stream is translated the
+// same way, its key names kept. The mapping (MySQL → PostgreSQL):
+//
+//	tinyint, bool              smallint
+//	smallint                   smallint (unsigned: integer)
+//	mediumint                  integer
+//	int                        integer (unsigned: bigint)
+//	bigint                     bigint (unsigned: numeric(20))
+//	decimal(p,s)               numeric(p,s)
+//	float                      real
+//	double                     double precision
+//	bit(n)                     bit(n)
+//	year                       smallint
+//	date                       date
+//	datetime(n), timestamp(n)  timestamp(n) without time zone: the wall-clock
+//	                           time as the source server's time_zone shows it
+//	time(n)                    interval (MySQL's TIME spans ±838 hours)
+//	char(n), varchar(n)        varchar(n) (n characters in both)
+//	tinytext … longtext        text
+//	binary, varbinary, blobs   bytea (as are CHAR/VARCHAR/TEXT of charset binary)
+//	geometry types             bytea (MySQL's internal form: SRID + WKB)
+//	enum, set                  text (the member names, a set's joined by commas)
+//	json                       jsonb
+//	uuid, inet4, inet6         text
+//
+// Values: integers go as integers (an unsigned above 2^63-1 as its
+// digits), floats as floats, bytes as bytea, and every other value as
+// the text MySQL shows, which PostgreSQL parses for the column's type
+// (decimals, dates, times, JSON, ENUM and SET names). A zero date
+// (0000-00-00, or a zero month or day) is NULL in a nullable column and
+// -infinity in a NOT NULL one. A BIT value is its n binary digits.
+//
+// # DDL
+//
+// The logical DDL (schema.ShardDDL, names rewritten to the target's) is
+// parsed with TiDB's parser and translated: CREATE TABLE (as above);
+// DROP TABLE; CREATE/DROP INDEX; ALTER TABLE with ADD COLUMN (type, NULL
+// or NOT NULL, a literal or current-time DEFAULT, UNIQUE), DROP COLUMN,
+// MODIFY and CHANGE (ALTER COLUMN TYPE ... USING col::type, SET/DROP NOT
+// NULL, SET/DROP DEFAULT, RENAME COLUMN), RENAME COLUMN, ALTER COLUMN
+// SET/DROP DEFAULT, ADD/DROP INDEX, KEY, UNIQUE and PRIMARY KEY, RENAME
+// INDEX; and table options (ENGINE, COMMENT, charsets, ALGORITHM, LOCK),
+// which PostgreSQL has nothing of, are dropped. Anything else (RENAME
+// TABLE, foreign keys, FULLTEXT, partitions, generated columns' or
+// expression defaults) stops the sink with an error naming the DDL and
+// saying to set ddl: ignore and change the target by hand. Column
+// positions (FIRST, AFTER) are ignored: rows name their columns.
+//
+// # Concurrency
+//
+// A Target is safe for concurrent use by the runner's workers: each
+// worker has its own connection (so its statements are prepared once on
+// it), and Checkpoints and ApplyDDL share another; the runner applies one
+// worker's batches one after another.
+package postgres

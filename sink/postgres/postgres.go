@@ -1,0 +1,234 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/braid-cdc/braid/sink"
+	"github.com/braid-cdc/braid/spec"
+)
+
+// Target is a PostgreSQL target.
+type Target struct {
+	spec        spec.Sink
+	cfg         *pgx.ConnConfig
+	exactlyOnce bool
+
+	mu     sync.Mutex
+	idle   map[int]*pgx.Conn // a worker's connection while it is not in use; -1 the control one
+	closed bool
+
+	create sync.Mutex // one table creation at a time
+	tables sync.Map   // target table (quoted) → struct{}: known to exist
+	stmts  sync.Map   // stmtKey → *tableStmts
+
+	applied, upserts, missing atomic.Uint64
+}
+
+var _ sink.Target = (*Target)(nil)
+
+// control is the idle map's key of the connection Checkpoints and
+// ApplyDDL use.
+const control = -1
+
+// errBehindCode is the SQLSTATE sink_advance raises when a worker's
+// checkpoint is past the batch it was handed.
+const errBehindCode = "BR001"
+
+// Open connects to the sink's server and, in exactly-once mode, makes its
+// checkpoint table and the function that advances it.
+func Open(ctx context.Context, s spec.Sink) (*Target, error) {
+	pw, err := s.ResolvePassword()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pgx.ParseConfig("")
+	if err != nil {
+		return nil, fmt.Errorf("sink %s: %w", s.Name, err)
+	}
+	host, port, err := net.SplitHostPort(s.Address)
+	if err != nil {
+		return nil, fmt.Errorf("sink %s: address %q: %w", s.Name, s.Address, err)
+	}
+	var p uint16
+	if _, err := fmt.Sscan(port, &p); err != nil {
+		return nil, fmt.Errorf("sink %s: address %q: port: %w", s.Name, s.Address, err)
+	}
+	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = host, p, s.User, pw, s.Database
+	cfg.RuntimeParams = map[string]string{"application_name": "braid sink " + s.Name}
+	// A fallback (TLS, then not) would hide which failed; braid's targets
+	// are named by address, and TLS is the server's to require.
+	cfg.Fallbacks = nil
+	if s.Batch <= 0 {
+		s.Batch = spec.DefaultSinkBatch
+	}
+	t := &Target{spec: s, cfg: cfg, exactlyOnce: s.Mode != spec.SinkAtLeastOnce, idle: map[int]*pgx.Conn{}}
+	c, err := t.conn(ctx, control)
+	if err != nil {
+		return nil, fmt.Errorf("sink %s (%s, database %s): %w: check the address, the user's password and the database", s.Name, s.Address, s.Database, err)
+	}
+	if t.exactlyOnce {
+		err = t.setup(ctx, c)
+	}
+	t.release(control, c)
+	if err != nil {
+		t.Close()
+		return nil, fmt.Errorf("sink %s (%s): %w: check the user's CREATE grant on database %s and schema %s, or set mode: at-least-once", s.Name, s.Address, err, s.Database, s.MetaDatabase)
+	}
+	return t, nil
+}
+
+// setup makes the meta schema, its checkpoint table and sink_advance, one
+// sink's Open at a time (CREATE ... IF NOT EXISTS races with itself).
+func (t *Target) setup(ctx context.Context, c *pgx.Conn) error {
+	meta := quoteIdent(t.spec.MetaDatabase)
+	return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
+		for _, q := range []string{
+			"SELECT pg_advisory_xact_lock(hashtext('braid sink setup'))",
+			"CREATE SCHEMA IF NOT EXISTS " + meta,
+			"CREATE TABLE IF NOT EXISTS " + meta + ".sink_checkpoint (sink text NOT NULL, worker integer NOT NULL, seq bigint NOT NULL, idx integer NOT NULL, PRIMARY KEY (sink, worker))",
+			fmt.Sprintf(advanceFunc, meta, errBehindCode),
+		} {
+			if _, err := tx.Exec(ctx, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// advanceFunc is sink_advance(sink, worker, first seq, first idx, last
+// seq, last idx): it locks the worker's checkpoint row, raises errBehindCode
+// if it is not before (first seq, first idx), and sets it to (last seq,
+// last idx). It is the first statement of a worker's transaction, so a
+// batch another runner applied aborts the transaction before its rows
+// commit, and the rest of the transaction needs no answer from the
+// server before it is sent: the whole transaction is one round trip.
+const advanceFunc = `CREATE OR REPLACE FUNCTION %[1]s.sink_advance(p_sink text, p_worker integer, p_first_seq bigint, p_first_idx integer, p_last_seq bigint, p_last_idx integer)
+RETURNS void LANGUAGE plpgsql AS $fn$
+DECLARE
+	at_seq bigint;
+	at_idx integer;
+BEGIN
+	SELECT seq, idx INTO at_seq, at_idx FROM %[1]s.sink_checkpoint WHERE sink = p_sink AND worker = p_worker FOR UPDATE;
+	IF NOT FOUND THEN
+		BEGIN
+			INSERT INTO %[1]s.sink_checkpoint (sink, worker, seq, idx) VALUES (p_sink, p_worker, p_last_seq, p_last_idx);
+		EXCEPTION WHEN unique_violation THEN
+			RAISE EXCEPTION 'worker %% of sink %% was checkpointed by another runner at the same time', p_worker, p_sink USING ERRCODE = '%[2]s';
+		END;
+		RETURN;
+	END IF;
+	IF (at_seq, at_idx) >= (p_first_seq, p_first_idx) THEN
+		RAISE EXCEPTION 'worker %% of sink %% is at seq %%, row %%', p_worker, p_sink, at_seq, at_idx USING ERRCODE = '%[2]s';
+	END IF;
+	UPDATE %[1]s.sink_checkpoint SET seq = p_last_seq, idx = p_last_idx WHERE sink = p_sink AND worker = p_worker;
+END
+$fn$`
+
+func (t *Target) checkpointTable() string {
+	return quoteIdent(t.spec.MetaDatabase) + ".sink_checkpoint"
+}
+
+// conn takes worker w's connection (connecting when it has none); give it
+// back with release. A worker's connection is used by one goroutine at a
+// time: the runner applies a worker's batches one after another.
+func (t *Target) conn(ctx context.Context, w int) (*pgx.Conn, error) {
+	t.mu.Lock()
+	c := t.idle[w]
+	delete(t.idle, w)
+	closed := t.closed
+	t.mu.Unlock()
+	if closed {
+		return nil, errors.New("sink: target closed")
+	}
+	if c != nil {
+		return c, nil
+	}
+	return pgx.ConnectConfig(ctx, t.cfg)
+}
+
+// release gives back a connection conn took; a broken one is dropped.
+func (t *Target) release(w int, c *pgx.Conn) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c.IsClosed() || t.closed || t.idle[w] != nil {
+		c.Close(context.Background())
+		return
+	}
+	t.idle[w] = c
+}
+
+// Close implements sink.Target.
+func (t *Target) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
+	for w, c := range t.idle {
+		c.Close(context.Background())
+		delete(t.idle, w)
+	}
+	return nil
+}
+
+// Stats implements sink.Target.
+func (t *Target) Stats() sink.Stats {
+	return sink.Stats{Applied: t.applied.Load(), Upserts: t.upserts.Load(), Missing: t.missing.Load()}
+}
+
+// Checkpoints implements sink.Target; at-least-once, every point is zero.
+func (t *Target) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
+	out := make([]sink.Point, n)
+	if !t.exactlyOnce {
+		return out, nil
+	}
+	c, err := t.conn(ctx, control)
+	if err != nil {
+		return nil, fmt.Errorf("sink %s: read checkpoints: %w", t.spec.Name, err)
+	}
+	defer t.release(control, c)
+	rows, err := c.Query(ctx, "SELECT worker, seq, idx FROM "+t.checkpointTable()+" WHERE sink = $1", t.spec.Name)
+	if err != nil {
+		return nil, fmt.Errorf("sink %s: read checkpoints: %w", t.spec.Name, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var w, idx int32
+		var seq int64
+		if err := rows.Scan(&w, &seq, &idx); err != nil {
+			return nil, err
+		}
+		if int(w) >= n {
+			return nil, fmt.Errorf("sink %s: the target has a checkpoint of worker %d, the spec has %d workers: keep workers as it was, or delete the sink's rows of %s to apply from the start", t.spec.Name, w, n, t.checkpointTable())
+		}
+		out[w] = sink.Point{Seq: uint64(seq), Idx: int(idx)}
+	}
+	return out, rows.Err()
+}
+
+// pgCode is err's SQLSTATE, "" when it is not a server's error.
+func pgCode(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+// quoteIdent quotes a PostgreSQL identifier.
+func quoteIdent(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
+
+// target is the target table of a logical one, quoted: schema and table
+// as the spec (or the logical name) spells them.
+func (t *Target) target(logical string) string {
+	s, tbl, _ := strings.Cut(t.spec.Target(logical), ".")
+	return quoteIdent(s) + "." + quoteIdent(tbl)
+}

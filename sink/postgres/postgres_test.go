@@ -1,0 +1,408 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/sink"
+	"github.com/braid-cdc/braid/sink/postgres"
+	"github.com/braid-cdc/braid/spec"
+	"github.com/braid-cdc/braid/stream"
+)
+
+// targetAddr is the machine's PostgreSQL, the target of the tests; each
+// test has a database of its own, dropped after.
+const targetAddr = "127.0.0.1:5432"
+
+// targetDB creates a database of its own for the test and returns a
+// connection to it and its name.
+func targetDB(t *testing.T) (*pgx.Conn, string) {
+	t.Helper()
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, "postgres://postgres@"+targetAddr+"/postgres")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no PostgreSQL on %s to apply to: %v", targetAddr, err)
+		}
+		t.Skipf("no PostgreSQL on %s to apply to: %v", targetAddr, err)
+	}
+	name := fmt.Sprintf("braid_sink_%d_%d", os.Getpid(), rand.IntN(1e6))
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatal(err)
+	}
+	db, err := pgx.Connect(ctx, "postgres://postgres@"+targetAddr+"/"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		db.Close(ctx)
+		admin.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+		admin.Close(ctx)
+	})
+	return db, name
+}
+
+// query returns the rows of q, their columns joined by spaces, sorted
+// (nil on an error: the table is not there yet).
+func query(db *pgx.Conn, q string) []string {
+	rows, err := db.Query(context.Background(), q)
+	if err != nil {
+		return nil
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			return nil
+		}
+		var parts []string
+		for _, v := range vals {
+			parts = append(parts, fmt.Sprint(v))
+		}
+		out = append(out, strings.Join(parts, " "))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// sourceRows returns the rows of q on each shard, their columns joined by
+// spaces, sorted.
+func sourceRows(t *testing.T, shards []*mysqltest.Server, q func(n int) string) []string {
+	var out []string
+	for n, s := range shards {
+		for _, r := range s.Query(t, q(n)) {
+			out = append(out, strings.Join(r, " "))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// runner runs a sink over a pipeline until stopped.
+type runner struct {
+	r    *sink.Runner
+	stop func()
+}
+
+func startRunner(ctx context.Context, p *stream.Pipeline, target sink.Target, s spec.Sink, cursors group.CursorStore, log *slog.Logger) *runner {
+	r := &sink.Runner{Name: s.Name, Dest: "shop", Client: sink.ClientID(s.Name), Store: p.Store, Target: target, Workers: s.Workers, Batch: s.Batch,
+		ByOrigin: s.OriginColumn != "", Cursors: cursors, Logger: log}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(rctx) }()
+	return &runner{r: r, stop: func() { cancel(); <-done }}
+}
+
+// waitRows waits until got() equals want, failing after d.
+func waitRows(t *testing.T, d time.Duration, r *sink.Runner, want []string, got func() []string) {
+	t.Helper()
+	var g []string
+	for deadline := time.Now().Add(d); ; time.Sleep(100 * time.Millisecond) {
+		if g = got(); slices.Equal(g, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			applied, lastErr := r.Applied()
+			t.Fatalf("target has %d rows, sources %d (applied seq %d, last error %q)\nfirst differences: %v",
+				len(g), len(want), applied, lastErr, firstDiff(g, want))
+		}
+	}
+}
+
+func firstDiff(got, want []string) string {
+	for i := range max(len(got), len(want)) {
+		var g, w string
+		if i < len(got) {
+			g = got[i]
+		}
+		if i < len(want) {
+			w = want[i]
+		}
+		if g != w {
+			return fmt.Sprintf("target %q, sources %q", g, w)
+		}
+	}
+	return "none"
+}
+
+func testLogger(t *testing.T, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: level}))
+}
+
+// shopSpec is six shard tables shop_N.orders on servers shards[N%len]
+// merged to shop.orders, with sink sk.
+func shopSpec(t *testing.T, shards []*mysqltest.Server, sk spec.Sink) *spec.Spec {
+	ds := spec.Spec{Name: "shop", Tables: []string{`shop_\d+\.orders`}, Route: []spec.RouteRule{{Match: `shop_\d+\.(\w+)`, To: "shop.$1"}},
+		Heartbeat: spec.Duration(100 * time.Millisecond), Sinks: []spec.Sink{sk}}
+	for i, s := range shards {
+		ds.Sources = append(ds.Sources, spec.Source{Name: fmt.Sprintf("s%d", i), Address: s.Addr(), Start: spec.Start{Kind: spec.StartEarliest}})
+	}
+	ds = ds.WithDefaults()
+	if err := ds.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return &ds
+}
+
+// TestApplyEqualsSources: six shard tables on three servers, merged to
+// shop.orders and applied to one PostgreSQL table (created by the
+// stream's CREATE TABLE, translated), under inserts, updates (amounts
+// incremented, keys changed, a unique value moved from one row to
+// another), deletes and an ALTER every shard runs (merged into one). The
+// sink is stopped twice in the middle and restarted from its
+// checkpoints. Once it has caught up the target equals the union of the
+// shards row for row, and nothing was applied twice: no INSERT found its
+// key (an upsert) and no UPDATE or DELETE missed its row. The whole stream
+// read again, from the start, applies nothing.
+func TestApplyEqualsSources(t *testing.T) {
+	db, name := targetDB(t)
+	srvs := mysqltest.StartN(t, 3)
+	for i, s := range srvs {
+		for _, n := range []int{i, i + 3} {
+			s.Exec(t, fmt.Sprintf("CREATE DATABASE shop_%d", n),
+				fmt.Sprintf("CREATE TABLE shop_%d.orders (id BIGINT PRIMARY KEY, code VARCHAR(20) NOT NULL UNIQUE, amount INT NOT NULL, note VARCHAR(40))", n))
+		}
+	}
+	ds := shopSpec(t, srvs, spec.Sink{Name: "copy", Type: "postgres", Address: targetAddr, Database: name, Workers: 4, Batch: 50})
+	sk := ds.Sinks[0]
+	log := testLogger(t, slog.LevelWarn)
+	cursors := &group.FileStore{Dir: t.TempDir()}
+	ctx := t.Context()
+	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: ds, Clients: map[string]*group.Cursor{sink.ClientID("copy"): nil}, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	target, err := postgres.Open(ctx, sk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	r := startRunner(ctx, p, target, sk, cursors, log)
+
+	conns := make([]*mysqltest.Server, 6)
+	for n := range conns {
+		conns[n] = srvs[n%3]
+	}
+	for round := range 6 {
+		for n := range 6 {
+			base := int64(n)*1_000_000 + int64(round)*100
+			var vals []string
+			for k := range 20 {
+				vals = append(vals, fmt.Sprintf("(%d, 'c%d', %d, 'r%d')", base+int64(k), base+int64(k), k, round))
+			}
+			stmts := []string{"INSERT INTO shop_%[1]d.orders (id, code, amount, note) VALUES " + strings.Join(vals, ", "),
+				fmt.Sprintf("UPDATE shop_%%[1]d.orders SET code = 'moved%d' WHERE id = %d", base+5, base+5),
+				fmt.Sprintf("UPDATE shop_%%[1]d.orders SET code = 'c%d' WHERE id = %d", base+5, base+6),
+				"UPDATE shop_%[1]d.orders SET amount = amount + 1 WHERE id %% 3 = 0",
+				fmt.Sprintf("UPDATE shop_%%[1]d.orders SET id = id + 50 WHERE id = %d", base+1),
+				fmt.Sprintf("DELETE FROM shop_%%[1]d.orders WHERE id IN (%d, %d)", base+2, base+3)}
+			if round == 3 {
+				stmts = append(stmts, "ALTER TABLE shop_%[1]d.orders ADD COLUMN c INT NULL")
+			}
+			if round >= 3 {
+				stmts = append(stmts, fmt.Sprintf("UPDATE shop_%%[1]d.orders SET c = amount * 2 WHERE id = %d", base+4))
+			}
+			for _, q := range stmts {
+				conns[n].Exec(t, fmt.Sprintf(q, n))
+			}
+		}
+		if round == 1 || round == 4 {
+			r.stop() // stopped in the middle of applying; a new one goes on
+			r = startRunner(ctx, p, target, sk, cursors, log)
+		}
+	}
+	defer func() { r.stop() }()
+
+	var want []string
+	for n := range 6 {
+		for _, row := range conns[n].Query(t, fmt.Sprintf("SELECT id, code, amount, IFNULL(note, 'NULL'), IFNULL(c, 'NULL') FROM shop_%d.orders", n)) {
+			want = append(want, strings.Join(row, " "))
+		}
+	}
+	slices.Sort(want)
+	got := func() []string {
+		return query(db, "SELECT id, code, amount, coalesce(note, 'NULL'), coalesce(c::text, 'NULL') FROM shop.orders")
+	}
+	start := time.Now()
+	waitRows(t, 60*time.Second, r.r, want, got)
+	if st := target.Stats(); st.Upserts != 0 || st.Missing != 0 {
+		t.Fatalf("stats %+v: something was applied twice or missed", st)
+	}
+	t.Logf("%d rows equal (caught up %v after the workload); %+v", len(want), time.Since(start).Round(time.Millisecond), target.Stats())
+
+	// The whole stream again, from the start, to a target opened anew:
+	// the checkpoints say it is all applied, and nothing is.
+	r.stop()
+	r = &runner{stop: func() {}}
+	last := p.Dest.Stats().Seq
+	p.Close()
+	again, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: ds, Clients: map[string]*group.Cursor{sink.ClientID("copy"): nil}, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	target2, err := postgres.Open(ctx, sk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target2.Close()
+	r2 := startRunner(ctx, again, target2, sk, nil, log)
+	defer r2.stop()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if applied, _ := r2.r.Applied(); applied >= last {
+			break
+		}
+		if time.Now().After(deadline) {
+			applied, lastErr := r2.r.Applied()
+			t.Fatalf("the replay reached seq %d of %d (last error %q)", applied, last, lastErr)
+		}
+	}
+	if st := target2.Stats(); st.Applied != 0 {
+		t.Fatalf("the stream read again applied %d row changes, want 0", st.Applied)
+	}
+	if g := got(); !slices.Equal(g, want) {
+		t.Fatal("the target changed when the stream was read again")
+	}
+}
+
+// applyOnce runs ds's first sink over ds's stream until the test ends.
+func applyOnce(t *testing.T, ds *spec.Spec) (*sink.Runner, *postgres.Target) {
+	t.Helper()
+	log := testLogger(t, slog.LevelError)
+	sk := ds.Sinks[0]
+	p, err := stream.StartPipeline(t.Context(), stream.PipelineConfig{Spec: ds, Clients: map[string]*group.Cursor{sink.ClientID(sk.Name): nil}, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	target, err := postgres.Open(t.Context(), sk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := startRunner(t.Context(), p, target, sk, nil, log)
+	t.Cleanup(func() { r.stop(); target.Close() })
+	return r.r, target
+}
+
+// waitErr waits until r's last error contains each of want.
+func waitErr(t *testing.T, r *sink.Runner, want ...string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		_, lastErr := r.Applied()
+		ok := lastErr != ""
+		for _, w := range want {
+			ok = ok && strings.Contains(lastErr, w)
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("last error %q, want one saying %q", lastErr, want)
+		}
+	}
+}
+
+// TestCollision: two shard tables write key 1. Without an origin column
+// the sink stops at the second with an error naming the shard table and
+// the key; with one, both rows are kept, and a shard table's TRUNCATE
+// deletes its rows only.
+func TestCollision(t *testing.T) {
+	db, name := targetDB(t)
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE DATABASE shop_0", "CREATE DATABASE shop_1",
+		"CREATE TABLE shop_0.orders (id INT PRIMARY KEY, note VARCHAR(20))", "CREATE TABLE shop_1.orders (id INT PRIMARY KEY, note VARCHAR(20))",
+		"INSERT INTO shop_0.orders VALUES (1, 'zero')", "INSERT INTO shop_1.orders VALUES (1, 'one'), (2, 'two')")
+	specOf := func(sinkName, schema, origin string) *spec.Spec {
+		return shopSpec(t, []*mysqltest.Server{srv}, spec.Sink{Name: sinkName, Type: "postgres", Address: targetAddr, Database: name, Workers: 4, Batch: 10,
+			OriginColumn: origin, Tables: []spec.SinkTable{{From: "shop.orders", To: schema + ".orders"}}})
+	}
+	count := func(schema string) int {
+		var n int
+		db.QueryRow(context.Background(), "SELECT count(*) FROM "+schema+".orders").Scan(&n)
+		return n
+	}
+
+	plain, _ := applyOnce(t, specOf("plain", "plain", ""))
+	waitErr(t, plain, "s0/shop_1.orders writes key id=1", "origin_column")
+	if n := count("plain"); n != 1 {
+		t.Fatalf("after the collision the target has %d rows, want shop_0's one", n)
+	}
+
+	kept, _ := applyOnce(t, specOf("kept", "kept", "_shard"))
+	wait := func(want int) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); count("kept") != want; time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				_, lastErr := kept.Applied()
+				t.Fatalf("target has %d rows, want %d (last error %q)", count("kept"), want, lastErr)
+			}
+		}
+	}
+	wait(3)
+	srv.Exec(t, "TRUNCATE TABLE shop_1.orders")
+	wait(1)
+	if got := query(db, "SELECT _shard, note FROM kept.orders"); !slices.Equal(got, []string{"s0/shop_0.orders zero"}) {
+		t.Fatalf("after shop_1's TRUNCATE the rows left are %q, want shop_0's", got)
+	}
+}
+
+// TestAtLeastOnce: mode at-least-once writes no checkpoint table; the
+// stream read twice from the start ends in the same target (the second
+// reading finds every row it inserts: upserts, not collisions). A shard
+// table's TRUNCATE, with no origin column to delete its rows by, stops
+// the sink.
+func TestAtLeastOnce(t *testing.T) {
+	db, name := targetDB(t)
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE DATABASE shop_0", "CREATE TABLE shop_0.orders (id INT PRIMARY KEY, amount INT NOT NULL, note VARCHAR(20))",
+		"INSERT INTO shop_0.orders VALUES (1, 1, 'a'), (2, 2, 'b'), (3, 3, 'c'), (4, 4, 'd')",
+		"UPDATE shop_0.orders SET amount = amount + 10",
+		"UPDATE shop_0.orders SET id = 5 WHERE id = 1",
+		"DELETE FROM shop_0.orders WHERE id = 2",
+		"ALTER TABLE shop_0.orders ADD COLUMN c INT NULL DEFAULT 7",
+		"UPDATE shop_0.orders SET c = 8 WHERE id = 3")
+	sk := spec.Sink{Name: "alo", Type: "postgres", Address: targetAddr, Database: name, Workers: 2, Batch: 10, Mode: spec.SinkAtLeastOnce, MetaDatabase: "alo_meta"}
+	ds := shopSpec(t, []*mysqltest.Server{srv}, sk)
+	want := sourceRows(t, []*mysqltest.Server{srv}, func(int) string {
+		return "SELECT id, amount, note, IFNULL(c, 'NULL') FROM shop_0.orders"
+	})
+	got := func() []string {
+		return query(db, "SELECT id, amount, note, coalesce(c::text, 'NULL') FROM shop.orders")
+	}
+	r, first := applyOnce(t, ds)
+	waitRows(t, 20*time.Second, r, want, got)
+	// The stream again from the start: every change applied again.
+	r, second := applyOnce(t, ds)
+	for deadline := time.Now().Add(20 * time.Second); second.Stats().Applied < first.Stats().Applied; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			_, lastErr := r.Applied()
+			t.Fatalf("the second reading applied %d changes of %d (last error %q)", second.Stats().Applied, first.Stats().Applied, lastErr)
+		}
+	}
+	waitRows(t, 20*time.Second, r, want, got)
+	if _, lastErr := r.Applied(); lastErr != "" {
+		t.Fatalf("last error %q", lastErr)
+	}
+	if st := second.Stats(); st.Upserts == 0 {
+		t.Fatalf("the second reading found none of its INSERTs' rows: %+v", st)
+	}
+	t.Logf("first reading %+v, second %+v", first.Stats(), second.Stats())
+	if n := query(db, "SELECT count(*) FROM pg_namespace WHERE nspname = 'alo_meta'"); !slices.Equal(n, []string{"0"}) {
+		t.Fatalf("at-least-once made its meta schema: %v", n)
+	}
+	srv.Exec(t, "TRUNCATE TABLE shop_0.orders")
+	waitErr(t, r, "TRUNCATE of shard table s0/shop_0.orders", "set origin_column")
+}
