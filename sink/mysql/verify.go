@@ -127,6 +127,7 @@ const maxPrefixValues = 1000
 // SampleRows returns up to n rows of a table drawn at random, without
 // reading the whole table where its primary key allows:
 //
+//   - a table of at most n rows: all of them;
 //   - a primary key whose first column is an integer: n random values
 //     between the column's MIN and MAX (both read from the index), and
 //     for each the first row at or after it (an index seek); rows after
@@ -142,6 +143,14 @@ func SampleRows(ctx context.Context, db *sql.DB, info *TableInfo, n int, rng *ra
 		return nil, nil
 	}
 	table := quote(info.Schema) + "." + quote(info.Name)
+	// A table of at most n rows is read whole (counting stops at n+1).
+	var size int
+	if err := db.QueryRowContext(ctx, fmt.Sprintf("SELECT COUNT(*) FROM (SELECT 1 FROM %s LIMIT %d) AS head", table, n+1)).Scan(&size); err != nil {
+		return nil, err
+	}
+	if size <= n {
+		return readRows(ctx, db, "SELECT * FROM "+table)
+	}
 	if info.PrimaryKey && info.integer[info.Key[0]] {
 		return probe(ctx, db, table, info, nil, n, rng)
 	}
