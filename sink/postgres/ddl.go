@@ -155,8 +155,8 @@ var (
 	ddlParser = parser.New()
 )
 
-// errUnsupported: a DDL the translation does not cover.
-var errUnsupported = errors.New("no PostgreSQL translation")
+// ErrUnsupported: a DDL the PostgreSQL translation does not cover.
+var ErrUnsupported = errors.New("no PostgreSQL translation")
 
 // translate turns one logical DDL statement, its tables named as the
 // target's, into PostgreSQL statements.
@@ -168,13 +168,13 @@ func (t *Target) translate(text string) (translation, error) {
 		return translation{}, err
 	}
 	if len(nodes) != 1 {
-		return translation{}, fmt.Errorf("%w: want one statement, parsed %d", errUnsupported, len(nodes))
+		return translation{}, fmt.Errorf("%w: want one statement, parsed %d", ErrUnsupported, len(nodes))
 	}
 	var out translation
 	switch n := nodes[0].(type) {
 	case *ast.CreateTableStmt:
 		if n.ReferTable != nil || n.Select != nil {
-			return out, fmt.Errorf("%w: CREATE TABLE ... LIKE or ... SELECT", errUnsupported)
+			return out, fmt.Errorf("%w: CREATE TABLE ... LIKE or ... SELECT", ErrUnsupported)
 		}
 		tv, names, err := createdTable(n, text)
 		if err != nil {
@@ -183,7 +183,7 @@ func (t *Target) translate(text string) (translation, error) {
 		out.sql = t.createSQL(tableName(n.Table), tv, names)[1:] // its own transaction's lock is not needed
 	case *ast.DropTableStmt:
 		if n.IsView {
-			return out, fmt.Errorf("%w: DROP VIEW", errUnsupported)
+			return out, fmt.Errorf("%w: DROP VIEW", ErrUnsupported)
 		}
 		for _, tn := range n.Tables {
 			out.sql = append(out.sql, "DROP TABLE IF EXISTS "+tableName(tn))
@@ -205,7 +205,7 @@ func (t *Target) translate(text string) (translation, error) {
 		case ast.IndexKeyTypeUnique:
 			unique = true
 		default:
-			return out, fmt.Errorf("%w: FULLTEXT, SPATIAL or VECTOR index", errUnsupported)
+			return out, fmt.Errorf("%w: FULLTEXT, SPATIAL or VECTOR index", ErrUnsupported)
 		}
 		q, err := t.createIndex(tableName(n.Table), n.IndexName, unique, n.IndexPartSpecifications)
 		if err != nil {
@@ -216,7 +216,7 @@ func (t *Target) translate(text string) (translation, error) {
 		s, tbl := splitQuoted(tableName(n.Table))
 		out.sql = append(out.sql, "DROP INDEX IF EXISTS "+s+"."+indexName(tbl, n.IndexName))
 	default:
-		return out, fmt.Errorf("%w: %T", errUnsupported, n)
+		return out, fmt.Errorf("%w: %T", ErrUnsupported, n)
 	}
 	return out, nil
 }
@@ -249,7 +249,7 @@ func (t *Target) alterSpec(table string, sp *ast.AlterTableSpec) ([]string, erro
 			for _, o := range def.Options {
 				switch o.Tp {
 				case ast.ColumnOptionPrimaryKey:
-					return nil, fmt.Errorf("%w: a column added as the PRIMARY KEY", errUnsupported)
+					return nil, fmt.Errorf("%w: a column added as the PRIMARY KEY", ErrUnsupported)
 				case ast.ColumnOptionUniqKey:
 					q, err := t.createIndex(table, def.Name.Name.O, true, []*ast.IndexPartSpecification{{Column: def.Name}})
 					if err != nil {
@@ -296,6 +296,11 @@ func (t *Target) alterSpec(table string, sp *ast.AlterTableSpec) ([]string, erro
 		return []string{alter + "RENAME COLUMN " + columnName(sp.OldColumnName.Name.O) + " TO " + columnName(sp.NewColumnName.Name.O)}, nil
 	case ast.AlterTableAlterColumn:
 		def := sp.NewColumns[0]
+		for _, o := range def.Options {
+			if o.Tp == ast.ColumnOptionNoOption && o.Expr != nil {
+				o.Tp = ast.ColumnOptionDefaultValue // the parser's SET DEFAULT
+			}
+		}
 		d, err := defaultOf(def)
 		if err != nil {
 			return nil, err
@@ -325,7 +330,7 @@ func (t *Target) alterSpec(table string, sp *ast.AlterTableSpec) ([]string, erro
 			}
 			return []string{q}, nil
 		}
-		return nil, fmt.Errorf("%w: ADD of a foreign key, check, FULLTEXT or SPATIAL index", errUnsupported)
+		return nil, fmt.Errorf("%w: ADD of a foreign key, check, FULLTEXT or SPATIAL index", ErrUnsupported)
 	case ast.AlterTableDropIndex:
 		s, tbl := splitQuoted(table)
 		return []string{"DROP INDEX IF EXISTS " + s + "." + indexName(tbl, sp.Name)}, nil
@@ -336,7 +341,7 @@ func (t *Target) alterSpec(table string, sp *ast.AlterTableSpec) ([]string, erro
 		s, tbl := splitQuoted(table)
 		return []string{"ALTER INDEX IF EXISTS " + s + "." + indexName(tbl, sp.FromKey.O) + " RENAME TO " + indexName(tbl, sp.ToKey.O)}, nil
 	}
-	return nil, fmt.Errorf("%w: ALTER TABLE of this kind (%d)", errUnsupported, sp.Tp)
+	return nil, fmt.Errorf("%w: ALTER TABLE of this kind (%d)", ErrUnsupported, sp.Tp)
 }
 
 // createIndex is the CREATE [UNIQUE] INDEX of MySQL index name on table
@@ -364,7 +369,7 @@ func (t *Target) keyParts(parts []*ast.IndexPartSpecification, withOrigin bool) 
 	}
 	for _, p := range parts {
 		if p.Column == nil {
-			return "", fmt.Errorf("%w: an index on an expression", errUnsupported)
+			return "", fmt.Errorf("%w: an index on an expression", ErrUnsupported)
 		}
 		cols = append(cols, columnName(p.Column.Name.O))
 	}
@@ -386,7 +391,7 @@ func createdTable(n *ast.CreateTableStmt, text string) (*change.Table, []string,
 	}
 	tv, ok := tr.Table(n.Table.Schema.O, n.Table.Name.O)
 	if !ok {
-		return nil, nil, fmt.Errorf("%w: the schema model made no table of it", errUnsupported)
+		return nil, nil, fmt.Errorf("%w: the schema model made no table of it", ErrUnsupported)
 	}
 	var indexes []change.SchemaIndex
 	for _, h := range tr.Snapshot().Tables {
@@ -425,7 +430,7 @@ func columnOf(def *ast.ColumnDef) (change.Column, error) {
 	}
 	tv, ok := tr.Table("x", "t")
 	if !ok || len(tv.Columns) != 1 {
-		return change.Column{}, fmt.Errorf("%w: column %s", errUnsupported, def.Name.Name.O)
+		return change.Column{}, fmt.Errorf("%w: column %s", ErrUnsupported, def.Name.Name.O)
 	}
 	return tv.Columns[0], nil
 }
@@ -459,7 +464,7 @@ func defaultOf(def *ast.ColumnDef) (string, error) {
 			}
 			return s, nil
 		}
-		return "", fmt.Errorf("%w: the DEFAULT of column %s", errUnsupported, def.Name.Name.O)
+		return "", fmt.Errorf("%w: the DEFAULT of column %s", ErrUnsupported, def.Name.Name.O)
 	}
 	return "", nil
 }

@@ -1,0 +1,183 @@
+package postgres_test
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/sink"
+	"github.com/braid-cdc/braid/sink/postgres"
+	"github.com/braid-cdc/braid/spec"
+	"github.com/braid-cdc/braid/stream"
+)
+
+// typesTable has a column of most MySQL types; typeCases says what each
+// becomes in PostgreSQL and what the row of extremes reads there.
+const typesTable = `CREATE TABLE shop_0.orders (id INT PRIMARY KEY,
+	ti TINYINT, tiu TINYINT UNSIGNED, si SMALLINT, siu SMALLINT UNSIGNED, mi MEDIUMINT, miu MEDIUMINT UNSIGNED,
+	i INT, iu INT UNSIGNED, bi BIGINT, biu BIGINT UNSIGNED, de DECIMAL(12,3), fl FLOAT, db DOUBLE, bt BIT(10), yr YEAR,
+	d DATE, dzn DATE NULL, dz DATE NOT NULL DEFAULT '2000-01-01', dt DATETIME, dt6 DATETIME(6), ts TIMESTAMP(3) NULL, tm TIME, tm2 TIME(2),
+	ch CHAR(5), vc VARCHAR(30), tx TEXT, lt LONGTEXT, lat VARCHAR(10) CHARACTER SET latin1,
+	bn BINARY(4), vb VARBINARY(8), bl BLOB, en ENUM('a','b','c'), st SET('x','y','z'), js JSON,
+	u VARCHAR(10), UNIQUE KEY by_u (u))`
+
+var typeCases = []struct{ col, pgType, value string }{
+	{"id", "integer", "1"},
+	{"ti", "smallint", "-128"},
+	{"tiu", "smallint", "255"},
+	{"si", "smallint", "-32768"},
+	{"siu", "integer", "65535"},
+	{"mi", "integer", "-8388608"},
+	{"miu", "integer", "16777215"},
+	{"i", "integer", "-2147483648"},
+	{"iu", "bigint", "4294967295"},
+	{"bi", "bigint", "-9223372036854775808"},
+	{"biu", "numeric(20,0)", "18446744073709551615"},
+	{"de", "numeric(12,3)", "-123456789.123"},
+	{"fl", "real", "1.5"},
+	{"db", "double precision", "-2.25e+100"},
+	{"bt", "bit(10)", "1010101010"},
+	{"yr", "smallint", "2024"},
+	{"d", "date", "2024-02-29"},
+	{"dzn", "date", "NULL"},
+	{"dz", "date", "-infinity"},
+	{"dt", "timestamp(0) without time zone", "2024-02-29 23:59:59"},
+	{"dt6", "timestamp(6) without time zone", "2024-02-29 23:59:59.123456"},
+	{"ts", "timestamp(3) without time zone", "2024-03-01 01:02:03.456"},
+	{"tm", "interval", "-838:59:59"},
+	{"tm2", "interval", "12:34:56.78"},
+	{"ch", "character varying(5)", "ab"},
+	{"vc", "character varying(30)", "héllo wörld ✓"},
+	{"tx", "text", "two\nlines"},
+	{"lt", "text", "long"},
+	{"lat", "character varying(10)", "café"},
+	{"bn", "bytea", `\x01020000`},
+	{"vb", "bytea", `\x00ff10`},
+	{"bl", "bytea", `\xdeadbeef`},
+	{"en", "text", "b"},
+	{"st", "text", "x,z"},
+	{"js", "jsonb", `{"a": [1, 2.5, "x"], "b": null}`},
+	{"u", "character varying(10)", "u1"},
+}
+
+// TestTypes: a table of most column types, applied by two sinks: one
+// that creates its target table at the first row (create_tables, the
+// stream's DDL ignored), one that runs the stream's CREATE TABLE,
+// translated. Both tables get the documented PostgreSQL types, the
+// primary and unique keys, and the row of extremes reads back as written
+// (a zero date NULL where the column is nullable, -infinity where not);
+// the row of NULLs is NULLs.
+func TestTypes(t *testing.T) {
+	db, name := targetDB(t)
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE DATABASE shop_0", typesTable, "SET SESSION sql_mode = ''", "SET SESSION time_zone = '+00:00'",
+		`INSERT INTO shop_0.orders VALUES (1, -128, 255, -32768, 65535, -8388608, 16777215, -2147483648, 4294967295,
+			-9223372036854775808, 18446744073709551615, -123456789.123, 1.5, -2.25e100, b'1010101010', 2024,
+			'2024-02-29', '0000-00-00', '0000-00-00', '2024-02-29 23:59:59', '2024-02-29 23:59:59.123456', '2024-03-01 01:02:03.456',
+			'-838:59:59', '12:34:56.78', 'ab', 'héllo wörld ✓', 'two\nlines', 'long', 'café',
+			x'0102', x'00ff10', x'deadbeef', 'b', 'z,x', '{"b": null, "a": [1, 2.5, "x"]}', 'u1')`,
+		"INSERT INTO shop_0.orders (id, dz) VALUES (2, '2020-01-01')")
+	sinks := []spec.Sink{
+		{Name: "made", Type: "postgres", Address: targetAddr, Database: name, Workers: 2, CreateTables: true, DDL: "ignore",
+			Tables: []spec.SinkTable{{From: "shop.orders", To: "made.orders"}}},
+		{Name: "ddl", Type: "postgres", Address: targetAddr, Database: name, Workers: 2,
+			Tables: []spec.SinkTable{{From: "shop.orders", To: "ddl.orders"}}},
+	}
+	ds := shopSpec(t, []*mysqltest.Server{srv}, sinks[0])
+	ds.Sinks = append(ds.Sinks, shopSpec(t, []*mysqltest.Server{srv}, sinks[1]).Sinks...)
+	log := testLogger(t, slog.LevelWarn)
+	ctx := t.Context()
+	clients := map[string]*group.Cursor{}
+	for _, sk := range ds.Sinks {
+		clients[sink.ClientID(sk.Name)] = nil
+	}
+	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: ds, Clients: clients, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var cols, wantTypes, wantRow1 []string
+	for _, c := range typeCases {
+		cols = append(cols, "coalesce("+c.col+"::text, 'NULL')")
+		wantTypes = append(wantTypes, c.col+" "+c.pgType)
+		wantRow1 = append(wantRow1, c.value)
+	}
+	wantRow2 := slices.Repeat([]string{"NULL"}, len(typeCases))
+	wantRow2[0], wantRow2[18] = "2", "2020-01-01"
+	for _, sk := range ds.Sinks {
+		schema, _, _ := strings.Cut(sk.Tables[0].To, ".")
+		t.Run(sk.Name, func(t *testing.T) {
+			target, err := postgres.Open(ctx, sk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := startRunner(ctx, p, target, sk, nil, log)
+			defer func() { r.stop(); target.Close() }()
+			readRow := func(id string) []string {
+				var out []string
+				rows, err := db.Query(context.Background(), "SELECT "+strings.Join(cols, ", ")+" FROM "+schema+".orders WHERE id = "+id)
+				if err != nil {
+					return nil
+				}
+				defer rows.Close()
+				for rows.Next() {
+					vals, _ := rows.Values()
+					for _, v := range vals {
+						out = append(out, v.(string))
+					}
+				}
+				return out
+			}
+			for deadline := time.Now().Add(20 * time.Second); len(readRow("2")) == 0; time.Sleep(100 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					_, lastErr := r.r.Applied()
+					t.Fatalf("no rows in %s.orders (last error %q)", schema, lastErr)
+				}
+			}
+			got := query(db, "SELECT attnum, attname, format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = '"+schema+".orders'::regclass AND attnum > 0 AND NOT attisdropped")
+			slices.SortFunc(got, func(a, b string) int { return len(a) - len(b) }) // attnum order, 1..9 before 10..
+			var gotTypes []string
+			for i := range len(typeCases) {
+				for _, g := range got {
+					if n, rest, _ := strings.Cut(g, " "); n == itoa(i+1) {
+						gotTypes = append(gotTypes, rest)
+					}
+				}
+			}
+			if !slices.Equal(gotTypes, wantTypes) {
+				t.Errorf("column types:\n got %q\nwant %q", gotTypes, wantTypes)
+			}
+			for i, v := range readRow("1") {
+				if v != wantRow1[i] {
+					t.Errorf("column %s reads %q, want %q", typeCases[i].col, v, wantRow1[i])
+				}
+			}
+			if got := readRow("2"); !slices.Equal(got, wantRow2) {
+				t.Errorf("the row of NULLs reads %q, want %q", got, wantRow2)
+			}
+			// The stream's CREATE TABLE names the unique key; a table made
+			// from the schema model names it after its first column (the
+			// model keeps no index names), as MySQL names an unnamed key.
+			uname := map[string]string{"made": "orders_u", "ddl": "orders_by_u"}[sk.Name]
+			keys := query(db, "SELECT indexrelid::regclass::text || ' ' || pg_get_indexdef(indexrelid) FROM pg_index WHERE indrelid = '"+schema+".orders'::regclass")
+			if len(keys) != 2 || !strings.Contains(keys[0]+keys[1], "UNIQUE INDEX orders_pkey ON "+schema+".orders USING btree (id)") ||
+				!strings.Contains(keys[0]+keys[1], "UNIQUE INDEX "+uname+" ON "+schema+".orders USING btree (u)") {
+				t.Errorf("keys %q, want the primary key and %s", keys, uname)
+			}
+		})
+	}
+}
+
+func itoa(n int) string {
+	var b []byte
+	for n > 0 || len(b) == 0 {
+		b = append([]byte{byte('0' + n%10)}, b...)
+		n /= 10
+	}
+	return string(b)
+}
