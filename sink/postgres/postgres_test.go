@@ -17,6 +17,7 @@ import (
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/sink"
 	"github.com/braid-cdc/braid/sink/postgres"
+	"github.com/braid-cdc/braid/sink/verify"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )
@@ -164,8 +165,9 @@ func shopSpec(t *testing.T, shards []*mysqltest.Server, sk spec.Sink) *spec.Spec
 // sink is stopped twice in the middle and restarted from its
 // checkpoints. Once it has caught up the target equals the union of the
 // shards row for row, and nothing was applied twice: no INSERT found its
-// key (an upsert) and no UPDATE or DELETE missed its row. The whole stream
-// read again, from the start, applies nothing.
+// key (an upsert) and no UPDATE or DELETE missed its row; braid sink
+// verify's comparison agrees, and names a row then changed by hand. The
+// whole stream read again, from the start, applies nothing.
 func TestApplyEqualsSources(t *testing.T) {
 	db, name := targetDB(t)
 	srvs := mysqltest.StartN(t, 3)
@@ -242,6 +244,23 @@ func TestApplyEqualsSources(t *testing.T) {
 		t.Fatalf("stats %+v: something was applied twice or missed", st)
 	}
 	t.Logf("%d rows equal (caught up %v after the workload); %+v", len(want), time.Since(start).Round(time.Millisecond), target.Stats())
+
+	// braid sink verify's comparison finds them equal, and then the one
+	// row changed by hand (both samples hold every row).
+	vcfg := verify.Config{Spec: ds, Sink: sk, Target: target, Sample: 1000, Settle: time.Second,
+		Progress: func() (uint64, uint64) { a, _ := r.r.Applied(); return p.Dest.Stats().Seq, a }}
+	res, err := verify.Run(ctx, vcfg)
+	if err != nil || len(res.Differences) != 0 || res.Compared != len(want) {
+		t.Fatalf("verify: %v, %d compared of %d, differences %+v", err, res.Compared, len(want), res.Differences)
+	}
+	if _, err := db.Exec(ctx, "UPDATE shop.orders SET amount = amount + 1000 WHERE id = 4000007"); err != nil {
+		t.Fatal(err)
+	}
+	res, err = verify.Run(ctx, vcfg)
+	if err != nil || len(res.Differences) != 1 || *res.Differences[0].Key[0].Value != "4000007" || res.Differences[0].Columns[0].Column != "amount" {
+		t.Fatalf("verify after a change by hand: %v, differences %+v", err, res.Differences)
+	}
+	db.Exec(ctx, "UPDATE shop.orders SET amount = amount - 1000 WHERE id = 4000007")
 
 	// The whole stream again, from the start, to a target opened anew:
 	// the checkpoints say it is all applied, and nothing is.
