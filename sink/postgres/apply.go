@@ -26,14 +26,17 @@ func (t *Target) Apply(ctx context.Context, worker int, changes []sink.Change) e
 		return fmt.Errorf("sink %s: connect: %w", t.spec.Name, err)
 	}
 	defer func() { t.release(worker, c) }()
-	for _, ch := range changes {
-		if err := t.ensureTable(ctx, c, ch.Row.Table, ch.Logical); err != nil {
-			return err
-		}
-	}
 	rows := make([]row, len(changes))
-	for i, ch := range changes {
-		rows[i] = t.row(ch)
+	var last *change.Table
+	for i := range changes {
+		ch := &changes[i]
+		if ch.Row.Table != last {
+			if err := t.ensureTable(ctx, c, ch.Row.Table, ch.Logical); err != nil {
+				return err
+			}
+			last = ch.Row.Table
+		}
+		t.row(&rows[i], ch)
 	}
 	err = t.applyBatch(ctx, c, worker, rows, false)
 	if errors.Is(err, errOneByOne) {
@@ -51,17 +54,17 @@ var errOneByOne = errors.New("apply the batch a row at a time")
 // row is a change with its images decoded once, its run kind and its
 // key.
 type row struct {
-	sink.Change
+	*sink.Change
 	before, after []change.Value
 	kind          byte
 	key           string
 }
 
-// row decodes c: its images, its kind ('I' INSERT, 'U' an UPDATE that
+// row sets r to c decoded: its images, its kind ('I' INSERT, 'U' an UPDATE that
 // keeps its key, 'M' one that changes it, 'D' DELETE) and its key (with
 // its shard table when the target keeps shard tables apart).
-func (t *Target) row(c sink.Change) row {
-	r := row{Change: c, before: c.Row.Before(), after: c.Row.After()}
+func (t *Target) row(r *row, c *sink.Change) {
+	r.Change, r.before, r.after = c, c.Row.Before(), c.Row.After()
 	idx := sink.KeyColumns(c.Row.Table)
 	table := c.Logical
 	if t.spec.OriginColumn != "" {
@@ -78,7 +81,6 @@ func (t *Target) row(c sink.Change) row {
 			r.kind = 'M'
 		}
 	}
-	return r
 }
 
 // op is one queued statement: what its result adds to the counts, and

@@ -28,7 +28,7 @@ const targetAddr = "127.0.0.1:5432"
 
 // targetDB creates a database of its own for the test and returns a
 // connection to it and its name.
-func targetDB(t *testing.T) (*pgx.Conn, string) {
+func targetDB(t testing.TB) (*pgx.Conn, string) {
 	t.Helper()
 	ctx := context.Background()
 	admin, err := pgx.Connect(ctx, "postgres://postgres@"+targetAddr+"/postgres")
