@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,42 +25,105 @@ import (
 )
 
 // BenchmarkSinkApply measures a MySQL sink (package sink, sink/mysql)
-// applying the merged stream of four shards to the machine's MariaDB.
+// applying the merged stream of four shards, beside MariaDB's own
+// replication applying the same four binlogs, in one run.
 //
 // # What BenchmarkSinkApply measures
 //
-// Four MariaDB servers each get the benchmark workload (Generate:
-// BRAID_BENCH_SINK_ROUNDS rounds, default 20, of inserts, updates and
-// deletes over the shop schemas' orders and order_items, about 27,000
-// selected row changes a server). A destination over the four (from
-// earliest, route shop_\d+\.(\w+) to shop.$1, origin_column _shard, since
-// the shards' keys overlap) is applied to a database of its own on
-// 127.0.0.1:3306 by two sinks in turn, each from the start:
+// Four MariaDB servers (mysqltest, the package's defaults: binlog in ROW
+// format, full row images) each get the benchmark workload (Generate:
+// BRAID_BENCH_SINK_ROUNDS rounds, default 93, of inserts, updates and
+// deletes over the shop schemas' orders and order_items, and as many row
+// changes in the noise schema; server i writes shop_<2i> and
+// shop_<2i+1>). The four hold 502,200 selected row changes (125,550 a
+// server: 37,200 order inserts, 74,400 item inserts, 9,300 order updates,
+// 4,650 item deletes, in multi-row transactions of up to 1,200 selected
+// rows). The same binlogs, from their first byte to the end SHOW MASTER
+// STATUS gave after generation, are then applied by each of these, one at
+// a time, in a fresh target each time:
 //
-//   - braid: 16 workers, batches of 100 (the spec's defaults);
-//   - the peer: one worker, one row change a transaction, the shape of
-//     canal's RDB adapter (which also checks nothing), with braid's
-//     checkpoint in each transaction; it runs for at most 30 s and its
-//     rate is what it applied by then.
+//   - braid → 3306: a destination over the four (from their first
+//     position, route shop_\d+\.(\w+) to shop.$1, origin_column _shard,
+//     since the shards' keys overlap) applied by a sink of 16 workers ×
+//     batches of 100 (the spec's defaults) to a database of its own on the
+//     machine's MariaDB, 127.0.0.1:3306. The time runs from starting the
+//     destination's pipeline (connecting to the shards, loading schemas)
+//     to the sink's last row change committed (polled every 10 ms).
+//   - braid → fresh server: the same, into a fresh mariadbd launched with
+//     the replica's settings (TargetArgs), so that braid and the replica
+//     write to identical servers.
+//   - replica serial: a fresh mariadbd (TargetArgs) as a multi-source
+//     replica of the four shards (Replicate: CHANGE MASTER 's0'…'s3' TO
+//     the shard, MASTER_LOG_FILE its first binlog, MASTER_LOG_POS=4,
+//     MASTER_USE_GTID=no; replicate_wild_do_table=shop\_%.% on every
+//     connection, so it applies the same tables braid selects and skips
+//     the noise schema), slave_parallel_threads=0: one SQL thread per
+//     connection, four in all. The time runs from START ALL SLAVES to the
+//     last connection's Exec_Master_Log_Pos reaching its shard's end
+//     (SHOW ALL SLAVES STATUS, polled every 5 ms); it includes the IO
+//     threads' download of the binlogs, as braid's includes its reading.
+//   - replica 4 threads: the same with slave_parallel_threads=4 (a pool
+//     the four connections share), once with slave_parallel_mode
+//     conservative and once optimistic. The shards' binlogs come from one
+//     session each, so conservative mode finds no group commits to run
+//     together and applies each connection serially; optimistic runs
+//     a connection's transactions at once and retries on conflict.
+//   - one row a transaction: a sink of one worker and batches of one, the
+//     shape of canal's RDB adapter, into 3306 as braid → 3306; it runs for
+//     at most 30 s and its rate is what it applied by then. A reference.
 //
-// Each rate is row changes applied per second, from the sink's start to
-// its last change. The target must end with as many rows as the shards
-// hold (b.Fatal otherwise). MariaDB's own replication of the same binlogs
-// (serial and parallel), the issue's bar, is not measured yet.
+// Servers. The machine's MariaDB (10.11) on 3306 runs with
+// innodb_flush_log_at_trx_commit=1, innodb_buffer_pool_size=128M,
+// innodb_log_file_size=96M, innodb_doublewrite=ON, O_DIRECT, no binary
+// log. The fresh servers get exactly those (TargetArgs, whose SHOW GLOBAL
+// VARIABLES equal 3306's but for paths and ids) plus log_slave_updates
+// OFF; their data directories are on the same disk as 3306's. Neither
+// target writes a binary log. The replica records its position in
+// mysql.gtid_slave_pos in each transaction (its crash safety, as braid's
+// checkpoint row is braid's), its relay log synced every 10,000 events.
+//
+// Each rate is selected row changes (502,200) over the time. Every target
+// must end equal to the shards by row counts and sums over changed columns
+// (TableSums: orders' rows, SUM(total), SUM(updated_at); items' rows,
+// SUM(qty)), and the replica must hold no noise schema (b.Fatal
+// otherwise). The CPU each process used over each run (this process: the
+// binlog readers, the merge and the sink; the target mariadbd; the four
+// shards) is logged as seconds of CPU per second, to show where a run's
+// time goes on the machine's two cores.
+//
+// BRAID_BENCH_SINK_RUNS (default 1) repeats every way that many times in
+// one process, rotating which goes first; the rates are the medians. It
+// measures once per process, whatever -benchtime says (a run of every way
+// takes about two minutes); later calls report the same numbers again.
+//
+// Recorded (section sink): braid → 3306 against the serial replica (target
+// ratio >= 1.0), against the faster 4-thread replica (stretch >= 1.0), and
+// against one row a transaction (reference); braid → fresh server against
+// the serial and the 4-thread replica, like for like.
 func BenchmarkSinkApply(b *testing.B) {
+	b.ReportMetric(0, "ns/op")
+	if r := sinkResult; r != nil {
+		r.report(b)
+		return
+	}
 	db, err := sql.Open("mysql", "root@tcp(127.0.0.1:3306)/")
 	if err != nil || db.Ping() != nil {
 		b.Skipf("bench: no MariaDB on 127.0.0.1:3306 to apply to: %v", err)
 	}
 	defer db.Close()
-	rounds := 20
+	rounds := 93
 	if v, err := strconv.Atoi(os.Getenv("BRAID_BENCH_SINK_ROUNDS")); err == nil && v > 0 {
 		rounds = v
+	}
+	runs := 1
+	if v, err := strconv.Atoi(os.Getenv("BRAID_BENCH_SINK_RUNS")); err == nil && v > 0 {
+		runs = v
 	}
 	srvs := mysqltest.StartN(b, 4)
 	ws := make([]*Workload, len(srvs))
 	errs := make([]error, len(srvs))
 	var wg sync.WaitGroup
+	genStart := time.Now()
 	for i, s := range srvs {
 		wg.Go(func() {
 			c := s.Conn(b)
@@ -70,47 +135,275 @@ func BenchmarkSinkApply(b *testing.B) {
 	if err := errors.Join(errs...); err != nil {
 		b.Fatal(err)
 	}
-	selected := 0
+	f := &sinkFixture{srvs: srvs, ws: ws, db: db}
 	for _, w := range ws {
-		selected += w.Selected
+		f.selected += w.Selected
 	}
+	for i, s := range srvs {
+		f.sources = append(f.sources, ReplicaSource{Name: fmt.Sprintf("s%d", i), Addr: s.Addr(), Start: ws[i].Start, End: ws[i].End})
+		if pid, err := ServerPID(filepath.Dir(s.DataDir)); err == nil {
+			f.shardPIDs = append(f.shardPIDs, pid)
+		}
+		sdb, err := sql.Open("mysql", "root@tcp("+s.Addr()+")/")
+		if err != nil {
+			b.Fatal(err)
+		}
+		sum, err := ShopSums(b.Context(), sdb, `shop\_%`)
+		sdb.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		f.want = f.want.add(sum)
+	}
+	b.Logf("workload: %d selected row changes over 4 shards (%d rounds each, generated in %v); shard 0: %v",
+		f.selected, rounds, time.Since(genStart).Round(time.Millisecond), ws[0])
 	time.Sleep(spec.DefaultMaxClockSkew + 2*MergeHeartbeat)
 
-	var braidRate, peerRate float64
-	for i := 0; i < b.N; i++ {
-		braidRate = applyRate(b, db, srvs, ws, "braid", 16, 100, 0)
-		peerRate = applyRate(b, db, srvs, ws, "peer", 1, 1, 30*time.Second)
+	ways := []sinkWay{
+		{name: "replica serial", run: func(b *testing.B) wayResult { return f.replica(b, ReplicaConfig{}) }},
+		{name: "braid → 3306", run: func(b *testing.B) wayResult { return f.braid(b, "", "braid", 16, 100, 0) }},
+		{name: "replica 4 threads conservative", run: func(b *testing.B) wayResult {
+			return f.replica(b, ReplicaConfig{Threads: 4, Mode: "conservative"})
+		}},
+		{name: "braid → fresh server", run: func(b *testing.B) wayResult { return f.braid(b, "fresh", "braid", 16, 100, 0) }},
+		{name: "replica 4 threads optimistic", run: func(b *testing.B) wayResult {
+			return f.replica(b, ReplicaConfig{Threads: 4, Mode: "optimistic"})
+		}},
+		{name: "one row a transaction → 3306", run: func(b *testing.B) wayResult { return f.braid(b, "", "peer", 1, 1, 30*time.Second) }},
 	}
-	b.ReportMetric(braidRate, "rows/s")
-	b.ReportMetric(peerRate, "peer-rows/s")
-	b.Logf("%d selected row changes over 4 shards: braid (16 workers × 100) %.0f rows/s; one row a transaction %.0f rows/s (%.1fx)",
-		selected, braidRate, peerRate, braidRate/peerRate)
-	Record(Row{Section: "sink", Measure: "MySQL sink, 4 shards' merged stream into MariaDB, row changes/s", Value: braidRate, Unit: "rows/s",
-		Peer: "one row change a transaction (canal adapter's shape)", PeerValue: peerRate})
+	rates := make([][]float64, len(ways))
+	for run := range runs {
+		for k := range ways {
+			i := (k + run) % len(ways)
+			res := ways[i].run(b)
+			rates[i] = append(rates[i], res.rate)
+			b.Logf("run %d: %-31s %7.0f rows/s (%v); CPU s/s: %s", run+1, ways[i].name, res.rate, res.took.Round(time.Millisecond), res.cpu)
+		}
+	}
+	r := &sinkMetrics{selected: f.selected}
+	for i, w := range ways {
+		r.rates = append(r.rates, namedRate{w.name, median(rates[i])})
+	}
+	sinkResult = r
+	r.report(b)
+	r.record(b)
 }
 
-// applyRate applies the four workloads' merged stream to a fresh
-// database with one sink of workers × batch and returns its row changes
-// per second; limit (0: none) stops it early.
-func applyRate(b *testing.B, db *sql.DB, srvs []*mysqltest.Server, ws []*Workload, name string, workers, batch int, limit time.Duration) float64 {
-	b.Helper()
-	target := fmt.Sprintf("braid_bench_sink_%s_%d", name, os.Getpid())
-	defer func() {
-		db.Exec("DROP DATABASE IF EXISTS " + target)
-		db.Exec("DROP DATABASE IF EXISTS " + target + "_meta")
-	}()
-	ds := spec.Spec{Name: "bench", Tables: SelectedTables, Route: []spec.RouteRule{{Match: `shop_\d+\.(\w+)`, To: "shop.$1"}},
-		Heartbeat: spec.Duration(MergeHeartbeat)}
-	for i, s := range srvs {
-		ds.Sources = append(ds.Sources, spec.Source{Name: fmt.Sprintf("s%d", i), Address: s.Addr(), Start: spec.Start{Kind: spec.StartPosition, Pos: ws[i].Start}})
+// sinkResult is BenchmarkSinkApply's results, measured once per process.
+var sinkResult *sinkMetrics
+
+type namedRate struct {
+	name string
+	rate float64
+}
+
+type sinkMetrics struct {
+	selected int
+	rates    []namedRate // in the order of BenchmarkSinkApply's ways
+}
+
+func (r *sinkMetrics) rate(name string) float64 {
+	for _, n := range r.rates {
+		if n.name == name {
+			return n.rate
+		}
 	}
-	ds.Sinks = []spec.Sink{{Name: name, Type: "mysql", Address: "127.0.0.1:3306", Workers: workers, Batch: batch, OriginColumn: "_shard",
-		MetaDatabase: target + "_meta", Tables: []spec.SinkTable{{From: "shop.orders", To: target + ".orders"}, {From: "shop.order_items", To: target + ".order_items"}}}}
-	ds = ds.WithDefaults()
+	return 0
+}
+
+func (r *sinkMetrics) report(b *testing.B) {
+	b.ReportMetric(r.rate("braid → 3306"), "rows/s")
+	b.ReportMetric(r.rate("braid → fresh server"), "fresh-rows/s")
+	b.ReportMetric(r.rate("replica serial"), "replica-serial-rows/s")
+	b.ReportMetric(r.rate("replica 4 threads conservative"), "replica-4c-rows/s")
+	b.ReportMetric(r.rate("replica 4 threads optimistic"), "replica-4o-rows/s")
+	b.ReportMetric(r.rate("one row a transaction → 3306"), "peer-rows/s")
+}
+
+// record logs the summary and adds the rows of the results table.
+func (r *sinkMetrics) record(b *testing.B) {
+	braid, fresh := r.rate("braid → 3306"), r.rate("braid → fresh server")
+	serial, oneRow := r.rate("replica serial"), r.rate("one row a transaction → 3306")
+	parName, par := "replica 4 threads conservative", r.rate("replica 4 threads conservative")
+	if o := r.rate("replica 4 threads optimistic"); o > par {
+		parName, par = "replica 4 threads optimistic", o
+	}
+	b.Logf("%d selected row changes over 4 shards: braid → 3306 %.0f rows/s, braid → fresh server %.0f; MariaDB replica serial %.0f, %s %.0f (conservative %.0f, optimistic %.0f); one row a transaction %.0f",
+		r.selected, braid, fresh, serial, parName, par, r.rate("replica 4 threads conservative"), r.rate("replica 4 threads optimistic"), oneRow)
+	b.Logf("ratios: braid → 3306 / replica serial %.2fx (target >= 1.0), / %s %.2fx (stretch >= 1.0), / one row a transaction %.1fx; braid → fresh / replica serial %.2fx, / %s %.2fx",
+		braid/serial, parName, braid/par, braid/oneRow, fresh/serial, parName, fresh/par)
+	const m3306 = "MySQL sink, 4 shards' merged stream into MariaDB (3306), row changes/s"
+	const mFresh = "MySQL sink, 4 shards' merged stream into a fresh MariaDB (the replica's settings), row changes/s"
+	Record(Row{Section: "sink", Measure: m3306, Value: braid, Unit: "rows/s",
+		Peer: "MariaDB replication, serial (4 sources, slave_parallel_threads=0)", PeerValue: serial, Target: "ratio >= 1.0", Met: Met(braid >= serial)})
+	Record(Row{Section: "sink", Measure: m3306, Value: braid, Unit: "rows/s",
+		Peer: "MariaDB replication, slave_parallel_threads=4 (" + strings.TrimPrefix(parName, "replica 4 threads ") + ")", PeerValue: par, Target: "stretch: ratio >= 1.0", Met: Met(braid >= par)})
+	Record(Row{Section: "sink", Measure: m3306, Value: braid, Unit: "rows/s",
+		Peer: "one row change a transaction (canal adapter's shape)", PeerValue: oneRow})
+	Record(Row{Section: "sink", Measure: mFresh, Value: fresh, Unit: "rows/s",
+		Peer: "MariaDB replication, serial (4 sources, slave_parallel_threads=0)", PeerValue: serial, Target: "ratio >= 1.0", Met: Met(fresh >= serial)})
+	Record(Row{Section: "sink", Measure: mFresh, Value: fresh, Unit: "rows/s",
+		Peer: "MariaDB replication, slave_parallel_threads=4 (" + strings.TrimPrefix(parName, "replica 4 threads ") + ")", PeerValue: par, Target: "stretch: ratio >= 1.0", Met: Met(fresh >= par)})
+}
+
+// sinkFixture is BenchmarkSinkApply's shards, their workloads and what
+// every target must end with.
+type sinkFixture struct {
+	srvs      []*mysqltest.Server
+	ws        []*Workload
+	sources   []ReplicaSource
+	shardPIDs []int
+	db        *sql.DB // 3306
+	selected  int
+	want      TableSums
+}
+
+type sinkWay struct {
+	name string
+	run  func(b *testing.B) wayResult
+}
+
+// wayResult is one way's run: its rate, its time and the CPU it took.
+type wayResult struct {
+	rate float64
+	took time.Duration
+	cpu  cpuUse
+}
+
+// cpuUse is the CPU seconds per second of wall time of this process, the
+// target server and the shards over a run.
+type cpuUse struct {
+	self, target, shards float64
+}
+
+func (c cpuUse) String() string {
+	return fmt.Sprintf("this process %.2f, target mariadbd %.2f, shards %.2f", c.self, c.target, c.shards)
+}
+
+// cpuMeter samples the CPU time of this process, a target and the shards.
+type cpuMeter struct {
+	targetPID int
+	shardPIDs []int
+	at        time.Time
+	self, tgt time.Duration
+	shards    time.Duration
+}
+
+func startCPU(targetPID int, shardPIDs []int) *cpuMeter {
+	m := &cpuMeter{targetPID: targetPID, shardPIDs: shardPIDs}
+	m.self, m.tgt, m.shards = m.sample()
+	m.at = time.Now()
+	return m
+}
+
+func (m *cpuMeter) sample() (self, tgt, shards time.Duration) {
+	self = selfCPU()
+	if m.targetPID > 0 {
+		tgt, _ = ProcCPU(m.targetPID)
+	}
+	for _, p := range m.shardPIDs {
+		d, _ := ProcCPU(p)
+		shards += d
+	}
+	return self, tgt, shards
+}
+
+func (m *cpuMeter) stop() cpuUse {
+	self, tgt, shards := m.sample()
+	wall := time.Since(m.at).Seconds()
+	return cpuUse{self: (self - m.self).Seconds() / wall, target: (tgt - m.tgt).Seconds() / wall, shards: (shards - m.shards).Seconds() / wall}
+}
+
+func (s TableSums) add(o TableSums) TableSums {
+	return TableSums{Orders: s.Orders + o.Orders, Items: s.Items + o.Items, OrdersCents: s.OrdersCents + o.OrdersCents,
+		OrdersUpdated: s.OrdersUpdated + o.OrdersUpdated, ItemsQty: s.ItemsQty + o.ItemsQty}
+}
+
+// replica applies the shards' binlogs with MariaDB's replication into a
+// fresh server, checks it and removes it.
+func (f *sinkFixture) replica(b *testing.B, cfg ReplicaConfig) wayResult {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(b.Context(), 10*time.Minute)
+	defer cancel()
+	cfg.WildDoTable = `shop\_%.%`
+	srv, err := LaunchTarget(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Remove()
+	pid, _ := ServerPID(srv.Dir)
+	m := startCPU(pid, f.shardPIDs)
+	took, err := Replicate(ctx, srv, f.sources, cfg)
+	cpu := m.stop()
+	if err != nil {
+		b.Fatalf("replica %s: %v\n%s", cfg, err, srv.LogTail(20))
+	}
+	db, err := sql.Open("mysql", "root@tcp("+srv.Addr()+")/")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	got, err := ShopSums(ctx, db, `shop\_%`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if got != f.want {
+		b.Fatalf("replica %s: the target holds %+v, the shards %+v", cfg, got, f.want)
+	}
+	var noise int
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 'noise'").Scan(&noise); err != nil || noise != 0 {
+		b.Fatalf("replica %s: the noise schema was replicated despite the filter (%v)", cfg, err)
+	}
+	return wayResult{rate: float64(f.selected) / took.Seconds(), took: took, cpu: cpu}
+}
+
+// braid applies the four workloads' merged stream to a fresh database
+// with one sink of workers × batch and returns its row changes per
+// second; on "fresh" it goes to a fresh server launched with TargetArgs,
+// else to 3306. limit (0: none) stops it early, and then the target is
+// not checked.
+func (f *sinkFixture) braid(b *testing.B, on, name string, workers, batch int, limit time.Duration) wayResult {
+	b.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	addr, db, targetPID := "127.0.0.1:3306", f.db, 0
+	target := fmt.Sprintf("braid_bench_sink_%s_%d", name, os.Getpid())
+	if on == "fresh" {
+		srv, err := LaunchTarget(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer srv.Remove()
+		addr = srv.Addr()
+		targetPID, _ = ServerPID(srv.Dir)
+		if db, err = sql.Open("mysql", "root@tcp("+addr+")/"); err != nil {
+			b.Fatal(err)
+		}
+		defer db.Close()
+	} else {
+		var pidFile string
+		if db.QueryRow("SELECT @@pid_file").Scan(&pidFile) == nil {
+			if data, err := os.ReadFile(pidFile); err == nil {
+				targetPID, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+			}
+		}
+		defer func() {
+			db.Exec("DROP DATABASE IF EXISTS " + target)
+			db.Exec("DROP DATABASE IF EXISTS " + target + "_meta")
+		}()
+	}
+	ds := spec.Spec{Name: "bench", Tables: SelectedTables, Route: []spec.RouteRule{{Match: `shop_\d+\.(\w+)`, To: "shop.$1"}},
+		Heartbeat: spec.Duration(MergeHeartbeat)}
+	for i, s := range f.srvs {
+		ds.Sources = append(ds.Sources, spec.Source{Name: fmt.Sprintf("s%d", i), Address: s.Addr(), Start: spec.Start{Kind: spec.StartPosition, Pos: f.ws[i].Start}})
+	}
+	ds.Sinks = []spec.Sink{{Name: name, Type: "mysql", Address: addr, Workers: workers, Batch: batch, OriginColumn: "_shard",
+		MetaDatabase: target + "_meta", Tables: []spec.SinkTable{{From: "shop.orders", To: target + ".orders"}, {From: "shop.order_items", To: target + ".order_items"}}}}
+	ds = ds.WithDefaults()
 	log := slog.New(slog.DiscardHandler)
 	client := sink.ClientID(name)
+	m := startCPU(targetPID, f.shardPIDs)
+	began := time.Now()
 	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: &ds, Clients: map[string]*group.Cursor{client: nil}, Logger: log})
 	if err != nil {
 		b.Fatal(err)
@@ -123,28 +416,40 @@ func applyRate(b *testing.B, db *sql.DB, srvs []*mysqltest.Server, ws []*Workloa
 	defer t.Close()
 	r := &sink.Runner{Name: name, Dest: ds.Name, Client: client, Store: p.Store, Target: t, Workers: workers, Batch: batch, ByOrigin: true, Logger: log}
 	done := make(chan struct{})
-	began := time.Now()
 	go func() { defer close(done); r.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-	want := 0
-	for _, w := range ws {
-		want += w.Selected
-	}
-	var last time.Time
+	want := uint64(f.selected)
+	var last uint64
+	lastAt := began
 	for {
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 		applied := t.Stats().Applied
-		if applied >= uint64(want) {
-			last = time.Now()
+		if applied >= want {
 			break
 		}
+		if applied != last {
+			last, lastAt = applied, time.Now()
+		} else if time.Since(lastAt) > time.Minute {
+			_, lastErr := r.Applied()
+			b.Fatalf("bench: sink %s → %s applied %d of %d row changes and nothing more for a minute (last error %q)", name, addr, applied, want, lastErr)
+		}
 		if limit > 0 && time.Since(began) > limit {
-			return float64(applied) / time.Since(began).Seconds()
+			took := time.Since(began)
+			return wayResult{rate: float64(applied) / took.Seconds(), took: took, cpu: m.stop()}
 		}
 		if time.Since(began) > 10*time.Minute {
 			_, lastErr := r.Applied()
 			b.Fatalf("bench: sink %s applied %d of %d row changes in 10 minutes (last error %q)", name, applied, want, lastErr)
 		}
 	}
-	return float64(want) / last.Sub(began).Seconds()
+	took := time.Since(began)
+	cpu := m.stop()
+	got, err := ShopSums(ctx, db, strings.ReplaceAll(target, "_", `\_`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if got != f.want {
+		b.Fatalf("braid %s → %s: the target holds %+v, the shards %+v", name, addr, got, f.want)
+	}
+	return wayResult{rate: float64(want) / took.Seconds(), took: took, cpu: cpu}
 }
