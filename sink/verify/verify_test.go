@@ -32,14 +32,14 @@ func TestEqual(t *testing.T) {
 		{nil, s("NULL"), false},
 		{s("abc"), s("abc"), true},
 		{s("abc"), s("abd"), false},
-		{s("1.50"), s("1.5"), true},  // numeric without its scale
-		{s("1000"), s("1e3"), true},  // a float's form
+		{s("1.50"), s("1.5"), true},   // numeric without its scale
+		{s("1000"), s("1e3"), true},   // a float's form
 		{s("1.50"), s("1.51"), false}, // a number that differs
-		{s("007"), s("7"), true},     // compared as numbers: the price of forgiving forms
-		{s("0x10"), s("16"), false},  // but not in another base
-		{s("1"), s("t"), true},       // PostgreSQL's boolean
-		{s("0"), s("false"), true},   // likewise
-		{s("1"), s("f"), false},      // likewise, differing
+		{s("007"), s("7"), true},      // compared as numbers: the price of forgiving forms
+		{s("0x10"), s("16"), false},   // but not in another base
+		{s("1"), s("t"), true},        // PostgreSQL's boolean
+		{s("0"), s("false"), true},    // likewise
+		{s("1"), s("f"), false},       // likewise, differing
 		{s("2026-01-02 03:04:05"), s("2026-01-02T03:04:05"), true},
 		{s("2026-01-02 03:04:05.500000"), s("2026-01-02 03:04:05.5"), true},
 		{s("2026-01-02 03:04:05"), s("2026-01-02 03:04:06"), false},
