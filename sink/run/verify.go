@@ -10,6 +10,7 @@ import (
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/sink"
 	"github.com/braid-cdc/braid/sink/mysql"
+	"github.com/braid-cdc/braid/sink/postgres"
 	"github.com/braid-cdc/braid/sink/verify"
 	"github.com/braid-cdc/braid/spec"
 )
@@ -108,4 +109,7 @@ func (s *Set) Verify(ctx context.Context, name string, sample int, tables []stri
 }
 
 // The targets braid sink verify can compare.
-var _ verify.Target = (*mysql.Target)(nil)
+var (
+	_ verify.Target = (*mysql.Target)(nil)
+	_ verify.Target = (*postgres.Target)(nil)
+)
