@@ -88,6 +88,12 @@ func (t *Target) ApplyDDL(ctx context.Context, ev *change.Event, workers int) er
 	for _, tbl := range forget {
 		t.tables.Delete(tbl)
 	}
+	if len(stmts) > 0 {
+		// A connection's prepared statements keep the parameter types of
+		// their time, and their text does not change with a column's
+		// type: the workers (idle: a DDL is a barrier) connect anew.
+		t.dropIdle()
+	}
 	return err
 }
 

@@ -167,6 +167,18 @@ func (t *Target) release(w int, c *pgx.Conn) {
 	t.idle[w] = c
 }
 
+// dropIdle closes the idle connections of the workers.
+func (t *Target) dropIdle() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for w, c := range t.idle {
+		if w >= 0 {
+			c.Close(context.Background())
+			delete(t.idle, w)
+		}
+	}
+}
+
 // Close implements sink.Target.
 func (t *Target) Close() error {
 	t.mu.Lock()

@@ -167,7 +167,8 @@ func shopSpec(t *testing.T, shards []*mysqltest.Server, sk spec.Sink) *spec.Spec
 // shards row for row, and nothing was applied twice: no INSERT found its
 // key (an upsert) and no UPDATE or DELETE missed its row; braid sink
 // verify's comparison agrees, and names a row then changed by hand. The
-// whole stream read again, from the start, applies nothing.
+// whole stream read again, from the start, applies nothing, and so does
+// a runner that applies it all while blind to the checkpoints.
 func TestApplyEqualsSources(t *testing.T) {
 	db, name := targetDB(t)
 	srvs := mysqltest.StartN(t, 3)
@@ -268,7 +269,7 @@ func TestApplyEqualsSources(t *testing.T) {
 	r = &runner{stop: func() {}}
 	last := p.Dest.Stats().Seq
 	p.Close()
-	again, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: ds, Clients: map[string]*group.Cursor{sink.ClientID("copy"): nil}, Logger: log})
+	again, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: ds, Clients: map[string]*group.Cursor{sink.ClientID("copy"): nil, sink.ClientID("fence"): nil}, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,6 +296,35 @@ func TestApplyEqualsSources(t *testing.T) {
 	if g := got(); !slices.Equal(g, want) {
 		t.Fatal("the target changed when the stream was read again")
 	}
+
+	// A runner that does not know the checkpoints (a former owner, say)
+	// applies from the start: each worker's transaction finds its
+	// checkpoint past its batch and applies nothing (ErrBehind).
+	target3, err := postgres.Open(ctx, sk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target3.Close()
+	r3 := &sink.Runner{Name: "copy", Dest: "shop", Client: sink.ClientID("fence"), Store: again.Store, Target: blind{target3},
+		Workers: sk.Workers, Batch: sk.Batch, Logger: testLogger(t, slog.LevelError)}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); r3.Run(rctx) }()
+	defer func() { cancel(); <-done }()
+	waitErr(t, r3, sink.ErrBehind.Error())
+	if st := target3.Stats(); st.Applied != 0 {
+		t.Fatalf("a runner blind to the checkpoints applied %d row changes", st.Applied)
+	}
+	if g := got(); !slices.Equal(g, want) {
+		t.Fatal("the target changed under a runner blind to the checkpoints")
+	}
+}
+
+// blind is a target whose checkpoints read as none.
+type blind struct{ *postgres.Target }
+
+func (b blind) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
+	return make([]sink.Point, n), nil
 }
 
 // applyOnce runs ds's first sink over ds's stream until the test ends.
@@ -379,8 +409,9 @@ func TestCollision(t *testing.T) {
 }
 
 // TestAtLeastOnce: mode at-least-once writes no checkpoint table; the
-// stream read twice from the start ends in the same target (the second
-// reading finds every row it inserts: upserts, not collisions). A shard
+// stream (with an ADD COLUMN and a MODIFY that widens a column) read
+// twice from the start ends in the same target (the second reading finds
+// every row it inserts: upserts, not collisions). A shard
 // table's TRUNCATE, with no origin column to delete its rows by, stops
 // the sink.
 func TestAtLeastOnce(t *testing.T) {
@@ -392,7 +423,12 @@ func TestAtLeastOnce(t *testing.T) {
 		"UPDATE shop_0.orders SET id = 5 WHERE id = 1",
 		"DELETE FROM shop_0.orders WHERE id = 2",
 		"ALTER TABLE shop_0.orders ADD COLUMN c INT NULL DEFAULT 7",
-		"UPDATE shop_0.orders SET c = 8 WHERE id = 3")
+		"UPDATE shop_0.orders SET c = 8 WHERE id = 3",
+		// A column's type changes: the statement prepared for the old
+		// type (the same text) must not be used with the new one's values.
+		"UPDATE shop_0.orders SET amount = amount + 1 WHERE id = 4",
+		"ALTER TABLE shop_0.orders MODIFY amount BIGINT NOT NULL",
+		"UPDATE shop_0.orders SET amount = 5000000000 WHERE id = 4")
 	sk := spec.Sink{Name: "alo", Type: "postgres", Address: targetAddr, Database: name, Workers: 2, Batch: 10, Mode: spec.SinkAtLeastOnce, MetaDatabase: "alo_meta"}
 	ds := shopSpec(t, []*mysqltest.Server{srv}, sk)
 	want := sourceRows(t, []*mysqltest.Server{srv}, func(int) string {
