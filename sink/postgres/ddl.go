@@ -336,7 +336,12 @@ func (t *Target) alterSpec(table string, sp *ast.AlterTableSpec) ([]string, erro
 			}
 			return []string{q}, nil
 		}
-		return nil, fmt.Errorf("%w: ADD of a foreign key, check, FULLTEXT or SPATIAL index", ErrUnsupported)
+		what := map[ast.ConstraintType]string{ast.ConstraintForeignKey: "a FOREIGN KEY", ast.ConstraintFulltext: "a FULLTEXT index",
+			ast.ConstraintCheck: "a CHECK constraint"}[cn.Tp]
+		if what == "" {
+			what = "an index of this kind"
+		}
+		return nil, fmt.Errorf("%w: ADD of %s", ErrUnsupported, what)
 	case ast.AlterTableDropIndex:
 		s, tbl := splitQuoted(table)
 		return []string{"DROP INDEX IF EXISTS " + s + "." + indexName(tbl, sp.Name)}, nil

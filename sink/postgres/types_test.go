@@ -71,7 +71,10 @@ var typeCases = []struct{ col, pgType, value string }{
 // translated. Both tables get the documented PostgreSQL types, the
 // primary and unique keys, and the row of extremes reads back as written
 // (a zero date NULL where the column is nullable, -infinity where not);
-// the row of NULLs is NULLs.
+// the row of NULLs is NULLs. A third sink, with neither create_tables
+// nor the stream's DDL, stops at the missing table and says so; a DDL
+// with no PostgreSQL translation stops the sink that applies DDL, and
+// says to set ddl: ignore.
 func TestTypes(t *testing.T) {
 	db, name := targetDB(t)
 	srv := mysqltest.Start(t)
@@ -87,9 +90,13 @@ func TestTypes(t *testing.T) {
 			Tables: []spec.SinkTable{{From: "shop.orders", To: "made.orders"}}},
 		{Name: "ddl", Type: "postgres", Address: targetAddr, Database: name, Workers: 2,
 			Tables: []spec.SinkTable{{From: "shop.orders", To: "ddl.orders"}}},
+		{Name: "missing", Type: "postgres", Address: targetAddr, Database: name, Workers: 2, DDL: "ignore",
+			Tables: []spec.SinkTable{{From: "shop.orders", To: "missing.orders"}}},
 	}
 	ds := shopSpec(t, []*mysqltest.Server{srv}, sinks[0])
-	ds.Sinks = append(ds.Sinks, shopSpec(t, []*mysqltest.Server{srv}, sinks[1]).Sinks...)
+	for _, sk := range sinks[1:] {
+		ds.Sinks = append(ds.Sinks, shopSpec(t, []*mysqltest.Server{srv}, sk).Sinks...)
+	}
 	log := testLogger(t, slog.LevelWarn)
 	ctx := t.Context()
 	clients := map[string]*group.Cursor{}
@@ -109,15 +116,20 @@ func TestTypes(t *testing.T) {
 	}
 	wantRow2 := slices.Repeat([]string{"NULL"}, len(typeCases))
 	wantRow2[0], wantRow2[18] = "2", "2020-01-01"
+	runners := map[string]*runner{}
 	for _, sk := range ds.Sinks {
+		target, err := postgres.Open(ctx, sk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := startRunner(ctx, p, target, sk, nil, log)
+		defer func() { r.stop(); target.Close() }()
+		runners[sk.Name] = r
+	}
+	for _, sk := range ds.Sinks[:2] {
 		schema, _, _ := strings.Cut(sk.Tables[0].To, ".")
+		r := runners[sk.Name]
 		t.Run(sk.Name, func(t *testing.T) {
-			target, err := postgres.Open(ctx, sk)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := startRunner(ctx, p, target, sk, nil, log)
-			defer func() { r.stop(); target.Close() }()
 			readRow := func(id string) []string {
 				var out []string
 				rows, err := db.Query(context.Background(), "SELECT "+strings.Join(cols, ", ")+" FROM "+schema+".orders WHERE id = "+id)
@@ -170,6 +182,13 @@ func TestTypes(t *testing.T) {
 				t.Errorf("keys %q, want the primary key and %s", keys, uname)
 			}
 		})
+	}
+	waitErr(t, runners["missing"].r, `target table missing.orders (of shop.orders) does not exist in database `+name+`: create it, or set create_tables: true`)
+	srv.Exec(t, "ALTER TABLE shop_0.orders ADD FULLTEXT INDEX ft (tx)")
+	waitErr(t, runners["ddl"].r, "(ALTER TABLE `ddl`.`orders` ADD FULLTEXT INDEX ft (tx))", "set ddl: ignore and change the target by hand")
+	for _, n := range []string{"missing", "ddl"} {
+		_, lastErr := runners[n].r.Applied()
+		t.Logf("sink %s stops: %s", n, lastErr)
 	}
 }
 
