@@ -49,6 +49,13 @@
 //     statement by statement, IF [NOT] EXISTS where PostgreSQL has it,
 //     and an error that says it is done already is taken as applied.
 //
+// # Connection
+//
+// address, user, password (or password_file, password_env) and database
+// of the spec; TLS as libpq's default, sslmode=prefer (TLS when the
+// server offers it), and the PG* environment variables (PGSSLMODE,
+// PGSSLROOTCERT, PGCONNECT_TIMEOUT, ...) apply as they do to psql.
+//
 // # Names
 //
 // A target table is "schema.table" inside the spec's database (spec

@@ -64,9 +64,9 @@ func Open(ctx context.Context, s spec.Sink) (*Target, error) {
 	}
 	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = host, p, s.User, pw, s.Database
 	cfg.RuntimeParams = map[string]string{"application_name": "braid sink " + s.Name}
-	// A fallback (TLS, then not) would hide which failed; braid's targets
-	// are named by address, and TLS is the server's to require.
-	cfg.Fallbacks = nil
+	// TLS as libpq's default (sslmode=prefer): TLS when the server
+	// offers it, else not; the PG* environment variables (PGSSLMODE,
+	// PGSSLROOTCERT, ...) apply as they do to psql.
 	if s.Batch <= 0 {
 		s.Batch = spec.DefaultSinkBatch
 	}
