@@ -15,7 +15,9 @@ import (
 )
 
 // Runner applies a destination's store to one target as client id
-// Client, with Workers workers of at most Batch changes a transaction.
+// Client, with Workers workers: each store batch's changes are handed to
+// the workers, each worker applies its share in one transaction, and the
+// store batch is acked once all have committed.
 type Runner struct {
 	Name    string // the sink's name, for logs
 	Dest    string
@@ -23,7 +25,10 @@ type Runner struct {
 	Store   *stream.Store
 	Target  Target
 	Workers int
-	Batch   int
+	// Batch, when above 0, cuts a worker's share of a store batch into
+	// transactions of at most Batch changes; 0 applies it in one, which
+	// is what makes a target fast (see bench/sink_test.go).
+	Batch int
 	// ByOrigin makes each shard table's rows keys of their own (the
 	// target keeps them apart by its origin column).
 	ByOrigin bool
@@ -135,14 +140,13 @@ func (r *Runner) run(ctx context.Context) error {
 			switch ev.Type {
 			case change.EventRows:
 				for i := range ev.Rows {
-					ch := newChange(ev, &ev.Rows[i])
-					pk, others := keys(ch, r.ByOrigin)
-					w, barrier := c.Add(pk, others...)
+					ch := newChange(ev, &ev.Rows[i], r.ByOrigin)
+					w, barrier := c.Add(ch.PK, ch.Others...)
 					if barrier {
 						if err := flush(); err != nil {
 							return err
 						}
-						w, _ = c.Add(pk, others...)
+						w, _ = c.Add(ch.PK, ch.Others...)
 					}
 					if !ckpt[w].Before(Point{ch.Seq, ch.Row.Index}) {
 						continue // applied before a restart
@@ -194,8 +198,11 @@ func minPoint(ps []Point) Point {
 	return m
 }
 
-// chunks yields s in pieces of at most n.
+// chunks yields s in pieces of at most n (n <= 0: s whole).
 func chunks(s []Change, n int) func(func([]Change) bool) {
+	if n <= 0 {
+		n = len(s)
+	}
 	return func(yield func([]Change) bool) {
 		for len(s) > 0 {
 			k := min(n, len(s))
@@ -207,24 +214,29 @@ func chunks(s []Change, n int) func(func([]Change) bool) {
 	}
 }
 
-func newChange(ev *change.Event, rc *change.RowChange) Change {
+// newChange is row change rc of ev, its images decoded and its keys
+// found (byOrigin: the shard table is part of each key).
+func newChange(ev *change.Event, rc *change.RowChange, byOrigin bool) Change {
 	t := rc.Table
 	ls, lt := t.Logical()
-	return Change{Seq: ev.Seq, Source: ev.Source, Origin: t.Schema + "." + t.Name, Logical: ls + "." + lt, Row: rc}
+	c := Change{Seq: ev.Seq, Source: ev.Source, Origin: t.Schema + "." + t.Name, Logical: ls + "." + lt, Row: rc,
+		Before: rc.Before(), After: rc.After()}
+	c.PK, c.Others, c.Moved = keys(c, byOrigin)
+	return c
 }
 
 // keys are a change's primary key (all columns of a table without one)
-// and its other keys: the old primary key of an UPDATE that changes it,
-// and the values of each unique key in its images (NULLs are not unique,
-// so a key with one is left out).
-func keys(ch Change, byOrigin bool) (pk string, others []string) {
+// and its other keys: the old primary key of an UPDATE that changes it
+// (moved), and the values of each unique key in its images (NULLs are not
+// unique, so a key with one is left out).
+func keys(ch Change, byOrigin bool) (pk string, others []string, moved bool) {
 	t := ch.Row.Table
 	table := ch.Logical
 	if byOrigin {
 		table = ch.Source + "/" + ch.Origin + ">" + ch.Logical
 	}
 	idx := KeyColumns(t)
-	after, before := ch.Row.After(), ch.Row.Before()
+	after, before := ch.After, ch.Before
 	img := after
 	if img == nil {
 		img = before
@@ -233,6 +245,7 @@ func keys(ch Change, byOrigin bool) (pk string, others []string) {
 	if before != nil && after != nil {
 		if old := Key(table, before, idx); old != pk {
 			others = append(others, old)
+			moved = true
 		}
 	}
 	for u, cols := range t.Unique {
@@ -251,7 +264,7 @@ func keys(ch Change, byOrigin bool) (pk string, others []string) {
 			}
 		}
 	}
-	return pk, others
+	return pk, others, moved
 }
 
 // KeyColumns are the indexes of t's primary-key columns, or of all its

@@ -44,6 +44,14 @@ type Change struct {
 	Logical string
 	// Row is the change, with its table's columns (Row.Table).
 	Row *change.RowChange
+	// Before and After are Row's images, decoded once (nil: none).
+	Before, After []change.Value
+	// PK is the change's primary key (Key; every column of a table
+	// without one) and Others its other keys: the old primary key of an
+	// UPDATE that changes it (then Moved), and each unique key's value.
+	PK     string
+	Others []string
+	Moved  bool
 }
 
 // Key is a row's key values under the key columns idx, as one string
@@ -166,8 +174,10 @@ func (e *CollisionError) Is(target error) bool { return target == ErrCollision }
 type Target interface {
 	// Checkpoints returns each of n workers' applied point (zero: none).
 	Checkpoints(ctx context.Context, n int) ([]Point, error)
-	// Apply applies changes, in order, and sets worker's checkpoint to
-	// the last one's point, in one transaction.
+	// Apply applies changes, in order (a target may reorder changes of
+	// different keys: see Plan), and sets worker's checkpoint to the last
+	// one's point, in one transaction. They are what the worker was handed
+	// from one store batch, so there may be thousands.
 	Apply(ctx context.Context, worker int, changes []Change) error
 	// ApplyDDL applies a logical DDL (nothing: ignore) and sets every
 	// worker's checkpoint to its seq.

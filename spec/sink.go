@@ -47,8 +47,10 @@ type Sink struct {
 	// Workers is how many transactions apply at once, each change on the
 	// worker of its primary key. Default: 16.
 	Workers int `yaml:"workers,omitempty" json:"workers,omitempty"`
-	// Batch is how many row changes a worker's transaction takes at most.
-	// Default: 100.
+	// Batch is how many row changes one statement carries at most: a
+	// worker's transaction applies what it was handed (up to a store batch)
+	// as runs of INSERTs, UPDATEs and DELETEs of one table, each run one
+	// statement of up to Batch rows. Default: 100.
 	Batch int `yaml:"batch,omitempty" json:"batch,omitempty"`
 	// DDL is apply (the logical DDL is run on the target, once) or ignore.
 	// Default: apply.

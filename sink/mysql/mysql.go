@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,6 +30,8 @@ type Target struct {
 	stmts sync.Map // statementKey → string
 
 	applied, upserts, missing atomic.Uint64
+	// noLoad is set once the server refused LOAD DATA LOCAL INFILE.
+	noLoad atomic.Bool
 }
 
 var _ sink.Target = (*Target)(nil)
@@ -100,13 +103,14 @@ func (t *Target) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
 }
 
 // Apply implements sink.Target: one transaction of the changes and the
-// worker's checkpoint.
+// worker's checkpoint. The changes go as runs (sink.Plan), each one
+// statement whose affected-row count says whether every row found what
+// it expected; when one did not, the transaction is rolled back and
+// applied a row at a time in stream order, which counts that row (an
+// upsert, a missing row) or names it in a collision error.
 func (t *Target) Apply(ctx context.Context, worker int, changes []sink.Change) error {
 	err := t.applyTx(ctx, worker, changes, true)
 	if errors.Is(err, errOneByOne) {
-		// A multi-row INSERT found a key there already: the transaction
-		// is rolled back and applied a row at a time, which counts that
-		// row, or names it in a collision error.
 		err = t.applyTx(ctx, worker, changes, false)
 	}
 	return err
@@ -115,36 +119,19 @@ func (t *Target) Apply(ctx context.Context, worker int, changes []sink.Change) e
 // errOneByOne: a multi-row statement found a row it did not expect.
 var errOneByOne = errors.New("apply the batch a row at a time")
 
-// applyTx is Apply's transaction; multi sends runs of INSERTs of one
-// table version as one statement.
+// applyTx is Apply's transaction: runs of changes as multi-row
+// statements (multi), or a row at a time.
 func (t *Target) applyTx(ctx context.Context, worker int, changes []sink.Change, multi bool) error {
 	tx, err := t.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	// The worker's checkpoint, locked: if another runner (a former owner
-	// that has not yet learnt it is one) applied past where this batch
-	// starts, nothing of it is applied, and the runner starts again from
-	// the checkpoints.
-	var at sink.Point
-	err = tx.QueryRowContext(ctx, "SELECT seq, idx FROM "+t.checkpointTable()+" WHERE sink = ? AND worker = ? FOR UPDATE", t.spec.Name, worker).Scan(&at.Seq, &at.Idx)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if err := t.claim(ctx, tx, worker, changes); err != nil {
 		return err
 	}
-	if first := changes[0]; !at.Before(sink.Point{Seq: first.Seq, Idx: first.Row.Index}) {
-		return fmt.Errorf("%w: worker %d of sink %s is at seq %d, row %d, past seq %d, row %d", sink.ErrBehind, worker, t.spec.Name, at.Seq, at.Idx, first.Seq, first.Row.Index)
-	}
 	var upserts, missing uint64
-	for i := 0; i < len(changes); i++ {
-		c := changes[i]
-		if run := insertRun(changes[i:]); multi && run > 1 {
-			if err := t.insertMany(ctx, tx, changes[i:i+run]); err != nil {
-				return err
-			}
-			i += run - 1
-			continue
-		}
+	one := func(c sink.Change) error {
 		u, m, err := t.apply(ctx, tx, c)
 		if _, ok := err.(*sink.CollisionError); ok {
 			return err
@@ -154,11 +141,28 @@ func (t *Target) applyTx(ctx context.Context, worker int, changes []sink.Change,
 		}
 		upserts += u
 		missing += m
+		return nil
 	}
-	last := changes[len(changes)-1]
-	if _, err := tx.ExecContext(ctx, "INSERT INTO "+t.checkpointTable()+" (sink, worker, seq, idx) VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE seq = VALUES(seq), idx = VALUES(idx)",
-		t.spec.Name, worker, last.Seq, last.Row.Index); err != nil {
-		return err
+	if multi {
+		for _, run := range sink.Plan(changes, t.spec.Batch) {
+			if len(run.Changes) == 1 || run.Kind == sink.RunMove || run.Kind != sink.RunInsert && !hasKey(run.Changes[0].Row.Table) {
+				for _, c := range run.Changes {
+					if err := one(c); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			if err := t.applyRun(ctx, tx, run); err != nil {
+				return err
+			}
+		}
+	} else {
+		for _, c := range changes {
+			if err := one(c); err != nil {
+				return err
+			}
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return err
@@ -169,47 +173,156 @@ func (t *Target) applyTx(ctx context.Context, worker int, changes []sink.Change,
 	return nil
 }
 
-// insertRun is how many changes from the first are INSERTs of one table
-// version and logical table (1 when the first is not an INSERT).
-func insertRun(cs []sink.Change) int {
-	n := 1
-	for n < len(cs) && cs[0].Row.Kind == change.Insert && cs[n].Row.Kind == change.Insert &&
-		cs[n].Row.Table == cs[0].Row.Table && cs[n].Logical == cs[0].Logical {
-		n++
+// claim moves worker's checkpoint to the last of changes, in tx, if it is
+// before the first of them: the row stays locked until tx ends, so if
+// another runner (a former owner that has not yet learnt it is one)
+// applied past where this batch starts, nothing of it is applied
+// (sink.ErrBehind), and the runner starts again from the checkpoints.
+func (t *Target) claim(ctx context.Context, tx *sql.Tx, worker int, changes []sink.Change) error {
+	first, last := changes[0], changes[len(changes)-1]
+	res, err := tx.ExecContext(ctx, "UPDATE "+t.checkpointTable()+" SET seq = ?, idx = ? WHERE sink = ? AND worker = ? AND (seq < ? OR seq = ? AND idx < ?)",
+		last.Seq, last.Row.Index, t.spec.Name, worker, first.Seq, first.Seq, first.Row.Index)
+	if err != nil {
+		return err
 	}
-	return n
+	if n, _ := res.RowsAffected(); n == 1 {
+		return nil
+	}
+	var at sink.Point
+	err = tx.QueryRowContext(ctx, "SELECT seq, idx FROM "+t.checkpointTable()+" WHERE sink = ? AND worker = ? FOR UPDATE", t.spec.Name, worker).Scan(&at.Seq, &at.Idx)
+	if errors.Is(err, sql.ErrNoRows) {
+		// The worker's first transaction: its row is made (a runner doing
+		// the same at once fails on the key, and starts again).
+		_, err = tx.ExecContext(ctx, "INSERT INTO "+t.checkpointTable()+" (sink, worker, seq, idx) VALUES (?, ?, ?, ?)", t.spec.Name, worker, last.Seq, last.Row.Index)
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: worker %d of sink %s is at seq %d, row %d, past seq %d, row %d", sink.ErrBehind, worker, t.spec.Name, at.Seq, at.Idx, first.Seq, first.Row.Index)
 }
 
-// insertMany inserts cs, INSERTs of one table version, in one statement;
-// errOneByOne when one of their keys was there (what a row at a time then
-// counts or reports).
-func (t *Target) insertMany(ctx context.Context, tx *sql.Tx, cs []sink.Change) error {
-	one := t.statement(cs[0].Row.Table, 'u', t.target(cs[0].Logical))
-	head, tail, _ := strings.Cut(one, " ON DUPLICATE KEY UPDATE ")
+// applyRun applies a run of INSERTs, UPDATEs that keep their key, or
+// DELETEs of one table version as one statement; errOneByOne when a row
+// was not as expected (an INSERT's key there, an UPDATE's or DELETE's row
+// missing).
+func (t *Target) applyRun(ctx context.Context, tx *sql.Tx, run sink.Run) error {
+	cs := run.Changes
+	tv, table := cs[0].Row.Table, t.target(cs[0].Logical)
+	var q string
+	var args []any
+	want := int64(len(cs))
+	switch run.Kind {
+	case sink.RunInsert:
+		if t.loadable(tv) {
+			err := t.load(ctx, tx, tv, table, cs)
+			if !errors.Is(err, errNoLoad) {
+				return err
+			}
+		}
+		q, args = t.valuesStatement(tv, table, cs, "")
+	case sink.RunUpdate:
+		// Each row found and changed counts 2 (MySQL's ON DUPLICATE KEY
+		// UPDATE); a row missing counts 1, one unchanged 0.
+		q, args = t.valuesStatement(tv, table, cs, " ON DUPLICATE KEY UPDATE "+t.updateList(tv, table))
+		want *= 2
+	case sink.RunDelete:
+		q, args = t.deleteStatement(tv, table, cs)
+	}
+	res, err := tx.ExecContext(ctx, q, args...)
+	var me *driver.MySQLError
+	if errors.As(err, &me) && me.Number == 1062 { // duplicate key
+		return errOneByOne
+	}
+	if err != nil {
+		return fmt.Errorf("sink %s: %d changes of %s from seq %d: %w", t.spec.Name, len(cs), cs[0].Logical, cs[0].Seq, err)
+	}
+	if n, _ := res.RowsAffected(); n != want {
+		return errOneByOne
+	}
+	return nil
+}
+
+// valuesStatement is INSERT INTO table of cs's after-images, one VALUES
+// row each, then tail.
+func (t *Target) valuesStatement(tv *change.Table, table string, cs []sink.Change, tail string) (string, []any) {
+	one := t.statement(tv, 'u', table)
+	head := one[:strings.Index(one, " ON DUPLICATE KEY UPDATE ")]
 	values := head[strings.LastIndex(head, " VALUES ")+len(" VALUES "):]
 	var b strings.Builder
+	b.Grow(len(head) + (len(values)+2)*len(cs) + len(tail))
 	b.WriteString(head)
-	args := make([]any, 0, len(cs)*(len(cs[0].Row.Table.Columns)+1))
+	args := make([]any, 0, len(cs)*(len(tv.Columns)+1))
 	for i, c := range cs {
 		if i > 0 {
 			b.WriteString(", ")
 			b.WriteString(values)
 		}
-		args = append(args, c.Row.After()...)
+		args = append(args, c.After...)
 		if t.spec.OriginColumn != "" {
 			args = append(args, c.Source+"/"+c.Origin)
 		}
 	}
-	b.WriteString(" ON DUPLICATE KEY UPDATE ")
 	b.WriteString(tail)
-	res, err := tx.ExecContext(ctx, b.String(), args...)
-	if err != nil {
-		return err
+	return b.String(), args
+}
+
+// updateList is the ON DUPLICATE KEY UPDATE list of tv's columns.
+func (t *Target) updateList(tv *change.Table, table string) string {
+	one := t.statement(tv, 'u', table)
+	return one[strings.Index(one, " ON DUPLICATE KEY UPDATE ")+len(" ON DUPLICATE KEY UPDATE "):]
+}
+
+// deleteStatement deletes cs's rows by key (with the origin column, each
+// row's shard table's): one IN list for a one-column key, else ORs.
+func (t *Target) deleteStatement(tv *change.Table, table string, cs []sink.Change) (string, []any) {
+	idx := sink.KeyColumns(tv)
+	oc := t.spec.OriginColumn
+	var b strings.Builder
+	b.WriteString("DELETE FROM ")
+	b.WriteString(table)
+	b.WriteString(" WHERE ")
+	args := make([]any, 0, len(cs)*(len(idx)+1))
+	if len(idx) == 1 && oc == "" {
+		b.WriteString(quote(tv.Columns[idx[0]].Name))
+		b.WriteString(" IN (")
+		for i, c := range cs {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteByte('?')
+			args = append(args, c.Before[idx[0]])
+		}
+		b.WriteByte(')')
+		return b.String(), args
 	}
-	if n, _ := res.RowsAffected(); n != int64(len(cs)) {
-		return errOneByOne
+	for i, c := range cs {
+		if i > 0 {
+			b.WriteString(" OR ")
+		}
+		b.WriteByte('(')
+		for k, j := range idx {
+			if k > 0 {
+				b.WriteString(" AND ")
+			}
+			b.WriteString(quote(tv.Columns[j].Name))
+			b.WriteString(" = ?")
+			args = append(args, c.Before[j])
+		}
+		if oc != "" {
+			b.WriteString(" AND ")
+			b.WriteString(quote(oc))
+			b.WriteString(" = ?")
+			args = append(args, c.Source+"/"+c.Origin)
+		}
+		b.WriteByte(')')
 	}
-	return nil
+	return b.String(), args
+}
+
+// hasKey reports whether tv has a primary key.
+func hasKey(tv *change.Table) bool {
+	return slices.ContainsFunc(tv.Columns, func(c change.Column) bool { return c.Key })
 }
 
 // apply runs one row change: INSERT and UPDATE are upserts of the
@@ -234,13 +347,13 @@ func (t *Target) apply(ctx context.Context, tx *sql.Tx, c sink.Change) (upserts,
 	}
 	switch rc.Kind {
 	case change.Delete:
-		n, err := del(rc.Before())
+		n, err := del(c.Before)
 		if n == 0 && err == nil {
 			missing++
 		}
 		return 0, missing, err
 	case change.Update:
-		before, after := rc.Before(), rc.After()
+		before, after := c.Before, c.After
 		if moved = sink.Key("", before, keyIdx) != sink.Key("", after, keyIdx); moved {
 			if n, err := del(before); err != nil {
 				return 0, 0, err
@@ -249,9 +362,9 @@ func (t *Target) apply(ctx context.Context, tx *sql.Tx, c sink.Change) (upserts,
 			}
 		}
 	}
-	args := rc.After()
+	args := c.After
 	if t.spec.OriginColumn != "" {
-		args = append(args, origin)
+		args = append(slices.Clip(args), origin)
 	}
 	res, err := tx.ExecContext(ctx, t.statement(rc.Table, 'u', table), args...)
 	if err != nil {
@@ -265,7 +378,7 @@ func (t *Target) apply(ctx context.Context, tx *sql.Tx, c sink.Change) (upserts,
 		e := &sink.CollisionError{Sink: t.spec.Name, Table: table, Logical: c.Logical, Source: c.Source, Origin: c.Origin}
 		for _, i := range keyIdx {
 			e.Columns = append(e.Columns, rc.Table.Columns[i].Name)
-			e.Values = append(e.Values, rc.After()[i])
+			e.Values = append(e.Values, c.After[i])
 		}
 		return 0, 0, e
 	case rc.Kind == change.Insert && n != 1:
