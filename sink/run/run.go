@@ -99,7 +99,7 @@ func Start(ctx context.Context, p *stream.Pipeline, ds *spec.Spec, cursors group
 			}
 			defer target.Close()
 			r := &sink.Runner{Name: sk.Name, Dest: ds.Name, Client: sink.ClientID(sk.Name), Store: p.Store, Target: target,
-				Workers: sk.Workers, Batch: sk.Batch, ByOrigin: sk.OriginColumn != "", Cursors: cursors, Logger: log.With("dest", ds.Name)}
+				Workers: sk.Workers, ByOrigin: sk.OriginColumn != "", Cursors: cursors, Logger: log.With("dest", ds.Name)}
 			// A collision error names the shard tables that hold the key.
 			r.Holders = func(ctx context.Context, e *sink.CollisionError) ([]string, error) { return verify.Holders(ctx, ds, e) }
 			set.mu.Lock()
