@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -25,7 +26,7 @@ func (t *Target) Apply(ctx context.Context, worker int, changes []sink.Change) e
 	if err != nil {
 		return fmt.Errorf("sink %s: connect: %w", t.spec.Name, err)
 	}
-	defer func() { t.release(worker, c) }()
+	defer t.release(worker, c)
 	rows := make([]row, len(changes))
 	var last *change.Table
 	for i := range changes {
@@ -100,6 +101,9 @@ func (t *Target) applyBatch(ctx context.Context, c *pgx.Conn, worker int, change
 	var ops []op
 	if t.exactlyOnce {
 		first, last := changes[0], changes[len(changes)-1]
+		if last.Seq > math.MaxInt64 {
+			return fmt.Errorf("sink %s: seq %d is past the checkpoint's bigint", t.spec.Name, last.Seq)
+		}
 		b.Queue("SELECT "+quoteIdent(t.spec.MetaDatabase)+".sink_advance($1, $2, $3, $4, $5, $6)",
 			t.spec.Name, worker, int64(first.Seq), first.Row.Index, int64(last.Seq), last.Row.Index)
 		ops = append(ops, op{kind: 'a', changes: changes[:1]})
@@ -137,6 +141,13 @@ func (t *Target) applyBatch(ctx context.Context, c *pgx.Conn, worker int, change
 		err = cerr
 	}
 	if err != nil {
+		var pe pgx.ErrPreprocessingBatch
+		if errors.As(err, &pe) {
+			// Before anything ran: preparing a statement, or encoding a
+			// value for it, failed (the statement says which table and
+			// columns; the values stay out of the message).
+			return fmt.Errorf("sink %s: worker %d: %w (statement %s)", t.spec.Name, worker, err, clip(pe.SQL()))
+		}
 		if failed < 0 {
 			return fmt.Errorf("sink %s: worker %d: %w", t.spec.Name, worker, err)
 		}
