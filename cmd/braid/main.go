@@ -29,7 +29,7 @@ var commands = map[string]command{
 	"cluster":     {"show a cluster's nodes and destinations, or remove a dead node", runCluster},
 	"consumer":    {"list a destination's consumers (client ids), or drop one with its cursor", runConsumer},
 	"ddl":         {"list a destination's shard-DDL locks, or release one (unlock: emit its DDL; skip: emit nothing)", runDDL},
-	"sink":        {"list a destination's sinks: applied seq, lag, rows, missing rows, errors", runSink},
+	"sink":        {"a destination's sinks: list and show them (applied seq, lag, rows, errors), verify a target against the sources", runSink},
 	"tail":        {"print a destination's stream from a braid node, acking as it goes", runTail},
 	"certs":       {"make the CA, node certificates and gossip key a secure cluster needs", runCerts},
 	"users":       {"hash a password for a --users-file, or check such a file", runUsers},

@@ -21,6 +21,7 @@ import (
 	"github.com/braid-cdc/braid/api/native"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/netlimit"
+	sinkrun "github.com/braid-cdc/braid/sink/run"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )
@@ -125,13 +126,30 @@ func serve(ctx context.Context, spec *spec.Spec, opt serveOptions, log *slog.Log
 	if err != nil {
 		return err
 	}
-	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: spec, Logger: log, Serve: true})
+	// The spec's sinks run here too. Their cursors, like the consumers',
+	// live in memory: a new run reads from the spec's start, and each
+	// target's checkpoints skip what it applied before.
+	clients := map[string]*group.Cursor{}
+	if err := sinkrun.Clients(spec, clients, nil); err != nil {
+		return err
+	}
+	cctx, ccancel := context.WithTimeout(ctx, 30*time.Second)
+	err = sinkrun.Check(cctx, spec)
+	ccancel()
+	if err != nil {
+		return err
+	}
+	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: spec, Clients: clients, Logger: log, Serve: true})
 	if err != nil {
 		return err
 	}
 	defer p.Close()
+	sinks := sinkrun.Start(ctx, p, spec, nil, log)
+	defer sinks.Stop()
 	reg := stream.NewRegistry()
-	reg.Add(p.Served(nil))
+	served := p.Served(nil)
+	served.Sinks = sinks.Stats
+	reg.Add(served)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -144,7 +162,13 @@ func serve(ctx context.Context, spec *spec.Spec, opt serveOptions, log *slog.Log
 			return fmt.Errorf("http port: %w: is another process using it? choose another with --http-port", err)
 		}
 		l = netlimit.Listen(l, opt.maxConns, log.With("port", "http"))
-		srv := native.NewServer(metrics.Mount(native.NewHandler(reg, log), metrics.RegistryHandler(reg)))
+		admin := native.WithSinks(func(dest string) native.SinkAdmin {
+			if dest == spec.Name {
+				return sinks
+			}
+			return nil
+		})
+		srv := native.NewServer(metrics.Mount(native.NewHandler(reg, log, admin), metrics.RegistryHandler(reg)))
 		log.Info("serving the native API", "addr", "http://"+l.Addr().String(), "dest", spec.Name)
 		wg.Go(func() {
 			if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {

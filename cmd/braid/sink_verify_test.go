@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/spec"
 )
 
 // TestClusterSinkVerify: a cluster's owner applies two shard tables to
@@ -147,5 +149,52 @@ sinks:
 	}
 	if _, errs, code := cli("sink", "verify", "shop", "nope", "--server", other.URL()); code != 1 || !strings.Contains(errs, `no sink "nope"`) {
 		t.Errorf("verify of an unknown sink: exit %d: %s", code, errs)
+	}
+}
+
+// TestCaptureServesSinks: `braid capture --http-port` runs the spec's
+// sinks too, and answers `braid sink list|show|verify` for them: the
+// copy is caught up and verify finds nothing different; a row deleted
+// from the target by hand is named.
+func TestCaptureServesSinks(t *testing.T) {
+	tg := newAuditedTarget(t, "(id BIGINT PRIMARY KEY, note VARCHAR(40))")
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE DATABASE shop_0", "CREATE TABLE shop_0.orders (id BIGINT PRIMARY KEY, note VARCHAR(40))",
+		"INSERT INTO shop_0.orders VALUES (1, 'one'), (2, 'two'), (3, 'three')", "UPDATE shop_0.orders SET note = 'TWO' WHERE id = 2")
+	ds, err := spec.Parse([]byte(fmt.Sprintf(`
+name: shop
+sources: [{name: a, address: '%s', start: earliest}]
+tables: ['shop_\d+\.orders']
+route: [{match: 'shop_\d+\.(\w+)', to: 'shop.$1'}]
+heartbeat: 100ms
+sinks: [{name: copy, type: mysql, address: '127.0.0.1:3306', workers: 2, meta_database: %s_meta, tables: [{from: shop.orders, to: %s.orders}]}]
+`, srv.Addr(), tg.name, tg.name)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := freePorts(t, 1)[0]
+	serveForTest(t, ds, serveOptions{listen: "127.0.0.1", httpPort: port}, slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})))
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		out, _, code := cli("sink", "list", "shop", "--json", "--server", url)
+		var sinks []wire.SinkState
+		if code == 0 && json.Unmarshal([]byte(out), &sinks) == nil && len(sinks) == 1 && sinks[0].Running && sinks[0].Rows == 4 && sinks[0].LagSeq == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sink did not catch up: %s", out)
+		}
+	}
+	if out, errs, code := cli("sink", "verify", "shop", "copy", "--server", url); code != 0 {
+		t.Fatalf("verify of a copy in step: exit %d: %s%s", code, out, errs)
+	}
+	if _, err := tg.db.Exec("DELETE FROM " + tg.name + ".orders WHERE id = 3"); err != nil {
+		t.Fatal(err)
+	}
+	if out, errs, code := cli("sink", "verify", "shop", "copy", "--server", url); code != 1 || !strings.Contains(out, "missing") {
+		t.Fatalf("verify after a row deleted by hand: exit %d: %s%s", code, out, errs)
+	}
+	if out, errs, code := cli("sink", "show", "shop", "copy", "--server", url); code != 0 || !strings.Contains(out, "checkpoints in the target") {
+		t.Fatalf("show: exit %d: %s%s", code, out, errs)
 	}
 }
