@@ -32,6 +32,8 @@ type Target struct {
 	applied, upserts, missing atomic.Uint64
 	// noLoad is set once the server refused LOAD DATA LOCAL INFILE.
 	noLoad atomic.Bool
+	// tables holds the target tables known to exist (ensureTables).
+	tables sync.Map
 }
 
 var _ sink.Target = (*Target)(nil)
@@ -58,6 +60,9 @@ func Open(ctx context.Context, s spec.Sink) (*Target, error) {
 	db.SetMaxOpenConns(s.Workers + 2)
 	db.SetMaxIdleConns(s.Workers + 2)
 	t := &Target{db: db, spec: s}
+	if !t.exactlyOnce() {
+		return t, nil // no checkpoint table: the sink's cursor is the record
+	}
 	for _, q := range []string{
 		"CREATE DATABASE IF NOT EXISTS " + quote(s.MetaDatabase),
 		"CREATE TABLE IF NOT EXISTS " + t.checkpointTable() + " (sink VARCHAR(128) NOT NULL, worker INT NOT NULL, seq BIGINT UNSIGNED NOT NULL, idx INT NOT NULL, PRIMARY KEY (sink, worker))",
@@ -72,6 +77,11 @@ func Open(ctx context.Context, s spec.Sink) (*Target, error) {
 
 func (t *Target) checkpointTable() string { return quote(t.spec.MetaDatabase) + ".sink_checkpoint" }
 
+// exactlyOnce reports whether the target keeps checkpoints (mode
+// exactly-once); else (at-least-once) a change is applied again after a
+// crash, as an idempotent upsert or delete, and counts nothing.
+func (t *Target) exactlyOnce() bool { return t.spec.Mode != spec.SinkAtLeastOnce }
+
 // Close implements sink.Target.
 func (t *Target) Close() error { return t.db.Close() }
 
@@ -83,6 +93,9 @@ func (t *Target) Stats() sink.Stats {
 // Checkpoints implements sink.Target.
 func (t *Target) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
 	out := make([]sink.Point, n)
+	if !t.exactlyOnce() {
+		return out, nil
+	}
 	rows, err := t.db.QueryContext(ctx, "SELECT worker, seq, idx FROM "+t.checkpointTable()+" WHERE sink = ?", t.spec.Name)
 	if err != nil {
 		return nil, fmt.Errorf("sink %s: read checkpoints: %w", t.spec.Name, err)
@@ -109,6 +122,9 @@ func (t *Target) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
 // applied a row at a time in stream order, which counts that row (an
 // upsert, a missing row) or names it in a collision error.
 func (t *Target) Apply(ctx context.Context, worker int, changes []sink.Change) error {
+	if err := t.ensureTables(ctx, changes); err != nil {
+		return err
+	}
 	err := t.applyTx(ctx, worker, changes, true)
 	if errors.Is(err, errOneByOne) {
 		err = t.applyTx(ctx, worker, changes, false)
@@ -127,8 +143,10 @@ func (t *Target) applyTx(ctx context.Context, worker int, changes []sink.Change,
 		return err
 	}
 	defer tx.Rollback()
-	if err := t.claim(ctx, tx, worker, changes); err != nil {
-		return err
+	if t.exactlyOnce() {
+		if err := t.claim(ctx, tx, worker, changes); err != nil {
+			return err
+		}
 	}
 	var upserts, missing uint64
 	one := func(c sink.Change) error {
@@ -212,6 +230,19 @@ func (t *Target) applyRun(ctx context.Context, tx *sql.Tx, run sink.Run) error {
 	var q string
 	var args []any
 	want := int64(len(cs))
+	if !t.exactlyOnce() {
+		// A change may be applied again: INSERTs and UPDATEs are upserts,
+		// and no count is expected.
+		if run.Kind == sink.RunDelete {
+			q, args = t.deleteStatement(tv, table, cs)
+		} else {
+			q, args = t.valuesStatement(tv, table, cs, " ON DUPLICATE KEY UPDATE "+t.updateList(tv, table))
+		}
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return fmt.Errorf("sink %s: %d changes of %s from seq %d: %w", t.spec.Name, len(cs), cs[0].Logical, cs[0].Seq, err)
+		}
+		return nil
+	}
 	switch run.Kind {
 	case sink.RunInsert:
 		if t.loadable(tv) {
@@ -372,6 +403,8 @@ func (t *Target) apply(ctx context.Context, tx *sql.Tx, c sink.Change) (upserts,
 	}
 	n, _ := res.RowsAffected()
 	switch {
+	case !t.exactlyOnce():
+		// A change applied again finds what it wrote: nothing to count.
 	case (rc.Kind == change.Insert || moved) && n != 1 && t.spec.OriginColumn == "":
 		// Its checkpoint says it was not applied, so the row is another
 		// shard table's (or was there before the sink).
@@ -513,6 +546,10 @@ func (t *Target) addOrigin(ctx context.Context, table string) error {
 
 // checkpointAll sets every worker's checkpoint to the whole of seq.
 func (t *Target) checkpointAll(ctx context.Context, seq uint64, workers int) error {
+	t.tables.Clear() // a DDL may have made or dropped a target table
+	if !t.exactlyOnce() {
+		return nil
+	}
 	for w := range workers {
 		if _, err := t.db.ExecContext(ctx, "INSERT INTO "+t.checkpointTable()+" (sink, worker, seq, idx) VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE seq = VALUES(seq), idx = VALUES(idx)",
 			t.spec.Name, w, seq, sink.MaxIdx); err != nil {

@@ -1,0 +1,133 @@
+package mysql_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/spec"
+)
+
+// TestCreateTables: with ddl: ignore the stream's CREATE TABLE is not run
+// on the target, so the target table is missing. Without create_tables
+// that stops the sink with an error naming the table and the fix; with
+// it, the sink creates the table from the logical table's columns (types,
+// NOT NULL, primary and unique keys, the origin column leading the key)
+// and fills it.
+func TestCreateTables(t *testing.T) {
+	db, name := targetDB(t)
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE DATABASE shop_0", "CREATE DATABASE shop_1",
+		"CREATE TABLE shop_0.orders (id INT PRIMARY KEY, code VARCHAR(20) NOT NULL UNIQUE, amount DECIMAL(10,2) NOT NULL, at TIMESTAMP NULL, flags SET('a','b'))",
+		"CREATE TABLE shop_1.orders LIKE shop_0.orders",
+		"INSERT INTO shop_0.orders VALUES (1, 'x', 1.50, '2026-01-01 00:00:00', 'a,b'), (2, 'y', 2.50, NULL, '')",
+		"INSERT INTO shop_1.orders VALUES (1, 'x', 3.50, NULL, 'b')")
+	specOf := func(sinkName string, create bool) *spec.Spec {
+		ds := spec.Spec{Name: "shop", Tables: []string{`shop_\d+\.orders`}, Route: []spec.RouteRule{{Match: `shop_\d+\.(\w+)`, To: "shop.$1"}},
+			Heartbeat: spec.Duration(100 * time.Millisecond),
+			Sources:   []spec.Source{{Name: "a", Address: srv.Addr(), Start: spec.Start{Kind: spec.StartEarliest}}},
+			Sinks: []spec.Sink{{Name: sinkName, Type: "mysql", Address: targetAddr, MetaDatabase: name + "_meta", DDL: "ignore", CreateTables: create,
+				OriginColumn: "_shard", Tables: []spec.SinkTable{{From: "shop.orders", To: name + "." + sinkName}}}}}
+		ds = ds.WithDefaults()
+		return &ds
+	}
+	missing := applyOnce(t, specOf("missing", false))
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if _, lastErr := missing.Applied(); strings.Contains(lastErr, "target table "+name+".missing of shop.orders does not exist") && strings.Contains(lastErr, "create_tables: true") {
+			break
+		}
+		if time.Now().After(deadline) {
+			_, lastErr := missing.Applied()
+			t.Fatalf("no error for the missing table; last error %q", lastErr)
+		}
+	}
+
+	created := applyOnce(t, specOf("created", true))
+	want := []string{"a/shop_0.orders 1 x 1.50 a,b", "a/shop_0.orders 2 y 2.50 ", "a/shop_1.orders 1 x 3.50 b"}
+	var got []string
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		got = got[:0]
+		if q, err := db.Query("SELECT _shard, id, code, amount, flags FROM " + name + ".created"); err == nil {
+			for q.Next() {
+				var a, b, c, d, e string
+				q.Scan(&a, &b, &c, &d, &e)
+				got = append(got, strings.Join([]string{a, b, c, d, e}, " "))
+			}
+			q.Close()
+		}
+		slices.Sort(got)
+		if slices.Equal(got, want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			_, lastErr := created.Applied()
+			t.Fatalf("created table holds %q, want %q (last error %q)", got, want, lastErr)
+		}
+	}
+	var table, ddl string
+	if err := db.QueryRow("SHOW CREATE TABLE "+name+".created").Scan(&table, &ddl); err != nil {
+		t.Fatal(err)
+	}
+	for _, part := range []string{"`code` varchar(20) NOT NULL", "`amount` decimal(10,2) NOT NULL", "`at` timestamp NULL", "set('a','b')",
+		"PRIMARY KEY (`_shard`,`id`)", "UNIQUE KEY `_shard` (`_shard`,`code`)"} {
+		if !strings.Contains(ddl, part) {
+			t.Errorf("the created table has no %q:\n%s", part, ddl)
+		}
+	}
+}
+
+// TestAtLeastOnce: mode at-least-once keeps no checkpoint table; a runner
+// that starts again from the beginning of the stream applies every change
+// again, as upserts and deletes, and the target still equals the source.
+func TestAtLeastOnce(t *testing.T) {
+	db, name := targetDB(t)
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE DATABASE shop_0", "CREATE TABLE shop_0.orders (id INT PRIMARY KEY, note VARCHAR(20))")
+	var vals []string
+	for k := range 50 {
+		vals = append(vals, fmt.Sprintf("(%d, 'n%d')", k, k))
+	}
+	srv.Exec(t, "INSERT INTO shop_0.orders VALUES "+strings.Join(vals, ", "),
+		"UPDATE shop_0.orders SET note = 'changed' WHERE id % 5 = 0", "DELETE FROM shop_0.orders WHERE id % 7 = 0",
+		"UPDATE shop_0.orders SET id = id + 100 WHERE id = 1")
+	ds := spec.Spec{Name: "shop", Tables: []string{`shop_0\.orders`}, Heartbeat: spec.Duration(100 * time.Millisecond),
+		Sources: []spec.Source{{Name: "a", Address: srv.Addr(), Start: spec.Start{Kind: spec.StartEarliest}}},
+		Sinks: []spec.Sink{{Name: "alo", Type: "mysql", Address: targetAddr, MetaDatabase: name + "_meta", Mode: spec.SinkAtLeastOnce,
+			Tables: []spec.SinkTable{{From: "shop_0.orders", To: name + ".orders"}}}}}
+	ds = ds.WithDefaults()
+	want := rows(t, srv.Query(t, "SELECT id, IFNULL(note, 'NULL') FROM shop_0.orders"))
+	read := func() []string {
+		var out [][]string
+		if q, err := db.Query("SELECT id, IFNULL(note, 'NULL') FROM " + name + ".orders"); err == nil {
+			for q.Next() {
+				var a, b string
+				q.Scan(&a, &b)
+				out = append(out, []string{a, b})
+			}
+			q.Close()
+		}
+		return rows(t, out)
+	}
+	var last uint64 // the seq the first run applied up to
+	for run := range 2 { // the second run applies the whole stream again
+		r := applyOnce(t, &ds)
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			applied, lastErr := r.Applied()
+			if slices.Equal(read(), want) && applied > 0 && applied >= last {
+				last = applied
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("run %d: target %d rows, source %d, applied seq %d (last error %q)", run, len(read()), len(want), applied, lastErr)
+			}
+		}
+	}
+	var n int
+	db.QueryRow("SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", name+"_meta").Scan(&n)
+	if n != 0 {
+		t.Fatal("an at-least-once sink made a checkpoint database")
+	}
+}
