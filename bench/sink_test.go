@@ -75,12 +75,13 @@ import (
 // Servers. The machine's MariaDB (10.11) on 3306 runs with
 // innodb_flush_log_at_trx_commit=1, innodb_buffer_pool_size=128M,
 // innodb_log_file_size=96M, innodb_doublewrite=ON, O_DIRECT, no binary
-// log. The fresh servers get exactly those (TargetArgs, whose SHOW GLOBAL
-// VARIABLES equal 3306's but for paths and ids) plus log_slave_updates
-// OFF; their data directories are on the same disk as 3306's. Neither
-// target writes a binary log. The replica records its position in
-// mysql.gtid_slave_pos in each transaction (its crash safety, as braid's
-// checkpoint row is braid's), its relay log synced every 10,000 events.
+// log. The fresh servers get exactly those (TargetArgs; their SHOW GLOBAL
+// VARIABLES differ from 3306's only in paths, ids, the relay log,
+// binlog_format and a smaller ibtmp1), log_slave_updates OFF; their data
+// directories are on the same disk as 3306's. Neither target writes a
+// binary log. The replica records its position in mysql.gtid_slave_pos in
+// each transaction (its crash safety, as braid's checkpoint row is
+// braid's), its relay log synced every 10,000 events (the default).
 //
 // Each rate is selected row changes (502,200) over the time. Every target
 // must end equal to the shards by row counts and sums over changed columns
@@ -88,8 +89,9 @@ import (
 // SUM(qty)), and the replica must hold no noise schema (b.Fatal
 // otherwise). The CPU each process used over each run (this process: the
 // binlog readers, the merge and the sink; the target mariadbd; the four
-// shards) is logged as seconds of CPU per second, to show where a run's
-// time goes on the machine's two cores.
+// shards) is logged as seconds of CPU per second, and the target's and this
+// process's as microseconds a row change, to show where a run's time goes
+// on the machine's two cores.
 //
 // BRAID_BENCH_SINK_RUNS (default 1) repeats every way that many times in
 // one process, rotating which goes first; the rates are the medians. It
@@ -171,13 +173,26 @@ func BenchmarkSinkApply(b *testing.B) {
 		}},
 		{name: "one row a transaction → 3306", run: func(b *testing.B) wayResult { return f.braid(b, "", "peer", 1, 1, 30*time.Second) }},
 	}
+	// go test keeps 10 lines of a benchmark's log: one a way for one run,
+	// one a run for several.
 	rates := make([][]float64, len(ways))
 	for run := range runs {
+		var line []string
 		for k := range ways {
 			i := (k + run) % len(ways)
 			res := ways[i].run(b)
 			rates[i] = append(rates[i], res.rate)
-			b.Logf("run %d: %-31s %7.0f rows/s (%v); CPU s/s: %s", run+1, ways[i].name, res.rate, res.took.Round(time.Millisecond), res.cpu)
+			tgt, self := res.perRow()
+			if runs == 1 {
+				b.Logf("%-31s %7.0f rows/s (%v); CPU s/s: %s; CPU a row change: target %.1f µs, this process %.1f µs",
+					ways[i].name, res.rate, res.took.Round(time.Millisecond), res.cpu, tgt, self)
+			} else {
+				line = append(line, fmt.Sprintf("%s %.0f rows/s (%v; CPU s/s %.2f, %.2f, %.2f; µs a row %.1f, %.1f)", ways[i].name, res.rate,
+					res.took.Round(time.Millisecond), res.cpu.self, res.cpu.target, res.cpu.shards, tgt, self))
+			}
+		}
+		if runs > 1 {
+			b.Logf("run %d (CPU s/s: this process, target, shards; µs a row: target, this process): %s", run+1, strings.Join(line, "; "))
 		}
 	}
 	r := &sinkMetrics{selected: f.selected}
@@ -268,6 +283,14 @@ type wayResult struct {
 	rate float64
 	took time.Duration
 	cpu  cpuUse
+}
+
+// perRow is the CPU a row change took in the target server and in this
+// process, in microseconds.
+func (r wayResult) perRow() (target, self float64) {
+	rows := r.rate * r.took.Seconds()
+	us := r.took.Seconds() * 1e6 / rows
+	return r.cpu.target * us, r.cpu.self * us
 }
 
 // cpuUse is the CPU seconds per second of wall time of this process, the
