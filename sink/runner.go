@@ -93,42 +93,55 @@ func (r *Runner) Applied() (uint64, string) {
 	return r.applied, r.lastErr
 }
 
+// ackEntry is a store batch handed to the workers: it is acked once
+// every worker has applied the changes it had been handed by then.
+type ackEntry struct {
+	id     int64
+	last   uint64 // the seq of its last event
+	handed []uint64
+}
+
+// run applies store batches until an error. The loop hands each change
+// to its worker, and goes on to the next batch while the workers apply;
+// an acker acks batches in order as the workers get through them.
 func (r *Runner) run(ctx context.Context) error {
-	ckpt, err := r.Target.Checkpoints(ctx, r.Workers)
+	start, err := r.Target.Checkpoints(ctx, r.Workers)
 	if err != nil {
 		return err
 	}
-	c := NewCausality(r.Workers)
-	pending := make([][]Change, r.Workers)
-	flush := func() error {
-		var wg sync.WaitGroup
-		errs := make([]error, r.Workers)
-		for w := range pending {
-			if len(pending[w]) == 0 {
-				continue
-			}
-			wg.Go(func() {
-				for chunk := range chunks(pending[w], r.Batch) {
-					if errs[w] = r.Target.Apply(ctx, w, chunk); errs[w] != nil {
-						return
+	ctx, cancel := context.WithCancel(ctx)
+	p := newPool(r.Workers, cancel)
+	acks := make(chan ackEntry, 64)
+	var wg sync.WaitGroup
+	defer func() {
+		p.fail(errStopped)
+		close(acks)
+		wg.Wait()
+	}()
+	for w := range r.Workers {
+		wg.Go(func() {
+			p.work(ctx, w, func(ctx context.Context, cs []Change) error {
+				for chunk := range chunks(cs, r.Batch) {
+					if err := r.Target.Apply(ctx, w, chunk); err != nil {
+						return err
 					}
 				}
+				return nil
 			})
-		}
-		wg.Wait()
-		for w := range pending {
-			if errs[w] == nil && len(pending[w]) > 0 {
-				last := pending[w][len(pending[w])-1]
-				ckpt[w] = Point{last.Seq, last.Row.Index}
-			}
-			pending[w] = pending[w][:0]
-		}
-		c.Reset()
-		return errors.Join(errs...)
+		})
 	}
+	wg.Go(func() { r.ack(p, acks) })
+
+	c := NewCausality(r.Workers)
 	for {
+		if err := p.failed(); err != nil {
+			return err
+		}
 		b, err := r.Store.Get(ctx, r.Client, 1024, 500*time.Millisecond)
 		if err != nil {
+			if perr := p.failed(); perr != nil {
+				return perr
+			}
 			return err
 		}
 		if len(b.Events) == 0 {
@@ -141,46 +154,73 @@ func (r *Runner) run(ctx context.Context) error {
 			case change.EventRows:
 				for i := range ev.Rows {
 					ch := newChange(ev, &ev.Rows[i], r.ByOrigin)
-					w, barrier := c.Add(ch.PK, ch.Others...)
-					if barrier {
-						if err := flush(); err != nil {
-							return err
-						}
-						w, _ = c.Add(ch.PK, ch.Others...)
-					}
-					if !ckpt[w].Before(Point{ch.Seq, ch.Row.Index}) {
+					w := c.Worker(ch.PK)
+					if !start[w].Before(Point{ch.Seq, ch.Row.Index}) {
 						continue // applied before a restart
 					}
-					pending[w] = append(pending[w], ch)
+					if waits := c.Waits(w, ch.PK, ch.Others); len(waits) > 0 {
+						if err := p.wait(waits...); err != nil {
+							return err
+						}
+					}
+					t := p.hand(w, ch)
+					c.Hold(w, t.N, ch.PK, ch.Others)
 				}
 			case change.EventDDL:
-				if err := flush(); err != nil {
+				// A DDL is a barrier: everything before it applied first.
+				if err := p.drain(); err != nil {
 					return err
 				}
-				if done := minPoint(ckpt); !done.Before(Point{ev.Seq, MaxIdx}) {
+				if done := minPoint(start); !done.Before(Point{ev.Seq, MaxIdx}) {
 					continue
 				}
 				if err := r.Target.ApplyDDL(ctx, ev, r.Workers); err != nil {
 					return err
 				}
-				for w := range ckpt {
-					ckpt[w] = Point{ev.Seq, MaxIdx}
-				}
 			}
 		}
-		if err := flush(); err != nil {
-			return err
+		p.wake()
+		handed, applied := p.counts()
+		select {
+		case acks <- ackEntry{id: b.ID, last: last, handed: handed}:
+		case <-ctx.Done():
+			if err := p.failed(); err != nil {
+				return err
+			}
+			return ctx.Err()
 		}
-		if err := r.Store.Ack(r.Client, b.ID); err != nil {
-			return err
+		if c.Len() > 1<<20 {
+			c.Prune(applied)
+		}
+	}
+}
+
+// ack acks the store batches of acks in order, each once the workers
+// have applied what it handed them, and saves the sink's cursor after
+// each; a failure fails the pool.
+func (r *Runner) ack(p *pool, acks <-chan ackEntry) {
+	for e := range acks {
+		ts := make([]Ticket, len(e.handed))
+		for w, n := range e.handed {
+			ts[w] = Ticket{w, n}
+		}
+		if p.wait(ts...) != nil {
+			return
+		}
+		if err := r.Store.Ack(r.Client, e.id); err != nil {
+			p.fail(err)
+			return
 		}
 		r.mu.Lock()
-		r.applied, r.lastErr = last, ""
+		r.applied, r.lastErr = e.last, ""
 		r.mu.Unlock()
-		if r.Cursors != nil {
+		if r.Cursors != nil && len(acks) == 0 {
+			// Saved after the last batch applied of a run of them: the
+			// cursor is never ahead of the checkpoints.
 			if m := r.Store.Mark(r.Client); m != nil {
 				if err := r.Cursors.Save(r.Dest, r.Client, m); err != nil {
-					return fmt.Errorf("sink %s: save its cursor: %w", r.Name, err)
+					p.fail(fmt.Errorf("sink %s: save its cursor: %w", r.Name, err))
+					return
 				}
 			}
 		}

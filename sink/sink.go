@@ -66,18 +66,28 @@ func Key(table string, img []change.Value, idx []int) string {
 	return b.String()
 }
 
-// Causality assigns row changes to workers: by their primary key's hash,
-// with the keys of the changes pending on each worker, so that a change
-// whose other keys are pending on another worker is known to need a
-// barrier first. It is pure and not safe for concurrent use.
+// Causality assigns row changes to workers by their primary key's hash
+// and remembers, for each key, the last change that holds it: its worker,
+// and how many changes that worker had been handed through it (a Ticket).
+// A change one of whose keys (its primary key, a unique value, the old key
+// of a key-changing UPDATE) is held on another worker waits until that
+// worker has applied that many: TiDB DM's causality, waiting for the one
+// worker concerned rather than for all. It is pure and not safe for
+// concurrent use.
 type Causality struct {
 	workers int
-	pending map[string]int // key → the worker a pending change holds it on
+	held    map[string]Ticket
 }
 
-// NewCausality returns the causality of n workers, nothing pending.
+// Ticket is a worker and a count of the changes handed to it.
+type Ticket struct {
+	Worker int
+	N      uint64
+}
+
+// NewCausality returns the causality of n workers, nothing held.
 func NewCausality(n int) *Causality {
-	return &Causality{workers: n, pending: map[string]int{}}
+	return &Causality{workers: n, held: map[string]Ticket{}}
 }
 
 // Worker is the worker of primary key pk: a pure function of it, so a
@@ -88,25 +98,44 @@ func (c *Causality) Worker(pk string) int {
 	return int(h.Sum32() % uint32(c.workers))
 }
 
-// Add routes a change with primary key pk and its other keys: the worker
-// it goes to, or barrier when one of its keys is pending on another worker
-// (then call Reset once every worker has committed, and Add again).
-func (c *Causality) Add(pk string, others ...string) (worker int, barrier bool) {
-	w := c.Worker(pk)
-	for _, k := range others {
-		if o, ok := c.pending[k]; ok && o != w {
-			return w, true
+// Waits returns what a change for worker w with keys pk and others must
+// wait for: the tickets of its keys held on other workers (the caller
+// skips those already applied).
+func (c *Causality) Waits(w int, pk string, others []string) []Ticket {
+	var out []Ticket
+	for i := -1; i < len(others); i++ {
+		k := pk
+		if i >= 0 {
+			k = others[i]
+		}
+		if t, ok := c.held[k]; ok && t.Worker != w {
+			out = append(out, t)
 		}
 	}
-	c.pending[pk] = w
-	for _, k := range others {
-		c.pending[k] = w
-	}
-	return w, false
+	return out
 }
 
-// Reset forgets what is pending: every worker has committed.
-func (c *Causality) Reset() { clear(c.pending) }
+// Hold records that the change handed to worker w as its n'th holds pk
+// and others.
+func (c *Causality) Hold(w int, n uint64, pk string, others []string) {
+	c.held[pk] = Ticket{w, n}
+	for _, k := range others {
+		c.held[k] = Ticket{w, n}
+	}
+}
+
+// Len is how many keys are held.
+func (c *Causality) Len() int { return len(c.held) }
+
+// Prune forgets the keys whose change is applied: applied[w] is how many
+// of worker w's changes are.
+func (c *Causality) Prune(applied []uint64) {
+	for k, t := range c.held {
+		if t.N <= applied[t.Worker] {
+			delete(c.held, k)
+		}
+	}
+}
 
 // Point is a place in the stream a worker has applied up to: the row
 // change Idx (change.RowChange.Index) of transaction Seq (a worker's
