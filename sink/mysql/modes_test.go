@@ -111,7 +111,7 @@ func TestAtLeastOnce(t *testing.T) {
 		}
 		return rows(t, out)
 	}
-	var last uint64 // the seq the first run applied up to
+	var last uint64      // the seq the first run applied up to
 	for run := range 2 { // the second run applies the whole stream again
 		r := applyOnce(t, &ds)
 		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
