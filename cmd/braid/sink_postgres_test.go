@@ -25,7 +25,10 @@ import (
 // six shard tables, written to throughout, and is SIGKILLed three times
 // while it applies; the target table, made beforehand with a trigger that
 // records every application of a row, ends equal to the union of the
-// shards, each row applied once per change (its INSERT, its UPDATE).
+// shards, each row applied once per change (its INSERT, its UPDATE). Each
+// kill comes once the audit shows the sink has begun applying the latest
+// rounds, so it lands mid-apply (with mode: at-least-once, the same test
+// finds rows applied more than twice every time).
 func TestCaptureSinkSurvivesKillsPostgres(t *testing.T) {
 	tg := newPGAuditedTarget(t, "(id bigint PRIMARY KEY, amount integer NOT NULL, note varchar(40))")
 	srvs := mysqltest.StartN(t, 3)
@@ -81,7 +84,10 @@ sinks:
 				fmt.Sprintf("UPDATE shop_%d.orders SET amount = amount + 1 WHERE id >= %d AND id < %d", n, base, base+100))
 		}
 		if round%2 == 1 && round < 7 {
-			time.Sleep(time.Duration(200+rand.IntN(400)) * time.Millisecond)
+			// Killed while it applies the last two rounds: once the
+			// audit shows it has begun them (each round is 1,200
+			// applications: 600 inserts, 600 updates).
+			tg.waitApplied(t, (round-1)*1200+rand.IntN(600))
 			cmd.Process.Kill() // SIGKILL
 			cmd.Wait()
 			cmd = start()
@@ -96,7 +102,8 @@ sinks:
 // with the machine's PostgreSQL as the target: the owner node runs the
 // sink and is SIGKILLed twice while it applies; the new owner's sink goes
 // on from the target's checkpoints, and the target ends equal to the
-// shards with every row applied once per change.
+// shards with every row applied once per change. Each kill comes once the
+// audit shows the sink has begun applying the round just written.
 func TestClusterSinkSurvivesOwnerKillsPostgres(t *testing.T) {
 	tg := newPGAuditedTarget(t, "(id bigint PRIMARY KEY, shard integer NOT NULL, note varchar(40))")
 	srvs := shopShards(t)
@@ -116,7 +123,9 @@ func TestClusterSinkSurvivesOwnerKillsPostgres(t *testing.T) {
 				fmt.Sprintf("UPDATE shop_%d.orders SET note = 'u%d' WHERE id >= %d AND id < %d", n, round, base, base+100))
 		}
 		if round == 2 || round == 5 {
-			time.Sleep(time.Duration(100+rand.IntN(300)) * time.Millisecond)
+			// Killed while its sink applies this round (1,200
+			// applications: 600 inserts, 600 updates).
+			tg.waitApplied(t, round*1200+rand.IntN(600))
 			owner, epoch := c.owner(t, "shop")
 			owner.Kill()
 			c.waitFor(t, 60*time.Second, "a new owner", func() (bool, string) {
@@ -180,6 +189,21 @@ func newPGAuditedTarget(t *testing.T, columns string) *pgAuditedTarget {
 		}
 	}
 	return &pgAuditedTarget{db: db, name: name}
+}
+
+// waitApplied waits until the audit holds more than n applications.
+func (a *pgAuditedTarget) waitApplied(t *testing.T, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		var got int
+		a.db.QueryRow(context.Background(), "SELECT count(*) FROM shop.applied").Scan(&got)
+		if got > n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the audit holds %d applications, waited for more than %d", got, n)
+		}
+	}
 }
 
 // read returns the rows of q, their columns joined by spaces, sorted.
