@@ -1,26 +1,31 @@
 // Package sink applies a destination's stream to targets (issue 21): each
 // sink is a consumer of the destination's store with a client id of its
 // own ("sink:NAME"), running where the destination runs. The targets are
-// in the packages below it (sink/mysql).
+// in the packages below it (sink/mysql, sink/postgres); sink/run starts a
+// spec's sinks, sink/verify compares a target with the sources.
 //
 // # Invariants
 //
 //   - Exactly once. Row changes go to Workers workers by their primary
 //     key's hash; each worker applies its changes in stream order, in
-//     transactions that also write the worker's checkpoint (the last seq
-//     it applied). A change is applied iff its seq is above its worker's
+//     transactions that also write the worker's checkpoint (the last point
+//     it applied). A change is applied iff its point is after its worker's
 //     checkpoint, so a restart from any cursor at or before the
 //     checkpoints applies nothing twice and skips nothing.
-//   - Causality (TiDB DM's). A change that touches a key (primary, unique,
-//     or the old key of a key-changing UPDATE) pending on another worker
-//     waits for a barrier: every worker commits first. A DDL is a barrier.
+//   - Causality (TiDB DM's, per worker). A change one of whose keys
+//     (primary, unique, or the old key of a key-changing UPDATE) is held by
+//     a change on another worker waits until that worker has applied it.
+//     A DDL waits for every worker.
+//   - Within a worker's transaction a target may reorder changes of
+//     different keys into runs (Plan); changes of one key keep their order.
 //   - A target checks, in the transaction that applies a batch, that its
 //     worker's checkpoint is still before the batch (ErrBehind if not), so
 //     two runners (an owner, and a former one not yet fenced) never apply
 //     a change twice.
-//   - The store's batch is acked only once every change in it is
-//     committed; the sink's cursor (the store's mark) is saved after that,
-//     so it is never ahead of the checkpoints.
+//   - A store batch is acked only once every change in it is committed,
+//     in the order the batches were handed out; the sink's cursor (the
+//     store's mark) is saved after that, so it is never ahead of the
+//     checkpoints.
 package sink
 
 import (
