@@ -1,38 +1,12 @@
 package postgres_test
 
 import (
-	"context"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/spec"
 )
-
-// TestPipelineIsOneTransaction: what Apply rests on. A pgx batch sent
-// without BEGIN is one pipeline ending in one Sync, which PostgreSQL runs
-// as one implicit transaction: a statement that fails takes the ones
-// before it back (and the statements new to the connection, prepared
-// first, change nothing of that).
-func TestPipelineIsOneTransaction(t *testing.T) {
-	db, _ := targetDB(t)
-	ctx := context.Background()
-	if _, err := db.Exec(ctx, "CREATE TABLE one (id int PRIMARY KEY)"); err != nil {
-		t.Fatal(err)
-	}
-	b := &pgx.Batch{}
-	for _, id := range []int{1, 2, 1, 3} {
-		b.Queue("INSERT INTO one VALUES ($1)", id)
-	}
-	err := db.SendBatch(ctx, b).Close()
-	var n int
-	db.QueryRow(ctx, "SELECT count(*) FROM one").Scan(&n)
-	if err == nil || n != 0 {
-		t.Fatalf("a batch whose third INSERT failed (%v) left %d rows, want 0", err, n)
-	}
-}
 
 // TestKeyless: a table without a primary key (nor a unique key) matches
 // rows by every column: two equal rows, one of them updated, one deleted,

@@ -88,14 +88,25 @@ func Open(ctx context.Context, s spec.Sink) (*Target, error) {
 
 // setup makes the meta schema, its checkpoint table and sink_advance, one
 // sink's Open at a time (CREATE ... IF NOT EXISTS races with itself).
+// When they are there already, as this version makes them, it changes
+// nothing: a user who may only write to them (made by another) can run
+// a sink.
 func (t *Target) setup(ctx context.Context, c *pgx.Conn) error {
 	meta := quoteIdent(t.spec.MetaDatabase)
+	create := fmt.Sprintf(advanceFunc, meta, errBehindCode)
+	body := create[strings.Index(create, "$fn$")+4 : strings.LastIndex(create, "$fn$")]
+	var ready bool
+	err := c.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL AND EXISTS (SELECT 1 FROM pg_proc WHERE oid = to_regproc($2) AND prosrc = $3)`,
+		t.checkpointTable(), meta+".sink_advance", body).Scan(&ready)
+	if err != nil || ready {
+		return err
+	}
 	return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
 		for _, q := range []string{
 			"SELECT pg_advisory_xact_lock(hashtext('braid sink setup'))",
 			"CREATE SCHEMA IF NOT EXISTS " + meta,
-			"CREATE TABLE IF NOT EXISTS " + meta + ".sink_checkpoint (sink text NOT NULL, worker integer NOT NULL, seq bigint NOT NULL, idx integer NOT NULL, PRIMARY KEY (sink, worker))",
-			fmt.Sprintf(advanceFunc, meta, errBehindCode),
+			"CREATE TABLE IF NOT EXISTS " + t.checkpointTable() + " (sink text NOT NULL, worker integer NOT NULL, seq bigint NOT NULL, idx integer NOT NULL, PRIMARY KEY (sink, worker))",
+			create,
 		} {
 			if _, err := tx.Exec(ctx, q); err != nil {
 				return err

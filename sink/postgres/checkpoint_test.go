@@ -1,0 +1,73 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/braid-cdc/braid/sink/postgres"
+	"github.com/braid-cdc/braid/spec"
+)
+
+// TestPipelineIsOneTransaction: what Apply rests on. A pgx batch sent
+// without BEGIN is one pipeline ending in one Sync, which PostgreSQL runs
+// as one implicit transaction: a statement that fails takes the ones
+// before it back (and the statements new to the connection, prepared
+// first, change nothing of that).
+func TestPipelineIsOneTransaction(t *testing.T) {
+	db, _ := targetDB(t)
+	ctx := context.Background()
+	if _, err := db.Exec(ctx, "CREATE TABLE one (id int PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	b := &pgx.Batch{}
+	for _, id := range []int{1, 2, 1, 3} {
+		b.Queue("INSERT INTO one VALUES ($1)", id)
+	}
+	err := db.SendBatch(ctx, b).Close()
+	var n int
+	db.QueryRow(ctx, "SELECT count(*) FROM one").Scan(&n)
+	if err == nil || n != 0 {
+		t.Fatalf("a batch whose third INSERT failed (%v) left %d rows, want 0", err, n)
+	}
+}
+
+// TestUserWhoOnlyWrites: once a sink has made its checkpoint table and
+// function, another user with only the rights to use them (no CREATE, not
+// their owner) opens a sink on them and reads its checkpoints.
+func TestUserWhoOnlyWrites(t *testing.T) {
+	db, name := targetDB(t)
+	ctx := context.Background()
+	sk := spec.Sink{Name: "w", Type: "postgres", Address: targetAddr, Database: name, User: "postgres", Workers: 2, MetaDatabase: "braid_meta"}
+	first, err := postgres.Open(ctx, sk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	role := name + "_writer"
+	for _, q := range []string{
+		"CREATE ROLE " + role + " LOGIN",
+		"REVOKE CREATE ON SCHEMA public FROM PUBLIC",
+		"GRANT USAGE ON SCHEMA braid_meta TO " + role,
+		"GRANT SELECT, INSERT, UPDATE ON braid_meta.sink_checkpoint TO " + role,
+		"GRANT EXECUTE ON FUNCTION braid_meta.sink_advance TO " + role,
+	} {
+		if _, err := db.Exec(ctx, q); err != nil {
+			t.Fatal(q, err)
+		}
+	}
+	t.Cleanup(func() {
+		db.Exec(ctx, "DROP OWNED BY "+role)
+		db.Exec(ctx, "DROP ROLE "+role)
+	})
+	sk.User = role
+	second, err := postgres.Open(ctx, sk)
+	if err != nil {
+		t.Fatalf("a user who may only write the checkpoints: %v", err)
+	}
+	defer second.Close()
+	if _, err := second.Checkpoints(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+}
