@@ -55,6 +55,11 @@
 // of the spec; TLS as libpq's default, sslmode=prefer (TLS when the
 // server offers it), and the PG* environment variables (PGSSLMODE,
 // PGSSLROOTCERT, PGCONNECT_TIMEOUT, ...) apply as they do to psql.
+// Exactly once, Open makes the meta schema, its sink_checkpoint table and
+// sink_advance when they are missing (the user needs CREATE on the
+// database); once they are there, a user who may only use them (USAGE on
+// the schema, SELECT, INSERT, UPDATE on the table, EXECUTE on the
+// function) runs a sink.
 //
 // # Names
 //
