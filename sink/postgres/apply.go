@@ -16,8 +16,10 @@ import (
 // Apply implements sink.Target: one transaction of the changes and the
 // worker's checkpoint, sent as one pipeline of statements (one round trip
 // once its statements are prepared) that the server runs as one implicit
-// transaction: sink_advance first, then the rows, runs of one kind as
-// multi-row statements.
+// transaction: sink_advance first, then the rows, as runs (sink.Plan) of
+// multi-row statements. When a multi-row INSERT finds a key there, the
+// transaction is sent again a row a statement in stream order, which
+// names the row in a collision error.
 func (t *Target) Apply(ctx context.Context, worker int, changes []sink.Change) error {
 	if len(changes) == 0 {
 		return nil
@@ -27,24 +29,18 @@ func (t *Target) Apply(ctx context.Context, worker int, changes []sink.Change) e
 		return fmt.Errorf("sink %s: connect: %w", t.spec.Name, err)
 	}
 	defer t.release(worker, c)
-	rows := make([]row, len(changes))
 	var last *change.Table
 	for i := range changes {
-		ch := &changes[i]
-		if ch.Row.Table != last {
+		if ch := &changes[i]; ch.Row.Table != last {
 			if err := t.ensureTable(ctx, c, ch.Row.Table, ch.Logical); err != nil {
 				return err
 			}
 			last = ch.Row.Table
 		}
-		t.row(&rows[i], ch)
 	}
-	err = t.applyBatch(ctx, c, worker, rows, false)
+	err = t.applyBatch(ctx, c, worker, changes, false)
 	if errors.Is(err, errOneByOne) {
-		// A multi-row INSERT found a key there already: the transaction
-		// was rolled back and is applied a row a statement, which names
-		// the row in a collision error.
-		err = t.applyBatch(ctx, c, worker, rows, true)
+		err = t.applyBatch(ctx, c, worker, changes, true)
 	}
 	return err
 }
@@ -52,43 +48,11 @@ func (t *Target) Apply(ctx context.Context, worker int, changes []sink.Change) e
 // errOneByOne: a multi-row statement found a row it did not expect.
 var errOneByOne = errors.New("apply the batch a row at a time")
 
-// row is a change with its images decoded once, its run kind and its
-// key.
-type row struct {
-	*sink.Change
-	before, after []change.Value
-	kind          byte
-	key           string
-}
-
-// row sets r to c decoded: its images, its kind ('I' INSERT, 'U' an UPDATE that
-// keeps its key, 'M' one that changes it, 'D' DELETE) and its key (with
-// its shard table when the target keeps shard tables apart).
-func (t *Target) row(r *row, c *sink.Change) {
-	r.Change, r.before, r.after = c, c.Row.Before(), c.Row.After()
-	idx := sink.KeyColumns(c.Row.Table)
-	table := c.Logical
-	if t.spec.OriginColumn != "" {
-		table = c.Source + "/" + c.Origin + ">" + table
-	}
-	switch c.Row.Kind {
-	case change.Insert:
-		r.kind, r.key = 'I', sink.Key(table, r.after, idx)
-	case change.Delete:
-		r.kind, r.key = 'D', sink.Key(table, r.before, idx)
-	default:
-		r.kind, r.key = 'U', sink.Key(table, r.after, idx)
-		if sink.Key(table, r.before, idx) != r.key {
-			r.kind = 'M'
-		}
-	}
-}
-
 // op is one queued statement: what its result adds to the counts, and
 // what its changes were, for errors.
 type op struct {
 	kind    byte // 'a' sink_advance, 'i' plain insert, 'u' upsert, 'd' delete, 'k' keyless delete
-	changes []row
+	changes []sink.Change
 	// missingIfInserted: the upsert's inserted rows are UPDATEs of a row
 	// that was missing; else the rows it found are INSERTs that were upserts.
 	missingIfInserted bool
@@ -96,7 +60,7 @@ type op struct {
 }
 
 // applyBatch queues the transaction and reads its answers.
-func (t *Target) applyBatch(ctx context.Context, c *pgx.Conn, worker int, changes []row, oneByOne bool) error {
+func (t *Target) applyBatch(ctx context.Context, c *pgx.Conn, worker int, changes []sink.Change, oneByOne bool) error {
 	b := &pgx.Batch{}
 	var ops []op
 	if t.exactlyOnce {
@@ -174,7 +138,7 @@ func (t *Target) opError(o op, worker int, err error) error {
 		e := &sink.CollisionError{Sink: t.spec.Name, Table: t.spec.Target(c.Logical), Logical: c.Logical, Source: c.Source, Origin: c.Origin}
 		for _, i := range sink.KeyColumns(rc.Table) {
 			e.Columns = append(e.Columns, rc.Table.Columns[i].Name)
-			e.Values = append(e.Values, c.after[i])
+			e.Values = append(e.Values, c.After[i])
 		}
 		return e
 	case code == "42P01":
@@ -183,42 +147,25 @@ func (t *Target) opError(o op, worker int, err error) error {
 	return fmt.Errorf("sink %s: worker %d: seq %d, %s from %s/%s: %w", t.spec.Name, worker, c.Seq, c.Logical, c.Source, c.Origin, err)
 }
 
-// run is consecutive changes of one kind and table version, applied by
-// one statement (or a few: see pieces). kind is 'I' INSERTs, 'U' UPDATEs
-// that keep their key, 'M' one UPDATE that changes its key, 'D' DELETEs.
-type run struct {
-	kind    byte
-	changes []row
-}
-
-// runs cuts changes, in order, into runs. A run never holds one key
-// twice, so its statement never meets a row it wrote itself; a keyless
-// table's UPDATEs and DELETEs, and every change when oneByOne is set, are
-// runs of one.
-func (t *Target) runs(changes []row, oneByOne bool) []run {
-	var out []run
-	seen := map[string]bool{}
-	for i := 0; i < len(changes); {
-		c := changes[i]
-		kind, key := c.kind, c.key
-		j := i + 1
-		if !oneByOne && kind != 'M' && (kind == 'I' || !keyless(c.Row.Table)) {
-			clear(seen)
-			seen[key] = true
-			for j < len(changes) && j-i < t.rowsPerStatement(c.Row.Table) {
-				n := changes[j]
-				if n.Row.Table != c.Row.Table || n.Logical != c.Logical {
-					break
-				}
-				if n.kind != kind || seen[n.key] {
-					break
-				}
-				seen[n.key] = true
-				j++
-			}
+// runs are the runs of changes: sink.Plan's (changes of different keys
+// gathered into few statements), or, oneByOne, each change alone in
+// stream order.
+func (t *Target) runs(changes []sink.Change, oneByOne bool) []sink.Run {
+	if !oneByOne {
+		return sink.Plan(changes, t.spec.Batch)
+	}
+	out := make([]sink.Run, len(changes))
+	for i, c := range changes {
+		k := sink.RunUpdate
+		switch {
+		case c.Row.Kind == change.Insert:
+			k = sink.RunInsert
+		case c.Row.Kind == change.Delete:
+			k = sink.RunDelete
+		case c.Moved:
+			k = sink.RunMove
 		}
-		out = append(out, run{kind: kind, changes: changes[i:j]})
-		i = j
+		out[i] = sink.Run{Kind: k, Changes: changes[i : i+1]}
 	}
 	return out
 }
@@ -230,15 +177,16 @@ func (t *Target) rowsPerStatement(tv *change.Table) int {
 }
 
 // queueRun queues the statements of r and appends their ops.
-func (t *Target) queueRun(b *pgx.Batch, ops []op, r run) []op {
-	first := r.changes[0]
+func (t *Target) queueRun(b *pgx.Batch, ops []op, r sink.Run) []op {
+	first := r.Changes[0]
 	ts := t.statements(first.Row.Table, first.Logical)
 	// Exactly once without an origin column, an INSERT (or the new key of
 	// a moved row) must not find its key: a plain INSERT fails if it does.
 	plain := t.exactlyOnce && t.spec.OriginColumn == "" || ts.keyless
-	switch r.kind {
-	case 'I':
-		for _, p := range pieces(r.changes, t.rowsPerStatement(first.Row.Table)) {
+	limit := t.rowsPerStatement(first.Row.Table)
+	switch {
+	case r.Kind == sink.RunInsert:
+		for _, p := range pieces(r.Changes, limit) {
 			args := ts.rowArgs(p)
 			if plain {
 				b.Queue(ts.sql('i', len(p)), args...)
@@ -248,33 +196,41 @@ func (t *Target) queueRun(b *pgx.Batch, ops []op, r run) []op {
 				ops = append(ops, op{kind: 'u', changes: p, countFound: true})
 			}
 		}
-	case 'U':
-		if ts.keyless {
-			return t.queueKeylessUpdate(b, ops, ts, first)
+	case ts.keyless && r.Kind == sink.RunDelete:
+		for i := range r.Changes {
+			one := r.Changes[i : i+1]
+			b.Queue(ts.sql('k', 1), ts.keyArgs(one, true)...)
+			ops = append(ops, op{kind: 'k', changes: one})
 		}
-		for _, p := range pieces(r.changes, t.rowsPerStatement(first.Row.Table)) {
+	case ts.keyless:
+		// An UPDATE: one row equal to the before-image deleted (missing
+		// if none), the after-image inserted.
+		for i := range r.Changes {
+			one := r.Changes[i : i+1]
+			b.Queue(ts.sql('k', 1), ts.keyArgs(one, true)...)
+			b.Queue(ts.sql('i', 1), ts.rowArgs(one)...)
+			ops = append(ops, op{kind: 'k', changes: one}, op{kind: 'i', changes: one})
+		}
+	case r.Kind == sink.RunUpdate:
+		for _, p := range pieces(r.Changes, limit) {
 			b.Queue(ts.sql('u', len(p)), ts.rowArgs(p)...)
 			ops = append(ops, op{kind: 'u', changes: p, missingIfInserted: true})
 		}
-	case 'M':
-		if ts.keyless {
-			return t.queueKeylessUpdate(b, ops, ts, first)
+	case r.Kind == sink.RunMove:
+		for i := range r.Changes {
+			one := r.Changes[i : i+1]
+			b.Queue(ts.sql('d', 1), ts.keyArgs(one, true)...)
+			ops = append(ops, op{kind: 'd', changes: one})
+			if plain {
+				b.Queue(ts.sql('i', 1), ts.rowArgs(one)...)
+				ops = append(ops, op{kind: 'i', changes: one})
+			} else {
+				b.Queue(ts.sql('u', 1), ts.rowArgs(one)...)
+				ops = append(ops, op{kind: 'u', changes: one})
+			}
 		}
-		b.Queue(ts.sql('d', 1), ts.keyArgs(r.changes, true)...)
-		ops = append(ops, op{kind: 'd', changes: r.changes})
-		if plain {
-			b.Queue(ts.sql('i', 1), ts.rowArgs(r.changes)...)
-			ops = append(ops, op{kind: 'i', changes: r.changes})
-		} else {
-			b.Queue(ts.sql('u', 1), ts.rowArgs(r.changes)...)
-			ops = append(ops, op{kind: 'u', changes: r.changes})
-		}
-	case 'D':
-		if ts.keyless {
-			b.Queue(ts.sql('k', 1), ts.keyArgs(r.changes, true)...)
-			return append(ops, op{kind: 'k', changes: r.changes})
-		}
-		for _, p := range pieces(r.changes, t.rowsPerStatement(first.Row.Table)) {
+	case r.Kind == sink.RunDelete:
+		for _, p := range pieces(r.Changes, limit) {
 			b.Queue(ts.sql('d', len(p)), ts.keyArgs(p, true)...)
 			ops = append(ops, op{kind: 'd', changes: p})
 		}
@@ -282,27 +238,28 @@ func (t *Target) queueRun(b *pgx.Batch, ops []op, r run) []op {
 	return ops
 }
 
-// queueKeylessUpdate queues a keyless table's UPDATE: one row equal to
-// the before-image deleted (missing if none), the after-image inserted.
-func (t *Target) queueKeylessUpdate(b *pgx.Batch, ops []op, ts *tableStmts, c row) []op {
-	one := []row{c}
-	b.Queue(ts.sql('k', 1), ts.keyArgs(one, true)...)
-	b.Queue(ts.sql('i', 1), ts.rowArgs(one)...)
-	return append(ops, op{kind: 'k', changes: one}, op{kind: 'i', changes: one})
-}
-
-// pieces cuts a run into statements: as few distinct row counts as
-// possible (each a statement the connection prepares once), powers of
-// two, or max.
-func pieces(cs []row, max int) [][]row {
-	var out [][]row
+// pieces cuts a run into statements: a statement never holds one key
+// twice (a run may: UPDATEs of one row that nothing else touched between
+// them, and PostgreSQL's ON CONFLICT DO UPDATE affects a row once a
+// statement), and holds at most max rows, in as few distinct row counts
+// as can be (each a statement the connection prepares once): max, or
+// powers of two.
+func pieces(cs []sink.Change, max int) [][]sink.Change {
+	var out [][]sink.Change
+	seen := map[string]bool{}
 	for len(cs) > 0 {
-		n := 1
-		for n*2 <= len(cs) {
-			n *= 2
+		clear(seen)
+		end := 0
+		for end < len(cs) && end < max && !seen[cs[end].PK] {
+			seen[cs[end].PK] = true
+			end++
 		}
-		if len(cs) >= max {
-			n = max
+		n := end
+		if n < max {
+			n = 1
+			for n*2 <= end {
+				n *= 2
+			}
 		}
 		out = append(out, cs[:n])
 		cs = cs[n:]

@@ -25,7 +25,10 @@ import (
 // deletes over orders and order_items, as bench's BenchmarkSinkApply),
 // routed shop_\d+\.(\w+) → shop.$1 with origin_column _shard, by a sink of
 // 16 workers × 100, into a database of its own on the machine's
-// PostgreSQL: the stream's CREATE TABLEs make the tables. The time runs
+// PostgreSQL: the stream's CREATE TABLEs make the tables. The runner
+// applies a worker's share of a store batch in one transaction, as
+// sink/run runs it (BRAID_BENCH_RUNNER_BATCH=n: at most n changes a
+// transaction instead). The time runs
 // from starting the pipeline to the last row change committed; the rate
 // is row changes over it (rows/s). It measures once, whatever -benchtime.
 func BenchmarkApply(b *testing.B) {
@@ -83,6 +86,7 @@ func BenchmarkApply(b *testing.B) {
 	}
 	defer target.Close()
 	rs := sk
+	rs.Batch = 0 // as sink/run runs it: a worker's share of a store batch in one transaction
 	if v, err := strconv.Atoi(os.Getenv("BRAID_BENCH_RUNNER_BATCH")); err == nil {
 		rs.Batch = v
 	}

@@ -27,12 +27,13 @@
 //     transaction, and the batch is applied again a row a statement so
 //     the row is named in a *sink.CollisionError. With an origin column,
 //     or at least once, it is an upsert whose found rows are counted.
-//   - Runs of consecutive INSERTs, UPDATEs that keep their key, or
-//     DELETEs of one table version are multi-row statements of at most
-//     the spec's batch rows, cut where a key would come twice (a run in
-//     stream order, one key once, commutes with nothing it holds), in a
-//     few sizes (the batch, then powers of two) so each connection
-//     prepares few statements.
+//   - The rows go as sink.Plan's runs (INSERTs, UPDATEs that keep their
+//     key, DELETEs of one table version, changes of different keys
+//     gathered, each key's in stream order), each as multi-row statements
+//     of at most the spec's batch rows, cut where a key would come twice
+//     (ON CONFLICT DO UPDATE affects a row once a statement), in a few
+//     sizes (the batch, then powers of two) so each connection prepares
+//     few statements.
 //   - A table without a primary key (nor a unique key the schema model
 //     took for one) matches rows by every column: a DELETE deletes one
 //     equal row, an UPDATE deletes one equal to the before-image and

@@ -149,10 +149,10 @@ func (ts *tableStmts) sql(kind byte, rows int) string {
 
 // rowArgs are the after-images of cs, converted, each followed by its
 // origin when the target has the column.
-func (ts *tableStmts) rowArgs(cs []row) []any {
+func (ts *tableStmts) rowArgs(cs []sink.Change) []any {
 	args := make([]any, 0, len(cs)*len(ts.cols))
 	for _, c := range cs {
-		for i, v := range c.after {
+		for i, v := range c.After {
 			args = append(args, pgValue(&ts.columns[i], v))
 		}
 		if ts.origin {
@@ -165,12 +165,12 @@ func (ts *tableStmts) rowArgs(cs []row) []any {
 // keyArgs are the keys of cs (every column of a keyless table's), from
 // the before-images when before is set, converted, each followed by its
 // origin when the target has the column.
-func (ts *tableStmts) keyArgs(cs []row, before bool) []any {
+func (ts *tableStmts) keyArgs(cs []sink.Change, before bool) []any {
 	var args []any
 	for _, c := range cs {
-		img := c.after
+		img := c.After
 		if before {
-			img = c.before
+			img = c.Before
 		}
 		if ts.keyless {
 			for i, v := range img {
