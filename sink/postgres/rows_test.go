@@ -30,3 +30,27 @@ func TestKeyless(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// TestOneRowUpdatedOften: one row updated in five transactions, handed
+// to one worker in one store batch, is one run of sink.Plan; it is
+// applied as five statements (ON CONFLICT DO UPDATE affects a row once a
+// statement), and ends as at the source.
+func TestOneRowUpdatedOften(t *testing.T) {
+	db, name := targetDB(t)
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE DATABASE shop_0", "CREATE TABLE shop_0.orders (id INT PRIMARY KEY, v INT NOT NULL)",
+		"INSERT INTO shop_0.orders VALUES (1, 0), (2, 0)")
+	for range 5 {
+		srv.Exec(t, "UPDATE shop_0.orders SET v = v + 1")
+	}
+	sk := spec.Sink{Name: "often", Type: "postgres", Address: targetAddr, Database: name, Workers: 1}
+	ds := shopSpec(t, []*mysqltest.Server{srv}, sk)
+	ds.Sinks[0].Batch = 0 // the runner hands the worker its whole share
+	r, target := applyOnce(t, ds)
+	waitRows(t, 20*time.Second, r, []string{"1 5", "2 5"}, func() []string {
+		return query(db, "SELECT id, v FROM shop.orders")
+	})
+	if st := target.Stats(); st.Applied != 12 || st.Missing != 0 || st.Upserts != 0 {
+		t.Fatalf("stats %+v, want 12 applied", st)
+	}
+}
