@@ -107,7 +107,9 @@
 // the text MySQL shows, which PostgreSQL parses for the column's type
 // (decimals, dates, times, JSON, ENUM and SET names). A zero date
 // (0000-00-00, or a zero month or day) is NULL in a nullable column and
-// -infinity in a NOT NULL one. A BIT value is its n binary digits.
+// -infinity in a NOT NULL one. A BIT value is its n binary digits. Text
+// holding a NUL character, which MySQL stores and PostgreSQL cannot, stops
+// the sink with the server's error.
 //
 // # DDL
 //
@@ -129,6 +131,9 @@
 //
 // A Target is safe for concurrent use by the runner's workers: each
 // worker has its own connection (so its statements are prepared once on
-// it), and Checkpoints and ApplyDDL share another; the runner applies one
-// worker's batches one after another.
+// it), Checkpoints and ApplyDDL share another, and braid sink verify's
+// Lookup and Sample a third: a sink holds up to workers + 2 connections.
+// The runner applies one worker's batches one after another. After a DDL
+// the workers' connections are closed, so that statements prepared for
+// a column's old type are not used with its new one.
 package postgres
