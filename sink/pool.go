@@ -18,6 +18,7 @@ type pool struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
 	queue   [][]Change
+	ready   []int // how many of each queue a worker may take (wake)
 	handed  []uint64
 	applied []uint64
 	err     error // the first failure; every wait ends with it
@@ -27,7 +28,7 @@ type pool struct {
 // newPool returns the pool of n workers; its first failure calls cancel,
 // which ends the workers' transactions and the runner's waits.
 func newPool(workers int, cancel context.CancelFunc) *pool {
-	p := &pool{queue: make([][]Change, workers), handed: make([]uint64, workers), applied: make([]uint64, workers), cancel: cancel}
+	p := &pool{queue: make([][]Change, workers), ready: make([]int, workers), handed: make([]uint64, workers), applied: make([]uint64, workers), cancel: cancel}
 	p.cond = sync.NewCond(&p.mu)
 	return p
 }
@@ -37,18 +38,21 @@ func newPool(workers int, cancel context.CancelFunc) *pool {
 func (p *pool) work(ctx context.Context, w int, apply func(context.Context, []Change) error) {
 	for {
 		p.mu.Lock()
-		for len(p.queue[w]) == 0 && p.err == nil {
+		for p.ready[w] == 0 && p.err == nil {
 			p.cond.Wait()
 		}
 		if p.err != nil {
 			p.mu.Unlock()
 			return
 		}
-		take := p.queue[w]
-		if len(take) > maxTake {
-			take = take[:maxTake:maxTake]
+		n := min(p.ready[w], maxTake)
+		take := p.queue[w][:n:n]
+		if n == len(p.queue[w]) {
+			p.queue[w] = make([]Change, 0, n) // the next share is likely as big
+		} else {
+			p.queue[w] = p.queue[w][n:]
 		}
-		p.queue[w] = p.queue[w][len(take):]
+		p.ready[w] -= n
 		p.mu.Unlock()
 
 		err := apply(ctx, take)
@@ -64,7 +68,7 @@ func (p *pool) work(ctx context.Context, w int, apply func(context.Context, []Ch
 	}
 }
 
-// hand gives worker w change c (taken at the next wake) and returns its
+// hand gives worker w change c, to be taken once woken, and returns its
 // ticket.
 func (p *pool) hand(w int, c Change) Ticket {
 	p.mu.Lock()
@@ -74,18 +78,28 @@ func (p *pool) hand(w int, c Change) Ticket {
 	return Ticket{w, p.handed[w]}
 }
 
-// wake lets the workers take what they were handed.
+// wake lets the workers take what they were handed. Until then they
+// wait, however often they are woken, so that a worker's transaction is
+// its share of a whole store batch, not the few changes handed before it
+// looked.
 func (p *pool) wake() {
 	p.mu.Lock()
-	p.cond.Broadcast()
+	p.wakeLocked()
 	p.mu.Unlock()
+}
+
+func (p *pool) wakeLocked() {
+	for w := range p.queue {
+		p.ready[w] = len(p.queue[w])
+	}
+	p.cond.Broadcast()
 }
 
 // wait waits until every ticket of ts is applied, or the pool fails.
 func (p *pool) wait(ts ...Ticket) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.cond.Broadcast() // what is handed may be what is waited for
+	p.wakeLocked() // what is handed may be what is waited for
 	for _, t := range ts {
 		for p.applied[t.Worker] < t.N && p.err == nil {
 			p.cond.Wait()

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -94,7 +95,10 @@ func (t *Target) load(ctx context.Context, tx *sql.Tx, tv *change.Table, table s
 		hexCol[i] = viaHex(c)
 	}
 	var b []byte
-	for _, c := range cs {
+	for k, c := range cs {
+		if k == 1 {
+			b = slices.Grow(b, len(b)*len(cs)*5/4) // rows are about as long as the first
+		}
 		for i, v := range c.After {
 			if i > 0 {
 				b = append(b, '\t')

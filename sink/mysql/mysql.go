@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -162,7 +163,10 @@ func (t *Target) applyTx(ctx context.Context, worker int, changes []sink.Change,
 		return nil
 	}
 	if multi {
-		for _, run := range sink.Plan(changes, t.spec.Batch) {
+		// Runs are not cut at batch (a cut run would make the next run of
+		// its kind start after the runs in between); each goes as
+		// statements of at most batch rows.
+		for _, run := range sink.Plan(changes, math.MaxInt) {
 			if len(run.Changes) == 1 || run.Kind == sink.RunMove || run.Kind != sink.RunInsert && !hasKey(run.Changes[0].Row.Table) {
 				for _, c := range run.Changes {
 					if err := one(c); err != nil {
@@ -221,11 +225,23 @@ func (t *Target) claim(ctx context.Context, tx *sql.Tx, worker int, changes []si
 }
 
 // applyRun applies a run of INSERTs, UPDATEs that keep their key, or
-// DELETEs of one table version as one statement; errOneByOne when a row
-// was not as expected (an INSERT's key there, an UPDATE's or DELETE's row
-// missing).
+// DELETEs of one table version as statements of at most batch rows;
+// errOneByOne when a row was not as expected (an INSERT's key there, an
+// UPDATE's or DELETE's row missing).
 func (t *Target) applyRun(ctx context.Context, tx *sql.Tx, run sink.Run) error {
-	cs := run.Changes
+	for len(run.Changes) > 0 {
+		n := min(len(run.Changes), t.spec.Batch)
+		if err := t.applyStatement(ctx, tx, run.Kind, run.Changes[:n]); err != nil {
+			return err
+		}
+		run.Changes = run.Changes[n:]
+	}
+	return nil
+}
+
+// applyStatement applies cs, changes of one kind and table version, as
+// one statement.
+func (t *Target) applyStatement(ctx context.Context, tx *sql.Tx, kind sink.RunKind, cs []sink.Change) error {
 	tv, table := cs[0].Row.Table, t.target(cs[0].Logical)
 	var q string
 	var args []any
@@ -233,7 +249,7 @@ func (t *Target) applyRun(ctx context.Context, tx *sql.Tx, run sink.Run) error {
 	if !t.exactlyOnce() {
 		// A change may be applied again: INSERTs and UPDATEs are upserts,
 		// and no count is expected.
-		if run.Kind == sink.RunDelete {
+		if kind == sink.RunDelete {
 			q, args = t.deleteStatement(tv, table, cs)
 		} else {
 			q, args = t.valuesStatement(tv, table, cs, " ON DUPLICATE KEY UPDATE "+t.updateList(tv, table))
@@ -243,7 +259,7 @@ func (t *Target) applyRun(ctx context.Context, tx *sql.Tx, run sink.Run) error {
 		}
 		return nil
 	}
-	switch run.Kind {
+	switch kind {
 	case sink.RunInsert:
 		if t.loadable(tv) {
 			err := t.load(ctx, tx, tv, table, cs)
