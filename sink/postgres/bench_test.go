@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"log/slog"
 	"os"
@@ -10,10 +11,13 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/go-sql-driver/mysql"
+
 	"github.com/braid-cdc/braid/bench"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/sink"
+	mysqlsink "github.com/braid-cdc/braid/sink/mysql"
 	"github.com/braid-cdc/braid/sink/postgres"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
@@ -30,7 +34,10 @@ import (
 // sink/run runs it (BRAID_BENCH_RUNNER_BATCH=n: at most n changes a
 // transaction instead). The time runs
 // from starting the pipeline to the last row change committed; the rate
-// is row changes over it (rows/s). It measures once, whatever -benchtime.
+// is row changes over it (rows/s). The MySQL sink then applies the same
+// stream into a database of its own on the machine's MariaDB (3306), as
+// bench's "braid → 3306", for the ratio (x-mysql-sink). It measures once,
+// whatever -benchtime.
 func BenchmarkApply(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 	if benchRate > 0 {
@@ -62,25 +69,59 @@ func BenchmarkApply(b *testing.B) {
 		selected += ws[i].Selected
 	}
 	time.Sleep(spec.DefaultMaxClockSkew + 2*bench.MergeHeartbeat)
-	ds := spec.Spec{Name: "bench", Tables: bench.SelectedTables, Route: []spec.RouteRule{{Match: `shop_\d+\.(\w+)`, To: "shop.$1"}},
-		Heartbeat: spec.Duration(bench.MergeHeartbeat),
-		Sinks: []spec.Sink{{Name: "pg", Type: "postgres", Address: targetAddr, Database: name, OriginColumn: "_shard",
-			MetaDatabase: "braid_meta"}}}
-	for i, s := range srvs {
-		ds.Sources = append(ds.Sources, spec.Source{Name: fmt.Sprintf("s%d", i), Address: s.Addr(), Start: spec.Start{Kind: spec.StartPosition, Pos: ws[i].Start}})
+	mdb, err := sql.Open("mysql", "root@tcp(127.0.0.1:3306)/")
+	if err != nil {
+		b.Fatal(err)
 	}
-	ds = ds.WithDefaults()
+	defer mdb.Close()
+	mname := fmt.Sprintf("braid_bench_pg_%d", os.Getpid())
+	defer func() {
+		mdb.Exec("DROP DATABASE IF EXISTS " + mname)
+		mdb.Exec("DROP DATABASE IF EXISTS " + mname + "_meta")
+	}()
+	pgSink := spec.Sink{Name: "pg", Type: "postgres", Address: targetAddr, Database: name, OriginColumn: "_shard"}
+	mySink := spec.Sink{Name: "my", Type: "mysql", Address: "127.0.0.1:3306", OriginColumn: "_shard", MetaDatabase: mname + "_meta",
+		Tables: []spec.SinkTable{{From: "shop.orders", To: mname + ".orders"}, {From: "shop.order_items", To: mname + ".order_items"}}}
+	open := map[string]func(context.Context, spec.Sink) (sink.Target, error){
+		"pg": func(ctx context.Context, s spec.Sink) (sink.Target, error) { return postgres.Open(ctx, s) },
+		"my": func(ctx context.Context, s spec.Sink) (sink.Target, error) { return mysqlsink.Open(ctx, s) },
+	}
+	rates := map[string]float64{}
+	for _, sk := range []spec.Sink{pgSink, mySink} {
+		if sk.Type == "mysql" && mdb.Ping() != nil {
+			b.Logf("no MariaDB on 3306: the MySQL sink is not measured beside")
+			continue
+		}
+		ds := spec.Spec{Name: "bench", Tables: bench.SelectedTables, Route: []spec.RouteRule{{Match: `shop_\d+\.(\w+)`, To: "shop.$1"}},
+			Heartbeat: spec.Duration(bench.MergeHeartbeat), Sinks: []spec.Sink{sk}}
+		for i, s := range srvs {
+			ds.Sources = append(ds.Sources, spec.Source{Name: fmt.Sprintf("s%d", i), Address: s.Addr(), Start: spec.Start{Kind: spec.StartPosition, Pos: ws[i].Start}})
+		}
+		ds = ds.WithDefaults()
+		rates[sk.Name] = applyRate(b, &ds, open[sk.Name], selected)
+	}
+	benchRate = rates["pg"]
+	b.ReportMetric(benchRate, "rows/s")
+	if my := rates["my"]; my > 0 {
+		b.Logf("postgres %.0f rows/s, mysql %.0f rows/s: %.2fx", benchRate, my, benchRate/my)
+		b.ReportMetric(benchRate/my, "x-mysql-sink")
+	}
+}
+
+// applyRate runs ds's sink over ds's stream until it has applied want
+// row changes and returns its rate.
+func applyRate(b *testing.B, ds *spec.Spec, open func(context.Context, spec.Sink) (sink.Target, error), want int) float64 {
 	sk := ds.Sinks[0]
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	log := slog.New(slog.DiscardHandler)
 	began := time.Now()
-	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: &ds, Clients: map[string]*group.Cursor{sink.ClientID("pg"): nil}, Logger: log})
+	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: ds, Clients: map[string]*group.Cursor{sink.ClientID(sk.Name): nil}, Logger: log})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer p.Close()
-	target, err := postgres.Open(ctx, sk)
+	target, err := open(ctx, sk)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -92,17 +133,17 @@ func BenchmarkApply(b *testing.B) {
 	}
 	r := startRunner(ctx, p, target, rs, nil, log)
 	defer r.stop()
-	for target.Stats().Applied < uint64(selected) {
+	for target.Stats().Applied < uint64(want) {
 		time.Sleep(10 * time.Millisecond)
 		if time.Since(began) > 10*time.Minute {
 			_, lastErr := r.r.Applied()
-			b.Fatalf("applied %d of %d row changes in 10 minutes (last error %q)", target.Stats().Applied, selected, lastErr)
+			b.Fatalf("sink %s applied %d of %d row changes in 10 minutes (last error %q)", sk.Name, target.Stats().Applied, want, lastErr)
 		}
 	}
 	took := time.Since(began)
-	benchRate = float64(selected) / took.Seconds()
-	b.Logf("%d row changes applied in %v: %.0f rows/s; %+v", selected, took.Round(time.Millisecond), benchRate, target.Stats())
-	b.ReportMetric(benchRate, "rows/s")
+	rate := float64(want) / took.Seconds()
+	b.Logf("%s: %d row changes applied in %v: %.0f rows/s; %+v", sk.Type, want, took.Round(time.Millisecond), rate, target.Stats())
+	return rate
 }
 
 // benchRate is BenchmarkApply's measurement, made once per process.
