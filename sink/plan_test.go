@@ -3,6 +3,7 @@ package sink_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/braid-cdc/braid/change"
@@ -76,4 +77,20 @@ func TestPlan(t *testing.T) {
 		}
 	}
 	t.Logf("%d changes in %d runs", len(in), len(runs))
+}
+
+// TestKeyAsFmt: Key writes each value as fmt prints it, as it always
+// has: a primary key's worker is a hash of its Key, and must not change
+// from one braid to the next (a restart skips by each worker's checkpoint).
+func TestKeyAsFmt(t *testing.T) {
+	img := []change.Value{int64(-7), uint64(18446744073709551615), "abc", []byte{1, 2}, nil, float64(1.5), float32(2.25)}
+	var want strings.Builder
+	want.WriteString("t")
+	for _, v := range img {
+		want.WriteByte(0)
+		fmt.Fprint(&want, v)
+	}
+	if got := sink.Key("t", img, []int{0, 1, 2, 3, 4, 5, 6}); got != want.String() {
+		t.Fatalf("Key = %q, want %q", got, want.String())
+	}
 }

@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/braid-cdc/braid/change"
@@ -60,15 +61,28 @@ type Change struct {
 }
 
 // Key is a row's key values under the key columns idx, as one string
-// (the table's name first, so keys of two tables never meet).
+// (the table's name first, so keys of two tables never meet), each value
+// as fmt prints it.
 func Key(table string, img []change.Value, idx []int) string {
-	var b strings.Builder
-	b.WriteString(table)
+	b := make([]byte, 0, len(table)+12*len(idx))
+	b = append(b, table...)
 	for _, i := range idx {
-		b.WriteByte(0)
-		fmt.Fprint(&b, img[i])
+		b = append(b, 0)
+		switch v := img[i].(type) {
+		case int64:
+			b = strconv.AppendInt(b, v, 10)
+		case uint64:
+			b = strconv.AppendUint(b, v, 10)
+		case string:
+			b = append(b, v...)
+		default:
+			// As fmt prints it, which is what Key always wrote: a key's
+			// worker must not change from one braid to the next, or a
+			// restart would skip by another worker's checkpoint.
+			b = fmt.Append(b, v)
+		}
 	}
-	return b.String()
+	return string(b)
 }
 
 // Causality assigns row changes to workers by their primary key's hash
