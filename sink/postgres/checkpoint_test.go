@@ -35,7 +35,8 @@ func TestPipelineIsOneTransaction(t *testing.T) {
 
 // TestUserWhoOnlyWrites: once a sink has made its checkpoint table and
 // function, another user with only the rights to use them (no CREATE, not
-// their owner) opens a sink on them and reads its checkpoints.
+// their owner) opens a sink on them and reads its checkpoints; given
+// CREATE on a target schema, not on the database, it creates tables in it.
 func TestUserWhoOnlyWrites(t *testing.T) {
 	db, name := targetDB(t)
 	ctx := context.Background()
@@ -69,5 +70,26 @@ func TestUserWhoOnlyWrites(t *testing.T) {
 	defer second.Close()
 	if _, err := second.Checkpoints(ctx, 2); err != nil {
 		t.Fatal(err)
+	}
+
+	// The same user, given CREATE on a target schema made for it (not
+	// on the database), creates a table there as a CREATE TABLE in the
+	// stream, or create_tables, does.
+	if _, err := db.Exec(ctx, "CREATE SCHEMA target; GRANT USAGE, CREATE ON SCHEMA target TO "+role); err != nil {
+		t.Fatal(err)
+	}
+	as, err := pgx.Connect(ctx, "postgres://"+role+"@"+targetAddr+"/"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer as.Close(ctx)
+	stmts, err := postgres.TranslateDDL(sk, "CREATE TABLE `target`.`t` (id INT PRIMARY KEY)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range stmts {
+		if _, err := as.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
 	}
 }

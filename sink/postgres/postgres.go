@@ -104,7 +104,7 @@ func (t *Target) setup(ctx context.Context, c *pgx.Conn) error {
 	return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
 		for _, q := range []string{
 			"SELECT pg_advisory_xact_lock(hashtext('braid sink setup'))",
-			"CREATE SCHEMA IF NOT EXISTS " + meta,
+			createSchema(meta),
 			"CREATE TABLE IF NOT EXISTS " + t.checkpointTable() + " (sink text NOT NULL, worker integer NOT NULL, seq bigint NOT NULL, idx integer NOT NULL, PRIMARY KEY (sink, worker))",
 			create,
 		} {

@@ -216,7 +216,7 @@ func (t *Target) createSQL(table string, tv *change.Table, uniqueNames []string)
 	}
 	out := []string{
 		"SELECT pg_advisory_xact_lock(hashtext('braid sink setup'))",
-		"CREATE SCHEMA IF NOT EXISTS " + schemaName,
+		createSchema(schemaName),
 		"CREATE TABLE IF NOT EXISTS " + table + " (" + strings.Join(cols, ", ") + ")",
 	}
 	for u, ucols := range tv.Unique {
@@ -235,6 +235,17 @@ func (t *Target) createSQL(table string, tv *change.Table, uniqueNames []string)
 	}
 	return out
 }
+
+// createSchema is the statement that creates schema (quoted) unless it
+// exists. CREATE SCHEMA IF NOT EXISTS would do, but it asks for CREATE on
+// the database even when the schema is there, which a user given CREATE
+// on that schema alone has not.
+func createSchema(schema string) string {
+	return "DO $$BEGIN IF to_regnamespace(" + quoteLiteral(schema) + ") IS NULL THEN CREATE SCHEMA " + schema + "; END IF; END$$"
+}
+
+// quoteLiteral quotes a PostgreSQL string literal.
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // indexName is the PostgreSQL name of table's MySQL index name (index
 // names are per schema in PostgreSQL, per table in MySQL): "table_name",
