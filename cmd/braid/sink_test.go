@@ -90,7 +90,10 @@ sinks:
 	for round := range 8 {
 		write(round)
 		if round%2 == 1 && round < 7 {
-			time.Sleep(time.Duration(200+rand.IntN(400)) * time.Millisecond)
+			// Killed while it applies the last two rounds: once the
+			// audit shows it has begun them (each round is 1,200
+			// applications: 600 inserts, 600 updates).
+			tg.waitApplied(t, (round-1)*1200+rand.IntN(600))
 			cmd.Process.Kill() // SIGKILL
 			cmd.Wait()
 			cmd = start()
@@ -133,6 +136,22 @@ func newAuditedTarget(t *testing.T, columns string) *auditedTarget {
 		}
 	}
 	return &auditedTarget{db: db, name: name}
+}
+
+// waitApplied waits until the audit holds more than n applications, so
+// that a kill lands while the sink applies.
+func (a *auditedTarget) waitApplied(t *testing.T, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		var got int
+		a.db.QueryRow("SELECT COUNT(*) FROM " + a.name + ".applied").Scan(&got)
+		if got > n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the audit holds %d applications, waited for more than %d", got, n)
+		}
+	}
 }
 
 // read returns the rows of q, three columns each, sorted.
@@ -208,7 +227,7 @@ func TestClusterSinkSurvivesOwnerKills(t *testing.T) {
 				fmt.Sprintf("UPDATE shop_%d.orders SET note = 'u%d' WHERE id >= %d AND id < %d", n, round, base, base+100))
 		}
 		if round == 2 || round == 5 {
-			time.Sleep(time.Duration(100+rand.IntN(300)) * time.Millisecond)
+			tg.waitApplied(t, round*1200+rand.IntN(600))
 			owner, epoch := c.owner(t, "shop")
 			owner.Kill()
 			c.waitFor(t, 60*time.Second, "a new owner", func() (bool, string) {
