@@ -319,7 +319,7 @@ func (v *verifier) check(ctx context.Context, it item) (*wire.SinkDifference, er
 	for _, h := range at {
 		var cols []wire.ColumnDiff
 		for _, c := range h.info.Columns {
-			tv, ok := trow[c]
+			tv, ok := column(trow, c)
 			if !ok {
 				cols = append(cols, wire.ColumnDiff{Column: c, Source: shown(h.row[c]), NoColumn: true})
 			} else if !Equal(h.row[c], tv) {
@@ -379,4 +379,19 @@ func shown(s *string) *string {
 	}
 	h := "0x" + hex.EncodeToString([]byte(*s))
 	return &h
+}
+
+// column is row's value of column name: by its name, or else by its name
+// in any case, as MySQL compares column names (a PostgreSQL target's are
+// lower case).
+func column(row map[string]*string, name string) (*string, bool) {
+	if v, ok := row[name]; ok {
+		return v, true
+	}
+	for k, v := range row {
+		if strings.EqualFold(k, name) {
+			return v, true
+		}
+	}
+	return nil, false
 }

@@ -197,3 +197,20 @@ func TestTwoSources(t *testing.T) {
 		t.Errorf("detail: %v, %+v", err, d)
 	}
 }
+
+// TestColumnAnyCase: a target column is found by the source's name in
+// any case (a PostgreSQL target's names are lower case), the exact name
+// first.
+func TestColumnAnyCase(t *testing.T) {
+	a, b := "a", "b"
+	row := map[string]*string{"orderid": &a, "Note": &b}
+	if v, ok := verify.Column(row, "OrderId"); !ok || v != &a {
+		t.Fatalf("OrderId: %v %v", v, ok)
+	}
+	if v, ok := verify.Column(row, "Note"); !ok || v != &b {
+		t.Fatalf("Note: %v %v", v, ok)
+	}
+	if _, ok := verify.Column(row, "missing"); ok {
+		t.Fatal("a column that is not there was found")
+	}
+}

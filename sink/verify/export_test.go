@@ -1,0 +1,4 @@
+package verify
+
+// Column is column, for the tests.
+var Column = column
