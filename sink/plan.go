@@ -3,8 +3,9 @@ package sink
 import "github.com/braid-cdc/braid/change"
 
 // Run is a run of a worker's changes that a target applies as one
-// statement: changes of one kind and one table version, whose keys no
-// change outside the run touches between them.
+// statement (or a few, of a size of its own): changes of one kind and one
+// table version, whose keys no change outside the run touches between
+// them.
 type Run struct {
 	// Kind is the changes' kind; Move is an UPDATE that changes its key
 	// (always alone in its run: the old row is deleted, the new upserted).
@@ -25,7 +26,7 @@ const (
 )
 
 // Plan cuts a worker's changes, in stream order, into runs of at most max
-// changes, each applied as one statement, in the order returned. A change
+// changes, to be applied in the order returned. A change
 // joins the last run of its kind and table version unless a run after
 // that one touches one of its keys (primary, unique, an old primary key):
 // then it starts a new run. So changes of one key keep their order, and
