@@ -15,7 +15,7 @@ import (
 	_ "github.com/go-sql-driver/mysql"
 
 	"github.com/braid-cdc/braid/group"
-	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/sink"
 	mysqlsink "github.com/braid-cdc/braid/sink/mysql"
 	"github.com/braid-cdc/braid/spec"
@@ -64,18 +64,12 @@ func rows(t *testing.T, got [][]string) []string {
 // DELETE missed its row.
 func TestApplyEqualsSources(t *testing.T) {
 	db, name := targetDB(t)
-	srvs := mysqltest.StartN(t, 3)
-	for i, s := range srvs {
-		for _, n := range []int{i, i + 3} {
-			s.Exec(t, fmt.Sprintf("CREATE DATABASE shop_%d", n),
-				fmt.Sprintf("CREATE TABLE shop_%d.orders (id BIGINT PRIMARY KEY, code VARCHAR(20) NOT NULL UNIQUE, amount INT NOT NULL, note VARCHAR(40))", n))
-		}
-	}
+	shards := sinktest.StartShop(t)
 	ds := spec.Spec{Name: "shop", Tables: []string{`shop_\d+\.orders`}, Route: []spec.RouteRule{{Match: `shop_\d+\.(\w+)`, To: "shop.$1"}},
 		Heartbeat: spec.Duration(100 * time.Millisecond),
 		Sinks: []spec.Sink{{Name: "copy", Type: "mysql", Address: targetAddr, Workers: 4, Batch: 50, MetaDatabase: name + "_meta",
 			Tables: []spec.SinkTable{{From: "shop.orders", To: name + ".orders"}}}}}
-	for i, s := range srvs {
+	for i, s := range shards[:3] {
 		ds.Sources = append(ds.Sources, spec.Source{Name: fmt.Sprintf("s%d", i), Address: s.Addr(), Start: spec.Start{Kind: spec.StartEarliest}})
 	}
 	ds = ds.WithDefaults()
@@ -104,80 +98,27 @@ func TestApplyEqualsSources(t *testing.T) {
 		return func() { cancel(); <-done }, r
 	}
 	stop, r := start()
-
-	// The workload: per shard, inserts, then updates, key changes and
-	// deletes of what it inserted; the ALTER in the middle.
-	conns := make([]*mysqltest.Server, 6)
-	for n := range conns {
-		conns[n] = srvs[n%3]
-	}
-	for round := range 6 {
-		for n := range 6 {
-			base := int64(n)*1_000_000 + int64(round)*100
-			var vals []string
-			for k := range 20 {
-				vals = append(vals, fmt.Sprintf("(%d, 'c%d', %d, 'r%d')", base+int64(k), base+int64(k), k, round))
-			}
-			stmts := []string{"INSERT INTO shop_%[1]d.orders (id, code, amount, note) VALUES " + strings.Join(vals, ", "),
-				// A unique value moves from one row to another: the two
-				// changes keep their order whatever workers their rows are on.
-				fmt.Sprintf("UPDATE shop_%%[1]d.orders SET code = 'moved%d' WHERE id = %d", base+5, base+5),
-				fmt.Sprintf("UPDATE shop_%%[1]d.orders SET code = 'c%d' WHERE id = %d", base+5, base+6),
-				"UPDATE shop_%[1]d.orders SET amount = amount + 1 WHERE id %% 3 = 0",
-				fmt.Sprintf("UPDATE shop_%%[1]d.orders SET id = id + 50 WHERE id = %d", base+1),
-				fmt.Sprintf("DELETE FROM shop_%%[1]d.orders WHERE id IN (%d, %d)", base+2, base+3)}
-			if round == 3 {
-				stmts = append(stmts, "ALTER TABLE shop_%[1]d.orders ADD COLUMN c INT NULL")
-			}
-			if round >= 3 {
-				stmts = append(stmts, fmt.Sprintf("UPDATE shop_%%[1]d.orders SET c = amount * 2 WHERE id = %d", base+4))
-			}
-			for _, q := range stmts {
-				conns[n].Exec(t, fmt.Sprintf(q, n))
-			}
-		}
+	sinktest.WriteShop(t, shards, func(round int) {
 		if round == 1 || round == 4 {
 			stop() // stopped in the middle of applying; a new one goes on
 			stop, r = start()
 		}
-	}
+	})
 	defer func() { stop() }()
 
-	want := func() []string {
-		var all [][]string
-		for n := range 6 {
-			all = append(all, conns[n].Query(t, fmt.Sprintf("SELECT id, CONCAT(code, ' ', amount), IFNULL(note, 'NULL'), IFNULL(c, 'NULL') FROM shop_%d.orders", n))...)
-		}
-		return rows(t, all)
-	}()
-	query := func() [][]string {
-		q, err := db.Query(fmt.Sprintf("SELECT id, CONCAT(code, ' ', amount), IFNULL(note, 'NULL'), IFNULL(c, 'NULL') FROM %s.orders", name))
-		if err != nil {
-			return nil
-		}
-		defer q.Close()
-		var out [][]string
-		for q.Next() {
-			r := make([]string, 4)
-			q.Scan(&r[0], &r[1], &r[2], &r[3])
-			out = append(out, r)
-		}
-		return out
+	want := sinktest.ShopRows(t, shards)
+	got := func() []string {
+		return sinktest.Query(db, fmt.Sprintf("SELECT id, code, amount, IFNULL(note, 'NULL'), IFNULL(c, 'NULL') FROM %s.orders", name))
 	}
-	var got []string
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		if got = rows(t, query()); slices.Equal(got, want) {
-			break
-		}
-		if time.Now().After(deadline) {
-			applied, lastErr := r.Applied()
-			t.Fatalf("target has %d rows, sources %d (applied seq %d of %d, last error %q)", len(got), len(want), applied, p.Dest.Stats().Seq, lastErr)
-		}
-	}
+	sinktest.WaitFor(t, 60*time.Second, func() (bool, string) {
+		g := got()
+		applied, lastErr := r.Applied()
+		return slices.Equal(g, want), fmt.Sprintf("target has %d rows, sources %d (applied seq %d of %d, last error %q)", len(g), len(want), applied, p.Dest.Stats().Seq, lastErr)
+	})
 	if st := target.Stats(); st.Upserts != 0 || st.Missing != 0 {
 		t.Fatalf("stats %+v: something was applied twice or missed", st)
 	}
-	t.Logf("%d rows equal; %+v", len(got), target.Stats())
+	t.Logf("%d rows equal; %+v", len(want), target.Stats())
 
 	// The whole stream again, from the start, to a target opened anew:
 	// the checkpoints say it is all applied, and nothing is.
@@ -198,19 +139,14 @@ func TestApplyEqualsSources(t *testing.T) {
 	go func() { defer close(done); r2.Run(rctx) }()
 	defer func() { cancel(); <-done }()
 	last := p.Dest.Stats().Seq
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if applied, _ := r2.Applied(); applied >= last {
-			break
-		}
-		if time.Now().After(deadline) {
-			applied, lastErr := r2.Applied()
-			t.Fatalf("the replay reached seq %d of %d (last error %q)", applied, last, lastErr)
-		}
-	}
+	sinktest.WaitFor(t, 30*time.Second, func() (bool, string) {
+		applied, lastErr := r2.Applied()
+		return applied >= last, fmt.Sprintf("the replay reached seq %d of %d (last error %q)", applied, last, lastErr)
+	})
 	if st := target2.Stats(); st.Applied != 0 {
 		t.Fatalf("the stream read again applied %d row changes, want 0", st.Applied)
 	}
-	if got := rows(t, query()); !slices.Equal(got, want) {
+	if g := got(); !slices.Equal(g, want) {
 		t.Fatal("the target changed when the stream was read again")
 	}
 	stop = func() {}
@@ -247,10 +183,7 @@ func TestCollision(t *testing.T) {
 	_, name := targetDB(t)
 	db, _ := sql.Open("mysql", "root@tcp("+targetAddr+")/")
 	defer db.Close()
-	srv := mysqltest.Start(t)
-	srv.Exec(t, "CREATE DATABASE shop_0", "CREATE DATABASE shop_1",
-		"CREATE TABLE shop_0.orders (id INT PRIMARY KEY, note VARCHAR(20))", "CREATE TABLE shop_1.orders (id INT PRIMARY KEY, note VARCHAR(20))",
-		"INSERT INTO shop_0.orders VALUES (1, 'zero')", "INSERT INTO shop_1.orders VALUES (1, 'one'), (2, 'two')")
+	srv := sinktest.StartCollision(t)
 	specOf := func(sinkName, to, origin string) *spec.Spec {
 		ds := spec.Spec{Name: "shop", Tables: []string{`shop_\d+\.orders`}, Route: []spec.RouteRule{{Match: `shop_\d+\.(\w+)`, To: "shop.$1"}},
 			Heartbeat: spec.Duration(100 * time.Millisecond),
@@ -267,37 +200,17 @@ func TestCollision(t *testing.T) {
 	}
 
 	plain := applyOnce(t, specOf("plain", "plain", ""))
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if _, lastErr := plain.Applied(); strings.Contains(lastErr, "a/shop_1.orders writes key id=1") && strings.Contains(lastErr, "origin_column") {
-			break
-		}
-		if time.Now().After(deadline) {
-			_, lastErr := plain.Applied()
-			t.Fatalf("no collision error; last error %q", lastErr)
-		}
-	}
-	// shop_1's row of key 1 is not there (shop_0's, and shop_1's of key
-	// 2, are unless they were in the transaction the collision rolled
-	// back).
+	sinktest.WaitFor(t, 20*time.Second, func() (bool, string) {
+		_, lastErr := plain.Applied()
+		return strings.Contains(lastErr, "a/shop_1.orders writes key id=1") && strings.Contains(lastErr, "origin_column"), fmt.Sprintf("no collision error; last error %q", lastErr)
+	})
+	// shop_1's row of key 1 is not there.
 	var other int
 	db.QueryRow("SELECT COUNT(*) FROM " + name + ".plain WHERE note = 'one'").Scan(&other)
-	if n := count("plain"); n > 2 || other != 0 {
-		t.Fatalf("after the collision the target has %d rows, %d of them shop_1's of key 1; want none of those, and at most 2 rows", n, other)
-	}
+	sinktest.CheckCollided(t, count("plain"), other)
 
 	kept := applyOnce(t, specOf("kept", "kept", "_shard"))
-	wait := func(want int) {
-		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); count("kept") != want; time.Sleep(100 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				_, lastErr := kept.Applied()
-				t.Fatalf("target has %d rows, want %d (last error %q)", count("kept"), want, lastErr)
-			}
-		}
-	}
-	wait(3)
-	srv.Exec(t, "TRUNCATE TABLE shop_1.orders")
-	wait(1)
+	sinktest.WaitTruncated(t, srv, func() int { return count("kept") }, func() string { _, e := kept.Applied(); return e })
 	var shard, note string
 	db.QueryRow("SELECT _shard, note FROM "+name+".kept").Scan(&shard, &note)
 	if shard != "a/shop_0.orders" || note != "zero" {

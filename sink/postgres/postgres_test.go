@@ -15,6 +15,7 @@ import (
 
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/sink"
 	"github.com/braid-cdc/braid/sink/postgres"
 	"github.com/braid-cdc/braid/sink/verify"
@@ -57,38 +58,14 @@ func targetDB(t testing.TB) (*pgx.Conn, string) {
 // query returns the rows of q, their columns joined by spaces, sorted
 // (nil on an error: the table is not there yet).
 func query(db *pgx.Conn, q string) []string {
-	rows, err := db.Query(context.Background(), q)
-	if err != nil {
-		return nil
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		vals, err := rows.Values()
-		if err != nil {
-			return nil
-		}
-		var parts []string
-		for _, v := range vals {
-			parts = append(parts, fmt.Sprint(v))
-		}
-		out = append(out, strings.Join(parts, " "))
-	}
-	slices.Sort(out)
-	return out
+	return sinktest.Values(db.Query(context.Background(), q))
 }
 
-// sourceRows returns the rows of q on each shard, their columns joined by
-// spaces, sorted.
+// sourceRows returns the rows q(n) returns on shards[n], their columns
+// joined by spaces, sorted.
 func sourceRows(t *testing.T, shards []*mysqltest.Server, q func(n int) string) []string {
-	var out []string
-	for n, s := range shards {
-		for _, r := range s.Query(t, q(n)) {
-			out = append(out, strings.Join(r, " "))
-		}
-	}
-	slices.Sort(out)
-	return out
+	t.Helper()
+	return sinktest.SourceRows(t, shards, q)
 }
 
 // runner runs a sink over a pipeline until stopped.
@@ -109,17 +86,12 @@ func startRunner(ctx context.Context, p *stream.Pipeline, target sink.Target, s 
 // waitRows waits until got() equals want, failing after d.
 func waitRows(t *testing.T, d time.Duration, r *sink.Runner, want []string, got func() []string) {
 	t.Helper()
-	var g []string
-	for deadline := time.Now().Add(d); ; time.Sleep(100 * time.Millisecond) {
-		if g = got(); slices.Equal(g, want) {
-			return
-		}
-		if time.Now().After(deadline) {
-			applied, lastErr := r.Applied()
-			t.Fatalf("target has %d rows, sources %d (applied seq %d, last error %q)\nfirst differences: %v",
-				len(g), len(want), applied, lastErr, firstDiff(g, want))
-		}
-	}
+	sinktest.WaitFor(t, d, func() (bool, string) {
+		g := got()
+		applied, lastErr := r.Applied()
+		return slices.Equal(g, want), fmt.Sprintf("target has %d rows, sources %d (applied seq %d, last error %q)\nfirst differences: %v",
+			len(g), len(want), applied, lastErr, firstDiff(g, want))
+	})
 }
 
 func firstDiff(got, want []string) string {
@@ -171,14 +143,8 @@ func shopSpec(t *testing.T, shards []*mysqltest.Server, sk spec.Sink) *spec.Spec
 // a runner that applies it all while blind to the checkpoints.
 func TestApplyEqualsSources(t *testing.T) {
 	db, name := targetDB(t)
-	srvs := mysqltest.StartN(t, 3)
-	for i, s := range srvs {
-		for _, n := range []int{i, i + 3} {
-			s.Exec(t, fmt.Sprintf("CREATE DATABASE shop_%d", n),
-				fmt.Sprintf("CREATE TABLE shop_%d.orders (id BIGINT PRIMARY KEY, code VARCHAR(20) NOT NULL UNIQUE, amount INT NOT NULL, note VARCHAR(40))", n))
-		}
-	}
-	ds := shopSpec(t, srvs, spec.Sink{Name: "copy", Type: "postgres", Address: targetAddr, Database: name, Workers: 4, Batch: 50})
+	shards := sinktest.StartShop(t)
+	ds := shopSpec(t, shards[:3], spec.Sink{Name: "copy", Type: "postgres", Address: targetAddr, Database: name, Workers: 4, Batch: 50})
 	sk := ds.Sinks[0]
 	log := testLogger(t, slog.LevelWarn)
 	cursors := &group.FileStore{Dir: t.TempDir()}
@@ -194,48 +160,15 @@ func TestApplyEqualsSources(t *testing.T) {
 	}
 	defer target.Close()
 	r := startRunner(ctx, p, target, sk, cursors, log)
-
-	conns := make([]*mysqltest.Server, 6)
-	for n := range conns {
-		conns[n] = srvs[n%3]
-	}
-	for round := range 6 {
-		for n := range 6 {
-			base := int64(n)*1_000_000 + int64(round)*100
-			var vals []string
-			for k := range 20 {
-				vals = append(vals, fmt.Sprintf("(%d, 'c%d', %d, 'r%d')", base+int64(k), base+int64(k), k, round))
-			}
-			stmts := []string{"INSERT INTO shop_%[1]d.orders (id, code, amount, note) VALUES " + strings.Join(vals, ", "),
-				fmt.Sprintf("UPDATE shop_%%[1]d.orders SET code = 'moved%d' WHERE id = %d", base+5, base+5),
-				fmt.Sprintf("UPDATE shop_%%[1]d.orders SET code = 'c%d' WHERE id = %d", base+5, base+6),
-				"UPDATE shop_%[1]d.orders SET amount = amount + 1 WHERE id %% 3 = 0",
-				fmt.Sprintf("UPDATE shop_%%[1]d.orders SET id = id + 50 WHERE id = %d", base+1),
-				fmt.Sprintf("DELETE FROM shop_%%[1]d.orders WHERE id IN (%d, %d)", base+2, base+3)}
-			if round == 3 {
-				stmts = append(stmts, "ALTER TABLE shop_%[1]d.orders ADD COLUMN c INT NULL")
-			}
-			if round >= 3 {
-				stmts = append(stmts, fmt.Sprintf("UPDATE shop_%%[1]d.orders SET c = amount * 2 WHERE id = %d", base+4))
-			}
-			for _, q := range stmts {
-				conns[n].Exec(t, fmt.Sprintf(q, n))
-			}
-		}
+	sinktest.WriteShop(t, shards, func(round int) {
 		if round == 1 || round == 4 {
 			r.stop() // stopped in the middle of applying; a new one goes on
 			r = startRunner(ctx, p, target, sk, cursors, log)
 		}
-	}
+	})
 	defer func() { r.stop() }()
 
-	var want []string
-	for n := range 6 {
-		for _, row := range conns[n].Query(t, fmt.Sprintf("SELECT id, code, amount, IFNULL(note, 'NULL'), IFNULL(c, 'NULL') FROM shop_%d.orders", n)) {
-			want = append(want, strings.Join(row, " "))
-		}
-	}
-	slices.Sort(want)
+	want := sinktest.ShopRows(t, shards)
 	got := func() []string {
 		return query(db, "SELECT id, code, amount, coalesce(note, 'NULL'), coalesce(c::text, 'NULL') FROM shop.orders")
 	}
@@ -281,15 +214,10 @@ func TestApplyEqualsSources(t *testing.T) {
 	defer target2.Close()
 	r2 := startRunner(ctx, again, target2, sk, nil, log)
 	defer r2.stop()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if applied, _ := r2.r.Applied(); applied >= last {
-			break
-		}
-		if time.Now().After(deadline) {
-			applied, lastErr := r2.r.Applied()
-			t.Fatalf("the replay reached seq %d of %d (last error %q)", applied, last, lastErr)
-		}
-	}
+	sinktest.WaitFor(t, 30*time.Second, func() (bool, string) {
+		applied, lastErr := r2.r.Applied()
+		return applied >= last, fmt.Sprintf("the replay reached seq %d of %d (last error %q)", applied, last, lastErr)
+	})
 	if st := target2.Stats(); st.Applied != 0 {
 		t.Fatalf("the stream read again applied %d row changes, want 0", st.Applied)
 	}
@@ -349,19 +277,14 @@ func applyOnce(t *testing.T, ds *spec.Spec) (*sink.Runner, *postgres.Target) {
 // waitErr waits until r's last error contains each of want.
 func waitErr(t *testing.T, r *sink.Runner, want ...string) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	sinktest.WaitFor(t, 20*time.Second, func() (bool, string) {
 		_, lastErr := r.Applied()
 		ok := lastErr != ""
 		for _, w := range want {
 			ok = ok && strings.Contains(lastErr, w)
 		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("last error %q, want one saying %q", lastErr, want)
-		}
-	}
+		return ok, fmt.Sprintf("last error %q, want one saying %q", lastErr, want)
+	})
 }
 
 // TestCollision: two shard tables write key 1. Without an origin column
@@ -370,10 +293,7 @@ func waitErr(t *testing.T, r *sink.Runner, want ...string) {
 // deletes its rows only.
 func TestCollision(t *testing.T) {
 	db, name := targetDB(t)
-	srv := mysqltest.Start(t)
-	srv.Exec(t, "CREATE DATABASE shop_0", "CREATE DATABASE shop_1",
-		"CREATE TABLE shop_0.orders (id INT PRIMARY KEY, note VARCHAR(20))", "CREATE TABLE shop_1.orders (id INT PRIMARY KEY, note VARCHAR(20))",
-		"INSERT INTO shop_0.orders VALUES (1, 'zero')", "INSERT INTO shop_1.orders VALUES (1, 'one'), (2, 'two')")
+	srv := sinktest.StartCollision(t)
 	specOf := func(sinkName, schema, origin string) *spec.Spec {
 		return shopSpec(t, []*mysqltest.Server{srv}, spec.Sink{Name: sinkName, Type: "postgres", Address: targetAddr, Database: name, Workers: 4, Batch: 10,
 			OriginColumn: origin, Tables: []spec.SinkTable{{From: "shop.orders", To: schema + ".orders"}}})
@@ -386,28 +306,13 @@ func TestCollision(t *testing.T) {
 
 	plain, _ := applyOnce(t, specOf("plain", "plain", ""))
 	waitErr(t, plain, "s0/shop_1.orders writes key id=1", "origin_column")
-	// shop_1's row of key 1 is not there (shop_0's, and shop_1's of key
-	// 2, are unless they were in the transaction the collision rolled
-	// back).
+	// shop_1's row of key 1 is not there.
 	var other int
 	db.QueryRow(context.Background(), "SELECT count(*) FROM plain.orders WHERE note = 'one'").Scan(&other)
-	if n := count("plain"); n > 2 || other != 0 {
-		t.Fatalf("after the collision the target has %d rows, %d of them shop_1's of key 1; want none of those, and at most 2 rows", n, other)
-	}
+	sinktest.CheckCollided(t, count("plain"), other)
 
 	kept, _ := applyOnce(t, specOf("kept", "kept", "_shard"))
-	wait := func(want int) {
-		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); count("kept") != want; time.Sleep(100 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				_, lastErr := kept.Applied()
-				t.Fatalf("target has %d rows, want %d (last error %q)", count("kept"), want, lastErr)
-			}
-		}
-	}
-	wait(3)
-	srv.Exec(t, "TRUNCATE TABLE shop_1.orders")
-	wait(1)
+	sinktest.WaitTruncated(t, srv, func() int { return count("kept") }, func() string { _, e := kept.Applied(); return e })
 	if got := query(db, "SELECT _shard, note FROM kept.orders"); !slices.Equal(got, []string{"s0/shop_0.orders zero"}) {
 		t.Fatalf("after shop_1's TRUNCATE the rows left are %q, want shop_0's", got)
 	}
