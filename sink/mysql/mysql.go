@@ -31,8 +31,6 @@ type Target struct {
 	stmts sync.Map // statementKey → string
 
 	applied, upserts, missing atomic.Uint64
-	// noLoad is set once the server refused LOAD DATA LOCAL INFILE.
-	noLoad atomic.Bool
 	// tables holds the target tables known to exist (ensureTables).
 	tables sync.Map
 }
@@ -261,12 +259,7 @@ func (t *Target) applyStatement(ctx context.Context, tx *sql.Tx, kind sink.RunKi
 	}
 	switch kind {
 	case sink.RunInsert:
-		if t.loadable(tv) {
-			err := t.load(ctx, tx, tv, table, cs)
-			if !errors.Is(err, errNoLoad) {
-				return err
-			}
-		}
+		// A plain INSERT: a key already there fails it (1062).
 		q, args = t.valuesStatement(tv, table, cs, "")
 	case sink.RunUpdate:
 		// Each row found and changed counts 2 (MySQL's ON DUPLICATE KEY

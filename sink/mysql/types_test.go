@@ -14,7 +14,7 @@ import (
 // TestColumnTypes: rows of most column types, with the values that a
 // text form can get wrong (tabs, newlines, backslashes, NULs, "\N", bytes
 // that are not UTF-8, BIT, JSON, zero-padded BINARY, NULLs), inserted in
-// runs the sink loads in one statement, then updated and deleted: the
+// runs the sink inserts in one statement, then updated and deleted: the
 // target holds exactly the source's values.
 func TestColumnTypes(t *testing.T) {
 	db, name := targetDB(t)
