@@ -7,7 +7,12 @@ import (
 )
 
 // maxTake bounds a worker's transaction: the changes it takes at once.
-const maxTake = 16384
+// Big enough that a commit's cost is small beside its rows; small enough
+// that store batches are acked while the stream is read on: with 16384,
+// a run took the whole store's worth into transactions, the sources
+// waited for a store that emptied all at once, and the rate swung from
+// 21,000 to 50,000 rows/s between like runs (bench/sink_test.go).
+const maxTake = 2048
 
 // pool is a runner's workers and what each was handed: a worker takes
 // every change handed to it since it last took (up to maxTake) and
