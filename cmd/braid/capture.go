@@ -151,13 +151,7 @@ func capture(ctx context.Context, spec *spec.Spec, w io.Writer, opt captureOptio
 	if !opt.quiet {
 		clients["capture"] = resume
 	}
-	if err := sinkrun.Clients(spec, clients, cursors); err != nil {
-		return err
-	}
-	cctx, ccancel := context.WithTimeout(ctx, 30*time.Second)
-	err = sinkrun.Check(cctx, spec)
-	ccancel()
-	if err != nil {
+	if err := sinkrun.Prepare(ctx, spec, clients, cursors); err != nil {
 		return err
 	}
 	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: spec, Clients: clients, Logger: log})

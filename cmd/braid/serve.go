@@ -130,13 +130,7 @@ func serve(ctx context.Context, spec *spec.Spec, opt serveOptions, log *slog.Log
 	// live in memory: a new run reads from the spec's start, and each
 	// target's checkpoints skip what it applied before.
 	clients := map[string]*group.Cursor{}
-	if err := sinkrun.Clients(spec, clients, nil); err != nil {
-		return err
-	}
-	cctx, ccancel := context.WithTimeout(ctx, 30*time.Second)
-	err = sinkrun.Check(cctx, spec)
-	ccancel()
-	if err != nil {
+	if err := sinkrun.Prepare(ctx, spec, clients, nil); err != nil {
 		return err
 	}
 	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: spec, Clients: clients, Logger: log, Serve: true})

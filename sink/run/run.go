@@ -43,6 +43,18 @@ func Check(ctx context.Context, ds *spec.Spec) error {
 	return nil
 }
 
+// Prepare is what a process that runs ds's sinks does before it starts
+// the pipeline: each sink's client id added to clients (Clients) and each
+// target reached once (Check, within 30 s).
+func Prepare(ctx context.Context, ds *spec.Spec, clients map[string]*group.Cursor, cursors group.CursorStore) error {
+	if err := Clients(ds, clients, cursors); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return Check(ctx, ds)
+}
+
 // Clients adds each sink's store client id to clients, with its cursor
 // from cursors (nil: none yet), so that the pipeline holds the stream for
 // it from the start.
