@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/braid-cdc/braid/change"
@@ -40,9 +41,17 @@ type Runner struct {
 	Holders func(ctx context.Context, e *CollisionError) ([]string, error)
 	Logger  *slog.Logger
 
-	mu      sync.Mutex
-	applied uint64 // the last seq applied whole
-	lastErr string
+	mu        sync.Mutex
+	applied   uint64    // the last seq applied whole
+	appliedAt time.Time // when it committed at its source
+	lastErr   string
+	// rows is the target's applied count at rateAt; rate the rows a
+	// second over the window that ended then.
+	rows   uint64
+	rateAt time.Time
+	rate   float64
+
+	conflicts atomic.Uint64
 }
 
 // ClientID is the store client id of sink name.
@@ -85,6 +94,20 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 }
 
+// Progress is how the runner goes: when the last transaction it applied
+// committed at its source, how many changes waited for another worker
+// (Causality), and the rows it applied a second over about the last
+// second (0 when it has applied nothing for longer).
+func (r *Runner) Progress() (appliedAt time.Time, conflicts uint64, rowsPerSecond float64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rate := r.rate
+	if time.Since(r.rateAt) > 3*time.Second {
+		rate = 0
+	}
+	return r.appliedAt, r.conflicts.Load(), rate
+}
+
 // Applied returns the seq of the last transaction applied whole, and the
 // last error ("" for none).
 func (r *Runner) Applied() (uint64, string) {
@@ -97,7 +120,8 @@ func (r *Runner) Applied() (uint64, string) {
 // every worker has applied the changes it had been handed by then.
 type ackEntry struct {
 	id     int64
-	last   uint64 // the seq of its last event
+	last   uint64    // the seq of its last event
+	at     time.Time // when that event's transaction committed
 	handed []uint64
 }
 
@@ -148,8 +172,9 @@ func (r *Runner) run(ctx context.Context) error {
 			continue
 		}
 		var last uint64
+		var at time.Time
 		for _, ev := range b.Events {
-			last = ev.Seq
+			last, at = ev.Seq, ev.CommitTime
 			switch ev.Type {
 			case change.EventRows:
 				for i := range ev.Rows {
@@ -159,6 +184,7 @@ func (r *Runner) run(ctx context.Context) error {
 						continue // applied before a restart
 					}
 					if waits := c.Waits(w, ch.PK, ch.Others); len(waits) > 0 {
+						r.conflicts.Add(1)
 						if err := p.wait(waits...); err != nil {
 							return err
 						}
@@ -182,7 +208,7 @@ func (r *Runner) run(ctx context.Context) error {
 		p.wake()
 		handed, applied := p.counts()
 		select {
-		case acks <- ackEntry{id: b.ID, last: last, handed: handed}:
+		case acks <- ackEntry{id: b.ID, last: last, at: at, handed: handed}:
 		case <-ctx.Done():
 			if err := p.failed(); err != nil {
 				return err
@@ -211,8 +237,15 @@ func (r *Runner) ack(p *pool, acks <-chan ackEntry) {
 			p.fail(err)
 			return
 		}
+		rows := r.Target.Stats().Applied
 		r.mu.Lock()
-		r.applied, r.lastErr = e.last, ""
+		r.applied, r.appliedAt, r.lastErr = e.last, e.at, ""
+		if now := time.Now(); now.Sub(r.rateAt) >= time.Second {
+			if !r.rateAt.IsZero() && rows >= r.rows {
+				r.rate = float64(rows-r.rows) / now.Sub(r.rateAt).Seconds()
+			}
+			r.rows, r.rateAt = rows, now
+		}
 		r.mu.Unlock()
 		if r.Cursors != nil && len(acks) == 0 {
 			// Saved after the last batch applied of a run of them: the

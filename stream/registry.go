@@ -110,10 +110,27 @@ type SinkStats struct {
 	Running bool
 	// AppliedSeq is the seq of the last transaction applied whole.
 	AppliedSeq uint64
+	// AppliedAt is when the transaction AppliedSeq committed at its
+	// source (zero before the first).
+	AppliedAt time.Time
 	// Rows, Upserts and Missing count the row changes applied, the
 	// INSERTs that found their key and the UPDATEs and DELETEs that found
-	// no row, since it started here.
-	Rows, Upserts, Missing uint64
+	// no row, since it started here; Conflicts the changes that waited
+	// for another worker to apply one of their keys first.
+	Rows, Upserts, Missing, Conflicts uint64
+	// RowsPerSecond is the rate of Rows over about the last second (0
+	// when idle).
+	RowsPerSecond float64
 	// LastError is why it last failed (it retries), "" when it is well.
 	LastError string
+}
+
+// LagSeconds is how far behind the sink is in time at now: 0 when it has
+// applied head (the destination's last seq), else how long ago the last
+// transaction it applied committed (0 before its first).
+func (sk SinkStats) LagSeconds(head uint64, now time.Time) float64 {
+	if sk.AppliedSeq >= head || sk.AppliedAt.IsZero() {
+		return 0
+	}
+	return max(0, now.Sub(sk.AppliedAt).Seconds())
 }

@@ -72,6 +72,8 @@ var (
 	sinkUpserts = newFamily("braid_sink_upserts_total", "INSERTs the sink applied that found their key in the target.", prometheus.CounterValue, sinkLabels)
 	sinkMissing = newFamily("braid_sink_missing_rows_total", "UPDATEs and DELETEs the sink applied that found no row (an UPDATE then inserts its after-image).", prometheus.CounterValue, sinkLabels)
 	sinkUp      = newFamily("braid_sink_up", "1 while the sink applies without an error, 0 while it retries.", prometheus.GaugeValue, sinkLabels)
+	sinkLagSec  = newFamily("braid_sink_lag_seconds", "How long ago the last transaction the sink applied committed at its source, while the destination is ahead (0 when caught up).", prometheus.GaugeValue, sinkLabels)
+	sinkConfl   = newFamily("braid_sink_conflicts_total", "Changes that waited for another worker to apply one of their keys first.", prometheus.CounterValue, sinkLabels)
 	ddlLocks    = newFamily("braid_ddl_locks",
 		"Open shard-DDL locks: logical tables whose shard tables have not all run a DDL one of them ran.", prometheus.GaugeValue, destLabels)
 	ddlLockPending = newFamily("braid_ddl_lock_pending",
@@ -97,7 +99,7 @@ var families = []family{
 	sourceEvents, sourceBytes, sourceRows, sourceErrors, sourceLastError,
 	destHeadSeq, destLate, destWaiting, destStoreEvents, destStoreBytes, destStorePeak, destConsumers,
 	ddlLocks, ddlLockPending, ddlHeldRows,
-	sinkApplied, sinkLagSeq, sinkRows, sinkUpserts, sinkMissing, sinkUp,
+	sinkApplied, sinkLagSeq, sinkRows, sinkUpserts, sinkMissing, sinkUp, sinkLagSec, sinkConfl,
 	consumerAcked, consumerLagSeq, consumerLagSeconds, consumerUnacked,
 }
 
@@ -167,6 +169,10 @@ func (c *Collector) collect(ch chan<- prometheus.Metric, s *stream.Served, now t
 			emit(sinkUpserts, float64(sk.Upserts), l...)
 			emit(sinkMissing, float64(sk.Missing), l...)
 			emit(sinkUp, boolValue(sk.Running && sk.LastError == ""), l...)
+			emit(sinkConfl, float64(sk.Conflicts), l...)
+			if sk.AppliedSeq >= head || !sk.AppliedAt.IsZero() {
+				emit(sinkLagSec, sk.LagSeconds(head, now), l...)
+			}
 		}
 	}
 	if s.ShardDDL != nil {

@@ -88,6 +88,14 @@ type SinkState struct {
 	Upserts uint64 `json:"upserts"`
 	// Missing counts UPDATEs and DELETEs that found no row.
 	Missing uint64 `json:"missing"`
+	// Conflicts counts the changes that waited for another worker to
+	// apply one of their keys (a unique value, a moved key) first.
+	Conflicts uint64 `json:"conflicts"`
+	// LagSeconds is how long ago the oldest transaction not yet applied
+	// committed at its source, about (0 when caught up).
+	LagSeconds float64 `json:"lagSeconds"`
+	// RowsPerSecond is the apply rate over about the last second.
+	RowsPerSecond float64 `json:"rowsPerSecond"`
 	// LastError is why it last failed (it retries), "" when it is well.
 	LastError string `json:"lastError,omitempty"`
 }

@@ -22,9 +22,12 @@ func sinkUsage(stderr io.Writer) func() {
 		fmt.Fprintln(stderr, "       braid sink show DEST SINK [--server URL] [--json]")
 		fmt.Fprintln(stderr, "       braid sink verify DEST SINK [--sample N] [--table SCHEMA.TABLE]... [--timeout D] [--server URL] [--json]")
 		fmt.Fprintln(stderr, "\nlist shows the sinks of a destination (the spec's sinks:) as the node that runs")
-		fmt.Fprintln(stderr, "them sees them: the seq each applied whole, how far it is behind, the row changes")
-		fmt.Fprintln(stderr, "it applied, the INSERTs that found their key and the UPDATEs and DELETEs that found")
-		fmt.Fprintln(stderr, "no row (never dropped: counted), and its last error while it retries.")
+		fmt.Fprintln(stderr, "them sees them: the seq each applied whole, how far it is behind (transactions, and")
+		fmt.Fprintln(stderr, "seconds since the last it applied committed), the row changes it applied and its")
+		fmt.Fprintln(stderr, "rate over the last second, the INSERTs that found their key and the UPDATEs and")
+		fmt.Fprintln(stderr, "DELETEs that found no row (never dropped: counted), the changes that waited for")
+		fmt.Fprintln(stderr, "another worker to apply one of their keys (conflicts), and its last error while it")
+		fmt.Fprintln(stderr, "retries.")
 		fmt.Fprintln(stderr, "\nshow shows one sink in full: that state, its spec (password hidden) and where each")
 		fmt.Fprintln(stderr, "of its workers stands in the target (its checkpoint: the last seq and row applied).")
 		fmt.Fprintln(stderr, "\nverify compares the sink's target with the sources, on the node that runs the sink:")
@@ -83,9 +86,10 @@ func runSink(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SINK\tTYPE\tADDRESS\tAPPLIED SEQ\tLAG\tROWS\tUPSERTS\tMISSING\tSTATE")
+	fmt.Fprintln(tw, "SINK\tTYPE\tADDRESS\tAPPLIED SEQ\tLAG\tLAG S\tROWS\tROWS/S\tUPSERTS\tMISSING\tCONFLICTS\tSTATE")
 	for _, s := range sinks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", s.Name, s.Type, s.Address, s.AppliedSeq, s.LagSeq, s.Rows, s.Upserts, s.Missing, sinkState(s))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%.1f\t%d\t%.0f\t%d\t%d\t%d\t%s\n", s.Name, s.Type, s.Address, s.AppliedSeq, s.LagSeq, s.LagSeconds,
+			s.Rows, s.RowsPerSecond, s.Upserts, s.Missing, s.Conflicts, sinkState(s))
 	}
 	tw.Flush()
 	return 0
@@ -110,8 +114,8 @@ func printSinkDetail(w io.Writer, d wire.SinkDetail) {
 	fmt.Fprintf(tw, "type:\t%s\n", s.Type)
 	fmt.Fprintf(tw, "address:\t%s\n", s.Address)
 	fmt.Fprintf(tw, "state:\t%s\n", sinkState(s))
-	fmt.Fprintf(tw, "applied seq:\t%d of %d (lag %d)\n", s.AppliedSeq, d.HeadSeq, s.LagSeq)
-	fmt.Fprintf(tw, "rows applied:\t%d (upserts %d, missing rows %d)\n", s.Rows, s.Upserts, s.Missing)
+	fmt.Fprintf(tw, "applied seq:\t%d of %d (lag %d, %.1f s)\n", s.AppliedSeq, d.HeadSeq, s.LagSeq, s.LagSeconds)
+	fmt.Fprintf(tw, "rows applied:\t%d, %.0f/s (upserts %d, missing rows %d, conflicts %d)\n", s.Rows, s.RowsPerSecond, s.Upserts, s.Missing, s.Conflicts)
 	fmt.Fprintf(tw, "workers:\t%d\n", s.Workers)
 	tw.Flush()
 	if len(d.Spec) > 0 {

@@ -3,7 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -187,6 +189,23 @@ sinks: [{name: copy, type: mysql, address: '127.0.0.1:3306', workers: 2, meta_da
 	}
 	if out, errs, code := cli("sink", "verify", "shop", "copy", "--server", url); code != 0 {
 		t.Fatalf("verify of a copy in step: exit %d: %s%s", code, out, errs)
+	}
+	// Caught up: no lag in seconds either, in the API and the metrics.
+	out, _, _ := cli("sink", "list", "shop", "--json", "--server", url)
+	var sinks []wire.SinkState
+	if json.Unmarshal([]byte(out), &sinks) != nil || len(sinks) != 1 || sinks[0].LagSeconds != 0 || sinks[0].Conflicts != 0 || sinks[0].LagSeq != 0 {
+		t.Errorf("sink list of a caught-up sink: %s", out)
+	}
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`braid_sink_lag_seconds{dest="shop",sink="copy"} 0`, `braid_sink_conflicts_total{dest="shop",sink="copy"} 0`, `braid_sink_rows_total{dest="shop",sink="copy"} 4`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("no %q in /metrics", want)
+		}
 	}
 	if _, err := tg.db.Exec("DELETE FROM " + tg.name + ".orders WHERE id = 3"); err != nil {
 		t.Fatal(err)

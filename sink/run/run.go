@@ -141,6 +141,7 @@ func (s *Set) Stats() []stream.SinkStats {
 		st := stream.SinkStats{Name: rn.spec.Name, Type: rn.spec.Type, Address: rn.spec.Address, Workers: rn.spec.Workers, LastError: rn.err}
 		if rn.runner != nil {
 			applied, lastErr := rn.runner.Applied()
+			st.AppliedAt, st.Conflicts, st.RowsPerSecond = rn.runner.Progress()
 			ts := rn.target.Stats()
 			st.AppliedSeq, st.LastError = applied, lastErr
 			st.Rows, st.Upserts, st.Missing = ts.Applied, ts.Upserts, ts.Missing
