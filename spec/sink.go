@@ -48,9 +48,9 @@ type Sink struct {
 	// worker of its primary key. Default: 16.
 	Workers int `yaml:"workers,omitempty" json:"workers,omitempty"`
 	// Batch is how many row changes one statement carries at most: a
-	// worker's transaction applies what it was handed (up to a store batch)
-	// as runs of INSERTs, UPDATEs and DELETEs of one table, each run one
-	// statement of up to Batch rows. Default: 100.
+	// worker's transaction applies what it was handed since its last (at
+	// most 2,048 changes) as runs of INSERTs, UPDATEs and DELETEs of one
+	// table, each run as statements of up to Batch rows. Default: 100.
 	Batch int `yaml:"batch,omitempty" json:"batch,omitempty"`
 	// DDL is apply (the logical DDL is run on the target, once) or ignore.
 	// Default: apply.
