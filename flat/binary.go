@@ -89,8 +89,9 @@ func (w *Writer) flushBinary(out func([]byte) error) error {
 	}
 	b = w.appendBinaryTail(b, w.runEv, t.Schema, t.Name)
 	w.buf = b
+	err := out(b)
 	w.endRun()
-	return out(b)
+	return err
 }
 
 // ddlBinary renders a DDL as a message in the binary encoding; see

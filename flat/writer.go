@@ -182,9 +182,14 @@ func (w *Writer) flush(out func([]byte) error) error {
 	}
 	b = w.appendBraidFields(b, w.runEv, t.Schema, t.Name)
 	w.buf = b
+	err := out(b)
 	w.endRun()
-	return out(b)
+	return err
 }
+
+// Rows returns the row changes of the message out is called with: valid
+// only during that call, and empty for a DDL's.
+func (w *Writer) Rows() []*change.RowChange { return w.run }
 
 // endRun empties the pending run once its message is written.
 func (w *Writer) endRun() {

@@ -24,8 +24,11 @@ type Runner struct {
 	Dest    string
 	Client  string
 	Store   *stream.Store
-	Target  Target
-	Workers int
+	// Target is what a sink applies to, or Publisher what it relays to
+	// in order (one of the two).
+	Target    Target
+	Publisher Publisher
+	Workers   int
 	// Batch, when above 0, cuts a worker's share of a store batch into
 	// transactions of at most Batch changes; 0 applies it in one, which
 	// is what makes a target fast (see bench/sink_test.go).
@@ -67,7 +70,12 @@ func (r *Runner) Run(ctx context.Context) error {
 		return err
 	}
 	for {
-		err := r.run(ctx)
+		var err error
+		if r.Publisher != nil {
+			err = r.relay(ctx)
+		} else {
+			err = r.run(ctx)
+		}
 		if ctx.Err() != nil || errors.Is(err, stream.ErrClosed) {
 			return nil
 		}
@@ -237,27 +245,37 @@ func (r *Runner) ack(p *pool, acks <-chan ackEntry) {
 			p.fail(err)
 			return
 		}
-		rows := r.Target.Stats().Applied
-		r.mu.Lock()
-		r.applied, r.appliedAt, r.lastErr = e.last, e.at, ""
-		if now := time.Now(); now.Sub(r.rateAt) >= time.Second {
-			if !r.rateAt.IsZero() && rows >= r.rows {
-				r.rate = float64(rows-r.rows) / now.Sub(r.rateAt).Seconds()
-			}
-			r.rows, r.rateAt = rows, now
-		}
-		r.mu.Unlock()
-		if r.Cursors != nil && len(acks) == 0 {
-			// Saved after the last batch applied of a run of them: the
-			// cursor is never ahead of the checkpoints.
-			if m := r.Store.Mark(r.Client); m != nil {
-				if err := r.Cursors.Save(r.Dest, r.Client, m); err != nil {
-					p.fail(fmt.Errorf("sink %s: save its cursor: %w", r.Name, err))
-					return
-				}
-			}
+		// Saved after the last batch applied of a run of them: the
+		// cursor is never ahead of the checkpoints.
+		if err := r.acked(e.last, e.at, r.Target.Stats().Applied, len(acks) == 0); err != nil {
+			p.fail(err)
+			return
 		}
 	}
+}
+
+// acked records that the changes through seq last (committed at its
+// source at at) are applied, rows in all, and when save is set saves the
+// sink's cursor.
+func (r *Runner) acked(last uint64, at time.Time, rows uint64, save bool) error {
+	r.mu.Lock()
+	r.applied, r.appliedAt, r.lastErr = last, at, ""
+	if now := time.Now(); now.Sub(r.rateAt) >= time.Second {
+		if !r.rateAt.IsZero() && rows >= r.rows {
+			r.rate = float64(rows-r.rows) / now.Sub(r.rateAt).Seconds()
+		}
+		r.rows, r.rateAt = rows, now
+	}
+	r.mu.Unlock()
+	if r.Cursors == nil || !save {
+		return nil
+	}
+	if m := r.Store.Mark(r.Client); m != nil {
+		if err := r.Cursors.Save(r.Dest, r.Client, m); err != nil {
+			return fmt.Errorf("sink %s: save its cursor: %w", r.Name, err)
+		}
+	}
+	return nil
 }
 
 // minPoint is the earliest of ps.

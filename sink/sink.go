@@ -241,4 +241,8 @@ type Stats struct {
 	// that existed; Missing the UPDATEs and DELETEs of a row that was not
 	// there (an UPDATE's after-image is then inserted).
 	Applied, Upserts, Missing uint64
+	// For a Publisher: Pending counts messages sent and not yet
+	// confirmed, Returns the messages the target handed back as
+	// unroutable (each stops the sink).
+	Pending, Returns uint64
 }

@@ -2,8 +2,11 @@ package spec
 
 import (
 	"fmt"
+	"net/url"
 	"os"
+	"slices"
 	"strings"
+	"time"
 )
 
 // Sink is one entry of a spec's sinks: a target the destination's stream
@@ -11,11 +14,45 @@ import (
 type Sink struct {
 	// Name names the sink within the destination. Required, unique.
 	Name string `yaml:"name" json:"name"`
-	// Type is the target's kind: mysql (MySQL and MariaDB) or postgres
-	// (PostgreSQL). Required.
+	// Type is the target's kind: mysql (MySQL and MariaDB), postgres
+	// (PostgreSQL), rabbitmq, kafka or redis. Required.
 	Type string `yaml:"type" json:"type"`
-	// Address is the target's host:port. Required.
-	Address string `yaml:"address" json:"address"`
+	// Address is the target's host:port. Required, except for rabbitmq
+	// (URL) and kafka (Brokers).
+	Address string `yaml:"address,omitempty" json:"address,omitempty"`
+	// URL is a rabbitmq sink's broker, amqp://host:port/vhost, without a
+	// password (give it as password, password_file or password_env, so
+	// that it is sealed and hidden like every other). Required for
+	// rabbitmq.
+	URL string `yaml:"url,omitempty" json:"url,omitempty"`
+	// Brokers are a kafka sink's bootstrap brokers, host:port. Required
+	// for kafka.
+	Brokers []string `yaml:"brokers,omitempty" json:"brokers,omitempty"`
+	// Exchange is a rabbitmq sink's durable topic exchange, declared if
+	// missing. Default: braid.
+	Exchange string `yaml:"exchange,omitempty" json:"exchange,omitempty"`
+	// RoutingKey is a rabbitmq sink's routing key, a template of
+	// {database} and {table} (the logical table's). Default:
+	// {database}.{table}.
+	RoutingKey string `yaml:"routing_key,omitempty" json:"routing_key,omitempty"`
+	// Queues is per-table (declare and bind a durable queue per logical
+	// table, named as its routing key, with x-single-active-consumer) or
+	// none (the default: consumers bind their own).
+	Queues string `yaml:"queues,omitempty" json:"queues,omitempty"`
+	// Topic is a kafka sink's topic, a template of {database} and {table}
+	// or one topic's name. Default: {database}.{table}.
+	Topic string `yaml:"topic,omitempty" json:"topic,omitempty"`
+	// Key is a redis sink's key template of {database}, {table} and {pk}
+	// (the primary key's values, joined by ":"); put a prefix in front to
+	// share a Redis. Default: {table}:{pk}.
+	Key string `yaml:"key,omitempty" json:"key,omitempty"`
+	// Format is how a redis sink stores a row: json (the default, a
+	// string) or hash (a field per column).
+	Format string `yaml:"format,omitempty" json:"format,omitempty"`
+	// TombstoneTTL is how long a redis sink keeps a deleted row's
+	// tombstone ({key}:seq), which makes a backfill of it fail. Default:
+	// 1h.
+	TombstoneTTL Duration `yaml:"tombstone_ttl,omitempty" json:"tombstone_ttl,omitempty"`
 	// User and Password log in to the target (default user root, for
 	// postgres postgres);
 	// PasswordFile and PasswordEnv name where the password is instead, as
@@ -87,7 +124,36 @@ const (
 )
 
 // SinkTypes are the sink types braid applies to.
-var SinkTypes = []string{"mysql", "postgres"}
+var SinkTypes = []string{"mysql", "postgres", "rabbitmq", "kafka", "redis"}
+
+// The sinks' defaults by type.
+const (
+	DefaultExchange     = "braid"
+	DefaultRoutingKey   = "{database}.{table}"
+	DefaultTopic        = "{database}.{table}"
+	DefaultRedisKey     = "{table}:{pk}"
+	DefaultTombstoneTTL = time.Hour
+)
+
+// Where is the sink's target as an operator knows it: its address, url
+// or brokers.
+func (s Sink) Where() string {
+	switch s.Type {
+	case "rabbitmq":
+		return s.URL
+	case "kafka":
+		return strings.Join(s.Brokers, ",")
+	}
+	return s.Address
+}
+
+// SQL reports whether the sink applies rows to a database (mysql,
+// postgres) rather than publishing messages or caching rows.
+func (s Sink) SQL() bool { return s.Type == "mysql" || s.Type == "postgres" }
+
+// Ordered reports whether the sink publishes the stream in order, as
+// messages (rabbitmq, kafka): one worker, no checkpoint table.
+func (s Sink) Ordered() bool { return s.Type == "rabbitmq" || s.Type == "kafka" }
 
 // The sink modes.
 const (
@@ -144,9 +210,26 @@ func (s *Spec) sinkProblems(bad func(path, format string, a ...any)) {
 		if !known {
 			bad(path+".type", "%q: want one of %s", sk.Type, strings.Join(SinkTypes, ", "))
 		}
-		if m := addressProblem(sk.Address); m != "" {
-			bad(path+".address", "%s", m)
+		switch sk.Type {
+		case "rabbitmq":
+			if m := amqpURLProblem(sk.URL); m != "" {
+				bad(path+".url", "%s", m)
+			}
+		case "kafka":
+			if len(sk.Brokers) == 0 {
+				bad(path+".brokers", "give the kafka brokers, e.g. [127.0.0.1:9092]")
+			}
+			for j, b := range sk.Brokers {
+				if m := addressProblem(b); m != "" {
+					bad(fmt.Sprintf("%s.brokers[%d]", path, j), "%s", m)
+				}
+			}
+		default:
+			if m := addressProblem(sk.Address); m != "" {
+				bad(path+".address", "%s", m)
+			}
 		}
+		sk.typeProblems(path, bad)
 		if countSet(sk.Password, sk.PasswordFile, sk.PasswordEnv) > 1 {
 			bad(path, "give at most one of password, password_file and password_env")
 		}
@@ -186,4 +269,62 @@ func (s *Spec) sinkProblems(bad func(path, format string, a ...any)) {
 			}
 		}
 	}
+}
+
+// typeProblems are the problems of the keys only some types have.
+func (sk Sink) typeProblems(path string, bad func(path, format string, a ...any)) {
+	only := func(key string, set bool, types ...string) {
+		if set && !slices.Contains(types, sk.Type) {
+			bad(path+"."+key, "only a %s sink has %s", strings.Join(types, " or "), key)
+		}
+	}
+	only("url", sk.URL != "", "rabbitmq")
+	only("brokers", len(sk.Brokers) > 0, "kafka")
+	only("exchange", sk.Exchange != "", "rabbitmq")
+	only("routing_key", sk.RoutingKey != "", "rabbitmq")
+	only("queues", sk.Queues != "", "rabbitmq")
+	only("topic", sk.Topic != "", "kafka")
+	only("key", sk.Key != "", "redis")
+	only("format", sk.Format != "", "redis")
+	only("tombstone_ttl", sk.TombstoneTTL != 0, "redis")
+	only("create_tables", sk.CreateTables, "mysql", "postgres")
+	only("origin_column", sk.OriginColumn != "", "mysql", "postgres")
+	only("tables", len(sk.Tables) > 0, "mysql", "postgres")
+	switch sk.Queues {
+	case "", "none", "per-table":
+	default:
+		bad(path+".queues", "%q: want per-table or none (the default)", sk.Queues)
+	}
+	switch sk.Format {
+	case "", "json", "hash":
+	default:
+		bad(path+".format", "%q: want json (the default) or hash", sk.Format)
+	}
+	if sk.TombstoneTTL < 0 {
+		bad(path+".tombstone_ttl", "%v: want a positive duration, e.g. 1h", time.Duration(sk.TombstoneTTL))
+	}
+	if sk.Key != "" && !strings.Contains(sk.Key, "{pk}") {
+		bad(path+".key", "%q: the key template needs {pk}, e.g. cache:{table}:{pk}", sk.Key)
+	}
+	if sk.Ordered() && sk.Workers > 1 {
+		bad(path+".workers", "%d: a %s sink publishes in stream order with one worker: leave workers out", sk.Workers, sk.Type)
+	}
+	if sk.Ordered() && sk.Mode == SinkExactlyOnce && sk.Type == "rabbitmq" {
+		bad(path+".mode", "a rabbitmq sink is at-least-once (consumers de-duplicate by message_id): leave mode out")
+	}
+}
+
+// amqpURLProblem is what is wrong with a rabbitmq sink's url ("": nothing).
+func amqpURLProblem(s string) string {
+	if s == "" {
+		return "give the broker as amqp://host:5672/vhost"
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "amqp" && u.Scheme != "amqps") || u.Host == "" {
+		return fmt.Sprintf("%q: want amqp://host:5672/vhost", s)
+	}
+	if _, ok := u.User.Password(); ok {
+		return "the url holds a password: give it as password, password_file or password_env instead, so that it is sealed and hidden"
+	}
+	return ""
 }

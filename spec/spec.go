@@ -2,6 +2,7 @@ package spec
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -222,9 +223,13 @@ func (s Spec) WithDefaults() Spec {
 	for i := range s.Sinks {
 		sk := &s.Sinks[i]
 		if sk.User == "" {
-			sk.User = DefaultUser
-			if sk.Type == "postgres" {
+			switch sk.Type {
+			case "postgres":
 				sk.User = "postgres"
+			case "rabbitmq":
+				sk.User = "guest"
+			case "mysql":
+				sk.User = DefaultUser
 			}
 		}
 		if sk.Type == "postgres" && sk.Database == "" {
@@ -232,9 +237,27 @@ func (s Spec) WithDefaults() Spec {
 		}
 		if sk.Mode == "" {
 			sk.Mode = SinkExactlyOnce
+			if sk.Type == "rabbitmq" {
+				sk.Mode = SinkAtLeastOnce
+			}
 		}
 		if sk.Workers == 0 {
 			sk.Workers = DefaultSinkWorkers
+			if sk.Ordered() {
+				sk.Workers = 1
+			}
+		}
+		switch sk.Type {
+		case "rabbitmq":
+			sk.Exchange = cmp.Or(sk.Exchange, DefaultExchange)
+			sk.RoutingKey = cmp.Or(sk.RoutingKey, DefaultRoutingKey)
+			sk.Queues = cmp.Or(sk.Queues, "none")
+		case "kafka":
+			sk.Topic = cmp.Or(sk.Topic, DefaultTopic)
+		case "redis":
+			sk.Key = cmp.Or(sk.Key, DefaultRedisKey)
+			sk.Format = cmp.Or(sk.Format, "json")
+			sk.TombstoneTTL = cmp.Or(sk.TombstoneTTL, Duration(DefaultTombstoneTTL))
 		}
 		if sk.Batch == 0 {
 			sk.Batch = DefaultSinkBatch

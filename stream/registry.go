@@ -118,6 +118,10 @@ type SinkStats struct {
 	// no row, since it started here; Conflicts the changes that waited
 	// for another worker to apply one of their keys first.
 	Rows, Upserts, Missing, Conflicts uint64
+	// Pending counts the messages a rabbitmq or kafka sink sent that the
+	// broker has not confirmed yet; Returns those it handed back as
+	// unroutable (each stops the sink).
+	Pending, Returns uint64
 	// RowsPerSecond is the rate of Rows over about the last second (0
 	// when idle).
 	RowsPerSecond float64

@@ -74,6 +74,8 @@ var (
 	sinkUp      = newFamily("braid_sink_up", "1 while the sink applies without an error, 0 while it retries.", prometheus.GaugeValue, sinkLabels)
 	sinkLagSec  = newFamily("braid_sink_lag_seconds", "How long ago the last transaction the sink applied committed at its source, while the destination is ahead (0 when caught up).", prometheus.GaugeValue, sinkLabels)
 	sinkConfl   = newFamily("braid_sink_conflicts_total", "Changes that waited for another worker to apply one of their keys first.", prometheus.CounterValue, sinkLabels)
+	sinkPending = newFamily("braid_sink_pending_confirms", "Messages a rabbitmq or kafka sink sent that the broker has not confirmed yet.", prometheus.GaugeValue, sinkLabels)
+	sinkReturns = newFamily("braid_sink_returns_total", "Messages the broker handed back to a rabbitmq sink as unroutable (each stops the sink).", prometheus.CounterValue, sinkLabels)
 	ddlLocks    = newFamily("braid_ddl_locks",
 		"Open shard-DDL locks: logical tables whose shard tables have not all run a DDL one of them ran.", prometheus.GaugeValue, destLabels)
 	ddlLockPending = newFamily("braid_ddl_lock_pending",
@@ -99,7 +101,7 @@ var families = []family{
 	sourceEvents, sourceBytes, sourceRows, sourceErrors, sourceLastError,
 	destHeadSeq, destLate, destWaiting, destStoreEvents, destStoreBytes, destStorePeak, destConsumers,
 	ddlLocks, ddlLockPending, ddlHeldRows,
-	sinkApplied, sinkLagSeq, sinkRows, sinkUpserts, sinkMissing, sinkUp, sinkLagSec, sinkConfl,
+	sinkApplied, sinkLagSeq, sinkRows, sinkUpserts, sinkMissing, sinkUp, sinkLagSec, sinkConfl, sinkPending, sinkReturns,
 	consumerAcked, consumerLagSeq, consumerLagSeconds, consumerUnacked,
 }
 
@@ -170,6 +172,10 @@ func (c *Collector) collect(ch chan<- prometheus.Metric, s *stream.Served, now t
 			emit(sinkMissing, float64(sk.Missing), l...)
 			emit(sinkUp, boolValue(sk.Running && sk.LastError == ""), l...)
 			emit(sinkConfl, float64(sk.Conflicts), l...)
+			if sk.Type == "rabbitmq" || sk.Type == "kafka" {
+				emit(sinkPending, float64(sk.Pending), l...)
+				emit(sinkReturns, float64(sk.Returns), l...)
+			}
 			if sk.AppliedSeq >= head || !sk.AppliedAt.IsZero() {
 				emit(sinkLagSec, sk.LagSeconds(head, now), l...)
 			}

@@ -70,9 +70,11 @@ type DDLDecided struct {
 type SinkState struct {
 	// Name is the sink's name in the spec.
 	Name string `json:"name"`
-	// Type is its target's kind (mysql).
+	// Type is its target's kind (mysql, postgres, rabbitmq, kafka,
+	// redis).
 	Type string `json:"type"`
-	// Address is its target's host:port.
+	// Address is its target's host:port (rabbitmq: its url; kafka: its
+	// brokers).
 	Address string `json:"address"`
 	// Workers is how many transactions it applies at once.
 	Workers int `json:"workers"`
@@ -82,12 +84,18 @@ type SinkState struct {
 	AppliedSeq uint64 `json:"appliedSeq"`
 	// LagSeq is how many transactions the destination is ahead of it.
 	LagSeq uint64 `json:"lagSeq"`
-	// Rows counts the row changes it applied since it started here.
+	// Rows counts the row changes it applied since it started here
+	// (rabbitmq, kafka: the messages confirmed).
 	Rows uint64 `json:"rows"`
 	// Upserts counts INSERTs that found their key in the target.
 	Upserts uint64 `json:"upserts"`
 	// Missing counts UPDATEs and DELETEs that found no row.
 	Missing uint64 `json:"missing"`
+	// Pending counts the messages (rabbitmq, kafka) sent and not yet
+	// confirmed by the broker.
+	Pending uint64 `json:"pending,omitempty"`
+	// Returns counts the messages the broker handed back as unroutable.
+	Returns uint64 `json:"returns,omitempty"`
 	// Conflicts counts the changes that waited for another worker to
 	// apply one of their keys (a unique value, a moved key) first.
 	Conflicts uint64 `json:"conflicts"`

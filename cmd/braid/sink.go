@@ -115,7 +115,12 @@ func printSinkDetail(w io.Writer, d wire.SinkDetail) {
 	fmt.Fprintf(tw, "address:\t%s\n", s.Address)
 	fmt.Fprintf(tw, "state:\t%s\n", sinkState(s))
 	fmt.Fprintf(tw, "applied seq:\t%d of %d (lag %d, %.1f s)\n", s.AppliedSeq, d.HeadSeq, s.LagSeq, s.LagSeconds)
-	fmt.Fprintf(tw, "rows applied:\t%d, %.0f/s (upserts %d, missing rows %d, conflicts %d)\n", s.Rows, s.RowsPerSecond, s.Upserts, s.Missing, s.Conflicts)
+	switch s.Type {
+	case "rabbitmq", "kafka":
+		fmt.Fprintf(tw, "messages confirmed:\t%d, %.0f/s (pending %d, returned %d)\n", s.Rows, s.RowsPerSecond, s.Pending, s.Returns)
+	default:
+		fmt.Fprintf(tw, "rows applied:\t%d, %.0f/s (upserts %d, missing rows %d, conflicts %d)\n", s.Rows, s.RowsPerSecond, s.Upserts, s.Missing, s.Conflicts)
+	}
 	fmt.Fprintf(tw, "workers:\t%d\n", s.Workers)
 	tw.Flush()
 	if len(d.Spec) > 0 {

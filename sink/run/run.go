@@ -12,29 +12,67 @@ import (
 
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/sink"
+	"github.com/braid-cdc/braid/sink/kafka"
 	"github.com/braid-cdc/braid/sink/mysql"
 	"github.com/braid-cdc/braid/sink/postgres"
+	"github.com/braid-cdc/braid/sink/rabbitmq"
+	"github.com/braid-cdc/braid/sink/redis"
 	"github.com/braid-cdc/braid/sink/verify"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )
 
-// Open connects to a sink's target.
-func Open(ctx context.Context, s spec.Sink) (sink.Target, error) {
+// Opened is a sink's open target: a Target it applies to, or for a sink
+// that publishes in order (rabbitmq, kafka) a Publisher.
+type Opened struct {
+	Target    sink.Target
+	Publisher sink.Publisher
+}
+
+// Stats returns what the target counted.
+func (o Opened) Stats() sink.Stats {
+	if o.Publisher != nil {
+		return o.Publisher.Stats()
+	}
+	return o.Target.Stats()
+}
+
+// Close disconnects from the target.
+func (o Opened) Close() error {
+	if o.Publisher != nil {
+		return o.Publisher.Close()
+	}
+	return o.Target.Close()
+}
+
+// Open connects to sink s of destination dest.
+func Open(ctx context.Context, s spec.Sink, dest string) (Opened, error) {
+	var (
+		o   Opened
+		err error
+	)
 	switch s.Type {
 	case "mysql":
-		return mysql.Open(ctx, s)
+		o.Target, err = mysql.Open(ctx, s)
 	case "postgres":
-		return postgres.Open(ctx, s)
+		o.Target, err = postgres.Open(ctx, s)
+	case "redis":
+		o.Target, err = redis.Open(ctx, s)
+	case "rabbitmq":
+		o.Publisher, err = rabbitmq.Open(ctx, s, dest)
+	case "kafka":
+		o.Publisher, err = kafka.Open(ctx, s)
+	default:
+		err = fmt.Errorf("sink %s: type %q: want one of %v", s.Name, s.Type, spec.SinkTypes)
 	}
-	return nil, fmt.Errorf("sink %s: type %q: want one of %v", s.Name, s.Type, spec.SinkTypes)
+	return o, err
 }
 
 // Check connects to each of ds's sinks once, so that a wrong address or
 // password is one clear error before anything runs.
 func Check(ctx context.Context, ds *spec.Spec) error {
 	for _, sk := range ds.Sinks {
-		t, err := Open(ctx, sk)
+		t, err := Open(ctx, sk, ds.Name)
 		if err != nil {
 			return err
 		}
@@ -90,7 +128,7 @@ type Set struct {
 type running struct {
 	spec   spec.Sink
 	runner *sink.Runner // nil until its target is reached
-	target sink.Target  // likewise
+	target Opened       // likewise
 	err    string       // why it is not running yet
 }
 
@@ -105,19 +143,20 @@ func Start(ctx context.Context, p *stream.Pipeline, ds *spec.Spec, cursors group
 		rn := &running{spec: sk}
 		set.runners = append(set.runners, rn)
 		set.wg.Go(func() {
-			target := open(ctx, sk, log, func(err error) { set.mu.Lock(); rn.err = err.Error(); set.mu.Unlock() })
-			if target == nil {
+			target, ok := open(ctx, sk, ds.Name, log, func(err error) { set.mu.Lock(); rn.err = err.Error(); set.mu.Unlock() })
+			if !ok {
 				return
 			}
 			defer target.Close()
-			r := &sink.Runner{Name: sk.Name, Dest: ds.Name, Client: sink.ClientID(sk.Name), Store: p.Store, Target: target,
+			r := &sink.Runner{Name: sk.Name, Dest: ds.Name, Client: sink.ClientID(sk.Name), Store: p.Store,
+				Target: target.Target, Publisher: target.Publisher,
 				Workers: sk.Workers, ByOrigin: sk.OriginColumn != "", Cursors: cursors, Logger: log.With("dest", ds.Name)}
 			// A collision error names the shard tables that hold the key.
 			r.Holders = func(ctx context.Context, e *sink.CollisionError) ([]string, error) { return verify.Holders(ctx, ds, e) }
 			set.mu.Lock()
 			rn.runner, rn.target, rn.err = r, target, ""
 			set.mu.Unlock()
-			log.Info("sink applying", "dest", ds.Name, "sink", sk.Name, "type", sk.Type, "address", sk.Address, "workers", sk.Workers)
+			log.Info("sink applying", "dest", ds.Name, "sink", sk.Name, "type", sk.Type, "address", sk.Where(), "workers", sk.Workers)
 			if err := r.Run(ctx); err != nil {
 				log.Error("sink stopped", "dest", ds.Name, "sink", sk.Name, "err", err)
 			}
@@ -138,13 +177,14 @@ func (s *Set) Stats() []stream.SinkStats {
 	defer s.mu.Unlock()
 	out := make([]stream.SinkStats, 0, len(s.runners))
 	for _, rn := range s.runners {
-		st := stream.SinkStats{Name: rn.spec.Name, Type: rn.spec.Type, Address: rn.spec.Address, Workers: rn.spec.Workers, LastError: rn.err}
+		st := stream.SinkStats{Name: rn.spec.Name, Type: rn.spec.Type, Address: rn.spec.Where(), Workers: rn.spec.Workers, LastError: rn.err}
 		if rn.runner != nil {
 			applied, lastErr := rn.runner.Applied()
 			st.AppliedAt, st.Conflicts, st.RowsPerSecond = rn.runner.Progress()
 			ts := rn.target.Stats()
 			st.AppliedSeq, st.LastError = applied, lastErr
 			st.Rows, st.Upserts, st.Missing = ts.Applied, ts.Upserts, ts.Missing
+			st.Pending, st.Returns = ts.Pending, ts.Returns
 			st.Running = true
 		}
 		out = append(out, st)
@@ -153,24 +193,24 @@ func (s *Set) Stats() []stream.SinkStats {
 }
 
 // open connects to sk's target, retrying with backoff (each failure
-// told to failed) until ctx ends (then nil).
-func open(ctx context.Context, sk spec.Sink, log *slog.Logger, failed func(error)) sink.Target {
+// told to failed) until ctx ends (then false).
+func open(ctx context.Context, sk spec.Sink, dest string, log *slog.Logger, failed func(error)) (Opened, bool) {
 	backoff := 500 * time.Millisecond
 	for {
 		octx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		t, err := Open(octx, sk)
+		t, err := Open(octx, sk, dest)
 		cancel()
 		if err == nil {
-			return t
+			return t, true
 		}
 		if ctx.Err() != nil {
-			return nil
+			return Opened{}, false
 		}
 		failed(err)
 		log.Warn("sink target unreachable; retrying", "sink", sk.Name, "err", err, "retry_in", backoff)
 		select {
 		case <-ctx.Done():
-			return nil
+			return Opened{}, false
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 10*time.Second)

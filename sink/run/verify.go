@@ -25,7 +25,7 @@ var errNotRunning = errors.New("the sink has not reached its target yet")
 const verifyTimeout = 2 * time.Minute
 
 // find returns the running sink named name.
-func (s *Set) find(name string) (*running, *sink.Runner, sink.Target, error) {
+func (s *Set) find(name string) (*running, *sink.Runner, Opened, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, rn := range s.runners {
@@ -37,7 +37,7 @@ func (s *Set) find(name string) (*running, *sink.Runner, sink.Target, error) {
 	for _, rn := range s.runners {
 		names = append(names, rn.spec.Name)
 	}
-	return nil, nil, nil, fmt.Errorf("%w %q: destination %s has %v", ErrUnknownSink, name, s.ds.Name, names)
+	return nil, nil, Opened{}, fmt.Errorf("%w %q: destination %s has %v", ErrUnknownSink, name, s.ds.Name, names)
 }
 
 // Detail is one sink's spec (its password hidden) and its workers'
@@ -60,7 +60,10 @@ func (s *Set) Detail(ctx context.Context, name string) (wire.SinkDetail, error) 
 		d.CheckpointsError = errNotRunning.Error()
 		return d, nil
 	}
-	ckpt, err := target.Checkpoints(ctx, sk.Workers)
+	if target.Target == nil {
+		return d, nil // a publisher's place is its cursor (and for kafka the topic)
+	}
+	ckpt, err := target.Target.Checkpoints(ctx, sk.Workers)
 	if err != nil {
 		d.CheckpointsError = err.Error()
 		return d, nil
@@ -83,7 +86,22 @@ func (s *Set) Verify(ctx context.Context, name string, sample int, tables []stri
 	if r == nil {
 		return wire.SinkVerify{}, fmt.Errorf("sink %s: %w: %s", name, errNotRunning, rn.err)
 	}
-	vt, ok := target.(verify.Target)
+	progress := func() (head, applied uint64) {
+		applied, _ = r.Applied()
+		// A runner that has had nothing to apply since it started here
+		// stands where its cursor does.
+		if m := s.p.Store.Mark(r.Client); m != nil {
+			applied = max(applied, m.Seq)
+		}
+		return s.p.Dest.Stats().Seq, applied
+	}
+	if target.Publisher != nil {
+		// A broker's messages are its consumers' to compare: what verify
+		// tells is how far the sink has published, confirmed.
+		head, applied := progress()
+		return wire.SinkVerify{Destination: s.ds.Name, Sink: name, HeadSeq: head, AppliedSeq: applied}, nil
+	}
+	vt, ok := target.Target.(verify.Target)
 	if !ok {
 		return wire.SinkVerify{}, fmt.Errorf("sink %s: a %s target cannot be verified yet", name, rn.spec.Type)
 	}
@@ -96,15 +114,6 @@ func (s *Set) Verify(ctx context.Context, name string, sample int, tables []stri
 		case <-ctx.Done():
 		}
 	}()
-	progress := func() (head, applied uint64) {
-		applied, _ = r.Applied()
-		// A runner that has had nothing to apply since it started here
-		// stands where its cursor does.
-		if m := s.p.Store.Mark(r.Client); m != nil {
-			applied = max(applied, m.Seq)
-		}
-		return s.p.Dest.Stats().Seq, applied
-	}
 	return verify.Run(ctx, verify.Config{Spec: s.ds, Sink: rn.spec, Target: vt, Sample: sample, Tables: tables, Progress: progress, Logger: r.Logger})
 }
 

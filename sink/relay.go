@@ -1,0 +1,113 @@
+package sink
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"time"
+
+	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/flat"
+)
+
+// Message is one canal flat message of the stream (as `braid capture`
+// prints it), as a Publisher sends it.
+type Message struct {
+	// Seq is its transaction's seq (a DDL's own) and N its place among
+	// that transaction's messages, from 0: "dest:seq:n" names it, the
+	// same on every run, because a relay always starts a transaction at
+	// its first message.
+	Seq uint64
+	N   int
+	// Source is the source that wrote it.
+	Source string
+	// Database and Table are its logical table's.
+	Database, Table string
+	// Rows are the row changes it carries, empty for a DDL.
+	Rows []*change.RowChange
+	// DDL is set for a DDL's message.
+	DDL bool
+	// Body is the flat message's JSON.
+	Body []byte
+}
+
+// Publisher is a target that takes the stream in order, as messages
+// (rabbitmq, kafka): a Runner with a Publisher relays rather than
+// applies, on one goroutine.
+type Publisher interface {
+	// MaxRows caps the rows of one message (1 makes each message one
+	// row, which a keyed target needs; 0: flat's default).
+	MaxRows() int
+	// Publish sends msgs, in order, and returns once the target has
+	// confirmed every one; an error means some may not have been. A
+	// Publisher that can tell which messages it already holds (after a
+	// crash) skips them.
+	Publish(ctx context.Context, msgs []Message) error
+	// Stats returns what the publisher counted (Applied: messages
+	// confirmed).
+	Stats() Stats
+	Close() error
+}
+
+// relay publishes store batches until an error: each batch's messages in
+// one Publish, and the batches acked once their messages are confirmed
+// and they end at a transaction's end, so that a retry (which starts after
+// the last acked batch) always starts a transaction at its first message.
+func (r *Runner) relay(ctx context.Context) error {
+	fw := &flat.Writer{MaxRows: r.Publisher.MaxRows()}
+	var (
+		msgs    []Message
+		pending []int64 // batches published, not acked
+		seq     uint64
+		n       int
+	)
+	for {
+		b, err := r.Store.Get(ctx, r.Client, 1024, 500*time.Millisecond)
+		if err != nil {
+			return err
+		}
+		if len(b.Events) == 0 {
+			continue
+		}
+		msgs = msgs[:0]
+		for _, ev := range b.Events {
+			if err := fw.Write(ev, func(body []byte) error {
+				if fw.Seq != seq {
+					seq, n = fw.Seq, 0
+				}
+				m := Message{Seq: seq, N: n, Source: ev.Source, Body: bytes.Clone(body)}
+				n++
+				if ev.Type == change.EventDDL {
+					m.DDL = true
+					m.Database, m.Table = ev.DDL.Logical()
+				} else {
+					m.Rows = slices.Clone(fw.Rows())
+					m.Database, m.Table = m.Rows[0].Table.Logical()
+				}
+				msgs = append(msgs, m)
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		if len(msgs) > 0 {
+			if err := r.Publisher.Publish(ctx, msgs); err != nil {
+				return err
+			}
+		}
+		pending = append(pending, b.ID)
+		last := b.Events[len(b.Events)-1]
+		if b.Marks[len(b.Marks)-1] == nil {
+			continue // inside a transaction: acked with its end
+		}
+		for _, id := range pending {
+			if err := r.Store.Ack(r.Client, id); err != nil {
+				return err
+			}
+		}
+		pending = pending[:0]
+		if err := r.acked(last.Seq, last.CommitTime, r.Publisher.Stats().Applied, true); err != nil {
+			return err
+		}
+	}
+}
