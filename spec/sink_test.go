@@ -32,3 +32,46 @@ func TestSinkSpec(t *testing.T) {
 		}
 	}
 }
+
+// TestMessageSinkSpec: the rabbitmq, kafka and redis keys, their
+// defaults, and one clear problem for each mistake.
+func TestMessageSinkSpec(t *testing.T) {
+	src := "name: d\nsources: [{name: a, address: 'h:1'}]\n"
+	s, err := spec.Parse([]byte(src + `sinks:
+  - {name: mq, type: rabbitmq, url: 'amqp://h:5672/v', password: guest}
+  - {name: k, type: kafka, brokers: ['h:9092']}
+  - {name: c, type: redis, address: 'h:6379'}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mq, k, c := s.Sinks[0], s.Sinks[1], s.Sinks[2]
+	if mq.Exchange != "braid" || mq.RoutingKey != "{database}.{table}" || mq.Queues != "none" || mq.User != "guest" || mq.Workers != 1 || mq.Mode != spec.SinkAtLeastOnce {
+		t.Errorf("rabbitmq defaults: %+v", mq)
+	}
+	if k.Topic != "{database}.{table}" || k.Workers != 1 || k.Where() != "h:9092" {
+		t.Errorf("kafka defaults: %+v", k)
+	}
+	if c.Key != "{table}:{pk}" || c.Format != "json" || c.TombstoneTTL != spec.Duration(spec.DefaultTombstoneTTL) || c.Workers != spec.DefaultSinkWorkers {
+		t.Errorf("redis defaults: %+v", c)
+	}
+	if r := s.Redacted(); r.Sinks[0].Password != spec.Hidden {
+		t.Errorf("rabbitmq password not hidden: %q", r.Sinks[0].Password)
+	}
+	_, err = spec.Parse([]byte(src + `sinks:
+  - {name: a, type: rabbitmq, url: 'amqp://guest:secret@h:5672/', queues: all, workers: 4}
+  - {name: b, type: kafka}
+  - {name: c, type: redis, address: 'h:6379', key: 'c:{table}', format: xml, topic: t}
+  - {name: e, type: mysql, address: 'h:1', exchange: x}
+`))
+	for _, want := range []string{"sinks[0].url: the url holds a password", `sinks[0].queues: "all"`, "sinks[0].workers: 4: a rabbitmq sink publishes in stream order",
+		"sinks[1].brokers: give the kafka brokers", `sinks[2].key: "c:{table}": the key template needs {pk}`, `sinks[2].format: "xml"`,
+		"sinks[2].topic: only a kafka sink has topic", "sinks[3].exchange: only a rabbitmq sink has exchange"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("problems %v: want %q", err, want)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "secret") {
+		t.Errorf("a problem repeats the url's password: %v", err)
+	}
+}
