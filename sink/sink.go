@@ -1,8 +1,11 @@
 // Package sink applies a destination's stream to targets (issue 21): each
 // sink is a consumer of the destination's store with a client id of its
 // own ("sink:NAME"), running where the destination runs. The targets are
-// in the packages below it (sink/mysql, sink/postgres); sink/run starts a
-// spec's sinks, sink/verify compares a target with the sources.
+// in the packages below it: Targets that apply rows in parallel by key
+// (sink/mysql, sink/postgres, sink/redis) and Publishers that take the
+// stream in order as canal flat messages (sink/rabbitmq, sink/kafka; see
+// relay.go). sink/run starts a spec's sinks, sink/verify compares a
+// target with the sources.
 //
 // # Invariants
 //
@@ -22,6 +25,11 @@
 //     worker's checkpoint is still before the batch (ErrBehind if not), so
 //     two runners (an owner, and a former one not yet fenced) never apply
 //     a change twice.
+//   - A Publisher is handed each store batch's messages in stream order,
+//     one call at a time; the batch is acked once the call returns (every
+//     message confirmed) and the batch ends a transaction, so a retry
+//     restarts a transaction at its first message and each message keeps
+//     its id (seq, n).
 //   - A store batch is acked only once every change in it is committed,
 //     in the order the batches were handed out; the sink's cursor (the
 //     store's mark) is saved after that, so it is never ahead of the
