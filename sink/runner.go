@@ -20,10 +20,10 @@ import (
 // the workers, each worker applies its share in one transaction, and the
 // store batch is acked once all have committed.
 type Runner struct {
-	Name    string // the sink's name, for logs
-	Dest    string
-	Client  string
-	Store   *stream.Store
+	Name   string // the sink's name, for logs
+	Dest   string
+	Client string
+	Store  *stream.Store
 	// Target is what a sink applies to, or Publisher what it relays to
 	// in order (one of the two).
 	Target    Target
