@@ -45,6 +45,10 @@ type SinkVerify struct {
 	Destination string `json:"destination"`
 	// Sink is the sink's name.
 	Sink string `json:"sink"`
+	// Published is set for a sink that publishes messages (rabbitmq,
+	// kafka): nothing is compared, and AppliedSeq is the last seq
+	// published and confirmed.
+	Published bool `json:"published,omitempty"`
 	// Tables are the logical tables compared.
 	Tables []string `json:"tables"`
 	// Sample is how many rows were drawn of each logical table, at the

@@ -219,6 +219,11 @@ func runSinkVerify(args []string, stdout, stderr io.Writer, usage func()) int {
 // printVerify prints braid sink verify's answer: the differences, then
 // a summary.
 func printVerify(w io.Writer, rep wire.SinkVerify) {
+	if rep.Published {
+		fmt.Fprintf(w, "sink %s of %s publishes messages, which its consumers compare: the last seq published and confirmed is %d, the destination's head %d\n",
+			rep.Sink, rep.Destination, rep.AppliedSeq, rep.HeadSeq)
+		return
+	}
 	if len(rep.Differences) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "TABLE\tKEY\tORIGIN\tDIFFERENCE\tCOLUMN\tSOURCE\tTARGET")

@@ -99,7 +99,7 @@ func (s *Set) Verify(ctx context.Context, name string, sample int, tables []stri
 		// A broker's messages are its consumers' to compare: what verify
 		// tells is how far the sink has published, confirmed.
 		head, applied := progress()
-		return wire.SinkVerify{Destination: s.ds.Name, Sink: name, HeadSeq: head, AppliedSeq: applied}, nil
+		return wire.SinkVerify{Destination: s.ds.Name, Sink: name, Published: true, HeadSeq: head, AppliedSeq: applied, Settled: applied >= head}, nil
 	}
 	vt, ok := target.Target.(verify.Target)
 	if !ok {
