@@ -13,11 +13,20 @@ import (
 // Membership changes wake it at once.
 const leaderTick = 500 * time.Millisecond
 
+// orphanAfter is how long an owner must be gone from the live members
+// before its destinations move. A crashed node is gone for good, and this
+// adds a second to its takeover; but when a cut-off node comes back, its
+// stale view can make the others believe a live node dead for a moment
+// (memberlist takes a "dead" gossip until the node refutes it), and its
+// destinations must not move for that.
+const orphanAfter = time.Second
+
 // leaderLoop runs the leader's duties on whichever node is leader.
 func (n *Node) leaderLoop(ctx context.Context) {
 	t := time.NewTicker(leaderTick)
 	defer t.Stop()
 	dead := map[string]time.Time{} // reapDead's
+	gone := map[string]time.Time{} // assign's: since when an owner is not live
 	for {
 		select {
 		case <-ctx.Done():
@@ -27,11 +36,12 @@ func (n *Node) leaderLoop(ctx context.Context) {
 		}
 		if !n.store.IsLeader() {
 			clear(dead)
+			clear(gone)
 			continue
 		}
 		n.addVoters(ctx)
 		n.reapDead(ctx, dead)
-		n.assign(ctx)
+		n.assign(ctx, gone)
 	}
 }
 
@@ -61,8 +71,9 @@ func (n *Node) addVoters(ctx context.Context) {
 	}
 }
 
-// assign applies plan's moves, each conditional on the epoch it read.
-func (n *Node) assign(ctx context.Context) {
+// assign applies plan's moves, each conditional on the epoch it read;
+// gone holds since when each owner not live has been gone (orphanAfter).
+func (n *Node) assign(ctx context.Context, gone map[string]time.Time) {
 	var dests []string
 	for _, d := range n.store.Destinations() {
 		dests = append(dests, d.Spec.Name)
@@ -75,7 +86,21 @@ func (n *Node) assign(ctx context.Context) {
 	for _, m := range n.ms.members() {
 		live = append(live, m.Name)
 	}
-	for _, mv := range plan(dests, current, live) {
+	now := time.Now()
+	var missing []string
+	for _, o := range current {
+		if o.Owner == "" || slices.Contains(live, o.Owner) {
+			delete(gone, o.Owner)
+			continue
+		}
+		if _, ok := gone[o.Owner]; !ok {
+			gone[o.Owner] = now
+		}
+		if now.Sub(gone[o.Owner]) < orphanAfter && !slices.Contains(missing, o.Owner) {
+			missing = append(missing, o.Owner)
+		}
+	}
+	for _, mv := range plan(dests, current, live, missing) {
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		epoch, err := n.store.AssignIf(actx, mv.Dest, mv.To, mv.Epoch)
 		cancel()

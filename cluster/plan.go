@@ -24,8 +24,10 @@ type owned struct {
 // the busiest live node runs two or more destinations more than the
 // idlest, one of its destinations moves there (one a round, so a node
 // that comes back takes its share gradually, one short handover at a
-// time). It is pure: the same inputs give the same moves.
-func plan(dests []string, current map[string]owned, live []string) []move {
+// time). A destination whose owner is in missing (gone from the live
+// nodes, but only just) stays where it is for now. It is pure: the same
+// inputs give the same moves.
+func plan(dests []string, current map[string]owned, live, missing []string) []move {
 	if len(live) == 0 {
 		return nil
 	}
@@ -39,7 +41,7 @@ func plan(dests []string, current map[string]owned, live []string) []move {
 		o := current[d]
 		if _, ok := load[o.Owner]; ok && o.Owner != "" {
 			load[o.Owner] = append(load[o.Owner], d)
-		} else {
+		} else if !slices.Contains(missing, o.Owner) || o.Owner == "" {
 			orphans = append(orphans, d)
 		}
 	}

@@ -12,6 +12,7 @@ func TestPlan(t *testing.T) {
 		dests   []string
 		current map[string]owned
 		live    []string
+		missing []string
 		want    []move
 	}{
 		{name: "no live node: nothing", dests: []string{"a"}, want: nil},
@@ -23,6 +24,11 @@ func TestPlan(t *testing.T) {
 			current: map[string]owned{"a": {"n1", 5}, "b": {"n2", 6}, "c": {"n3", 7}, "d": {"n1", 8}},
 			live:    []string{"n2", "n3"},
 			want:    []move{{Dest: "a", From: "n1", To: "n2", Epoch: 5}, {Dest: "d", From: "n1", To: "n3", Epoch: 8}}},
+		{name: "a node gone only just keeps its destinations for now",
+			dests:   []string{"a", "b", "c"},
+			current: map[string]owned{"a": {"n1", 5}, "b": {"n2", 6}, "c": {"n3", 7}},
+			live:    []string{"n1", "n3"}, missing: []string{"n2"},
+			want:    nil},
 		{name: "an idle node takes one of the busiest's",
 			dests:   []string{"a", "b", "c"},
 			current: map[string]owned{"a": {"n1", 1}, "b": {"n1", 2}, "c": {"n2", 3}},
@@ -40,7 +46,7 @@ func TestPlan(t *testing.T) {
 			want:    nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := plan(tc.dests, tc.current, tc.live)
+			got := plan(tc.dests, tc.current, tc.live, tc.missing)
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("plan = %v, want %v", got, tc.want)
 			}
@@ -65,7 +71,7 @@ func TestPlanConverges(t *testing.T) {
 				live = append(live, fmt.Sprintf("n%d", i+2))
 			}
 			for round := 0; ; round++ {
-				moves := plan(dests, current, live)
+				moves := plan(dests, current, live, nil)
 				if len(moves) == 0 {
 					break
 				}
