@@ -1,0 +1,42 @@
+// Package rabbitmq is the rabbitmq sink's publisher (issue 22): it sends a
+// destination's stream, as canal flat messages in stream order, to one
+// durable topic exchange of a RabbitMQ broker, with publisher confirms, so
+// that the sink's cursor moves only past messages the broker holds.
+//
+// Each message goes to the exchange (declared durable, type topic, if
+// missing) with the routing key of its logical table (spec key
+// routing_key, default {database}.{table}); its body is the flat message's
+// JSON as `braid capture` prints it, content type application/json,
+// persistent, message_id "dest:seq:n" and headers seq (int64) and source.
+// With queues: per-table the publisher declares, the first time it meets a
+// routing key, a durable queue of that name with x-single-active-consumer
+// (a standby consumer takes over in order) and binds it with the key.
+//
+// # Invariants
+//
+//   - Publish sends its messages in order on one channel in confirm mode,
+//     all of them before it waits, and returns nil only once the broker has
+//     acked every one and returned none: the Runner acks a store batch
+//     only then, so the cursor never passes a message the broker does not
+//     hold.
+//   - Every message is mandatory. An unroutable one (no queue bound for
+//     its key) is returned by the broker before it is acked, and Publish
+//     looks for a return before it counts each ack, so a returned message
+//     is an error that stops the batch, never a message acked and lost. A
+//     nack, a closed channel or connection are errors too; the publisher
+//     drops its connection after any error and dials again at the next
+//     Publish, which the Runner calls with the messages since its last ack.
+//   - At least once. A retry, or a restart after a crash, publishes again
+//     the messages after the sink's cursor that the broker may already
+//     hold. They carry the same message_id ("dest:seq:n": the seq of their
+//     transaction and their place in it, the same on every run), so a
+//     consumer de-duplicates by message_id, or by the seq header, which
+//     never decreases in a queue but for such a replay.
+//
+// # Concurrency
+//
+// A Publisher's Publish is called by one goroutine at a time (the
+// Runner's); Stats and Close are safe to call from others, and Close makes
+// a Publish blocked on the broker return. The publisher starts no
+// goroutines of its own (the amqp091-go connection has its reader).
+package rabbitmq

@@ -1,0 +1,263 @@
+package rabbitmq_test
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/sinktest"
+	"github.com/braid-cdc/braid/sink"
+	"github.com/braid-cdc/braid/sink/rabbitmq"
+	"github.com/braid-cdc/braid/spec"
+	"github.com/braid-cdc/braid/stream"
+)
+
+func TestNames(t *testing.T) {
+	for _, tc := range []struct{ tmpl, want string }{
+		{spec.DefaultRoutingKey, "shop.orders"},
+		{"cdc.{table}", "cdc.orders"},
+		{"{database}", "shop"},
+		{"all", "all"},
+	} {
+		if got := rabbitmq.RoutingKey(tc.tmpl, "shop", "orders"); got != tc.want {
+			t.Errorf("RoutingKey(%q) = %q, want %q", tc.tmpl, got, tc.want)
+		}
+	}
+	if got := rabbitmq.MessageID("shop", &sink.Message{Seq: 1234, N: 7}); got != "shop:1234:7" {
+		t.Errorf("MessageID = %q", got)
+	}
+}
+
+// TestPublishEqualsSources: six shard tables on three servers, merged to
+// shop.orders, relayed by a rabbitmq sink with queues: per-table under
+// the shop workload (inserts, updates that move keys and unique values,
+// deletes, an ALTER every shard runs); the sink is stopped twice in the
+// middle of publishing and started again from its cursor. A consumer of
+// the shop.orders queue (declared by the sink, durable, with
+// x-single-active-consumer) gets, once de-duplicated by message_id,
+// every message in stream order, and the rows they carry, applied to a
+// map, equal the sources.
+func TestPublishEqualsSources(t *testing.T) {
+	url := vhost(t)
+	shards := sinktest.StartShop(t)
+	ds := shopSpec(t, shards[:3], spec.Sink{Name: "mq", Type: "rabbitmq", URL: url, Password: "guest", Queues: "per-table"})
+	sk := ds.Sinks[0]
+	log := testLogger(t, slog.LevelWarn)
+	cursors := &group.FileStore{Dir: t.TempDir()}
+	ctx := t.Context()
+	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: ds, Clients: map[string]*group.Cursor{sink.ClientID("mq"): nil}, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	pub, err := rabbitmq.Open(ctx, sk, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	r := startRunner(ctx, p, pub, sk, cursors, log)
+	var c *consumer
+	sinktest.WriteShop(t, shards, func(round int) {
+		if round == 0 {
+			c = consume(t, url, "shop.orders")
+		}
+		if round == 1 || round == 4 {
+			r.stop() // stopped in the middle of publishing; a new one goes on
+			r = startRunner(ctx, p, pub, sk, cursors, log)
+		}
+	})
+	defer func() { r.stop() }()
+
+	want := sinktest.ShopRows(t, shards)
+	var got received
+	sinktest.WaitFor(t, 60*time.Second, func() (bool, string) {
+		got = dedup(t, c.deliveries(), "shop")
+		rows := got.rows("id", "code", "amount", "note", "c")
+		applied, lastErr := r.r.Applied()
+		return slices.Equal(rows, want), fmt.Sprintf("the queue's rows: %d, sources %d (applied seq %d of %d, last error %q)",
+			len(rows), len(want), applied, p.Dest.Stats().Seq, lastErr)
+	})
+	got.ordered(t)
+	sinktest.WaitFor(t, 10*time.Second, func() (bool, string) {
+		applied, _ := r.r.Applied()
+		return applied == p.Dest.Stats().Seq, fmt.Sprintf("applied seq %d of %d", applied, p.Dest.Stats().Seq)
+	})
+	if st := pub.Stats(); st.Pending != 0 || st.Returns != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	ddl := 0
+	for _, m := range got.msgs {
+		if m.IsDDL {
+			ddl++
+		}
+	}
+	if ddl == 0 {
+		t.Errorf("no DDL message of the ALTER in the queue")
+	}
+	// The queue is durable and has a single active consumer: declaring
+	// it so again is no change (a different declaration fails).
+	ch, err := dial(t, url).Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDeclare("shop.orders", true, false, false, false, amqp.Table{"x-single-active-consumer": true}); err != nil {
+		t.Fatalf("the sink's queue is not durable with x-single-active-consumer: %v", err)
+	}
+	t.Logf("%d rows equal from %d messages (%d DDL) in stream order; %d delivered twice after the restarts; %+v",
+		len(want), len(got.msgs), ddl, got.dups, pub.Stats())
+}
+
+// TestUnroutableStopsSink: with queues: none and no queue bound, the
+// first message is returned unroutable: the sink stops with an error
+// that names the routing key and the exchange and says what to do, the
+// returns are counted, and nothing is acked (the sink's applied seq and
+// its saved cursor stay where they were). Once a queue is bound by hand
+// the retry publishes everything, from the first message on.
+func TestUnroutableStopsSink(t *testing.T) {
+	url := vhost(t)
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE DATABASE shop_0", "CREATE TABLE shop_0.orders (id BIGINT PRIMARY KEY, note VARCHAR(20))")
+	ds := shopSpec(t, []*mysqltest.Server{srv}, spec.Sink{Name: "mq", Type: "rabbitmq", URL: url, Password: "guest"})
+	sk := ds.Sinks[0]
+	log := testLogger(t, slog.LevelError)
+	cursors := &group.FileStore{Dir: t.TempDir()}
+	ctx := t.Context()
+	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: ds, Clients: map[string]*group.Cursor{sink.ClientID("mq"): nil}, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	pub, err := rabbitmq.Open(ctx, sk, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	for i := range 3 {
+		srv.Exec(t, fmt.Sprintf("INSERT INTO shop_0.orders VALUES (%d, 'a'), (%d, 'b')", 2*i, 2*i+1))
+	}
+	srv.Exec(t, "UPDATE shop_0.orders SET note = 'c' WHERE id = 3", "DELETE FROM shop_0.orders WHERE id = 0")
+	r := startRunner(ctx, p, pub, sk, cursors, log)
+	defer func() { r.stop() }()
+	sinktest.WaitFor(t, 20*time.Second, func() (bool, string) {
+		_, lastErr := r.r.Applied()
+		return pub.Stats().Returns >= 2 && lastErr != "", fmt.Sprintf("returns %d, last error %q", pub.Stats().Returns, lastErr)
+	})
+	applied, lastErr := r.r.Applied()
+	for _, s := range []string{`routing key "shop.orders"`, "exchange braid", "bind a queue", "queues: per-table"} {
+		if !strings.Contains(lastErr, s) {
+			t.Errorf("the error does not say %q: %s", s, lastErr)
+		}
+	}
+	if applied != 0 {
+		t.Fatalf("applied seq %d after the first message was returned, want 0", applied)
+	}
+	if c, err := cursors.Load("shop", sink.ClientID("mq")); err == nil && c != nil {
+		t.Fatalf("the sink saved a cursor past a returned message: %+v", c)
+	}
+
+	// A queue bound by hand: the retry publishes it all.
+	ch, err := dial(t, url).Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDeclare("mine", false, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.QueueBind("mine", "shop.#", "braid", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := consume(t, url, "mine")
+	want := sinktest.SourceRows(t, []*mysqltest.Server{srv}, func(int) string { return "SELECT id, note FROM shop_0.orders" })
+	sinktest.WaitFor(t, 30*time.Second, func() (bool, string) {
+		got := dedup(t, c.deliveries(), "shop")
+		applied, lastErr := r.r.Applied()
+		return slices.Equal(got.rows("id", "note"), want) && applied == p.Dest.Stats().Seq,
+			fmt.Sprintf("rows %v, want %v; applied seq %d of %d, last error %q", got.rows("id", "note"), want, applied, p.Dest.Stats().Seq, lastErr)
+	})
+	got := dedup(t, c.deliveries(), "shop")
+	got.ordered(t)
+	// The stream's first message (seq 1, its CREATE TABLE) is the first
+	// the queue got: nothing was acked past the returns.
+	if first := got.msgs[0]; got.ids[0] != "shop:1:0" || !first.IsDDL || first.Type != "CREATE" {
+		t.Fatalf("the first message is %s %+v, want shop:1:0, the CREATE TABLE", got.ids[0], first)
+	}
+	t.Logf("returned %d times before a queue was bound; then %d messages; %+v", pub.Stats().Returns, len(got.msgs), pub.Stats())
+}
+
+// TestReturnInBatch publishes, straight through the Publisher, a batch
+// whose middle message no queue takes: Publish fails with ErrReturned
+// naming its key, and counts as confirmed only the message before it
+// (the broker acks a returned message too, after its return). Then, as
+// the Runner would, the batch again once a queue is bound: it goes
+// through. A connection the broker closes fails at most one Publish;
+// the next dials again.
+func TestReturnInBatch(t *testing.T) {
+	url := vhost(t)
+	ctx := t.Context()
+	sk := spec.Sink{Name: "mq", Type: "rabbitmq", URL: url, User: "guest", Password: "guest",
+		Exchange: "ex", RoutingKey: spec.DefaultRoutingKey, Queues: "none"}
+	pub, err := rabbitmq.Open(ctx, sk, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	ch, err := dial(t, url).Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"a.t"} {
+		if _, err := ch.QueueDeclare(q, false, false, false, false, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := ch.QueueBind(q, q, "ex", false, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msg := func(seq uint64, db string) sink.Message {
+		return sink.Message{Seq: seq, Source: "s0", Database: db, Table: "t", Body: []byte(`{"id":1}`)}
+	}
+	batch := []sink.Message{msg(1, "a"), msg(2, "b"), msg(3, "a")}
+	err = pub.Publish(ctx, batch)
+	if !errors.Is(err, rabbitmq.ErrReturned) || !strings.Contains(err.Error(), `"b.t"`) || !strings.Contains(err.Error(), "d:2:0") {
+		t.Fatalf("Publish: %v, want the return of d:2:0, key b.t", err)
+	}
+	if st := pub.Stats(); st.Applied != 1 || st.Returns != 1 || st.Pending != 0 {
+		t.Fatalf("stats %+v, want 1 confirmed, 1 returned", st)
+	}
+	if _, err := ch.QueueDeclare("b.t", false, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.QueueBind("b.t", "b.t", "ex", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := pub.Publish(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	if st := pub.Stats(); st.Applied != 4 || st.Returns != 1 || st.Pending != 0 {
+		t.Fatalf("stats %+v, want 4 confirmed, 1 returned", st)
+	}
+
+	vh := url[strings.LastIndexByte(url, '/')+1:]
+	ctl(t, "close_all_connections", "-p", vh, "test")
+	time.Sleep(200 * time.Millisecond)
+	var errs []error
+	for range 3 {
+		err := pub.Publish(ctx, batch[:1])
+		if err == nil {
+			break
+		}
+		errs = append(errs, err)
+	}
+	if len(errs) > 1 {
+		t.Fatalf("Publish after the broker closed the connection: %v", errs)
+	}
+	t.Logf("after the broker closed the connection: %v", errs)
+}
