@@ -1,15 +1,230 @@
-// Package kafka is the kafka sink's publisher (issue 22). Being written.
 package kafka
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/braid-cdc/braid/sink"
 	"github.com/braid-cdc/braid/spec"
 )
 
-// Open connects to sink s's brokers.
+// Publisher produces a sink's messages to Kafka topics (see the package
+// doc).
+type Publisher struct {
+	name    string
+	brokers []string
+	topic   string // the template
+
+	mu     sync.Mutex
+	cl     *kgo.Client // nil: connect at the next Publish
+	closed bool
+
+	// ends are the topics written to since the partition ends were last
+	// read, with what each partition holds; reset after an error, so that
+	// the next Publish reads them again. Publish's alone.
+	ends map[string]*topicEnds
+	// broken, once set, is returned by every Publish: a partition lost a
+	// message that the sink cannot write again in its place.
+	broken error
+
+	applied, pending, skipped atomic.Uint64
+}
+
+var _ sink.Publisher = (*Publisher)(nil)
+
+// ErrGap is the error of a partition where a message failed and a later
+// one was written: writing the failed one again would put it out of
+// order, so the publisher stops.
+var ErrGap = errors.New("kafka: a partition has a gap")
+
+// ErrClosed is the error of a Publish after Close.
+var ErrClosed = errors.New("kafka: publisher closed")
+
+// Open connects to sink s's brokers. s has spec's defaults.
 func Open(ctx context.Context, s spec.Sink) (sink.Publisher, error) {
-	return nil, errors.New("sink " + s.Name + ": the kafka sink is not built yet")
+	p, err := open(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func open(ctx context.Context, s spec.Sink) (*Publisher, error) {
+	if len(s.Brokers) == 0 || s.Topic == "" {
+		return nil, fmt.Errorf("sink %s: brokers and topic must be set (spec's defaults)", s.Name)
+	}
+	p := &Publisher{name: s.Name, brokers: s.Brokers, topic: s.Topic, ends: map[string]*topicEnds{}}
+	cl, err := p.client()
+	if err != nil {
+		return nil, err
+	}
+	if err := cl.Ping(ctx); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("sink %s: brokers %v: %w", s.Name, s.Brokers, err)
+	}
+	return p, nil
+}
+
+// client is the producing client, made if there is none.
+func (p *Publisher) client() (*kgo.Client, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, ErrClosed
+	}
+	if p.cl != nil {
+		return p.cl, nil
+	}
+	// Idempotent (franz-go's default: acks from all in-sync replicas,
+	// each partition's records in order, retried without duplicates),
+	// partitioned by Record's Partition, which Publish sets.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.brokers...),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerLinger(0))
+	if err != nil {
+		return nil, fmt.Errorf("sink %s: %w", p.name, err)
+	}
+	p.cl = cl
+	return cl, nil
+}
+
+// MaxRows is 1: a record carries one row, keyed by its primary key.
+func (p *Publisher) MaxRows() int { return 1 }
+
+// Stats returns the records confirmed (Applied) and produced and not yet
+// confirmed (Pending).
+func (p *Publisher) Stats() sink.Stats {
+	return sink.Stats{Applied: p.applied.Load(), Pending: p.pending.Load()}
+}
+
+// Skipped is how many messages Publish found already in their partition
+// and did not produce again.
+func (p *Publisher) Skipped() uint64 { return p.skipped.Load() }
+
+// Close disconnects; records not yet produced fail.
+func (p *Publisher) Close() error {
+	p.mu.Lock()
+	cl := p.cl
+	p.cl, p.closed = nil, true
+	p.mu.Unlock()
+	if cl != nil {
+		cl.Close()
+	}
+	return nil
+}
+
+// Publish produces msgs, each to its topic and its key's partition, and
+// returns once the brokers have acked every one. A message its partition
+// already holds (its (seq, n) at or before the partition's last) is
+// skipped. After an error the next call reads the partitions' ends again.
+func (p *Publisher) Publish(ctx context.Context, msgs []sink.Message) (err error) {
+	if p.broken != nil {
+		return p.broken
+	}
+	cl, err := p.client()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			clear(p.ends) // what the partitions hold is read again
+		}
+	}()
+	type sent struct {
+		i    int // msgs[i]
+		part int32
+	}
+	recs := make([]*kgo.Record, 0, len(msgs))
+	meta := make([]sent, 0, len(msgs))
+	for i := range msgs {
+		m := &msgs[i]
+		topic := Topic(p.topic, m.Database, m.Table)
+		t := p.ends[topic]
+		if t == nil {
+			if t, err = learn(ctx, cl, p.brokers, topic); err != nil {
+				return fmt.Errorf("sink %s: %w", p.name, err)
+			}
+			p.ends[topic] = t
+		}
+		key := Key(m)
+		part := Partition(key, int32(len(t.last)))
+		pos := PosOf(m)
+		if t.written(part, pos) {
+			p.skipped.Add(1)
+			continue
+		}
+		t.last[part], t.has[part] = pos, true
+		recs = append(recs, Record(m, topic, part, key))
+		meta = append(meta, sent{i, part})
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	errs := p.produce(ctx, cl, recs)
+	return p.check(msgs, recs, errs, func(k int) int { return meta[k].i })
+}
+
+// produce produces recs and waits for every one's ack or failure: with an
+// idempotent producer a record is failed only when the brokers cannot
+// hold it, so once produce returns nothing of recs is still on its way.
+// errs[k] is recs[k]'s failure.
+func (p *Publisher) produce(ctx context.Context, cl *kgo.Client, recs []*kgo.Record) []error {
+	errs := make([]error, len(recs))
+	idx := make(map[*kgo.Record]int, len(recs))
+	for k, r := range recs {
+		idx[r] = k
+	}
+	var wg sync.WaitGroup
+	wg.Add(len(recs))
+	p.pending.Add(uint64(len(recs)))
+	promise := func(r *kgo.Record, err error) {
+		// Promises run one at a time, on the client's goroutine.
+		errs[idx[r]] = err
+		p.pending.Add(^uint64(0))
+		if err == nil {
+			p.applied.Add(1)
+		}
+		wg.Done()
+	}
+	for _, r := range recs {
+		cl.Produce(ctx, r, promise)
+	}
+	wg.Wait()
+	return errs
+}
+
+// check turns produce's failures into Publish's error: the first failure,
+// or ErrGap (sticky) if a record of a partition was written after one of
+// the same partition failed. msg(k) is recs[k]'s index in msgs.
+func (p *Publisher) check(msgs []sink.Message, recs []*kgo.Record, errs []error, msg func(k int) int) error {
+	type tp struct {
+		topic string
+		part  int32
+	}
+	failed := map[tp]int{} // the first failed record of each partition
+	var first error
+	for k, r := range recs {
+		at := tp{r.Topic, r.Partition}
+		if errs[k] != nil {
+			if _, ok := failed[at]; !ok {
+				failed[at] = k
+			}
+			if first == nil {
+				m := &msgs[msg(k)]
+				first = fmt.Errorf("sink %s: produce message %s to topic %s partition %d: %w", p.name, PosOf(m), r.Topic, r.Partition, errs[k])
+			}
+			continue
+		}
+		if f, ok := failed[at]; ok {
+			p.broken = fmt.Errorf("sink %s: topic %s partition %d: message %s failed (%v) and message %s after it was written: %w",
+				p.name, r.Topic, r.Partition, PosOf(&msgs[msg(f)]), errs[f], PosOf(&msgs[msg(k)]), ErrGap)
+			return p.broken
+		}
+	}
+	return first
 }

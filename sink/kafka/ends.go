@@ -1,0 +1,189 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ErrNoTopic is the error of a topic that does not exist and that the
+// brokers did not create when asked for its metadata.
+var ErrNoTopic = errors.New("kafka: topic does not exist")
+
+// topicEnds is what the publisher knows of a topic it writes to: its
+// partitions, and each partition's last message (has false: none).
+type topicEnds struct {
+	last []Pos
+	has  []bool
+}
+
+// written reports whether the message at pos already is in partition part:
+// at or before its last message.
+func (t *topicEnds) written(part int32, pos Pos) bool {
+	return t.has[part] && !t.last[part].Before(pos)
+}
+
+// learn reads topic's partitions and the place of each one's last record.
+// A missing topic is asked for with auto-creation allowed, so the brokers
+// create it if they are set to (auto.create.topics.enable).
+func learn(ctx context.Context, cl *kgo.Client, brokers []string, topic string) (*topicEnds, error) {
+	n, err := partitions(ctx, cl, topic)
+	if err != nil {
+		return nil, err
+	}
+	starts, err := listOffsets(ctx, cl, topic, n, -2) // earliest
+	if err != nil {
+		return nil, err
+	}
+	ends, err := listOffsets(ctx, cl, topic, n, -1) // latest (the high watermark)
+	if err != nil {
+		return nil, err
+	}
+	t := &topicEnds{last: make([]Pos, n), has: make([]bool, n)}
+	want := map[int32]int64{}
+	for p := range n {
+		if ends[p] > starts[p] {
+			want[p] = ends[p] - 1
+		}
+	}
+	if len(want) == 0 {
+		return t, nil
+	}
+	recs, err := lastRecords(ctx, brokers, topic, want)
+	if err != nil {
+		return nil, err
+	}
+	for p, r := range recs {
+		pos, err := RecordPos(r)
+		if err != nil {
+			return nil, fmt.Errorf("topic %s partition %d offset %d (its last record): %w: a kafka sink's topic must be written by the sink alone", topic, p, r.Offset, err)
+		}
+		t.last[p], t.has[p] = pos, true
+	}
+	return t, nil
+}
+
+// partitions is how many partitions topic has, asking the brokers to
+// create it if missing (which they do if set to), and waiting up to 10 s
+// for a topic being created to have leaders.
+func partitions(ctx context.Context, cl *kgo.Client, topic string) (int32, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+		req.AllowAutoTopicCreation = true
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return 0, fmt.Errorf("topic %s: metadata: %w", topic, err)
+		}
+		if len(resp.Topics) != 1 {
+			return 0, fmt.Errorf("topic %s: metadata: %d topics in the answer", topic, len(resp.Topics))
+		}
+		t := resp.Topics[0]
+		err = kerr.ErrorForCode(t.ErrorCode)
+		if err == nil && len(t.Partitions) > 0 {
+			for _, p := range t.Partitions {
+				if e := kerr.ErrorForCode(p.ErrorCode); e != nil {
+					err = e
+				}
+			}
+			if err == nil {
+				return int32(len(t.Partitions)), nil
+			}
+		}
+		retry := err == nil || errors.Is(err, kerr.LeaderNotAvailable) || errors.Is(err, kerr.UnknownTopicOrPartition)
+		if !retry || time.Now().After(deadline) {
+			if errors.Is(err, kerr.UnknownTopicOrPartition) {
+				return 0, fmt.Errorf("topic %s: %w and the brokers do not create topics: create it, with the partitions it should have", topic, ErrNoTopic)
+			}
+			return 0, fmt.Errorf("topic %s: metadata: %w", topic, err)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// listOffsets is each of topic's n partitions' offset at timestamp ts: -2
+// its log start, -1 its end (high watermark).
+func listOffsets(ctx context.Context, cl *kgo.Client, topic string, n int32, ts int64) ([]int64, error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	for p := range n {
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp = p, ts
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, fmt.Errorf("topic %s: list offsets: %w", topic, err)
+	}
+	out := make([]int64, n)
+	seen := make([]bool, n)
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return nil, fmt.Errorf("topic %s partition %d: list offsets: %w", topic, p.Partition, err)
+			}
+			if p.Partition >= 0 && p.Partition < n {
+				out[p.Partition], seen[p.Partition] = p.Offset, true
+			}
+		}
+	}
+	for p, ok := range seen {
+		if !ok {
+			return nil, fmt.Errorf("topic %s partition %d: list offsets: no answer", topic, p)
+		}
+	}
+	return out, nil
+}
+
+// lastRecords fetches, for each partition of want, the record at its
+// offset (the partition's last), with a consumer of its own.
+func lastRecords(ctx context.Context, brokers []string, topic string, want map[int32]int64) (map[int32]*kgo.Record, error) {
+	offs := map[int32]kgo.Offset{}
+	for p, o := range want {
+		offs[p] = kgo.NewOffset().At(o)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}),
+		kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	got := map[int32]*kgo.Record{}
+	for len(got) < len(want) {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("topic %s: reading the last record of %d partitions, %d read: %w", topic, len(want), len(got), ctx.Err())
+		}
+		var ferr error
+		fs.EachError(func(_ string, p int32, err error) {
+			ferr = fmt.Errorf("topic %s partition %d: reading its last record: %w", topic, p, err)
+		})
+		if ferr != nil {
+			return nil, ferr
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset >= want[r.Partition] && (got[r.Partition] == nil || r.Offset > got[r.Partition].Offset) {
+				got[r.Partition] = r
+			}
+		})
+	}
+	return got, nil
+}
