@@ -28,7 +28,7 @@ func TestPlan(t *testing.T) {
 			dests:   []string{"a", "b", "c"},
 			current: map[string]owned{"a": {"n1", 5}, "b": {"n2", 6}, "c": {"n3", 7}},
 			live:    []string{"n1", "n3"}, missing: []string{"n2"},
-			want:    nil},
+			want: nil},
 		{name: "an idle node takes one of the busiest's",
 			dests:   []string{"a", "b", "c"},
 			current: map[string]owned{"a": {"n1", 1}, "b": {"n1", 2}, "c": {"n2", 3}},
