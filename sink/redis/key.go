@@ -1,0 +1,161 @@
+package redis
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/braid-cdc/braid/sink"
+)
+
+// keyTemplate is a key template (spec key:) cut into its pieces once: a
+// literal, or one of the placeholders {database}, {table} and {pk}. Any
+// other text in braces is literal.
+type keyTemplate []keyPiece
+
+type keyPiece struct {
+	lit string
+	ph  byte // 0: lit; 'd' {database}, 't' {table}, 'p' {pk}
+}
+
+var placeholders = map[string]byte{"{database}": 'd', "{table}": 't', "{pk}": 'p'}
+
+func compileKey(tmpl string) keyTemplate {
+	var out keyTemplate
+	lit := func(s string) {
+		if s == "" {
+			return
+		}
+		if n := len(out); n > 0 && out[n-1].ph == 0 {
+			out[n-1].lit += s
+			return
+		}
+		out = append(out, keyPiece{lit: s})
+	}
+	for len(tmpl) > 0 {
+		i := strings.IndexByte(tmpl, '{')
+		if i < 0 {
+			lit(tmpl)
+			break
+		}
+		lit(tmpl[:i])
+		tmpl = tmpl[i:]
+		j := strings.IndexByte(tmpl, '}')
+		if ph, ok := placeholders[tmpl[:j+1]]; j > 0 && ok {
+			out = append(out, keyPiece{ph: ph})
+			tmpl = tmpl[j+1:]
+			continue
+		}
+		lit(tmpl[:1])
+		tmpl = tmpl[1:]
+	}
+	return out
+}
+
+// append appends the key of a row of table database.table whose primary
+// key's text pk appends (the values joined by ":").
+func (k keyTemplate) append(b []byte, database, table string, pk func([]byte) []byte) []byte {
+	for _, p := range k {
+		switch p.ph {
+		case 0:
+			b = append(b, p.lit...)
+		case 'd':
+			b = append(b, database...)
+		case 't':
+			b = append(b, table...)
+		case 'p':
+			b = pk(b)
+		}
+	}
+	return b
+}
+
+// pattern is a SCAN MATCH pattern of every key of database.table.
+func (k keyTemplate) pattern(database, table string) string {
+	var b strings.Builder
+	for _, p := range k {
+		switch p.ph {
+		case 0:
+			b.WriteString(globEscape(p.lit))
+		case 'd':
+			b.WriteString(globEscape(database))
+		case 't':
+			b.WriteString(globEscape(table))
+		case 'p':
+			b.WriteByte('*')
+		}
+	}
+	return b.String()
+}
+
+// globEscape escapes what SCAN's MATCH takes for a glob.
+func globEscape(s string) string {
+	if !strings.ContainsAny(s, `*?[]\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '*', '?', '[', ']', '\\':
+			b.WriteByte('\\')
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// prefix is the template's text before its first "{": where a sink keeps
+// its checkpoints too, so that a prefix holds all a sink writes.
+func prefix(tmpl string) string {
+	if i := strings.IndexByte(tmpl, '{'); i >= 0 {
+		return tmpl[:i]
+	}
+	return tmpl
+}
+
+// KeyFor returns the key a sink of key template tmpl (spec key:, e.g.
+// "{table}:{pk}") keeps the row of logical table database.table whose
+// primary-key values, in the table's column order, are pk (each as the
+// text MySQL returns for it: 42, 2026-01-02, abc); a cache reader uses it
+// to find a row, and Backfill to write one.
+func KeyFor(tmpl, database, table string, pk []string) string {
+	return string(compileKey(tmpl).append(nil, database, table, func(b []byte) []byte {
+		for i, v := range pk {
+			if i > 0 {
+				b = append(b, ':')
+			}
+			b = append(b, v...)
+		}
+		return b
+	}))
+}
+
+// VersionKey is the companion key of key that holds its version: "seq:idx"
+// of the change that wrote the value, or "dseq:idx" (a tombstone, which
+// expires) of the one that deleted it.
+func VersionKey(key string) string { return key + versionSuffix }
+
+const versionSuffix = ":seq"
+
+// checkpointKey is worker w's checkpoint key of sink name under prefix p.
+func checkpointKey(p, name string, w int) string {
+	return p + "braid:sink:" + name + ":" + strconv.Itoa(w)
+}
+
+// appendPoint appends p as "seq:idx".
+func appendPoint(b []byte, p sink.Point) []byte {
+	b = strconv.AppendUint(b, p.Seq, 10)
+	b = append(b, ':')
+	return strconv.AppendInt(b, int64(p.Idx), 10)
+}
+
+// parsePoint parses "seq:idx" (a tombstone's "d" first allowed).
+func parsePoint(s string) (sink.Point, bool) {
+	s = strings.TrimPrefix(s, "d")
+	seq, idx, ok := strings.Cut(s, ":")
+	if !ok {
+		return sink.Point{}, false
+	}
+	q, err1 := strconv.ParseUint(seq, 10, 64)
+	i, err2 := strconv.Atoi(idx)
+	return sink.Point{Seq: q, Idx: i}, err1 == nil && err2 == nil
+}

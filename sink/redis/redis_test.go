@@ -1,0 +1,332 @@
+package redis_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/braid-cdc/braid/api/wire"
+	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/sinktest"
+	"github.com/braid-cdc/braid/sink"
+	"github.com/braid-cdc/braid/sink/redis"
+	"github.com/braid-cdc/braid/sink/verify"
+	"github.com/braid-cdc/braid/spec"
+	"github.com/braid-cdc/braid/stream"
+)
+
+// The target braid sink verify compares.
+var _ verify.Target = (*redis.Target)(nil)
+
+// redisAddr is the machine's Redis, the target of the tests; each test
+// keeps its keys under a prefix of its own, deleted after.
+const redisAddr = "127.0.0.1:6379"
+
+// redisPrefix returns a client of the machine's Redis and a key prefix
+// of the test's own, whose keys are deleted when the test ends. Without
+// a Redis the test skips, or fails under CI=true.
+func redisPrefix(t testing.TB) (*goredis.Client, string) {
+	t.Helper()
+	c := goredis.NewClient(&goredis.Options{Addr: redisAddr})
+	if err := c.Ping(context.Background()).Err(); err != nil {
+		c.Close()
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no Redis on %s to apply to: %v", redisAddr, err)
+		}
+		t.Skipf("no Redis on %s to apply to: %v", redisAddr, err)
+	}
+	p := fmt.Sprintf("braidtest:%d:%d:", os.Getpid(), rand.IntN(1e9))
+	t.Cleanup(func() {
+		ctx := context.Background()
+		iter := c.Scan(ctx, 0, p+"*", 1000).Iterator()
+		var keys []string
+		for iter.Next(ctx) {
+			keys = append(keys, iter.Val())
+		}
+		for len(keys) > 0 {
+			n := min(len(keys), 1000)
+			c.Del(ctx, keys[:n]...)
+			keys = keys[n:]
+		}
+		c.Close()
+	})
+	return c, p
+}
+
+// cacheRows returns the rows a sink of format keeps under prefix (its
+// version and checkpoint keys left out), each the columns cols joined by
+// spaces (a NULL or a column the value lacks written NULL), sorted.
+func cacheRows(t testing.TB, c *goredis.Client, prefix, format string, cols []string) []string {
+	t.Helper()
+	ctx := context.Background()
+	var out []string
+	iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		k := iter.Val()
+		if strings.HasSuffix(k, ":seq") || strings.HasPrefix(k, prefix+"braid:sink:") {
+			continue
+		}
+		row, err := readRow(ctx, c, k, format)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts := make([]string, len(cols))
+		for i, col := range cols {
+			parts[i] = "NULL"
+			if v := row[col]; v != nil {
+				parts[i] = *v
+			}
+		}
+		out = append(out, strings.Join(parts, " "))
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// readRow reads key's row as a sink of format wrote it (nil: no value).
+func readRow(ctx context.Context, c *goredis.Client, key, format string) (map[string]*string, error) {
+	if format == "hash" {
+		h, err := c.HGetAll(ctx, key).Result()
+		if err != nil || len(h) == 0 {
+			return nil, err
+		}
+		row := map[string]*string{}
+		for k, v := range h {
+			row[k] = &v
+		}
+		return row, nil
+	}
+	s, err := c.Get(ctx, key).Result()
+	if err == goredis.Nil {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var row map[string]*string
+	if err := json.Unmarshal([]byte(s), &row); err != nil {
+		return nil, fmt.Errorf("%s: %w: %s", key, err, s)
+	}
+	return row, nil
+}
+
+func testLogger(t *testing.T, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: level}))
+}
+
+// runner runs a sink over a pipeline until stopped.
+type runner struct {
+	r    *sink.Runner
+	stop func()
+}
+
+func startRunner(ctx context.Context, p *stream.Pipeline, target sink.Target, s spec.Sink, cursors group.CursorStore, log *slog.Logger) *runner {
+	r := &sink.Runner{Name: s.Name, Dest: "shop", Client: sink.ClientID(s.Name), Store: p.Store, Target: target, Workers: s.Workers,
+		Cursors: cursors, Logger: log}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(rctx) }()
+	return &runner{r: r, stop: func() { cancel(); <-done }}
+}
+
+// shopSpec is six shard tables shop_N.orders on servers shards[N%len]
+// merged to shop.orders, with sinks sks.
+func shopSpec(t *testing.T, shards []*mysqltest.Server, sks ...spec.Sink) *spec.Spec {
+	ds := spec.Spec{Name: "shop", Tables: []string{`shop_\d+\.orders`}, Route: []spec.RouteRule{{Match: `shop_\d+\.(\w+)`, To: "shop.$1"}},
+		Heartbeat: spec.Duration(100 * time.Millisecond), Sinks: sks}
+	for i, s := range shards {
+		ds.Sources = append(ds.Sources, spec.Source{Name: fmt.Sprintf("s%d", i), Address: s.Addr(), Start: spec.Start{Kind: spec.StartEarliest}})
+	}
+	ds = ds.WithDefaults()
+	if err := ds.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return &ds
+}
+
+func open(t *testing.T, sk spec.Sink) *redis.Target {
+	t.Helper()
+	tg, err := redis.Open(t.Context(), sk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg.(*redis.Target)
+}
+
+var shopCols = []string{"id", "code", "amount", "note", "c"}
+
+// TestApplyEqualsSources: six shard tables on three servers, merged to
+// shop.orders and kept in Redis by two sinks, one of each format, under
+// the shop workload (inserts, updates, keys changed, a unique value moved,
+// deletes, an ALTER every shard runs). Each sink is stopped twice in the
+// middle and restarted from its checkpoints. Once caught up, each key
+// holds its source row, every column, and a deleted row has no value,
+// its version key a tombstone; nothing was applied twice (no INSERT
+// found a value, no UPDATE or DELETE missed one). braid sink verify's
+// comparison agrees, and names a value then changed, and a key deleted,
+// by hand. The whole stream read again from the start by a runner whose
+// checkpoints were deleted applies nothing: the versions guard each key.
+func TestApplyEqualsSources(t *testing.T) {
+	c, prefix := redisPrefix(t)
+	shards := sinktest.StartShop(t)
+	formats := []string{"json", "hash"}
+	var sks []spec.Sink
+	for _, f := range formats {
+		sks = append(sks, spec.Sink{Name: "cache-" + f, Type: "redis", Address: redisAddr, Key: prefix + f + ":{database}:{table}:{pk}", Format: f, Workers: 4, Batch: 30})
+	}
+	ds := shopSpec(t, shards[:3], sks...)
+	log := testLogger(t, slog.LevelWarn)
+	cursors := &group.FileStore{Dir: t.TempDir()}
+	ctx := t.Context()
+	clients := map[string]*group.Cursor{}
+	for _, sk := range ds.Sinks {
+		clients[sink.ClientID(sk.Name)] = nil
+	}
+	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: ds, Clients: clients, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	targets := make([]*redis.Target, len(formats))
+	runners := make([]*runner, len(formats))
+	for i, sk := range ds.Sinks {
+		targets[i] = open(t, sk)
+		defer targets[i].Close()
+		runners[i] = startRunner(ctx, p, targets[i], sk, cursors, log)
+	}
+	sinktest.WriteShop(t, shards, func(round int) {
+		if round == 1 || round == 4 {
+			for i, sk := range ds.Sinks {
+				runners[i].stop() // stopped in the middle of applying; a new one goes on
+				runners[i] = startRunner(ctx, p, targets[i], sk, cursors, log)
+			}
+		}
+	})
+	defer func() {
+		for _, r := range runners {
+			r.stop()
+		}
+	}()
+	want := sinktest.ShopRows(t, shards)
+	for i, f := range formats {
+		sk := ds.Sinks[i]
+		sinktest.WaitFor(t, 60*time.Second, func() (bool, string) {
+			got := cacheRows(t, c, prefix+f+":", f, shopCols)
+			applied, lastErr := runners[i].r.Applied()
+			return slices.Equal(got, want), fmt.Sprintf("%s: the cache has %d rows, the sources %d (applied seq %d, last error %q)", f, len(got), len(want), applied, lastErr)
+		})
+		if st := targets[i].Stats(); st.Upserts != 0 || st.Missing != 0 || st.Applied == 0 {
+			t.Fatalf("%s: stats %+v: something was applied twice or missed", f, st)
+		}
+		// Deleted rows: shard 0's round 0 deleted ids 2 and 3, and moved 1 to 51.
+		for _, id := range []string{"2", "3", "1"} {
+			k := redis.KeyFor(sk.Key, "shop", "orders", []string{id})
+			if n := c.Exists(ctx, k).Val(); n != 0 {
+				t.Errorf("%s: deleted row %s has a value", f, k)
+			}
+			if v := c.Get(ctx, redis.VersionKey(k)).Val(); !strings.HasPrefix(v, "d") || c.TTL(ctx, redis.VersionKey(k)).Val() <= 0 {
+				t.Errorf("%s: deleted row %s's version %q, TTL %v: want a tombstone that expires", f, k, v, c.TTL(ctx, redis.VersionKey(k)).Val())
+			}
+		}
+		if v, ttl := c.Get(ctx, redis.VersionKey(redis.KeyFor(sk.Key, "shop", "orders", []string{"51"}))).Val(), c.TTL(ctx, redis.VersionKey(redis.KeyFor(sk.Key, "shop", "orders", []string{"51"}))).Val(); v == "" || v[0] == 'd' || ttl != -1 {
+			t.Errorf("%s: a live row's version %q, TTL %v: want seq:idx and none", f, v, ttl)
+		}
+		t.Logf("%s: %d rows equal; %+v", f, len(want), targets[i].Stats())
+
+		// braid sink verify's comparison finds them equal; then the
+		// value changed by hand and the key deleted by hand.
+		r := runners[i]
+		vcfg := verify.Config{Spec: ds, Sink: sk, Target: targets[i], Sample: 1000, Settle: time.Second,
+			Progress: func() (uint64, uint64) { a, _ := r.r.Applied(); return p.Dest.Stats().Seq, a }}
+		res, err := verify.Run(ctx, vcfg)
+		if err != nil || len(res.Differences) != 0 || res.Compared != len(want) {
+			t.Fatalf("%s: verify: %v, %d compared of %d, differences %+v", f, err, res.Compared, len(want), res.Differences)
+		}
+		changed, deleted := redis.KeyFor(sk.Key, "shop", "orders", []string{"4000007"}), redis.KeyFor(sk.Key, "shop", "orders", []string{"5000010"})
+		if f == "json" {
+			row, _ := readRow(ctx, c, changed, f)
+			planted := "999"
+			row["amount"] = &planted
+			b, _ := json.Marshal(row)
+			c.Set(ctx, changed, b, 0)
+		} else {
+			c.HSet(ctx, changed, "amount", "999")
+		}
+		c.Del(ctx, deleted)
+		res, err = verify.Run(ctx, vcfg)
+		if err != nil || len(res.Differences) != 2 {
+			t.Fatalf("%s: verify after two changes by hand: %v, differences %+v", f, err, res.Differences)
+		}
+		for _, d := range res.Differences {
+			switch *d.Key[0].Value {
+			case "4000007":
+				if d.Kind != wire.DiffValues || len(d.Columns) != 1 || d.Columns[0].Column != "amount" || *d.Columns[0].Target != "999" {
+					t.Errorf("%s: the changed value: %+v", f, d)
+				}
+			case "5000010":
+				if d.Kind != wire.DiffMissing {
+					t.Errorf("%s: the deleted key: %+v", f, d)
+				}
+			default:
+				t.Errorf("%s: a difference not planted: %+v", f, d)
+			}
+		}
+	}
+
+	// The whole stream again, from the start, by runners whose
+	// checkpoints are deleted: each change finds its key's version at or
+	// past its own, and nothing is written.
+	for _, r := range runners {
+		r.stop()
+	}
+	runners = nil
+	before := make([][]string, len(formats))
+	for i, f := range formats {
+		before[i] = cacheRows(t, c, prefix+f+":", f, shopCols)
+		if n := c.Del(ctx, func() []string {
+			var ks []string
+			for w := range ds.Sinks[i].Workers {
+				ks = append(ks, fmt.Sprintf("%s%s:braid:sink:%s:%d", prefix, f, ds.Sinks[i].Name, w))
+			}
+			return ks
+		}()...).Val(); n != int64(ds.Sinks[i].Workers) {
+			t.Fatalf("%s: deleted %d checkpoint keys, want %d", f, n, ds.Sinks[i].Workers)
+		}
+	}
+	last := p.Dest.Stats().Seq
+	p.Close()
+	again, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: ds, Clients: clients, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	for i, f := range formats {
+		tg := open(t, ds.Sinks[i])
+		defer tg.Close()
+		r := startRunner(ctx, again, tg, ds.Sinks[i], nil, log)
+		defer r.stop()
+		sinktest.WaitFor(t, 30*time.Second, func() (bool, string) {
+			applied, lastErr := r.r.Applied()
+			return applied >= last, fmt.Sprintf("%s: the replay reached seq %d of %d (last error %q)", f, applied, last, lastErr)
+		})
+		if st := tg.Stats(); st.Applied != 0 {
+			t.Errorf("%s: the stream read again applied %d row changes, want 0", f, st.Applied)
+		}
+		if got := cacheRows(t, c, prefix+f+":", f, shopCols); !slices.Equal(got, before[i]) {
+			t.Errorf("%s: the cache changed when the stream was read again", f)
+		}
+	}
+}

@@ -1,0 +1,152 @@
+package redis
+
+// applyScript applies a run of one worker's row changes and sets the
+// worker's checkpoint, atomically (a script runs alone in Redis), each
+// change only if its key's version is older than the change's.
+//
+// KEYS[1] is the worker's checkpoint key; then each change's keys: its
+// key and version key ({key}:seq), and for a key-changing UPDATE ("m")
+// the old key and its version key before the new ones.
+//
+// ARGV: 1 "f" (the first call of an Apply: the checkpoint must be absent
+// or before ARGV[2]) or "c" (a later one: the checkpoint must be ARGV[2],
+// the previous call's last point, so that a call never applies after one
+// that failed); 2 that point; 3 the run's last point, the new checkpoint;
+// 4 the tombstone TTL in milliseconds; 5 the format, json or hash. Then
+// each change: its op (i INSERT, u UPDATE, d DELETE, m UPDATE that moves
+// the key), its version "seq:idx", and for i, u and m the after-image:
+// json, one argument; hash, the number of fields n and n field, value
+// pairs (a NULL column has no field).
+//
+// A version is "seq:idx", a tombstone's "d" and its version; seqs are
+// compared by length and then as strings, so any uint64 compares exactly
+// (Lua's numbers are doubles). It returns {applied, upserts, missing}.
+const applyScript = `
+local function split(v)
+  if string.sub(v, 1, 1) == 'd' then v = string.sub(v, 2) end
+  local c = string.find(v, ':', 1, true)
+  return string.sub(v, 1, c - 1), tonumber(string.sub(v, c + 1))
+end
+local function before(a, b)
+  local as, ai = split(a)
+  local bs, bi = split(b)
+  if #as ~= #bs then return #as < #bs end
+  if as ~= bs then return as < bs end
+  return ai < bi
+end
+local function older(vk, ver)
+  local s = redis.call('GET', vk)
+  return (not s) or before(s, ver)
+end
+local ck = redis.call('GET', KEYS[1])
+if ARGV[1] == 'f' then
+  if ck and not before(ck, ARGV[2]) then
+    return redis.error_reply('BRAIDBEHIND the worker checkpoint is at ' .. ck .. ', past ' .. ARGV[2])
+  end
+elseif ck ~= ARGV[2] then
+  return redis.error_reply('BRAIDCHAIN the worker checkpoint is at ' .. tostring(ck) .. ', not at ' .. ARGV[2] .. ': an earlier call failed')
+end
+local ttl, hash = ARGV[4], ARGV[5] == 'hash'
+local ki, ai = 2, 6
+local applied, upserts, missing = 0, 0, 0
+local function skip(a)
+  if hash then return a + 1 + 2 * tonumber(ARGV[a]) end
+  return a + 1
+end
+local function write(k, vk, ver, a)
+  local existed
+  if hash then
+    local n = tonumber(ARGV[a])
+    existed = redis.call('DEL', k) == 1
+    if n > 0 then redis.call('HSET', k, unpack(ARGV, a + 1, a + 2 * n)) end
+    a = a + 1 + 2 * n
+  else
+    existed = redis.call('EXISTS', k) == 1
+    redis.call('SET', k, ARGV[a])
+    a = a + 1
+  end
+  redis.call('SET', vk, ver)
+  return a, existed
+end
+while ai <= #ARGV do
+  local op, ver = ARGV[ai], ARGV[ai + 1]
+  ai = ai + 2
+  if op == 'm' then
+    local did = false
+    if older(KEYS[ki + 1], ver) then
+      if redis.call('DEL', KEYS[ki]) == 0 then missing = missing + 1 end
+      redis.call('SET', KEYS[ki + 1], 'd' .. ver, 'PX', ttl)
+      did = true
+    end
+    if older(KEYS[ki + 3], ver) then
+      ai = write(KEYS[ki + 2], KEYS[ki + 3], ver, ai)
+      did = true
+    else
+      ai = skip(ai)
+    end
+    if did then applied = applied + 1 end
+    ki = ki + 4
+  else
+    local k, vk = KEYS[ki], KEYS[ki + 1]
+    ki = ki + 2
+    if not older(vk, ver) then
+      if op ~= 'd' then ai = skip(ai) end
+    elseif op == 'd' then
+      if redis.call('DEL', k) == 0 then missing = missing + 1 end
+      redis.call('SET', vk, 'd' .. ver, 'PX', ttl)
+      applied = applied + 1
+    else
+      local existed
+      ai, existed = write(k, vk, ver, ai)
+      if op == 'i' and existed then upserts = upserts + 1 end
+      if op == 'u' and not existed then missing = missing + 1 end
+      applied = applied + 1
+    end
+  end
+end
+redis.call('SET', KEYS[1], ARGV[3])
+return {applied, upserts, missing}
+`
+
+// advanceScript sets each of KEYS (workers' checkpoints) to ARGV[1]
+// where it is absent or before it: a DDL's point, which no checkpoint
+// passes back over.
+const advanceScript = `
+local function split(v)
+  local c = string.find(v, ':', 1, true)
+  return string.sub(v, 1, c - 1), tonumber(string.sub(v, c + 1))
+end
+local bs, bi = split(ARGV[1])
+for _, k in ipairs(KEYS) do
+  local s = redis.call('GET', k)
+  local set = not s
+  if s then
+    local as, ai = split(s)
+    if #as ~= #bs then set = #as < #bs elseif as ~= bs then set = as < bs else set = ai < bi end
+  end
+  if set then redis.call('SET', k, ARGV[1]) end
+end
+return 0
+`
+
+// BackfillScript writes a row a cache reader read from the database
+// after a miss, only where that cannot overwrite what the sink wrote:
+// when the key has no value and its version key ({key}:seq) is not a
+// tombstone (a deleted row, whose delete a stale read could undo). A live
+// version without a value is a value Redis evicted: writing is then
+// fine. KEYS: the key, its version key. ARGV: the format (json or hash),
+// then the JSON object, or field, value pairs (a NULL column has none).
+// It returns 1 when it wrote the row, 0 when not.
+//
+//	EVAL "$(cat backfill.lua)" 2 orders:42 orders:42:seq json '{"id":"42","note":"a"}'
+const BackfillScript = `if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local v = redis.call('GET', KEYS[2])
+if v and string.sub(v, 1, 1) == 'd' then return 0 end
+if ARGV[1] == 'hash' then
+  if #ARGV < 3 then return 0 end
+  redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+else
+  redis.call('SET', KEYS[1], ARGV[2])
+end
+return 1
+`
