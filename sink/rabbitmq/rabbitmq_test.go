@@ -44,7 +44,9 @@ func TestNames(t *testing.T) {
 // the shop.orders queue (declared by the sink, durable, with
 // x-single-active-consumer) gets, once de-duplicated by message_id,
 // every message in stream order, and the rows they carry, applied to a
-// map, equal the sources.
+// map, equal the sources. The whole stream published again from the
+// start (a crash that lost the cursor) brings every message again under
+// the same message_id, so de-duplication leaves the same messages.
 func TestPublishEqualsSources(t *testing.T) {
 	url := vhost(t)
 	shards := sinktest.StartShop(t)
@@ -113,6 +115,38 @@ func TestPublishEqualsSources(t *testing.T) {
 	}
 	t.Logf("%d rows equal from %d messages (%d DDL) in stream order; %d delivered twice after the restarts; %+v",
 		len(want), len(got.msgs), ddl, got.dups, pub.Stats())
+
+	// The whole stream again, from the start, by a publisher opened anew
+	// (as after a crash that lost the cursor): every message comes again
+	// with the same message_id, and de-duplication leaves what there was.
+	r.stop()
+	r = &runner{stop: func() {}}
+	last := p.Dest.Stats().Seq
+	p.Close()
+	again, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: ds, Clients: map[string]*group.Cursor{sink.ClientID("mq"): nil}, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	pub2, err := rabbitmq.Open(ctx, sk, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub2.Close()
+	r2 := startRunner(ctx, again, pub2, sk, nil, log)
+	defer r2.stop()
+	sinktest.WaitFor(t, 30*time.Second, func() (bool, string) {
+		applied, lastErr := r2.r.Applied()
+		return applied >= last && len(c.deliveries()) >= 2*len(got.ids)+got.dups,
+			fmt.Sprintf("the replay reached seq %d of %d (last error %q); %d delivered", applied, last, lastErr, len(c.deliveries()))
+	})
+	replay := dedup(t, c.deliveries(), "shop")
+	if !slices.Equal(replay.ids, got.ids) || replay.dups != len(got.ids)+got.dups {
+		t.Fatalf("after the replay %d distinct messages (%d again), before %d", len(replay.ids), replay.dups, len(got.ids))
+	}
+	if rows := replay.rows("id", "code", "amount", "note", "c"); !slices.Equal(rows, want) {
+		t.Fatalf("after the replay the rows differ: %d, want %d", len(rows), len(want))
+	}
 }
 
 // TestUnroutableStopsSink: with queues: none and no queue bound, the
