@@ -1,0 +1,350 @@
+package kafka_test
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/sinktest"
+	"github.com/braid-cdc/braid/sink"
+	"github.com/braid-cdc/braid/sink/kafka"
+	"github.com/braid-cdc/braid/spec"
+	"github.com/braid-cdc/braid/stream"
+)
+
+// partitions is how many partitions the tests' topic shop.orders has.
+const partitions = 5
+
+// startKafka starts an in-process Kafka (kfake) of one broker holding
+// topics of partitions partitions each, and returns its address.
+func startKafka(t testing.TB, topics ...string) string {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topics...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c.ListenAddrs()[0]
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// shopSpec is six shard tables shop_N.orders on servers shards[N%len]
+// merged to shop.orders, with a kafka sink "events" to brokers addr.
+func shopSpec(t *testing.T, shards []*mysqltest.Server, addr string) *spec.Spec {
+	ds := spec.Spec{Name: "shop", Tables: []string{`shop_\d+\.orders`}, Route: []spec.RouteRule{{Match: `shop_\d+\.(\w+)`, To: "shop.$1"}},
+		Heartbeat: spec.Duration(100 * time.Millisecond), Sinks: []spec.Sink{{Name: "events", Type: "kafka", Brokers: []string{addr}}}}
+	for i, s := range shards {
+		ds.Sources = append(ds.Sources, spec.Source{Name: fmt.Sprintf("s%d", i), Address: s.Addr(), Start: spec.Start{Kind: spec.StartEarliest}})
+	}
+	ds = ds.WithDefaults()
+	if err := ds.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return &ds
+}
+
+// relay is a pipeline and a runner relaying its store to a kafka
+// publisher, until stopped.
+type relay struct {
+	p    *stream.Pipeline
+	pub  *kafka.Publisher
+	r    *sink.Runner
+	stop func()
+}
+
+// startRelay starts a pipeline of ds whose sink's cursor is from (nil:
+// the start of the stream), and a runner that relays it to a publisher of
+// its own, saving its cursor in cursors (nil: nowhere).
+func startRelay(t *testing.T, ds *spec.Spec, from *group.Cursor, cursors group.CursorStore) *relay {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	sk := ds.Sinks[0]
+	log := testLogger(t)
+	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: ds, Clients: map[string]*group.Cursor{sink.ClientID(sk.Name): from}, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := kafka.Open(ctx, sk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &sink.Runner{Name: sk.Name, Dest: ds.Name, Client: sink.ClientID(sk.Name), Store: p.Store, Publisher: pub, Workers: 1, Cursors: cursors, Logger: log}
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	rl := &relay{p: p, pub: pub.(*kafka.Publisher), r: r}
+	rl.stop = func() {
+		cancel()
+		<-done
+		pub.Close()
+		p.Close()
+	}
+	return rl
+}
+
+// waitTopic waits until the rows rebuilt from topic shop.orders at addr
+// equal want, and rl's runner has published through its pipeline's
+// head, and returns the topic's records.
+func waitTopic(t *testing.T, rl *relay, addr string, want []string) []record {
+	t.Helper()
+	var recs []record
+	sinktest.WaitFor(t, 60*time.Second, func() (bool, string) {
+		recs = readTopic(t, addr, "shop.orders")
+		sorted := inOrder(recs)
+		got := rebuild(t, sorted)
+		head := rl.p.Dest.Stats().Seq
+		applied, lastErr := rl.r.Applied()
+		return slices.Equal(got, want) && applied >= head, fmt.Sprintf("%d rows rebuilt from %d records, sources %d; published through seq %d of %d (last error %q); first differences: %s",
+			len(got), len(recs), len(want), applied, head, lastErr, firstDiff(got, want))
+	})
+	return recs
+}
+
+// inOrder is recs in stream order.
+func inOrder(recs []record) []record {
+	sorted := slices.Clone(recs)
+	slices.SortFunc(sorted, func(a, b record) int { return cmp.Or(cmp.Compare(a.pos.Seq, b.pos.Seq), cmp.Compare(a.pos.N, b.pos.N)) })
+	return sorted
+}
+
+// record is a record of the topic as a consumer reads it.
+type record struct {
+	part   int32
+	offset int64
+	key    string
+	pos    kafka.Pos
+	msg    flatMessage
+}
+
+// flatMessage is what the tests read of a canal flat message.
+type flatMessage struct {
+	Type  string               `json:"type"`
+	IsDDL bool                 `json:"isDdl"`
+	Data  []map[string]*string `json:"data"`
+	Old   []map[string]*string `json:"old"`
+}
+
+// readTopic reads every record of topic, from the start of each
+// partition to its end.
+func readTopic(t *testing.T, addr, topic string) []record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	admin, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	ends, err := kafka.ListOffsets(ctx, admin, topic, partitions, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var out []record
+	next := make([]int64, partitions)
+	for !slices.Equal(next, ends) {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("reading %s: %v (read up to offsets %v of %v)", topic, err, next, ends)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			pos, err := kafka.RecordPos(r)
+			if err != nil {
+				t.Fatalf("partition %d offset %d: %v", r.Partition, r.Offset, err)
+			}
+			rec := record{part: r.Partition, offset: r.Offset, key: string(r.Key), pos: pos}
+			if err := json.Unmarshal(r.Value, &rec.msg); err != nil {
+				t.Fatalf("partition %d offset %d: %v", r.Partition, r.Offset, err)
+			}
+			out = append(out, rec)
+			next[r.Partition] = r.Offset + 1
+		})
+	}
+	return out
+}
+
+// checkTopic checks the records of shop.orders against the sources: each
+// change once (no (seq, n) twice, and each transaction's n from 0 with
+// none missing), each partition in stream order, each key on the
+// partition of its hash, and the rows rebuilt from the messages in
+// stream order equal to want. It returns how many records there are.
+func checkTopic(t *testing.T, recs []record, want []string) int {
+	t.Helper()
+	seen := map[kafka.Pos]record{}
+	last := map[int32]kafka.Pos{}
+	for _, r := range recs {
+		if d, dup := seen[r.pos]; dup {
+			t.Fatalf("message %s is in the topic twice: partition %d offset %d, partition %d offset %d", r.pos, d.part, d.offset, r.part, r.offset)
+		}
+		seen[r.pos] = r
+		if l, ok := last[r.part]; ok && !l.Before(r.pos) {
+			t.Fatalf("partition %d: message %s at offset %d after %s", r.part, r.pos, r.offset, l)
+		}
+		last[r.part] = r.pos
+		if p := kafka.Partition([]byte(r.key), partitions); p != r.part {
+			t.Fatalf("key %s in partition %d, its hash's is %d", r.key, r.part, p)
+		}
+	}
+	sorted := inOrder(recs)
+	for i, r := range sorted {
+		if r.pos.N > 0 && (i == 0 || sorted[i-1].pos != kafka.Pos{Seq: r.pos.Seq, N: r.pos.N - 1}) {
+			t.Fatalf("message %s is in the topic without the one before it", r.pos)
+		}
+	}
+	if g := rebuild(t, sorted); !slices.Equal(g, want) {
+		t.Fatalf("rows rebuilt from the topic: %d, sources %d; first differences: %s", len(g), len(want), firstDiff(g, want))
+	}
+	return len(recs)
+}
+
+// rebuild applies the messages, in stream order, to a map of rows by id
+// and returns the rows as sinktest.ShopRows prints them.
+func rebuild(t *testing.T, sorted []record) []string {
+	rows := map[string]map[string]*string{}
+	for _, r := range sorted {
+		if r.msg.IsDDL {
+			continue
+		}
+		if len(r.msg.Data) != 1 {
+			t.Fatalf("message %s holds %d rows, want 1", r.pos, len(r.msg.Data))
+		}
+		row := r.msg.Data[0]
+		id := *row["id"]
+		if key := fmt.Sprintf(`[%q]`, id); r.key != key {
+			t.Fatalf("message %s (%s of id %s) has key %s", r.pos, r.msg.Type, id, r.key)
+		}
+		switch r.msg.Type {
+		case "INSERT":
+			rows[id] = row
+		case "UPDATE":
+			if old := r.msg.Old[0]["id"]; old != nil {
+				delete(rows, *old)
+			}
+			rows[id] = row
+		case "DELETE":
+			delete(rows, id)
+		default:
+			t.Fatalf("message %s: type %q", r.pos, r.msg.Type)
+		}
+	}
+	var out []string
+	for _, row := range rows {
+		var cols []string
+		for _, c := range []string{"id", "code", "amount", "note", "c"} {
+			v := "NULL"
+			if row[c] != nil {
+				v = *row[c]
+			}
+			cols = append(cols, v)
+		}
+		out = append(out, strings.Join(cols, " "))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func firstDiff(got, want []string) string {
+	for i := range max(len(got), len(want)) {
+		var g, w string
+		if i < len(got) {
+			g = got[i]
+		}
+		if i < len(want) {
+			w = want[i]
+		}
+		if g != w {
+			return fmt.Sprintf("topic %q, sources %q", g, w)
+		}
+	}
+	return "none"
+}
+
+// TestPublishEqualsSources: six shard tables on three servers, merged to
+// shop.orders and published to a topic of five partitions, under
+// inserts, updates (amounts incremented, keys changed, a unique value
+// moved), deletes and an ALTER every shard runs. The relay is stopped
+// twice mid-stream (its runner cancelled while it publishes) and started
+// again from its saved cursor. The topic ends with every change exactly
+// once, each partition in stream order (so each key's changes in order),
+// and the rows rebuilt from it equal the sources'.
+func TestPublishEqualsSources(t *testing.T) {
+	addr := startKafka(t, "shop.orders")
+	shards := sinktest.StartShop(t)
+	ds := shopSpec(t, shards[:3], addr)
+	cursors := &group.FileStore{Dir: t.TempDir()}
+	load := func() *group.Cursor {
+		c, err := cursors.Load(ds.Name, sink.ClientID("events"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	rl := startRelay(t, ds, nil, cursors)
+	sinktest.WriteShop(t, shards, func(round int) {
+		if round == 1 || round == 4 {
+			rl.stop()
+			rl = startRelay(t, ds, load(), cursors)
+		}
+	})
+	defer func() { rl.stop() }()
+	want := sinktest.ShopRows(t, shards)
+	n := checkTopic(t, waitTopic(t, rl, addr, want), want)
+	t.Logf("%d records, each change once; %+v, %d skipped", n, rl.pub.Stats(), rl.pub.Skipped())
+}
+
+// TestRestartBehindCursor: the relay is stopped twice in the middle of
+// the workload and started again from the start of the stream, its
+// cursor not saved, so it is handed everything it already published: it
+// finds each partition's last message in the topic, skips what is there
+// and publishes the rest, and the topic holds every change once. A last
+// restart after the workload publishes nothing.
+func TestRestartBehindCursor(t *testing.T) {
+	addr := startKafka(t, "shop.orders")
+	shards := sinktest.StartShop(t)
+	ds := shopSpec(t, shards[:3], addr)
+	rl := startRelay(t, ds, nil, nil)
+	sinktest.WriteShop(t, shards, func(round int) {
+		if round == 1 || round == 4 {
+			time.Sleep(200 * time.Millisecond) // some of the round published, maybe not all
+			rl.stop()
+			rl = startRelay(t, ds, nil, nil)
+		}
+	})
+	want := sinktest.ShopRows(t, shards)
+	n := checkTopic(t, waitTopic(t, rl, addr, want), want)
+	skipped := rl.pub.Skipped()
+	if skipped == 0 {
+		t.Fatal("the restarts skipped nothing: they were not behind what was published")
+	}
+
+	last := rl.p.Dest.Stats().Seq
+	rl.stop()
+	rl = startRelay(t, ds, nil, nil)
+	defer func() { rl.stop() }()
+	sinktest.WaitFor(t, 30*time.Second, func() (bool, string) {
+		applied, lastErr := rl.r.Applied()
+		return applied >= last, fmt.Sprintf("the replay reached seq %d of %d (last error %q)", applied, last, lastErr)
+	})
+	if st := rl.pub.Stats(); st.Applied != 0 || rl.pub.Skipped() != uint64(n) {
+		t.Fatalf("the whole stream again: %d produced, %d skipped of %d in the topic; want none produced, all skipped", st.Applied, rl.pub.Skipped(), n)
+	}
+	checkTopic(t, readTopic(t, addr, "shop.orders"), want)
+	t.Logf("%d records, each change once; the last replay skipped all %d", n, rl.pub.Skipped())
+}
