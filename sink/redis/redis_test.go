@@ -178,7 +178,8 @@ var shopCols = []string{"id", "code", "amount", "note", "c"}
 // found a value, no UPDATE or DELETE missed one). braid sink verify's
 // comparison agrees, and names a value then changed, and a key deleted,
 // by hand. The whole stream read again from the start by a runner whose
-// checkpoints were deleted applies nothing: the versions guard each key.
+// checkpoints were deleted applies nothing: the versions guard each key;
+// and a runner blind to the checkpoints is refused (sink.ErrBehind).
 func TestApplyEqualsSources(t *testing.T) {
 	c, prefix := redisPrefix(t)
 	shards := sinktest.StartShop(t)
@@ -308,6 +309,7 @@ func TestApplyEqualsSources(t *testing.T) {
 	}
 	last := p.Dest.Stats().Seq
 	p.Close()
+	clients[sink.ClientID("fence")] = nil
 	again, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: ds, Clients: clients, Logger: log})
 	if err != nil {
 		t.Fatal(err)
@@ -329,4 +331,30 @@ func TestApplyEqualsSources(t *testing.T) {
 			t.Errorf("%s: the cache changed when the stream was read again", f)
 		}
 	}
+
+	// A runner that does not know the checkpoints (a former owner, say)
+	// applies from the start: the first call of each Apply finds its
+	// worker's checkpoint past its changes (ErrBehind) and runs nothing.
+	tg := open(t, ds.Sinks[0])
+	defer tg.Close()
+	r3 := &sink.Runner{Name: ds.Sinks[0].Name, Dest: "shop", Client: sink.ClientID("fence"), Store: again.Store, Target: blind{tg},
+		Workers: ds.Sinks[0].Workers, Logger: testLogger(t, slog.LevelError)}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); r3.Run(rctx) }()
+	defer func() { cancel(); <-done }()
+	sinktest.WaitFor(t, 20*time.Second, func() (bool, string) {
+		_, e := r3.Applied()
+		return strings.Contains(e, sink.ErrBehind.Error()), fmt.Sprintf("last error %q, want ErrBehind", e)
+	})
+	if st := tg.Stats(); st.Applied != 0 {
+		t.Fatalf("a runner blind to the checkpoints applied %d row changes", st.Applied)
+	}
+}
+
+// blind is a target whose checkpoints read as none.
+type blind struct{ *redis.Target }
+
+func (b blind) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
+	return make([]sink.Point, n), nil
 }
