@@ -90,7 +90,9 @@ func TestBackfillRace(t *testing.T) {
 		runners[i] = startRunner(ctx, p, targets[i], sk, nil, log)
 		defer func() { runners[i].stop() }()
 	}
-	key := func(i, id int) string { return redis.KeyFor(ds.Sinks[i].Key, "shop", "orders", []string{fmt.Sprint(id)}) }
+	key := func(i, id int) string {
+		return redis.KeyFor(ds.Sinks[i].Key, "shop", "orders", []string{fmt.Sprint(id)})
+	}
 	lastErr := func(i int) func() string { return func() string { _, e := runners[i].r.Applied(); return e } }
 	for i, f := range formats {
 		waitValue(t, c, key(i, 3), f, "three", lastErr(i))
