@@ -8,11 +8,14 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
@@ -30,12 +33,17 @@ const partitions = 5
 // topics of partitions partitions each, and returns its address.
 func startKafka(t testing.TB, topics ...string) string {
 	t.Helper()
+	return startCluster(t, topics...).ListenAddrs()[0]
+}
+
+func startCluster(t testing.TB, topics ...string) *kfake.Cluster {
+	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topics...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	return c.ListenAddrs()[0]
+	return c
 }
 
 func testLogger(t *testing.T) *slog.Logger {
@@ -347,4 +355,49 @@ func TestRestartBehindCursor(t *testing.T) {
 	}
 	checkTopic(t, readTopic(t, addr, "shop.orders"), want)
 	t.Logf("%d records, each change once; the last replay skipped all %d", n, rl.pub.Skipped())
+}
+
+// TestProduceFailures: the broker fails some produce requests outright
+// (every partition of the request answered INVALID_RECORD, nothing
+// written), in the middle of the workload. Each failure fails a Publish;
+// the runner retries from the transaction's first message, the publisher
+// reads the partitions' ends again and skips what the same Publish had
+// already had written to other partitions. The topic ends with every
+// change once.
+func TestProduceFailures(t *testing.T) {
+	c := startCluster(t, "shop.orders")
+	addr := c.ListenAddrs()[0]
+	shards := sinktest.StartShop(t)
+	ds := shopSpec(t, shards[:3], addr)
+	var requests, failed atomic.Int64
+	c.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if n := requests.Add(1); n%7 != 3 || failed.Load() >= 4 {
+			return nil, nil, false
+		}
+		failed.Add(1)
+		pr := req.(*kmsg.ProduceRequest)
+		resp := pr.ResponseKind().(*kmsg.ProduceResponse)
+		for _, rt := range pr.Topics {
+			st := kmsg.NewProduceResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewProduceResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, kerr.InvalidRecord.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	rl := startRelay(t, ds, nil, nil)
+	defer func() { rl.stop() }()
+	sinktest.WriteShop(t, shards, nil)
+	want := sinktest.ShopRows(t, shards)
+	n := checkTopic(t, waitTopic(t, rl, addr, want), want)
+	if failed.Load() == 0 {
+		t.Fatal("no produce request failed")
+	}
+	t.Logf("%d records, each change once, after %d failed produce requests of %d; %d skipped on retries",
+		n, failed.Load(), requests.Load(), rl.pub.Skipped())
 }
