@@ -115,7 +115,8 @@ func TestCaptureRabbitMQSinkSurvivesKills(t *testing.T) {
 		got = rabbitDedup(t, c.deliveries(), "shop")
 		rows := got.rows("id", "code", "amount", "note")
 		return len(got.ids) >= written && slices.Equal(rows, want),
-			fmt.Sprintf("the queue has %d messages of %d, %d rows of %d", len(got.ids), written, len(rows), len(want))
+			fmt.Sprintf("the queue has %d messages of %d (%d delivered again; %s), %d rows of %d",
+				len(got.ids), written, got.dups, got.gaps(), len(rows), len(want))
 	})
 	if len(got.ids) != written {
 		t.Fatalf("the queue has %d distinct messages, the shards wrote %d", len(got.ids), written)
@@ -258,6 +259,21 @@ func (r rabbitReceived) ordered(t *testing.T) {
 			t.Fatalf("message %d:%d after %d:%d: out of stream order", b[0], b[1], a[0], a[1])
 		}
 	}
+}
+
+// gaps describes the first seqs missing between the messages' (each of
+// the test's transactions is one message, so their seqs follow on).
+func (r rabbitReceived) gaps() string {
+	var out []string
+	for i := 1; i < len(r.ids) && len(out) < 3; i++ {
+		if a, b := r.ids[i-1][0], r.ids[i][0]; b > a+1 {
+			out = append(out, fmt.Sprintf("%d-%d missing", a+1, b-1))
+		}
+	}
+	if len(r.ids) > 0 {
+		out = append(out, fmt.Sprintf("last %d:%d", r.ids[len(r.ids)-1][0], r.ids[len(r.ids)-1][1]))
+	}
+	return strings.Join(out, ", ")
 }
 
 // rows applies the messages' row changes by id and returns the rows, each

@@ -37,6 +37,8 @@
 //
 // A Publisher's Publish is called by one goroutine at a time (the
 // Runner's); Stats and Close are safe to call from others, and Close makes
-// a Publish blocked on the broker return. The publisher starts no
-// goroutines of its own (the amqp091-go connection has its reader).
+// a Publish that waits for confirms return an error (one blocked writing
+// to a broker that blocked the connection, under a resource alarm, waits
+// for the broker). The publisher starts no goroutines of its own (the
+// amqp091-go connection has its reader and heartbeater).
 package rabbitmq
