@@ -50,12 +50,17 @@
 //     the in-sync replicas; the Runner acks a store batch only then, so the
 //     cursor never passes a message the topic does not hold. After an
 //     error Publish waits for every record's outcome before it returns, so
-//     nothing is still on its way when the partition ends are read again.
-//   - A record that failed while a later one of the same partition was
-//     written leaves a gap that cannot be filled in order: Publish returns
-//     ErrGap, then and at every later call, and the sink stops (it is not
-//     expected with an idempotent producer; the check keeps it from being
-//     a silent loss).
+//     nothing is still on its way when the partition ends are read again
+//     (by a new client, with a producer ID of its own).
+//   - No record is written past a failed one of its partition. Publish
+//     buffers a chunk of records whole before it sends any (manual
+//     flushing): a batch the brokers fail makes franz-go fail every
+//     buffered record of that partition after it, and Publish produces no
+//     further chunk after a failure. A sequence the brokers lost
+//     (OUT_OF_ORDER_SEQUENCE) fails the records rather than sending them
+//     again out of order. Should a record still be written past a failed
+//     one, Publish returns ErrGap, then and at every later call, and the
+//     sink stops rather than lose the failed one silently.
 //
 // What the exactly-once guarantee assumes: the sink alone writes its
 // topics (a last record without seq and n headers is an error); a topic's

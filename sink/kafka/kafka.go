@@ -82,10 +82,19 @@ func (p *Publisher) client() (*kgo.Client, error) {
 	}
 	// Idempotent (franz-go's default: acks from all in-sync replicas,
 	// each partition's records in order, retried without duplicates),
-	// partitioned by Record's Partition, which Publish sets.
+	// partitioned by Record's Partition, which Publish sets. Records are
+	// sent when Publish flushes, once a chunk is all buffered: a
+	// partition's batch that fails then fails every record after it in
+	// the chunk too (franz-go fails all the partition's buffered
+	// records), so no later record is written past a failed one. A
+	// sequence the brokers lost (OUT_OF_ORDER_SEQUENCE) fails too, rather
+	// than being sent again out of order: Publish reads the partition
+	// ends again and sends what is missing, in order.
 	cl, err := kgo.NewClient(kgo.SeedBrokers(p.brokers...),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerLinger(0))
+		kgo.ManualFlushing(),
+		kgo.MaxBufferedRecords(2*chunk),
+		kgo.StopProducerOnDataLossDetected())
 	if err != nil {
 		return nil, fmt.Errorf("sink %s: %w", p.name, err)
 	}
@@ -132,7 +141,10 @@ func (p *Publisher) Publish(ctx context.Context, msgs []sink.Message) (err error
 	}
 	defer func() {
 		if err != nil {
-			clear(p.ends) // what the partitions hold is read again
+			// What the partitions hold is read again, by a client of
+			// its own (a producer ID of its own).
+			clear(p.ends)
+			p.drop(cl)
 		}
 	}()
 	type sent struct {
@@ -169,33 +181,71 @@ func (p *Publisher) Publish(ctx context.Context, msgs []sink.Message) (err error
 	return p.check(msgs, recs, errs, func(k int) int { return meta[k].i })
 }
 
-// produce produces recs and waits for every one's ack or failure: with an
-// idempotent producer a record is failed only when the brokers cannot
-// hold it, so once produce returns nothing of recs is still on its way.
-// errs[k] is recs[k]'s failure.
+// chunk is how many records Publish buffers before it flushes them.
+const chunk = 8192
+
+// produce produces recs, a chunk at a time, and waits for every one's ack
+// or failure: with an idempotent producer a record is failed only when
+// the brokers do not hold it, so once produce returns nothing of recs is
+// still on its way. A chunk is produced only if every record before it
+// was written. errs[k] is recs[k]'s failure, nil for one not produced.
 func (p *Publisher) produce(ctx context.Context, cl *kgo.Client, recs []*kgo.Record) []error {
 	errs := make([]error, len(recs))
 	idx := make(map[*kgo.Record]int, len(recs))
 	for k, r := range recs {
 		idx[r] = k
 	}
-	var wg sync.WaitGroup
-	wg.Add(len(recs))
-	p.pending.Add(uint64(len(recs)))
+	var (
+		wg     sync.WaitGroup
+		failed bool
+	)
 	promise := func(r *kgo.Record, err error) {
 		// Promises run one at a time, on the client's goroutine.
 		errs[idx[r]] = err
+		failed = failed || err != nil
 		p.pending.Add(^uint64(0))
 		if err == nil {
 			p.applied.Add(1)
 		}
 		wg.Done()
 	}
-	for _, r := range recs {
-		cl.Produce(ctx, r, promise)
+	for start := 0; start < len(recs); start += chunk {
+		part := recs[start:min(start+chunk, len(recs))]
+		wg.Add(len(part))
+		p.pending.Add(uint64(len(part)))
+		for _, r := range part {
+			cl.Produce(ctx, r, promise)
+		}
+		// Not cut short by ctx: records sent must be waited for, and
+		// those not sent fail at once once ctx ends.
+		cl.Flush(context.WithoutCancel(ctx))
+		wg.Wait()
+		if failed {
+			for k := start + len(part); k < len(recs); k++ {
+				errs[k] = errNotProduced
+			}
+			break
+		}
 	}
-	wg.Wait()
 	return errs
+}
+
+// errNotProduced marks a record produce did not produce, after a failure
+// of one before it.
+var errNotProduced = errors.New("kafka: not produced after an earlier failure")
+
+// drop closes cl, the producing client, if it still is: the next Publish
+// makes a new one.
+func (p *Publisher) drop(cl *kgo.Client) {
+	p.mu.Lock()
+	mine := p.cl == cl
+	if mine {
+		p.cl = nil
+	}
+	p.mu.Unlock()
+	if mine {
+		cl.Close() // else Close has
+	}
 }
 
 // check turns produce's failures into Publish's error: the first failure,
