@@ -115,6 +115,11 @@ func BenchmarkRabbitMQSink(b *testing.B) {
 		}
 		b.Logf("run %d: %s", run+1, strings.Join(line, "; "))
 	}
+	var ratios []float64
+	for i := range rates[0] {
+		ratios = append(ratios, rates[0][i]/rates[1][i])
+	}
+	b.Logf("the ratio of each run: median %.2fx, from %.2fx to %.2fx", median(ratios), slices.Min(ratios), slices.Max(ratios))
 	r := &rabbitMetrics{messages: n, braid: median(rates[0]), plain: median(rates[1])}
 	rabbitResult = r
 	r.report(b)

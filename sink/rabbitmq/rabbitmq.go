@@ -30,13 +30,18 @@ type Publisher struct {
 	closed bool
 
 	// declared are the routing keys whose queue is declared and bound on
-	// the current connection. Publish's alone.
+	// the current connection, keys the routing key of each logical table
+	// met. Publish's alone.
 	declared map[string]bool
+	keys     map[table]string
 
 	applied, pending, returns atomic.Uint64
 }
 
 var _ sink.Publisher = (*Publisher)(nil)
+
+// table is a logical table.
+type table struct{ database, name string }
 
 // ErrReturned is the error of a message the broker returned as
 // unroutable.
@@ -61,7 +66,8 @@ func open(ctx context.Context, s spec.Sink, dest string) (*Publisher, error) {
 		return nil, err
 	}
 	p := &Publisher{name: s.Name, dest: dest, url: s.URL, user: s.User, pass: pass,
-		exchange: s.Exchange, routingKey: s.RoutingKey, perTable: s.Queues == "per-table", declared: map[string]bool{}}
+		exchange: s.Exchange, routingKey: s.RoutingKey, perTable: s.Queues == "per-table",
+		declared: map[string]bool{}, keys: map[table]string{}}
 	if p.exchange == "" || p.routingKey == "" || p.user == "" {
 		return nil, fmt.Errorf("sink %s: exchange, routing_key and user must be set (spec's defaults)", s.Name)
 	}
@@ -207,7 +213,13 @@ func (p *Publisher) Publish(ctx context.Context, msgs []sink.Message) (err error
 
 // key is message m's routing key.
 func (p *Publisher) key(m *sink.Message) string {
-	return RoutingKey(p.routingKey, m.Database, m.Table)
+	t := table{m.Database, m.Table}
+	k, ok := p.keys[t]
+	if !ok {
+		k = RoutingKey(p.routingKey, m.Database, m.Table)
+		p.keys[t] = k
+	}
+	return k
 }
 
 // returned is the error of message r, which the broker returned.
