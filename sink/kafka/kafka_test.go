@@ -1,20 +1,16 @@
 package kafka_test
 
 import (
-	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/braid-cdc/braid/group"
@@ -22,6 +18,7 @@ import (
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/sink"
 	"github.com/braid-cdc/braid/sink/kafka"
+	"github.com/braid-cdc/braid/sink/kafka/kafkatest"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )
@@ -104,193 +101,59 @@ func startRelay(t *testing.T, ds *spec.Spec, from *group.Cursor, cursors group.C
 	return rl
 }
 
+// shopColumns are the columns of sinktest.ShopRows.
+var shopColumns = []string{"id", "code", "amount", "note", "c"}
+
+// readTopic reads every record of topic shop.orders at addr.
+func readTopic(t *testing.T, addr string) []kafkatest.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	recs, n, err := kafkatest.Read(ctx, []string{addr}, "shop.orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != partitions {
+		t.Fatalf("shop.orders has %d partitions, want %d", n, partitions)
+	}
+	return recs
+}
+
 // waitTopic waits until the rows rebuilt from topic shop.orders at addr
 // equal want, and rl's runner has published through its pipeline's
 // head, and returns the topic's records.
-func waitTopic(t *testing.T, rl *relay, addr string, want []string) []record {
+func waitTopic(t *testing.T, rl *relay, addr string, want []string) []kafkatest.Record {
 	t.Helper()
-	var recs []record
+	var recs []kafkatest.Record
 	sinktest.WaitFor(t, 60*time.Second, func() (bool, string) {
-		recs = readTopic(t, addr, "shop.orders")
-		sorted := inOrder(recs)
-		got := rebuild(t, sorted)
+		recs = readTopic(t, addr)
+		got, err := kafkatest.Rows(recs, "id", shopColumns)
+		if err != nil {
+			t.Fatal(err)
+		}
 		head := rl.p.Dest.Stats().Seq
 		applied, lastErr := rl.r.Applied()
 		return slices.Equal(got, want) && applied >= head, fmt.Sprintf("%d rows rebuilt from %d records, sources %d; published through seq %d of %d (last error %q); first differences: %s",
-			len(got), len(recs), len(want), applied, head, lastErr, firstDiff(got, want))
+			len(got), len(recs), len(want), applied, head, lastErr, kafkatest.FirstDiff(got, want))
 	})
 	return recs
 }
 
-// inOrder is recs in stream order.
-func inOrder(recs []record) []record {
-	sorted := slices.Clone(recs)
-	slices.SortFunc(sorted, func(a, b record) int { return cmp.Or(cmp.Compare(a.pos.Seq, b.pos.Seq), cmp.Compare(a.pos.N, b.pos.N)) })
-	return sorted
-}
-
-// record is a record of the topic as a consumer reads it.
-type record struct {
-	part   int32
-	offset int64
-	key    string
-	pos    kafka.Pos
-	msg    flatMessage
-}
-
-// flatMessage is what the tests read of a canal flat message.
-type flatMessage struct {
-	Type  string               `json:"type"`
-	IsDDL bool                 `json:"isDdl"`
-	Data  []map[string]*string `json:"data"`
-	Old   []map[string]*string `json:"old"`
-}
-
-// readTopic reads every record of topic, from the start of each
-// partition to at least its end when called.
-func readTopic(t *testing.T, addr, topic string) []record {
+// checkTopic checks the records of shop.orders (kafkatest.Check) and that
+// the rows rebuilt from them equal want; it returns how many there are.
+func checkTopic(t *testing.T, recs []kafkatest.Record, want []string) int {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	admin, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err := kafkatest.Check(recs, partitions); err != nil {
+		t.Fatal(err)
+	}
+	got, err := kafkatest.Rows(recs, "id", shopColumns)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close()
-	ends, err := kafka.ListOffsets(ctx, admin, topic, partitions, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	var out []record
-	next := make([]int64, partitions)
-	behind := func() bool {
-		for p := range next {
-			if next[p] < ends[p] {
-				return true
-			}
-		}
-		return false
-	}
-	for behind() { // records produced meanwhile may come too
-		fs := cl.PollFetches(ctx)
-		if err := fs.Err0(); err != nil {
-			t.Fatalf("reading %s: %v (read up to offsets %v of %v)", topic, err, next, ends)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			pos, err := kafka.RecordPos(r)
-			if err != nil {
-				t.Fatalf("partition %d offset %d: %v", r.Partition, r.Offset, err)
-			}
-			rec := record{part: r.Partition, offset: r.Offset, key: string(r.Key), pos: pos}
-			if err := json.Unmarshal(r.Value, &rec.msg); err != nil {
-				t.Fatalf("partition %d offset %d: %v", r.Partition, r.Offset, err)
-			}
-			out = append(out, rec)
-			next[r.Partition] = r.Offset + 1
-		})
-	}
-	return out
-}
-
-// checkTopic checks the records of shop.orders against the sources: each
-// change once (no (seq, n) twice, and each transaction's n from 0 with
-// none missing), each partition in stream order, each key on the
-// partition of its hash, and the rows rebuilt from the messages in
-// stream order equal to want. It returns how many records there are.
-func checkTopic(t *testing.T, recs []record, want []string) int {
-	t.Helper()
-	seen := map[kafka.Pos]record{}
-	last := map[int32]kafka.Pos{}
-	for _, r := range recs {
-		if d, dup := seen[r.pos]; dup {
-			t.Fatalf("message %s is in the topic twice: partition %d offset %d, partition %d offset %d", r.pos, d.part, d.offset, r.part, r.offset)
-		}
-		seen[r.pos] = r
-		if l, ok := last[r.part]; ok && !l.Before(r.pos) {
-			t.Fatalf("partition %d: message %s at offset %d after %s", r.part, r.pos, r.offset, l)
-		}
-		last[r.part] = r.pos
-		if p := kafka.Partition([]byte(r.key), partitions); p != r.part {
-			t.Fatalf("key %s in partition %d, its hash's is %d", r.key, r.part, p)
-		}
-	}
-	sorted := inOrder(recs)
-	for i, r := range sorted {
-		if r.pos.N > 0 && (i == 0 || sorted[i-1].pos != kafka.Pos{Seq: r.pos.Seq, N: r.pos.N - 1}) {
-			t.Fatalf("message %s is in the topic without the one before it", r.pos)
-		}
-	}
-	if g := rebuild(t, sorted); !slices.Equal(g, want) {
-		t.Fatalf("rows rebuilt from the topic: %d, sources %d; first differences: %s", len(g), len(want), firstDiff(g, want))
+	if !slices.Equal(got, want) {
+		t.Fatalf("rows rebuilt from the topic: %d, sources %d; first differences: %s", len(got), len(want), kafkatest.FirstDiff(got, want))
 	}
 	return len(recs)
-}
-
-// rebuild applies the messages, in stream order, to a map of rows by id
-// and returns the rows as sinktest.ShopRows prints them.
-func rebuild(t *testing.T, sorted []record) []string {
-	rows := map[string]map[string]*string{}
-	for _, r := range sorted {
-		if r.msg.IsDDL {
-			continue
-		}
-		if len(r.msg.Data) != 1 {
-			t.Fatalf("message %s holds %d rows, want 1", r.pos, len(r.msg.Data))
-		}
-		row := r.msg.Data[0]
-		id := *row["id"]
-		if key := fmt.Sprintf(`[%q]`, id); r.key != key {
-			t.Fatalf("message %s (%s of id %s) has key %s", r.pos, r.msg.Type, id, r.key)
-		}
-		switch r.msg.Type {
-		case "INSERT":
-			rows[id] = row
-		case "UPDATE":
-			if old := r.msg.Old[0]["id"]; old != nil {
-				delete(rows, *old)
-			}
-			rows[id] = row
-		case "DELETE":
-			delete(rows, id)
-		default:
-			t.Fatalf("message %s: type %q", r.pos, r.msg.Type)
-		}
-	}
-	var out []string
-	for _, row := range rows {
-		var cols []string
-		for _, c := range []string{"id", "code", "amount", "note", "c"} {
-			v := "NULL"
-			if row[c] != nil {
-				v = *row[c]
-			}
-			cols = append(cols, v)
-		}
-		out = append(out, strings.Join(cols, " "))
-	}
-	slices.Sort(out)
-	return out
-}
-
-func firstDiff(got, want []string) string {
-	for i := range max(len(got), len(want)) {
-		var g, w string
-		if i < len(got) {
-			g = got[i]
-		}
-		if i < len(want) {
-			w = want[i]
-		}
-		if g != w {
-			return fmt.Sprintf("topic %q, sources %q", g, w)
-		}
-	}
-	return "none"
 }
 
 // TestPublishEqualsSources: six shard tables on three servers, merged to
@@ -362,7 +225,7 @@ func TestRestartBehindCursor(t *testing.T) {
 	if st := rl.pub.Stats(); st.Applied != 0 || rl.pub.Skipped() != uint64(n) {
 		t.Fatalf("the whole stream again: %d produced, %d skipped of %d in the topic; want none produced, all skipped", st.Applied, rl.pub.Skipped(), n)
 	}
-	checkTopic(t, readTopic(t, addr, "shop.orders"), want)
+	checkTopic(t, readTopic(t, addr), want)
 	t.Logf("%d records, each change once; the last replay skipped all %d", n, rl.pub.Skipped())
 }
 
