@@ -35,11 +35,15 @@
 //     INSERT and UPDATE write the full after-image (hash: DEL, then HSET,
 //     so that a dropped column's field goes) and the live version; DELETE
 //     deletes the value and leaves the tombstone; an UPDATE that changes
-//     the key does both, the old key under the tombstone. Counted: Applied,
-//     the row changes written; Upserts, the INSERTs that found a value;
-//     Missing, the UPDATEs and DELETEs (and the old key of a moving
-//     UPDATE) that found none, the UPDATE's after-image written all the
-//     same.
+//     the key does both, the old key under the tombstone. Counted:
+//     Applied, the row changes written; Upserts, the INSERTs whose key
+//     had a live version (a value the sink wrote, of an older change);
+//     Missing, the UPDATEs whose key had no live version (never written,
+//     or deleted; the after-image is written all the same), and the
+//     DELETEs (and the old key of a moving UPDATE) whose value was not
+//     there. Existence is read from the versions, which one MGET reads
+//     for a whole script call: a value Redis evicted still counts as
+//     there for an UPDATE.
 //   - One script call a run. A worker's changes go as script calls
 //     (EVALSHA of applyScript) of at most the spec's batch changes, all
 //     of an Apply in one pipeline. A call is atomic: its rows and the

@@ -39,6 +39,11 @@ type Target struct {
 
 var _ sink.Target = (*Target)(nil)
 
+// maxCall bounds the changes of one script call, whatever the spec's
+// batch: the script unpacks a Lua list of a key (and a value) per change,
+// and Lua 5.1 unpacks at most about 8,000.
+const maxCall = 1000
+
 // maxWorkers bounds the checkpoint keys Checkpoints looks at: spec's
 // bound on workers.
 const maxWorkers = 256
@@ -86,7 +91,7 @@ func open(ctx context.Context, s spec.Sink) (*Target, error) {
 		DisableIdentity:       true,
 	})
 	t := &Target{spec: s, c: c, key: compileKey(s.Key), prefix: prefix(s.Key), hash: s.Format == "hash",
-		ttl: fmt.Sprint(max(time.Duration(s.TombstoneTTL).Milliseconds(), 1)), batch: s.Batch,
+		ttl: fmt.Sprint(max(time.Duration(s.TombstoneTTL).Milliseconds(), 1)), batch: min(s.Batch, maxCall),
 		applySHA: scriptSHA(applyScript), advanceSH: goredis.NewScript(advanceScript)}
 	if err := c.ScriptLoad(ctx, applyScript).Err(); err != nil {
 		c.Close()

@@ -4,9 +4,10 @@ package redis
 // worker's checkpoint, atomically (a script runs alone in Redis), each
 // change only if its key's version is older than the change's.
 //
-// KEYS[1] is the worker's checkpoint key; then each change's keys: its
-// key and version key ({key}:seq), and for a key-changing UPDATE ("m")
-// the old key and its version key before the new ones.
+// KEYS[1] is the worker's checkpoint key; then each change's keys in
+// pairs, a key and its version key ({key}:seq): one pair, or for a
+// key-changing UPDATE ("m") the old key's and then the new key's. So
+// the version keys are KEYS[3], KEYS[5], ...: one MGET reads them all.
 //
 // ARGV: 1 "f" (the first call of an Apply: the checkpoint must be absent
 // or before ARGV[2]) or "c" (a later one: the checkpoint must be ARGV[2],
@@ -20,7 +21,18 @@ package redis
 //
 // A version is "seq:idx", a tombstone's "d" and its version; seqs are
 // compared by length and then as strings, so any uint64 compares exactly
-// (Lua's numbers are doubles). It returns {applied, upserts, missing}.
+// (Lua's numbers are doubles). The versions are read with one MGET, and
+// those the run writes kept in a table, so a key's second change in a
+// run sees its first. The json values and the live versions written go
+// to one MSET, in order (the last of a key wins), sent before each
+// delete (so that the delete comes after the writes before it) and at
+// the end; a delete is a DEL and its tombstone's SET ... PX; a hash is
+// written in place, DEL then HSET. So a run of json INSERTs and UPDATEs
+// is four calls (GET, MGET, MSET, SET of the checkpoint), whatever its
+// length. Counted: an INSERT whose key has a live version (an upsert),
+// an UPDATE whose key has none (missing: never written, or deleted), a
+// DELETE whose DEL finds no value (missing). It returns {applied,
+// upserts, missing}.
 const applyScript = `
 local function split(v)
   if string.sub(v, 1, 1) == 'd' then v = string.sub(v, 2) end
@@ -34,10 +46,6 @@ local function before(a, b)
   if as ~= bs then return as < bs end
   return ai < bi
 end
-local function older(vk, ver)
-  local s = redis.call('GET', vk)
-  return (not s) or before(s, ver)
-end
 local ck = redis.call('GET', KEYS[1])
 if ARGV[1] == 'f' then
   if ck and not before(ck, ARGV[2]) then
@@ -46,40 +54,72 @@ if ARGV[1] == 'f' then
 elseif ck ~= ARGV[2] then
   return redis.error_reply('BRAIDCHAIN the worker checkpoint is at ' .. tostring(ck) .. ', not at ' .. ARGV[2] .. ': an earlier call failed')
 end
+local nkeys, nargs = #KEYS, #ARGV
+local vks, nv = {}, 0
+for i = 3, nkeys, 2 do
+  nv = nv + 1
+  vks[nv] = KEYS[i]
+end
+local got = {}
+if nv > 0 then got = redis.call('MGET', unpack(vks)) end
+local cur = {}
+local mset, nm = {}, 0
 local ttl, hash = ARGV[4], ARGV[5] == 'hash'
 local ki, ai = 2, 6
 local applied, upserts, missing = 0, 0, 0
+local function stored(p)
+  local s = cur[KEYS[p + 1]]
+  if s == nil then s = got[p / 2] end
+  return s
+end
+local function flush()
+  if nm > 0 then
+    redis.call('MSET', unpack(mset, 1, nm))
+    nm = 0
+  end
+end
+local function write(p, ver, a)
+  local k, vk = KEYS[p], KEYS[p + 1]
+  if hash then
+    local n = tonumber(ARGV[a])
+    redis.call('DEL', k)
+    if n > 0 then redis.call('HSET', k, unpack(ARGV, a + 1, a + 2 * n)) end
+    a = a + 1 + 2 * n
+    mset[nm + 1], mset[nm + 2] = vk, ver
+    nm = nm + 2
+  else
+    mset[nm + 1], mset[nm + 2], mset[nm + 3], mset[nm + 4] = k, ARGV[a], vk, ver
+    nm = nm + 4
+    a = a + 1
+  end
+  cur[vk] = ver
+  return a
+end
+local function tombstone(p, ver)
+  flush()
+  local vk = KEYS[p + 1]
+  local gone = redis.call('DEL', KEYS[p]) == 1
+  cur[vk] = 'd' .. ver
+  redis.call('SET', vk, cur[vk], 'PX', ttl)
+  return gone
+end
 local function skip(a)
   if hash then return a + 1 + 2 * tonumber(ARGV[a]) end
   return a + 1
 end
-local function write(k, vk, ver, a)
-  local existed
-  if hash then
-    local n = tonumber(ARGV[a])
-    existed = redis.call('DEL', k) == 1
-    if n > 0 then redis.call('HSET', k, unpack(ARGV, a + 1, a + 2 * n)) end
-    a = a + 1 + 2 * n
-  else
-    existed = redis.call('EXISTS', k) == 1
-    redis.call('SET', k, ARGV[a])
-    a = a + 1
-  end
-  redis.call('SET', vk, ver)
-  return a, existed
-end
-while ai <= #ARGV do
+while ai <= nargs do
   local op, ver = ARGV[ai], ARGV[ai + 1]
   ai = ai + 2
   if op == 'm' then
     local did = false
-    if older(KEYS[ki + 1], ver) then
-      if redis.call('DEL', KEYS[ki]) == 0 then missing = missing + 1 end
-      redis.call('SET', KEYS[ki + 1], 'd' .. ver, 'PX', ttl)
+    local s = stored(ki)
+    if not s or before(s, ver) then
+      if not tombstone(ki, ver) then missing = missing + 1 end
       did = true
     end
-    if older(KEYS[ki + 3], ver) then
-      ai = write(KEYS[ki + 2], KEYS[ki + 3], ver, ai)
+    s = stored(ki + 2)
+    if not s or before(s, ver) then
+      ai = write(ki + 2, ver, ai)
       did = true
     else
       ai = skip(ai)
@@ -87,23 +127,23 @@ while ai <= #ARGV do
     if did then applied = applied + 1 end
     ki = ki + 4
   else
-    local k, vk = KEYS[ki], KEYS[ki + 1]
-    ki = ki + 2
-    if not older(vk, ver) then
+    local s = stored(ki)
+    if s and not before(s, ver) then
       if op ~= 'd' then ai = skip(ai) end
     elseif op == 'd' then
-      if redis.call('DEL', k) == 0 then missing = missing + 1 end
-      redis.call('SET', vk, 'd' .. ver, 'PX', ttl)
+      if not tombstone(ki, ver) then missing = missing + 1 end
       applied = applied + 1
     else
-      local existed
-      ai, existed = write(k, vk, ver, ai)
-      if op == 'i' and existed then upserts = upserts + 1 end
-      if op == 'u' and not existed then missing = missing + 1 end
+      local live = s and string.sub(s, 1, 1) ~= 'd'
+      if op == 'i' and live then upserts = upserts + 1 end
+      if op == 'u' and not live then missing = missing + 1 end
+      ai = write(ki, ver, ai)
       applied = applied + 1
     end
+    ki = ki + 2
   end
 end
+flush()
 redis.call('SET', KEYS[1], ARGV[3])
 return {applied, upserts, missing}
 `
