@@ -13,23 +13,62 @@
 // # Concurrency
 //
 // Read makes a client of its own and closes it before it returns; the
-// rest are pure functions.
+// rest are pure functions. It reads the records with franz-go alone, not
+// with package kafka (the layering keeps a sink package from importing
+// another), which makes it a second reading of the format: a record's
+// place is parsed from its headers here, and its partition is checked
+// against franz-go's own Kafka partitioner.
 package kafkatest
 
 import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/braid-cdc/braid/sink/kafka"
 )
+
+// Pos is a message's place: its transaction's seq, its place n in it.
+type Pos struct {
+	Seq uint64
+	N   int
+}
+
+// Before reports whether p comes before q.
+func (p Pos) Before(q Pos) bool { return p.Seq < q.Seq || p.Seq == q.Seq && p.N < q.N }
+
+func (p Pos) String() string { return fmt.Sprintf("%d:%d", p.Seq, p.N) }
+
+// recordPos is the place r's seq and n headers name.
+func recordPos(r *kgo.Record) (Pos, error) {
+	var (
+		p      Pos
+		seq, n error = errNoHeader, errNoHeader
+		intN   int64
+	)
+	for _, h := range r.Headers {
+		switch h.Key {
+		case "seq":
+			p.Seq, seq = strconv.ParseUint(string(h.Value), 10, 64)
+		case "n":
+			intN, n = strconv.ParseInt(string(h.Value), 10, 32)
+			p.N = int(intN)
+		}
+	}
+	if err := cmp.Or(seq, n); err != nil {
+		return Pos{}, fmt.Errorf("headers seq and n: %w", err)
+	}
+	return p, nil
+}
+
+var errNoHeader = errors.New("no such header")
 
 // Record is a record of a sink's topic as a consumer reads it.
 type Record struct {
@@ -37,7 +76,7 @@ type Record struct {
 	Offset    int64
 	Key       string
 	// Pos is the place its headers name.
-	Pos     kafka.Pos
+	Pos     Pos
 	Message Message
 }
 
@@ -80,7 +119,7 @@ func Read(ctx context.Context, brokers []string, topic string) ([]Record, int32,
 		}
 		var rerr error
 		fs.EachRecord(func(r *kgo.Record) {
-			pos, err := kafka.RecordPos(r)
+			pos, err := recordPos(r)
 			if err != nil {
 				rerr = fmt.Errorf("partition %d offset %d: %w", r.Partition, r.Offset, err)
 				return
@@ -146,10 +185,11 @@ func endOffsets(ctx context.Context, cl *kgo.Client, topic string) ([]int64, err
 // message once (no (seq, n) twice, and each transaction's n from 0 with
 // none missing before the highest), each partition in stream order (so
 // each key's changes in order) and each key on the partition of its
-// hash.
+// hash by Kafka's default partitioner.
 func Check(recs []Record, partitions int32) error {
-	seen := map[kafka.Pos]Record{}
-	last := map[int32]kafka.Pos{}
+	kp := kgo.StickyKeyPartitioner(nil).ForTopic("")
+	seen := map[Pos]Record{}
+	last := map[int32]Pos{}
 	for _, r := range recs {
 		if d, dup := seen[r.Pos]; dup {
 			return fmt.Errorf("message %s is in the topic twice: partition %d offset %d, partition %d offset %d", r.Pos, d.Partition, d.Offset, r.Partition, r.Offset)
@@ -159,13 +199,13 @@ func Check(recs []Record, partitions int32) error {
 			return fmt.Errorf("partition %d: message %s at offset %d after %s", r.Partition, r.Pos, r.Offset, l)
 		}
 		last[r.Partition] = r.Pos
-		if p := kafka.Partition([]byte(r.Key), partitions); p != r.Partition {
+		if p := int32(kp.Partition(&kgo.Record{Key: []byte(r.Key)}, int(partitions))); p != r.Partition {
 			return fmt.Errorf("key %s in partition %d, its hash's is %d", r.Key, r.Partition, p)
 		}
 	}
 	sorted := InOrder(recs)
 	for i, r := range sorted {
-		if r.Pos.N > 0 && (i == 0 || sorted[i-1].Pos != kafka.Pos{Seq: r.Pos.Seq, N: r.Pos.N - 1}) {
+		if r.Pos.N > 0 && (i == 0 || sorted[i-1].Pos != Pos{Seq: r.Pos.Seq, N: r.Pos.N - 1}) {
 			return fmt.Errorf("message %s is in the topic without the one before it", r.Pos)
 		}
 	}
