@@ -37,8 +37,9 @@
 //
 // A Publisher's Publish is called by one goroutine at a time (the
 // Runner's); Stats and Close are safe to call from others, and Close makes
-// a Publish that waits for confirms return an error (one blocked writing
-// to a broker that blocked the connection, under a resource alarm, waits
-// for the broker). The publisher starts no goroutines of its own (the
-// amqp091-go connection has its reader and heartbeater).
+// a Publish that waits for confirms return an error. Canceling Publish's
+// context ends it even inside a write the broker holds back (its flow
+// control, connection.blocked, under a resource alarm): the publisher
+// closes the socket. It starts no goroutines of its own (the amqp091-go
+// connection has its reader and heartbeater).
 package rabbitmq

@@ -132,6 +132,8 @@ func (p *Publisher) Publish(ctx context.Context, msgs []sink.Message) (err error
 			p.drop(sess)
 		}
 	}()
+	// Canceled, a Publish returns even from a write the broker holds.
+	defer context.AfterFunc(ctx, func() { sess.sock.Close() })()
 	keys, ids := make([]string, len(msgs)), make([]string, len(msgs))
 	for i := range msgs {
 		keys[i], ids[i] = p.key(&msgs[i]), MessageID(p.dest, &msgs[i])

@@ -1,6 +1,7 @@
 package rabbitmq_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -232,7 +233,7 @@ func TestUnroutableStopsSink(t *testing.T) {
 // (the broker acks a returned message too, after its return). Then, as
 // the Runner would, the batch again once a queue is bound: it goes
 // through. A connection the broker closes fails at most one Publish;
-// the next dials again.
+// the next dials again; so does a Publish canceled.
 func TestReturnInBatch(t *testing.T) {
 	url := vhost(t)
 	ctx := t.Context()
@@ -294,4 +295,15 @@ func TestReturnInBatch(t *testing.T) {
 		t.Fatalf("Publish after the broker closed the connection: %v", errs)
 	}
 	t.Logf("after the broker closed the connection: %v", errs)
+
+	// A Publish canceled (the sink stopping) fails with the context's
+	// error, and the next goes on, on a new connection.
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := pub.Publish(canceled, batch); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Publish canceled: %v", err)
+	}
+	if err := pub.Publish(ctx, batch); err != nil {
+		t.Fatalf("Publish after a canceled one: %v", err)
+	}
 }

@@ -18,6 +18,10 @@ const dialTimeout = 10 * time.Second
 type session struct {
 	conn *amqp.Connection
 	ch   *amqp.Channel
+	// sock is conn's socket: closing it ends a write that a broker's
+	// flow control (connection.blocked) holds, which conn.Close, queued
+	// behind that write, could not.
+	sock net.Conn
 	// returns gets the messages the broker returns; closes the channel's
 	// closing error. Both are buffered: amqp091-go drops a notification
 	// its listener does not take within 5 s.
@@ -68,6 +72,7 @@ func (p *Publisher) drop(sess *session) {
 // dial connects, opens a channel in confirm mode and declares the
 // exchange.
 func (p *Publisher) dial(ctx context.Context) (*session, error) {
+	var sock net.Conn
 	cfg := amqp.Config{
 		SASL:       []amqp.Authentication{&amqp.PlainAuth{Username: p.user, Password: p.pass}},
 		Heartbeat:  10 * time.Second,
@@ -78,6 +83,7 @@ func (p *Publisher) dial(ctx context.Context) (*session, error) {
 			if err != nil {
 				return nil, err
 			}
+			sock = c
 			// Cleared by amqp091-go once the handshake is done.
 			return c, c.SetDeadline(time.Now().Add(dialTimeout))
 		},
@@ -87,7 +93,7 @@ func (p *Publisher) dial(ctx context.Context) (*session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sink %s: connect to %s as %s: %w", p.name, p.url, p.user, err)
 	}
-	sess := &session{conn: conn, returns: make(chan amqp.Return, 64), closes: make(chan *amqp.Error, 1)}
+	sess := &session{conn: conn, sock: sock, returns: make(chan amqp.Return, 64), closes: make(chan *amqp.Error, 1)}
 	if sess.ch, err = conn.Channel(); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("sink %s: open a channel on %s: %w", p.name, p.url, err)
