@@ -169,6 +169,42 @@ func NewRowChange(codec *Codec, kind ChangeKind, index int, images *Images, k in
 	return rc
 }
 
+// KeyChanged reports whether an UPDATE changed its row's primary key (a
+// table without one: any column), which a keyed reader must see as the
+// old key's DELETE and the new key's INSERT (Split).
+func (rc *RowChange) KeyChanged() bool {
+	if rc.Kind != Update {
+		return false
+	}
+	keyed := false
+	for i, c := range rc.Table.Columns {
+		if c.Key {
+			keyed = true
+			if rc.Changed(i) {
+				return true
+			}
+		}
+	}
+	if !keyed {
+		for i := range rc.Table.Columns {
+			if rc.Changed(i) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Split returns an UPDATE as the DELETE of its before image and the
+// INSERT of its after image, with its Index: what it is to a reader that
+// keys each row change by its primary key.
+func (rc RowChange) Split() (del, ins RowChange) {
+	del, ins = rc, rc
+	del.Kind, del.after = Delete, -1
+	ins.Kind, ins.before = Insert, -1
+	return del, ins
+}
+
 // Before is the row before an UPDATE or DELETE (nil for an INSERT), one
 // Value per column of Table. Each call converts anew; keep the result.
 func (rc *RowChange) Before() []Value { return rc.image(rc.before) }

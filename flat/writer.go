@@ -38,6 +38,11 @@ type Writer struct {
 	// Binary makes Write produce braid's binary encoding of each message
 	// (see BinaryMessage) instead of a JSON line.
 	Binary bool
+	// SplitKeyChanges writes an UPDATE that changes its row's primary key
+	// as the old key's DELETE and the new key's INSERT (RowChange.Split),
+	// for a reader that keys each row by its primary key (a Kafka topic:
+	// each key's changes stay on its partition, in order). Write only.
+	SplitKeyChanges bool
 
 	tx    *change.Event // the open transaction's EventBegin
 	runEv *change.Event // the EventRows the pending run starts in
@@ -66,18 +71,16 @@ func (w *Writer) Write(ev *change.Event, out func(line []byte) error) error {
 	case change.EventRows:
 		for i := range ev.Rows {
 			rc := &ev.Rows[i]
-			if len(w.run) > 0 {
-				last := w.run[len(w.run)-1]
-				if last.Table != rc.Table || last.Kind != rc.Kind || len(w.run) >= w.maxRows() {
-					if err := w.flush(out); err != nil {
-						return err
-					}
+			if w.SplitKeyChanges && rc.KeyChanged() {
+				del, ins := rc.Split()
+				if err := w.add(ev, &del, out); err != nil {
+					return err
 				}
+				rc = &ins
 			}
-			if len(w.run) == 0 {
-				w.runEv = ev
+			if err := w.add(ev, rc, out); err != nil {
+				return err
 			}
-			w.run = append(w.run, rc)
 		}
 	case change.EventCommit:
 		err := w.flush(out)
@@ -94,6 +97,24 @@ func (w *Writer) Write(ev *change.Event, out func(line []byte) error) error {
 		}
 		return out(w.ddlLine(ev))
 	}
+	return nil
+}
+
+// add adds rc, of ev, to the pending run, writing the run first when rc
+// cannot join it.
+func (w *Writer) add(ev *change.Event, rc *change.RowChange, out func(line []byte) error) error {
+	if len(w.run) > 0 {
+		last := w.run[len(w.run)-1]
+		if last.Table != rc.Table || last.Kind != rc.Kind || len(w.run) >= w.maxRows() {
+			if err := w.flush(out); err != nil {
+				return err
+			}
+		}
+	}
+	if len(w.run) == 0 {
+		w.runEv = ev
+	}
+	w.run = append(w.run, rc)
 	return nil
 }
 

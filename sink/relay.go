@@ -35,8 +35,11 @@ type Message struct {
 // (rabbitmq, kafka): a Runner with a Publisher relays rather than
 // applies, on one goroutine.
 type Publisher interface {
-	// MaxRows caps the rows of one message (1 makes each message one
-	// row, which a keyed target needs; 0: flat's default).
+	// MaxRows caps the rows of one message (0: flat's default). 1 makes
+	// each message one row, for a target that keys messages by their
+	// row's primary key: a key-changing UPDATE then comes as the old
+	// key's DELETE and the new key's INSERT, so that each key's changes
+	// are in order wherever the key goes.
 	MaxRows() int
 	// Publish sends msgs, in order, and returns once the target has
 	// confirmed every one; an error means some may not have been. A
@@ -54,7 +57,7 @@ type Publisher interface {
 // and they end at a transaction's end, so that a retry (which starts after
 // the last acked batch) always starts a transaction at its first message.
 func (r *Runner) relay(ctx context.Context) error {
-	fw := &flat.Writer{MaxRows: r.Publisher.MaxRows()}
+	fw := &flat.Writer{MaxRows: r.Publisher.MaxRows(), SplitKeyChanges: r.Publisher.MaxRows() == 1}
 	var (
 		msgs    []Message
 		pending []int64 // batches published, not acked
