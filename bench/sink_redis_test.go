@@ -70,8 +70,8 @@ func BenchmarkRedisSink(b *testing.B) {
 	var braid, plain []redisWay
 	for i := range b.N {
 		ways := []func() redisWay{
-			func() redisWay { return f.measure(pid, func() { f.braid(b, c, i) }) },
-			func() redisWay { return f.measure(pid, func() { f.plain(b, c, i) }) },
+			func() redisWay { return f.measure(b, c, pid, "braid", i, f.braid) },
+			func() redisWay { return f.measure(b, c, pid, "plain", i, f.plain) },
 		}
 		if i%2 == 1 {
 			slices.Reverse(ways)
@@ -100,15 +100,18 @@ type redisWay struct {
 	rate, self, server float64
 }
 
-// measure times run, which applies the fixture's changes one way.
-func (f *redisBench) measure(pid int, run func()) redisWay {
+// measure times run, which applies the fixture's changes one way under
+// key prefix p, and then deletes the keys (untimed).
+func (f *redisBench) measure(b *testing.B, c *goredis.Client, pid int, way string, i int, run func(b *testing.B, c *goredis.Client, p string)) redisWay {
+	p := redisBenchPrefix(way, i)
+	defer dropPrefix(b, c, p)
 	runtime.GC()
 	self0, srv0 := selfCPU(), time.Duration(0)
 	if pid > 0 {
 		srv0, _ = ProcCPU(pid)
 	}
 	start := time.Now()
-	run()
+	run(b, c, p)
 	took := time.Since(start)
 	n := float64(len(f.changes))
 	w := redisWay{rate: n / took.Seconds(), self: float64((selfCPU() - self0).Microseconds()) / n}
@@ -238,7 +241,8 @@ func redisBenchPrefix(way string, run int) string {
 	return fmt.Sprintf("braidbench:%d:%d:%s:%d:", os.Getpid(), rand.IntN(1e9), way, run)
 }
 
-// dropPrefix deletes every key under p.
+// dropPrefix deletes every key under p, with DEL rather than UNLINK so
+// that Redis's freeing them is not in the next way's CPU time.
 func dropPrefix(b *testing.B, c *goredis.Client, p string) {
 	ctx := context.Background()
 	iter := c.Scan(ctx, 0, p+"*", 5000).Iterator()
@@ -246,12 +250,12 @@ func dropPrefix(b *testing.B, c *goredis.Client, p string) {
 	for iter.Next(ctx) {
 		keys = append(keys, iter.Val())
 		if len(keys) == 5000 {
-			c.Unlink(ctx, keys...)
+			c.Del(ctx, keys...)
 			keys = keys[:0]
 		}
 	}
 	if len(keys) > 0 {
-		c.Unlink(ctx, keys...)
+		c.Del(ctx, keys...)
 	}
 	if err := iter.Err(); err != nil {
 		b.Fatal(err)
@@ -259,9 +263,7 @@ func dropPrefix(b *testing.B, c *goredis.Client, p string) {
 }
 
 // braid applies the changes through a redis sink's Target.
-func (f *redisBench) braid(b *testing.B, c *goredis.Client, run int) {
-	p := redisBenchPrefix("braid", run)
-	defer dropPrefix(b, c, p)
+func (f *redisBench) braid(b *testing.B, c *goredis.Client, p string) {
 	sk := spec.Sink{Name: "bench", Type: "redis", Address: "127.0.0.1:6379", Key: p + "{table}:{pk}", Workers: redisBenchWorkers}
 	sk = (&spec.Spec{Sinks: []spec.Sink{sk}}).WithDefaults().Sinks[0]
 	t, err := redissink.Open(b.Context(), sk)
@@ -292,9 +294,7 @@ func (f *redisBench) braid(b *testing.B, c *goredis.Client, run int) {
 }
 
 // plain SETs the same keys and values, pipelined.
-func (f *redisBench) plain(b *testing.B, c *goredis.Client, run int) {
-	p := redisBenchPrefix("plain", run)
-	defer dropPrefix(b, c, p)
+func (f *redisBench) plain(b *testing.B, c *goredis.Client, p string) {
 	keys := make([][]string, len(f.keys))
 	for w, ks := range f.keys {
 		for _, k := range ks {

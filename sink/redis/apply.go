@@ -18,6 +18,7 @@ type tableInfo struct {
 	keyIdx          []int
 	binKey          []bool // a key column's bytes are its text
 	names           []string
+	fields          []any    // names, as hash fields
 	jsonKeys        [][]byte // `"name":`
 }
 
@@ -37,6 +38,7 @@ func (t *Target) info(tv *change.Table) *tableInfo {
 	}
 	for _, c := range tv.Columns {
 		in.names = append(in.names, c.Name)
+		in.fields = append(in.fields, c.Name)
 		in.jsonKeys = append(in.jsonKeys, append(change.AppendJSONString(nil, c.Name), ':'))
 	}
 	if t.nTables.Add(1) > maxTables {
@@ -57,27 +59,25 @@ func (t *Target) Apply(ctx context.Context, worker int, changes []sink.Change) e
 		return nil
 	}
 	ck := checkpointKey(t.prefix, t.spec.Name, worker)
+	e := &encoder{t: t, buf: make([]byte, 0, 256*len(changes)), args: make([]arg, 0, 6*len(changes))}
 	var calls [][]any
-	var buf []byte
 	var prev sink.Point
 	for start := 0; start < len(changes); start += t.batch {
 		chunk := changes[start:min(start+t.batch, len(changes))]
 		first := sink.Point{Seq: chunk[0].Seq, Idx: chunk[0].Row.Index}
 		last := sink.Point{Seq: chunk[len(chunk)-1].Seq, Idx: chunk[len(chunk)-1].Row.Index}
-		keys := make([]any, 0, 1+2*len(chunk))
-		argv := make([]any, 0, 5+4*len(chunk))
-		keys = append(keys, ck)
 		mode, at := "f", first
 		if start > 0 {
 			mode, at = "c", prev
 		}
-		argv = append(argv, mode, string(appendPoint(nil, at)), string(appendPoint(nil, last)), t.ttl, t.spec.Format)
+		e.keys = append(e.keys[:0], ck)
+		e.argv = append(e.argv[:0], mode, string(appendPoint(nil, at)), string(appendPoint(nil, last)), t.ttl, t.spec.Format)
 		for i := range chunk {
-			keys, argv, buf = t.encode(&chunk[i], keys, argv, buf)
+			e.change(&chunk[i])
 		}
-		call := make([]any, 0, 3+len(keys)+len(argv))
-		call = append(call, "evalsha", t.applySHA, len(keys))
-		call = append(append(call, keys...), argv...)
+		call := make([]any, 0, 3+len(e.keys)+len(e.argv))
+		call = append(call, "evalsha", t.applySHA, len(e.keys))
+		call = append(append(call, e.keys...), e.argv...)
 		calls = append(calls, call)
 		prev = last
 	}
@@ -131,87 +131,126 @@ func (t *Target) count(cmd *goredis.Cmd) {
 	t.missing.Add(n(r[2]))
 }
 
-// encode adds a change's keys and arguments (applyScript's) to a call;
-// the keys and values are slices of buf, which it returns grown.
-func (t *Target) encode(ch *sink.Change, keys, argv []any, buf []byte) ([]any, []any, []byte) {
+// encoder builds the arguments of script calls (applyScript's). Their
+// bytes go one after another in buf, and each argument is an *arg into
+// it, which an interface holds without an allocation of its own; when
+// buf or args grow, the arguments made before keep the old arrays.
+type encoder struct {
+	t          *Target
+	buf        []byte
+	args       []arg
+	keys, argv []any // the call being built
+}
+
+// arg is an argument of a call: go-redis writes it as a bulk string.
+type arg struct{ b []byte }
+
+// MarshalBinary implements encoding.BinaryMarshaler, for go-redis.
+func (a *arg) MarshalBinary() ([]byte, error) { return a.b, nil }
+
+// since is the argument of what was appended to buf from start on.
+func (e *encoder) since(start int) any {
+	if len(e.args) == cap(e.args) {
+		e.args = make([]arg, 0, max(256, cap(e.args)))
+	}
+	e.args = append(e.args, arg{e.buf[start:len(e.buf):len(e.buf)]})
+	return &e.args[len(e.args)-1]
+}
+
+// key appends the key of ch's row, from its after image or its before
+// image.
+func (e *encoder) key(ch *sink.Change, in *tableInfo, after bool) (start int) {
 	rc := ch.Row
-	in := t.info(rc.Table)
-	key := func(after bool) []byte {
-		img := ch.Before
-		if after {
-			img = ch.After
-		}
-		start := len(buf)
-		buf = t.key.append(buf, in.database, in.table, func(b []byte) []byte {
-			for j, i := range in.keyIdx {
-				if j > 0 {
-					b = append(b, ':')
-				}
-				if in.binKey[j] && img != nil {
-					if v, ok := img[i].([]byte); ok {
-						b = append(b, v...) // the bytes MySQL returns
-						continue
-					}
-				}
-				b, _ = rc.AppendText(b, after, i)
+	img := ch.Before
+	if after {
+		img = ch.After
+	}
+	start = len(e.buf)
+	e.buf = e.t.key.append(e.buf, in.database, in.table, func(b []byte) []byte {
+		for j, i := range in.keyIdx {
+			if j > 0 {
+				b = append(b, ':')
 			}
-			return b
-		})
-		return buf[start:len(buf):len(buf)]
-	}
-	versionKey := func(k []byte) []byte {
-		start := len(buf)
-		buf = append(append(buf, k...), versionSuffix...)
-		return buf[start:len(buf):len(buf)]
-	}
-	start := len(buf)
-	buf = appendPoint(buf, sink.Point{Seq: ch.Seq, Idx: rc.Index})
-	ver := buf[start:len(buf):len(buf)]
+			if in.binKey[j] && img != nil {
+				if v, ok := img[i].([]byte); ok {
+					b = append(b, v...) // the bytes MySQL returns
+					continue
+				}
+			}
+			b, _ = rc.AppendText(b, after, i)
+		}
+		return b
+	})
+	return start
+}
+
+// keyPair adds the key appended from start on and its version key to
+// the call's keys.
+func (e *encoder) keyPair(start int) {
+	end := len(e.buf)
+	k := e.since(start)
+	e.buf = append(append(e.buf, e.buf[start:end]...), versionSuffix...)
+	e.keys = append(e.keys, k, e.since(end))
+}
+
+// change adds a change's keys and arguments to the call.
+func (e *encoder) change(ch *sink.Change) {
+	rc := ch.Row
+	in := e.t.info(rc.Table)
+	start := len(e.buf)
+	e.buf = appendPoint(e.buf, sink.Point{Seq: ch.Seq, Idx: rc.Index})
+	ver := e.since(start)
 	switch rc.Kind {
 	case change.Insert:
-		k := key(true)
-		keys = append(keys, k, versionKey(k))
-		argv = append(argv, "i", ver)
+		e.keyPair(e.key(ch, in, true))
+		e.argv = append(e.argv, "i", ver)
 	case change.Delete:
-		k := key(false)
-		keys = append(keys, k, versionKey(k))
-		return keys, append(argv, "d", ver), buf
+		e.keyPair(e.key(ch, in, false))
+		e.argv = append(e.argv, "d", ver)
+		return
 	case change.Update:
-		old, k := key(false), key(true)
-		if bytes.Equal(old, k) {
-			keys = append(keys, k, versionKey(k))
-			argv = append(argv, "u", ver)
+		o := e.key(ch, in, false)
+		k := e.key(ch, in, true)
+		if bytes.Equal(e.buf[o:k], e.buf[k:]) {
+			e.buf = e.buf[:k]
+			e.keyPair(o)
+			e.argv = append(e.argv, "u", ver)
 		} else {
-			keys = append(keys, old, versionKey(old), k, versionKey(k))
-			argv = append(argv, "m", ver)
+			kb := append([]byte(nil), e.buf[k:]...)
+			e.buf = e.buf[:k]
+			e.keyPair(o)
+			k = len(e.buf)
+			e.buf = append(e.buf, kb...)
+			e.keyPair(k)
+			e.argv = append(e.argv, "m", ver)
 		}
 	}
-	if !t.hash {
-		start := len(buf)
-		buf = append(buf, '{')
+	if !e.t.hash {
+		start := len(e.buf)
+		e.buf = append(e.buf, '{')
 		for i := range in.names {
 			if i > 0 {
-				buf = append(buf, ',')
+				e.buf = append(e.buf, ',')
 			}
-			buf = append(buf, in.jsonKeys[i]...)
+			e.buf = append(e.buf, in.jsonKeys[i]...)
 			var null bool
-			if buf, null = rc.AppendJSON(buf, true, i); null {
-				buf = append(buf, "null"...)
+			if e.buf, null = rc.AppendJSON(e.buf, true, i); null {
+				e.buf = append(e.buf, "null"...)
 			}
 		}
-		buf = append(buf, '}')
-		return keys, append(argv, buf[start:len(buf):len(buf)]), buf
+		e.buf = append(e.buf, '}')
+		e.argv = append(e.argv, e.since(start))
+		return
 	}
-	n := len(argv)
-	argv = append(argv, 0)
-	for i, name := range in.names {
-		start := len(buf)
+	n := len(e.argv)
+	e.argv = append(e.argv, 0)
+	for i := range in.names {
+		start := len(e.buf)
 		var null bool
-		if buf, null = rc.AppendText(buf, true, i); null {
+		if e.buf, null = rc.AppendText(e.buf, true, i); null {
 			continue
 		}
-		argv = append(argv, name, buf[start:len(buf):len(buf)])
+		e.argv = append(e.argv, in.fields[i], e.since(start))
 	}
-	argv[n] = (len(argv) - n - 1) / 2
-	return keys, argv, buf
+	e.argv[n] = (len(e.argv) - n - 1) / 2
 }
