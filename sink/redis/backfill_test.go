@@ -58,7 +58,8 @@ func waitValue(t *testing.T, c *goredis.Client, key, format, want string, lastEr
 // evicted (its version live) too; an INSERT the sink applies after a
 // backfill overwrites it (not an upsert: the backfill left no version).
 // The DELETE of an evicted value is counted missing; the UPDATE of one
-// is not (its key's version is live). Then a shard table's
+// is not (its key's version is live). After SCRIPT FLUSH the sink loads
+// its script again and goes on. Then a shard table's
 // TRUNCATE stops the sink with an error saying what to do, and a sink
 // with ddl: ignore goes past it.
 func TestBackfillRace(t *testing.T) {
@@ -147,6 +148,19 @@ func TestBackfillRace(t *testing.T) {
 		waitValue(t, c, key(i, 99), f, "inserted", lastErr(i))
 		if st := targets[i].Stats(); st.Upserts != 0 || st.Missing != 1 {
 			t.Errorf("%s: stats %+v: want the DELETE of an evicted value missing, nothing else", f, st)
+		}
+	}
+
+	// Redis loses its scripts (a restart, SCRIPT FLUSH): the sink loads
+	// its own again and goes on, with no error.
+	if err := c.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	srv.Exec(t, "UPDATE shop_0.orders SET note = 'flushed' WHERE id = 3")
+	for i, f := range formats {
+		waitValue(t, c, key(i, 3), f, "flushed", lastErr(i))
+		if e := lastErr(i)(); e != "" {
+			t.Errorf("%s: after SCRIPT FLUSH: last error %q", f, e)
 		}
 	}
 
