@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/rabbittest"
 	"github.com/braid-cdc/braid/sink"
 	"github.com/braid-cdc/braid/sink/rabbitmq"
 	"github.com/braid-cdc/braid/spec"
@@ -74,7 +73,7 @@ func BenchmarkRabbitMQSink(b *testing.B) {
 		r.report(b)
 		return
 	}
-	url := rabbitBenchVhost(b)
+	url := rabbittest.Vhost(b)
 	txns := rabbitEnvInt("BRAID_BENCH_RABBITMQ_TXNS", 200)
 	runs := rabbitEnvInt("BRAID_BENCH_RABBITMQ_RUNS", 5)
 	batches := rabbitMessages(b, txns)
@@ -170,8 +169,7 @@ func rabbitBraid(b *testing.B, sk spec.Sink, batches [][]sink.Message) time.Dura
 // each batch's messages with deferred confirms, then a wait for them.
 func rabbitPlain(b *testing.B, url, exchange string, batches [][]sink.Message) time.Duration {
 	ctx := b.Context()
-	conn := rabbitDial(b, url)
-	defer conn.Close()
+	conn := rabbittest.Dial(b, url)
 	ch, err := conn.Channel()
 	if err != nil {
 		b.Fatal(err)
@@ -276,43 +274,9 @@ func (r *rabbitRecorder) Stats() sink.Stats {
 
 func (r *rabbitRecorder) Close() error { return nil }
 
-// rabbitBenchVhost creates a vhost of the benchmark's own on the
-// machine's RabbitMQ (deleted after) and returns its url; no RabbitMQ
-// skips.
-func rabbitBenchVhost(b *testing.B) string {
-	const addr = "127.0.0.1:5672"
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err == nil {
-		c.Close()
-		_, err = exec.LookPath("rabbitmqctl")
-	}
-	if err != nil {
-		b.Skipf("bench: no RabbitMQ on %s to publish to: %v", addr, err)
-	}
-	name := fmt.Sprintf("braid_bench_%d", os.Getpid())
-	for _, args := range [][]string{{"add_vhost", name}, {"set_permissions", "-p", name, "guest", ".*", ".*", ".*"}} {
-		if out, err := exec.Command("rabbitmqctl", args...).CombinedOutput(); err != nil {
-			b.Fatalf("rabbitmqctl %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		if args[0] == "add_vhost" {
-			b.Cleanup(func() { exec.Command("rabbitmqctl", "delete_vhost", name).Run() })
-		}
-	}
-	return "amqp://" + addr + "/" + name
-}
-
-func rabbitDial(b *testing.B, url string) *amqp.Connection {
-	conn, err := amqp.DialConfig(url, amqp.Config{SASL: []amqp.Authentication{&amqp.PlainAuth{Username: "guest", Password: "guest"}}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return conn
-}
-
 // rabbitPurge empties queue.
 func rabbitPurge(b *testing.B, url, queue string) {
-	conn := rabbitDial(b, url)
-	defer conn.Close()
+	conn := rabbittest.Dial(b, url)
 	ch, err := conn.Channel()
 	if err != nil {
 		b.Fatal(err)

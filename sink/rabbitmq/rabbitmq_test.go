@@ -14,6 +14,7 @@ import (
 
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/rabbittest"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/sink"
 	"github.com/braid-cdc/braid/sink/rabbitmq"
@@ -49,7 +50,7 @@ func TestNames(t *testing.T) {
 // start (a crash that lost the cursor) brings every message again under
 // the same message_id, so de-duplication leaves the same messages.
 func TestPublishEqualsSources(t *testing.T) {
-	url := vhost(t)
+	url := rabbittest.Vhost(t)
 	shards := sinktest.StartShop(t)
 	ds := shopSpec(t, shards[:3], spec.Sink{Name: "mq", Type: "rabbitmq", URL: url, Password: "guest", Queues: "per-table"})
 	sk := ds.Sinks[0]
@@ -67,10 +68,10 @@ func TestPublishEqualsSources(t *testing.T) {
 	}
 	defer pub.Close()
 	r := startRunner(ctx, p, pub, sk, cursors, log)
-	var c *consumer
+	var c *rabbittest.Consumer
 	sinktest.WriteShop(t, shards, func(round int) {
 		if round == 0 {
-			c = consume(t, url, "shop.orders")
+			c = rabbittest.Consume(t, url, "shop.orders")
 		}
 		if round == 1 || round == 4 {
 			r.stop() // stopped in the middle of publishing; a new one goes on
@@ -80,15 +81,15 @@ func TestPublishEqualsSources(t *testing.T) {
 	defer func() { r.stop() }()
 
 	want := sinktest.ShopRows(t, shards)
-	var got received
+	var got rabbittest.Received
 	sinktest.WaitFor(t, 60*time.Second, func() (bool, string) {
-		got = dedup(t, c.deliveries(), "shop")
-		rows := got.rows("id", "code", "amount", "note", "c")
+		got = rabbittest.Dedup(t, c.Deliveries(), "shop")
+		rows := got.Rows("id", "id", "code", "amount", "note", "c")
 		applied, lastErr := r.r.Applied()
 		return slices.Equal(rows, want), fmt.Sprintf("the queue's rows: %d, sources %d (applied seq %d of %d, last error %q)",
 			len(rows), len(want), applied, p.Dest.Stats().Seq, lastErr)
 	})
-	got.ordered(t)
+	got.Ordered(t)
 	sinktest.WaitFor(t, 10*time.Second, func() (bool, string) {
 		applied, _ := r.r.Applied()
 		return applied == p.Dest.Stats().Seq, fmt.Sprintf("applied seq %d of %d", applied, p.Dest.Stats().Seq)
@@ -97,7 +98,7 @@ func TestPublishEqualsSources(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 	ddl := 0
-	for _, m := range got.msgs {
+	for _, m := range got.Msgs {
 		if m.IsDDL {
 			ddl++
 		}
@@ -107,7 +108,7 @@ func TestPublishEqualsSources(t *testing.T) {
 	}
 	// The queue is durable and has a single active consumer: declaring
 	// it so again is no change (a different declaration fails).
-	ch, err := dial(t, url).Channel()
+	ch, err := rabbittest.Dial(t, url).Channel()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func TestPublishEqualsSources(t *testing.T) {
 		t.Fatalf("the sink's queue is not durable with x-single-active-consumer: %v", err)
 	}
 	t.Logf("%d rows equal from %d messages (%d DDL) in stream order; %d delivered twice after the restarts; %+v",
-		len(want), len(got.msgs), ddl, got.dups, pub.Stats())
+		len(want), len(got.Msgs), ddl, got.Dups, pub.Stats())
 
 	// The whole stream again, from the start, by a publisher opened anew
 	// (as after a crash that lost the cursor): every message comes again
@@ -138,14 +139,14 @@ func TestPublishEqualsSources(t *testing.T) {
 	defer r2.stop()
 	sinktest.WaitFor(t, 30*time.Second, func() (bool, string) {
 		applied, lastErr := r2.r.Applied()
-		return applied >= last && len(c.deliveries()) >= 2*len(got.ids)+got.dups,
-			fmt.Sprintf("the replay reached seq %d of %d (last error %q); %d delivered", applied, last, lastErr, len(c.deliveries()))
+		return applied >= last && len(c.Deliveries()) >= 2*len(got.Pos)+got.Dups,
+			fmt.Sprintf("the replay reached seq %d of %d (last error %q); %d delivered", applied, last, lastErr, len(c.Deliveries()))
 	})
-	replay := dedup(t, c.deliveries(), "shop")
-	if !slices.Equal(replay.ids, got.ids) || replay.dups != len(got.ids)+got.dups {
-		t.Fatalf("after the replay %d distinct messages (%d again), before %d", len(replay.ids), replay.dups, len(got.ids))
+	replay := rabbittest.Dedup(t, c.Deliveries(), "shop")
+	if !slices.Equal(replay.Pos, got.Pos) || replay.Dups != len(got.Pos)+got.Dups {
+		t.Fatalf("after the replay %d distinct messages (%d again), before %d", len(replay.Pos), replay.Dups, len(got.Pos))
 	}
-	if rows := replay.rows("id", "code", "amount", "note", "c"); !slices.Equal(rows, want) {
+	if rows := replay.Rows("id", "id", "code", "amount", "note", "c"); !slices.Equal(rows, want) {
 		t.Fatalf("after the replay the rows differ: %d, want %d", len(rows), len(want))
 	}
 }
@@ -157,7 +158,7 @@ func TestPublishEqualsSources(t *testing.T) {
 // its saved cursor stay where they were). Once a queue is bound by hand
 // the retry publishes everything, from the first message on.
 func TestUnroutableStopsSink(t *testing.T) {
-	url := vhost(t)
+	url := rabbittest.Vhost(t)
 	srv := mysqltest.Start(t)
 	srv.Exec(t, "CREATE DATABASE shop_0", "CREATE TABLE shop_0.orders (id BIGINT PRIMARY KEY, note VARCHAR(20))")
 	ds := shopSpec(t, []*mysqltest.Server{srv}, spec.Sink{Name: "mq", Type: "rabbitmq", URL: url, Password: "guest"})
@@ -199,7 +200,7 @@ func TestUnroutableStopsSink(t *testing.T) {
 	}
 
 	// A queue bound by hand: the retry publishes it all.
-	ch, err := dial(t, url).Channel()
+	ch, err := rabbittest.Dial(t, url).Channel()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,22 +210,22 @@ func TestUnroutableStopsSink(t *testing.T) {
 	if err := ch.QueueBind("mine", "shop.#", "braid", false, nil); err != nil {
 		t.Fatal(err)
 	}
-	c := consume(t, url, "mine")
+	c := rabbittest.Consume(t, url, "mine")
 	want := sinktest.SourceRows(t, []*mysqltest.Server{srv}, func(int) string { return "SELECT id, note FROM shop_0.orders" })
 	sinktest.WaitFor(t, 30*time.Second, func() (bool, string) {
-		got := dedup(t, c.deliveries(), "shop")
+		got := rabbittest.Dedup(t, c.Deliveries(), "shop")
 		applied, lastErr := r.r.Applied()
-		return slices.Equal(got.rows("id", "note"), want) && applied == p.Dest.Stats().Seq,
-			fmt.Sprintf("rows %v, want %v; applied seq %d of %d, last error %q", got.rows("id", "note"), want, applied, p.Dest.Stats().Seq, lastErr)
+		return slices.Equal(got.Rows("id", "id", "note"), want) && applied == p.Dest.Stats().Seq,
+			fmt.Sprintf("rows %v, want %v; applied seq %d of %d, last error %q", got.Rows("id", "id", "note"), want, applied, p.Dest.Stats().Seq, lastErr)
 	})
-	got := dedup(t, c.deliveries(), "shop")
-	got.ordered(t)
+	got := rabbittest.Dedup(t, c.Deliveries(), "shop")
+	got.Ordered(t)
 	// The stream's first message (seq 1, its CREATE TABLE) is the first
 	// the queue got: nothing was acked past the returns.
-	if first := got.msgs[0]; got.ids[0] != "shop:1:0" || !first.IsDDL || first.Type != "CREATE" {
-		t.Fatalf("the first message is %s %+v, want shop:1:0, the CREATE TABLE", got.ids[0], first)
+	if first := got.Msgs[0]; got.Pos[0] != (rabbittest.Pos{Seq: 1, N: 0}) || !first.IsDDL || first.Type != "CREATE" {
+		t.Fatalf("the first message is %+v %+v, want shop:1:0, the CREATE TABLE", got.Pos[0], first)
 	}
-	t.Logf("returned %d times before a queue was bound; then %d messages; %+v", pub.Stats().Returns, len(got.msgs), pub.Stats())
+	t.Logf("returned %d times before a queue was bound; then %d messages; %+v", pub.Stats().Returns, len(got.Msgs), pub.Stats())
 }
 
 // TestReturnInBatch publishes, straight through the Publisher, a batch
@@ -235,7 +236,7 @@ func TestUnroutableStopsSink(t *testing.T) {
 // through. A connection the broker closes fails at most one Publish;
 // the next dials again; so does a Publish canceled.
 func TestReturnInBatch(t *testing.T) {
-	url := vhost(t)
+	url := rabbittest.Vhost(t)
 	ctx := t.Context()
 	sk := spec.Sink{Name: "mq", Type: "rabbitmq", URL: url, User: "guest", Password: "guest",
 		Exchange: "ex", RoutingKey: spec.DefaultRoutingKey, Queues: "none"}
@@ -244,7 +245,7 @@ func TestReturnInBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pub.Close()
-	ch, err := dial(t, url).Channel()
+	ch, err := rabbittest.Dial(t, url).Channel()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +282,7 @@ func TestReturnInBatch(t *testing.T) {
 	}
 
 	vh := url[strings.LastIndexByte(url, '/')+1:]
-	ctl(t, "close_all_connections", "-p", vh, "test")
+	rabbittest.Ctl(t, "close_all_connections", "-p", vh, "test")
 	time.Sleep(200 * time.Millisecond)
 	var errs []error
 	for range 3 {
