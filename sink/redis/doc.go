@@ -45,8 +45,10 @@
 //     for a whole script call: a value Redis evicted still counts as
 //     there for an UPDATE.
 //   - One script call a run. A worker's changes go as script calls
-//     (EVALSHA of applyScript) of at most the spec's batch changes, all
-//     of an Apply in one pipeline. A call is atomic: its rows and the
+//     (EVALSHA of applyScript) of at most the spec's batch changes (and
+//     at most 1,000), all of an Apply in one pipeline; a call reads its
+//     keys' versions with one MGET and writes json values and versions
+//     with one MSET. A call is atomic: its rows and the
 //     worker's checkpoint, {prefix}braid:sink:{sink}:{worker} ("seq:idx"),
 //     move together. The first call of an Apply runs only if the
 //     checkpoint is before its first change (sink.ErrBehind otherwise:
@@ -55,7 +57,9 @@
 //     one that failed and a checkpoint never passes a change not applied.
 //     A script that fails half way (out of memory, say) leaves some rows
 //     written and the checkpoint where it was: applied again, they are
-//     found applied by their versions.
+//     found applied by their versions. A server that lost its scripts
+//     (a restart, SCRIPT FLUSH) fails every call from the first with
+//     NOSCRIPT; Apply loads the script and sends those calls again.
 //   - Backfill. A cache reader that misses writes the row it read from
 //     MySQL with Backfill (BackfillScript), which writes only if the key
 //     has no value and its version key is not a tombstone: a row read
@@ -94,6 +98,16 @@
 // table's key pattern. A binary column's value is compared as canal's
 // text of it (each byte a character), which equals MySQL's only for
 // ASCII bytes.
+//
+// # Cost
+//
+// Each change writes two keys (value and version) through Lua, which
+// copies every argument in and out: BenchmarkRedisSink measures
+// redis-server at about 4 µs a json INSERT against 1.3 µs a plain SET of
+// the same key and value (a script that only MSETs value and version,
+// unguarded, takes 3.2 µs), so a sink bound by Redis's one thread applies
+// roughly 0.4 times as many rows a second as a plain pipelined SET loop
+// writes keys.
 //
 // # Concurrency
 //

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
@@ -28,11 +29,11 @@ type Target struct {
 	ttl    string // the tombstone TTL in milliseconds
 	batch  int    // changes per script call
 
-	tables    sync.Map // *change.Table → *tableInfo
-	nTables   atomic.Int64
-	logical   sync.Map // logical "schema.table" → *tableInfo, the latest applied
-	applySHA  string
-	advanceSH *goredis.Script
+	tables   sync.Map // *change.Table → *tableInfo
+	nTables  atomic.Int64
+	logical  sync.Map // logical "schema.table" → *tableInfo, the latest applied
+	applySHA string
+	advance  *goredis.Script
 
 	applied, upserts, missing atomic.Uint64
 }
@@ -63,8 +64,8 @@ func open(ctx context.Context, s spec.Sink) (*Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.Key = cmpOr(s.Key, spec.DefaultRedisKey)
-	s.Format = cmpOr(s.Format, "json")
+	s.Key = cmp.Or(s.Key, spec.DefaultRedisKey)
+	s.Format = cmp.Or(s.Format, "json")
 	if s.TombstoneTTL <= 0 {
 		s.TombstoneTTL = spec.Duration(spec.DefaultTombstoneTTL)
 	}
@@ -92,19 +93,12 @@ func open(ctx context.Context, s spec.Sink) (*Target, error) {
 	})
 	t := &Target{spec: s, c: c, key: compileKey(s.Key), prefix: prefix(s.Key), hash: s.Format == "hash",
 		ttl: fmt.Sprint(max(time.Duration(s.TombstoneTTL).Milliseconds(), 1)), batch: min(s.Batch, maxCall),
-		applySHA: scriptSHA(applyScript), advanceSH: goredis.NewScript(advanceScript)}
+		applySHA: scriptSHA(applyScript), advance: goredis.NewScript(advanceScript)}
 	if err := c.ScriptLoad(ctx, applyScript).Err(); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("sink %s (%s): %w: check the address and the password", s.Name, s.Address, err)
 	}
 	return t, nil
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 func scriptSHA(src string) string {
@@ -171,7 +165,7 @@ func (t *Target) ApplyDDL(ctx context.Context, ev *change.Event, workers int) er
 		keys[w] = checkpointKey(t.prefix, t.spec.Name, w)
 	}
 	p := string(appendPoint(nil, sink.Point{Seq: ev.Seq, Idx: sink.MaxIdx}))
-	if err := t.advanceSH.Run(ctx, t.c, keys, p).Err(); err != nil {
+	if err := t.advance.Run(ctx, t.c, keys, p).Err(); err != nil {
 		return fmt.Errorf("sink %s: DDL at seq %d: set the checkpoints: %w", t.spec.Name, ev.Seq, err)
 	}
 	return nil
