@@ -3,7 +3,10 @@ package redis
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
+	"sync/atomic"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -20,6 +23,9 @@ type tableInfo struct {
 	names           []string
 	fields          []any    // names, as hash fields
 	jsonKeys        [][]byte // `"name":`
+	// saved is set once names are in the target (columnsKey), for
+	// verify to read after a restart.
+	saved atomic.Bool
 }
 
 // maxTables bounds the cache of table versions: it is emptied when it
@@ -84,11 +90,22 @@ func (t *Target) Apply(ctx context.Context, worker int, changes []sink.Change) e
 	loaded := false
 	for len(calls) > 0 {
 		pipe := t.c.Pipeline()
+		saves := make([]*goredis.StatusCmd, len(e.save))
+		for i, in := range e.save {
+			names, _ := json.Marshal(in.names)
+			saves[i] = pipe.Set(ctx, t.columnsKey(in.database+"."+in.table), names, 0)
+		}
 		cmds := make([]*goredis.Cmd, len(calls))
 		for i, call := range calls {
 			cmds[i] = pipe.Do(ctx, call...)
 		}
 		pipe.Exec(ctx) // each command's error is looked at below
+		for i, cmd := range saves {
+			if cmd.Err() == nil {
+				e.save[i].saved.Store(true)
+			}
+		}
+		e.save = nil
 		failed := len(cmds)
 		for i, cmd := range cmds {
 			if cmd.Err() != nil {
@@ -139,7 +156,8 @@ type encoder struct {
 	t          *Target
 	buf        []byte
 	args       []arg
-	keys, argv []any // the call being built
+	keys, argv []any        // the call being built
+	save       []*tableInfo // table versions whose columns to save
 }
 
 // arg is an argument of a call: go-redis writes it as a bulk string.
@@ -197,6 +215,9 @@ func (e *encoder) keyPair(start int) {
 func (e *encoder) change(ch *sink.Change) {
 	rc := ch.Row
 	in := e.t.info(rc.Table)
+	if !in.saved.Load() && !slices.Contains(e.save, in) {
+		e.save = append(e.save, in)
+	}
 	start := len(e.buf)
 	e.buf = appendPoint(e.buf, sink.Point{Seq: ch.Seq, Idx: rc.Index})
 	ver := e.since(start)

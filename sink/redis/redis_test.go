@@ -178,8 +178,10 @@ var shopCols = []string{"id", "code", "amount", "note", "c"}
 // found a value, no UPDATE or DELETE missed one). braid sink verify's
 // comparison agrees, and names a value then changed, and a key deleted,
 // by hand. The whole stream read again from the start by a runner whose
-// checkpoints were deleted applies nothing: the versions guard each key;
-// and a runner blind to the checkpoints is refused (sink.ErrBehind).
+// checkpoints were deleted applies nothing: the versions guard each key
+// (and verify through a target opened then, which has applied nothing,
+// still knows the table's columns); and a runner blind to the
+// checkpoints is refused (sink.ErrBehind).
 func TestApplyEqualsSources(t *testing.T) {
 	c, prefix := redisPrefix(t)
 	shards := sinktest.StartShop(t)
@@ -329,6 +331,16 @@ func TestApplyEqualsSources(t *testing.T) {
 		}
 		if got := cacheRows(t, c, prefix+f+":", f, shopCols); !slices.Equal(got, before[i]) {
 			t.Errorf("%s: the cache changed when the stream was read again", f)
+		}
+		// A target that has applied nothing knows the table's columns
+		// from the target (a hash has no field for NULL): verify finds
+		// the two differences planted above, no more.
+		fresh := open(t, ds.Sinks[i])
+		defer fresh.Close()
+		res, err := verify.Run(ctx, verify.Config{Spec: ds, Sink: ds.Sinks[i], Target: fresh, Sample: 1000, Settle: time.Second,
+			Progress: func() (uint64, uint64) { a, _ := r.r.Applied(); return again.Dest.Stats().Seq, a }})
+		if err != nil || len(res.Differences) != 2 {
+			t.Errorf("%s: verify through a target that applied nothing: %v, differences %+v", f, err, res.Differences)
 		}
 	}
 

@@ -15,9 +15,10 @@ import (
 // Target): a row is its key's value, the JSON object's strings or the
 // hash's fields. A hash has no field for a NULL column, and a row written
 // before an ADD COLUMN has none for the new one: the columns of the table
-// version the sink last applied a row of are filled in as NULL (a sink
-// that has applied no row of the table since it started reports them as
-// columns the target lacks).
+// version the sink last applied a row of are filled in as NULL. The sink
+// saves them in the target too (columnsKey, once per table version and
+// process), so that a sink that has applied nothing since it started
+// knows them.
 
 // Lookup returns the row of logical's key (keyCols hold key, as the
 // source's text; origin is ignored: a redis sink has no origin column);
@@ -25,7 +26,7 @@ import (
 func (t *Target) Lookup(ctx context.Context, logical string, keyCols []string, key []*string, origin string) (map[string]*string, bool, error) {
 	db, name, _ := strings.Cut(logical, ".")
 	pk := make([]string, len(keyCols))
-	order := t.keyOrder(logical, keyCols)
+	order := t.keyOrder(t.columns(ctx, logical), keyCols)
 	for i, j := range order {
 		if key[j] != nil {
 			pk[i] = *key[j]
@@ -39,22 +40,18 @@ func (t *Target) Lookup(ctx context.Context, logical string, keyCols []string, k
 // keyOrder is the order of keyCols (the source's, as its primary key
 // lists them) in which {pk} joins them: the table's column order, as the
 // sink knows it from the rows it applied; keyCols' own otherwise.
-func (t *Target) keyOrder(logical string, keyCols []string) []int {
+func (t *Target) keyOrder(names, keyCols []string) []int {
 	order := make([]int, len(keyCols))
 	for i := range order {
 		order[i] = i
 	}
-	v, ok := t.logical.Load(logical)
-	if !ok {
-		return order
-	}
 	pos := func(c string) int {
-		for i, n := range v.(*tableInfo).names {
+		for i, n := range names {
 			if strings.EqualFold(n, c) {
 				return i
 			}
 		}
-		return len(v.(*tableInfo).names)
+		return len(names)
 	}
 	for i := 1; i < len(order); i++ { // few columns: insertion sort
 		for j := i; j > 0 && pos(keyCols[order[j]]) < pos(keyCols[order[j-1]]); j-- {
@@ -75,13 +72,13 @@ func (t *Target) read(ctx context.Context, logical, key string) (map[string]*str
 			return nil, fmt.Errorf("GET %s: %w", key, err)
 		}
 		row, err := parseJSONRow(key, s)
-		return t.fill(logical, row), err
+		return t.fill(ctx, logical, row), err
 	}
 	h, err := t.c.HGetAll(ctx, key).Result()
 	if err != nil {
 		return nil, fmt.Errorf("HGETALL %s: %w", key, err)
 	}
-	return t.fill(logical, hashRow(h)), nil
+	return t.fill(ctx, logical, hashRow(h)), nil
 }
 
 // parseJSONRow is a JSON value's row; a value that is not a string is
@@ -103,6 +100,32 @@ func parseJSONRow(key, s string) (map[string]*string, error) {
 	return row, nil
 }
 
+// columns are logical's columns: those of the table version the sink
+// last applied a row of, or else those a sink saved in the target
+// (columnsKey); nil when neither is known.
+func (t *Target) columns(ctx context.Context, logical string) []string {
+	if v, ok := t.logical.Load(logical); ok {
+		return v.(*tableInfo).names
+	}
+	s, err := t.c.Get(ctx, t.columnsKey(logical)).Result()
+	if err != nil {
+		return nil
+	}
+	var names []string
+	if json.Unmarshal([]byte(s), &names) != nil {
+		return nil
+	}
+	v, _ := t.logical.LoadOrStore(logical, &tableInfo{names: names})
+	return v.(*tableInfo).names
+}
+
+// columnsKey is where the sink keeps the column names of logical's
+// latest table version it applied, a JSON array: under
+// {prefix}braid:sink:{sink}:, which Sample leaves out.
+func (t *Target) columnsKey(logical string) string {
+	return t.prefix + "braid:sink:" + t.spec.Name + ":columns:" + logical
+}
+
 // hashRow is a hash's row (nil when it is empty).
 func hashRow(h map[string]string) map[string]*string {
 	if len(h) == 0 {
@@ -118,12 +141,11 @@ func hashRow(h map[string]string) map[string]*string {
 // fill adds to row the columns of logical's table (as the sink last
 // applied a row of it) that row lacks, as NULL: a hash's NULL columns,
 // and the columns added since the row was written.
-func (t *Target) fill(logical string, row map[string]*string) map[string]*string {
-	v, ok := t.logical.Load(logical)
-	if !ok || row == nil {
-		return row
+func (t *Target) fill(ctx context.Context, logical string, row map[string]*string) map[string]*string {
+	if row == nil {
+		return nil
 	}
-	for _, c := range v.(*tableInfo).names {
+	for _, c := range t.columns(ctx, logical) {
 		if _, ok := row[c]; !ok {
 			row[c] = nil
 		}
