@@ -95,7 +95,9 @@
 //
 // Target implements sink/verify's Target: Lookup builds a key from the
 // source's key text and reads its value; Sample SCANs the logical
-// table's key pattern. A binary column's value is compared as canal's
+// table's key pattern. A column a value lacks (a hash's NULL, a column
+// added after the row was written) is NULL, by the table's columns that
+// the sink keeps in {prefix}braid:sink:{sink}:columns:{database}.{table}. A binary column's value is compared as canal's
 // text of it (each byte a character), which equals MySQL's only for
 // ASCII bytes.
 //
