@@ -109,7 +109,8 @@
 // the same key and value (a script that only MSETs value and version,
 // unguarded, takes 3.2 µs), so a sink bound by Redis's one thread applies
 // roughly 0.4 times as many rows a second as a plain pipelined SET loop
-// writes keys.
+// writes keys. In memory, each row kept costs a second key, its version
+// (a deleted row's tombstone until it expires).
 //
 // # Concurrency
 //
