@@ -11,6 +11,7 @@ import (
 	"github.com/braid-cdc/braid/sink"
 	"github.com/braid-cdc/braid/sink/mysql"
 	"github.com/braid-cdc/braid/sink/postgres"
+	"github.com/braid-cdc/braid/sink/redis"
 	"github.com/braid-cdc/braid/sink/verify"
 	"github.com/braid-cdc/braid/spec"
 )
@@ -121,4 +122,5 @@ func (s *Set) Verify(ctx context.Context, name string, sample int, tables []stri
 var (
 	_ verify.Target = (*mysql.Target)(nil)
 	_ verify.Target = (*postgres.Target)(nil)
+	_ verify.Target = (*redis.Target)(nil)
 )
