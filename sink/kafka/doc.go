@@ -12,7 +12,10 @@
 //   - key: the JSON array of the row's primary-key values as text, in
 //     canal's string form, NULL as null (["1001"]; see Key): the after
 //     image's for an INSERT or UPDATE, the before image's for a DELETE. A
-//     DDL's key is its logical table, "database.table".
+//     DDL's key is its logical table, "database.table". An UPDATE that
+//     changes the primary key comes as the old key's DELETE and the new
+//     key's INSERT (the relay splits it for a publisher of MaxRows 1), so
+//     every change of a key is on that key's partition.
 //   - value: the canal flat message's JSON, as `braid capture` prints it,
 //     which Flink reads as canal-json.
 //   - headers: seq (the transaction's seq, decimal), n (the message's
