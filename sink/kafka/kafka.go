@@ -24,6 +24,9 @@ type Publisher struct {
 	cl     *kgo.Client // nil: connect at the next Publish
 	closed bool
 
+	// topics caches each logical table's topic ("database.table" →
+	// topic). Publish's alone.
+	topics map[string]string
 	// ends are the topics written to since the partition ends were last
 	// read, with what each partition holds; reset after an error, so that
 	// the next Publish reads them again. Publish's alone.
@@ -58,7 +61,7 @@ func open(ctx context.Context, s spec.Sink) (*Publisher, error) {
 	if len(s.Brokers) == 0 || s.Topic == "" {
 		return nil, fmt.Errorf("sink %s: brokers and topic must be set (spec's defaults)", s.Name)
 	}
-	p := &Publisher{name: s.Name, brokers: s.Brokers, topic: s.Topic, ends: map[string]*topicEnds{}}
+	p := &Publisher{name: s.Name, brokers: s.Brokers, topic: s.Topic, ends: map[string]*topicEnds{}, topics: map[string]string{}}
 	cl, err := p.client()
 	if err != nil {
 		return nil, err
@@ -155,7 +158,7 @@ func (p *Publisher) Publish(ctx context.Context, msgs []sink.Message) (err error
 	meta := make([]sent, 0, len(msgs))
 	for i := range msgs {
 		m := &msgs[i]
-		topic := Topic(p.topic, m.Database, m.Table)
+		topic := p.topicOf(m)
 		t := p.ends[topic]
 		if t == nil {
 			if t, err = learn(ctx, cl, p.brokers, topic); err != nil {
@@ -179,6 +182,17 @@ func (p *Publisher) Publish(ctx context.Context, msgs []sink.Message) (err error
 	}
 	errs := p.produce(ctx, cl, recs)
 	return p.check(msgs, recs, errs, func(k int) int { return meta[k].i })
+}
+
+// topicOf is message m's topic.
+func (p *Publisher) topicOf(m *sink.Message) string {
+	logical := m.Database + "." + m.Table
+	t, ok := p.topics[logical]
+	if !ok {
+		t = Topic(p.topic, m.Database, m.Table)
+		p.topics[logical] = t
+	}
+	return t
 }
 
 // chunk is how many records Publish buffers before it flushes them.
