@@ -79,7 +79,13 @@
 //
 // A Publisher's Publish is called by one goroutine at a time (the
 // Runner's); Stats, Skipped and Close are safe to call from others, and
-// Close makes records not yet produced fail. The franz-go client runs its
+// Close makes a Publish blocked on the brokers return. A Publish whose
+// context ends fails the records not yet sent at once and waits for
+// those sent; if the brokers have not answered for them 10 s later it
+// closes its client, which fails them (a broker that had read one may
+// still write it: the next Publish reads the partition ends again).
+// Publish waits on a goroutine of its own, which it ends before it
+// returns. The franz-go client runs its
 // own goroutines, stopped by Close; reading partition ends uses a
 // short-lived consumer client, closed before it returns.
 package kafka

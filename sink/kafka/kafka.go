@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -230,10 +231,7 @@ func (p *Publisher) produce(ctx context.Context, cl *kgo.Client, recs []*kgo.Rec
 		for _, r := range part {
 			cl.Produce(ctx, r, promise)
 		}
-		// Not cut short by ctx: records sent must be waited for, and
-		// those not sent fail at once once ctx ends.
-		cl.Flush(context.WithoutCancel(ctx))
-		wg.Wait()
+		p.await(ctx, cl, &wg)
 		if failed {
 			for k := start + len(part); k < len(recs); k++ {
 				errs[k] = errNotProduced
@@ -242,6 +240,37 @@ func (p *Publisher) produce(ctx context.Context, cl *kgo.Client, recs []*kgo.Rec
 		}
 	}
 	return errs
+}
+
+// abandonAfter is how long a Publish whose ctx ended waits for records
+// already sent before it closes its client.
+var abandonAfter = 10 * time.Second
+
+// await flushes cl and waits for every promise of wg. Not cut short by
+// ctx at once: the records not yet sent fail as soon as ctx ends, but
+// those sent are waited for (their outcome is what the next Publish must
+// know); if the brokers still have not answered abandonAfter after ctx
+// ended (they are down), the client is closed, which fails them. A record
+// sent then may still be written if a broker had read it: the next
+// Publish, or the next process, reads the partition ends again.
+func (p *Publisher) await(ctx context.Context, cl *kgo.Client, wg *sync.WaitGroup) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cl.Flush(context.WithoutCancel(ctx))
+		wg.Wait()
+	}()
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
+	select {
+	case <-done:
+	case <-time.After(abandonAfter):
+		p.drop(cl)
+		<-done
+	}
 }
 
 // errNotProduced marks a record produce did not produce, after a failure
