@@ -119,7 +119,8 @@ func (p *Publisher) Stats() sink.Stats {
 // and did not produce again.
 func (p *Publisher) Skipped() uint64 { return p.skipped.Load() }
 
-// Close disconnects; records not yet produced fail.
+// Close disconnects: records not yet acked fail, and a Publish waiting
+// for them returns.
 func (p *Publisher) Close() error {
 	p.mu.Lock()
 	cl := p.cl
@@ -151,12 +152,8 @@ func (p *Publisher) Publish(ctx context.Context, msgs []sink.Message) (err error
 			p.drop(cl)
 		}
 	}()
-	type sent struct {
-		i    int // msgs[i]
-		part int32
-	}
 	recs := make([]*kgo.Record, 0, len(msgs))
-	meta := make([]sent, 0, len(msgs))
+	from := make([]int, 0, len(msgs)) // recs[k] is msgs[from[k]]'s
 	for i := range msgs {
 		m := &msgs[i]
 		topic := p.topicOf(m)
@@ -176,13 +173,13 @@ func (p *Publisher) Publish(ctx context.Context, msgs []sink.Message) (err error
 		}
 		t.last[part], t.has[part] = pos, true
 		recs = append(recs, Record(m, topic, part, key))
-		meta = append(meta, sent{i, part})
+		from = append(from, i)
 	}
 	if len(recs) == 0 {
 		return nil
 	}
 	errs := p.produce(ctx, cl, recs)
-	return p.check(msgs, recs, errs, func(k int) int { return meta[k].i })
+	return p.check(msgs, recs, errs, func(k int) int { return from[k] })
 }
 
 // topicOf is message m's topic.
