@@ -96,8 +96,8 @@ func TestCaptureKafkaSinkSurvivesKills(t *testing.T) {
 		requests atomic.Int64
 		kills    = make(chan struct{}, 2)
 	)
-	k1 := 3 + rand.Int64N(8)
-	k2 := k1 + 4 + rand.Int64N(10)
+	k1 := 2 + rand.Int64N(4)
+	k2 := k1 + 2 + rand.Int64N(5) // a run makes 17 to 41
 	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
 		if n := requests.Add(1); n == k1 || n == k2 {
