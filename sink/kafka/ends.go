@@ -70,9 +70,10 @@ func learn(ctx context.Context, cl *kgo.Client, brokers []string, topic string) 
 
 // partitions is how many partitions topic has, asking the brokers to
 // create it if missing (which they do if set to), and waiting up to 10 s
-// for a topic being created to have leaders.
+// for a topic being created to have leaders. A topic still unknown after
+// 2 s (time for a broker to hear of one another created) is ErrNoTopic.
 func partitions(ctx context.Context, cl *kgo.Client, topic string) (int32, error) {
-	deadline := time.Now().Add(10 * time.Second)
+	start := time.Now()
 	for {
 		req := kmsg.NewPtrMetadataRequest()
 		rt := kmsg.NewMetadataRequestTopic()
@@ -98,8 +99,9 @@ func partitions(ctx context.Context, cl *kgo.Client, topic string) (int32, error
 				return int32(len(t.Partitions)), nil
 			}
 		}
-		retry := err == nil || errors.Is(err, kerr.LeaderNotAvailable) || errors.Is(err, kerr.UnknownTopicOrPartition)
-		if !retry || time.Now().After(deadline) {
+		unknown := errors.Is(err, kerr.UnknownTopicOrPartition)
+		retry := err == nil || errors.Is(err, kerr.LeaderNotAvailable) || unknown
+		if waited := time.Since(start); !retry || waited > 10*time.Second || unknown && waited > 2*time.Second {
 			if errors.Is(err, kerr.UnknownTopicOrPartition) {
 				return 0, fmt.Errorf("topic %s: %w and the brokers do not create topics: create it, with the partitions it should have", topic, ErrNoTopic)
 			}
