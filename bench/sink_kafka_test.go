@@ -27,10 +27,10 @@ import (
 // one row each on shop_0.orders of one MariaDB server, read by a
 // sink.Runner from the stream's first position: 20,001 canal flat
 // messages of one row (580 bytes of JSON on average), in the store
-// batches the Runner hands a publisher (about 80 messages a batch, as the
-// stream is read), sent BRAID_BENCH_KAFKA_PASSES times over (default 5:
-// 100,005 records), each pass's seqs after the last's. Both ways produce
-// exactly those batches.
+// batches the Runner hands a publisher (80 to 190 messages a batch, as
+// the stream is read), sent BRAID_BENCH_KAFKA_PASSES times over (default
+// 5: 100,005 records), each pass's seqs after the last's. Both ways
+// produce exactly those batches.
 //
 // The ways, each into a Kafka of its own (kfake, franz-go's in-process
 // cluster, one broker, started for each way and run) holding topic
