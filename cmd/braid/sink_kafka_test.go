@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -16,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/braid-cdc/braid/internal/testutil/braidproc"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/sink/kafka/kafkatest"
 )
@@ -62,29 +59,9 @@ func TestCaptureKafkaSinkSurvivesKills(t *testing.T) {
 	addr := c.ListenAddrs()[0]
 	shards := sinktest.StartShop(t)
 	specFile := writeSpec(t, shopSpecYAML(shards[:3], fmt.Sprintf("sinks:\n  - {name: events, type: kafka, brokers: ['%s']}\n", addr)))
-	bin := braidproc.Binary(t)
 	cursorDir := t.TempDir()
-	logPath := filepath.Join(t.TempDir(), "capture.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logf.Close()
-	t.Cleanup(func() {
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			t.Logf("capture's log:\n%s", b)
-		}
-	})
-	start := func() *exec.Cmd {
-		cmd := exec.Command(bin, "capture", "-f", specFile, "--quiet", "--cursor-dir", cursorDir)
-		cmd.Stdout, cmd.Stderr = logf, logf
-		if err := cmd.Start(); err != nil {
-			t.Error(err)
-			return nil
-		}
-		return cmd
-	}
+	capture := newCaptureRun(t, specFile)
+	start := func() *exec.Cmd { return capture.start("--quiet", "--cursor-dir", cursorDir) }
 
 	// The capture is killed twice as its k'th produce request reaches
 	// the broker, which then writes it: the records land, their ack never

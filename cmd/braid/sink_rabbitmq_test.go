@@ -3,15 +3,12 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/braid-cdc/braid/internal/testutil/braidproc"
 	"github.com/braid-cdc/braid/internal/testutil/rabbittest"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 )
@@ -31,28 +28,9 @@ func TestCaptureRabbitMQSinkSurvivesKills(t *testing.T) {
 	shards := sinktest.StartShop(t)
 	specFile := writeSpec(t, shopSpecYAML(shards[:3], fmt.Sprintf(
 		"sinks:\n  - {name: mq, type: rabbitmq, url: '%s', password: guest, queues: per-table}\n", url)))
-	bin := braidproc.Binary(t)
 	cursorDir := t.TempDir()
-	logPath := filepath.Join(t.TempDir(), "capture.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logf.Close()
-	t.Cleanup(func() {
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			t.Logf("capture's log:\n%s", b)
-		}
-	})
-	start := func() *exec.Cmd {
-		cmd := exec.Command(bin, "capture", "-f", specFile, "--quiet", "--cursor-dir", cursorDir)
-		cmd.Stdout, cmd.Stderr = logf, logf
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return cmd
-	}
+	capture := newCaptureRun(t, specFile)
+	start := func() *exec.Cmd { return capture.start("--quiet", "--cursor-dir", cursorDir) }
 
 	cmd := start()
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()

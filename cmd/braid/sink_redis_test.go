@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -16,7 +15,6 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/braid-cdc/braid/api/wire"
-	"github.com/braid-cdc/braid/internal/testutil/braidproc"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/sink/redis"
 )
@@ -100,28 +98,9 @@ func TestCaptureRedisSinkSurvivesKills(t *testing.T) {
 	shards := sinktest.StartShards(t, "(id BIGINT PRIMARY KEY, amount INT NOT NULL, note VARCHAR(40))")
 	tmpl := prefix + "{table}:{pk}"
 	specFile := writeSpec(t, shopSpecYAML(shards[:3], fmt.Sprintf("sinks:\n  - {name: cache, type: redis, address: '127.0.0.1:6379', key: '%s', workers: 4, batch: 20}\n", tmpl)))
-	bin := braidproc.Binary(t)
 	cursorDir := t.TempDir()
-	logPath := filepath.Join(t.TempDir(), "capture.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logf.Close()
-	t.Cleanup(func() {
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			t.Logf("capture's log:\n%s", b)
-		}
-	})
-	start := func(args ...string) *exec.Cmd {
-		cmd := exec.Command(bin, append([]string{"capture", "-f", specFile}, args...)...)
-		cmd.Stdout, cmd.Stderr = logf, logf
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return cmd
-	}
+	capture := newCaptureRun(t, specFile)
+	start := capture.start
 	quiet := func() *exec.Cmd { return start("--quiet", "--cursor-dir", cursorDir) }
 	key := func(id int64) string { return redis.KeyFor(tmpl, "shop", "orders", []string{fmt.Sprint(id)}) }
 

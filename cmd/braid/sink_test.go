@@ -69,28 +69,9 @@ func TestCaptureSinkSurvivesKills(t *testing.T) {
 func testCaptureSinkSurvivesKills(t *testing.T, tg auditedDB) {
 	shards := sinktest.StartShards(t, "(id BIGINT PRIMARY KEY, amount INT NOT NULL, note VARCHAR(40))")
 	specFile := writeSpec(t, shopSpecYAML(shards[:3], "sinks:\n  - "+tg.sinkYAML()+"\n"))
-	bin := braidproc.Binary(t)
 	cursorDir := t.TempDir()
-	logPath := filepath.Join(t.TempDir(), "capture.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logf.Close()
-	t.Cleanup(func() {
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			t.Logf("capture's log:\n%s", b)
-		}
-	})
-	start := func() *exec.Cmd {
-		cmd := exec.Command(bin, "capture", "-f", specFile, "--quiet", "--cursor-dir", cursorDir)
-		cmd.Stdout, cmd.Stderr = logf, logf
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return cmd
-	}
+	capture := newCaptureRun(t, specFile)
+	start := func() *exec.Cmd { return capture.start("--quiet", "--cursor-dir", cursorDir) }
 
 	// Each shard: rows inserted in batches, each updated once; the
 	// capture is killed in the middle, three times.
@@ -273,3 +254,43 @@ func (a *auditedTarget) tables() (orders, applied string) {
 }
 
 func (a *auditedTarget) read(q string) []string { return sinktest.Query(a.db, q) }
+
+// captureRun starts `braid capture` processes of one spec for a test,
+// all writing to one log that the test prints if it fails.
+type captureRun struct {
+	t         *testing.T
+	bin, spec string
+	log       *os.File
+}
+
+// newCaptureRun is a captureRun of specFile, with braid built.
+func newCaptureRun(t *testing.T, specFile string) *captureRun {
+	t.Helper()
+	bin := braidproc.Binary(t)
+	logPath := filepath.Join(t.TempDir(), "capture.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		logf.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("capture's log:\n%s", b)
+		}
+	})
+	return &captureRun{t: t, bin: bin, spec: specFile, log: logf}
+}
+
+// start starts `braid capture -f SPEC args...`. It may be called from
+// any goroutine: a failure to start is reported with t.Error, and start
+// returns nil then.
+func (c *captureRun) start(args ...string) *exec.Cmd {
+	cmd := exec.Command(c.bin, append([]string{"capture", "-f", c.spec}, args...)...)
+	cmd.Stdout, cmd.Stderr = c.log, c.log
+	if err := cmd.Start(); err != nil {
+		c.t.Error(err)
+		return nil
+	}
+	return cmd
+}
