@@ -1,11 +1,10 @@
 package redis
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"slices"
 	"sync/atomic"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -56,222 +55,189 @@ func (t *Target) info(tv *change.Table) *tableInfo {
 	return in
 }
 
-// Apply implements sink.Target: the changes go as script calls of at
-// most batch changes each (applyScript), all in one pipeline; each call
-// sets the worker's checkpoint to its last change, and runs only if the
-// call before it did.
+// maxTx bounds the changes of one transaction (MULTI/EXEC), which Redis
+// runs alone: the Runner's cap of a worker's share of a store batch.
+const maxTx = 2048
+
+// Apply implements sink.Target: the changes go in transactions of at
+// most maxTx changes, one after another, each guarded by a WATCH of the
+// worker's checkpoint (apply).
 func (t *Target) Apply(ctx context.Context, worker int, changes []sink.Change) error {
-	if len(changes) == 0 {
-		return nil
-	}
-	ck := checkpointKey(t.prefix, t.spec.Name, worker)
-	e := &encoder{t: t, buf: make([]byte, 0, 256*len(changes)), args: make([]arg, 0, 6*len(changes))}
-	var calls [][]any
-	var prev sink.Point
-	for start := 0; start < len(changes); start += t.batch {
-		chunk := changes[start:min(start+t.batch, len(changes))]
-		first := sink.Point{Seq: chunk[0].Seq, Idx: chunk[0].Row.Index}
-		last := sink.Point{Seq: chunk[len(chunk)-1].Seq, Idx: chunk[len(chunk)-1].Row.Index}
-		mode, at := "f", first
-		if start > 0 {
-			mode, at = "c", prev
+	for len(changes) > 0 {
+		n := min(len(changes), maxTx)
+		if err := t.apply(ctx, worker, changes[:n]); err != nil {
+			return err
 		}
-		e.keys = append(e.keys[:0], ck)
-		e.argv = append(e.argv[:0], mode, string(appendPoint(nil, at)), string(appendPoint(nil, last)), t.ttl, t.spec.Format)
-		for i := range chunk {
-			e.change(&chunk[i])
-		}
-		call := make([]any, 0, 3+len(e.keys)+len(e.argv))
-		call = append(call, "evalsha", t.applySHA, len(e.keys))
-		call = append(append(call, e.keys...), e.argv...)
-		calls = append(calls, call)
-		prev = last
-	}
-	loaded := false
-	for len(calls) > 0 {
-		pipe := t.c.Pipeline()
-		saves := make([]*goredis.StatusCmd, len(e.save))
-		for i, in := range e.save {
-			names, _ := json.Marshal(in.names)
-			saves[i] = pipe.Set(ctx, t.columnsKey(in.database+"."+in.table), names, 0)
-		}
-		cmds := make([]*goredis.Cmd, len(calls))
-		for i, call := range calls {
-			cmds[i] = pipe.Do(ctx, call...)
-		}
-		pipe.Exec(ctx) // each command's error is looked at below
-		for i, cmd := range saves {
-			if cmd.Err() == nil {
-				e.save[i].saved.Store(true)
-			}
-		}
-		e.save = nil
-		failed := len(cmds)
-		for i, cmd := range cmds {
-			if cmd.Err() != nil {
-				failed = i
-				break
-			}
-			t.count(cmd)
-		}
-		if failed == len(cmds) {
-			return nil
-		}
-		err := cmds[failed].Err()
-		if goredis.HasErrorPrefix(err, "NOSCRIPT") && !loaded {
-			// The server lost its scripts (a restart, SCRIPT FLUSH):
-			// every call from this one failed, since each runs only if
-			// the one before it did; load it and send them again.
-			if err := t.c.ScriptLoad(ctx, applyScript).Err(); err != nil {
-				return fmt.Errorf("sink %s: worker %d: load the apply script: %w", t.spec.Name, worker, err)
-			}
-			loaded, calls = true, calls[failed:]
-			continue
-		}
-		if goredis.HasErrorPrefix(err, "BRAIDBEHIND") {
-			return fmt.Errorf("sink %s: worker %d: %w (%v)", t.spec.Name, worker, sink.ErrBehind, err)
-		}
-		return fmt.Errorf("sink %s: worker %d: apply seq %d row %d on: %w", t.spec.Name, worker, changes[0].Seq, changes[0].Row.Index, err)
+		changes = changes[n:]
 	}
 	return nil
 }
 
-// count adds a script call's counts to the target's.
-func (t *Target) count(cmd *goredis.Cmd) {
-	r, _ := cmd.Slice()
-	if len(r) != 3 {
-		return
+// apply applies changes in one transaction, on a connection of its own,
+// in two round trips:
+//
+//  1. WATCH the worker's checkpoint key, GET it, and MGET the version
+//     keys of the keys the changes touch (and SET the columns of table
+//     versions not saved yet);
+//  2. if the checkpoint is before the first change (else sink.ErrBehind),
+//     plan the writes from the versions (batch.plan), and send them with
+//     the checkpoint's SET in MULTI/EXEC. EXEC fails (nil) if anything
+//     wrote the checkpoint since the WATCH: another runner, ErrBehind.
+func (t *Target) apply(ctx context.Context, worker int, changes []sink.Change) error {
+	ck := checkpointKey(t.prefix, t.spec.Name, worker)
+	first := sink.Point{Seq: changes[0].Seq, Idx: changes[0].Row.Index}
+	last := sink.Point{Seq: changes[len(changes)-1].Seq, Idx: changes[len(changes)-1].Row.Index}
+	b := newBatch(t, len(changes))
+	defer b.free()
+	for i := range changes {
+		b.add(&changes[i])
 	}
-	n := func(v any) uint64 { x, _ := v.(int64); return uint64(max(x, 0)) }
-	t.applied.Add(n(r[0]))
-	t.upserts.Add(n(r[1]))
-	t.missing.Add(n(r[2]))
-}
-
-// encoder builds the arguments of script calls (applyScript's). Their
-// bytes go one after another in buf, and each argument is an *arg into
-// it, which an interface holds without an allocation of its own; when
-// buf or args grow, the arguments made before keep the old arrays.
-type encoder struct {
-	t          *Target
-	buf        []byte
-	args       []arg
-	keys, argv []any        // the call being built
-	save       []*tableInfo // table versions whose columns to save
-}
-
-// arg is an argument of a call: go-redis writes it as a bulk string.
-type arg struct{ b []byte }
-
-// MarshalBinary implements encoding.BinaryMarshaler, for go-redis.
-func (a *arg) MarshalBinary() ([]byte, error) { return a.b, nil }
-
-// since is the argument of what was appended to buf from start on.
-func (e *encoder) since(start int) any {
-	if len(e.args) == cap(e.args) {
-		e.args = make([]arg, 0, max(256, cap(e.args)))
+	fail := func(what string, err error) error {
+		return fmt.Errorf("sink %s: worker %d: apply seq %d row %d on: %s: %w", t.spec.Name, worker, first.Seq, first.Idx, what, err)
 	}
-	e.args = append(e.args, arg{e.buf[start:len(e.buf):len(e.buf)]})
-	return &e.args[len(e.args)-1]
-}
+	conn := t.c.Conn()
+	defer conn.Close()
 
-// key appends the key of ch's row, from its after image or its before
-// image.
-func (e *encoder) key(ch *sink.Change, in *tableInfo, after bool) (start int) {
-	rc := ch.Row
-	img := ch.Before
-	if after {
-		img = ch.After
+	// Round trip 1. The UNWATCH drops what a connection may still watch
+	// from a transaction that never ran EXEC.
+	pipe := conn.Pipeline()
+	pipe.Do(ctx, "unwatch")
+	pipe.Do(ctx, "watch", ck)
+	saves := make([]*goredis.StatusCmd, len(b.save))
+	for i, in := range b.save {
+		names, _ := json.Marshal(in.names)
+		saves[i] = pipe.Set(ctx, t.columnsKey(in.database+"."+in.table), names, 0)
 	}
-	start = len(e.buf)
-	e.buf = e.t.key.append(e.buf, in.database, in.table, func(b []byte) []byte {
-		for j, i := range in.keyIdx {
-			if j > 0 {
-				b = append(b, ':')
-			}
-			if in.binKey[j] && img != nil {
-				if v, ok := img[i].([]byte); ok {
-					b = append(b, v...) // the bytes MySQL returns
-					continue
-				}
-			}
-			b, _ = rc.AppendText(b, after, i)
+	at := pipe.Get(ctx, ck)
+	var reads []*goredis.SliceCmd
+	for i := 0; i < len(b.slots); i += t.batch {
+		keys := make([]any, 0, min(t.batch, len(b.slots)-i)+1)
+		keys = append(keys, "mget")
+		for _, sl := range b.slots[i:min(i+t.batch, len(b.slots))] {
+			keys = append(keys, sl.vkey)
 		}
-		return b
-	})
-	return start
-}
-
-// keyPair adds the key appended from start on and its version key to
-// the call's keys.
-func (e *encoder) keyPair(start int) {
-	end := len(e.buf)
-	k := e.since(start)
-	e.buf = append(append(e.buf, e.buf[start:end]...), versionSuffix...)
-	e.keys = append(e.keys, k, e.since(end))
-}
-
-// change adds a change's keys and arguments to the call.
-func (e *encoder) change(ch *sink.Change) {
-	rc := ch.Row
-	in := e.t.info(rc.Table)
-	if !in.saved.Load() && !slices.Contains(e.save, in) {
-		e.save = append(e.save, in)
+		cmd := goredis.NewSliceCmd(ctx, keys...)
+		pipe.Process(ctx, cmd)
+		reads = append(reads, cmd)
 	}
-	start := len(e.buf)
-	e.buf = appendPoint(e.buf, sink.Point{Seq: ch.Seq, Idx: rc.Index})
-	ver := e.since(start)
-	switch rc.Kind {
-	case change.Insert:
-		e.keyPair(e.key(ch, in, true))
-		e.argv = append(e.argv, "i", ver)
-	case change.Delete:
-		e.keyPair(e.key(ch, in, false))
-		e.argv = append(e.argv, "d", ver)
-		return
-	case change.Update:
-		o := e.key(ch, in, false)
-		k := e.key(ch, in, true)
-		if bytes.Equal(e.buf[o:k], e.buf[k:]) {
-			e.buf = e.buf[:k]
-			e.keyPair(o)
-			e.argv = append(e.argv, "u", ver)
-		} else {
-			kb := append([]byte(nil), e.buf[k:]...)
-			e.buf = e.buf[:k]
-			e.keyPair(o)
-			k = len(e.buf)
-			e.buf = append(e.buf, kb...)
-			e.keyPair(k)
-			e.argv = append(e.argv, "m", ver)
+	pipe.Exec(ctx) // each command's error is looked at below
+	if err := at.Err(); err != nil && !errors.Is(err, goredis.Nil) {
+		return fail("read the checkpoint", err)
+	}
+	for i, cmd := range saves {
+		if cmd.Err() == nil {
+			b.save[i].saved.Store(true)
 		}
 	}
-	if !e.t.hash {
-		start := len(e.buf)
-		e.buf = append(e.buf, '{')
-		for i := range in.names {
-			if i > 0 {
-				e.buf = append(e.buf, ',')
-			}
-			e.buf = append(e.buf, in.jsonKeys[i]...)
-			var null bool
-			if e.buf, null = rc.AppendJSON(e.buf, true, i); null {
-				e.buf = append(e.buf, "null"...)
-			}
+	if s, err := at.Result(); err == nil {
+		p, ok := parsePoint(s)
+		if !ok {
+			return fmt.Errorf("sink %s: checkpoint key %s holds %q, not seq:idx", t.spec.Name, ck, s)
 		}
-		e.buf = append(e.buf, '}')
-		e.argv = append(e.argv, e.since(start))
-		return
+		if !p.Before(first) {
+			return fmt.Errorf("sink %s: worker %d: %w (the worker checkpoint is at %s, past %s)",
+				t.spec.Name, worker, sink.ErrBehind, s, appendPoint(nil, first))
+		}
 	}
-	n := len(e.argv)
-	e.argv = append(e.argv, 0)
-	for i := range in.names {
-		start := len(e.buf)
-		var null bool
-		if e.buf, null = rc.AppendText(e.buf, true, i); null {
+	got := make([]any, 0, len(b.slots))
+	for _, cmd := range reads {
+		if err := cmd.Err(); err != nil {
+			return fail("read the versions", err)
+		}
+		got = append(got, cmd.Val()...)
+	}
+	if err := b.read(got); err != nil {
+		return fail("read the versions", err)
+	}
+	n := b.plan()
+	if t.beforeExec != nil {
+		t.beforeExec()
+	}
+
+	// Round trip 2.
+	probes, err := t.write(ctx, conn, b, ck, last)
+	if errors.Is(err, goredis.TxFailedErr) {
+		return fmt.Errorf("sink %s: worker %d: %w (the worker checkpoint changed while applying seq %d row %d on: another runner)",
+			t.spec.Name, worker, sink.ErrBehind, first.Seq, first.Idx)
+	}
+	if err != nil {
+		return fail("write", err)
+	}
+	for _, p := range probes {
+		if p.Val() == 0 {
+			n.missing++
+		}
+	}
+	t.applied.Add(n.applied)
+	t.upserts.Add(n.upserts)
+	t.missing.Add(n.missing)
+	return nil
+}
+
+// write sends what b planned, and the checkpoint's SET, in MULTI/EXEC.
+// Each key is written once, in its last state: a DEL of the keys to
+// delete (the probes one by one, for their replies) and, format hash, of
+// the hashes to write again, so that a dropped column's field goes; the
+// hashes' HSETs; MSETs of the json values and the live versions (a SET
+// drops the TTL a tombstone had); a SET ... PX of each tombstone. A DEL
+// or an MSET carries the keys of at most the spec's batch changes.
+func (t *Target) write(ctx context.Context, conn *goredis.Conn, b *batch, ck string, last sink.Point) (probes []*goredis.IntCmd, err error) {
+	pipe := conn.TxPipeline()
+	var del, mset []any
+	// flush sends a DEL or an MSET once it has the args of batch keys
+	// (per arguments each), or whatever it has (all).
+	flush := func(args *[]any, per int, all bool) {
+		if len(*args) > 1 && (all || len(*args) >= 1+per*t.batch) {
+			pipe.Do(ctx, *args...)
+			*args = nil
+		}
+	}
+	for i := range b.slots {
+		sl := &b.slots[i]
+		switch {
+		case sl.state == 0:
+		case sl.probe:
+			cmd := goredis.NewIntCmd(ctx, "del", sl.key)
+			pipe.Process(ctx, cmd)
+			probes = append(probes, cmd)
+		case sl.state == 'd' || t.hash:
+			if del == nil {
+				del = append(make([]any, 0, 1+t.batch), "del")
+			}
+			del = append(del, sl.key)
+			flush(&del, 1, false)
+		}
+	}
+	flush(&del, 1, true)
+	for i := range b.slots {
+		sl := &b.slots[i]
+		if sl.state != 'w' {
 			continue
 		}
-		e.argv = append(e.argv, in.fields[i], e.since(start))
+		o := &b.ops[sl.last]
+		if mset == nil {
+			mset = append(make([]any, 0, 1+4*t.batch), "mset")
+		}
+		if t.hash {
+			if o.f1 > o.f0 {
+				pipe.Do(ctx, append([]any{"hset", sl.key}, b.fields[o.f0:o.f1]...)...)
+			}
+			mset = append(mset, sl.vkey, b.arg(o.tomb+1, o.end))
+			flush(&mset, 2, false)
+			continue
+		}
+		mset = append(mset, sl.key, o.val, sl.vkey, b.arg(o.tomb+1, o.end))
+		flush(&mset, 4, false)
 	}
-	e.argv[n] = (len(e.argv) - n - 1) / 2
+	flush(&mset, 4, true)
+	for i := range b.slots {
+		sl := &b.slots[i]
+		if sl.state == 'd' {
+			o := &b.ops[sl.last]
+			pipe.Do(ctx, "set", sl.vkey, b.arg(o.tomb, o.end), "px", t.ttl)
+		}
+	}
+	pipe.Set(ctx, ck, appendPoint(nil, last), 0)
+	_, err = pipe.Exec(ctx)
+	return probes, err
 }

@@ -29,37 +29,52 @@
 // # Invariants
 //
 //   - Version guard. A change is applied only if its key's version is
-//     absent or older than the change's (seqs are compared exactly, by
-//     length and then digits, since Lua's numbers are doubles): applying
-//     a change twice, or an older one after a newer, changes nothing.
-//     INSERT and UPDATE write the full after-image (hash: DEL, then HSET,
-//     so that a dropped column's field goes) and the live version; DELETE
-//     deletes the value and leaves the tombstone; an UPDATE that changes
-//     the key does both, the old key under the tombstone. Counted:
-//     Applied, the row changes written; Upserts, the INSERTs whose key
-//     had a live version (a value the sink wrote, of an older change);
-//     Missing, the UPDATEs whose key had no live version (never written,
-//     or deleted; the after-image is written all the same), and the
-//     DELETEs (and the old key of a moving UPDATE) whose value was not
-//     there. Existence is read from the versions, which one MGET reads
-//     for a whole script call: a value Redis evicted still counts as
-//     there for an UPDATE.
-//   - One script call a run. A worker's changes go as script calls
-//     (EVALSHA of applyScript) of at most the spec's batch changes (and
-//     at most 1,000), all of an Apply in one pipeline; a call reads its
-//     keys' versions with one MGET and writes json values and versions
-//     with one MSET. A call is atomic: its rows and the
-//     worker's checkpoint, {prefix}braid:sink:{sink}:{worker} ("seq:idx"),
-//     move together. The first call of an Apply runs only if the
-//     checkpoint is before its first change (sink.ErrBehind otherwise:
-//     another runner applied it), every later one only if the checkpoint
-//     is where the call before it left it, so that no call applies after
-//     one that failed and a checkpoint never passes a change not applied.
-//     A script that fails half way (out of memory, say) leaves some rows
-//     written and the checkpoint where it was: applied again, they are
-//     found applied by their versions. A server that lost its scripts
-//     (a restart, SCRIPT FLUSH) fails every call from the first with
-//     NOSCRIPT; Apply loads the script and sends those calls again.
+//     absent or older than the change's (seq, then index, as numbers:
+//     any uint64 compares exactly): applying a change twice, or an older
+//     one after a newer, changes nothing. INSERT and UPDATE write the full
+//     after-image (hash: DEL, then HSET, so that a dropped column's field
+//     goes) and the live version (a SET, which drops a tombstone's TTL);
+//     DELETE deletes the value and leaves the tombstone; an UPDATE that
+//     changes the key does both, the old key under the tombstone.
+//     Counted: Applied, the row changes written; Upserts, the INSERTs
+//     whose key had a live version (a value the sink wrote, of an older
+//     change); Missing, the UPDATEs whose key had no live version (never
+//     written, or deleted; the after-image is written all the same), and
+//     the DELETEs (and the old key of a moving UPDATE) whose value was
+//     not there. An UPDATE's existence is read from the versions: a value
+//     Redis evicted still counts as there; a DELETE's from its DEL.
+//   - One transaction an Apply. A worker's changes go as transactions of
+//     at most 2,048 changes (an Apply's, usually all of them), each in
+//     two round trips on a connection of its own: WATCH of the worker's
+//     checkpoint, {prefix}braid:sink:{sink}:{worker} ("seq:idx"), GET of
+//     it and MGET of the versions of the keys the changes touch; then,
+//     the versions compared in Go (a key's later change in the
+//     transaction sees its earlier one), MULTI, the writes of each key's
+//     last state (DELs, HSETs, MSETs of json values and live versions,
+//     a SET ... PX of each tombstone), the checkpoint's SET, EXEC. A
+//     statement (MGET, MSET, DEL) carries the keys of at most the spec's
+//     batch changes. The rows and the checkpoint move together: none of
+//     those commands can fail alone, and Redis refuses a whole EXEC (out
+//     of memory, say), so a transaction is applied whole or not at all,
+//     and an error leaves the checkpoint where it was (the runner
+//     applies from it again, and the versions find what was applied
+//     before). A transaction runs only if the checkpoint is before its
+//     first change (sink.ErrBehind otherwise: another runner applied
+//     it), and EXEC runs nothing if the checkpoint was written since the
+//     WATCH (ErrBehind: another runner is applying).
+//   - Versions read, not watched. A transaction reads its keys' versions
+//     before its EXEC without watching them (WATCH of n keys costs Redis
+//     7.0 n squared). They cannot go stale in between: every write of a
+//     key is a transaction that moves a checkpoint past the change, and
+//     a newer change of a key is written only once the checkpoint of the
+//     worker applying the older one is past it (on the same worker, by
+//     its own transaction; on another, because sink's Causality makes
+//     the newer change wait for that transaction; another runner has the
+//     same workers and the same checkpoint keys). So a transaction that
+//     read a key's version before a newer change of it was written finds
+//     its worker's checkpoint past its first change (ErrBehind), or
+//     written since its WATCH (EXEC runs nothing). Hence what is not
+//     supported below: writers of one key that no checkpoint orders.
 //   - Backfill. A cache reader that misses writes the row it read from
 //     MySQL with Backfill (BackfillScript), which writes only if the key
 //     has no value and its version key is not a tombstone: a row read
@@ -81,8 +96,13 @@
 //
 // # Not supported
 //
-//   - Redis Cluster: a script call names keys of many hash slots, which a
+//   - Redis Cluster: a transaction names keys of many hash slots, which a
 //     cluster refuses. Use one Redis (or its replicas, read only).
+//   - Keys the checkpoints do not order (see Versions read, not
+//     watched): two sinks, or two logical tables (a template without
+//     {table}), whose keys meet; or two runners of one sink with
+//     different workers at once. The later write of a key may then be
+//     the older change.
 //   - Two shard tables writing one key: the key holds the later change's
 //     row (an INSERT that finds a value is counted in Upserts), and a
 //     DELETE of either deletes it; there is no origin column.
@@ -103,18 +123,21 @@
 //
 // # Cost
 //
-// Each change writes two keys (value and version) through Lua, which
-// copies every argument in and out: BenchmarkRedisSink measures
-// redis-server at about 4 µs a json INSERT against 1.3 µs a plain SET of
-// the same key and value (a script that only MSETs value and version,
-// unguarded, takes 3.2 µs), so a sink bound by Redis's one thread applies
-// roughly 0.4 times as many rows a second as a plain pipelined SET loop
-// writes keys. In memory, each row kept costs a second key, its version
-// (a deleted row's tombstone until it expires).
+// Each change reads one key (its version, in an MGET) and writes two
+// (value and version, in an MSET), in statements of many keys, with no
+// Lua: BenchmarkRedisSink measures redis-server at about 2.5 µs a json
+// INSERT (MGET 0.5, MSET 1.9; Redis's commandstats) against 1.4 µs a
+// plain SET of the same key and value, and the sink at 0.5 to 0.6 times
+// as many rows a second as a plain pipelined SET loop writes keys. A Lua
+// script a batch, which this replaced, took 4.5 µs a change (Lua copies
+// every argument in and out; a script that only MSETs value and version
+// took 3.2) and reached 0.3 to 0.4 times. In memory, each row kept costs
+// a second key, its version (a deleted row's tombstone until it
+// expires).
 //
 // # Concurrency
 //
 // A Target is safe for concurrent use: the runner's workers, ApplyDDL and
-// verify share go-redis's pool of connections (workers + 2), each Apply
-// on one of them for its pipeline.
+// verify share go-redis's pool of connections (workers + 2, at least 10),
+// each transaction on one of them from its WATCH to its EXEC.
 package redis

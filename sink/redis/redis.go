@@ -3,8 +3,6 @@ package redis
 import (
 	"cmp"
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"sync"
@@ -27,30 +25,31 @@ type Target struct {
 	prefix string // the key template's text before its first "{"
 	hash   bool   // format: hash
 	ttl    string // the tombstone TTL in milliseconds
-	batch  int    // changes per script call
+	batch  int    // changes per statement (MGET, MSET, DEL)
 
-	tables   sync.Map // *change.Table → *tableInfo
-	nTables  atomic.Int64
-	logical  sync.Map // logical "schema.table" → *tableInfo, the latest applied
-	applySHA string
-	advance  *goredis.Script
+	tables  sync.Map // *change.Table → *tableInfo
+	nTables atomic.Int64
+	logical sync.Map // logical "schema.table" → *tableInfo, the latest applied
+	advance *goredis.Script
+	// beforeExec, when set (a test), runs between a transaction's read
+	// and its EXEC.
+	beforeExec func()
 
 	applied, upserts, missing atomic.Uint64
 }
 
 var _ sink.Target = (*Target)(nil)
 
-// maxCall bounds the changes of one script call, whatever the spec's
-// batch: the script unpacks a Lua list of a key (and a value) per change,
-// and Lua 5.1 unpacks at most about 8,000.
+// maxCall bounds the changes of one statement (MGET, MSET, DEL),
+// whatever the spec's batch.
 const maxCall = 1000
 
 // maxWorkers bounds the checkpoint keys Checkpoints looks at: spec's
 // bound on workers.
 const maxWorkers = 256
 
-// Open connects to sink s's Redis (spec address, user, password) and
-// loads the script that applies rows. It returns a *Target.
+// Open connects to sink s's Redis (spec address, user, password). It
+// returns a *Target.
 func Open(ctx context.Context, s spec.Sink) (sink.Target, error) {
 	t, err := open(ctx, s)
 	if err != nil {
@@ -81,8 +80,9 @@ func open(ctx context.Context, s spec.Sink) (*Target, error) {
 	c := goredis.NewClient(&goredis.Options{
 		Addr: s.Address, Username: s.User, Password: pw,
 		ClientName: "braid-sink-" + s.Name,
-		// The runner retries from the checkpoints; a script sent twice
-		// would only find itself applied.
+		// The runner retries from the checkpoints. A transaction must
+		// not be sent again on another connection, which does not
+		// WATCH the checkpoint.
 		MaxRetries:            -1,
 		DialTimeout:           10 * time.Second,
 		ReadTimeout:           30 * time.Second,
@@ -93,17 +93,12 @@ func open(ctx context.Context, s spec.Sink) (*Target, error) {
 	})
 	t := &Target{spec: s, c: c, key: compileKey(s.Key), prefix: prefix(s.Key), hash: s.Format == "hash",
 		ttl: fmt.Sprint(max(time.Duration(s.TombstoneTTL).Milliseconds(), 1)), batch: min(s.Batch, maxCall),
-		applySHA: scriptSHA(applyScript), advance: goredis.NewScript(advanceScript)}
-	if err := c.ScriptLoad(ctx, applyScript).Err(); err != nil {
+		advance: goredis.NewScript(advanceScript)}
+	if err := c.Ping(ctx).Err(); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("sink %s (%s): %w: check the address and the password", s.Name, s.Address, err)
 	}
 	return t, nil
-}
-
-func scriptSHA(src string) string {
-	h := sha1.Sum([]byte(src))
-	return hex.EncodeToString(h[:])
 }
 
 // Client is the target's Redis client, for a test or a tool that reads

@@ -345,8 +345,9 @@ func TestApplyEqualsSources(t *testing.T) {
 	}
 
 	// A runner that does not know the checkpoints (a former owner, say)
-	// applies from the start: the first call of each Apply finds its
-	// worker's checkpoint past its changes (ErrBehind) and runs nothing.
+	// applies from the start: the first transaction of each Apply finds
+	// its worker's checkpoint past its changes (ErrBehind) and writes
+	// nothing.
 	tg := open(t, ds.Sinks[0])
 	defer tg.Close()
 	r3 := &sink.Runner{Name: ds.Sinks[0].Name, Dest: "shop", Client: sink.ClientID("fence"), Store: again.Store, Target: blind{tg},
