@@ -278,6 +278,7 @@ func (sk Sink) typeProblems(path string, bad func(path, format string, a ...any)
 			bad(path+"."+key, "only a %s sink has %s", strings.Join(types, " or "), key)
 		}
 	}
+	only("address", sk.Address != "", "mysql", "postgres", "redis")
 	only("url", sk.URL != "", "rabbitmq")
 	only("brokers", len(sk.Brokers) > 0, "kafka")
 	only("exchange", sk.Exchange != "", "rabbitmq")
@@ -290,6 +291,10 @@ func (sk Sink) typeProblems(path string, bad func(path, format string, a ...any)
 	only("create_tables", sk.CreateTables, "mysql", "postgres")
 	only("origin_column", sk.OriginColumn != "", "mysql", "postgres")
 	only("tables", len(sk.Tables) > 0, "mysql", "postgres")
+	// The kafka sink speaks to brokers without SASL or TLS: a password
+	// given it would be ignored, and a secured cluster refuse it.
+	only("user", sk.User != "", "mysql", "postgres", "rabbitmq", "redis")
+	only("password", countSet(sk.Password, sk.PasswordFile, sk.PasswordEnv) > 0, "mysql", "postgres", "rabbitmq", "redis")
 	switch sk.Queues {
 	case "", "none", "per-table":
 	default:
@@ -320,11 +325,20 @@ func amqpURLProblem(s string) string {
 		return "give the broker as amqp://host:5672/vhost"
 	}
 	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "amqp" && u.Scheme != "amqps") || u.Host == "" {
-		return fmt.Sprintf("%q: want amqp://host:5672/vhost", s)
+	if err != nil {
+		// The text is not repeated: it may hold a password.
+		return "not a url: want amqp://host:5672/vhost"
 	}
 	if _, ok := u.User.Password(); ok {
 		return "the url holds a password: give it as password, password_file or password_env instead, so that it is sealed and hidden"
+	}
+	if u.User != nil {
+		return fmt.Sprintf("the url names user %q: give it as user instead", u.User.Username())
+	}
+	if (u.Scheme != "amqp" && u.Scheme != "amqps") || u.Host == "" {
+		// Not repeated either: a malformed url may hide a password where
+		// a parser does not see one.
+		return "want amqp://host:5672/vhost (or amqps://), with a host"
 	}
 	return ""
 }

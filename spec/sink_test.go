@@ -60,12 +60,13 @@ func TestMessageSinkSpec(t *testing.T) {
 	}
 	_, err = spec.Parse([]byte(src + `sinks:
   - {name: a, type: rabbitmq, url: 'amqp://guest:secret@h:5672/', queues: all, workers: 4}
-  - {name: b, type: kafka}
+  - {name: b, type: kafka, password: pw, address: 'h:1'}
   - {name: c, type: redis, address: 'h:6379', key: 'c:{table}', format: xml, topic: t}
   - {name: e, type: mysql, address: 'h:1', exchange: x}
 `))
 	for _, want := range []string{"sinks[0].url: the url holds a password", `sinks[0].queues: "all"`, "sinks[0].workers: 4: a rabbitmq sink publishes in stream order",
-		"sinks[1].brokers: give the kafka brokers", `sinks[2].key: "c:{table}": the key template needs {pk}`, `sinks[2].format: "xml"`,
+		"sinks[1].brokers: give the kafka brokers", "sinks[1].password: only a mysql or postgres or rabbitmq or redis sink has password",
+		"sinks[1].address: only a mysql or postgres or redis sink has address", `sinks[2].key: "c:{table}": the key template needs {pk}`, `sinks[2].format: "xml"`,
 		"sinks[2].topic: only a kafka sink has topic", "sinks[3].exchange: only a rabbitmq sink has exchange"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("problems %v: want %q", err, want)
@@ -73,5 +74,16 @@ func TestMessageSinkSpec(t *testing.T) {
 	}
 	if err != nil && strings.Contains(err.Error(), "secret") {
 		t.Errorf("a problem repeats the url's password: %v", err)
+	}
+	// A url that is wrong besides holding a password does not repeat it
+	// either, and a user in it is named as what to move.
+	for _, u := range []string{"rabbit://u:secret@h/", "amqp//u:secret@h/", "amqp://u:secret@h:bad/"} {
+		_, err := spec.Parse([]byte(src + "sinks: [{name: a, type: rabbitmq, url: '" + u + "'}]\n"))
+		if err == nil || strings.Contains(err.Error(), "secret") {
+			t.Errorf("url %s: %v", u, err)
+		}
+	}
+	if _, err := spec.Parse([]byte(src + "sinks: [{name: a, type: rabbitmq, url: 'amqp://alice@h/'}]\n")); err == nil || !strings.Contains(err.Error(), `the url names user "alice": give it as user instead`) {
+		t.Errorf("a user in the url: %v", err)
 	}
 }
