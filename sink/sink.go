@@ -251,6 +251,6 @@ type Stats struct {
 	Applied, Upserts, Missing uint64
 	// For a Publisher: Pending counts messages sent and not yet
 	// confirmed, Returns the messages the target handed back as
-	// unroutable (each stops the sink).
+	// unroutable (each holds the sink up until a queue takes it).
 	Pending, Returns uint64
 }

@@ -120,7 +120,7 @@ type SinkStats struct {
 	Rows, Upserts, Missing, Conflicts uint64
 	// Pending counts the messages a rabbitmq or kafka sink sent that the
 	// broker has not confirmed yet; Returns those it handed back as
-	// unroutable (each stops the sink).
+	// unroutable (each holds the sink up until a queue takes it).
 	Pending, Returns uint64
 	// RowsPerSecond is the rate of Rows over about the last second (0
 	// when idle).

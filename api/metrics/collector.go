@@ -75,7 +75,7 @@ var (
 	sinkLagSec  = newFamily("braid_sink_lag_seconds", "How long ago the last transaction the sink applied committed at its source, while the destination is ahead (0 when caught up).", prometheus.GaugeValue, sinkLabels)
 	sinkConfl   = newFamily("braid_sink_conflicts_total", "Changes that waited for another worker to apply one of their keys first.", prometheus.CounterValue, sinkLabels)
 	sinkPending = newFamily("braid_sink_pending_confirms", "Messages a rabbitmq or kafka sink sent that the broker has not confirmed yet.", prometheus.GaugeValue, sinkLabels)
-	sinkReturns = newFamily("braid_sink_returns_total", "Messages the broker handed back to a rabbitmq sink as unroutable (each stops the sink).", prometheus.CounterValue, sinkLabels)
+	sinkReturns = newFamily("braid_sink_returns_total", "Messages the broker handed back to a rabbitmq sink as unroutable (the sink retries each until a queue takes it).", prometheus.CounterValue, sinkLabels)
 	ddlLocks    = newFamily("braid_ddl_locks",
 		"Open shard-DDL locks: logical tables whose shard tables have not all run a DDL one of them ran.", prometheus.GaugeValue, destLabels)
 	ddlLockPending = newFamily("braid_ddl_lock_pending",

@@ -26,9 +26,13 @@
 //     nack, a closed channel or connection are errors too; the publisher
 //     drops its connection after any error and dials again at the next
 //     Publish, which the Runner calls with the messages since its last ack.
-//   - At least once. A retry, or a restart after a crash, publishes again
-//     the messages after the sink's cursor that the broker may already
-//     hold. They carry the same message_id ("dest:seq:n": the seq of their
+//   - A retry in the same process does not publish again a message the
+//     broker confirmed (the publisher remembers the last); the Runner
+//     retries with backoff, so a sink stopped by a return goes on by
+//     itself once a queue is bound, without flooding its queues.
+//   - At least once. A restart after a crash (or a retry of a message sent
+//     and not confirmed) publishes again the messages after the sink's
+//     cursor that the broker may already hold. They carry the same message_id ("dest:seq:n": the seq of their
 //     transaction and their place in it, the same on every run), so a
 //     consumer de-duplicates by message_id, or by the seq header, which
 //     never decreases in a queue but for such a replay.
@@ -40,6 +44,6 @@
 // a Publish that waits for confirms return an error. Canceling Publish's
 // context ends it even inside a write the broker holds back (its flow
 // control, connection.blocked, under a resource alarm): the publisher
-// closes the socket. It starts no goroutines of its own (the amqp091-go
-// connection has its reader and heartbeater).
+// closes the socket (a context.AfterFunc; the amqp091-go connection has
+// its own reader and heartbeater).
 package rabbitmq

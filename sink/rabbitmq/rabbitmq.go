@@ -34,6 +34,15 @@ type Publisher struct {
 	// met. Publish's alone.
 	declared map[string]bool
 	keys     map[table]string
+	// through is the last message the broker confirmed in this process
+	// (valid once any is): a retry hands Publish the messages since the
+	// Runner's last ack again, and those through it are not sent twice.
+	// Publish's alone.
+	through    sink.Point
+	confirmedN int
+	// unroutable are the routing keys the broker returned a message of
+	// and has not routed one of since. Publish's alone.
+	unroutable map[string]bool
 
 	applied, pending, returns atomic.Uint64
 }
@@ -67,7 +76,7 @@ func open(ctx context.Context, s spec.Sink, dest string) (*Publisher, error) {
 	}
 	p := &Publisher{name: s.Name, dest: dest, url: s.URL, user: s.User, pass: pass,
 		exchange: s.Exchange, routingKey: s.RoutingKey, perTable: s.Queues == "per-table",
-		declared: map[string]bool{}, keys: map[table]string{}}
+		declared: map[string]bool{}, keys: map[table]string{}, unroutable: map[string]bool{}}
 	if p.exchange == "" || p.routingKey == "" || p.user == "" {
 		return nil, fmt.Errorf("sink %s: exchange, routing_key and user must be set (spec's defaults)", s.Name)
 	}
@@ -134,6 +143,13 @@ func (p *Publisher) Publish(ctx context.Context, msgs []sink.Message) (err error
 	}()
 	// Canceled, a Publish returns even from a write the broker holds.
 	defer context.AfterFunc(ctx, func() { sess.sock.Close() })()
+	// A retry (after a return, a nack, a lost connection) starts again
+	// at the Runner's last ack: what the broker confirmed since is not
+	// sent again, so a sink held up by an unbound routing key does not
+	// publish its confirmed messages again at every retry.
+	for p.confirmedN > 0 && len(msgs) > 0 && !p.through.Before(sink.Point{Seq: msgs[0].Seq, Idx: msgs[0].N}) {
+		msgs = msgs[1:]
+	}
 	keys, ids := make([]string, len(msgs)), make([]string, len(msgs))
 	for i := range msgs {
 		keys[i], ids[i] = p.key(&msgs[i]), MessageID(p.dest, &msgs[i])
@@ -144,7 +160,30 @@ func (p *Publisher) Publish(ctx context.Context, msgs []sink.Message) (err error
 			p.declared[keys[i]] = true
 		}
 	}
-	// Every message first, so that they stream; then their confirms.
+	// The messages go in runs that end at a message whose routing key the
+	// broker returned before: it is confirmed (or returned again) before
+	// anything after it is sent, so a retry held up by that key sends
+	// nothing past it, and nothing there twice.
+	for len(msgs) > 0 {
+		n := len(msgs)
+		for i := range msgs {
+			if p.unroutable[keys[i]] {
+				n = i + 1
+				break
+			}
+		}
+		if err := p.send(ctx, sess, msgs[:n], keys[:n], ids[:n]); err != nil {
+			return err
+		}
+		msgs, keys, ids = msgs[n:], keys[n:], ids[n:]
+	}
+	return nil
+}
+
+// send publishes msgs (their routing keys and ids beside them) and waits
+// for their confirms: every message first, so that they stream; then
+// their confirms, each checked for a return.
+func (p *Publisher) send(ctx context.Context, sess *session, msgs []sink.Message, keys, ids []string) error {
 	dcs := make([]*amqp.DeferredConfirmation, 0, len(msgs))
 	confirmed := 0
 	defer func() { p.pending.Add(-uint64(len(dcs) - confirmed)) }()
@@ -201,12 +240,15 @@ func (p *Publisher) Publish(ctx context.Context, msgs []sink.Message) (err error
 			}
 		}
 		if r, ok := back[ids[i]]; ok {
+			p.unroutable[keys[i]] = true
 			return p.returned(r)
 		}
 		if !dc.Acked() {
 			return p.failed(sess, fmt.Errorf("sink %s: message %s to exchange %s: %w", p.name, ids[i], p.exchange, ErrNacked))
 		}
+		delete(p.unroutable, keys[i])
 		confirmed++
+		p.through, p.confirmedN = sink.Point{Seq: msgs[i].Seq, Idx: msgs[i].N}, p.confirmedN+1
 		p.applied.Add(1)
 		p.pending.Add(^uint64(0))
 	}

@@ -268,17 +268,34 @@ func TestReturnInBatch(t *testing.T) {
 	if st := pub.Stats(); st.Applied != 1 || st.Returns != 1 || st.Pending != 0 {
 		t.Fatalf("stats %+v, want 1 confirmed, 1 returned", st)
 	}
+	// Retried while b.t is still unbound, it sends the returned message
+	// first and alone: nothing after it is sent again, and nothing before.
+	for range 2 {
+		if err := pub.Publish(ctx, batch); !errors.Is(err, rabbitmq.ErrReturned) {
+			t.Fatalf("Publish retried: %v, want the return again", err)
+		}
+	}
+	if got, err := ch.QueueDeclarePassive("a.t", false, false, false, false, nil); err != nil || got.Messages != 2 {
+		t.Fatalf("queue a.t holds %+v (%v) after the retries, want the first attempt's 2 messages", got, err)
+	}
 	if _, err := ch.QueueDeclare("b.t", false, false, false, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := ch.QueueBind("b.t", "b.t", "ex", false, nil); err != nil {
 		t.Fatal(err)
 	}
+	// The retry is handed the whole batch again, as the Runner hands it:
+	// the message the broker confirmed is not sent twice.
 	if err := pub.Publish(ctx, batch); err != nil {
 		t.Fatal(err)
 	}
-	if st := pub.Stats(); st.Applied != 4 || st.Returns != 1 || st.Pending != 0 {
-		t.Fatalf("stats %+v, want 4 confirmed, 1 returned", st)
+	if st := pub.Stats(); st.Applied != 3 || st.Returns != 3 || st.Pending != 0 {
+		t.Fatalf("stats %+v, want 3 confirmed, 3 returned", st)
+	}
+	for q, want := range map[string]int{"a.t": 3, "b.t": 1} {
+		if got, err := ch.QueueDeclarePassive(q, false, false, false, false, nil); err != nil || got.Messages != want {
+			t.Fatalf("queue %s holds %+v (%v), want %d messages", q, got, err, want)
+		}
 	}
 
 	vh := url[strings.LastIndexByte(url, '/')+1:]
@@ -286,7 +303,7 @@ func TestReturnInBatch(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	var errs []error
 	for range 3 {
-		err := pub.Publish(ctx, batch[:1])
+		err := pub.Publish(ctx, []sink.Message{msg(4, "a")})
 		if err == nil {
 			break
 		}
@@ -301,10 +318,11 @@ func TestReturnInBatch(t *testing.T) {
 	// error, and the next goes on, on a new connection.
 	canceled, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := pub.Publish(canceled, batch); !errors.Is(err, context.Canceled) {
+	later := []sink.Message{msg(5, "a"), msg(6, "b")}
+	if err := pub.Publish(canceled, later); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Publish canceled: %v", err)
 	}
-	if err := pub.Publish(ctx, batch); err != nil {
+	if err := pub.Publish(ctx, later); err != nil {
 		t.Fatalf("Publish after a canceled one: %v", err)
 	}
 }
