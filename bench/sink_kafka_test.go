@@ -142,7 +142,7 @@ func kafkaCluster(b *testing.B) string {
 func kafkaBraid(b *testing.B, addr string, batches [][]sink.Message) time.Duration {
 	ctx := b.Context()
 	ds := spec.Spec{Sinks: []spec.Sink{{Name: "bench", Type: "kafka", Brokers: []string{addr}}}}.WithDefaults()
-	pub, err := kafka.Open(ctx, ds.Sinks[0])
+	pub, err := kafka.Open(ctx, ds.Sinks[0], "shop")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -31,7 +31,11 @@ func (t *topicEnds) written(part int32, pos Pos) bool {
 // learn reads topic's partitions and the place of each one's last record.
 // A missing topic is asked for with auto-creation allowed, so the brokers
 // create it if they are set to (auto.create.topics.enable).
-func learn(ctx context.Context, cl *kgo.Client, brokers []string, topic string) (*topicEnds, error) {
+//
+// Each partition's last record must be writer's: another's (two
+// destinations whose sinks share a topic, one recreated under its name)
+// has seqs of another stream, and skipping by them would lose messages.
+func learn(ctx context.Context, cl *kgo.Client, brokers []string, topic string, writer []byte) (*topicEnds, error) {
 	n, err := partitions(ctx, cl, topic)
 	if err != nil {
 		return nil, err
@@ -60,8 +64,11 @@ func learn(ctx context.Context, cl *kgo.Client, brokers []string, topic string) 
 	}
 	for p, r := range recs {
 		pos, err := RecordPos(r)
+		if err == nil && recordWriter(r) != string(writer) {
+			err = fmt.Errorf("%w (%q, not this sink's %q)", ErrForeign, recordWriter(r), writer)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("topic %s partition %d offset %d (its last record): %w: a kafka sink's topic must be written by the sink alone", topic, p, r.Offset, err)
+			return nil, fmt.Errorf("topic %s partition %d offset %d (its last record): %w: a kafka sink's topic must be written by the sink alone: give the sink a topic of its own (spec key topic), or delete the topic's records", topic, p, r.Offset, err)
 		}
 		t.last[p], t.has[p] = pos, true
 	}

@@ -43,7 +43,7 @@ func TestPublishWhenBrokerHangs(t *testing.T) {
 		return nil, nil, true // swallowed
 	})
 	ds := spec.Spec{Sinks: []spec.Sink{{Name: "events", Type: "kafka", Brokers: c.ListenAddrs()}}}.WithDefaults()
-	pub, err := kafka.Open(t.Context(), ds.Sinks[0])
+	pub, err := kafka.Open(t.Context(), ds.Sinks[0], "shop")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestPublishWhenBrokerHangs(t *testing.T) {
 	}
 
 	// Closed while blocked: returns.
-	pub2, err := kafka.Open(t.Context(), ds.Sinks[0])
+	pub2, err := kafka.Open(t.Context(), ds.Sinks[0], "shop")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ type Publisher struct {
 	name    string
 	brokers []string
 	topic   string // the template
+	writer  []byte // every record's writer header (Writer)
 
 	mu     sync.Mutex
 	cl     *kgo.Client // nil: connect at the next Publish
@@ -50,19 +51,19 @@ var ErrGap = errors.New("kafka: a partition has a gap")
 var ErrClosed = errors.New("kafka: publisher closed")
 
 // Open connects to sink s's brokers. s has spec's defaults.
-func Open(ctx context.Context, s spec.Sink) (sink.Publisher, error) {
-	p, err := open(ctx, s)
+func Open(ctx context.Context, s spec.Sink, dest string) (sink.Publisher, error) {
+	p, err := open(ctx, s, dest)
 	if err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-func open(ctx context.Context, s spec.Sink) (*Publisher, error) {
+func open(ctx context.Context, s spec.Sink, dest string) (*Publisher, error) {
 	if len(s.Brokers) == 0 || s.Topic == "" {
 		return nil, fmt.Errorf("sink %s: brokers and topic must be set (spec's defaults)", s.Name)
 	}
-	p := &Publisher{name: s.Name, brokers: s.Brokers, topic: s.Topic, ends: map[string]*topicEnds{}, topics: map[string]string{}}
+	p := &Publisher{name: s.Name, brokers: s.Brokers, topic: s.Topic, writer: Writer(dest, s.Name), ends: map[string]*topicEnds{}, topics: map[string]string{}}
 	cl, err := p.client()
 	if err != nil {
 		return nil, err
@@ -159,7 +160,7 @@ func (p *Publisher) Publish(ctx context.Context, msgs []sink.Message) (err error
 		topic := p.topicOf(m)
 		t := p.ends[topic]
 		if t == nil {
-			if t, err = learn(ctx, cl, p.brokers, topic); err != nil {
+			if t, err = learn(ctx, cl, p.brokers, topic, p.writer); err != nil {
 				return fmt.Errorf("sink %s: %w", p.name, err)
 			}
 			p.ends[topic] = t
@@ -172,7 +173,7 @@ func (p *Publisher) Publish(ctx context.Context, msgs []sink.Message) (err error
 			continue
 		}
 		t.last[part], t.has[part] = pos, true
-		recs = append(recs, Record(m, topic, part, key))
+		recs = append(recs, Record(m, topic, part, key, p.writer))
 		from = append(from, i)
 	}
 	if len(recs) == 0 {

@@ -84,7 +84,7 @@ func startRelay(t *testing.T, ds *spec.Spec, from *group.Cursor, cursors group.C
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub, err := kafka.Open(ctx, sk)
+	pub, err := kafka.Open(ctx, sk, "shop")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ const (
 	HeaderSeq    = "seq"    // the message's transaction seq, decimal
 	HeaderN      = "n"      // the message's place in its transaction, from 0, decimal
 	HeaderSource = "source" // the source that wrote the change
+	HeaderWriter = "writer" // the sink that wrote the record, "dest/sink"
 )
 
 // ErrNoPosition is the error of a record whose headers do not name a
@@ -116,8 +117,8 @@ func murmur2(b []byte) uint32 {
 }
 
 // Record is message m's record for topic, partition part: key Key(m),
-// value its body, headers seq, n and source.
-func Record(m *sink.Message, topic string, part int32, key []byte) *kgo.Record {
+// value its body, headers seq, n, source and writer (Writer).
+func Record(m *sink.Message, topic string, part int32, key, writer []byte) *kgo.Record {
 	return &kgo.Record{
 		Topic:     topic,
 		Partition: part,
@@ -127,6 +128,7 @@ func Record(m *sink.Message, topic string, part int32, key []byte) *kgo.Record {
 			{Key: HeaderSeq, Value: strconv.AppendUint(nil, m.Seq, 10)},
 			{Key: HeaderN, Value: strconv.AppendInt(nil, int64(m.N), 10)},
 			{Key: HeaderSource, Value: []byte(m.Source)},
+			{Key: HeaderWriter, Value: writer},
 		},
 	}
 }
@@ -158,4 +160,22 @@ func RecordPos(r *kgo.Record) (Pos, error) {
 		return Pos{}, ErrNoPosition
 	}
 	return p, nil
+}
+
+// Writer is the writer header of the records of sink name of destination
+// dest: "dest/sink".
+func Writer(dest, name string) []byte { return []byte(dest + "/" + name) }
+
+// ErrForeign is the error of a partition whose last record another
+// writer wrote: the sink cannot tell from it what of its own is there.
+var ErrForeign = errors.New("kafka: the topic's last record is another writer's")
+
+// recordWriter is r's writer header ("" when it has none).
+func recordWriter(r *kgo.Record) string {
+	for _, h := range r.Headers {
+		if h.Key == HeaderWriter {
+			return string(h.Value)
+		}
+	}
+	return ""
 }

@@ -91,7 +91,7 @@ func TestKey(t *testing.T) {
 // and a record without them (not braid's) is ErrNoPosition.
 func TestRecordPos(t *testing.T) {
 	m := sink.Message{Seq: 1 << 40, N: 3, Source: "s1", Body: []byte("{}")}
-	r := kafka.Record(&m, "shop.orders", 2, []byte(`["1"]`))
+	r := kafka.Record(&m, "shop.orders", 2, []byte(`["1"]`), kafka.Writer("shop", "events"))
 	if p, err := kafka.RecordPos(r); err != nil || p != (kafka.Pos{Seq: 1 << 40, N: 3}) {
 		t.Fatalf("pos %v, %v", p, err)
 	}

@@ -2,6 +2,7 @@ package kafka_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -16,7 +17,7 @@ import (
 func openTo(t *testing.T, c *kfake.Cluster, topic string) *kafka.Publisher {
 	t.Helper()
 	ds := spec.Spec{Sinks: []spec.Sink{{Name: "events", Type: "kafka", Brokers: c.ListenAddrs(), Topic: topic}}}.WithDefaults()
-	pub, err := kafka.Open(t.Context(), ds.Sinks[0])
+	pub, err := kafka.Open(t.Context(), ds.Sinks[0], "shop")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,5 +70,27 @@ func TestForeignRecord(t *testing.T) {
 	}
 	if err := openTo(t, c, "").Publish(t.Context(), ddls(1)); !errors.Is(err, kafka.ErrNoPosition) {
 		t.Fatalf("Publish over a foreign record: %v, want ErrNoPosition", err)
+	}
+}
+
+// TestOtherSinksTopic: two destinations whose sinks write one topic (the
+// default topic template names the logical table, not the destination)
+// have seqs of two streams there; the second sink finds the first's
+// record last and stops with ErrForeign, naming the fix, rather than skip
+// its own messages by another stream's seqs.
+func TestOtherSinksTopic(t *testing.T) {
+	c := startCluster(t, 1, "shop.orders")
+	if err := openTo(t, c, "").Publish(t.Context(), ddls(3)); err != nil {
+		t.Fatal(err)
+	}
+	ds := spec.Spec{Sinks: []spec.Sink{{Name: "events", Type: "kafka", Brokers: c.ListenAddrs()}}}.WithDefaults()
+	other, err := kafka.Open(t.Context(), ds.Sinks[0], "crm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	err = other.Publish(t.Context(), ddls(1))
+	if !errors.Is(err, kafka.ErrForeign) || !strings.Contains(err.Error(), `"shop/events"`) || !strings.Contains(err.Error(), "give the sink a topic of its own") {
+		t.Fatalf("Publish over another sink's records: %v, want ErrForeign naming shop/events and the fix", err)
 	}
 }

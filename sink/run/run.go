@@ -61,7 +61,7 @@ func Open(ctx context.Context, s spec.Sink, dest string) (Opened, error) {
 	case "rabbitmq":
 		o.Publisher, err = rabbitmq.Open(ctx, s, dest)
 	case "kafka":
-		o.Publisher, err = kafka.Open(ctx, s)
+		o.Publisher, err = kafka.Open(ctx, s, dest)
 	default:
 		err = fmt.Errorf("sink %s: type %q: want one of %v", s.Name, s.Type, spec.SinkTypes)
 	}
