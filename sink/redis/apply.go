@@ -84,7 +84,7 @@ func (t *Target) Apply(ctx context.Context, worker int, changes []sink.Change) e
 //     the checkpoint's SET in MULTI/EXEC. EXEC fails (nil) if anything
 //     wrote the checkpoint since the WATCH: another runner, ErrBehind.
 func (t *Target) apply(ctx context.Context, worker int, changes []sink.Change) error {
-	ck := checkpointKey(t.prefix, t.spec.Name, worker)
+	ck := checkpointKey(t.prefix, t.id, worker)
 	first := sink.Point{Seq: changes[0].Seq, Idx: changes[0].Row.Index}
 	last := sink.Point{Seq: changes[len(changes)-1].Seq, Idx: changes[len(changes)-1].Row.Index}
 	b := newBatch(t, len(changes))

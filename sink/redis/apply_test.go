@@ -36,7 +36,7 @@ func applyTarget(t *testing.T, format string) (*Target, *goredis.Client, string)
 	}
 	p := fmt.Sprintf("braidtest:%d:%d:", os.Getpid(), rand.IntN(1e9))
 	tg, err := open(t.Context(), spec.Sink{Name: "t", Type: "redis", Address: "127.0.0.1:6379", Key: p + "{table}:{pk}", Format: format,
-		Workers: 1, Batch: 2, TombstoneTTL: spec.Duration(time.Minute)})
+		Workers: 1, Batch: 2, TombstoneTTL: spec.Duration(time.Minute)}, "d")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +243,7 @@ func readNote(ctx context.Context, c *goredis.Client, key, format string) (*stri
 func TestApplyCheckpoint(t *testing.T) {
 	tg, c, p := applyTarget(t, "json")
 	ctx := t.Context()
-	ck := checkpointKey(p, "t", 1)
+	ck := checkpointKey(p, "d.t", 1)
 	c.Set(ctx, ck, "7:0", 0)
 	if err := tg.Apply(ctx, 1, []sink.Change{row(t, "i 7:0 1 A"), row(t, "i 7:1 1 A")}); !errors.Is(err, sink.ErrBehind) {
 		t.Fatalf("a transaction at the checkpoint: %v", err)

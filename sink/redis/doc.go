@@ -46,7 +46,7 @@
 //   - One transaction an Apply. A worker's changes go as transactions of
 //     at most 2,048 changes (an Apply's, usually all of them), each in
 //     two round trips on a connection of its own: WATCH of the worker's
-//     checkpoint, {prefix}braid:sink:{sink}:{worker} ("seq:idx"), GET of
+//     checkpoint, {prefix}braid:sink:{dest}.{sink}:{worker} ("seq:idx"), GET of
 //     it and MGET of the versions of the keys the changes touch; then,
 //     the versions compared in Go (a key's later change in the
 //     transaction sees its earlier one), MULTI, the writes of each key's
@@ -117,7 +117,7 @@
 // source's key text and reads its value; Sample SCANs the logical
 // table's key pattern. A column a value lacks (a hash's NULL, a column
 // added after the row was written) is NULL, by the table's columns that
-// the sink keeps in {prefix}braid:sink:{sink}:columns:{database}.{table}. A binary column's value is compared as canal's
+// the sink keeps in {prefix}braid:sink:{dest}.{sink}:columns:{database}.{table}. A binary column's value is compared as canal's
 // text of it (each byte a character), which equals MySQL's only for
 // ASCII bytes.
 //

@@ -136,9 +136,10 @@ func VersionKey(key string) string { return key + versionSuffix }
 
 const versionSuffix = ":seq"
 
-// checkpointKey is worker w's checkpoint key of sink name under prefix p.
-func checkpointKey(p, name string, w int) string {
-	return p + "braid:sink:" + name + ":" + strconv.Itoa(w)
+// checkpointKey is worker w's checkpoint key of sink id ("dest.sink")
+// under prefix p.
+func checkpointKey(p, id string, w int) string {
+	return p + "braid:sink:" + id + ":" + strconv.Itoa(w)
 }
 
 // appendPoint appends p as "seq:idx".

@@ -19,7 +19,10 @@ import (
 
 // Target is a Redis target: a cache of the logical tables' rows.
 type Target struct {
-	spec   spec.Sink
+	spec spec.Sink
+	// id names the sink's own keys (checkpoints, columns): "dest.sink",
+	// so that two destinations' sinks of one name never share them.
+	id     string
 	c      *goredis.Client
 	key    keyTemplate
 	prefix string // the key template's text before its first "{"
@@ -48,17 +51,17 @@ const maxCall = 1000
 // bound on workers.
 const maxWorkers = 256
 
-// Open connects to sink s's Redis (spec address, user, password). It
-// returns a *Target.
-func Open(ctx context.Context, s spec.Sink) (sink.Target, error) {
-	t, err := open(ctx, s)
+// Open connects to sink s of destination dest to its Redis (spec
+// address, user, password). It returns a *Target.
+func Open(ctx context.Context, s spec.Sink, dest string) (sink.Target, error) {
+	t, err := open(ctx, s, dest)
 	if err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
-func open(ctx context.Context, s spec.Sink) (*Target, error) {
+func open(ctx context.Context, s spec.Sink, dest string) (*Target, error) {
 	pw, err := s.ResolvePassword()
 	if err != nil {
 		return nil, err
@@ -91,7 +94,7 @@ func open(ctx context.Context, s spec.Sink) (*Target, error) {
 		PoolSize:              max(s.Workers+2, 10),
 		DisableIdentity:       true,
 	})
-	t := &Target{spec: s, c: c, key: compileKey(s.Key), prefix: prefix(s.Key), hash: s.Format == "hash",
+	t := &Target{spec: s, id: dest + "." + s.Name, c: c, key: compileKey(s.Key), prefix: prefix(s.Key), hash: s.Format == "hash",
 		ttl: fmt.Sprint(max(time.Duration(s.TombstoneTTL).Milliseconds(), 1)), batch: min(s.Batch, maxCall),
 		advance: goredis.NewScript(advanceScript)}
 	if err := c.Ping(ctx).Err(); err != nil {
@@ -114,11 +117,11 @@ func (t *Target) Stats() sink.Stats {
 }
 
 // Checkpoints implements sink.Target: worker w's is the key
-// {prefix}braid:sink:{name}:{w}.
+// {prefix}braid:sink:{dest}.{name}:{w}.
 func (t *Target) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
 	keys := make([]string, max(n, maxWorkers))
 	for w := range keys {
-		keys[w] = checkpointKey(t.prefix, t.spec.Name, w)
+		keys[w] = checkpointKey(t.prefix, t.id, w)
 	}
 	vals, err := t.c.MGet(ctx, keys...).Result()
 	if err != nil {
@@ -132,7 +135,7 @@ func (t *Target) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
 		}
 		if w >= n {
 			return nil, fmt.Errorf("sink %s: the target has a checkpoint of worker %d (key %s), the spec has %d workers: keep workers as it was, or delete the sink's keys %s to apply from the start",
-				t.spec.Name, w, keys[w], n, t.prefix+"braid:sink:"+t.spec.Name+":*")
+				t.spec.Name, w, keys[w], n, t.prefix+"braid:sink:"+t.id+":*")
 		}
 		p, ok := parsePoint(s)
 		if !ok {
@@ -157,7 +160,7 @@ func (t *Target) ApplyDDL(ctx context.Context, ev *change.Event, workers int) er
 	}
 	keys := make([]string, workers)
 	for w := range keys {
-		keys[w] = checkpointKey(t.prefix, t.spec.Name, w)
+		keys[w] = checkpointKey(t.prefix, t.id, w)
 	}
 	p := string(appendPoint(nil, sink.Point{Seq: ev.Seq, Idx: sink.MaxIdx}))
 	if err := t.advance.Run(ctx, t.c, keys, p).Err(); err != nil {

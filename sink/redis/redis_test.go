@@ -159,7 +159,7 @@ func shopSpec(t *testing.T, shards []*mysqltest.Server, sks ...spec.Sink) *spec.
 
 func open(t *testing.T, sk spec.Sink) *redis.Target {
 	t.Helper()
-	tg, err := redis.Open(t.Context(), sk)
+	tg, err := redis.Open(t.Context(), sk, "shop")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +302,7 @@ func TestApplyEqualsSources(t *testing.T) {
 		if n := c.Del(ctx, func() []string {
 			var ks []string
 			for w := range ds.Sinks[i].Workers {
-				ks = append(ks, fmt.Sprintf("%s%s:braid:sink:%s:%d", prefix, f, ds.Sinks[i].Name, w))
+				ks = append(ks, fmt.Sprintf("%s%s:braid:sink:shop.%s:%d", prefix, f, ds.Sinks[i].Name, w))
 			}
 			return ks
 		}()...).Val(); n != int64(ds.Sinks[i].Workers) {

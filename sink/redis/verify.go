@@ -123,7 +123,7 @@ func (t *Target) columns(ctx context.Context, logical string) []string {
 // latest table version it applied, a JSON array: under
 // {prefix}braid:sink:{sink}:, which Sample leaves out.
 func (t *Target) columnsKey(logical string) string {
-	return t.prefix + "braid:sink:" + t.spec.Name + ":columns:" + logical
+	return t.prefix + "braid:sink:" + t.id + ":columns:" + logical
 }
 
 // hashRow is a hash's row (nil when it is empty).

@@ -57,7 +57,7 @@ func Open(ctx context.Context, s spec.Sink, dest string) (Opened, error) {
 	case "postgres":
 		o.Target, err = postgres.Open(ctx, s)
 	case "redis":
-		o.Target, err = redis.Open(ctx, s)
+		o.Target, err = redis.Open(ctx, s, dest)
 	case "rabbitmq":
 		o.Publisher, err = rabbitmq.Open(ctx, s, dest)
 	case "kafka":
