@@ -281,7 +281,7 @@ func dropPrefix(b *testing.B, c *goredis.Client, p string) {
 func (f *redisBench) braid(b *testing.B, c *goredis.Client, p string) {
 	sk := spec.Sink{Name: "bench", Type: "redis", Address: "127.0.0.1:6379", Key: p + "{table}:{pk}", Workers: redisBenchWorkers}
 	sk = (&spec.Spec{Sinks: []spec.Sink{sk}}).WithDefaults().Sinks[0]
-	t, err := redissink.Open(b.Context(), sk)
+	t, err := redissink.Open(b.Context(), sk, "bench")
 	if err != nil {
 		b.Fatal(err)
 	}
