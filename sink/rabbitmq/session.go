@@ -123,6 +123,15 @@ func (p *Publisher) declareQueue(sess *session, key string) error {
 	return nil
 }
 
+// closeWait is how long close lets the connection close gracefully: a
+// broker holding the connection's writes back (flow control) would hold
+// the close frame too.
+const closeWait = 5 * time.Second
+
+// close closes the connection, and its socket if the broker does not take
+// the close within closeWait.
 func (s *session) close() error {
+	t := time.AfterFunc(closeWait, func() { s.sock.Close() })
+	defer t.Stop()
 	return s.conn.Close()
 }
