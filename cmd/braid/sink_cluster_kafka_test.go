@@ -16,8 +16,8 @@ import (
 
 // TestClusterKafkaSinkSurvivesOwnerKills: a cluster destination with a
 // kafka sink, under the shop workload; the owner node is SIGKILLed twice
-// while one of its produce requests is at the broker, which writes it
-// and answers only once the owner is dead. Each new owner goes on from
+// (after rounds 1 and 4) while one of its produce requests is at the
+// broker, which writes it and answers only once the owner is dead. Each new owner goes on from
 // the sink's cursor in Raft, which is behind what the old one produced,
 // and finds in the partitions what is already there: the topic ends with
 // every change exactly once, each partition in stream order, and the rows
@@ -36,48 +36,45 @@ func TestClusterKafkaSinkSurvivesOwnerKills(t *testing.T) {
 		t.Fatalf("create: exit %d: %s%s", code, out, errs)
 	}
 
-	// The 3rd produce request, and the 2nd of the owner after, wait at
-	// the broker until the owner that sent them is dead.
-	var requests, killAt atomic.Int64
-	killAt.Store(3)
+	// After rounds 1 and 4 of the workload, the next produce request
+	// waits at the broker until the owner that sent it is dead.
+	var requests atomic.Int64
+	var armed atomic.Bool
 	atBroker, killed := make(chan struct{}), make(chan struct{})
 	kc.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
 		kc.KeepControl()
-		if n := requests.Add(1); n == killAt.Load() {
-			atBroker <- struct{}{}
+		requests.Add(1)
+		if armed.CompareAndSwap(true, false) {
 			select {
-			case <-killed:
-			case <-time.After(60 * time.Second):
+			case atBroker <- struct{}{}:
+				select {
+				case <-killed:
+				case <-time.After(60 * time.Second):
+				}
+			case <-time.After(60 * time.Second): // the test gave up
 			}
 		}
 		return nil, nil, false // the broker writes it
 	})
-	done := make(chan struct{})
-	go func() {
-		sinktest.WriteShop(t, shards, nil)
-		close(done)
-	}()
-	for kill := range 2 {
+	sinktest.WriteShop(t, shards, func(round int) {
+		if round != 1 && round != 4 {
+			return
+		}
+		armed.Store(true)
 		select {
 		case <-atBroker:
 		case <-time.After(90 * time.Second):
-			t.Fatalf("kill %d: %d produce requests so far, waiting for the one to kill the owner at", kill+1, requests.Load())
+			t.Fatalf("after round %d: no produce request in 90 s (%d so far)", round, requests.Load())
 		}
 		owner, epoch := c.owner(t, "shop")
 		owner.Kill()
-		if kill == 0 {
-			killAt.Store(requests.Load() + 2)
-		} else {
-			killAt.Store(-1)
-		}
 		killed <- struct{}{}
 		c.waitFor(t, 60*time.Second, "a new owner", func() (bool, string) {
 			_, e := c.owner(t, "shop")
 			return e != epoch, "no takeover yet"
 		})
 		owner.start(t, c.bin, c.joinFor(owner))
-	}
-	<-done
+	})
 
 	want := sinktest.ShopRows(t, shards)
 	var recs []kafkatest.Record
