@@ -15,10 +15,11 @@ const leaderTick = 500 * time.Millisecond
 
 // orphanAfter is how long an owner must be gone from the live members
 // before its destinations move. A crashed node is gone for good, and this
-// adds a second to its takeover; but when a cut-off node comes back, its
-// stale view can make the others believe a live node dead for a moment
-// (memberlist takes a "dead" gossip until the node refutes it), and its
-// destinations must not move for that.
+// adds a second to its takeover (the leader wakes for it, not a tick
+// later); but when a cut-off node comes back, its stale view can make the
+// others believe a live node dead for a moment (memberlist takes a
+// "dead" gossip until the node refutes it), and its destinations must not
+// move for that.
 const orphanAfter = time.Second
 
 // leaderLoop runs the leader's duties on whichever node is leader.
@@ -27,11 +28,16 @@ func (n *Node) leaderLoop(ctx context.Context) {
 	defer t.Stop()
 	dead := map[string]time.Time{} // reapDead's
 	gone := map[string]time.Time{} // assign's: since when an owner is not live
+	// graced fires when the first owner gone only just has been gone for
+	// orphanAfter, so that its destinations move then, not a tick later.
+	graced := time.NewTimer(0)
+	defer graced.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-graced.C:
 		case <-n.ms.changes():
 		}
 		if !n.store.IsLeader() {
@@ -41,7 +47,9 @@ func (n *Node) leaderLoop(ctx context.Context) {
 		}
 		n.addVoters(ctx)
 		n.reapDead(ctx, dead)
-		n.assign(ctx, gone)
+		if wait := n.assign(ctx, gone); wait > 0 {
+			graced.Reset(wait)
+		}
 	}
 }
 
@@ -73,7 +81,9 @@ func (n *Node) addVoters(ctx context.Context) {
 
 // assign applies plan's moves, each conditional on the epoch it read;
 // gone holds since when each owner not live has been gone (orphanAfter).
-func (n *Node) assign(ctx context.Context, gone map[string]time.Time) {
+// It returns how long until the first owner kept for now has been gone
+// for orphanAfter (0: none is).
+func (n *Node) assign(ctx context.Context, gone map[string]time.Time) (wait time.Duration) {
 	var dests []string
 	for _, d := range n.store.Destinations() {
 		dests = append(dests, d.Spec.Name)
@@ -96,8 +106,11 @@ func (n *Node) assign(ctx context.Context, gone map[string]time.Time) {
 		if _, ok := gone[o.Owner]; !ok {
 			gone[o.Owner] = now
 		}
-		if now.Sub(gone[o.Owner]) < orphanAfter && !slices.Contains(missing, o.Owner) {
+		if left := orphanAfter - now.Sub(gone[o.Owner]); left > 0 && !slices.Contains(missing, o.Owner) {
 			missing = append(missing, o.Owner)
+			if wait == 0 || left < wait {
+				wait = left
+			}
 		}
 	}
 	for _, mv := range plan(dests, current, live, missing) {
@@ -110,4 +123,5 @@ func (n *Node) assign(ctx context.Context, gone map[string]time.Time) {
 		}
 		n.log.Info("destination assigned", "dest", mv.Dest, "from", mv.From, "to", mv.To, "epoch", epoch)
 	}
+	return wait
 }
