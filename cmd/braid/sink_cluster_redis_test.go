@@ -12,6 +12,7 @@ import (
 
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/redistest"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/sink/redis"
 )
@@ -24,7 +25,7 @@ import (
 // its source row, no deleted row has a value, and braid sink list shows
 // the sink caught up and clean.
 func TestClusterRedisSinkSurvivesOwnerKills(t *testing.T) {
-	rc, prefix := redisTestPrefix(t)
+	rc, prefix := redistest.Prefix(t)
 	srvs := shopShards(t)
 	c := startCluster(t)
 	tmpl := prefix + "{table}:{pk}"
@@ -66,7 +67,7 @@ func TestClusterRedisSinkSurvivesOwnerKills(t *testing.T) {
 	})
 	var got []string
 	c.waitFor(t, 90*time.Second, "the cache equal to the shards", func() (bool, string) {
-		got = redisCacheRows(t, rc, prefix, []string{"id", "shard", "note"})
+		got = redistest.Rows(t, rc, prefix, "json", []string{"id", "shard", "note"})
 		return slices.Equal(got, want), fmt.Sprintf("the cache has %d rows, the shards %d", len(got), len(want))
 	})
 	c.waitFor(t, 20*time.Second, "the sink caught up in braid sink list", func() (bool, string) {

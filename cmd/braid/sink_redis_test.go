@@ -5,84 +5,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/braid-cdc/braid/api/wire"
+	"github.com/braid-cdc/braid/internal/testutil/redistest"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/sink/redis"
 )
-
-// redisTestPrefix returns a client of the machine's Redis (127.0.0.1:6379)
-// and a key prefix of the test's own, whose keys are deleted when the
-// test ends. Without a Redis the test skips, or fails under CI=true.
-func redisTestPrefix(t *testing.T) (*goredis.Client, string) {
-	t.Helper()
-	c := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:6379"})
-	if err := c.Ping(context.Background()).Err(); err != nil {
-		c.Close()
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no Redis on 127.0.0.1:6379 to apply to: %v", err)
-		}
-		t.Skipf("no Redis on 127.0.0.1:6379 to apply to: %v", err)
-	}
-	p := fmt.Sprintf("braidtest:%d:%d:", os.Getpid(), rand.IntN(1e9))
-	t.Cleanup(func() {
-		ctx := context.Background()
-		iter := c.Scan(ctx, 0, p+"*", 1000).Iterator()
-		var keys []string
-		for iter.Next(ctx) {
-			keys = append(keys, iter.Val())
-		}
-		for len(keys) > 0 {
-			n := min(len(keys), 1000)
-			c.Del(ctx, keys[:n]...)
-			keys = keys[n:]
-		}
-		c.Close()
-	})
-	return c, p
-}
-
-// redisCacheRows returns the rows a json-format redis sink keeps under
-// prefix (version and checkpoint keys left out), each its columns cols
-// joined by spaces (NULL for a null or absent one), sorted.
-func redisCacheRows(t *testing.T, c *goredis.Client, prefix string, cols []string) []string {
-	t.Helper()
-	ctx := context.Background()
-	var out []string
-	iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-	for iter.Next(ctx) {
-		k := iter.Val()
-		if strings.HasSuffix(k, ":seq") || strings.HasPrefix(k, prefix+"braid:sink:") {
-			continue
-		}
-		s, err := c.Get(ctx, k).Result()
-		if err == goredis.Nil {
-			continue // deleted since the SCAN
-		}
-		var row map[string]*string
-		if err != nil || json.Unmarshal([]byte(s), &row) != nil {
-			t.Fatalf("%s: %v: %q", k, err, s)
-		}
-		parts := make([]string, len(cols))
-		for i, col := range cols {
-			parts[i] = "NULL"
-			if v := row[col]; v != nil {
-				parts[i] = *v
-			}
-		}
-		out = append(out, strings.Join(parts, " "))
-	}
-	slices.Sort(out)
-	return out
-}
 
 // TestCaptureRedisSinkSurvivesKills: `braid capture --quiet --cursor-dir`
 // keeps six shard tables' rows in Redis (a redis sink, format json) while
@@ -94,7 +27,7 @@ func redisCacheRows(t *testing.T, c *goredis.Client, prefix string, cols []strin
 // finds no difference (exit 0), then names a value changed by hand and
 // a key deleted by hand (exit 1).
 func TestCaptureRedisSinkSurvivesKills(t *testing.T) {
-	c, prefix := redisTestPrefix(t)
+	c, prefix := redistest.Prefix(t)
 	shards := sinktest.StartShards(t, "(id BIGINT PRIMARY KEY, amount INT NOT NULL, note VARCHAR(40))")
 	tmpl := prefix + "{table}:{pk}"
 	specFile := writeSpec(t, shopSpecYAML(shards[:3], fmt.Sprintf("sinks:\n  - {name: cache, type: redis, address: '127.0.0.1:6379', key: '%s', workers: 4, batch: 20}\n", tmpl)))
@@ -142,7 +75,7 @@ func TestCaptureRedisSinkSurvivesKills(t *testing.T) {
 	})
 	var got []string
 	sinktest.WaitFor(t, 60*time.Second, func() (bool, string) {
-		got = redisCacheRows(t, c, prefix, []string{"id", "amount", "note"})
+		got = redistest.Rows(t, c, prefix, "json", []string{"id", "amount", "note"})
 		return slices.Equal(got, want), fmt.Sprintf("the cache has %d rows, the shards %d", len(got), len(want))
 	})
 	for _, id := range []int64{50, 1_000_040, 5_004_059} {

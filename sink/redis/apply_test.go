@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +13,8 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/braid-cdc/braid/internal/testutil/redistest"
 
 	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/sink"
@@ -26,28 +27,13 @@ import (
 // Without a Redis the test skips, or fails under CI=true.
 func applyTarget(t *testing.T, format string) (*Target, *goredis.Client, string) {
 	t.Helper()
-	c := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:6379"})
-	if err := c.Ping(t.Context()).Err(); err != nil {
-		c.Close()
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no Redis on 127.0.0.1:6379: %v", err)
-		}
-		t.Skipf("no Redis on 127.0.0.1:6379: %v", err)
-	}
-	p := fmt.Sprintf("braidtest:%d:%d:", os.Getpid(), rand.IntN(1e9))
-	tg, err := open(t.Context(), spec.Sink{Name: "t", Type: "redis", Address: "127.0.0.1:6379", Key: p + "{table}:{pk}", Format: format,
+	c, p := redistest.Prefix(t)
+	tg, err := open(t.Context(), spec.Sink{Name: "t", Type: "redis", Address: redistest.Addr, Key: p + "{table}:{pk}", Format: format,
 		Workers: 1, Batch: 2, TombstoneTTL: spec.Duration(time.Minute)}, "d")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		tg.Close()
-		ctx := context.Background()
-		if keys, _ := c.Keys(ctx, p+"*").Result(); len(keys) > 0 {
-			c.Del(ctx, keys...)
-		}
-		c.Close()
-	})
+	t.Cleanup(func() { tg.Close() })
 	return tg, c, p
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/redistest"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/sink"
 	"github.com/braid-cdc/braid/sink/redis"
@@ -40,7 +41,7 @@ func sourceRow(t *testing.T, srv *mysqltest.Server, id int) map[string]*string {
 func waitValue(t *testing.T, c *goredis.Client, key, format, want string, lastErr func() string) {
 	t.Helper()
 	sinktest.WaitFor(t, 20*time.Second, func() (bool, string) {
-		row, err := readRow(context.Background(), c, key, format)
+		row, err := redistest.Row(context.Background(), c, key, format)
 		got := ""
 		if err == nil && row != nil && row["note"] != nil {
 			got = *row["note"]
@@ -63,7 +64,7 @@ func waitValue(t *testing.T, c *goredis.Client, key, format, want string, lastEr
 // TRUNCATE stops the sink with an error saying what to do, and a sink
 // with ddl: ignore goes past it.
 func TestBackfillRace(t *testing.T) {
-	c, prefix := redisPrefix(t)
+	c, prefix := redistest.Prefix(t)
 	srv := mysqltest.Start(t)
 	srv.Exec(t, "CREATE DATABASE shop_0", "CREATE TABLE shop_0.orders (id INT PRIMARY KEY, note VARCHAR(20), amount DECIMAL(10,2))",
 		"INSERT INTO shop_0.orders VALUES (1, 'one', 1.50), (2, 'two', NULL), (3, 'three', 3.00)")

@@ -5,18 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/redistest"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/sink"
 	"github.com/braid-cdc/braid/sink/redis"
@@ -31,97 +28,6 @@ var _ verify.Target = (*redis.Target)(nil)
 // redisAddr is the machine's Redis, the target of the tests; each test
 // keeps its keys under a prefix of its own, deleted after.
 const redisAddr = "127.0.0.1:6379"
-
-// redisPrefix returns a client of the machine's Redis and a key prefix
-// of the test's own, whose keys are deleted when the test ends. Without
-// a Redis the test skips, or fails under CI=true.
-func redisPrefix(t testing.TB) (*goredis.Client, string) {
-	t.Helper()
-	c := goredis.NewClient(&goredis.Options{Addr: redisAddr})
-	if err := c.Ping(context.Background()).Err(); err != nil {
-		c.Close()
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no Redis on %s to apply to: %v", redisAddr, err)
-		}
-		t.Skipf("no Redis on %s to apply to: %v", redisAddr, err)
-	}
-	p := fmt.Sprintf("braidtest:%d:%d:", os.Getpid(), rand.IntN(1e9))
-	t.Cleanup(func() {
-		ctx := context.Background()
-		iter := c.Scan(ctx, 0, p+"*", 1000).Iterator()
-		var keys []string
-		for iter.Next(ctx) {
-			keys = append(keys, iter.Val())
-		}
-		for len(keys) > 0 {
-			n := min(len(keys), 1000)
-			c.Del(ctx, keys[:n]...)
-			keys = keys[n:]
-		}
-		c.Close()
-	})
-	return c, p
-}
-
-// cacheRows returns the rows a sink of format keeps under prefix (its
-// version and checkpoint keys left out), each the columns cols joined by
-// spaces (a NULL or a column the value lacks written NULL), sorted.
-func cacheRows(t testing.TB, c *goredis.Client, prefix, format string, cols []string) []string {
-	t.Helper()
-	ctx := context.Background()
-	var out []string
-	iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-	for iter.Next(ctx) {
-		k := iter.Val()
-		if strings.HasSuffix(k, ":seq") || strings.HasPrefix(k, prefix+"braid:sink:") {
-			continue
-		}
-		row, err := readRow(ctx, c, k, format)
-		if err != nil {
-			t.Fatal(err)
-		}
-		parts := make([]string, len(cols))
-		for i, col := range cols {
-			parts[i] = "NULL"
-			if v := row[col]; v != nil {
-				parts[i] = *v
-			}
-		}
-		out = append(out, strings.Join(parts, " "))
-	}
-	if err := iter.Err(); err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// readRow reads key's row as a sink of format wrote it (nil: no value).
-func readRow(ctx context.Context, c *goredis.Client, key, format string) (map[string]*string, error) {
-	if format == "hash" {
-		h, err := c.HGetAll(ctx, key).Result()
-		if err != nil || len(h) == 0 {
-			return nil, err
-		}
-		row := map[string]*string{}
-		for k, v := range h {
-			row[k] = &v
-		}
-		return row, nil
-	}
-	s, err := c.Get(ctx, key).Result()
-	if err == goredis.Nil {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var row map[string]*string
-	if err := json.Unmarshal([]byte(s), &row); err != nil {
-		return nil, fmt.Errorf("%s: %w: %s", key, err, s)
-	}
-	return row, nil
-}
 
 func testLogger(t *testing.T, level slog.Level) *slog.Logger {
 	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: level}))
@@ -183,7 +89,7 @@ var shopCols = []string{"id", "code", "amount", "note", "c"}
 // still knows the table's columns); and a runner blind to the
 // checkpoints is refused (sink.ErrBehind).
 func TestApplyEqualsSources(t *testing.T) {
-	c, prefix := redisPrefix(t)
+	c, prefix := redistest.Prefix(t)
 	shards := sinktest.StartShop(t)
 	formats := []string{"json", "hash"}
 	var sks []spec.Sink
@@ -227,7 +133,7 @@ func TestApplyEqualsSources(t *testing.T) {
 	for i, f := range formats {
 		sk := ds.Sinks[i]
 		sinktest.WaitFor(t, 60*time.Second, func() (bool, string) {
-			got := cacheRows(t, c, prefix+f+":", f, shopCols)
+			got := redistest.Rows(t, c, prefix+f+":", f, shopCols)
 			applied, lastErr := runners[i].r.Applied()
 			return slices.Equal(got, want), fmt.Sprintf("%s: the cache has %d rows, the sources %d (applied seq %d, last error %q)", f, len(got), len(want), applied, lastErr)
 		})
@@ -260,7 +166,7 @@ func TestApplyEqualsSources(t *testing.T) {
 		}
 		changed, deleted := redis.KeyFor(sk.Key, "shop", "orders", []string{"4000007"}), redis.KeyFor(sk.Key, "shop", "orders", []string{"5000010"})
 		if f == "json" {
-			row, _ := readRow(ctx, c, changed, f)
+			row, _ := redistest.Row(ctx, c, changed, f)
 			planted := "999"
 			row["amount"] = &planted
 			b, _ := json.Marshal(row)
@@ -298,7 +204,7 @@ func TestApplyEqualsSources(t *testing.T) {
 	runners = nil
 	before := make([][]string, len(formats))
 	for i, f := range formats {
-		before[i] = cacheRows(t, c, prefix+f+":", f, shopCols)
+		before[i] = redistest.Rows(t, c, prefix+f+":", f, shopCols)
 		if n := c.Del(ctx, func() []string {
 			var ks []string
 			for w := range ds.Sinks[i].Workers {
@@ -329,7 +235,7 @@ func TestApplyEqualsSources(t *testing.T) {
 		if st := tg.Stats(); st.Applied != 0 {
 			t.Errorf("%s: the stream read again applied %d row changes, want 0", f, st.Applied)
 		}
-		if got := cacheRows(t, c, prefix+f+":", f, shopCols); !slices.Equal(got, before[i]) {
+		if got := redistest.Rows(t, c, prefix+f+":", f, shopCols); !slices.Equal(got, before[i]) {
 			t.Errorf("%s: the cache changed when the stream was read again", f)
 		}
 		// A target that has applied nothing knows the table's columns
