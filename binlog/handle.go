@@ -189,8 +189,13 @@ func (p *Reader) handleDDL(ctx context.Context, ev *replication.QueryEvent, hdr 
 		return emit(&change.Event{Type: change.EventProgress, Source: p.spec.Name, ServerID: hdr.ServerID, Pos: tx.start, EndPos: end, GTID: tx.gtid,
 			CommitTime: tx.commit, Schema: snap})
 	}
+	versions := make([]*change.Table, len(selected))
+	for i, name := range selected {
+		schema, table, _ := strings.Cut(name, ".")
+		versions[i], _ = p.schema.Table(schema, table)
+	}
 	return emit(&change.Event{Type: change.EventDDL, Source: p.spec.Name, ServerID: hdr.ServerID, Pos: tx.start, EndPos: end, GTID: tx.gtid,
-		CommitTime: tx.commit, DDL: &change.DDL{Schema: db, SQL: sql, Tables: selected}, Schema: snap})
+		CommitTime: tx.commit, DDL: &change.DDL{Schema: db, SQL: sql, Tables: selected}, Schema: snap, Versions: versions})
 }
 
 // handleRows emits the row changes of a rows event of a selected table.

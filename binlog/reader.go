@@ -180,13 +180,19 @@ func (p *Reader) Run(ctx context.Context, emit func(*change.Event) error) error 
 	}
 	if p.cfg.AnnounceTables {
 		tables := []string{} // not nil: none is an answer
+		var versions []*change.Table
 		for _, name := range p.schema.TablesAt(p.resume) {
 			schema, table, _ := strings.Cut(name, ".")
 			if p.filter.Match(schema, table) {
 				tables = append(tables, name)
+				t, ok := p.schema.TableAt(schema, table, p.resume)
+				if !ok {
+					t = p.provisional[name] // the live schema, not yet known to hold here
+				}
+				versions = append(versions, t)
 			}
 		}
-		if err := emit(&change.Event{Type: change.EventProgress, Source: p.spec.Name, Pos: p.resume, EndPos: p.resume, Tables: tables}); err != nil {
+		if err := emit(&change.Event{Type: change.EventProgress, Source: p.spec.Name, Pos: p.resume, EndPos: p.resume, Tables: tables, Versions: versions}); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}

@@ -91,6 +91,18 @@ type Event struct {
 	// asked to (binlog.Config.AnnounceTables), lists "schema.table" of
 	// the selected tables that exist where it starts, sorted.
 	Tables []string
+	// Versions, on the EventProgress of AnnounceTables and on an EventDDL
+	// (or the EventProgress of a DDL of unselected tables), are the
+	// versions of the tables named (Tables, DDL.Tables) in force after
+	// it, nil for a table that no longer exists: what a snapshot reads
+	// those tables with.
+	Versions []*Table
+	// Snapshot marks the events of a snapshot chunk: a transaction of
+	// INSERTs of rows the source held, not of changes it logged.
+	Snapshot bool
+	// SnapshotState, on a snapshot chunk's EventCommit, is the source's
+	// snapshot progress after the chunk, saved with a cursor there.
+	SnapshotState *SnapshotState
 	// Seq is the merged transaction's sequence number, set by the merge
 	// (package group) on the events of a transaction it emits; 0 before.
 	Seq uint64

@@ -49,3 +49,48 @@ type SchemaPending struct {
 	Until Position `json:"until"`
 	After *Table   `json:"after,omitempty"`
 }
+
+// SnapshotState is one source's initial-snapshot progress at a point of
+// the stream, saved with a cursor so that a restart or a new owner goes on
+// at the next chunk. A state is never modified once made: the snapshot
+// makes a new one per chunk.
+type SnapshotState struct {
+	// Chunks counts the chunks emitted so far: the index of the next one
+	// in the destination's chunk log.
+	Chunks int `json:"chunks"`
+	// Tables are the tables the snapshot reads, in reading order.
+	Tables []SnapshotTable `json:"tables"`
+	// Done is set once every table has been read.
+	Done bool `json:"done,omitempty"`
+}
+
+// SnapshotTable is one table's part of a SnapshotState.
+type SnapshotTable struct {
+	// Name is "schema.table" as the source names it.
+	Name string `json:"name"`
+	// After is the key (its columns' values as decimal text) of the last
+	// row read; the next chunk starts after it. Empty: from the first.
+	After []string `json:"after,omitempty"`
+	// Rows counts the rows emitted, Chunks the chunks.
+	Rows   int64 `json:"rows"`
+	Chunks int   `json:"chunks"`
+	// Done is set once the table has been read to its end.
+	Done bool `json:"done,omitempty"`
+}
+
+// Next returns the index of the first table not done, or len(Tables).
+func (s *SnapshotState) Next() int {
+	for i := range s.Tables {
+		if !s.Tables[i].Done {
+			return i
+		}
+	}
+	return len(s.Tables)
+}
+
+// Clone returns a copy to be changed into the next state.
+func (s *SnapshotState) Clone() *SnapshotState {
+	c := *s
+	c.Tables = append([]SnapshotTable(nil), s.Tables...)
+	return &c
+}

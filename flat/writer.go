@@ -258,6 +258,9 @@ func (w *Writer) appendBraidFields(b []byte, ev *change.Event, originDB, originT
 		b = append(b, `,"gtid":`...)
 		b = change.AppendJSONString(b, ev.GTID)
 	}
+	if ev.Snapshot {
+		b = append(b, `,"snapshot":true`...)
+	}
 	return append(b, '}')
 }
 

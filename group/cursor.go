@@ -45,6 +45,9 @@ type SourceCursor struct {
 	// Schema is the schema history at Pos; nil when no DDL was read since
 	// the start (the parser then rebuilds it from the server).
 	Schema *change.SchemaSnapshot `json:"schema,omitempty"`
+	// Snapshot is the source's initial-snapshot progress at Pos; nil
+	// before its first chunk (or without a snapshot).
+	Snapshot *change.SnapshotState `json:"snapshot,omitempty"`
 }
 
 // Clone returns a deep copy (schema snapshots are shared: they are never

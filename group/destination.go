@@ -53,6 +53,18 @@ type Config struct {
 	// RecordDecision keeps a new decision (see Decide) before it applies;
 	// an error refuses the decision. Default: not kept.
 	RecordDecision func(DDLDecision) error
+	// Chunks lists the initial snapshot's chunks kept so far, in the
+	// order kept (see SnapshotChunk): each goes out where it went first,
+	// so a replay or a new owner emits the same stream. Read when the
+	// destination starts and, by a ReplayOnly one, as it goes.
+	Chunks func() []SnapshotChunk
+	// RecordChunk keeps a new snapshot chunk before it goes out; an error
+	// stops the destination. Default: not kept.
+	RecordChunk func(SnapshotChunk) error
+	// ReplayOnly makes the destination emit only chunks kept already,
+	// waiting for the next one to be kept where it has none: a replay
+	// reader beside the destination's live run, which keeps them.
+	ReplayOnly bool
 }
 
 // ReadAheadEventBytes is the memory allowed for one binlog event a parser
@@ -91,7 +103,9 @@ type Destination struct {
 	merger  *Merger
 	router  *Router   // used by the merge loop only
 	ddl     *shardDDL // nil with shard_ddl: passthrough
-	cursor  Cursor
+	// snaps are the sources' snapshots (nil entries: done or off).
+	snaps  []*sourceSnapshot
+	cursor Cursor
 	skew    time.Duration
 	log     *slog.Logger
 
@@ -146,6 +160,9 @@ type SourceStats struct {
 	// in its queue and the merge); ServerPos the server's end of binlog as
 	// last learnt.
 	ReadPos, ServerPos change.Position
+	// Snapshot is the source's initial-snapshot progress; nil without
+	// one (spec snapshot: never).
+	Snapshot *SnapshotStats
 }
 
 // New checks the configuration and builds the parsers; it does not connect.
@@ -196,9 +213,21 @@ func New(cfg Config) (*Destination, error) {
 		}
 		d.ddl = newShardDDL(d, from, cfg.Decisions)
 	}
+	var chunks []SnapshotChunk
+	if snapshotOn(ds) && cfg.Chunks != nil {
+		chunks = cfg.Chunks()
+	}
+	d.snaps = make([]*sourceSnapshot, len(ds.Sources))
 	for i, src := range ds.Sources {
+		var from *change.SnapshotState
+		if r := cfg.Resume; r != nil {
+			from = r.Sources[i].Snapshot
+		}
+		if snapshotOn(ds) && (from == nil || !from.Done) {
+			d.snaps[i] = newSourceSnapshot(d, i, from, chunks)
+		}
 		pc := binlog.Config{Destination: ds.Name, Source: src, Tables: filter,
-			Heartbeat: time.Duration(ds.Heartbeat), Logger: d.log, ReadAhead: cfg.ReadAhead, AnnounceTables: d.ddl != nil}
+			Heartbeat: time.Duration(ds.Heartbeat), Logger: d.log, ReadAhead: cfg.ReadAhead, AnnounceTables: d.ddl != nil || d.snaps[i] != nil}
 		d.cursor.Sources[i].Name = src.Name
 		if r := cfg.Resume; r != nil {
 			sc := r.Sources[i]
@@ -254,6 +283,12 @@ func (d *Destination) Stats() Stats {
 		ss.Lag, ss.Idle, ss.Behind = rs.Lag(now)
 		ss.Events, ss.Bytes, ss.Rows = rs.Events, rs.Bytes, rs.Rows
 		ss.ReadPos, ss.ServerPos = rs.ReadPos, rs.ServerPos
+		if g := d.snaps[i]; g != nil {
+			sn := g.Stats()
+			ss.Snapshot = &sn
+		} else if snapshotOn(d.cfg.Spec) {
+			ss.Snapshot = &SnapshotStats{Done: true} // done before this run
+		}
 	}
 	return st
 }
@@ -361,9 +396,28 @@ func (d *Destination) Run(parent context.Context, emit func(*change.Event) error
 	arrived := make(chan struct{}, 1)
 	var wg sync.WaitGroup
 	defer wg.Wait() // after cancel: the parsers stop, then Run returns
+	var sem chan struct{} // bounds the sources reading a snapshot at once
+	if snapshotOn(d.cfg.Spec) {
+		sem = make(chan struct{}, max(1, d.cfg.Spec.SnapshotParallelism))
+	}
+	snapErr := make(chan error, len(d.parsers))
 	for i, p := range d.parsers {
 		q := newSourceQueue(d.cfg.QueueEvents, d.cfg.QueueBytes, arrived)
 		queues[i] = q
+		put := func(ev *change.Event) error { return q.put(ctx, ev) }
+		pass := put
+		if g := d.snaps[i]; g != nil {
+			g.push = put
+			pass = func(ev *change.Event) error { return g.pass(ctx, ev) }
+			if !d.cfg.ReplayOnly {
+				wg.Go(func() {
+					if err := g.run(ctx, sem); err != nil {
+						snapErr <- err
+						cancel()
+					}
+				})
+			}
+		}
 		wg.Go(func() {
 			defer q.signal()
 			defer close(q.ch)
@@ -371,7 +425,7 @@ func (d *Destination) Run(parent context.Context, emit func(*change.Event) error
 				if ev.Type == change.EventHeartbeat {
 					ev.CommitTime = d.cfg.Now() // when braid learnt the source was idle
 				}
-				return q.put(ctx, ev)
+				return pass(ev)
 			})
 		})
 	}
@@ -379,6 +433,11 @@ func (d *Destination) Run(parent context.Context, emit func(*change.Event) error
 	cancel()
 	if parent.Err() != nil {
 		return nil
+	}
+	select {
+	case serr := <-snapErr:
+		return serr
+	default:
 	}
 	return err
 }
@@ -496,7 +555,7 @@ func (d *Destination) consumeHead(s int, head []*change.Event, offered []bool) e
 			sc.Schema = ev.Schema
 		}
 	case change.EventBegin, change.EventDDL:
-		if ev.CommitTime.Nanosecond() != 0 {
+		if ev.CommitTime.Nanosecond() != 0 && !ev.Snapshot {
 			d.fineTime[s] = true // MySQL 8's immediate_commit_timestamp
 		}
 		d.merger.Offer(s, ev.CommitTime.UnixMicro())
@@ -562,6 +621,9 @@ func (d *Destination) emitTx(ctx context.Context, src int, first *change.Event, 
 		d.stamp(ev)
 		if ev.Type == change.EventCommit {
 			sc.Pos = ev.Pos
+			if ev.SnapshotState != nil {
+				sc.Snapshot = ev.SnapshotState
+			}
 		}
 		if err := emit(ev); err != nil {
 			return err
@@ -593,14 +655,23 @@ func (d *Destination) emitFiltering(ctx context.Context, src int, first *change.
 	}
 	keep := func(ev *change.Event) bool {
 		t := ev.Rows[0].Table
-		if l := d.ddl.heldLock(src, t.Schema, t.Name); l != nil {
+		// Held rows are read again from the binlog once the lock goes; a
+		// snapshot's are not there, so they go out now, shown with the
+		// logical table's columns (pad).
+		if l := d.ddl.heldLock(src, t.Schema, t.Name); l != nil && !ev.Snapshot {
 			d.ddl.countHeld(l, len(ev.Rows))
 			return false
 		}
 		d.ddl.pad(ev)
 		return true
 	}
-	if err := d.emitFiltered(first, next, keep, func(c *change.Event) { sc.Pos = c.Pos }, emit); err != nil {
+	commit := func(c *change.Event) {
+		sc.Pos = c.Pos
+		if c.SnapshotState != nil {
+			sc.Snapshot = c.SnapshotState
+		}
+	}
+	if err := d.emitFiltered(first, next, keep, commit, emit); err != nil {
 		return err
 	}
 	d.merger.Done(src)

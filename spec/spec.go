@@ -61,7 +61,24 @@ type Spec struct {
 	// Sinks are the targets the stream is applied to, each a consumer of
 	// its own that runs where the destination runs. Default: none.
 	Sinks []Sink `yaml:"sinks,omitempty" json:"sinks,omitempty"`
+	// Snapshot is "initial" (the rows the selected tables hold where the
+	// destination starts enter the stream first, as INSERTs marked
+	// snapshot, read in key-range chunks without locks while live changes
+	// flow) or "never" (the stream holds only changes). Default: never.
+	Snapshot string `yaml:"snapshot,omitempty" json:"snapshot,omitempty"`
+	// SnapshotChunkRows is how many rows one snapshot chunk (one
+	// transaction of the stream) reads at most. Default: 8192.
+	SnapshotChunkRows int `yaml:"snapshot_chunk_rows,omitempty" json:"snapshot_chunk_rows,omitempty"`
+	// SnapshotParallelism is how many sources read their snapshot at once.
+	// Default: the number of sources, at most 4.
+	SnapshotParallelism int `yaml:"snapshot_parallelism,omitempty" json:"snapshot_parallelism,omitempty"`
 }
+
+// The snapshot modes.
+const (
+	SnapshotInitial = "initial"
+	SnapshotNever   = "never"
+)
 
 // The shard_ddl modes.
 const (
@@ -139,6 +156,7 @@ const (
 	DefaultUser             = "root"
 	DefaultConsumersStart   = StartEarliest
 	DefaultDetachAfter      = 10 * time.Second
+	DefaultSnapshotChunk    = 8192
 )
 
 // Parse reads a destination spec from YAML (or JSON, which YAML reads
@@ -198,6 +216,15 @@ func (s Spec) WithDefaults() Spec {
 	}
 	if s.DDLLockWarnAfter == 0 {
 		s.DDLLockWarnAfter = Duration(DefaultDDLLockWarnAfter)
+	}
+	if s.Snapshot == "" {
+		s.Snapshot = SnapshotNever
+	}
+	if s.SnapshotChunkRows == 0 {
+		s.SnapshotChunkRows = DefaultSnapshotChunk
+	}
+	if s.SnapshotParallelism == 0 {
+		s.SnapshotParallelism = max(1, min(len(s.Sources), 4))
 	}
 	if s.Consumers.Start == "" {
 		s.Consumers.Start = DefaultConsumersStart

@@ -89,6 +89,17 @@ func (s *Spec) problems() []*FieldError {
 	if s.Heartbeat < 0 || (s.Heartbeat > 0 && time.Duration(s.Heartbeat) < time.Millisecond) {
 		bad("heartbeat", "%v: want at least 1ms, e.g. %v", time.Duration(s.Heartbeat), DefaultHeartbeat)
 	}
+	switch s.Snapshot {
+	case "", SnapshotNever, SnapshotInitial:
+	default:
+		bad("snapshot", "%q: want never (the default) or initial", s.Snapshot)
+	}
+	if s.SnapshotChunkRows < 0 || s.SnapshotChunkRows > 1<<20 {
+		bad("snapshot_chunk_rows", "%d: want 1 to 1048576 (default 8192)", s.SnapshotChunkRows)
+	}
+	if s.SnapshotParallelism < 0 {
+		bad("snapshot_parallelism", "%d: want at least 1 (default: the number of sources, at most 4)", s.SnapshotParallelism)
+	}
 	switch s.ShardDDL {
 	case "", ShardDDLPessimistic, ShardDDLOptimistic, ShardDDLPassthrough:
 	default:

@@ -42,6 +42,15 @@ type PipelineConfig struct {
 	// given every decision known when they start.
 	Decisions      []group.DDLDecision
 	RecordDecision func(group.DDLDecision) error
+	// Chunks are the initial snapshot's chunks kept for the destination
+	// so far, and RecordChunk keeps a new one before it goes out
+	// (group.Config's fields of those names).
+	Chunks      []group.SnapshotChunk
+	RecordChunk func(group.SnapshotChunk) error
+
+	// liveChunks, set for a replay reader, lists the chunks its live
+	// pipeline has kept so far: the replay emits those only.
+	liveChunks func() []group.SnapshotChunk
 }
 
 // maintainEvery is how often a serving pipeline applies its consumer
@@ -64,7 +73,29 @@ type Pipeline struct {
 	err  error
 
 	decisionsMu sync.Mutex
-	decisions   []group.DDLDecision // kept and made: what a replay applies
+	decisions   []group.DDLDecision   // kept and made: what a replay applies
+	chunks      []group.SnapshotChunk // kept and made: what a replay emits
+}
+
+// Chunks lists the snapshot chunks kept and made, in order.
+func (p *Pipeline) Chunks() []group.SnapshotChunk {
+	p.decisionsMu.Lock()
+	defer p.decisionsMu.Unlock()
+	return slices.Clone(p.chunks)
+}
+
+// recordChunk keeps a new snapshot chunk (cfg.RecordChunk) and remembers
+// it for replays.
+func (p *Pipeline) recordChunk(c group.SnapshotChunk) error {
+	if rec := p.cfg.RecordChunk; rec != nil {
+		if err := rec(c); err != nil {
+			return err
+		}
+	}
+	p.decisionsMu.Lock()
+	p.chunks = append(p.chunks, c)
+	p.decisionsMu.Unlock()
+	return nil
 }
 
 // Decisions lists the shard-DDL decisions kept and made, in order.
@@ -116,8 +147,13 @@ func StartPipeline(ctx context.Context, cfg PipelineConfig) (*Pipeline, error) {
 			cfg.Logger.Info("resuming from the slowest consumer's cursor", "dest", cfg.Spec.Name, "seq", resume.Seq, "consumers", len(cfg.Clients))
 		}
 	}
-	p := &Pipeline{name: cfg.Spec.Name, cfg: cfg, done: make(chan struct{}), decisions: slices.Clone(cfg.Decisions)}
-	dest, err := group.New(group.Config{Spec: cfg.Spec, Resume: resume, Logger: cfg.Logger, Decisions: cfg.Decisions, RecordDecision: p.recordDecision})
+	p := &Pipeline{name: cfg.Spec.Name, cfg: cfg, done: make(chan struct{}), decisions: slices.Clone(cfg.Decisions), chunks: slices.Clone(cfg.Chunks)}
+	gc := group.Config{Spec: cfg.Spec, Resume: resume, Logger: cfg.Logger, Decisions: cfg.Decisions, RecordDecision: p.recordDecision,
+		Chunks: p.Chunks, RecordChunk: p.recordChunk}
+	if cfg.liveChunks != nil {
+		gc.Chunks, gc.RecordChunk, gc.ReplayOnly = cfg.liveChunks, nil, true
+	}
+	dest, err := group.New(gc)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +226,7 @@ func (p *Pipeline) replay(from *group.Cursor, client string) (*Pipeline, error) 
 	p.decisionsMu.Lock()
 	decisions := slices.Clone(p.decisions)
 	p.decisionsMu.Unlock()
-	return StartPipeline(p.ctx, PipelineConfig{Spec: &ds, Resume: from, Logger: p.log.With("replay", client), Decisions: decisions,
+	return StartPipeline(p.ctx, PipelineConfig{Spec: &ds, Resume: from, Logger: p.log.With("replay", client), Decisions: decisions, liveChunks: p.Chunks,
 		Store: Config{MaxBytes: min(p.Store.cfg.MaxBytes, ReplayBytes), MaxEvents: p.Store.cfg.MaxEvents, cutAtMarks: true}})
 }
 

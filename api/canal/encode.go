@@ -22,6 +22,9 @@ const (
 	PropOriginSchema = "originSchema"
 	PropOriginTable  = "originTable"
 	PropSeq          = "seq"
+	// PropSnapshot ("true") marks the entries of an initial snapshot's
+	// rows.
+	PropSnapshot = "isSnapshot"
 )
 
 // revBuf builds protobuf back to front: the buffer's content is b[i:], and
@@ -278,6 +281,9 @@ func (e *encoder) header(ev *change.Event, ms int64, schema, table string, kind 
 	r.stringField(13, ev.GTID)
 	// props (12), last first: source, seq, then originSchema and
 	// originTable for entries of a table.
+	if ev.Snapshot && kind != 0 {
+		e.pair(PropSnapshot, "true")
+	}
 	if schema != "" || table != "" {
 		e.pair(PropOriginTable, table)
 		e.pair(PropOriginSchema, schema)

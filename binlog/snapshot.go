@@ -1,0 +1,214 @@
+package binlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/spec"
+)
+
+// SnapshotConn reads a source's tables for an initial snapshot: plain
+// SELECTs of key ranges on a connection of its own, in autocommit. It
+// takes no lock beyond what any reader takes (no LOCK TABLES, no FLUSH
+// TABLES WITH READ LOCK) and writes nothing.
+type SnapshotConn struct {
+	p *Reader // for dialing and wording errors
+	c *client.Conn
+}
+
+// OpenSnapshot connects to src for a snapshot.
+func OpenSnapshot(ctx context.Context, src spec.Source) (*SnapshotConn, error) {
+	pw, err := src.ResolvePassword()
+	if err != nil {
+		return nil, err
+	}
+	src.Password, src.PasswordFile, src.PasswordEnv = pw, "", ""
+	p := &Reader{spec: src, log: slog.New(slog.DiscardHandler)}
+	c, err := p.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &SnapshotConn{p: p, c: c}, nil
+}
+
+// Close closes the connection.
+func (s *SnapshotConn) Close() error { return s.c.Close() }
+
+// Position is the server's end of binlog now: a chunk's low and high
+// watermarks.
+func (s *SnapshotConn) Position() (change.Position, error) {
+	pos, err := masterPosition(s.c)
+	if err != nil {
+		return pos, s.p.queryError("read its binlog position (SHOW MASTER STATUS)", err)
+	}
+	return pos, nil
+}
+
+// EstimateRows is the server's estimate of t's row count
+// (information_schema's TABLE_ROWS), for progress; 0 when unknown.
+func (s *SnapshotConn) EstimateRows(t *change.Table) int64 {
+	r, err := s.c.Execute("SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", t.Schema, t.Name)
+	if err != nil || r.RowNumber() == 0 {
+		return 0
+	}
+	n, _ := r.GetInt(0, 0)
+	return n
+}
+
+// ErrNoTable: a table the snapshot was to read does not exist (any more).
+var ErrNoTable = errors.New("table does not exist")
+
+// Chunk reads the rows of t after the key after and up to and including
+// the key through (key columns keys, values as decimal text; empty: from
+// the first row, to the last), in key order, at most limit of them (0:
+// all), each as one Value per column of t, of the types the binlog gives
+// the same row. keys empty reads the whole table in no order (after,
+// through and limit must then be unset).
+func (s *SnapshotConn) Chunk(ctx context.Context, t *change.Table, keys []int, after, through []string, limit int) ([][]change.Value, error) {
+	var q strings.Builder
+	q.WriteString("SELECT ")
+	for i := range t.Columns {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString(quoteName(t.Columns[i].Name))
+		if t.Columns[i].Type == "float" {
+			// MySQL prints a FLOAT with 6 digits; as a DOUBLE, exactly.
+			q.WriteString(" + 0e0")
+		}
+	}
+	q.WriteString(" FROM ")
+	q.WriteString(quoteName(t.Schema) + "." + quoteName(t.Name))
+	switch {
+	case len(after) > 0 && len(through) > 0:
+		q.WriteString(" WHERE (")
+		keyBound(&q, t, keys, after, ">")
+		q.WriteString(") AND NOT (")
+		keyBound(&q, t, keys, through, ">")
+		q.WriteString(")")
+	case len(after) > 0:
+		q.WriteString(" WHERE ")
+		keyBound(&q, t, keys, after, ">")
+	case len(through) > 0:
+		q.WriteString(" WHERE NOT (")
+		keyBound(&q, t, keys, through, ">")
+		q.WriteString(")")
+	}
+	if len(keys) > 0 {
+		q.WriteString(" ORDER BY ")
+		for i, k := range keys {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString(quoteName(t.Columns[k].Name))
+		}
+	}
+	if limit > 0 {
+		fmt.Fprintf(&q, " LIMIT %d", limit)
+	}
+	stop := context.AfterFunc(ctx, func() { s.c.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	var rows [][]change.Value
+	var convErr error
+	var res mysql.Result
+	err := s.c.ExecuteSelectStreaming(q.String(), &res, func(row []mysql.FieldValue) error {
+		if len(row) != len(t.Columns) {
+			return fmt.Errorf("%d columns, the schema has %d", len(row), len(t.Columns))
+		}
+		vals := make([]change.Value, len(row))
+		for i := range row {
+			v, err := snapshotValue(&t.Columns[i], &row[i])
+			if err != nil && convErr == nil {
+				convErr = fmt.Errorf("column %s: %w", t.Columns[i].Name, err)
+			}
+			vals[i] = v
+		}
+		rows = append(rows, vals)
+		return nil
+	}, nil)
+	if err == nil {
+		err = convErr
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		var me *mysql.MyError
+		if errors.As(err, &me) && (me.Code == mysql.ER_NO_SUCH_TABLE || me.Code == mysql.ER_BAD_FIELD_ERROR) {
+			return nil, fmt.Errorf("%w: source %s: %s.%s: %s", ErrNoTable, s.p.spec.Name, t.Schema, t.Name, me.Message)
+		}
+		return nil, fmt.Errorf("binlog: source %s (%s): snapshot of %s.%s: %w", s.p.spec.Name, s.p.spec.Address, t.Schema, t.Name, err)
+	}
+	return rows, nil
+}
+
+// keyBound writes "(k1, k2) op (v1, v2)" for op > spelt out as
+// (k1 > v1) OR (k1 = v1 AND k2 > v2), which range optimizers read.
+func keyBound(q *strings.Builder, t *change.Table, keys []int, vals []string, op string) {
+	for i := range keys {
+		if i > 0 {
+			q.WriteString(" OR ")
+		}
+		q.WriteString("(")
+		for j := 0; j < i; j++ {
+			fmt.Fprintf(q, "%s = %s AND ", quoteName(t.Columns[keys[j]].Name), vals[j])
+		}
+		fmt.Fprintf(q, "%s %s %s)", quoteName(t.Columns[keys[i]].Name), op, vals[i])
+	}
+}
+
+// snapshotValue converts a text-protocol value of column c to the Value
+// the binlog gives the same column (see change.Value).
+func snapshotValue(c *change.Column, fv *mysql.FieldValue) (change.Value, error) {
+	switch fv.Type {
+	case mysql.FieldValueTypeNull:
+		return nil, nil
+	case mysql.FieldValueTypeSigned:
+		if c.Unsigned {
+			return uint64(fv.AsInt64()), nil
+		}
+		return fv.AsInt64(), nil
+	case mysql.FieldValueTypeUnsigned:
+		if c.Unsigned {
+			return fv.AsUint64(), nil
+		}
+		return int64(fv.AsUint64()), nil
+	case mysql.FieldValueTypeFloat:
+		if c.Type == "float" {
+			return float32(fv.AsFloat64()), nil
+		}
+		return fv.AsFloat64(), nil
+	}
+	b := fv.AsString()
+	switch {
+	case c.Type == "bit":
+		var v uint64
+		for _, x := range b {
+			v = v<<8 | uint64(x)
+		}
+		return v, nil
+	case c.Type == "float" || c.Type == "double":
+		f, err := strconv.ParseFloat(string(b), 64)
+		if c.Type == "float" {
+			return float32(f), err
+		}
+		return f, err
+	case c.Binary:
+		return append([]byte(nil), b...), nil
+	}
+	return string(b), nil
+}
+
+// quoteName quotes an identifier with backticks.
+func quoteName(name string) string {
+	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
+}

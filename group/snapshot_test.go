@@ -1,0 +1,262 @@
+package group_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/spec"
+)
+
+// snapshotShards starts three servers holding shop_0 … shop_5.orders
+// (server i: shop_i and shop_{i+3}) with rows rows in all, ids 1..n per
+// table.
+func snapshotShards(t *testing.T, rows int) []*mysqltest.Server {
+	t.Helper()
+	srvs := mysqltest.StartN(t, 3)
+	per := rows / 6
+	for i, s := range srvs {
+		for _, db := range []int{i, i + 3} {
+			s.Exec(t, "CREATE DATABASE IF NOT EXISTS seq", fmt.Sprintf("CREATE DATABASE shop_%d", db),
+				fmt.Sprintf("CREATE TABLE shop_%d.orders (id BIGINT PRIMARY KEY, note VARCHAR(40), amount DECIMAL(10,2), made DATETIME(3), UNIQUE KEY (note))", db),
+				fmt.Sprintf("INSERT INTO shop_%d.orders SELECT seq, CONCAT('n', %d, '-', seq), seq / 7, '2026-01-02 03:04:05.678' + INTERVAL seq SECOND FROM seq.seq_1_to_%d", db, db, per))
+		}
+	}
+	return srvs
+}
+
+func snapshotSpec(srvs []*mysqltest.Server, chunk int) *spec.Spec {
+	s := shopSpec(srvs, spec.Start{Kind: spec.StartLatest}, "strict")
+	s.Snapshot, s.SnapshotChunkRows = spec.SnapshotInitial, chunk
+	return s
+}
+
+// snapshotWriter updates, deletes and inserts rows of the shards until
+// stopped: what a snapshot must reconcile.
+type snapshotWriter struct {
+	stop   chan struct{}
+	done   sync.WaitGroup
+	writes atomic.Int64
+}
+
+func startSnapshotWriter(t *testing.T, srvs []*mysqltest.Server, rows int) *snapshotWriter {
+	w := &snapshotWriter{stop: make(chan struct{})}
+	per := rows / 6
+	for i, s := range srvs {
+		w.done.Go(func() {
+			c := s.Conn(t)
+			r := rand.New(rand.NewPCG(uint64(i), 7))
+			next := per + 1
+			for n := 0; ; n++ {
+				select {
+				case <-w.stop:
+					return
+				default:
+				}
+				db := i + 3*(n%2)
+				id := 1 + r.IntN(per)
+				var err error
+				switch n % 5 {
+				case 0, 1:
+					_, err = c.Execute(fmt.Sprintf("UPDATE shop_%d.orders SET amount = amount + 1, note = CONCAT(note, 'u') WHERE id = %d", db, id))
+				case 2:
+					_, err = c.Execute(fmt.Sprintf("DELETE FROM shop_%d.orders WHERE id = %d", db, id))
+				case 3:
+					_, err = c.Execute(fmt.Sprintf("INSERT INTO shop_%d.orders VALUES (%d, 'new%d-%d', 1.5, NOW(3))", db, next, db, next))
+					next++
+				case 4:
+					// A key change: the row moves far ahead of the snapshot.
+					_, err = c.Execute(fmt.Sprintf("UPDATE shop_%d.orders SET id = id + 1000000 WHERE id = %d", db, id))
+				}
+				if err != nil {
+					t.Errorf("writer: %v", err)
+					return
+				}
+				w.writes.Add(1)
+			}
+		})
+	}
+	return w
+}
+
+func (w *snapshotWriter) halt() {
+	close(w.stop)
+	w.done.Wait()
+}
+
+// rowText is a row's columns as text, joined.
+func rowText(rc *change.RowChange, after bool) string {
+	var b []byte
+	for i := range rc.Table.Columns {
+		if i > 0 {
+			b = append(b, '|')
+		}
+		var null bool
+		if b, null = rc.AppendText(b, after, i); null {
+			b = append(b, "NULL"...)
+		}
+	}
+	return string(b)
+}
+
+// applied is what a consumer applying the stream in seq order holds:
+// rows by origin table and id, and what it found wrong on the way.
+type applied struct {
+	rows     map[string]string
+	problems []string
+	snapRows int
+	lastSeq  uint64
+}
+
+func apply(events []*change.Event) *applied {
+	a := &applied{rows: map[string]string{}}
+	for _, ev := range events {
+		if ev.Seq != 0 && ev.Seq < a.lastSeq {
+			a.problems = append(a.problems, fmt.Sprintf("seq %d after %d", ev.Seq, a.lastSeq))
+		}
+		a.lastSeq = ev.Seq
+		for i := range ev.Rows {
+			rc := &ev.Rows[i]
+			key := func(after bool) string {
+				var b []byte
+				b, _ = rc.AppendText(b, after, 0)
+				return rc.Table.FullName() + ":" + string(b)
+			}
+			if ev.Snapshot {
+				a.snapRows++
+			}
+			if rc.HasBefore() {
+				k := key(false)
+				if _, ok := a.rows[k]; !ok && len(a.problems) < 10 {
+					a.problems = append(a.problems, fmt.Sprintf("seq %d: %s of %s before its row", ev.Seq, rc.Kind, k))
+				}
+				delete(a.rows, k)
+			}
+			if rc.HasAfter() {
+				a.rows[key(true)] = rowText(rc, true)
+			}
+		}
+	}
+	return a
+}
+
+// sourceRows reads every shard table as the consumer should hold it.
+func sourceRows(t *testing.T, srvs []*mysqltest.Server) map[string]string {
+	out := map[string]string{}
+	for i, s := range srvs {
+		for _, db := range []int{i, i + 3} {
+			for _, r := range s.Query(t, fmt.Sprintf("SELECT id, note, amount, made FROM shop_%d.orders", db)) {
+				out[fmt.Sprintf("shop_%d.orders:%s", db, r[0])] = strings.Join(r, "|")
+			}
+		}
+	}
+	return out
+}
+
+// caughtUp waits until every source's cursor is at its server's end of
+// binlog.
+func caughtUp(t *testing.T, c *collector, srvs []*mysqltest.Server) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		st := c.dest.Stats()
+		ok := true
+		for i, s := range srvs {
+			file, pos := s.MasterStatus(t)
+			if st.Sources[i].Pos.Compare(change.Position{File: file, Pos: pos}) < 0 {
+				ok = false
+			}
+			if sn := st.Sources[i].Snapshot; sn != nil && !sn.Done {
+				ok = false
+			}
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stream did not catch up: %+v", st.Sources)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func compareRows(t *testing.T, got, want map[string]string) {
+	t.Helper()
+	bad := 0
+	for k, w := range want {
+		if g, ok := got[k]; !ok || g != w {
+			if bad++; bad <= 10 {
+				t.Errorf("%s: stream %q, source %q", k, g, w)
+			}
+		}
+	}
+	for k, g := range got {
+		if _, ok := want[k]; !ok {
+			if bad++; bad <= 10 {
+				t.Errorf("%s: stream %q, not in the source", k, g)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Fatalf("%d rows differ (of %d in the sources)", bad, len(want))
+	}
+}
+
+// TestSnapshotEqualsSources: existing rows come as snapshot chunks while
+// a writer changes them; applying the stream in seq order gives the
+// sources' rows, and no change of a key comes before its row.
+func TestSnapshotEqualsSources(t *testing.T) {
+	const rows = 60000
+	srvs := snapshotShards(t, rows)
+	ds := snapshotSpec(srvs, 1000)
+	var chunks []group.SnapshotChunk
+	var mu sync.Mutex
+	c := collect(t, group.Config{Spec: ds, RecordChunk: func(ch group.SnapshotChunk) error {
+		mu.Lock()
+		chunks = append(chunks, ch)
+		mu.Unlock()
+		return nil
+	}})
+	w := startSnapshotWriter(t, srvs, rows)
+	deadline := time.Now().Add(60 * time.Second)
+	for !snapshotDone(c.dest) {
+		if time.Now().After(deadline) {
+			t.Fatalf("snapshot not done: %+v", c.dest.Stats().Sources)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // live changes after it too
+	w.halt()
+	caughtUp(t, c, srvs)
+	a := apply(c.snapshot())
+	for _, p := range a.problems {
+		t.Error(p)
+	}
+	compareRows(t, a.rows, sourceRows(t, srvs))
+	mu.Lock()
+	n := len(chunks)
+	mu.Unlock()
+	if a.snapRows < rows/2 || n < rows/1000 {
+		t.Errorf("%d snapshot rows in %d chunks: want most of %d rows in at least %d chunks", a.snapRows, n, rows, rows/1000)
+	}
+	t.Logf("%d snapshot rows in %d chunks, %d writes during it", a.snapRows, n, w.writes.Load())
+}
+
+func snapshotDone(d *group.Destination) bool {
+	for _, s := range d.Stats().Sources {
+		if s.Snapshot == nil || !s.Snapshot.Done {
+			return false
+		}
+	}
+	return true
+}
+
+var _ = context.Background
