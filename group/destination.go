@@ -106,8 +106,8 @@ type Destination struct {
 	// snaps are the sources' snapshots (nil entries: done or off).
 	snaps  []*sourceSnapshot
 	cursor Cursor
-	skew    time.Duration
-	log     *slog.Logger
+	skew   time.Duration
+	log    *slog.Logger
 
 	lastSeen  []time.Time // per source: when its last event reached the merge
 	fineTime  []bool      // per source: its commit times have sub-second precision
@@ -395,7 +395,7 @@ func (d *Destination) Run(parent context.Context, emit func(*change.Event) error
 	queues := make([]*sourceQueue, len(d.parsers))
 	arrived := make(chan struct{}, 1)
 	var wg sync.WaitGroup
-	defer wg.Wait() // after cancel: the parsers stop, then Run returns
+	defer wg.Wait()       // after cancel: the parsers stop, then Run returns
 	var sem chan struct{} // bounds the sources reading a snapshot at once
 	if snapshotOn(d.cfg.Spec) {
 		sem = make(chan struct{}, max(1, d.cfg.Spec.SnapshotParallelism))

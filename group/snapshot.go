@@ -101,23 +101,23 @@ type sourceSnapshot struct {
 	log  *slog.Logger
 	push func(*change.Event) error // into the source's queue
 
-	mu       sync.Mutex
-	state    *change.SnapshotState // nil until the reader announced its tables
-	ready    chan struct{}         // closed once the reader announced its tables
+	mu        sync.Mutex
+	state     *change.SnapshotState // nil until the reader announced its tables
+	ready     chan struct{}         // closed once the reader announced its tables
 	announced bool
-	versions map[string]*change.Table
-	keys     map[*change.Table]tableKey
-	boundary change.Position // the boundary after the last transaction passed
-	inTx     bool
-	begin    *change.Event // the open transaction's EventBegin, not yet pushed
-	commit   time.Time     // the last transaction's commit time
-	beat     time.Time     // the last heartbeat's time
-	beats    int           // heartbeats since the pending chunk became ready
-	pending  *pendingChunk
-	changed  chan struct{} // signalled (capacity 1) when pending goes or state changes
-	after    [][]keyPart   // parsed After of each table, cached per state
-	afterOf  *change.SnapshotState
-	recorded []SnapshotChunk // the source's chunks from the log, by Index
+	versions  map[string]*change.Table
+	keys      map[*change.Table]tableKey
+	boundary  change.Position // the boundary after the last transaction passed
+	inTx      bool
+	begin     *change.Event // the open transaction's EventBegin, not yet pushed
+	commit    time.Time     // the last transaction's commit time
+	beat      time.Time     // the last heartbeat's time
+	beats     int           // heartbeats since the pending chunk became ready
+	pending   *pendingChunk
+	changed   chan struct{} // signalled (capacity 1) when pending goes or state changes
+	after     [][]keyPart   // parsed After of each table, cached per state
+	afterOf   *change.SnapshotState
+	recorded  []SnapshotChunk // the source's chunks from the log, by Index
 
 	rows      atomic.Int64
 	estimated atomic.Int64
