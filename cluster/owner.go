@@ -205,6 +205,10 @@ func (o *owner) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	chunks, err := n.store.Chunks(o.name)
+	if err != nil {
+		return err
+	}
 	// A new decision is kept in Raft, fenced by this epoch, before it
 	// applies: a later owner applies it at the same point. The merge
 	// waits for the write; a refused or failed one refuses the decision.
@@ -212,6 +216,13 @@ func (o *owner) run(ctx context.Context) error {
 		rctx, cancel := context.WithTimeout(ctx, decisionTimeout)
 		defer cancel()
 		return n.store.SaveDecision(rctx, o.name, o.epoch, d)
+	}
+	// A snapshot chunk is kept the same way before it goes out: a later
+	// owner emits it at the same point with the same seq.
+	recordChunk := func(c group.SnapshotChunk) error {
+		rctx, cancel := context.WithTimeout(ctx, decisionTimeout)
+		defer cancel()
+		return n.store.SaveChunk(rctx, o.name, o.epoch, c)
 	}
 	// The pipeline's logs name the destination themselves (group).
 	// Each sink is a store client of its own, whose cursor this loop
@@ -224,7 +235,7 @@ func (o *owner) run(ctx context.Context) error {
 		return err
 	}
 	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: &ds, Clients: cursors, Logger: n.log.With("epoch", o.epoch), Serve: true,
-		Decisions: decisions, RecordDecision: record})
+		Decisions: decisions, RecordDecision: record, Chunks: chunks, RecordChunk: recordChunk})
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package group
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -111,6 +112,65 @@ func (f *FileStore) Save(destination, client string, c *Cursor) error {
 	}
 	if err := os.Rename(tmp, p); err != nil {
 		return fmt.Errorf("group: save cursor: %w", err)
+	}
+	return nil
+}
+
+// chunksPath is the file of a destination's snapshot chunk log.
+func (f *FileStore) chunksPath(destination string) string {
+	return filepath.Join(f.Dir, destination+".chunks.jsonl")
+}
+
+// LoadChunks returns the destination's snapshot chunk log (see
+// SnapshotChunk), none if it has none. A last line cut short by a crash
+// is left out: its chunk never went out.
+func (f *FileStore) LoadChunks(destination string) ([]SnapshotChunk, error) {
+	data, err := os.ReadFile(f.chunksPath(destination))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("group: load snapshot chunks: %w", err)
+	}
+	var out []SnapshotChunk
+	for len(data) > 0 {
+		line, rest, complete := bytes.Cut(data, []byte("\n"))
+		data = rest
+		if !complete {
+			break
+		}
+		var c SnapshotChunk
+		if err := json.Unmarshal(line, &c); err != nil {
+			return nil, fmt.Errorf("group: snapshot chunk log %s is damaged (%v): delete it and the cursors beside it to start over", f.chunksPath(destination), err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// AppendChunk adds a chunk to the destination's snapshot chunk log and
+// syncs it to disk before it returns: the chunk goes out only then.
+func (f *FileStore) AppendChunk(destination string, c SnapshotChunk) error {
+	if err := os.MkdirAll(f.Dir, 0o755); err != nil {
+		return fmt.Errorf("group: save snapshot chunk: %w", err)
+	}
+	line, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	fh, err := os.OpenFile(f.chunksPath(destination), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("group: save snapshot chunk: %w", err)
+	}
+	_, err = fh.Write(append(line, '\n'))
+	if err == nil {
+		err = fh.Sync()
+	}
+	if cerr := fh.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("group: save snapshot chunk: %w", err)
 	}
 	return nil
 }

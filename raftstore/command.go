@@ -20,6 +20,7 @@ const (
 	cmdAssign       cmdType = 4 // dest, owner, conditional, ifEpoch
 	cmdSaveCursors  cmdType = 5 // dest, epoch, schemas, cursors
 	cmdSaveDecision cmdType = 6 // dest, epoch, lock, action, afterSeq, taken
+	cmdSaveChunk    cmdType = 7 // dest, epoch, chunk (JSON)
 )
 
 func (t cmdType) String() string {
@@ -36,6 +37,8 @@ func (t cmdType) String() string {
 		return "save-cursors"
 	case cmdSaveDecision:
 		return "save-decision"
+	case cmdSaveChunk:
+		return "save-chunk"
 	}
 	return fmt.Sprintf("command-%d", byte(t))
 }
@@ -59,6 +62,7 @@ type command struct {
 	Schemas     []schemaBlob // save-cursors: schema histories the cursors name
 	Cursors     []cursorEntry
 	Decision    decisionRecord // save-decision: the decision appended
+	Chunk       chunkRecord    // save-chunk: the snapshot chunk appended
 }
 
 // schemaBlob is one schema history (an change.SchemaSnapshot as JSON) of a
@@ -89,6 +93,10 @@ type cursorRecord struct {
 	ShardDDL json.RawMessage `json:"shardDDL,omitempty"`
 	// Detached is group.Cursor.Detached, written the same way.
 	Detached bool `json:"detached,omitempty"`
+	// Snapshots are the sources' snapshot progress
+	// (change.SnapshotState as JSON, empty for none), written after the
+	// shard-DDL part the same way.
+	Snapshots []json.RawMessage `json:"snapshots,omitempty"`
 }
 
 type sourceRecord struct {
@@ -145,12 +153,25 @@ func (c *command) encode() []byte {
 				e.boolean(ce.Cursor.Detached)
 			}
 		}
+		// The snapshot progress of each cursor's sources, after that.
+		for _, ce := range c.Cursors {
+			if !ce.Delete {
+				e.count(len(ce.Cursor.Snapshots))
+				for _, b := range ce.Cursor.Snapshots {
+					e.bytes(b)
+				}
+			}
+		}
 	case cmdSaveDecision:
 		e.uvarint(c.Epoch)
 		e.varint(c.Decision.Lock)
 		e.str(c.Decision.Action)
 		e.uvarint(c.Decision.AfterSeq)
 		e.uvarint(c.Decision.Taken)
+	case cmdSaveChunk:
+		e.uvarint(c.Epoch)
+		b, _ := json.Marshal(c.Chunk) // plain fields: cannot fail
+		e.bytes(b)
 	}
 	return e.bytesOut()
 }
@@ -214,9 +235,28 @@ func decodeCommand(data []byte) (*command, error) {
 				}
 			}
 		}
+		if len(d.b) > 0 {
+			for i := range c.Cursors {
+				if ce := &c.Cursors[i]; !ce.Delete {
+					if n := d.count(); n > 0 {
+						ce.Cursor.Snapshots = make([]json.RawMessage, n)
+						for j := range ce.Cursor.Snapshots {
+							if b := d.bytes(); len(b) > 0 {
+								ce.Cursor.Snapshots[j] = b
+							}
+						}
+					}
+				}
+			}
+		}
 	case cmdSaveDecision:
 		c.Epoch = d.uvarint()
 		c.Decision = decisionRecord{Lock: d.varint(), Action: d.str(), AfterSeq: d.uvarint(), Taken: d.uvarint()}
+	case cmdSaveChunk:
+		c.Epoch = d.uvarint()
+		if err := json.Unmarshal(d.bytes(), &c.Chunk); err != nil {
+			d.fail(fmt.Errorf("snapshot chunk: %w", err))
+		}
 	default:
 		return nil, failf(codeBadCommand, "unknown type %d", byte(c.Type))
 	}

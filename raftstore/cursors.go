@@ -94,6 +94,16 @@ func (s *Store) cursorCommand(dest string, epoch uint64, updates []CursorUpdate)
 		}
 		for i, src := range u.Cursor.Sources {
 			rec.Sources[i] = sourceRecord{Name: src.Name, File: src.Pos.File, Pos: src.Pos.Pos, LastKey: src.LastKey}
+			if src.Snapshot != nil {
+				if rec.Snapshots == nil {
+					rec.Snapshots = make([]json.RawMessage, len(u.Cursor.Sources))
+				}
+				b, err := json.Marshal(src.Snapshot)
+				if err != nil {
+					return nil, nil, fmt.Errorf("raftstore: cursor %s/%s: source %s: snapshot progress: %w", dest, u.Client, src.Name, err)
+				}
+				rec.Snapshots[i] = b
+			}
 			if src.Schema == nil {
 				continue
 			}

@@ -239,6 +239,12 @@ func toCursor(dest, client string, r *cursorRecord, schemas map[string]json.RawM
 			}
 			sc.Schema = &snap
 		}
+		if i < len(r.Snapshots) && len(r.Snapshots[i]) > 0 && string(r.Snapshots[i]) != "null" {
+			sc.Snapshot = &change.SnapshotState{}
+			if err := json.Unmarshal(r.Snapshots[i], sc.Snapshot); err != nil {
+				return nil, fmt.Errorf("raftstore: cursor %s/%s: source %s: snapshot progress: %w", dest, client, src.Name, err)
+			}
+		}
 		c.Sources[i] = sc
 	}
 	return c, nil

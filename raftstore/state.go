@@ -41,6 +41,8 @@ type destRecord struct {
 	// Decisions are the operators' shard-DDL decisions, in the order they
 	// were made (absent from snapshots written before there were any).
 	Decisions []decisionRecord `json:"decisions,omitempty"`
+	// Chunks are the initial snapshot's chunks, in the order kept.
+	Chunks []chunkRecord `json:"chunks,omitempty"`
 
 	spec *spec.Spec // Spec parsed; never modified, copied out by reads
 }
@@ -121,6 +123,12 @@ func (s *state) apply(index uint64, c *command) result {
 		return s.saveCursors(index, c)
 	case cmdSaveDecision:
 		return s.saveDecision(index, c)
+	case cmdSaveChunk:
+		d, err := s.owned(c, fmt.Sprintf("snapshot chunk %d of %q", c.Chunk.Index, c.Dest))
+		if err == nil {
+			d.Chunks = append(d.Chunks, c.Chunk)
+		}
+		return result{Index: index, Err: err}
 	default:
 		res.Err = failf(codeBadCommand, "unknown type %d", byte(c.Type))
 	}

@@ -334,7 +334,7 @@ func TestCursorsWrittenBeforeShardDDL(t *testing.T) {
 	c := &command{Type: cmdSaveCursors, Dest: "shop", Epoch: 3,
 		Cursors: []cursorEntry{{Client: "c1", Cursor: cursorRecord{Seq: 4, Sources: []sourceRecord{{Name: "a", File: "binlog.000001", Pos: 4}}}}}}
 	full := c.encode()
-	old := full[:len(full)-3] // Taken 0, no state, not detached: three bytes
+	old := full[:len(full)-4] // Taken 0, no state, not detached, no snapshot progress: four bytes
 	got, err := decodeCommand(old)
 	if err != nil {
 		t.Fatalf("an entry of the old form: %v", err)

@@ -154,7 +154,16 @@ func capture(ctx context.Context, spec *spec.Spec, w io.Writer, opt captureOptio
 	if err := sinkrun.Prepare(ctx, spec, clients, cursors); err != nil {
 		return err
 	}
-	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: spec, Clients: clients, Logger: log})
+	pc := stream.PipelineConfig{Spec: spec, Clients: clients, Logger: log}
+	if fs, ok := cursors.(*group.FileStore); ok {
+		// The snapshot's chunks are kept beside the cursors, so that a
+		// restart emits the chunks after its cursor where they went.
+		if pc.Chunks, err = fs.LoadChunks(spec.Name); err != nil {
+			return err
+		}
+		pc.RecordChunk = func(c group.SnapshotChunk) error { return fs.AppendChunk(spec.Name, c) }
+	}
+	p, err := stream.StartPipeline(ctx, pc)
 	if err != nil {
 		return err
 	}
