@@ -112,6 +112,7 @@ type sourceSnapshot struct {
 	begin     *change.Event // the open transaction's EventBegin, not yet pushed
 	commit    time.Time     // the last transaction's commit time
 	beat      time.Time     // the last heartbeat's time
+	fine      bool          // the source's commit times have sub-second precision
 	beats     int           // heartbeats since the pending chunk became ready
 	pending   *pendingChunk
 	changed   chan struct{} // signalled (capacity 1) when pending goes or state changes
@@ -368,6 +369,7 @@ func (g *sourceSnapshot) pass(ctx context.Context, ev *change.Event) error {
 		return nil
 	case change.EventBegin:
 		g.inTx, g.begin = true, ev
+		g.fine = g.fine || ev.CommitTime.Nanosecond() != 0
 		return nil
 	case change.EventRows:
 		kept := g.filterRows(ev)
@@ -599,10 +601,7 @@ func (g *sourceSnapshot) emitPending(ctx context.Context) error {
 	rows := fold(p)
 	t := g.state.Tables[p.table]
 	rec := SnapshotChunk{Source: g.src, Index: g.state.Chunks, Table: t.Name, After: t.After, Through: p.through, At: g.boundary,
-		Time: max(g.commit.UnixMicro(), g.beat.UnixMicro())}
-	if rec.Time <= 0 {
-		rec.Time = g.d.cfg.Now().UnixMicro()
-	}
+		Time: g.mergeTime()}
 	if rec := g.d.cfg.RecordChunk; rec == nil && g.d.cfg.ReplayOnly {
 		return errors.New("group: a replay reader cannot make snapshot chunks")
 	}
@@ -613,6 +612,25 @@ func (g *sourceSnapshot) emitPending(ctx context.Context) error {
 	}
 	g.recorded = append(g.recorded, rec)
 	return g.emit(p.table, p.version, rows, p.through, rec)
+}
+
+// mergeTime is a new chunk's merge key time: the source's watermark,
+// what its last transaction or heartbeat promised (see consumeHead). Not
+// lower, or the chunk would come late; not higher, or the merge would
+// wait for the other sources to promise as much.
+func (g *sourceSnapshot) mergeTime() int64 {
+	t := g.commit.UnixMicro()
+	if !g.beat.IsZero() {
+		wm := g.beat.Add(-g.d.skew)
+		if !g.fine {
+			wm = wm.Truncate(time.Second)
+		}
+		t = max(t, wm.UnixMicro())
+	}
+	if g.commit.IsZero() && g.beat.IsZero() {
+		t = g.d.cfg.Now().Add(-g.d.skew).Truncate(time.Second).UnixMicro()
+	}
+	return t
 }
 
 // fold applies a chunk's window to its selected rows: the rows its key
