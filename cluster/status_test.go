@@ -5,7 +5,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"slices"
@@ -24,6 +26,7 @@ import (
 
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/cluster/clustertest"
+	"github.com/braid-cdc/braid/cluster/statuspage"
 )
 
 // TestStatusPage loads the status page of a node that does not own the
@@ -199,6 +202,83 @@ func TestStatusPage(t *testing.T) {
 	}
 }
 
+// TestStatusPageSnapshot loads the page from a server that answers GET
+// /v1/status with a status made up here, and checks each source's
+// initial-snapshot cell: its progress while it runs (the rate and the
+// time left once known), "done" after, and no column at all for a
+// destination whose spec has none. No cluster: the page draws whatever
+// the status says.
+func TestStatusPageSnapshot(t *testing.T) {
+	browser := chromium(t)
+	state := func(sources ...wire.SourceState) *wire.State {
+		return &wire.State{Seq: 3, Sources: sources, Clients: []wire.ClientState{}}
+	}
+	st := wire.Status{Time: time.Now(), LagEveryMs: 5000, LagWindowMs: 600000,
+		Cluster: wire.ClusterStatus{Node: "n1", Leader: "n1", Nodes: []wire.NodeStatus{{Name: "n1", State: wire.NodeAlive, Raft: wire.RaftLeader}}},
+		Destinations: []wire.DestinationStatus{
+			{Name: "shop", Owner: "n1", State: state(
+				wire.SourceState{Name: "a", Snapshot: &wire.SnapshotState{Tables: 6, TablesDone: 3, Rows: 120000, EstimatedRows: 660000, RowsPerSecond: 45000.4, EtaSeconds: 12}},
+				wire.SourceState{Name: "b", Snapshot: &wire.SnapshotState{Tables: 1, Rows: 0}},
+				wire.SourceState{Name: "c", Snapshot: &wire.SnapshotState{Tables: 2, TablesDone: 2, Rows: 500, Done: true}})},
+			{Name: "plain", Owner: "n1", State: state(wire.SourceState{Name: "a"})},
+		}}
+	body, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	index, err := fs.ReadFile(statuspage.Assets, "index.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { w.Write(index) })
+	mux.Handle("GET /ui/", http.StripPrefix("/ui/", http.FileServerFS(statuspage.Assets)))
+	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(body)
+	})
+	web := httptest.NewServer(mux)
+	t.Cleanup(web.Close)
+
+	tab := newTab(t, browser)
+	if err := chromedp.Do(tab, chromedp.Navigate(web.URL+"/")); err != nil {
+		t.Fatalf("loading %s/: %v", web.URL, err)
+	}
+	want := map[string][]string{
+		"shop":  {"3/6 tables, 120,000 rows, 45,000 rows/s, eta 12 s", "0/1 tables, 0 rows", "done"},
+		"plain": {""},
+	}
+	var got shown
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(tab, 5*time.Second)
+		got, err = chromedp.Run(ctx, chromedp.Evaluate[shown](readPage))
+		cancel()
+		if err == nil && len(got.Dests) == len(want) && got.Error == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the page did not show both destinations within 10 s: %+v, %v", got, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, d := range got.Dests {
+		if !slices.Equal(d.Snapshots, want[d.Name]) {
+			t.Errorf("destination %s: snapshot cells %q, want %q", d.Name, d.Snapshots, want[d.Name])
+		}
+	}
+	var headers []string
+	ctx, cancel := context.WithTimeout(tab, 5*time.Second)
+	defer cancel()
+	headers, err = chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('section[data-dest] table')].map(t => t.tHead.textContent)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(headers) < 2 || !strings.Contains(headers[0], "initial snapshot") || strings.Contains(strings.Join(headers[1:], ""), "snapshot") {
+		t.Errorf("the sources' headers %q: want an initial snapshot column for shop only", headers)
+	}
+}
+
 // chromium finds a Chromium to drive; without one the test skips, or
 // fails under CI=true (.ci/run installs Debian's chromium).
 func chromium(t *testing.T) string {
@@ -288,6 +368,7 @@ const readPage = `(() => {
       name: d.dataset.dest,
       owner: d.querySelector('[data-field=meta]').dataset.owner || '',
       sources: [...d.querySelectorAll('tr[data-source]')].map(r => r.dataset.source),
+      snapshots: [...d.querySelectorAll('tr[data-source]')].map(r => text(r, '[data-field=snapshot]')),
       clients: [...d.querySelectorAll('tr[data-client]')].map(r => ({id: r.dataset.client, ackedSeq: text(r, '[data-field=ackedSeq]')})),
       charted: [...d.querySelectorAll('svg.chart g[data-series]')].filter(g => g.querySelector('polyline, circle')).map(g => g.dataset.series),
       sinks: text(d, '[data-section=sinks]'),
@@ -311,7 +392,9 @@ type shownDest struct {
 	Name    string   `json:"name"`
 	Owner   string   `json:"owner"`
 	Sources []string `json:"sources"`
-	Clients []struct {
+	// Snapshots are the sources' snapshot cells ("" without one).
+	Snapshots []string `json:"snapshots"`
+	Clients   []struct {
 		ID       string `json:"id"`
 		AckedSeq string `json:"ackedSeq"`
 	} `json:"clients"`
@@ -331,6 +414,7 @@ func pageFromAPI(st wire.Status) shown {
 		if d.State != nil {
 			for _, s := range d.State.Sources {
 				sd.Sources = append(sd.Sources, s.Name)
+				sd.Snapshots = append(sd.Snapshots, snapshotShown(s.Snapshot))
 				sd.Charted = append(sd.Charted, s.Name)
 			}
 			for _, c := range d.State.Clients {
@@ -365,10 +449,24 @@ func (got shown) differs(want shown) string {
 	}
 	for i, w := range want.Dests {
 		g := got.Dests[i]
-		if g.Name != w.Name || g.Owner != w.Owner || !slices.Equal(g.Sources, w.Sources) || !slices.Equal(g.Charted, w.Charted) ||
+		if g.Name != w.Name || g.Owner != w.Owner || !slices.Equal(g.Sources, w.Sources) || !slices.Equal(g.Snapshots, w.Snapshots) || !slices.Equal(g.Charted, w.Charted) ||
 			g.Sinks != w.Sinks || g.DDLLocks != w.DDLLocks || fmt.Sprint(g.Clients) != fmt.Sprint(w.Clients) {
 			return fmt.Sprintf("destination %+v, want %+v", g, w)
 		}
 	}
 	return ""
+}
+
+// snapshotShown is what the page shows of a source's snapshot, for one
+// that has none or is done: a running one's numbers change from one poll
+// to the next, so no answer of the API predicts the page's, and
+// TestStatusPageSnapshot checks its cell with a status of its own.
+func snapshotShown(sn *wire.SnapshotState) string {
+	switch {
+	case sn == nil:
+		return ""
+	case sn.Done:
+		return "done"
+	}
+	return "(a running snapshot)"
 }

@@ -51,6 +51,17 @@ var (
 		"Binlog connections to the source that failed or were refused.", prometheus.CounterValue, sourceLabels)
 	sourceLastError = newFamily("braid_source_last_error_timestamp_seconds",
 		"When the source's connection last failed, in Unix seconds (the error is the state's lastError).", prometheus.GaugeValue, sourceLabels)
+	// Per source with an initial snapshot (spec snapshot: initial).
+	snapshotRows = newFamily("braid_snapshot_rows_total",
+		"Rows the source's initial snapshot emitted since the destination started on this node.", prometheus.CounterValue, sourceLabels)
+	snapshotTables = newFamily("braid_snapshot_tables",
+		"Tables the source's initial snapshot reads (0 until its reader has found them).", prometheus.GaugeValue, sourceLabels)
+	snapshotTablesDone = newFamily("braid_snapshot_tables_done",
+		"Tables the source's initial snapshot has read to the end.", prometheus.GaugeValue, sourceLabels)
+	snapshotDone = newFamily("braid_snapshot_done",
+		"1 once the source's initial snapshot has read every table, else 0.", prometheus.GaugeValue, sourceLabels)
+	snapshotETA = newFamily("braid_snapshot_eta_seconds",
+		"Time the source's initial snapshot still needs at its rate so far, from the servers' row estimates (0 when done or not known).", prometheus.GaugeValue, sourceLabels)
 
 	// Per destination.
 	destHeadSeq = newFamily("braid_destination_head_seq",
@@ -99,6 +110,7 @@ var (
 var families = []family{
 	sourceConnected, sourceIdle, sourceBehind, sourceLag, sourceWaiting, sourceLastCommit,
 	sourceEvents, sourceBytes, sourceRows, sourceErrors, sourceLastError,
+	snapshotRows, snapshotTables, snapshotTablesDone, snapshotDone, snapshotETA,
 	destHeadSeq, destLate, destWaiting, destStoreEvents, destStoreBytes, destStorePeak, destConsumers,
 	ddlLocks, ddlLockPending, ddlHeldRows,
 	sinkApplied, sinkLagSeq, sinkRows, sinkUpserts, sinkMissing, sinkUp, sinkLagSec, sinkConfl, sinkPending, sinkReturns,
@@ -215,6 +227,13 @@ func (c *Collector) collect(ch chan<- prometheus.Metric, s *stream.Served, now t
 			emit(sourceErrors, float64(src.Errors), l...)
 			if !src.LastErrorAt.IsZero() {
 				emit(sourceLastError, unixSeconds(src.LastErrorAt), l...)
+			}
+			if sn := src.Snapshot; sn != nil {
+				emit(snapshotRows, float64(sn.Rows), l...)
+				emit(snapshotTables, float64(sn.Tables), l...)
+				emit(snapshotTablesDone, float64(sn.TablesDone), l...)
+				emit(snapshotDone, boolValue(sn.Done), l...)
+				emit(snapshotETA, sn.ETA.Seconds(), l...)
 			}
 			if src.Waiting {
 				waiting++

@@ -157,6 +157,7 @@ func (h *handler) state(w http.ResponseWriter, r *http.Request) {
 				ls := src.LastSeen
 				ss.LastSeen = &ls
 			}
+			ss.Snapshot = snapshotState(src.Snapshot)
 			st.Sources = append(st.Sources, ss)
 		}
 	}
@@ -164,6 +165,16 @@ func (h *handler) state(w http.ResponseWriter, r *http.Request) {
 	st.Store = wire.StoreState{Events: ss.Events, Bytes: ss.Bytes, PeakBytes: ss.PeakBytes, Floor: ss.Floor, BlockedBy: ss.BlockedBy}
 	st.Clients = h.clientStates(s)
 	writeJSON(w, http.StatusOK, st)
+}
+
+// snapshotState is a source's snapshot progress as the API shows it; nil
+// without a snapshot.
+func snapshotState(sn *group.SnapshotStats) *wire.SnapshotState {
+	if sn == nil {
+		return nil
+	}
+	return &wire.SnapshotState{Tables: sn.Tables, TablesDone: sn.TablesDone, Rows: sn.Rows, EstimatedRows: sn.EstimatedRows,
+		RowsPerSecond: sn.RowsPerSecond, EtaSeconds: sn.ETA.Seconds(), Done: sn.Done}
 }
 
 // clientStates lists the client ids subscribed to s's store, by id.

@@ -150,14 +150,17 @@ func (s *lineStream) seqs(t *testing.T, n int) []uint64 {
 }
 
 // TestListAndState: the list names every destination served; the state
-// shows the merge's stats, the store's and the clients'.
+// shows the merge's stats (a source's snapshot progress only where it has
+// one), the store's and the clients'.
 func TestListAndState(t *testing.T) {
 	reg := stream.NewRegistry()
 	store := stream.NewStore(stream.Config{})
 	commit := time.Now().Add(-2 * time.Second)
 	reg.Add(&stream.Served{Name: "shop", Store: store, Stats: func() group.Stats {
 		return group.Stats{Seq: 7, Late: 1, Sources: []group.SourceStats{
-			{Name: "a", Pos: change.Position{File: "binlog.000002", Pos: 42}, LastCommit: commit, LastSeen: time.Now()},
+			{Name: "a", Pos: change.Position{File: "binlog.000002", Pos: 42}, LastCommit: commit, LastSeen: time.Now(),
+				Snapshot: &group.SnapshotStats{Tables: 6, TablesDone: 3, Rows: 120000, EstimatedRows: 660000,
+					RowsPerSecond: 45000, ETA: 12 * time.Second}},
 			{Name: "b", Waiting: true}}}
 	}})
 	reg.Add(&stream.Served{Name: "other", Store: stream.NewStore(stream.Config{})})
@@ -184,6 +187,13 @@ func TestListAndState(t *testing.T) {
 	a := state.Sources[0]
 	if a.Pos != "binlog.000002:42" || a.LagMs == nil || *a.LagMs < 1500 || a.Waiting || !state.Sources[1].Waiting {
 		t.Errorf("sources %+v", state.Sources)
+	}
+	wantSnap := wire.SnapshotState{Tables: 6, TablesDone: 3, Rows: 120000, EstimatedRows: 660000, RowsPerSecond: 45000, EtaSeconds: 12}
+	if a.Snapshot == nil || *a.Snapshot != wantSnap {
+		t.Errorf("source a's snapshot %+v, want %+v", a.Snapshot, wantSnap)
+	}
+	if state.Sources[1].Snapshot != nil {
+		t.Errorf("source b, without snapshot stats, shows a snapshot: %+v", state.Sources[1].Snapshot)
 	}
 	if len(state.Clients) != 1 || state.Clients[0].ID != "c1" || !state.Clients[0].Streaming || state.Clients[0].AckedSeq != 2 {
 		t.Errorf("clients %+v", state.Clients)

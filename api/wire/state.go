@@ -77,6 +77,36 @@ type SourceState struct {
 	// (from heartbeats, and SHOW MASTER STATUS every 10 s while none
 	// comes), "file:pos"; missing before it is known.
 	ServerPos string `json:"serverPos,omitempty"`
+	// Snapshot is the source's initial-snapshot progress; missing when the
+	// spec has snapshot: never.
+	Snapshot *SnapshotState `json:"snapshot,omitempty"`
+}
+
+// SnapshotState is one source's initial-snapshot progress (spec snapshot:
+// initial): its selected tables read in key-range chunks while its binlog
+// keeps flowing.
+type SnapshotState struct {
+	// Tables is how many tables the source's snapshot reads; 0 until the
+	// source's reader has found them.
+	Tables int `json:"tables"`
+	// TablesDone is how many of them have been read to the end.
+	TablesDone int `json:"tablesDone"`
+	// Rows is how many rows the snapshot has emitted.
+	Rows int64 `json:"rows"`
+	// EstimatedRows is the server's estimate of all the tables' rows
+	// (from its table statistics, so it can be off either way); 0:
+	// unknown.
+	EstimatedRows int64 `json:"estimatedRows"`
+	// RowsPerSecond is the rate of rows since the snapshot started on the
+	// node that runs it.
+	RowsPerSecond float64 `json:"rowsPerSecond"`
+	// EtaSeconds is the time left at that rate, in seconds; 0 when done
+	// or not known.
+	EtaSeconds float64 `json:"etaSeconds"`
+	// Done is true once every table has been read (also for a snapshot
+	// that finished before the destination last started here: the counts
+	// are then 0).
+	Done bool `json:"done"`
 }
 
 // StoreState is a destination's store use: the events it holds for its

@@ -5,7 +5,8 @@
 //
 // The page asks the node that served it for GET /v1/status (wire.Status)
 // every two seconds and draws it: the nodes, each destination with its
-// sources, their lag over the last minutes (an SVG chart drawn by the
+// sources (with their initial snapshot's progress where the spec has
+// one), their lag over the last minutes (an SVG chart drawn by the
 // page's own script), its consumers and their lag in transactions, and
 // its sinks and DDL locks, shown as "none" until a destination's state
 // carries them (State's sinks and ddlLocks arrays, drawn as tables of

@@ -7,7 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -239,13 +242,23 @@ func showDestination(w io.Writer, info wire.DestinationInfo) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if len(info.Sources) > 0 {
-		fmt.Fprintln(tw, "\nSOURCE\tPOSITION\tLAG\tWAITING")
+		// The snapshot column only for a spec with snapshot: initial.
+		snap := slices.ContainsFunc(info.Sources, func(s wire.SourceState) bool { return s.Snapshot != nil })
+		header := "\nSOURCE\tPOSITION\tLAG\tWAITING"
+		if snap {
+			header += "\tSNAPSHOT"
+		}
+		fmt.Fprintln(tw, header)
 		for _, s := range info.Sources {
 			lag := "-"
 			if s.LagMs != nil {
 				lag = (time.Duration(*s.LagMs) * time.Millisecond).String()
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\n", s.Name, s.Pos, lag, s.Waiting)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%v", s.Name, s.Pos, lag, s.Waiting)
+			if snap {
+				fmt.Fprintf(tw, "\t%s", snapshotText(s.Snapshot))
+			}
+			fmt.Fprintln(tw)
 		}
 	}
 	if len(info.Clients) > 0 {
@@ -257,6 +270,44 @@ func showDestination(w io.Writer, info wire.DestinationInfo) {
 	tw.Flush()
 	text, _ := yaml.Marshal(destSpec(info))
 	fmt.Fprintf(w, "\nspec:\n%s", indent(string(text), "  "))
+}
+
+// snapshotText is a source's initial-snapshot progress on one line:
+// "3/6 tables, 120,000 rows, 45,000 rows/s, eta 12s", or "done"; "-"
+// for a source without a snapshot. The rate and the time left are left
+// out while not known.
+func snapshotText(sn *wire.SnapshotState) string {
+	switch {
+	case sn == nil:
+		return "-"
+	case sn.Done:
+		return "done"
+	}
+	text := fmt.Sprintf("%d/%d tables, %s rows", sn.TablesDone, sn.Tables, groupDigits(sn.Rows))
+	if sn.RowsPerSecond > 0 {
+		text += fmt.Sprintf(", %s rows/s", groupDigits(int64(math.Round(sn.RowsPerSecond))))
+	}
+	if sn.EtaSeconds > 0 {
+		text += ", eta " + time.Duration(math.Ceil(sn.EtaSeconds)*float64(time.Second)).String()
+	}
+	return text
+}
+
+// groupDigits writes n with a comma between each group of three digits.
+func groupDigits(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	sign := ""
+	if n < 0 {
+		sign, s = "-", s[1:]
+	}
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return sign + b.String()
 }
 
 func indent(s, prefix string) string {

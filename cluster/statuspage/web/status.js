@@ -68,6 +68,19 @@
     return v ? 'yes' : 'no';
   }
 
+  // fmtSnapshot is a source's initial-snapshot progress on one line, as
+  // braid destination show prints it; the rate and the time left only once
+  // they are known.
+  function fmtSnapshot(sn) {
+    if (!sn) return '';
+    if (sn.done) return 'done';
+    const n = v => Math.round(v || 0).toLocaleString('en-US');
+    let text = `${sn.tablesDone || 0}/${sn.tables || 0} tables, ${n(sn.rows)} rows`;
+    if (sn.rowsPerSecond > 0) text += `, ${n(sn.rowsPerSecond)} rows/s`;
+    if (sn.etaSeconds > 0) text += `, eta ${fmtMs(Math.ceil(sn.etaSeconds) * 1000)}`;
+    return text;
+  }
+
   function none(section) {
     return el('p', { class: 'none', 'data-section': section, 'data-empty': true, text: 'none' });
   }
@@ -97,10 +110,12 @@
     const extra = {
       connected: sources.some(s => 'connected' in s),
       lastError: sources.some(s => 'lastError' in s),
+      snapshot: sources.some(s => 'snapshot' in s),
     };
     const headers = ['source', 'position', 'last commit', { label: 'since last commit', num: true }, { label: 'behind', num: true }, 'strict order waits for it'];
     if (extra.connected) headers.push('connected');
     if (extra.lastError) headers.push('last error');
+    if (extra.snapshot) headers.push('initial snapshot');
     const rows = sources.map(s => {
       const tr = el('tr', { 'data-source': s.name },
         cell('name', s.name),
@@ -111,6 +126,7 @@
         cell('waiting', yesNo(s.waiting), s.waiting ? 'warn' : undefined));
       if (extra.connected) tr.append(cell('connected', yesNo(s.connected), s.connected === false ? 'bad' : 'ok'));
       if (extra.lastError) tr.append(cell('lastError', s.lastError, s.lastError ? 'bad' : undefined));
+      if (extra.snapshot) tr.append(cell('snapshot', fmtSnapshot(s.snapshot), s.snapshot && s.snapshot.done ? 'ok' : undefined));
       return tr;
     });
     return table(headers, rows);
