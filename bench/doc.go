@@ -10,8 +10,10 @@
 // and MergeBraid, in merge.go), the store filler and the two consumers
 // (FillStore, ConsumeCanal and ConsumeNative, in consume.go), the runner
 // of a built `braid capture` (CaptureSpec, CountCapture and RunCapture, in
-// capture.go) and a heap sampler (heap.go); the benchmarks themselves are
-// in decode_test.go (BenchmarkDecode), merge_test.go (BenchmarkMerge),
+// capture.go), the initial snapshot's ways (SnapshotBraid, SnapshotDump
+// and SnapshotCanal, in snapshot.go) and a heap sampler (heap.go); the
+// benchmarks themselves are in decode_test.go (BenchmarkDecode),
+// merge_test.go (BenchmarkMerge),
 // capture_test.go (BenchmarkCapture: `braid capture | wc -l` beside
 // go-mysql canal on BenchmarkMerge's binlogs), consume_test.go
 // (BenchmarkConsume), catchup_test.go (BenchmarkMerge/catch-up: the
@@ -19,11 +21,14 @@
 // canal and mariadb-binlog), latency_test.go (BenchmarkLatency: commit-to-consumer
 // latency under a steady load), cluster_test.go (BenchmarkCluster: the
 // failover gap of a three-node cluster and a node's CPU and memory),
-// raftstore_test.go (BenchmarkRaftCursors) and shardddl_test.go
+// raftstore_test.go (BenchmarkRaftCursors), shardddl_test.go
 // (BenchmarkShardDDLHeld: 1 GiB of rows through a 16 MiB store while a
 // shard-DDL lock holds one shard table, the live heap against the
-// destination's memory bound); each documents what it measures
-// at its top. Every benchmark also adds its totals to one table (Record,
+// destination's memory bound) and snapshot_test.go (BenchmarkSnapshot:
+// the initial snapshot of four shards' tables, 2M rows, beside
+// mariadb-dump and go-mysql canal's dump path, and braid's heap at two
+// table sizes); each documents what it measures at its top. Every
+// benchmark also adds its totals to one table (Record,
 // report.go), printed when the run ends and, under `make bench`, written to
 // bench/results.json. A rate over repeated runs (rows/s) is their median;
 // CPU per row is the runs' CPU over their rows.
@@ -257,6 +262,7 @@
 //	go test -run '^$' -bench Merge -benchtime 3x ./bench/
 //	go test -run '^$' -bench Consume -benchtime 3x ./bench/
 //	BRAID_BENCH_HELD_BYTES=100000000 go test -run '^$' -bench ShardDDLHeld -benchtime 1x ./bench/
+//	BRAID_BENCH_SNAPSHOT_ROWS=400000 go test -run '^$' -bench Snapshot -benchtime 1x ./bench/
 //
 // The servers and the binlogs are set up once per process by each parent
 // benchmark, so -count and -benchtime repeat only the reading. go test runs
