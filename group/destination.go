@@ -1,11 +1,13 @@
 package group
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -103,11 +105,20 @@ type Destination struct {
 	merger  *Merger
 	router  *Router   // used by the merge loop only
 	ddl     *shardDDL // nil with shard_ddl: passthrough
-	// snaps are the sources' snapshots (nil entries: done or off).
-	snaps  []*sourceSnapshot
-	cursor Cursor
-	skew   time.Duration
-	log    *slog.Logger
+	// snaps are the sources' snapshots (nil entries: done or off); kept
+	// are the chunks kept before that go out from the cursor on, in
+	// order, keptNext the next of them.
+	snaps    []*sourceSnapshot
+	kept     []SnapshotChunk
+	keptNext int
+	// keptOut is closed once every chunk of kept has gone out: no source
+	// reads a new chunk before, or it could take a point of the stream
+	// the first run gave to another transaction.
+	keptOut     chan struct{}
+	keptOutOnce sync.Once
+	cursor      Cursor
+	skew        time.Duration
+	log         *slog.Logger
 
 	lastSeen  []time.Time // per source: when its last event reached the merge
 	fineTime  []bool      // per source: its commit times have sub-second precision
@@ -248,6 +259,11 @@ func New(cfg Config) (*Destination, error) {
 	}
 	if cfg.Resume != nil {
 		d.cursor.Seq, d.cursor.Taken = cfg.Resume.Seq, cfg.Resume.Taken
+	}
+	d.kept = keptAfter(chunks, d.cursor.Taken)
+	d.keptOut = make(chan struct{})
+	if len(d.kept) == 0 {
+		d.keptOutOnce.Do(func() { close(d.keptOut) })
 	}
 	return d, nil
 }
@@ -447,6 +463,7 @@ func (d *Destination) merge(ctx context.Context, queues []*sourceQueue, arrived 
 	n := len(queues)
 	head := make([]*change.Event, n)
 	offered := make([]bool, n)
+	chunks := make([]*chunkOut, n) // per source: the snapshot chunk heading its queue
 	stall := time.NewTicker(d.cfg.StallLog)
 	defer stall.Stop()
 	progressAt := d.cfg.Now()
@@ -480,12 +497,30 @@ func (d *Destination) merge(ctx context.Context, queues []*sourceQueue, arrived 
 					break
 				}
 				d.lastSeen[s] = d.cfg.Now()
+				if ev := head[s]; ev.Type == change.EventBegin && ev.Snapshot {
+					out := <-d.snaps[s].outbox // sent before the chunk's first event
+					chunks[s], offered[s] = &out, true
+					break
+				}
 				if err := d.consumeHead(s, head, offered); err != nil {
 					return err
 				}
 			}
 		}
-		if src, _, ok := d.merger.Next(); ok {
+		src, wait, err := d.dueChunk(chunks)
+		if err != nil {
+			return err
+		}
+		if src >= 0 {
+			if err := d.emitTx(ctx, src, head[src], queues[src], emit); err != nil {
+				return err
+			}
+			head[src], offered[src], chunks[src] = nil, false, nil
+			progressAt = d.cfg.Now()
+			d.publish(false)
+			continue
+		}
+		if src, _, ok := d.merger.Next(); ok && !wait {
 			if err := d.emitTx(ctx, src, head[src], queues[src], emit); err != nil {
 				return err
 			}
@@ -525,6 +560,64 @@ func (d *Destination) merge(ctx context.Context, queues []*sourceQueue, arrived 
 			}
 		}
 	}
+}
+
+// dueChunk returns the source whose snapshot chunk goes out now, or -1,
+// and whether nothing else may go now: a chunk kept before goes out at
+// the point of the stream it went out at first (the merge waits for its
+// source to bring it, and holds its source while it waits for its
+// point), a new one at once, kept first with this point.
+func (d *Destination) dueChunk(chunks []*chunkOut) (src int, wait bool, err error) {
+	if d.keptNext >= len(d.kept) && d.cfg.ReplayOnly && d.cfg.Chunks != nil {
+		d.kept, d.keptNext = keptAfter(d.cfg.Chunks(), d.cursor.Taken), 0
+	}
+	if d.keptNext < len(d.kept) {
+		if k := d.kept[d.keptNext]; k.Taken == d.cursor.Taken {
+			if c := chunks[k.Source]; c == nil || !c.kept || c.chunk.Index != k.Index {
+				return -1, true, nil // its source brings it next
+			}
+			d.keptNext++
+			if d.keptNext == len(d.kept) {
+				d.keptOutOnce.Do(func() { close(d.keptOut) })
+			}
+			d.merger.Hold(k.Source, false)
+			return k.Source, false, nil
+		}
+	}
+	for s, c := range chunks {
+		if c == nil {
+			continue
+		}
+		if c.kept {
+			if c.chunk.Taken < d.cursor.Taken {
+				return -1, false, fmt.Errorf("group: source %s: snapshot chunk %d of %s went out at point %d of the stream, which is past (%d): the chunk log does not match the cursor; delete the cursor and the chunk log to start over",
+					d.cfg.Spec.Sources[s].Name, c.chunk.Index, c.chunk.Table, c.chunk.Taken, d.cursor.Taken)
+			}
+			d.merger.Hold(s, true) // its point is later
+			continue
+		}
+		c.chunk.Taken = d.cursor.Taken
+		if rec := d.cfg.RecordChunk; rec != nil {
+			if err := rec(c.chunk); err != nil {
+				return -1, false, fmt.Errorf("group: source %s: keep snapshot chunk %d of %s: %w", d.cfg.Spec.Sources[s].Name, c.chunk.Index, c.chunk.Table, err)
+			}
+		}
+		return s, false, nil
+	}
+	return -1, false, nil
+}
+
+// keptAfter returns the chunks kept that go out at or after point taken,
+// in the order they go out.
+func keptAfter(chunks []SnapshotChunk, taken uint64) []SnapshotChunk {
+	var out []SnapshotChunk
+	for _, c := range chunks {
+		if c.Taken >= taken {
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(a, b SnapshotChunk) int { return cmp.Compare(a.Taken, b.Taken) })
+	return out
 }
 
 // consumeHead handles source s's head event: a heartbeat or an empty
@@ -629,7 +722,7 @@ func (d *Destination) emitTx(ctx context.Context, src int, first *change.Event, 
 			return err
 		}
 		if ev.Type == change.EventCommit {
-			d.merger.Done(src)
+			d.done(src, first)
 			return nil
 		}
 	}
@@ -674,8 +767,16 @@ func (d *Destination) emitFiltering(ctx context.Context, src int, first *change.
 	if err := d.emitFiltered(first, next, keep, commit, emit); err != nil {
 		return err
 	}
-	d.merger.Done(src)
+	d.done(src, first)
 	return nil
+}
+
+// done tells the merger that source src's offered transaction, which
+// began with first, went out; a snapshot chunk was not offered.
+func (d *Destination) done(src int, first *change.Event) {
+	if !first.Snapshot {
+		d.merger.Done(src)
+	}
 }
 
 // stamp gives a rows event's table version, once, or a DDL its logical

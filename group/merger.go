@@ -49,12 +49,14 @@ type Merger struct {
 	out    Key     // the last key that went out
 	outAny bool
 	late   int
+	// hold marks sources that bound nothing for now (see Hold).
+	hold []bool
 }
 
 // NewMerger returns a merger of n sources. strict selects commit-time order
 // across sources; otherwise each source's transactions go as they come.
 func NewMerger(n int, strict bool) *Merger {
-	m := &Merger{strict: strict, last: make([]int64, n), wm: make([]int64, n), head: make([]*Key, n)}
+	m := &Merger{strict: strict, last: make([]int64, n), wm: make([]int64, n), head: make([]*Key, n), hold: make([]bool, n)}
 	for i := range m.last {
 		m.last[i] = math.MinInt64
 		m.wm[i] = math.MinInt64
@@ -94,6 +96,13 @@ func (m *Merger) Offer(src int, commit int64) Key {
 	return k
 }
 
+// Hold says whether source src's next transactions may wait (on) while
+// the others' go: the source then bounds nothing, as if its watermark
+// were Never. The merge holds a source whose queue is headed by a
+// snapshot chunk that goes out at a later point of the stream: what the
+// others emit until then went out before it the first time.
+func (m *Merger) Hold(src int, on bool) { m.hold[src] = on }
+
 // Watermark says that source src will offer no transaction committed
 // before t (µs); Never when the source has ended. Watermarks only rise.
 func (m *Merger) Watermark(src int, t int64) {
@@ -109,7 +118,7 @@ func (m *Merger) Next() (src int, key Key, ok bool) {
 	k := m.heap[0]
 	if m.strict {
 		for j := range m.head {
-			if j == k.Source || m.head[j] != nil {
+			if j == k.Source || m.head[j] != nil || m.hold[j] {
 				continue // an offered key is at least k: the heap says so
 			}
 			// j's next key is at least (max(wm, last), j).
@@ -152,7 +161,7 @@ func (m *Merger) Waiting() []int {
 	k := m.heap[0]
 	var w []int
 	for j := range m.head {
-		if j != k.Source && m.head[j] == nil && !k.Less(Key{Time: max(m.wm[j], m.last[j]), Source: j}) {
+		if j != k.Source && m.head[j] == nil && !m.hold[j] && !k.Less(Key{Time: max(m.wm[j], m.last[j]), Source: j}) {
 			w = append(w, j)
 		}
 	}

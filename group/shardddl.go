@@ -593,6 +593,11 @@ func (x *shardDDL) catchUpTx(ctx context.Context, r *rereader, emit func(*change
 		if !ok || ev.Pos.Compare(from) < 0 {
 			return false
 		}
+		if g := x.d.snaps[cs.Source]; g != nil {
+			if ev.Rows = g.filterHeld(ev); len(ev.Rows) == 0 {
+				return false
+			}
+		}
 		x.pad(ev)
 		return true
 	}

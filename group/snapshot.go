@@ -42,13 +42,17 @@ import (
 //     UPDATE that moves a row from an emitted key to an unread one goes out
 //     as the old key's DELETE, and the reverse as the new key's INSERT.
 //
-// Determinism: where a chunk goes depends on timing, so each chunk is
-// kept in the destination's chunk log (Config.RecordChunk: Raft in a
-// cluster, a file beside the cursors in capture) before it goes out: the
-// source, the key range, the boundary it follows and its merge key. A
-// restart, a new owner or a replay reader from an earlier cursor emits the
-// logged chunks at the same boundaries with the same keys, so every
-// transaction keeps its seq; it selects their key ranges again, so their
+// A chunk is not one of the source's transactions, so it takes no part in
+// the merge's commit-time order: the merge emits it as soon as it heads
+// its source's queue. Where a chunk goes therefore depends on timing, so
+// the merge keeps each chunk in the destination's chunk log
+// (Config.RecordChunk: Raft in a cluster, a file beside the cursors in
+// capture) before it goes out: the source, the key range, the source
+// boundary it follows and the point of the merged stream it goes out at
+// (Taken). A restart, a new owner or a replay reader from an earlier
+// cursor emits the logged chunks at the same boundaries and the same
+// points, so every transaction keeps its seq; it selects their key ranges
+// again, so their
 // rows are as they are then, which a consumer applying the stream in
 // order overwrites with the changes that follow until it has caught up.
 // Progress (per table: the last key emitted, rows, chunks) is part of each
@@ -67,10 +71,20 @@ type SnapshotChunk struct {
 	// the first), up to and including Through (empty: to the table's end).
 	After   []string `json:"after,omitempty"`
 	Through []string `json:"through,omitempty"`
-	// At is the source's transaction boundary the chunk follows, Time its
-	// merge key time (µs).
-	At   change.Position `json:"at"`
-	Time int64           `json:"time"`
+	// At is the source's transaction boundary the chunk follows in the
+	// source's stream; Taken is the point of the merged stream it goes out
+	// at (Cursor.Taken before it). Time is its commit time (µs) as shown.
+	At    change.Position `json:"at"`
+	Taken uint64          `json:"taken"`
+	Time  int64           `json:"time"`
+}
+
+// chunkOut is what the merge learns of a chunk whose events a source's
+// gate queued: the chunk, and whether it is kept already (a replay: it
+// goes out at its Taken) or new (it goes out at once, kept first).
+type chunkOut struct {
+	chunk SnapshotChunk
+	kept  bool
 }
 
 // snapshotBatch is how many rows one EventRows of a chunk carries.
@@ -112,13 +126,18 @@ type sourceSnapshot struct {
 	begin     *change.Event // the open transaction's EventBegin, not yet pushed
 	commit    time.Time     // the last transaction's commit time
 	beat      time.Time     // the last heartbeat's time
-	fine      bool          // the source's commit times have sub-second precision
 	beats     int           // heartbeats since the pending chunk became ready
 	pending   *pendingChunk
 	changed   chan struct{} // signalled (capacity 1) when pending goes or state changes
 	after     [][]keyPart   // parsed After of each table, cached per state
 	afterOf   *change.SnapshotState
-	recorded  []SnapshotChunk // the source's chunks from the log, by Index
+	// recorded are the source's chunks from the log and those queued
+	// since, by Index; under recMu, which is never held while pushing (the
+	// merge reads them, see filterHeld).
+	recMu    sync.Mutex
+	recorded []SnapshotChunk
+	// outbox tells the merge of each chunk queued, in queue order.
+	outbox chan chunkOut
 
 	rows      atomic.Int64
 	estimated atomic.Int64
@@ -242,7 +261,8 @@ func keyOf(t *change.Table) tableKey {
 func newSourceSnapshot(d *Destination, src int, from *change.SnapshotState, recorded []SnapshotChunk) *sourceSnapshot {
 	g := &sourceSnapshot{d: d, src: src, name: d.cfg.Spec.Sources[src].Name, log: d.log.With("source", d.cfg.Spec.Sources[src].Name),
 		ready: make(chan struct{}), versions: map[string]*change.Table{}, keys: map[*change.Table]tableKey{},
-		changed: make(chan struct{}, 1), started: d.cfg.Now()}
+		changed: make(chan struct{}, 1), started: d.cfg.Now(),
+		outbox: make(chan chunkOut, d.cfg.QueueEvents+2)} // a chunk takes an event of the queue at least
 	for _, c := range recorded {
 		if c.Source == src {
 			g.recorded = append(g.recorded, c)
@@ -369,7 +389,6 @@ func (g *sourceSnapshot) pass(ctx context.Context, ev *change.Event) error {
 		return nil
 	case change.EventBegin:
 		g.inTx, g.begin = true, ev
-		g.fine = g.fine || ev.CommitTime.Nanosecond() != 0
 		return nil
 	case change.EventRows:
 		kept := g.filterRows(ev)
@@ -459,16 +478,28 @@ func (g *sourceSnapshot) learnVersions(names []string, versions []*change.Table)
 // a pending chunk's table in its window.
 func (g *sourceSnapshot) filterRows(ev *change.Event) []change.RowChange {
 	t := ev.Rows[0].Table
-	name := t.FullName()
-	ti := g.tableIndex(name)
+	ti := g.tableIndex(t.FullName())
 	if ti < 0 || g.state.Tables[ti].Done {
 		return ev.Rows
 	}
 	tk := g.keyFor(t)
 	p := g.pending
 	keep := p != nil && p.table == ti && !p.stale
-	out := ev.Rows[:0:0]
-	for _, rc := range ev.Rows {
+	return byZone(ev.Rows, func(row []change.Value) bool { return g.emitted(ti, tk, row) }, func(rc change.RowChange) {
+		if keep {
+			p.window = append(p.window, rc)
+		}
+	})
+}
+
+// byZone returns the row changes that go out, given whether a row's key
+// has gone out in the snapshot: a change of keys gone out goes out, one
+// of keys not yet is left out (its chunk brings its effect, and left is
+// told of it), and an UPDATE that moves a row from one to the other goes
+// out as the DELETE or the INSERT of the side gone out.
+func byZone(rows []change.RowChange, out func([]change.Value) bool, left func(change.RowChange)) []change.RowChange {
+	kept := rows[:0:0]
+	for _, rc := range rows {
 		var before, after []change.Value
 		if rc.HasBefore() {
 			before = rc.Before()
@@ -476,23 +507,61 @@ func (g *sourceSnapshot) filterRows(ev *change.Event) []change.RowChange {
 		if rc.HasAfter() {
 			after = rc.After()
 		}
-		oldOut := before != nil && g.emitted(ti, tk, before)
-		newOut := after != nil && g.emitted(ti, tk, after)
-		if keep && ((before != nil && !oldOut) || (after != nil && !newOut)) {
-			p.window = append(p.window, rc)
+		oldOut := before != nil && out(before)
+		newOut := after != nil && out(after)
+		if (before != nil && !oldOut) || (after != nil && !newOut) {
+			left(rc)
 		}
 		switch {
 		case rc.Kind == change.Update && oldOut && !newOut:
 			del, _ := rc.Split()
-			out = append(out, del)
+			kept = append(kept, del)
 		case rc.Kind == change.Update && !oldOut && newOut:
 			_, ins := rc.Split()
-			out = append(out, ins)
+			kept = append(kept, ins)
 		case rc.Kind == change.Update && oldOut && newOut, rc.Kind == change.Insert && newOut, rc.Kind == change.Delete && oldOut:
-			out = append(out, rc)
+			kept = append(kept, rc)
 		}
 	}
-	return out
+	return kept
+}
+
+// filterHeld returns the row changes of ev, read again by a shard-DDL
+// catch-up after its lock held them, that went out had they not been
+// held: by the chunks kept before ev's position, as the gate filtered
+// them when they were live. Without it the catch-up would emit a change
+// of a key whose chunk came later, and a later change left out (its
+// effect in that chunk) could leave a row the source no longer has.
+func (g *sourceSnapshot) filterHeld(ev *change.Event) []change.RowChange {
+	t := ev.Rows[0].Table
+	name := t.FullName()
+	g.recMu.Lock()
+	recorded := g.recorded
+	g.recMu.Unlock()
+	seen, done := false, false
+	var through []keyPart
+	for _, c := range recorded {
+		if c.Table != name || c.At.Compare(ev.Pos) > 0 {
+			continue
+		}
+		seen = true
+		if len(c.Through) == 0 {
+			done = true
+			break
+		}
+		through, _ = parseKey(c.Through) // chunks go in key order: the last one is the furthest
+	}
+	if done {
+		return ev.Rows
+	}
+	tk := keyOf(t)
+	return byZone(ev.Rows, func(row []change.Value) bool {
+		if !seen || !tk.ints {
+			return false
+		}
+		k, ok := rowKey(tk, row)
+		return ok && compareKeys(k, through) <= 0
+	}, func(change.RowChange) {})
 }
 
 // atBoundary emits what is due after the boundary just passed: the
@@ -529,10 +598,19 @@ func (g *sourceSnapshot) atBoundary(ctx context.Context) error {
 // nextRecorded returns the logged chunk the state expects next, if any.
 func (g *sourceSnapshot) nextRecorded() (SnapshotChunk, bool) {
 	n := g.state.Chunks
+	g.recMu.Lock()
+	defer g.recMu.Unlock()
 	if n < len(g.recorded) {
 		return g.recorded[n], true
 	}
 	return SnapshotChunk{}, false
+}
+
+// keptChunks is how many of the source's chunks are known.
+func (g *sourceSnapshot) keptChunks() int {
+	g.recMu.Lock()
+	defer g.recMu.Unlock()
+	return len(g.recorded)
 }
 
 // awaitRecord waits, unlocked, until the chunk log holds the source's next
@@ -541,14 +619,17 @@ func (g *sourceSnapshot) awaitRecord(ctx context.Context) error {
 	n := g.state.Chunks
 	for {
 		if list := g.d.cfg.Chunks; list != nil {
-			g.recorded = g.recorded[:0]
+			var mine []SnapshotChunk
 			for _, c := range list() {
 				if c.Source == g.src {
-					g.recorded = append(g.recorded, c)
+					mine = append(mine, c)
 				}
 			}
+			g.recMu.Lock()
+			g.recorded = mine
+			g.recMu.Unlock()
 		}
-		if n < len(g.recorded) {
+		if n < g.keptChunks() {
 			return nil
 		}
 		g.mu.Unlock()
@@ -586,7 +667,7 @@ func (g *sourceSnapshot) replayChunk(ctx context.Context, rec SnapshotChunk) err
 			return err
 		}
 	}
-	return g.emit(ti, version, rows, rec.Through, rec)
+	return g.emit(ti, version, rows, rec.Through, chunkOut{chunk: rec, kept: true})
 }
 
 // emitPending emits the pending chunk, its window folded in, at the
@@ -600,37 +681,15 @@ func (g *sourceSnapshot) emitPending(ctx context.Context) error {
 	}
 	rows := fold(p)
 	t := g.state.Tables[p.table]
-	rec := SnapshotChunk{Source: g.src, Index: g.state.Chunks, Table: t.Name, After: t.After, Through: p.through, At: g.boundary,
-		Time: g.mergeTime()}
-	if rec := g.d.cfg.RecordChunk; rec == nil && g.d.cfg.ReplayOnly {
+	if g.d.cfg.ReplayOnly {
 		return errors.New("group: a replay reader cannot make snapshot chunks")
 	}
-	if record := g.d.cfg.RecordChunk; record != nil {
-		if err := record(rec); err != nil {
-			return fmt.Errorf("group: source %s: keep snapshot chunk %d of %s: %w", g.name, rec.Index, t.Name, err)
-		}
-	}
+	rec := SnapshotChunk{Source: g.src, Index: g.state.Chunks, Table: t.Name, After: t.After, Through: p.through, At: g.boundary,
+		Time: g.d.cfg.Now().UnixMicro()}
+	g.recMu.Lock()
 	g.recorded = append(g.recorded, rec)
-	return g.emit(p.table, p.version, rows, p.through, rec)
-}
-
-// mergeTime is a new chunk's merge key time: the source's watermark,
-// what its last transaction or heartbeat promised (see consumeHead). Not
-// lower, or the chunk would come late; not higher, or the merge would
-// wait for the other sources to promise as much.
-func (g *sourceSnapshot) mergeTime() int64 {
-	t := g.commit.UnixMicro()
-	if !g.beat.IsZero() {
-		wm := g.beat.Add(-g.d.skew)
-		if !g.fine {
-			wm = wm.Truncate(time.Second)
-		}
-		t = max(t, wm.UnixMicro())
-	}
-	if g.commit.IsZero() && g.beat.IsZero() {
-		t = g.d.cfg.Now().Add(-g.d.skew).Truncate(time.Second).UnixMicro()
-	}
-	return t
+	g.recMu.Unlock()
+	return g.emit(p.table, p.version, rows, p.through, chunkOut{chunk: rec})
 }
 
 // fold applies a chunk's window to its selected rows: the rows its key
@@ -729,7 +788,8 @@ func sameColumns(a, b *change.Table) bool {
 
 // emit sends a chunk as one transaction of INSERTs at the current
 // boundary, with the state after it on its EventCommit.
-func (g *sourceSnapshot) emit(ti int, version *change.Table, rows [][]change.Value, through []string, rec SnapshotChunk) error {
+func (g *sourceSnapshot) emit(ti int, version *change.Table, rows [][]change.Value, through []string, out chunkOut) error {
+	rec := out.chunk
 	next := g.state.Clone()
 	next.Chunks++
 	t := &next.Tables[ti]
@@ -745,6 +805,7 @@ func (g *sourceSnapshot) emit(ti int, version *change.Table, rows [][]change.Val
 	base := change.Event{Source: g.name, Pos: g.boundary, CommitTime: when, Snapshot: true}
 	begin := base
 	begin.Type = change.EventBegin
+	g.outbox <- out // never blocks: see its capacity
 	if err := g.push(&begin); err != nil {
 		return err
 	}
@@ -781,7 +842,7 @@ func (g *sourceSnapshot) run(ctx context.Context, sem chan struct{}) error {
 	// Logged chunks come first, emitted by the reader at their boundaries.
 	for {
 		g.mu.Lock()
-		done, replaying := g.state.Done, g.state.Chunks < len(g.recorded)
+		done, replaying := g.state.Done, g.state.Chunks < g.keptChunks()
 		g.mu.Unlock()
 		if done {
 			return nil
@@ -795,6 +856,11 @@ func (g *sourceSnapshot) run(ctx context.Context, sem chan struct{}) error {
 			return nil
 		case <-time.After(100 * time.Millisecond):
 		}
+	}
+	select {
+	case <-g.d.keptOut: // the other sources' kept chunks too
+	case <-ctx.Done():
+		return nil
 	}
 	select {
 	case sem <- struct{}{}:

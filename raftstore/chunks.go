@@ -17,6 +17,7 @@ type chunkRecord struct {
 	After   []string        `json:"after,omitempty"`
 	Through []string        `json:"through,omitempty"`
 	At      change.Position `json:"at"`
+	Taken   uint64          `json:"taken"`
 	Time    int64           `json:"time"`
 }
 
