@@ -70,10 +70,9 @@ var ErrNoTable = errors.New("table does not exist")
 // Chunk reads the rows of t after the key after and up to and including
 // the key through (key columns keys, values as decimal text; empty: from
 // the first row, to the last), in key order, at most limit of them (0:
-// all), each as one Value per column of t, of the types the binlog gives
-// the same row. keys empty reads the whole table in no order (after,
+// all), as the server prints them (see change.TextRows). keys empty reads the whole table in no order (after,
 // through and limit must then be unset).
-func (s *SnapshotConn) Chunk(ctx context.Context, t *change.Table, keys []int, after, through []string, limit int) ([][]change.Value, error) {
+func (s *SnapshotConn) Chunk(ctx context.Context, t *change.Table, keys []int, after, through []string, limit int) (*change.TextRows, error) {
 	var q strings.Builder
 	q.WriteString("SELECT ")
 	for i := range t.Columns {
@@ -117,27 +116,29 @@ func (s *SnapshotConn) Chunk(ctx context.Context, t *change.Table, keys []int, a
 	}
 	stop := context.AfterFunc(ctx, func() { s.c.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	var rows [][]change.Value
-	var convErr error
+	rows := change.NewTextRows(t)
 	var res mysql.Result
 	err := s.c.ExecuteSelectStreaming(q.String(), &res, func(row []mysql.FieldValue) error {
 		if len(row) != len(t.Columns) {
 			return fmt.Errorf("%d columns, the schema has %d", len(row), len(t.Columns))
 		}
-		vals := make([]change.Value, len(row))
 		for i := range row {
-			v, err := snapshotValue(&t.Columns[i], &row[i])
-			if err != nil && convErr == nil {
-				convErr = fmt.Errorf("column %s: %w", t.Columns[i].Name, err)
+			// go-mysql parsed numbers; their text again, in place.
+			switch fv := &row[i]; fv.Type {
+			case mysql.FieldValueTypeNull:
+				rows.Add(nil)
+			case mysql.FieldValueTypeSigned:
+				rows.AddAppended(strconv.AppendInt(rows.AppendTo(), fv.AsInt64(), 10))
+			case mysql.FieldValueTypeUnsigned:
+				rows.AddAppended(strconv.AppendUint(rows.AppendTo(), fv.AsUint64(), 10))
+			case mysql.FieldValueTypeFloat:
+				rows.AddAppended(strconv.AppendFloat(rows.AppendTo(), fv.AsFloat64(), 'g', -1, 64))
+			default:
+				rows.Add(fv.AsString())
 			}
-			vals[i] = v
 		}
-		rows = append(rows, vals)
 		return nil
 	}, nil)
-	if err == nil {
-		err = convErr
-	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -164,48 +165,6 @@ func keyBound(q *strings.Builder, t *change.Table, keys []int, vals []string, op
 		}
 		fmt.Fprintf(q, "%s %s %s)", quoteName(t.Columns[keys[i]].Name), op, vals[i])
 	}
-}
-
-// snapshotValue converts a text-protocol value of column c to the Value
-// the binlog gives the same column (see change.Value).
-func snapshotValue(c *change.Column, fv *mysql.FieldValue) (change.Value, error) {
-	switch fv.Type {
-	case mysql.FieldValueTypeNull:
-		return nil, nil
-	case mysql.FieldValueTypeSigned:
-		if c.Unsigned {
-			return uint64(fv.AsInt64()), nil
-		}
-		return fv.AsInt64(), nil
-	case mysql.FieldValueTypeUnsigned:
-		if c.Unsigned {
-			return fv.AsUint64(), nil
-		}
-		return int64(fv.AsUint64()), nil
-	case mysql.FieldValueTypeFloat:
-		if c.Type == "float" {
-			return float32(fv.AsFloat64()), nil
-		}
-		return fv.AsFloat64(), nil
-	}
-	b := fv.AsString()
-	switch {
-	case c.Type == "bit":
-		var v uint64
-		for _, x := range b {
-			v = v<<8 | uint64(x)
-		}
-		return v, nil
-	case c.Type == "float" || c.Type == "double":
-		f, err := strconv.ParseFloat(string(b), 64)
-		if c.Type == "float" {
-			return float32(f), err
-		}
-		return f, err
-	case c.Binary:
-		return append([]byte(nil), b...), nil
-	}
-	return string(b), nil
 }
 
 // quoteName quotes an identifier with backticks.

@@ -1,6 +1,7 @@
 package change
 
 import (
+	"bytes"
 	"strings"
 	"time"
 )
@@ -254,7 +255,7 @@ func (rc *RowChange) Raw() bool { return rc.images.Raw() }
 // one per column, -1 for NULL, for AppendRawText. nil when go-mysql decoded
 // the event (use AppendText). The image must exist.
 func (rc *RowChange) RawOffsets(after bool) []int32 {
-	if rc.images.Decoded != nil {
+	if !rc.images.Raw() {
 		return nil
 	}
 	k := rc.before
@@ -297,6 +298,13 @@ func (rc *RowChange) appendText(b []byte, after bool, i int, quoted bool) ([]byt
 		}
 		return rc.codec.appendText(b, i, v, quoted), false
 	}
+	if im.ends != nil {
+		x := im.text(k, i)
+		if x == nil {
+			return b, true
+		}
+		return rc.codec.appendTextValue(b, i, x, quoted), false
+	}
 	off := im.offsets(k)[i]
 	if off < 0 {
 		return b, true
@@ -318,6 +326,9 @@ func (rc *RowChange) Changed(i int) bool {
 	if im.Decoded != nil {
 		return !rawEqual(im.Decoded[rc.before][i], im.Decoded[rc.after][i])
 	}
+	if im.ends != nil {
+		return !bytes.Equal(im.text(rc.before, i), im.text(rc.after, i))
+	}
 	return !rc.codec.rawEqual(i, im.data, im.offsets(rc.before)[i], im.offsets(rc.after)[i])
 }
 
@@ -329,6 +340,13 @@ func (rc *RowChange) image(k int32) []Value {
 	var vals []Value
 	if im.Decoded != nil {
 		vals = rc.codec.values(im.Decoded[k])
+	} else if im.ends != nil {
+		vals = make([]Value, im.cols)
+		for i := range vals {
+			if x := im.text(k, i); x != nil {
+				vals[i] = textValue(&rc.codec.Columns[i], x)
+			}
+		}
 	} else {
 		vals = rc.codec.values(rc.codec.decodeRaw(im.data, im.offsets(k)))
 	}

@@ -58,13 +58,17 @@ type Images struct {
 	// decoded holds go-mysql's values, one slice per image, for an event
 	// that is not raw.
 	Decoded [][]any
+	// ends, set for text images (TextRows), holds where each value that
+	// at says starts ends in data.
+	ends []int32
 }
 
-// Raw reports whether the images are raw (else go-mysql decoded them).
-func (im *Images) Raw() bool { return im.Decoded == nil }
+// Raw reports whether the images are raw binlog images (else go-mysql
+// decoded them, or they are text).
+func (im *Images) Raw() bool { return im.Decoded == nil && im.ends == nil }
 
 // OffsetBytes is the memory the raw images' offsets take, for Event.Size.
-func (im *Images) OffsetBytes() int64 { return 4 * int64(cap(im.at)) }
+func (im *Images) OffsetBytes() int64 { return 4 * int64(cap(im.at)+cap(im.ends)) }
 
 // offsets are raw image k's column offsets.
 func (im *Images) offsets(k int32) []int32 {

@@ -152,6 +152,37 @@ type tableKey struct {
 	ints bool
 }
 
+// chunkRows are a chunk's rows: as the SELECT gave them (text, formatted
+// straight from the server's text), or as Values once changes were folded
+// in.
+type chunkRows struct {
+	text   *change.TextRows
+	values [][]change.Value
+}
+
+func (r chunkRows) len() int {
+	if r.text != nil {
+		return r.text.Len()
+	}
+	return len(r.values)
+}
+
+// row is row k as Values.
+func (r chunkRows) row(k int) []change.Value {
+	if r.text != nil {
+		return r.text.Row(k)
+	}
+	return r.values[k]
+}
+
+// changes are rows from to to as INSERTs of t numbered from 0.
+func (r chunkRows) changes(t *change.Table, from, to int) []change.RowChange {
+	if r.text != nil {
+		return r.text.Changes(from, from, to)
+	}
+	return change.NewValueRows(t, from, r.values[from:to])
+}
+
 // pendingChunk is a chunk registered and not yet emitted.
 type pendingChunk struct {
 	table   int // index in state.Tables
@@ -164,7 +195,7 @@ type pendingChunk struct {
 	// Set once the SELECT is done: its rows, the chunk's last key (nil:
 	// to the table's end) and the high watermark.
 	selected bool
-	rows     [][]change.Value
+	rows     chunkRows
 	through  []string
 	high     change.Position
 	// stale: a DDL of the table came since the chunk was registered; it
@@ -651,7 +682,7 @@ func (g *sourceSnapshot) replayChunk(ctx context.Context, rec SnapshotChunk) err
 			g.name, rec.Index, rec.Table, g.state.Chunks)
 	}
 	version := g.versions[rec.Table]
-	var rows [][]change.Value
+	var rows chunkRows
 	if version != nil {
 		conn, err := binlog.OpenSnapshot(ctx, g.d.cfg.Spec.Sources[g.src])
 		if err != nil {
@@ -661,7 +692,7 @@ func (g *sourceSnapshot) replayChunk(ctx context.Context, rec SnapshotChunk) err
 		if !tk.ints {
 			tk.cols = nil
 		}
-		rows, err = conn.Chunk(ctx, version, tk.cols, rec.After, rec.Through, 0)
+		rows.text, err = conn.Chunk(ctx, version, tk.cols, rec.After, rec.Through, 0)
 		conn.Close()
 		if err != nil && !errors.Is(err, binlog.ErrNoTable) {
 			return err
@@ -694,7 +725,7 @@ func (g *sourceSnapshot) emitPending(ctx context.Context) error {
 
 // fold applies a chunk's window to its selected rows: the rows its key
 // range holds after the last change kept, in key order.
-func fold(p *pendingChunk) [][]change.Value {
+func fold(p *pendingChunk) chunkRows {
 	var through []keyPart
 	if p.through != nil {
 		through, _ = parseKey(p.through)
@@ -734,8 +765,8 @@ func fold(p *pendingChunk) [][]change.Value {
 		}
 		byID[id] = append(byID[id], row)
 	}
-	for _, row := range p.rows {
-		put(row)
+	for k := range p.rows.len() {
+		put(p.rows.row(k))
 	}
 	for _, rc := range p.window {
 		if !sameColumns(rc.Table, p.version) {
@@ -755,7 +786,7 @@ func fold(p *pendingChunk) [][]change.Value {
 			}
 		}
 	}
-	out := make([][]change.Value, 0, len(p.rows))
+	out := make([][]change.Value, 0, p.rows.len())
 	for _, id := range order {
 		out = append(out, byID[id]...)
 		delete(byID, id)
@@ -767,7 +798,7 @@ func fold(p *pendingChunk) [][]change.Value {
 			return compareKeys(ka, kb)
 		})
 	}
-	return out
+	return chunkRows{values: out}
 }
 
 // sameColumns reports whether two table versions have the same columns.
@@ -788,13 +819,14 @@ func sameColumns(a, b *change.Table) bool {
 
 // emit sends a chunk as one transaction of INSERTs at the current
 // boundary, with the state after it on its EventCommit.
-func (g *sourceSnapshot) emit(ti int, version *change.Table, rows [][]change.Value, through []string, out chunkOut) error {
+func (g *sourceSnapshot) emit(ti int, version *change.Table, rows chunkRows, through []string, out chunkOut) error {
 	rec := out.chunk
 	next := g.state.Clone()
 	next.Chunks++
 	t := &next.Tables[ti]
 	t.Chunks++
-	t.Rows += int64(len(rows))
+	n := rows.len()
+	t.Rows += int64(n)
 	if through == nil {
 		t.Done, t.After = true, nil
 	} else {
@@ -809,10 +841,14 @@ func (g *sourceSnapshot) emit(ti int, version *change.Table, rows [][]change.Val
 	if err := g.push(&begin); err != nil {
 		return err
 	}
-	for i := 0; i < len(rows); i += snapshotBatch {
+	for i := 0; i < n; i += snapshotBatch {
 		ev := base
 		ev.Type = change.EventRows
-		ev.Rows = change.NewValueRows(version, i, rows[i:min(i+snapshotBatch, len(rows))])
+		ev.Rows = rows.changes(version, i, min(i+snapshotBatch, n))
+		if rows.text != nil {
+			// The events share the rows' buffer: each counts its share.
+			ev.BinlogBytes = rows.text.Bytes() * int64(len(ev.Rows)) / int64(n)
+		}
 		if err := g.push(&ev); err != nil {
 			return err
 		}
@@ -823,7 +859,7 @@ func (g *sourceSnapshot) emit(ti int, version *change.Table, rows [][]change.Val
 		return err
 	}
 	g.state = next
-	g.rows.Add(int64(len(rows)))
+	g.rows.Add(int64(n))
 	g.publishStats()
 	if next.Done {
 		g.log.Info("snapshot done", "tables", len(next.Tables), "rows", g.rows.Load(), "took", g.d.cfg.Now().Sub(g.started).Round(time.Millisecond))
@@ -979,7 +1015,7 @@ func (g *sourceSnapshot) readChunk(ctx context.Context, conn *binlog.SnapshotCon
 	g.pending = p
 	g.mu.Unlock()
 
-	var rows [][]change.Value
+	var rows chunkRows
 	var err error
 	limit := g.d.cfg.Spec.SnapshotChunkRows
 	if version != nil {
@@ -987,13 +1023,13 @@ func (g *sourceSnapshot) readChunk(ctx context.Context, conn *binlog.SnapshotCon
 		if !p.key.ints {
 			cols, limit = nil, 0
 		}
-		rows, err = conn.Chunk(ctx, version, cols, t.After, nil, limit)
+		rows.text, err = conn.Chunk(ctx, version, cols, t.After, nil, limit)
 		if errors.Is(err, binlog.ErrNoTable) {
 			g.mu.Lock()
 			gone := g.versions[t.Name] == nil
 			g.mu.Unlock()
 			if gone {
-				rows, err = nil, nil // dropped since: nothing to read
+				rows, err = chunkRows{}, nil // dropped since: nothing to read
 			}
 		}
 	}
@@ -1008,8 +1044,8 @@ func (g *sourceSnapshot) readChunk(ctx context.Context, conn *binlog.SnapshotCon
 		return true, err
 	}
 	p.rows, p.high, p.selected = rows, high, true
-	if version != nil && p.key.ints && limit > 0 && len(rows) == limit {
-		k, _ := rowKey(p.key, rows[len(rows)-1])
+	if n := rows.len(); version != nil && p.key.ints && limit > 0 && n == limit {
+		k, _ := rowKey(p.key, rows.row(n-1))
 		p.through = keyText(k)
 	}
 	if !g.inTx && g.boundary.Compare(high) >= 0 {
