@@ -61,7 +61,7 @@ func Met(ok bool) *bool { return &ok }
 
 // sectionOrder is the order sections print in.
 var sectionOrder = map[string]int{"catch-up": 0, "latency": 1, "failover": 2, "resources": 3,
-	"decode": 4, "merge": 5, "consume": 6, "raft": 7, "shard-ddl": 8, "sink": 9}
+	"decode": 4, "merge": 5, "consume": 6, "raft": 7, "shard-ddl": 8, "sink": 9, "snapshot": 10}
 
 // printReport writes the table of what was recorded, and the JSON next to
 // it when path is set.

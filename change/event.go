@@ -104,6 +104,13 @@ type Event struct {
 	// SnapshotState, on a snapshot chunk's EventCommit, is the source's
 	// snapshot progress after the chunk, saved with a cursor there.
 	SnapshotState *SnapshotState
+	// FreshAt, on the events of a snapshot chunk read again (a restart
+	// or a new owner emitting a chunk kept before), is the source's end
+	// of binlog when it was read: its rows are as they were there, so the
+	// source's changes before that point, which follow the chunk in the
+	// stream, may find their rows already so (an INSERT its key taken).
+	// Those changes' EventRows carry it too (SnapshotState.FreshAt).
+	FreshAt Position
 	// Seq is the merged transaction's sequence number, set by the merge
 	// (package group) on the events of a transaction it emits; 0 before.
 	Seq uint64

@@ -62,6 +62,10 @@ type SnapshotState struct {
 	Tables []SnapshotTable `json:"tables"`
 	// Done is set once every table has been read.
 	Done bool `json:"done,omitempty"`
+	// FreshAt is the newest Event.FreshAt of the chunks read again: until
+	// the source's position passes it, its changes may find their rows
+	// already so.
+	FreshAt Position `json:"freshAt,omitzero"`
 }
 
 // SnapshotTable is one table's part of a SnapshotState.

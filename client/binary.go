@@ -116,6 +116,9 @@ type binReader struct {
 	bad bool
 }
 
+// more reports whether the payload has bytes left.
+func (r *binReader) more() bool { return r.i < len(r.p) }
+
 // fail marks the payload bad and stops reading it.
 func (r *binReader) fail() { r.bad, r.i = true, len(r.p) }
 
@@ -224,6 +227,13 @@ func (d *lineDecoder) binaryMessage(r *binReader, v *MessageView) {
 	v.OriginTable = d.intern(r.view())
 	v.Position = strings.Clone(r.view())
 	v.GTID = strings.Clone(r.view())
+	if r.more() {
+		// Flags, written only when set: 1, snapshot rows, is the only one.
+		if r.uvarint() != 1 {
+			r.fail()
+		}
+		v.Snapshot = true
+	}
 }
 
 // binaryRows reads data or old: rows of ncols cells each. Every value of

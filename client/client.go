@@ -350,6 +350,9 @@ type Message struct {
 	// Position is the source binlog's "file:pos".
 	Position string `json:"position"`
 	GTID     string `json:"gtid,omitempty"`
+	// Snapshot marks a message of an initial snapshot's rows (spec
+	// snapshot: initial): INSERTs of rows the source held, not changes.
+	Snapshot bool `json:"snapshot,omitempty"`
 	// Raw is the line as the server sent it (column order kept), without
 	// the newline, when the client asked for JSON lines (WithJSONLines);
 	// nil otherwise. It belongs to the receiver.

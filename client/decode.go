@@ -80,12 +80,13 @@ const (
 	fPosition
 	fGTID
 	fCheckpoint
+	fSnapshot
 )
 
 // fieldNames are the JSON names of envelope's fields; json.Unmarshal also
 // matches them ignoring case.
 var fieldNames = [...]string{"id", "database", "table", "pkNames", "isDdl", "type", "es", "ts", "sql", "sqlType",
-	"mysqlType", "data", "old", "seq", "source", "originDatabase", "originTable", "position", "gtid", "checkpoint"}
+	"mysqlType", "data", "old", "seq", "source", "originDatabase", "originTable", "position", "gtid", "checkpoint", "snapshot"}
 
 // decode decodes line into v, reusing v's arrays, and reports whether it
 // could; if not, v is partly written and should be discarded. v's values
@@ -178,6 +179,8 @@ func (d *lineDecoder) envelope() bool {
 			bit, ok = fGTID, d.text(&v.GTID, false)
 		case "checkpoint":
 			bit, ok = fCheckpoint, d.checkpoint(&v.checkpoint)
+		case "snapshot":
+			bit, ok = fSnapshot, d.bool(&v.Snapshot)
 		default:
 			for _, f := range fieldNames {
 				if strings.EqualFold(key, f) {

@@ -33,6 +33,8 @@ type MessageView struct {
 	OriginTable    string
 	Position       string
 	GTID           string
+	// Snapshot marks a message of an initial snapshot's rows.
+	Snapshot bool
 
 	// cols are the columns in the order the line names them first
 	// (sqlType's, then any a row adds).
@@ -177,7 +179,7 @@ func (v *MessageView) Message() Message {
 	}
 	m := Message{ID: v.ID, Database: v.Database, Table: v.Table, IsDdl: v.IsDdl, Type: v.Type,
 		Es: v.Es, Ts: v.Ts, SQL: v.SQL, Seq: v.Seq, Source: v.Source, OriginDatabase: v.OriginDatabase,
-		OriginTable: v.OriginTable, Position: v.Position, GTID: v.GTID, Raw: slices.Clone(v.raw)}
+		OriginTable: v.OriginTable, Position: v.Position, GTID: v.GTID, Snapshot: v.Snapshot, Raw: slices.Clone(v.raw)}
 	if v.hasPkNames {
 		m.PkNames = append(make([]string, 0, len(v.PkNames)), v.PkNames...)
 	}
@@ -246,7 +248,7 @@ func (rs *viewRows) maps(cols []viewColumn) []map[string]*string {
 func viewOf(m *Message, raw []byte) *MessageView {
 	v := &MessageView{ID: m.ID, Database: m.Database, Table: m.Table, PkNames: m.PkNames, IsDdl: m.IsDdl,
 		Type: m.Type, Es: m.Es, Ts: m.Ts, SQL: m.SQL, Seq: m.Seq, Source: m.Source, OriginDatabase: m.OriginDatabase,
-		OriginTable: m.OriginTable, Position: m.Position, GTID: m.GTID, raw: raw, fallback: m,
+		OriginTable: m.OriginTable, Position: m.Position, GTID: m.GTID, Snapshot: m.Snapshot, raw: raw, fallback: m,
 		hasPkNames: m.PkNames != nil, hasSQLType: m.SQLType != nil, hasMysqlType: m.MysqlType != nil}
 	seen := map[string]bool{}
 	add := func(k string) {

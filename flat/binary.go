@@ -22,7 +22,7 @@ import (
 //	    list(pkNames) byte(isDdl) str(type) varint(es) varint(ts) str(sql)
 //	    columns rows(data) rows(old)
 //	    uvarint(seq) str(source) str(originDatabase) str(originTable)
-//	    str(position) str(gtid)
+//	    str(position) str(gtid) [uvarint(flags)]
 //
 // where str is uvarint(len) and the bytes; list is uvarint(n+1) and n
 // strs, or 0 for null; columns is uvarint(n+1) and n times str(name)
@@ -30,7 +30,8 @@ import (
 // (a DDL); rows is uvarint(r+1) and r rows of one cell per column, or 0
 // for null; and a cell is uvarint(0) for a column the row does not hold
 // (old's unchanged columns), uvarint(1) for NULL, or uvarint(k+2) and k
-// bytes of UTF-8 text. An empty gtid is no gtid. varint is zig-zag.
+// bytes of UTF-8 text. An empty gtid is no gtid. varint is zig-zag. flags,
+// written only when not 0, has bit 1 for a message of snapshot rows.
 const (
 	// BinaryMessage and BinaryCheckpoint are the first bytes of the binary
 	// encoding's frames.
@@ -121,7 +122,11 @@ func (w *Writer) appendBinaryTail(b []byte, ev *change.Event, originDB, originTa
 	b = appendBinaryString(b, originDB)
 	b = appendBinaryString(b, originTable)
 	b = appendBinaryString(b, ev.Pos.String())
-	return appendBinaryString(b, ev.GTID)
+	b = appendBinaryString(b, ev.GTID)
+	if ev.Snapshot {
+		b = binary.AppendUvarint(b, 1) // flags: 1 snapshot
+	}
+	return b
 }
 
 func appendBinaryString(b []byte, s string) []byte {

@@ -234,7 +234,7 @@ func New(cfg Config) (*Destination, error) {
 		if r := cfg.Resume; r != nil {
 			from = r.Sources[i].Snapshot
 		}
-		if snapshotOn(ds) && (from == nil || !from.Done) {
+		if snapshotOn(ds) && (from == nil || !from.Done || cfg.Resume.Sources[i].Pos.Compare(from.FreshAt) < 0) {
 			d.snaps[i] = newSourceSnapshot(d, i, from, chunks)
 		}
 		pc := binlog.Config{Destination: ds.Name, Source: src, Tables: filter,

@@ -85,6 +85,8 @@ type SnapshotChunk struct {
 type chunkOut struct {
 	chunk SnapshotChunk
 	kept  bool
+	// freshAt is a kept chunk's change.Event.FreshAt.
+	freshAt change.Position
 }
 
 // snapshotBatch is how many rows one EventRows of a chunk carries.
@@ -398,6 +400,9 @@ func (g *sourceSnapshot) pass(ctx context.Context, ev *change.Event) error {
 		g.learn(ev)
 		close(g.ready)
 	}
+	if ev.Type == change.EventRows && g.state != nil && !g.state.FreshAt.IsZero() && ev.Pos.Compare(g.state.FreshAt) < 0 {
+		ev.FreshAt = g.state.FreshAt
+	}
 	if g.state == nil || g.state.Done {
 		if ev.Type == change.EventDDL {
 			g.learn(ev)
@@ -683,6 +688,7 @@ func (g *sourceSnapshot) replayChunk(ctx context.Context, rec SnapshotChunk) err
 	}
 	version := g.versions[rec.Table]
 	var rows chunkRows
+	var freshAt change.Position
 	if version != nil {
 		conn, err := binlog.OpenSnapshot(ctx, g.d.cfg.Spec.Sources[g.src])
 		if err != nil {
@@ -693,12 +699,15 @@ func (g *sourceSnapshot) replayChunk(ctx context.Context, rec SnapshotChunk) err
 			tk.cols = nil
 		}
 		rows.text, err = conn.Chunk(ctx, version, tk.cols, rec.After, rec.Through, 0)
+		if err == nil {
+			freshAt, err = conn.Position()
+		}
 		conn.Close()
 		if err != nil && !errors.Is(err, binlog.ErrNoTable) {
 			return err
 		}
 	}
-	return g.emit(ti, version, rows, rec.Through, chunkOut{chunk: rec, kept: true})
+	return g.emit(ti, version, rows, rec.Through, chunkOut{chunk: rec, kept: true, freshAt: freshAt})
 }
 
 // emitPending emits the pending chunk, its window folded in, at the
@@ -823,6 +832,9 @@ func (g *sourceSnapshot) emit(ti int, version *change.Table, rows chunkRows, thr
 	rec := out.chunk
 	next := g.state.Clone()
 	next.Chunks++
+	if next.FreshAt.Compare(out.freshAt) < 0 {
+		next.FreshAt = out.freshAt
+	}
 	t := &next.Tables[ti]
 	t.Chunks++
 	n := rows.len()
@@ -834,7 +846,7 @@ func (g *sourceSnapshot) emit(ti int, version *change.Table, rows chunkRows, thr
 	}
 	next.Done = next.Next() == len(next.Tables)
 	when := time.UnixMicro(rec.Time)
-	base := change.Event{Source: g.name, Pos: g.boundary, CommitTime: when, Snapshot: true}
+	base := change.Event{Source: g.name, Pos: g.boundary, CommitTime: when, Snapshot: true, FreshAt: out.freshAt}
 	begin := base
 	begin.Type = change.EventBegin
 	g.outbox <- out // never blocks: see its capacity

@@ -185,8 +185,10 @@ func (r *Runner) run(ctx context.Context) error {
 			last, at = ev.Seq, ev.CommitTime
 			switch ev.Type {
 			case change.EventRows:
+				mayExist := !ev.Snapshot && !ev.FreshAt.IsZero()
 				for i := range ev.Rows {
 					ch := newChange(ev, &ev.Rows[i], r.ByOrigin)
+					ch.MayExist = mayExist
 					w := c.Worker(ch.PK)
 					if !start[w].Before(Point{ch.Seq, ch.Row.Index}) {
 						continue // applied before a restart

@@ -66,6 +66,10 @@ type Change struct {
 	PK     string
 	Others []string
 	Moved  bool
+	// MayExist: the change may find its row already as it makes it (a
+	// snapshot chunk read again brought it, see change.Event.FreshAt), so
+	// an INSERT that finds its key is an upsert, not a collision.
+	MayExist bool
 }
 
 // Key is a row's key values under the key columns idx, as one string

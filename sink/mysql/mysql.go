@@ -414,7 +414,7 @@ func (t *Target) apply(ctx context.Context, tx *sql.Tx, c sink.Change) (upserts,
 	switch {
 	case !t.exactlyOnce():
 		// A change applied again finds what it wrote: nothing to count.
-	case (rc.Kind == change.Insert || moved) && n != 1 && t.spec.OriginColumn == "":
+	case (rc.Kind == change.Insert || moved) && n != 1 && t.spec.OriginColumn == "" && !c.MayExist:
 		// Its checkpoint says it was not applied, so the row is another
 		// shard table's (or was there before the sink).
 		e := &sink.CollisionError{Sink: t.spec.Name, Table: table, Logical: c.Logical, Source: c.Source, Origin: c.Origin}

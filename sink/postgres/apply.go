@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -182,7 +183,7 @@ func (t *Target) queueRun(b *pgx.Batch, ops []op, r sink.Run) []op {
 	ts := t.statements(first.Row.Table, first.Logical)
 	// Exactly once without an origin column, an INSERT (or the new key of
 	// a moved row) must not find its key: a plain INSERT fails if it does.
-	plain := t.exactlyOnce && t.spec.OriginColumn == "" || ts.keyless
+	plain := t.exactlyOnce && t.spec.OriginColumn == "" && !slices.ContainsFunc(r.Changes, func(c sink.Change) bool { return c.MayExist }) || ts.keyless
 	limit := t.rowsPerStatement(first.Row.Table)
 	switch {
 	case r.Kind == sink.RunInsert:
