@@ -185,12 +185,17 @@ func (r *Runner) run(ctx context.Context) error {
 			last, at = ev.Seq, ev.CommitTime
 			switch ev.Type {
 			case change.EventRows:
-				mayExist := !ev.Snapshot && !ev.FreshAt.IsZero()
+				// A snapshot chunk read again (FreshAt) holds other rows
+				// than the first time, under the same seq: a worker that
+				// applied part of it applies all of it again (upserts,
+				// which the changes after it overwrite), or a row it
+				// holds now and did not then would be skipped for good.
+				reread := ev.Snapshot && !ev.FreshAt.IsZero()
 				for i := range ev.Rows {
 					ch := newChange(ev, &ev.Rows[i], r.ByOrigin)
-					ch.MayExist = mayExist
+					ch.MayExist = !ev.FreshAt.IsZero()
 					w := c.Worker(ch.PK)
-					if !start[w].Before(Point{ch.Seq, ch.Row.Index}) {
+					if !start[w].Before(Point{ch.Seq, ch.Row.Index}) && !(reread && ch.Seq == start[w].Seq) {
 						continue // applied before a restart
 					}
 					if waits := c.Waits(w, ch.PK, ch.Others); len(waits) > 0 {

@@ -41,6 +41,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,9 +68,22 @@ type Change struct {
 	Others []string
 	Moved  bool
 	// MayExist: the change may find its row already as it makes it (a
-	// snapshot chunk read again brought it, see change.Event.FreshAt), so
-	// an INSERT that finds its key is an upsert, not a collision.
+	// snapshot chunk read again brought it, or is it; see
+	// change.Event.FreshAt), so an INSERT that finds its key is an
+	// upsert, not a collision.
 	MayExist bool
+}
+
+// FromIndex is the row index a batch starting with first claims its
+// worker's checkpoint from: first's, or, for a change that may find its
+// row already so (MayExist: a snapshot chunk read again, which the runner
+// applies whole again on a worker it stopped in the middle of), any row of
+// first's seq, whose rows are upserts a second time too.
+func FromIndex(first Change) int {
+	if first.MayExist {
+		return math.MaxInt32
+	}
+	return first.Row.Index
 }
 
 // Key is a row's key values under the key columns idx, as one string

@@ -201,7 +201,7 @@ func (t *Target) applyTx(ctx context.Context, worker int, changes []sink.Change,
 func (t *Target) claim(ctx context.Context, tx *sql.Tx, worker int, changes []sink.Change) error {
 	first, last := changes[0], changes[len(changes)-1]
 	res, err := tx.ExecContext(ctx, "UPDATE "+t.checkpointTable()+" SET seq = ?, idx = ? WHERE sink = ? AND worker = ? AND (seq < ? OR seq = ? AND idx < ?)",
-		last.Seq, last.Row.Index, t.spec.Name, worker, first.Seq, first.Seq, first.Row.Index)
+		last.Seq, last.Row.Index, t.spec.Name, worker, first.Seq, first.Seq, sink.FromIndex(first))
 	if err != nil {
 		return err
 	}

@@ -70,7 +70,7 @@ func (t *Target) applyBatch(ctx context.Context, c *pgx.Conn, worker int, change
 			return fmt.Errorf("sink %s: seq %d is past the checkpoint's bigint", t.spec.Name, last.Seq)
 		}
 		b.Queue("SELECT "+quoteIdent(t.spec.MetaDatabase)+".sink_advance($1, $2, $3, $4, $5, $6)",
-			t.spec.Name, worker, int64(first.Seq), first.Row.Index, int64(last.Seq), last.Row.Index)
+			t.spec.Name, worker, int64(first.Seq), sink.FromIndex(first), int64(last.Seq), last.Row.Index)
 		ops = append(ops, op{kind: 'a', changes: changes[:1]})
 	}
 	for _, r := range t.runs(changes, oneByOne) {
