@@ -88,47 +88,38 @@ import (
 // 8,192 rows, about 3 MiB here). The CPU a row takes in this process
 // (braid, canal) or in the dump processes, and in the four servers, is
 // logged. Targets are printed, met or MISSED, never asserted. At the
-// default size an iteration takes about 45 s, 31 of them braid's strict
-// run (see below); `make bench` runs six.
+// default size an iteration takes about 12 s; `make bench` runs six.
 //
 // # Numbers
 //
-// On the 2-CPU VM (MariaDB 10.11.19; 2026-12-03 16:05 UTC, -benchtime
-// 3x, medians of 3, the machine shared with other work), 2,000,000 rows:
-// mariadb-dump ×4 2,295,171 rows/s (0.87 s); braid in strict order
-// 65,343 rows/s (30.6 s): 0.03×, MISSED; per-source 1,394,170 rows/s,
-// 0.61× (a 1x run before: 1,542,684 against 2,349,575, 0.66×), MISSED;
-// per-source with flat JSON 1,384,308 rows/s, 0.60×; go-mysql canal's
-// dump path 390,654 rows/s, against which braid is 0.17× in strict order
-// and 3.57× per-source.
+// On the 2-CPU VM (MariaDB 10.11.19; 2026-12-03 17:05 UTC, -benchtime
+// 3x, medians of 3), 2,000,000 rows: mariadb-dump ×4 2,288,586 rows/s;
+// braid in strict order 1,560,202 rows/s: 0.68× (a 1x run: 0.79×),
+// MISSED; per-source 1,558,512 rows/s, 0.68×; per-source with flat JSON
+// 1,405,725 rows/s, 0.61×; go-mysql canal's dump path 422,931 rows/s,
+// against which braid is 3.69×.
 //
-// Strict order is slow because of the merge, not the reading: source 0
-// is done in under a second, and sources 1–3 then deliver two chunks
-// (16,384 rows) a second each, in step with the clock. A chunk's merge
-// key is its source's watermark (the last heartbeat's time less
-// max_clock_skew, cut to the whole second for MariaDB, which stamps
-// commits in seconds), the same second as the idle lower-index sources'
-// watermarks; a tie goes to the lower index, so the chunk waits until
-// those watermarks pass the next second, and meanwhile the source's
-// 4 MiB queue holds about two chunks. per-source order, which has no such
-// wait, is the snapshot's own rate.
+// History: the first version keyed a chunk into the merge's commit-time
+// order at its source's watermark, which tied to the second with the
+// idle lower-index sources', so strict order delivered two chunks a
+// second a source (65,343 rows/s, 0.03×); chunks now go out as soon as
+// they head their source's queue. Its row callback boxed every value
+// into a change.Value (2.9 s of 5.6 s in a profile); chunks are now kept
+// as the server's text (change.TextRows).
 //
-// Per-source, braid and mariadb-dump both use the two CPUs fully: braid
-// 0.82 µs a row in this process and 0.42 in the servers (its range
+// Now braid and mariadb-dump both use the two CPUs fully: braid about
+// 0.70 µs a row in this process and 0.45 in the servers (its range
 // queries, ORDER BY id LIMIT 8,192, and SHOW MASTER STATUS after each),
-// mariadb-dump 0.53 and 0.29, whose ratio is the rows/s ratio; the flat
-// JSON adds about 0.1 µs. A CPU profile of the 1x run (go test
-// -cpuprofile) has 4.2 s of the 5.6 s under braid's goroutines in
-// binlog.SnapshotConn.Chunk: 2.9 s in its row callback (a []change.Value
-// a row, and per value a string copy and an interface box in
-// snapshotValue, with their GC), most of the rest go-mysql's packet
-// reading and ParseText; the merge, the store and the consumer a few
-// percent. canal spends 3.9 µs a row, most of it in regexp.
+// mariadb-dump 0.55 and 0.32, whose ratio is the rows/s ratio; the flat
+// JSON adds about 0.15 µs. What is left in braid is mostly go-mysql's
+// packet reading and ParseText, then the merge and the store.
+// canal spends 3.9 µs a row, most of it in regexp.
 //
-// Memory: the per-source run's peak heap in use was 84.5 MiB at
-// 2,000,000 rows and 76.4 MiB at 1,000,000 (1.11×; met), the store's
-// peak 13–15 MiB, and the peak live heap of every braid run 66.6 MiB
-// against the bound of 128 MiB (0.52×; met).
+// Memory: the per-source run's peak heap in use was 56.7 MiB at
+// 2,000,000 rows and 43.3 MiB at 1,000,000 (1.31×; a 1x run before:
+// 38.9 and 59.8, 0.65×: sampled peaks vary by ±15 MiB with the GC), the
+// store's peak 8–10 MiB, and the peak live heap of every braid run
+// 39.1 MiB against the bound of 128 MiB (0.31×; met).
 func BenchmarkSnapshot(b *testing.B) {
 	f := snapshotFixture(b)
 	b.Run("4-shards", func(b *testing.B) { f.bench(b) })

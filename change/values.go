@@ -34,7 +34,6 @@ func NewValueRows(t *Table, index int, rows [][]Value) []RowChange {
 type TextRows struct {
 	codec  *Codec
 	images Images
-	row    int // values added to the current row
 }
 
 // NewTextRows returns an empty set of rows of t.

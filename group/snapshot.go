@@ -126,8 +126,6 @@ type sourceSnapshot struct {
 	boundary  change.Position // the boundary after the last transaction passed
 	inTx      bool
 	begin     *change.Event // the open transaction's EventBegin, not yet pushed
-	commit    time.Time     // the last transaction's commit time
-	beat      time.Time     // the last heartbeat's time
 	beats     int           // heartbeats since the pending chunk became ready
 	pending   *pendingChunk
 	changed   chan struct{} // signalled (capacity 1) when pending goes or state changes
@@ -143,7 +141,7 @@ type sourceSnapshot struct {
 
 	rows      atomic.Int64
 	estimated atomic.Int64
-	started   time.Time
+	started   atomic.Int64 // when this run began reading, Unix ns
 	stats     atomic.Pointer[SnapshotStats]
 }
 
@@ -294,8 +292,9 @@ func keyOf(t *change.Table) tableKey {
 func newSourceSnapshot(d *Destination, src int, from *change.SnapshotState, recorded []SnapshotChunk) *sourceSnapshot {
 	g := &sourceSnapshot{d: d, src: src, name: d.cfg.Spec.Sources[src].Name, log: d.log.With("source", d.cfg.Spec.Sources[src].Name),
 		ready: make(chan struct{}), versions: map[string]*change.Table{}, keys: map[*change.Table]tableKey{},
-		changed: make(chan struct{}, 1), started: d.cfg.Now(),
-		outbox: make(chan chunkOut, d.cfg.QueueEvents+2)} // a chunk takes an event of the queue at least
+		changed: make(chan struct{}, 1),
+		outbox:  make(chan chunkOut, d.cfg.QueueEvents+2)} // a chunk takes an event of the queue at least
+	g.started.Store(d.cfg.Now().UnixNano())
 	for _, c := range recorded {
 		if c.Source == src {
 			g.recorded = append(g.recorded, c)
@@ -355,9 +354,9 @@ func (g *sourceSnapshot) tableIndex(name string) int {
 	return -1
 }
 
-// zone says whether a row of table ti with key k has gone out in the
-// snapshot (true: its changes go out) or not yet (false: they are left
-// out; its chunk brings their effect).
+// emitted says whether a row of table ti has gone out in the snapshot
+// (true: its changes go out) or not yet (false: they are left out; its
+// chunk brings their effect).
 func (g *sourceSnapshot) emitted(ti int, tk tableKey, row []change.Value) bool {
 	st := g.state
 	if st.Done || ti < 0 || st.Tables[ti].Done {
@@ -411,7 +410,6 @@ func (g *sourceSnapshot) pass(ctx context.Context, ev *change.Event) error {
 	}
 	switch ev.Type {
 	case change.EventHeartbeat:
-		g.beat = ev.CommitTime
 		if err := g.push(ev); err != nil {
 			return err
 		}
@@ -441,7 +439,6 @@ func (g *sourceSnapshot) pass(ctx context.Context, ev *change.Event) error {
 		return g.push(ev)
 	case change.EventCommit:
 		g.inTx = false
-		g.commit = ev.CommitTime
 		g.boundary = ev.Pos
 		if b := g.begin; b != nil {
 			// Every row was left out: the transaction moves the position
@@ -455,14 +452,11 @@ func (g *sourceSnapshot) pass(ctx context.Context, ev *change.Event) error {
 		}
 	case change.EventDDL:
 		g.learn(ev)
-		g.commit, g.boundary = ev.CommitTime, ev.EndPos
+		g.boundary = ev.EndPos
 		if err := g.push(ev); err != nil {
 			return err
 		}
 	case change.EventProgress:
-		if ev.Tables == nil {
-			g.commit = ev.CommitTime
-		}
 		g.boundary = ev.EndPos
 		if err := g.push(ev); err != nil {
 			return err
@@ -874,7 +868,7 @@ func (g *sourceSnapshot) emit(ti int, version *change.Table, rows chunkRows, thr
 	g.rows.Add(int64(n))
 	g.publishStats()
 	if next.Done {
-		g.log.Info("snapshot done", "tables", len(next.Tables), "rows", g.rows.Load(), "took", g.d.cfg.Now().Sub(g.started).Round(time.Millisecond))
+		g.log.Info("snapshot done", "tables", len(next.Tables), "rows", g.rows.Load(), "took", g.d.cfg.Now().Sub(time.Unix(0, g.started.Load())).Round(time.Millisecond))
 	}
 	return nil
 }
@@ -922,10 +916,8 @@ func (g *sourceSnapshot) run(ctx context.Context, sem chan struct{}) error {
 			conn.Close()
 		}
 	}()
-	g.mu.Lock()
-	g.started = g.d.cfg.Now()
+	g.started.Store(g.d.cfg.Now().UnixNano())
 	g.rows.Store(0)
-	g.mu.Unlock()
 	lastLog := g.d.cfg.Now()
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
@@ -1092,7 +1084,7 @@ func (g *sourceSnapshot) Stats() SnapshotStats {
 	out := *st
 	out.Rows = g.rows.Load()
 	out.EstimatedRows = g.estimated.Load()
-	if el := g.d.cfg.Now().Sub(g.started).Seconds(); el > 0 && !out.Done {
+	if el := g.d.cfg.Now().Sub(time.Unix(0, g.started.Load())).Seconds(); el > 0 && !out.Done {
 		out.RowsPerSecond = float64(out.Rows) / el
 		if left := out.EstimatedRows - out.Rows; left > 0 && out.RowsPerSecond > 0 {
 			out.ETA = time.Duration(float64(left) / out.RowsPerSecond * float64(time.Second))
