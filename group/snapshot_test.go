@@ -277,8 +277,8 @@ func snapshotDone(d *group.Destination) bool {
 
 var _ = context.Background
 
-// txShape is what a transaction must be again in a replay: its source,
-// whether it is a snapshot chunk (of which table), and a live one's rows.
+// txShapes are what transactions must be again in a replay: each one's
+// source, whether it is a snapshot chunk, and a live one's rows.
 func txShapes(events []*change.Event, from, to uint64) map[uint64]string {
 	out := map[uint64]string{}
 	for _, ev := range events {
@@ -292,11 +292,8 @@ func txShapes(events []*change.Event, from, to uint64) map[uint64]string {
 		for i := range ev.Rows {
 			rc := &ev.Rows[i]
 			if ev.Snapshot {
-				// Only the table: a chunk read again holds its rows as
-				// they are then, in as many events as they take.
-				if !strings.HasSuffix(s, " "+rc.Table.FullName()) {
-					s += " " + rc.Table.FullName()
-				}
+				// A chunk read again holds its rows as they are then
+				// (some or none), in as many events as they take.
 				continue
 			}
 			s += fmt.Sprintf(" %s %s", rc.Kind, rowText(rc, rc.HasAfter()))
