@@ -51,12 +51,17 @@ import (
 // boundary it follows and the point of the merged stream it goes out at
 // (Taken). A restart, a new owner or a replay reader from an earlier
 // cursor emits the logged chunks at the same boundaries and the same
-// points, so every transaction keeps its seq; it selects their key ranges
-// again, so their
-// rows are as they are then, which a consumer applying the stream in
-// order overwrites with the changes that follow until it has caught up.
+// points, so every transaction keeps its seq, and reads no new chunk
+// before they are all out. It selects their key ranges again, so their
+// rows are as they are then (marked with the source's end of binlog then,
+// change.Event.FreshAt), which a consumer applying the stream in order
+// overwrites with the changes that follow until it has caught up.
 // Progress (per table: the last key emitted, rows, chunks) is part of each
 // source's cursor, so a restart goes on at the next chunk.
+//
+// A shard-DDL catch-up, which reads held rows again from the binlog,
+// filters them by the chunks out before their position (filterHeld), as
+// the gate did when they were live.
 
 // SnapshotChunk is one chunk of a destination's initial snapshot, as kept
 // in the destination's chunk log before it goes out.
