@@ -27,6 +27,11 @@ type Message struct {
 	Rows []*change.RowChange
 	// DDL is set for a DDL's message.
 	DDL bool
+	// Reread marks a message of a snapshot chunk read again (after a
+	// restart): under the same seq it may hold other rows than the first
+	// time, so a target that skips what it holds by (seq, n) publishes
+	// it again instead.
+	Reread bool
 	// Body is the flat message's JSON.
 	Body []byte
 }
@@ -78,7 +83,7 @@ func (r *Runner) relay(ctx context.Context) error {
 				if fw.Seq != seq {
 					seq, n = fw.Seq, 0
 				}
-				m := Message{Seq: seq, N: n, Source: ev.Source, Body: bytes.Clone(body)}
+				m := Message{Seq: seq, N: n, Source: ev.Source, Body: bytes.Clone(body), Reread: ev.Snapshot && !ev.FreshAt.IsZero()}
 				n++
 				if ev.Type == change.EventDDL {
 					m.DDL = true

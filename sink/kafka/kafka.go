@@ -136,7 +136,9 @@ func (p *Publisher) Close() error {
 // Publish produces msgs, each to its topic and its key's partition, and
 // returns once the brokers have acked every one. A message its partition
 // already holds (its (seq, n) at or before the partition's last) is
-// skipped. After an error the next call reads the partitions' ends again.
+// skipped, unless it is of a snapshot chunk read again whose seq the
+// partition ends in: that chunk's rows under those n may be others than
+// the first time, so its rows are published again (at least once). After an error the next call reads the partitions' ends again.
 func (p *Publisher) Publish(ctx context.Context, msgs []sink.Message) (err error) {
 	if p.broken != nil {
 		return p.broken
@@ -168,11 +170,13 @@ func (p *Publisher) Publish(ctx context.Context, msgs []sink.Message) (err error
 		key := Key(m)
 		part := Partition(key, int32(len(t.last)))
 		pos := PosOf(m)
-		if t.written(part, pos) {
+		if t.written(part, pos) && !(m.Reread && t.last[part].Seq == pos.Seq) {
 			p.skipped.Add(1)
 			continue
 		}
-		t.last[part], t.has[part] = pos, true
+		if !t.written(part, pos) {
+			t.last[part], t.has[part] = pos, true
+		}
 		recs = append(recs, Record(m, topic, part, key, p.writer))
 		from = append(from, i)
 	}
