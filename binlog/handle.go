@@ -211,7 +211,7 @@ func (p *Reader) handleRows(ctx context.Context, ev *replication.RowsEvent, star
 	if p.skipping() {
 		return nil
 	}
-	if p.anyProvisional(start) && p.isProvisional(string(ev.Table.Schema)+"."+string(ev.Table.Table), start) {
+	if !p.info.fullMeta && p.anyProvisional(start) && p.isProvisional(string(ev.Table.Schema)+"."+string(ev.Table.Table), start) {
 		if err := p.resolveProvisional(ctx, start); err != nil {
 			return err
 		}

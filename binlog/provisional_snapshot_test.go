@@ -8,6 +8,7 @@ import (
 	"github.com/braid-cdc/braid/binlog"
 	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/spec"
 )
 
 // TestSnapshotSettlesProvisionalTables: reading from the binlog's start,
@@ -41,5 +42,28 @@ func TestSnapshotSettlesProvisionalTables(t *testing.T) {
 	}
 	if rc := rows(evs)[0]; rc.Table.FullName() != "b.y" || len(rc.Table.Columns) != 2 {
 		t.Errorf("row of %s with %d columns, want b.y's two", rc.Table.FullName(), len(rc.Table.Columns))
+	}
+}
+
+// TestFullMetadataDDLBeforeSchemaLoad: with binlog_row_metadata=FULL,
+// a reader started before an ALTER that the server's live schema already
+// shows still applies that ALTER where the binlog has it (it emits it as
+// a DDL of the table, the shard-DDL merge's input), instead of failing
+// to apply it to a schema that has the column already.
+func TestFullMetadataDDLBeforeSchemaLoad(t *testing.T) {
+	srv := mysqltest.Start(t, mysqltest.WithArgs("--binlog-row-metadata=FULL"))
+	srv.Exec(t, "CREATE DATABASE d", "CREATE TABLE d.t (id INT PRIMARY KEY)")
+	file, pos := srv.MasterStatus(t)
+	srv.Exec(t, "ALTER TABLE d.t ADD COLUMN x INT", "INSERT INTO d.t VALUES (1, 2)")
+	src := source(srv, spec.Start{Kind: spec.StartPosition, Pos: change.Position{File: file, Pos: pos}})
+	p := startParser(t, binlog.Config{Source: src}, nil)
+	evs := p.waitFor(30*time.Second, "the row after the ALTER", rowsAtLeast(1))
+	if !slices.ContainsFunc(evs, func(ev *change.Event) bool {
+		return ev.Type == change.EventDDL && slices.Contains(ev.DDL.Tables, "d.t") && ev.Schema != nil
+	}) {
+		t.Errorf("no ALTER TABLE d.t event with its schema: the ALTER was lost")
+	}
+	if rc := rows(evs)[0]; len(rc.Table.Columns) != 2 {
+		t.Errorf("row with %d columns, want 2", len(rc.Table.Columns))
 	}
 }

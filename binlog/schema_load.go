@@ -25,8 +25,10 @@ import (
 // the parser list the DDL from there to snapPos (resolveProvisional) and
 // settle every provisional table at once.
 //
-// With binlog_row_metadata=FULL every table map names its columns, so
-// nothing is provisional.
+// With binlog_row_metadata=FULL every table map names its columns, so a
+// row never waits for that; a DDL of a provisional table still does, or
+// it would be applied to a live schema that has it already (an ADD
+// COLUMN of a column there) and be lost.
 func (p *Reader) loadSchema(c *client.Conn, snapPos change.Position) error {
 	live, err := p.liveTables(c)
 	if err != nil {
@@ -38,7 +40,7 @@ func (p *Reader) loadSchema(c *client.Conn, snapPos change.Position) error {
 		return fatal{fmt.Errorf("binlog: source %s (%s): read the databases' default charsets: %v", p.spec.Name, p.spec.Address, err)}
 	}
 	p.schema.SetCharsets(server, databases)
-	provisional := p.started && p.resume.Compare(snapPos) < 0 && !p.info.fullMeta
+	provisional := p.started && p.resume.Compare(snapPos) < 0
 	for name, create := range live {
 		schema, table, _ := strings.Cut(name, ".")
 		if err := p.schema.LoadCreate(p.resume, schema, create); err != nil {
