@@ -568,7 +568,9 @@ func (d *Destination) merge(ctx context.Context, queues []*sourceQueue, arrived 
 // source to bring it, and holds its source while it waits for its
 // point), a new one at once, kept first with this point.
 func (d *Destination) dueChunk(chunks []*chunkOut) (src int, wait bool, err error) {
-	if d.keptNext >= len(d.kept) && d.cfg.ReplayOnly && d.cfg.Chunks != nil {
+	if d.keptNext >= len(d.kept) && d.cfg.ReplayOnly && d.cfg.Chunks != nil && slices.ContainsFunc(chunks, func(c *chunkOut) bool { return c != nil }) {
+		// A replay reader learns the chunks its live run kept since it
+		// started when one heads a queue (not on every turn: the merge's).
 		d.kept, d.keptNext = keptAfter(d.cfg.Chunks(), d.cursor.Taken), 0
 	}
 	if d.keptNext < len(d.kept) {

@@ -14,6 +14,7 @@ import (
 	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/spec"
 )
 
@@ -191,28 +192,6 @@ func caughtUp(t *testing.T, c *collector, srvs []*mysqltest.Server) {
 	}
 }
 
-func compareRows(t *testing.T, got, want map[string]string) {
-	t.Helper()
-	bad := 0
-	for k, w := range want {
-		if g, ok := got[k]; !ok || g != w {
-			if bad++; bad <= 10 {
-				t.Errorf("%s: stream %q, source %q", k, g, w)
-			}
-		}
-	}
-	for k, g := range got {
-		if _, ok := want[k]; !ok {
-			if bad++; bad <= 10 {
-				t.Errorf("%s: stream %q, not in the source", k, g)
-			}
-		}
-	}
-	if bad > 0 {
-		t.Fatalf("%d rows differ (of %d in the sources)", bad, len(want))
-	}
-}
-
 // TestSnapshotEqualsSources: existing rows come as snapshot chunks while
 // a writer changes them; applying the stream in seq order gives the
 // sources' rows, and no change of a key comes before its row.
@@ -237,7 +216,7 @@ func TestSnapshotEqualsSources(t *testing.T) {
 	for _, p := range a.problems {
 		t.Error(p)
 	}
-	compareRows(t, a.rows, sourceRows(t, srvs))
+	sinktest.SameRows(t, a.rows, sourceRows(t, srvs))
 	mu.Lock()
 	n := len(chunks)
 	mu.Unlock()
@@ -406,7 +385,7 @@ func testSnapshotResumes(t *testing.T, parallelism int, whole bool) {
 			t.Error(p)
 		}
 	}
-	compareRows(t, a.rows, sourceRows(t, srvs))
+	sinktest.SameRows(t, a.rows, sourceRows(t, srvs))
 	t.Logf("resumed after seq %d of %d (%d chunks kept), %d chunks in all", at, end, len(chunks), len(kept))
 }
 
@@ -454,7 +433,7 @@ func TestSnapshotThroughShardDDL(t *testing.T) {
 	for k, v := range a.rows {
 		got[k] = strings.TrimSuffix(v, "|NULL") // the column added, NULL everywhere
 	}
-	compareRows(t, got, sourceRows(t, srvs))
+	sinktest.SameRows(t, got, sourceRows(t, srvs))
 }
 
 // TestSnapshotTextEqualsBinlog: a snapshot row is printed exactly as the

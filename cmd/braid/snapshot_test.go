@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -196,28 +195,6 @@ func shopRows(t *testing.T, shards []*mysqltest.Server) map[string]string {
 		}
 	}
 	return out
-}
-
-func sameRows(t *testing.T, got, want map[string]string) {
-	t.Helper()
-	bad := 0
-	for k, w := range want {
-		if g := got[k]; g != w {
-			if bad++; bad <= 10 {
-				t.Errorf("%s: consumer %q, source %q", k, g, w)
-			}
-		}
-	}
-	for k, g := range got {
-		if _, ok := want[k]; !ok {
-			if bad++; bad <= 10 {
-				t.Errorf("%s: consumer %q, not in the source", k, g)
-			}
-		}
-	}
-	if bad > 0 {
-		t.Fatalf("%d rows differ (of %d in the sources)", bad, len(want))
-	}
 }
 
 // chunkQuery matches braid's chunk SELECTs in the general log: the table
@@ -417,7 +394,7 @@ func TestCaptureSnapshotResumesAfterKills(t *testing.T) {
 		runs = append(runs, readMessages(t, p))
 	}
 	got, snap := applyMessages(runs)
-	sameRows(t, got, shopRows(t, shards))
+	sinktest.SameRows(t, got, shopRows(t, shards))
 	for _, s := range shards[:3] {
 		if locks := s.Query(t, "SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE 'LOCK TABLE%' OR argument LIKE 'FLUSH TABLES%'"); locks[0][0] != "0" {
 			t.Errorf("%s: %s table locks or flushes in the general log", s.Addr(), locks[0][0])
@@ -437,22 +414,8 @@ func TestCaptureSnapshotResumesAfterKills(t *testing.T) {
 // target ends equal to the union of the shards.
 func TestClusterSnapshotSurvivesOwnerKills(t *testing.T) {
 	shards := snapshotShop(t)
-	db, err := sql.Open("mysql", "root@tcp(127.0.0.1:3306)/")
-	if err != nil || db.Ping() != nil {
-		t.Skipf("no MariaDB on 127.0.0.1:3306 to apply to: %v", err)
-	}
-	name := fmt.Sprintf("braid_snap_%d_%d", os.Getpid(), rand.IntN(1e6))
-	t.Cleanup(func() {
-		db.Exec("DROP DATABASE IF EXISTS " + name)
-		db.Exec("DROP DATABASE IF EXISTS " + name + "_meta")
-		db.Close()
-	})
-	for _, q := range []string{"CREATE DATABASE " + name,
-		"CREATE TABLE " + name + ".orders (id BIGINT PRIMARY KEY, shard INT NOT NULL, note VARCHAR(60))"} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatal(q, err)
-		}
-	}
+	tg := newAuditedTarget(t, "(id BIGINT PRIMARY KEY, shard INT NOT NULL, note VARCHAR(60))")
+	db, name := tg.db, tg.name
 	count := func() int {
 		var n int
 		db.QueryRow("SELECT COUNT(*) FROM " + name + ".orders").Scan(&n)

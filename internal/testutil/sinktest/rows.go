@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"testing"
 )
 
 // Query returns the rows of q on db, their columns joined by spaces (a
@@ -82,4 +83,28 @@ func Values(rows ValueRows, err error) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// SameRows fails t, naming up to ten rows, unless got (what a consumer or
+// target holds, by key) equals want (the sources' rows, by the same keys).
+func SameRows(t testing.TB, got, want map[string]string) {
+	t.Helper()
+	bad := 0
+	for k, w := range want {
+		if g, ok := got[k]; !ok || g != w {
+			if bad++; bad <= 10 {
+				t.Errorf("%s: got %q, the source %q", k, g, w)
+			}
+		}
+	}
+	for k, g := range got {
+		if _, ok := want[k]; !ok {
+			if bad++; bad <= 10 {
+				t.Errorf("%s: got %q, not in the source", k, g)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Fatalf("%d rows differ (of %d in the sources)", bad, len(want))
+	}
 }
