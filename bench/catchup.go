@@ -61,19 +61,8 @@ func DecodeBinlogTool(ctx context.Context, tool string, cfgs []DecodeConfig) (ti
 	for i, cfg := range cfgs {
 		wg.Go(func() {
 			host, port, _ := splitAddr(cfg.Addr)
-			cmd := exec.CommandContext(ctx, tool, "--read-from-remote-server", "--host", host, "--port", strconv.Itoa(port),
+			errs[i] = runToNull(ctx, cfg.Addr, tool, "--read-from-remote-server", "--host", host, "--port", strconv.Itoa(port),
 				"--user", cfg.User, "--verbose", "--to-last-log", cfg.Start.File)
-			null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			defer null.Close()
-			var stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = null, &stderr
-			if err := cmd.Run(); err != nil {
-				errs[i] = fmt.Errorf("%s on %s: %v: %.300s", tool, cfg.Addr, err, stderr.String())
-			}
 		})
 	}
 	wg.Wait()
@@ -94,4 +83,22 @@ func splitAddr(addr string) (string, int, error) {
 		}
 	}
 	return addr, 0, fmt.Errorf("bench: address %q has no port", addr)
+}
+
+// runToNull runs client tool with args against the server at addr, its
+// output to /dev/null; its error names the tool, the server and the end
+// of what it wrote to stderr.
+func runToNull(ctx context.Context, addr, tool string, args ...string) error {
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer null.Close()
+	cmd := exec.CommandContext(ctx, tool, args...)
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = null, &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s on %s: %v: %.300s", tool, addr, err, stderr.String())
+	}
+	return nil
 }

@@ -1,12 +1,10 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"os/exec"
 	"runtime"
 	"strconv"
@@ -213,18 +211,7 @@ func SnapshotDump(ctx context.Context, tool string, shards []SnapshotShard, tabl
 		wg.Go(func() {
 			host, port, _ := splitAddr(sh.Addr)
 			args := append([]string{"--host", host, "--port", strconv.Itoa(port), "--user", sh.User}, DumpArgs...)
-			cmd := exec.CommandContext(ctx, tool, append(args, sh.DB, table)...)
-			null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			defer null.Close()
-			var stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = null, &stderr
-			if err := cmd.Run(); err != nil {
-				errs[i] = fmt.Errorf("%s on %s: %v: %.300s", tool, sh.Addr, err, stderr.String())
-			}
+			errs[i] = runToNull(ctx, sh.Addr, tool, append(args, sh.DB, table)...)
 		})
 	}
 	wg.Wait()
