@@ -1,6 +1,7 @@
 package binlog_test
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -65,5 +66,49 @@ func TestFullMetadataDDLBeforeSchemaLoad(t *testing.T) {
 	}
 	if rc := rows(evs)[0]; len(rc.Table.Columns) != 2 {
 		t.Errorf("row with %d columns, want 2", len(rc.Table.Columns))
+	}
+}
+
+// TestLatestStartDuringDDL: a reader started at the latest position reads
+// the position, then the live schema; an ALTER between the two would give
+// the rows before it the altered columns. Readers started again and again
+// while ALTERs and INSERTs run decode every row they see with the columns
+// it was written with.
+func TestLatestStartDuringDDL(t *testing.T) {
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE DATABASE d", "CREATE TABLE d.t (id INT PRIMARY KEY AUTO_INCREMENT, n INT)")
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c := srv.Conn(t)
+		for i := 1; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			// Each row says how many columns it was written with.
+			for _, q := range []string{fmt.Sprintf("INSERT INTO d.t (n) VALUES (%d)", i+1), fmt.Sprintf("ALTER TABLE d.t ADD COLUMN c%d INT", i)} {
+				if _, err := c.Execute(q); err != nil {
+					t.Errorf("%s: %v", q, err)
+					return
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	for range 15 {
+		p := startParser(t, binlog.Config{Source: source(srv, spec.Start{})}, nil)
+		evs := p.waitFor(30*time.Second, "three rows", rowsAtLeast(3))
+		for _, rc := range rows(evs) {
+			if n := named(rc, rc.After())["n"]; n != int64(len(rc.Table.Columns)) {
+				t.Fatalf("a row written with %v columns came with %d", n, len(rc.Table.Columns))
+			}
+		}
+		if err := p.stop(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -293,7 +293,8 @@ func (p *Reader) prepare(ctx context.Context) error {
 		}
 	}
 	if p.schema == nil {
-		if err := p.loadSchema(c, snapPos); err != nil {
+		latest := p.cfg.Resume == nil && p.resume == snapPos && p.spec.Start.Kind != spec.StartPosition
+		if err := p.loadSchema(ctx, c, snapPos, latest); err != nil {
 			return err
 		}
 	}

@@ -29,32 +29,68 @@ import (
 // row never waits for that; a DDL of a provisional table still does, or
 // it would be applied to a live schema that has it already (an ADD
 // COLUMN of a column there) and be lost.
-func (p *Reader) loadSchema(c *client.Conn, snapPos change.Position) error {
+//
+// SHOW CREATE TABLE runs after SHOW MASTER STATUS gave snapPos, so a DDL
+// may land between them: the live schema holds from some point up to the
+// position read again after it (bound), which is what provisional tables
+// are settled against. A start at the latest position (moveStart) needs
+// no provisional tables: when the binlog up to bound touches no selected
+// table, the live schema holds from snapPos; when it does, the schema is
+// read again and the start moves to bound.
+func (p *Reader) loadSchema(ctx context.Context, c *client.Conn, snapPos change.Position, moveStart bool) error {
+	for attempt := 1; ; attempt++ {
+		bound, tables, err := p.loadLive(c)
+		if err != nil {
+			return err
+		}
+		if !moveStart || bound == snapPos || attempt == 10 {
+			// After 10 tries on a server busy with DDL: a row before that
+			// DDL settles the tables (resolveProvisional).
+			if p.started && p.resume.Compare(bound) < 0 && len(tables) > 0 {
+				p.provisional, p.snapPos = tables, bound
+			}
+			return nil
+		}
+		touches, err := p.scanDDL(ctx, c, snapPos, bound, tables)
+		if err != nil {
+			return err
+		}
+		if len(touches) == 0 {
+			return nil
+		}
+		p.log.Info("a DDL ran while the schema was read: reading it again", "from", snapPos.String(), "to", bound.String())
+		snapPos, p.resume = bound, bound
+	}
+}
+
+// loadLive builds the schema model from the server's live tables, and
+// returns the server's position after reading them and the tables by
+// name.
+func (p *Reader) loadLive(c *client.Conn) (bound change.Position, tables map[string]*change.Table, err error) {
 	live, err := p.liveTables(c)
 	if err != nil {
-		return fatal{fmt.Errorf("binlog: source %s (%s): read table schemas: %v", p.spec.Name, p.spec.Address, err)}
+		return bound, nil, fatal{fmt.Errorf("binlog: source %s (%s): read table schemas: %v", p.spec.Name, p.spec.Address, err)}
+	}
+	bound, err = masterPosition(c)
+	if err != nil {
+		return bound, nil, fatal{fmt.Errorf("binlog: source %s (%s): SHOW MASTER STATUS: %v", p.spec.Name, p.spec.Address, err)}
 	}
 	p.schema = schema.NewTracker()
 	server, databases, err := liveCharsets(c)
 	if err != nil {
-		return fatal{fmt.Errorf("binlog: source %s (%s): read the databases' default charsets: %v", p.spec.Name, p.spec.Address, err)}
+		return bound, nil, fatal{fmt.Errorf("binlog: source %s (%s): read the databases' default charsets: %v", p.spec.Name, p.spec.Address, err)}
 	}
 	p.schema.SetCharsets(server, databases)
-	provisional := p.started && p.resume.Compare(snapPos) < 0
+	p.provisional = nil
+	tables = map[string]*change.Table{}
 	for name, create := range live {
 		schema, table, _ := strings.Cut(name, ".")
 		if err := p.schema.LoadCreate(p.resume, schema, create); err != nil {
-			return fatal{fmt.Errorf("binlog: source %s: %s: %w", p.spec.Name, name, err)}
+			return bound, nil, fatal{fmt.Errorf("binlog: source %s: %s: %w", p.spec.Name, name, err)}
 		}
-		if provisional {
-			if p.provisional == nil {
-				p.provisional = map[string]*change.Table{}
-				p.snapPos = snapPos
-			}
-			p.provisional[name], _ = p.schema.Table(schema, table)
-		}
+		tables[name], _ = p.schema.Table(schema, table)
 	}
-	return nil
+	return bound, tables, nil
 }
 
 // anyProvisional reports whether some table's live schema is not yet known
