@@ -1,11 +1,11 @@
 package binlog
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 	"time"
 
@@ -23,6 +23,12 @@ import (
 type SnapshotConn struct {
 	p *Reader // for dialing and wording errors
 	c *client.Conn
+	// rd reads chunk results off the socket itself (see textRows);
+	// deprecateEOF: the server ends column definitions without an EOF
+	// packet.
+	rd           *packetReader
+	deprecateEOF bool
+	broken       error // a read cut short left the connection unusable
 }
 
 // OpenSnapshot connects to src for a snapshot.
@@ -37,7 +43,10 @@ func OpenSnapshot(ctx context.Context, src spec.Source) (*SnapshotConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &SnapshotConn{p: p, c: c}, nil
+	// braid asks for no compression or TLS: the socket carries plain
+	// packets.
+	return &SnapshotConn{p: p, c: c, rd: &packetReader{br: bufio.NewReaderSize(c.Conn.Conn, 256<<10)},
+		deprecateEOF: strings.Contains(c.CapabilityString(), "CLIENT_DEPRECATE_EOF")}, nil
 }
 
 // Close closes the connection.
@@ -114,32 +123,13 @@ func (s *SnapshotConn) Chunk(ctx context.Context, t *change.Table, keys []int, a
 	if limit > 0 {
 		fmt.Fprintf(&q, " LIMIT %d", limit)
 	}
+	if s.broken != nil {
+		return nil, s.broken
+	}
 	stop := context.AfterFunc(ctx, func() { s.c.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	rows := change.NewTextRows(t)
-	var res mysql.Result
-	err := s.c.ExecuteSelectStreaming(q.String(), &res, func(row []mysql.FieldValue) error {
-		if len(row) != len(t.Columns) {
-			return fmt.Errorf("%d columns, the schema has %d", len(row), len(t.Columns))
-		}
-		for i := range row {
-			// go-mysql parsed numbers; their text again, in place.
-			switch fv := &row[i]; fv.Type {
-			case mysql.FieldValueTypeNull:
-				rows.Add(nil)
-			case mysql.FieldValueTypeSigned:
-				rows.AddAppended(strconv.AppendInt(rows.AppendTo(), fv.AsInt64(), 10))
-			case mysql.FieldValueTypeUnsigned:
-				rows.AddAppended(strconv.AppendUint(rows.AppendTo(), fv.AsUint64(), 10))
-			case mysql.FieldValueTypeFloat:
-				rows.AddAppended(strconv.AppendFloat(rows.AppendTo(), fv.AsFloat64(), 'g', -1, 64))
-			default:
-				rows.Add(fv.AsString())
-			}
-		}
-		return nil
-	}, nil)
-	if err != nil {
+	if err := s.textRows(q.String(), rows); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}

@@ -71,6 +71,9 @@ func (r *TextRows) AddAppended(data []byte) {
 	im.ends = append(im.ends, int32(len(im.data)))
 }
 
+// Columns is the number of values a row has.
+func (r *TextRows) Columns() int { return r.images.cols }
+
 // Len is the number of whole rows.
 func (r *TextRows) Len() int { return len(r.images.at) / max(1, r.images.cols) }
 
