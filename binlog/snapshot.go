@@ -29,6 +29,9 @@ type SnapshotConn struct {
 	rd           *packetReader
 	deprecateEOF bool
 	broken       error // a read cut short left the connection unusable
+	// rowBytes is the text a row of each table took in its last chunk:
+	// the next chunk's buffers are sized from it.
+	rowBytes map[*change.Table]int
 }
 
 // OpenSnapshot connects to src for a snapshot.
@@ -129,6 +132,11 @@ func (s *SnapshotConn) Chunk(ctx context.Context, t *change.Table, keys []int, a
 	stop := context.AfterFunc(ctx, func() { s.c.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	rows := change.NewTextRows(t)
+	if limit > 0 {
+		// Room for the whole chunk at once: growing the buffers row by
+		// row cost more than reading the rows.
+		rows.Grow(limit, limit*s.rowBytes[t]+limit/8*s.rowBytes[t])
+	}
 	if err := s.textRows(q.String(), rows); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -138,6 +146,12 @@ func (s *SnapshotConn) Chunk(ctx context.Context, t *change.Table, keys []int, a
 			return nil, fmt.Errorf("%w: source %s: %s.%s: %s", ErrNoTable, s.p.spec.Name, t.Schema, t.Name, me.Message)
 		}
 		return nil, fmt.Errorf("binlog: source %s (%s): snapshot of %s.%s: %w", s.p.spec.Name, s.p.spec.Address, t.Schema, t.Name, err)
+	}
+	if n := rows.Len(); n > 0 {
+		if s.rowBytes == nil {
+			s.rowBytes = map[*change.Table]int{}
+		}
+		s.rowBytes[t] = rows.TextBytes() / n
 	}
 	return rows, nil
 }

@@ -1,6 +1,7 @@
 package change
 
 import (
+	"slices"
 	"strconv"
 	"unsafe"
 )
@@ -71,11 +72,24 @@ func (r *TextRows) AddAppended(data []byte) {
 	im.ends = append(im.ends, int32(len(im.data)))
 }
 
+// Grow makes room for rows more rows of about size bytes of text in all,
+// so that reading a chunk of known length does not grow its buffers
+// again and again.
+func (r *TextRows) Grow(rows, size int) {
+	im := &r.images
+	n := rows * im.cols
+	im.at, im.ends = slices.Grow(im.at, n), slices.Grow(im.ends, n)
+	im.data = slices.Grow(im.data, size)
+}
+
 // Columns is the number of values a row has.
 func (r *TextRows) Columns() int { return r.images.cols }
 
 // Len is the number of whole rows.
 func (r *TextRows) Len() int { return len(r.images.at) / max(1, r.images.cols) }
+
+// TextBytes is the length of the rows' text.
+func (r *TextRows) TextBytes() int { return len(r.images.data) }
 
 // Bytes is the memory the rows take (text and offsets), for Event.Size.
 func (r *TextRows) Bytes() int64 { return int64(cap(r.images.data)) + r.images.OffsetBytes() }
