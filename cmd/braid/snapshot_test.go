@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -186,6 +187,62 @@ func applyMessages(runs [][]flatMessage) (map[string]string, int) {
 	return rows, snap
 }
 
+// traceRows logs, for each row the consumer got wrong, every message of
+// every run that touched its id or the id an `id = id + 500000` moved it
+// from or to, and the chunk log: what a failure needs to be understood.
+func traceRows(t *testing.T, runs [][]flatMessage, got, want map[string]string, chunkLog string) {
+	t.Helper()
+	ids := map[string]bool{}
+	for k, w := range want {
+		if got[k] != w {
+			ids[k] = true
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			ids[k] = true
+		}
+	}
+	n := 0
+	for k := range ids {
+		if n++; n > 5 {
+			break
+		}
+		db, id, _ := strings.Cut(k, ":")
+		v, _ := strconv.ParseInt(id, 10, 64)
+		related := map[string]bool{id: true, strconv.FormatInt(v+500_000, 10): true, strconv.FormatInt(v-500_000, 10): true}
+		t.Logf("trace of %s (got %q, the source %q):", k, got[k], want[k])
+		for r, run := range runs {
+			if len(run) > 0 {
+				t.Logf("  run %d: seqs %d..%d", r, run[0].Seq, run[len(run)-1].Seq)
+			}
+			for _, m := range run {
+				if m.Database != db {
+					continue
+				}
+				for i, d := range m.Data {
+					hit := d["id"] != nil && related[*d["id"]]
+					old := ""
+					if i < len(m.Old) && m.Old[i]["id"] != nil {
+						old = *m.Old[i]["id"]
+						hit = hit || related[old]
+					}
+					if hit {
+						t.Logf("  run %d seq %d %s snapshot=%v id=%s old id=%q", r, m.Seq, m.Type, m.Snapshot, *d["id"], old)
+					}
+				}
+			}
+		}
+	}
+	if b, err := os.ReadFile(chunkLog); err == nil {
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if strings.Contains(line, "shop_") {
+				t.Logf("  chunk log: %s", line)
+			}
+		}
+	}
+}
+
 // shopRows is the shards' rows as applyMessages keys them.
 func shopRows(t *testing.T, shards []*mysqltest.Server) map[string]string {
 	out := map[string]string{}
@@ -283,6 +340,11 @@ func TestCaptureSnapshotResumesAfterKills(t *testing.T) {
 		cmd.Process.Kill() // SIGKILL
 		cmd.Wait()
 		saved := readCursor()
+		for i, s := range saved.Sources {
+			if s.Snapshot != nil {
+				t.Logf("kill %d: cursor seq %d, source %d at %s: %+v", kill+1, saved.Seq, i, s.Pos, *s.Snapshot)
+			}
+		}
 		// What the restart must not read again: per shard table, a table
 		// done, or the key its next chunk starts after.
 		done, after := map[string]bool{}, map[string]int64{}
@@ -394,7 +456,11 @@ func TestCaptureSnapshotResumesAfterKills(t *testing.T) {
 		runs = append(runs, readMessages(t, p))
 	}
 	got, snap := applyMessages(runs)
-	sinktest.SameRows(t, got, shopRows(t, shards))
+	want := shopRows(t, shards)
+	if !maps.Equal(got, want) {
+		traceRows(t, runs, got, want, filepath.Join(cursorDir, "shop.chunks.jsonl"))
+	}
+	sinktest.SameRows(t, got, want)
 	for _, s := range shards[:3] {
 		if locks := s.Query(t, "SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE 'LOCK TABLE%' OR argument LIKE 'FLUSH TABLES%'"); locks[0][0] != "0" {
 			t.Errorf("%s: %s table locks or flushes in the general log", s.Addr(), locks[0][0])
