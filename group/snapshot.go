@@ -133,7 +133,11 @@ type sourceSnapshot struct {
 	begin     *change.Event // the open transaction's EventBegin, not yet pushed
 	beats     int           // heartbeats since the pending chunk became ready
 	pending   *pendingChunk
-	changed   chan struct{} // signalled (capacity 1) when pending goes or state changes
+	// recent are the changes left out lately (see leftRecently), oldest
+	// first from recentHead on.
+	recent     []leftChange
+	recentHead int
+	changed    chan struct{} // signalled (capacity 1) when pending goes or state changes
 	after     [][]keyPart   // parsed After of each table, cached per state
 	afterOf   *change.SnapshotState
 	// recorded are the source's chunks from the log and those queued
@@ -188,14 +192,40 @@ func (r chunkRows) changes(t *change.Table, from, to int) []change.RowChange {
 	return change.NewValueRows(t, from, r.values[from:to])
 }
 
+// leftChange is a change the gate left out (its key not yet read), with
+// its table's index and when the reader passed it.
+type leftChange struct {
+	table int
+	rc    change.RowChange
+	at    time.Time
+}
+
+// A transaction reaches the binlog, and the reader, a moment before its
+// rows are visible to other sessions: MariaDB and MySQL write the binlog
+// and then commit in the engine. So a change the reader passed just
+// before a chunk was registered may be missing from the chunk's SELECT
+// too. A chunk's window therefore starts with the changes of its table
+// left out within leftRecently before it was registered, and fold applies
+// a window as the latest change of each key: a change the SELECT saw
+// already is applied again to the same effect. The gap between binlog
+// and engine commit is a group commit's last step, well under a
+// millisecond unless the server stalls: leftRecently is far beyond it.
+// At most leftRecentMax changes are kept, the newest, so the memory they
+// hold stays small.
+const (
+	leftRecently  = 2 * time.Second
+	leftRecentMax = 8192
+)
+
 // pendingChunk is a chunk registered and not yet emitted.
 type pendingChunk struct {
 	table   int // index in state.Tables
 	version *change.Table
 	key     tableKey
 	after   []keyPart
-	// window holds the table's changes to keys after `after` since the
-	// chunk was registered, in binlog order.
+	// window holds the table's changes to keys after `after` since a
+	// moment before the chunk was registered (see leftRecently), in
+	// binlog order.
 	window []change.RowChange
 	// Set once the SELECT is done: its rows, the chunk's last key (nil:
 	// to the table's end) and the high watermark.
@@ -520,11 +550,41 @@ func (g *sourceSnapshot) filterRows(ev *change.Event) []change.RowChange {
 	tk := g.keyFor(t)
 	p := g.pending
 	keep := p != nil && p.table == ti && !p.stale
+	now := time.Now()
 	return byZone(ev.Rows, func(row []change.Value) bool { return g.emitted(ti, tk, row) }, func(rc change.RowChange) {
 		if keep {
 			p.window = append(p.window, rc)
 		}
+		g.leaveRecent(leftChange{table: ti, rc: rc, at: now})
 	})
+}
+
+// leaveRecent keeps a change left out for the windows of chunks
+// registered within leftRecently, dropping those older than that.
+func (g *sourceSnapshot) leaveRecent(c leftChange) {
+	for g.recentHead < len(g.recent) && (c.at.Sub(g.recent[g.recentHead].at) > leftRecently || len(g.recent)-g.recentHead >= leftRecentMax) {
+		g.recent[g.recentHead] = leftChange{}
+		g.recentHead++
+	}
+	if g.recentHead > len(g.recent)/2 {
+		// Slide down rather than grow: the kept part is at most half.
+		n := copy(g.recent, g.recent[g.recentHead:])
+		clear(g.recent[n:])
+		g.recent, g.recentHead = g.recent[:n], 0
+	}
+	g.recent = append(g.recent, c)
+}
+
+// recentOf returns the changes of table ti left out within leftRecently
+// of now, oldest first.
+func (g *sourceSnapshot) recentOf(ti int, now time.Time) []change.RowChange {
+	var out []change.RowChange
+	for _, c := range g.recent[g.recentHead:] {
+		if c.table == ti && now.Sub(c.at) <= leftRecently {
+			out = append(out, c.rc)
+		}
+	}
+	return out
 }
 
 // byZone returns the row changes that go out, given whether a row's key
@@ -764,14 +824,23 @@ func fold(p *pendingChunk) chunkRows {
 		}
 		return b.String()
 	}
+	// A keyed table's rows are replaced by key: the window's latest
+	// change of a key decides it, whether or not the SELECT saw the
+	// change already (see leftRecently). Rows of a table without a key
+	// may repeat: one is added or taken away per change.
+	keyed := len(p.key.cols) > 0
 	byID := map[string][][]change.Value{}
 	var order []string
 	put := func(row []change.Value) {
 		id := idOf(row)
-		if _, ok := byID[id]; !ok {
+		rs, ok := byID[id]
+		if !ok {
 			order = append(order, id)
 		}
-		byID[id] = append(byID[id], row)
+		if keyed {
+			rs = rs[:0]
+		}
+		byID[id] = append(rs, row)
 	}
 	for k := range p.rows.len() {
 		put(p.rows.row(k))
@@ -1020,6 +1089,11 @@ func (g *sourceSnapshot) readChunk(ctx context.Context, conn *binlog.SnapshotCon
 	}
 	if len(t.After) > 0 {
 		p.after = g.afterKeys()[ti]
+	}
+	if len(p.key.cols) > 0 {
+		// Only a keyed table's window can be applied again to rows
+		// that have its changes already (see leftRecently).
+		p.window = g.recentOf(ti, time.Now())
 	}
 	g.pending = p
 	g.mu.Unlock()
