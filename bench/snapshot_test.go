@@ -92,12 +92,12 @@ import (
 //
 // # Numbers
 //
-// On the 2-CPU VM (MariaDB 10.11.19; 2026-12-03 17:05 UTC, -benchtime
-// 3x, medians of 3), 2,000,000 rows: mariadb-dump ×4 2,288,586 rows/s;
-// braid in strict order 1,560,202 rows/s: 0.68× (a 1x run: 0.79×),
-// MISSED; per-source 1,558,512 rows/s, 0.68×; per-source with flat JSON
-// 1,405,725 rows/s, 0.61×; go-mysql canal's dump path 422,931 rows/s,
-// against which braid is 3.69×.
+// On the 2-CPU VM (MariaDB 10.11.19; 2026-12-03 19:22 UTC, -benchtime
+// 5x, medians of 5), 2,000,000 rows: mariadb-dump ×4 1,880,064 rows/s;
+// braid in strict order 1,992,929 rows/s: 1.06×, met (two 3x runs
+// before it: 0.95× and 1.13×); per-source 2,183,809 rows/s, 1.16×;
+// per-source with flat JSON 1,747,509 rows/s, 0.93×; go-mysql canal's
+// dump path 346,782 rows/s, against which braid is 5.75×.
 //
 // History: the first version keyed a chunk into the merge's commit-time
 // order at its source's watermark, which tied to the second with the
@@ -105,15 +105,22 @@ import (
 // second a source (65,343 rows/s, 0.03×); chunks now go out as soon as
 // they head their source's queue. Its row callback boxed every value
 // into a change.Value (2.9 s of 5.6 s in a profile); chunks are now kept
-// as the server's text (change.TextRows).
+// as the server's text (change.TextRows). go-mysql's result reader
+// (two copies of each row packet, a FieldValue per column printed back
+// to text) then took most of braid's 0.70 µs a row (0.68×): chunks are
+// read off the socket by braid (binlog.SnapshotConn), 0.57 µs (0.96×).
+// Growing the chunk's buffers row by row took more than reading the
+// rows: they are sized once from the table's last chunk, 0.37 µs.
 //
-// Now braid and mariadb-dump both use the two CPUs fully: braid about
-// 0.70 µs a row in this process and 0.45 in the servers (its range
-// queries, ORDER BY id LIMIT 8,192, and SHOW MASTER STATUS after each),
-// mariadb-dump 0.55 and 0.32, whose ratio is the rows/s ratio; the flat
-// JSON adds about 0.15 µs. What is left in braid is mostly go-mysql's
-// packet reading and ParseText, then the merge and the store.
-// canal spends 3.9 µs a row, most of it in regexp.
+// Now braid and mariadb-dump both use the two CPUs fully and cost about
+// the same: braid 0.37 µs a row in this process and 0.54 in the servers
+// (its range queries, ORDER BY id LIMIT 8,192, and SHOW MASTER STATUS
+// after each), mariadb-dump 0.64 and 0.40; the ratio follows the peer's
+// swing between iterations (1.75–2.37M rows/s). With 65,536-row chunks
+// the servers' share drops to 0.36 µs and braid's rises to 0.49 (larger
+// buffers): about 1 ms of server CPU a chunk goes to the query, not the
+// rows. The flat JSON adds about 0.25 µs. canal spends 4–5 µs a row,
+// most of it in regexp.
 //
 // Memory: the per-source run's peak heap in use was 56.7 MiB at
 // 2,000,000 rows and 43.3 MiB at 1,000,000 (1.31×; a 1x run before:
