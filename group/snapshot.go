@@ -138,8 +138,8 @@ type sourceSnapshot struct {
 	recent     []leftChange
 	recentHead int
 	changed    chan struct{} // signalled (capacity 1) when pending goes or state changes
-	after     [][]keyPart   // parsed After of each table, cached per state
-	afterOf   *change.SnapshotState
+	after      [][]keyPart   // parsed After of each table, cached per state
+	afterOf    *change.SnapshotState
 	// recorded are the source's chunks from the log and those queued
 	// since, by Index; under recMu, which is never held while pushing (the
 	// merge reads them, see filterHeld).
