@@ -58,20 +58,6 @@ func (r *TextRows) Add(text []byte) {
 	}
 }
 
-// AppendTo returns the buffer the next value's text may be appended to
-// in place (AddAppended then records it), saving a copy for a value the
-// caller formats itself (an integer).
-func (r *TextRows) AppendTo() []byte { return r.images.data }
-
-// AddAppended records as the next value the text appended to what
-// AppendTo returned.
-func (r *TextRows) AddAppended(data []byte) {
-	im := &r.images
-	im.at = append(im.at, int32(len(im.data)))
-	im.data = data
-	im.ends = append(im.ends, int32(len(im.data)))
-}
-
 // Grow makes room for rows more rows of about size bytes of text in all,
 // so that reading a chunk of known length does not grow its buffers
 // again and again.

@@ -438,6 +438,7 @@ func (g *sourceSnapshot) pass(ctx context.Context, ev *change.Event) error {
 		ev.FreshAt = g.state.FreshAt
 	}
 	if g.state == nil || g.state.Done {
+		g.recent, g.recentHead = nil, 0 // no chunk will need them
 		if ev.Type == change.EventDDL {
 			g.learn(ev)
 		}
