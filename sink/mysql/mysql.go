@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	driver "github.com/go-sql-driver/mysql"
 
@@ -124,11 +125,37 @@ func (t *Target) Apply(ctx context.Context, worker int, changes []sink.Change) e
 	if err := t.ensureTables(ctx, changes); err != nil {
 		return err
 	}
-	err := t.applyTx(ctx, worker, changes, true)
-	if errors.Is(err, errOneByOne) {
-		err = t.applyTx(ctx, worker, changes, false)
+	for attempt := 1; ; attempt++ {
+		err := t.applyTx(ctx, worker, changes, true)
+		if errors.Is(err, errOneByOne) {
+			err = t.applyTx(ctx, worker, changes, false)
+		}
+		if !lockConflict(err) || attempt == lockRetries {
+			return err
+		}
+		// InnoDB rolled this transaction back so that another worker's
+		// could go on: that one commits, and this one, again, after it.
+		// Giving the whole sink up instead rolled both back, and their
+		// retries deadlocked the same way again and again.
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(attempt) * 10 * time.Millisecond):
+		}
 	}
-	return err
+}
+
+// lockRetries is how many times a worker's transaction is tried when
+// InnoDB ends it over a lock (MariaDB's replica retries 10 times too:
+// slave_transaction_retries).
+const lockRetries = 10
+
+// lockConflict reports whether err is InnoDB ending a transaction over a
+// lock: a deadlock (1213, the transaction rolled back) or a lock wait
+// timeout (1205).
+func lockConflict(err error) bool {
+	var me *driver.MySQLError
+	return errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205)
 }
 
 // errOneByOne: a multi-row statement found a row it did not expect.
