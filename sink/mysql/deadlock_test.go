@@ -48,7 +48,7 @@ func TestDeadlockRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	for _, q := range []string{"BEGIN", "INSERT INTO " + name + ".weight SELECT seq FROM "+name+".seq_1_to_500", "INSERT INTO " + name + ".orders VALUES (1, 'other')"} {
+	for _, q := range []string{"BEGIN", "INSERT INTO " + name + ".weight SELECT seq FROM " + name + ".seq_1_to_500", "INSERT INTO " + name + ".orders VALUES (1, 'other')"} {
 		if _, err := other.ExecContext(ctx, q); err != nil {
 			t.Fatal(q, err)
 		}
