@@ -45,7 +45,9 @@ type Config struct {
 	// AnnounceTables makes the reader send, before any other event, an
 	// EventProgress at its start whose Tables are the selected tables
 	// existing there (the shard-DDL merge counts a logical table's shard
-	// tables from it).
+	// tables from it) and, when the schema is known to hold there (not a
+	// start before the server's position that no DDL has settled), the
+	// schema history for the cursor.
 	AnnounceTables bool
 
 	// goMySQLRows sends every rows event to go-mysql's decoder, the path
@@ -192,7 +194,15 @@ func (p *Reader) Run(ctx context.Context, emit func(*change.Event) error) error 
 				versions = append(versions, t)
 			}
 		}
-		if err := emit(&change.Event{Type: change.EventProgress, Source: p.spec.Name, Pos: p.resume, EndPos: p.resume, Tables: tables, Versions: versions}); err != nil {
+		var snap *change.SchemaSnapshot
+		if !p.anyProvisional(p.resume) {
+			// The schema holds here: a cursor that keeps it lets a restart
+			// read a DDL that ran while braid was down instead of taking
+			// the server's schema, which already has it, for this point.
+			s := p.schema.Snapshot()
+			snap = &s
+		}
+		if err := emit(&change.Event{Type: change.EventProgress, Source: p.spec.Name, Pos: p.resume, EndPos: p.resume, Tables: tables, Versions: versions, Schema: snap}); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
