@@ -44,9 +44,9 @@ type SourceCursor struct {
 	// LastKey is the source's last merge key time (µs).
 	LastKey int64 `json:"lastKey"`
 	// Schema is the schema history at Pos; nil when no DDL was read since
-	// the start and the reader did not announce its tables with a schema
-	// known to hold there (binlog.Config.AnnounceTables): the parser then
-	// rebuilds it from the server.
+	// a start where the live schema was not known to hold (a start in the
+	// past; see binlog.Config.AnnounceTables): the parser then rebuilds it
+	// from the server.
 	Schema *change.SchemaSnapshot `json:"schema,omitempty"`
 	// Snapshot is the source's initial-snapshot progress at Pos; nil
 	// before its first chunk (or without a snapshot).

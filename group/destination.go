@@ -237,8 +237,12 @@ func New(cfg Config) (*Destination, error) {
 		if snapshotOn(ds) && (from == nil || !from.Done || cfg.Resume.Sources[i].Pos.Compare(from.FreshAt) < 0) {
 			d.snaps[i] = newSourceSnapshot(d, i, from, chunks)
 		}
+		// Every source announces its tables: the shard-DDL merge counts
+		// them, the snapshot learns them, and the cursor keeps the schema
+		// from the start (a restart then reads a DDL that ran while braid
+		// was down instead of taking the server's schema for its point).
 		pc := binlog.Config{Destination: ds.Name, Source: src, Tables: filter,
-			Heartbeat: time.Duration(ds.Heartbeat), Logger: d.log, ReadAhead: cfg.ReadAhead, AnnounceTables: d.ddl != nil || d.snaps[i] != nil}
+			Heartbeat: time.Duration(ds.Heartbeat), Logger: d.log, ReadAhead: cfg.ReadAhead, AnnounceTables: true}
 		d.cursor.Sources[i].Name = src.Name
 		if r := cfg.Resume; r != nil {
 			sc := r.Sources[i]

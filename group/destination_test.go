@@ -287,6 +287,47 @@ func TestRestartFromCursor(t *testing.T) {
 	}
 }
 
+// TestRestartAfterDDLWhileDown: a destination started at the latest
+// position is stopped; while it is down every shard writes a row, ALTERs
+// its table and writes another. Restarted from its cursor (the servers
+// log rows without column names), it reads the rows before the ALTER
+// with the columns they were written with, the ALTER, and the rows after
+// it with the new column: the cursor kept the schema from the start,
+// where the server can only show the altered one.
+func TestRestartAfterDDLWhileDown(t *testing.T) {
+	srvs := shards(t, time.Now())
+	spec := shopSpec(srvs, spec.Start{Kind: spec.StartLatest}, "strict")
+	first := collect(t, group.Config{Spec: spec})
+	time.Sleep(500 * time.Millisecond) // the readers have started
+	for i, s := range srvs {
+		s.Exec(t, fmt.Sprintf("INSERT INTO shop_%d.orders VALUES (%d, 'before')", i, i))
+	}
+	first.waitTxs(t, len(srvs), 30*time.Second)
+	first.mu.Lock()
+	cursor := first.cursors[uint64(len(srvs))]
+	first.mu.Unlock()
+	first.stop(t)
+	if cursor == nil {
+		t.Fatal("no cursor after the first run's rows")
+	}
+	for i, s := range srvs {
+		s.Exec(t, fmt.Sprintf("INSERT INTO shop_%d.orders VALUES (%d, 'down')", i, 10+i),
+			fmt.Sprintf("ALTER TABLE shop_%d.orders ADD COLUMN extra INT", i),
+			fmt.Sprintf("INSERT INTO shop_%d.orders VALUES (%d, 'after', 7)", i, 20+i))
+	}
+	second := collect(t, group.Config{Spec: spec, Resume: cursor})
+	second.waitTxs(t, 3*len(srvs), 30*time.Second)
+	for _, ev := range second.snapshot() {
+		for i := range ev.Rows {
+			rc := &ev.Rows[i]
+			id, cols := rc.After()[0].(int64), len(rc.Table.Columns)
+			if want := map[bool]int{true: 2, false: 3}[id < 20]; cols != want {
+				t.Errorf("row %d came with %d columns, want %d", id, cols, want)
+			}
+		}
+	}
+}
+
 // TestStoppedShardStalls: in strict order a shard that is down holds the
 // stream back (nothing is reordered around it) and, when it returns, the
 // stream goes on without loss. In per-source order the others go on.
