@@ -50,6 +50,11 @@ func TestOneRowUpdatedOften(t *testing.T) {
 	waitRows(t, 20*time.Second, r, []string{"1 5", "2 5"}, func() []string {
 		return query(db, "SELECT id, v FROM shop.orders")
 	})
+	// The counts move once the transaction's batch has returned, a moment
+	// after its rows are visible.
+	for deadline := time.Now().Add(5 * time.Second); target.Stats().Applied < 12 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if st := target.Stats(); st.Applied != 12 || st.Missing != 0 || st.Upserts != 0 {
 		t.Fatalf("stats %+v, want 12 applied", st)
 	}
