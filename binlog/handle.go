@@ -84,7 +84,22 @@ func (p *Reader) handle(ctx context.Context, e *replication.BinlogEvent, emit fu
 	case *replication.XIDEvent:
 		return p.commitTx(end, emit)
 
+	case *replication.FormatDescriptionEvent:
+		p.checksum, p.format = 0, nil
+		if ev.ChecksumAlgorithm == replication.BINLOG_CHECKSUM_ALG_CRC32 {
+			p.checksum = 4
+		}
+		if strings.Contains(ev.ServerVersion, "MariaDB") {
+			// Up to its checksum algorithm; the 4 bytes after it, a
+			// checksum or not, are there whatever the algorithm.
+			p.format = e.RawData[replication.EventHeaderSize : len(e.RawData)-4]
+		}
+		return nil
+
 	case *replication.TableMapEvent:
+		if p.format != nil {
+			p.maps = append(p.maps, tableMapBody{ev, e.RawData[replication.EventHeaderSize : len(e.RawData)-p.checksum]})
+		}
 		return nil
 
 	case *replication.RowsEvent:
@@ -97,6 +112,32 @@ func (p *Reader) handle(ctx context.Context, e *replication.BinlogEvent, emit fu
 		return emit(&change.Event{Type: change.EventHeartbeat, Source: p.spec.Name, Pos: end})
 	}
 	return nil
+}
+
+// tableMapBody is a table map event and its body (change.RowsBinlog).
+type tableMapBody struct {
+	ev   *replication.TableMapEvent
+	body []byte
+}
+
+// rowsBinlog is what a target needs to replay rows event ev's images.
+func (p *Reader) rowsBinlog(ev *replication.RowsEvent) *change.RowsBinlog {
+	for i := len(p.maps) - 1; i >= 0; i-- { // the latest first: a transaction may map a table per statement
+		if m := p.maps[i]; m.ev == ev.Table {
+			b := &change.RowsBinlog{Format: p.format, TableMap: m.body, Present: ev.ColumnBitmap1}
+			if ev.Type() == replication.EnumRowsEventTypeUpdate {
+				b.PresentAfter = ev.ColumnBitmap2
+			}
+			return b
+		}
+	}
+	return nil
+}
+
+// forgetMaps drops the transaction's table maps.
+func (p *Reader) forgetMaps() {
+	clear(p.maps)
+	p.maps = p.maps[:0]
 }
 
 // openTx starts a transaction at start.
@@ -116,6 +157,7 @@ func (p *Reader) commitTx(end change.Position, emit func(*change.Event) error) e
 	p.tx = txState{}
 	p.replay = txState{}
 	p.resume = end
+	p.forgetMaps()
 	if !tx.open {
 		return nil
 	}
@@ -138,6 +180,7 @@ func (p *Reader) handleDDL(ctx context.Context, ev *replication.QueryEvent, hdr 
 	tx := p.tx
 	p.tx = txState{}
 	p.replay = txState{}
+	p.forgetMaps()
 	if tx.start.IsZero() {
 		tx.start = start
 		tx.commit = time.Unix(int64(hdr.Timestamp), 0)
@@ -241,6 +284,11 @@ func (p *Reader) handleRows(ctx context.Context, ev *replication.RowsEvent, star
 	images := rowImagesOf(ev)
 	if images.Raw() && table.Shapes == nil {
 		return fatal{fmt.Errorf("%w: source %s: %s.%s at %s: raw rows of a table braid reads with go-mysql", ErrBadEvent, p.spec.Name, ev.Table.Schema, ev.Table.Table, start)}
+	}
+	if p.format != nil && images.Raw() {
+		if b := p.rowsBinlog(ev); b != nil {
+			images.SetBinlog(b)
+		}
 	}
 	n := images.Count()
 	changes := make([]change.RowChange, 0, n/step)

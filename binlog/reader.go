@@ -91,6 +91,15 @@ type Reader struct {
 	// already emitted so nothing is emitted twice.
 	replay txState
 
+	// What a target replaying the rows as binlog events needs
+	// (change.RowsBinlog): format is the MariaDB source's format
+	// description body (nil for MySQL, whose events braid does not
+	// replay), checksum the length of its events' checksum, and maps the
+	// bodies of the transaction's table maps.
+	format   []byte
+	checksum int
+	maps     []tableMapBody
+
 	// Statistics (see Stats). live is the reading goroutine's own, copied
 	// to shared under statsMu at transaction boundaries, heartbeats and
 	// every shareEvery events; attempts counts the failed connections

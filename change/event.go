@@ -253,6 +253,41 @@ func (rc *RowChange) AppendJSON(b []byte, after bool, i int) (out []byte, isNull
 	return rc.appendText(b, after, i, true)
 }
 
+// BinlogRow is a row change's images as its binlog wrote them: each the
+// null bitmap of the columns its rows event holds, then their non-NULL
+// values.
+type BinlogRow struct {
+	// Rows is what else of the rows event replaying it takes.
+	Rows *RowsBinlog
+	// Before and After are the images' bytes (nil where the change has
+	// none); BeforePresent and AfterPresent the bitmaps of the columns
+	// each holds.
+	Before, After               []byte
+	BeforePresent, AfterPresent []byte
+}
+
+// Binlog returns the change's images as the binlog wrote them, or false
+// when the reader kept no such thing: the images are not raw (a snapshot
+// row, a rows event go-mysql decoded), or the change is shown through a
+// view (WithView), whose columns are not the binlog's.
+func (rc *RowChange) Binlog() (BinlogRow, bool) {
+	im := rc.images
+	if rc.view != nil || im.binlog == nil {
+		return BinlogRow{}, false
+	}
+	r := BinlogRow{Rows: im.binlog}
+	if rc.before >= 0 {
+		r.Before, r.BeforePresent = im.data[im.starts[rc.before]:im.starts[rc.before+1]], im.binlog.Present
+	}
+	if rc.after >= 0 {
+		r.After, r.AfterPresent = im.data[im.starts[rc.after]:im.starts[rc.after+1]], im.binlog.Present
+		if im.binlog.PresentAfter != nil {
+			r.AfterPresent = im.binlog.PresentAfter
+		}
+	}
+	return r, true
+}
+
 // Raw reports whether the change's images are raw (RawOffsets), not
 // decoded by go-mysql.
 func (rc *RowChange) Raw() bool { return rc.images.Raw() }

@@ -61,6 +61,35 @@ type Images struct {
 	// ends, set for text images (TextRows), holds where each value that
 	// at says starts ends in data.
 	ends []int32
+	// starts, for raw images, holds where each image starts in data, and
+	// then len(data): image k is data[starts[k]:starts[k+1]].
+	starts []int32
+	// binlog is what else of the rows event a target replaying it needs
+	// (SetBinlog); nil when the reader kept none.
+	binlog *RowsBinlog
+}
+
+// RowsBinlog is what a target that applies the rows event's images as
+// binlog row events (sink/mysql) needs besides them. It is read-only.
+type RowsBinlog struct {
+	// Format is the body of the source's format description event
+	// (binlog version, server version, header lengths, checksum
+	// algorithm), without its header and checksum.
+	Format []byte
+	// TableMap is the table map event's post-header and body, without
+	// its header and checksum.
+	TableMap []byte
+	// Present is the rows event's bitmap of the columns its images hold
+	// (an UPDATE's before images), PresentAfter an UPDATE's after images'
+	// (nil for the other kinds).
+	Present, PresentAfter []byte
+}
+
+// SetBinlog keeps b with raw images, for RowChange.Binlog.
+func (im *Images) SetBinlog(b *RowsBinlog) {
+	if im.Raw() && im.starts != nil {
+		im.binlog = b
+	}
 }
 
 // Raw reports whether the images are raw binlog images (else go-mysql
@@ -68,7 +97,7 @@ type Images struct {
 func (im *Images) Raw() bool { return im.Decoded == nil && im.ends == nil }
 
 // OffsetBytes is the memory the raw images' offsets take, for Event.Size.
-func (im *Images) OffsetBytes() int64 { return 4 * int64(cap(im.at)+cap(im.ends)) }
+func (im *Images) OffsetBytes() int64 { return 4 * int64(cap(im.at)+cap(im.ends)+cap(im.starts)) }
 
 // offsets are raw image k's column offsets.
 func (im *Images) offsets(k int32) []int32 {
@@ -101,10 +130,12 @@ func SplitRows(re *replication.RowsEvent, shapes []Shape, pos int, data []byte) 
 	present1, present2 := presentColumns(re.ColumnBitmap1, cols), presentColumns(re.ColumnBitmap2, cols)
 	update := re.Type() == replication.EnumRowsEventTypeUpdate
 	for at := 0; at < len(rr.data); {
+		rr.starts = append(rr.starts, int32(at))
 		if at, err = rr.image(shapes, at, re.ColumnBitmap1, present1); err != nil {
 			return nil, err
 		}
 		if update {
+			rr.starts = append(rr.starts, int32(at))
 			if at, err = rr.image(shapes, at, re.ColumnBitmap2, present2); err != nil {
 				return nil, err
 			}
@@ -112,9 +143,12 @@ func SplitRows(re *replication.RowsEvent, shapes []Shape, pos int, data []byte) 
 		if first := len(rr.at) == cols || (update && len(rr.at) == 2*cols); first && at < len(rr.data) {
 			// Room for as many rows as are left if they are as long as
 			// the first (Event.Size counts the capacity).
-			rr.at = slices.Grow(rr.at, len(rr.at)*((len(rr.data)-at)/at+1))
+			more := (len(rr.data)-at)/at + 1
+			rr.at = slices.Grow(rr.at, len(rr.at)*more)
+			rr.starts = slices.Grow(rr.starts, len(rr.starts)*more+1)
 		}
 	}
+	rr.starts = append(rr.starts, int32(len(rr.data)))
 	return rr, nil
 }
 

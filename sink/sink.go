@@ -267,6 +267,9 @@ type Stats struct {
 	// that existed; Missing the UPDATEs and DELETEs of a row that was not
 	// there (an UPDATE's after-image is then inserted).
 	Applied, Upserts, Missing uint64
+	// Replayed counts the row changes of Applied a MariaDB target applied
+	// as binlog row events (sink/mysql).
+	Replayed uint64
 	// For a Publisher: Pending counts messages sent and not yet
 	// confirmed, Returns the messages the target handed back as
 	// unroutable (each holds the sink up until a queue takes it).

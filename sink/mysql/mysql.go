@@ -34,6 +34,7 @@ type Target struct {
 	applied, upserts, missing atomic.Uint64
 	// tables holds the target tables known to exist (ensureTables).
 	tables sync.Map
+	replay replayState
 }
 
 var _ sink.Target = (*Target)(nil)
@@ -60,6 +61,10 @@ func Open(ctx context.Context, s spec.Sink) (*Target, error) {
 	db.SetMaxOpenConns(s.Workers + 2)
 	db.SetMaxIdleConns(s.Workers + 2)
 	t := &Target{db: db, spec: s}
+	if err := t.initReplay(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sink %s (%s): %w: check the address and the user's password", s.Name, s.Address, err)
+	}
 	if !t.exactlyOnce() {
 		return t, nil // no checkpoint table: the sink's cursor is the record
 	}
@@ -87,7 +92,7 @@ func (t *Target) Close() error { return t.db.Close() }
 
 // Stats implements sink.Target.
 func (t *Target) Stats() sink.Stats {
-	return sink.Stats{Applied: t.applied.Load(), Upserts: t.upserts.Load(), Missing: t.missing.Load()}
+	return sink.Stats{Applied: t.applied.Load(), Upserts: t.upserts.Load(), Missing: t.missing.Load(), Replayed: t.replay.replayed.Load()}
 }
 
 // Checkpoints implements sink.Target.
@@ -116,19 +121,27 @@ func (t *Target) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
 }
 
 // Apply implements sink.Target: one transaction of the changes and the
-// worker's checkpoint. The changes go as runs (sink.Plan), each one
-// statement whose affected-row count says whether every row found what
-// it expected; when one did not, the transaction is rolled back and
-// applied a row at a time in stream order, which counts that row (an
-// upsert, a missing row) or names it in a collision error.
+// worker's checkpoint. Where it can, the target replays the changes as
+// binlog row events (replay.go); else, or when a row was not as a
+// replica expects it, they go as runs (sink.Plan), each one statement
+// whose affected-row count says whether every row found what it
+// expected; when one did not, the transaction is rolled back and applied
+// a row at a time in stream order, which counts that row (an upsert, a
+// missing row) or names it in a collision error.
 func (t *Target) Apply(ctx context.Context, worker int, changes []sink.Change) error {
 	if err := t.ensureTables(ctx, changes); err != nil {
 		return err
 	}
 	for attempt := 1; ; attempt++ {
-		err := t.applyTx(ctx, worker, changes, true)
+		err := errNotReplayed
+		if t.replayable(ctx, changes) {
+			err = t.applyTx(ctx, worker, changes, applyReplay)
+		}
+		if errors.Is(err, errNotReplayed) {
+			err = t.applyTx(ctx, worker, changes, applyRuns)
+		}
 		if errors.Is(err, errOneByOne) {
-			err = t.applyTx(ctx, worker, changes, false)
+			err = t.applyTx(ctx, worker, changes, applyOneByOne)
 		}
 		if !lockConflict(err) || attempt == lockRetries {
 			return err
@@ -161,9 +174,17 @@ func lockConflict(err error) bool {
 // errOneByOne: a multi-row statement found a row it did not expect.
 var errOneByOne = errors.New("apply the batch a row at a time")
 
-// applyTx is Apply's transaction: runs of changes as multi-row
-// statements (multi), or a row at a time.
-func (t *Target) applyTx(ctx context.Context, worker int, changes []sink.Change, multi bool) error {
+// How applyTx applies its changes.
+type applyMode int
+
+const (
+	applyReplay   applyMode = iota // as binlog row events
+	applyRuns                      // as runs of multi-row statements
+	applyOneByOne                  // a row at a time
+)
+
+// applyTx is Apply's transaction.
+func (t *Target) applyTx(ctx context.Context, worker int, changes []sink.Change, mode applyMode) error {
 	tx, err := t.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -187,7 +208,12 @@ func (t *Target) applyTx(ctx context.Context, worker int, changes []sink.Change,
 		missing += m
 		return nil
 	}
-	if multi {
+	switch mode {
+	case applyReplay:
+		if err := t.replayChanges(ctx, tx, changes); err != nil {
+			return err
+		}
+	case applyRuns:
 		// Runs are not cut at batch (a cut run would make the next run of
 		// its kind start after the runs in between); each goes as
 		// statements of at most batch rows.
@@ -204,7 +230,7 @@ func (t *Target) applyTx(ctx context.Context, worker int, changes []sink.Change,
 				return err
 			}
 		}
-	} else {
+	case applyOneByOne:
 		for _, c := range changes {
 			if err := one(c); err != nil {
 				return err
@@ -215,6 +241,9 @@ func (t *Target) applyTx(ctx context.Context, worker int, changes []sink.Change,
 		return err
 	}
 	t.applied.Add(uint64(len(changes)))
+	if mode == applyReplay {
+		t.replay.replayed.Add(uint64(len(changes)))
+	}
 	t.upserts.Add(upserts)
 	t.missing.Add(missing)
 	return nil
@@ -583,6 +612,7 @@ func (t *Target) addOrigin(ctx context.Context, table string) error {
 // checkpointAll sets every worker's checkpoint to the whole of seq.
 func (t *Target) checkpointAll(ctx context.Context, seq uint64, workers int) error {
 	t.tables.Clear() // a DDL may have made or dropped a target table
+	t.replay.fits.Clear()
 	if !t.exactlyOnce() {
 		return nil
 	}
