@@ -110,7 +110,7 @@ func TestApplyEqualsSources(t *testing.T) {
 	got := func() []string {
 		return sinktest.Query(db, fmt.Sprintf("SELECT id, code, amount, IFNULL(note, 'NULL'), IFNULL(c, 'NULL') FROM %s.orders", name))
 	}
-	sinktest.WaitFor(t, 10*time.Second, func() (bool, string) {
+	sinktest.WaitFor(t, 60*time.Second, func() (bool, string) {
 		g := got()
 		applied, lastErr := r.Applied()
 		var diff []string

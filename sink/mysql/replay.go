@@ -7,9 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/go-mysql-org/go-mysql/replication"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -235,9 +233,6 @@ func (t *Target) replayChanges(ctx context.Context, tx *sql.Tx, changes []sink.C
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return t.replayFailed(err)
 		}
-		if os.Getenv("BRAID_DBG") != "" {
-			dbgDump(q)
-		}
 	}
 	return nil
 }
@@ -281,15 +276,27 @@ const (
 	statementBytes = 1 << 20
 )
 
-// binlogStatements builds BINLOG statements of row changes: each a
-// format description, then the table maps and rows events of its
-// changes, the last one ending the statement.
+// binlogStatements builds BINLOG statements of row changes. A statement
+// is a format description, then groups: each the table maps of its
+// tables, then its rows events, the last one ending the group (as a
+// binlog's statement ends). The server opens and locks a group's tables
+// at its first rows event; a table map after that is not opened, and
+// the rows of its table are skipped without an error (the replica's way
+// of skipping a filtered table), so every table map of a group comes
+// before its rows, and a table mapped anew (its columns changed) starts
+// a group.
 type binlogStatements struct {
 	serverID, when uint32
 	out            []string
-	buf            []byte
-	maps           []replayMap
-	// The open rows event: where it starts in buf (-1: none), and what
+	// buf is the statement: its format description (whose body was
+	// format) and its closed groups.
+	buf    []byte
+	format []byte
+	// The open group: its table maps, their events, its rows events.
+	maps     []replayMap
+	mapBytes []byte
+	rows     []byte
+	// The open rows event: where it starts in rows (-1: none), and what
 	// the next change must share to join it.
 	rowsAt               int
 	rowsType             byte
@@ -299,7 +306,7 @@ type binlogStatements struct {
 	held, heldNext int
 }
 
-// replayMap is a table map of the statement being built.
+// replayMap is a table map of the group being built.
 type replayMap struct {
 	target string // "db.table"
 	rest   []byte // the source's table map body after the names
@@ -320,10 +327,13 @@ func (b *binlogStatements) add(target string, rc *change.RowChange, value string
 	if len(value) > o.bytes {
 		return fmt.Errorf("origin %q longer than the origin column", value)
 	}
-	if len(b.buf) == 0 {
-		b.format(r.Rows.Format)
+	if len(b.buf) > 0 && !sameBytes(b.format, r.Rows.Format) {
+		b.end() // another source's format: a statement of its own
 	}
-	m, err := b.tableMap(target, r.Rows.TableMap, r.Rows.Format, o)
+	if len(b.buf) == 0 {
+		b.formatEvent(r.Rows.Format)
+	}
+	m, err := b.tableMap(target, r.Rows.TableMap, o)
 	if err != nil {
 		return err
 	}
@@ -336,23 +346,23 @@ func (b *binlogStatements) add(target string, rc *change.RowChange, value string
 	}
 	if b.rowsAt < 0 || b.rowsType != typ || b.rowsMap != m.id || string(b.present) != string(present) || string(b.presentNext) != string(presentNext) {
 		b.closeRows(false)
-		b.rowsAt, b.rowsType, b.rowsMap, b.present, b.presentNext = len(b.buf), typ, m.id, present, presentNext
-		b.header(typ)
-		b.tableID(m.id)
-		b.buf = append(b.buf, 0, 0) // flags, set on the statement's last
+		b.rowsAt, b.rowsType, b.rowsMap, b.present, b.presentNext = len(b.rows), typ, m.id, present, presentNext
+		b.rows = b.header(b.rows, typ)
+		b.rows = appendTableID(b.rows, m.id)
+		b.rows = append(b.rows, 0, 0) // flags, set on the group's last
 		if m.origin.bytes == 0 {
-			b.buf = appendPacked(b.buf, uint64(m.columns))
-			b.buf = append(b.buf, present...)
+			b.rows = appendPacked(b.rows, uint64(m.columns))
+			b.rows = append(b.rows, present...)
 			if typ == updateRowsEvent {
-				b.buf = append(b.buf, presentNext...)
+				b.rows = append(b.rows, presentNext...)
 			}
 		} else {
 			b.held = held(present, m.columns)
-			b.buf = appendPacked(b.buf, uint64(m.columns+1))
-			b.buf = appendBits(b.buf, present, m.columns, m.origin.first, true)
+			b.rows = appendPacked(b.rows, uint64(m.columns+1))
+			b.rows = appendBits(b.rows, present, m.columns, m.origin.first, true)
 			if typ == updateRowsEvent {
 				b.heldNext = held(presentNext, m.columns)
-				b.buf = appendBits(b.buf, presentNext, m.columns, m.origin.first, true)
+				b.rows = appendBits(b.rows, presentNext, m.columns, m.origin.first, true)
 			}
 		}
 	}
@@ -365,10 +375,19 @@ func (b *binlogStatements) add(target string, rc *change.RowChange, value string
 	case change.Delete:
 		b.image(r.Before, b.held, value, m)
 	}
-	if len(b.buf) >= statementBytes {
+	if len(b.buf)+len(b.mapBytes)+len(b.rows) >= statementBytes {
 		b.end()
 	}
 	return nil
+}
+
+// sameBytes reports whether a and b hold the same bytes, at once when
+// they are the same slice (a source's format description always is).
+func sameBytes(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	return len(a) == 0 || &a[0] == &b[0] || string(a) == string(b)
 }
 
 // held counts the columns of the first n a present bitmap marks.
@@ -409,22 +428,22 @@ func appendBits(b, bits []byte, n int, first, v bool) []byte {
 // value first or last.
 func (b *binlogStatements) image(img []byte, held int, value string, m *replayMap) {
 	if m.origin.bytes == 0 {
-		b.buf = append(b.buf, img...)
+		b.rows = append(b.rows, img...)
 		return
 	}
 	nulls := (held + 7) / 8
-	b.buf = appendBits(b.buf, img[:nulls], held, m.origin.first, false)
+	b.rows = appendBits(b.rows, img[:nulls], held, m.origin.first, false)
 	if !m.origin.first {
-		b.buf = append(b.buf, img[nulls:]...)
+		b.rows = append(b.rows, img[nulls:]...)
 	}
 	if m.origin.bytes > 255 {
-		b.buf = binary.LittleEndian.AppendUint16(b.buf, uint16(len(value)))
+		b.rows = binary.LittleEndian.AppendUint16(b.rows, uint16(len(value)))
 	} else {
-		b.buf = append(b.buf, byte(len(value)))
+		b.rows = append(b.rows, byte(len(value)))
 	}
-	b.buf = append(b.buf, value...)
+	b.rows = append(b.rows, value...)
 	if m.origin.first {
-		b.buf = append(b.buf, img[nulls:]...)
+		b.rows = append(b.rows, img[nulls:]...)
 	}
 }
 
@@ -434,19 +453,32 @@ func (b *binlogStatements) finish() []string {
 	return b.out
 }
 
-// end ends the statement being built, if any.
+// end ends the statement being built, if it has rows.
 func (b *binlogStatements) end() {
-	if b.rowsAt < 0 {
-		b.buf, b.maps = b.buf[:0], b.maps[:0]
-		return
+	b.closeGroup()
+	if len(b.buf) > 0 && len(b.buf) > b.formatLen() {
+		q := make([]byte, len("BINLOG '")+base64.StdEncoding.EncodedLen(len(b.buf))+1)
+		copy(q, "BINLOG '")
+		base64.StdEncoding.Encode(q[len("BINLOG '"):], b.buf)
+		q[len(q)-1] = '\''
+		b.out = append(b.out, string(q))
 	}
-	b.closeRows(true)
-	q := make([]byte, len("BINLOG '")+base64.StdEncoding.EncodedLen(len(b.buf))+1)
-	copy(q, "BINLOG '")
-	base64.StdEncoding.Encode(q[len("BINLOG '"):], b.buf)
-	q[len(q)-1] = '\''
-	b.out = append(b.out, string(q))
-	b.buf, b.maps, b.rowsAt = b.buf[:0], b.maps[:0], -1
+	b.buf, b.format = b.buf[:0], nil
+}
+
+// formatLen is the length of the statement's format description event.
+func (b *binlogStatements) formatLen() int {
+	return int(binary.LittleEndian.Uint32(b.buf[9:]))
+}
+
+// closeGroup appends the open group, if it has rows, to the statement:
+// its table maps, then its rows events, the last one ending it.
+func (b *binlogStatements) closeGroup() {
+	if b.rowsAt >= 0 {
+		b.closeRows(true)
+		b.buf = append(append(b.buf, b.mapBytes...), b.rows...)
+	}
+	b.maps, b.mapBytes, b.rows, b.rowsAt = b.maps[:0], b.mapBytes[:0], b.rows[:0], -1
 }
 
 // closeRows sets the open rows event's size, and its end-of-statement
@@ -455,43 +487,44 @@ func (b *binlogStatements) closeRows(last bool) {
 	if b.rowsAt < 0 {
 		return
 	}
-	binary.LittleEndian.PutUint32(b.buf[b.rowsAt+9:], uint32(len(b.buf)-b.rowsAt))
+	binary.LittleEndian.PutUint32(b.rows[b.rowsAt+9:], uint32(len(b.rows)-b.rowsAt))
 	if last {
-		b.buf[b.rowsAt+headerLen+6] |= stmtEndFlag
+		b.rows[b.rowsAt+headerLen+6] |= stmtEndFlag
 	}
 }
 
-// header appends an event header of type typ, its size to be set.
-func (b *binlogStatements) header(typ byte) {
-	b.buf = binary.LittleEndian.AppendUint32(b.buf, b.when)
-	b.buf = append(b.buf, typ)
-	b.buf = binary.LittleEndian.AppendUint32(b.buf, b.serverID)
-	b.buf = append(b.buf, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) // size, log position, flags
+// header appends to dst an event header of type typ, its size to be set.
+func (b *binlogStatements) header(dst []byte, typ byte) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, b.when)
+	dst = append(dst, typ)
+	dst = binary.LittleEndian.AppendUint32(dst, b.serverID)
+	return append(dst, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) // size, log position, flags
 }
 
-// tableID appends a 6-byte table id.
-func (b *binlogStatements) tableID(id uint64) {
-	b.buf = append(b.buf, byte(id), byte(id>>8), byte(id>>16), byte(id>>24), byte(id>>32), byte(id>>40))
+// appendTableID appends a 6-byte table id.
+func appendTableID(dst []byte, id uint64) []byte {
+	return append(dst, byte(id), byte(id>>8), byte(id>>16), byte(id>>24), byte(id>>32), byte(id>>40))
 }
 
-// format appends a format description event: the source's, made one of
-// no checksum that created no binlog (a "created" one would roll the
-// open transaction back, as a replica does when its master restarted).
-func (b *binlogStatements) format(body []byte) {
-	at := len(b.buf)
-	b.header(formatEvent)
+// formatEvent starts the statement with a format description event: the
+// source's (body), made one of no checksum that created no binlog (a
+// "created" one would roll the open transaction back, as a replica does
+// when its master restarted).
+func (b *binlogStatements) formatEvent(body []byte) {
+	b.format = body
+	b.buf = b.header(b.buf[:0], formatEvent)
 	b.buf = append(b.buf, body...)
-	fd := b.buf[at+headerLen:]
+	fd := b.buf[headerLen:]
 	binary.LittleEndian.PutUint32(fd[2+50:], 0) // create timestamp
 	fd[len(fd)-1] = 0                           // checksum algorithm: off
 	b.buf = append(b.buf, 0, 0, 0, 0)           // where its checksum would be, there even when off
-	binary.LittleEndian.PutUint32(b.buf[at+9:], uint32(len(b.buf)-at))
+	binary.LittleEndian.PutUint32(b.buf[9:], uint32(len(b.buf)))
 }
 
-// tableMap returns the statement's map of target with the source's
-// table map body, appending it if new (in a new statement, starting with
-// format, if the statement maps target otherwise).
-func (b *binlogStatements) tableMap(target string, body, format []byte, o origin) (*replayMap, error) {
+// tableMap returns the group's map of target with the source's table map
+// body, adding it if new (to a new group, if the group maps target
+// otherwise).
+func (b *binlogStatements) tableMap(target string, body []byte, o origin) (*replayMap, error) {
 	rest, err := afterNames(body)
 	if err != nil {
 		return nil, err
@@ -501,11 +534,7 @@ func (b *binlogStatements) tableMap(target string, body, format []byte, o origin
 			if string(m.rest) == string(rest) && m.origin == o {
 				return m, nil
 			}
-			// Two maps of one table in a statement lost rows (a fifth of
-			// TestApplyEqualsSources's, without an error): the server
-			// opens the table twice.
-			b.end()
-			b.format(format)
+			b.closeGroup()
 			break
 		}
 	}
@@ -517,21 +546,19 @@ func (b *binlogStatements) tableMap(target string, body, format []byte, o origin
 	if k == 0 {
 		return nil, errors.New("truncated table map")
 	}
-	b.closeRows(false)
-	b.rowsAt = -1
 	m := replayMap{target: target, rest: rest, id: uint64(len(b.maps) + 1), columns: int(n), origin: o}
-	at := len(b.buf)
-	b.header(tableMapEvent)
-	b.tableID(m.id)
-	b.buf = append(b.buf, body[6:8]...) // flags
-	b.buf = append(append(append(b.buf, byte(len(db))), db...), 0)
-	b.buf = append(append(append(b.buf, byte(len(table))), table...), 0)
+	at := len(b.mapBytes)
+	b.mapBytes = b.header(b.mapBytes, tableMapEvent)
+	b.mapBytes = appendTableID(b.mapBytes, m.id)
+	b.mapBytes = append(b.mapBytes, body[6:8]...) // flags
+	b.mapBytes = append(append(append(b.mapBytes, byte(len(db))), db...), 0)
+	b.mapBytes = append(append(append(b.mapBytes, byte(len(table))), table...), 0)
 	if o.bytes == 0 {
-		b.buf = append(b.buf, rest...)
-	} else if b.buf, err = appendWithOrigin(b.buf, rest, o); err != nil {
+		b.mapBytes = append(b.mapBytes, rest...)
+	} else if b.mapBytes, err = appendWithOrigin(b.mapBytes, rest, o); err != nil {
 		return nil, err
 	}
-	binary.LittleEndian.PutUint32(b.buf[at+9:], uint32(len(b.buf)-at))
+	binary.LittleEndian.PutUint32(b.mapBytes[at+9:], uint32(len(b.mapBytes)-at))
 	b.maps = append(b.maps, m)
 	return &b.maps[len(b.maps)-1], nil
 }
@@ -614,28 +641,4 @@ func readPacked(b []byte) (uint64, int) {
 		return binary.LittleEndian.Uint64(b[1:]), 9
 	}
 	return 0, 0
-}
-
-func dbgDump(q string) {
-	raw, err := base64.StdEncoding.DecodeString(q[len("BINLOG '") : len(q)-1])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "DBG b64", err)
-		return
-	}
-	p := replication.NewBinlogParser()
-	for len(raw) > 0 {
-		n := int(binary.LittleEndian.Uint32(raw[9:]))
-		e, err := p.Parse(raw[:n])
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "DBG parse", err)
-			return
-		}
-		switch ev := e.Event.(type) {
-		case *replication.RowsEvent:
-			fmt.Fprintf(os.Stderr, "DBG rows %v flags %d table %d rows %v\n", e.Header.EventType, ev.Flags, ev.TableID, ev.Rows)
-		case *replication.TableMapEvent:
-			fmt.Fprintf(os.Stderr, "DBG map %d %s.%s cols %d\n", ev.TableID, ev.Schema, ev.Table, ev.ColumnCount)
-		}
-		raw = raw[n:]
-	}
 }
