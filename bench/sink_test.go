@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -93,6 +94,12 @@ import (
 // process's as microseconds a row change, to show where a run's time goes
 // on the machine's two cores.
 //
+// Each braid way logs the share of its row changes it replayed as binlog
+// row events (sink/mysql's replay.go; the rest went as SQL statements).
+// BRAID_BENCH_SINK_ONLY=text runs only the ways whose name holds text,
+// and records nothing (BRAID_BENCH_SINK_WORKERS=n gives braid's ways n
+// workers): for looking at one way.
+//
 // BRAID_BENCH_SINK_RUNS (default 1) repeats every way that many times in
 // one process, rotating which goes first; the rates are the medians. It
 // measures once per process, whatever -benchtime says (a run of every way
@@ -175,6 +182,10 @@ func BenchmarkSinkApply(b *testing.B) {
 	}
 	// go test keeps 10 lines of a benchmark's log: one a way for one run,
 	// one a run for several.
+	only := os.Getenv("BRAID_BENCH_SINK_ONLY")
+	if only != "" {
+		ways = slices.DeleteFunc(ways, func(w sinkWay) bool { return !strings.Contains(w.name, only) })
+	}
 	rates := make([][]float64, len(ways))
 	for run := range runs {
 		var line []string
@@ -184,8 +195,8 @@ func BenchmarkSinkApply(b *testing.B) {
 			rates[i] = append(rates[i], res.rate)
 			tgt, self := res.perRow()
 			if runs == 1 {
-				b.Logf("%-31s %7.0f rows/s (%v); CPU s/s: %s; CPU a row change: target %.1f µs, this process %.1f µs",
-					ways[i].name, res.rate, res.took.Round(time.Millisecond), res.cpu, tgt, self)
+				b.Logf("%-31s %7.0f rows/s (%v); CPU s/s: %s; CPU a row change: target %.1f µs, this process %.1f µs%s",
+					ways[i].name, res.rate, res.took.Round(time.Millisecond), res.cpu, tgt, self, res.note)
 			} else {
 				line = append(line, fmt.Sprintf("%s %.0f rows/s (%v; CPU s/s %.2f, %.2f, %.2f; µs a row %.1f, %.1f)", ways[i].name, res.rate,
 					res.took.Round(time.Millisecond), res.cpu.self, res.cpu.target, res.cpu.shards, tgt, self))
@@ -201,7 +212,9 @@ func BenchmarkSinkApply(b *testing.B) {
 	}
 	sinkResult = r
 	r.report(b)
-	r.record(b)
+	if only == "" {
+		r.record(b)
+	}
 }
 
 // sinkResult is BenchmarkSinkApply's results, measured once per process.
@@ -283,6 +296,9 @@ type wayResult struct {
 	rate float64
 	took time.Duration
 	cpu  cpuUse
+	// note says more of a braid way: how much it replayed as binlog
+	// row events.
+	note string
 }
 
 // perRow is the CPU a row change took in the target server and in this
@@ -484,5 +500,7 @@ func (f *sinkFixture) braid(b *testing.B, on, name string, workers, batch int, l
 	if got != f.want {
 		b.Fatalf("braid %s → %s: the target holds %+v, the shards %+v", name, addr, got, f.want)
 	}
-	return wayResult{rate: float64(want) / took.Seconds(), took: took, cpu: cpu}
+	st := t.Stats()
+	return wayResult{rate: float64(want) / took.Seconds(), took: took, cpu: cpu,
+		note: fmt.Sprintf("; replayed %.0f%%", 100*float64(st.Replayed)/float64(max(st.Applied, 1)))}
 }

@@ -241,6 +241,10 @@ func checkFlat(t *testing.T, evs []*change.Event) {
 				if isNull != (v == nil) || string(got) != "x"+change.FormatValue(v) {
 					t.Errorf("%s column %s (after %v): AppendText %q (null %v), typed %#v", rc.Kind, rc.Table.Columns[i].Name, img.after, got, isNull, v)
 				}
+				// Value decodes the one column as the image does.
+				if one := rc.Value(img.after, i); !reflect.DeepEqual(one, v) {
+					t.Errorf("%s column %s (after %v): Value %#v, the image's %#v", rc.Kind, rc.Table.Columns[i].Name, img.after, one, v)
+				}
 			}
 		}
 	}

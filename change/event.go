@@ -232,6 +232,40 @@ func (rc *RowChange) Before() []Value { return rc.image(rc.before) }
 // After is the row after an INSERT or UPDATE (nil for a DELETE).
 func (rc *RowChange) After() []Value { return rc.image(rc.after) }
 
+// Value is column i of the after image (of the before image when after
+// is false), as After()[i] (Before()[i]) is, decoding that column only.
+// The image must exist.
+func (rc *RowChange) Value(after bool, i int) Value {
+	k := rc.before
+	if after {
+		k = rc.after
+	}
+	if i = rc.col(i); i < 0 {
+		return nil
+	}
+	im, codec := rc.images, rc.codec
+	var v any
+	switch {
+	case im.Decoded != nil:
+		v = im.Decoded[k][i]
+	case im.ends != nil:
+		if x := im.text(k, i); x != nil {
+			return textValue(&codec.Columns[i], x)
+		}
+		return nil
+	default:
+		off := im.offsets(k)[i]
+		if off < 0 {
+			return nil
+		}
+		v, _, _ = decodeValue(im.data[off:], codec.types[i], codec.metas[i], codec.tz)
+	}
+	if i < len(codec.converts) && codec.converts[i] {
+		return codec.value(i, v)
+	}
+	return v
+}
+
 // HasBefore and HasAfter report which images the row change has: an
 // INSERT only the after image, a DELETE only the before image, an UPDATE
 // both.

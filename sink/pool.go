@@ -22,18 +22,29 @@ const maxTake = 2048
 type pool struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
-	queue   [][]Change
-	ready   []int // how many of each queue a worker may take (wake)
+	queue   [][]*block // each worker's, oldest first
+	ready   []int      // how many of each queue a worker may take (wake)
 	handed  []uint64
 	applied []uint64
-	err     error // the first failure; every wait ends with it
+	free    [][]Change // blocks applied, to be filled again
+	err     error      // the first failure; every wait ends with it
 	cancel  context.CancelFunc
+}
+
+// A block holds up to maxTake changes of a worker's queue, the first
+// taken of them taken. A queue is a list of blocks, not one slice: a
+// store batch can hand a worker hundreds of thousands of changes, and
+// growing one slice to hold them copied it again and again (a tenth of
+// the runner's time).
+type block struct {
+	changes []Change
+	taken   int
 }
 
 // newPool returns the pool of n workers; its first failure calls cancel,
 // which ends the workers' transactions and the runner's waits.
 func newPool(workers int, cancel context.CancelFunc) *pool {
-	p := &pool{queue: make([][]Change, workers), ready: make([]int, workers), handed: make([]uint64, workers), applied: make([]uint64, workers), cancel: cancel}
+	p := &pool{queue: make([][]*block, workers), ready: make([]int, workers), handed: make([]uint64, workers), applied: make([]uint64, workers), cancel: cancel}
 	p.cond = sync.NewCond(&p.mu)
 	return p
 }
@@ -50,17 +61,22 @@ func (p *pool) work(ctx context.Context, w int, apply func(context.Context, []Ch
 			p.mu.Unlock()
 			return
 		}
-		n := min(p.ready[w], maxTake)
-		take := p.queue[w][:n:n]
-		if n == len(p.queue[w]) {
-			p.queue[w] = make([]Change, 0, n) // the next share is likely as big
-		} else {
-			p.queue[w] = p.queue[w][n:]
+		// What is ready of the oldest block: a transaction of less than
+		// maxTake where a block ends, or where wake left off.
+		head := p.queue[w][0]
+		at := head.taken
+		n := min(p.ready[w], len(head.changes)-at)
+		take := head.changes[at : at+n : at+n]
+		head.taken += n
+		done := head.taken == maxTake
+		if done {
+			p.queue[w] = p.queue[w][1:]
 		}
 		p.ready[w] -= n
 		p.mu.Unlock()
 
 		err := apply(ctx, take)
+		clear(take) // let go of the rows
 
 		p.mu.Lock()
 		if err != nil {
@@ -68,6 +84,9 @@ func (p *pool) work(ctx context.Context, w int, apply func(context.Context, []Ch
 		} else {
 			p.applied[w] += uint64(len(take))
 			p.cond.Broadcast()
+		}
+		if done && len(p.free) < 2*len(p.queue) {
+			p.free = append(p.free, head.changes[:0])
 		}
 		p.mu.Unlock()
 	}
@@ -78,7 +97,19 @@ func (p *pool) work(ctx context.Context, w int, apply func(context.Context, []Ch
 func (p *pool) hand(w int, c Change) Ticket {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.queue[w] = append(p.queue[w], c)
+	q := p.queue[w]
+	if len(q) == 0 || len(q[len(q)-1].changes) == maxTake {
+		b := &block{}
+		if k := len(p.free); k > 0 {
+			b.changes, p.free = p.free[k-1], p.free[:k-1]
+		} else {
+			b.changes = make([]Change, 0, maxTake)
+		}
+		q = append(q, b)
+		p.queue[w] = q
+	}
+	last := q[len(q)-1]
+	last.changes = append(last.changes, c)
 	p.handed[w]++
 	return Ticket{w, p.handed[w]}
 }
@@ -94,8 +125,11 @@ func (p *pool) wake() {
 }
 
 func (p *pool) wakeLocked() {
-	for w := range p.queue {
-		p.ready[w] = len(p.queue[w])
+	for w, q := range p.queue {
+		p.ready[w] = 0
+		for _, b := range q {
+			p.ready[w] += len(b.changes) - b.taken
+		}
 	}
 	p.cond.Broadcast()
 }

@@ -150,9 +150,13 @@ func (r *Runner) run(ctx context.Context) error {
 		close(acks)
 		wg.Wait()
 	}()
+	_, decodesItself := r.Target.(ImageDecoder)
 	for w := range r.Workers {
 		wg.Go(func() {
 			p.work(ctx, w, func(ctx context.Context, cs []Change) error {
+				if !decodesItself {
+					DecodeAll(cs) // here, on the workers, not on the runner's one goroutine
+				}
 				for chunk := range chunks(cs, r.Batch) {
 					if err := r.Target.Apply(ctx, w, chunk); err != nil {
 						return err
@@ -312,13 +316,13 @@ func chunks(s []Change, n int) func(func([]Change) bool) {
 	}
 }
 
-// newChange is row change rc of ev, its images decoded and its keys
-// found (byOrigin: the shard table is part of each key).
+// newChange is row change rc of ev with its keys (byOrigin: the shard
+// table is part of each key), decoding their columns only: the images
+// are decoded where they are applied (Change.Decode).
 func newChange(ev *change.Event, rc *change.RowChange, byOrigin bool) Change {
 	t := rc.Table
 	ls, lt := t.Logical()
-	c := Change{Seq: ev.Seq, Source: ev.Source, Origin: t.Schema + "." + t.Name, Logical: ls + "." + lt, Row: rc,
-		Before: rc.Before(), After: rc.After()}
+	c := Change{Seq: ev.Seq, Source: ev.Source, Origin: t.Schema + "." + t.Name, Logical: ls + "." + lt, Row: rc}
 	c.PK, c.Others, c.Moved = keys(c, byOrigin)
 	return c
 }
@@ -328,20 +332,25 @@ func newChange(ev *change.Event, rc *change.RowChange, byOrigin bool) Change {
 // (moved), and the values of each unique key in its images (NULLs are not
 // unique, so a key with one is left out).
 func keys(ch Change, byOrigin bool) (pk string, others []string, moved bool) {
-	t := ch.Row.Table
+	rc := ch.Row
+	t := rc.Table
 	table := ch.Logical
 	if byOrigin {
 		table = ch.Source + "/" + ch.Origin + ">" + ch.Logical
 	}
-	idx := KeyColumns(t)
-	after, before := ch.After, ch.Before
-	img := after
-	if img == nil {
-		img = before
+	before := func(i int) change.Value { return rc.Value(false, i) }
+	after := func(i int) change.Value { return rc.Value(true, i) }
+	var images []func(int) change.Value
+	if rc.HasBefore() {
+		images = append(images, before)
 	}
-	pk = Key(table, img, idx)
-	if before != nil && after != nil {
-		if old := Key(table, before, idx); old != pk {
+	if rc.HasAfter() {
+		images = append(images, after)
+	}
+	idx := KeyColumns(t)
+	pk = keyOf(table, idx, images[len(images)-1]) // the after image's, if any
+	if len(images) == 2 {
+		if old := keyOf(table, idx, before); old != pk {
 			others = append(others, old)
 			moved = true
 		}
@@ -353,11 +362,14 @@ func keys(ch Change, byOrigin bool) (pk string, others []string, moved bool) {
 				uidx = append(uidx, j)
 			}
 		}
-		for _, im := range [][]change.Value{before, after} {
-			if im == nil || len(uidx) != len(cols) || slices.ContainsFunc(uidx, func(j int) bool { return im[j] == nil }) {
+		if len(uidx) != len(cols) {
+			continue
+		}
+		for _, value := range images {
+			if slices.ContainsFunc(uidx, func(j int) bool { return value(j) == nil }) {
 				continue
 			}
-			if k := Key(fmt.Sprintf("%s#%d", table, u), im, uidx); !slices.Contains(others, k) {
+			if k := keyOf(fmt.Sprintf("%s#%d", table, u), uidx, value); !slices.Contains(others, k) {
 				others = append(others, k)
 			}
 		}

@@ -59,7 +59,9 @@ type Change struct {
 	Logical string
 	// Row is the change, with its table's columns (Row.Table).
 	Row *change.RowChange
-	// Before and After are Row's images, decoded once (nil: none).
+	// Before and After are Row's images, decoded once (nil: none), by
+	// Decode: the runner decodes them for a target unless it decodes
+	// them itself (ImageDecoder).
 	Before, After []change.Value
 	// PK is the change's primary key (Key; every column of a table
 	// without one) and Others its other keys: the old primary key of an
@@ -72,6 +74,29 @@ type Change struct {
 	// change.Event.FreshAt), so an INSERT that finds its key is an
 	// upsert, not a collision.
 	MayExist bool
+}
+
+// Decode sets c.Before and c.After to Row's images, decoded, unless they
+// are set.
+func (c *Change) Decode() {
+	if c.Before == nil && c.After == nil {
+		c.Before, c.After = c.Row.Before(), c.Row.After()
+	}
+}
+
+// DecodeAll decodes every change of cs (Decode).
+func DecodeAll(cs []Change) {
+	for i := range cs {
+		cs[i].Decode()
+	}
+}
+
+// ImageDecoder is a Target that decodes the images of the changes it
+// applies itself, when it needs them (Change.Decode): the MySQL target
+// that replays the binlog's row events has no use for them.
+type ImageDecoder interface {
+	Target
+	DecodesImages()
 }
 
 // FromIndex is the row index a batch starting with first claims its
@@ -90,11 +115,16 @@ func FromIndex(first Change) int {
 // (the table's name first, so keys of two tables never meet), each value
 // as fmt prints it.
 func Key(table string, img []change.Value, idx []int) string {
+	return keyOf(table, idx, func(i int) change.Value { return img[i] })
+}
+
+// keyOf is Key of the row whose column i value(i) is.
+func keyOf(table string, idx []int, value func(i int) change.Value) string {
 	b := make([]byte, 0, len(table)+12*len(idx))
 	b = append(b, table...)
 	for _, i := range idx {
 		b = append(b, 0)
-		switch v := img[i].(type) {
+		switch v := value(i).(type) {
 		case int64:
 			b = strconv.AppendInt(b, v, 10)
 		case uint64:

@@ -158,6 +158,10 @@ func (t *Target) Apply(ctx context.Context, worker int, changes []sink.Change) e
 	}
 }
 
+// DecodesImages: the target decodes a change's images only when it
+// writes SQL statements; replaying takes the binlog's bytes.
+func (t *Target) DecodesImages() {}
+
 // lockRetries is how many times a worker's transaction is tried when
 // InnoDB ends it over a lock (MariaDB's replica retries 10 times too:
 // slave_transaction_retries).
@@ -207,6 +211,9 @@ func (t *Target) applyTx(ctx context.Context, worker int, changes []sink.Change,
 		upserts += u
 		missing += m
 		return nil
+	}
+	if mode != applyReplay {
+		sink.DecodeAll(changes)
 	}
 	switch mode {
 	case applyReplay:

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -57,6 +58,9 @@ type replayState struct {
 	fits sync.Map
 	// replayed counts the changes applied by replaying.
 	replayed atomic.Uint64
+	// builders holds *binlogStatements for the workers to reuse, with
+	// their buffers.
+	builders sync.Pool
 }
 
 type fitKey struct {
@@ -218,7 +222,12 @@ func sameCharset(source, target string) bool {
 // refused a statement (tx is then to be rolled back and applied as SQL),
 // a lock conflict as it is.
 func (t *Target) replayChanges(ctx context.Context, tx *sql.Tx, changes []sink.Change) error {
-	b := binlogStatements{serverID: t.replay.serverID, when: uint32(time.Now().Unix()), rowsAt: -1}
+	b, _ := t.replay.builders.Get().(*binlogStatements)
+	if b == nil {
+		b = new(binlogStatements)
+	}
+	defer t.replay.builders.Put(b)
+	b.reset(t.replay.serverID, uint32(time.Now().Unix()))
 	for _, c := range changes {
 		var value string
 		f := t.fits(ctx, c.Row.Table, c.Logical)
@@ -288,6 +297,7 @@ const (
 type binlogStatements struct {
 	serverID, when uint32
 	out            []string
+	encoded        []byte // a statement's text, before it is a string
 	// buf is the statement: its format description (whose body was
 	// format) and its closed groups.
 	buf    []byte
@@ -315,6 +325,14 @@ type replayMap struct {
 	// origin column, besides them.
 	columns int
 	origin  origin
+}
+
+// reset makes b ready to build statements anew, its events logged under
+// serverID at time when.
+func (b *binlogStatements) reset(serverID, when uint32) {
+	clear(b.out)
+	b.serverID, b.when, b.out, b.format = serverID, when, b.out[:0], nil
+	b.buf, b.maps, b.mapBytes, b.rows, b.rowsAt = b.buf[:0], b.maps[:0], b.mapBytes[:0], b.rows[:0], -1
 }
 
 // add appends rc's row event, to target ("db.table"), with value in the
@@ -457,11 +475,10 @@ func (b *binlogStatements) finish() []string {
 func (b *binlogStatements) end() {
 	b.closeGroup()
 	if len(b.buf) > 0 && len(b.buf) > b.formatLen() {
-		q := make([]byte, len("BINLOG '")+base64.StdEncoding.EncodedLen(len(b.buf))+1)
-		copy(q, "BINLOG '")
-		base64.StdEncoding.Encode(q[len("BINLOG '"):], b.buf)
-		q[len(q)-1] = '\''
-		b.out = append(b.out, string(q))
+		q := slices.Grow(b.encoded[:0], len("BINLOG '")+base64.StdEncoding.EncodedLen(len(b.buf))+1)
+		q = base64.StdEncoding.AppendEncode(append(q, "BINLOG '"...), b.buf)
+		b.encoded = append(q, '\'')
+		b.out = append(b.out, string(b.encoded))
 	}
 	b.buf, b.format = b.buf[:0], nil
 }
