@@ -135,13 +135,16 @@ func (t *Target) Apply(ctx context.Context, worker int, changes []sink.Change) e
 	for attempt := 1; ; attempt++ {
 		err := errNotReplayed
 		if t.replayable(ctx, changes) {
-			err = t.applyTx(ctx, worker, changes, applyReplay)
+			var statements []string
+			if statements, err = t.replayStatements(ctx, changes); err == nil {
+				err = t.applyTx(ctx, worker, changes, applyReplay, statements)
+			}
 		}
 		if errors.Is(err, errNotReplayed) {
-			err = t.applyTx(ctx, worker, changes, applyRuns)
+			err = t.applyTx(ctx, worker, changes, applyRuns, nil)
 		}
 		if errors.Is(err, errOneByOne) {
-			err = t.applyTx(ctx, worker, changes, applyOneByOne)
+			err = t.applyTx(ctx, worker, changes, applyOneByOne, nil)
 		}
 		if !lockConflict(err) || attempt == lockRetries {
 			return err
@@ -187,8 +190,9 @@ const (
 	applyOneByOne                  // a row at a time
 )
 
-// applyTx is Apply's transaction.
-func (t *Target) applyTx(ctx context.Context, worker int, changes []sink.Change, mode applyMode) error {
+// applyTx is Apply's transaction; statements are the BINLOG statements
+// of applyReplay.
+func (t *Target) applyTx(ctx context.Context, worker int, changes []sink.Change, mode applyMode, statements []string) error {
 	tx, err := t.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -217,7 +221,7 @@ func (t *Target) applyTx(ctx context.Context, worker int, changes []sink.Change,
 	}
 	switch mode {
 	case applyReplay:
-		if err := t.replayChanges(ctx, tx, changes); err != nil {
+		if err := t.runReplay(ctx, tx, statements); err != nil {
 			return err
 		}
 	case applyRuns:

@@ -218,10 +218,9 @@ func sameCharset(source, target string) bool {
 	return strings.EqualFold(source, target)
 }
 
-// replayChanges replays changes in tx: errNotReplayed when the target
-// refused a statement (tx is then to be rolled back and applied as SQL),
-// a lock conflict as it is.
-func (t *Target) replayChanges(ctx context.Context, tx *sql.Tx, changes []sink.Change) error {
+// replayStatements builds the BINLOG statements that replay changes, or
+// returns errNotReplayed.
+func (t *Target) replayStatements(ctx context.Context, changes []sink.Change) ([]string, error) {
 	b, _ := t.replay.builders.Get().(*binlogStatements)
 	if b == nil {
 		b = new(binlogStatements)
@@ -235,10 +234,17 @@ func (t *Target) replayChanges(ctx context.Context, tx *sql.Tx, changes []sink.C
 			value = c.Source + "/" + c.Origin
 		}
 		if err := b.add(t.spec.Target(c.Logical), c.Row, value, f.origin); err != nil {
-			return fmt.Errorf("%w: %v", errNotReplayed, err)
+			return nil, fmt.Errorf("%w: %v", errNotReplayed, err)
 		}
 	}
-	for _, q := range b.finish() {
+	return slices.Clone(b.finish()), nil
+}
+
+// runReplay runs statements in tx: errNotReplayed when the target refused
+// one (tx is then to be rolled back and applied as SQL), a lock conflict
+// as it is.
+func (t *Target) runReplay(ctx context.Context, tx *sql.Tx, statements []string) error {
+	for _, q := range statements {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return t.replayFailed(err)
 		}
@@ -256,7 +262,7 @@ func (t *Target) replayFailed(err error) error {
 	case 1062, 1032: // a key there, a row missing: the SQL path counts it
 	case 1227, 1044, 1045, 1142, 1143: // no BINLOG REPLAY privilege (or SUPER)
 		if !t.replay.off.Swap(true) {
-			slog.Warn("sink applies SQL statements: the target refuses BINLOG statements; grant the sink's user BINLOG REPLAY for up to 3× the speed",
+			slog.Warn("sink applies SQL statements: the target refuses BINLOG statements; grant the sink's user BINLOG REPLAY to have it apply the binlog's row events, which is faster",
 				"sink", t.spec.Name, "err", err)
 		}
 	default:
