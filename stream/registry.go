@@ -118,6 +118,9 @@ type SinkStats struct {
 	// no row, since it started here; Conflicts the changes that waited
 	// for another worker to apply one of their keys first.
 	Rows, Upserts, Missing, Conflicts uint64
+	// Replayed counts the row changes a mysql sink applied as the
+	// binlog's row events (BINLOG statements), of Rows.
+	Replayed uint64
 	// Pending counts the messages a rabbitmq or kafka sink sent that the
 	// broker has not confirmed yet; Returns those it handed back as
 	// unroutable (each holds the sink up until a queue takes it).

@@ -76,18 +76,19 @@ var (
 		"Bytes the destination's store holds (its own accounting of the events).", prometheus.GaugeValue, destLabels)
 	destStorePeak = newFamily("braid_destination_store_peak_bytes",
 		"The largest store_bytes since the store was made.", prometheus.GaugeValue, destLabels)
-	sinkLabels  = []string{"dest", "sink"}
-	sinkApplied = newFamily("braid_sink_applied_seq", "The seq of the last transaction the sink applied whole.", prometheus.GaugeValue, sinkLabels)
-	sinkLagSeq  = newFamily("braid_sink_lag_seq", "Transactions the destination is ahead of the sink.", prometheus.GaugeValue, sinkLabels)
-	sinkRows    = newFamily("braid_sink_rows_total", "Row changes the sink applied since it started on this node.", prometheus.CounterValue, sinkLabels)
-	sinkUpserts = newFamily("braid_sink_upserts_total", "INSERTs the sink applied that found their key in the target.", prometheus.CounterValue, sinkLabels)
-	sinkMissing = newFamily("braid_sink_missing_rows_total", "UPDATEs and DELETEs the sink applied that found no row (an UPDATE then inserts its after-image).", prometheus.CounterValue, sinkLabels)
-	sinkUp      = newFamily("braid_sink_up", "1 while the sink applies without an error, 0 while it retries.", prometheus.GaugeValue, sinkLabels)
-	sinkLagSec  = newFamily("braid_sink_lag_seconds", "How long ago the last transaction the sink applied committed at its source, while the destination is ahead (0 when caught up).", prometheus.GaugeValue, sinkLabels)
-	sinkConfl   = newFamily("braid_sink_conflicts_total", "Changes that waited for another worker to apply one of their keys first.", prometheus.CounterValue, sinkLabels)
-	sinkPending = newFamily("braid_sink_pending_confirms", "Messages a rabbitmq or kafka sink sent that the broker has not confirmed yet.", prometheus.GaugeValue, sinkLabels)
-	sinkReturns = newFamily("braid_sink_returns_total", "Messages the broker handed back to a rabbitmq sink as unroutable (the sink retries each until a queue takes it).", prometheus.CounterValue, sinkLabels)
-	ddlLocks    = newFamily("braid_ddl_locks",
+	sinkLabels   = []string{"dest", "sink"}
+	sinkApplied  = newFamily("braid_sink_applied_seq", "The seq of the last transaction the sink applied whole.", prometheus.GaugeValue, sinkLabels)
+	sinkLagSeq   = newFamily("braid_sink_lag_seq", "Transactions the destination is ahead of the sink.", prometheus.GaugeValue, sinkLabels)
+	sinkRows     = newFamily("braid_sink_rows_total", "Row changes the sink applied since it started on this node.", prometheus.CounterValue, sinkLabels)
+	sinkUpserts  = newFamily("braid_sink_upserts_total", "INSERTs the sink applied that found their key in the target.", prometheus.CounterValue, sinkLabels)
+	sinkMissing  = newFamily("braid_sink_missing_rows_total", "UPDATEs and DELETEs the sink applied that found no row (an UPDATE then inserts its after-image).", prometheus.CounterValue, sinkLabels)
+	sinkReplayed = newFamily("braid_sink_replayed_rows_total", "Row changes a mysql sink applied as the binlog's row events (BINLOG statements), not SQL statements.", prometheus.CounterValue, sinkLabels)
+	sinkUp       = newFamily("braid_sink_up", "1 while the sink applies without an error, 0 while it retries.", prometheus.GaugeValue, sinkLabels)
+	sinkLagSec   = newFamily("braid_sink_lag_seconds", "How long ago the last transaction the sink applied committed at its source, while the destination is ahead (0 when caught up).", prometheus.GaugeValue, sinkLabels)
+	sinkConfl    = newFamily("braid_sink_conflicts_total", "Changes that waited for another worker to apply one of their keys first.", prometheus.CounterValue, sinkLabels)
+	sinkPending  = newFamily("braid_sink_pending_confirms", "Messages a rabbitmq or kafka sink sent that the broker has not confirmed yet.", prometheus.GaugeValue, sinkLabels)
+	sinkReturns  = newFamily("braid_sink_returns_total", "Messages the broker handed back to a rabbitmq sink as unroutable (the sink retries each until a queue takes it).", prometheus.CounterValue, sinkLabels)
+	ddlLocks     = newFamily("braid_ddl_locks",
 		"Open shard-DDL locks: logical tables whose shard tables have not all run a DDL one of them ran.", prometheus.GaugeValue, destLabels)
 	ddlLockPending = newFamily("braid_ddl_lock_pending",
 		"Open shard-DDL locks older than the spec's ddl_lock_warn_after: run the DDL on the shard tables waiting, or braid ddl unlock|skip.", prometheus.GaugeValue, destLabels)
@@ -113,7 +114,7 @@ var families = []family{
 	snapshotRows, snapshotTables, snapshotTablesDone, snapshotDone, snapshotETA,
 	destHeadSeq, destLate, destWaiting, destStoreEvents, destStoreBytes, destStorePeak, destConsumers,
 	ddlLocks, ddlLockPending, ddlHeldRows,
-	sinkApplied, sinkLagSeq, sinkRows, sinkUpserts, sinkMissing, sinkUp, sinkLagSec, sinkConfl, sinkPending, sinkReturns,
+	sinkApplied, sinkLagSeq, sinkRows, sinkUpserts, sinkMissing, sinkReplayed, sinkUp, sinkLagSec, sinkConfl, sinkPending, sinkReturns,
 	consumerAcked, consumerLagSeq, consumerLagSeconds, consumerUnacked,
 }
 
@@ -182,6 +183,9 @@ func (c *Collector) collect(ch chan<- prometheus.Metric, s *stream.Served, now t
 			emit(sinkRows, float64(sk.Rows), l...)
 			emit(sinkUpserts, float64(sk.Upserts), l...)
 			emit(sinkMissing, float64(sk.Missing), l...)
+			if sk.Type == "mysql" {
+				emit(sinkReplayed, float64(sk.Replayed), l...)
+			}
 			emit(sinkUp, boolValue(sk.Running && sk.LastError == ""), l...)
 			emit(sinkConfl, float64(sk.Conflicts), l...)
 			if sk.Type == "rabbitmq" || sk.Type == "kafka" {

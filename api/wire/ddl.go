@@ -91,6 +91,9 @@ type SinkState struct {
 	Upserts uint64 `json:"upserts"`
 	// Missing counts UPDATEs and DELETEs that found no row.
 	Missing uint64 `json:"missing"`
+	// Replayed counts the row changes of Rows a mysql sink applied as the
+	// binlog's row events, not SQL statements.
+	Replayed uint64 `json:"replayed,omitempty"`
 	// Pending counts the messages (rabbitmq, kafka) sent and not yet
 	// confirmed by the broker.
 	Pending uint64 `json:"pending,omitempty"`

@@ -121,6 +121,9 @@ func printSinkDetail(w io.Writer, d wire.SinkDetail) {
 	default:
 		fmt.Fprintf(tw, "rows applied:\t%d, %.0f/s (upserts %d, missing rows %d, conflicts %d)\n", s.Rows, s.RowsPerSecond, s.Upserts, s.Missing, s.Conflicts)
 	}
+	if s.Type == "mysql" {
+		fmt.Fprintf(tw, "replayed:\t%d of the rows as binlog row events (the rest as SQL statements)\n", s.Replayed)
+	}
 	fmt.Fprintf(tw, "workers:\t%d\n", s.Workers)
 	tw.Flush()
 	if len(d.Spec) > 0 {

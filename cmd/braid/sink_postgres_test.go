@@ -61,9 +61,9 @@ func (a *pgAuditedTarget) sinkYAML() string {
 	return fmt.Sprintf("{name: copy, type: postgres, address: '127.0.0.1:5432', database: %s, workers: 4, batch: 20}", a.name)
 }
 
-func (a *pgAuditedTarget) tables() (orders, applied string) {
-	return "shop.orders", "shop.applied"
-}
+func (a *pgAuditedTarget) orders() string { return "shop.orders" }
+
+func (a *pgAuditedTarget) audit() (int, []string) { return tableAudit(a.read, "shop.applied") }
 
 func (a *pgAuditedTarget) read(q string) []string {
 	return sinktest.Values(a.db.Query(context.Background(), q))

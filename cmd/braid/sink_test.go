@@ -22,20 +22,36 @@ import (
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 )
 
-// auditedDB is a target database the crash tests apply to, audited: a
-// trigger on its orders table appends each application of a row to an
-// audit table, one row (id, 1) per application. auditedTarget (MariaDB)
-// and pgAuditedTarget (PostgreSQL) implement it; the tests below run
-// against both.
+// auditedDB is a target database the crash tests apply to, audited: each
+// application of a row to its orders table is recorded. auditedTarget
+// (MariaDB) and pgAuditedTarget (PostgreSQL) record them with a trigger,
+// in an audit table, one row (id, 1) per application, which makes the
+// MariaDB sink write SQL statements; binlogAuditedTarget (a MariaDB of
+// its own, no trigger, so the sink replays the binlog's row events)
+// reads them from the target's binary log. The tests below run against
+// each.
 type auditedDB interface {
 	// sinkYAML is the spec's sink entry, named copy, that applies
 	// shop.orders to the audited table.
 	sinkYAML() string
-	// tables are the audited table and its audit, as a query names them.
-	tables() (orders, applied string)
+	// orders is the audited table, as a query names it.
+	orders() string
 	// read returns the rows of q, their columns joined by spaces, sorted
 	// (nil on an error: the table is not there yet).
 	read(q string) []string
+	// audit returns how many applications of rows were recorded, and
+	// "id count" of each row not applied exactly twice.
+	audit() (applications int, notTwice []string)
+}
+
+// tableAudit is auditedDB.audit of the audit table applied that read
+// reads.
+func tableAudit(read func(q string) []string, applied string) (int, []string) {
+	var n int
+	if rows := read("SELECT COUNT(*) FROM " + applied); len(rows) == 1 {
+		n, _ = strconv.Atoi(rows[0])
+	}
+	return n, read("SELECT id, SUM(n) FROM " + applied + " GROUP BY id HAVING SUM(n) != 2")
 }
 
 // crashTargets are the targets the crash tests run against, each made
@@ -46,15 +62,17 @@ var crashTargets = []struct {
 }{
 	{"mysql", func(t *testing.T, columns string) auditedDB { return newAuditedTarget(t, columns) }},
 	{"postgres", func(t *testing.T, columns string) auditedDB { return newPGAuditedTarget(t, columns) }},
+	{"mysql-replay", func(t *testing.T, columns string) auditedDB { return newBinlogAuditedTarget(t, columns) }},
 }
 
 // TestCaptureSinkSurvivesKills: `braid capture --quiet --cursor-dir`
 // applies six shard tables, written to throughout, to one table of the
 // machine's MariaDB, or PostgreSQL, and is SIGKILLed three times while it
-// applies. The target table, made beforehand with a trigger that records
-// every application of a row, ends equal to the union of the shards, and
-// no row was applied more often than the stream changed it: its INSERT
-// once and its UPDATE once. Each kill comes once the audit shows the sink
+// applies. The target table, made beforehand and audited (auditedDB: a
+// trigger that records every application of a row, or, for the sink that
+// replays binlog row events, the target's binary log), ends equal to the
+// union of the shards, and no row was applied more often than the stream
+// changed it: its INSERT once and its UPDATE once. Each kill comes once the audit shows the sink
 // has begun applying the latest rounds, so it lands mid-apply (with mode:
 // at-least-once, the same test finds rows applied more than twice every
 // time).
@@ -172,12 +190,8 @@ func testClusterSinkSurvivesOwnerKills(t *testing.T, tg auditedDB) {
 // that a kill lands while the sink applies.
 func waitApplied(t *testing.T, tg auditedDB, n int) {
 	t.Helper()
-	_, applied := tg.tables()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(2 * time.Millisecond) {
-		var got int
-		if rows := tg.read("SELECT COUNT(*) FROM " + applied); len(rows) == 1 {
-			got, _ = strconv.Atoi(rows[0])
-		}
+		got, _ := tg.audit()
 		if got > n {
 			return
 		}
@@ -193,7 +207,7 @@ func waitApplied(t *testing.T, tg auditedDB, n int) {
 // it returns how many rows there are.
 func waitEqual(t *testing.T, tg auditedDB, cols string, shards []*mysqltest.Server) int {
 	t.Helper()
-	orders, applied := tg.tables()
+	orders := tg.orders()
 	want := sinktest.SourceRows(t, shards, func(n int) string { return fmt.Sprintf("SELECT %s FROM shop_%d.orders", cols, n) })
 	var got []string
 	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(250 * time.Millisecond) {
@@ -204,7 +218,7 @@ func waitEqual(t *testing.T, tg auditedDB, cols string, shards []*mysqltest.Serv
 			t.Fatalf("target has %d rows, the shards %d", len(got), len(want))
 		}
 	}
-	if twice := tg.read("SELECT id, SUM(n) FROM " + applied + " GROUP BY id HAVING SUM(n) != 2"); len(twice) > 0 {
+	if _, twice := tg.audit(); len(twice) > 0 {
 		t.Fatalf("%d rows were not applied exactly twice (insert, update), e.g. %v", len(twice), twice[:min(5, len(twice))])
 	}
 	return len(got)
@@ -249,9 +263,9 @@ func (a *auditedTarget) sinkYAML() string {
 	return fmt.Sprintf("{name: copy, type: mysql, address: '127.0.0.1:3306', workers: 4, batch: 20, meta_database: %s_meta, tables: [{from: shop.orders, to: %s.orders}]}", a.name, a.name)
 }
 
-func (a *auditedTarget) tables() (orders, applied string) {
-	return a.name + ".orders", a.name + ".applied"
-}
+func (a *auditedTarget) orders() string { return a.name + ".orders" }
+
+func (a *auditedTarget) audit() (int, []string) { return tableAudit(a.read, a.name+".applied") }
 
 func (a *auditedTarget) read(q string) []string { return sinktest.Query(a.db, q) }
 

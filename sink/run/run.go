@@ -183,7 +183,7 @@ func (s *Set) Stats() []stream.SinkStats {
 			st.AppliedAt, st.Conflicts, st.RowsPerSecond = rn.runner.Progress()
 			ts := rn.target.Stats()
 			st.AppliedSeq, st.LastError = applied, lastErr
-			st.Rows, st.Upserts, st.Missing = ts.Applied, ts.Upserts, ts.Missing
+			st.Rows, st.Upserts, st.Missing, st.Replayed = ts.Applied, ts.Upserts, ts.Missing, ts.Replayed
 			st.Pending, st.Returns = ts.Pending, ts.Returns
 			st.Running = true
 		}
