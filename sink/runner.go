@@ -124,6 +124,9 @@ func (r *Runner) Applied() (uint64, string) {
 	return r.applied, r.lastErr
 }
 
+// minPrune is how many keys Causality holds before the runner prunes it.
+const minPrune = 1 << 16
+
 // ackEntry is a store batch handed to the workers: it is acked once
 // every worker has applied the changes it had been handed by then.
 type ackEntry struct {
@@ -169,6 +172,8 @@ func (r *Runner) run(ctx context.Context) error {
 	wg.Go(func() { r.ack(p, acks) })
 
 	c := NewCausality(r.Workers)
+	kr := newKeyer(r.ByOrigin)
+	pruneAt := minPrune
 	for {
 		if err := p.failed(); err != nil {
 			return err
@@ -196,7 +201,7 @@ func (r *Runner) run(ctx context.Context) error {
 				// holds now and did not then would be skipped for good.
 				reread := ev.Snapshot && !ev.FreshAt.IsZero()
 				for i := range ev.Rows {
-					ch := newChange(ev, &ev.Rows[i], r.ByOrigin)
+					ch := kr.change(ev, &ev.Rows[i])
 					ch.MayExist = !ev.FreshAt.IsZero()
 					w := c.Worker(ch.PK)
 					if !start[w].Before(Point{ch.Seq, ch.Row.Index}) && !(reread && ch.Seq == start[w].Seq) {
@@ -234,8 +239,12 @@ func (r *Runner) run(ctx context.Context) error {
 			}
 			return ctx.Err()
 		}
-		if c.Len() > 1<<20 {
+		// A small map of held keys is a fast one: pruned when it has
+		// doubled since the last time (the keys of changes not yet
+		// applied stay).
+		if c.Len() > pruneAt {
 			c.Prune(applied)
+			pruneAt = max(minPrune, 2*c.Len())
 		}
 	}
 }
@@ -316,41 +325,77 @@ func chunks(s []Change, n int) func(func([]Change) bool) {
 	}
 }
 
-// newChange is row change rc of ev with its keys (byOrigin: the shard
-// table is part of each key), decoding their columns only: the images
-// are decoded where they are applied (Change.Decode).
-func newChange(ev *change.Event, rc *change.RowChange, byOrigin bool) Change {
-	t := rc.Table
-	ls, lt := t.Logical()
-	c := Change{Seq: ev.Seq, Source: ev.Source, Origin: t.Schema + "." + t.Name, Logical: ls + "." + lt, Row: rc}
-	c.PK, c.Others, c.Moved = keys(c, byOrigin)
+// keyer makes the runner's Changes: their names and keys. It keeps each
+// shard table's names, and builds keys in one buffer, so that a change
+// costs a string a key, not five.
+type keyer struct {
+	byOrigin bool
+	names    map[nameKey]tableNames
+	buf      []byte
+}
+
+type nameKey struct {
+	source string
+	table  *change.Table
+}
+
+// tableNames are a shard table's names, as Change holds them, the
+// prefix of its keys and its key columns (KeyColumns).
+type tableNames struct {
+	origin, logical, keyTable string
+	keyIdx                    []int
+}
+
+func newKeyer(byOrigin bool) *keyer {
+	return &keyer{byOrigin: byOrigin, names: map[nameKey]tableNames{}}
+}
+
+// change is row change rc of ev with its keys (byOrigin: the shard table
+// is part of each key), decoding their columns only: the images are
+// decoded where they are applied (Change.Decode).
+func (k *keyer) change(ev *change.Event, rc *change.RowChange) Change {
+	nk := nameKey{ev.Source, rc.Table}
+	n, ok := k.names[nk]
+	if !ok {
+		t := rc.Table
+		ls, lt := t.Logical()
+		n = tableNames{origin: t.Schema + "." + t.Name, logical: ls + "." + lt, keyIdx: KeyColumns(t)}
+		n.keyTable = n.logical
+		if k.byOrigin {
+			n.keyTable = ev.Source + "/" + n.origin + ">" + n.logical
+		}
+		if len(k.names) > 1<<16 {
+			clear(k.names) // table versions come and go with DDL
+		}
+		k.names[nk] = n
+	}
+	c := Change{Seq: ev.Seq, Source: ev.Source, Origin: n.origin, Logical: n.logical, Row: rc}
+	c.PK, c.Others, c.Moved = k.keys(rc, n.keyTable, n.keyIdx)
 	return c
 }
 
 // keys are a change's primary key (all columns of a table without one)
 // and its other keys: the old primary key of an UPDATE that changes it
 // (moved), and the values of each unique key in its images (NULLs are not
-// unique, so a key with one is left out).
-func keys(ch Change, byOrigin bool) (pk string, others []string, moved bool) {
-	rc := ch.Row
+// unique, so a key with one is left out). table is the keys' prefix, idx
+// the key columns.
+func (k *keyer) keys(rc *change.RowChange, table string, idx []int) (pk string, others []string, moved bool) {
 	t := rc.Table
-	table := ch.Logical
-	if byOrigin {
-		table = ch.Source + "/" + ch.Origin + ">" + ch.Logical
-	}
 	before := func(i int) change.Value { return rc.Value(false, i) }
 	after := func(i int) change.Value { return rc.Value(true, i) }
-	var images []func(int) change.Value
+	var images [2]func(int) change.Value
+	n := 0
 	if rc.HasBefore() {
-		images = append(images, before)
+		images[n] = before
+		n++
 	}
 	if rc.HasAfter() {
-		images = append(images, after)
+		images[n] = after
+		n++
 	}
-	idx := KeyColumns(t)
-	pk = keyOf(table, idx, images[len(images)-1]) // the after image's, if any
-	if len(images) == 2 {
-		if old := keyOf(table, idx, before); old != pk {
+	pk = k.key(table, idx, images[n-1]) // the after image's, if any
+	if n == 2 {
+		if old := k.key(table, idx, before); old != pk {
 			others = append(others, old)
 			moved = true
 		}
@@ -365,16 +410,22 @@ func keys(ch Change, byOrigin bool) (pk string, others []string, moved bool) {
 		if len(uidx) != len(cols) {
 			continue
 		}
-		for _, value := range images {
+		for _, value := range images[:n] {
 			if slices.ContainsFunc(uidx, func(j int) bool { return value(j) == nil }) {
 				continue
 			}
-			if k := keyOf(fmt.Sprintf("%s#%d", table, u), uidx, value); !slices.Contains(others, k) {
-				others = append(others, k)
+			if key := k.key(fmt.Sprintf("%s#%d", table, u), uidx, value); !slices.Contains(others, key) {
+				others = append(others, key)
 			}
 		}
 	}
 	return pk, others, moved
+}
+
+// key is Key of the row whose column i is value(i), built in k.buf.
+func (k *keyer) key(table string, idx []int, value func(i int) change.Value) string {
+	k.buf = appendKey(k.buf[:0], table, idx, value)
+	return string(k.buf)
 }
 
 // KeyColumns are the indexes of t's primary-key columns, or of all its

@@ -115,12 +115,11 @@ func FromIndex(first Change) int {
 // (the table's name first, so keys of two tables never meet), each value
 // as fmt prints it.
 func Key(table string, img []change.Value, idx []int) string {
-	return keyOf(table, idx, func(i int) change.Value { return img[i] })
+	return string(appendKey(make([]byte, 0, len(table)+12*len(idx)), table, idx, func(i int) change.Value { return img[i] }))
 }
 
-// keyOf is Key of the row whose column i value(i) is.
-func keyOf(table string, idx []int, value func(i int) change.Value) string {
-	b := make([]byte, 0, len(table)+12*len(idx))
+// appendKey appends Key of the row whose column i is value(i) to b.
+func appendKey(b []byte, table string, idx []int, value func(i int) change.Value) []byte {
 	b = append(b, table...)
 	for _, i := range idx {
 		b = append(b, 0)
@@ -138,7 +137,7 @@ func keyOf(table string, idx []int, value func(i int) change.Value) string {
 			b = fmt.Append(b, v)
 		}
 	}
-	return string(b)
+	return b
 }
 
 // Causality assigns row changes to workers by their primary key's hash

@@ -135,9 +135,10 @@ func (t *Target) Apply(ctx context.Context, worker int, changes []sink.Change) e
 	for attempt := 1; ; attempt++ {
 		err := errNotReplayed
 		if t.replayable(ctx, changes) {
-			var statements []string
-			if statements, err = t.replayStatements(ctx, changes); err == nil {
+			statements, done, rerr := t.replayStatements(ctx, changes)
+			if err = rerr; err == nil {
 				err = t.applyTx(ctx, worker, changes, applyReplay, statements)
+				done()
 			}
 		}
 		if errors.Is(err, errNotReplayed) {

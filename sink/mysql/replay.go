@@ -8,11 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	driver "github.com/go-sql-driver/mysql"
 
@@ -219,25 +219,30 @@ func sameCharset(source, target string) bool {
 }
 
 // replayStatements builds the BINLOG statements that replay changes, or
-// returns errNotReplayed.
-func (t *Target) replayStatements(ctx context.Context, changes []sink.Change) ([]string, error) {
+// returns errNotReplayed. The statements are good until done is called.
+func (t *Target) replayStatements(ctx context.Context, changes []sink.Change) (statements []string, done func(), err error) {
 	b, _ := t.replay.builders.Get().(*binlogStatements)
 	if b == nil {
 		b = new(binlogStatements)
 	}
-	defer t.replay.builders.Put(b)
+	done = func() { t.replay.builders.Put(b) }
 	b.reset(t.replay.serverID, uint32(time.Now().Unix()))
+	var source, origin, value string // the last origin value made
 	for _, c := range changes {
-		var value string
 		f := t.fits(ctx, c.Row.Table, c.Logical)
+		v := ""
 		if f.bytes > 0 {
-			value = c.Source + "/" + c.Origin
+			if c.Source != source || c.Origin != origin {
+				source, origin, value = c.Source, c.Origin, c.Source+"/"+c.Origin
+			}
+			v = value
 		}
-		if err := b.add(t.spec.Target(c.Logical), c.Row, value, f.origin); err != nil {
-			return nil, fmt.Errorf("%w: %v", errNotReplayed, err)
+		if err := b.add(t.spec.Target(c.Logical), c.Row, v, f.origin); err != nil {
+			done()
+			return nil, nil, fmt.Errorf("%w: %v", errNotReplayed, err)
 		}
 	}
-	return slices.Clone(b.finish()), nil
+	return b.finish(), done, nil
 }
 
 // runReplay runs statements in tx: errNotReplayed when the target refused
@@ -286,9 +291,11 @@ const (
 	stmtEndFlag     = 1
 	varcharType     = 15 // MYSQL_TYPE_VARCHAR
 	// statementBytes is about how much of the binlog one BINLOG statement
-	// carries: well below max_allowed_packet (16 MiB by default) once
-	// base64 makes it a third longer.
-	statementBytes = 1 << 20
+	// carries: a third more once in base64, which is under the 256 KiB
+	// the driver keeps a buffer for (statements of 1 MiB each took two
+	// fresh allocations, whose page faults cost more than building them),
+	// and far below max_allowed_packet (16 MiB by default).
+	statementBytes = 160 << 10
 )
 
 // binlogStatements builds BINLOG statements of row changes. A statement
@@ -302,8 +309,10 @@ const (
 // a group.
 type binlogStatements struct {
 	serverID, when uint32
-	out            []string
-	encoded        []byte // a statement's text, before it is a string
+	// text holds the statements' text, one after the other, each
+	// ending at its ends.
+	text []byte
+	ends []int
 	// buf is the statement: its format description (whose body was
 	// format) and its closed groups.
 	buf    []byte
@@ -336,8 +345,7 @@ type replayMap struct {
 // reset makes b ready to build statements anew, its events logged under
 // serverID at time when.
 func (b *binlogStatements) reset(serverID, when uint32) {
-	clear(b.out)
-	b.serverID, b.when, b.out, b.format = serverID, when, b.out[:0], nil
+	b.serverID, b.when, b.text, b.ends, b.format = serverID, when, b.text[:0], b.ends[:0], nil
 	b.buf, b.maps, b.mapBytes, b.rows, b.rowsAt = b.buf[:0], b.maps[:0], b.mapBytes[:0], b.rows[:0], -1
 }
 
@@ -471,20 +479,27 @@ func (b *binlogStatements) image(img []byte, held int, value string, m *replayMa
 	}
 }
 
-// finish returns the statements.
+// finish returns the statements: strings that share b.text's bytes
+// rather than copies (a 128 KiB copy a statement, and its allocation,
+// cost more than building it), good until b is reset.
 func (b *binlogStatements) finish() []string {
 	b.end()
-	return b.out
+	out := make([]string, len(b.ends))
+	at := 0
+	for i, end := range b.ends {
+		out[i] = unsafe.String(&b.text[at], end-at)
+		at = end
+	}
+	return out
 }
 
 // end ends the statement being built, if it has rows.
 func (b *binlogStatements) end() {
 	b.closeGroup()
 	if len(b.buf) > 0 && len(b.buf) > b.formatLen() {
-		q := slices.Grow(b.encoded[:0], len("BINLOG '")+base64.StdEncoding.EncodedLen(len(b.buf))+1)
-		q = base64.StdEncoding.AppendEncode(append(q, "BINLOG '"...), b.buf)
-		b.encoded = append(q, '\'')
-		b.out = append(b.out, string(b.encoded))
+		b.text = base64.StdEncoding.AppendEncode(append(b.text, "BINLOG '"...), b.buf)
+		b.text = append(b.text, '\'')
+		b.ends = append(b.ends, len(b.text))
 	}
 	b.buf, b.format = b.buf[:0], nil
 }
