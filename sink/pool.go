@@ -29,6 +29,12 @@ type pool struct {
 	free    [][]Change // blocks applied, to be filled again
 	err     error      // the first failure; every wait ends with it
 	cancel  context.CancelFunc
+
+	// The runner's, outside mu: what it handed each worker since it last
+	// queued them (flush: one lock a store batch, not one a change), and
+	// how many it has handed each in all.
+	stage  [][]Change
+	staged []uint64
 }
 
 // A block holds up to maxTake changes of a worker's queue, the first
@@ -44,7 +50,8 @@ type block struct {
 // newPool returns the pool of n workers; its first failure calls cancel,
 // which ends the workers' transactions and the runner's waits.
 func newPool(workers int, cancel context.CancelFunc) *pool {
-	p := &pool{queue: make([][]*block, workers), ready: make([]int, workers), handed: make([]uint64, workers), applied: make([]uint64, workers), cancel: cancel}
+	p := &pool{queue: make([][]*block, workers), ready: make([]int, workers), handed: make([]uint64, workers), applied: make([]uint64, workers), cancel: cancel,
+		stage: make([][]Change, workers), staged: make([]uint64, workers)}
 	p.cond = sync.NewCond(&p.mu)
 	return p
 }
@@ -92,33 +99,46 @@ func (p *pool) work(ctx context.Context, w int, apply func(context.Context, []Ch
 	}
 }
 
-// hand gives worker w change c, to be taken once woken, and returns its
-// ticket.
+// hand gives worker w change c, to be queued at the next flush and taken
+// once woken, and returns its ticket. Only the runner hands.
 func (p *pool) hand(w int, c Change) Ticket {
+	p.stage[w] = append(p.stage[w], c)
+	p.staged[w]++
+	return Ticket{w, p.staged[w]}
+}
+
+// flush queues what the runner handed.
+func (p *pool) flush() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	q := p.queue[w]
-	if len(q) == 0 || len(q[len(q)-1].changes) == maxTake {
-		b := &block{}
-		if k := len(p.free); k > 0 {
-			b.changes, p.free = p.free[k-1], p.free[:k-1]
-		} else {
-			b.changes = make([]Change, 0, maxTake)
+	for w, cs := range p.stage {
+		for _, c := range cs {
+			q := p.queue[w]
+			if len(q) == 0 || len(q[len(q)-1].changes) == maxTake {
+				b := &block{}
+				if k := len(p.free); k > 0 {
+					b.changes, p.free = p.free[k-1], p.free[:k-1]
+				} else {
+					b.changes = make([]Change, 0, maxTake)
+				}
+				q = append(q, b)
+				p.queue[w] = q
+			}
+			last := q[len(q)-1]
+			last.changes = append(last.changes, c)
 		}
-		q = append(q, b)
-		p.queue[w] = q
+		p.handed[w] += uint64(len(cs))
+		clear(cs)
+		p.stage[w] = cs[:0]
 	}
-	last := q[len(q)-1]
-	last.changes = append(last.changes, c)
-	p.handed[w]++
-	return Ticket{w, p.handed[w]}
 }
 
 // wake lets the workers take what they were handed. Until then they
 // wait, however often they are woken, so that a worker's transaction is
 // its share of a whole store batch, not the few changes handed before it
-// looked.
+// looked. Only the runner wakes.
 func (p *pool) wake() {
+	p.flush()
 	p.mu.Lock()
 	p.wakeLocked()
 	p.mu.Unlock()
@@ -132,6 +152,13 @@ func (p *pool) wakeLocked() {
 		}
 	}
 	p.cond.Broadcast()
+}
+
+// waitHanded is wait for the runner, which may have handed what it waits
+// for.
+func (p *pool) waitHanded(ts ...Ticket) error {
+	p.flush()
+	return p.wait(ts...)
 }
 
 // wait waits until every ticket of ts is applied, or the pool fails.
@@ -149,6 +176,7 @@ func (p *pool) wait(ts ...Ticket) error {
 
 // drain waits until every change handed is applied.
 func (p *pool) drain() error {
+	p.flush()
 	p.mu.Lock()
 	ts := make([]Ticket, len(p.handed))
 	for w, n := range p.handed {

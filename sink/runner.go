@@ -209,7 +209,7 @@ func (r *Runner) run(ctx context.Context) error {
 					}
 					if waits := c.Waits(w, ch.PK, ch.Others); len(waits) > 0 {
 						r.conflicts.Add(1)
-						if err := p.wait(waits...); err != nil {
+						if err := p.waitHanded(waits...); err != nil {
 							return err
 						}
 					}
