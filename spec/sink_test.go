@@ -16,7 +16,7 @@ func TestSinkSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	sk := s.Sinks[0]
-	if sk.Workers != spec.DefaultSinkWorkers || sk.Batch != spec.DefaultSinkBatch || sk.User != spec.DefaultUser || sk.DDL != "apply" {
+	if sk.Workers != spec.DefaultSinkWorkers || sk.Connections != spec.DefaultSinkConnections || sk.Batch != spec.DefaultSinkBatch || sk.User != spec.DefaultUser || sk.DDL != "apply" {
 		t.Errorf("defaults: %+v", sk)
 	}
 	if sk.Target("shop.orders") != "wh.orders" || sk.Target("shop.items") != "shop.items" {
@@ -25,8 +25,14 @@ func TestSinkSpec(t *testing.T) {
 	if r := s.Redacted(); r.Sinks[0].Password != spec.Hidden || s.Sinks[0].Password != "pw" {
 		t.Errorf("redacted sink password %q (spec's %q)", r.Sinks[0].Password, s.Sinks[0].Password)
 	}
-	_, err = spec.Parse([]byte("name: d\n" + src + "sinks:\n  - {name: w, type: oracle, address: 'h', workers: -1}\n  - {name: w, type: mysql, address: 'h:1', tables: [{from: orders, to: x}]}\n"))
-	for _, want := range []string{`sinks[0].type: "oracle": want one of mysql`, "sinks[0].address", "sinks[0].workers", `sinks[1].name: "w" is used twice`, "sinks[1].tables[0].from", "sinks[1].tables[0].to"} {
+	// Connections: at most the workers by default.
+	s, err = spec.Parse([]byte("name: d\n" + src + "sinks: [{name: w, type: mysql, address: 'h:3306', workers: 2}]\n"))
+	if err != nil || s.Sinks[0].Connections != 2 {
+		t.Errorf("a mysql sink of 2 workers: connections %d (%v), want 2", s.Sinks[0].Connections, err)
+	}
+	_, err = spec.Parse([]byte("name: d\n" + src + "sinks:\n  - {name: w, type: oracle, address: 'h', workers: -1}\n  - {name: w, type: mysql, address: 'h:1', tables: [{from: orders, to: x}], connections: 300}\n  - {name: p, type: postgres, address: 'h:1', connections: 2}\n"))
+	for _, want := range []string{`sinks[0].type: "oracle": want one of mysql`, "sinks[0].address", "sinks[0].workers", `sinks[1].name: "w" is used twice`, "sinks[1].tables[0].from", "sinks[1].tables[0].to",
+		"sinks[1].connections: 300: want 1 to 256", "sinks[2].connections: only a mysql sink has connections"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("problems %v: want %q", err, want)
 		}

@@ -275,6 +275,8 @@ func (s Spec) WithDefaults() Spec {
 			}
 		}
 		switch sk.Type {
+		case "mysql":
+			sk.Connections = cmp.Or(sk.Connections, min(DefaultSinkConnections, sk.Workers))
 		case "rabbitmq":
 			sk.Exchange = cmp.Or(sk.Exchange, DefaultExchange)
 			sk.RoutingKey = cmp.Or(sk.RoutingKey, DefaultRoutingKey)

@@ -1,8 +1,12 @@
 // Package mysql is the sink that applies a destination's stream to a
 // MySQL or MariaDB table (spec sinks: type: mysql): each worker
-// transaction upserts and deletes its rows and writes the worker's
-// checkpoint (braid_meta.sink_checkpoint) before it commits, so a restart
-// resumes exactly where the target stands.
+// transaction writes its rows and the worker's checkpoint
+// (braid_meta.sink_checkpoint) before it commits, so a restart resumes
+// exactly where the target stands. Into MariaDB from MariaDB it replays
+// the binlog's row events in BINLOG statements (replay.go), as a replica
+// applies them; elsewhere, and whenever a row is not as a replica
+// expects it, it writes SQL statements: multi-row INSERTs, upserts and
+// DELETEs whose affected rows it checks, or a row at a time.
 package mysql
 
 import (
@@ -35,6 +39,9 @@ type Target struct {
 	// tables holds the target tables known to exist (ensureTables).
 	tables sync.Map
 	replay replayState
+	// turns, when the sink has more workers than connections, holds a
+	// token for each worker transaction running on the target.
+	turns chan struct{}
 }
 
 var _ sink.Target = (*Target)(nil)
@@ -61,6 +68,9 @@ func Open(ctx context.Context, s spec.Sink) (*Target, error) {
 	db.SetMaxOpenConns(s.Workers + 2)
 	db.SetMaxIdleConns(s.Workers + 2)
 	t := &Target{db: db, spec: s}
+	if s.Connections > 0 && s.Connections < s.Workers {
+		t.turns = make(chan struct{}, s.Connections)
+	}
 	if err := t.initReplay(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sink %s (%s): %w: check the address and the user's password", s.Name, s.Address, err)
@@ -194,6 +204,14 @@ const (
 // applyTx is Apply's transaction; statements are the BINLOG statements
 // of applyReplay.
 func (t *Target) applyTx(ctx context.Context, worker int, changes []sink.Change, mode applyMode, statements []string) error {
+	if t.turns != nil {
+		select {
+		case t.turns <- struct{}{}:
+			defer func() { <-t.turns }()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	tx, err := t.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err

@@ -20,9 +20,10 @@ import (
 	"github.com/braid-cdc/braid/sink"
 )
 
-// Replaying. A MariaDB target applies SQL statements at about a third of
-// the speed its own replication applies row events (bench/sink_test.go:
-// 17.5 µs of the target's CPU per row against 5.6), so where it can, the
+// Replaying. A MariaDB target spends about twice the CPU on a row change
+// of SQL statements as on the same row as a binlog row event
+// (bench/sink_test.go, 1 to 4 workers: 10-14 µs a row change against
+// 5-8; MariaDB's replica 6), so where it can, the
 // sink hands the target the rows as the binlog events they were read
 // from, in BINLOG statements, as mariadb-binlog's output does: the
 // worker's transaction claims its checkpoint with SQL, then replays its
