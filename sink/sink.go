@@ -99,6 +99,15 @@ type ImageDecoder interface {
 	DecodesImages()
 }
 
+// WorkersChanged is the error of a target whose checkpoints were written
+// by a sink of had workers when it now has n (where says how to start
+// over): a key's worker is its hash modulo the count, so with another
+// count a change would be skipped by the checkpoint of a worker that
+// never had it, or applied again.
+func WorkersChanged(sinkName string, had, n int, where string) error {
+	return fmt.Errorf("sink %s: its checkpoints were written by %d workers, the spec has %d, and a key's worker depends on the count: keep workers: %d, or delete %s to apply from the start", sinkName, had, n, had, where)
+}
+
 // FromIndex is the row index a batch starting with first claims its
 // worker's checkpoint from: first's, or, for a change that may find its
 // row already so (MayExist: a snapshot chunk read again, which the runner

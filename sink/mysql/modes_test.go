@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	mysqlsink "github.com/braid-cdc/braid/sink/mysql"
 	"github.com/braid-cdc/braid/spec"
 )
 
@@ -129,5 +130,26 @@ func TestAtLeastOnce(t *testing.T) {
 	db.QueryRow("SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", name+"_meta").Scan(&n)
 	if n != 0 {
 		t.Fatal("an at-least-once sink made a checkpoint database")
+	}
+}
+
+// TestWorkersKept: the checkpoints remember how many workers wrote them;
+// a sink opened with another count refuses to start, naming both, since
+// a key's worker depends on the count.
+func TestWorkersKept(t *testing.T) {
+	_, name := targetDB(t)
+	tg, err := mysqlsink.Open(t.Context(), spec.Sink{Name: "w", Type: "mysql", Address: targetAddr, User: "root", Workers: 4, MetaDatabase: name + "_meta"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	for _, c := range []struct {
+		n    int
+		want string
+	}{{4, ""}, {8, "written by 4 workers, the spec has 8"}, {2, "written by 4 workers, the spec has 2"}, {4, ""}} {
+		_, err := tg.Checkpoints(t.Context(), c.n)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%d workers: %v, want %q", c.n, err, c.want)
+		}
 	}
 }

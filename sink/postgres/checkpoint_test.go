@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -90,6 +91,29 @@ func TestUserWhoOnlyWrites(t *testing.T) {
 	for _, q := range stmts {
 		if _, err := as.Exec(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// TestWorkersKept: the checkpoints remember how many workers wrote them;
+// a sink opened with another count refuses to start, naming both, since
+// a key's worker depends on the count.
+func TestWorkersKept(t *testing.T) {
+	_, name := targetDB(t)
+	ctx := context.Background()
+	sk := spec.Sink{Name: "w", Type: "postgres", Address: targetAddr, Database: name, User: "postgres", Workers: 4, MetaDatabase: "braid_meta"}
+	tg, err := postgres.Open(ctx, sk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	for _, c := range []struct {
+		n    int
+		want string
+	}{{4, ""}, {8, "written by 4 workers, the spec has 8"}, {2, "written by 4 workers, the spec has 2"}, {4, ""}} {
+		_, err := tg.Checkpoints(ctx, c.n)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%d workers: %v, want %q", c.n, err, c.want)
 		}
 	}
 }

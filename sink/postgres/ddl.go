@@ -118,7 +118,7 @@ func (t *Target) lockCheckpoints(ctx context.Context, tx pgx.Tx, seq uint64, wor
 			rows.Close()
 			return err
 		}
-		if int(w) < workers && !(sink.Point{Seq: uint64(at), Idx: int(idx)}).Before(sink.Point{Seq: seq, Idx: sink.MaxIdx}) {
+		if w >= 0 && int(w) < workers && !(sink.Point{Seq: uint64(at), Idx: int(idx)}).Before(sink.Point{Seq: seq, Idx: sink.MaxIdx}) {
 			done++
 		}
 	}

@@ -223,19 +223,39 @@ func (t *Target) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
 		return nil, fmt.Errorf("sink %s: read checkpoints: %w", t.spec.Name, err)
 	}
 	defer rows.Close()
+	had := 0
 	for rows.Next() {
 		var w, idx int32
 		var seq int64
 		if err := rows.Scan(&w, &seq, &idx); err != nil {
 			return nil, err
 		}
+		if w == workersRow {
+			had = int(seq)
+			continue
+		}
 		if int(w) >= n {
-			return nil, fmt.Errorf("sink %s: the target has a checkpoint of worker %d, the spec has %d workers: keep workers as it was, or delete the sink's rows of %s to apply from the start", t.spec.Name, w, n, t.checkpointTable())
+			return nil, sink.WorkersChanged(t.spec.Name, int(w)+1, n, "the sink's rows of "+t.checkpointTable())
 		}
 		out[w] = sink.Point{Seq: uint64(seq), Idx: int(idx)}
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	switch {
+	case had == 0: // a new sink's, or one braid wrote before it kept the count
+		if _, err := c.Exec(ctx, "INSERT INTO "+t.checkpointTable()+" (sink, worker, seq, idx) VALUES ($1, $2, $3, 0) ON CONFLICT DO NOTHING", t.spec.Name, workersRow, n); err != nil {
+			return nil, fmt.Errorf("sink %s: record its workers: %w", t.spec.Name, err)
+		}
+	case had != n:
+		return nil, sink.WorkersChanged(t.spec.Name, had, n, "the sink's rows of "+t.checkpointTable())
+	}
+	return out, nil
 }
+
+// workersRow is the worker of the checkpoint row whose seq is how many
+// workers the sink has (sink.WorkersChanged).
+const workersRow = -1
 
 // pgCode is err's SQLSTATE, "" when it is not a server's error.
 func pgCode(err error) string {

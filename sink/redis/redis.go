@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -123,19 +124,29 @@ func (t *Target) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
 	for w := range keys {
 		keys[w] = checkpointKey(t.prefix, t.id, w)
 	}
-	vals, err := t.c.MGet(ctx, keys...).Result()
+	workersKey := t.prefix + "braid:sink:" + t.id + ":workers"
+	vals, err := t.c.MGet(ctx, append(keys, workersKey)...).Result()
 	if err != nil {
 		return nil, fmt.Errorf("sink %s: read checkpoints: %w", t.spec.Name, err)
 	}
+	where := "the sink's keys " + t.prefix + "braid:sink:" + t.id + ":*"
+	switch had, _ := vals[len(keys)].(string); {
+	case had == "": // a new sink's, or one braid wrote before it kept the count
+		if err := t.c.SetNX(ctx, workersKey, n, 0).Err(); err != nil {
+			return nil, fmt.Errorf("sink %s: record its workers: %w", t.spec.Name, err)
+		}
+	case had != strconv.Itoa(n):
+		k, _ := strconv.Atoi(had)
+		return nil, sink.WorkersChanged(t.spec.Name, k, n, where)
+	}
 	out := make([]sink.Point, n)
-	for w, v := range vals {
+	for w, v := range vals[:len(keys)] {
 		s, ok := v.(string)
 		if !ok {
 			continue
 		}
 		if w >= n {
-			return nil, fmt.Errorf("sink %s: the target has a checkpoint of worker %d (key %s), the spec has %d workers: keep workers as it was, or delete the sink's keys %s to apply from the start",
-				t.spec.Name, w, keys[w], n, t.prefix+"braid:sink:"+t.id+":*")
+			return nil, sink.WorkersChanged(t.spec.Name, w+1, n, where)
 		}
 		p, ok := parsePoint(s)
 		if !ok {
