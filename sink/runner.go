@@ -2,6 +2,7 @@ package sink
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -172,7 +173,11 @@ func (r *Runner) run(ctx context.Context) error {
 	wg.Go(func() { r.ack(p, acks) })
 
 	c := NewCausality(r.Workers)
-	kr := newKeyer(r.ByOrigin)
+	routing := RouteByKey
+	if rt, ok := r.Target.(RoutedTarget); ok {
+		routing = rt.Routing()
+	}
+	kr := newKeyer(r.ByOrigin, routing)
 	pruneAt := minPrune
 	for {
 		if err := p.failed(); err != nil {
@@ -203,7 +208,7 @@ func (r *Runner) run(ctx context.Context) error {
 				for i := range ev.Rows {
 					ch := kr.change(ev, &ev.Rows[i])
 					ch.MayExist = !ev.FreshAt.IsZero()
-					w := c.Worker(ch.PK)
+					w := c.WorkerOf(ch.Route)
 					if !start[w].Before(Point{ch.Seq, ch.Row.Index}) && !(reread && ch.Seq == start[w].Seq) {
 						continue // applied before a restart
 					}
@@ -330,6 +335,7 @@ func chunks(s []Change, n int) func(func([]Change) bool) {
 // costs a string a key, not five.
 type keyer struct {
 	byOrigin bool
+	routing  Routing
 	names    map[nameKey]tableNames
 	buf      []byte
 }
@@ -346,8 +352,8 @@ type tableNames struct {
 	keyIdx                    []int
 }
 
-func newKeyer(byOrigin bool) *keyer {
-	return &keyer{byOrigin: byOrigin, names: map[nameKey]tableNames{}}
+func newKeyer(byOrigin bool, routing Routing) *keyer {
+	return &keyer{byOrigin: byOrigin, routing: routing, names: map[nameKey]tableNames{}}
 }
 
 // change is row change rc of ev with its keys (byOrigin: the shard table
@@ -371,7 +377,26 @@ func (k *keyer) change(ev *change.Event, rc *change.RowChange) Change {
 	}
 	c := Change{Seq: ev.Seq, Source: ev.Source, Origin: n.origin, Logical: n.logical, Row: rc}
 	c.PK, c.Others, c.Moved = k.keys(rc, n.keyTable, n.keyIdx)
+	c.Route = k.route(rc, c.PK, n)
 	return c
+}
+
+// route is Change.Route of rc, whose primary key is pk.
+func (k *keyer) route(rc *change.RowChange, pk string, n tableNames) uint32 {
+	if k.routing == RouteByRange && len(n.keyIdx) == 1 {
+		var bucket uint64
+		switch v := rc.Value(rc.HasAfter(), n.keyIdx[0]).(type) {
+		case int64:
+			bucket = uint64(v >> rangeShift)
+		case uint64:
+			bucket = v >> rangeShift
+		default:
+			return routeHash(pk)
+		}
+		k.buf = binary.BigEndian.AppendUint64(append(append(k.buf[:0], n.keyTable...), 0), bucket)
+		return routeHash(k.buf)
+	}
+	return routeHash(pk)
 }
 
 // keys are a change's primary key (all columns of a table without one)

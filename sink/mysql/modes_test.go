@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/sink"
 	mysqlsink "github.com/braid-cdc/braid/sink/mysql"
 	"github.com/braid-cdc/braid/spec"
 )
@@ -133,11 +134,13 @@ func TestAtLeastOnce(t *testing.T) {
 	}
 }
 
-// TestWorkersKept: the checkpoints remember how many workers wrote them;
-// a sink opened with another count refuses to start, naming both, since
-// a key's worker depends on the count.
+// TestWorkersKept: the checkpoints remember how many workers wrote them
+// and how they split the keys; a sink opened with another count refuses
+// to start, naming both, since a key's worker depends on the count. A
+// new sink routes by key range; one whose checkpoints braid wrote before
+// it kept the routing goes on by key hash, as they were written.
 func TestWorkersKept(t *testing.T) {
-	_, name := targetDB(t)
+	db, name := targetDB(t)
 	tg, err := mysqlsink.Open(t.Context(), spec.Sink{Name: "w", Type: "mysql", Address: targetAddr, User: "root", Workers: 4, MetaDatabase: name + "_meta"})
 	if err != nil {
 		t.Fatal(err)
@@ -150,6 +153,23 @@ func TestWorkersKept(t *testing.T) {
 		_, err := tg.Checkpoints(t.Context(), c.n)
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%d workers: %v, want %q", c.n, err, c.want)
+		}
+	}
+	if r := tg.Routing(); r != sink.RouteByRange {
+		t.Errorf("a new sink routes %d, want by range", r)
+	}
+	// An older braid's checkpoints: worker rows, no count.
+	if _, err := db.Exec("INSERT INTO " + name + "_meta.sink_checkpoint VALUES ('old', 0, 5, 1), ('old', 2, 7, 0)"); err != nil {
+		t.Fatal(err)
+	}
+	old, err := mysqlsink.Open(t.Context(), spec.Sink{Name: "old", Type: "mysql", Address: targetAddr, User: "root", Workers: 4, MetaDatabase: name + "_meta"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	for range 2 {
+		if pts, err := old.Checkpoints(t.Context(), 4); err != nil || pts[2].Seq != 7 || old.Routing() != sink.RouteByKey {
+			t.Errorf("older checkpoints: %v, %v, routing %d: want worker 2 at seq 7, by key", pts, err, old.Routing())
 		}
 	}
 }

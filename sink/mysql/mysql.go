@@ -39,6 +39,8 @@ type Target struct {
 	// tables holds the target tables known to exist (ensureTables).
 	tables sync.Map
 	replay replayState
+	// routing is the sink's sink.Routing, as Checkpoints found it.
+	routing atomic.Int32
 	// turns, when the sink has more workers than connections, holds a
 	// token for each worker transaction running on the target.
 	turns chan struct{}
@@ -109,6 +111,7 @@ func (t *Target) Stats() sink.Stats {
 func (t *Target) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
 	out := make([]sink.Point, n)
 	if !t.exactlyOnce() {
+		t.routing.Store(int32(sink.RouteByRange)) // no checkpoints to keep to
 		return out, nil
 	}
 	rows, err := t.db.QueryContext(ctx, "SELECT worker, seq, idx FROM "+t.checkpointTable()+" WHERE sink = ?", t.spec.Name)
@@ -116,7 +119,7 @@ func (t *Target) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
 		return nil, fmt.Errorf("sink %s: read checkpoints: %w", t.spec.Name, err)
 	}
 	defer rows.Close()
-	had := 0
+	had, routing, some := 0, sink.RouteByKey, false
 	for rows.Next() {
 		var w, idx int
 		var seq uint64
@@ -124,9 +127,10 @@ func (t *Target) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
 			return nil, err
 		}
 		if w == workersRow {
-			had = int(seq)
+			had, routing = int(seq), sink.Routing(idx)
 			continue
 		}
+		some = true
 		if w >= n {
 			return nil, sink.WorkersChanged(t.spec.Name, w+1, n, "the sink's rows of "+t.checkpointTable())
 		}
@@ -137,18 +141,26 @@ func (t *Target) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
 	}
 	switch {
 	case had == 0: // a new sink's, or one braid wrote before it kept the count
-		if _, err := t.db.ExecContext(ctx, "INSERT IGNORE INTO "+t.checkpointTable()+" (sink, worker, seq, idx) VALUES (?, ?, ?, 0)", t.spec.Name, workersRow, n); err != nil {
+		if !some {
+			routing = sink.RouteByRange
+		}
+		if _, err := t.db.ExecContext(ctx, "INSERT IGNORE INTO "+t.checkpointTable()+" (sink, worker, seq, idx) VALUES (?, ?, ?, ?)", t.spec.Name, workersRow, n, int(routing)); err != nil {
 			return nil, fmt.Errorf("sink %s: record its workers: %w", t.spec.Name, err)
 		}
 	case had != n:
 		return nil, sink.WorkersChanged(t.spec.Name, had, n, "the sink's rows of "+t.checkpointTable())
 	}
+	t.routing.Store(int32(routing))
 	return out, nil
 }
 
 // workersRow is the worker of the checkpoint row whose seq is how many
-// workers the sink has (sink.WorkersChanged).
+// workers the sink has (sink.WorkersChanged) and whose idx their routing
+// (sink.Routing).
 const workersRow = -1
+
+// Routing implements sink.RoutedTarget.
+func (t *Target) Routing() sink.Routing { return sink.Routing(t.routing.Load()) }
 
 // Apply implements sink.Target: one transaction of the changes and the
 // worker's checkpoint. Where it can, the target replays the changes as

@@ -21,6 +21,8 @@ type Target struct {
 	spec        spec.Sink
 	cfg         *pgx.ConnConfig
 	exactlyOnce bool
+	// routing is the sink's sink.Routing, as Checkpoints found it.
+	routing atomic.Int32
 
 	mu     sync.Mutex
 	idle   map[int]*pgx.Conn // a worker's connection while it is not in use; -1 the control one
@@ -211,6 +213,7 @@ func (t *Target) Stats() sink.Stats {
 func (t *Target) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
 	out := make([]sink.Point, n)
 	if !t.exactlyOnce {
+		t.routing.Store(int32(sink.RouteByRange)) // no checkpoints to keep to
 		return out, nil
 	}
 	c, err := t.conn(ctx, control)
@@ -223,7 +226,7 @@ func (t *Target) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
 		return nil, fmt.Errorf("sink %s: read checkpoints: %w", t.spec.Name, err)
 	}
 	defer rows.Close()
-	had := 0
+	had, routing, some := 0, sink.RouteByKey, false
 	for rows.Next() {
 		var w, idx int32
 		var seq int64
@@ -231,9 +234,10 @@ func (t *Target) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
 			return nil, err
 		}
 		if w == workersRow {
-			had = int(seq)
+			had, routing = int(seq), sink.Routing(idx)
 			continue
 		}
+		some = true
 		if int(w) >= n {
 			return nil, sink.WorkersChanged(t.spec.Name, int(w)+1, n, "the sink's rows of "+t.checkpointTable())
 		}
@@ -244,18 +248,26 @@ func (t *Target) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
 	}
 	switch {
 	case had == 0: // a new sink's, or one braid wrote before it kept the count
-		if _, err := c.Exec(ctx, "INSERT INTO "+t.checkpointTable()+" (sink, worker, seq, idx) VALUES ($1, $2, $3, 0) ON CONFLICT DO NOTHING", t.spec.Name, workersRow, n); err != nil {
+		if !some {
+			routing = sink.RouteByRange
+		}
+		if _, err := c.Exec(ctx, "INSERT INTO "+t.checkpointTable()+" (sink, worker, seq, idx) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING", t.spec.Name, workersRow, n, int32(routing)); err != nil {
 			return nil, fmt.Errorf("sink %s: record its workers: %w", t.spec.Name, err)
 		}
 	case had != n:
 		return nil, sink.WorkersChanged(t.spec.Name, had, n, "the sink's rows of "+t.checkpointTable())
 	}
+	t.routing.Store(int32(routing))
 	return out, nil
 }
 
 // workersRow is the worker of the checkpoint row whose seq is how many
-// workers the sink has (sink.WorkersChanged).
+// workers the sink has (sink.WorkersChanged) and whose idx their routing
+// (sink.Routing).
 const workersRow = -1
+
+// Routing implements sink.RoutedTarget.
+func (t *Target) Routing() sink.Routing { return sink.Routing(t.routing.Load()) }
 
 // pgCode is err's SQLSTATE, "" when it is not a server's error.
 func pgCode(err error) string {

@@ -1,0 +1,78 @@
+package sink
+
+import (
+	"hash/fnv"
+	"testing"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+
+	"github.com/braid-cdc/braid/change"
+)
+
+// testCodec reads rows of shop_0.orders (id BIGINT PRIMARY KEY, note
+// VARCHAR(20)) or, with a text key, of shop_0.codes (code VARCHAR(20)
+// PRIMARY KEY, note VARCHAR(20)).
+func testCodec(textKey bool) *change.Codec {
+	tb := &change.Table{Schema: "shop_0", Name: "orders", LogicalSchema: "shop", LogicalName: "orders",
+		Columns: []change.Column{
+			{Name: "id", Type: "bigint", RawType: "bigint(20)", Key: true},
+			{Name: "note", Type: "varchar", RawType: "varchar(20)", Nullable: true},
+		}}
+	types := []byte{mysql.MYSQL_TYPE_LONGLONG, mysql.MYSQL_TYPE_VARCHAR}
+	if textKey {
+		tb.Name, tb.LogicalName = "codes", "codes"
+		tb.Columns[0] = change.Column{Name: "code", Type: "varchar", RawType: "varchar(20)", Key: true}
+		types[0] = mysql.MYSQL_TYPE_VARCHAR
+	}
+	return change.NewCodec(tb, &replication.TableMapEvent{ColumnType: types, ColumnMeta: []uint16{0, 80}}, nil)
+}
+
+// routeOf is the Route the keyer gives an INSERT of key.
+func routeOf(k *keyer, codec *change.Codec, source string, key any) (uint32, string) {
+	im := &change.Images{Decoded: [][]any{{key, "n"}}}
+	rc := change.NewRowChange(codec, change.Insert, 0, im, 0)
+	c := k.change(&change.Event{Source: source, Seq: 1}, &rc)
+	return c.Route, c.PK
+}
+
+// TestRouting: by range, neighbouring integer keys of a shard table share
+// a route, and the next range or another shard table (with an origin
+// column) has another; a text key routes by its hash. By key, a route is
+// the key's hash, as before braid had routings, so that checkpoints
+// written then are read as they were written.
+func TestRouting(t *testing.T) {
+	ints, texts := testCodec(false), testCodec(true)
+	byRange := newKeyer(true, RouteByRange)
+	first, _ := routeOf(byRange, ints, "a", int64(1024))
+	for _, id := range []int64{1025, 1500, 2047} {
+		if r, _ := routeOf(byRange, ints, "a", id); r != first {
+			t.Errorf("key %d: route %d, key 1024's %d", id, r, first)
+		}
+	}
+	if r, _ := routeOf(byRange, ints, "a", int64(2048)); r == first {
+		t.Errorf("key 2048 routes with 1024")
+	}
+	if r, _ := routeOf(byRange, ints, "b", int64(1024)); r == first {
+		t.Errorf("source b's key 1024 routes with source a's")
+	}
+	if r, pk := routeOf(byRange, texts, "a", "x"); r != routeHash(pk) {
+		t.Errorf("a text key routes by %d, its hash is %d", r, routeHash(pk))
+	}
+	// The hash is FNV-1a, as Worker always used.
+	for _, s := range []string{"", "t\x001", "a/shop_0.orders>shop.orders\x0042"} {
+		h := fnv.New32a()
+		h.Write([]byte(s))
+		if routeHash(s) != h.Sum32() {
+			t.Errorf("routeHash(%q) = %d, FNV-1a %d", s, routeHash(s), h.Sum32())
+		}
+	}
+	byKey := newKeyer(true, RouteByKey)
+	c := NewCausality(16)
+	for _, id := range []int64{1024, 1025, 7} {
+		r, pk := routeOf(byKey, ints, "a", id)
+		if c.WorkerOf(r) != c.Worker(pk) {
+			t.Errorf("by key, key %d goes to worker %d, its hash's worker is %d", id, c.WorkerOf(r), c.Worker(pk))
+		}
+	}
+}
