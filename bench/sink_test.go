@@ -97,7 +97,8 @@ import (
 // Each braid way logs the share of its row changes it replayed as binlog
 // row events (sink/mysql's replay.go; the rest went as SQL statements).
 // BRAID_BENCH_SINK_ONLY=text runs only the ways whose name holds text,
-// and records nothing (BRAID_BENCH_SINK_WORKERS=n gives braid's ways n
+// and records nothing (BRAID_BENCH_SINK_CONNECTIONS=n gives braid's ways
+// n connections, BRAID_BENCH_SINK_WORKERS=n n
 // workers): for looking at one way.
 //
 // BRAID_BENCH_SINK_RUNS (default 1) repeats every way that many times in
@@ -441,6 +442,9 @@ func (f *sinkFixture) braid(b *testing.B, on, name string, workers, batch int, l
 	}
 	ds.Sinks = []spec.Sink{{Name: name, Type: "mysql", Address: addr, Workers: workers, Batch: batch, OriginColumn: "_shard",
 		MetaDatabase: target + "_meta", Tables: []spec.SinkTable{{From: "shop.orders", To: target + ".orders"}, {From: "shop.order_items", To: target + ".order_items"}}}}
+	if v, err := strconv.Atoi(os.Getenv("BRAID_BENCH_SINK_CONNECTIONS")); err == nil && v > 0 && name == "braid" {
+		ds.Sinks[0].Connections = v
+	}
 	ds = ds.WithDefaults()
 	log := slog.New(slog.DiscardHandler)
 	client := sink.ClientID(name)

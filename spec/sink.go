@@ -82,8 +82,9 @@ type Sink struct {
 	// changes since it again).
 	Mode string `yaml:"mode,omitempty" json:"mode,omitempty"`
 	// Workers is how many workers apply the changes, each change on the
-	// worker of its primary key, each worker in transactions of its own.
-	// Default: 16.
+	// worker of its primary key (of its range of 1,024 keys, for one
+	// integer column), each worker in transactions of its own. A sink's
+	// checkpoints keep the count: it cannot change. Default: 16.
 	Workers int `yaml:"workers,omitempty" json:"workers,omitempty"`
 	// Connections (mysql) is how many of the workers' transactions run
 	// on the target at once; the others wait their turn with their
