@@ -110,6 +110,28 @@ func WorkersChanged(sinkName string, had, n int, where string) error {
 	return fmt.Errorf("sink %s: its checkpoints were written by %d workers, the spec has %d, and a key's worker depends on the count: keep workers: %d, or delete %s to apply from the start", sinkName, had, n, had, where)
 }
 
+// KeptRouting is the routing of a sink of n workers whose target keeps,
+// beside its workers' checkpoints (some: there are any), the count had
+// (0: none kept) and the routing it was kept with, routing. A new sink
+// routes by range and an older braid's by key, and either is kept with
+// record; a count other than n is WorkersChanged (where says what to
+// delete to start over).
+func KeptRouting(sinkName string, n, had int, routing Routing, some bool, where string, record func(Routing) error) (Routing, error) {
+	switch {
+	case had == 0:
+		routing = RouteByKey
+		if !some {
+			routing = RouteByRange
+		}
+		if err := record(routing); err != nil {
+			return 0, fmt.Errorf("sink %s: record its workers: %w", sinkName, err)
+		}
+	case had != n:
+		return 0, WorkersChanged(sinkName, had, n, where)
+	}
+	return routing, nil
+}
+
 // FromIndex is the row index a batch starting with first claims its
 // worker's checkpoint from: first's, or, for a change that may find its
 // row already so (MayExist: a snapshot chunk read again, which the runner

@@ -139,16 +139,12 @@ func (t *Target) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	switch {
-	case had == 0: // a new sink's, or one braid wrote before it kept the count
-		if !some {
-			routing = sink.RouteByRange
-		}
-		if _, err := t.db.ExecContext(ctx, "INSERT IGNORE INTO "+t.checkpointTable()+" (sink, worker, seq, idx) VALUES (?, ?, ?, ?)", t.spec.Name, workersRow, n, int(routing)); err != nil {
-			return nil, fmt.Errorf("sink %s: record its workers: %w", t.spec.Name, err)
-		}
-	case had != n:
-		return nil, sink.WorkersChanged(t.spec.Name, had, n, "the sink's rows of "+t.checkpointTable())
+	routing, err = sink.KeptRouting(t.spec.Name, n, had, routing, some, "the sink's rows of "+t.checkpointTable(), func(r sink.Routing) error {
+		_, err := t.db.ExecContext(ctx, "INSERT IGNORE INTO "+t.checkpointTable()+" (sink, worker, seq, idx) VALUES (?, ?, ?, ?)", t.spec.Name, workersRow, n, int(r))
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	t.routing.Store(int32(routing))
 	return out, nil
