@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -100,6 +101,10 @@ import (
 // and records nothing (BRAID_BENCH_SINK_CONNECTIONS=n gives braid's ways
 // n connections, BRAID_BENCH_SINK_WORKERS=n n
 // workers): for looking at one way.
+//
+// BRAID_BENCH_SINK_CPUPROFILE=path writes a CPU profile of this process
+// over each braid way to path.<way> (the pipeline and the sink, not the
+// shards' generation), to see where braid's microseconds a row go.
 //
 // BRAID_BENCH_SINK_RUNS (default 1) repeats every way that many times in
 // one process, rotating which goes first; the rates are the medians. It
@@ -449,6 +454,13 @@ func (f *sinkFixture) braid(b *testing.B, on, name string, workers, batch int, l
 	log := slog.New(slog.DiscardHandler)
 	client := sink.ClientID(name)
 	m := startCPU(targetPID, f.shardPIDs)
+	if path := os.Getenv("BRAID_BENCH_SINK_CPUPROFILE"); path != "" {
+		stop, err := profileCPU(path + "." + name + "-" + on)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer stop()
+	}
 	began := time.Now()
 	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: &ds, Clients: map[string]*group.Cursor{client: nil}, Logger: log})
 	if err != nil {
@@ -507,4 +519,17 @@ func (f *sinkFixture) braid(b *testing.B, on, name string, workers, batch int, l
 	st := t.Stats()
 	return wayResult{rate: float64(want) / took.Seconds(), took: took, cpu: cpu,
 		note: fmt.Sprintf("; replayed %.0f%%", 100*float64(st.Replayed)/float64(max(st.Applied, 1)))}
+}
+
+// profileCPU starts a CPU profile of this process into path; stop ends it.
+func profileCPU(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

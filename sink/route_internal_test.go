@@ -38,7 +38,8 @@ func routeOf(k *keyer, codec *change.Codec, source string, key any) (uint32, str
 
 // TestRouting: by range, neighbouring integer keys of a shard table share
 // a route, and the next range or another shard table (with an origin
-// column) has another; a text key routes by its hash. By key, a route is
+// column) has another; a key-changing UPDATE goes by its new key and
+// names its old key's route; a text key routes by its hash. By key, a route is
 // the key's hash, as before braid had routings, so that checkpoints
 // written then are read as they were written.
 func TestRouting(t *testing.T) {
@@ -66,6 +67,14 @@ func TestRouting(t *testing.T) {
 		if routeHash(s) != h.Sum32() {
 			t.Errorf("routeHash(%q) = %d, FNV-1a %d", s, routeHash(s), h.Sum32())
 		}
+	}
+	// An UPDATE that moves key 1024 to 5000 goes by 5000's range, and
+	// names 1024's as its old route.
+	im := &change.Images{Decoded: [][]any{{int64(1024), "n"}, {int64(5000), "n"}}}
+	rc := change.NewRowChange(ints, change.Update, 0, im, 0)
+	moved := byRange.change(&change.Event{Source: "a", Seq: 2}, &rc)
+	if to, _ := routeOf(byRange, ints, "a", int64(5000)); !moved.Moved || moved.Route != to || moved.OldRoute != first {
+		t.Errorf("a key moved 1024 → 5000: moved %v, route %d (5000's %d), old route %d (1024's %d)", moved.Moved, moved.Route, to, moved.OldRoute, first)
 	}
 	byKey := newKeyer(true, RouteByKey)
 	c := NewCausality(16)

@@ -212,14 +212,14 @@ func (r *Runner) run(ctx context.Context) error {
 					if !start[w].Before(Point{ch.Seq, ch.Row.Index}) && !(reread && ch.Seq == start[w].Seq) {
 						continue // applied before a restart
 					}
-					if waits := c.Waits(w, ch.PK, ch.Others); len(waits) > 0 {
+					if waits := c.Waits(w, &ch); len(waits) > 0 {
 						r.conflicts.Add(1)
 						if err := p.waitHanded(waits...); err != nil {
 							return err
 						}
 					}
 					t := p.hand(w, ch)
-					c.Hold(w, t.N, ch.PK, ch.Others)
+					c.Hold(w, t.N, &ch)
 				}
 			case change.EventDDL:
 				// A DDL is a barrier: everything before it applied first.
@@ -377,15 +377,19 @@ func (k *keyer) change(ev *change.Event, rc *change.RowChange) Change {
 	}
 	c := Change{Seq: ev.Seq, Source: ev.Source, Origin: n.origin, Logical: n.logical, Row: rc}
 	c.PK, c.Others, c.Moved = k.keys(rc, n.keyTable, n.keyIdx)
-	c.Route = k.route(rc, c.PK, n)
+	c.Route = k.route(rc, rc.HasAfter(), c.PK, n)
+	if c.Moved {
+		c.OldRoute = k.route(rc, false, c.Others[0], n)
+	}
 	return c
 }
 
-// route is Change.Route of rc, whose primary key is pk.
-func (k *keyer) route(rc *change.RowChange, pk string, n tableNames) uint32 {
+// route is the route of rc's primary key pk, in its after image or its
+// before image.
+func (k *keyer) route(rc *change.RowChange, after bool, pk string, n tableNames) uint32 {
 	if k.routing == RouteByRange && len(n.keyIdx) == 1 {
 		var bucket uint64
-		switch v := rc.Value(rc.HasAfter(), n.keyIdx[0]).(type) {
+		switch v := rc.Value(after, n.keyIdx[0]).(type) {
 		case int64:
 			bucket = uint64(v >> rangeShift)
 		case uint64:

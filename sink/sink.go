@@ -69,8 +69,9 @@ type Change struct {
 	Others []string
 	Moved  bool
 	// Route picks the change's worker (Causality.WorkerOf): its primary
-	// key's hash, or its key range's (Routing).
-	Route uint32
+	// key's hash, or its key range's (Routing). OldRoute is the old
+	// primary key's (Moved).
+	Route, OldRoute uint32
 	// MayExist: the change may find its row already as it makes it (a
 	// snapshot chunk read again brought it, or is it; see
 	// change.Event.FreshAt), so an INSERT that finds its key is an
@@ -174,16 +175,26 @@ func appendKey(b []byte, table string, idx []int, value func(i int) change.Value
 }
 
 // Causality assigns row changes to workers by their primary key's hash
-// and remembers, for each key, the last change that holds it: its worker,
-// and how many changes that worker had been handed through it (a Ticket).
-// A change one of whose keys (its primary key, a unique value, the old key
-// of a key-changing UPDATE) is held on another worker waits until that
-// worker has applied that many: TiDB DM's causality, waiting for the one
+// (or range) and makes a change wait for the changes on other workers
+// that hold one of its keys: TiDB DM's causality, waiting for the one
 // worker concerned rather than for all. It is pure and not safe for
 // concurrent use.
+//
+// A primary key's worker is a function of the key, so the changes of one
+// primary key go to one worker, which applies them in stream order, and
+// need no record. Only the keys a change holds besides its primary key
+// (its unique values, the old key of a key-changing UPDATE) can be held
+// on two workers: Causality remembers those, each with the last change
+// that holds it (its worker, and how many changes that worker had been
+// handed through it: a Ticket). A change waits for the ticket of each of
+// its keys held on another worker, and a key-changing UPDATE also for
+// every change handed so far to its old key's worker, which had the old
+// key's earlier changes. Keeping every primary key as well cost the
+// runner a sixth of its CPU (bench/sink_test.go), for nothing.
 type Causality struct {
 	workers int
 	held    map[string]Ticket
+	last    []uint64 // how many changes each worker had been handed
 }
 
 // Ticket is a worker and a count of the changes handed to it.
@@ -194,7 +205,7 @@ type Ticket struct {
 
 // NewCausality returns the causality of n workers, nothing held.
 func NewCausality(n int) *Causality {
-	return &Causality{workers: n, held: map[string]Ticket{}}
+	return &Causality{workers: n, held: map[string]Ticket{}, last: make([]uint64, n)}
 }
 
 // Worker is the worker of primary key pk by its hash (RouteByKey): a
@@ -252,15 +263,23 @@ func routeHash[T string | []byte](s T) uint32 {
 	return h
 }
 
-// Waits returns what a change for worker w with keys pk and others must
-// wait for: the tickets of its keys held on other workers (the caller
-// skips those already applied).
-func (c *Causality) Waits(w int, pk string, others []string) []Ticket {
+// Waits returns what change ch, for worker w, must wait for: the tickets
+// of its keys held on other workers, and of a key-changing UPDATE's old
+// key's worker (the caller skips those already applied).
+func (c *Causality) Waits(w int, ch *Change) []Ticket {
 	var out []Ticket
-	for i := -1; i < len(others); i++ {
-		k := pk
+	if ch.Moved {
+		if ow := c.WorkerOf(ch.OldRoute); ow != w && c.last[ow] > 0 {
+			out = append(out, Ticket{ow, c.last[ow]})
+		}
+	}
+	if len(c.held) == 0 {
+		return out
+	}
+	for i := -1; i < len(ch.Others); i++ {
+		k := ch.PK
 		if i >= 0 {
-			k = others[i]
+			k = ch.Others[i]
 		}
 		if t, ok := c.held[k]; ok && t.Worker != w {
 			out = append(out, t)
@@ -269,11 +288,10 @@ func (c *Causality) Waits(w int, pk string, others []string) []Ticket {
 	return out
 }
 
-// Hold records that the change handed to worker w as its n'th holds pk
-// and others.
-func (c *Causality) Hold(w int, n uint64, pk string, others []string) {
-	c.held[pk] = Ticket{w, n}
-	for _, k := range others {
+// Hold records that ch was handed to worker w as its n'th.
+func (c *Causality) Hold(w int, n uint64, ch *Change) {
+	c.last[w] = n
+	for _, k := range ch.Others {
 		c.held[k] = Ticket{w, n}
 	}
 }
