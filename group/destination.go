@@ -116,9 +116,19 @@ type Destination struct {
 	// the first run gave to another transaction.
 	keptOut     chan struct{}
 	keptOutOnce sync.Once
-	cursor      Cursor
-	skew        time.Duration
-	log         *slog.Logger
+	// lates are the late transactions kept before that go out from the
+	// cursor on, in order (SnapshotChunk.Late), lateNext the next of
+	// them; lateHeld marks the sources whose queue one of them heads, not
+	// offered until its point. latesRead is when a ReplayOnly
+	// destination last read them.
+	lates     []SnapshotChunk
+	lateNext  int
+	lateHeld  []bool
+	latesRead time.Time
+
+	cursor Cursor
+	skew   time.Duration
+	log    *slog.Logger
 
 	lastSeen  []time.Time // per source: when its last event reached the merge
 	fineTime  []bool      // per source: its commit times have sub-second precision
@@ -224,9 +234,12 @@ func New(cfg Config) (*Destination, error) {
 		}
 		d.ddl = newShardDDL(d, from, cfg.Decisions)
 	}
-	var chunks []SnapshotChunk
-	if snapshotOn(ds) && cfg.Chunks != nil {
-		chunks = cfg.Chunks()
+	var chunks, lates []SnapshotChunk
+	if cfg.Chunks != nil {
+		chunks, lates = splitLate(cfg.Chunks())
+		if !snapshotOn(ds) {
+			chunks = nil
+		}
 	}
 	d.snaps = make([]*sourceSnapshot, len(ds.Sources))
 	for i, src := range ds.Sources {
@@ -265,6 +278,7 @@ func New(cfg Config) (*Destination, error) {
 		d.cursor.Seq, d.cursor.Taken = cfg.Resume.Seq, cfg.Resume.Taken
 	}
 	d.kept = keptAfter(chunks, d.cursor.Taken)
+	d.lates, d.lateHeld, d.latesRead = keptAfter(lates, d.cursor.Taken), make([]bool, len(ds.Sources)), cfg.Now()
 	d.keptOut = make(chan struct{})
 	if len(d.kept) == 0 {
 		d.keptOutOnce.Do(func() { close(d.keptOut) })
@@ -524,7 +538,25 @@ func (d *Destination) merge(ctx context.Context, queues []*sourceQueue, arrived 
 			d.publish(false)
 			continue
 		}
-		if src, _, ok := d.merger.Next(); ok && !wait {
+		src, wait, err = d.dueLate(head, wait)
+		if err != nil {
+			return err
+		}
+		if src >= 0 {
+			if err := d.emitTx(ctx, src, head[src], queues[src], emit); err != nil {
+				return err
+			}
+			head[src], offered[src] = nil, false
+			progressAt = d.cfg.Now()
+			d.publish(false)
+			continue
+		}
+		if src, key, ok := d.merger.Next(); ok && !wait {
+			if d.merger.Behind(key) {
+				if err := d.keepLate(src, head[src], key); err != nil {
+					return err
+				}
+			}
 			if err := d.emitTx(ctx, src, head[src], queues[src], emit); err != nil {
 				return err
 			}
@@ -575,7 +607,8 @@ func (d *Destination) dueChunk(chunks []*chunkOut) (src int, wait bool, err erro
 	if d.keptNext >= len(d.kept) && d.cfg.ReplayOnly && d.cfg.Chunks != nil && slices.ContainsFunc(chunks, func(c *chunkOut) bool { return c != nil }) {
 		// A replay reader learns the chunks its live run kept since it
 		// started when one heads a queue (not on every turn: the merge's).
-		d.kept, d.keptNext = keptAfter(d.cfg.Chunks(), d.cursor.Taken), 0
+		chunks, _ := splitLate(d.cfg.Chunks())
+		d.kept, d.keptNext = keptAfter(chunks, d.cursor.Taken), 0
 	}
 	if d.keptNext < len(d.kept) {
 		if k := d.kept[d.keptNext]; k.Taken == d.cursor.Taken {
@@ -611,6 +644,68 @@ func (d *Destination) dueChunk(chunks []*chunkOut) (src int, wait bool, err erro
 		return s, false, nil
 	}
 	return -1, false, nil
+}
+
+// keepLate keeps source src's transaction beginning with first, whose key
+// is below one that went out already (a source clock further behind than
+// max_clock_skew, a transaction committed long after its events' time,
+// or a heartbeat read late), before it goes out now: a replay emits it
+// at this point again (dueLate), so its seq and the others' stay.
+func (d *Destination) keepLate(src int, first *change.Event, key Key) error {
+	rec := SnapshotChunk{Source: src, At: first.Pos, Taken: d.cursor.Taken, Time: key.Time, Late: true}
+	name := d.cfg.Spec.Sources[src].Name
+	if keep := d.cfg.RecordChunk; keep != nil {
+		if err := keep(rec); err != nil {
+			return fmt.Errorf("group: source %s: keep late transaction at %s: %w", name, first.Pos, err)
+		}
+	}
+	d.log.Warn("a transaction came below the merged stream's order (late): it goes out now, out of order, kept so that a replay gives it the same seq; if this repeats, raise max_clock_skew or check the source's clock",
+		"source", name, "position", first.Pos.String(), "commit", time.UnixMicro(key.Time).UTC(), "taken", rec.Taken)
+	return nil
+}
+
+// keptLate reports whether ev, source s's next transaction, is a late
+// transaction kept before (keepLate) that goes out later.
+func (d *Destination) keptLate(s int, ev *change.Event) bool {
+	if d.cfg.ReplayOnly && d.lateNext >= len(d.lates) && d.cfg.Now().Sub(d.latesRead) >= time.Second {
+		// A replay reader learns the lates its live run kept since.
+		_, lates := splitLate(d.cfg.Chunks())
+		d.lates, d.lateNext, d.latesRead = keptAfter(lates, d.cursor.Taken), 0, d.cfg.Now()
+	}
+	for _, k := range d.lates[d.lateNext:] {
+		if k.Source == s && k.At == ev.Pos {
+			return true
+		}
+	}
+	return false
+}
+
+// dueLate returns the source whose kept late transaction goes out now, or
+// -1, and whether nothing else may go now (wait, or the late transaction
+// is due and its source has not brought it yet).
+func (d *Destination) dueLate(head []*change.Event, wait bool) (src int, _ bool, err error) {
+	if d.lateNext >= len(d.lates) {
+		return -1, wait, nil
+	}
+	k := d.lates[d.lateNext]
+	switch {
+	case k.Taken < d.cursor.Taken:
+		return -1, wait, fmt.Errorf("group: source %s: a late transaction at %s went out at point %d of the stream, which is past (%d): the chunk log does not match the cursor; delete the cursor and the chunk log to start over",
+			d.cfg.Spec.Sources[k.Source].Name, k.At, k.Taken, d.cursor.Taken)
+	case k.Taken > d.cursor.Taken || wait:
+		return -1, wait, nil
+	case !d.lateHeld[k.Source]:
+		if head[k.Source] != nil {
+			return -1, wait, fmt.Errorf("group: source %s: a late transaction at %s went out at point %d of the stream, but the source brings %s there: the chunk log does not match the binlog; delete the cursor and the chunk log to start over",
+				d.cfg.Spec.Sources[k.Source].Name, k.At, k.Taken, head[k.Source].Pos)
+		}
+		return -1, true, nil // its source brings it next
+	}
+	d.lateNext++
+	d.lateHeld[k.Source] = false
+	d.merger.Hold(k.Source, false)
+	d.merger.Offer(k.Source, head[k.Source].CommitTime.UnixMicro())
+	return k.Source, false, nil
 }
 
 // keptAfter returns the chunks kept that go out at or after point taken,
@@ -656,6 +751,14 @@ func (d *Destination) consumeHead(s int, head []*change.Event, offered []bool) e
 	case change.EventBegin, change.EventDDL:
 		if ev.CommitTime.Nanosecond() != 0 && !ev.Snapshot {
 			d.fineTime[s] = true // MySQL 8's immediate_commit_timestamp
+		}
+		if d.keptLate(s, ev) {
+			// It goes out at its point (dueLate); till then the others'
+			// transactions go without waiting for this source, as they
+			// went before it the first time.
+			d.lateHeld[s], offered[s] = true, true
+			d.merger.Hold(s, true)
+			return nil
 		}
 		d.merger.Offer(s, ev.CommitTime.UnixMicro())
 		offered[s] = true

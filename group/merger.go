@@ -148,6 +148,10 @@ func (m *Merger) Done(src int) {
 	}
 }
 
+// Behind reports whether key k, offered, is below a key that went out
+// already: a late transaction, in strict order.
+func (m *Merger) Behind(k Key) bool { return m.strict && m.outAny && k.Less(m.out) }
+
 // Late counts transactions offered, in strict order, below a key that had
 // already gone out.
 func (m *Merger) Late() int { return m.late }

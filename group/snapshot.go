@@ -82,6 +82,27 @@ type SnapshotChunk struct {
 	At    change.Position `json:"at"`
 	Taken uint64          `json:"taken"`
 	Time  int64           `json:"time"`
+	// Late marks not a chunk but a late transaction (see Merger.Offer):
+	// source Source's transaction that begins At went out at point Taken,
+	// below keys already out, and a replay emits it there again. The
+	// chunk log keeps them because, like a chunk's, a late transaction's
+	// point of the stream depends on when it came, not on the binlogs
+	// alone, and they go to the same places (a file, Raft, a replay
+	// reader) by the same way. Index and Table are unset.
+	Late bool `json:"late,omitempty"`
+}
+
+// splitLate parts a chunk log into the snapshot's chunks and the late
+// transactions.
+func splitLate(log []SnapshotChunk) (chunks, lates []SnapshotChunk) {
+	for _, c := range log {
+		if c.Late {
+			lates = append(lates, c)
+		} else {
+			chunks = append(chunks, c)
+		}
+	}
+	return chunks, lates
 }
 
 // chunkOut is what the merge learns of a chunk whose events a source's

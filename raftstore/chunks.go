@@ -19,6 +19,7 @@ type chunkRecord struct {
 	At      change.Position `json:"at"`
 	Taken   uint64          `json:"taken"`
 	Time    int64           `json:"time"`
+	Late    bool            `json:"late,omitempty"`
 }
 
 // SaveChunk appends an initial-snapshot chunk to the destination's chunk

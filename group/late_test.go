@@ -1,0 +1,67 @@
+package group_test
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/braid-cdc/braid/group"
+)
+
+// TestRestartAfterLateTransaction: a transaction whose commit time is
+// below a watermark its source's heartbeats already promised (a source
+// clock behind, a heartbeat read behind a full queue, a slow commit: here
+// SET timestamp) goes out late, after another source's larger key, and is
+// kept in the chunk log first. A restart from a cursor before both, with
+// that log, gives each the seq it had; without it the replay sorts them
+// by key and the seqs name other transactions.
+func TestRestartAfterLateTransaction(t *testing.T) {
+	base := time.Now().Add(-time.Hour).Truncate(time.Second)
+	srvs := shards(t, base)
+	spec := shopSpec(srvs, earliest, "strict")
+	var mu sync.Mutex
+	var kept []group.SnapshotChunk
+	first := collect(t, group.Config{Spec: spec, RecordChunk: func(c group.SnapshotChunk) error {
+		mu.Lock()
+		defer mu.Unlock()
+		kept = append(kept, c)
+		return nil
+	}})
+	first.waitTxs(t, 6, 30*time.Second) // the six CREATE TABLEs
+	time.Sleep(time.Second)             // heartbeats: every watermark is about now - 1s
+	at := base.Add(10 * time.Second).Unix()
+	// s1's, key (at, 1): out at once, the others' watermarks being far above.
+	srvs[1].Exec(t, fmt.Sprintf("SET timestamp = %d", at), "INSERT INTO shop_1.orders VALUES (1, 'y')")
+	first.waitTxs(t, 7, 10*time.Second)
+	// s0's, key (at, 0) < (at, 1): late.
+	srvs[0].Exec(t, fmt.Sprintf("SET timestamp = %d", at), "INSERT INTO shop_0.orders VALUES (2, 'x')")
+	all := first.waitTxs(t, 8, 10*time.Second)
+	if n := first.dest.Late(); n != 1 {
+		t.Fatalf("late: %d, want 1", n)
+	}
+	first.mu.Lock()
+	cursor := first.cursors[6]
+	first.mu.Unlock()
+	first.stop(t)
+	mu.Lock()
+	log := slices.Clone(kept)
+	mu.Unlock()
+	if len(log) != 1 || !log[0].Late || log[0].Source != 0 || log[0].Taken != cursor.Taken+1 || log[0].At != all[7].pos {
+		t.Fatalf("the chunk log holds %+v; want the late transaction of s0 at %s, point %d", log, all[7].pos, cursor.Taken+1)
+	}
+
+	second := collect(t, group.Config{Spec: spec, Resume: cursor, Chunks: func() []group.SnapshotChunk { return log }})
+	for i, x := range second.waitTxs(t, 2, 30*time.Second) {
+		if w := all[6+i]; x.seq != w.seq || x.source != w.source || !slices.Equal(x.ids, w.ids) || x.pos != w.pos {
+			t.Errorf("after restart, seq %d is %s %v at %s; the first run gave seq %d to %s %v at %s",
+				x.seq, x.source, x.ids, x.pos, w.seq, w.source, w.ids, w.pos)
+		}
+	}
+	// More transactions after it go on in order.
+	srvs[0].Exec(t, "INSERT INTO shop_0.orders VALUES (3, 'z')")
+	if got := second.waitTxs(t, 3, 30*time.Second); got[2].seq != all[7].seq+1 || !slices.Equal(got[2].ids, []int64{3}) {
+		t.Errorf("after the late transaction: %+v", got[2])
+	}
+}
