@@ -49,6 +49,7 @@ type Merger struct {
 	out    Key     // the last key that went out
 	outAny bool
 	late   int
+	under  int
 	// hold marks sources that bound nothing for now (see Hold).
 	hold []bool
 }
@@ -84,6 +85,9 @@ func (m *Merger) Offer(src int, commit int64) Key {
 	t := max(commit, m.last[src])
 	m.last[src] = t
 	k := Key{Time: t, Source: src}
+	if m.strict && t < m.wm[src] {
+		m.under++
+	}
 	if m.strict && m.outAny && k.Less(m.out) {
 		// The source's clock ran further behind braid's than the
 		// watermark allowed: it goes out at once, out of order, and is
@@ -151,6 +155,12 @@ func (m *Merger) Done(src int) {
 // Behind reports whether key k, offered, is below a key that went out
 // already: a late transaction, in strict order.
 func (m *Merger) Behind(k Key) bool { return m.strict && m.outAny && k.Less(m.out) }
+
+// Undercut counts transactions offered, in strict order, below their own
+// source's watermark: the source promised too much (a clock behind by
+// more than the skew allowed, a stale heartbeat). Each could have gone
+// out late; those the others' keys had passed did (Late).
+func (m *Merger) Undercut() int { return m.under }
 
 // Late counts transactions offered, in strict order, below a key that had
 // already gone out.
