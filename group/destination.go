@@ -546,42 +546,31 @@ func (d *Destination) merge(ctx context.Context, queues []*sourceQueue, arrived 
 				}
 			}
 		}
+		// What goes next: a chunk or a late transaction kept at this
+		// point, else the merge's choice (unless one of those is due and
+		// its source has not brought it yet).
 		src, wait, err := d.dueChunk(chunks)
+		if err == nil && src < 0 {
+			src, wait, err = d.dueLate(head, wait)
+		}
 		if err != nil {
 			return err
+		}
+		if src < 0 && !wait {
+			if next, key, ok := d.merger.Next(); ok {
+				if d.merger.Behind(key) {
+					if err := d.keepLate(next, head[next], key); err != nil {
+						return err
+					}
+				}
+				src = next
+			}
 		}
 		if src >= 0 {
 			if err := d.emitTx(ctx, src, head[src], queues[src], emit); err != nil {
 				return err
 			}
 			head[src], offered[src], chunks[src] = nil, false, nil
-			progressAt = d.cfg.Now()
-			d.publish(false)
-			continue
-		}
-		src, wait, err = d.dueLate(head, wait)
-		if err != nil {
-			return err
-		}
-		if src >= 0 {
-			if err := d.emitTx(ctx, src, head[src], queues[src], emit); err != nil {
-				return err
-			}
-			head[src], offered[src] = nil, false
-			progressAt = d.cfg.Now()
-			d.publish(false)
-			continue
-		}
-		if src, key, ok := d.merger.Next(); ok && !wait {
-			if d.merger.Behind(key) {
-				if err := d.keepLate(src, head[src], key); err != nil {
-					return err
-				}
-			}
-			if err := d.emitTx(ctx, src, head[src], queues[src], emit); err != nil {
-				return err
-			}
-			head[src], offered[src] = nil, false
 			progressAt = d.cfg.Now()
 			d.lastSeen[src] = progressAt
 			d.publish(false)
