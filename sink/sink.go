@@ -111,6 +111,11 @@ func WorkersChanged(sinkName string, had, n int, where string) error {
 	return fmt.Errorf("sink %s: its checkpoints were written by %d workers, the spec has %d, and a key's worker depends on the count: keep workers: %d, or delete %s to apply from the start", sinkName, had, n, had, where)
 }
 
+// WorkersRow is the worker of a SQL target's checkpoint row whose seq is
+// how many workers the sink has (WorkersChanged) and whose idx their
+// routing (Routing): what KeptRouting reads as had and routing.
+const WorkersRow = -1
+
 // KeptRouting is the routing of a sink of n workers whose target keeps,
 // beside its workers' checkpoints (some: there are any), the count had
 // (0: none kept) and the routing it was kept with, routing. A new sink

@@ -233,7 +233,7 @@ func (t *Target) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
 		if err := rows.Scan(&w, &seq, &idx); err != nil {
 			return nil, err
 		}
-		if w == workersRow {
+		if w == sink.WorkersRow {
 			had, routing = int(seq), sink.Routing(idx)
 			continue
 		}
@@ -247,7 +247,7 @@ func (t *Target) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
 		return nil, err
 	}
 	routing, err = sink.KeptRouting(t.spec.Name, n, had, routing, some, "the sink's rows of "+t.checkpointTable(), func(r sink.Routing) error {
-		_, err := c.Exec(ctx, "INSERT INTO "+t.checkpointTable()+" (sink, worker, seq, idx) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING", t.spec.Name, workersRow, n, int32(r))
+		_, err := c.Exec(ctx, "INSERT INTO "+t.checkpointTable()+" (sink, worker, seq, idx) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING", t.spec.Name, sink.WorkersRow, n, int32(r))
 		return err
 	})
 	if err != nil {
@@ -256,11 +256,6 @@ func (t *Target) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
 	t.routing.Store(int32(routing))
 	return out, nil
 }
-
-// workersRow is the worker of the checkpoint row whose seq is how many
-// workers the sink has (sink.WorkersChanged) and whose idx their routing
-// (sink.Routing).
-const workersRow = -1
 
 // Routing implements sink.RoutedTarget.
 func (t *Target) Routing() sink.Routing { return sink.Routing(t.routing.Load()) }
