@@ -56,10 +56,12 @@
 //     nothing is still on its way when the partition ends are read again
 //     (by a new client, with a producer ID of its own).
 //   - No record is written past a failed one of its partition. Publish
-//     buffers a chunk of records whole before it sends any (manual
-//     flushing): a batch the brokers fail makes franz-go fail every
-//     buffered record of that partition after it, and Publish produces no
-//     further chunk after a failure. A sequence the brokers lost
+//     flushes a chunk only once franz-go has put every record of it in its
+//     partition's buffer (manual flushing; a new client holds a topic's
+//     records until the topic's metadata comes, and would otherwise send
+//     the first ones alone): a batch the brokers fail makes franz-go fail
+//     every buffered record of that partition after it, and Publish
+//     produces no further chunk after a failure. A sequence the brokers lost
 //     (OUT_OF_ORDER_SEQUENCE) fails the records rather than sending them
 //     again out of order. Should a record still be written past a failed
 //     one, Publish returns ErrGap, then and at every later call, and the

@@ -36,6 +36,9 @@ type Publisher struct {
 	// broken, once set, is returned by every Publish: a partition lost a
 	// message that the sink cannot write again in its place.
 	broken error
+	// placing follows the chunk produce is producing, until each of its
+	// records is in its partition's buffer (placedHook).
+	placing atomic.Pointer[placement]
 
 	applied, pending, skipped atomic.Uint64
 }
@@ -88,24 +91,32 @@ func (p *Publisher) client() (*kgo.Client, error) {
 	// Idempotent (franz-go's default: acks from all in-sync replicas,
 	// each partition's records in order, retried without duplicates),
 	// partitioned by Record's Partition, which Publish sets. Records are
-	// sent when Publish flushes, once a chunk is all buffered: a
-	// partition's batch that fails then fails every record after it in
-	// the chunk too (franz-go fails all the partition's buffered
-	// records), so no later record is written past a failed one. A
-	// sequence the brokers lost (OUT_OF_ORDER_SEQUENCE) fails too, rather
-	// than being sent again out of order: Publish reads the partition
-	// ends again and sends what is missing, in order.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(p.brokers...),
+	// sent when Publish flushes, once every record of a chunk is in its
+	// partition's buffer (placement): a partition's batch that fails then
+	// fails every record after it in the chunk too (franz-go fails all
+	// the partition's buffered records, and the brokers take no later
+	// batch in flight past the failed one, its sequence not next), so no
+	// later record is written past a failed one. A sequence the brokers
+	// lost (OUT_OF_ORDER_SEQUENCE) fails too, rather than being sent
+	// again out of order: Publish reads the partition ends again and
+	// sends what is missing, in order.
+	opts := []kgo.Opt{kgo.SeedBrokers(p.brokers...),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ManualFlushing(),
-		kgo.MaxBufferedRecords(2*chunk),
-		kgo.StopProducerOnDataLossDetected())
+		kgo.MaxBufferedRecords(2 * chunk),
+		kgo.StopProducerOnDataLossDetected(),
+		kgo.WithHooks(placedHook{p})}
+	cl, err := kgo.NewClient(append(opts, clientOpts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("sink %s: %w", p.name, err)
 	}
 	p.cl = cl
 	return cl, nil
 }
+
+// clientOpts are added to the producing client's options: a test's
+// hooks, logger or partitioner (SetClientOpts).
+var clientOpts []kgo.Opt
 
 // MaxRows is 1: a record carries one row, keyed by its primary key.
 func (p *Publisher) MaxRows() int { return 1 }
@@ -216,8 +227,10 @@ func (p *Publisher) produce(ctx context.Context, cl *kgo.Client, recs []*kgo.Rec
 		wg     sync.WaitGroup
 		failed bool
 	)
+	defer p.placing.Store(nil)
 	promise := func(r *kgo.Record, err error) {
 		// Promises run one at a time, on the client's goroutine.
+		p.placing.Load().place(r) // failed before it was buffered, maybe
 		errs[idx[r]] = err
 		failed = failed || err != nil
 		p.pending.Add(^uint64(0))
@@ -228,12 +241,14 @@ func (p *Publisher) produce(ctx context.Context, cl *kgo.Client, recs []*kgo.Rec
 	}
 	for start := 0; start < len(recs); start += chunk {
 		part := recs[start:min(start+chunk, len(recs))]
+		pl := newPlacement(idx, start, len(part))
+		p.placing.Store(pl)
 		wg.Add(len(part))
 		p.pending.Add(uint64(len(part)))
 		for _, r := range part {
 			cl.Produce(ctx, r, promise)
 		}
-		p.await(ctx, cl, &wg)
+		p.await(ctx, cl, &wg, pl.all)
 		if failed {
 			for k := start + len(part); k < len(recs); k++ {
 				errs[k] = errNotProduced
@@ -248,17 +263,68 @@ func (p *Publisher) produce(ctx context.Context, cl *kgo.Client, recs []*kgo.Rec
 // already sent before it closes its client.
 var abandonAfter = 10 * time.Second
 
-// await flushes cl and waits for every promise of wg. Not cut short by
-// ctx at once: the records not yet sent fail as soon as ctx ends, but
-// those sent are waited for (their outcome is what the next Publish must
-// know); if the brokers still have not answered abandonAfter after ctx
-// ended (they are down), the client is closed, which fails them. A record
-// sent then may still be written if a broker had read it: the next
-// Publish, or the next process, reads the partition ends again.
-func (p *Publisher) await(ctx context.Context, cl *kgo.Client, wg *sync.WaitGroup) {
+// placement follows a chunk's records until each is in its partition's
+// buffer, or failed before it got there.
+//
+// franz-go holds the records of a topic the client has no metadata of
+// yet (every topic, for the client a Publish after an error makes) until
+// the metadata comes, then buffers them one by one. A Flush begun before
+// then sends a partition's first records alone, and if that batch fails,
+// franz-go fails what the partition has buffered so far and sends the
+// records buffered after as a new sequence, which the brokers write: a
+// record written past a failed one (ErrGap). So a chunk is flushed only
+// once all of it is placed.
+type placement struct {
+	idx    map[*kgo.Record]int // every record of the Publish, at its index
+	start  int                 // the chunk's first record's index
+	placed []atomic.Bool       // by index from start
+	left   atomic.Int64        // how many are not yet placed
+	all    chan struct{}       // closed once none is left
+}
+
+func newPlacement(idx map[*kgo.Record]int, start, n int) *placement {
+	pl := &placement{idx: idx, start: start, placed: make([]atomic.Bool, n), all: make(chan struct{})}
+	pl.left.Store(int64(n))
+	return pl
+}
+
+// place marks record r placed, if it is of the chunk (pl may be nil).
+func (pl *placement) place(r *kgo.Record) {
+	if pl == nil {
+		return
+	}
+	k, ok := pl.idx[r]
+	k -= pl.start
+	if ok && k >= 0 && k < len(pl.placed) && pl.placed[k].CompareAndSwap(false, true) && pl.left.Add(-1) == 0 {
+		close(pl.all)
+	}
+}
+
+// placedHook marks each record franz-go puts in its partition's buffer
+// placed.
+type placedHook struct{ p *Publisher }
+
+var _ kgo.HookProduceRecordPartitioned = placedHook{}
+
+func (h placedHook) OnProduceRecordPartitioned(r *kgo.Record, _ int32) {
+	h.p.placing.Load().place(r)
+}
+
+// await waits until placed is closed, then flushes cl and waits for every
+// promise of wg. Not cut short by ctx at once: the records not yet sent
+// fail as soon as ctx ends, but those sent are waited for (their outcome
+// is what the next Publish must know); if the brokers still have not
+// answered abandonAfter after ctx ended (they are down), the client is
+// closed, which fails them. A record sent then may still be written if a
+// broker had read it: the next Publish, or the next process, reads the
+// partition ends again.
+func (p *Publisher) await(ctx context.Context, cl *kgo.Client, wg *sync.WaitGroup, placed <-chan struct{}) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		// Not cut short either: records still held for their topic's
+		// metadata fail when ctx ends, or when the client is closed.
+		<-placed
 		cl.Flush(context.WithoutCancel(ctx))
 		wg.Wait()
 	}()
