@@ -141,9 +141,11 @@ type Destination struct {
 type Stats struct {
 	// Seq is the last transaction emitted.
 	Seq uint64
-	// Late counts transactions that came below a promised watermark.
-	Late    int
-	Sources []SourceStats
+	// Late counts transactions that came below a promised watermark;
+	// Undercut those that came below their own source's (Merger.Undercut:
+	// the late ones, and the near misses).
+	Late, Undercut int
+	Sources        []SourceStats
 }
 
 // SourceStats is one source's part of Stats.
@@ -334,7 +336,7 @@ func (d *Destination) publish(force bool) {
 		return
 	}
 	d.published = now
-	st := Stats{Seq: d.cursor.Seq, Late: d.merger.Late(), Sources: make([]SourceStats, len(d.cursor.Sources))}
+	st := Stats{Seq: d.cursor.Seq, Late: d.merger.Late(), Undercut: d.merger.Undercut(), Sources: make([]SourceStats, len(d.cursor.Sources))}
 	for i, sc := range d.cursor.Sources {
 		st.Sources[i] = SourceStats{Name: sc.Name, Pos: sc.Pos, LastSeen: d.lastSeen[i]}
 		if last := d.merger.Last(i); last > math.MinInt64 {

@@ -68,6 +68,8 @@ var (
 		"The seq of the last transaction the merge emitted.", prometheus.GaugeValue, destLabels)
 	destLate = newFamily("braid_destination_late_transactions_total",
 		"Transactions that came below a watermark already passed (a source clock beyond max_clock_skew) and went out of commit-time order.", prometheus.CounterValue, destLabels)
+	destUndercut = newFamily("braid_destination_undercut_transactions_total",
+		"Transactions that came below their own source's watermark (it promised too much: a clock behind, a slow commit): each could have gone out late.", prometheus.CounterValue, destLabels)
 	destWaiting = newFamily("braid_destination_waiting_sources",
 		"How many sources strict order is waiting for.", prometheus.GaugeValue, destLabels)
 	destStoreEvents = newFamily("braid_destination_store_events",
@@ -112,7 +114,7 @@ var families = []family{
 	sourceConnected, sourceIdle, sourceBehind, sourceLag, sourceWaiting, sourceLastCommit,
 	sourceEvents, sourceBytes, sourceRows, sourceErrors, sourceLastError,
 	snapshotRows, snapshotTables, snapshotTablesDone, snapshotDone, snapshotETA,
-	destHeadSeq, destLate, destWaiting, destStoreEvents, destStoreBytes, destStorePeak, destConsumers,
+	destHeadSeq, destLate, destUndercut, destWaiting, destStoreEvents, destStoreBytes, destStorePeak, destConsumers,
 	ddlLocks, ddlLockPending, ddlHeldRows,
 	sinkApplied, sinkLagSeq, sinkRows, sinkUpserts, sinkMissing, sinkReplayed, sinkUp, sinkLagSec, sinkConfl, sinkPending, sinkReturns,
 	consumerAcked, consumerLagSeq, consumerLagSeconds, consumerUnacked,
@@ -214,6 +216,7 @@ func (c *Collector) collect(ch chan<- prometheus.Metric, s *stream.Served, now t
 	if gs != nil {
 		emit(destHeadSeq, float64(gs.Seq), s.Name)
 		emit(destLate, float64(gs.Late), s.Name)
+		emit(destUndercut, float64(gs.Undercut), s.Name)
 		waiting := 0
 		for _, src := range gs.Sources {
 			l := []string{s.Name, src.Name}

@@ -246,6 +246,11 @@ func TestScrapeSourceLag(t *testing.T) {
 			t.Errorf("source %s: no events or bytes counted", src)
 		}
 	}
+	for _, name := range []string{"braid_destination_late_transactions_total", "braid_destination_undercut_transactions_total"} {
+		if got := f.must(t, name, dest); got != 0 {
+			t.Errorf("%s %v with the shards' clocks right, want 0", name, got)
+		}
+	}
 
 	// Stall s1. Its lag rises from one scrape to the next; s0 stays idle.
 	resume := stall(t, srvs[1])

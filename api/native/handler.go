@@ -133,7 +133,7 @@ func (h *handler) state(w http.ResponseWriter, r *http.Request) {
 	st := wire.State{Name: s.Name, Sources: []wire.SourceState{}, Clients: []wire.ClientState{}}
 	if s.Stats != nil {
 		gs := s.Stats()
-		st.Seq, st.Late = gs.Seq, gs.Late
+		st.Seq, st.Late, st.Undercut = gs.Seq, gs.Late, gs.Undercut
 		for _, src := range gs.Sources {
 			ss := wire.SourceState{Name: src.Name, Pos: src.Pos.String(), Waiting: src.Waiting,
 				Connected: src.Connected, LastError: src.LastError, Idle: src.Idle, Behind: src.Behind,

@@ -18,6 +18,10 @@ type State struct {
 	// had already passed (a source clock beyond max_clock_skew): they are
 	// emitted, out of commit-time order.
 	Late int `json:"late"`
+	// Undercut counts the transactions that came below their own source's
+	// watermark: the source promised too much (a clock behind, a slow
+	// commit); each could have gone out late, and the late ones did.
+	Undercut int `json:"undercut"`
 	// Sources are the destination's sources, in spec order; empty for a
 	// destination that does not report a merge's statistics.
 	Sources []SourceState `json:"sources"`
