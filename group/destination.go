@@ -441,7 +441,6 @@ func (d *Destination) Run(parent context.Context, emit func(*change.Event) error
 		sem = make(chan struct{}, max(1, d.cfg.Spec.SnapshotParallelism))
 	}
 	snapErr := make(chan error, len(d.parsers))
-	beat := time.Duration(d.cfg.Spec.Heartbeat)
 	for i, p := range d.parsers {
 		q := newSourceQueue(d.cfg.QueueEvents, d.cfg.QueueBytes, arrived)
 		queues[i] = q
@@ -462,14 +461,11 @@ func (d *Destination) Run(parent context.Context, emit func(*change.Event) error
 		wg.Go(func() {
 			defer q.signal()
 			defer close(q.ch)
-			var handed time.Time // when the last event was passed on
 			q.err = p.Run(ctx, func(ev *change.Event) error {
-				if ev.Type == change.EventHeartbeat && fresh(handed, d.cfg.Now(), beat) {
+				if ev.Type == change.EventHeartbeat {
 					ev.CommitTime = d.cfg.Now() // when braid learnt the source was idle
 				}
-				err := pass(ev)
-				handed = d.cfg.Now()
-				return err
+				return pass(ev)
 			})
 		})
 	}
@@ -484,19 +480,6 @@ func (d *Destination) Run(parent context.Context, emit func(*change.Event) error
 	default:
 	}
 	return err
-}
-
-// fresh reports whether a heartbeat read at now, the last event before it
-// passed on at handed, says when the source was idle. The source sends
-// one when it has sent everything and waited a heartbeat period, so a
-// reader that is caught up waits about that long for it. One read sooner
-// sat behind other events (in the socket, the read-ahead, a full source
-// queue), maybe for seconds, and now would promise a time the source is
-// past: its next transactions would come in late. Such a heartbeat moves
-// no watermark (nor positions and snapshots, which it still serves); the
-// next one, a period later, does.
-func fresh(handed, now time.Time, beat time.Duration) bool {
-	return now.Sub(handed) >= beat/2
 }
 
 // merge is the merge loop; see Run.
@@ -740,9 +723,6 @@ func (d *Destination) consumeHead(s int, head []*change.Event, offered []bool) e
 	ev := head[s]
 	switch ev.Type {
 	case change.EventHeartbeat:
-		if ev.CommitTime.IsZero() {
-			break // read behind other events: not fresh
-		}
 		// Nothing the source commits from now on is older than braid's
 		// clock minus the skew allowance; but a source that stamps commits
 		// in whole seconds (MariaDB, MySQL 5.7) gives them keys down to
