@@ -356,10 +356,6 @@ func (d *Destination) publish(force bool) {
 // they went out at once, out of order.
 func (d *Destination) Late() int { return d.merger.Late() }
 
-// Undercut counts transactions that came below their own source's
-// watermark (Merger.Undercut). Call it from emit or after Run returns.
-func (d *Destination) Undercut() int { return d.merger.Undercut() }
-
 // sourceQueue is one source's events on their way from its parser to the
 // merge, bounded in events (the channel's capacity) and in bytes, and the
 // parser's final error.

@@ -88,7 +88,7 @@ func (m *Merger) Offer(src int, commit int64) Key {
 	if m.strict && t < m.wm[src] {
 		m.under++
 	}
-	if m.strict && m.outAny && k.Less(m.out) {
+	if m.Behind(k) {
 		// The source's clock ran further behind braid's than the
 		// watermark allowed: it goes out at once, out of order, and is
 		// counted. (Per-source order promises no order across sources,
