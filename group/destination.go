@@ -440,23 +440,31 @@ func (d *Destination) Run(parent context.Context, emit func(*change.Event) error
 	for i, p := range d.parsers {
 		q := newSourceQueue(d.cfg.QueueEvents, d.cfg.QueueBytes, arrived)
 		queues[i] = q
-		put := func(ev *change.Event) error { return q.put(ctx, ev) }
-		pass := put
+		pass := func(ev *change.Event) error { return q.put(ctx, ev) }
+		// The snapshot goroutine also sends on q.ch, so the parser's
+		// goroutine, which closes it, first stops that one and waits.
+		snapCtx, stopSnap := context.WithCancel(ctx)
+		snapDone := make(chan struct{})
+		if g := d.snaps[i]; g != nil && !d.cfg.ReplayOnly {
+			wg.Go(func() {
+				defer close(snapDone)
+				// An error after the parser stopped is the parser's.
+				if err := g.run(snapCtx, sem); err != nil && snapCtx.Err() == nil {
+					snapErr <- err
+					cancel()
+				}
+			})
+		} else {
+			close(snapDone)
+		}
 		if g := d.snaps[i]; g != nil {
-			g.push = put
+			g.push = func(ev *change.Event) error { return q.put(snapCtx, ev) }
 			pass = func(ev *change.Event) error { return g.pass(ctx, ev) }
-			if !d.cfg.ReplayOnly {
-				wg.Go(func() {
-					if err := g.run(ctx, sem); err != nil {
-						snapErr <- err
-						cancel()
-					}
-				})
-			}
 		}
 		wg.Go(func() {
 			defer q.signal()
 			defer close(q.ch)
+			defer func() { stopSnap(); <-snapDone }()
 			q.err = p.Run(ctx, func(ev *change.Event) error {
 				if ev.Type == change.EventHeartbeat {
 					ev.CommitTime = d.cfg.Now() // when braid learnt the source was idle
