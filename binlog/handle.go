@@ -109,7 +109,7 @@ func (p *Reader) handle(ctx context.Context, e *replication.BinlogEvent, emit fu
 		if p.replay.open {
 			return nil
 		}
-		return emit(&change.Event{Type: change.EventHeartbeat, Source: p.spec.Name, Pos: end})
+		return emit(&change.Event{Type: change.EventHeartbeat, Source: p.spec.Name, Pos: end, Stale: p.staleBeat})
 	}
 	return nil
 }

@@ -90,6 +90,9 @@ type Reader struct {
 	// transaction again from its start; replay says how much of it was
 	// already emitted so nothing is emitted twice.
 	replay txState
+	// staleBeat: the heartbeat being handled had more binlog right
+	// behind it (peek).
+	staleBeat bool
 
 	// What a target replaying the rows as binlog events needs
 	// (change.RowsBinlog): format is the MariaDB source's format
@@ -392,19 +395,52 @@ func (p *Reader) stream(ctx context.Context, emit func(*change.Event) error) err
 	if err != nil {
 		return p.streamError(err)
 	}
+	var behind *replication.BinlogEvent // read right after a heartbeat
 	for first := true; ; first = false {
-		e, err := st.GetEvent(ctx)
-		if err != nil {
-			return p.streamError(err)
+		e := behind
+		if e == nil {
+			if e, err = st.GetEvent(ctx); err != nil {
+				return p.streamError(err)
+			}
 		}
 		if first {
 			p.up()
+		}
+		if _, ok := e.Event.(*replication.HeartbeatEvent); ok {
+			if behind, err = peek(ctx, st); err != nil {
+				return p.streamError(err)
+			}
+			p.staleBeat = behind != nil
+		} else {
+			behind = nil
 		}
 		p.note(e)
 		if err := p.handle(ctx, e, emit); err != nil {
 			return err
 		}
 	}
+}
+
+// peekWindow is how long the reader looks for an event right behind a
+// heartbeat. One already sent is in the socket or decoded ahead and
+// comes within microseconds; the server sends a heartbeat only after a
+// period (200 ms by default) with nothing to send.
+const peekWindow = 2 * time.Millisecond
+
+// peek returns the event that follows a heartbeat within peekWindow, or
+// nil. A heartbeat followed at once by more binlog sat in the socket or
+// the read-ahead behind nothing but older events: it was sent before
+// those came, maybe seconds ago, and stamped with braid's clock it would
+// promise the merge a time its source is past (its next transactions
+// would come in below its watermark, one race from going out late).
+func peek(ctx context.Context, st *replication.BinlogStreamer) (*replication.BinlogEvent, error) {
+	wait, cancel := context.WithTimeout(ctx, peekWindow)
+	defer cancel()
+	e, err := st.GetEvent(wait)
+	if err != nil && ctx.Err() == nil && wait.Err() != nil {
+		return nil, nil // nothing behind it: the source is idle
+	}
+	return e, err
 }
 
 // erSlaveSameID is MariaDB's ER_SLAVE_SAME_ID: a replica with the same

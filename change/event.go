@@ -111,6 +111,10 @@ type Event struct {
 	// stream, may find their rows already so (an INSERT its key taken).
 	// Those changes' EventRows carry it too (SnapshotState.FreshAt).
 	FreshAt Position
+	// Stale, on an EventHeartbeat, says more binlog was already on its
+	// way behind it when it was read: the server sent it a while ago, so
+	// it says nothing of whether the source is idle now.
+	Stale bool
 	// Seq is the merged transaction's sequence number, set by the merge
 	// (package group) on the events of a transaction it emits; 0 before.
 	Seq uint64

@@ -466,7 +466,7 @@ func (d *Destination) Run(parent context.Context, emit func(*change.Event) error
 			defer close(q.ch)
 			defer func() { stopSnap(); <-snapDone }()
 			q.err = p.Run(ctx, func(ev *change.Event) error {
-				if ev.Type == change.EventHeartbeat {
+				if ev.Type == change.EventHeartbeat && !ev.Stale {
 					ev.CommitTime = d.cfg.Now() // when braid learnt the source was idle
 				}
 				return pass(ev)
@@ -727,6 +727,9 @@ func (d *Destination) consumeHead(s int, head []*change.Event, offered []bool) e
 	ev := head[s]
 	switch ev.Type {
 	case change.EventHeartbeat:
+		if ev.Stale {
+			break // sent before binlog read after it: promises nothing
+		}
 		// Nothing the source commits from now on is older than braid's
 		// clock minus the skew allowance; but a source that stamps commits
 		// in whole seconds (MariaDB, MySQL 5.7) gives them keys down to

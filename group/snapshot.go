@@ -470,7 +470,8 @@ func (g *sourceSnapshot) pass(ctx context.Context, ev *change.Event) error {
 		if err := g.push(ev); err != nil {
 			return err
 		}
-		if p := g.pending; p != nil && p.selected && !g.inTx {
+		// A stale heartbeat has binlog behind it: not caught up.
+		if p := g.pending; p != nil && p.selected && !g.inTx && !ev.Stale {
 			g.beats++
 			if ev.Pos.Compare(p.high) >= 0 || g.beats >= 2 {
 				// Caught up: the server had nothing more to send.
