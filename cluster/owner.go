@@ -205,7 +205,7 @@ func (o *owner) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	chunks, err := n.store.Chunks(o.name)
+	chunks, err := n.store.Placements(o.name)
 	if err != nil {
 		return err
 	}
@@ -217,12 +217,13 @@ func (o *owner) run(ctx context.Context) error {
 		defer cancel()
 		return n.store.SaveDecision(rctx, o.name, o.epoch, d)
 	}
-	// A snapshot chunk is kept the same way before it goes out: a later
-	// owner emits it at the same point with the same seq.
-	recordChunk := func(c group.SnapshotChunk) error {
+	// A snapshot chunk or a late transaction is kept the same way before
+	// it goes out: a later owner emits it at the same point with the same
+	// seq.
+	recordPlacement := func(c group.Placement) error {
 		rctx, cancel := context.WithTimeout(ctx, decisionTimeout)
 		defer cancel()
-		return n.store.SaveChunk(rctx, o.name, o.epoch, c)
+		return n.store.SavePlacement(rctx, o.name, o.epoch, c)
 	}
 	// The pipeline's logs name the destination themselves (group).
 	// Each sink is a store client of its own, whose cursor this loop
@@ -235,7 +236,7 @@ func (o *owner) run(ctx context.Context) error {
 		return err
 	}
 	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: &ds, Clients: cursors, Logger: n.log.With("epoch", o.epoch), Serve: true,
-		Decisions: decisions, RecordDecision: record, Chunks: chunks, RecordChunk: recordChunk})
+		Decisions: decisions, RecordDecision: record, Placements: chunks, RecordPlacement: recordPlacement})
 	if err != nil {
 		return err
 	}

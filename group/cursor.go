@@ -118,15 +118,16 @@ func (f *FileStore) Save(destination, client string, c *Cursor) error {
 	return nil
 }
 
-// chunksPath is the file of a destination's snapshot chunk log.
+// chunksPath is the file of a destination's placement log, named for
+// the snapshot chunks it held first.
 func (f *FileStore) chunksPath(destination string) string {
 	return filepath.Join(f.Dir, destination+".chunks.jsonl")
 }
 
-// LoadChunks returns the destination's snapshot chunk log (see
-// SnapshotChunk), none if it has none. A last line cut short by a crash
-// is left out: its chunk never went out.
-func (f *FileStore) LoadChunks(destination string) ([]SnapshotChunk, error) {
+// LoadPlacements returns the destination's placement log (see
+// Placement), none if it has none. A last line cut short by a crash is
+// left out: its chunk or transaction never went out.
+func (f *FileStore) LoadPlacements(destination string) ([]Placement, error) {
 	data, err := os.ReadFile(f.chunksPath(destination))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -134,25 +135,26 @@ func (f *FileStore) LoadChunks(destination string) ([]SnapshotChunk, error) {
 	if err != nil {
 		return nil, fmt.Errorf("group: load snapshot chunks: %w", err)
 	}
-	var out []SnapshotChunk
+	var out []Placement
 	for len(data) > 0 {
 		line, rest, complete := bytes.Cut(data, []byte("\n"))
 		data = rest
 		if !complete {
 			break
 		}
-		var c SnapshotChunk
+		var c Placement
 		if err := json.Unmarshal(line, &c); err != nil {
-			return nil, fmt.Errorf("group: snapshot chunk log %s is damaged (%v): delete it and the cursors beside it to start over", f.chunksPath(destination), err)
+			return nil, fmt.Errorf("group: placement log %s (snapshot chunks, late transactions) is damaged (%v): delete it and the cursors beside it to start over", f.chunksPath(destination), err)
 		}
 		out = append(out, c)
 	}
 	return out, nil
 }
 
-// AppendChunk adds a chunk to the destination's snapshot chunk log and
-// syncs it to disk before it returns: the chunk goes out only then.
-func (f *FileStore) AppendChunk(destination string, c SnapshotChunk) error {
+// AppendPlacement adds a placement to the destination's placement log and
+// syncs it to disk before it returns: its chunk or transaction goes out
+// only then.
+func (f *FileStore) AppendPlacement(destination string, c Placement) error {
 	if err := os.MkdirAll(f.Dir, 0o755); err != nil {
 		return fmt.Errorf("group: save snapshot chunk: %w", err)
 	}

@@ -55,14 +55,15 @@ type Config struct {
 	// RecordDecision keeps a new decision (see Decide) before it applies;
 	// an error refuses the decision. Default: not kept.
 	RecordDecision func(DDLDecision) error
-	// Chunks lists the initial snapshot's chunks kept so far, in the
-	// order kept (see SnapshotChunk): each goes out where it went first,
-	// so a replay or a new owner emits the same stream. Read when the
-	// destination starts and, by a ReplayOnly one, as it goes.
-	Chunks func() []SnapshotChunk
-	// RecordChunk keeps a new snapshot chunk before it goes out; an error
-	// stops the destination. Default: not kept.
-	RecordChunk func(SnapshotChunk) error
+	// Placements lists the snapshot chunks and late transactions kept so
+	// far, in the order kept (see Placement): each goes out where it went
+	// first, so a replay or a new owner emits the same stream. Read when
+	// the destination starts and, by a ReplayOnly one, as it goes.
+	Placements func() []Placement
+	// RecordPlacement keeps a new snapshot chunk or late transaction
+	// before it goes out; an error stops the destination. Default: not
+	// kept.
+	RecordPlacement func(Placement) error
 	// ReplayOnly makes the destination emit only chunks kept already,
 	// waiting for the next one to be kept where it has none: a replay
 	// reader beside the destination's live run, which keeps them.
@@ -109,7 +110,7 @@ type Destination struct {
 	// are the chunks kept before that go out from the cursor on, in
 	// order, keptNext the next of them.
 	snaps    []*sourceSnapshot
-	kept     []SnapshotChunk
+	kept     []Placement
 	keptNext int
 	// keptOut is closed once every chunk of kept has gone out: no source
 	// reads a new chunk before, or it could take a point of the stream
@@ -117,11 +118,11 @@ type Destination struct {
 	keptOut     chan struct{}
 	keptOutOnce sync.Once
 	// lates are the late transactions kept before that go out from the
-	// cursor on, in order (SnapshotChunk.Late), lateNext the next of
+	// cursor on, in order (Placement.Late), lateNext the next of
 	// them; lateHeld marks the sources whose queue one of them heads, not
 	// offered until its point. latesRead is when a ReplayOnly
 	// destination last read them.
-	lates     []SnapshotChunk
+	lates     []Placement
 	lateNext  int
 	lateHeld  []bool
 	latesRead time.Time
@@ -236,9 +237,9 @@ func New(cfg Config) (*Destination, error) {
 		}
 		d.ddl = newShardDDL(d, from, cfg.Decisions)
 	}
-	var chunks, lates []SnapshotChunk
-	if cfg.Chunks != nil {
-		chunks, lates = splitLate(cfg.Chunks())
+	var chunks, lates []Placement
+	if cfg.Placements != nil {
+		chunks, lates = splitLate(cfg.Placements())
 		if !snapshotOn(ds) {
 			chunks = nil
 		}
@@ -603,10 +604,10 @@ func (d *Destination) merge(ctx context.Context, queues []*sourceQueue, arrived 
 // source to bring it, and holds its source while it waits for its
 // point), a new one at once, kept first with this point.
 func (d *Destination) dueChunk(chunks []*chunkOut) (src int, wait bool, err error) {
-	if d.keptNext >= len(d.kept) && d.cfg.ReplayOnly && d.cfg.Chunks != nil && slices.ContainsFunc(chunks, func(c *chunkOut) bool { return c != nil }) {
+	if d.keptNext >= len(d.kept) && d.cfg.ReplayOnly && d.cfg.Placements != nil && slices.ContainsFunc(chunks, func(c *chunkOut) bool { return c != nil }) {
 		// A replay reader learns the chunks its live run kept since it
 		// started when one heads a queue (not on every turn: the merge's).
-		chunks, _ := splitLate(d.cfg.Chunks())
+		chunks, _ := splitLate(d.cfg.Placements())
 		d.kept, d.keptNext = keptAfter(chunks, d.cursor.Taken), 0
 	}
 	if d.keptNext < len(d.kept) {
@@ -635,7 +636,7 @@ func (d *Destination) dueChunk(chunks []*chunkOut) (src int, wait bool, err erro
 			continue
 		}
 		c.chunk.Taken = d.cursor.Taken
-		if rec := d.cfg.RecordChunk; rec != nil {
+		if rec := d.cfg.RecordPlacement; rec != nil {
 			if err := rec(c.chunk); err != nil {
 				return -1, false, fmt.Errorf("group: source %s: keep snapshot chunk %d of %s: %w", d.cfg.Spec.Sources[s].Name, c.chunk.Index, c.chunk.Table, err)
 			}
@@ -651,9 +652,9 @@ func (d *Destination) dueChunk(chunks []*chunkOut) (src int, wait bool, err erro
 // or a heartbeat read late), before it goes out now: a replay emits it
 // at this point again (dueLate), so its seq and the others' stay.
 func (d *Destination) keepLate(src int, first *change.Event, key Key) error {
-	rec := SnapshotChunk{Source: src, At: first.Pos, Taken: d.cursor.Taken, Time: key.Time, Late: true}
+	rec := Placement{Source: src, At: first.Pos, Taken: d.cursor.Taken, Time: key.Time, Late: true}
 	name := d.cfg.Spec.Sources[src].Name
-	if keep := d.cfg.RecordChunk; keep != nil {
+	if keep := d.cfg.RecordPlacement; keep != nil {
 		if err := keep(rec); err != nil {
 			return fmt.Errorf("group: source %s: keep late transaction at %s: %w", name, first.Pos, err)
 		}
@@ -668,7 +669,7 @@ func (d *Destination) keepLate(src int, first *change.Event, key Key) error {
 func (d *Destination) keptLate(s int, ev *change.Event) bool {
 	if d.cfg.ReplayOnly && d.lateNext >= len(d.lates) && d.cfg.Now().Sub(d.latesRead) >= time.Second {
 		// A replay reader learns the lates its live run kept since.
-		_, lates := splitLate(d.cfg.Chunks())
+		_, lates := splitLate(d.cfg.Placements())
 		d.lates, d.lateNext, d.latesRead = keptAfter(lates, d.cursor.Taken), 0, d.cfg.Now()
 	}
 	for _, k := range d.lates[d.lateNext:] {
@@ -709,14 +710,14 @@ func (d *Destination) dueLate(head []*change.Event, wait bool) (src int, _ bool,
 
 // keptAfter returns the chunks kept that go out at or after point taken,
 // in the order they go out.
-func keptAfter(chunks []SnapshotChunk, taken uint64) []SnapshotChunk {
-	var out []SnapshotChunk
+func keptAfter(chunks []Placement, taken uint64) []Placement {
+	var out []Placement
 	for _, c := range chunks {
 		if c.Taken >= taken {
 			out = append(out, c)
 		}
 	}
-	slices.SortFunc(out, func(a, b SnapshotChunk) int { return cmp.Compare(a.Taken, b.Taken) })
+	slices.SortFunc(out, func(a, b Placement) int { return cmp.Compare(a.Taken, b.Taken) })
 	return out
 }
 

@@ -17,7 +17,7 @@ import (
 // below a watermark its source's heartbeats already promised (a source
 // clock behind, a heartbeat read behind a full queue, a slow commit: here
 // SET timestamp) goes out late, after another source's larger key, and is
-// kept in the chunk log first. A restart from a cursor before both, with
+// kept in the placement log first. A restart from a cursor before both, with
 // that log, gives each the seq it had; without it the replay sorts them
 // by key and the seqs name other transactions.
 func TestRestartAfterLateTransaction(t *testing.T) {
@@ -25,8 +25,8 @@ func TestRestartAfterLateTransaction(t *testing.T) {
 	srvs := shards(t, base)
 	spec := shopSpec(srvs, earliest, "strict")
 	var mu sync.Mutex
-	var kept []group.SnapshotChunk
-	first := collect(t, group.Config{Spec: spec, RecordChunk: func(c group.SnapshotChunk) error {
+	var kept []group.Placement
+	first := collect(t, group.Config{Spec: spec, RecordPlacement: func(c group.Placement) error {
 		mu.Lock()
 		defer mu.Unlock()
 		kept = append(kept, c)
@@ -52,10 +52,10 @@ func TestRestartAfterLateTransaction(t *testing.T) {
 	log := slices.Clone(kept)
 	mu.Unlock()
 	if len(log) != 1 || !log[0].Late || log[0].Source != 0 || log[0].Taken != cursor.Taken+1 || log[0].At != all[7].pos {
-		t.Fatalf("the chunk log holds %+v; want the late transaction of s0 at %s, point %d", log, all[7].pos, cursor.Taken+1)
+		t.Fatalf("the placement log holds %+v; want the late transaction of s0 at %s, point %d", log, all[7].pos, cursor.Taken+1)
 	}
 
-	second := collect(t, group.Config{Spec: spec, Resume: cursor, Chunks: func() []group.SnapshotChunk { return log }})
+	second := collect(t, group.Config{Spec: spec, Resume: cursor, Placements: func() []group.Placement { return log }})
 	for i, x := range second.waitTxs(t, 2, 30*time.Second) {
 		if w := all[6+i]; x.seq != w.seq || x.source != w.source || !slices.Equal(x.ids, w.ids) || x.pos != w.pos {
 			t.Errorf("after restart, seq %d is %s %v at %s; the first run gave seq %d to %s %v at %s",

@@ -45,8 +45,8 @@ import (
 // A chunk is not one of the source's transactions, so it takes no part in
 // the merge's commit-time order: the merge emits it as soon as it heads
 // its source's queue. Where a chunk goes therefore depends on timing, so
-// the merge keeps each chunk in the destination's chunk log
-// (Config.RecordChunk: Raft in a cluster, a file beside the cursors in
+// the merge keeps each chunk in the destination's placement log
+// (Config.RecordPlacement: Raft in a cluster, a file beside the cursors in
 // capture) before it goes out: the source, the key range, the source
 // boundary it follows and the point of the merged stream it goes out at
 // (Taken). A restart, a new owner or a replay reader from an earlier
@@ -63,9 +63,13 @@ import (
 // filters them by the chunks out before their position (filterHeld), as
 // the gate did when they were live.
 
-// SnapshotChunk is one chunk of a destination's initial snapshot, as kept
-// in the destination's chunk log before it goes out.
-type SnapshotChunk struct {
+// Placement records the point of the merged stream at which something
+// went out whose point depends on when it came, not on the binlogs alone:
+// one chunk of the initial snapshot, or a late transaction (Late). It is
+// kept in the destination's placement log before it goes out, and a
+// replay puts it at the same point again. The log is stored under the
+// name of what it first held: the chunk log (FileStore, raftstore).
+type Placement struct {
 	// Source is the source's index in the spec; Index numbers the
 	// source's chunks from 0 (change.SnapshotState.Chunks before it).
 	Source int `json:"source"`
@@ -84,17 +88,14 @@ type SnapshotChunk struct {
 	Time  int64           `json:"time"`
 	// Late marks not a chunk but a late transaction (see Merger.Offer):
 	// source Source's transaction that begins At went out at point Taken,
-	// below keys already out, and a replay emits it there again. The
-	// chunk log keeps them because, like a chunk's, a late transaction's
-	// point of the stream depends on when it came, not on the binlogs
-	// alone, and they go to the same places (a file, Raft, a replay
-	// reader) by the same way. Index and Table are unset.
+	// below keys already out, and a replay emits it there again. Index
+	// and Table are unset.
 	Late bool `json:"late,omitempty"`
 }
 
-// splitLate parts a chunk log into the snapshot's chunks and the late
+// splitLate parts a placement log into the snapshot's chunks and the late
 // transactions.
-func splitLate(log []SnapshotChunk) (chunks, lates []SnapshotChunk) {
+func splitLate(log []Placement) (chunks, lates []Placement) {
 	for _, c := range log {
 		if c.Late {
 			lates = append(lates, c)
@@ -109,7 +110,7 @@ func splitLate(log []SnapshotChunk) (chunks, lates []SnapshotChunk) {
 // gate queued: the chunk, and whether it is kept already (a replay: it
 // goes out at its Taken) or new (it goes out at once, kept first).
 type chunkOut struct {
-	chunk SnapshotChunk
+	chunk Placement
 	kept  bool
 	// freshAt is a kept chunk's change.Event.FreshAt.
 	freshAt change.Position
@@ -165,7 +166,7 @@ type sourceSnapshot struct {
 	// since, by Index; under recMu, which is never held while pushing (the
 	// merge reads them, see filterHeld).
 	recMu    sync.Mutex
-	recorded []SnapshotChunk
+	recorded []Placement
 	// outbox tells the merge of each chunk queued, in queue order.
 	outbox chan chunkOut
 
@@ -345,7 +346,7 @@ func keyOf(t *change.Table) tableKey {
 	return k
 }
 
-func newSourceSnapshot(d *Destination, src int, from *change.SnapshotState, recorded []SnapshotChunk) *sourceSnapshot {
+func newSourceSnapshot(d *Destination, src int, from *change.SnapshotState, recorded []Placement) *sourceSnapshot {
 	g := &sourceSnapshot{d: d, src: src, name: d.cfg.Spec.Sources[src].Name, log: d.log.With("source", d.cfg.Spec.Sources[src].Name),
 		ready: make(chan struct{}), versions: map[string]*change.Table{}, keys: map[*change.Table]tableKey{},
 		changed: make(chan struct{}, 1),
@@ -714,14 +715,14 @@ func (g *sourceSnapshot) atBoundary(ctx context.Context) error {
 }
 
 // nextRecorded returns the logged chunk the state expects next, if any.
-func (g *sourceSnapshot) nextRecorded() (SnapshotChunk, bool) {
+func (g *sourceSnapshot) nextRecorded() (Placement, bool) {
 	n := g.state.Chunks
 	g.recMu.Lock()
 	defer g.recMu.Unlock()
 	if n < len(g.recorded) {
 		return g.recorded[n], true
 	}
-	return SnapshotChunk{}, false
+	return Placement{}, false
 }
 
 // keptChunks is how many of the source's chunks are known.
@@ -731,13 +732,13 @@ func (g *sourceSnapshot) keptChunks() int {
 	return len(g.recorded)
 }
 
-// awaitRecord waits, unlocked, until the chunk log holds the source's next
-// chunk.
+// awaitRecord waits, unlocked, until the placement log holds the
+// source's next chunk.
 func (g *sourceSnapshot) awaitRecord(ctx context.Context) error {
 	n := g.state.Chunks
 	for {
-		if list := g.d.cfg.Chunks; list != nil {
-			var mine []SnapshotChunk
+		if list := g.d.cfg.Placements; list != nil {
+			var mine []Placement
 			for _, c := range list() {
 				if c.Source == g.src {
 					mine = append(mine, c)
@@ -762,7 +763,7 @@ func (g *sourceSnapshot) awaitRecord(ctx context.Context) error {
 }
 
 // replayChunk emits a logged chunk: its key range as it is now.
-func (g *sourceSnapshot) replayChunk(ctx context.Context, rec SnapshotChunk) error {
+func (g *sourceSnapshot) replayChunk(ctx context.Context, rec Placement) error {
 	ti := g.tableIndex(rec.Table)
 	if ti < 0 || rec.Index != g.state.Chunks {
 		return fmt.Errorf("group: source %s: the snapshot's chunk log does not match the cursor (chunk %d of %s, the cursor expects chunk %d): delete the cursor and the chunk log to start the snapshot over",
@@ -806,7 +807,7 @@ func (g *sourceSnapshot) emitPending(ctx context.Context) error {
 	if g.d.cfg.ReplayOnly {
 		return errors.New("group: a replay reader cannot make snapshot chunks")
 	}
-	rec := SnapshotChunk{Source: g.src, Index: g.state.Chunks, Table: t.Name, After: t.After, Through: p.through, At: g.boundary,
+	rec := Placement{Source: g.src, Index: g.state.Chunks, Table: t.Name, After: t.After, Through: p.through, At: g.boundary,
 		Time: g.d.cfg.Now().UnixMicro()}
 	g.recMu.Lock()
 	g.recorded = append(g.recorded, rec)

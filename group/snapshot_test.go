@@ -199,9 +199,9 @@ func TestSnapshotEqualsSources(t *testing.T) {
 	const rows = 60000
 	srvs := snapshotShards(t, rows)
 	ds := snapshotSpec(srvs, 1000)
-	var chunks []group.SnapshotChunk
+	var chunks []group.Placement
 	var mu sync.Mutex
-	c := collect(t, group.Config{Spec: ds, RecordChunk: func(ch group.SnapshotChunk) error {
+	c := collect(t, group.Config{Spec: ds, RecordPlacement: func(ch group.Placement) error {
 		mu.Lock()
 		chunks = append(chunks, ch)
 		mu.Unlock()
@@ -299,15 +299,15 @@ func testSnapshotResumes(t *testing.T, parallelism int, whole bool) {
 	srvs := snapshotShards(t, rows)
 	ds := snapshotSpec(srvs, 500)
 	ds.SnapshotParallelism = parallelism
-	var kept []group.SnapshotChunk
+	var kept []group.Placement
 	var mu sync.Mutex
-	record := func(ch group.SnapshotChunk) error {
+	record := func(ch group.Placement) error {
 		mu.Lock()
 		kept = append(kept, ch)
 		mu.Unlock()
 		return nil
 	}
-	first := collect(t, group.Config{Spec: ds, RecordChunk: record})
+	first := collect(t, group.Config{Spec: ds, RecordPlacement: record})
 	w := startSnapshotWriter(t, srvs, rows)
 	defer w.halt()
 	// Stop the first run well into the snapshot, and pick a cursor half
@@ -353,10 +353,10 @@ func testSnapshotResumes(t *testing.T, parallelism int, whole bool) {
 		t.Fatal("no cursor in the snapshot's first half")
 	}
 	mu.Lock()
-	chunks := append([]group.SnapshotChunk(nil), kept...)
+	chunks := append([]group.Placement(nil), kept...)
 	mu.Unlock()
-	second := collect(t, group.Config{Spec: ds, Resume: cursor, RecordChunk: record,
-		Chunks: func() []group.SnapshotChunk { return chunks }})
+	second := collect(t, group.Config{Spec: ds, Resume: cursor, RecordPlacement: record,
+		Placements: func() []group.Placement { return chunks }})
 	waitSnapshotDone(t, second)
 	w.halt()
 	caughtUp(t, second, srvs)

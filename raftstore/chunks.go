@@ -8,8 +8,9 @@ import (
 	"github.com/braid-cdc/braid/group"
 )
 
-// chunkRecord is a group.SnapshotChunk as stored: a type of its own, so
-// that the log's and the snapshots' form does not follow group's.
+// chunkRecord is a group.Placement as stored: a type of its own, so that
+// the log's and the snapshots' form does not follow group's. It and the
+// command keep the names of the snapshot chunks the log held first.
 type chunkRecord struct {
 	Source  int             `json:"source"`
 	Index   int             `json:"index"`
@@ -22,12 +23,13 @@ type chunkRecord struct {
 	Late    bool            `json:"late,omitempty"`
 }
 
-// SaveChunk appends an initial-snapshot chunk to the destination's chunk
-// log, as one Raft entry fenced by epoch exactly like SaveDecision: a
-// writer whose epoch is not current gets an error wrapping ErrStaleEpoch
-// and must stop. The owner writes one at a time, before the chunk goes
-// out, so the log's order is the chunks' order.
-func (s *Store) SaveChunk(ctx context.Context, dest string, epoch uint64, c group.SnapshotChunk) error {
+// SavePlacement appends a placement (an initial-snapshot chunk or a late
+// transaction) to the destination's placement log, as one Raft entry
+// fenced by epoch exactly like SaveDecision: a writer whose epoch is not
+// current gets an error wrapping ErrStaleEpoch and must stop. The owner
+// writes one at a time, before its chunk or transaction goes out, so the
+// log's order is theirs.
+func (s *Store) SavePlacement(ctx context.Context, dest string, epoch uint64, c group.Placement) error {
 	if dest == "" {
 		return fmt.Errorf("%w: empty destination name", ErrInvalid)
 	}
@@ -36,15 +38,15 @@ func (s *Store) SaveChunk(ctx context.Context, dest string, epoch uint64, c grou
 	return err
 }
 
-// Chunks returns the destination's snapshot chunks in the order kept,
+// Placements returns the destination's placements in the order kept,
 // none if there are none, ErrNotFound if the destination does not exist
 // (local read; current once the reader's assignment is applied here, as
 // Decisions).
-func (s *Store) Chunks(dest string) ([]group.SnapshotChunk, error) {
-	return readDest(s, dest, func(d *destRecord) []group.SnapshotChunk {
-		out := make([]group.SnapshotChunk, len(d.Chunks))
+func (s *Store) Placements(dest string) ([]group.Placement, error) {
+	return readDest(s, dest, func(d *destRecord) []group.Placement {
+		out := make([]group.Placement, len(d.Chunks))
 		for i, r := range d.Chunks {
-			out[i] = group.SnapshotChunk(r)
+			out[i] = group.Placement(r)
 		}
 		return out
 	})

@@ -19,11 +19,11 @@ func TestChunksFencedAndKept(t *testing.T) {
 	if _, err := lead.CreateDestination(ctx, testSpec("shop")); err != nil {
 		t.Fatal(err)
 	}
-	chunk := func(src, i int, through ...string) group.SnapshotChunk {
-		return group.SnapshotChunk{Source: src, Index: i, Table: "shop_0.orders", After: []string{"10"}, Through: through,
+	chunk := func(src, i int, through ...string) group.Placement {
+		return group.Placement{Source: src, Index: i, Table: "shop_0.orders", After: []string{"10"}, Through: through,
 			At: change.Position{File: "bin.000001", Pos: uint32(100 + i)}, Time: int64(1000 + i)}
 	}
-	if err := lead.SaveChunk(ctx, "shop", 0, chunk(0, 0)); !errors.Is(err, ErrStaleEpoch) {
+	if err := lead.SavePlacement(ctx, "shop", 0, chunk(0, 0)); !errors.Is(err, ErrStaleEpoch) {
 		t.Fatalf("chunk of an unowned destination: %v", err)
 	}
 	owner := c.follower()
@@ -31,16 +31,16 @@ func TestChunksFencedAndKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []group.SnapshotChunk{chunk(0, 0, "20"), chunk(1, 0), chunk(0, 1, "-5")}
+	want := []group.Placement{chunk(0, 0, "20"), chunk(1, 0), chunk(0, 1, "-5")}
 	for _, ch := range want {
-		if err := owner.SaveChunk(ctx, "shop", e1, ch); err != nil {
+		if err := owner.SavePlacement(ctx, "shop", e1, ch); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if _, err := lead.Assign(ctx, "shop", lead.ID()); err != nil {
 		t.Fatal(err)
 	}
-	if err := owner.SaveChunk(ctx, "shop", e1, chunk(1, 1)); !errors.Is(err, ErrStaleEpoch) {
+	if err := owner.SavePlacement(ctx, "shop", e1, chunk(1, 1)); !errors.Is(err, ErrStaleEpoch) {
 		t.Fatalf("chunk of a deposed owner: %v", err)
 	}
 	cur := &group.Cursor{Seq: 7, Sources: []group.SourceCursor{{Name: "a", Pos: change.Position{File: "bin.000001", Pos: 4}},
@@ -60,7 +60,7 @@ func TestChunksFencedAndKept(t *testing.T) {
 	back := c.restart(i)
 	c.converged()
 	for _, s := range append(c.live(), back) {
-		got, err := s.Chunks("shop")
+		got, err := s.Placements("shop")
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Fatalf("%s: chunks %+v %v, want %+v", s.ID(), got, err, want)
 		}

@@ -10,7 +10,7 @@ import (
 )
 
 // TestReplayKeepsLateTransaction: a transaction that went out late (its
-// key below one already out) is kept in the pipeline's chunk log, and a
+// key below one already out) is kept in the pipeline's placement log, and a
 // late client's replay reader emits it where the live run did: every seq
 // names the same transaction for the live client and the late one.
 func TestReplayKeepsLateTransaction(t *testing.T) {
@@ -27,8 +27,8 @@ func TestReplayKeepsLateTransaction(t *testing.T) {
 	if got := first.until(t, 2, time.Minute); !slices.Equal(got[1].rows, []string{"s0:2"}) {
 		t.Fatalf("the second transaction: %+v", got[1])
 	}
-	if log := p.Chunks(); len(log) != 1 || !log[0].Late || log[0].Taken != 1 {
-		t.Fatalf("the chunk log holds %+v; want s0's late transaction at point 1", log)
+	if log := p.Placements(); len(log) != 1 || !log[0].Late || log[0].Taken != 1 {
+		t.Fatalf("the placement log holds %+v; want s0's late transaction at point 1", log)
 	}
 	write(t, srvs, 100, 100, 5) // enough that the store lets the first go
 	want := first.until(t, 202, time.Minute)

@@ -42,15 +42,15 @@ type PipelineConfig struct {
 	// given every decision known when they start.
 	Decisions      []group.DDLDecision
 	RecordDecision func(group.DDLDecision) error
-	// Chunks are the initial snapshot's chunks kept for the destination
-	// so far, and RecordChunk keeps a new one before it goes out
-	// (group.Config's fields of those names).
-	Chunks      []group.SnapshotChunk
-	RecordChunk func(group.SnapshotChunk) error
+	// Placements are the snapshot chunks and late transactions kept for
+	// the destination so far, and RecordPlacement keeps a new one before
+	// it goes out (group.Config's fields of those names).
+	Placements      []group.Placement
+	RecordPlacement func(group.Placement) error
 
-	// liveChunks, set for a replay reader, lists the chunks its live
-	// pipeline has kept so far: the replay emits those only.
-	liveChunks func() []group.SnapshotChunk
+	// livePlacements, set for a replay reader, lists the placements its
+	// live pipeline has kept so far: the replay emits those only.
+	livePlacements func() []group.Placement
 }
 
 // maintainEvery is how often a serving pipeline applies its consumer
@@ -73,21 +73,21 @@ type Pipeline struct {
 	err  error
 
 	decisionsMu sync.Mutex
-	decisions   []group.DDLDecision   // kept and made: what a replay applies
-	chunks      []group.SnapshotChunk // kept and made: what a replay emits
+	decisions   []group.DDLDecision // kept and made: what a replay applies
+	chunks      []group.Placement   // kept and made: what a replay emits
 }
 
-// Chunks lists the snapshot chunks kept and made, in order.
-func (p *Pipeline) Chunks() []group.SnapshotChunk {
+// Placements lists the placements kept and made, in order.
+func (p *Pipeline) Placements() []group.Placement {
 	p.decisionsMu.Lock()
 	defer p.decisionsMu.Unlock()
 	return slices.Clone(p.chunks)
 }
 
-// recordChunk keeps a new snapshot chunk (cfg.RecordChunk) and remembers
-// it for replays.
-func (p *Pipeline) recordChunk(c group.SnapshotChunk) error {
-	if rec := p.cfg.RecordChunk; rec != nil {
+// recordPlacement keeps a new placement (cfg.RecordPlacement) and
+// remembers it for replays.
+func (p *Pipeline) recordPlacement(c group.Placement) error {
+	if rec := p.cfg.RecordPlacement; rec != nil {
 		if err := rec(c); err != nil {
 			return err
 		}
@@ -147,11 +147,11 @@ func StartPipeline(ctx context.Context, cfg PipelineConfig) (*Pipeline, error) {
 			cfg.Logger.Info("resuming from the slowest consumer's cursor", "dest", cfg.Spec.Name, "seq", resume.Seq, "consumers", len(cfg.Clients))
 		}
 	}
-	p := &Pipeline{name: cfg.Spec.Name, cfg: cfg, done: make(chan struct{}), decisions: slices.Clone(cfg.Decisions), chunks: slices.Clone(cfg.Chunks)}
+	p := &Pipeline{name: cfg.Spec.Name, cfg: cfg, done: make(chan struct{}), decisions: slices.Clone(cfg.Decisions), chunks: slices.Clone(cfg.Placements)}
 	gc := group.Config{Spec: cfg.Spec, Resume: resume, Logger: cfg.Logger, Decisions: cfg.Decisions, RecordDecision: p.recordDecision,
-		Chunks: p.Chunks, RecordChunk: p.recordChunk}
-	if cfg.liveChunks != nil {
-		gc.Chunks, gc.RecordChunk, gc.ReplayOnly = cfg.liveChunks, nil, true
+		Placements: p.Placements, RecordPlacement: p.recordPlacement}
+	if cfg.livePlacements != nil {
+		gc.Placements, gc.RecordPlacement, gc.ReplayOnly = cfg.livePlacements, nil, true
 	}
 	dest, err := group.New(gc)
 	if err != nil {
@@ -226,7 +226,7 @@ func (p *Pipeline) replay(from *group.Cursor, client string) (*Pipeline, error) 
 	p.decisionsMu.Lock()
 	decisions := slices.Clone(p.decisions)
 	p.decisionsMu.Unlock()
-	return StartPipeline(p.ctx, PipelineConfig{Spec: &ds, Resume: from, Logger: p.log.With("replay", client), Decisions: decisions, liveChunks: p.Chunks,
+	return StartPipeline(p.ctx, PipelineConfig{Spec: &ds, Resume: from, Logger: p.log.With("replay", client), Decisions: decisions, livePlacements: p.Placements,
 		Store: Config{MaxBytes: min(p.Store.cfg.MaxBytes, ReplayBytes), MaxEvents: p.Store.cfg.MaxEvents, cutAtMarks: true}})
 }
 

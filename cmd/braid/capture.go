@@ -158,10 +158,10 @@ func capture(ctx context.Context, spec *spec.Spec, w io.Writer, opt captureOptio
 	if fs, ok := cursors.(*group.FileStore); ok {
 		// The snapshot's chunks are kept beside the cursors, so that a
 		// restart emits the chunks after its cursor where they went.
-		if pc.Chunks, err = fs.LoadChunks(spec.Name); err != nil {
+		if pc.Placements, err = fs.LoadPlacements(spec.Name); err != nil {
 			return err
 		}
-		pc.RecordChunk = func(c group.SnapshotChunk) error { return fs.AppendChunk(spec.Name, c) }
+		pc.RecordPlacement = func(c group.Placement) error { return fs.AppendPlacement(spec.Name, c) }
 	}
 	p, err := stream.StartPipeline(ctx, pc)
 	if err != nil {
