@@ -113,16 +113,44 @@ func WorkersChanged(sinkName string, had, n int, where string) error {
 
 // WorkersRow is the worker of a SQL target's checkpoint row whose seq is
 // how many workers the sink has (WorkersChanged) and whose idx their
-// routing (Routing): what KeptRouting reads as had and routing.
+// routing (Routing).
 const WorkersRow = -1
 
-// KeptRouting is the routing of a sink of n workers whose target keeps,
-// beside its workers' checkpoints (some: there are any), the count had
-// (0: none kept) and the routing it was kept with, routing. A new sink
-// routes by range and an older braid's by key, and either is kept with
-// record; a count other than n is WorkersChanged (where says what to
-// delete to start over).
-func KeptRouting(sinkName string, n, had int, routing Routing, some bool, where string, record func(Routing) error) (Routing, error) {
+// CheckpointRow is a row of a SQL target's checkpoint table: a worker's
+// checkpoint, or the WorkersRow.
+type CheckpointRow struct {
+	Worker int
+	Seq    uint64
+	Idx    int
+}
+
+// SQLCheckpoints is what a SQL target's checkpoint rows of a sink of n
+// workers say: each worker's point, and the routing its changes were
+// given. next yields the rows one at a time (ok false after the last);
+// where names them, for an error. A new sink routes by range and an older
+// braid's by key, and either is kept with record, beside the count; a
+// count other than n is WorkersChanged.
+func SQLCheckpoints(sinkName string, n int, where string, next func() (r CheckpointRow, ok bool, err error), record func(Routing) error) ([]Point, Routing, error) {
+	out := make([]Point, n)
+	had, routing, some := 0, RouteByKey, false
+	for {
+		r, ok, err := next()
+		if err != nil {
+			return nil, 0, err
+		}
+		if !ok {
+			break
+		}
+		if r.Worker == WorkersRow {
+			had, routing = int(r.Seq), Routing(r.Idx)
+			continue
+		}
+		some = true
+		if r.Worker >= n {
+			return nil, 0, WorkersChanged(sinkName, r.Worker+1, n, where)
+		}
+		out[r.Worker] = Point{Seq: r.Seq, Idx: r.Idx}
+	}
 	switch {
 	case had == 0:
 		routing = RouteByKey
@@ -130,12 +158,12 @@ func KeptRouting(sinkName string, n, had int, routing Routing, some bool, where 
 			routing = RouteByRange
 		}
 		if err := record(routing); err != nil {
-			return 0, fmt.Errorf("sink %s: record its workers: %w", sinkName, err)
+			return nil, 0, fmt.Errorf("sink %s: record its workers: %w", sinkName, err)
 		}
 	case had != n:
-		return 0, WorkersChanged(sinkName, had, n, where)
+		return nil, 0, WorkersChanged(sinkName, had, n, where)
 	}
-	return routing, nil
+	return out, routing, nil
 }
 
 // FromIndex is the row index a batch starting with first claims its

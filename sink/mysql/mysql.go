@@ -109,37 +109,22 @@ func (t *Target) Stats() sink.Stats {
 
 // Checkpoints implements sink.Target.
 func (t *Target) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
-	out := make([]sink.Point, n)
 	if !t.exactlyOnce() {
 		t.routing.Store(int32(sink.RouteByRange)) // no checkpoints to keep to
-		return out, nil
+		return make([]sink.Point, n), nil
 	}
 	rows, err := t.db.QueryContext(ctx, "SELECT worker, seq, idx FROM "+t.checkpointTable()+" WHERE sink = ?", t.spec.Name)
 	if err != nil {
 		return nil, fmt.Errorf("sink %s: read checkpoints: %w", t.spec.Name, err)
 	}
 	defer rows.Close()
-	had, routing, some := 0, sink.RouteByKey, false
-	for rows.Next() {
-		var w, idx int
-		var seq uint64
-		if err := rows.Scan(&w, &seq, &idx); err != nil {
-			return nil, err
+	next := func() (r sink.CheckpointRow, ok bool, err error) {
+		if !rows.Next() {
+			return r, false, rows.Err()
 		}
-		if w == sink.WorkersRow {
-			had, routing = int(seq), sink.Routing(idx)
-			continue
-		}
-		some = true
-		if w >= n {
-			return nil, sink.WorkersChanged(t.spec.Name, w+1, n, "the sink's rows of "+t.checkpointTable())
-		}
-		out[w] = sink.Point{Seq: seq, Idx: idx}
+		return r, true, rows.Scan(&r.Worker, &r.Seq, &r.Idx)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	routing, err = sink.KeptRouting(t.spec.Name, n, had, routing, some, "the sink's rows of "+t.checkpointTable(), func(r sink.Routing) error {
+	out, routing, err := sink.SQLCheckpoints(t.spec.Name, n, "the sink's rows of "+t.checkpointTable(), next, func(r sink.Routing) error {
 		_, err := t.db.ExecContext(ctx, "INSERT IGNORE INTO "+t.checkpointTable()+" (sink, worker, seq, idx) VALUES (?, ?, ?, ?)", t.spec.Name, sink.WorkersRow, n, int(r))
 		return err
 	})

@@ -211,10 +211,9 @@ func (t *Target) Stats() sink.Stats {
 
 // Checkpoints implements sink.Target; at-least-once, every point is zero.
 func (t *Target) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
-	out := make([]sink.Point, n)
 	if !t.exactlyOnce {
 		t.routing.Store(int32(sink.RouteByRange)) // no checkpoints to keep to
-		return out, nil
+		return make([]sink.Point, n), nil
 	}
 	c, err := t.conn(ctx, control)
 	if err != nil {
@@ -226,27 +225,16 @@ func (t *Target) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
 		return nil, fmt.Errorf("sink %s: read checkpoints: %w", t.spec.Name, err)
 	}
 	defer rows.Close()
-	had, routing, some := 0, sink.RouteByKey, false
-	for rows.Next() {
+	next := func() (r sink.CheckpointRow, ok bool, err error) {
+		if !rows.Next() {
+			return r, false, rows.Err()
+		}
 		var w, idx int32
 		var seq int64
-		if err := rows.Scan(&w, &seq, &idx); err != nil {
-			return nil, err
-		}
-		if w == sink.WorkersRow {
-			had, routing = int(seq), sink.Routing(idx)
-			continue
-		}
-		some = true
-		if int(w) >= n {
-			return nil, sink.WorkersChanged(t.spec.Name, int(w)+1, n, "the sink's rows of "+t.checkpointTable())
-		}
-		out[w] = sink.Point{Seq: uint64(seq), Idx: int(idx)}
+		err = rows.Scan(&w, &seq, &idx)
+		return sink.CheckpointRow{Worker: int(w), Seq: uint64(seq), Idx: int(idx)}, true, err
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	routing, err = sink.KeptRouting(t.spec.Name, n, had, routing, some, "the sink's rows of "+t.checkpointTable(), func(r sink.Routing) error {
+	out, routing, err := sink.SQLCheckpoints(t.spec.Name, n, "the sink's rows of "+t.checkpointTable(), next, func(r sink.Routing) error {
 		_, err := c.Exec(ctx, "INSERT INTO "+t.checkpointTable()+" (sink, worker, seq, idx) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING", t.spec.Name, sink.WorkersRow, n, int32(r))
 		return err
 	})
