@@ -6,7 +6,8 @@
 // A Reader connects to one server as a replica and emits change.Events:
 // EventBegin, EventRows (the row changes of one binlog rows event),
 // EventCommit; EventDDL for schema changes; EventProgress for transactions
-// without a selected row; EventHeartbeat while the server is idle. Rows of
+// without a selected row; EventHeartbeat while the server is idle (Stale
+// when more binlog came right behind it: sent a while ago). Rows of
 // tables outside the spec's table filter are never decoded; the row images
 // of the common column types stay as the binlog wrote them (change.Images),
 // formatted straight from their bytes and decoded to Values only when a
