@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -236,25 +237,44 @@ func (c *Cluster) WaitReady(ctx context.Context, timeout time.Duration) error {
 	})
 }
 
-// Owner waits until a running node names a running node as dest's owner,
-// and returns it with its epoch and the Raft leader's name.
+// Owner waits until the running nodes that answer agree on a running
+// node as dest's owner, and returns it with its epoch and the Raft
+// leader's name. One node's word is not enough: a node just restarted
+// answers from its Raft state while it is still catching up, and names
+// an owner and epoch of the past.
 func (c *Cluster) Owner(ctx context.Context, dest string, timeout time.Duration) (owner *Node, epoch uint64, leader string, err error) {
-	err = Poll(ctx, timeout, "an owner of "+dest, func() (bool, string) {
-		st, err := c.LiveStatus(ctx)
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, d := range st.Destinations {
-			if d.Name != dest {
+	err = Poll(ctx, timeout, "an owner of "+dest+" the running nodes agree on", func() (bool, string) {
+		owner, epoch, leader = nil, 0, ""
+		var said string // the first answer, by its node
+		lastErr := "no node runs"
+		for _, n := range c.Live() {
+			st, err := c.Status(ctx, n)
+			if err != nil {
+				lastErr = err.Error() // stalled or starting: the others answer
 				continue
 			}
-			if n := c.Node(d.Owner); n != nil && n.Running() {
-				owner, epoch, leader = n, d.Epoch, st.Leader
-				return true, ""
+			i := slices.IndexFunc(st.Destinations, func(d wire.DestinationInfo) bool { return d.Name == dest })
+			if i < 0 {
+				return false, fmt.Sprintf("%s knows no destination %s among %d", n.Name, dest, len(st.Destinations))
 			}
-			return false, fmt.Sprintf("owner %q, not a running node", d.Owner)
+			d := st.Destinations[i]
+			if owner == nil {
+				o := c.Node(d.Owner)
+				if o == nil || !o.Running() {
+					return false, fmt.Sprintf("%s names owner %q, not a running node", n.Name, d.Owner)
+				}
+				owner, epoch, said = o, d.Epoch, fmt.Sprintf("%s names %s at epoch %d", n.Name, d.Owner, d.Epoch)
+			} else if d.Owner != owner.Name || d.Epoch != epoch {
+				return false, fmt.Sprintf("%s, %s names %s at epoch %d", said, n.Name, d.Owner, d.Epoch)
+			}
+			if leader == "" {
+				leader = st.Leader
+			}
 		}
-		return false, fmt.Sprintf("no destination %s among %d", dest, len(st.Destinations))
+		if owner == nil {
+			return false, lastErr
+		}
+		return true, ""
 	})
 	return owner, epoch, leader, err
 }
