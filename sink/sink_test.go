@@ -1,6 +1,8 @@
 package sink_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/braid-cdc/braid/sink"
@@ -60,5 +62,61 @@ func TestCausality(t *testing.T) {
 	c.Prune(applied)
 	if c.Len() != 0 {
 		t.Fatalf("%d keys held after everything was applied", c.Len())
+	}
+}
+
+// TestSQLCheckpoints: what a SQL target's checkpoint rows say, beside the
+// real targets' TestWorkersKept: the workers' points; a new sink (no
+// rows) routes by range and records it with its count; an older braid's
+// rows (points, no count) route by key and record that; a kept count and
+// routing are read back; a count or a worker beyond n is refused, naming
+// both counts; a failed record and a failed read are errors.
+func TestSQLCheckpoints(t *testing.T) {
+	rows := func(rs ...sink.CheckpointRow) func() (sink.CheckpointRow, bool, error) {
+		return func() (sink.CheckpointRow, bool, error) {
+			if len(rs) == 0 {
+				return sink.CheckpointRow{}, false, nil
+			}
+			r := rs[0]
+			rs = rs[1:]
+			return r, true, nil
+		}
+	}
+	var recorded []sink.Routing
+	record := func(r sink.Routing) error { recorded = append(recorded, r); return nil }
+	count := func(n int, r sink.Routing) sink.CheckpointRow {
+		return sink.CheckpointRow{Worker: sink.WorkersRow, Seq: uint64(n), Idx: int(r)}
+	}
+
+	pts, routing, err := sink.SQLCheckpoints("s", 4, "here", rows(), record)
+	if err != nil || len(pts) != 4 || routing != sink.RouteByRange || len(recorded) != 1 || recorded[0] != sink.RouteByRange {
+		t.Errorf("a new sink: %v, %v, %v, recorded %v; want 4 zero points, by range, recorded", pts, routing, err, recorded)
+	}
+	recorded = nil
+	pts, routing, err = sink.SQLCheckpoints("s", 4, "here", rows(sink.CheckpointRow{Worker: 2, Seq: 7, Idx: 3}), record)
+	if err != nil || pts[2] != (sink.Point{Seq: 7, Idx: 3}) || routing != sink.RouteByKey || len(recorded) != 1 || recorded[0] != sink.RouteByKey {
+		t.Errorf("an older braid's rows: %v, %v, %v, recorded %v; want worker 2 at 7/3, by key, recorded", pts, routing, err, recorded)
+	}
+	recorded = nil
+	pts, routing, err = sink.SQLCheckpoints("s", 4, "here", rows(count(4, sink.RouteByRange), sink.CheckpointRow{Worker: 1, Seq: 9}), record)
+	if err != nil || pts[1].Seq != 9 || routing != sink.RouteByRange || len(recorded) != 0 {
+		t.Errorf("kept rows: %v, %v, %v, recorded %v; want worker 1 at 9, by range, nothing recorded", pts, routing, err, recorded)
+	}
+	for name, rs := range map[string][]sink.CheckpointRow{
+		"a kept count of 8": {count(8, sink.RouteByRange)},
+		"a row of worker 7": {{Worker: 7, Seq: 1}},
+	} {
+		if _, _, err := sink.SQLCheckpoints("s", 4, "here", rows(rs...), record); err == nil || !strings.Contains(err.Error(), "the spec has 4") || !strings.Contains(err.Error(), "delete here") {
+			t.Errorf("%s for 4 workers: %v; want the counts and what to delete", name, err)
+		}
+	}
+	if _, _, err := sink.SQLCheckpoints("s", 4, "here", rows(), func(sink.Routing) error { return errors.New("read-only") }); err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Errorf("a failed record: %v", err)
+	}
+	failing := func() (sink.CheckpointRow, bool, error) {
+		return sink.CheckpointRow{}, false, errors.New("connection lost")
+	}
+	if _, _, err := sink.SQLCheckpoints("s", 4, "here", failing, record); err == nil || !strings.Contains(err.Error(), "connection lost") {
+		t.Errorf("a failed read: %v", err)
 	}
 }
