@@ -446,7 +446,12 @@ func (d *Destination) Run(parent context.Context, emit func(*change.Event) error
 		// goroutine, which closes it, first stops that one and waits.
 		snapCtx, stopSnap := context.WithCancel(ctx)
 		snapDone := make(chan struct{})
-		if g := d.snaps[i]; g != nil && !d.cfg.ReplayOnly {
+		g := d.snaps[i]
+		if g != nil {
+			g.push = func(ev *change.Event) error { return q.put(snapCtx, ev) }
+			pass = func(ev *change.Event) error { return g.pass(ctx, ev) }
+		}
+		if g != nil && !d.cfg.ReplayOnly {
 			wg.Go(func() {
 				defer close(snapDone)
 				// An error after the parser stopped is the parser's.
@@ -457,10 +462,6 @@ func (d *Destination) Run(parent context.Context, emit func(*change.Event) error
 			})
 		} else {
 			close(snapDone)
-		}
-		if g := d.snaps[i]; g != nil {
-			g.push = func(ev *change.Event) error { return q.put(snapCtx, ev) }
-			pass = func(ev *change.Event) error { return g.pass(ctx, ev) }
 		}
 		wg.Go(func() {
 			defer q.signal()
