@@ -2,7 +2,9 @@ package mysql
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/braid-cdc/braid/change"
@@ -12,7 +14,9 @@ import (
 // ensureTables checks, once per target table (again after a DDL), that
 // the target tables of changes exist; one that does not is created from
 // its logical table's columns with create_tables, and is otherwise an
-// error that names it and says what to do.
+// error that names it and says what to do. With an origin column, each
+// unique key of the table must hold the column (see originKeys), or the
+// error gives the ALTER TABLE that makes it so.
 func (t *Target) ensureTables(ctx context.Context, changes []sink.Change) error {
 	var seen *change.Table
 	for _, c := range changes {
@@ -38,9 +42,112 @@ func (t *Target) ensureTables(ctx context.Context, changes []sink.Change) error 
 				return fmt.Errorf("sink %s: create target table %s: %w", t.spec.Name, target, err)
 			}
 		}
+		if oc := t.spec.OriginColumn; oc != "" {
+			keys, err := t.uniqueKeys(ctx, target)
+			if err != nil {
+				return fmt.Errorf("sink %s: read the keys of target table %s: %w", t.spec.Name, target, err)
+			}
+			for _, k := range keys {
+				if !k.holds(oc) {
+					return fmt.Errorf("sink %s: target table %s: its unique key %s (%s) does not hold the origin column %s, so a row of one shard table would overwrite another's of the same %s: add %s to the key (ALTER TABLE %s %s)",
+						t.spec.Name, target, k.name, strings.Join(k.names, ", "), oc, strings.Join(k.names, ", "), oc, t.target(c.Logical), k.originClause(oc))
+				}
+			}
+		}
 		t.tables.Store(target, true)
 	}
 	return nil
+}
+
+// uniqueKey is a unique key of a target table (its primary key too).
+type uniqueKey struct {
+	name    string
+	columns []string // as they are in the key: quoted, with a prefix length
+	names   []string // the columns' names
+	hash    bool     // MariaDB's long unique key (USING HASH)
+}
+
+// holds reports whether the key has column oc.
+func (k uniqueKey) holds(oc string) bool {
+	return slices.ContainsFunc(k.names, func(n string) bool { return strings.EqualFold(n, oc) })
+}
+
+// originClause is the ALTER TABLE clause that puts origin column oc
+// first in k.
+func (k uniqueKey) originClause(oc string) string {
+	cols := quote(oc) + ", " + strings.Join(k.columns, ", ")
+	if k.name == "PRIMARY" {
+		return "DROP PRIMARY KEY, ADD PRIMARY KEY (" + cols + ")"
+	}
+	q := "DROP KEY " + quote(k.name) + ", ADD UNIQUE KEY " + quote(k.name) + " (" + cols + ")"
+	if k.hash {
+		q += " USING HASH"
+	}
+	return q
+}
+
+// uniqueKeys reads the unique keys of target ("db.table").
+func (t *Target) uniqueKeys(ctx context.Context, target string) ([]uniqueKey, error) {
+	db, tbl, _ := strings.Cut(target, ".")
+	rows, err := t.db.QueryContext(ctx, "SELECT INDEX_NAME, COLUMN_NAME, SUB_PART, INDEX_TYPE FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND NON_UNIQUE = 0 ORDER BY INDEX_NAME, SEQ_IN_INDEX", db, tbl)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var keys []uniqueKey
+	for rows.Next() {
+		var name, column, typ string
+		var prefix sql.NullInt64
+		if err := rows.Scan(&name, &column, &prefix, &typ); err != nil {
+			return nil, err
+		}
+		if len(keys) == 0 || keys[len(keys)-1].name != name {
+			keys = append(keys, uniqueKey{name: name, hash: typ == "HASH"})
+		}
+		k := &keys[len(keys)-1]
+		col := quote(column)
+		if prefix.Valid {
+			col += fmt.Sprintf("(%d)", prefix.Int64)
+		}
+		k.columns, k.names = append(k.columns, col), append(k.names, column)
+	}
+	return keys, rows.Err()
+}
+
+// originKeys gives the target table of logical, if it exists, the sink's
+// origin column (last) when it has none, and puts the column first in
+// every unique key that lacks it: MariaDB's INSERT ... ON DUPLICATE KEY
+// UPDATE updates the row any unique key finds, so a key without the
+// column lets a row of one shard table overwrite another's. It runs
+// after each DDL the sink applies: a table the stream created has only
+// the source's keys, and an ALTER may add one.
+func (t *Target) originKeys(ctx context.Context, logical string) error {
+	target, table, oc := t.spec.Target(logical), t.target(logical), t.spec.OriginColumn
+	db, tbl, _ := strings.Cut(target, ".")
+	var columns, origins int
+	if err := t.db.QueryRowContext(ctx, "SELECT COUNT(*), COALESCE(SUM(COLUMN_NAME = ?), 0) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", oc, db, tbl).Scan(&columns, &origins); err != nil {
+		return err
+	}
+	if columns == 0 {
+		return nil // dropped, or renamed away
+	}
+	keys, err := t.uniqueKeys(ctx, target)
+	if err != nil {
+		return err
+	}
+	var clauses []string
+	if origins == 0 {
+		clauses = append(clauses, "ADD COLUMN "+quote(oc)+" VARCHAR(255) NOT NULL DEFAULT ''")
+	}
+	for _, k := range keys {
+		if !k.holds(oc) {
+			clauses = append(clauses, k.originClause(oc))
+		}
+	}
+	if len(clauses) == 0 {
+		return nil
+	}
+	return t.exec(ctx, "ALTER TABLE "+table+" "+strings.Join(clauses, ", "))
 }
 
 // createTable creates table (quoted, in database db) with tv's columns,

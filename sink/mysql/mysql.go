@@ -598,8 +598,10 @@ func (t *Target) ApplyDDL(ctx context.Context, ev *change.Event, workers int) er
 				}
 			}
 			err := t.exec(ctx, st.Text)
-			if err == nil && st.Kind == schema.DDLCreate && t.spec.OriginColumn != "" {
-				err = t.addOrigin(ctx, t.target(ev.DDL.Tables[0]))
+			if err == nil && t.spec.OriginColumn != "" {
+				// A table the DDL made gets the origin column; one it gave
+				// a unique key gets the column in that key.
+				err = t.originKeys(ctx, ev.DDL.Tables[0])
 			}
 			if err != nil {
 				return fmt.Errorf("sink %s: DDL at seq %d (%s): %w", t.spec.Name, ev.Seq, st.Text, err)
@@ -615,36 +617,6 @@ func (t *Target) exec(ctx context.Context, ddl string) error {
 		return err
 	}
 	return nil
-}
-
-// addOrigin gives a target table the sink created its origin column, first
-// in its primary key.
-func (t *Target) addOrigin(ctx context.Context, table string) error {
-	var key []string
-	rows, err := t.db.QueryContext(ctx, "SHOW KEYS FROM "+table+" WHERE Key_name = 'PRIMARY'")
-	if err != nil {
-		return err
-	}
-	cols, _ := rows.Columns()
-	for rows.Next() {
-		vals := make([]sql.RawBytes, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			rows.Close()
-			return err
-		}
-		key = append(key, quote(string(vals[4]))) // Column_name
-	}
-	rows.Close()
-	oc := quote(t.spec.OriginColumn)
-	q := "ALTER TABLE " + table + " ADD COLUMN " + oc + " VARCHAR(255) NOT NULL DEFAULT ''"
-	if len(key) > 0 {
-		q += ", DROP PRIMARY KEY, ADD PRIMARY KEY (" + oc + ", " + strings.Join(key, ", ") + ")"
-	}
-	return t.exec(ctx, q)
 }
 
 // checkpointAll sets every worker's checkpoint to the whole of seq.
