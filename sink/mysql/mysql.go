@@ -500,6 +500,16 @@ func (t *Target) apply(ctx context.Context, tx *sql.Tx, c sink.Change) (upserts,
 	if t.spec.OriginColumn != "" {
 		args = append(slices.Clip(args), origin)
 	}
+	if (rc.Kind == change.Insert || moved) && t.exactlyOnce() && t.spec.OriginColumn == "" && !c.MayExist {
+		// Its checkpoint says it was not applied, so a row that holds one
+		// of its keys is another shard table's (or was there before the
+		// sink): a plain INSERT fails on it, naming the key.
+		_, err := tx.ExecContext(ctx, t.statement(rc.Table, 'i', table), args...)
+		if key, ok := duplicateKey(err); ok {
+			return 0, 0, t.collision(ctx, c, table, key)
+		}
+		return 0, missing, err
+	}
 	res, err := tx.ExecContext(ctx, t.statement(rc.Table, 'u', table), args...)
 	if err != nil {
 		return 0, 0, err
@@ -508,21 +518,64 @@ func (t *Target) apply(ctx context.Context, tx *sql.Tx, c sink.Change) (upserts,
 	switch {
 	case !t.exactlyOnce():
 		// A change applied again finds what it wrote: nothing to count.
-	case (rc.Kind == change.Insert || moved) && n != 1 && t.spec.OriginColumn == "" && !c.MayExist:
-		// Its checkpoint says it was not applied, so the row is another
-		// shard table's (or was there before the sink).
-		e := &sink.CollisionError{Sink: t.spec.Name, Table: table, Logical: c.Logical, Source: c.Source, Origin: c.Origin}
-		for _, i := range keyIdx {
-			e.Columns = append(e.Columns, rc.Table.Columns[i].Name)
-			e.Values = append(e.Values, c.After[i])
-		}
-		return 0, 0, e
 	case rc.Kind == change.Insert && n != 1:
 		upserts++ // the key was there: this shard table's own row
 	case rc.Kind == change.Update && n == 1 && !moved:
 		missing++ // the row was not there: inserted from the after-image
 	}
 	return upserts, missing, nil
+}
+
+// duplicateKey returns the key a duplicate-key error (1062) names:
+// MariaDB says "Duplicate entry 'v' for key 'k'", MySQL 8 'table.k'.
+func duplicateKey(err error) (key string, ok bool) {
+	var me *driver.MySQLError
+	if !errors.As(err, &me) || me.Number != 1062 {
+		return "", false
+	}
+	at := strings.LastIndex(me.Message, " for key '")
+	if at < 0 {
+		return "", true
+	}
+	return strings.TrimSuffix(me.Message[at+len(" for key '"):], "'"), true
+}
+
+// collision is the error of change c, whose INSERT into table (quoted)
+// found key (a target key's name, as duplicateKey gives it) taken: it
+// names the key's columns and c's values of them, so that the error and
+// the lookup of the key's holders at the sources (sink.Runner.Holders)
+// are about the key that collided. A key it cannot read is taken as the
+// primary key.
+func (t *Target) collision(ctx context.Context, c sink.Change, table, key string) *sink.CollisionError {
+	rc := c.Row
+	e := &sink.CollisionError{Sink: t.spec.Name, Table: table, Logical: c.Logical, Source: c.Source, Origin: c.Origin}
+	var columns []string
+	if key != "PRIMARY" && !strings.HasSuffix(key, ".PRIMARY") {
+		keys, _ := t.uniqueKeys(ctx, t.spec.Target(c.Logical))
+		for _, k := range keys {
+			if k.name == key || strings.HasSuffix(key, "."+k.name) {
+				columns = k.names
+				break
+			}
+		}
+	}
+	var idx []int
+	for _, name := range columns {
+		i := slices.IndexFunc(rc.Table.Columns, func(col change.Column) bool { return strings.EqualFold(col.Name, name) })
+		if i < 0 {
+			idx = nil // a column of the target only
+			break
+		}
+		idx = append(idx, i)
+	}
+	if idx == nil {
+		idx = sink.KeyColumns(rc.Table)
+	}
+	for _, i := range idx {
+		e.Columns = append(e.Columns, rc.Table.Columns[i].Name)
+		e.Values = append(e.Values, c.After[i])
+	}
+	return e
 }
 
 // target is the target table of a logical one, quoted.
@@ -539,7 +592,7 @@ func (t *Target) statement(tv *change.Table, kind byte, table string) string {
 	}
 	var b strings.Builder
 	switch kind {
-	case 'u':
+	case 'i', 'u':
 		cols := make([]string, len(tv.Columns))
 		set := make([]string, len(tv.Columns))
 		for i, c := range tv.Columns {
@@ -549,8 +602,10 @@ func (t *Target) statement(tv *change.Table, kind byte, table string) string {
 		if oc := t.spec.OriginColumn; oc != "" {
 			cols = append(cols, quote(oc))
 		}
-		fmt.Fprintf(&b, "INSERT INTO %s (%s) VALUES (%s) ON DUPLICATE KEY UPDATE %s", table, strings.Join(cols, ", "),
-			strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", "), strings.Join(set, ", "))
+		fmt.Fprintf(&b, "INSERT INTO %s (%s) VALUES (%s)", table, strings.Join(cols, ", "), strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", "))
+		if kind == 'u' {
+			b.WriteString(" ON DUPLICATE KEY UPDATE " + strings.Join(set, ", "))
+		}
 	case 'd':
 		var where []string
 		for _, i := range sink.KeyColumns(tv) {

@@ -13,8 +13,11 @@ import (
 	"github.com/braid-cdc/braid/spec"
 )
 
-// TestOriginInUniqueKeys: two shard tables hold rows of the same unique
-// code (and shop_1 an id of shop_0's too). With an origin column, a
+// TestUniqueKeysAcrossShards: two shard tables hold rows of the same
+// unique code (and shop_1 an id of shop_0's too). Without an origin
+// column the sink stops on the first shared code, with an error that
+// names that key (code=..., which the lookup at the sources goes by; it
+// named the row's id before). With an origin column, a
 // target table the sink made from the stream's CREATE TABLE gets the
 // column in every unique key, and keeps all five rows; before, its
 // unique key was the source's, and MariaDB's INSERT ... ON DUPLICATE KEY
@@ -22,7 +25,7 @@ import (
 // A target table made beforehand with a unique key that lacks the column
 // stops the sink, with no row written, on an error that gives the ALTER
 // TABLE to run; once it is run, the sink goes on and keeps all five.
-func TestOriginInUniqueKeys(t *testing.T) {
+func TestUniqueKeysAcrossShards(t *testing.T) {
 	_, name := targetDB(t)
 	db, _ := sql.Open("mysql", "root@tcp("+targetAddr+")/")
 	defer db.Close()
@@ -36,11 +39,11 @@ func TestOriginInUniqueKeys(t *testing.T) {
 		"a/shop_0.orders 1 c1 zero", "a/shop_0.orders 2 c2 zero",
 		"a/shop_1.orders 1 c9 one", "a/shop_1.orders 3 c1 one", "a/shop_1.orders 4 c2 one",
 	}
-	specOf := func(sinkName, ddl string) *spec.Spec {
+	specOf := func(sinkName, origin, ddl string) *spec.Spec {
 		ds := spec.Spec{Name: "shop", Tables: []string{`shop_\d+\.orders`}, Route: []spec.RouteRule{{Match: `shop_\d+\.(\w+)`, To: "shop.$1"}},
 			Heartbeat: spec.Duration(100 * time.Millisecond),
 			Sources:   []spec.Source{{Name: "a", Address: srv.Addr(), Start: spec.Start{Kind: spec.StartEarliest}}},
-			Sinks: []spec.Sink{{Name: sinkName, Type: "mysql", Address: targetAddr, MetaDatabase: name + "_meta", OriginColumn: "_shard", DDL: ddl,
+			Sinks: []spec.Sink{{Name: sinkName, Type: "mysql", Address: targetAddr, MetaDatabase: name + "_meta", OriginColumn: origin, DDL: ddl,
 				Tables: []spec.SinkTable{{From: "shop.orders", To: name + "." + sinkName}}}}}
 		ds = ds.WithDefaults()
 		return &ds
@@ -60,7 +63,18 @@ func TestOriginInUniqueKeys(t *testing.T) {
 			"' AND NON_UNIQUE = 0 AND NOT EXISTS (SELECT 1 FROM information_schema.STATISTICS o WHERE o.TABLE_SCHEMA = s.TABLE_SCHEMA AND o.TABLE_NAME = s.TABLE_NAME AND o.INDEX_NAME = s.INDEX_NAME AND o.COLUMN_NAME = '_shard')")
 	}
 
-	created := applyOnce(t, specOf("created", ""))
+	plain := applyOnce(t, specOf("plain", "", ""))
+	sinktest.WaitFor(t, 20*time.Second, func() (bool, string) {
+		_, lastErr := plain.Applied()
+		return strings.Contains(lastErr, "a/shop_1.orders writes key code=c1 into"), fmt.Sprintf("no collision error naming code=c1; last error %q", lastErr)
+	})
+	// shop_0's row of c1 may have gone with the transaction the collision
+	// rolled back; shop_1's must not be there.
+	if g := sinktest.Query(db, "SELECT id FROM "+name+".plain WHERE code = 'c1' AND id <> 1"); len(g) > 0 {
+		t.Fatalf("after the collision, shop_1's row of code c1 is there: ids %q", g)
+	}
+
+	created := applyOnce(t, specOf("created", "_shard", ""))
 	waitRows("created", func() string { _, e := created.Applied(); return e })
 	if k := keysLacking("created"); len(k) > 0 {
 		t.Fatalf("the created table's unique keys %q lack the origin column", k)
@@ -71,7 +85,7 @@ func TestOriginInUniqueKeys(t *testing.T) {
 	if _, err := db.Exec("CREATE TABLE " + name + ".premade (id INT NOT NULL, code VARCHAR(20) NOT NULL, note VARCHAR(20), _shard VARCHAR(255) NOT NULL DEFAULT '', PRIMARY KEY (_shard, id), UNIQUE KEY by_code (code))"); err != nil {
 		t.Fatal(err)
 	}
-	premade := applyOnce(t, specOf("premade", "ignore"))
+	premade := applyOnce(t, specOf("premade", "_shard", "ignore"))
 	var lastErr string
 	sinktest.WaitFor(t, 20*time.Second, func() (bool, string) {
 		_, lastErr = premade.Applied()
