@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/spec"
 )
@@ -29,16 +28,8 @@ func TestUniqueKeysAcrossShards(t *testing.T) {
 	_, name := targetDB(t)
 	db, _ := sql.Open("mysql", "root@tcp("+targetAddr+")/")
 	defer db.Close()
-	srv := mysqltest.Start(t)
-	srv.Exec(t, "CREATE DATABASE shop_0", "CREATE DATABASE shop_1",
-		"CREATE TABLE shop_0.orders (id INT PRIMARY KEY, code VARCHAR(20) NOT NULL UNIQUE, note VARCHAR(20))",
-		"CREATE TABLE shop_1.orders (id INT PRIMARY KEY, code VARCHAR(20) NOT NULL UNIQUE, note VARCHAR(20))",
-		"INSERT INTO shop_0.orders VALUES (1, 'c1', 'zero'), (2, 'c2', 'zero')",
-		"INSERT INTO shop_1.orders VALUES (3, 'c1', 'one'), (4, 'c2', 'one'), (1, 'c9', 'one')")
-	want := []string{
-		"a/shop_0.orders 1 c1 zero", "a/shop_0.orders 2 c2 zero",
-		"a/shop_1.orders 1 c9 one", "a/shop_1.orders 3 c1 one", "a/shop_1.orders 4 c2 one",
-	}
+	srv := sinktest.StartUniqueCollision(t)
+	want := sinktest.UniqueCollisionRows("a")
 	specOf := func(sinkName, origin, ddl string) *spec.Spec {
 		ds := spec.Spec{Name: "shop", Tables: []string{`shop_\d+\.orders`}, Route: []spec.RouteRule{{Match: `shop_\d+\.(\w+)`, To: "shop.$1"}},
 			Heartbeat: spec.Duration(100 * time.Millisecond),

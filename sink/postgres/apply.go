@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -116,7 +117,7 @@ func (t *Target) applyBatch(ctx context.Context, c *pgx.Conn, worker int, change
 		if failed < 0 {
 			return fmt.Errorf("sink %s: worker %d: %w", t.spec.Name, worker, err)
 		}
-		return t.opError(ops[failed], worker, err)
+		return t.opError(ctx, c, ops[failed], worker, err)
 	}
 	t.applied.Add(uint64(len(changes)))
 	t.upserts.Add(upserts)
@@ -124,8 +125,8 @@ func (t *Target) applyBatch(ctx context.Context, c *pgx.Conn, worker int, change
 	return nil
 }
 
-// opError is the error of the statement of o.
-func (t *Target) opError(o op, worker int, err error) error {
+// opError is the error of the statement of o, sent on conn.
+func (t *Target) opError(ctx context.Context, conn *pgx.Conn, o op, worker int, err error) error {
 	c := o.changes[0]
 	switch code := pgCode(err); {
 	case o.kind == 'a' && code == errBehindCode:
@@ -135,17 +136,50 @@ func (t *Target) opError(o op, worker int, err error) error {
 	case o.kind == 'i' && code == "23505":
 		// Its checkpoint says it was not applied, so the row is another
 		// shard table's (or was there before the sink).
-		rc := c.Row
-		e := &sink.CollisionError{Sink: t.spec.Name, Table: t.spec.Target(c.Logical), Logical: c.Logical, Source: c.Source, Origin: c.Origin}
-		for _, i := range sink.KeyColumns(rc.Table) {
-			e.Columns = append(e.Columns, rc.Table.Columns[i].Name)
-			e.Values = append(e.Values, c.After[i])
-		}
-		return e
+		var pe *pgconn.PgError
+		errors.As(err, &pe)
+		return t.collision(ctx, conn, c, pe.ConstraintName)
 	case code == "42P01":
 		return fmt.Errorf("sink %s: target table %s does not exist (dropped while the sink ran?): create it, or set create_tables: true: %w", t.spec.Name, t.spec.Target(c.Logical), err)
 	}
 	return fmt.Errorf("sink %s: worker %d: seq %d, %s from %s/%s: %w", t.spec.Name, worker, c.Seq, c.Logical, c.Source, c.Origin, err)
+}
+
+// collision is the error of change c, whose INSERT found the key of
+// index (the constraint PostgreSQL names) taken: it names the index's
+// columns and c's values of them, so that the error and the lookup of the
+// key's holders at the sources (sink.Runner.Holders) are about the key
+// that collided. An index it cannot read is taken as the primary key.
+func (t *Target) collision(ctx context.Context, conn *pgx.Conn, c sink.Change, index string) *sink.CollisionError {
+	rc := c.Row
+	e := &sink.CollisionError{Sink: t.spec.Name, Table: t.spec.Target(c.Logical), Logical: c.Logical, Source: c.Source, Origin: c.Origin}
+	var idx []int
+	if index != "" {
+		// The batch's implicit transaction has ended, so conn answers.
+		rows, err := conn.Query(ctx, `SELECT a.attname FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
+			JOIN pg_attribute a ON a.attrelid = x.indrelid AND a.attnum = ANY(x.indkey)
+			WHERE i.relname = $1 AND x.indrelid = $2::regclass ORDER BY array_position(x.indkey::int2[], a.attnum)`, index, t.target(c.Logical))
+		var names []string
+		if err == nil {
+			names, _ = pgx.CollectRows(rows, pgx.RowTo[string])
+		}
+		for _, name := range names {
+			i := slices.IndexFunc(rc.Table.Columns, func(col change.Column) bool { return strings.EqualFold(col.Name, name) })
+			if i < 0 {
+				idx = nil // a column of the target only
+				break
+			}
+			idx = append(idx, i)
+		}
+	}
+	if idx == nil {
+		idx = sink.KeyColumns(rc.Table)
+	}
+	for _, i := range idx {
+		e.Columns = append(e.Columns, rc.Table.Columns[i].Name)
+		e.Values = append(e.Values, c.After[i])
+	}
+	return e
 }
 
 // runs are the runs of changes: sink.Plan's (changes of different keys

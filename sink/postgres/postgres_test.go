@@ -318,6 +318,30 @@ func TestCollision(t *testing.T) {
 	}
 }
 
+// TestUniqueKeyCollision: two shard tables share unique codes. Without
+// an origin column the sink stops on the first shared code with an error
+// that names that key, code=c1 (it named the row's id, whose lookup at
+// the sources finds only the writer); with one, the table the sink makes
+// has the column in its unique key too, and keeps all five rows.
+func TestUniqueKeyCollision(t *testing.T) {
+	db, name := targetDB(t)
+	srv := sinktest.StartUniqueCollision(t)
+	specOf := func(sinkName, origin string) *spec.Spec {
+		return shopSpec(t, []*mysqltest.Server{srv}, spec.Sink{Name: sinkName, Type: "postgres", Address: targetAddr, Database: name, Workers: 4, Batch: 10,
+			OriginColumn: origin, Tables: []spec.SinkTable{{From: "shop.orders", To: sinkName + ".orders"}}})
+	}
+	plain, _ := applyOnce(t, specOf("plain", ""))
+	waitErr(t, plain, "s0/shop_1.orders writes key code=c1", "origin_column")
+
+	kept, _ := applyOnce(t, specOf("kept", "_shard"))
+	want := sinktest.UniqueCollisionRows("s0")
+	sinktest.WaitFor(t, 20*time.Second, func() (bool, string) {
+		got := query(db, "SELECT _shard, id, code, note FROM kept.orders")
+		_, lastErr := kept.Applied()
+		return slices.Equal(got, want), fmt.Sprintf("kept.orders holds %q, want %q (last error %q)", got, want, lastErr)
+	})
+}
+
 // TestAtLeastOnce: mode at-least-once writes no checkpoint table; the
 // stream (with an ADD COLUMN and a MODIFY that widens a column) read
 // twice from the start ends in the same target (the second reading finds

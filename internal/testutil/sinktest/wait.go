@@ -66,3 +66,30 @@ func WaitTruncated(t testing.TB, srv *mysqltest.Server, count func() int, lastEr
 	srv.Exec(t, "TRUNCATE TABLE shop_1.orders")
 	wait(1)
 }
+
+// StartUniqueCollision starts a server whose two shard tables
+// shop_0.orders and shop_1.orders (id INT PRIMARY KEY, code VARCHAR(20)
+// NOT NULL UNIQUE, note VARCHAR(20)) share unique codes: shop_0 holds
+// (1, 'c1', 'zero') and (2, 'c2', 'zero'), shop_1 (3, 'c1', 'one'),
+// (4, 'c2', 'one') and (1, 'c9', 'one'). Merged into one table, shop_1's
+// first row collides with shop_0's by its code, not its id.
+func StartUniqueCollision(t testing.TB) *mysqltest.Server {
+	t.Helper()
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE DATABASE shop_0", "CREATE DATABASE shop_1",
+		"CREATE TABLE shop_0.orders (id INT PRIMARY KEY, code VARCHAR(20) NOT NULL UNIQUE, note VARCHAR(20))",
+		"CREATE TABLE shop_1.orders (id INT PRIMARY KEY, code VARCHAR(20) NOT NULL UNIQUE, note VARCHAR(20))",
+		"INSERT INTO shop_0.orders VALUES (1, 'c1', 'zero'), (2, 'c2', 'zero')",
+		"INSERT INTO shop_1.orders VALUES (3, 'c1', 'one'), (4, 'c2', 'one'), (1, 'c9', 'one')")
+	return srv
+}
+
+// UniqueCollisionRows are StartUniqueCollision's rows as a target with an
+// origin column holds them, read as "origin id code note" and sorted;
+// source is the spec's name of the server.
+func UniqueCollisionRows(source string) []string {
+	return []string{
+		source + "/shop_0.orders 1 c1 zero", source + "/shop_0.orders 2 c2 zero",
+		source + "/shop_1.orders 1 c9 one", source + "/shop_1.orders 3 c1 one", source + "/shop_1.orders 4 c2 one",
+	}
+}
