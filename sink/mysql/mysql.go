@@ -624,18 +624,39 @@ func (t *Target) statement(tv *change.Table, kind byte, table string) string {
 // ApplyDDL implements sink.Target. MySQL commits a DDL by itself, so the
 // checkpoints follow it: a crash between the two runs it again, and an
 // error that says it is there already (a duplicate column, a table that
-// exists) is taken as applied.
+// exists) is taken as applied. A shard table's TRUNCATE is a DELETE of
+// its rows, in one transaction with the checkpoints.
+//
+// Like a worker's transaction (claim), a DDL that every worker's
+// checkpoint is past already is not applied (sink.ErrBehind): a runner
+// that has not yet learnt another took over must not run a TRUNCATE's
+// DELETE over the rows the other wrote since, nor set the checkpoints
+// back to the DDL.
 func (t *Target) ApplyDDL(ctx context.Context, ev *change.Event, workers int) error {
 	if shard, ok := schema.TruncatedTable(ev.DDL.Schema, ev.DDL.SQL); ok {
 		if t.spec.OriginColumn == "" {
 			return fmt.Errorf("sink %s: seq %d: TRUNCATE of shard table %s/%s: the target holds every shard table's rows of %s together; set origin_column to delete only that shard table's",
 				t.spec.Name, ev.Seq, ev.Source, shard, strings.Join(ev.DDL.Tables, ","))
 		}
+		tx, err := t.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if err := t.ddlBehind(ctx, tx, ev.Seq, workers); err != nil {
+			return err
+		}
 		ls, lt := ev.DDL.Logical()
-		if _, err := t.db.ExecContext(ctx, "DELETE FROM "+t.target(ls+"."+lt)+" WHERE "+quote(t.spec.OriginColumn)+" = ?", ev.Source+"/"+shard); err != nil {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM "+t.target(ls+"."+lt)+" WHERE "+quote(t.spec.OriginColumn)+" = ?", ev.Source+"/"+shard); err != nil {
 			return fmt.Errorf("sink %s: seq %d: TRUNCATE of %s/%s: %w", t.spec.Name, ev.Seq, ev.Source, shard, err)
 		}
-		return t.checkpointAll(ctx, ev.Seq, workers)
+		if err := t.checkpointAll(ctx, tx, ev.Seq, workers); err != nil {
+			return err
+		}
+		return tx.Commit()
+	}
+	if err := t.ddlBehind(ctx, t.db, ev.Seq, workers); err != nil {
+		return err
 	}
 	if t.spec.DDL != "ignore" {
 		stmts, err := schema.ShardDDL(ev.DDL.Schema, ev.DDL.SQL, func(s, tb string) (string, string) {
@@ -663,7 +684,49 @@ func (t *Target) ApplyDDL(ctx context.Context, ev *change.Event, workers int) er
 			}
 		}
 	}
-	return t.checkpointAll(ctx, ev.Seq, workers)
+	return t.checkpointAll(ctx, t.db, ev.Seq, workers)
+}
+
+// execer is a *sql.DB or a *sql.Tx.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// ddlBehind returns sink.ErrBehind when every one of workers' checkpoints
+// is at or past the DDL at seq: another runner applied it. In a
+// transaction, the checkpoint rows stay locked till it ends.
+func (t *Target) ddlBehind(ctx context.Context, q execer, seq uint64, workers int) error {
+	if !t.exactlyOnce() {
+		return nil
+	}
+	lock := ""
+	if _, ok := q.(*sql.Tx); ok {
+		lock = " FOR UPDATE"
+	}
+	rows, err := q.QueryContext(ctx, "SELECT worker, seq, idx FROM "+t.checkpointTable()+" WHERE sink = ?"+lock, t.spec.Name)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	past := 0
+	for rows.Next() {
+		var w int
+		var at sink.Point
+		if err := rows.Scan(&w, &at.Seq, &at.Idx); err != nil {
+			return err
+		}
+		if w >= 0 && w < workers && !at.Before(sink.Point{Seq: seq, Idx: sink.MaxIdx}) {
+			past++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if past == workers {
+		return fmt.Errorf("%w: every worker of sink %s is at or past the DDL at seq %d", sink.ErrBehind, t.spec.Name, seq)
+	}
+	return nil
 }
 
 // exec runs a DDL, a second run of one already applied being no error.
@@ -674,8 +737,9 @@ func (t *Target) exec(ctx context.Context, ddl string) error {
 	return nil
 }
 
-// checkpointAll sets every worker's checkpoint to the whole of seq.
-func (t *Target) checkpointAll(ctx context.Context, seq uint64, workers int) error {
+// checkpointAll sets every worker's checkpoint to the whole of seq, by q
+// (the target, or the transaction of a TRUNCATE's DELETE).
+func (t *Target) checkpointAll(ctx context.Context, q execer, seq uint64, workers int) error {
 	t.tables.Clear() // a DDL may have made or dropped a target table
 	t.replay.fits.Clear()
 	if !t.exactlyOnce() {
@@ -684,18 +748,21 @@ func (t *Target) checkpointAll(ctx context.Context, seq uint64, workers int) err
 	// One statement, so one commit: every worker moves past the DDL, or
 	// none does (a statement a worker took 16 commits: 5-7 ms on 3306,
 	// against 0.4-0.7 for one).
-	var q strings.Builder
-	q.WriteString("INSERT INTO " + t.checkpointTable() + " (sink, worker, seq, idx) VALUES ")
+	// A checkpoint only moves on: one already past the DDL (a runner
+	// that took over applied it and more) stays. idx is set first, by the
+	// row's seq before this statement changes it.
+	var b strings.Builder
+	b.WriteString("INSERT INTO " + t.checkpointTable() + " (sink, worker, seq, idx) VALUES ")
 	args := make([]any, 0, 4*workers)
 	for w := range workers {
 		if w > 0 {
-			q.WriteString(", ")
+			b.WriteString(", ")
 		}
-		q.WriteString("(?, ?, ?, ?)")
+		b.WriteString("(?, ?, ?, ?)")
 		args = append(args, t.spec.Name, w, seq, sink.MaxIdx)
 	}
-	q.WriteString(" ON DUPLICATE KEY UPDATE seq = VALUES(seq), idx = VALUES(idx)")
-	_, err := t.db.ExecContext(ctx, q.String(), args...)
+	b.WriteString(" ON DUPLICATE KEY UPDATE idx = IF(seq < VALUES(seq) OR seq = VALUES(seq) AND idx < VALUES(idx), VALUES(idx), idx), seq = GREATEST(seq, VALUES(seq))")
+	_, err := q.ExecContext(ctx, b.String(), args...)
 	return err
 }
 
