@@ -401,6 +401,33 @@ func (e *CollisionError) Error() string {
 		ErrCollision, e.Sink, e.Source, e.Origin, strings.Join(key, ","), e.Table, by)
 }
 
+// Collision is the CollisionError of change c, applied by sink sinkName
+// to target table table, whose INSERT found a key taken: the key of
+// columns (a target key's column names, as the target gives them), with
+// c's values of them; its primary key when columns is empty or names a
+// column the change does not have (the origin column, say).
+func Collision(sinkName, table string, c Change, columns []string) *CollisionError {
+	rc := c.Row
+	var idx []int
+	for _, name := range columns {
+		i := slices.IndexFunc(rc.Table.Columns, func(col change.Column) bool { return strings.EqualFold(col.Name, name) })
+		if i < 0 {
+			idx = nil
+			break
+		}
+		idx = append(idx, i)
+	}
+	if idx == nil {
+		idx = KeyColumns(rc.Table)
+	}
+	e := &CollisionError{Sink: sinkName, Table: table, Logical: c.Logical, Source: c.Source, Origin: c.Origin}
+	for _, i := range idx {
+		e.Columns = append(e.Columns, rc.Table.Columns[i].Name)
+		e.Values = append(e.Values, c.After[i])
+	}
+	return e
+}
+
 // Is makes errors.Is(err, ErrCollision) hold.
 func (e *CollisionError) Is(target error) bool { return target == ErrCollision }
 

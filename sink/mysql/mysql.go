@@ -542,13 +542,10 @@ func duplicateKey(err error) (key string, ok bool) {
 
 // collision is the error of change c, whose INSERT into table (quoted)
 // found key (a target key's name, as duplicateKey gives it) taken: it
-// names the key's columns and c's values of them, so that the error and
-// the lookup of the key's holders at the sources (sink.Runner.Holders)
-// are about the key that collided. A key it cannot read is taken as the
-// primary key.
+// names the key's columns, so that the error and the lookup of the key's
+// holders at the sources (sink.Runner.Holders) are about the key that
+// collided. A key it cannot read is taken as the primary key.
 func (t *Target) collision(ctx context.Context, c sink.Change, table, key string) *sink.CollisionError {
-	rc := c.Row
-	e := &sink.CollisionError{Sink: t.spec.Name, Table: table, Logical: c.Logical, Source: c.Source, Origin: c.Origin}
 	var columns []string
 	if key != "PRIMARY" && !strings.HasSuffix(key, ".PRIMARY") {
 		keys, _ := t.uniqueKeys(ctx, t.spec.Target(c.Logical))
@@ -559,23 +556,7 @@ func (t *Target) collision(ctx context.Context, c sink.Change, table, key string
 			}
 		}
 	}
-	var idx []int
-	for _, name := range columns {
-		i := slices.IndexFunc(rc.Table.Columns, func(col change.Column) bool { return strings.EqualFold(col.Name, name) })
-		if i < 0 {
-			idx = nil // a column of the target only
-			break
-		}
-		idx = append(idx, i)
-	}
-	if idx == nil {
-		idx = sink.KeyColumns(rc.Table)
-	}
-	for _, i := range idx {
-		e.Columns = append(e.Columns, rc.Table.Columns[i].Name)
-		e.Values = append(e.Values, c.After[i])
-	}
-	return e
+	return sink.Collision(t.spec.Name, table, c, columns)
 }
 
 // target is the target table of a logical one, quoted.

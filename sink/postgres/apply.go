@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -147,39 +146,21 @@ func (t *Target) opError(ctx context.Context, conn *pgx.Conn, o op, worker int, 
 
 // collision is the error of change c, whose INSERT found the key of
 // index (the constraint PostgreSQL names) taken: it names the index's
-// columns and c's values of them, so that the error and the lookup of the
-// key's holders at the sources (sink.Runner.Holders) are about the key
-// that collided. An index it cannot read is taken as the primary key.
+// columns, so that the error and the lookup of the key's holders at the
+// sources (sink.Runner.Holders) are about the key that collided. An index
+// it cannot read is taken as the primary key.
 func (t *Target) collision(ctx context.Context, conn *pgx.Conn, c sink.Change, index string) *sink.CollisionError {
-	rc := c.Row
-	e := &sink.CollisionError{Sink: t.spec.Name, Table: t.spec.Target(c.Logical), Logical: c.Logical, Source: c.Source, Origin: c.Origin}
-	var idx []int
+	var columns []string
 	if index != "" {
 		// The batch's implicit transaction has ended, so conn answers.
 		rows, err := conn.Query(ctx, `SELECT a.attname FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
 			JOIN pg_attribute a ON a.attrelid = x.indrelid AND a.attnum = ANY(x.indkey)
 			WHERE i.relname = $1 AND x.indrelid = $2::regclass ORDER BY array_position(x.indkey::int2[], a.attnum)`, index, t.target(c.Logical))
-		var names []string
 		if err == nil {
-			names, _ = pgx.CollectRows(rows, pgx.RowTo[string])
-		}
-		for _, name := range names {
-			i := slices.IndexFunc(rc.Table.Columns, func(col change.Column) bool { return strings.EqualFold(col.Name, name) })
-			if i < 0 {
-				idx = nil // a column of the target only
-				break
-			}
-			idx = append(idx, i)
+			columns, _ = pgx.CollectRows(rows, pgx.RowTo[string])
 		}
 	}
-	if idx == nil {
-		idx = sink.KeyColumns(rc.Table)
-	}
-	for _, i := range idx {
-		e.Columns = append(e.Columns, rc.Table.Columns[i].Name)
-		e.Values = append(e.Values, c.After[i])
-	}
-	return e
+	return sink.Collision(t.spec.Name, t.spec.Target(c.Logical), c, columns)
 }
 
 // runs are the runs of changes: sink.Plan's (changes of different keys
