@@ -290,6 +290,14 @@ func (p *Reader) handleRows(ctx context.Context, ev *replication.RowsEvent, star
 			images.SetBinlog(b)
 		}
 	}
+	if after := ev.ColumnBitmap1; kind != change.Delete {
+		if kind == change.Update {
+			after = ev.ColumnBitmap2
+		}
+		if !allColumns(after, int(ev.ColumnCount)) {
+			images.SetPartialAfter()
+		}
+	}
 	n := images.Count()
 	changes := make([]change.RowChange, 0, n/step)
 	for k := 0; k+step <= n; k += step {
@@ -352,6 +360,17 @@ func (f *rowFilter) decodeRows(re *replication.RowsEvent, data []byte) error {
 	}
 	re.Rows = [][]any{{rr}} // handleRows takes them out (rowImagesOf)
 	return nil
+}
+
+// allColumns reports whether bitmap (a rows event's columns-present
+// bitmap) holds each of n columns.
+func allColumns(bitmap []byte, n int) bool {
+	for i := range n {
+		if i/8 >= len(bitmap) || bitmap[i/8]&(1<<(i%8)) == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // rowImagesOf returns a rows event's images: the raw ones decodeRows left

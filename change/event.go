@@ -278,6 +278,11 @@ func (rc *RowChange) HasBefore() bool { return rc.before >= 0 }
 // HasAfter: see HasBefore.
 func (rc *RowChange) HasAfter() bool { return rc.after >= 0 }
 
+// PartialAfter reports whether the change's after image leaves columns
+// out (the source's binlog_row_image is MINIMAL or NOBLOB): they read as
+// NULL, not as the row holds them.
+func (rc *RowChange) PartialAfter() bool { return rc.after >= 0 && rc.images.partialAfter }
+
 // AppendText appends column i's value, from the after image when after is
 // set and else from the before image, in canal's string form (see
 // flat.Writer) as valid UTF-8, converting nothing it need not; isNull

@@ -67,7 +67,13 @@ type Images struct {
 	// binlog is what else of the rows event a target replaying it needs
 	// (SetBinlog); nil when the reader kept none.
 	binlog *RowsBinlog
+	// partialAfter: the after images leave columns out (SetPartialAfter).
+	partialAfter bool
 }
+
+// SetPartialAfter records that the rows event's after images leave
+// columns out (binlog_row_image MINIMAL or NOBLOB), which read as NULL.
+func (im *Images) SetPartialAfter() { im.partialAfter = true }
 
 // RowsBinlog is what a target that applies the rows event's images as
 // binlog row events (sink/mysql) needs besides them. It is read-only.

@@ -212,6 +212,14 @@ func (r *Runner) run(ctx context.Context) error {
 					if !start[w].Before(Point{ch.Seq, ch.Row.Index}) && !(reread && ch.Seq == start[w].Seq) {
 						continue // applied before a restart
 					}
+					if _, own := r.Target.(PartialApplier); !own && ch.Row.PartialAfter() {
+						// What came before it is applied; it and what
+						// follows wait for the source to be fixed.
+						if err := p.drain(); err != nil {
+							return err
+						}
+						return PartialImageError(r.Name, ch)
+					}
 					if waits := c.Waits(w, &ch); len(waits) > 0 {
 						r.conflicts.Add(1)
 						if err := p.waitHanded(waits...); err != nil {

@@ -102,6 +102,22 @@ type ImageDecoder interface {
 	DecodesImages()
 }
 
+// PartialApplier is a Target that applies a change whose after image
+// leaves columns out (change.RowChange.PartialAfter) as the source wrote
+// it, or returns PartialImageError; the runner stops at such a change
+// for any other Target, which would write the columns left out as NULL.
+type PartialApplier interface {
+	Target
+	AppliesPartialImages()
+}
+
+// PartialImageError is the error of change c, whose after image leaves
+// columns out, for a sink that cannot apply it.
+func PartialImageError(sinkName string, c Change) error {
+	return fmt.Errorf("sink %s: seq %d, %s from %s/%s: the binlog's row image leaves columns out (binlog_row_image is MINIMAL or NOBLOB on source %s), and the sink writes whole rows, so it would set them NULL: set binlog_row_image=FULL there; the rows written so far need a snapshot (snapshot: initial) or a start past them",
+		sinkName, c.Seq, c.Logical, c.Source, c.Origin, c.Source)
+}
+
 // WorkersChanged is the error of a target whose checkpoints were written
 // by a sink of had workers when it now has n (where says how to start
 // over): a key's worker is its hash modulo the count, so with another

@@ -184,6 +184,12 @@ func (t *Target) Apply(ctx context.Context, worker int, changes []sink.Change) e
 // writes SQL statements; replaying takes the binlog's bytes.
 func (t *Target) DecodesImages() {}
 
+// AppliesPartialImages: a replayed rows event changes only the columns
+// its after image holds, as on a replica; SQL statements would write the
+// others NULL, so a transaction that falls back to them with such a
+// change is a sink.PartialImageError.
+func (t *Target) AppliesPartialImages() {}
+
 // lockRetries is how many times a worker's transaction is tried when
 // InnoDB ends it over a lock (MariaDB's replica retries 10 times too:
 // slave_transaction_retries).
@@ -244,6 +250,9 @@ func (t *Target) applyTx(ctx context.Context, worker int, changes []sink.Change,
 		return nil
 	}
 	if mode != applyReplay {
+		if i := slices.IndexFunc(changes, func(c sink.Change) bool { return c.Row.PartialAfter() }); i >= 0 {
+			return sink.PartialImageError(t.spec.Name, changes[i])
+		}
 		sink.DecodeAll(changes)
 	}
 	switch mode {
