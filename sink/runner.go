@@ -178,6 +178,7 @@ func (r *Runner) run(ctx context.Context) error {
 		routing = rt.Routing()
 	}
 	kr := newKeyer(r.ByOrigin, routing)
+	_, appliesPartial := r.Target.(PartialApplier)
 	pruneAt := minPrune
 	for {
 		if err := p.failed(); err != nil {
@@ -212,7 +213,7 @@ func (r *Runner) run(ctx context.Context) error {
 					if !start[w].Before(Point{ch.Seq, ch.Row.Index}) && !(reread && ch.Seq == start[w].Seq) {
 						continue // applied before a restart
 					}
-					if _, own := r.Target.(PartialApplier); !own && ch.Row.PartialAfter() {
+					if !appliesPartial && ch.Row.PartialAfter() {
 						// What came before it is applied; it and what
 						// follows wait for the source to be fixed.
 						if err := p.drain(); err != nil {
