@@ -15,6 +15,7 @@ import (
 
 	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/internal/sqlutf8"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )
@@ -174,7 +175,7 @@ func MeasureLatency(ctx context.Context, cfg LatencyConfig) (*LatencyResult, err
 	}()
 	ds := spec.Spec{Name: "bench-latency-" + cfg.Ordering, Tables: SelectedTables, Ordering: cfg.Ordering}
 	for i, addr := range cfg.Addrs {
-		c, err := client.Connect(addr, cfg.User, "", "")
+		c, err := sqlutf8.Connect(ctx, addr, cfg.User, "", "", nil)
 		if err != nil {
 			return nil, fmt.Errorf("bench: latency: connect to %s: %w", addr, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/internal/sqlutf8"
 	"github.com/braid-cdc/braid/schema"
 	"github.com/braid-cdc/braid/spec"
 )
@@ -355,6 +356,9 @@ func (p *Reader) syncerConfig() replication.BinlogSyncerConfig {
 		// slower than 1024; 1024 events are about 8 MiB of binlog at
 		// MariaDB's 8 KiB rows events.
 		EventCacheCount: p.cfg.ReadAhead,
+		// The binlog connection's own queries (checksum, heartbeat,
+		// GTID settings) in utf8mb4 too, as every session braid opens.
+		Option: sqlutf8.SetNames,
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/internal/sqlutf8"
 	"github.com/braid-cdc/braid/spec"
 )
 
@@ -74,7 +75,8 @@ func (p *Reader) dialUntil(ctx context.Context, deadline time.Time) (c *client.C
 		conn = nc
 		return nc, nil
 	}
-	c, err = client.ConnectWithDialer(ctx, "", p.spec.Address, p.spec.User, p.spec.Password, "", dialer)
+	// A utf8mb4 session: names and values arrive as the server stores them.
+	c, err = sqlutf8.Connect(ctx, p.spec.Address, p.spec.User, p.spec.Password, "", dialer)
 	if err != nil {
 		stopCtx()
 		if conn != nil {

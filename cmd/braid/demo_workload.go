@@ -9,6 +9,7 @@ import (
 	myclient "github.com/go-mysql-org/go-mysql/client"
 
 	"github.com/braid-cdc/braid/internal/mariadb"
+	"github.com/braid-cdc/braid/internal/sqlutf8"
 )
 
 // The demo's order workload.
@@ -128,7 +129,7 @@ func (w *workload) exec(i int, stmts ...string) error {
 	c := w.conns[i]
 	if c == nil {
 		var err error
-		if c, err = myclient.Connect(w.shards[i].Addr(), "root", "", ""); err != nil {
+		if c, err = sqlutf8.Connect(context.Background(), w.shards[i].Addr(), "root", "", "", nil); err != nil {
 			return fmt.Errorf("connecting to shard %s: %w", sourceName(i), err)
 		}
 		w.conns[i] = c

@@ -20,6 +20,7 @@ var apiMay = []string{
 // below it.
 var sinkMay = []string{
 	"stream", "group", "flat", "change", "spec", "schema", "api/wire",
+	"internal/sqlutf8",
 }
 
 // clusterMay is what cluster may import: everything a node serves and runs.
@@ -43,7 +44,7 @@ var table = map[string]rule{
 	"schema": {may: []string{"change"}},
 
 	// One source, then many sources as one destination, then the store.
-	"binlog": {may: []string{"change", "schema", "spec"}},
+	"binlog": {may: []string{"change", "schema", "spec", "internal/sqlutf8"}},
 	"group":  {may: []string{"binlog", "change", "schema", "spec"}},
 	"stream": {may: []string{"group", "change", "spec"}},
 
@@ -80,12 +81,14 @@ var table = map[string]rule{
 	"client": {may: []string{"api/wire", "internal/jsontext"}},
 
 	// Runtime helpers.
-	"internal/jsontext":     {},
-	"internal/ports":        {},
-	"internal/netlimit":     {},
-	"internal/secret":       {},
-	"internal/pki":          {},
-	"internal/mariadb":      {may: []string{"internal/ports"}},
+	"internal/jsontext": {},
+	"internal/ports":    {},
+	"internal/netlimit": {},
+	"internal/secret":   {},
+	"internal/pki":      {},
+	"internal/mariadb":  {may: []string{"internal/ports", "internal/sqlutf8"}},
+	// Every SQL session braid opens is UTF-8: sources, targets, harnesses.
+	"internal/sqlutf8":      {},
 	"internal/localcluster": {may: []string{"api/wire", "client", "internal/ports", "internal/pki", "auth"}},
 
 	// Test harnesses exec the binary and speak wire types; never server
@@ -93,7 +96,7 @@ var table = map[string]rule{
 	testHarnesses: {may: []string{
 		"api/wire", "client",
 		"internal/localcluster", "internal/mariadb", "internal/ports", "internal/jsontext",
-		testHarnesses,
+		"internal/sqlutf8", testHarnesses,
 	}},
 
 	// The binary may call anything but a test harness.

@@ -2,11 +2,14 @@ package mariadb
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/go-mysql-org/go-mysql/client"
+
+	"github.com/braid-cdc/braid/internal/sqlutf8"
 )
 
 // Exec runs the statements in order, in one session as root, and stops at
@@ -15,7 +18,7 @@ import (
 // that binlog timestamp. An error names the server and the statement
 // (shortened to 200 bytes).
 func (s *Server) Exec(sqls ...string) error {
-	c, err := client.Connect(s.Addr(), "root", "", "")
+	c, err := sqlutf8.Connect(context.Background(), s.Addr(), "root", "", "", nil)
 	if err != nil {
 		return fmt.Errorf("mariadb: connect to %s as root: %w", s.Addr(), err)
 	}

@@ -24,6 +24,7 @@ import (
 	driver "github.com/go-sql-driver/mysql"
 
 	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/internal/sqlutf8"
 	"github.com/braid-cdc/braid/schema"
 	"github.com/braid-cdc/braid/sink"
 	"github.com/braid-cdc/braid/spec"
@@ -62,6 +63,9 @@ func Open(ctx context.Context, s spec.Sink) (*Target, error) {
 	cfg := driver.NewConfig()
 	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = s.User, pw, "tcp", s.Address
 	cfg.InterpolateParams = true
+	if err := sqlutf8.MySQLDriver(cfg); err != nil {
+		return nil, fmt.Errorf("sink %s: %w", s.Name, err)
+	}
 	connector, err := driver.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("sink %s: %w", s.Name, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/braid-cdc/braid/internal/sqlutf8"
 	"github.com/braid-cdc/braid/sink"
 	"github.com/braid-cdc/braid/spec"
 )
@@ -66,6 +67,7 @@ func Open(ctx context.Context, s spec.Sink) (*Target, error) {
 	}
 	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = host, p, s.User, pw, s.Database
 	cfg.RuntimeParams = map[string]string{"application_name": "braid sink " + s.Name}
+	sqlutf8.Postgres(cfg)
 	// TLS as libpq's default (sslmode=prefer): TLS when the server
 	// offers it, else not; the PG* environment variables (PGSSLMODE,
 	// PGSSLROOTCERT, ...) apply as they do to psql.

@@ -12,6 +12,7 @@ import (
 	driver "github.com/go-sql-driver/mysql"
 
 	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/internal/sqlutf8"
 	"github.com/braid-cdc/braid/sink"
 	"github.com/braid-cdc/braid/sink/mysql"
 	"github.com/braid-cdc/braid/spec"
@@ -80,6 +81,9 @@ func (s *Sources) db(i int) (*sql.DB, error) {
 	}
 	cfg.InterpolateParams = true // the text protocol: each value as the server prints it
 	cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = 10*time.Second, time.Minute, time.Minute
+	if err := sqlutf8.MySQLDriver(cfg); err != nil {
+		return nil, fmt.Errorf("source %s: %w", src.Name, err)
+	}
 	connector, err := driver.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", src.Name, err)

@@ -1,6 +1,7 @@
 package mysqltest
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/braid-cdc/braid/internal/sqlutf8"
 )
 
 // purgeTimeout bounds how long PurgeLogsTo waits for files to go.
@@ -25,7 +28,7 @@ func (s *Server) Conn(t testing.TB) *client.Conn {
 // connect opens a root connection that the caller closes.
 func (s *Server) connect(t testing.TB) *client.Conn {
 	t.Helper()
-	c, err := client.Connect(s.Addr(), "root", "", "")
+	c, err := sqlutf8.Connect(context.Background(), s.Addr(), "root", "", "", nil)
 	if err != nil {
 		t.Fatalf("mysqltest: connect to %s as root: %v", s.Addr(), err)
 	}
