@@ -217,9 +217,21 @@ func (n *Node) create(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
 	defer cancel()
-	if err := group.PinStarts(ctx, ds); err != nil {
+	// The spec's password references must be ones this node may read:
+	// it is about to send what they name to the sources' addresses. The
+	// spec is kept with its references, which the node that runs the
+	// destination resolves again under its own rules.
+	resolved, err := n.cfg.SecretRefs.Resolve(*ds)
+	if err != nil {
 		writeError(w, http.StatusBadRequest, "destination %q not created: %v", ds.Name, err)
 		return
+	}
+	if err := group.PinStarts(ctx, &resolved); err != nil {
+		writeError(w, http.StatusBadRequest, "destination %q not created: %v", ds.Name, err)
+		return
+	}
+	for i := range ds.Sources {
+		ds.Sources[i].Start = resolved.Sources[i].Start
 	}
 	// Raft keeps the spec with its passwords sealed: raft.db, snapshots
 	// and every follower's copy hold none in clear.

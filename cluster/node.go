@@ -23,6 +23,7 @@ import (
 	"github.com/braid-cdc/braid/internal/netlimit"
 	"github.com/braid-cdc/braid/internal/secret"
 	"github.com/braid-cdc/braid/raftstore"
+	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )
 
@@ -96,6 +97,12 @@ type Config struct {
 	// Raft (internal/secret), the same on every node. Default: GossipKey;
 	// with neither, passwords are stored in clear (Insecure).
 	SecretsKey []byte
+	// SecretRefs is what the password references (password_file,
+	// password_env) of the specs this node checks and runs may read here:
+	// a spec comes from an admin over HTTP, and the node sends what a
+	// reference names to the spec's own address. Default: the zero
+	// spec.Refs, no reference at all.
+	SecretRefs spec.Refs
 	// HTTPTLS, if set, serves the HTTP API over TLS. Default: nil, HTTP.
 	HTTPTLS *tls.Config
 	// Insecure lets a node run without TLS and GossipKey in a cluster of

@@ -184,6 +184,12 @@ func (o *owner) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("node %s cannot open destination %s's passwords: %w", n.cfg.Name, o.name, err)
 	}
+	// The references are read here, on the node that runs the
+	// destination, under this node's rules (as create checked them on
+	// the node that took the spec).
+	if ds, err = n.cfg.SecretRefs.Resolve(ds); err != nil {
+		return fmt.Errorf("node %s cannot run destination %s: %w", n.cfg.Name, o.name, err)
+	}
 	for i := range ds.Sources {
 		src := &ds.Sources[i]
 		// MariaDB refuses a second replica with a server_id already

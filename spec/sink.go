@@ -3,7 +3,6 @@ package spec
 import (
 	"fmt"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -171,22 +170,11 @@ const (
 	SinkAtLeastOnce = "at-least-once"
 )
 
-// ResolvePassword returns the sink's password: Password, or the content of
-// PasswordFile (trailing newline trimmed), or PasswordEnv's value.
+// ResolvePassword returns the sink's password; a reference is an error,
+// as for Source.ResolvePassword.
 func (s Sink) ResolvePassword() (string, error) {
-	switch {
-	case s.PasswordFile != "":
-		b, err := os.ReadFile(s.PasswordFile)
-		if err != nil {
-			return "", fmt.Errorf("sink %s: password_file: %w", s.Name, err)
-		}
-		return strings.TrimRight(string(b), "\r\n"), nil
-	case s.PasswordEnv != "":
-		pw, ok := os.LookupEnv(s.PasswordEnv)
-		if !ok {
-			return "", fmt.Errorf("sink %s: password_env %s is not set where the destination runs", s.Name, s.PasswordEnv)
-		}
-		return pw, nil
+	if s.PasswordFile != "" || s.PasswordEnv != "" {
+		return "", fmt.Errorf("sink %s: %w", s.Name, errUnresolved)
 	}
 	return s.Password, nil
 }

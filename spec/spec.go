@@ -134,8 +134,10 @@ type Source struct {
 	// PasswordFile and PasswordEnv name where the password is instead: a
 	// file (its content, trailing newline trimmed) or an environment
 	// variable, read on the node that runs the destination when it starts
-	// (ResolvePassword), so the secret is in no spec. At most one of
-	// password, password_file and password_env.
+	// (Refs.Resolve), so the secret is in no spec. The file must lie in a
+	// directory the node's operator allows, the variable's name start
+	// with the operator's prefix (see Refs). At most one of password,
+	// password_file and password_env.
 	PasswordFile string `yaml:"password_file,omitempty" json:"password_file,omitempty"`
 	PasswordEnv  string `yaml:"password_env,omitempty" json:"password_env,omitempty"`
 	// Start is where reading begins the first time. Default: latest.
@@ -301,25 +303,19 @@ func (s Spec) WithDefaults() Spec {
 	return s
 }
 
-// ResolvePassword returns the source's password: Password, or what
-// PasswordFile or PasswordEnv refer to, read now on this machine.
+// ResolvePassword returns the source's password. A reference
+// (PasswordFile, PasswordEnv) must have been resolved by Refs.Resolve on
+// the machine that runs the destination, which alone knows what its
+// operator lets a spec read: here it is an error, never read.
 func (src Source) ResolvePassword() (string, error) {
-	switch {
-	case src.PasswordFile != "":
-		b, err := os.ReadFile(src.PasswordFile)
-		if err != nil {
-			return "", fmt.Errorf("spec: source %q: password_file: %w: put the file on every node that may run the destination, or use password_env", src.Name, err)
-		}
-		return strings.TrimRight(string(b), "\r\n"), nil
-	case src.PasswordEnv != "":
-		pw, ok := os.LookupEnv(src.PasswordEnv)
-		if !ok {
-			return "", fmt.Errorf("spec: source %q: password_env: %s is not set here: set it for every node that may run the destination, or use password_file", src.Name, src.PasswordEnv)
-		}
-		return pw, nil
+	if src.PasswordFile != "" || src.PasswordEnv != "" {
+		return "", fmt.Errorf("spec: source %q: %w", src.Name, errUnresolved)
 	}
 	return src.Password, nil
 }
+
+// errUnresolved: a password reference reached a connection unresolved.
+var errUnresolved = errors.New("the password reference was not resolved where the destination runs (spec.Refs.Resolve)")
 
 // Hidden is what Redacted shows in place of a password.
 const Hidden = "******"

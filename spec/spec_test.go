@@ -85,32 +85,93 @@ func TestRedacted(t *testing.T) {
 	}
 }
 
-// TestResolvePassword: a password may come from a file or the
-// environment instead of the spec; a missing one is an error that says
-// where to put it; Validate refuses more than one way.
+// TestResolvePassword: a password may come from a file in a secrets
+// directory or a variable under the prefix instead of the spec (Refs);
+// anything else is refused with one message whether it exists or not;
+// Validate refuses more than one way; an unresolved reference never
+// reaches a connection.
 func TestResolvePassword(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "pw")
+	dir, other := t.TempDir(), t.TempDir()
+	file := filepath.Join(dir, "pw")
 	if err := os.WriteFile(file, []byte("from-file\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("BRAID_TEST_PW", "from-env")
+	outside := filepath.Join(other, "pw")
+	if err := os.WriteFile(outside, []byte("outside\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "link-out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(file, filepath.Join(other, "link-in")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("BRAID_SECRET_PW", "from-env")
+	t.Setenv("BRAID_TEST_PW", "outside")
+	refs, err := spec.NewRefs([]string{dir}, spec.DefaultEnvPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resolve := func(refs spec.Refs, src spec.Source) (string, error) {
+		s, err := refs.Resolve(spec.Spec{Sources: []spec.Source{src}})
+		if err != nil {
+			return "", err
+		}
+		return s.Sources[0].ResolvePassword()
+	}
 	for _, c := range []struct {
 		src  spec.Source
 		want string
 	}{
 		{spec.Source{Name: "a", Password: "inline"}, "inline"},
 		{spec.Source{Name: "a", PasswordFile: file}, "from-file"},
-		{spec.Source{Name: "a", PasswordEnv: "BRAID_TEST_PW"}, "from-env"},
+		{spec.Source{Name: "a", PasswordFile: filepath.Join(dir, "sub", "..", "pw")}, "from-file"},
+		{spec.Source{Name: "a", PasswordFile: filepath.Join(other, "link-in")}, "from-file"}, // a link into dir
+		{spec.Source{Name: "a", PasswordEnv: "BRAID_SECRET_PW"}, "from-env"},
 	} {
-		if got, err := c.src.ResolvePassword(); err != nil || got != c.want {
+		if got, err := resolve(refs, c.src); err != nil || got != c.want {
 			t.Errorf("%+v: %q, %v; want %q", c.src, got, err, c.want)
 		}
 	}
-	if _, err := (spec.Source{Name: "a", PasswordEnv: "BRAID_TEST_UNSET"}).ResolvePassword(); err == nil || !strings.Contains(err.Error(), "BRAID_TEST_UNSET is not set") {
-		t.Errorf("an unset variable: %v", err)
+	missing := filepath.Join(dir, "missing")
+	_, want := resolve(refs, spec.Source{Name: "a", PasswordFile: missing})
+	if want == nil || !strings.Contains(want.Error(), dir) {
+		t.Fatalf("a missing file: %v", want)
 	}
-	if _, err := (spec.Source{Name: "a", PasswordFile: file + ".missing"}).ResolvePassword(); err == nil || !strings.Contains(err.Error(), "password_file") {
-		t.Errorf("a missing file: %v", err)
+	for _, path := range []string{
+		outside, "/etc/hostname", "/proc/self/environ",
+		filepath.Join(dir, "..", filepath.Base(other), "pw"),
+		filepath.Join(dir, "link-out"),
+		filepath.Join(dir, "sub"), // not a file
+	} {
+		_, err := resolve(refs, spec.Source{Name: "a", PasswordFile: path})
+		if err == nil || strings.ReplaceAll(err.Error(), path, missing) != want.Error() {
+			t.Errorf("%s: %v\nwant the error of a missing file: %v", path, err, want)
+		}
+	}
+	for _, name := range []string{"BRAID_TEST_PW", "BRAID_SECRET_UNSET", "BRAID_SECRET_", "HOME"} {
+		_, err := resolve(refs, spec.Source{Name: "a", PasswordEnv: name})
+		if err == nil || !strings.Contains(err.Error(), "BRAID_SECRET_") || strings.Contains(err.Error(), "outside") {
+			t.Errorf("password_env %s: %v", name, err)
+		}
+	}
+	for _, src := range []spec.Source{{Name: "a", PasswordFile: file}, {Name: "a", PasswordEnv: "BRAID_SECRET_PW"}} {
+		if _, err := resolve(spec.Refs{}, src); err == nil || !strings.Contains(err.Error(), "refused") {
+			t.Errorf("the zero Refs: %+v: %v", src, err)
+		}
+		if pw, err := src.ResolvePassword(); err == nil {
+			t.Errorf("%+v: unresolved, read as %q", src, pw)
+		}
+	}
+	sinks := spec.Spec{Sinks: []spec.Sink{{Name: "k", PasswordFile: outside}}}
+	if err := refs.Check(sinks); err == nil || !strings.Contains(err.Error(), `sink "k"`) {
+		t.Errorf("a sink's reference: %v", err)
+	}
+	if _, err := spec.NewRefs([]string{missing}, ""); err == nil {
+		t.Error("a missing secrets directory accepted")
 	}
 	two := spec.Spec{Name: "shop", Sources: []spec.Source{{Name: "a", Address: "127.0.0.1:3306", Password: "x", PasswordEnv: "BRAID_TEST_PW"}}}
 	if err := two.Validate(); err == nil || !strings.Contains(err.Error(), "give one of password, password_file and password_env") {

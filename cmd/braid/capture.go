@@ -39,6 +39,8 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 	canalAccount := addCanalLoginFlags(fs, "user canal clients must log in as (default: accept every client, with a warning)")
 	listen := fs.String("listen", "127.0.0.1", "address the --http-port and --canal-port servers listen on")
 	useSandbox := fs.Bool("sandbox", false, "start a throwaway MariaDB with a small order workload and capture it (needs mariadbd installed)")
+	var refFlags secretRefFlags
+	refFlags.add(fs, "directory a spec's password_file may read from besides the spec file's own; comma-separated or repeated")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: braid capture -f spec.yaml [--max N] [--timeout D]")
 		fmt.Fprintln(stderr, "       braid capture --sandbox [--max N] [--timeout D]")
@@ -89,6 +91,21 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 		ds, err = spec.Load(*file)
 		if err != nil {
 			fmt.Fprintln(stderr, "braid capture:", oneLine(err))
+			return 2
+		}
+		// The spec is the operator's own file: its password files may sit
+		// beside it, or in a --secrets-dir.
+		refs, err := refFlags.refs(fs, specDir(*file))
+		if err == nil {
+			var resolved spec.Spec
+			if resolved, err = refs.Resolve(*ds); err == nil {
+				ds = &resolved
+			}
+		}
+		if err != nil {
+			for _, line := range errorLines(err) {
+				fmt.Fprintln(stderr, "braid capture:", line)
+			}
 			return 2
 		}
 	}

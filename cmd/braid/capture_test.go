@@ -278,30 +278,95 @@ func TestCapturePipelineFails(t *testing.T) {
 }
 
 // TestCapturePasswordReference: a source's password can stay out of the
-// spec, in a file or an environment variable read where capture runs.
+// spec, in a file beside the spec or in a --secrets-dir, or in a variable
+// under --secrets-env-prefix, read where capture runs; any other file or
+// variable is refused before capture connects, a file with one message
+// whether it exists or not.
 func TestCapturePasswordReference(t *testing.T) {
 	srv := mysqltest.Start(t)
 	srv.Exec(t, "CREATE USER 'braid'@'%' IDENTIFIED BY 'pw-9z'",
 		"GRANT REPLICATION SLAVE, REPLICATION CLIENT, BINLOG MONITOR, SELECT ON *.* TO 'braid'@'%'",
 		"CREATE DATABASE shop", "CREATE TABLE shop.orders (id INT PRIMARY KEY)", "INSERT INTO shop.orders VALUES (1)")
-	file := filepath.Join(t.TempDir(), "pw")
+	secrets := t.TempDir()
+	file := filepath.Join(secrets, "pw")
 	if err := os.WriteFile(file, []byte("pw-9z\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	t.Setenv("BRAID_SECRET_TEST_SOURCE_PW", "pw-9z")
 	t.Setenv("BRAID_TEST_SOURCE_PW", "pw-9z")
-	for _, ref := range []string{"password_file: '" + file + "'", "password_env: BRAID_TEST_SOURCE_PW"} {
-		spec := writeSpec(t, fmt.Sprintf("name: shop\nsources: [{name: a, address: '%s', user: braid, %s, start: earliest}]\n", srv.Addr(), ref))
+	specWith := func(ref string) string {
+		return writeSpec(t, fmt.Sprintf("name: shop\nsources: [{name: a, address: '%s', user: braid, %s, start: earliest}]\n", srv.Addr(), ref))
+	}
+	// Beside the spec: allowed without a flag.
+	beside := specWith("password_file: pw")
+	if err := os.WriteFile(filepath.Join(filepath.Dir(beside), "pw"), []byte("pw-9z\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(filepath.Dir(beside))
+	for _, c := range []struct {
+		spec  string
+		flags []string
+	}{
+		{beside, nil},
+		{specWith("password_file: '" + file + "'"), []string{"--secrets-dir", secrets}},
+		{specWith("password_env: BRAID_SECRET_TEST_SOURCE_PW"), nil},
+		{specWith("password_env: BRAID_TEST_SOURCE_PW"), []string{"--secrets-env-prefix", "BRAID_TEST_"}},
+	} {
 		var out, errb bytes.Buffer
-		if code := run([]string{"capture", "-f", spec, "--max", "2", "--timeout", "30s"}, &out, &errb); code != 0 {
-			t.Fatalf("%s: exit %d: %s", ref, code, errb.String())
+		args := append([]string{"capture", "-f", c.spec, "--max", "2", "--timeout", "30s"}, c.flags...)
+		if code := run(args, &out, &errb); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errb.String())
 		}
 		if n := strings.Count(out.String(), "\n"); n != 2 {
-			t.Errorf("%s: %d lines, want 2", ref, n)
+			t.Errorf("%v: %d lines, want 2", args, n)
 		}
 	}
-	spec := writeSpec(t, fmt.Sprintf("name: shop\nsources: [{name: a, address: '%s', user: braid, password_env: BRAID_TEST_NOT_SET}]\n", srv.Addr()))
+	// Outside the allowed directories: a file that exists and one that
+	// does not get the same line.
+	other := t.TempDir()
+	for name, to := range map[string]string{"out": "/etc/hostname", "side": file} {
+		if err := os.Symlink(to, filepath.Join(other, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refused := func(ref string, flags ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		spec := specWith(ref)
+		args := append([]string{"capture", "-f", spec, "--timeout", "30s"}, flags...)
+		if code := run(args, &out, &errb); code != 2 {
+			t.Errorf("%s: exit %d, want 2: %s", ref, code, errb.String())
+		}
+		if strings.Contains(errb.String(), "pw-9z") || strings.Contains(errb.String(), "no such file") {
+			t.Errorf("%s: the refusal tells what the file holds or whether it exists: %s", ref, errb.String())
+		}
+		dir, _ := filepath.EvalSymlinks(filepath.Dir(spec))
+		return strings.ReplaceAll(strings.ReplaceAll(errb.String(), dir, "DIR"), filepath.Dir(spec), "DIR")
+	}
+	const missingPath = "/etc/no-such-file"
+	missing := refused("password_file: "+missingPath, "--secrets-dir", other)
+	for _, path := range []string{
+		"/etc/hostname",
+		file, // in a directory not allowed
+		other + "/../" + filepath.Base(secrets) + "/pw", // .. out of an allowed one
+		other + "/out",  // a link out of it
+		other + "/side", // a link to a directory not allowed
+	} {
+		got := refused("password_file: '"+path+"'", "--secrets-dir", other)
+		if strings.ReplaceAll(got, path, missingPath) != missing {
+			t.Errorf("%s:\n%s\nwant the line of a missing file:\n%s", path, got, missing)
+		}
+	}
+	if !strings.Contains(missing, "secrets directories") {
+		t.Errorf("the refusal does not say where password files may be: %s", missing)
+	}
+	for _, ref := range []string{"password_env: BRAID_TEST_SOURCE_PW", "password_env: BRAID_SECRET_NOT_SET", "password_env: HOME", "password_env: BRAID_TOKEN"} {
+		if got := refused(ref); !strings.Contains(got, "BRAID_SECRET_") {
+			t.Errorf("%s: %s", ref, got)
+		}
+	}
 	var out, errb bytes.Buffer
-	if code := run([]string{"capture", "-f", spec, "--timeout", "30s"}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "BRAID_TEST_NOT_SET is not set") {
-		t.Errorf("an unset variable: exit %d, %s", code, errb.String())
+	if code := run([]string{"capture", "-f", beside, "--secrets-env-prefix", "BRAID_"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "BRAID_TOKEN") {
+		t.Errorf("a prefix covering BRAID_TOKEN: exit %d: %s", code, errb.String())
 	}
 }

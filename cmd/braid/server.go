@@ -33,6 +33,8 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.Lease, "lease", cluster.DefaultLease, "ownership lease: a node serves a destination only while it confirmed its ownership within this; a takeover waits this long (fencing)")
 	var sec securityFlags
 	sec.add(fs)
+	var refFlags secretRefFlags
+	refFlags.add(fs, "directory a spec's password_file may read from, the same on every node that may run the destination; comma-separated or repeated (default: none, every password_file is refused)")
 	fs.DurationVar(&cfg.ReapDeadAfter, "reap-dead-after", cluster.DefaultReapDeadAfter, "remove a voter from Raft once gossip has missed it this long, if three voters stay without it (braid cluster remove does it at once)")
 	logLevel := fs.String("log-level", "info", "log level on stderr: debug, info, warn or error")
 	configPath := fs.String("config", "", "YAML file of flags (every flag a key, e.g. http-port: 8081); $BRAID_<FLAG> environment variables too (BRAID_HTTP_PORT); flags on the command line win")
@@ -81,6 +83,10 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg.Logger = log
 	if err := sec.apply(&cfg); err != nil {
+		fmt.Fprintln(stderr, "braid server:", oneLine(err))
+		return 2
+	}
+	if cfg.SecretRefs, err = refFlags.refs(fs); err != nil {
 		fmt.Fprintln(stderr, "braid server:", oneLine(err))
 		return 2
 	}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/braid-cdc/braid/internal/testutil/braidproc"
+	"github.com/braid-cdc/braid/internal/testutil/roguemysql"
+)
+
+// startNode starts a one-node cluster with the extra flags args, the
+// test's CLI calls its admin's.
+func startNode(t *testing.T, args ...string) *testCluster {
+	t.Helper()
+	cl := braidproc.Start(t, 1, append([]string{"--log-level", "debug"}, args...)...)
+	t.Setenv(tokenEnv, cl.Security.Admin.Token())
+	c := &testCluster{Cluster: cl, bin: cl.Bin}
+	for _, n := range cl.Nodes {
+		c.nodes = append(c.nodes, &testNode{n})
+	}
+	return c
+}
+
+// TestServerPasswordReferences: a spec submitted to braid server may name
+// only password files in the node's --secrets-dir and variables under its
+// --secrets-env-prefix. /etc/hostname, a link out of the directory and a
+// path with .. out of it are refused with the message of a missing file,
+// BRAID_TOKEN like an unset variable; the node connects nowhere with them
+// (the rogue server at the spec's address sees no connection).
+func TestServerPasswordReferences(t *testing.T) {
+	rogue := roguemysql.Start(t, roguemysql.ClearText)
+	secrets, other := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(other, "pw"), []byte("outside-9z\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/hostname", filepath.Join(secrets, "out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(other, "pw"), filepath.Join(secrets, "side")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("BRAID_TEST_OUTSIDE_PW", "outside-9z")
+	c := startNode(t, "--secrets-dir", secrets)
+	create := func(ref string) string {
+		t.Helper()
+		spec := writeSpec(t, "name: shop\nsources: [{name: a, address: '"+rogue.Addr()+"', user: braid, "+ref+", start: earliest}]\n")
+		out, errs, code := cli("destination", "create", "-f", spec, "--server", c.nodes[0].URL())
+		if code == 0 {
+			t.Errorf("%s: created: %s", ref, out)
+		}
+		if strings.Contains(errs, "outside-9z") {
+			t.Errorf("%s: the refusal shows the file: %s", ref, errs)
+		}
+		return errs
+	}
+	const missingPath = "/etc/braid-no-such-file"
+	missing := create("password_file: " + missingPath)
+	if !strings.Contains(missing, "secrets directories") {
+		t.Errorf("the refusal does not say where password files may be: %s", missing)
+	}
+	for _, path := range []string{
+		"/etc/hostname",
+		filepath.Join(other, "pw"),
+		secrets + "/../" + filepath.Base(other) + "/pw",
+		filepath.Join(secrets, "out"),
+		filepath.Join(secrets, "side"),
+	} {
+		if got := create("password_file: '" + path + "'"); strings.ReplaceAll(got, path, missingPath) != missing {
+			t.Errorf("%s:\n%s\nwant the line of a missing file:\n%s", path, got, missing)
+		}
+	}
+	for _, name := range []string{"BRAID_TOKEN", "BRAID_TEST_OUTSIDE_PW", "HOME", "BRAID_SECRET_NOT_SET"} {
+		if got := create("password_env: " + name); !strings.Contains(got, "BRAID_SECRET_") {
+			t.Errorf("password_env %s: %s", name, got)
+		}
+	}
+	if n := len(rogue.Conns()); n != 0 {
+		t.Errorf("the node connected to the spec's address %d times with a refused reference", n)
+	}
+}
