@@ -470,7 +470,7 @@ func (f *sinkFixture) braid(b *testing.B, on, name string, workers, batch int, l
 		b.Fatal(err)
 	}
 	defer p.Close()
-	t, err := mysqlsink.Open(ctx, ds.Sinks[0])
+	t, err := mysqlsink.Open(ctx, ds.Sinks[0], "shop", nil)
 	if err != nil {
 		b.Fatal(err)
 	}

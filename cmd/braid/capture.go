@@ -168,7 +168,7 @@ func capture(ctx context.Context, spec *spec.Spec, w io.Writer, opt captureOptio
 	if !opt.quiet {
 		clients["capture"] = resume
 	}
-	if err := sinkrun.Prepare(ctx, spec, clients, cursors); err != nil {
+	if err := sinkrun.Prepare(ctx, spec, clients, cursors, log); err != nil {
 		return err
 	}
 	pc := stream.PipelineConfig{Spec: spec, Clients: clients, Logger: log}

@@ -130,7 +130,7 @@ func serve(ctx context.Context, spec *spec.Spec, opt serveOptions, log *slog.Log
 	// live in memory: a new run reads from the spec's start, and each
 	// target's checkpoints skip what it applied before.
 	clients := map[string]*group.Cursor{}
-	if err := sinkrun.Prepare(ctx, spec, clients, nil); err != nil {
+	if err := sinkrun.Prepare(ctx, spec, clients, nil, log); err != nil {
 		return err
 	}
 	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: spec, Clients: clients, Logger: log, Serve: true})

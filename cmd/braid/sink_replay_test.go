@@ -89,8 +89,8 @@ func (a *binlogAuditedTarget) audit() (int, []string) {
 // sets a worker's checkpoint (its first transaction's, or every worker's
 // at a DDL).
 var (
-	claimRE = regexp.MustCompile(`^#Q> UPDATE \S+sink_checkpoint SET seq = (\d+), idx = (\d+) WHERE sink = 'copy' AND worker = (\d+) AND \(seq < (\d+) OR seq = \d+ AND idx < (\d+)\)`)
-	setRE   = regexp.MustCompile(`^#Q> INSERT INTO \S+sink_checkpoint \(sink, worker, seq, idx\) VALUES \('copy', (\d+), (\d+), (\d+)\)`)
+	claimRE = regexp.MustCompile(`^#Q> UPDATE \S+sink_checkpoint SET seq = (\d+), idx = (\d+) WHERE dest = 'shop' AND sink = 'copy' AND worker = (\d+) AND \(seq < (\d+) OR seq = \d+ AND idx < (\d+)\)`)
+	setRE   = regexp.MustCompile(`^#Q> INSERT INTO \S+sink_checkpoint \(dest, sink, worker, seq, idx\) VALUES \('shop', 'copy', (\d+), (\d+), (\d+)\)`)
 )
 
 // point is a (seq, idx) of the stream.

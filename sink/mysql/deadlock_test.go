@@ -28,7 +28,7 @@ func TestDeadlockRetried(t *testing.T) {
 		}
 	}
 	target, err := mysqlsink.Open(ctx, spec.Sink{Name: "copy", Type: "mysql", Address: targetAddr, User: "root", Workers: 1, Batch: 10, MetaDatabase: name + "_meta",
-		Tables: []spec.SinkTable{{From: "shop.orders", To: name + ".orders"}}})
+		Tables: []spec.SinkTable{{From: "shop.orders", To: name + ".orders"}}}, "shop", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestDeadlockRetried(t *testing.T) {
 	go func() { applied <- target.Apply(ctx, 0, []sink.Change{insert(2, 1, "braid")}) }()
 	// Once the worker waits for row 1, take its checkpoint row: a deadlock.
 	waitLocked(t, db, name, applied)
-	if _, err := other.ExecContext(ctx, "UPDATE "+name+"_meta.sink_checkpoint SET seq = seq WHERE sink = 'copy' AND worker = 0"); err != nil {
+	if _, err := other.ExecContext(ctx, "UPDATE "+name+"_meta.sink_checkpoint SET seq = seq WHERE dest = 'shop' AND sink = 'copy' AND worker = 0"); err != nil {
 		t.Fatalf("the other session lost the deadlock (%v): the test needs the worker to", err)
 	}
 	if _, err := other.ExecContext(ctx, "ROLLBACK"); err != nil {
@@ -76,7 +76,7 @@ func TestDeadlockRetried(t *testing.T) {
 		t.Errorf("row 1 holds %q (%v), want the worker's", v, err)
 	}
 	var seq uint64
-	if err := db.QueryRow("SELECT seq FROM " + name + "_meta.sink_checkpoint WHERE sink = 'copy' AND worker = 0").Scan(&seq); err != nil || seq != 2 {
+	if err := db.QueryRow("SELECT seq FROM " + name + "_meta.sink_checkpoint WHERE dest = 'shop' AND sink = 'copy' AND worker = 0").Scan(&seq); err != nil || seq != 2 {
 		t.Errorf("checkpoint at seq %d (%v), want 2", seq, err)
 	}
 }

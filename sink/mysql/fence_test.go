@@ -36,7 +36,7 @@ func TestDDLFenced(t *testing.T) {
 	open := func(ddl string) *mysqlsink.Target {
 		s := (&spec.Spec{Name: "shop", Sinks: []spec.Sink{{Name: "copy", Type: "mysql", Address: targetAddr, MetaDatabase: name + "_meta",
 			OriginColumn: "_shard", DDL: ddl, Workers: workers, Tables: []spec.SinkTable{{From: "shop.orders", To: name + ".orders"}}}}}).WithDefaults().Sinks[0]
-		tg, err := mysqlsink.Open(ctx, s)
+		tg, err := mysqlsink.Open(ctx, s, "shop", nil)
 		if err != nil {
 			t.Fatal(err)
 		}

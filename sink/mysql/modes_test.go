@@ -141,7 +141,7 @@ func TestAtLeastOnce(t *testing.T) {
 // it kept the routing goes on by key hash, as they were written.
 func TestWorkersKept(t *testing.T) {
 	db, name := targetDB(t)
-	tg, err := mysqlsink.Open(t.Context(), spec.Sink{Name: "w", Type: "mysql", Address: targetAddr, User: "root", Workers: 4, MetaDatabase: name + "_meta"})
+	tg, err := mysqlsink.Open(t.Context(), spec.Sink{Name: "w", Type: "mysql", Address: targetAddr, User: "root", Workers: 4, MetaDatabase: name + "_meta"}, "shop", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,11 +158,18 @@ func TestWorkersKept(t *testing.T) {
 	if r := tg.Routing(); r != sink.RouteByRange {
 		t.Errorf("a new sink routes %d, want by range", r)
 	}
-	// An older braid's checkpoints: worker rows, no count.
-	if _, err := db.Exec("INSERT INTO " + name + "_meta.sink_checkpoint VALUES ('old', 0, 5, 1), ('old', 2, 7, 0)"); err != nil {
-		t.Fatal(err)
+	// An older braid's checkpoints: worker rows, no count, no
+	// destination (Open migrates the table; Checkpoints adopts them).
+	for _, q := range []string{
+		"DROP TABLE " + name + "_meta.sink_checkpoint",
+		"CREATE TABLE " + name + "_meta.sink_checkpoint (sink VARCHAR(128) NOT NULL, worker INT NOT NULL, seq BIGINT UNSIGNED NOT NULL, idx INT NOT NULL, PRIMARY KEY (sink, worker))",
+		"INSERT INTO " + name + "_meta.sink_checkpoint VALUES ('old', 0, 5, 1), ('old', 2, 7, 0)",
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
 	}
-	old, err := mysqlsink.Open(t.Context(), spec.Sink{Name: "old", Type: "mysql", Address: targetAddr, User: "root", Workers: 4, MetaDatabase: name + "_meta"})
+	old, err := mysqlsink.Open(t.Context(), spec.Sink{Name: "old", Type: "mysql", Address: targetAddr, User: "root", Workers: 4, MetaDatabase: name + "_meta"}, "shop", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

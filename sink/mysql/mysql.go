@@ -1,7 +1,8 @@
 // Package mysql is the sink that applies a destination's stream to a
 // MySQL or MariaDB table (spec sinks: type: mysql): each worker
 // transaction writes its rows and the worker's checkpoint
-// (braid_meta.sink_checkpoint) before it commits, so a restart resumes
+// (braid_meta.sink_checkpoint, a row per destination, sink and worker)
+// before it commits, so a restart resumes
 // exactly where the target stands. Into MariaDB from MariaDB it replays
 // the binlog's row events in BINLOG statements (replay.go), as a replica
 // applies them; elsewhere, and whenever a row is not as a replica
@@ -14,6 +15,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"strings"
@@ -34,6 +36,8 @@ import (
 type Target struct {
 	db    *sql.DB
 	spec  spec.Sink
+	dest  string // the sink's destination, which owns its checkpoints
+	log   *slog.Logger
 	stmts sync.Map // statementKey → string
 
 	applied, upserts, missing atomic.Uint64
@@ -54,8 +58,9 @@ type statementKey struct {
 	kind byte // 'u' upsert, 'd' delete
 }
 
-// Open connects to the sink's server and makes its checkpoint table.
-func Open(ctx context.Context, s spec.Sink) (*Target, error) {
+// Open connects to sink s of destination dest and makes its checkpoint
+// table; log (nil: none) hears what it decides on its own.
+func Open(ctx context.Context, s spec.Sink, dest string, log *slog.Logger) (*Target, error) {
 	pw, err := s.ResolvePassword()
 	if err != nil {
 		return nil, err
@@ -73,7 +78,10 @@ func Open(ctx context.Context, s spec.Sink) (*Target, error) {
 	db := sql.OpenDB(connector)
 	db.SetMaxOpenConns(s.Workers + 2)
 	db.SetMaxIdleConns(s.Workers + 2)
-	t := &Target{db: db, spec: s}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	t := &Target{db: db, spec: s, dest: dest, log: log}
 	if s.Connections > 0 && s.Connections < s.Workers {
 		t.turns = make(chan struct{}, s.Connections)
 	}
@@ -84,19 +92,12 @@ func Open(ctx context.Context, s spec.Sink) (*Target, error) {
 	if !t.exactlyOnce() {
 		return t, nil // no checkpoint table: the sink's cursor is the record
 	}
-	for _, q := range []string{
-		"CREATE DATABASE IF NOT EXISTS " + quote(s.MetaDatabase),
-		"CREATE TABLE IF NOT EXISTS " + t.checkpointTable() + " (sink VARCHAR(128) NOT NULL, worker INT NOT NULL, seq BIGINT UNSIGNED NOT NULL, idx INT NOT NULL, PRIMARY KEY (sink, worker))",
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("sink %s (%s): %w: check the address, the user's password and its CREATE and INSERT grants on %s", s.Name, s.Address, err, s.MetaDatabase)
-		}
+	if err := t.setupCheckpoints(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sink %s (%s): %w: check the address, the user's password and its CREATE, ALTER and INSERT grants on %s", s.Name, s.Address, err, s.MetaDatabase)
 	}
 	return t, nil
 }
-
-func (t *Target) checkpointTable() string { return quote(t.spec.MetaDatabase) + ".sink_checkpoint" }
 
 // exactlyOnce reports whether the target keeps checkpoints (mode
 // exactly-once); else (at-least-once) a change is applied again after a
@@ -117,7 +118,10 @@ func (t *Target) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
 		t.routing.Store(int32(sink.RouteByRange)) // no checkpoints to keep to
 		return make([]sink.Point, n), nil
 	}
-	rows, err := t.db.QueryContext(ctx, "SELECT worker, seq, idx FROM "+t.checkpointTable()+" WHERE sink = ?", t.spec.Name)
+	if err := t.adoptCheckpoints(ctx); err != nil {
+		return nil, fmt.Errorf("sink %s: read checkpoints: %w", t.spec.Name, err)
+	}
+	rows, err := t.db.QueryContext(ctx, "SELECT worker, seq, idx FROM "+t.checkpointTable()+" WHERE dest = ? AND sink = ?", t.dest, t.spec.Name)
 	if err != nil {
 		return nil, fmt.Errorf("sink %s: read checkpoints: %w", t.spec.Name, err)
 	}
@@ -128,8 +132,8 @@ func (t *Target) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
 		}
 		return r, true, rows.Scan(&r.Worker, &r.Seq, &r.Idx)
 	}
-	out, routing, err := sink.SQLCheckpoints(t.spec.Name, n, "the sink's rows of "+t.checkpointTable(), next, func(r sink.Routing) error {
-		_, err := t.db.ExecContext(ctx, "INSERT IGNORE INTO "+t.checkpointTable()+" (sink, worker, seq, idx) VALUES (?, ?, ?, ?)", t.spec.Name, sink.WorkersRow, n, int(r))
+	out, routing, err := sink.SQLCheckpoints(t.spec.Name, n, "the sink's rows of "+t.checkpointTable()+" (dest '"+t.dest+"')", next, func(r sink.Routing) error {
+		_, err := t.db.ExecContext(ctx, "INSERT IGNORE INTO "+t.checkpointTable()+" (dest, sink, worker, seq, idx) VALUES (?, ?, ?, ?, ?)", t.dest, t.spec.Name, sink.WorkersRow, n, int(r))
 		return err
 	})
 	if err != nil {
@@ -307,8 +311,8 @@ func (t *Target) applyTx(ctx context.Context, worker int, changes []sink.Change,
 // (sink.ErrBehind), and the runner starts again from the checkpoints.
 func (t *Target) claim(ctx context.Context, tx *sql.Tx, worker int, changes []sink.Change) error {
 	first, last := changes[0], changes[len(changes)-1]
-	res, err := tx.ExecContext(ctx, "UPDATE "+t.checkpointTable()+" SET seq = ?, idx = ? WHERE sink = ? AND worker = ? AND (seq < ? OR seq = ? AND idx < ?)",
-		last.Seq, last.Row.Index, t.spec.Name, worker, first.Seq, first.Seq, sink.FromIndex(first))
+	res, err := tx.ExecContext(ctx, "UPDATE "+t.checkpointTable()+" SET seq = ?, idx = ? WHERE dest = ? AND sink = ? AND worker = ? AND (seq < ? OR seq = ? AND idx < ?)",
+		last.Seq, last.Row.Index, t.dest, t.spec.Name, worker, first.Seq, first.Seq, sink.FromIndex(first))
 	if err != nil {
 		return err
 	}
@@ -316,11 +320,11 @@ func (t *Target) claim(ctx context.Context, tx *sql.Tx, worker int, changes []si
 		return nil
 	}
 	var at sink.Point
-	err = tx.QueryRowContext(ctx, "SELECT seq, idx FROM "+t.checkpointTable()+" WHERE sink = ? AND worker = ? FOR UPDATE", t.spec.Name, worker).Scan(&at.Seq, &at.Idx)
+	err = tx.QueryRowContext(ctx, "SELECT seq, idx FROM "+t.checkpointTable()+" WHERE dest = ? AND sink = ? AND worker = ? FOR UPDATE", t.dest, t.spec.Name, worker).Scan(&at.Seq, &at.Idx)
 	if errors.Is(err, sql.ErrNoRows) {
 		// The worker's first transaction: its row is made (a runner doing
 		// the same at once fails on the key, and starts again).
-		_, err = tx.ExecContext(ctx, "INSERT INTO "+t.checkpointTable()+" (sink, worker, seq, idx) VALUES (?, ?, ?, ?)", t.spec.Name, worker, last.Seq, last.Row.Index)
+		_, err = tx.ExecContext(ctx, "INSERT INTO "+t.checkpointTable()+" (dest, sink, worker, seq, idx) VALUES (?, ?, ?, ?, ?)", t.dest, t.spec.Name, worker, last.Seq, last.Row.Index)
 		return err
 	}
 	if err != nil {
@@ -698,7 +702,7 @@ func (t *Target) ddlBehind(ctx context.Context, q execer, seq uint64, workers in
 	if _, ok := q.(*sql.Tx); ok {
 		lock = " FOR UPDATE"
 	}
-	rows, err := q.QueryContext(ctx, "SELECT worker, seq, idx FROM "+t.checkpointTable()+" WHERE sink = ?"+lock, t.spec.Name)
+	rows, err := q.QueryContext(ctx, "SELECT worker, seq, idx FROM "+t.checkpointTable()+" WHERE dest = ? AND sink = ?"+lock, t.dest, t.spec.Name)
 	if err != nil {
 		return err
 	}
@@ -746,14 +750,14 @@ func (t *Target) checkpointAll(ctx context.Context, q execer, seq uint64, worker
 	// that took over applied it and more) stays. idx is set first, by the
 	// row's seq before this statement changes it.
 	var b strings.Builder
-	b.WriteString("INSERT INTO " + t.checkpointTable() + " (sink, worker, seq, idx) VALUES ")
-	args := make([]any, 0, 4*workers)
+	b.WriteString("INSERT INTO " + t.checkpointTable() + " (dest, sink, worker, seq, idx) VALUES ")
+	args := make([]any, 0, 5*workers)
 	for w := range workers {
 		if w > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString("(?, ?, ?, ?)")
-		args = append(args, t.spec.Name, w, seq, sink.MaxIdx)
+		b.WriteString("(?, ?, ?, ?, ?)")
+		args = append(args, t.dest, t.spec.Name, w, seq, sink.MaxIdx)
 	}
 	b.WriteString(" ON DUPLICATE KEY UPDATE idx = IF(seq < VALUES(seq) OR seq = VALUES(seq) AND idx < VALUES(idx), VALUES(idx), idx), seq = GREATEST(seq, VALUES(seq))")
 	_, err := q.ExecContext(ctx, b.String(), args...)

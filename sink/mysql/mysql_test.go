@@ -85,7 +85,7 @@ func TestApplyEqualsSources(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	target, err := mysqlsink.Open(ctx, ds.Sinks[0])
+	target, err := mysqlsink.Open(ctx, ds.Sinks[0], "shop", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestApplyEqualsSources(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer again.Close()
-	target2, err := mysqlsink.Open(ctx, ds.Sinks[0])
+	target2, err := mysqlsink.Open(ctx, ds.Sinks[0], "shop", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func applyWith(t *testing.T, ds *spec.Spec, sqlOnly bool) (*sink.Runner, *mysqls
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
-	target, err := mysqlsink.Open(t.Context(), ds.Sinks[0])
+	target, err := mysqlsink.Open(t.Context(), ds.Sinks[0], "shop", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -136,7 +135,7 @@ func (t *Target) fits(ctx context.Context, tv *change.Table, logical string) fit
 	}
 	f := fit{ok: why == "", origin: o}
 	if _, loaded := t.replay.fits.LoadOrStore(k, f); !loaded && why != "" {
-		slog.Info("sink applies a table as SQL statements, not its binlog row events", "sink", t.spec.Name, "table", t.spec.Target(logical), "from", tv.FullName(), "because", why)
+		t.log.Info("sink applies a table as SQL statements, not its binlog row events", "dest", t.dest, "sink", t.spec.Name, "table", t.spec.Target(logical), "from", tv.FullName(), "because", why)
 	}
 	return f
 }
@@ -268,12 +267,12 @@ func (t *Target) replayFailed(err error) error {
 	case 1062, 1032: // a key there, a row missing: the SQL path counts it
 	case 1227, 1044, 1045, 1142, 1143: // no BINLOG REPLAY privilege (or SUPER)
 		if !t.replay.off.Swap(true) {
-			slog.Warn("sink applies SQL statements: the target refuses BINLOG statements; grant the sink's user BINLOG REPLAY to have it apply the binlog's row events, which is faster",
-				"sink", t.spec.Name, "err", err)
+			t.log.Warn("sink applies SQL statements: the target refuses BINLOG statements; grant the sink's user BINLOG REPLAY to have it apply the binlog's row events, which is faster",
+				"dest", t.dest, "sink", t.spec.Name, "err", err)
 		}
 	default:
 		if !t.replay.off.Swap(true) {
-			slog.Warn("sink applies SQL statements: the target failed a BINLOG statement", "sink", t.spec.Name, "err", err)
+			t.log.Warn("sink applies SQL statements: the target failed a BINLOG statement", "dest", t.dest, "sink", t.spec.Name, "err", err)
 		}
 	}
 	return fmt.Errorf("%w: %v", errNotReplayed, err)

@@ -69,8 +69,8 @@ func (t *Target) applyBatch(ctx context.Context, c *pgx.Conn, worker int, change
 		if last.Seq > math.MaxInt64 {
 			return fmt.Errorf("sink %s: seq %d is past the checkpoint's bigint", t.spec.Name, last.Seq)
 		}
-		b.Queue("SELECT "+quoteIdent(t.spec.MetaDatabase)+".sink_advance($1, $2, $3, $4, $5, $6)",
-			t.spec.Name, worker, int64(first.Seq), sink.FromIndex(first), int64(last.Seq), last.Row.Index)
+		b.Queue("SELECT "+quoteIdent(t.spec.MetaDatabase)+".sink_advance($1, $2, $3, $4, $5, $6, $7)",
+			t.dest, t.spec.Name, worker, int64(first.Seq), sink.FromIndex(first), int64(last.Seq), last.Row.Index)
 		ops = append(ops, op{kind: 'a', changes: changes[:1]})
 	}
 	for _, r := range t.runs(changes, oneByOne) {

@@ -83,8 +83,10 @@ func BenchmarkApply(b *testing.B) {
 	mySink := spec.Sink{Name: "my", Type: "mysql", Address: "127.0.0.1:3306", OriginColumn: "_shard", MetaDatabase: mname + "_meta",
 		Tables: []spec.SinkTable{{From: "shop.orders", To: mname + ".orders"}, {From: "shop.order_items", To: mname + ".order_items"}}}
 	open := map[string]func(context.Context, spec.Sink) (sink.Target, error){
-		"pg": func(ctx context.Context, s spec.Sink) (sink.Target, error) { return postgres.Open(ctx, s) },
-		"my": func(ctx context.Context, s spec.Sink) (sink.Target, error) { return mysqlsink.Open(ctx, s) },
+		"pg": func(ctx context.Context, s spec.Sink) (sink.Target, error) { return postgres.Open(ctx, s, "shop", nil) },
+		"my": func(ctx context.Context, s spec.Sink) (sink.Target, error) {
+			return mysqlsink.Open(ctx, s, "shop", nil)
+		},
 	}
 	rates := map[string]float64{}
 	for _, sk := range []spec.Sink{pgSink, mySink} {

@@ -43,7 +43,7 @@ func TestUserWhoOnlyWrites(t *testing.T) {
 	db, name := targetDB(t)
 	ctx := context.Background()
 	sk := spec.Sink{Name: "w", Type: "postgres", Address: targetAddr, Database: name, User: "postgres", Workers: 2, MetaDatabase: "braid_meta"}
-	first, err := postgres.Open(ctx, sk)
+	first, err := postgres.Open(ctx, sk, "shop", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestUserWhoOnlyWrites(t *testing.T) {
 		db.Exec(ctx, "DROP ROLE "+role)
 	})
 	sk.User = role
-	second, err := postgres.Open(ctx, sk)
+	second, err := postgres.Open(ctx, sk, "shop", nil)
 	if err != nil {
 		t.Fatalf("a user who may only write the checkpoints: %v", err)
 	}
@@ -105,7 +105,7 @@ func TestWorkersKept(t *testing.T) {
 	db, name := targetDB(t)
 	ctx := context.Background()
 	sk := spec.Sink{Name: "w", Type: "postgres", Address: targetAddr, Database: name, User: "postgres", Workers: 4, MetaDatabase: "braid_meta"}
-	tg, err := postgres.Open(ctx, sk)
+	tg, err := postgres.Open(ctx, sk, "shop", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,12 +122,19 @@ func TestWorkersKept(t *testing.T) {
 	if r := tg.Routing(); r != sink.RouteByRange {
 		t.Errorf("a new sink routes %d, want by range", r)
 	}
-	// An older braid's checkpoints: worker rows, no count.
-	if _, err := db.Exec(ctx, "INSERT INTO braid_meta.sink_checkpoint VALUES ('old', 0, 5, 1), ('old', 2, 7, 0)"); err != nil {
-		t.Fatal(err)
+	// An older braid's checkpoints: worker rows, no count, no
+	// destination (Open migrates the table; Checkpoints adopts them).
+	for _, q := range []string{
+		"DROP TABLE braid_meta.sink_checkpoint",
+		"CREATE TABLE braid_meta.sink_checkpoint (sink text NOT NULL, worker integer NOT NULL, seq bigint NOT NULL, idx integer NOT NULL, PRIMARY KEY (sink, worker))",
+		"INSERT INTO braid_meta.sink_checkpoint VALUES ('old', 0, 5, 1), ('old', 2, 7, 0)",
+	} {
+		if _, err := db.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
 	}
 	sk.Name = "old"
-	old, err := postgres.Open(ctx, sk)
+	old, err := postgres.Open(ctx, sk, "shop", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,6 +48,9 @@ func (t *Target) ApplyDDL(ctx context.Context, ev *change.Event, workers int) er
 			if err != nil {
 				return fmt.Errorf("sink %s: DDL at seq %d (%s): %w: PostgreSQL cannot run it as it is; set ddl: ignore and change the target by hand", t.spec.Name, ev.Seq, clip(ld.Text), err)
 			}
+			if tr.schema != "" {
+				stmts = append(stmts, stmt{schema: tr.schema})
+			}
 			for _, q := range tr.sql {
 				stmts = append(stmts, stmt{sql: q})
 			}
@@ -65,19 +68,33 @@ func (t *Target) ApplyDDL(ctx context.Context, ev *change.Event, workers int) er
 				return err
 			}
 			for _, s := range stmts {
+				if s.schema != "" {
+					if err := ensureSchema(ctx, tx, s.schema); err != nil {
+						return fmt.Errorf("sink %s: DDL at seq %d: create schema %s: %w", t.spec.Name, ev.Seq, s.schema, err)
+					}
+					continue
+				}
 				if _, err := tx.Exec(ctx, s.sql, s.args...); err != nil {
 					return fmt.Errorf("sink %s: DDL at seq %d (%s): %w", t.spec.Name, ev.Seq, s.sql, err)
 				}
 			}
 			b := &pgx.Batch{}
 			for w := range workers {
-				b.Queue("INSERT INTO "+t.checkpointTable()+" (sink, worker, seq, idx) VALUES ($1, $2, $3, $4) ON CONFLICT (sink, worker) DO UPDATE SET seq = EXCLUDED.seq, idx = EXCLUDED.idx",
-					t.spec.Name, w, int64(ev.Seq), sink.MaxIdx)
+				b.Queue("INSERT INTO "+t.checkpointTable()+" (dest, sink, worker, seq, idx) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (dest, sink, worker) DO UPDATE SET seq = EXCLUDED.seq, idx = EXCLUDED.idx",
+					t.dest, t.spec.Name, w, int64(ev.Seq), sink.MaxIdx)
 			}
 			return tx.SendBatch(ctx, b).Close()
 		})
 	} else {
 		for _, s := range stmts {
+			if s.schema != "" {
+				if err = ensureSchema(ctx, c, s.schema); err != nil && pgCode(err) != "42P06" { // duplicate schema: made meanwhile
+					err = fmt.Errorf("sink %s: DDL at seq %d: create schema %s: %w", t.spec.Name, ev.Seq, s.schema, err)
+					break
+				}
+				err = nil
+				continue
+			}
 			if _, err = c.Exec(ctx, s.sql, s.args...); err != nil && !alreadyApplied(err) {
 				err = fmt.Errorf("sink %s: DDL at seq %d (%s): %w", t.spec.Name, ev.Seq, s.sql, err)
 				break
@@ -97,16 +114,18 @@ func (t *Target) ApplyDDL(ctx context.Context, ev *change.Event, workers int) er
 	return err
 }
 
-// stmt is a statement and its arguments.
+// stmt is a statement and its arguments, or a schema (quoted) to make
+// unless it exists (ensureSchema).
 type stmt struct {
-	sql  string
-	args []any
+	sql    string
+	args   []any
+	schema string
 }
 
 // lockCheckpoints locks the sink's checkpoint rows; ErrBehind when every
 // one of workers is at or past the DDL (another runner applied it).
 func (t *Target) lockCheckpoints(ctx context.Context, tx pgx.Tx, seq uint64, workers int) error {
-	rows, err := tx.Query(ctx, "SELECT worker, seq, idx FROM "+t.checkpointTable()+" WHERE sink = $1 ORDER BY worker FOR UPDATE", t.spec.Name)
+	rows, err := tx.Query(ctx, "SELECT worker, seq, idx FROM "+t.checkpointTable()+" WHERE dest = $1 AND sink = $2 ORDER BY worker FOR UPDATE", t.dest, t.spec.Name)
 	if err != nil {
 		return err
 	}
@@ -149,11 +168,13 @@ func clip(s string) string {
 	return s
 }
 
-// translation is a MySQL DDL statement as PostgreSQL statements, and the
-// target tables (quoted) it drops.
+// translation is a MySQL DDL statement as PostgreSQL statements, the
+// target tables (quoted) it drops, and the schema (quoted) they need
+// (ensureSchema), if any.
 type translation struct {
-	sql   []string
-	drops []string
+	sql    []string
+	drops  []string
+	schema string
 }
 
 var (
@@ -186,7 +207,8 @@ func (t *Target) translate(text string) (translation, error) {
 		if err != nil {
 			return out, err
 		}
-		out.sql = t.createSQL(tableName(n.Table), tv, names)[1:] // its own transaction's lock is not needed
+		out.sql = t.createSQL(tableName(n.Table), tv, names)
+		out.schema, _ = splitQuoted(tableName(n.Table))
 	case *ast.DropTableStmt:
 		if n.IsView {
 			return out, fmt.Errorf("%w: DROP VIEW", ErrUnsupported)

@@ -20,7 +20,7 @@ func TestTranslateDDL(t *testing.T) {
 	sk := spec.Sink{Name: "t", Type: "postgres", Database: name}
 	steps := []struct{ mysql, pg string }{
 		{"CREATE TABLE `ddl`.`t` (id INT NOT NULL, a VARCHAR(10), b INT UNSIGNED DEFAULT 3, PRIMARY KEY (id), UNIQUE KEY ua (a)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
-			`DO $$BEGIN IF to_regnamespace('"ddl"') IS NULL THEN CREATE SCHEMA "ddl"; END IF; END$$; CREATE TABLE IF NOT EXISTS "ddl"."t" ("id" integer NOT NULL, "a" varchar(10), "b" bigint, PRIMARY KEY ("id")); CREATE UNIQUE INDEX IF NOT EXISTS "t_ua" ON "ddl"."t" ("a")`},
+			`CREATE TABLE IF NOT EXISTS "ddl"."t" ("id" integer NOT NULL, "a" varchar(10), "b" bigint, PRIMARY KEY ("id")); CREATE UNIQUE INDEX IF NOT EXISTS "t_ua" ON "ddl"."t" ("a")`},
 		{"ALTER TABLE `ddl`.`t` ADD COLUMN c INT NOT NULL DEFAULT 0, ADD COLUMN d DATETIME(3) NULL AFTER a",
 			`ALTER TABLE "ddl"."t" ADD COLUMN IF NOT EXISTS "c" integer NOT NULL DEFAULT 0; ALTER TABLE "ddl"."t" ADD COLUMN IF NOT EXISTS "d" timestamp(3)`},
 		{"ALTER TABLE `ddl`.`t` MODIFY COLUMN a VARCHAR(40) NOT NULL DEFAULT 'it''s'",
@@ -42,6 +42,9 @@ func TestTranslateDDL(t *testing.T) {
 			`ALTER TABLE "ddl"."t" DROP CONSTRAINT IF EXISTS "t_pkey"; ALTER TABLE "ddl"."t" ADD PRIMARY KEY ("id", "c")`},
 	}
 	ctx := context.Background()
+	if _, err := db.Exec(ctx, "CREATE SCHEMA ddl"); err != nil { // the sink's ensureSchema, before a CREATE TABLE
+		t.Fatal(err)
+	}
 	for _, s := range steps {
 		got, err := postgres.TranslateDDL(sk, s.mysql)
 		if err != nil {
@@ -80,7 +83,7 @@ func TestTranslateDDL(t *testing.T) {
 	origin := spec.Sink{Name: "t", Type: "postgres", OriginColumn: "_Shard"}
 	for _, s := range []struct{ mysql, pg string }{
 		{"CREATE TABLE `o`.`t` (id INT PRIMARY KEY, a INT, UNIQUE KEY ua (a))",
-			`DO $$BEGIN IF to_regnamespace('"o"') IS NULL THEN CREATE SCHEMA "o"; END IF; END$$; CREATE TABLE IF NOT EXISTS "o"."t" ("_shard" text NOT NULL, "id" integer NOT NULL, "a" integer, PRIMARY KEY ("_shard", "id")); CREATE UNIQUE INDEX IF NOT EXISTS "t_ua" ON "o"."t" ("_shard", "a")`},
+			`CREATE TABLE IF NOT EXISTS "o"."t" ("_shard" text NOT NULL, "id" integer NOT NULL, "a" integer, PRIMARY KEY ("_shard", "id")); CREATE UNIQUE INDEX IF NOT EXISTS "t_ua" ON "o"."t" ("_shard", "a")`},
 		{"ALTER TABLE `o`.`t` ADD UNIQUE KEY ub (a, id), ADD KEY k (a)",
 			`CREATE UNIQUE INDEX IF NOT EXISTS "t_ub" ON "o"."t" ("_shard", "a", "id"); CREATE INDEX IF NOT EXISTS "t_k" ON "o"."t" ("a")`},
 	} {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strings"
 	"sync"
@@ -20,6 +21,8 @@ import (
 // Target is a PostgreSQL target.
 type Target struct {
 	spec        spec.Sink
+	dest        string // the sink's destination, which owns its checkpoints
+	log         *slog.Logger
 	cfg         *pgx.ConnConfig
 	exactlyOnce bool
 	// routing is the sink's sink.Routing, as Checkpoints found it.
@@ -46,9 +49,10 @@ const control = -1
 // checkpoint is past the batch it was handed.
 const errBehindCode = "BR001"
 
-// Open connects to the sink's server and, in exactly-once mode, makes its
-// checkpoint table and the function that advances it.
-func Open(ctx context.Context, s spec.Sink) (*Target, error) {
+// Open connects to sink s of destination dest and, in exactly-once mode,
+// makes its checkpoint table and the function that advances it; log (nil:
+// none) hears what it decides on its own.
+func Open(ctx context.Context, s spec.Sink, dest string, log *slog.Logger) (*Target, error) {
 	pw, err := s.ResolvePassword()
 	if err != nil {
 		return nil, err
@@ -74,7 +78,10 @@ func Open(ctx context.Context, s spec.Sink) (*Target, error) {
 	if s.Batch <= 0 {
 		s.Batch = spec.DefaultSinkBatch
 	}
-	t := &Target{spec: s, cfg: cfg, exactlyOnce: s.Mode != spec.SinkAtLeastOnce, idle: map[int]*pgx.Conn{}}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	t := &Target{spec: s, dest: dest, log: log, cfg: cfg, exactlyOnce: s.Mode != spec.SinkAtLeastOnce, idle: map[int]*pgx.Conn{}}
 	c, err := t.conn(ctx, control)
 	if err != nil {
 		return nil, fmt.Errorf("sink %s (%s, database %s): %w: check the address, the user's password and the database", s.Name, s.Address, s.Database, err)
@@ -88,69 +95,6 @@ func Open(ctx context.Context, s spec.Sink) (*Target, error) {
 		return nil, fmt.Errorf("sink %s (%s): %w: check the user's CREATE grant on database %s and schema %s, or set mode: at-least-once", s.Name, s.Address, err, s.Database, s.MetaDatabase)
 	}
 	return t, nil
-}
-
-// setup makes the meta schema, its checkpoint table and sink_advance, one
-// sink's Open at a time (CREATE ... IF NOT EXISTS races with itself).
-// When they are there already, as this version makes them, it changes
-// nothing: a user who may only write to them (made by another) can run
-// a sink.
-func (t *Target) setup(ctx context.Context, c *pgx.Conn) error {
-	meta := quoteIdent(t.spec.MetaDatabase)
-	create := fmt.Sprintf(advanceFunc, meta, errBehindCode)
-	body := create[strings.Index(create, "$fn$")+4 : strings.LastIndex(create, "$fn$")]
-	var ready bool
-	err := c.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL AND EXISTS (SELECT 1 FROM pg_proc WHERE oid = to_regproc($2) AND prosrc = $3)`,
-		t.checkpointTable(), meta+".sink_advance", body).Scan(&ready)
-	if err != nil || ready {
-		return err
-	}
-	return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
-		for _, q := range []string{
-			"SELECT pg_advisory_xact_lock(hashtext('braid sink setup'))",
-			createSchema(meta),
-			"CREATE TABLE IF NOT EXISTS " + t.checkpointTable() + " (sink text NOT NULL, worker integer NOT NULL, seq bigint NOT NULL, idx integer NOT NULL, PRIMARY KEY (sink, worker))",
-			create,
-		} {
-			if _, err := tx.Exec(ctx, q); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
-// advanceFunc is sink_advance(sink, worker, first seq, first idx, last
-// seq, last idx): it locks the worker's checkpoint row, raises errBehindCode
-// if it is not before (first seq, first idx), and sets it to (last seq,
-// last idx). It is the first statement of a worker's transaction, so a
-// batch another runner applied aborts the transaction before its rows
-// commit, and the rest of the transaction needs no answer from the
-// server before it is sent: the whole transaction is one round trip.
-const advanceFunc = `CREATE OR REPLACE FUNCTION %[1]s.sink_advance(p_sink text, p_worker integer, p_first_seq bigint, p_first_idx integer, p_last_seq bigint, p_last_idx integer)
-RETURNS void LANGUAGE plpgsql AS $fn$
-DECLARE
-	at_seq bigint;
-	at_idx integer;
-BEGIN
-	SELECT seq, idx INTO at_seq, at_idx FROM %[1]s.sink_checkpoint WHERE sink = p_sink AND worker = p_worker FOR UPDATE;
-	IF NOT FOUND THEN
-		BEGIN
-			INSERT INTO %[1]s.sink_checkpoint (sink, worker, seq, idx) VALUES (p_sink, p_worker, p_last_seq, p_last_idx);
-		EXCEPTION WHEN unique_violation THEN
-			RAISE EXCEPTION 'worker %% of sink %% was checkpointed by another runner at the same time', p_worker, p_sink USING ERRCODE = '%[2]s';
-		END;
-		RETURN;
-	END IF;
-	IF (at_seq, at_idx) >= (p_first_seq, p_first_idx) THEN
-		RAISE EXCEPTION 'worker %% of sink %% is at seq %%, row %%', p_worker, p_sink, at_seq, at_idx USING ERRCODE = '%[2]s';
-	END IF;
-	UPDATE %[1]s.sink_checkpoint SET seq = p_last_seq, idx = p_last_idx WHERE sink = p_sink AND worker = p_worker;
-END
-$fn$`
-
-func (t *Target) checkpointTable() string {
-	return quoteIdent(t.spec.MetaDatabase) + ".sink_checkpoint"
 }
 
 // conn takes worker w's connection (connecting when it has none); give it
@@ -222,7 +166,10 @@ func (t *Target) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
 		return nil, fmt.Errorf("sink %s: read checkpoints: %w", t.spec.Name, err)
 	}
 	defer t.release(control, c)
-	rows, err := c.Query(ctx, "SELECT worker, seq, idx FROM "+t.checkpointTable()+" WHERE sink = $1", t.spec.Name)
+	if err := t.adoptCheckpoints(ctx, c); err != nil {
+		return nil, fmt.Errorf("sink %s: read checkpoints: %w", t.spec.Name, err)
+	}
+	rows, err := c.Query(ctx, "SELECT worker, seq, idx FROM "+t.checkpointTable()+" WHERE dest = $1 AND sink = $2", t.dest, t.spec.Name)
 	if err != nil {
 		return nil, fmt.Errorf("sink %s: read checkpoints: %w", t.spec.Name, err)
 	}
@@ -236,8 +183,8 @@ func (t *Target) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
 		err = rows.Scan(&w, &seq, &idx)
 		return sink.CheckpointRow{Worker: int(w), Seq: uint64(seq), Idx: int(idx)}, true, err
 	}
-	out, routing, err := sink.SQLCheckpoints(t.spec.Name, n, "the sink's rows of "+t.checkpointTable(), next, func(r sink.Routing) error {
-		_, err := c.Exec(ctx, "INSERT INTO "+t.checkpointTable()+" (sink, worker, seq, idx) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING", t.spec.Name, sink.WorkersRow, n, int32(r))
+	out, routing, err := sink.SQLCheckpoints(t.spec.Name, n, "the sink's rows of "+t.checkpointTable()+" (dest '"+t.dest+"')", next, func(r sink.Routing) error {
+		_, err := c.Exec(ctx, "INSERT INTO "+t.checkpointTable()+" (dest, sink, worker, seq, idx) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING", t.dest, t.spec.Name, sink.WorkersRow, n, int32(r))
 		return err
 	})
 	if err != nil {

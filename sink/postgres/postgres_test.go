@@ -154,7 +154,7 @@ func TestApplyEqualsSources(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	target, err := postgres.Open(ctx, sk)
+	target, err := postgres.Open(ctx, sk, "shop", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestApplyEqualsSources(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer again.Close()
-	target2, err := postgres.Open(ctx, sk)
+	target2, err := postgres.Open(ctx, sk, "shop", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func TestApplyEqualsSources(t *testing.T) {
 	// A runner that does not know the checkpoints (a former owner, say)
 	// applies from the start: each worker's transaction finds its
 	// checkpoint past its batch and applies nothing (ErrBehind).
-	target3, err := postgres.Open(ctx, sk)
+	target3, err := postgres.Open(ctx, sk, "shop", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func applyOnce(t *testing.T, ds *spec.Spec) (*sink.Runner, *postgres.Target) {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
-	target, err := postgres.Open(t.Context(), sk)
+	target, err := postgres.Open(t.Context(), sk, "shop", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

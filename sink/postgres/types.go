@@ -177,6 +177,13 @@ func (t *Target) createTable(ctx context.Context, c *pgx.Conn, table string, tv 
 	t.create.Lock()
 	defer t.create.Unlock()
 	return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext('braid sink setup'))"); err != nil {
+			return err
+		}
+		schemaName, _ := splitQuoted(table)
+		if err := ensureSchema(ctx, tx, schemaName); err != nil {
+			return fmt.Errorf("create schema %s: %w", schemaName, err)
+		}
 		for _, q := range t.createSQL(table, tv, uniqueNames) {
 			if _, err := tx.Exec(ctx, q); err != nil {
 				return fmt.Errorf("%s: %w", q, err)
@@ -186,11 +193,12 @@ func (t *Target) createTable(ctx context.Context, c *pgx.Conn, table string, tv 
 	})
 }
 
-// createSQL are the statements that create table from tv: its schema,
-// the table (the origin column first, and first in the primary key), and
-// its unique keys (with the origin column first).
+// createSQL are the statements that create table from tv, once its
+// schema exists (ensureSchema): the table (the origin column first, and
+// first in the primary key), and its unique keys (with the origin column
+// first).
 func (t *Target) createSQL(table string, tv *change.Table, uniqueNames []string) []string {
-	schemaName, tableName := splitQuoted(table)
+	_, tableName := splitQuoted(table)
 	var cols, key []string
 	oc := ""
 	if t.spec.OriginColumn != "" {
@@ -214,11 +222,7 @@ func (t *Target) createSQL(table string, tv *change.Table, uniqueNames []string)
 		}
 		cols = append(cols, "PRIMARY KEY ("+strings.Join(key, ", ")+")")
 	}
-	out := []string{
-		"SELECT pg_advisory_xact_lock(hashtext('braid sink setup'))",
-		createSchema(schemaName),
-		"CREATE TABLE IF NOT EXISTS " + table + " (" + strings.Join(cols, ", ") + ")",
-	}
+	out := []string{"CREATE TABLE IF NOT EXISTS " + table + " (" + strings.Join(cols, ", ") + ")"}
 	for u, ucols := range tv.Unique {
 		var q []string
 		if oc != "" {
@@ -234,14 +238,6 @@ func (t *Target) createSQL(table string, tv *change.Table, uniqueNames []string)
 		out = append(out, fmt.Sprintf("CREATE UNIQUE INDEX IF NOT EXISTS %s ON %s (%s)", indexName(tableName, name), table, strings.Join(q, ", ")))
 	}
 	return out
-}
-
-// createSchema is the statement that creates schema (quoted) unless it
-// exists. CREATE SCHEMA IF NOT EXISTS would do, but it asks for CREATE on
-// the database even when the schema is there, which a user given CREATE
-// on that schema alone has not.
-func createSchema(schema string) string {
-	return "DO $$BEGIN IF to_regnamespace(" + quoteLiteral(schema) + ") IS NULL THEN CREATE SCHEMA " + schema + "; END IF; END$$"
 }
 
 // quoteLiteral quotes a PostgreSQL string literal.

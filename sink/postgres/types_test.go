@@ -118,7 +118,7 @@ func TestTypes(t *testing.T) {
 	wantRow2[0], wantRow2[18] = "2", "2020-01-01"
 	runners := map[string]*runner{}
 	for _, sk := range ds.Sinks {
-		target, err := postgres.Open(ctx, sk)
+		target, err := postgres.Open(ctx, sk, "shop", nil)
 		if err != nil {
 			t.Fatal(err)
 		}

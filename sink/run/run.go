@@ -45,17 +45,19 @@ func (o Opened) Close() error {
 	return o.Target.Close()
 }
 
-// Open connects to sink s of destination dest.
-func Open(ctx context.Context, s spec.Sink, dest string) (Opened, error) {
+// Open connects to sink s of destination dest; log hears what a target
+// decides on its own (a checkpoint table migrated, a table applied as
+// statements).
+func Open(ctx context.Context, s spec.Sink, dest string, log *slog.Logger) (Opened, error) {
 	var (
 		o   Opened
 		err error
 	)
 	switch s.Type {
 	case "mysql":
-		o.Target, err = mysql.Open(ctx, s)
+		o.Target, err = mysql.Open(ctx, s, dest, log)
 	case "postgres":
-		o.Target, err = postgres.Open(ctx, s)
+		o.Target, err = postgres.Open(ctx, s, dest, log)
 	case "redis":
 		o.Target, err = redis.Open(ctx, s, dest)
 	case "rabbitmq":
@@ -70,9 +72,9 @@ func Open(ctx context.Context, s spec.Sink, dest string) (Opened, error) {
 
 // Check connects to each of ds's sinks once, so that a wrong address or
 // password is one clear error before anything runs.
-func Check(ctx context.Context, ds *spec.Spec) error {
+func Check(ctx context.Context, ds *spec.Spec, log *slog.Logger) error {
 	for _, sk := range ds.Sinks {
-		t, err := Open(ctx, sk, ds.Name)
+		t, err := Open(ctx, sk, ds.Name, log)
 		if err != nil {
 			return err
 		}
@@ -84,13 +86,13 @@ func Check(ctx context.Context, ds *spec.Spec) error {
 // Prepare is what a process that runs ds's sinks does before it starts
 // the pipeline: each sink's client id added to clients (Clients) and each
 // target reached once (Check, within 30 s).
-func Prepare(ctx context.Context, ds *spec.Spec, clients map[string]*group.Cursor, cursors group.CursorStore) error {
+func Prepare(ctx context.Context, ds *spec.Spec, clients map[string]*group.Cursor, cursors group.CursorStore, log *slog.Logger) error {
 	if err := Clients(ds, clients, cursors); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	return Check(ctx, ds)
+	return Check(ctx, ds, log)
 }
 
 // Clients adds each sink's store client id to clients, with its cursor
@@ -198,7 +200,7 @@ func open(ctx context.Context, sk spec.Sink, dest string, log *slog.Logger, fail
 	backoff := 500 * time.Millisecond
 	for {
 		octx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		t, err := Open(octx, sk, dest)
+		t, err := Open(octx, sk, dest, log)
 		cancel()
 		if err == nil {
 			return t, true

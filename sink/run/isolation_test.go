@@ -1,0 +1,175 @@
+package run_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/sinktest"
+	sinkrun "github.com/braid-cdc/braid/sink/run"
+	"github.com/braid-cdc/braid/spec"
+	"github.com/braid-cdc/braid/stream"
+)
+
+// The machine's servers the sinks apply to; each test has databases of
+// its own, dropped after.
+const (
+	mysqlAddr = "127.0.0.1:3306"
+	pgAddr    = "127.0.0.1:5432"
+)
+
+// TestSameSinkNameTwoDestinations: two destinations, east and west, each
+// with a MariaDB sink named copy and a PostgreSQL sink named pg, whose
+// checkpoints share one meta database (on MariaDB one meta_database both
+// name, on PostgreSQL the default braid_meta schema of one database), as
+// sinks of two destinations do when they keep the defaults. East runs
+// first and applies 40 transactions; west has 12, so its seqs are all
+// below east's checkpoints: when the rows were keyed by sink name alone,
+// west read east's and skipped every one of its rows, silently. Each
+// destination's targets end equal to its source, row by row, through
+// updates and deletes written while both run.
+func TestSameSinkNameTwoDestinations(t *testing.T) {
+	my, name := mysqlTarget(t)
+	pg, pgName := pgTarget(t)
+	srv := mysqltest.Start(t)
+	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	rows := map[string]int{"east": 40, "west": 12}
+	for _, d := range []string{"east", "west"} {
+		srv.Exec(t, "CREATE DATABASE "+d+"_0", "CREATE TABLE "+d+"_0.orders (id INT PRIMARY KEY, note VARCHAR(40))")
+		for k := range rows[d] {
+			srv.Exec(t, fmt.Sprintf("INSERT INTO %s_0.orders VALUES (%d, '%s-%d')", d, k, d, k))
+		}
+	}
+	start := func(d string) {
+		ds := spec.Spec{Name: d, Tables: []string{d + `_\d+\.orders`}, Route: []spec.RouteRule{{Match: d + `_\d+\.(\w+)`, To: "shop.$1"}},
+			Heartbeat: spec.Duration(100 * time.Millisecond),
+			Sources:   []spec.Source{{Name: "s", Address: srv.Addr(), Start: spec.Start{Kind: spec.StartEarliest}}},
+			Sinks: []spec.Sink{
+				{Name: "copy", Type: "mysql", Address: mysqlAddr, Workers: 2, MetaDatabase: name + "_meta", Tables: []spec.SinkTable{{From: "shop.orders", To: name + "." + d}}},
+				{Name: "pg", Type: "postgres", Address: pgAddr, Database: pgName, Workers: 2, CreateTables: true, Tables: []spec.SinkTable{{From: "shop.orders", To: d + ".orders"}}},
+			}}
+		ds = ds.WithDefaults()
+		if err := ds.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := my.Exec("CREATE TABLE " + name + "." + d + " (id INT PRIMARY KEY, note VARCHAR(40))"); err != nil {
+			t.Fatal(err)
+		}
+		clients := map[string]*group.Cursor{}
+		if err := sinkrun.Prepare(t.Context(), &ds, clients, nil, log); err != nil {
+			t.Fatal(err)
+		}
+		p, err := stream.StartPipeline(t.Context(), stream.PipelineConfig{Spec: &ds, Clients: clients, Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Close)
+		sinks := sinkrun.Start(t.Context(), p, &ds, nil, log)
+		t.Cleanup(sinks.Stop)
+	}
+	source := func(d string) []string {
+		return sinktest.SourceRows(t, []*mysqltest.Server{srv}, func(int) string { return "SELECT id, note FROM " + d + "_0.orders" })
+	}
+	equal := func(d string) {
+		t.Helper()
+		sinktest.WaitFor(t, 60*time.Second, func() (bool, string) {
+			want := source(d)
+			gotMy := sinktest.Query(my, "SELECT id, note FROM "+name+"."+d)
+			gotPG := sinktest.Values(pg.Query(context.Background(), "SELECT id, note FROM "+d+".orders"))
+			if slices.Equal(gotMy, want) && slices.Equal(gotPG, want) {
+				return true, ""
+			}
+			return false, fmt.Sprintf("destination %s: the source has %d rows, MariaDB's copy %d, PostgreSQL's %d: %s",
+				d, len(want), len(gotMy), len(gotPG), firstDiff(want, gotMy, gotPG))
+		})
+	}
+	start("east")
+	equal("east")
+	start("west")
+	equal("west")
+	for _, d := range []string{"east", "west"} {
+		srv.Exec(t, "UPDATE "+d+"_0.orders SET note = CONCAT(note, '+') WHERE id % 3 = 0",
+			"DELETE FROM "+d+"_0.orders WHERE id % 5 = 1",
+			fmt.Sprintf("INSERT INTO %s_0.orders VALUES (1000, '%s-late')", d, d))
+	}
+	equal("east")
+	equal("west")
+	var n int
+	if err := my.QueryRow("SELECT COUNT(DISTINCT dest) FROM " + name + "_meta.sink_checkpoint WHERE sink = 'copy'").Scan(&n); err != nil || n != 2 {
+		t.Errorf("the checkpoint table holds copy's rows of %d destinations (%v), want 2", n, err)
+	}
+}
+
+// firstDiff names a row where want and one of the targets differ.
+func firstDiff(want []string, got ...[]string) string {
+	for _, g := range got {
+		for _, w := range want {
+			if !slices.Contains(g, w) {
+				return "missing " + w
+			}
+		}
+		for _, r := range g {
+			if !slices.Contains(want, r) {
+				return "not in the source " + r
+			}
+		}
+	}
+	return ""
+}
+
+// mysqlTarget is the machine's MariaDB and a database of the test's.
+func mysqlTarget(t *testing.T) (*sql.DB, string) {
+	t.Helper()
+	db, err := sql.Open("mysql", "root@tcp("+mysqlAddr+")/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Ping(); err != nil {
+		t.Skipf("no MariaDB on %s to apply to: %v", mysqlAddr, err)
+	}
+	name := fmt.Sprintf("braid_iso_%d_%d", os.Getpid(), rand.IntN(1e6))
+	if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		db.Exec("DROP DATABASE IF EXISTS " + name)
+		db.Exec("DROP DATABASE IF EXISTS " + name + "_meta")
+		db.Close()
+	})
+	return db, name
+}
+
+// pgTarget is the machine's PostgreSQL and a database of the test's.
+func pgTarget(t *testing.T) (*pgx.Conn, string) {
+	t.Helper()
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, "postgres://postgres@"+pgAddr+"/postgres")
+	if err != nil {
+		t.Skipf("no PostgreSQL on %s to apply to: %v", pgAddr, err)
+	}
+	name := fmt.Sprintf("braid_iso_%d_%d", os.Getpid(), rand.IntN(1e6))
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatal(err)
+	}
+	db, err := pgx.Connect(ctx, "postgres://postgres@"+pgAddr+"/"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		db.Close(ctx)
+		admin.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+		admin.Close(ctx)
+	})
+	return db, name
+}
