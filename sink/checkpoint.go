@@ -42,7 +42,11 @@ func AdoptCheckpoints(dest, name, table string, rows map[string]int) (adopt bool
 		return true, nil
 	}
 	slices.Sort(owners)
+	who := "destination " + owners[0] + " has"
+	if len(owners) > 1 {
+		who = "destinations " + strings.Join(owners, ", ") + " have"
+	}
 	where := fmt.Sprintf("dest = '' AND sink = '%s'", name)
-	return false, fmt.Errorf("sink %s of destination %s: %s holds checkpoints of a sink %s that an older braid wrote without its destination, and destination %s has checkpoints of its own under that name, so whose the old ones are is unknown and none reads them: if they are %s's, run DELETE FROM %s WHERE dest = '%s' AND sink = '%s'; UPDATE %s SET dest = '%s' WHERE %s; else DELETE FROM %s WHERE %s",
-		name, dest, table, name, strings.Join(owners, ", "), dest, table, dest, name, table, dest, where, table, where)
+	return false, fmt.Errorf("sink %s of destination %s: %s holds checkpoints of a sink %s that an older braid wrote without a destination, and %s checkpoints of their own under that name, so whose the old ones are is unknown and none reads them: if they are %s's, run DELETE FROM %s WHERE dest = '%s' AND sink = '%s'; UPDATE %s SET dest = '%s' WHERE %s; else run DELETE FROM %s WHERE %s",
+		name, dest, table, name, who, dest, table, dest, name, table, dest, where, table, where)
 }

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -143,5 +144,74 @@ func TestWorkersKept(t *testing.T) {
 		if pts, err := old.Checkpoints(ctx, 4); err != nil || pts[2].Seq != 7 || old.Routing() != sink.RouteByKey {
 			t.Errorf("older checkpoints: %v, %v, routing %d: want worker 2 at seq 7, by key", pts, err, old.Routing())
 		}
+	}
+}
+
+// TestOlderCheckpointsAdopted: a checkpoint table an older braid made,
+// keyed by sink name alone (and its sink_advance), is migrated when a
+// sink opens it. Its rows go to the first destination that reads a sink
+// of their name, as no other has rows under it; another destination's
+// sink of that name starts with none.
+// An older braid's insert, without a destination, now fails. When rows
+// without a destination turn up beside a destination's own, the sink
+// reads neither and says how to settle it, and does what it said.
+func TestOlderCheckpointsAdopted(t *testing.T) {
+	db, name := targetDB(t)
+	ctx := context.Background()
+	for _, q := range []string{
+		"CREATE SCHEMA braid_meta",
+		"CREATE TABLE braid_meta.sink_checkpoint (sink text NOT NULL, worker integer NOT NULL, seq bigint NOT NULL, idx integer NOT NULL, PRIMARY KEY (sink, worker))",
+		"CREATE FUNCTION braid_meta.sink_advance(p_sink text, p_worker integer, p_first_seq bigint, p_first_idx integer, p_last_seq bigint, p_last_idx integer) RETURNS void LANGUAGE sql AS 'SELECT 1'",
+		"INSERT INTO braid_meta.sink_checkpoint VALUES ('copy', 0, 5, 1), ('copy', 1, 9, 0), ('copy', -1, 2, 0), ('other', 0, 3, 0)",
+	} {
+		if _, err := db.Exec(ctx, q); err != nil {
+			t.Fatal(q, err)
+		}
+	}
+	log := slog.New(slog.NewTextHandler(t.Output(), nil))
+	sk := spec.Sink{Name: "copy", Type: "postgres", Address: targetAddr, Database: name, User: "postgres", Workers: 2, MetaDatabase: "braid_meta"}
+	open := func(dest string) *postgres.Target {
+		tg, err := postgres.Open(ctx, sk, dest, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tg.Close() })
+		return tg
+	}
+	east, west := open("east"), open("west")
+	if pts, err := east.Checkpoints(ctx, 2); err != nil || pts[0] != (sink.Point{Seq: 5, Idx: 1}) || pts[1] != (sink.Point{Seq: 9}) || east.Routing() != sink.RouteByKey {
+		t.Errorf("east adopts the older checkpoints: %v, %v, routing %d", pts, err, east.Routing())
+	}
+	if pts, err := west.Checkpoints(ctx, 2); err != nil || pts[0] != (sink.Point{}) || pts[1] != (sink.Point{}) {
+		t.Errorf("west, opened after: %v, %v, want none", pts, err)
+	}
+	if got := query(db, "SELECT dest, sink, worker, seq FROM braid_meta.sink_checkpoint WHERE worker >= 0"); strings.Join(got, ", ") != " other 0 3, east copy 0 5, east copy 1 9" {
+		t.Errorf("the checkpoint rows: %q", got)
+	}
+	if got := query(db, "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'braid_meta.sink_checkpoint'::regclass AND contype = 'p'"); len(got) != 1 || got[0] != "PRIMARY KEY (dest, sink, worker)" {
+		t.Errorf("the primary key: %q", got)
+	}
+	if _, err := db.Exec(ctx, "INSERT INTO braid_meta.sink_checkpoint (sink, worker, seq, idx) VALUES ('copy', 3, 1, 0)"); err == nil {
+		t.Error("an older braid's insert, without a destination, went in")
+	}
+	if got := query(db, "SELECT count(*) FROM pg_proc WHERE proname = 'sink_advance'"); len(got) != 1 || got[0] != "1" {
+		t.Errorf("sink_advance functions: %q, want this braid's alone", got)
+	}
+
+	if _, err := db.Exec(ctx, "INSERT INTO braid_meta.sink_checkpoint (dest, sink, worker, seq, idx) VALUES ('', 'copy', 0, 100, 0)"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := east.Checkpoints(ctx, 2)
+	if err == nil || !strings.Contains(err.Error(), "whose the old ones are is unknown") {
+		t.Fatalf("rows without a destination beside east's and west's: %v", err)
+	}
+	t.Log(err)
+	// As the line says, for rows that are not east's.
+	del := err.Error()[strings.LastIndex(err.Error(), "DELETE FROM"):]
+	if _, err := db.Exec(ctx, del); err != nil {
+		t.Fatal(del, err)
+	}
+	if pts, err := east.Checkpoints(ctx, 2); err != nil || pts[1] != (sink.Point{Seq: 9}) {
+		t.Errorf("after %s: %v, %v", del, pts, err)
 	}
 }

@@ -240,9 +240,6 @@ func (t *Target) createSQL(table string, tv *change.Table, uniqueNames []string)
 	return out
 }
 
-// quoteLiteral quotes a PostgreSQL string literal.
-func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
-
 // indexName is the PostgreSQL name of table's MySQL index name (index
 // names are per schema in PostgreSQL, per table in MySQL): "table_name",
 // cut to 63 bytes, quoted.

@@ -4,10 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,12 +41,18 @@ const (
 // below east's checkpoints: when the rows were keyed by sink name alone,
 // west read east's and skipped every one of its rows, silently. Each
 // destination's targets end equal to its source, row by row, through
-// updates and deletes written while both run.
+// updates and deletes written while both run. What the sinks log on their
+// own (east's MariaDB table, wider than the source's, is applied as SQL
+// statements rather than replayed) reaches the logger they were given,
+// not slog's default.
 func TestSameSinkNameTwoDestinations(t *testing.T) {
 	my, name := mysqlTarget(t)
 	pg, pgName := pgTarget(t)
 	srv := mysqltest.Start(t)
-	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var given, dflt lines
+	log := slog.New(slog.NewTextHandler(io.MultiWriter(&given, t.Output()), nil))
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(slog.New(slog.NewTextHandler(&dflt, nil)))
 	rows := map[string]int{"east": 40, "west": 12}
 	for _, d := range []string{"east", "west"} {
 		srv.Exec(t, "CREATE DATABASE "+d+"_0", "CREATE TABLE "+d+"_0.orders (id INT PRIMARY KEY, note VARCHAR(40))")
@@ -63,7 +72,8 @@ func TestSameSinkNameTwoDestinations(t *testing.T) {
 		if err := ds.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := my.Exec("CREATE TABLE " + name + "." + d + " (id INT PRIMARY KEY, note VARCHAR(40))"); err != nil {
+		width := map[string]int{"east": 60, "west": 40}[d]
+		if _, err := my.Exec(fmt.Sprintf("CREATE TABLE %s.%s (id INT PRIMARY KEY, note VARCHAR(%d))", name, d, width)); err != nil {
 			t.Fatal(err)
 		}
 		clients := map[string]*group.Cursor{}
@@ -109,6 +119,28 @@ func TestSameSinkNameTwoDestinations(t *testing.T) {
 	if err := my.QueryRow("SELECT COUNT(DISTINCT dest) FROM " + name + "_meta.sink_checkpoint WHERE sink = 'copy'").Scan(&n); err != nil || n != 2 {
 		t.Errorf("the checkpoint table holds copy's rows of %d destinations (%v), want 2", n, err)
 	}
+	const asSQL = "sink applies a table as SQL statements"
+	if !strings.Contains(given.String(), asSQL) || strings.Contains(dflt.String(), "level=") {
+		t.Errorf("the given logger heard %q: %v; slog's default heard: %q", asSQL, strings.Contains(given.String(), asSQL), dflt.String())
+	}
+}
+
+// lines is a log's output, safe for concurrent use.
+type lines struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // firstDiff names a row where want and one of the targets differ.
@@ -172,4 +204,57 @@ func pgTarget(t *testing.T) (*pgx.Conn, string) {
 		admin.Close(ctx)
 	})
 	return db, name
+}
+
+// TestSchemaNamesWithDollarQuotes: PostgreSQL schemas named with dollar
+// quotes ($$ and a tag, $x$) for the checkpoints (meta_database), for a
+// table the sink creates (create_tables) and for one a CREATE TABLE in the
+// stream makes: each is created and holds what the source holds. When a
+// schema was made in a DO $$ block built from its name, the name ended
+// the block, and the sink retried for ever.
+func TestSchemaNamesWithDollarQuotes(t *testing.T) {
+	pg, pgName := pgTarget(t)
+	srv := mysqltest.Start(t)
+	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	srv.Exec(t, "CREATE DATABASE shop_0", "CREATE TABLE shop_0.orders (id INT PRIMARY KEY, note VARCHAR(40))",
+		"INSERT INTO shop_0.orders VALUES (1, 'a'), (2, 'b')")
+	const (
+		meta   = "m$$;x"
+		orders = "o$$ $x$"
+		later  = "l$x$$$"
+	)
+	ds := spec.Spec{Name: "shop", Tables: []string{`shop_0\.\w+`}, Route: []spec.RouteRule{{Match: `shop_0\.(\w+)`, To: "shop.$1"}},
+		Heartbeat: spec.Duration(100 * time.Millisecond),
+		Sources:   []spec.Source{{Name: "s", Address: srv.Addr(), Start: spec.Start{Kind: spec.StartEarliest}}},
+		Sinks: []spec.Sink{{Name: "pg", Type: "postgres", Address: pgAddr, Database: pgName, Workers: 2, CreateTables: true, MetaDatabase: meta,
+			Tables: []spec.SinkTable{{From: "shop.orders", To: orders + ".orders"}, {From: "shop.items", To: later + ".items"}}}}}
+	ds = ds.WithDefaults()
+	if err := ds.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	clients := map[string]*group.Cursor{}
+	if err := sinkrun.Prepare(t.Context(), &ds, clients, nil, log); err != nil {
+		t.Fatal(err)
+	}
+	p, err := stream.StartPipeline(t.Context(), stream.PipelineConfig{Spec: &ds, Clients: clients, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	sinks := sinkrun.Start(t.Context(), p, &ds, nil, log)
+	t.Cleanup(sinks.Stop)
+	srv.Exec(t, "CREATE TABLE shop_0.items (id INT PRIMARY KEY, qty INT)", "INSERT INTO shop_0.items VALUES (7, 70)",
+		"UPDATE shop_0.orders SET note = 'A' WHERE id = 1")
+	quote := func(s string) string { return `"` + s + `"` }
+	sinktest.WaitFor(t, 60*time.Second, func() (bool, string) {
+		o := sinktest.Values(pg.Query(context.Background(), "SELECT id, note FROM "+quote(orders)+".orders"))
+		i := sinktest.Values(pg.Query(context.Background(), "SELECT id, qty FROM "+quote(later)+".items"))
+		st := sinks.Stats()[0]
+		return slices.Equal(o, []string{"1 A", "2 b"}) && slices.Equal(i, []string{"7 70"}),
+			fmt.Sprintf("orders %q, items %q; the sink's last error: %s", o, i, st.LastError)
+	})
+	var n int
+	if err := pg.QueryRow(context.Background(), "SELECT count(*) FROM "+quote(meta)+".sink_checkpoint WHERE dest = 'shop' AND sink = 'pg'").Scan(&n); err != nil || n == 0 {
+		t.Errorf("the checkpoints in schema %s: %d rows (%v)", meta, n, err)
+	}
 }
