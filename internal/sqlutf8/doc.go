@@ -21,8 +21,8 @@
 //     MySQL 5.5.3+ and every MariaDB), and SET NAMES utf8mb4 follows it, for
 //     servers that ignore the client's handshake charset
 //     (skip-character-set-client-handshake) or change it in init_connect.
-//   - A go-sql-driver connection configured by MySQLDriver sends SET NAMES
-//     utf8mb4 on every new connection of its pool.
+//   - A go-sql-driver pool configured by MySQLDriver sends SET NAMES utf8mb4
+//     COLLATE utf8mb4_general_ci on every new connection.
 //   - A pgx configuration passed through Postgres has client_encoding UTF8,
 //     which overrides a role's or database's own default.
 //
