@@ -8,7 +8,7 @@
 //	if err != nil { ... }                  // errors.Is(err, mariadb.ErrNoServer): not installed
 //	defer srv.Remove()
 //	err = srv.Exec("CREATE DATABASE app", "CREATE TABLE app.t (id INT PRIMARY KEY)")
-//	c, err := client.Connect(srv.Addr(), "root", "", "")
+//	c, err := sqlutf8.Connect(ctx, srv.Addr(), "root", "", "", nil) // utf8mb4, as Exec
 //
 // The server binary is mariadbd, else mysqld, on PATH or in /usr/sbin; without
 // one Launch fails with ErrNoServer, whose message names the fix (apt-get

@@ -8,7 +8,7 @@
 //	src.Exec(t, "CREATE DATABASE app", "CREATE TABLE app.t (id INT PRIMARY KEY)",
 //		"SET timestamp = 1700000000", "INSERT INTO app.t VALUES (1)")
 //	file, pos := src.MasterStatus(t)
-//	c, err := client.Connect(src.Addr(), "root", "", "")
+//	c, err := sqlutf8.Connect(ctx, src.Addr(), "root", "", "", nil) // utf8mb4, as Exec and Query
 //
 // Servers run as
 //
