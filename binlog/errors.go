@@ -21,6 +21,9 @@ var (
 	// ErrColumnCount: a row has a different number of columns than the
 	// schema known at its position.
 	ErrColumnCount = errors.New("binlog: column count mismatch")
+	// ErrClearText: the server asked for the password in a form it could
+	// read (mysqlauth), and braid refused to send it.
+	ErrClearText = errors.New("binlog: password not sent")
 	// ErrBadEvent: the server sent an event braid cannot decode.
 	ErrBadEvent = errors.New("binlog: bad binlog event")
 )

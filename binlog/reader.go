@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/internal/mysqlauth"
 	"github.com/braid-cdc/braid/internal/sqlutf8"
 	"github.com/braid-cdc/braid/schema"
 	"github.com/braid-cdc/braid/spec"
@@ -362,10 +364,25 @@ func (p *Reader) syncerConfig() replication.BinlogSyncerConfig {
 	}
 }
 
+// recvBufferDialer dials TCP with a receive buffer of size bytes.
+func recvBufferDialer(size int) mysqlauth.Dialer {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nc, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if tcp, ok := nc.(*net.TCPConn); ok && size > 0 {
+			_ = tcp.SetReadBuffer(size) // the kernel caps it at net.core.rmem_max
+		}
+		return nc, err
+	}
+}
+
 // stream runs one binlog connection until it fails or ctx ends.
 func (p *Reader) stream(ctx context.Context, emit func(*change.Event) error) error {
 	cfg := p.syncerConfig()
 	cfg.RowsEventDecodeFunc = newRowFilter(p.filter, p.info.compressed || p.cfg.goMySQLRows).decodeRows
+	// No TLS: the server must not have the password in clear. (go-mysql
+	// sets RecvBufferSize only on a bare *net.TCPConn: the dialer does.)
+	var watch mysqlauth.Watch
+	cfg.Dialer = watch.Dial(recvBufferDialer(cfg.RecvBufferSize))
 	syncer := replication.NewBinlogSyncer(cfg)
 	defer syncer.Close()
 
@@ -397,6 +414,9 @@ func (p *Reader) stream(ctx context.Context, emit func(*change.Event) error) err
 		}
 	}
 	if err != nil {
+		if refused := watch.Err(); refused != nil {
+			return p.clearTextError(refused)
+		}
 		return p.streamError(err)
 	}
 	var behind *replication.BinlogEvent // read right after a heartbeat

@@ -15,6 +15,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/internal/mysqlauth"
 	"github.com/braid-cdc/braid/internal/sqlutf8"
 	"github.com/braid-cdc/braid/spec"
 )
@@ -57,6 +58,7 @@ func (p *Reader) dial(ctx context.Context) (*client.Conn, error) {
 func (p *Reader) dialUntil(ctx context.Context, deadline time.Time) (c *client.Conn, stop func(), err error) {
 	var (
 		conn     net.Conn
+		guard    *mysqlauth.Conn
 		stopCtx  = func() bool { return true }
 		tcpReady bool
 	)
@@ -73,7 +75,9 @@ func (p *Reader) dialUntil(ctx context.Context, deadline time.Time) (c *client.C
 		nc.SetDeadline(deadline)
 		stopCtx = context.AfterFunc(ctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
 		conn = nc
-		return nc, nil
+		// No TLS: the server must not have the password in clear.
+		guard = mysqlauth.Guard(nc)
+		return guard, nil
 	}
 	// A utf8mb4 session: names and values arrive as the server stores them.
 	c, err = sqlutf8.Connect(ctx, p.spec.Address, p.spec.User, p.spec.Password, "", dialer)
@@ -81,6 +85,9 @@ func (p *Reader) dialUntil(ctx context.Context, deadline time.Time) (c *client.C
 		stopCtx()
 		if conn != nil {
 			conn.Close() // go-mysql closes it on most failures; twice is harmless
+		}
+		if guard != nil && guard.Refused() != nil {
+			return nil, nil, p.clearTextError(guard.Refused())
 		}
 		if ctx.Err() != nil {
 			return nil, nil, fmt.Errorf("%w: source %s: connect to %s: %w", ErrUnreachable, p.spec.Name, p.spec.Address, ctx.Err())
@@ -98,6 +105,19 @@ func (p *Reader) dialUntil(ctx context.Context, deadline time.Time) (c *client.C
 		stopCtx()
 		conn.SetDeadline(time.Time{})
 	}, nil
+}
+
+// clearTextError is the error of a connection mysqlauth refused because
+// the server asked for the password in a form it could read: fatal, as a
+// retry meets the same server.
+func (p *Reader) clearTextError(refused error) error {
+	user := p.spec.User
+	if user == "" {
+		user = spec.DefaultUser
+	}
+	return fatal{fmt.Errorf("%w: source %s (%s): %w: check that the address is the source's own, and give user %q an authentication "+
+		"plugin that proves the password without sending it (mysql_native_password, ed25519, or caching_sha2_password once the server has cached it)",
+		ErrClearText, p.spec.Name, p.spec.Address, refused, user)}
 }
 
 // isTimeout tells whether err is a deadline passing (a net.Error's Timeout).

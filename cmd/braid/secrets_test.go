@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/braid-cdc/braid/internal/testutil/braidproc"
+	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/roguemysql"
 )
 
@@ -79,4 +80,71 @@ func TestServerPasswordReferences(t *testing.T) {
 	if n := len(rogue.Conns()); n != 0 {
 		t.Errorf("the node connected to the spec's address %d times with a refused reference", n)
 	}
+}
+
+// rogueGotNothing: every connection to the rogue server sent neither the
+// password nor an answer to its request for it.
+func rogueGotNothing(t *testing.T, rogue *roguemysql.Server, password string) {
+	t.Helper()
+	conns := rogue.Conns()
+	if len(conns) == 0 {
+		t.Fatal("nothing connected to the rogue server")
+	}
+	for _, c := range conns {
+		if strings.Contains(string(c.Raw), password) {
+			t.Errorf("the rogue server received the password: %q", c.Raw)
+		}
+		if len(c.After) > 0 {
+			t.Errorf("braid answered the rogue server's request for the password: %q", c.After)
+		}
+	}
+}
+
+// TestNoClearTextPasswordToRogueSource: a source whose server asks for
+// the password in clear (or encrypted with its own key) gets none, from
+// braid capture and from a node checking a spec, and the error is one
+// line naming the source and the cause.
+func TestNoClearTextPasswordToRogueSource(t *testing.T) {
+	const password = "pw-Rg7-not-for-rogues"
+	secrets := t.TempDir()
+	if err := os.WriteFile(filepath.Join(secrets, "pw"), []byte(password+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := startNode(t, "--secrets-dir", secrets)
+	for name, ask := range map[string]roguemysql.Ask{"clear": roguemysql.ClearText, "full": roguemysql.FullAuth} {
+		t.Run(name, func(t *testing.T) {
+			rogue := roguemysql.Start(t, ask)
+			spec := writeSpec(t, "name: shop\nsources: [{name: rogue, address: '"+rogue.Addr()+"', user: braid, password_file: '"+filepath.Join(secrets, "pw")+"', start: earliest}]\n")
+			_, errs, code := cli("capture", "-f", spec, "--secrets-dir", secrets, "--timeout", "30s")
+			t.Logf("capture: %s", errs)
+			if code != 1 || !strings.Contains(errs, "source rogue") || !strings.Contains(errs, "clear text") || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+				t.Errorf("capture: exit %d:\n%s", code, errs)
+			}
+			_, errs, code = cli("destination", "create", "-f", spec, "--server", c.nodes[0].URL())
+			t.Logf("create: %s", errs)
+			if code == 0 || !strings.Contains(errs, "source rogue") || !strings.Contains(errs, "clear text") {
+				t.Errorf("create: exit %d:\n%s", code, errs)
+			}
+			rogueGotNothing(t, rogue, password)
+		})
+	}
+}
+
+// TestNoClearTextPasswordToRogueSink: a MySQL sink's target that asks for
+// the password encrypted with its own key (go-sql-driver would send it)
+// gets none, and capture says which sink and why.
+func TestNoClearTextPasswordToRogueSink(t *testing.T) {
+	const password = "pw-Sk4-not-for-rogues"
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id INT PRIMARY KEY)", "INSERT INTO shop.orders VALUES (1)")
+	rogue := roguemysql.Start(t, roguemysql.FullAuth)
+	t.Setenv("BRAID_SECRET_SINK_PW", password)
+	spec := writeSpec(t, "name: shop\nsources: [{name: a, address: '"+srv.Addr()+"', start: earliest}]\n"+
+		"sinks: [{name: copy, type: mysql, address: '"+rogue.Addr()+"', user: braid, password_env: BRAID_SECRET_SINK_PW, tables: [{from: shop.orders, to: copy.orders}]}]\n")
+	_, errs, code := cli("capture", "-f", spec, "--quiet", "--cursor-dir", t.TempDir(), "--timeout", "30s")
+	t.Logf("capture: %s", errs)
+	if code != 1 || !strings.Contains(errs, "sink copy") || !strings.Contains(errs, "clear text") {
+		t.Errorf("capture: exit %d:\n%s", code, errs)
+	}
+	rogueGotNothing(t, rogue, password)
 }

@@ -20,7 +20,7 @@ var apiMay = []string{
 // below it.
 var sinkMay = []string{
 	"stream", "group", "flat", "change", "spec", "schema", "api/wire",
-	"internal/sqlutf8",
+	"internal/sqlutf8", "internal/mysqlauth",
 }
 
 // clusterMay is what cluster may import: everything a node serves and runs.
@@ -44,7 +44,7 @@ var table = map[string]rule{
 	"schema": {may: []string{"change"}},
 
 	// One source, then many sources as one destination, then the store.
-	"binlog": {may: []string{"change", "schema", "spec", "internal/sqlutf8"}},
+	"binlog": {may: []string{"change", "schema", "spec", "internal/sqlutf8", "internal/mysqlauth"}},
 	"group":  {may: []string{"binlog", "change", "schema", "spec"}},
 	"stream": {may: []string{"group", "change", "spec"}},
 
@@ -88,7 +88,9 @@ var table = map[string]rule{
 	"internal/pki":      {},
 	"internal/mariadb":  {may: []string{"internal/ports", "internal/sqlutf8"}},
 	// Every SQL session braid opens is UTF-8: sources, targets, harnesses.
-	"internal/sqlutf8":      {},
+	"internal/sqlutf8": {},
+	// No MySQL connection gives a server the password in clear.
+	"internal/mysqlauth":    {},
 	"internal/localcluster": {may: []string{"api/wire", "client", "internal/ports", "internal/pki", "auth"}},
 
 	// Test harnesses exec the binary and speak wire types; never server

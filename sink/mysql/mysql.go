@@ -26,6 +26,7 @@ import (
 	driver "github.com/go-sql-driver/mysql"
 
 	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/internal/mysqlauth"
 	"github.com/braid-cdc/braid/internal/sqlutf8"
 	"github.com/braid-cdc/braid/schema"
 	"github.com/braid-cdc/braid/sink"
@@ -71,6 +72,11 @@ func Open(ctx context.Context, s spec.Sink, dest string, log *slog.Logger) (*Tar
 	if err := sqlutf8.MySQLDriver(cfg); err != nil {
 		return nil, fmt.Errorf("sink %s: %w", s.Name, err)
 	}
+	// No TLS: the server must not have the password in clear.
+	var watch mysqlauth.Watch
+	if cfg.TLS == nil {
+		cfg.DialFunc = watch.Dial(nil)
+	}
 	connector, err := driver.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("sink %s: %w", s.Name, err)
@@ -87,6 +93,11 @@ func Open(ctx context.Context, s spec.Sink, dest string, log *slog.Logger) (*Tar
 	}
 	if err := t.initReplay(ctx); err != nil {
 		db.Close()
+		if refused := watch.Err(); refused != nil {
+			return nil, fmt.Errorf("sink %s (%s): %w: check that the address is the target's own, and give user %q an authentication plugin "+
+				"that proves the password without sending it (mysql_native_password, ed25519, or caching_sha2_password once the server has cached it)",
+				s.Name, s.Address, refused, cfg.User)
+		}
 		return nil, fmt.Errorf("sink %s (%s): %w: check the address and the user's password", s.Name, s.Address, err)
 	}
 	if !t.exactlyOnce() {

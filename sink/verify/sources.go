@@ -12,6 +12,7 @@ import (
 	driver "github.com/go-sql-driver/mysql"
 
 	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/internal/mysqlauth"
 	"github.com/braid-cdc/braid/internal/sqlutf8"
 	"github.com/braid-cdc/braid/sink"
 	"github.com/braid-cdc/braid/sink/mysql"
@@ -83,6 +84,11 @@ func (s *Sources) db(i int) (*sql.DB, error) {
 	cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = 10*time.Second, time.Minute, time.Minute
 	if err := sqlutf8.MySQLDriver(cfg); err != nil {
 		return nil, fmt.Errorf("source %s: %w", src.Name, err)
+	}
+	// No TLS: the server must not have the password in clear. (A refusal
+	// fails the comparison's first query; its error is the driver's.)
+	if cfg.TLS == nil {
+		cfg.DialFunc = (&mysqlauth.Watch{}).Dial(nil)
 	}
 	connector, err := driver.NewConnector(cfg)
 	if err != nil {
