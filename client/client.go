@@ -223,17 +223,15 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 		}
 		c.http = &http.Client{Transport: t}
 	}
-	if c.user != "" {
-		// Set on every request, not once: net/http drops Authorization on
-		// a redirect to another host, and an owner is often another host.
-		hc := *c.http
-		base := hc.Transport
-		if base == nil {
-			base = http.DefaultTransport
-		}
-		hc.Transport = credentialed{base: base, user: c.user, pass: c.pass}
-		c.http = &hc
+	// Set on every request, not once: net/http drops Authorization on a
+	// redirect to another host, and an owner is often another host.
+	hc := *c.http
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
 	}
+	hc.Transport = credentialed{base: base, user: c.user, pass: c.pass}
+	c.http = &hc
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
@@ -241,15 +239,20 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// credentialed adds basic auth to each request it sends.
+// credentialed adds wire.RequestHeader to each request it sends, which
+// a server requires of every call that changes something (no form of
+// another site can send it), and basic auth when a user is set.
 type credentialed struct {
 	base       http.RoundTripper
-	user, pass string
+	user, pass string // "": none
 }
 
 func (t credentialed) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
-	r.SetBasicAuth(t.user, t.pass)
+	r.Header.Set(wire.RequestHeader, "1")
+	if t.user != "" {
+		r.SetBasicAuth(t.user, t.pass)
+	}
 	return t.base.RoundTrip(r)
 }
 

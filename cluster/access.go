@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"time"
 
 	"github.com/braid-cdc/braid/api/canal"
 	"github.com/braid-cdc/braid/auth"
@@ -17,8 +18,9 @@ import (
 //	consumer   the destinations listed for it: list (those only), show,
 //	           state, stream and ack, over HTTP and canal
 //
-// An HTTP call without a valid credential gets 401, one its user may not
-// make 403. Calls between nodes go through the node port, whose mutual
+// An HTTP call without a valid credential (a user's, or the status
+// page's session cookie: session.go) gets 401, one its user may not make
+// 403. Calls between nodes go through the node port, whose mutual
 // TLS is their credential (peer.go).
 
 // need is what a route asks of its caller.
@@ -44,17 +46,8 @@ func (n *Node) guard(need need, h http.HandlerFunc) http.Handler {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		name, pass, ok := auth.Credentials(r)
+		u, ok := n.caller(w, r)
 		if !ok {
-			w.Header().Set("WWW-Authenticate", `Basic realm="braid"`)
-			writeError(w, http.StatusUnauthorized, "this node needs a user's credential: set BRAID_TOKEN=NAME:PASSWORD or give --token-file (basic auth or Authorization: Bearer NAME:PASSWORD)")
-			return
-		}
-		u, err := n.cfg.Users.Login(name, pass)
-		if err != nil {
-			n.log.Warn("refused an HTTP call: bad credentials", "user", name, "remote", r.RemoteAddr, "path", r.URL.Path)
-			w.Header().Set("WWW-Authenticate", `Basic realm="braid"`)
-			writeError(w, http.StatusUnauthorized, "user %q: wrong name or password", name)
 			return
 		}
 		switch dest := r.PathValue("name"); {
@@ -67,6 +60,36 @@ func (n *Node) guard(need need, h http.HandlerFunc) http.Handler {
 		}
 		h(w, r.WithContext(context.WithValue(r.Context(), userKey{}, u)))
 	})
+}
+
+// caller is the user r authenticates as: by its Authorization header
+// (basic auth, or a bearer NAME:PASSWORD), else by its session cookie
+// (session.go). Without either, or with a wrong one, it answers 401 and
+// returns false. The 401 challenges with Bearer, never Basic: a Basic
+// challenge makes a browser ask for a user and then send the credential
+// on every request to the node, those of pages of other sites included.
+func (n *Node) caller(w http.ResponseWriter, r *http.Request) (*auth.User, bool) {
+	name, pass, ok := auth.Credentials(r)
+	if !ok && r.Header.Get("Authorization") == "" {
+		if ss, found := n.sessions.lookup(sessionID(r), time.Now()); found {
+			if u, known := n.cfg.Users.Lookup(ss.user); known {
+				return u, true
+			}
+		}
+	}
+	if !ok {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="braid"`)
+		writeError(w, http.StatusUnauthorized, "this node needs a user's credential: set BRAID_TOKEN=NAME:PASSWORD or give --token-file (basic auth or Authorization: Bearer NAME:PASSWORD), or log in on the status page")
+		return nil, false
+	}
+	u, err := n.cfg.Users.Login(name, pass)
+	if err != nil {
+		n.log.Warn("refused an HTTP call: bad credentials", "user", name, "remote", r.RemoteAddr, "path", r.URL.Path)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="braid"`)
+		writeError(w, http.StatusUnauthorized, "user %q: wrong name or password", name)
+		return nil, false
+	}
+	return u, true
 }
 
 // canalConfig is the node's canal server's: canal's login against

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"mime"
 	"net/http"
 	"slices"
 	"strings"
@@ -25,12 +26,13 @@ import (
 //
 //	GET    /healthz, /readyz                    wire.Health (health.go; no credential)
 //	GET    /metrics                             Prometheus exposition (metrics.go; any user)
-//	GET    /, /ui/{file}                        the status page (status.go; any user)
+//	GET    /, /ui/{file}                        the status page (status.go; no credential)
+//	POST, GET, DELETE /v1/session               the page's login (session.go)
 //	GET    /v1/status                           wire.Status (status.go): what the page shows
 //	GET    /v1/cluster                          wire.ClusterStatus
 //	GET    /v1/cluster/members                  wire.Members (members.go; any user)
 //	GET    /v1/destinations                     names, from Raft
-//	POST   /v1/destinations                     the spec (YAML or JSON) → wire.DestinationInfo
+//	POST   /v1/destinations                     the spec (application/yaml or application/json) → wire.DestinationInfo
 //	GET    /v1/destinations/{name}/spec         wire.DestinationInfo
 //	DELETE /v1/destinations/{name}[?force=true] wire.Deleted
 //	DELETE /v1/cluster/nodes/{name}             wire.NodeRemoved
@@ -45,7 +47,10 @@ import (
 //	GET    /v1/destinations/{name}/sinks/{sink} wire.SinkDetail }
 //	POST   /v1/destinations/{name}/sinks/{sink}/verify?sample=N wire.SinkVerify }
 //
-// Every JSON shape is package api/wire's; errors are wire.ErrorBody.
+// Every JSON shape is package api/wire's; errors are wire.ErrorBody. The
+// server wraps it all in native.Browsers: a Host that is not the node's
+// gets 421, and a call that changes something without wire.RequestHeader
+// or a JSON body, or with another site's Origin, 403.
 
 func (n *Node) handler() http.Handler {
 	mux := http.NewServeMux()
@@ -58,8 +63,13 @@ func (n *Node) handler() http.Handler {
 	// Prometheus scrapes with basic auth or a bearer token, and a
 	// consumer account is enough (it sees the destinations it may read).
 	mux.Handle("GET /metrics", n.guard(needUser, n.metricsHandler()))
-	mux.Handle("GET /{$}", n.guard(needUser, n.page.page))
-	mux.Handle("GET /ui/", n.guard(needUser, n.page.files))
+	// The page and its files hold no data: anyone gets them, and the page
+	// asks for a login (session.go) when /v1/status answers 401.
+	mux.HandleFunc("GET /{$}", n.page.page)
+	mux.HandleFunc("GET /ui/", n.page.files)
+	mux.HandleFunc("POST /v1/session", n.login)
+	mux.Handle("GET /v1/session", n.guard(needUser, n.whoami))
+	mux.HandleFunc("DELETE /v1/session", n.logout)
 	mux.Handle("GET /v1/status", n.guard(needAdmin, n.page.status))
 	mux.Handle("GET /v1/cluster", n.guard(needAdmin, n.status))
 	mux.Handle("GET /v1/cluster/members", n.guard(needUser, n.liveMembers))
@@ -206,8 +216,13 @@ func (n *Node) create(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusRequestEntityTooLarge, "the spec is over %d bytes", maxSpec)
 		return
 	}
-	ds, err := spec.Parse(body)
+	ds, err := parseSpec(r.Header.Get("Content-Type"), body)
 	if err != nil {
+		var mt *mediaTypeError
+		if errors.As(err, &mt) {
+			writeError(w, http.StatusUnsupportedMediaType, "%v", err)
+			return
+		}
 		writeError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
@@ -251,6 +266,32 @@ func (n *Node) create(w http.ResponseWriter, r *http.Request) {
 	n.readYourWrite(ctx)
 	n.log.Info("destination created", "dest", ds.Name, "sources", len(ds.Sources))
 	writeJSON(w, http.StatusCreated, wire.DestinationInfo{Name: d.Spec.Name, Spec: specJSON(d.Spec)})
+}
+
+// mediaTypeError: a spec sent as a type create does not take.
+type mediaTypeError struct{ got string }
+
+func (e *mediaTypeError) Error() string {
+	return fmt.Sprintf("a spec sent as %q: send it as application/yaml or application/json (Content-Type), which braid destination create does", e.got)
+}
+
+// parseSpec parses a spec by the type its request declares: JSON only as
+// application/json, YAML (which holds JSON) as application/yaml. A body of
+// any other type, as a form of another site sends it, is refused unread.
+func parseSpec(contentType string, body []byte) (*spec.Spec, error) {
+	mt, _, err := mime.ParseMediaType(contentType)
+	switch {
+	case err != nil:
+		return nil, &mediaTypeError{got: contentType}
+	case mt == "application/json":
+		if !json.Valid(body) {
+			return nil, errors.New("the spec is not JSON, as its Content-Type application/json says: send YAML as application/yaml")
+		}
+	case mt == "application/yaml", mt == "application/x-yaml", mt == "text/yaml":
+	default:
+		return nil, &mediaTypeError{got: contentType}
+	}
+	return spec.Parse(body)
 }
 
 // readYourWrite waits until this node's state holds a write just made (on

@@ -105,6 +105,16 @@ type Config struct {
 	SecretRefs spec.Refs
 	// HTTPTLS, if set, serves the HTTP API over TLS. Default: nil, HTTP.
 	HTTPTLS *tls.Config
+	// HTTPHosts are the names, beyond localhost, the machine's hostname
+	// and Addr, that clients reach the HTTP API by (a DNS name, a
+	// proxy's); a request naming another in its Host is refused, as DNS
+	// rebinding would send it (see native.BrowserRules). "*" allows any.
+	// Default: none.
+	HTTPHosts []string
+	// HTTPHostHint ends the refusal of a foreign Host: how to allow it
+	// (native.BrowserRules.HostHint; the command names its flag).
+	// Default: a sentence naming no flag.
+	HTTPHostHint string
 	// Insecure lets a node run without TLS and GossipKey in a cluster of
 	// several nodes (BootstrapExpect > 1 or Join), and without Users on a
 	// non-loopback Addr; it logs what is unprotected every minute.
@@ -203,8 +213,10 @@ type Node struct {
 
 	httpLn, canalLn net.Listener
 	httpSrv         *http.Server
-	canalSrv        *canal.Server // nil without a canal port
-	peerLn          *connListener // the node port's HTTP connections (peer.go)
+	browsers        *native.Browsers // what the HTTP port refuses to browsers
+	sessions        sessions         // the status page's logins (session.go)
+	canalSrv        *canal.Server    // nil without a canal port
+	peerLn          *connListener    // the node port's HTTP connections (peer.go)
 	peerSrv         *http.Server
 	peerClient      *http.Client // calls to other nodes' node ports
 	box             *secret.Box  // seals passwords for Raft; nil: none
@@ -243,6 +255,11 @@ func Start(cfg Config) (*Node, error) {
 	n.life, n.endLife = context.WithCancel(context.Background())
 	n.local = native.NewHandler(n.reg, n.log.With("part", "http"), native.WithSinks(n.sinkAdmin))
 	n.page = n.newStatusPage()
+	browsers, err := native.NewBrowsers(native.BrowserRules{Listen: cfg.Addr, Hosts: cfg.HTTPHosts, HostHint: cfg.HTTPHostHint, Logger: n.log.With("part", "http")})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	n.browsers = browsers
 	key := cfg.SecretsKey
 	if key == nil {
 		key = cfg.GossipKey
@@ -255,7 +272,6 @@ func Start(cfg Config) (*Node, error) {
 		n.box = box
 	}
 	hostPort := func(port int) string { return net.JoinHostPort(cfg.Addr, strconv.Itoa(port)) }
-	var err error
 	if n.httpLn, err = net.Listen("tcp", hostPort(cfg.HTTPPort)); err != nil {
 		return nil, fmt.Errorf("cluster: http port: %w: is another process using it? choose another with --http-port", err)
 	}
@@ -345,7 +361,7 @@ func (n *Node) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
 
-	n.httpSrv = native.NewServer(n.handler())
+	n.httpSrv = native.NewServer(n.browsers.Wrap(n.handler()))
 	wg.Go(func() {
 		if err := n.httpSrv.Serve(n.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errs <- fmt.Errorf("cluster: http: %w", err)

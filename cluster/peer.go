@@ -38,12 +38,15 @@ func (n *Node) peerProtocols() map[byte]func(net.Conn) {
 	}
 }
 
-// peerHandler is what the node port's HTTP serves: a destination's state,
-// for describe on another node, and a node's removal, relayed to the
+// peerHandler is what the node port's HTTP serves: a destination's state
+// (its sinks and DDL locks too), for describe and the status page on
+// another node, and a node's removal, relayed to the
 // leader; nothing else (no stream, no ack).
 func (n *Node) peerHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /v1/destinations/{name}", n.local)
+	mux.Handle("GET /v1/destinations/{name}/sinks", n.local) // for the status page
+	mux.Handle("GET /v1/destinations/{name}/ddl", n.local)
 	mux.HandleFunc("DELETE /v1/cluster/nodes/{name}", n.removeNode)
 	return mux
 }

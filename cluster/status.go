@@ -26,10 +26,11 @@ import (
 // The page fetches only /v1/status from the node that served it, so this
 // node gathers everything: its cluster status (what GET /v1/cluster
 // answers) and each destination's wire.State, asked of its owner over the
-// node port (peerHTTP, as describe does), with the lag history this node
-// samples. A browser that gets a 401 is asked for a user (guard sends
-// WWW-Authenticate: Basic realm="braid"), and its later fetches of the
-// same origin carry it.
+// node port (peerHTTP, as describe does), with its sinks and DDL locks
+// and the lag history this node samples. The page and its files need no
+// credential; /v1/status does, and a page that gets a 401 shows its login
+// form, which opens a session (session.go) whose cookie its later fetches
+// carry.
 //
 // The sampler asks every destination's owner for its state every
 // statuspage.DefaultEvery and keeps each source's lag for
@@ -96,11 +97,12 @@ func (p *statusPage) status(w http.ResponseWriter, r *http.Request) {
 	for i, d := range cs.Destinations {
 		owners[i] = destOwner{name: d.Name, owner: d.Owner}
 	}
-	states := p.n.ownerStates(r.Context(), owners)
+	states := p.n.ownerStates(r.Context(), owners, true)
 	st := wire.Status{Time: time.Now(), Cluster: cs, Destinations: make([]wire.DestinationStatus, len(owners)),
 		LagEveryMs: p.history.Every().Milliseconds(), LagWindowMs: p.history.Window().Milliseconds()}
 	for i, o := range owners {
-		ds := wire.DestinationStatus{Name: o.name, Owner: o.owner, State: states[i].state, Lag: p.history.Series(o.name)}
+		ds := wire.DestinationStatus{Name: o.name, Owner: o.owner, State: states[i].state, Lag: p.history.Series(o.name),
+			Sinks: states[i].sinks, DDL: states[i].ddl}
 		if err := states[i].err; err != nil {
 			ds.StateError = err.Error()
 		}
@@ -126,7 +128,7 @@ func (p *statusPage) sample(ctx context.Context) {
 			keep[o.name] = true
 		}
 		p.history.Keep(keep)
-		for i, s := range p.n.ownerStates(ctx, owners) {
+		for i, s := range p.n.ownerStates(ctx, owners, false) {
 			if s.state != nil {
 				p.history.Add(owners[i].name, s.at, s.state.Sources)
 			}
@@ -144,13 +146,16 @@ type destOwner struct{ name, owner string }
 // ownerState is an owner's answer for one destination.
 type ownerState struct {
 	state *wire.State // nil: err says why
+	sinks []wire.SinkState
+	ddl   *wire.DDLState
 	err   error
 	at    time.Time // when the answer came
 }
 
-// ownerStates asks each destination's owner for its state, a few at a
-// time, and returns the answers in dests' order.
-func (n *Node) ownerStates(ctx context.Context, dests []destOwner) []ownerState {
+// ownerStates asks each destination's owner for its state (with full, its
+// sinks and DDL locks too), a few at a time, and returns the answers in
+// dests' order.
+func (n *Node) ownerStates(ctx context.Context, dests []destOwner, full bool) []ownerState {
 	out := make([]ownerState, len(dests))
 	sem := make(chan struct{}, statusFetches)
 	var wg sync.WaitGroup
@@ -163,45 +168,53 @@ func (n *Node) ownerStates(ctx context.Context, dests []destOwner) []ownerState 
 				return
 			}
 			defer func() { <-sem }()
-			out[i].state, out[i].err = n.ownerState(ctx, d)
-			out[i].at = time.Now()
+			o := &out[i]
+			o.err = n.askOwner(ctx, d, "", &o.state)
+			if o.err == nil && full {
+				if o.err = n.askOwner(ctx, d, "/sinks", &o.sinks); o.err == nil {
+					o.err = n.askOwner(ctx, d, "/ddl", &o.ddl)
+				}
+				if o.err != nil {
+					o.state, o.sinks, o.ddl = nil, nil, nil
+				}
+			}
+			o.at = time.Now()
 		})
 	}
 	wg.Wait()
 	return out
 }
 
-// ownerState asks d's owner for d's state (GET /v1/destinations/{name})
-// over its node port.
-func (n *Node) ownerState(ctx context.Context, d destOwner) (*wire.State, error) {
+// askOwner asks d's owner for GET /v1/destinations/{name}{sub} over its
+// node port and decodes the answer into out.
+func (n *Node) askOwner(ctx context.Context, d destOwner, sub string, out any) error {
 	if d.owner == "" {
-		return nil, errors.New("no owner")
+		return errors.New("no owner")
 	}
 	m, ok := n.ms.member(d.owner)
 	if !ok {
-		return nil, fmt.Errorf("owner %s not reachable", d.owner)
+		return fmt.Errorf("owner %s not reachable", d.owner)
 	}
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+m.RaftAddr+"/v1/destinations/"+url.PathEscape(d.name), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+m.RaftAddr+"/v1/destinations/"+url.PathEscape(d.name)+sub, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	resp, err := n.peerClient.Do(req)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		var e wire.ErrorBody
 		json.NewDecoder(resp.Body).Decode(&e)
-		return nil, fmt.Errorf("owner %s answered %d: %s", d.owner, resp.StatusCode, e.Error)
+		return fmt.Errorf("owner %s answered %d: %s", d.owner, resp.StatusCode, e.Error)
 	}
-	var st wire.State
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		return nil, fmt.Errorf("owner %s's answer: %w", d.owner, err)
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("owner %s's answer: %w", d.owner, err)
 	}
-	return &st, nil
+	return nil
 }
 
 // clusterStatus is what GET /v1/cluster answers r on this node (http.go's

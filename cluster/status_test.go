@@ -34,9 +34,11 @@ import (
 // GET /v1/status on that node: the nodes and their states, the
 // destination, its owner and its source, the lag chart, a consumer with the
 // seq it acked, and "none" for sinks and DDL locks. The page's requests all
-// go to the node that served it. A browser with a credential set sends it
-// on every request; one without is asked for it (WWW-Authenticate), and
-// once the user answers, the page's polls carry it without asking again.
+// go to the node that served it. The page itself needs no credential; its
+// data does, and no answer makes the browser ask for a Basic credential it
+// would then send to the node from any page. A browser with a credential
+// set sends it on every request; one without logs in with the page's own
+// form, and its polls carry the session cookie, until it logs out.
 func TestStatusPage(t *testing.T) {
 	browser := chromium(t)
 	src := startSource(t)
@@ -57,13 +59,15 @@ func TestStatusPage(t *testing.T) {
 		}
 	}
 
-	resp, err := http.Get(viewer.URL() + "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if got := resp.Header.Get("WWW-Authenticate"); resp.StatusCode != http.StatusUnauthorized || got != `Basic realm="braid"` {
-		t.Fatalf("GET / without a credential: %d, WWW-Authenticate %q; want 401 and a Basic challenge a browser prompts for", resp.StatusCode, got)
+	for path, want := range map[string]int{"/": http.StatusOK, "/ui/status.js": http.StatusOK, "/v1/status": http.StatusUnauthorized} {
+		resp, err := http.Get(viewer.URL() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := resp.Header.Get("WWW-Authenticate"); resp.StatusCode != want || strings.HasPrefix(strings.ToLower(got), "basic") {
+			t.Fatalf("GET %s without a credential: %d, WWW-Authenticate %q; want %d and no Basic challenge, which a browser would keep the answer to", path, resp.StatusCode, got, want)
+		}
 	}
 
 	// What the API says, once the consumer's last ack reached the owner.
@@ -90,8 +94,8 @@ func TestStatusPage(t *testing.T) {
 	admin := clustertest.AdminUser + ":" + clustertest.AdminPassword
 	for _, tc := range []struct {
 		name   string
-		header bool // the credential as a header; else the user answers the prompt
-	}{{"credential in a header", true}, {"user answers the prompt", false}} {
+		header bool // the credential as a header; else the user logs in with the page's form
+	}{{"credential in a header", true}, {"user logs in with the form", false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			tab := newTab(t, browser)
 			var (
@@ -119,7 +123,8 @@ func TestStatusPage(t *testing.T) {
 					errs = append(errs, fmt.Sprintf("an exception at %s:%d:%d: %s", d.URL, d.LineNumber+1, d.ColumnNumber+1, text))
 					mu.Unlock()
 				case *log.EventEntryAdded:
-					if e.Entry.Level == log.EntryLevelError {
+					// A 401 is how the page learns it must log in.
+					if e.Entry.Level == log.EntryLevelError && !(e.Entry.Source == log.EntrySourceNetwork && strings.Contains(e.Entry.Text, "status of 401")) {
 						mu.Lock()
 						errs = append(errs, fmt.Sprintf("%s: %s (%s)", e.Entry.Source, e.Entry.Text, e.Entry.URL))
 						mu.Unlock()
@@ -158,6 +163,9 @@ func TestStatusPage(t *testing.T) {
 			if err := chromedp.Do(tab, chromedp.Navigate(viewer.URL()+"/")); err != nil {
 				t.Fatalf("loading %s/: %v", viewer.URL(), err)
 			}
+			if !tc.header {
+				logIn(t, c, tab, user, pass)
+			}
 			var got shown
 			read := func() error {
 				ctx, cancel := context.WithTimeout(tab, 5*time.Second)
@@ -186,7 +194,6 @@ func TestStatusPage(t *testing.T) {
 				t.Errorf("summary %q does not name the node that served the page, %s", got.Summary, viewer.Name)
 			}
 			mu.Lock()
-			defer mu.Unlock()
 			for _, u := range urls {
 				if !strings.HasPrefix(u, viewer.URL()+"/") && !strings.HasPrefix(u, "data:") {
 					t.Errorf("the page asked %s; it may ask only the node that served it, %s", u, viewer.URL())
@@ -195,8 +202,32 @@ func TestStatusPage(t *testing.T) {
 			for _, e := range errs {
 				t.Errorf("the browser reported %s", e)
 			}
-			if !tc.header && prompts != 1 {
-				t.Errorf("the browser asked for a user %d times; want once, then its polls carry the credential", prompts)
+			if prompts != 0 {
+				t.Errorf("the browser was asked for a Basic credential %d times; want never: the page logs in with its form", prompts)
+			}
+			mu.Unlock()
+			if tc.header {
+				return
+			}
+			cookie := sessionCookie(t, tab, viewer.URL())
+			if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS("#logout"))); err != nil {
+				t.Fatal(err)
+			}
+			c.WaitFor("the page to show its login form after the log-out", func() (bool, string) {
+				ctx, cancel := context.WithTimeout(tab, 5*time.Second)
+				defer cancel()
+				hidden, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById('login').hidden`))
+				return err == nil && !hidden, fmt.Sprintf("login form hidden %v (%v)", hidden, err)
+			})
+			req, _ := http.NewRequest(http.MethodGet, viewer.URL()+"/v1/status", nil)
+			req.AddCookie(&http.Cookie{Name: cookie.Name, Value: cookie.Value})
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("GET /v1/status with the session cookie after the log-out: %d, want 401", resp.StatusCode)
 			}
 		})
 	}
@@ -296,14 +327,15 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-// newTab starts a headless browser for the test and opens a tab in a
-// browser context of its own (its own auth cache); both close when the
-// test ends.
-func newTab(t *testing.T, path string) context.Context {
+// newTab starts a headless browser for the test (with the given flags
+// beyond the harness's) and opens a tab in a browser context of its own
+// (its own cookies and auth cache); both close when the test ends.
+func newTab(t *testing.T, path string, flags ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]),
 		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.UserDataDir(t.TempDir()),
 		chromedp.Flag("disable-dev-shm-usage", true), chromedp.Flag("disable-gpu", true))
+	opts = append(opts, flags...)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	var logMu sync.Mutex
 	done := false
@@ -357,6 +389,7 @@ func getStatus(t *testing.T, url string) wire.Status {
 // each thing (package cluster/statuspage's invariants).
 const readPage = `(() => {
   const text = (root, sel) => { const e = root.querySelector(sel); return e ? e.textContent : ''; };
+  const table = (root, section, shown) => { const e = root.querySelector('[data-section=' + section + ']'); return !e ? '' : e.tagName === 'TABLE' ? shown : e.textContent; };
   const err = document.getElementById('error');
   return {
     updated: document.body.dataset.updated || '',
@@ -371,8 +404,10 @@ const readPage = `(() => {
       snapshots: [...d.querySelectorAll('tr[data-source]')].map(r => text(r, '[data-field=snapshot]')),
       clients: [...d.querySelectorAll('tr[data-client]')].map(r => ({id: r.dataset.client, ackedSeq: text(r, '[data-field=ackedSeq]')})),
       charted: [...d.querySelectorAll('svg.chart g[data-series]')].filter(g => g.querySelector('polyline, circle')).map(g => g.dataset.series),
-      sinks: text(d, '[data-section=sinks]'),
-      ddlLocks: text(d, '[data-section=ddlLocks]'),
+      sinks: table(d, 'sinks', '(sinks)'),
+      sinkNames: [...d.querySelectorAll('[data-section=sinks] tr[data-item]')].map(r => r.dataset.item),
+      ddlLocks: table(d, 'ddlLocks', '(locks)'),
+      lockIDs: [...d.querySelectorAll('[data-section=ddlLocks] tr[data-item]')].map(r => r.dataset.item),
     })),
   };
 })()`
@@ -398,9 +433,14 @@ type shownDest struct {
 		ID       string `json:"id"`
 		AckedSeq string `json:"ackedSeq"`
 	} `json:"clients"`
-	Charted  []string `json:"charted"`
-	Sinks    string   `json:"sinks"`
-	DDLLocks string   `json:"ddlLocks"`
+	Charted []string `json:"charted"`
+	// Sinks and DDLLocks are "none" or, when the page shows a table,
+	// "(sinks)" and "(locks)", with the rows' names in SinkNames and
+	// LockIDs.
+	Sinks     string   `json:"sinks"`
+	SinkNames []string `json:"sinkNames"`
+	DDLLocks  string   `json:"ddlLocks"`
+	LockIDs   []string `json:"lockIDs"`
 }
 
 // pageFromAPI is what the page should show of st.
@@ -411,6 +451,18 @@ func pageFromAPI(st wire.Status) shown {
 	}
 	for _, d := range st.Destinations {
 		sd := shownDest{Name: d.Name, Owner: d.Owner, Sinks: "none", DDLLocks: "none"}
+		if len(d.Sinks) > 0 {
+			sd.Sinks = "(sinks)"
+			for _, sk := range d.Sinks {
+				sd.SinkNames = append(sd.SinkNames, sk.Name)
+			}
+		}
+		if d.DDL != nil && len(d.DDL.Locks) > 0 {
+			sd.DDLLocks = "(locks)"
+			for _, l := range d.DDL.Locks {
+				sd.LockIDs = append(sd.LockIDs, strconv.Itoa(l.ID))
+			}
+		}
 		if d.State != nil {
 			for _, s := range d.State.Sources {
 				sd.Sources = append(sd.Sources, s.Name)
@@ -450,7 +502,8 @@ func (got shown) differs(want shown) string {
 	for i, w := range want.Dests {
 		g := got.Dests[i]
 		if g.Name != w.Name || g.Owner != w.Owner || !slices.Equal(g.Sources, w.Sources) || !slices.Equal(g.Snapshots, w.Snapshots) || !slices.Equal(g.Charted, w.Charted) ||
-			g.Sinks != w.Sinks || g.DDLLocks != w.DDLLocks || fmt.Sprint(g.Clients) != fmt.Sprint(w.Clients) {
+			g.Sinks != w.Sinks || g.DDLLocks != w.DDLLocks || !slices.Equal(g.SinkNames, w.SinkNames) || !slices.Equal(g.LockIDs, w.LockIDs) ||
+			fmt.Sprint(g.Clients) != fmt.Sprint(w.Clients) {
 			return fmt.Sprintf("destination %+v, want %+v", g, w)
 		}
 	}

@@ -36,6 +36,13 @@
 // the sink's state only and verify is answered 501. The sink must be one
 // the destination runs (404 otherwise).
 //
+// Browsers (browser.go) is the middleware both of braid's HTTP servers (a
+// cluster node's and braid capture's) put in front of everything: a Host
+// that names another machine (DNS rebinding) gets 421, and a call that
+// changes something gets 403 unless it carries wire.RequestHeader or a
+// JSON/YAML body, and no Origin of another site. The Go client sends the
+// header on every request.
+//
 // The JSON shapes are package api/wire's. Errors are wire.ErrorBody
 // objects {"error": "..."}: 404 for an unknown destination
 // (naming the ones served) or an unknown client id on ack, 400 for a bad

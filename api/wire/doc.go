@@ -10,11 +10,14 @@
 //	GET    /v1/cluster/members                 Members
 //	GET    /v1/status                          Status (the status page's data)
 //	GET    /v1/destinations                    []string: the destinations' names
-//	POST   /v1/destinations                    the spec (YAML or JSON) → DestinationInfo, 201
+//	POST   /v1/destinations                    the spec (application/yaml or application/json) → DestinationInfo, 201
 //	GET    /v1/destinations/{name}/spec        DestinationInfo
 //	DELETE /v1/destinations/{name}[?force=true] Deleted
 //	DELETE /v1/cluster/nodes/{name}             NodeRemoved
 //	GET    /healthz, /readyz                   Health (no credential needed)
+//	POST   /v1/session                         Login → Session and a cookie (the status page)
+//	GET    /v1/session                         Session
+//	DELETE /v1/session                         204, the session ended
 //	GET    /v1/destinations/{name}             State (served by the owner)
 //	POST   /v1/destinations/{name}/ack         AckResult (served by the owner)
 //	GET    /v1/destinations/{name}/consumers   []ClientState (served by the owner)

@@ -39,6 +39,12 @@ type DestinationStatus struct {
 	// source, in the order of the last state's sources; empty before the
 	// node's first sample.
 	Lag []LagSeries `json:"lag"`
+	// Sinks are what the owner answers to GET
+	// /v1/destinations/{name}/sinks; missing with State.
+	Sinks []SinkState `json:"sinks,omitempty"`
+	// DDL is what the owner answers to GET /v1/destinations/{name}/ddl:
+	// the open shard-DDL locks; missing with State.
+	DDL *DDLState `json:"ddl,omitempty"`
 }
 
 // LagSeries is one source's lag over time.

@@ -8,12 +8,20 @@
 // sources (with their initial snapshot's progress where the spec has
 // one), their lag over the last minutes (an SVG chart drawn by the
 // page's own script), its consumers and their lag in transactions, and
-// its sinks and DDL locks, shown as "none" until a destination's state
-// carries them (State's sinks and ddlLocks arrays, drawn as tables of
-// their fields). It asks nothing of other nodes: a destination's state
-// lives on its owner, and a browser's fetch would not follow the other
-// nodes' redirect there with its credential. The node that serves the page
-// gathers it instead (package cluster, status.go).
+// its sinks and open DDL locks (wire.DestinationStatus's sinks and
+// ddl.locks, which the serving node asks of the owner, drawn as tables of
+// their fields; "none" only when there are none). It asks nothing of other
+// nodes: a destination's state lives on its owner, and a browser's fetch
+// would not follow the other nodes' redirect there with its credential.
+// The node that serves the page gathers it instead (package cluster,
+// status.go).
+//
+// The page logs in with its own form: when /v1/status answers 401 it
+// shows the form, posts the user and password as JSON to /v1/session and
+// from then on its fetches carry the session cookie (HttpOnly,
+// SameSite=Strict) the node set; a log-out button ends the session. The
+// page never makes the browser keep a Basic credential, and its calls
+// that change something carry the header X-Braid-Request.
 //
 // # Invariants
 //

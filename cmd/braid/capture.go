@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/braid-cdc/braid/auth"
 	"github.com/braid-cdc/braid/flat"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/netlimit"
@@ -37,7 +38,9 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 	canalPort := fs.Int("canal-port", 0, "serve the stream over canal's TCP protocol on this port instead of printing it (canal clients; 11111 is canal's)")
 	maxConns := fs.Int("max-connections", netlimit.DefaultMax, "with --http-port or --canal-port: connections each port serves at once; past it new ones are closed and those served go on")
 	canalAccount := addCanalLoginFlags(fs, "user canal clients must log in as (default: accept every client, with a warning)")
-	listen := fs.String("listen", "127.0.0.1", "address the --http-port and --canal-port servers listen on")
+	listen := fs.String("listen", "127.0.0.1", "address the --http-port and --canal-port servers listen on (beyond loopback, --http-port needs --users-file)")
+	usersFile := fs.String("users-file", "", "with --http-port or --canal-port: YAML file of the users who may call them, with their roles, as braid server's (see braid users); required for --http-port beyond loopback")
+	httpHosts := addHTTPHostFlag(fs, "--listen")
 	useSandbox := fs.Bool("sandbox", false, "start a throwaway MariaDB with a small order workload and capture it (needs mariadbd installed)")
 	var refFlags secretRefFlags
 	refFlags.add(fs, "directory a spec's password_file may read from besides the spec file's own; comma-separated or repeated")
@@ -65,6 +68,18 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 	}
 	canalPassword, err := canalAccount.password(os.Getenv)
 	if err != nil {
+		fmt.Fprintln(stderr, "braid capture:", err)
+		return 2
+	}
+	so := serveOptions{listen: *listen, httpPort: *httpPort, canalPort: *canalPort, maxConns: *maxConns, canalUser: canalAccount.user, canalPassword: canalPassword,
+		httpHosts: *httpHosts}
+	if *usersFile != "" {
+		if so.users, err = auth.LoadUsers(*usersFile); err != nil {
+			fmt.Fprintln(stderr, "braid capture: --users-file:", oneLine(err))
+			return 2
+		}
+	}
+	if err := checkExposed(so); err != nil {
 		fmt.Fprintln(stderr, "braid capture:", err)
 		return 2
 	}
@@ -114,7 +129,7 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 		ctx, cancel = context.WithTimeout(ctx, *timeout)
 		defer cancel()
 	}
-	if so := (serveOptions{listen: *listen, httpPort: *httpPort, canalPort: *canalPort, maxConns: *maxConns, canalUser: canalAccount.user, canalPassword: canalPassword}); so.enabled() {
+	if so.enabled() {
 		if err := serve(ctx, ds, so, log); err != nil {
 			fmt.Fprintln(stderr, "braid capture:", oneLine(err))
 			return 1

@@ -19,6 +19,7 @@ import (
 	"github.com/braid-cdc/braid/api/canal"
 	"github.com/braid-cdc/braid/api/metrics"
 	"github.com/braid-cdc/braid/api/native"
+	"github.com/braid-cdc/braid/auth"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/netlimit"
 	sinkrun "github.com/braid-cdc/braid/sink/run"
@@ -35,6 +36,13 @@ type serveOptions struct {
 	// canalUser and canalPassword authenticate canal clients; no user
 	// accepts every client (with a warning at start).
 	canalUser, canalPassword string
+	// users, from --users-file, authenticate the HTTP API's callers (and
+	// canal's, instead of canalUser); nil: every caller is let in, which
+	// checkExposed allows on loopback only.
+	users *auth.Users
+	// httpHosts are --http-host: names the HTTP port answers to beyond
+	// localhost, the hostname and listen.
+	httpHosts []string
 }
 
 func (o serveOptions) enabled() bool { return o.httpPort > 0 || o.canalPort > 0 }
@@ -162,7 +170,14 @@ func serve(ctx context.Context, spec *spec.Spec, opt serveOptions, log *slog.Log
 			}
 			return nil
 		})
-		srv := native.NewServer(metrics.Mount(native.NewHandler(reg, log, admin), metrics.RegistryHandler(reg)))
+		browsers, err := native.NewBrowsers(native.BrowserRules{Listen: opt.listen, Hosts: opt.httpHosts, HostHint: httpHostHint("capture"), Logger: log.With("port", "http")})
+		if err != nil {
+			return fmt.Errorf("--%s: %w", httpHostFlag, err)
+		}
+		mux := http.NewServeMux()
+		captureHealth(mux, spec.Name, pipelineReady(ctx, p.Done(), p.Err))
+		mux.Handle("/", usersGuard(opt.users, metrics.Mount(native.NewHandler(reg, log, admin), metrics.RegistryHandler(reg)), log))
+		srv := native.NewServer(browsers.Wrap(mux))
 		log.Info("serving the native API", "addr", "http://"+l.Addr().String(), "dest", spec.Name)
 		wg.Go(func() {
 			if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -183,7 +198,7 @@ func serve(ctx context.Context, spec *spec.Spec, opt serveOptions, log *slog.Log
 			return fmt.Errorf("canal port: %w: is another process (a canal server?) using it? choose another with --canal-port", err)
 		}
 		l = netlimit.Listen(l, opt.maxConns, log.With("port", "canal"))
-		srv := canal.NewServer(canal.Config{Registry: reg, User: opt.canalUser, Password: opt.canalPassword, Logger: log})
+		srv := canal.NewServer(canal.Config{Registry: reg, User: opt.canalUser, Password: opt.canalPassword, Login: canalUsers(opt.users), Logger: log})
 		log.Info("serving canal's protocol", "addr", l.Addr().String(), "dest", spec.Name)
 		wg.Go(func() {
 			if err := srv.Serve(ctx, l); err != nil {

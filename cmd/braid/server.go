@@ -35,6 +35,7 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 	sec.add(fs)
 	var refFlags secretRefFlags
 	refFlags.add(fs, "directory a spec's password_file may read from, the same on every node that may run the destination; comma-separated or repeated (default: none, every password_file is refused)")
+	httpHosts := addHTTPHostFlag(fs, "--addr")
 	fs.DurationVar(&cfg.ReapDeadAfter, "reap-dead-after", cluster.DefaultReapDeadAfter, "remove a voter from Raft once gossip has missed it this long, if three voters stay without it (braid cluster remove does it at once)")
 	logLevel := fs.String("log-level", "info", "log level on stderr: debug, info, warn or error")
 	configPath := fs.String("config", "", "YAML file of flags (every flag a key, e.g. http-port: 8081); $BRAID_<FLAG> environment variables too (BRAID_HTTP_PORT); flags on the command line win")
@@ -82,6 +83,7 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg.Logger = log
+	cfg.HTTPHosts, cfg.HTTPHostHint = *httpHosts, httpHostHint("server")
 	if err := sec.apply(&cfg); err != nil {
 		fmt.Fprintln(stderr, "braid server:", oneLine(err))
 		return 2

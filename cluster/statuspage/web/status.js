@@ -264,8 +264,8 @@
       lag.length ? legend(lag, s.sources) : null,
       chart(lag, Date.parse(st.time), st.lagWindowMs, st.lagEveryMs),
       el('h4', { text: 'Consumers' }), renderConsumers(s),
-      el('h4', { text: 'Sinks' }), generic('sinks', d.sinks ?? s.sinks),
-      el('h4', { text: 'DDL locks' }), generic('ddlLocks', d.ddlLocks ?? s.ddlLocks));
+      el('h4', { text: 'Sinks' }), generic('sinks', d.sinks),
+      el('h4', { text: 'DDL locks' }), generic('ddlLocks', d.ddl ? d.ddl.locks : []));
     return box;
   }
 
@@ -288,19 +288,88 @@
     e.hidden = !msg;
   }
 
-  async function poll() {
+  // The page's calls that change something carry this header, which a
+  // form of another site cannot send (the node refuses them without it).
+  const CHANGE = { 'X-Braid-Request': '1' };
+  let timer = null; // the next poll
+  let round = 0;    // bumped to stop a poll loop (logout, a new login)
+
+  function showUser(session) {
+    const who = document.getElementById('who');
+    if (session && !session.user) session = null; // a node without users
+    who.hidden = !session;
+    document.getElementById('user').textContent = session ? `${session.user} (${session.role})` : '';
+  }
+
+  // showLogin stops polling and shows the login form, with msg under it.
+  function showLogin(msg) {
+    round++;
+    clearTimeout(timer);
+    showUser(null);
+    const form = document.getElementById('login');
+    form.hidden = false;
+    const e = document.getElementById('login-error');
+    e.textContent = msg || '';
+    e.hidden = !msg;
+    form.elements.username.focus();
+  }
+
+  async function login(ev) {
+    ev.preventDefault();
+    const form = ev.target;
+    try {
+      const resp = await fetch('/v1/session', {
+        method: 'POST', cache: 'no-store', credentials: 'same-origin',
+        headers: { ...CHANGE, 'Content-Type': 'application/json', Accept: 'application/json' },
+        body: JSON.stringify({ username: form.elements.username.value, password: form.elements.password.value }),
+      });
+      const body = await resp.json().catch(() => null);
+      if (!resp.ok) throw new Error(body && body.error ? body.error : `${resp.status} ${resp.statusText}`);
+      form.elements.password.value = '';
+      form.hidden = true;
+      showUser(body);
+      start();
+    } catch (e) {
+      showLogin(`Not logged in: ${e.message}`);
+    }
+  }
+
+  async function logout() {
+    try {
+      await fetch('/v1/session', { method: 'DELETE', cache: 'no-store', credentials: 'same-origin', headers: CHANGE });
+    } finally {
+      showLogin('Logged out.');
+    }
+  }
+
+  async function poll(mine) {
     try {
       const resp = await fetch('/v1/status', { cache: 'no-store', credentials: 'same-origin', headers: { Accept: 'application/json' } });
+      if (mine !== round) return;
+      if (resp.status === 401) {
+        showLogin(document.body.hasAttribute('data-updated') ? 'Your session has ended: log in again.' : '');
+        return;
+      }
       const body = await resp.json().catch(() => null);
       if (!resp.ok) throw new Error(`${resp.status} ${body && body.error ? body.error : resp.statusText}`);
       render(body);
       setError('');
     } catch (e) {
       setError(`GET /v1/status: ${e.message}` + (document.body.hasAttribute('data-updated') ? ' (showing the last answer)' : ''));
-    } finally {
-      setTimeout(poll, POLL_MS);
     }
+    if (mine === round) timer = setTimeout(() => poll(mine), POLL_MS);
   }
 
-  poll();
+  // start begins a poll loop, ending any other.
+  function start() {
+    round++;
+    clearTimeout(timer);
+    poll(round);
+  }
+
+  document.getElementById('login').addEventListener('submit', login);
+  document.getElementById('logout').addEventListener('click', logout);
+  fetch('/v1/session', { cache: 'no-store', credentials: 'same-origin', headers: { Accept: 'application/json' } })
+    .then(r => (r.ok ? r.json() : null)).then(showUser, () => showUser(null));
+  start();
 })();
