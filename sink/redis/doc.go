@@ -12,7 +12,17 @@
 // the text MySQL returns for it (42, 1.50, 2026-01-02 03:04:05, abc; a
 // binary column's bytes as they are), so that a reader that has a row's
 // key from MySQL finds it (KeyFor). Put a prefix before the first "{" to
-// share a Redis: the sink writes nothing outside it.
+// share a Redis: the sink writes nothing outside it (and two sinks'
+// prefixes must not be prefixes of each other).
+//
+// The sink keeps keys of its own under {prefix}braid:sink:, and a version
+// key beside each row ({key}:seq, below). Names and values come from
+// whoever writes to a shard, so a row key is escaped to stay out of both:
+// one that would start, after the prefix, with "braid:sink:" or "~" gets
+// a "~" there ({table}:{pk} of table braid and key sink:shop.cache:0 is
+// ~braid:sink:shop.cache:0), and one that would end with ":seq" or "~"
+// gets a "~" at its end (t:5:seq~). Every other key is as the template
+// spells it, and KeyFor escapes as the sink does.
 //
 // A value is the row's after-image as `braid capture` prints it in a
 // flat message's data (canal's text of each value, valid UTF-8): with
@@ -106,8 +116,9 @@
 //   - Two shard tables writing one key: the key holds the later change's
 //     row (an INSERT that finds a value is counted in Upserts), and a
 //     DELETE of either deletes it; there is no origin column.
-//   - A {pk} text that ends in ":seq" names a key the sink's version keys
-//     would collide with; verify's Sample leaves such keys out.
+//   - verify's Sample matches a table's keys with one SCAN pattern, so
+//     where the escape depends on the {pk} text (table braid, keys that
+//     start with sink:) it samples the keys left unescaped only.
 //   - mode: at-least-once changes nothing: the checkpoints are written
 //     either way, and the versions make every apply idempotent.
 //

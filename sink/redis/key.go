@@ -1,6 +1,8 @@
 package redis
 
 import (
+	"bytes"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -52,8 +54,9 @@ func compileKey(tmpl string) keyTemplate {
 }
 
 // append appends the key of a row of table database.table whose primary
-// key's text pk appends (the values joined by ":").
+// key's text pk appends (the values joined by ":"), escaped (escape).
 func (k keyTemplate) append(b []byte, database, table string, pk func([]byte) []byte) []byte {
+	start := len(b)
 	for _, p := range k {
 		switch p.ph {
 		case 0:
@@ -66,25 +69,82 @@ func (k keyTemplate) append(b []byte, database, table string, pk func([]byte) []
 			b = pk(b)
 		}
 	}
+	return k.escape(b, start)
+}
+
+// The keys the sink keeps for itself are its checkpoints, its worker
+// count and its tables' column names, all under {prefix}braid:sink:
+// (ownPrefix), and each row key's version key, {key}:seq
+// (versionSuffix). A row key is made of names and values whoever writes
+// to a shard chooses (a table routed to the logical name braid, a key
+// sink:DEST.SINK:0), so escape keeps it out of both: a row key that
+// would start, after the prefix, with ownPrefix or with escapeMark gets
+// escapeMark in front of that part, and one that would end with
+// versionSuffix or escapeMark gets escapeMark after it. Both are
+// reversible, so two rows never share a key, and every other row key is
+// as the template spells it.
+const (
+	ownPrefix  = "braid:sink:"
+	escapeMark = '~'
+)
+
+// escape escapes the row key appended to b from start on (see ownPrefix).
+func (k keyTemplate) escape(b []byte, start int) []byte {
+	at := start + k.prefixLen()
+	if r := b[at:]; bytes.HasPrefix(r, []byte(ownPrefix)) || len(r) > 0 && r[0] == escapeMark {
+		b = slices.Insert(b, at, escapeMark)
+	}
+	if key := b[start:]; bytes.HasSuffix(key, []byte(versionSuffix)) || len(key) > 0 && key[len(key)-1] == escapeMark {
+		b = append(b, escapeMark)
+	}
 	return b
 }
 
-// pattern is a SCAN MATCH pattern of every key of database.table.
+// prefixLen is the length of the template's prefix (prefix), which every
+// key it makes starts with.
+func (k keyTemplate) prefixLen() int {
+	if len(k) == 0 || k[0].ph != 0 {
+		return 0
+	}
+	return len(prefix(k[0].lit))
+}
+
+// pattern is a SCAN MATCH pattern of every key of database.table, as
+// escape escapes them: the escape marks that the text before {pk} and
+// after it (the template's and the names') decide. A key whose mark
+// depends on its {pk} text is matched only unmarked.
 func (k keyTemplate) pattern(database, table string) string {
 	var b strings.Builder
+	var fixed []string // the text between {pk}s
+	cur := ""
 	for _, p := range k {
+		var s string
 		switch p.ph {
 		case 0:
-			b.WriteString(globEscape(p.lit))
+			s = p.lit
 		case 'd':
-			b.WriteString(globEscape(database))
+			s = database
 		case 't':
-			b.WriteString(globEscape(table))
+			s = table
 		case 'p':
 			b.WriteByte('*')
+			fixed, cur = append(fixed, cur), ""
+			continue
 		}
+		b.WriteString(globEscape(s))
+		cur += s
 	}
-	return b.String()
+	fixed = append(fixed, cur)
+	out := b.String()
+	head, tail := fixed[0], fixed[len(fixed)-1]
+	n := k.prefixLen()
+	if r := head[n:]; strings.HasPrefix(r, ownPrefix) || len(r) > 0 && r[0] == escapeMark {
+		out = globEscape(head[:n]) + string(escapeMark) + out[len(globEscape(head[:n])):]
+	}
+	if strings.HasSuffix(tail, versionSuffix) || len(tail) > 0 && tail[len(tail)-1] == escapeMark {
+		out += string(escapeMark)
+	}
+	return out
 }
 
 // globEscape escapes what SCAN's MATCH takes for a glob.

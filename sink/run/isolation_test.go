@@ -19,7 +19,9 @@ import (
 
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/redistest"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
+	"github.com/braid-cdc/braid/sink/redis"
 	sinkrun "github.com/braid-cdc/braid/sink/run"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
@@ -256,5 +258,101 @@ func TestSchemaNamesWithDollarQuotes(t *testing.T) {
 	var n int
 	if err := pg.QueryRow(context.Background(), "SELECT count(*) FROM "+quote(meta)+".sink_checkpoint WHERE dest = 'shop' AND sink = 'pg'").Scan(&n); err != nil || n == 0 {
 		t.Errorf("the checkpoints in schema %s: %d rows (%v)", meta, n, err)
+	}
+}
+
+// TestRowKeysNeverReachSinkKeys: a Redis sink (hash format, the default
+// key template {table}:{pk}) of destination shop named cache keeps a
+// table a shard user routed to the logical name braid, whose keys are
+// sink:shop.cache:0 and the like: without escaping, its rows are the
+// sink's own checkpoint, worker-count and column keys, whose hashes made
+// every later transaction fail with WRONGTYPE, the cache stale for ever.
+// The sink's keys stay intact, every row is where KeyFor says, and the
+// cache follows the sources through updates and deletes.
+func TestRowKeysNeverReachSinkKeys(t *testing.T) {
+	rc, prefix := redistest.Prefix(t)
+	srv := mysqltest.Start(t)
+	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	own := []string{"sink:shop.cache:0", "sink:shop.cache:1", "sink:shop.cache:2", "sink:shop.cache:3", "sink:shop.cache:workers",
+		"sink:shop.cache:columns:app.braid", "sink:shop.cache:columns:app.orders", "~x", "y:seq", "plain"}
+	var vals []string
+	for i, k := range own {
+		vals = append(vals, fmt.Sprintf("('%s', %d)", k, i))
+	}
+	srv.Exec(t, "CREATE DATABASE app_0", "CREATE TABLE app_0.braid (k VARCHAR(64) PRIMARY KEY, v INT)",
+		"CREATE TABLE app_0.orders (id INT PRIMARY KEY, note VARCHAR(40))",
+		"INSERT INTO app_0.orders VALUES (1, 'a'), (2, 'b'), (3, 'c')",
+		"INSERT INTO app_0.braid VALUES "+strings.Join(vals, ", "))
+	ds := spec.Spec{Name: "shop", Tables: []string{`app_\d+\.\w+`}, Route: []spec.RouteRule{{Match: `app_\d+\.(\w+)`, To: "app.$1"}},
+		Heartbeat: spec.Duration(100 * time.Millisecond),
+		Sources:   []spec.Source{{Name: "s", Address: srv.Addr(), Start: spec.Start{Kind: spec.StartEarliest}}},
+		Sinks:     []spec.Sink{{Name: "cache", Type: "redis", Address: redistest.Addr, Key: prefix + "{table}:{pk}", Format: "hash", Workers: 4}}}
+	ds = ds.WithDefaults()
+	if err := ds.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	clients := map[string]*group.Cursor{}
+	if err := sinkrun.Prepare(t.Context(), &ds, clients, nil, log); err != nil {
+		t.Fatal(err)
+	}
+	p, err := stream.StartPipeline(t.Context(), stream.PipelineConfig{Spec: &ds, Clients: clients, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	sinks := sinkrun.Start(t.Context(), p, &ds, nil, log)
+	t.Cleanup(sinks.Stop)
+	// Both tables change once the sink has applied them: each of those
+	// transactions reads and moves the checkpoints.
+	cached := func(table, key string) string {
+		row, err := redistest.Row(context.Background(), rc, redis.KeyFor(ds.Sinks[0].Key, "app", table, []string{key}), "hash")
+		if err != nil || row == nil {
+			return fmt.Sprint(err)
+		}
+		var cols []string
+		for _, c := range []string{"k", "v", "id", "note"} {
+			if v := row[c]; v != nil {
+				cols = append(cols, *v)
+			}
+		}
+		return strings.Join(cols, " ")
+	}
+	same := func() (bool, string) {
+		for _, want := range sinktest.SourceRows(t, []*mysqltest.Server{srv}, func(int) string { return "SELECT k, v FROM app_0.braid" }) {
+			k, _, _ := strings.Cut(want, " ")
+			if got := cached("braid", k); got != want {
+				return false, fmt.Sprintf("braid %s: cached %q, the source %q; the sink's last error: %s", k, got, want, sinks.Stats()[0].LastError)
+			}
+		}
+		for _, want := range sinktest.SourceRows(t, []*mysqltest.Server{srv}, func(int) string { return "SELECT id, note FROM app_0.orders" }) {
+			k, _, _ := strings.Cut(want, " ")
+			if got := cached("orders", k); got != want {
+				return false, fmt.Sprintf("orders %s: cached %q, the source %q; the sink's last error: %s", k, got, want, sinks.Stats()[0].LastError)
+			}
+		}
+		return true, ""
+	}
+	sinktest.WaitFor(t, 30*time.Second, same)
+	srv.Exec(t, "UPDATE app_0.braid SET v = v + 100", "DELETE FROM app_0.braid WHERE k = 'sink:shop.cache:2'",
+		"UPDATE app_0.orders SET note = 'B' WHERE id = 2", "DELETE FROM app_0.orders WHERE id = 3")
+	sinktest.WaitFor(t, 30*time.Second, func() (bool, string) {
+		if ok, why := same(); !ok {
+			return false, why
+		}
+		if n := rc.Exists(context.Background(), redis.KeyFor(ds.Sinks[0].Key, "app", "braid", []string{"sink:shop.cache:2"})).Val(); n != 0 {
+			return false, "the deleted row is still cached"
+		}
+		return true, ""
+	})
+	// The sink's own keys are strings it reads: each worker's "seq:idx",
+	// its worker count.
+	for _, k := range []string{"0", "1", "2", "3", "workers"} {
+		key := prefix + "braid:sink:shop.cache:" + k
+		if typ := rc.Type(context.Background(), key).Val(); typ != "string" {
+			t.Errorf("%s is a %s, want the sink's string", key, typ)
+		}
+	}
+	if st := sinks.Stats()[0]; st.LastError != "" {
+		t.Errorf("the sink's last error: %s", st.LastError)
 	}
 }
