@@ -5,12 +5,13 @@
 //
 // Each message goes to the exchange (declared durable, type topic, if
 // missing) with the routing key of its logical table (spec key
-// routing_key, default {database}.{table}); its body is the flat message's
-// JSON as `braid capture` prints it, content type application/json,
-// persistent, message_id "dest:seq:n" and headers seq (int64) and source.
-// With queues: per-table the publisher declares, the first time it meets a
-// routing key, a durable queue of that name with x-single-active-consumer
-// (a standby consumer takes over in order) and binds it with the key.
+// routing_key, default {database}.{table}, the names escaped: names.go);
+// its body is the flat message's JSON as `braid capture` prints it,
+// content type application/json, persistent, message_id "dest:seq:n" and
+// headers seq (int64) and source. With queues: per-table the publisher
+// declares, the first time it meets a routing key, a durable queue of
+// that name (QueueName) with x-single-active-consumer (a standby consumer
+// takes over in order) and binds it with the key.
 //
 // # Invariants
 //

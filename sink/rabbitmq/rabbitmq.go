@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -108,12 +107,6 @@ func (p *Publisher) Close() error {
 		return sess.close()
 	}
 	return nil
-}
-
-// RoutingKey is the routing key of logical table database.table under
-// template tmpl ({database} and {table} replaced).
-func RoutingKey(tmpl, database, table string) string {
-	return strings.NewReplacer("{database}", database, "{table}", table).Replace(tmpl)
 }
 
 // MessageID is message m's id in destination dest: "dest:seq:n".

@@ -33,6 +33,25 @@ func TestNames(t *testing.T) {
 			t.Errorf("RoutingKey(%q) = %q, want %q", tc.tmpl, got, tc.want)
 		}
 	}
+	// Names are escaped: no word, wildcard or escape of their own.
+	for _, tc := range []struct{ db, table, want string }{
+		{"shop", "#", "shop.%23"},
+		{"shop", "*", "shop.%2A"},
+		{"a", "b.c", "a.b%2Ec"},
+		{"a.b", "c", "a%2Eb.c"},
+		{"shop", "100%", "shop.100%25"},
+		{"shop", "%23", "shop.%2523"},
+		{"shop", "order_items-2", "shop.order_items-2"},
+	} {
+		if got := rabbitmq.RoutingKey(spec.DefaultRoutingKey, tc.db, tc.table); got != tc.want {
+			t.Errorf("RoutingKey(%q, %q) = %q, want %q", tc.db, tc.table, got, tc.want)
+		}
+	}
+	for key, want := range map[string]string{"shop.orders": "shop.orders", "amq.orders": "%61mq.orders", "amq": "amq", "xamq.t": "xamq.t"} {
+		if got := rabbitmq.QueueName(key); got != want {
+			t.Errorf("QueueName(%q) = %q, want %q", key, got, want)
+		}
+	}
 	if got := rabbitmq.MessageID("shop", &sink.Message{Seq: 1234, N: 7}); got != "shop:1234:7" {
 		t.Errorf("MessageID = %q", got)
 	}

@@ -112,13 +112,15 @@ func (p *Publisher) dial(ctx context.Context) (*session, error) {
 }
 
 // declareQueue declares routing key key's durable queue, named as the
-// key, with a single active consumer, and binds it to the exchange.
+// key (QueueName), with a single active consumer, and binds it to the
+// exchange with the key.
 func (p *Publisher) declareQueue(sess *session, key string) error {
-	if _, err := sess.ch.QueueDeclare(key, true, false, false, false, amqp.Table{"x-single-active-consumer": true}); err != nil {
-		return fmt.Errorf("sink %s: declare queue %s (durable, x-single-active-consumer): %w", p.name, key, err)
+	q := QueueName(key)
+	if _, err := sess.ch.QueueDeclare(q, true, false, false, false, amqp.Table{"x-single-active-consumer": true}); err != nil {
+		return fmt.Errorf("sink %s: declare queue %s (durable, x-single-active-consumer): %w", p.name, q, err)
 	}
-	if err := sess.ch.QueueBind(key, key, p.exchange, false, nil); err != nil {
-		return fmt.Errorf("sink %s: bind queue %s to exchange %s: %w", p.name, key, p.exchange, err)
+	if err := sess.ch.QueueBind(q, key, p.exchange, false, nil); err != nil {
+		return fmt.Errorf("sink %s: bind queue %s to exchange %s: %w", p.name, q, p.exchange, err)
 	}
 	return nil
 }

@@ -19,8 +19,10 @@ import (
 
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/rabbittest"
 	"github.com/braid-cdc/braid/internal/testutil/redistest"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
+	"github.com/braid-cdc/braid/sink/rabbitmq"
 	"github.com/braid-cdc/braid/sink/redis"
 	sinkrun "github.com/braid-cdc/braid/sink/run"
 	"github.com/braid-cdc/braid/spec"
@@ -354,5 +356,77 @@ func TestRowKeysNeverReachSinkKeys(t *testing.T) {
 	}
 	if st := sinks.Stats()[0]; st.LastError != "" {
 		t.Errorf("the sink's last error: %s", st.LastError)
+	}
+}
+
+// TestWildcardTableNames: a rabbitmq sink with queues: per-table keeps
+// shard tables named #, * and a.b, beside an ordinary one, each to its
+// own queue. Their names in routing keys and binding keys are escaped, so
+// the queue of # (which, bound as app.#, received every other table's
+// messages) and of * get only their table's, a.b's stays apart from a
+// database a's table b, and the ordinary table's queue keeps its name,
+// app.orders, and gets only its own.
+func TestWildcardTableNames(t *testing.T) {
+	url := rabbittest.Vhost(t)
+	srv := mysqltest.Start(t)
+	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	tables := []string{"orders", "#", "*", "a.b"}
+	srv.Exec(t, "CREATE DATABASE app_0")
+	for i, tb := range tables {
+		srv.Exec(t, "CREATE TABLE app_0.`"+tb+"` (id INT PRIMARY KEY, note VARCHAR(20))",
+			fmt.Sprintf("INSERT INTO app_0.`%s` VALUES (%d, 'a'), (%d, 'b')", tb, 100*i, 100*i+1))
+	}
+	ds := spec.Spec{Name: "shop", Tables: []string{`app_0\..+`}, Route: []spec.RouteRule{{Match: `app_0\.(.+)`, To: "app.$1"}},
+		Heartbeat: spec.Duration(100 * time.Millisecond),
+		Sources:   []spec.Source{{Name: "s", Address: srv.Addr(), Start: spec.Start{Kind: spec.StartEarliest}}},
+		Sinks:     []spec.Sink{{Name: "mq", Type: "rabbitmq", URL: url, Password: "guest", Queues: "per-table"}}}
+	ds = ds.WithDefaults()
+	if err := ds.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	clients := map[string]*group.Cursor{}
+	if err := sinkrun.Prepare(t.Context(), &ds, clients, nil, log); err != nil {
+		t.Fatal(err)
+	}
+	p, err := stream.StartPipeline(t.Context(), stream.PipelineConfig{Spec: &ds, Clients: clients, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	sinks := sinkrun.Start(t.Context(), p, &ds, nil, log)
+	t.Cleanup(sinks.Stop)
+	keys := map[string]string{}
+	consumers := map[string]*rabbittest.Consumer{}
+	for _, tb := range tables {
+		keys[tb] = rabbitmq.RoutingKey(ds.Sinks[0].RoutingKey, "app", tb)
+		consumers[tb] = rabbittest.Consume(t, url, rabbitmq.QueueName(keys[tb]))
+	}
+	if keys["orders"] != "app.orders" {
+		t.Errorf("an ordinary table's routing key is %q, want app.orders", keys["orders"])
+	}
+	for i, tb := range tables {
+		srv.Exec(t, fmt.Sprintf("UPDATE app_0.`%s` SET note = 'c' WHERE id = %d", tb, 100*i), fmt.Sprintf("INSERT INTO app_0.`%s` VALUES (%d, 'd')", tb, 100*i+2))
+	}
+	for _, tb := range tables {
+		want := sinktest.SourceRows(t, []*mysqltest.Server{srv}, func(int) string { return "SELECT id, note FROM app_0.`" + tb + "`" })
+		sinktest.WaitFor(t, 30*time.Second, func() (bool, string) {
+			ds := consumers[tb].Deliveries()
+			for _, d := range ds {
+				if d.RoutingKey != keys[tb] {
+					return false, fmt.Sprintf("the queue of table %s (%s) got a message routed %s", tb, keys[tb], d.RoutingKey)
+				}
+			}
+			got := rabbittest.Dedup(t, ds, "shop").Rows("id", "id", "note")
+			return slices.Equal(got, want), fmt.Sprintf("the queue of table %s holds rows %q, want %q; the sink's last error: %s", tb, got, want, sinks.Stats()[0].LastError)
+		})
+	}
+	time.Sleep(time.Second) // and nothing else arrives late
+	for _, tb := range tables {
+		for _, d := range consumers[tb].Deliveries() {
+			if d.RoutingKey != keys[tb] {
+				t.Errorf("the queue of table %s (%s) got a message routed %s", tb, keys[tb], d.RoutingKey)
+				break
+			}
+		}
 	}
 }
