@@ -249,8 +249,10 @@ func (n *Node) create(w http.ResponseWriter, r *http.Request) {
 		ds.Sources[i].Start = resolved.Sources[i].Start
 	}
 	// Raft keeps the spec with its passwords sealed: raft.db, snapshots
-	// and every follower's copy hold none in clear.
-	sealed, _ := ds.MapPasswords(func(pw string) (string, error) { return n.box.Seal(pw), nil })
+	// and every follower's copy hold none in clear. A node without a key
+	// keeps them in clear, and says so each time.
+	stored := 0
+	sealed, _ := ds.MapPasswords(func(pw string) (string, error) { stored++; return n.box.Seal(pw), nil })
 	d, err := n.store.CreateDestination(ctx, sealed)
 	switch {
 	case errors.Is(err, raftstore.ErrExists):
@@ -262,6 +264,10 @@ func (n *Node) create(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		writeError(w, http.StatusServiceUnavailable, "destination %q not created: %v", ds.Name, err)
 		return
+	}
+	if n.box == nil && stored > 0 {
+		n.log.Warn(clearSecrets+": give every node the same --secrets-key-file (or --gossip-key-file), then create the destination again",
+			"dest", ds.Name, "passwords", stored)
 	}
 	n.readYourWrite(ctx)
 	n.log.Info("destination created", "dest", ds.Name, "sources", len(ds.Sources))

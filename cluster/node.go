@@ -387,6 +387,9 @@ func (n *Node) Run(ctx context.Context) error {
 	if gaps := n.cfg.unprotected(); len(gaps) > 0 {
 		wg.Go(func() { n.warnInsecure(ctx, gaps) })
 	}
+	if n.box == nil {
+		n.log.Warn(clearSecrets + ": give every node the same --secrets-key-file (or --gossip-key-file); braid certs gossip-key makes one")
+	}
 
 	var err error
 	select {
@@ -409,6 +412,10 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	return err
 }
+
+// clearSecrets is the warning of a node without a secrets key.
+const clearSecrets = "PASSWORDS IN CLEAR: this node has no secrets key, so the source and sink passwords of the specs it stores are kept in Raft " +
+	"(raft.db, its snapshots, every node's copy) in clear text"
 
 // httpScheme is the scheme of the nodes' HTTP API: every node of a
 // cluster serves it alike.

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/braid-cdc/braid/internal/testutil/braidproc"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
@@ -80,6 +81,9 @@ func TestServerPasswordReferences(t *testing.T) {
 	if n := len(rogue.Conns()); n != 0 {
 		t.Errorf("the node connected to the spec's address %d times with a refused reference", n)
 	}
+	if b, _ := os.ReadFile(c.nodes[0].LogPath()); strings.Contains(string(b), "PASSWORDS IN CLEAR") {
+		t.Errorf("a node with a gossip key warns of passwords in clear")
+	}
 }
 
 // rogueGotNothing: every connection to the rogue server sent neither the
@@ -147,4 +151,57 @@ func TestNoClearTextPasswordToRogueSink(t *testing.T) {
 		t.Errorf("capture: exit %d:\n%s", code, errs)
 	}
 	rogueGotNothing(t, rogue, password)
+}
+
+// TestClearSecretsWarning: a node without a secrets key or a gossip key
+// keeps passwords in Raft in clear, and says so loudly at start and when
+// it stores one; a node with a key says nothing of the kind.
+func TestClearSecretsWarning(t *testing.T) {
+	const password = "pw-Cw3-kept-in-clear"
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE USER 'braid'@'%' IDENTIFIED BY '"+password+"'",
+		"GRANT REPLICATION SLAVE, REPLICATION CLIENT, BINLOG MONITOR, SELECT ON *.* TO 'braid'@'%'")
+	n := newNode(t, nil, "n1", t.TempDir(), "--bootstrap-expect", "1")
+	n.start(t, braidproc.Binary(t), nil)
+	const warning = "PASSWORDS IN CLEAR"
+	waitLog := func(what string, count int) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			b, _ := os.ReadFile(n.LogPath())
+			if strings.Count(string(b), what) >= count {
+				return
+			}
+			if time.Now().After(deadline) || !n.Running() {
+				t.Fatalf("the log does not say %q %d times:\n%s", what, count, n.logTail())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitLog(warning, 1)
+	spec := writeSpec(t, "name: shop\nsources: [{name: a, address: '"+srv.Addr()+"', user: braid, password: '"+password+"', start: earliest}]\n")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, errs, code := cli("destination", "create", "-f", spec, "--server", n.URL())
+		if code == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("create: %s", errs)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	waitLog(warning, 2)
+	b, _ := os.ReadFile(n.LogPath())
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, warning) && !strings.Contains(line, "level=WARN") {
+			t.Errorf("not a warning: %s", line)
+		}
+		if strings.Contains(line, password) {
+			t.Errorf("the log shows the password: %s", line)
+		}
+	}
+	if !strings.Contains(string(b), "dest=shop") {
+		t.Errorf("the warning does not name the destination:\n%s", n.logTail())
+	}
 }
