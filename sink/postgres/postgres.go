@@ -75,6 +75,16 @@ func Open(ctx context.Context, s spec.Sink, dest string, log *slog.Logger) (*Tar
 	// TLS as libpq's default (sslmode=prefer): TLS when the server
 	// offers it, else not; the PG* environment variables (PGSSLMODE,
 	// PGSSLROOTCERT, ...) apply as they do to psql.
+	//
+	// The password never goes in clear: the server at the spec's address
+	// may ask for "password" authentication, which sends it as it is
+	// (and sslmode=prefer's TLS verifies no certificate), so it is
+	// refused, as libpq's require_auth=!password does. SCRAM and MD5
+	// prove the password without sending it. PGREQUIREAUTH, the
+	// operator's, wins.
+	if cfg.RequireAuth == "" {
+		cfg.RequireAuth = "!password"
+	}
 	if s.Batch <= 0 {
 		s.Batch = spec.DefaultSinkBatch
 	}
@@ -83,6 +93,10 @@ func Open(ctx context.Context, s spec.Sink, dest string, log *slog.Logger) (*Tar
 	}
 	t := &Target{spec: s, dest: dest, log: log, cfg: cfg, exactlyOnce: s.Mode != spec.SinkAtLeastOnce, idle: map[int]*pgx.Conn{}}
 	c, err := t.conn(ctx, control)
+	if err != nil && strings.Contains(err.Error(), "authentication method requirement") {
+		return nil, fmt.Errorf("sink %s (%s): the server asked for the password in clear text (PostgreSQL password authentication), and braid never sends it so: "+
+			"check that the address is the target's own, and give user %q scram-sha-256 or md5 authentication in its pg_hba.conf", s.Name, s.Address, cfg.User)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("sink %s (%s, database %s): %w: check the address, the user's password and the database", s.Name, s.Address, s.Database, err)
 	}
