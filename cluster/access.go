@@ -71,7 +71,7 @@ func (n *Node) guard(need need, h http.HandlerFunc) http.Handler {
 func (n *Node) caller(w http.ResponseWriter, r *http.Request) (*auth.User, bool) {
 	name, pass, ok := auth.Credentials(r)
 	if !ok && r.Header.Get("Authorization") == "" {
-		if ss, found := n.sessions.lookup(sessionID(r), time.Now()); found {
+		if ss, found := n.sessions.lookup(n.sessionID(r), time.Now()); found {
 			if u, known := n.cfg.Users.Lookup(ss.user); known {
 				return u, true
 			}

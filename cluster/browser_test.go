@@ -137,16 +137,31 @@ sinks:
 		t.Errorf("the DDL lock after the forms: %+v, %v; want lock %d open, no decision", st, err, lock)
 	}
 
-	// The page and the CLI's client still work.
+	// The page and the CLI's client still work. A login to another node's
+	// page on the same host (a cookie of its own) leaves this one's
+	// session alone.
+	var other *clustertest.Node
+	for _, n := range c.Nodes() {
+		if n != owner {
+			other = n
+		}
+	}
+	if err := chromedp.Do(tab, chromedp.Navigate(other.URL()+"/")); err != nil {
+		t.Fatal(err)
+	}
+	logIn(t, c, tab, clustertest.AdminUser, clustertest.AdminPassword)
 	if err := chromedp.Do(tab, chromedp.Navigate(owner.URL()+"/")); err != nil {
 		t.Fatal(err)
 	}
-	c.WaitFor("the page to show the destination again", func() (bool, string) {
+	c.WaitFor("the owner's page to show the destination again, still logged in", func() (bool, string) {
 		got, err := readShown(tab)
 		if err != nil || len(got.Dests) != 1 || got.Error != "" {
 			return false, fmt.Sprintf("%+v, %v", got, err)
 		}
-		return true, ""
+		ctx, cancel := context.WithTimeout(tab, 5*time.Second)
+		defer cancel()
+		form, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!document.getElementById('login').hidden`))
+		return err == nil && !form, fmt.Sprintf("login form shown %v (%v)", form, err)
 	})
 	if _, err := admin.DecideDDL(t.Context(), "locked", lock, "skip"); err != nil {
 		t.Fatalf("the Go client skipping lock %d: %v", lock, err)
@@ -315,11 +330,11 @@ func sessionCookie(t *testing.T, tab context.Context, base string) *network.Cook
 		t.Fatal(err)
 	}
 	for _, c := range cookies.Cookies {
-		if c.Name == "braid_session" {
+		if strings.HasPrefix(c.Name, "braid_session_") {
 			return c
 		}
 	}
-	t.Fatalf("no braid_session cookie for %s among %d", base, len(cookies.Cookies))
+	t.Fatalf("no braid_session_NODE cookie for %s among %d", base, len(cookies.Cookies))
 	return nil
 }
 

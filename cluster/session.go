@@ -22,7 +22,7 @@ import (
 //	                     user; an empty one without a users file)
 //	DELETE /v1/session   ends the cookie's session and clears the cookie
 //
-// The cookie (sessionCookie) is HttpOnly (no script reads it),
+// The cookie (sessionCookie, named for the node) is HttpOnly (no script reads it),
 // SameSite=Strict (no request from a page of another site carries it),
 // Secure when the HTTP port has TLS, and expires with the session, after
 // sessionTTL. Sessions live in this node's memory: the page talks only to
@@ -33,8 +33,19 @@ import (
 // a user and then send it on every request to the node, a page of another
 // site's requests included.
 
-// sessionCookie names the cookie that carries a session's id.
-const sessionCookie = "braid_session"
+// sessionCookie names the cookie that carries a session's id on node:
+// braid_session_ and the node's name (cookie-safe). Browsers keep cookies
+// by host, not port, so nodes on one host (every test cluster, a laptop's
+// three) would otherwise log each other's pages out.
+func sessionCookie(node string) string {
+	b := []byte(node)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	return "braid_session_" + string(b)
+}
 
 // sessionTTL is how long a session lasts after its login.
 const sessionTTL = 12 * time.Hour
@@ -102,8 +113,8 @@ func (s *sessions) close(id string) {
 }
 
 // sessionID is the session cookie r carries ("" without one).
-func sessionID(r *http.Request) string {
-	c, err := r.Cookie(sessionCookie)
+func (n *Node) sessionID(r *http.Request) string {
+	c, err := r.Cookie(sessionCookie(n.cfg.Name))
 	if err != nil {
 		return ""
 	}
@@ -112,7 +123,7 @@ func sessionID(r *http.Request) string {
 
 // setSessionCookie sets (or, with a zero expiry, clears) the cookie.
 func (n *Node) setSessionCookie(w http.ResponseWriter, id string, expires time.Time) {
-	c := &http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+	c := &http.Cookie{Name: sessionCookie(n.cfg.Name), Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
 		Secure: n.cfg.HTTPTLS != nil}
 	if expires.IsZero() {
 		c.MaxAge = -1
@@ -161,7 +172,7 @@ func (n *Node) whoami(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := wire.Session{User: u.Name, Role: string(u.Role)}
-	if ss, ok := n.sessions.lookup(sessionID(r), time.Now()); ok && r.Header.Get("Authorization") == "" {
+	if ss, ok := n.sessions.lookup(n.sessionID(r), time.Now()); ok && r.Header.Get("Authorization") == "" {
 		st.Expires = ss.expires
 	}
 	writeJSON(w, http.StatusOK, st)
@@ -169,7 +180,7 @@ func (n *Node) whoami(w http.ResponseWriter, r *http.Request) {
 
 // logout answers DELETE /v1/session.
 func (n *Node) logout(w http.ResponseWriter, r *http.Request) {
-	if id := sessionID(r); id != "" {
+	if id := n.sessionID(r); id != "" {
 		n.sessions.close(id)
 	}
 	n.setSessionCookie(w, "", time.Time{})
