@@ -262,7 +262,7 @@ func raftBenchSchema(b *testing.B) *change.SchemaSnapshot {
 			b.Fatal(err)
 		}
 	}
-	if _, err := tr.ApplyDDL(change.Position{File: "binlog.000001", Pos: 500}, "shop_0", "ALTER TABLE orders ADD COLUMN note TEXT"); err != nil {
+	if _, err := tr.ApplyDDL(change.Position{File: "binlog.000001", Pos: 500}, "shop_0", "ALTER TABLE orders ADD COLUMN note TEXT", 0); err != nil {
 		b.Fatal(err)
 	}
 	snap := tr.Snapshot()

@@ -109,11 +109,11 @@ func (d *decoder) fromFullMetadata(tm *replication.TableMapEvent) *change.Table 
 		}
 		if e, ok := enums[i]; ok {
 			c.Type, c.Elems = "enum", e
-			c.RawType = "enum(" + quoteList(e) + ")"
+			c.RawType = "enum(" + schema.QuoteStrings(e) + ")"
 		}
 		if s, ok := sets[i]; ok {
 			c.Type, c.Elems = "set", s
-			c.RawType = "set(" + quoteList(s) + ")"
+			c.RawType = "set(" + schema.QuoteStrings(s) + ")"
 		}
 		if coll, ok := collations[i]; ok && coll == 63 { // 63: the binary collation
 			c.Binary = true
@@ -160,14 +160,6 @@ func collationCharset(id uint64) string {
 		return c.CharsetName
 	}
 	return ""
-}
-
-func quoteList(items []string) string {
-	q := make([]string, len(items))
-	for i, s := range items {
-		q[i] = "'" + strings.ReplaceAll(s, "'", "''") + "'"
-	}
-	return strings.Join(q, ",")
 }
 
 // binlogTypeName names a column's type from its table-map type code.

@@ -9,3 +9,6 @@ func SetProgressEvery(d time.Duration) (restore func()) {
 	progressEvery = d
 	return func() { progressEvery = old }
 }
+
+// StatusSQLMode is the sql_mode in a query event's status variables.
+func StatusSQLMode(vars []byte) (uint64, bool) { return statusSQLMode(vars) }

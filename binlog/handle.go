@@ -187,10 +187,11 @@ func (p *Reader) handleDDL(ctx context.Context, ev *replication.QueryEvent, hdr 
 	}
 	db := string(ev.Schema)
 	sql := string(ev.Query)
-	if err := p.provisionalDDL(ctx, start, db, sql); err != nil {
+	mode, _ := statusSQLMode(ev.StatusVars)
+	if err := p.provisionalDDL(ctx, start, db, sql, mode); err != nil {
 		return err
 	}
-	changed, err := p.schema.ApplyDDL(start, db, sql)
+	changed, err := p.schema.ApplyDDL(start, db, sql, schema.SQLMode(mode))
 	p.resume = end
 	if err != nil {
 		// A statement braid cannot parse leaves the model as it was; rows
@@ -199,7 +200,7 @@ func (p *Reader) handleDDL(ctx context.Context, ev *replication.QueryEvent, hdr 
 	}
 	var selected []string
 	touched := changed
-	if name, ok := schema.TruncatedTable(db, sql); ok {
+	if name, ok := schema.TruncatedTable(db, sql, schema.SQLMode(mode)); ok {
 		touched = append(touched, name) // no schema change, but consumers must see it
 	}
 	for _, name := range touched {
@@ -238,7 +239,7 @@ func (p *Reader) handleDDL(ctx context.Context, ev *replication.QueryEvent, hdr 
 		versions[i], _ = p.schema.Table(schema, table)
 	}
 	return emit(&change.Event{Type: change.EventDDL, Source: p.spec.Name, ServerID: hdr.ServerID, Pos: tx.start, EndPos: end, GTID: tx.gtid,
-		CommitTime: tx.commit, DDL: &change.DDL{Schema: db, SQL: sql, Tables: selected}, Schema: snap, Versions: versions})
+		CommitTime: tx.commit, DDL: &change.DDL{Schema: db, SQL: sql, SQLMode: mode, Tables: selected}, Schema: snap, Versions: versions})
 }
 
 // handleRows emits the row changes of a rows event of a selected table.

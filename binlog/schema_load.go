@@ -128,11 +128,11 @@ func definesTable(sql string) bool {
 // provisionalDDL settles what a DDL at pos means for provisional tables,
 // before it is applied: a table it defines is built from it; any other
 // touch of a provisional table resolves them all.
-func (p *Reader) provisionalDDL(ctx context.Context, pos change.Position, db, sql string) error {
+func (p *Reader) provisionalDDL(ctx context.Context, pos change.Position, db, sql string, mode uint64) error {
 	if !p.anyProvisional(pos) {
 		return nil
 	}
-	touches, err := schema.DDLTables(db, sql)
+	touches, err := schema.DDLTables(db, sql, schema.SQLMode(mode))
 	if err != nil {
 		return nil // ApplyDDL reports it
 	}
@@ -273,7 +273,7 @@ func (p *Reader) scanDDL(ctx context.Context, c *client.Conn, start, end change.
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			r, err := c.Execute(fmt.Sprintf("SHOW BINLOG EVENTS IN '%s' FROM %d LIMIT %d", strings.ReplaceAll(file, "'", "''"), from, scanPage))
+			r, err := c.Execute(fmt.Sprintf("SHOW BINLOG EVENTS IN %s FROM %d LIMIT %d", schema.QuoteString(file), from, scanPage))
 			if err != nil {
 				return nil, fatal{fmt.Errorf("binlog: source %s: SHOW BINLOG EVENTS IN %s FROM %d: %v (the user needs REPLICATION CLIENT / BINLOG MONITOR)", p.spec.Name, file, from, err)}
 			}
@@ -319,7 +319,10 @@ type ddlScan struct {
 // had a default database.
 func (s *ddlScan) query(pos change.Position, info string) {
 	db, sql := splitUse(info)
-	ts, err := schema.DDLTables(db, sql)
+	// SHOW BINLOG EVENTS does not show the session's sql_mode: the scan
+	// reads the text in the default mode. It only picks which tables to
+	// load from the server; the events read later parse under theirs.
+	ts, err := schema.DDLTables(db, sql, 0)
 	if err != nil {
 		s.p.log.Warn("cannot parse DDL while scanning", "pos", pos.String(), "err", err)
 	}

@@ -465,6 +465,13 @@ type DDL struct {
 	Schema string
 	// SQL is the statement text as logged.
 	SQL string
+	// SQLMode is the sql_mode of the session that ran it (the query
+	// event's Q_SQL_MODE_CODE; bits as MySQL numbers them), under which
+	// alone SQL means what it meant at the source: under
+	// NO_BACKSLASH_ESCAPES a backslash in a string is a plain byte, under
+	// ANSI_QUOTES "x" is a name. Whoever parses SQL parses it under this
+	// mode (schema.SQLMode); 0 is the default mode.
+	SQLMode uint64
 	// Tables lists "schema.table" of the selected tables it changes.
 	Tables []string
 	// LogicalSchema and LogicalTable are Origin's logical names, stamped

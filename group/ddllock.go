@@ -75,6 +75,10 @@ type DDLLock struct {
 	// and Key its canonical form (schema.LogicalDDL).
 	SQL string `json:"sql"`
 	Key string `json:"key"`
+	// SQLMode is the sql_mode SQL means what it says under: the first
+	// shard's (schema.LogicalDDL.SQLMode). A lock kept from before braid
+	// recorded it has 0, the mode its text was read in then.
+	SQLMode uint64 `json:"sqlMode,omitempty"`
 	// Since is the commit time of the first shard's DDL.
 	Since time.Time `json:"since"`
 	// Done are the shard tables that ran it, in merged order; Waiting
@@ -255,7 +259,7 @@ func (s *ShardDDLState) conflict(logical, shard string, d schema.LogicalDDL, at 
 
 func (s *ShardDDLState) open(logical string, d schema.LogicalDDL, at time.Time) *DDLLock {
 	s.LastLock++
-	l := &DDLLock{ID: s.LastLock, Logical: logical, SQL: d.Text, Key: d.Key, Since: at}
+	l := &DDLLock{ID: s.LastLock, Logical: logical, SQL: d.Text, SQLMode: uint64(d.SQLMode), Key: d.Key, Since: at}
 	s.Locks = append(s.Locks, l)
 	return l
 }

@@ -13,7 +13,7 @@ import (
 
 func logicalDDL(t *testing.T, db, sql string) schema.LogicalDDL {
 	t.Helper()
-	out, err := schema.ShardDDL(db, sql, func(s, tbl string) (string, string) { return "shop", tbl })
+	out, err := schema.ShardDDL(db, sql, 0, func(s, tbl string) (string, string) { return "shop", tbl })
 	if err != nil || len(out) != 1 {
 		t.Fatalf("%q: %v %v", sql, out, err)
 	}

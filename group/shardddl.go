@@ -247,10 +247,10 @@ func (x *shardDDL) decideDDL(src int, ev *change.Event, key int64, cu *CatchUpSo
 			}
 		}
 	}
-	if _, truncate := schema.TruncatedTable(ev.DDL.Schema, ev.DDL.SQL); truncate || len(ev.DDL.Tables) != 1 {
+	if _, truncate := schema.TruncatedTable(ev.DDL.Schema, ev.DDL.SQL, schema.SQLMode(ev.DDL.SQLMode)); truncate || len(ev.DDL.Tables) != 1 {
 		return ev // no schema change, or several tables: as it is
 	}
-	lds, err := schema.ShardDDL(ev.DDL.Schema, ev.DDL.SQL, d.router.Rename)
+	lds, err := schema.ShardDDL(ev.DDL.Schema, ev.DDL.SQL, schema.SQLMode(ev.DDL.SQLMode), d.router.Rename)
 	if err != nil || len(lds) != 1 {
 		d.log.Warn("shard DDL not merged: it goes out as the shard ran it", "source", ev.Source, "pos", ev.Pos.String(), "sql", ev.DDL.SQL, "err", err)
 		return ev
@@ -291,7 +291,7 @@ func (x *shardDDL) decideDDL(src int, ev *change.Event, key int64, cu *CatchUpSo
 		if logical == table {
 			return ev // a table no route renames: as the source ran it
 		}
-		return logicalDDL(ev, ld.Text, logical)
+		return logicalDDL(ev, ld.Text, uint64(ld.SQLMode), logical)
 	case DDLHold, DDLConflict:
 		l.Holds = append(l.Holds, Hold{Shard: shard, From: ev.EndPos, LastKey: key})
 		if cu != nil {
@@ -311,7 +311,7 @@ func (x *shardDDL) decideDDL(src int, ev *change.Event, key int64, cu *CatchUpSo
 		}
 		x.release(s, l)
 		d.log.Info("shard DDL lock released: its DDL goes out, then the rows it held", "lock", l.ID, "table", logical, "shards", len(l.Done))
-		return logicalDDL(ev, l.SQL, logical)
+		return logicalDDL(ev, l.SQL, l.SQLMode, logical)
 	}
 	return nil // DDLSkip
 }
@@ -350,7 +350,7 @@ func (x *shardDDL) optimisticVerdict(s *ShardDDLState, v DDLVerdict, l *DDLLock,
 		if logical == table {
 			return ev
 		}
-		return logicalDDL(ev, ld.Text, logical)
+		return logicalDDL(ev, ld.Text, uint64(ld.SQLMode), logical)
 	case DDLHold: // a DROP, waiting for the last shard table
 		if len(l.Done) == 1 {
 			setView(view()) // the columns stay, NULL in the rows of those that dropped them
@@ -359,7 +359,7 @@ func (x *shardDDL) optimisticVerdict(s *ShardDDLState, v DDLVerdict, l *DDLLock,
 	case DDLRelease: // the last shard table's DROP
 		setView(slices.DeleteFunc(slices.Clone(view()), func(c change.Column) bool { return slices.Contains(l.Columns, strings.ToLower(c.Name)) }))
 		s.Altered(logical, sig)
-		return logicalDDL(ev, l.SQL, logical)
+		return logicalDDL(ev, l.SQL, l.SQLMode, logical)
 	}
 	return nil
 }
@@ -421,11 +421,12 @@ func ddlTable(ev *change.Event) string {
 	return ev.DDL.Tables[0]
 }
 
-// logicalDDL is ev as its logical table's DDL, with text sql.
-func logicalDDL(ev *change.Event, sql, logical string) *change.Event {
+// logicalDDL is ev as its logical table's DDL, with text sql, which
+// means what it says under sql_mode mode.
+func logicalDDL(ev *change.Event, sql string, mode uint64, logical string) *change.Event {
 	out := *ev
 	ls, lt, _ := strings.Cut(logical, ".")
-	out.DDL = &change.DDL{Schema: ls, SQL: sql, Tables: []string{logical}, LogicalSchema: ls, LogicalTable: lt}
+	out.DDL = &change.DDL{Schema: ls, SQL: sql, SQLMode: mode, Tables: []string{logical}, LogicalSchema: ls, LogicalTable: lt}
 	return &out
 }
 
@@ -753,7 +754,7 @@ func (x *shardDDL) apply(ctx context.Context, dec DDLDecision, emit func(*change
 		}
 		i := x.srcIndex[first]
 		pos := x.d.cursor.Sources[i].Pos
-		ev := logicalDDL(&change.Event{Type: change.EventDDL, Source: first, Pos: pos, EndPos: pos, CommitTime: l.Since}, l.SQL, l.Logical)
+		ev := logicalDDL(&change.Event{Type: change.EventDDL, Source: first, Pos: pos, EndPos: pos, CommitTime: l.Since}, l.SQL, l.SQLMode, l.Logical)
 		if err := x.emitDDL(ev, emit); err != nil {
 			return err
 		}

@@ -254,7 +254,7 @@ func testSchema(t testing.TB, pos uint32) *change.SchemaSnapshot {
 	if err := tr.LoadCreate(p, "db", "CREATE TABLE t (id INT PRIMARY KEY, a VARCHAR(10))"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr.ApplyDDL(change.Position{File: "binlog.000001", Pos: pos}, "db", "ALTER TABLE t ADD COLUMN b INT"); err != nil {
+	if _, err := tr.ApplyDDL(change.Position{File: "binlog.000001", Pos: pos}, "db", "ALTER TABLE t ADD COLUMN b INT", 0); err != nil {
 		t.Fatal(err)
 	}
 	snap := tr.Snapshot()

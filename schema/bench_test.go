@@ -17,7 +17,7 @@ func BenchmarkSchemaApplyDDLBegin(b *testing.B) {
 	b.ReportAllocs()
 	pos := schPos(100)
 	for b.Loop() {
-		if _, err := s.ApplyDDL(pos, "db", "BEGIN"); err != nil {
+		if _, err := s.ApplyDDL(pos, "db", "BEGIN", 0); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -33,10 +33,10 @@ func BenchmarkSchemaApplyDDLAlter(b *testing.B) {
 	n := uint32(100)
 	for b.Loop() {
 		n += 2
-		if _, err := s.ApplyDDL(schPos(n), "db", "ALTER TABLE t ADD b int"); err != nil {
+		if _, err := s.ApplyDDL(schPos(n), "db", "ALTER TABLE t ADD b int", 0); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := s.ApplyDDL(schPos(n+1), "db", "ALTER TABLE t DROP b"); err != nil {
+		if _, err := s.ApplyDDL(schPos(n+1), "db", "ALTER TABLE t DROP b", 0); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -46,7 +46,7 @@ func BenchmarkSchemaApplyDDLAlter(b *testing.B) {
 func TestSchemaApplyDDLBeginAllocs(t *testing.T) {
 	s := schema.NewTracker()
 	allocs := testing.AllocsPerRun(100, func() {
-		if _, err := s.ApplyDDL(schPos(100), "db", "  /* c */ BEGIN"); err != nil {
+		if _, err := s.ApplyDDL(schPos(100), "db", "  /* c */ BEGIN", 0); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -36,8 +36,8 @@ type DDLTouch struct {
 // and returns the tables its statements touch, in statement order, each
 // table once per statement. Statements Tracker ignores touch nothing.
 // SQL it cannot parse returns an error wrapping ErrDDLParse.
-func DDLTables(db, sql string) ([]DDLTouch, error) {
-	stmts, perr := ddlParse(sql)
+func DDLTables(db, sql string, mode SQLMode) ([]DDLTouch, error) {
+	stmts, perr := ddlParse(sql, mode)
 	if perr != nil {
 		return nil, perr.wrap(fmt.Sprintf("(db %q)", db))
 	}
@@ -182,11 +182,7 @@ func ddlColumn(def *ast.ColumnDef, tableCharset string) (col change.Column, prim
 		}
 		col.Type = types.TypeStr(tp)
 		col.Elems = append([]string(nil), elems...)
-		quoted := make([]string, len(elems))
-		for i, e := range elems {
-			quoted[i] = "'" + strings.NewReplacer(`\`, `\\`, `'`, `''`).Replace(e) + "'"
-		}
-		col.RawType = col.Type + "(" + strings.Join(quoted, ",") + ")"
+		col.RawType = col.Type + "(" + QuoteStrings(elems) + ")"
 	case mysql.TypeJSON:
 		col.Type, col.RawType = "json", "json"
 	case mysql.TypeTiDBVectorFloat32:

@@ -9,6 +9,15 @@
 // canonical key, equal for equivalent statements of different shards: the
 // comparison merging shard DDL (group) rests on.
 //
+// TargetDDLs rebuilds a DDL for a SQL target: parsed, checked against
+// what a shard's writer may make a target run, renamed to the target's
+// tables and restored from the parsed form (target.go); QuoteString is
+// the one MySQL string literal braid writes.
+//
+// Every parse of DDL text takes the sql_mode the statement ran under
+// (SQLMode, from its query event): the same text is another statement
+// under NO_BACKSLASH_ESCAPES or ANSI_QUOTES.
+//
 // # Invariants
 //
 //   - A table's versions have strictly increasing positions; TableAt(pos)
@@ -16,6 +25,9 @@
 //     labelled with the columns of their time.
 //   - ApplyDDL is idempotent by position: a restored tracker never applies
 //     a DDL twice.
+//   - Text a target runs is never a shard's text: TargetDDL.Text is
+//     restored from the parse, with names in backquotes and every string
+//     escaped for the default sql_mode.
 //   - A DDL that does not fit the model (it drops a column the model lacks,
 //     adds one it has) is ErrDDLMismatch, never a silent guess.
 //

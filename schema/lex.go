@@ -52,6 +52,7 @@ type ddlLexer struct {
 	pos    int
 	inExec bool
 	quiet  bool // do not record edits
+	mode   SQLMode
 	edits  []ddlEdit
 }
 
@@ -113,10 +114,14 @@ func (l *ddlLexer) token() ddlToken {
 	c := src[start]
 	switch {
 	case c == '\'' || c == '"' || c == '`':
+		// Under ANSI_QUOTES "..." is a name; under NO_BACKSLASH_ESCAPES a
+		// backslash in a string is a plain byte, as the server lexes them.
+		ident := c == '`' || c == '"' && l.mode&ModeANSIQuotes != 0
+		escapes := !ident && l.mode&ModeNoBackslashEscapes == 0
 		i := start + 1
 		for i < len(src) {
 			switch {
-			case src[i] == '\\' && c != '`':
+			case src[i] == '\\' && escapes:
 				i += 2
 				continue
 			case src[i] == c && i+1 < len(src) && src[i+1] == c:
@@ -125,7 +130,7 @@ func (l *ddlLexer) token() ddlToken {
 			case src[i] == c:
 				i++
 				l.pos = i
-				if c == '`' {
+				if ident {
 					return ddlToken{ddlQuoted, start, i}
 				}
 				return ddlToken{ddlString, start, i}

@@ -25,6 +25,9 @@ type LogicalDDL struct {
 	// Text is the statement with each table name the rename maps
 	// replaced by its logical, schema-qualified name.
 	Text string
+	// SQLMode is the sql_mode Text means what it says under: the mode
+	// the shard ran it with.
+	SQLMode SQLMode
 	// Key is the statement's canonical form after the rename: equal for
 	// equivalent statements of different shard tables. Integer display
 	// widths are left out (INT and INT(11) are one type).
@@ -56,11 +59,12 @@ const (
 type Rename func(schema, table string) (logicalSchema, logicalTable string)
 
 // ShardDDL rewrites the table DDL statements of sql, run with default
-// database db, to logical names (see LogicalDDL); statements that are not
-// table DDL are left out. SQL it cannot parse returns an error wrapping
-// ErrDDLParse.
-func ShardDDL(db, sql string, rename Rename) ([]LogicalDDL, error) {
-	stmts, perr := ddlParse(sql)
+// database db under mode, to logical names (see LogicalDDL); statements
+// that are not table DDL are left out. Text keeps the statement's own
+// text, so it means what it says under mode only. SQL it cannot parse
+// returns an error wrapping ErrDDLParse.
+func ShardDDL(db, sql string, mode SQLMode, rename Rename) ([]LogicalDDL, error) {
+	stmts, perr := ddlParse(sql, mode)
 	if perr != nil {
 		return nil, perr.wrap(fmt.Sprintf("(db %q)", db))
 	}
@@ -74,7 +78,7 @@ func ShardDDL(db, sql string, rename Rename) ([]LogicalDDL, error) {
 		if err := st.node.Restore(format.NewRestoreCtx(flags, &key)); err != nil {
 			return nil, fmt.Errorf("%w (db %q): cannot restore %q: %v", ErrDDLParse, db, ddlClip(st.text), err)
 		}
-		d := LogicalDDL{Text: renameTokens(db, st.text, names), Key: key.String()}
+		d := LogicalDDL{Text: renameTokens(db, st.text, names, mode), SQLMode: mode, Key: key.String()}
 		classify(&d, st.node)
 		out = append(out, d)
 	}
@@ -175,8 +179,8 @@ func (r *tableRenamer) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 // bare one where a table name goes (after TABLE, TABLES, INDEX … ON, TO,
 // LIKE, REFERENCES, or a comma in a list of them), each by the logical
 // name, qualified and quoted.
-func renameTokens(db, text string, renamed map[schemaKey]schemaKey) string {
-	l := ddlLexer{src: text, quiet: true}
+func renameTokens(db, text string, renamed map[schemaKey]schemaKey, mode SQLMode) string {
+	l := ddlLexer{src: text, quiet: true, mode: mode}
 	var t ddlToks
 	t.src = text
 	for {
@@ -191,7 +195,8 @@ func renameTokens(db, text string, renamed map[schemaKey]schemaKey) string {
 		case ddlWord:
 			return t.text(i), true
 		case ddlQuoted:
-			return strings.ReplaceAll(ddlUnquote(t.text(i)), "``", "`"), true
+			q := t.text(i)[:1] // ` or, under ANSI_QUOTES, "
+			return strings.ReplaceAll(ddlUnquote(t.text(i)), q+q, q), true
 		}
 		return "", false
 	}

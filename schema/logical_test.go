@@ -19,7 +19,7 @@ func shopRoute(s, t string) (string, string) {
 
 func shardDDL(t *testing.T, db, sql string) schema.LogicalDDL {
 	t.Helper()
-	out, err := schema.ShardDDL(db, sql, shopRoute)
+	out, err := schema.ShardDDL(db, sql, 0, shopRoute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,14 +58,14 @@ func TestShardDDLKeepsText(t *testing.T) {
 	if want := "CREATE TABLE `shop`.`orders` (id INT PRIMARY KEY, orders INT, addr INET6)"; d.Text != want {
 		t.Errorf("text %q, want %q", d.Text, want)
 	}
-	drop, err := schema.ShardDDL("shop_1", "DROP TABLE IF EXISTS orders, shop_1.items, other.t", shopRoute)
+	drop, err := schema.ShardDDL("shop_1", "DROP TABLE IF EXISTS orders, shop_1.items, other.t", 0, shopRoute)
 	if err != nil || len(drop) != 1 {
 		t.Fatalf("%v %v", drop, err)
 	}
 	if want := "DROP TABLE IF EXISTS `shop`.`orders`, `shop`.`items`, `other`.`t`"; drop[0].Text != want {
 		t.Errorf("text %q, want %q", drop[0].Text, want)
 	}
-	if out, err := schema.ShardDDL("shop_1", "INSERT INTO orders VALUES (1)", shopRoute); err != nil || len(out) != 0 {
+	if out, err := schema.ShardDDL("shop_1", "INSERT INTO orders VALUES (1)", 0, shopRoute); err != nil || len(out) != 0 {
 		t.Errorf("DML: %v %v, want nothing", out, err)
 	}
 }

@@ -64,11 +64,11 @@ func ddlClip(s string) string {
 }
 
 // ddlParse parses the table DDL statements in sql and skips the others.
-func ddlParse(sql string) ([]ddlStmt, *ddlParseError) {
+func ddlParse(sql string, mode SQLMode) ([]ddlStmt, *ddlParseError) {
 	if !ddlLead(sql) {
 		return nil, nil
 	}
-	l := ddlLexer{src: sql}
+	l := ddlLexer{src: sql, mode: mode}
 	var all []ddlToken
 	for {
 		tok, ok := l.next()
@@ -92,7 +92,7 @@ func ddlParse(sql string) ([]ddlStmt, *ddlParseError) {
 		if kind == ddlSkip {
 			continue // also CREATE/DROP TEMPORARY TABLE: no rows in row format
 		}
-		stmt, err := ddlParseOne(st, kind, l.edits)
+		stmt, err := ddlParseOne(st, kind, l.edits, mode)
 		if err != nil {
 			return nil, err
 		}
@@ -103,7 +103,7 @@ func ddlParse(sql string) ([]ddlStmt, *ddlParseError) {
 	return out, nil
 }
 
-func ddlParseOne(st ddlToks, kind ddlKind, lexEdits []ddlEdit) (ddlStmt, *ddlParseError) {
+func ddlParseOne(st ddlToks, kind ddlKind, lexEdits []ddlEdit, mode SQLMode) (ddlStmt, *ddlParseError) {
 	start, end := st.toks[0].start, st.toks[len(st.toks)-1].end
 	out := ddlStmt{text: st.src[start:end]}
 	edits, orReplace := ddlRewrite(st, kind)
@@ -113,13 +113,13 @@ func ddlParseOne(st ddlToks, kind ddlKind, lexEdits []ddlEdit) (ddlStmt, *ddlPar
 			edits = append(edits, e)
 		}
 	}
-	node, err := ddlParseText(ddlSplice(st.src, start, end, edits))
+	node, err := ddlParseText(ddlSplice(st.src, start, end, edits), mode)
 	if err != nil && kind == ddlCreateTable {
 		// Table options and partitioning do not matter to the model; MariaDB
 		// prints some the TiDB parser rejects (`encrypted`=yes, PARTITION BY
 		// SYSTEM_TIME). Cut them and try again.
 		if cut, cs, ok := ddlCutTableOptions(st); ok {
-			node, err = ddlParseText(ddlSplice(st.src, start, cut, edits))
+			node, err = ddlParseText(ddlSplice(st.src, start, cut, edits), mode)
 			out.tableCharset = cs
 		}
 	}
@@ -130,15 +130,15 @@ func ddlParseOne(st ddlToks, kind ddlKind, lexEdits []ddlEdit) (ddlStmt, *ddlPar
 	return out, nil
 }
 
-// truncatedTable returns the table ("schema.table") a TRUNCATE [TABLE]
-// statement run with default database db empties; ok is false for any
+// TruncatedTable returns the table ("schema.table") a TRUNCATE [TABLE]
+// statement run with default database db, under mode, empties; ok is false for any
 // other statement. The schema model has nothing to change for it, but the
 // stream carries it, as canal's does: a consumer must empty its copy.
-func TruncatedTable(db, sql string) (table string, ok bool) {
+func TruncatedTable(db, sql string, mode SQLMode) (table string, ok bool) {
 	if !truncateLead(sql) {
 		return "", false
 	}
-	node, err := ddlParseText(sql)
+	node, err := ddlParseText(sql, mode)
 	if err != nil {
 		return "", false
 	}
@@ -153,9 +153,10 @@ func TruncatedTable(db, sql string) (table string, ok bool) {
 	return schema + "." + st.Table.Name.O, schema != ""
 }
 
-func ddlParseText(sql string) (ast.StmtNode, error) {
+func ddlParseText(sql string, mode SQLMode) (ast.StmtNode, error) {
 	p := ddlParsers.Get().(*parser.Parser)
 	defer ddlParsers.Put(p)
+	p.SetSQLMode(mode.parserMode())
 	nodes, _, err := p.Parse(sql, "", "")
 	if err != nil {
 		return nil, err

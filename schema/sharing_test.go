@@ -21,7 +21,7 @@ func TestSchemaVersionsShareNothing(t *testing.T) {
 	if err := s.LoadCreate(schPos(100), "db", "CREATE TABLE t (id int PRIMARY KEY, a int)"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ApplyDDL(schPos(200), "db", "ALTER TABLE t ADD b int"); err != nil {
+	if _, err := s.ApplyDDL(schPos(200), "db", "ALTER TABLE t ADD b int", 0); err != nil {
 		t.Fatal(err)
 	}
 	old, _ := s.TableAt("db", "t", schPos(100))
@@ -48,7 +48,7 @@ func TestSchemaMarkUnknownCopies(t *testing.T) {
 	if got := snap.Tables[0].Pending.After.Columns[1].Name; got != "c" {
 		t.Errorf("pending table's column is %q after the caller changed its own", got)
 	}
-	if _, err := s.ApplyDDL(schPos(300), "db", "ALTER TABLE t ADD COLUMN x int"); err != nil {
+	if _, err := s.ApplyDDL(schPos(300), "db", "ALTER TABLE t ADD COLUMN x int", 0); err != nil {
 		t.Fatal(err)
 	}
 	if tbl, _ := s.Table("db", "t"); tbl.Columns[1].Name != "c" {

@@ -155,7 +155,7 @@ func (s *Tracker) history(k schemaKey) *schemaHistory {
 // table's schema. It clears a pending unknown state of the table.
 func (s *Tracker) LoadCreate(pos change.Position, db, createSQL string) error {
 	where := fmt.Sprintf("at %s (db %q)", pos, db)
-	stmts, perr := ddlParse(createSQL)
+	stmts, perr := ddlParse(createSQL, 0)
 	if perr != nil {
 		return perr.wrap(where)
 	}
@@ -181,7 +181,8 @@ func (s *Tracker) LoadCreate(pos change.Position, db, createSQL string) error {
 }
 
 // ApplyDDL applies one DDL query event's SQL text, run with default
-// database db (the query event's schema, may be ""), at position pos.
+// database db (the query event's schema, may be "") under the session's
+// sql_mode mode, at position pos.
 //
 // It returns the tables ("schema.table") whose schema changed. Statements
 // it does not model (non-unique CREATE INDEX, TRUNCATE, CREATE VIEW,
@@ -194,7 +195,7 @@ func (s *Tracker) LoadCreate(pos change.Position, db, createSQL string) error {
 // Events at or before the newest position already applied are skipped.
 // Tables marked with MarkUnknownUntil take their snapshot at the first
 // event at or after their position.
-func (s *Tracker) ApplyDDL(pos change.Position, db, sql string) (changed []string, err error) {
+func (s *Tracker) ApplyDDL(pos change.Position, db, sql string, mode SQLMode) (changed []string, err error) {
 	if !s.applied.IsZero() && pos.Compare(s.applied) <= 0 {
 		return nil, nil
 	}
@@ -202,7 +203,7 @@ func (s *Tracker) ApplyDDL(pos change.Position, db, sql string) (changed []strin
 		return s.flipPending(pos, nil), nil
 	}
 	where := fmt.Sprintf("at %s (db %q)", pos, db)
-	stmts, perr := ddlParse(sql)
+	stmts, perr := ddlParse(sql, mode)
 	if perr != nil {
 		return nil, perr.wrap(where)
 	}

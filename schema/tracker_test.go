@@ -106,7 +106,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 	case "ddl":
 		checkArgs(t, d, "pos", "db")
 		pos := posArg(t, d, "pos")
-		changed, err := h.s.ApplyDDL(pos, dbArg(t, d), d.Input)
+		changed, err := h.s.ApplyDDL(pos, dbArg(t, d), d.Input, 0)
 		if err != nil {
 			return errText(err)
 		}
@@ -194,7 +194,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		return h.roundTrip(t)
 	case "ddl-tables":
 		checkArgs(t, d, "db")
-		touches, err := schema.DDLTables(dbArg(t, d), d.Input)
+		touches, err := schema.DDLTables(dbArg(t, d), d.Input, 0)
 		if err != nil {
 			return errText(err)
 		}
@@ -218,7 +218,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		return strings.Join(out, "\n")
 	case "truncated":
 		checkArgs(t, d, "db")
-		if table, ok := schema.TruncatedTable(dbArg(t, d), d.Input); ok {
+		if table, ok := schema.TruncatedTable(dbArg(t, d), d.Input, 0); ok {
 			return table
 		}
 		return "none"
@@ -389,7 +389,7 @@ func posArg(t *testing.T, d *datadriven.TestData, key string) change.Position {
 // createdTable names the one table the input's CREATE TABLE creates.
 func createdTable(t *testing.T, d *datadriven.TestData, db string) (schemaName, name string) {
 	t.Helper()
-	touches, err := schema.DDLTables(db, d.Input)
+	touches, err := schema.DDLTables(db, d.Input, 0)
 	if err != nil || len(touches) != 1 {
 		d.Fatalf(t, "the input creates %+v, %v; want one table", touches, err)
 	}
@@ -409,7 +409,7 @@ func TestSnapshotAt(t *testing.T) {
 		pos uint32
 		sql string
 	}{{100, "ALTER TABLE a ADD COLUMN n INT"}, {200, "CREATE TABLE b (id INT PRIMARY KEY)"}, {300, "ALTER TABLE a DROP COLUMN n"}} {
-		if _, err := tr.ApplyDDL(at(d.pos), "db", d.sql); err != nil {
+		if _, err := tr.ApplyDDL(at(d.pos), "db", d.sql, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -423,7 +423,7 @@ func TestSnapshotAt(t *testing.T) {
 	if a, _ := back.Table("db", "a"); len(a.Columns) != 2 {
 		t.Errorf("db.a at 150 has %d columns, want 2 (id, n)", len(a.Columns))
 	}
-	if changed, err := back.ApplyDDL(at(200), "db", "CREATE TABLE b (id INT PRIMARY KEY)"); err != nil || len(changed) != 1 {
+	if changed, err := back.ApplyDDL(at(200), "db", "CREATE TABLE b (id INT PRIMARY KEY)", 0); err != nil || len(changed) != 1 {
 		t.Errorf("CREATE TABLE b again after rewinding: changed %v, %v; want [db.b]", changed, err)
 	}
 	if got := tr.TablesAt(at(250)); !slices.Equal(got, []string{"db.a", "db.b"}) {

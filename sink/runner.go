@@ -90,6 +90,13 @@ func (r *Runner) Run(ctx context.Context) error {
 		r.mu.Lock()
 		r.lastErr = err.Error()
 		r.mu.Unlock()
+		if errors.Is(err, ErrDDLRefused) {
+			// The same DDL again would be refused again: the sink stops,
+			// with one line, until it is restarted (its spec changed).
+			r.Logger.Error("sink stopped", "sink", r.Name, "err", err)
+			<-ctx.Done()
+			return nil
+		}
 		r.Logger.Warn("sink failed; retrying from its checkpoints", "sink", r.Name, "err", err, "retry_in", backoff)
 		select {
 		case <-ctx.Done():

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/schema"
 	"github.com/braid-cdc/braid/sink"
 )
 
@@ -170,7 +171,7 @@ func createStatement(tv *change.Table, table, origin string) string {
 		key = append(key, quote(origin))
 	}
 	for _, c := range tv.Columns {
-		d := quote(c.Name) + " " + c.RawType
+		d := quote(c.Name) + " " + columnType(&c)
 		if c.Charset != "" && !c.Binary {
 			d += " CHARACTER SET " + c.Charset
 		}
@@ -198,4 +199,15 @@ func createStatement(tv *change.Table, table, origin string) string {
 		defs = append(defs, "UNIQUE KEY ("+strings.Join(cols, ", ")+")")
 	}
 	return "CREATE TABLE IF NOT EXISTS " + table + " (" + strings.Join(defs, ", ") + ")"
+}
+
+// columnType is c's type as a CREATE TABLE declares it: RawType, but
+// for ENUM and SET, whose members (any text a shard's DDL gave them) are
+// quoted here, by the one quoting function, never taken as written.
+func columnType(c *change.Column) string {
+	switch c.Type {
+	case "enum", "set":
+		return c.Type + "(" + schema.QuoteStrings(c.Elems) + ")"
+	}
+	return c.RawType
 }

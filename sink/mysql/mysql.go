@@ -8,6 +8,13 @@
 // applies them; elsewhere, and whenever a row is not as a replica
 // expects it, it writes SQL statements: multi-row INSERTs, upserts and
 // DELETEs whose affected rows it checks, or a row at a time.
+//
+// A DDL is never run as the shard wrote it: it is parsed under the
+// sql_mode its session had, checked and restored with the target's
+// names (schema.TargetDDLs); one it will not rebuild stops the sink with
+// a line naming it (sink.ErrDDLRefused). Its sessions run in the
+// server's sql_mode less the modes that change how text reads, so the
+// restored text means what its parse said.
 package mysql
 
 import (
@@ -77,6 +84,13 @@ func Open(ctx context.Context, s spec.Sink, dest string, log *slog.Logger) (*Tar
 	if cfg.TLS == nil {
 		cfg.DialFunc = watch.Dial(nil)
 	}
+	// The DDL the sink runs is restored for the default quoting (names in
+	// backquotes, strings in single quotes with backslash escapes); a
+	// server whose sql_mode reads them otherwise would run something else.
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	cfg.Params["sql_mode"] = pinnedSQLMode
 	connector, err := driver.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("sink %s: %w", s.Name, err)
@@ -642,7 +656,7 @@ func (t *Target) statement(tv *change.Table, kind byte, table string) string {
 // DELETE over the rows the other wrote since, nor set the checkpoints
 // back to the DDL.
 func (t *Target) ApplyDDL(ctx context.Context, ev *change.Event, workers int) error {
-	if shard, ok := schema.TruncatedTable(ev.DDL.Schema, ev.DDL.SQL); ok {
+	if shard, ok := schema.TruncatedTable(ev.DDL.Schema, ev.DDL.SQL, schema.SQLMode(ev.DDL.SQLMode)); ok {
 		if t.spec.OriginColumn == "" {
 			return fmt.Errorf("sink %s: seq %d: TRUNCATE of shard table %s/%s: the target holds every shard table's rows of %s together; set origin_column to delete only that shard table's",
 				t.spec.Name, ev.Seq, ev.Source, shard, strings.Join(ev.DDL.Tables, ","))
@@ -668,16 +682,16 @@ func (t *Target) ApplyDDL(ctx context.Context, ev *change.Event, workers int) er
 		return err
 	}
 	if t.spec.DDL != "ignore" {
-		stmts, err := schema.ShardDDL(ev.DDL.Schema, ev.DDL.SQL, func(s, tb string) (string, string) {
-			db, tbl, _ := strings.Cut(t.spec.Target(s+"."+tb), ".")
-			return db, tbl
-		})
+		// The statement as parsed under its session's sql_mode, restored
+		// with the target's names: never the shard's text (see
+		// schema.TargetDDLs).
+		stmts, err := sink.TargetDDLs(t.spec.Name, ev, t.spec.Target)
 		if err != nil {
-			return fmt.Errorf("sink %s: DDL at seq %d: %w: set ddl: ignore and change the target by hand", t.spec.Name, ev.Seq, err)
+			return err
 		}
 		for _, st := range stmts {
 			if st.Kind == schema.DDLCreate {
-				db, _, _ := strings.Cut(t.spec.Target(ev.DDL.Tables[0]), ".")
+				db, _, _ := strings.Cut(st.Tables[0], ".")
 				if _, err := t.db.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS "+quote(db)); err != nil {
 					return fmt.Errorf("sink %s: DDL at seq %d: %w", t.spec.Name, ev.Seq, err)
 				}
@@ -689,7 +703,7 @@ func (t *Target) ApplyDDL(ctx context.Context, ev *change.Event, workers int) er
 				err = t.originKeys(ctx, ev.DDL.Tables[0])
 			}
 			if err != nil {
-				return fmt.Errorf("sink %s: DDL at seq %d (%s): %w", t.spec.Name, ev.Seq, st.Text, err)
+				return fmt.Errorf("sink %s: DDL at seq %d (%s): %w", t.spec.Name, ev.Seq, clip(st.Text), err)
 			}
 		}
 	}
@@ -797,3 +811,18 @@ func values(img []change.Value, idx []int) []any {
 }
 
 func quote(name string) string { return "`" + strings.ReplaceAll(name, "`", "``") + "`" }
+
+// pinnedSQLMode is the sql_mode of the sink's sessions: the server's own,
+// less the modes that change how text reads (NO_BACKSLASH_ESCAPES,
+// ANSI_QUOTES and ANSI, PIPES_AS_CONCAT, HIGH_NOT_PRECEDENCE).
+const pinnedSQLMode = "TRIM(BOTH ',' FROM " +
+	"REPLACE(REPLACE(REPLACE(REPLACE(REPLACE(CONCAT(',', @@GLOBAL.sql_mode, ','), " +
+	"',NO_BACKSLASH_ESCAPES,', ','), ',ANSI_QUOTES,', ','), ',ANSI,', ','), ',PIPES_AS_CONCAT,', ','), ',HIGH_NOT_PRECEDENCE,', ','))"
+
+// clip shortens a statement for an error.
+func clip(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "..."
+	}
+	return s
+}

@@ -28,7 +28,7 @@ import (
 func (t *Target) ApplyDDL(ctx context.Context, ev *change.Event, workers int) error {
 	var stmts []stmt
 	var forget []string // target tables a statement drops
-	if shard, ok := schema.TruncatedTable(ev.DDL.Schema, ev.DDL.SQL); ok {
+	if shard, ok := schema.TruncatedTable(ev.DDL.Schema, ev.DDL.SQL, schema.SQLMode(ev.DDL.SQLMode)); ok {
 		if t.spec.OriginColumn == "" {
 			return fmt.Errorf("sink %s: seq %d: TRUNCATE of shard table %s/%s: the target holds every shard table's rows of %s together; set origin_column to delete only that shard table's",
 				t.spec.Name, ev.Seq, ev.Source, shard, strings.Join(ev.DDL.Tables, ","))
@@ -36,12 +36,12 @@ func (t *Target) ApplyDDL(ctx context.Context, ev *change.Event, workers int) er
 		ls, lt := ev.DDL.Logical()
 		stmts = append(stmts, stmt{sql: "DELETE FROM " + t.target(ls+"."+lt) + " WHERE " + columnName(t.spec.OriginColumn) + " = $1", args: []any{ev.Source + "/" + shard}})
 	} else if t.spec.DDL != "ignore" {
-		lds, err := schema.ShardDDL(ev.DDL.Schema, ev.DDL.SQL, func(s, tb string) (string, string) {
-			db, tbl, _ := strings.Cut(t.spec.Target(s+"."+tb), ".")
-			return db, tbl
-		})
+		// The statement as parsed under its session's sql_mode, checked
+		// and renamed as every SQL target's (schema.TargetDDLs), then
+		// translated from its restored text.
+		lds, err := sink.TargetDDLs(t.spec.Name, ev, t.spec.Target)
 		if err != nil {
-			return fmt.Errorf("sink %s: DDL at seq %d: %w: set ddl: ignore and change the target by hand", t.spec.Name, ev.Seq, err)
+			return err
 		}
 		for _, ld := range lds {
 			tr, err := t.translate(ld.Text)
@@ -484,6 +484,12 @@ func defaultOf(def *ast.ColumnDef) (string, error) {
 		case ast.ValueExpr:
 			if e.GetValue() == nil {
 				return "NULL", nil
+			}
+			switch v := e.GetValue().(type) {
+			case string: // by the one quoting function
+				return quoteLiteral(v), nil
+			case []byte:
+				return quoteLiteral(string(v)), nil
 			}
 			var b strings.Builder
 			if err := e.Restore(format.NewRestoreCtx(format.RestoreStringSingleQuotes, &b)); err != nil {

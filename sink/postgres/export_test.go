@@ -9,3 +9,6 @@ func TranslateDDL(s spec.Sink, text string) ([]string, error) {
 	tr, err := t.translate(text)
 	return tr.sql, err
 }
+
+// QuoteLiteral is the one PostgreSQL string literal function.
+func QuoteLiteral(s string) string { return quoteLiteral(s) }

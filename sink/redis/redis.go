@@ -164,7 +164,7 @@ func (t *Target) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
 // applied, since a key does not say which shard table wrote it: it stops
 // the sink, unless ddl: ignore.
 func (t *Target) ApplyDDL(ctx context.Context, ev *change.Event, workers int) error {
-	if shard, ok := schema.TruncatedTable(ev.DDL.Schema, ev.DDL.SQL); ok && t.spec.DDL != "ignore" {
+	if shard, ok := schema.TruncatedTable(ev.DDL.Schema, ev.DDL.SQL, schema.SQLMode(ev.DDL.SQLMode)); ok && t.spec.DDL != "ignore" {
 		ls, lt := ev.DDL.Logical()
 		return fmt.Errorf("sink %s: seq %d: TRUNCATE of shard table %s/%s: a redis cache cannot tell that shard table's keys from the others of %s.%s: delete the keys matching %s so that readers re-populate them from the sources, then set ddl: ignore to go past it",
 			t.spec.Name, ev.Seq, ev.Source, shard, ls, lt, t.key.pattern(ls, lt))

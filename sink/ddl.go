@@ -1,0 +1,53 @@
+package sink
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/schema"
+)
+
+// ErrDDLRefused is wrapped by the error of a DDL a SQL target will not
+// run (schema.ErrUnsafeDDL: a subquery, CREATE … SELECT, a function
+// outside the allowed ones, a table not of the destination, DROP
+// DATABASE). Trying it again cannot help: the runner stops the sink with
+// one line instead of retrying.
+var ErrDDLRefused = errors.New("DDL refused")
+
+// TargetDDLs rebuilds ev's DDL for a SQL target whose table of logical
+// table L is target(L) ("schema.table"): see schema.TargetDDLs. The
+// tables the DDL may name are those the stream says it changes
+// (DDL.Tables, as its text names them), the first one being the DDL's
+// logical table; any other name is not the destination's, and the DDL is
+// refused (an error wrapping ErrDDLRefused that names the sink, seq and
+// statement, and says what to do).
+func TargetDDLs(sinkName string, ev *change.Event, target func(logical string) string) ([]schema.TargetDDL, error) {
+	d := ev.DDL
+	rename := func(s, t string) (string, string, bool) {
+		for i, name := range d.Tables {
+			ns, nt, _ := strings.Cut(name, ".")
+			if !(ns == s && nt == t) && !(strings.EqualFold(ns, s) && strings.EqualFold(nt, t)) {
+				continue
+			}
+			logical := name
+			if i == 0 {
+				ls, lt := d.Logical()
+				logical = ls + "." + lt
+			}
+			ts, tt, _ := strings.Cut(target(logical), ".")
+			return ts, tt, true
+		}
+		return "", "", false
+	}
+	out, err := schema.TargetDDLs(d.Schema, d.SQL, schema.SQLMode(d.SQLMode), rename)
+	switch {
+	case errors.Is(err, schema.ErrUnsafeDDL):
+		return nil, fmt.Errorf("sink %s: %w at seq %d from %s: %w: the sink stops here; make the change on the target by hand if it should have it, then set the sink's ddl: ignore until it is past seq %d",
+			sinkName, ErrDDLRefused, ev.Seq, ev.Source, err, ev.Seq)
+	case err != nil:
+		return nil, fmt.Errorf("sink %s: DDL at seq %d: %w: set ddl: ignore and change the target by hand", sinkName, ev.Seq, err)
+	}
+	return out, nil
+}
