@@ -40,6 +40,15 @@ func requestUser(r *http.Request) *auth.User {
 	return u
 }
 
+// requestUserName is the name of r's user ("" without Config.Users): the
+// owner its client ids count toward (native.WithOwner).
+func requestUserName(r *http.Request) string {
+	if u := requestUser(r); u != nil {
+		return u.Name
+	}
+	return ""
+}
+
 // guard serves h only to callers with what need asks.
 func (n *Node) guard(need need, h http.HandlerFunc) http.Handler {
 	if n.cfg.Users == nil {

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/braid-cdc/braid/api/metrics"
+	"github.com/braid-cdc/braid/api/native"
 )
 
 // GET /metrics: Prometheus's exposition of the node (below), of the
@@ -134,7 +136,7 @@ func (n *Node) metricsHandler() http.HandlerFunc {
 	if err != nil {
 		n.log.Error("metrics are not served", "err", err)
 		return func(w http.ResponseWriter, r *http.Request) {
-			writeError(w, http.StatusInternalServerError, "metrics: %v", err)
+			native.Internal(w, r, n.log, fmt.Errorf("metrics: %w", err))
 		}
 	}
 	return func(w http.ResponseWriter, r *http.Request) {

@@ -253,7 +253,7 @@ func Start(cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.Name), reg: stream.NewRegistry(), owned: map[string]*owner{}}
 	n.memory.log = n.log
 	n.life, n.endLife = context.WithCancel(context.Background())
-	n.local = native.NewHandler(n.reg, n.log.With("part", "http"), native.WithSinks(n.sinkAdmin))
+	n.local = native.NewHandler(n.reg, n.log.With("part", "http"), native.WithSinks(n.sinkAdmin), native.WithOwner(requestUserName))
 	n.page = n.newStatusPage()
 	browsers, err := native.NewBrowsers(native.BrowserRules{Listen: cfg.Addr, Hosts: cfg.HTTPHosts, HostHint: cfg.HTTPHostHint, Logger: n.log.With("part", "http")})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/braid-cdc/braid/api/native"
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/cluster/statuspage"
 )
@@ -90,7 +91,7 @@ func (p *statusPage) files(w http.ResponseWriter, r *http.Request) {
 func (p *statusPage) status(w http.ResponseWriter, r *http.Request) {
 	cs, err := p.n.clusterStatus(r)
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "cluster status: %v", err)
+		native.Internal(w, r, p.n.log, fmt.Errorf("cluster status: %w", err))
 		return
 	}
 	owners := make([]destOwner, len(cs.Destinations))

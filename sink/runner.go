@@ -59,7 +59,7 @@ type Runner struct {
 }
 
 // ClientID is the store client id of sink name.
-func ClientID(name string) string { return "sink:" + name }
+func ClientID(name string) string { return stream.SinkClientPrefix + name }
 
 // Run applies until ctx ends (nil) or the store closes; a target error
 // is retried with backoff, from the checkpoints, and logged.

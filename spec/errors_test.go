@@ -108,14 +108,14 @@ func TestConsumers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := s.Consumers; c.Start != spec.StartEarliest || c.ExpireAfter != 0 || time.Duration(c.DetachAfter) != spec.DefaultDetachAfter {
+	if c := s.Consumers; c.Start != spec.StartEarliest || time.Duration(c.ExpireAfter) != spec.DefaultExpireAfter || c.MaxClientIDs != spec.DefaultMaxClientIDs || time.Duration(c.DetachAfter) != spec.DefaultDetachAfter {
 		t.Errorf("defaults: %+v", c)
 	}
 	s, err = spec.Parse([]byte(base + "consumers:\n  start: latest\n  expire_after: 5s\n  detach_after: 1m\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := spec.Consumers{Start: spec.StartLatest, ExpireAfter: spec.Duration(5 * time.Second), DetachAfter: spec.Duration(time.Minute)}
+	want := spec.Consumers{Start: spec.StartLatest, ExpireAfter: spec.Expiry(5 * time.Second), DetachAfter: spec.Duration(time.Minute), MaxClientIDs: spec.DefaultMaxClientIDs}
 	if s.Consumers != want {
 		t.Errorf("consumers %+v, want %+v", s.Consumers, want)
 	}
@@ -142,10 +142,25 @@ func TestConsumers(t *testing.T) {
 		t.Errorf("a spec without consumers shows them: %s", y)
 	}
 
-	_, err = spec.Parse([]byte(base + "consumers:\n  start: Newest\n  expire_after: -1s\n  detach_after: -2s\n"))
+	// never, or an explicit 0 (which meant never before expiry had a
+	// default), keeps client ids; both survive a YAML round trip.
+	for _, v := range []string{"never", "0", "0s"} {
+		s, err := spec.Parse([]byte(base + "consumers: {expire_after: " + v + ", max_client_ids: 7}\n"))
+		if err != nil || s.Consumers.ExpireAfter != spec.ExpireNever || s.Consumers.MaxClientIDs != 7 {
+			t.Errorf("expire_after: %s: %+v, %v", v, s, err)
+			continue
+		}
+		y, _ := yaml.Marshal(s)
+		if back, err := spec.Parse(y); err != nil || back.Consumers.ExpireAfter != spec.ExpireNever {
+			t.Errorf("expire_after: %s: YAML round trip:\n%s\n%v", v, y, err)
+		}
+	}
+
+	_, err = spec.Parse([]byte(base + "consumers:\n  start: Newest\n  expire_after: -1s\n  detach_after: -2s\n  max_client_ids: -3\n"))
 	wantErr := `line 4: consumers.start: "Newest": want earliest (the whole stream, the default) or latest (from now on)
-line 5: consumers.expire_after: -1s: must not be negative: leave it out to keep client ids until dropped, or write e.g. 24h
-line 6: consumers.detach_after: -2s: must not be negative: leave it out for 10s, or write e.g. 1m`
+line 5: consumers.expire_after: -1s: must not be negative: write never to keep client ids until dropped, or e.g. 24h (default 168h0m0s)
+line 6: consumers.detach_after: -2s: must not be negative: leave it out for 10s, or write e.g. 1m
+line 7: consumers.max_client_ids: -3: want 1 to 100000 (default 100)`
 	if err == nil || err.Error() != wantErr {
 		t.Errorf("bad consumers:\n%v\nwant:\n%s", err, wantErr)
 	}

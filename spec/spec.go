@@ -100,8 +100,15 @@ type Consumers struct {
 	// start here; a native client may ask (?from=). Default: earliest.
 	Start StartKind `yaml:"start,omitempty" json:"start,omitempty"`
 	// ExpireAfter drops a client id, with its cursor, once it has not
-	// been connected for this long. Default: 0, never.
-	ExpireAfter Duration `yaml:"expire_after,omitempty" json:"expire_after,omitempty"`
+	// been connected for this long; "never" (or 0) keeps client ids until
+	// dropped (`braid consumer drop`). Sinks' client ids never expire.
+	// Default: 168h, a week.
+	ExpireAfter Expiry `yaml:"expire_after,omitempty" json:"expire_after,omitempty"`
+	// MaxClientIDs bounds the client ids one user may have on the
+	// destination (on each node that serves it); the one past it is
+	// refused until an idle one expires or is dropped. Without users, all
+	// clients count as one user. Default: 100.
+	MaxClientIDs int `yaml:"max_client_ids,omitempty" json:"max_client_ids,omitempty"`
 	// DetachAfter is how long one client id may hold the store full (the
 	// other consumers and the sources waiting for it) before it is
 	// detached: its cursor stays, and when it reads again a replay reader
@@ -158,6 +165,9 @@ const (
 	DefaultUser             = "root"
 	DefaultConsumersStart   = StartEarliest
 	DefaultDetachAfter      = 10 * time.Second
+	DefaultExpireAfter      = 7 * 24 * time.Hour
+	DefaultMaxClientIDs     = 100
+	MaxMaxClientIDs         = 100_000
 	DefaultSnapshotChunk    = 8192
 )
 
@@ -233,6 +243,12 @@ func (s Spec) WithDefaults() Spec {
 	}
 	if s.Consumers.DetachAfter == 0 {
 		s.Consumers.DetachAfter = Duration(DefaultDetachAfter)
+	}
+	if s.Consumers.ExpireAfter == 0 {
+		s.Consumers.ExpireAfter = Expiry(DefaultExpireAfter)
+	}
+	if s.Consumers.MaxClientIDs == 0 {
+		s.Consumers.MaxClientIDs = DefaultMaxClientIDs
 	}
 	src := make([]Source, len(s.Sources))
 	copy(src, s.Sources)

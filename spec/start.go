@@ -164,3 +164,34 @@ func (d *Duration) decodeNode(dec *decoder, path string, n *yaml.Node) {
 
 // MarshalYAML writes Go duration syntax.
 func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// Expiry is consumers.expire_after: a Duration, or "never" (also written
+// 0), which is ExpireNever.
+type Expiry Duration
+
+// ExpireNever is an Expiry that keeps client ids until they are dropped.
+const ExpireNever Expiry = -1
+
+// UnmarshalYAML parses Go duration syntax or never.
+func (e *Expiry) UnmarshalYAML(n *yaml.Node) error { return decodeOne(n, e) }
+
+func (e *Expiry) decodeNode(dec *decoder, path string, n *yaml.Node) {
+	if n.Kind == yaml.ScalarNode && n.Value == "never" {
+		*e = ExpireNever
+		return
+	}
+	var d Duration
+	d.decodeNode(dec, path, n)
+	*e = Expiry(d)
+	if d == 0 {
+		*e = ExpireNever // written, so not the default: 0 keeps for ever, as it always did
+	}
+}
+
+// MarshalYAML writes never or Go duration syntax.
+func (e Expiry) MarshalYAML() (any, error) {
+	if e == ExpireNever {
+		return "never", nil
+	}
+	return time.Duration(e).String(), nil
+}

@@ -118,8 +118,11 @@ func (s *Spec) problems() []*FieldError {
 	default:
 		bad("consumers.start", "%q: want earliest (the whole stream, the default) or latest (from now on)", c.Start)
 	}
-	if c.ExpireAfter < 0 {
-		bad("consumers.expire_after", "%v: must not be negative: leave it out to keep client ids until dropped, or write e.g. 24h", time.Duration(c.ExpireAfter))
+	if c.ExpireAfter < 0 && c.ExpireAfter != ExpireNever {
+		bad("consumers.expire_after", "%v: must not be negative: write never to keep client ids until dropped, or e.g. 24h (default %v)", time.Duration(c.ExpireAfter), DefaultExpireAfter)
+	}
+	if c.MaxClientIDs < 0 || c.MaxClientIDs > MaxMaxClientIDs {
+		bad("consumers.max_client_ids", "%d: want 1 to %d (default %d)", c.MaxClientIDs, MaxMaxClientIDs, DefaultMaxClientIDs)
 	}
 	if c.DetachAfter < 0 {
 		bad("consumers.detach_after", "%v: must not be negative: leave it out for %v, or write e.g. 1m", time.Duration(c.DetachAfter), DefaultDetachAfter)

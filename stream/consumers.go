@@ -93,6 +93,14 @@ type OpenOptions struct {
 	// Ephemeral: the client keeps no cursor; its owner unsubscribes it
 	// when it goes.
 	Ephemeral bool
+	// Consumer: a consumer opens it through a server (canal or native),
+	// Owner being its user ("" without users): a new client id counts
+	// toward Owner's Config.MaxClientsPerOwner, and its replays draw on
+	// Owner's share of Config.MaxReplays. A known client id opened so for
+	// the first time (one restored from its saved cursor) is Owner's from
+	// then on.
+	Consumer bool
+	Owner    string
 }
 
 // Open subscribes client where o says if it is new (see Start); a known
@@ -104,8 +112,19 @@ func (s *Store) Open(ctx context.Context, client string, o OpenOptions) error {
 	s.mu.Lock()
 	if c, ok := s.clients[client]; ok {
 		c.lastSeen = time.Now()
+		if o.Consumer && !c.owned {
+			c.owned, c.owner = true, o.Owner
+		}
 		s.mu.Unlock()
 		return nil
+	}
+	if o.Consumer && s.countOwned(o.Owner) >= s.cfg.MaxClientsPerOwner {
+		s.mu.Unlock()
+		return s.tooMany(client, o.Owner)
+	}
+	key := "c:" + client
+	if o.Consumer {
+		key = "u:" + o.Owner
 	}
 	st := o.Start
 	if st.Kind == "" {
@@ -119,13 +138,13 @@ func (s *Store) Open(ctx context.Context, client string, o OpenOptions) error {
 	}
 	if here {
 		c := s.newClient(after, origin)
-		c.since, c.ephemeral = since, o.Ephemeral
+		c.since, c.ephemeral, c.owned, c.owner = since, o.Ephemeral, o.Consumer, o.Owner
 		s.clients[client] = c
 		s.mu.Unlock()
 		return nil
 	}
 	s.mu.Unlock()
-	r, err := s.startReplay(client, origin, after, since, 0)
+	r, err := s.startReplay(client, key, origin, after, since, 0)
 	if err != nil {
 		return err
 	}
@@ -135,8 +154,12 @@ func (s *Store) Open(ctx context.Context, client string, o OpenOptions) error {
 		go r.Close() // another Open won
 		return nil
 	}
+	if o.Consumer && s.countOwned(o.Owner) >= s.cfg.MaxClientsPerOwner {
+		go r.Close() // others of Owner's came in meanwhile
+		return s.tooMany(client, o.Owner)
+	}
 	c := s.newClient(after, origin)
-	c.since, c.ephemeral = since, o.Ephemeral
+	c.since, c.ephemeral, c.owned, c.owner = since, o.Ephemeral, o.Consumer, o.Owner
 	c.detached, c.replay = true, r
 	s.clients[client] = c
 	return nil
@@ -200,24 +223,42 @@ func (s *Store) firstHeldBefore(t time.Time) bool {
 
 // startReplay starts a replay reader for client after from, handing it
 // the transactions after after (and committed at or after since), its
-// batch ids from nextID on.
-func (s *Store) startReplay(client string, from *group.Cursor, after uint64, since time.Time, nextID int64) (*Pipeline, error) {
+// batch ids from nextID on; key is whose share it draws on (shareKey).
+func (s *Store) startReplay(client, key string, from *group.Cursor, after uint64, since time.Time, nextID int64) (*Pipeline, error) {
 	s.mu.Lock()
-	running := s.startingReplays
-	for _, c := range s.clients {
+	running, mine := s.startingReplays, s.startingBy[key]
+	for id, c := range s.clients {
 		if c.replay != nil {
 			running++
+			if shareKey(id, c) == key {
+				mine++
+			}
 		}
 	}
 	if running >= s.cfg.MaxReplays {
 		s.mu.Unlock()
 		return nil, fmt.Errorf("%w: %d replay readers serve client ids behind the store already, at most %d at once: retry in a moment", ErrReplaysBusy, running, s.cfg.MaxReplays)
 	}
+	if share := s.replayShare(); mine >= share {
+		s.mu.Unlock()
+		who := "client id " + client
+		if u, ok := strings.CutPrefix(key, "u:"); ok {
+			who = "user " + u
+			if u == "" {
+				who = "anonymous clients"
+			}
+		}
+		return nil, fmt.Errorf("%w: %s runs %d of the destination's %d replay readers already, at most %d at once: retry once one has caught up", ErrReplaysBusy, who, mine, s.cfg.MaxReplays, share)
+	}
 	s.startingReplays++
+	s.startingBy[key]++
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
 		s.startingReplays--
+		if s.startingBy[key]--; s.startingBy[key] == 0 {
+			delete(s.startingBy, key)
+		}
 		s.mu.Unlock()
 	}()
 	r, err := s.cfg.Replay(from, client)
@@ -265,9 +306,9 @@ func (s *Store) route(client string) (*Pipeline, error) {
 		}
 		c.lastSeen = time.Now()
 		if c.replay == nil {
-			from, after, since, nextID := c.resumeCursor(), c.done, c.since, c.nextID
+			from, after, since, nextID, key := c.resumeCursor(), c.done, c.since, c.nextID, shareKey(client, c)
 			s.mu.Unlock()
-			r, err := s.startReplay(client, from, after, since, nextID)
+			r, err := s.startReplay(client, key, from, after, since, nextID)
 			if err != nil {
 				return nil, err
 			}
@@ -380,7 +421,7 @@ func (s *Store) Maintain(now time.Time) []Notice {
 	if d := s.cfg.ExpireAfter; d > 0 {
 		var ids []string
 		for id, c := range s.clients {
-			if c.reading == 0 && now.Sub(c.lastSeen) >= d {
+			if c.reading == 0 && now.Sub(c.lastSeen) >= d && !isSink(id) {
 				ids = append(ids, id)
 				if c.replay != nil {
 					stop = append(stop, c.replay)

@@ -310,7 +310,7 @@ func TestIdleClientDetached(t *testing.T) {
 // TestClientExpires: a client id unseen for expire_after is dropped.
 func TestClientExpires(t *testing.T) {
 	_, ds := twoShards(t)
-	ds.Consumers.ExpireAfter = spec.Duration(time.Second)
+	ds.Consumers.ExpireAfter = spec.Expiry(time.Second)
 	p := start(t, ds, stream.Config{})
 	p.Store.Subscribe("gone")
 	p.Store.Subscribe("here")

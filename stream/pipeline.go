@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -173,6 +174,13 @@ func StartPipeline(ctx context.Context, cfg PipelineConfig) (*Pipeline, error) {
 		if sc.DetachAfter == 0 { // a spec stored before consumers: existed
 			sc.DetachAfter = spec.DefaultDetachAfter
 		}
+		switch pol.ExpireAfter {
+		case 0: // a spec stored before expiry had a default
+			sc.ExpireAfter = spec.DefaultExpireAfter
+		case spec.ExpireNever:
+			sc.ExpireAfter = 0
+		}
+		sc.MaxClientsPerOwner = cmp.Or(pol.MaxClientIDs, sc.MaxClientsPerOwner)
 		if pol.Start == spec.StartLatest {
 			sc.Start = Start{Kind: StartLatest}
 		}

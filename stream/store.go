@@ -18,6 +18,10 @@ import (
 // un-acked one.
 var ErrUnknownBatch = errors.New("stream: unknown batch")
 
+// ErrNotSubscribed: the client id is not subscribed to the store (never
+// was, or was dropped or expired).
+var ErrNotSubscribed = errors.New("stream: client is not subscribed")
+
 // ErrClosed: the store was closed.
 var ErrClosed = errors.New("stream: store closed")
 
@@ -53,8 +57,14 @@ type Config struct {
 	// transaction held, as it could before replays.
 	Replay ReplayFunc
 	// MaxReplays bounds the replay readers running at once, each a merge
-	// and a store of its own. Default: DefaultMaxReplays.
+	// and a store of its own; one owner (OpenOptions.Owner) may run half of
+	// them at most (at least one). Default: DefaultMaxReplays.
 	MaxReplays int
+	// MaxClientsPerOwner bounds the client ids one owner may have
+	// subscribed through Open with OpenOptions.Consumer: the one past it
+	// is refused (ErrTooManyClients) and nothing of it is kept. Default:
+	// DefaultMaxClientsPerOwner.
+	MaxClientsPerOwner int
 	// WarnAfter is how long the store may stay full before Maintain names
 	// the client ids holding it. Default: 1s.
 	WarnAfter time.Duration
@@ -63,7 +73,8 @@ type Config struct {
 	// it when it reads again. Default: never.
 	DetachAfter time.Duration
 	// ExpireAfter drops a client id that has not read for that long
-	// (Maintain). Default: never.
+	// (Maintain); sinks' client ids (SinkClientPrefix) are never dropped.
+	// Default (and 0 or less): never.
 	ExpireAfter time.Duration
 	// Logger receives the store's own lines (a replayed client rejoining).
 	// Default: discarded.
@@ -129,8 +140,10 @@ type Store struct {
 	// headAt its commit time: where a client starting at latest begins.
 	headMark *group.Cursor
 	headAt   time.Time
-	// startingReplays counts replay readers being started (MaxReplays).
+	// startingReplays counts replay readers being started (MaxReplays),
+	// in all and by share (shareKey).
 	startingReplays int
+	startingBy      map[string]int
 }
 
 type storeEntry struct {
@@ -160,7 +173,11 @@ type storeClient struct {
 	origin *group.Cursor
 
 	ephemeral bool
-	lastSeen  time.Time
+	// owned: a consumer opened it (OpenOptions.Consumer), owner being
+	// who; it counts toward owner's Config.MaxClientsPerOwner.
+	owned    bool
+	owner    string
+	lastSeen time.Time
 	// reading counts its reads in progress: a client waiting in one (a
 	// canal GET may wait for days) is seen, whatever lastSeen says.
 	reading int
@@ -203,6 +220,9 @@ func NewStore(cfg Config) *Store {
 	if cfg.MaxReplays <= 0 {
 		cfg.MaxReplays = DefaultMaxReplays
 	}
+	if cfg.MaxClientsPerOwner <= 0 {
+		cfg.MaxClientsPerOwner = DefaultMaxClientsPerOwner
+	}
 	if cfg.WarnAfter <= 0 {
 		cfg.WarnAfter = time.Second
 	}
@@ -212,7 +232,7 @@ func NewStore(cfg Config) *Store {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Store{cfg: cfg, changed: make(chan struct{}), clients: map[string]*storeClient{}, floorMark: cfg.After, headMark: cfg.After}
+	s := &Store{cfg: cfg, changed: make(chan struct{}), clients: map[string]*storeClient{}, startingBy: map[string]int{}, floorMark: cfg.After, headMark: cfg.After}
 	if cfg.After != nil {
 		s.floor = cfg.After.Seq
 	}
@@ -441,7 +461,7 @@ func (s *Store) getHere(ctx context.Context, client string, want, max int, maxBy
 	defer s.mu.Unlock()
 	c, ok := s.clients[client]
 	if !ok {
-		return Batch{}, false, fmt.Errorf("stream: client %q is not subscribed", client)
+		return Batch{}, false, fmt.Errorf("%w: client %q", ErrNotSubscribed, client)
 	}
 	if c.detached {
 		return Batch{}, true, nil
@@ -508,7 +528,7 @@ func (s *Store) Ack(client string, id int64) error {
 	c, ok := s.clients[client]
 	if !ok {
 		s.mu.Unlock()
-		return fmt.Errorf("stream: client %q is not subscribed", client)
+		return fmt.Errorf("%w: client %q", ErrNotSubscribed, client)
 	}
 	c.lastSeen = time.Now()
 	if r := c.replay; r != nil {
@@ -542,6 +562,14 @@ func (s *Store) Ack(client string, id int64) error {
 	return nil
 }
 
+// Subscribed reports whether client is subscribed.
+func (s *Store) Subscribed(client string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.clients[client]
+	return ok
+}
+
 // client returns the state of a subscribed client, a copy taken under mu.
 func (s *Store) client(id string) storeClient {
 	s.mu.Lock()
@@ -566,7 +594,7 @@ func (s *Store) Rollback(client string) error {
 	c, ok := s.clients[client]
 	if !ok {
 		s.mu.Unlock()
-		return fmt.Errorf("stream: client %q is not subscribed", client)
+		return fmt.Errorf("%w: client %q", ErrNotSubscribed, client)
 	}
 	if r := c.replay; r != nil {
 		s.mu.Unlock()

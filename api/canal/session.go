@@ -247,6 +247,10 @@ func (ss *session) authenticate(ctx context.Context, p *pbp.Packet) bool {
 	if ms := a.GetNetWriteTimeout(); ms > 0 {
 		ss.writeTimeout = time.Duration(ms) * time.Millisecond
 	}
+	if err := stream.CheckClientID(a.ClientId); err != nil {
+		ss.fail(CodeError, err.Error(), "user", a.Username, "dest", a.Destination, "client", a.ClientId)
+		return false
+	}
 	if a.Destination != "" && a.ClientId != "" {
 		d, err := ss.s.cfg.Registry.Lookup(a.Destination)
 		switch {
@@ -259,7 +263,7 @@ func (ss *session) authenticate(ctx context.Context, p *pbp.Packet) bool {
 			return false
 		default:
 			ss.serving(a.Destination, a.ClientId)
-			if err := d.Store.Open(ctx, a.ClientId, stream.OpenOptions{}); err != nil {
+			if err := d.Store.Open(ctx, a.ClientId, stream.OpenOptions{Consumer: true, Owner: a.Username}); err != nil {
 				ss.fail(CodeError, err.Error(), "dest", a.Destination, "client", a.ClientId)
 				return false
 			}
@@ -277,7 +281,7 @@ func (ss *session) handle(ctx context.Context, p *pbp.Packet) error {
 	case pbp.PacketType_SUBSCRIPTION:
 		var m pbp.Sub
 		return ss.identified(ctx, p, &m, m.GetDestination, m.GetClientId, func(d *stream.Served, client string) error {
-			if err := d.Store.Open(ctx, client, stream.OpenOptions{}); err != nil {
+			if err := d.Store.Open(ctx, client, stream.OpenOptions{Consumer: true, Owner: ss.user}); err != nil {
 				return ss.fail(CodeError, err.Error(), "dest", d.Name, "client", client)
 			}
 			return ss.writeAck(0, "")
@@ -347,6 +351,9 @@ func (ss *session) identified(ctx context.Context, p *pbp.Packet, m proto.Messag
 	}
 	if !ss.mayRead(dest()) {
 		return ss.fail(CodeError, deniedMessage(ss.user, dest()), "dest", dest(), "client", client(), "type", p.Type.String())
+	}
+	if err := stream.CheckClientID(client()); err != nil {
+		return ss.fail(CodeError, err.Error(), "dest", dest(), "client", client(), "type", p.Type.String())
 	}
 	d, err := ss.s.cfg.Registry.Lookup(dest())
 	if err != nil && ss.canForward(err) {

@@ -42,7 +42,8 @@ type handler struct {
 	mu      sync.Mutex
 	clients map[clientKey]*clientState
 
-	sinkAdmin func(dest string) SinkAdmin // WithSinks; nil: none
+	sinkAdmin func(dest string) SinkAdmin  // WithSinks; nil: none
+	owner     func(r *http.Request) string // WithOwner; nil: ""
 }
 
 // NewHandler returns the native API over the destinations of reg. A nil
@@ -114,11 +115,11 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 func (h *handler) lookup(w http.ResponseWriter, r *http.Request) (*stream.Served, bool) {
 	s, err := h.reg.Lookup(r.PathValue("name"))
 	if err != nil {
-		status := http.StatusInternalServerError
 		if errors.Is(err, stream.ErrUnknownDestination) {
-			status = http.StatusNotFound
+			writeError(w, http.StatusNotFound, err.Error())
+		} else {
+			Internal(w, r, h.log, err)
 		}
-		writeError(w, status, err.Error())
 		return nil, false
 	}
 	return s, true
@@ -333,11 +334,11 @@ func (h *handler) decide(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
 	if err := s.Decide(ctx, lock, action); err != nil {
-		status := http.StatusInternalServerError
 		if errors.Is(err, group.ErrNoLock) {
-			status = http.StatusNotFound
+			writeError(w, http.StatusNotFound, err.Error())
+		} else {
+			Internal(w, r, h.log, fmt.Errorf("destination %s: decide lock %d: %w", s.Name, lock, err))
 		}
-		writeError(w, status, err.Error())
 		return
 	}
 	h.log.Info("shard DDL lock decided by an operator", "dest", s.Name, "lock", lock, "action", action)
@@ -369,6 +370,10 @@ func (h *handler) lookupClient(w http.ResponseWriter, r *http.Request) (*stream.
 		writeError(w, http.StatusBadRequest, err.Error())
 		return nil, "", nil, false
 	}
+	if err := stream.CheckClientID(id); err != nil {
+		writeError(w, http.StatusForbidden, err.Error())
+		return nil, "", nil, false
+	}
 	return s, id, q, true
 }
 
@@ -396,9 +401,16 @@ func (h *handler) ack(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n, pending, acked, err := c.ack(s.Store, seq)
-	if err != nil {
-		h.log.Error("ack failed", "dest", s.Name, "client", id, "seq", seq, "err", err)
-		writeError(w, http.StatusInternalServerError, err.Error())
+	switch {
+	case errors.Is(err, stream.ErrUnknownBatch), errors.Is(err, stream.ErrNotSubscribed):
+		// The batches this handler handed out are not the store's any
+		// more: the client id was read elsewhere meanwhile, detached, or
+		// dropped. The client's stream is what is wrong, not the server.
+		h.log.Info("ack refused: the batches handed out are void", "dest", s.Name, "client", id, "seq", seq, "err", err)
+		writeError(w, http.StatusConflict, fmt.Sprintf("ack of seq %d for client id %q refused: what was sent to it was taken back (read again meanwhile, detached or dropped): open the stream again after the last seq handled", seq, id))
+		return
+	case err != nil:
+		Internal(w, r, h.log, fmt.Errorf("destination %s: ack of client %q up to seq %d: %w", s.Name, id, seq, err))
 		return
 	}
 	writeJSON(w, http.StatusOK, wire.AckResult{ClientID: id, Seq: acked, Acked: n, Pending: pending})
@@ -428,7 +440,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		status = http.StatusInternalServerError
-		b, _ = json.Marshal(wire.ErrorBody{Error: err.Error()})
+		b, _ = json.Marshal(wire.ErrorBody{Error: "internal error: the answer could not be encoded"})
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)

@@ -76,7 +76,8 @@ func (h *handler) sink(w http.ResponseWriter, r *http.Request) {
 	if a := h.admin(s.Name); a != nil {
 		var err error
 		if d, err = a.Detail(r.Context(), name); err != nil {
-			writeError(w, http.StatusInternalServerError, err.Error())
+			// The sink's target failed to answer: the admin's to read.
+			writeError(w, http.StatusBadGateway, "sink "+name+": "+err.Error())
 			return
 		}
 	}
@@ -86,7 +87,9 @@ func (h *handler) sink(w http.ResponseWriter, r *http.Request) {
 
 // verify compares a sink's target with the sources: 400 for a bad
 // sample, 404 for an unknown sink, 501 where its sinks are not run by
-// this process, 500 for what kept the comparison from being made.
+// this process, 502 with the sink's error for what kept the comparison
+// from being made (a target or source that failed; only admins may
+// verify, and the error is about their own sink).
 func (h *handler) verify(w http.ResponseWriter, r *http.Request) {
 	s, ok := h.lookup(w, r)
 	if !ok {
@@ -113,7 +116,7 @@ func (h *handler) verify(w http.ResponseWriter, r *http.Request) {
 	}
 	rep, err := a.Verify(r.Context(), name, sample, q["table"])
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "sink "+name+": verify: "+err.Error())
+		writeError(w, http.StatusBadGateway, "sink "+name+": verify: "+err.Error())
 		return
 	}
 	writeJSON(w, http.StatusOK, rep)

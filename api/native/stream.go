@@ -53,9 +53,15 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "parameter from: "+err.Error())
 		return
 	}
+	open.Consumer, open.Owner = true, h.ownerOf(r)
 	c := h.client(s.Store, id)
 	if err := c.open(r.Context(), s.Store, open); err != nil {
+		if !errors.Is(err, errBusy) && !s.Store.Subscribed(id) {
+			h.forget(s.Store, id) // nothing of a refused client id stays
+		}
 		switch {
+		case errors.Is(err, stream.ErrTooManyClients):
+			writeError(w, http.StatusTooManyRequests, fmt.Sprintf("destination %s: %v", s.Name, err))
 		case errors.Is(err, errBusy):
 			writeError(w, http.StatusConflict, fmt.Sprintf("client id %q already has a stream of destination %q open; one stream per client id at a time (close it, or use another client id)", id, s.Name))
 		case errors.Is(err, stream.ErrHistoryGone):
@@ -63,7 +69,7 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request) {
 		case errors.Is(err, stream.ErrReplaysBusy):
 			writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("destination %s: %v", s.Name, err))
 		default:
-			writeError(w, http.StatusInternalServerError, err.Error())
+			Internal(w, r, h.log, fmt.Errorf("destination %s: open client %q: %w", s.Name, id, err))
 		}
 		return
 	}

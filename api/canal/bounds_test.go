@@ -1,0 +1,63 @@
+package canal_test
+
+import (
+	"fmt"
+	"testing"
+
+	pbp "github.com/withlin/canal-go/protocol/packet"
+
+	"github.com/braid-cdc/braid/api/canal"
+	"github.com/braid-cdc/braid/stream"
+)
+
+// TestSinkClientIDReserved: a canal client cannot log in, subscribe,
+// read, ack or roll back as a sink ("sink:NAME"), whose cursor a
+// takeover resumes the sink from; the store never hears of the id.
+func TestSinkClientIDReserved(t *testing.T) {
+	f := newFixture(t, canal.Config{})
+	f.store.Subscribe("sink:copy") // the sink, as the node runs it
+	before := f.store.Clients()
+
+	r := dialRaw(t, f.port)
+	r.authWith(&pbp.ClientAuth{Username: "app", Destination: "shop", ClientId: "sink:copy"}, "")
+	r.wantAck(canal.CodeError, `the prefix "sink:" is reserved`)
+
+	r = dialRaw(t, f.port)
+	r.auth("app", "")
+	r.send(pbp.PacketType_SUBSCRIPTION, &pbp.Sub{Destination: "shop", ClientId: "sink:copy", Filter: ".*"})
+	r.wantAck(canal.CodeError, `the prefix "sink:" is reserved`)
+	r.send(pbp.PacketType_GET, &pbp.Get{Destination: "shop", ClientId: "sink:copy", FetchSize: 10})
+	r.wantAck(canal.CodeError, `the prefix "sink:" is reserved`)
+	r.send(pbp.PacketType_CLIENTACK, &pbp.ClientAck{Destination: "shop", ClientId: "sink:copy", BatchId: 1})
+	r.wantAck(canal.CodeError, `the prefix "sink:" is reserved`)
+	r.send(pbp.PacketType_CLIENTROLLBACK, &pbp.ClientRollback{Destination: "shop", ClientId: "sink:copy"})
+	r.wantAck(canal.CodeError, `the prefix "sink:" is reserved`)
+	r.send(pbp.PacketType_UNSUBSCRIPTION, &pbp.Unsub{Destination: "shop", ClientId: "sink:copy"})
+	r.wantAck(canal.CodeError, `the prefix "sink:" is reserved`)
+
+	after := f.store.Clients()
+	if len(after) != len(before) || after[0].ID != "sink:copy" || after[0].Batches != 0 {
+		t.Errorf("the store's clients changed: %+v, before %+v", after, before)
+	}
+}
+
+// TestClientCapCanal: one canal user subscribing id after id gets
+// DefaultMaxClientsPerOwner of them; the next is refused with canal's
+// error naming the cap and braid consumer drop, and is not kept.
+func TestClientCapCanal(t *testing.T) {
+	f := newFixture(t, canal.Config{})
+	r := dialRaw(t, f.port)
+	r.auth("app", "")
+	for i := range stream.DefaultMaxClientsPerOwner {
+		r.send(pbp.PacketType_SUBSCRIPTION, &pbp.Sub{Destination: "shop", ClientId: fmt.Sprint(2000 + i), Filter: ".*"})
+		r.wantAck(0, "")
+	}
+	r.send(pbp.PacketType_SUBSCRIPTION, &pbp.Sub{Destination: "shop", ClientId: "9999", Filter: ".*"})
+	r.wantAck(canal.CodeError, "consumers.max_client_ids): reuse one, or drop those no longer used with `braid consumer drop")
+	if n := len(f.store.Clients()); n != stream.DefaultMaxClientsPerOwner {
+		t.Errorf("the store holds %d client ids, want %d", n, stream.DefaultMaxClientsPerOwner)
+	}
+	// A known id still subscribes.
+	r.send(pbp.PacketType_SUBSCRIPTION, &pbp.Sub{Destination: "shop", ClientId: "2000", Filter: ".*"})
+	r.wantAck(0, "")
+}

@@ -1,0 +1,143 @@
+package native_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/braid-cdc/braid/api/native"
+	"github.com/braid-cdc/braid/api/wire"
+	"github.com/braid-cdc/braid/stream"
+)
+
+// syncBuf is a log the handler writes while the test reads it.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestInternalErrorLeaksNothing: a 500 answers a generic line and an id;
+// the detail (here a Raft error naming a path and a batch) goes to the
+// log under that id only.
+func TestInternalErrorLeaksNothing(t *testing.T) {
+	const secret = "raft: apply failed: /var/lib/braid/raft.db: batch 41 of client sink:copy"
+	reg := stream.NewRegistry()
+	reg.Add(&stream.Served{Name: "shop", Store: stream.NewStore(stream.Config{}),
+		Decide: func(context.Context, int, string) error { return errors.New(secret) }})
+	var logs syncBuf
+	srv := httptest.NewServer(native.NewHandler(reg, slog.New(slog.NewTextHandler(&logs, nil))))
+	defer srv.Close()
+	hc := &http.Client{Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+
+	var body wire.ErrorBody
+	if st := post(t, hc, srv.URL+"/v1/destinations/shop/ddl/1?action=skip", &body); st != http.StatusInternalServerError {
+		t.Fatalf("status %d, want 500", st)
+	}
+	if body.ID == "" || strings.Contains(body.Error, "raft") || strings.Contains(body.Error, "batch") || strings.Contains(body.Error, "/var") {
+		t.Errorf("the 500 says %+v: want a generic line and an id", body)
+	}
+	if l := logs.String(); !strings.Contains(l, "error_id="+body.ID) || !strings.Contains(l, "batch 41") {
+		t.Errorf("the log has no detail under error_id=%s:\n%s", body.ID, l)
+	}
+}
+
+// TestVoidAckIs409: an ack of batches that were taken back meanwhile (the
+// client id read through another protocol, say) is the client's
+// conflict, answered 409 without the store's batch numbers; before, it
+// was a 500 naming them.
+func TestVoidAckIs409(t *testing.T) {
+	reg := stream.NewRegistry()
+	store := stream.NewStore(stream.Config{})
+	reg.Add(&stream.Served{Name: "shop", Store: store})
+	srv, hc := server(t, reg)
+	put(t, store, 1, 2)
+	s := openStream(t, hc, srv.URL+"/v1/destinations/shop/stream?client-id=c1")
+	s.seqs(t, 2)
+	s.close()
+	// Another reader of c1 takes everything back and reads it again.
+	time.Sleep(50 * time.Millisecond) // the handler sees the stream end
+	if err := store.Rollback("c1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Get(context.Background(), "c1", 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	var body wire.ErrorBody
+	if st := post(t, hc, srv.URL+"/v1/destinations/shop/ack?client-id=c1&seq=2", &body); st != http.StatusConflict {
+		t.Fatalf("ack of void batches: %d %+v, want 409", st, body)
+	}
+	if strings.Contains(body.Error, "batch") {
+		t.Errorf("the answer names batches: %q", body.Error)
+	}
+}
+
+// TestSinkClientIDRefused: no HTTP caller streams, acks or opens as a
+// sink's client id; the store never hears of it.
+func TestSinkClientIDRefused(t *testing.T) {
+	reg := stream.NewRegistry()
+	store := stream.NewStore(stream.Config{})
+	reg.Add(&stream.Served{Name: "shop", Store: store})
+	srv, hc := server(t, reg)
+	put(t, store, 1)
+	var body wire.ErrorBody
+	if st := get(t, hc, srv.URL+"/v1/destinations/shop/stream?client-id=sink:copy", &body); st != http.StatusForbidden || !strings.Contains(body.Error, `prefix "sink:" is reserved`) {
+		t.Errorf("stream as sink:copy: %d %q, want 403 saying the prefix is reserved", st, body.Error)
+	}
+	if st := post(t, hc, srv.URL+"/v1/destinations/shop/ack?client-id=sink:copy&seq=1", &body); st != http.StatusForbidden {
+		t.Errorf("ack as sink:copy: %d %q, want 403", st, body.Error)
+	}
+	if n := len(store.Clients()); n != 0 {
+		t.Errorf("the store has %d clients", n)
+	}
+}
+
+// TestClientIDCapHTTP: past the cap a new client id is answered 429 and
+// leaves nothing behind, in the store or in the handler.
+func TestClientIDCapHTTP(t *testing.T) {
+	reg := stream.NewRegistry()
+	store := stream.NewStore(stream.Config{MaxClientsPerOwner: 3})
+	reg.Add(&stream.Served{Name: "shop", Store: store})
+	srv, hc := server(t, reg)
+	for i := range 3 {
+		s := openStream(t, hc, srv.URL+fmt.Sprintf("/v1/destinations/shop/stream?client-id=c%d", i))
+		if s.status != 200 {
+			t.Fatalf("client c%d: %d", i, s.status)
+		}
+		s.close()
+	}
+	for i := 3; i < 200; i++ {
+		var body wire.ErrorBody
+		st := get(t, hc, srv.URL+fmt.Sprintf("/v1/destinations/shop/stream?client-id=c%d", i), &body)
+		if st != http.StatusTooManyRequests || !strings.Contains(body.Error, "braid consumer drop") {
+			t.Fatalf("client c%d past the cap: %d %q, want 429 naming braid consumer drop", i, st, body.Error)
+		}
+	}
+	var cs []wire.ClientState
+	if get(t, hc, srv.URL+"/v1/destinations/shop/consumers", &cs); len(cs) != 3 {
+		t.Errorf("consumers %+v, want 3", cs)
+	}
+	if got := native.ClientStates(srv.Config.Handler); got != 3 {
+		t.Errorf("the handler keeps %d client states, want 3", got)
+	}
+}
