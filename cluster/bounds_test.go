@@ -29,7 +29,10 @@ func callAs(t *testing.T, hc *http.Client, method, url, user, pw string) (int, [
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	b, err := io.ReadAll(resp.Body)
+	if err != nil && resp.StatusCode != http.StatusOK {
+		t.Fatal(err)
+	}
 	return resp.StatusCode, b
 }
 
@@ -140,7 +143,7 @@ func TestConsumerCannotActAsSink(t *testing.T) {
 	c.Create(destSpec("shop", src))
 	owner, _ := c.Owner("shop")
 	insert(t, src, 1)
-	hc := &http.Client{Transport: &http.Transport{}}
+	hc := &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second} // a stream let through would never end
 	defer hc.CloseIdleConnections()
 	for _, u := range [][2]string{{clustertest.ConsumerUser, clustertest.ConsumerPassword}, {clustertest.AdminUser, clustertest.AdminPassword}} {
 		for _, r := range []struct{ method, path string }{

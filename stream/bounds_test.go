@@ -82,6 +82,20 @@ func TestIdleClientExpiresByDefault(t *testing.T) {
 		t.Error("a sink's client id expired")
 	}
 
+	// A spec stored before expiry had a default says 0: a week too.
+	old := *ds
+	old.Consumers.ExpireAfter = 0
+	o, err := stream.StartPipeline(context.Background(), stream.PipelineConfig{Spec: &old, Serve: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	o.Store.Subscribe("idle")
+	o.Store.Maintain(time.Now().Add(spec.DefaultExpireAfter + time.Minute))
+	if clientStats(o.Store, "idle").ID != "" {
+		t.Error("a spec stored without expire_after kept a client id idle for more than a week")
+	}
+
 	never := *ds
 	never.Consumers.ExpireAfter = spec.ExpireNever
 	q, err := stream.StartPipeline(context.Background(), stream.PipelineConfig{Spec: &never, Serve: true})

@@ -3,6 +3,7 @@ package native_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -92,6 +93,28 @@ func TestVoidAckIs409(t *testing.T) {
 	}
 }
 
+// refusal opens url and returns its status and error; a stream that
+// opens (200) is closed at once.
+func refusal(t *testing.T, hc *http.Client, method, url string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, method, url, nil)
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		return resp.StatusCode, ""
+	}
+	var body wire.ErrorBody
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	return resp.StatusCode, body.Error
+}
+
 // TestSinkClientIDRefused: no HTTP caller streams, acks or opens as a
 // sink's client id; the store never hears of it.
 func TestSinkClientIDRefused(t *testing.T) {
@@ -100,12 +123,11 @@ func TestSinkClientIDRefused(t *testing.T) {
 	reg.Add(&stream.Served{Name: "shop", Store: store})
 	srv, hc := server(t, reg)
 	put(t, store, 1)
-	var body wire.ErrorBody
-	if st := get(t, hc, srv.URL+"/v1/destinations/shop/stream?client-id=sink:copy", &body); st != http.StatusForbidden || !strings.Contains(body.Error, `prefix "sink:" is reserved`) {
-		t.Errorf("stream as sink:copy: %d %q, want 403 saying the prefix is reserved", st, body.Error)
+	if st, msg := refusal(t, hc, "GET", srv.URL+"/v1/destinations/shop/stream?client-id=sink:copy"); st != http.StatusForbidden || !strings.Contains(msg, `prefix "sink:" is reserved`) {
+		t.Errorf("stream as sink:copy: %d %q, want 403 saying the prefix is reserved", st, msg)
 	}
-	if st := post(t, hc, srv.URL+"/v1/destinations/shop/ack?client-id=sink:copy&seq=1", &body); st != http.StatusForbidden {
-		t.Errorf("ack as sink:copy: %d %q, want 403", st, body.Error)
+	if st, msg := refusal(t, hc, "POST", srv.URL+"/v1/destinations/shop/ack?client-id=sink:copy&seq=1"); st != http.StatusForbidden {
+		t.Errorf("ack as sink:copy: %d %q, want 403", st, msg)
 	}
 	if n := len(store.Clients()); n != 0 {
 		t.Errorf("the store has %d clients", n)
@@ -127,10 +149,9 @@ func TestClientIDCapHTTP(t *testing.T) {
 		s.close()
 	}
 	for i := 3; i < 200; i++ {
-		var body wire.ErrorBody
-		st := get(t, hc, srv.URL+fmt.Sprintf("/v1/destinations/shop/stream?client-id=c%d", i), &body)
-		if st != http.StatusTooManyRequests || !strings.Contains(body.Error, "braid consumer drop") {
-			t.Fatalf("client c%d past the cap: %d %q, want 429 naming braid consumer drop", i, st, body.Error)
+		st, msg := refusal(t, hc, "GET", srv.URL+fmt.Sprintf("/v1/destinations/shop/stream?client-id=c%d", i))
+		if st != http.StatusTooManyRequests || !strings.Contains(msg, "braid consumer drop") {
+			t.Fatalf("client c%d past the cap: %d %q, want 429 naming braid consumer drop", i, st, msg)
 		}
 	}
 	var cs []wire.ClientState
