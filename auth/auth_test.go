@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	canalclient "github.com/withlin/canal-go/client"
 )
@@ -120,7 +121,8 @@ func TestLogin(t *testing.T) {
 }
 
 // TestLoginCache: a second login with the same credentials is answered
-// without a PBKDF2; failed logins are never cached; the cache stays bounded.
+// without a PBKDF2, and so is a second failure of the same name and
+// password (within FailWindow); the cache stays bounded.
 func TestLoginCache(t *testing.T) {
 	us := testUsers(t)
 	for range 3 {
@@ -135,8 +137,8 @@ func TestLoginCache(t *testing.T) {
 		us.Login("ops", "wrong")
 		us.Login("ghost", "opspw")
 	}
-	if n := us.derivations.Load(); n != 7 {
-		t.Errorf("six failed logins derived %d keys, want 6: a failure was cached", n-1)
+	if n := us.derivations.Load(); n != 3 {
+		t.Errorf("six failed logins of two pairs derived %d keys, want 2", n-1)
 	}
 	// A cached login is only for its own name and password.
 	if _, err := us.Login("app1", "opspw"); !errors.Is(err, ErrBadCredentials) {
@@ -422,5 +424,87 @@ func TestToken(t *testing.T) {
 		if msg := err.Error(); strings.Contains(msg, "hunter2") || strings.Contains(msg, "\n") || !strings.Contains(msg, "NAME:PASSWORD") {
 			t.Errorf("Token(%q): %q; want one line naming NAME:PASSWORD, not the token", in, msg)
 		}
+	}
+}
+
+// TestFailedLoginsBounded: the probe's finding, each wrong password a
+// PBKDF2 of its own. A pair that failed fails again without one; a name
+// or an address that failed FailBurst times is refused (ErrTooManyLogins)
+// without one until the window refills; a login cached as good still
+// passes; the log is told of one failure per name and window, FailBurst
+// in all.
+func TestFailedLoginsBounded(t *testing.T) {
+	us := testUsers(t)
+	now := time.Unix(1_800_000_000, 0)
+	us.now = func() time.Time { return now }
+	if _, err := us.LoginFrom("10.0.0.1", "ops", "opspw"); err != nil { // cached as good
+		t.Fatal(err)
+	}
+	base := us.derivations.Load()
+	for range 100 {
+		us.LoginFrom("10.0.0.9", "app1", "guess")
+	}
+	if n := us.derivations.Load() - base; n != 1 {
+		t.Errorf("100 tries of one wrong password derived %d keys, want 1", n)
+	}
+
+	base = us.derivations.Load()
+	var limited int
+	for i := range 1000 {
+		_, err := us.LoginFrom("10.0.0.9", "app1", fmt.Sprint("guess-", i))
+		switch {
+		case errors.Is(err, ErrTooManyLogins):
+			limited++
+			if limited == 1 && (!strings.Contains(err.Error(), "retry in") || strings.Contains(err.Error(), "guess")) {
+				t.Errorf("the refusal %q says no retry time, or repeats the password", err)
+			}
+		case !errors.Is(err, ErrBadCredentials):
+			t.Fatalf("try %d: %v", i, err)
+		}
+	}
+	if n := us.derivations.Load() - base; n != FailBurst-1 || limited != 1000-(FailBurst-1) {
+		t.Errorf("1000 guesses derived %d keys, %d refused: want %d derivations", n, limited, FailBurst-1)
+	}
+	// Another name from the limited address is refused too; the good
+	// login cached before still passes; the right password of the
+	// limited name waits for the window.
+	if _, err := us.LoginFrom("10.0.0.9", "ghost", "x"); !errors.Is(err, ErrTooManyLogins) {
+		t.Errorf("another name from the limited address: %v", err)
+	}
+	if _, err := us.LoginFrom("10.0.0.9", "ops", "opspw"); err != nil {
+		t.Errorf("a cached good login from a limited address: %v", err)
+	}
+	if _, err := us.LoginFrom("10.0.0.2", "app1", "app1pw"); !errors.Is(err, ErrTooManyLogins) {
+		t.Errorf("the limited name's right password from elsewhere: %v", err)
+	}
+	now = now.Add(FailWindow / FailBurst)
+	if _, err := us.LoginFrom("10.0.0.2", "app1", "app1pw"); err != nil {
+		t.Errorf("after a refill, the right password: %v", err)
+	}
+
+	// The log: one line per name and window, FailBurst in all.
+	lines, total := 0, 0
+	for i := range 500 {
+		if ok, _ := us.FailureLog(fmt.Sprint("name-", i%50)); ok {
+			lines++
+		}
+		total++
+	}
+	if lines != FailBurst {
+		t.Errorf("%d failures logged %d lines, want %d", total, lines, FailBurst)
+	}
+	now = now.Add(FailWindow)
+	if ok, suppressed := us.FailureLog("name-0"); !ok || suppressed != total-FailBurst {
+		t.Errorf("the next window's first line: %v, suppressed %d, want %d", ok, suppressed, total-FailBurst)
+	}
+
+	// The maps stay bounded whatever names and addresses come.
+	us.mu.Lock()
+	for i := range 3 * limitEntries {
+		us.fails.failed(now, us.cacheKey(fmt.Sprint("n", i), "x"), fmt.Sprint("user:n", i), fmt.Sprint("remote:10.1.", i))
+	}
+	us.mu.Unlock()
+	if len(us.fails.pairs) > limitEntries || len(us.fails.buckets) > limitEntries {
+		t.Errorf("%d pairs, %d buckets: want at most %d each", len(us.fails.pairs), len(us.fails.buckets), limitEntries)
 	}
 }

@@ -46,6 +46,13 @@
 //     request, so successful logins are remembered in a small in-memory
 //     cache, keyed by a SHA-256 of name, password and a random pepper of
 //     this process: one PBKDF2 per process and user, not per request.
+//   - Failed HTTP logins are bounded (LoginFrom): a name and password
+//     that failed within FailWindow fail again from a second cache (keyed
+//     the same way, never by the password) without a PBKDF2; a name or a
+//     remote address with FailBurst failures in a row is refused
+//     (ErrTooManyLogins) without one until its bucket refills, FailBurst
+//     per FailWindow, while logins cached as good go on; FailureLog
+//     throttles the log lines of failures to one per name and window.
 //   - CanalLogin checks a canal client's scramble against SHA1(SHA1(pw)),
 //     as canal's own server does.
 //   - Lookup finds a user that a peer node has already authenticated.
@@ -55,8 +62,10 @@
 //   - No password, password hash, scramble or token appears in an error
 //     this package returns (so none reaches a log); an error names the
 //     user, the file and the field only.
-//   - A failed login is never cached; only a login that passed the full
-//     PBKDF2 check is.
+//   - Only a login that passed the full PBKDF2 check is cached as good; a
+//     failure is remembered only as a failure, for FailWindow.
+//   - Every map fed from the network (the caches, the buckets, the log
+//     throttle) is bounded.
 //   - An unknown user and a wrong password give the same error,
 //     ErrBadCredentials, and cost about the same: a login for an unknown
 //     name still derives one PBKDF2 key (with a dummy salt), so timing does

@@ -9,16 +9,15 @@ import (
 // Login checks an HTTP login: name and the password itself. It returns
 // ErrBadCredentials for an unknown name or a wrong password, after the same
 // work. A login that succeeded before in this process is answered from the
-// cache without a PBKDF2.
+// cache without a PBKDF2; failed ones are bounded as LoginFrom says (by
+// name only: Login does not know the client's address).
 func (us *Users) Login(name, password string) (*User, error) {
-	key := us.cacheKey(name, password)
-	us.mu.Lock()
-	u, ok := us.cache[key]
-	us.mu.Unlock()
-	if ok {
-		return u, nil
-	}
+	return us.LoginFrom("", name, password)
+}
 
+// derive checks password against name's PBKDF2 key, or a dummy's for an
+// unknown name (which no password matches), at the same cost.
+func (us *Users) derive(name, password string) (*User, error) {
 	u, known := us.byName[name]
 	h := us.dummy
 	if known {
@@ -30,7 +29,6 @@ func (us *Users) Login(name, password string) (*User, error) {
 	if !h.checkPassword(password) || !known {
 		return nil, ErrBadCredentials
 	}
-	us.remember(key, u)
 	return u, nil
 }
 
@@ -51,12 +49,18 @@ func (us *Users) cacheKey(name, password string) [32]byte {
 	return k
 }
 
-// remember caches a successful login, evicting an arbitrary entry when the
-// cache is full: map iteration starts at a random entry, and any eviction
-// costs its user one PBKDF2 at their next request, nothing more.
+// remember is rememberLocked for a caller that does not hold mu.
 func (us *Users) remember(key [32]byte, u *User) {
 	us.mu.Lock()
 	defer us.mu.Unlock()
+	us.rememberLocked(key, u)
+}
+
+// rememberLocked caches a successful login, evicting an arbitrary entry
+// when the cache is full: map iteration starts at a random entry, and any
+// eviction costs its user one PBKDF2 at their next request, nothing more.
+// The caller holds mu.
+func (us *Users) rememberLocked(key [32]byte, u *User) {
 	if len(us.cache) >= cacheSize {
 		for k := range us.cache {
 			delete(us.cache, k)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Role is what a user may do.
@@ -70,6 +71,11 @@ type Users struct {
 
 	mu    sync.Mutex
 	cache map[[32]byte]*User
+	// fails and logs bound failed logins and their log lines (limit.go).
+	fails failures
+	logs  logThrottle
+	// now is the clock of the failure windows; tests move it.
+	now func() time.Time
 
 	// derivations counts PBKDF2 checks, for tests of the cache.
 	derivations atomic.Int64
@@ -77,7 +83,9 @@ type Users struct {
 
 // newUsers indexes list, which the caller has checked.
 func newUsers(list []*User) *Users {
-	us := &Users{list: list, byName: make(map[string]*User, len(list)), cache: make(map[[32]byte]*User)}
+	us := &Users{list: list, byName: make(map[string]*User, len(list)), cache: make(map[[32]byte]*User),
+		fails: failures{pairs: map[[32]byte]time.Time{}, buckets: map[string]*bucket{}},
+		logs:  logThrottle{names: map[string]bool{}}, now: time.Now}
 	for _, u := range list {
 		us.byName[u.Name] = u
 	}

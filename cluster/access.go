@@ -2,8 +2,10 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/braid-cdc/braid/api/canal"
@@ -49,6 +51,32 @@ func requestUserName(r *http.Request) string {
 	return ""
 }
 
+// loginFailed answers a failed login: 429 once the name or the address
+// failed too many lately (auth.LoginFrom), else 401. Its log line is
+// throttled (auth.Users.FailureLog): a flood of bad logins is one line
+// per name and minute, a few in all, and a count of the rest.
+func (n *Node) loginFailed(w http.ResponseWriter, r *http.Request, name string, err error) {
+	if ok, suppressed := n.cfg.Users.FailureLog(name); ok {
+		n.log.Warn("refused an HTTP call: bad credentials", "user", name, "remote", r.RemoteAddr, "path", r.URL.Path,
+			"limited", errors.Is(err, auth.ErrTooManyLogins), "unlogged_before", suppressed)
+	}
+	if errors.Is(err, auth.ErrTooManyLogins) {
+		w.Header().Set("Retry-After", strconv.Itoa(int(auth.FailWindow.Seconds()/auth.FailBurst)))
+		writeError(w, http.StatusTooManyRequests, "%v", err)
+		return
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="braid"`)
+	writeError(w, http.StatusUnauthorized, "user %q: wrong name or password", name)
+}
+
+// remoteHost is r's client address without its port.
+func remoteHost(r *http.Request) string {
+	if h, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return h
+	}
+	return r.RemoteAddr
+}
+
 // guard serves h only to callers with what need asks.
 func (n *Node) guard(need need, h http.HandlerFunc) http.Handler {
 	if n.cfg.Users == nil {
@@ -91,11 +119,9 @@ func (n *Node) caller(w http.ResponseWriter, r *http.Request) (*auth.User, bool)
 		writeError(w, http.StatusUnauthorized, "this node needs a user's credential: set BRAID_TOKEN=NAME:PASSWORD or give --token-file (basic auth or Authorization: Bearer NAME:PASSWORD), or log in on the status page")
 		return nil, false
 	}
-	u, err := n.cfg.Users.Login(name, pass)
+	u, err := n.cfg.Users.LoginFrom(remoteHost(r), name, pass)
 	if err != nil {
-		n.log.Warn("refused an HTTP call: bad credentials", "user", name, "remote", r.RemoteAddr, "path", r.URL.Path)
-		w.Header().Set("WWW-Authenticate", `Bearer realm="braid"`)
-		writeError(w, http.StatusUnauthorized, "user %q: wrong name or password", name)
+		n.loginFailed(w, r, name, err)
 		return nil, false
 	}
 	return u, true

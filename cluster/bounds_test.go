@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"regexp"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/api/wire"
+	"github.com/braid-cdc/braid/auth"
 	"github.com/braid-cdc/braid/cluster"
 	"github.com/braid-cdc/braid/cluster/clustertest"
 	"github.com/braid-cdc/braid/spec"
@@ -160,5 +162,59 @@ func TestConsumerCannotActAsSink(t *testing.T) {
 	cursors, _ := owner.Raft().Cursors("shop")
 	if _, ok := cursors["sink:copy"]; ok {
 		t.Error("Raft holds a cursor of sink:copy")
+	}
+}
+
+// TestWrongPasswordsBounded: 300 wrong passwords for one user (the
+// probe's finding: each a PBKDF2 of ~60 ms and a log line naming the
+// user) cost auth.FailBurst PBKDF2s; the rest are answered 429 with a
+// Retry-After, or 401 from the failure cache for a repeated password,
+// and the log has a line or two, not 300. The consumer's good login,
+// cached, goes on working.
+func TestWrongPasswordsBounded(t *testing.T) {
+	src := startSource(t)
+	var (
+		users *auth.Users
+		logs  syncBuffer
+	)
+	c := clustertest.Start(t, 1, clustertest.WithConfig(func(cfg *cluster.Config) {
+		users = cfg.Users
+		cfg.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(&logs, t.Output()), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}))
+	c.Create(destSpec("shop", src))
+	owner, _ := c.Owner("shop")
+	hc := &http.Client{Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+	url := owner.URL() + "/v1/destinations/shop"
+	if st, _ := callAs(t, hc, "GET", url, clustertest.ConsumerUser, clustertest.ConsumerPassword); st != 200 {
+		t.Fatalf("the consumer's good login: %d", st)
+	}
+	before := users.Derivations()
+	codes := map[int]int{}
+	for i := range 300 {
+		pw := fmt.Sprint("guess-", i%150) // each wrong password twice
+		req, _ := http.NewRequest("GET", url, nil)
+		req.SetBasicAuth(clustertest.ConsumerUser, pw)
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		codes[resp.StatusCode]++
+		if resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") == "" {
+			t.Error("a 429 without Retry-After")
+		}
+		resp.Body.Close()
+	}
+	if n := users.Derivations() - before; n > auth.FailBurst {
+		t.Errorf("300 wrong passwords cost %d PBKDF2s, want at most %d", n, auth.FailBurst)
+	}
+	if codes[http.StatusTooManyRequests] < 250 || codes[http.StatusOK] > 0 {
+		t.Errorf("answers %v: want mostly 429, no 200", codes)
+	}
+	if n := strings.Count(logs.String(), "bad credentials"); n == 0 || n > 2 {
+		t.Errorf("%d log lines about bad credentials, want 1 or 2:\n%s", n, logs.String())
+	}
+	if st, _ := callAs(t, hc, "GET", url, clustertest.ConsumerUser, clustertest.ConsumerPassword); st != 200 {
+		t.Errorf("the consumer's cached good login during the limit: %d", st)
 	}
 }

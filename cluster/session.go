@@ -4,13 +4,16 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/braid-cdc/braid/api/wire"
+	"github.com/braid-cdc/braid/auth"
 )
 
 // The status page's login, so that a browser never keeps a Basic
@@ -152,9 +155,18 @@ func (n *Node) login(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "a login is a JSON object {\"username\": ..., \"password\": ...}, both set")
 		return
 	}
-	u, err := n.cfg.Users.Login(l.Username, l.Password)
+	u, err := n.cfg.Users.LoginFrom(remoteHost(r), l.Username, l.Password)
 	if err != nil {
-		n.log.Warn("refused a login: bad credentials", "user", l.Username, "remote", r.RemoteAddr)
+		// Bounded as the API's logins are (loginFailed), without the
+		// header that would make a browser ask for a password itself.
+		if ok, suppressed := n.cfg.Users.FailureLog(l.Username); ok {
+			n.log.Warn("refused a login: bad credentials", "user", l.Username, "remote", r.RemoteAddr, "unlogged_before", suppressed)
+		}
+		if errors.Is(err, auth.ErrTooManyLogins) {
+			w.Header().Set("Retry-After", strconv.Itoa(int(auth.FailWindow.Seconds()/auth.FailBurst)))
+			writeError(w, http.StatusTooManyRequests, "%v", err)
+			return
+		}
 		writeError(w, http.StatusUnauthorized, "wrong name or password")
 		return
 	}
