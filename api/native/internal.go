@@ -1,6 +1,7 @@
 package native
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
@@ -32,10 +33,21 @@ func WithOwner(owner func(*http.Request) string) Option {
 	return func(h *handler) { h.owner = owner }
 }
 
-// ownerOf is the request's user, as WithOwner says.
+// userKey is the context key of WithUser.
+type userKey struct{}
+
+// WithUser returns ctx saying that its request is user's: a guard in
+// front of the handler that has authenticated the request says so, for
+// a handler without WithOwner.
+func WithUser(ctx context.Context, user string) context.Context {
+	return context.WithValue(ctx, userKey{}, user)
+}
+
+// ownerOf is the request's user, as WithOwner, or else WithUser, says.
 func (h *handler) ownerOf(r *http.Request) string {
-	if h.owner == nil {
-		return ""
+	if h.owner != nil {
+		return h.owner(r)
 	}
-	return h.owner(r)
+	u, _ := r.Context().Value(userKey{}).(string)
+	return u
 }

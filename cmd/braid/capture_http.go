@@ -8,8 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 
+	"github.com/braid-cdc/braid/api/native"
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/auth"
 )
@@ -94,9 +96,18 @@ func usersGuard(us *auth.Users, h http.Handler, log *slog.Logger) http.Handler {
 				writeAPIError(w, http.StatusUnauthorized, "this capture needs a user's credential (it has --users-file): set BRAID_TOKEN=NAME:PASSWORD or give --token-file (basic auth or Authorization: Bearer NAME:PASSWORD)")
 				return
 			}
-			u, err := us.Login(name, pass)
+			remote, _, _ := net.SplitHostPort(r.RemoteAddr)
+			u, err := us.LoginFrom(remote, name, pass)
 			if err != nil {
-				log.Warn("refused an HTTP call: bad credentials", "user", name, "remote", r.RemoteAddr, "path", r.URL.Path)
+				// Bounded as a server node's (auth.LoginFrom, FailureLog).
+				if ok, suppressed := us.FailureLog(name); ok {
+					log.Warn("refused an HTTP call: bad credentials", "user", name, "remote", r.RemoteAddr, "path", r.URL.Path, "unlogged_before", suppressed)
+				}
+				if errors.Is(err, auth.ErrTooManyLogins) {
+					w.Header().Set("Retry-After", strconv.Itoa(int(auth.FailWindow.Seconds()/auth.FailBurst)))
+					writeAPIError(w, http.StatusTooManyRequests, err.Error())
+					return
+				}
 				w.Header().Set("WWW-Authenticate", `Bearer realm="braid"`)
 				writeAPIError(w, http.StatusUnauthorized, fmt.Sprintf("user %q: wrong name or password", name))
 				return
@@ -109,7 +120,7 @@ func usersGuard(us *auth.Users, h http.Handler, log *slog.Logger) http.Handler {
 				writeAPIError(w, http.StatusForbidden, fmt.Sprintf("user %s may not read destination %s: an admin lists it in the user's destinations in the users file", u.Name, dest))
 				return
 			}
-			h.ServeHTTP(w, r)
+			h.ServeHTTP(w, r.WithContext(native.WithUser(r.Context(), u.Name)))
 		}))
 	}
 	route("/", needAnyUser) // /metrics, the list, and the API's own 404s and 405s
