@@ -261,16 +261,22 @@ func TestSinksUnicodeExact(t *testing.T) {
 		my.Exec("DROP DATABASE IF EXISTS " + name + "_meta")
 		my.Close()
 	})
+	// The SQL sinks apply to tables made here and to tables they create
+	// (create_tables), every other one, in a database whose default
+	// charset is latin1.
+	created := func(i int) bool { return i%2 == 0 }
 	var myTables []string
 	for _, q := range []string{"CREATE DATABASE " + name + " CHARACTER SET latin1"} {
 		if _, err := my.Exec(q); err != nil {
 			t.Fatal(q, err)
 		}
 	}
-	for _, tb := range unicodeTables {
-		q := fmt.Sprintf("CREATE TABLE %s.`%s` (id INT PRIMARY KEY, `%s` %s) DEFAULT CHARSET=utf8mb4", name, tb.name, tb.col, tb.colType)
-		if _, err := my.Exec(q); err != nil {
-			t.Fatal(q, err)
+	for i, tb := range unicodeTables {
+		if created(i) {
+			q := fmt.Sprintf("CREATE TABLE %s.`%s` (id INT PRIMARY KEY, `%s` %s) DEFAULT CHARSET=utf8mb4", name, tb.name, tb.col, tb.colType)
+			if _, err := my.Exec(q); err != nil {
+				t.Fatal(q, err)
+			}
 		}
 		myTables = append(myTables, fmt.Sprintf("{from: 'u0.%s', to: '%s.%s'}", tb.name, name, tb.name))
 	}
@@ -293,7 +299,10 @@ func TestSinksUnicodeExact(t *testing.T) {
 	}
 	defer pg.Close(context.Background())
 	pgSetup := []string{"ALTER DATABASE " + name + " SET client_encoding = 'LATIN1'", "CREATE SCHEMA u0"}
-	for _, tb := range unicodeTables {
+	for i, tb := range unicodeTables {
+		if !created(i) {
+			continue
+		}
 		pgSetup = append(pgSetup, fmt.Sprintf(`CREATE TABLE u0."%s" (id integer PRIMARY KEY, "%s" text)`, tb.name, tb.col))
 	}
 	for _, q := range pgSetup {
@@ -318,8 +327,8 @@ tables: ['u0\..*']
 snapshot: initial
 heartbeat: 100ms
 sinks:
-  - {name: my, type: mysql, address: '127.0.0.1:3306', meta_database: %s_meta, tables: [%s]}
-  - {name: pg, type: postgres, address: '127.0.0.1:5432', database: %s}
+  - {name: my, type: mysql, address: '127.0.0.1:3306', meta_database: %s_meta, create_tables: true, tables: [%s]}
+  - {name: pg, type: postgres, address: '127.0.0.1:5432', database: %s, create_tables: true}
   - {name: cache, type: redis, address: '127.0.0.1:6379', key: '%s{database}.{table}:{pk}'}
   - {name: mq, type: rabbitmq, url: '%s', password: guest, queues: per-table}
   - {name: events, type: kafka, brokers: ['%s'], topic: utf8}
@@ -362,7 +371,7 @@ sinks:
 			tb := unicodeTables[i]
 			rows, err := pg.Query(ctx, fmt.Sprintf(`SELECT id::text, "%s" FROM u0."%s"`, tb.col, tb.name))
 			if err != nil {
-				t.Fatal(err)
+				return nil
 			}
 			var out []string
 			for rows.Next() {
@@ -372,8 +381,8 @@ sinks:
 				}
 				out = append(out, tb.row(map[string]*string{"id": id, tb.col: v}))
 			}
-			if err := rows.Err(); err != nil {
-				t.Fatal(err)
+			if rows.Err() != nil {
+				return nil // the sink has not created it yet
 			}
 			return out
 		}},

@@ -163,7 +163,7 @@ func (t *Target) createTable(ctx context.Context, tv *change.Table, db, table st
 }
 
 // createStatement is the CREATE TABLE of tv as table, with origin (if
-// set) as a column leading the primary key.
+// set) as a column leading the primary key, its text in utf8mb4.
 func createStatement(tv *change.Table, table, origin string) string {
 	var defs, key []string
 	if origin != "" {
@@ -198,7 +198,10 @@ func createStatement(tv *change.Table, table, origin string) string {
 		}
 		defs = append(defs, "UNIQUE KEY ("+strings.Join(cols, ", ")+")")
 	}
-	return "CREATE TABLE IF NOT EXISTS " + table + " (" + strings.Join(defs, ", ") + ")"
+	// utf8mb4 whatever the target database's default: braid's text is
+	// UTF-8, and a latin1 default refused every value beyond it (a
+	// column with a converted charset keeps its own, above).
+	return "CREATE TABLE IF NOT EXISTS " + table + " (" + strings.Join(defs, ", ") + ") DEFAULT CHARSET=utf8mb4"
 }
 
 // columnType is c's type as a CREATE TABLE declares it: RawType, but
