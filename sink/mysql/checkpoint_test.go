@@ -2,6 +2,7 @@ package mysql_test
 
 import (
 	"database/sql"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -80,4 +81,41 @@ func sinkRows(t *testing.T, db *sql.DB, meta, dest string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestMigrationRace: sinks of several destinations that open an older
+// checkpoint table at once (a node starting them all) all open it, and
+// it ends migrated once.
+func TestMigrationRace(t *testing.T) {
+	db, name := targetDB(t)
+	meta := name + "_meta"
+	for _, q := range []string{
+		"CREATE DATABASE " + meta,
+		"CREATE TABLE " + meta + ".sink_checkpoint (sink VARCHAR(128) NOT NULL, worker INT NOT NULL, seq BIGINT UNSIGNED NOT NULL, idx INT NOT NULL, PRIMARY KEY (sink, worker))",
+		"INSERT INTO " + meta + ".sink_checkpoint VALUES ('copy', 0, 5, 1)",
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(q, err)
+		}
+	}
+	errs := make(chan error, 6)
+	for i := range cap(errs) {
+		go func() {
+			tg, err := mysqlsink.Open(t.Context(), spec.Sink{Name: "copy", Type: "mysql", Address: targetAddr, User: "root", Workers: 1, MetaDatabase: meta}, fmt.Sprintf("d%d", i), nil)
+			if err == nil {
+				_, err = tg.Checkpoints(t.Context(), 1)
+				tg.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range cap(errs) {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	var owners int
+	if err := db.QueryRow("SELECT COUNT(*) FROM " + meta + ".sink_checkpoint WHERE worker = 0 AND seq = 5 AND dest <> ''").Scan(&owners); err != nil || owners != 1 {
+		t.Errorf("the older row went to %d destinations (%v), want 1", owners, err)
+	}
 }

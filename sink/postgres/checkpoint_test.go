@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -213,5 +214,42 @@ func TestOlderCheckpointsAdopted(t *testing.T) {
 	}
 	if pts, err := east.Checkpoints(ctx, 2); err != nil || pts[1] != (sink.Point{Seq: 9}) {
 		t.Errorf("after %s: %v, %v", del, pts, err)
+	}
+}
+
+// TestMigrationRace: sinks of several destinations that open an older
+// checkpoint table at once (a node starting them all) all open it, and
+// it ends migrated once, its older rows adopted by one of them.
+func TestMigrationRace(t *testing.T) {
+	db, name := targetDB(t)
+	ctx := context.Background()
+	for _, q := range []string{
+		"CREATE SCHEMA braid_meta",
+		"CREATE TABLE braid_meta.sink_checkpoint (sink text NOT NULL, worker integer NOT NULL, seq bigint NOT NULL, idx integer NOT NULL, PRIMARY KEY (sink, worker))",
+		"INSERT INTO braid_meta.sink_checkpoint VALUES ('copy', 0, 5, 1)",
+	} {
+		if _, err := db.Exec(ctx, q); err != nil {
+			t.Fatal(q, err)
+		}
+	}
+	errs := make(chan error, 6)
+	for i := range cap(errs) {
+		go func() {
+			sk := spec.Sink{Name: "copy", Type: "postgres", Address: targetAddr, Database: name, User: "postgres", Workers: 1, MetaDatabase: "braid_meta"}
+			tg, err := postgres.Open(ctx, sk, fmt.Sprintf("d%d", i), nil)
+			if err == nil {
+				_, err = tg.Checkpoints(ctx, 1)
+				tg.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range cap(errs) {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if got := query(db, "SELECT count(*) FROM braid_meta.sink_checkpoint WHERE worker = 0 AND seq = 5 AND dest <> ''"); len(got) != 1 || got[0] != "1" {
+		t.Errorf("the older row went to %q destinations, want 1", got)
 	}
 }
