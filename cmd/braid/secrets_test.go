@@ -205,3 +205,21 @@ func TestClearSecretsWarning(t *testing.T) {
 		t.Errorf("the warning does not name the destination:\n%s", n.logTail())
 	}
 }
+
+// TestSecretsFlagsInConfig: secrets-dir is a list in a config file, each
+// directory checked at start; a prefix covering BRAID_TOKEN is refused.
+func TestSecretsFlagsInConfig(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing")
+	cfg := filepath.Join(dir, "braid.yaml")
+	if err := os.WriteFile(cfg, []byte("secrets-dir: ['"+dir+"', '"+missing+"']\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"server", "--name", "n1", "--data-dir", t.TempDir(), "--config", cfg}
+	if _, errs, code := cli(base...); code != 2 || !strings.Contains(errs, missing) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+		t.Errorf("a missing secrets directory: exit %d: %s", code, errs)
+	}
+	if _, errs, code := cli(append(base, "--secrets-dir", dir, "--secrets-env-prefix", "BRAID_")...); code != 2 || !strings.Contains(errs, "BRAID_TOKEN") {
+		t.Errorf("a prefix covering BRAID_TOKEN: exit %d: %s", code, errs)
+	}
+}
