@@ -178,30 +178,5 @@ func (us *Users) LoginFrom(remote, name, password string) (*User, error) {
 // chooses) cannot flood the log. suppressed is how many failures went
 // unlogged since the last line that was logged.
 func (us *Users) FailureLog(name string) (log bool, suppressed int) {
-	now := us.now()
-	us.mu.Lock()
-	defer us.mu.Unlock()
-	l := &us.logs
-	if now.Sub(l.windowAt) >= FailWindow {
-		l.windowAt, l.lines = now, 0
-		clear(l.names)
-	}
-	if l.lines >= FailBurst || l.names[name] {
-		l.suppressed++
-		return false, 0
-	}
-	l.lines++
-	l.names[name] = true // at most FailBurst names
-	suppressed, l.suppressed = l.suppressed, 0
-	return true, suppressed
-}
-
-// logThrottle is FailureLog's state: the window's start, the lines
-// logged in it and their names, and the failures not logged since the
-// last line.
-type logThrottle struct {
-	windowAt   time.Time
-	lines      int
-	names      map[string]bool
-	suppressed int
+	return us.logs.Allow(name, us.now())
 }

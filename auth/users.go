@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/braid-cdc/braid/internal/throttle"
 )
 
 // Role is what a user may do.
@@ -73,7 +75,7 @@ type Users struct {
 	cache map[[32]byte]*User
 	// fails and logs bound failed logins and their log lines (limit.go).
 	fails failures
-	logs  logThrottle
+	logs  *throttle.Log
 	// now is the clock of the failure windows; tests move it.
 	now func() time.Time
 
@@ -85,7 +87,7 @@ type Users struct {
 func newUsers(list []*User) *Users {
 	us := &Users{list: list, byName: make(map[string]*User, len(list)), cache: make(map[[32]byte]*User),
 		fails: failures{pairs: map[[32]byte]time.Time{}, buckets: map[string]*bucket{}},
-		logs:  logThrottle{names: map[string]bool{}}, now: time.Now}
+		logs:  throttle.New(FailWindow, FailBurst), now: time.Now}
 	for _, u := range list {
 		us.byName[u.Name] = u
 	}

@@ -2,6 +2,7 @@ package canal_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	pbp "github.com/withlin/canal-go/protocol/packet"
@@ -60,4 +61,27 @@ func TestClientCapCanal(t *testing.T) {
 	// A known id still subscribes.
 	r.send(pbp.PacketType_SUBSCRIPTION, &pbp.Sub{Destination: "shop", ClientId: "2000", Filter: ".*"})
 	r.wantAck(0, "")
+}
+
+// TestFailedCanalLoginsLogThrottled: 200 failed logins under one name
+// (and 50 under names of the client's choosing) are a handful of log
+// lines, not 250; each client is still told why.
+func TestFailedCanalLoginsLogThrottled(t *testing.T) {
+	f := newFixture(t, canal.Config{User: "canal", Password: "secret"})
+	for i := range 250 {
+		name := "app"
+		if i >= 200 {
+			name = fmt.Sprint("name-", i)
+		}
+		r := dialRaw(t, f.port)
+		r.authWith(&pbp.ClientAuth{Username: name}, "wrong")
+		r.wantAck(canal.CodeError, "auth failed for user:"+name)
+		r.conn.Close()
+	}
+	f.log.mu.Lock()
+	n := strings.Count(f.log.buf.String(), "reason=\"auth failed")
+	f.log.mu.Unlock()
+	if n < 1 || n > 10 {
+		t.Errorf("250 failed logins made %d log lines, want 1 to 10", n)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/braid-cdc/braid/internal/throttle"
 	"github.com/braid-cdc/braid/stream"
 )
 
@@ -74,6 +75,10 @@ type Server struct {
 	// session failed, for the line saying it came back.
 	mu     sync.Mutex
 	failed map[string]failure
+
+	// authLog throttles the lines of failed logins: a client may fail
+	// as often as it connects, under names of its choosing.
+	authLog *throttle.Log
 }
 
 // failure is a consumer's failed session.
@@ -119,7 +124,7 @@ func NewServer(cfg Config) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Server{cfg: cfg, log: log.With("api", "canal")}
+	return &Server{cfg: cfg, log: log.With("api", "canal"), authLog: throttle.New(time.Minute, 10)}
 }
 
 // Serve accepts connections on l and serves each on its own goroutine

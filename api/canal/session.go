@@ -228,7 +228,12 @@ func (ss *session) authenticate(ctx context.Context, p *pbp.Packet) bool {
 	}
 	mayRead, ok := ss.s.auth(a.Username, a.Password, ss.seed, ss.peer)
 	if !ok {
-		ss.fail(CodeError, "auth failed for user:"+a.Username, "user", a.Username)
+		// One line per name and minute, ten in all: failures are the
+		// client's to repeat.
+		if log, unlogged := ss.s.authLog.Allow(a.Username, time.Now()); log {
+			ss.log.Warn("request refused", "code", CodeError, "reason", "auth failed for user:"+a.Username, "user", a.Username, "unlogged_before", unlogged)
+		}
+		ss.writeAck(CodeError, "auth failed for user:"+a.Username)
 		return false
 	}
 	ss.mayRead = mayRead

@@ -162,3 +162,33 @@ func TestClientIDCapHTTP(t *testing.T) {
 		t.Errorf("the handler keeps %d client states, want 3", got)
 	}
 }
+
+// TestHandlerForgetsExpiredIDs: the handler's per-client state follows
+// the store: once the store has let client ids go (expired, dropped,
+// unsubscribed over canal), the handler forgets them too, so its memory
+// is bounded as the store's is.
+func TestHandlerForgetsExpiredIDs(t *testing.T) {
+	reg := stream.NewRegistry()
+	store := stream.NewStore(stream.Config{MaxClientsPerOwner: 1000})
+	reg.Add(&stream.Served{Name: "shop", Store: store})
+	srv, hc := server(t, reg)
+	open := func(id string) {
+		t.Helper()
+		if st, msg := refusal(t, hc, "GET", srv.URL+"/v1/destinations/shop/stream?client-id="+id); st != http.StatusOK {
+			t.Fatalf("client %s: %d %s", id, st, msg)
+		}
+	}
+	for i := range 300 {
+		open(fmt.Sprint("old-", i))
+	}
+	time.Sleep(100 * time.Millisecond) // the handler sees the streams end
+	for i := range 300 {
+		store.Unsubscribe(fmt.Sprint("old-", i)) // as Maintain expires them
+	}
+	for i := range 300 {
+		open(fmt.Sprint("new-", i))
+	}
+	if n := native.ClientStates(srv.Config.Handler); n > 320 {
+		t.Errorf("the handler keeps %d client states for the store's 300", n)
+	}
+}

@@ -44,6 +44,11 @@ type delivered struct {
 	maxSeq uint64
 }
 
+// pruneEvery is how many client states the handler makes between two
+// sweeps of those whose client id the store no longer has (expired by
+// consumers.expire_after, dropped, or unsubscribed over canal).
+const pruneEvery = 256
+
 // client returns the state of (store, id), making it.
 func (h *handler) client(store *stream.Store, id string) *clientState {
 	h.mu.Lock()
@@ -51,10 +56,28 @@ func (h *handler) client(store *stream.Store, id string) *clientState {
 	k := clientKey{store, id}
 	c := h.clients[k]
 	if c == nil {
+		if h.made++; h.made%pruneEvery == 0 {
+			h.pruneLocked()
+		}
 		c = &clientState{id: id}
 		h.clients[k] = c
 	}
 	return c
+}
+
+// pruneLocked forgets the states of client ids that are not streaming
+// and that their store no longer has: the store bounds its client ids
+// (per user, and by expiry), and the handler's map must follow it. The
+// caller holds h.mu.
+func (h *handler) pruneLocked() {
+	for k, c := range h.clients {
+		c.mu.Lock()
+		busy := c.streaming
+		c.mu.Unlock()
+		if !busy && !k.store.Subscribed(k.id) {
+			delete(h.clients, k)
+		}
+	}
 }
 
 // findClient returns the state of (store, id) or nil.

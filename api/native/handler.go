@@ -41,6 +41,7 @@ type handler struct {
 
 	mu      sync.Mutex
 	clients map[clientKey]*clientState
+	made    int // client states made, for pruneLocked
 
 	sinkAdmin func(dest string) SinkAdmin  // WithSinks; nil: none
 	owner     func(r *http.Request) string // WithOwner; nil: ""

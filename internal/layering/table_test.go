@@ -13,7 +13,7 @@ package layering
 // apiMay is what the two protocols, api/canal and api/native, may import.
 var apiMay = []string{
 	"stream", "group", "flat", "change", "spec", "schema",
-	"api/wire", "internal/jsontext",
+	"api/wire", "internal/jsontext", "internal/throttle",
 }
 
 // sinkMay is what a sink may import: the stream it applies, and the layers
@@ -56,7 +56,7 @@ var table = map[string]rule{
 
 	// The protocols; wire holds the HTTP API's JSON shapes and needs no one.
 	"api/wire":   {},
-	"auth":       {},
+	"auth":       {may: []string{"internal/throttle"}},
 	"api/canal":  {may: apiMay},
 	"api/native": {may: apiMay},
 	// Prometheus's exposition reads the snapshots of the layers below.
@@ -86,6 +86,8 @@ var table = map[string]rule{
 	"internal/netlimit": {},
 	"internal/secret":   {},
 	"internal/pki":      {},
+	// Log lines a client can repeat at will (failed logins), throttled.
+	"internal/throttle": {},
 	"internal/mariadb":  {may: []string{"internal/ports", "internal/sqlutf8"}},
 	// Every SQL session braid opens is UTF-8: sources, targets, harnesses.
 	"internal/sqlutf8": {},
