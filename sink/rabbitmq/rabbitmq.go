@@ -146,6 +146,10 @@ func (p *Publisher) Publish(ctx context.Context, msgs []sink.Message) (err error
 	keys, ids := make([]string, len(msgs)), make([]string, len(msgs))
 	for i := range msgs {
 		keys[i], ids[i] = p.key(&msgs[i]), MessageID(p.dest, &msgs[i])
+		if len(keys[i]) > maxKey {
+			return fmt.Errorf("sink %s: message %s: the routing key of table %s.%s is %d bytes (its names escaped), and AMQP carries at most %d: route the table to a shorter logical name, leave it out of the destination's tables, or shorten routing_key",
+				p.name, ids[i], msgs[i].Database, msgs[i].Table, len(keys[i]), maxKey)
+		}
 		if p.perTable && !p.declared[keys[i]] {
 			if err := p.declareQueue(sess, keys[i]); err != nil {
 				return err
@@ -247,6 +251,11 @@ func (p *Publisher) send(ctx context.Context, sess *session, msgs []sink.Message
 	}
 	return nil
 }
+
+// maxKey is the longest routing key (and queue name) AMQP carries: a
+// short string. Names of 64 characters of 3 bytes each, or escaped, make
+// longer ones.
+const maxKey = 255
 
 // key is message m's routing key.
 func (p *Publisher) key(m *sink.Message) string {

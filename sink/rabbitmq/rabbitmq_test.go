@@ -345,3 +345,30 @@ func TestReturnInBatch(t *testing.T) {
 		t.Fatalf("Publish after a canceled one: %v", err)
 	}
 }
+
+// TestLongRoutingKey: a table whose routing key is longer than AMQP
+// carries (here its names are 64 #s, escaped to three bytes each) stops
+// the sink with a line that says so and what to do, and nothing of the
+// batch is sent; the amqp client's own error named no table.
+func TestLongRoutingKey(t *testing.T) {
+	url := rabbittest.Vhost(t)
+	ctx := t.Context()
+	sk := spec.Sink{Name: "mq", Type: "rabbitmq", URL: url, User: "guest", Password: "guest",
+		Exchange: "ex", RoutingKey: spec.DefaultRoutingKey, Queues: "per-table"}
+	pub, err := rabbitmq.Open(ctx, sk, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	long := strings.Repeat("#", 64)
+	err = pub.Publish(ctx, []sink.Message{{Seq: 1, Source: "s0", Database: "a", Table: "t", Body: []byte(`{}`)},
+		{Seq: 2, Source: "s0", Database: long, Table: long, Body: []byte(`{}`)}})
+	for _, want := range []string{"d:2:0", "385 bytes", "at most 255", "shorter logical name"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("Publish: %v, want it to say %q", err, want)
+		}
+	}
+	if st := pub.Stats(); st.Applied != 0 {
+		t.Errorf("stats %+v: want nothing sent", st)
+	}
+}
