@@ -1,6 +1,9 @@
 package cluster
 
 import (
+	"crypto/tls"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 )
@@ -44,5 +47,28 @@ func TestSessionsExpireAndStayBounded(t *testing.T) {
 	}
 	if a, b := sessionCookie("n1"), sessionCookie("n 2;x"); a != "braid_session_n1" || b != "braid_session_n_2_x" {
 		t.Errorf("cookie names %q %q", a, b)
+	}
+}
+
+// TestSessionCookieAttributes: the cookie is HttpOnly and SameSite=Strict
+// always, Secure on a node whose HTTP port has TLS, and a log-out clears
+// it.
+func TestSessionCookieAttributes(t *testing.T) {
+	for _, withTLS := range []bool{false, true} {
+		n := &Node{cfg: Config{Name: "n1"}}
+		if withTLS {
+			n.cfg.HTTPTLS = &tls.Config{}
+		}
+		rec := httptest.NewRecorder()
+		n.setSessionCookie(rec, "id", time.Now().Add(sessionTTL))
+		c := rec.Result().Cookies()[0]
+		if c.Name != "braid_session_n1" || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Secure != withTLS || c.MaxAge <= 0 || c.Path != "/" {
+			t.Errorf("TLS %v: cookie %+v: want braid_session_n1, HttpOnly, SameSite=Strict, Secure with TLS, an expiry, Path /", withTLS, c)
+		}
+		rec = httptest.NewRecorder()
+		n.setSessionCookie(rec, "", time.Time{})
+		if c := rec.Result().Cookies()[0]; c.MaxAge >= 0 || c.Value != "" {
+			t.Errorf("TLS %v: the log-out's cookie %+v: want it cleared", withTLS, c)
+		}
 	}
 }
