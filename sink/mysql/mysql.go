@@ -697,6 +697,13 @@ func (t *Target) ApplyDDL(ctx context.Context, ev *change.Event, workers int) er
 				}
 			}
 			err := t.exec(ctx, st.Text)
+			if noSuchTable(err) && t.spec.CreateTables && st.Kind == schema.DDLAlter {
+				// The target table is made at its first row (create_tables),
+				// and this one has had none yet: it is made now, from the
+				// stream's version of the table after the DDL, which holds
+				// what the DDL changed.
+				err = t.createAltered(ctx, ev)
+			}
 			if err == nil && t.spec.OriginColumn != "" {
 				// A table the DDL made gets the origin column; one it gave
 				// a unique key gets the column in that key.
@@ -708,6 +715,25 @@ func (t *Target) ApplyDDL(ctx context.Context, ev *change.Event, workers int) er
 		}
 	}
 	return t.checkpointAll(ctx, t.db, ev.Seq, workers)
+}
+
+// createAltered creates the target table of ev's logical table, which
+// an ALTER found missing, from the stream's version of it after the DDL.
+// Without one (the ALTER renamed it away) nothing is made: the table's
+// first row makes it, as create_tables does.
+func (t *Target) createAltered(ctx context.Context, ev *change.Event) error {
+	if len(ev.Versions) == 0 || ev.Versions[0] == nil {
+		return nil
+	}
+	ls, lt := ev.DDL.Logical()
+	db, _, _ := strings.Cut(t.spec.Target(ls+"."+lt), ".")
+	return t.createTable(ctx, ev.Versions[0], db, t.target(ls+"."+lt))
+}
+
+// noSuchTable reports MySQL's error for a table that does not exist (1146).
+func noSuchTable(err error) bool {
+	var me *driver.MySQLError
+	return errors.As(err, &me) && me.Number == 1146
 }
 
 // execer is a *sql.DB or a *sql.Tx.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/spec"
@@ -220,4 +221,26 @@ func TestDDLNamesOtherTable(t *testing.T) {
 	if got := sinktest.Query(db, "SELECT id FROM "+name+".t2"); !slices.Equal(got, []string{"1"}) {
 		t.Errorf("the refused DDL ran in part: the target table holds %q", got)
 	}
+}
+
+// TestCreateTablesAlterFirst: with create_tables and DDL applied, the
+// target table is made at the table's first row; an ALTER that comes
+// before any row (the table's CREATE is older than the stream) finds no
+// target table. The sink makes it then, from the stream's version after
+// the ALTER, and goes on; before the fix it retried the ALTER for ever.
+func TestCreateTablesAlterFirst(t *testing.T) {
+	db, name := targetDB(t)
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE DATABASE inj_0", "CREATE TABLE inj_0.old (id INT PRIMARY KEY, a VARCHAR(10))")
+	file, pos := srv.MasterStatus(t)
+	srv.Exec(t, "ALTER TABLE inj_0.old ADD COLUMN b INT NOT NULL DEFAULT 5", "INSERT INTO inj_0.old VALUES (1, 'x', 7)")
+	ds := trustSpec(srv, name, true)
+	ds.Sinks[0].DDL = "" // applied
+	ds.Sources[0].Start = spec.Start{Kind: spec.StartPosition, Pos: change.Position{File: file, Pos: pos}}
+	r := applyOnce(t, ds)
+	sinktest.WaitFor(t, 30*time.Second, func() (bool, string) {
+		got := sinktest.Query(db, "SELECT id, a, b FROM "+name+".old")
+		_, lastErr := r.Applied()
+		return slices.Equal(got, []string{"1 x 7"}), fmt.Sprintf("target rows %q; sink error %q", got, lastErr)
+	})
 }

@@ -27,7 +27,8 @@ import (
 // taken as applied.
 func (t *Target) ApplyDDL(ctx context.Context, ev *change.Event, workers int) error {
 	var stmts []stmt
-	var forget []string // target tables a statement drops
+	var forget []string  // target tables a statement drops
+	var missing []string // target tables an ALTER needs, made at their first row
 	if shard, ok := schema.TruncatedTable(ev.DDL.Schema, ev.DDL.SQL, schema.SQLMode(ev.DDL.SQLMode)); ok {
 		if t.spec.OriginColumn == "" {
 			return fmt.Errorf("sink %s: seq %d: TRUNCATE of shard table %s/%s: the target holds every shard table's rows of %s together; set origin_column to delete only that shard table's",
@@ -51,8 +52,13 @@ func (t *Target) ApplyDDL(ctx context.Context, ev *change.Event, workers int) er
 			if tr.schema != "" {
 				stmts = append(stmts, stmt{schema: tr.schema})
 			}
+			table := ""
+			if t.spec.CreateTables && ld.Kind == schema.DDLAlter && len(ld.Tables) > 0 {
+				table = t.quoteTarget(ld.Tables[0])
+				missing = append(missing, table)
+			}
 			for _, q := range tr.sql {
-				stmts = append(stmts, stmt{sql: q})
+				stmts = append(stmts, stmt{sql: q, table: table})
 			}
 			forget = append(forget, tr.drops...)
 		}
@@ -62,6 +68,9 @@ func (t *Target) ApplyDDL(ctx context.Context, ev *change.Event, workers int) er
 		return fmt.Errorf("sink %s: connect: %w", t.spec.Name, err)
 	}
 	defer t.release(control, c)
+	if stmts, err = t.createAltered(ctx, c, ev, stmts, missing); err != nil {
+		return fmt.Errorf("sink %s: DDL at seq %d: %w", t.spec.Name, ev.Seq, err)
+	}
 	if t.exactlyOnce {
 		err = pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
 			if err := t.lockCheckpoints(ctx, tx, ev.Seq, workers); err != nil {
@@ -114,12 +123,46 @@ func (t *Target) ApplyDDL(ctx context.Context, ev *change.Event, workers int) er
 	return err
 }
 
+// createAltered handles, with create_tables, the ALTERs of target
+// tables that do not exist yet (made at their first row, which has not
+// come): such a table is made now from the stream's version after the
+// DDL, which holds what the ALTER changed, and the ALTER's statements
+// are left out of stmts. Without a version (renamed away) they are left
+// out all the same, and the first row makes the table.
+func (t *Target) createAltered(ctx context.Context, c *pgx.Conn, ev *change.Event, stmts []stmt, missing []string) ([]stmt, error) {
+	for _, table := range missing {
+		var reg *string
+		if err := c.QueryRow(ctx, "SELECT to_regclass($1)::text", table).Scan(&reg); err != nil {
+			return nil, fmt.Errorf("look up target table %s: %w", table, err)
+		}
+		if reg != nil {
+			continue
+		}
+		if len(ev.Versions) > 0 && ev.Versions[0] != nil {
+			if err := t.createTable(ctx, c, table, ev.Versions[0], nil); err != nil {
+				return nil, fmt.Errorf("create target table %s: %w", table, err)
+			}
+		}
+		stmts = slices.DeleteFunc(stmts, func(s stmt) bool { return s.table == table })
+	}
+	return stmts, nil
+}
+
+// quoteTarget is a target table "schema.table" quoted for PostgreSQL.
+func (t *Target) quoteTarget(target string) string {
+	s, tbl, _ := strings.Cut(target, ".")
+	return quoteIdent(s) + "." + quoteIdent(tbl)
+}
+
 // stmt is a statement and its arguments, or a schema (quoted) to make
 // unless it exists (ensureSchema).
 type stmt struct {
 	sql    string
 	args   []any
 	schema string
+	// table, when set, is the target table of an ALTER that create_tables
+	// may make instead (createAltered).
+	table string
 }
 
 // lockCheckpoints locks the sink's checkpoint rows; ErrBehind when every

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
@@ -148,4 +149,38 @@ func TestDDLTrust(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestCreateTablesAlterFirst: with create_tables the target table is
+// made at the table's first row; an ALTER before any row (the table's
+// CREATE older than the stream) finds no target table. The sink makes
+// it then from the stream's version after the ALTER, and goes on; before
+// the fix it retried the ALTER for ever.
+func TestCreateTablesAlterFirst(t *testing.T) {
+	db, name := targetDB(t)
+	ctx := t.Context()
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE DATABASE inj_0", "CREATE TABLE inj_0.old (id INT PRIMARY KEY, a VARCHAR(10))")
+	file, pos := srv.MasterStatus(t)
+	srv.Exec(t, "ALTER TABLE inj_0.old ADD COLUMN b INT NOT NULL DEFAULT 5", "INSERT INTO inj_0.old VALUES (1, 'x', 7)")
+	ds := spec.Spec{Name: "inj", Tables: []string{`inj_0\..*`}, Route: []spec.RouteRule{{Match: `inj_0\.(\w+)`, To: "inj.$1"}},
+		Heartbeat: spec.Duration(100 * time.Millisecond),
+		Sources:   []spec.Source{{Name: "a", Address: srv.Addr(), Start: spec.Start{Kind: spec.StartPosition, Pos: change.Position{File: file, Pos: pos}}}},
+		Sinks:     []spec.Sink{{Name: "copy", Type: "postgres", Address: targetAddr, Database: name, Workers: 2, Batch: 10, CreateTables: true}}}
+	ds = ds.WithDefaults()
+	sk := ds.Sinks[0]
+	log := testLogger(t, slog.LevelError)
+	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: &ds, Clients: map[string]*group.Cursor{sink.ClientID("copy"): nil}, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	target, err := postgres.Open(ctx, sk, ds.Name, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	r := startRunner(ctx, p, target, sk, &group.FileStore{Dir: t.TempDir()}, log)
+	defer func() { r.stop() }()
+	waitRows(t, 30*time.Second, r.r, []string{"1 x 7"}, func() []string { return query(db, "SELECT id, a, b FROM inj.old") })
 }
