@@ -57,14 +57,21 @@ var unicodeTables = []unicodeTable{
 var unicodeValues = []string{"名前ü😀", "e\u0301", "𝄞", "ascii 名前 e\u0301 𝄞 😀 end", "plain"}
 
 // startUnicodeShard starts a shard whose server default is latin1, as a
-// MariaDB without configuration has it, holding schema u0 and its
-// tables with the snapshot's rows; a session braid left in the
-// server's default reads every name and value above as latin1. It checks
-// that the rows are stored as the UTF-8 bytes of the Go strings.
-func startUnicodeShard(t *testing.T, tables []unicodeTable) *mysqltest.Server {
+// MariaDB without configuration has it, with an empty schema u0: a session
+// braid left in the server's default reads every name and value above as
+// latin1.
+func startUnicodeShard(t *testing.T) *mysqltest.Server {
 	t.Helper()
 	srv := mysqltest.Start(t, mysqltest.WithArgs("--character-set-server=latin1", "--collation-server=latin1_swedish_ci"))
 	srv.Exec(t, "CREATE DATABASE u0 CHARACTER SET latin1")
+	return srv
+}
+
+// createUnicodeTables creates tables in u0 with the snapshot's rows (ids
+// base+1 …), checking that the rows are stored as the UTF-8 bytes of the
+// Go strings.
+func createUnicodeTables(t *testing.T, srv *mysqltest.Server, tables []unicodeTable) {
+	t.Helper()
 	for _, tb := range tables {
 		srv.Exec(t, fmt.Sprintf("CREATE TABLE u0.`%s` (id INT PRIMARY KEY, `%s` %s) DEFAULT CHARSET=utf8mb4", tb.name, tb.col, tb.colType))
 	}
@@ -77,7 +84,6 @@ func startUnicodeShard(t *testing.T, tables []unicodeTable) *mysqltest.Server {
 			}
 		}
 	}
-	return srv
 }
 
 // insertUnicodeRows inserts unicodeValues into each table, ids base+first
@@ -140,12 +146,21 @@ func TestCaptureUnicodeExact(t *testing.T) {
 		{"column name", unicodeTables[2:3]}, // the snapshot retried for ever
 		{"values", unicodeTables[3:]},       // the snapshot's values corrupted
 	} {
-		t.Run(tc.name, func(t *testing.T) { testCaptureUnicodeExact(t, tc.tables) })
+		t.Run(tc.name, func(t *testing.T) { testCaptureUnicodeExact(t, tc.tables, false) })
 	}
+	// Tables created once the capture runs: their names come from the
+	// binlog's CREATE TABLE, their rows all from the binlog. That path
+	// never read through a session's charset; this keeps it exact.
+	t.Run("created later", func(t *testing.T) { testCaptureUnicodeExact(t, unicodeTables, true) })
 }
 
-func testCaptureUnicodeExact(t *testing.T, tables []unicodeTable) {
-	srv := startUnicodeShard(t, tables)
+// testCaptureUnicodeExact runs TestCaptureUnicodeExact on tables, created
+// before the capture starts, or after it (late).
+func testCaptureUnicodeExact(t *testing.T, tables []unicodeTable, late bool) {
+	srv := startUnicodeShard(t)
+	if !late {
+		createUnicodeTables(t, srv, tables)
+	}
 	specFile := writeSpec(t, fmt.Sprintf(`
 name: uni
 sources: [{name: a, address: '%s'}]
@@ -158,9 +173,15 @@ snapshot: initial
 		t.Fatal(err)
 	}
 	defer out.Close()
-	var stderr strings.Builder
+	errPath := filepath.Join(t.TempDir(), "stderr")
+	errf, err := os.Create(errPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer errf.Close()
+	stderr := func() string { b, _ := os.ReadFile(errPath); return string(b) }
 	cmd := exec.Command(braidproc.Binary(t), "capture", "-f", specFile)
-	cmd.Stdout, cmd.Stderr = out, &stderr
+	cmd.Stdout, cmd.Stderr = out, errf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -173,6 +194,7 @@ snapshot: initial
 
 	// The rows printed so far, by table, and how many: read whole lines
 	// only.
+	created := map[string]bool{} // tables of the CREATE TABLEs printed
 	printed := func() (map[string][]string, int) {
 		b, _ := os.ReadFile(outPath)
 		b = b[:strings.LastIndexByte(string(b), '\n')+1]
@@ -181,11 +203,16 @@ snapshot: initial
 		for sc.Scan() {
 			var m struct {
 				Database, Table, Type string
+				IsDdl                 bool
 				PkNames               []string
 				Data                  []map[string]*string
 			}
 			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
 				t.Fatalf("line is not JSON: %s", sc.Text())
+			}
+			if late && m.IsDdl && m.Database == "u0" && m.Type == "CREATE" {
+				created[m.Table] = true
+				continue
 			}
 			if m.Database != "u0" || m.Type != "INSERT" || !slices.Equal(m.PkNames, []string{"id"}) {
 				t.Fatalf("unexpected message: %s", sc.Text())
@@ -215,15 +242,23 @@ snapshot: initial
 			select {
 			case err := <-exited:
 				exited <- err
-				t.Fatalf("capture exited (%v) after %d rows; stderr:\n%s", err, n, stderr.String())
+				t.Fatalf("capture exited (%v) after %d rows; stderr:\n%s", err, n, stderr())
 			default:
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: capture printed %d rows, want %d; stderr:\n%s", what, n, want, stderr.String())
+				t.Fatalf("%s: capture printed %d rows, want %d; stderr:\n%s", what, n, want, stderr())
 			}
 		}
 	}
 	rows := len(tables) * len(unicodeValues)
+	if late {
+		for deadline := time.Now().Add(60 * time.Second); !strings.Contains(stderr(), "source ready"); time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("capture did not start; stderr:\n%s", stderr())
+			}
+		}
+		createUnicodeTables(t, srv, tables)
+	}
 	waitRows("the snapshot", rows)
 	insertUnicodeRows(t, srv, tables, 101)
 	got := waitRows("the binlog", 2*rows)
@@ -235,6 +270,11 @@ snapshot: initial
 	}
 	if len(got) != len(tables) {
 		t.Errorf("capture printed tables %v, want %d", slices.Collect(maps.Keys(got)), len(tables))
+	}
+	for _, tb := range tables {
+		if late && !created[tb.name] {
+			t.Errorf("no CREATE TABLE of %q among %v", tb.name, slices.Collect(maps.Keys(created)))
+		}
 	}
 }
 
@@ -248,7 +288,8 @@ snapshot: initial
 // a session of its own that is explicitly UTF-8.
 func TestSinksUnicodeExact(t *testing.T) {
 	ctx := t.Context()
-	srv := startUnicodeShard(t, unicodeTables)
+	srv := startUnicodeShard(t)
+	createUnicodeTables(t, srv, unicodeTables)
 	name := fmt.Sprintf("braid_utf8_%d_%d", os.Getpid(), rand.IntN(1e6))
 
 	// MySQL: the target tables, in a database of the test's own.
