@@ -99,11 +99,11 @@ func (c *Conn) Refused() error {
 // Read reads from the server, failing the connection when the server asks
 // for the password in a form it can read.
 func (c *Conn) Read(p []byte) (int, error) {
+	if c.done { // the reader's own state: no lock on the hot path
+		return c.Conn.Read(p)
+	}
 	if err := c.Refused(); err != nil {
 		return 0, err
-	}
-	if c.done {
-		return c.Conn.Read(p)
 	}
 	n, err := c.Conn.Read(p)
 	if rerr := c.scan(p[:n]); rerr != nil {
