@@ -223,3 +223,64 @@ func TestSecretsFlagsInConfig(t *testing.T) {
 		t.Errorf("a prefix covering BRAID_TOKEN: exit %d: %s", code, errs)
 	}
 }
+
+// TestOwnerResolvesUnderItsOwnRules: the node that runs a destination
+// reads its password references again when it takes it over, under its
+// own rules: a password file replaced, after the spec was accepted, by a
+// link out of the secrets directory is refused, with the line of a
+// missing file in the log, and the source never sees the linked file's
+// content.
+func TestOwnerResolvesUnderItsOwnRules(t *testing.T) {
+	const password = "pw-Ow2-in-the-dir"
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE USER 'braid'@'%' IDENTIFIED BY '"+password+"'",
+		"GRANT REPLICATION SLAVE, REPLICATION CLIENT, BINLOG MONITOR, SELECT ON *.* TO 'braid'@'%'",
+		"CREATE DATABASE shop", "CREATE TABLE shop.orders (id INT PRIMARY KEY)")
+	secrets, other := t.TempDir(), t.TempDir()
+	pw := filepath.Join(secrets, "pw")
+	if err := os.WriteFile(pw, []byte(password+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := startNode(t, "--secrets-dir", secrets)
+	n := c.nodes[0]
+	spec := writeSpec(t, "name: shop\nsources: [{name: a, address: '"+srv.Addr()+"', user: braid, password_file: '"+pw+"', start: earliest}]\ntables: ['shop\\.orders']\n")
+	if _, errs, code := cli("destination", "create", "-f", spec, "--server", n.URL()); code != 0 {
+		t.Fatalf("create: %s", errs)
+	}
+	srv.Exec(t, "INSERT INTO shop.orders VALUES (1)")
+	if out, errs, code := cli("tail", "shop", "--server", n.URL(), "--client-id", "t", "--max", "1", "--timeout", "30s"); code != 0 {
+		t.Fatalf("tail: exit %d: %s\n%s", code, errs, out)
+	}
+	n.Stop(10 * time.Second)
+	// The file now a link out of the directory, to a file holding the
+	// same password.
+	outside := filepath.Join(other, "pw")
+	if err := os.WriteFile(outside, []byte(password+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(pw); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, pw); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(n.LogPath())
+	if err := c.Restart(n.Node); err != nil {
+		t.Fatal(err)
+	}
+	want := "password_file " + pw + ": no readable password file there in the node's secrets directories"
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, _ := os.ReadFile(n.LogPath())
+		if after := string(b[len(before):]); strings.Contains(after, want) {
+			if strings.Contains(after, "source ready") {
+				t.Errorf("the source was read after the refusal:\n%s", n.logTail())
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the node does not refuse the link:\n%s", n.logTail())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
