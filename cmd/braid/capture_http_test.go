@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	canalclient "github.com/withlin/canal-go/client"
+
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/auth"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
@@ -23,7 +25,7 @@ import (
 // text/plain form's skip of a shard-DDL lock (the lock stays); the CLI's
 // braid ddl list and skip still work. With --users-file it asks for a
 // user as a server does (a consumer may read, not skip), and the CLI
-// logs in with --token-file. Beyond loopback it will not start without
+// logs in with --token-file, canal's clients with the same users. Beyond loopback it will not start without
 // --users-file.
 func TestCaptureHTTPRefusesBrowsers(t *testing.T) {
 	if out, errs, code := cli("capture", "-f", "nope.yaml", "--http-port", "1", "--listen", "0.0.0.0"); code != 2 || !strings.Contains(errs, "--users-file") || strings.Count(errs, "\n") != 1 {
@@ -43,7 +45,7 @@ func TestCaptureHTTPRefusesBrowsers(t *testing.T) {
 		return ds
 	}
 	log := slog.New(slog.NewTextHandler(t.Output(), nil))
-	ports := freePorts(t, 2)
+	ports := freePorts(t, 3)
 	open := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 	serveForTest(t, ds(), serveOptions{listen: "127.0.0.1", httpPort: ports[0]}, log)
 	call := func(base, method, path, host, token string, header ...string) (int, string) {
@@ -110,7 +112,7 @@ func TestCaptureHTTPRefusesBrowsers(t *testing.T) {
 		t.Fatal(err)
 	}
 	guarded := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
-	serveForTest(t, ds(), serveOptions{listen: "127.0.0.1", httpPort: ports[1], users: us}, log)
+	serveForTest(t, ds(), serveOptions{listen: "127.0.0.1", httpPort: ports[1], canalPort: ports[2], users: us}, log)
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		req, _ := http.NewRequest("GET", guarded+"/v1/destinations/shop/ddl", nil)
 		req.SetBasicAuth("app", "app-pw")
@@ -142,6 +144,17 @@ func TestCaptureHTTPRefusesBrowsers(t *testing.T) {
 			t.Errorf("%s %s as %q: %d %s; want %d", c.method, c.path, c.token, status, body, c.want)
 		}
 	}
+	// Its canal port logs the same users in.
+	bad := canalclient.NewSimpleCanalConnector("127.0.0.1", ports[2], "app", "wrong", "shop", 60000, 60000)
+	if err := bad.Connect(); err == nil {
+		t.Error("canal login with a wrong password accepted")
+	}
+	bad.DisConnection()
+	good := canalclient.NewSimpleCanalConnector("127.0.0.1", ports[2], "app", "app-pw", "shop", 60000, 60000)
+	if err := good.Connect(); err != nil {
+		t.Errorf("canal login of a user of the users file: %v", err)
+	}
+	good.DisConnection()
 	token := filepath.Join(dir, "token")
 	os.WriteFile(token, []byte("admin:admin-pw\n"), 0o600)
 	for _, base := range []string{guarded, open} {
