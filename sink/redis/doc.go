@@ -116,9 +116,6 @@
 //   - Two shard tables writing one key: the key holds the later change's
 //     row (an INSERT that finds a value is counted in Upserts), and a
 //     DELETE of either deletes it; there is no origin column.
-//   - verify's Sample matches a table's keys with one SCAN pattern, so
-//     where the escape depends on the {pk} text (table braid, keys that
-//     start with sink:) it samples the keys left unescaped only.
 //   - mode: at-least-once changes nothing: the checkpoints are written
 //     either way, and the versions make every apply idempotent.
 //

@@ -109,11 +109,13 @@ func (k keyTemplate) prefixLen() int {
 	return len(prefix(k[0].lit))
 }
 
-// pattern is a SCAN MATCH pattern of every key of database.table, as
-// escape escapes them: the escape marks that the text before {pk} and
-// after it (the template's and the names') decide. A key whose mark
-// depends on its {pk} text is matched only unmarked.
-func (k keyTemplate) pattern(database, table string) string {
+// patterns are the SCAN MATCH patterns of every key of database.table,
+// as escape escapes them: one, with the escape marks that the text before
+// {pk} and after it (the template's and the names') decide; and, when
+// whether a key starts with one depends on its {pk} text (table braid,
+// keys sink:...), the other. (An end mark that depends on a {pk} text is
+// matched by the pattern's "*" when {pk} ends the template.)
+func (k keyTemplate) patterns(database, table string) []string {
 	var b strings.Builder
 	var fixed []string // the text between {pk}s
 	cur := ""
@@ -137,14 +139,19 @@ func (k keyTemplate) pattern(database, table string) string {
 	fixed = append(fixed, cur)
 	out := b.String()
 	head, tail := fixed[0], fixed[len(fixed)-1]
-	n := k.prefixLen()
-	if r := head[n:]; strings.HasPrefix(r, ownPrefix) || len(r) > 0 && r[0] == escapeMark {
-		out = globEscape(head[:n]) + string(escapeMark) + out[len(globEscape(head[:n])):]
-	}
 	if strings.HasSuffix(tail, versionSuffix) || len(tail) > 0 && tail[len(tail)-1] == escapeMark {
 		out += string(escapeMark)
 	}
-	return out
+	n := k.prefixLen()
+	p := globEscape(head[:n])
+	marked := p + string(escapeMark) + out[len(p):]
+	switch r := head[n:]; {
+	case strings.HasPrefix(r, ownPrefix) || len(r) > 0 && r[0] == escapeMark:
+		return []string{marked}
+	case len(fixed) > 1 && r != "" && strings.HasPrefix(ownPrefix, r):
+		return []string{out, marked}
+	}
+	return []string{out}
 }
 
 // globEscape escapes what SCAN's MATCH takes for a glob.

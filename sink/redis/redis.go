@@ -167,7 +167,7 @@ func (t *Target) ApplyDDL(ctx context.Context, ev *change.Event, workers int) er
 	if shard, ok := schema.TruncatedTable(ev.DDL.Schema, ev.DDL.SQL, schema.SQLMode(ev.DDL.SQLMode)); ok && t.spec.DDL != "ignore" {
 		ls, lt := ev.DDL.Logical()
 		return fmt.Errorf("sink %s: seq %d: TRUNCATE of shard table %s/%s: a redis cache cannot tell that shard table's keys from the others of %s.%s: delete the keys matching %s so that readers re-populate them from the sources, then set ddl: ignore to go past it",
-			t.spec.Name, ev.Seq, ev.Source, shard, ls, lt, t.key.pattern(ls, lt))
+			t.spec.Name, ev.Seq, ev.Source, shard, ls, lt, strings.Join(t.key.patterns(ls, lt), " and "))
 	}
 	keys := make([]string, workers)
 	for w := range keys {

@@ -154,7 +154,7 @@ func (t *Target) fill(ctx context.Context, logical string, row map[string]*strin
 }
 
 // Sample returns up to n rows of logical table's keys: SCAN for the
-// key template's pattern gathers up to 3n keys (the version keys left
+// key template's patterns gathers up to 3n keys (the version keys left
 // out), of which n are drawn at random. SCAN's order is that of Redis's
 // hash table, which has nothing to do with the keys' values, but a big
 // cache's sample comes from the part of it SCAN visits first. The
@@ -164,24 +164,25 @@ func (t *Target) Sample(ctx context.Context, logical string, n int) ([]map[strin
 		return nil, nil
 	}
 	db, name, _ := strings.Cut(logical, ".")
-	pattern := t.key.pattern(db, name)
-	ckpt := t.prefix + "braid:sink:"
+	ckpt := t.prefix + ownPrefix
 	var keys []string
-	var cursor uint64
-	for {
-		var page []string
-		var err error
-		page, cursor, err = t.c.Scan(ctx, cursor, pattern, 1000).Result()
-		if err != nil {
-			return nil, fmt.Errorf("SCAN %s: %w", pattern, err)
-		}
-		for _, k := range page {
-			if !strings.HasSuffix(k, versionSuffix) && !strings.HasPrefix(k, ckpt) {
-				keys = append(keys, k)
+	for _, pattern := range t.key.patterns(db, name) {
+		var cursor uint64
+		for {
+			var page []string
+			var err error
+			page, cursor, err = t.c.Scan(ctx, cursor, pattern, 1000).Result()
+			if err != nil {
+				return nil, fmt.Errorf("SCAN %s: %w", pattern, err)
 			}
-		}
-		if cursor == 0 || len(keys) >= 3*n {
-			break
+			for _, k := range page {
+				if !strings.HasSuffix(k, versionSuffix) && !strings.HasPrefix(k, ckpt) {
+					keys = append(keys, k)
+				}
+			}
+			if cursor == 0 || len(keys) >= 3*n {
+				break
+			}
 		}
 	}
 	rand.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })

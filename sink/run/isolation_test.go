@@ -269,8 +269,9 @@ func TestSchemaNamesWithDollarQuotes(t *testing.T) {
 // sink:shop.cache:0 and the like: without escaping, its rows are the
 // sink's own checkpoint, worker-count and column keys, whose hashes made
 // every later transaction fail with WRONGTYPE, the cache stale for ever.
-// The sink's keys stay intact, every row is where KeyFor says, and the
-// cache follows the sources through updates and deletes.
+// The sink's keys stay intact, every row is where KeyFor says, the
+// cache follows the sources through updates and deletes, and braid sink
+// verify samples every row of it.
 func TestRowKeysNeverReachSinkKeys(t *testing.T) {
 	rc, prefix := redistest.Prefix(t)
 	srv := mysqltest.Start(t)
@@ -346,6 +347,12 @@ func TestRowKeysNeverReachSinkKeys(t *testing.T) {
 		}
 		return true, ""
 	})
+	// braid sink verify samples the table's keys, escaped or not, and
+	// finds them equal to the sources.
+	v, err := sinks.Verify(t.Context(), "cache", 100, []string{"app.braid"})
+	if want := len(own) - 1; err != nil || len(v.Differences) != 0 || v.TargetRows != want || v.Compared < want {
+		t.Errorf("verify: %+v (%v): want %d rows sampled from the cache, all equal", v, err, want)
+	}
 	// The sink's own keys are strings it reads: each worker's "seq:idx",
 	// its worker count.
 	for _, k := range []string{"0", "1", "2", "3", "workers"} {
