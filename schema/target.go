@@ -24,14 +24,14 @@ import (
 //   - CREATE TABLE (not … SELECT; … LIKE a table of the destination),
 //     ALTER TABLE, CREATE/DROP INDEX, DROP TABLE, RENAME TABLE, each
 //     naming only tables of the destination (rename says which);
-//   - expressions (defaults, ON UPDATE, generated columns, CHECK) of
+//   - expressions (defaults, ON UPDATE, generated columns) of
 //     literals, columns, operators and the built-in functions of
 //     targetFuncs: pure functions of their arguments and the clock, none
 //     that reads a file, a table, a variable or the server's state;
 //   - table options that shape storage (ENGINE among targetEngines,
 //     charset, collation, comment, row format...); others (DATA
 //     DIRECTORY, CONNECTION, UNION, partitioning, encryption...) are left
-//     out.
+//     out, and so are CHECK constraints (the source checked the rows).
 //
 // Anything else — a subquery, CREATE … SELECT, a function outside the
 // list, a variable, DROP DATABASE, an ALTER TABLE of partitions or
@@ -90,11 +90,20 @@ func TargetDDLs(db, sql string, mode SQLMode, rename TargetRename) ([]TargetDDL,
 		if chk.err != nil {
 			return nil, fmt.Errorf("%w: %v; statement: %q", ErrUnsafeDDL, chk.err, ddlClip(st.text))
 		}
+		st.node.Accept(checkDropper{})
 		if n, ok := st.node.(*ast.CreateTableStmt); ok {
 			n.Partition = nil // partitions are the target's own business
 			n.Options = targetOptions(n.Options, st.tableCharset)
+			n.Constraints = slices.DeleteFunc(n.Constraints, func(c *ast.Constraint) bool { return c.Tp == ast.ConstraintCheck })
 		}
 		if n, ok := st.node.(*ast.AlterTableStmt); ok {
+			n.Specs = slices.DeleteFunc(n.Specs, func(sp *ast.AlterTableSpec) bool {
+				return sp.Tp == ast.AlterTableAlterCheck || sp.Tp == ast.AlterTableDropCheck ||
+					sp.Tp == ast.AlterTableAddConstraint && sp.Constraint != nil && sp.Constraint.Tp == ast.ConstraintCheck
+			})
+			if len(n.Specs) == 0 {
+				continue // it only changed CHECK constraints
+			}
 			for _, sp := range n.Specs {
 				if sp.Tp == ast.AlterTableOption {
 					sp.Options = targetOptions(sp.Options, "")
@@ -117,6 +126,22 @@ func TargetDDLs(db, sql string, mode SQLMode, rename TargetRename) ([]TargetDDL,
 	}
 	return out, nil
 }
+
+// checkDropper leaves CHECK constraints out of column definitions: a
+// target holds rows the source checked already, and the parser restores
+// them with MySQL 8's [NOT] ENFORCED, which MariaDB rejects. (Their
+// expressions were checked as any other: a CHECK with a subquery stops
+// the sink all the same.)
+type checkDropper struct{}
+
+func (checkDropper) Enter(n ast.Node) (ast.Node, bool) {
+	if c, ok := n.(*ast.ColumnDef); ok {
+		c.Options = slices.DeleteFunc(c.Options, func(o *ast.ColumnOption) bool { return o.Tp == ast.ColumnOptionCheck })
+	}
+	return n, false
+}
+
+func (checkDropper) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 // restoreExtTypes puts back the types the parser lacks, which ddlRewrite
 // declared as a marked ENUM. A restored string literal cannot hold the

@@ -109,3 +109,17 @@ func TestTargetDDLsRebuilds(t *testing.T) {
 		}
 	}
 }
+
+// TestTargetDDLsLeaveChecksOut: CHECK constraints are left out (the
+// source checked the rows; MariaDB rejects the parser's ENFORCED), and an
+// ALTER that only changes them leaves nothing to run.
+func TestTargetDDLsLeaveChecksOut(t *testing.T) {
+	out, err := schema.TargetDDLs("inj_0", "CREATE TABLE a (id int primary key CHECK (id > 0), b int, CONSTRAINT c CHECK (b < 5))", 0, injRename)
+	if err != nil || len(out) != 1 || out[0].Text != "CREATE TABLE `tgt`.`a` (`id` INT PRIMARY KEY,`b` INT)" {
+		t.Errorf("CREATE with CHECKs: %v %+v", err, out)
+	}
+	out, err = schema.TargetDDLs("inj_0", "ALTER TABLE a ADD CONSTRAINT c CHECK (b > 0)", 0, injRename)
+	if err != nil || len(out) != 0 {
+		t.Errorf("ALTER of a CHECK: %v %+v, want nothing to run", err, out)
+	}
+}
