@@ -95,7 +95,7 @@ func insertUnicodeRows(t *testing.T, srv *mysqltest.Server, tables []unicodeTabl
 		for i, v := range unicodeValues {
 			vals = append(vals, fmt.Sprintf("(%d, '%s')", tb.base+first+i, v))
 		}
-		srv.Exec(t, fmt.Sprintf("INSERT INTO u0.`%s` VALUES %s", tb.name, strings.Join(vals, ", ")))
+		srv.Exec(t, fmt.Sprintf("INSERT INTO u0.`%s` (id, `%s`) VALUES %s", tb.name, tb.col, strings.Join(vals, ", ")))
 	}
 }
 
@@ -283,9 +283,12 @@ snapshot: initial
 // MySQL target (127.0.0.1:3306), a PostgreSQL database whose own
 // client_encoding default is LATIN1, Redis, RabbitMQ (a queue per table)
 // and Kafka (kfake) — arrives byte-exact in each, names and values, from
-// the snapshot and the binlog; and `braid sink verify` finds every
-// comparable target equal to the source. Each target is read back here in
-// a session of its own that is explicitly UTF-8.
+// the snapshot and the binlog, in tables the SQL sinks were given and in
+// tables they create (create_tables, in a latin1-default database); so
+// does a shard's ALTER adding a column 説明ü with a default e + U+0301 😀;
+// and `braid sink verify` finds every comparable target equal to the
+// source. Each target is read back here in a session of its own that is
+// explicitly UTF-8.
 func TestSinksUnicodeExact(t *testing.T) {
 	ctx := t.Context()
 	srv := startUnicodeShard(t)
@@ -476,11 +479,83 @@ sinks:
 		}
 	}
 	wait("the snapshot", func(tb unicodeTable) []string { return tb.want(1) })
+	// A shard DDL in Unicode: a column 説明ü, its default e + U+0301 😀,
+	// added before the binlog's rows.
+	const addedCol, addedVal = "説明ü", "e\u0301😀"
+	srv.Exec(t, fmt.Sprintf("ALTER TABLE u0.`%s` ADD COLUMN `%s` VARCHAR(20) NOT NULL DEFAULT '%s'", unicodeTables[0].name, addedCol, addedVal))
 	insertUnicodeRows(t, srv, unicodeTables, 101)
 	wait("the binlog", func(tb unicodeTable) []string { return tb.want(1, 101) })
 
+	// The added column in each sink: the SQL targets ran the ALTER (every
+	// row has the default), the others carry it in the binlog's rows.
+	withAdded := func(data []map[string]*string) (n int) {
+		for _, d := range data {
+			if v := d[addedCol]; v != nil && *v == addedVal {
+				n++
+			}
+		}
+		return n
+	}
+	for _, c := range []struct {
+		sink  string
+		want  int
+		count func() int
+	}{
+		{"my", 2 * len(unicodeValues), func() int {
+			rows := sinktest.Query(my, fmt.Sprintf("SELECT COUNT(*) FROM %s.`%s` WHERE `%s` = '%s'", name, unicodeTables[0].name, addedCol, addedVal))
+			n, _ := strconv.Atoi(strings.Join(rows, ""))
+			return n
+		}},
+		{"pg", 2 * len(unicodeValues), func() int {
+			var n int
+			if err := pg.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM u0."%s" WHERE "%s" = $1`, unicodeTables[0].name, addedCol), addedVal).Scan(&n); err != nil {
+				t.Error(err)
+			}
+			return n
+		}},
+		{"cache", len(unicodeValues), func() int {
+			var data []map[string]*string
+			for i := range unicodeValues {
+				row, err := redistest.Row(ctx, rdb, fmt.Sprintf("%su0.%s:%d", prefix, unicodeTables[0].name, 101+i), "json")
+				if err != nil {
+					t.Fatal(err)
+				}
+				data = append(data, row)
+			}
+			return withAdded(data)
+		}},
+		{"mq", len(unicodeValues), func() (n int) {
+			for _, m := range rabbittest.Dedup(t, queues[0].Deliveries(), "uni").Msgs {
+				n += withAdded(m.Data)
+			}
+			return n
+		}},
+		{"events", len(unicodeValues), func() (n int) {
+			recs, _, err := kafkatest.Read(ctx, []string{kafkaAddr}, "utf8")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range recs {
+				n += withAdded(r.Message.Data)
+			}
+			return n
+		}},
+	} {
+		if n := c.count(); n != c.want {
+			t.Errorf("sink %s: %d rows of %s with %s = %q, want %d", c.sink, n, unicodeTables[0].name, addedCol, addedVal, c.want)
+		}
+	}
+
 	for _, s := range sinks {
-		if out, errs, code := cli("sink", "verify", "uni", s.name, "--server", url); code != 0 {
+		args := []string{"sink", "verify", "uni", s.name, "--server", url}
+		if s.name == "cache" {
+			// Redis keeps the rows written before the ALTER as they
+			// were, without the added column: compare the other tables.
+			for _, tb := range unicodeTables[1:] {
+				args = append(args, "--table", "u0."+tb.name)
+			}
+		}
+		if out, errs, code := cli(args...); code != 0 {
 			t.Errorf("sink verify %s: exit %d: %s%s", s.name, code, out, errs)
 		}
 	}
