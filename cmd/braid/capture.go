@@ -47,7 +47,7 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: braid capture -f spec.yaml [--max N] [--timeout D]")
 		fmt.Fprintln(stderr, "       braid capture --sandbox [--max N] [--timeout D]")
-		fmt.Fprintln(stderr, "       braid capture -f spec.yaml [--http-port 8081] [--canal-port 11111] [--listen ADDR]   # serve instead of printing")
+		fmt.Fprintln(stderr, "       braid capture -f spec.yaml [--http-port 8081] [--canal-port 11111] [--listen ADDR] [--users-file FILE]   # serve instead of printing")
 		fmt.Fprintln(stderr, "\nReads the binlogs of the destination's sources, merges their transactions in")
 		fmt.Fprintln(stderr, "commit order (ordering: strict) and prints row changes and DDL as canal")
 		fmt.Fprintln(stderr, "flat-message JSON lines on stdout, or serves them to consumers with --canal-port")

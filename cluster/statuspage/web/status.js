@@ -299,6 +299,9 @@
     if (session && !session.user) session = null; // a node without users
     who.hidden = !session;
     document.getElementById('user').textContent = session ? `${session.user} (${session.role})` : '';
+    // Only a session can be logged out of; a credential the browser was
+    // given (a header) cannot.
+    document.getElementById('logout').hidden = !(session && session.expires);
   }
 
   // showLogin stops polling and shows the login form, with msg under it.
