@@ -13,7 +13,10 @@ package main
 //     reaches --help. `braid capture --sandbox ...` really runs, against
 //     the MariaDB servers it starts (skipped without a mariadbd, failed
 //     under CI=true, as the other server tests), and its lines must carry
-//     every key the README's JSON example shows. `make TARGET` must name a
+//     every key the README's JSON example shows. With a server installed the
+//     tour runs for real too (readme_tour_test.go): each spec block gets
+//     real servers in place of its addresses, and the lines that read it
+//     (-f NAME.yaml) and braid tail lines run as written, on free ports. `make TARGET` must name a
 //     target of the Makefile (the test does not run make: `make test` runs
 //     it). Any other line fails: the test must know how to check it.
 //   - yaml: a destination spec, parsed and validated by spec.Parse, the
@@ -198,6 +201,9 @@ type docChecker struct {
 	// sandbox, if set, runs `braid capture --sandbox` lines for real; the
 	// doc test sets it when a server binary is installed.
 	sandbox func(args []string) error
+	// tour, if set, runs the lines that read a spec the README shows
+	// (-f NAME.yaml) and the braid tail lines for real (readme_tour_test.go).
+	tour *tour
 }
 
 // braidArgs returns the braid arguments of a command line, or ok false
@@ -224,6 +230,9 @@ func (c *docChecker) shell(line string) error {
 	if args, ok := braidArgs(words); ok {
 		if len(args) > 0 && args[0] == "capture" && slices.Contains(args, "--sandbox") && c.sandbox != nil {
 			return c.sandbox(args)
+		}
+		if c.tour != nil && c.tour.runs(args) {
+			return c.tour.run(args)
 		}
 		return c.dryRun(args)
 	}
@@ -398,6 +407,7 @@ func TestReadmeBlocks(t *testing.T) {
 	}
 	slices.Sort(exampleKeys)
 	if err := mariadb.Prepare(t.Context()); err == nil {
+		c.tour = newTour(t, c.bin)
 		c.sandbox = func(args []string) error {
 			t.Logf("running braid %s with the servers it starts", strings.Join(args, " "))
 			return runSandbox(c.bin, args, exampleKeys)
@@ -422,6 +432,11 @@ func TestReadmeBlocks(t *testing.T) {
 				t.Errorf("%s: the spec does not parse (lines count from the block's first):\n%v", f.where(), err)
 			} else if !isSpec {
 				t.Errorf("%s: a YAML block that is no destination spec: the doc test cannot check it; mark it no-run and say why", f.where())
+			}
+			if _, err := spec.Parse([]byte(strings.Join(f.body, "\n"))); err == nil && c.tour != nil {
+				if err := c.tour.addSpec(f); err != nil {
+					t.Errorf("%s: the tour cannot set up this spec's servers: %v", f.where(), err)
+				}
 			}
 		case f.lang == "json":
 			if !json.Valid([]byte(strings.Join(f.body, "\n"))) {
