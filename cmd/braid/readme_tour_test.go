@@ -35,6 +35,9 @@ type tour struct {
 	env   []string
 	specs map[string]bool // the spec files written, as the README names them
 	ports map[string]string
+	// failed is the serving line that did not come up, if one did not: the
+	// lines after it that read from it are not run, rather than wait.
+	failed string
 }
 
 // tourGrants are the privileges the README's spec comment says a source's
@@ -137,10 +140,10 @@ func (tr *tour) rewrite(args []string) []string {
 // that it printed them, each of the logical table the tour's route makes,
 // returning their seqs.
 func (tr *tour) runToEnd(args []string, want int) ([]uint64, error) {
-	ctx, cancel := context.WithTimeout(tr.t.Context(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(tr.t.Context(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, tr.bin, args...)
-	cmd.Dir, cmd.Env = tr.dir, tr.env
+	cmd.Dir, cmd.Env, cmd.WaitDelay = tr.dir, tr.env, 5*time.Second
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
@@ -187,6 +190,8 @@ func (tr *tour) run(args []string) error {
 	want, _ := strconv.Atoi(flagValue(args, "max"))
 	serves := flagValue(args, "http-port") != "" || flagValue(args, "canal-port") != ""
 	switch {
+	case want > 0 && args[0] == "tail" && tr.failed != "":
+		return fmt.Errorf("%s: not run: the serving line before it failed (%s)", line, tr.failed)
 	case want > 0:
 		seqs, err := tr.runToEnd(args, want)
 		if err != nil {
@@ -208,22 +213,26 @@ func (tr *tour) run(args []string) error {
 		tr.t.Logf("ran it again: seq %d to %d after %d to %d", again[0], again[len(again)-1], seqs[0], seqs[len(seqs)-1])
 		return nil
 	case serves:
+		tr.failed = line
 		cmd := exec.Command(tr.bin, args...)
-		cmd.Dir, cmd.Env = tr.dir, tr.env
+		cmd.Dir, cmd.Env, cmd.WaitDelay = tr.dir, tr.env, 5*time.Second
 		var errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &errb, &errb
 		if err := cmd.Start(); err != nil {
 			return fmt.Errorf("%s: %w", line, err)
 		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
+		// exited closes when the process has ended, with waitErr set; both
+		// the wait for its port and the cleanup read it.
+		exited := make(chan struct{})
+		var waitErr error
+		go func() { waitErr = cmd.Wait(); close(exited) }()
 		tr.t.Cleanup(func() {
 			cmd.Process.Signal(syscall.SIGTERM)
 			select {
-			case <-done:
+			case <-exited:
 			case <-time.After(10 * time.Second):
 				cmd.Process.Kill()
-				<-done
+				<-exited
 			}
 		})
 		addr := "127.0.0.1:" + flagValue(args, "http-port")
@@ -233,13 +242,14 @@ func (tr *tour) run(args []string) error {
 		deadline := time.Now().Add(time.Minute)
 		for {
 			select {
-			case err := <-done:
-				return fmt.Errorf("%s exited: %v:\n%s", line, err, lastLines(errb.String(), 10))
+			case <-exited:
+				return fmt.Errorf("%s exited: %v:\n%s", line, waitErr, lastLines(errb.String(), 10))
 			default:
 			}
 			if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 				c.Close()
 				tr.t.Logf("ran %s: serving on %s", line, addr)
+				tr.failed = ""
 				return nil
 			}
 			if time.Now().After(deadline) {
