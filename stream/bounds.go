@@ -66,10 +66,12 @@ func (s *Store) tooMany(client, owner string) error {
 func (s *Store) replayShare() int { return max(1, s.cfg.MaxReplays/2) }
 
 // shareKey is whose share of the replay readers client draws on: its
-// owner's when an owner opened it, else its own (a sink, or a client
-// restored from its cursor before its owner came back).
+// user's when a user opened it, else its own (a sink, a client restored
+// from its cursor before its user came back, or any client of a node
+// without users, where anyone may do anything and no user is to be
+// kept from the others).
 func shareKey(client string, c *storeClient) string {
-	if c != nil && c.owned {
+	if c != nil && c.owned && c.owner != "" {
 		return "u:" + c.owner
 	}
 	return "c:" + client

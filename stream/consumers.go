@@ -122,10 +122,7 @@ func (s *Store) Open(ctx context.Context, client string, o OpenOptions) error {
 		s.mu.Unlock()
 		return s.tooMany(client, o.Owner)
 	}
-	key := "c:" + client
-	if o.Consumer {
-		key = "u:" + o.Owner
-	}
+	key := shareKey(client, &storeClient{owned: o.Consumer, owner: o.Owner})
 	st := o.Start
 	if st.Kind == "" {
 		st = s.cfg.Start
@@ -244,9 +241,6 @@ func (s *Store) startReplay(client, key string, from *group.Cursor, after uint64
 		who := "client id " + client
 		if u, ok := strings.CutPrefix(key, "u:"); ok {
 			who = "user " + u
-			if u == "" {
-				who = "anonymous clients"
-			}
 		}
 		return nil, fmt.Errorf("%w: %s runs %d of the destination's %d replay readers already, at most %d at once: retry once one has caught up", ErrReplaysBusy, who, mine, s.cfg.MaxReplays, share)
 	}

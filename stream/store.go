@@ -57,8 +57,9 @@ type Config struct {
 	// transaction held, as it could before replays.
 	Replay ReplayFunc
 	// MaxReplays bounds the replay readers running at once, each a merge
-	// and a store of its own; one owner (OpenOptions.Owner) may run half of
-	// them at most (at least one). Default: DefaultMaxReplays.
+	// and a store of its own; one user (OpenOptions.Owner, when not "")
+	// may run half of them at most (at least one). Default:
+	// DefaultMaxReplays.
 	MaxReplays int
 	// MaxClientsPerOwner bounds the client ids one owner may have
 	// subscribed through Open with OpenOptions.Consumer: the one past it
