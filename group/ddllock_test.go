@@ -108,3 +108,41 @@ func TestShardLocksDeterministic(t *testing.T) {
 		t.Fatalf("two feeds differ:\n%s\n%s", a, b)
 	}
 }
+
+// TestLockKeepsSQLMode: a lock's text means what it says only under the
+// sql_mode the shard ran it with (here `'a\'` is the string a\ under
+// NO_BACKSLASH_ESCAPES); the lock keeps the mode, through the JSON a
+// cursor is saved as, so that the DDL a new owner or a replay releases
+// reads the same.
+func TestLockKeepsSQLMode(t *testing.T) {
+	s := group.NewShardDDLState(2)
+	s.Join("shop.orders", "s0/shop_0.orders")
+	s.Join("shop.orders", "s1/shop_1.orders")
+	d, err := schema.ShardDDL("shop_0", `ALTER TABLE orders ADD COLUMN n VARCHAR(5) DEFAULT 'a\'`, schema.ModeNoBackslashEscapes,
+		func(s, tbl string) (string, string) { return "shop", tbl })
+	if err != nil || len(d) != 1 || d[0].SQLMode != schema.ModeNoBackslashEscapes {
+		t.Fatalf("ShardDDL: %v %+v", err, d)
+	}
+	_, l := s.Alter("shop.orders", "s0/shop_0.orders", d[0], time.Time{})
+	if l == nil || l.SQLMode != uint64(schema.ModeNoBackslashEscapes) {
+		t.Fatalf("lock %+v, want the shard's sql_mode", l)
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back group.ShardDDLState
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Locks) != 1 || back.Locks[0].SQLMode != l.SQLMode || back.Locks[0].SQL != l.SQL {
+		t.Fatalf("lock after JSON %+v, want %+v", back.Locks, l)
+	}
+	// The lock's text, under its mode, is the ALTER the shard ran.
+	if _, err := schema.ShardDDL("shop", back.Locks[0].SQL, schema.SQLMode(back.Locks[0].SQLMode), func(s, t string) (string, string) { return s, t }); err != nil {
+		t.Errorf("the lock's text does not parse under its mode: %v", err)
+	}
+	if _, err := schema.ShardDDL("shop", back.Locks[0].SQL, 0, func(s, t string) (string, string) { return s, t }); err == nil {
+		t.Errorf("the lock's text parses in the default mode too: the test shows nothing")
+	}
+}
