@@ -12,8 +12,8 @@ import (
 // ErrDDLRefused is wrapped by the error of a DDL a SQL target will not
 // run (schema.ErrUnsafeDDL: a subquery, CREATE … SELECT, a function
 // outside the allowed ones, a table not of the destination, DROP
-// DATABASE). Trying it again cannot help: the runner stops the sink with
-// one line instead of retrying.
+// DATABASE) or cannot parse (schema.ErrDDLParse). Trying it again cannot
+// help: the runner stops the sink with one line instead of retrying.
 var ErrDDLRefused = errors.New("DDL refused")
 
 // TargetDDLs rebuilds ev's DDL for a SQL target whose table of logical
@@ -42,12 +42,11 @@ func TargetDDLs(sinkName string, ev *change.Event, target func(logical string) s
 		return "", "", false
 	}
 	out, err := schema.TargetDDLs(d.Schema, d.SQL, schema.SQLMode(d.SQLMode), rename)
-	switch {
-	case errors.Is(err, schema.ErrUnsafeDDL):
+	if err != nil {
+		// Unsafe or unparsable, the same text under the same mode fails
+		// the same way again: no retry helps.
 		return nil, fmt.Errorf("sink %s: %w at seq %d from %s: %w: the sink stops here; make the change on the target by hand if it should have it, then set the sink's ddl: ignore until it is past seq %d",
 			sinkName, ErrDDLRefused, ev.Seq, ev.Source, err, ev.Seq)
-	case err != nil:
-		return nil, fmt.Errorf("sink %s: DDL at seq %d: %w: set ddl: ignore and change the target by hand", sinkName, ev.Seq, err)
 	}
 	return out, nil
 }
