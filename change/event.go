@@ -477,6 +477,10 @@ type DDL struct {
 	// LogicalSchema and LogicalTable are Origin's logical names, stamped
 	// by package group before the DDL leaves the merge; empty until then.
 	LogicalSchema, LogicalTable string
+	// LogicalTables are the logical names ("schema.table") of Tables, in
+	// order, stamped with LogicalSchema and LogicalTable (nil until then):
+	// a target maps each table a DDL names through them.
+	LogicalTables []string
 }
 
 // Origin is the DDL's schema and table as the source names them: its

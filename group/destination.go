@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -905,6 +906,15 @@ func (d *Destination) stamp(ev *change.Event) {
 		}
 	case ev.DDL != nil:
 		ev.DDL.LogicalSchema, ev.DDL.LogicalTable = d.router.Rename(ev.DDL.Origin())
+		if ev.DDL.LogicalTables != nil {
+			break // a logical DDL of the shard-DDL merge: named already
+		}
+		ev.DDL.LogicalTables = make([]string, len(ev.DDL.Tables))
+		for i, t := range ev.DDL.Tables {
+			s, n, _ := strings.Cut(t, ".")
+			ls, lt := d.router.Rename(s, n)
+			ev.DDL.LogicalTables[i] = ls + "." + lt
+		}
 	}
 }
 

@@ -426,7 +426,8 @@ func ddlTable(ev *change.Event) string {
 func logicalDDL(ev *change.Event, sql string, mode uint64, logical string) *change.Event {
 	out := *ev
 	ls, lt, _ := strings.Cut(logical, ".")
-	out.DDL = &change.DDL{Schema: ls, SQL: sql, SQLMode: mode, Tables: []string{logical}, LogicalSchema: ls, LogicalTable: lt}
+	out.DDL = &change.DDL{Schema: ls, SQL: sql, SQLMode: mode, Tables: []string{logical}, LogicalSchema: ls, LogicalTable: lt,
+		LogicalTables: []string{logical}}
 	return &out
 }
 

@@ -19,8 +19,8 @@ var ErrDDLRefused = errors.New("DDL refused")
 // TargetDDLs rebuilds ev's DDL for a SQL target whose table of logical
 // table L is target(L) ("schema.table"): see schema.TargetDDLs. The
 // tables the DDL may name are those the stream says it changes
-// (DDL.Tables, as its text names them), the first one being the DDL's
-// logical table; any other name is not the destination's, and the DDL is
+// (DDL.Tables, as its text names them), each mapped through its logical
+// name (DDL.LogicalTables); any other name is not the destination's, and the DDL is
 // refused (an error wrapping ErrDDLRefused that names the sink, seq and
 // statement, and says what to do).
 func TargetDDLs(sinkName string, ev *change.Event, target func(logical string) string) ([]schema.TargetDDL, error) {
@@ -32,7 +32,10 @@ func TargetDDLs(sinkName string, ev *change.Event, target func(logical string) s
 				continue
 			}
 			logical := name
-			if i == 0 {
+			switch {
+			case len(d.LogicalTables) == len(d.Tables):
+				logical = d.LogicalTables[i]
+			case i == 0:
 				ls, lt := d.Logical()
 				logical = ls + "." + lt
 			}

@@ -244,3 +244,42 @@ func TestCreateTablesAlterFirst(t *testing.T) {
 		return slices.Equal(got, []string{"1 x 7"}), fmt.Sprintf("target rows %q; sink error %q", got, lastErr)
 	})
 }
+
+// TestDDLOfRoutedTables: a DROP of two routed shard tables drops their
+// two target tables, each by its logical name; a table on the target
+// named as the second shard table is not the destination's and stays.
+// Before, the sink mapped only the DDL's first table through the route
+// and took the second's shard name as its target table.
+func TestDDLOfRoutedTables(t *testing.T) {
+	db, name := targetDB(t)
+	shardDB := name + "_shard"
+	t.Cleanup(func() { db.Exec("DROP DATABASE IF EXISTS " + shardDB) })
+	for _, q := range []string{"CREATE DATABASE " + shardDB, "CREATE TABLE " + shardDB + ".b (id INT PRIMARY KEY)", "INSERT INTO " + shardDB + ".b VALUES (7)"} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE DATABASE "+shardDB, "CREATE TABLE "+shardDB+".a (id INT PRIMARY KEY)", "CREATE TABLE "+shardDB+".b (id INT PRIMARY KEY)",
+		"INSERT INTO "+shardDB+".a VALUES (1)", "INSERT INTO "+shardDB+".b VALUES (2)")
+	ds := spec.Spec{Name: "inj", Tables: []string{shardDB + `\..*`}, Route: []spec.RouteRule{{Match: shardDB + `\.(\w+)`, To: name + ".$1"}},
+		Heartbeat: spec.Duration(100 * time.Millisecond),
+		Sources:   []spec.Source{{Name: "a", Address: srv.Addr(), Start: spec.Start{Kind: spec.StartEarliest}}},
+		Sinks:     []spec.Sink{{Name: "copy", Type: "mysql", Address: targetAddr, MetaDatabase: name + "_meta"}}}
+	ds = ds.WithDefaults()
+	r := applyOnce(t, &ds)
+	sinktest.WaitFor(t, 30*time.Second, func() (bool, string) {
+		got := sinktest.Query(db, "SELECT id FROM "+name+".a UNION ALL SELECT id FROM "+name+".b")
+		_, lastErr := r.Applied()
+		return slices.Equal(got, []string{"1", "2"}), fmt.Sprintf("target rows %q; sink error %q", got, lastErr)
+	})
+	srv.Exec(t, "DROP TABLE "+shardDB+".a, "+shardDB+".b")
+	sinktest.WaitFor(t, 30*time.Second, func() (bool, string) {
+		got := sinktest.Query(db, fmt.Sprintf("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = '%s'", name))
+		_, lastErr := r.Applied()
+		return len(got) == 0, fmt.Sprintf("target tables %q left; sink error %q", got, lastErr)
+	})
+	if got := sinktest.Query(db, "SELECT id FROM "+shardDB+".b"); !slices.Equal(got, []string{"7"}) {
+		t.Errorf("the target's %s.b, not the destination's, holds %q after the DROP", shardDB, got)
+	}
+}
