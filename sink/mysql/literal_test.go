@@ -1,6 +1,8 @@
 package mysql_test
 
 import (
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/braid-cdc/braid/schema"
@@ -16,7 +18,7 @@ var nasty = []string{"", "'", `\`, `\'`, "''", `\\`, "'\\", "a\x00b", "\x00", "*
 // create_tables path would declare.
 func TestLiteralsOnServer(t *testing.T) {
 	db, _ := targetDB(t)
-	for _, s := range nasty {
+	for _, s := range append(nasty, mixed(t, 300)...) {
 		var got []byte
 		if err := db.QueryRow("SELECT " + schema.QuoteString(s)).Scan(&got); err != nil {
 			t.Errorf("SELECT %s: %v", schema.QuoteString(s), err)
@@ -26,4 +28,21 @@ func TestLiteralsOnServer(t *testing.T) {
 			t.Errorf("SELECT %s returned %q, want %q", schema.QuoteString(s), got, s)
 		}
 	}
+}
+
+// mixed returns n strings made of random pieces of nasty, seeded and
+// logged, so a failure can be replayed.
+func mixed(t *testing.T, n int) []string {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 0))
+	out := make([]string, n)
+	for i := range out {
+		var b strings.Builder
+		for range 1 + r.IntN(6) {
+			b.WriteString(nasty[r.IntN(len(nasty))])
+		}
+		out[i] = b.String()
+	}
+	return out
 }

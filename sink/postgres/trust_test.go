@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -37,7 +38,7 @@ func TestLiteralsOnServer(t *testing.T) {
 		if _, err := db.Exec(t.Context(), "SET standard_conforming_strings = "+conforming); err != nil {
 			t.Fatal(err)
 		}
-		for _, s := range nasty {
+		for _, s := range append(nasty, mixed(t, 300)...) {
 			var got string
 			if err := db.QueryRow(t.Context(), "SELECT "+postgres.QuoteLiteral(s)+"::text").Scan(&got); err != nil {
 				t.Errorf("standard_conforming_strings %s: SELECT %s: %v", conforming, postgres.QuoteLiteral(s), err)
@@ -183,4 +184,21 @@ func TestCreateTablesAlterFirst(t *testing.T) {
 	r := startRunner(ctx, p, target, sk, &group.FileStore{Dir: t.TempDir()}, log)
 	defer func() { r.stop() }()
 	waitRows(t, 30*time.Second, r.r, []string{"1 x 7"}, func() []string { return query(db, "SELECT id, a, b FROM inj.old") })
+}
+
+// mixed returns n strings made of random pieces of nasty, seeded and
+// logged, so a failure can be replayed.
+func mixed(t *testing.T, n int) []string {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 0))
+	out := make([]string, n)
+	for i := range out {
+		var b strings.Builder
+		for range 1 + r.IntN(6) {
+			b.WriteString(nasty[r.IntN(len(nasty))])
+		}
+		out[i] = b.String()
+	}
+	return out
 }
