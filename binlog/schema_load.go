@@ -216,6 +216,11 @@ func liveCharsets(c *client.Conn) (server string, databases map[string]string, e
 
 // liveTables returns SHOW CREATE TABLE of every selected base table.
 func (p *Reader) liveTables(c *client.Conn) (map[string]string, error) {
+	// SHOW CREATE TABLE prints for the session's sql_mode ("names" under
+	// ANSI_QUOTES); the model reads it in the default mode.
+	if _, err := c.Execute("SET SESSION sql_mode = ''"); err != nil {
+		return nil, err
+	}
 	r, err := c.Execute("SELECT table_schema, table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'")
 	if err != nil {
 		return nil, err

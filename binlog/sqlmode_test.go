@@ -10,6 +10,7 @@ import (
 	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/schema"
+	"github.com/braid-cdc/braid/spec"
 )
 
 // TestDDLCarriesSQLMode: a DDL event carries the sql_mode its session
@@ -81,5 +82,25 @@ func TestStatusSQLMode(t *testing.T) {
 		if got != c.want || ok != c.ok {
 			t.Errorf("%v: %#x %v, want %#x %v", c.vars, got, ok, c.want, c.ok)
 		}
+	}
+}
+
+// TestSchemaLoadUnderServerMode: a source whose global sql_mode has
+// ANSI_QUOTES and NO_BACKSLASH_ESCAPES prints SHOW CREATE TABLE for that
+// mode; the schema load reads it in a session of the default mode, so
+// the table it loads is the table there is.
+func TestSchemaLoadUnderServerMode(t *testing.T) {
+	srv := mysqltest.Start(t, mysqltest.WithArgs("--sql-mode=ANSI_QUOTES,NO_BACKSLASH_ESCAPES"))
+	srv.Exec(t, "CREATE DATABASE inj_0", `CREATE TABLE inj_0.t ("id" int primary key, "c" varchar(10) DEFAULT 'x\')`)
+	file, pos := srv.MasterStatus(t)
+	srv.Exec(t, "INSERT INTO inj_0.t (id) VALUES (1)")
+	r := startParser(t, binlog.Config{Source: source(srv, spec.Start{Kind: spec.StartPosition, Pos: change.Position{File: file, Pos: pos}})}, nil)
+	evs := r.waitFor(30*time.Second, "1 row change", rowsAtLeast(1))
+	rc := rows(evs)
+	if got := columnNames(rc[0]); !slices.Equal(got, []string{"id", "c"}) {
+		t.Errorf("columns %v, want id c", got)
+	}
+	if got := named(rc[0], rc[0].After()); got["c"] != `x\` {
+		t.Errorf("row = %v, want c = x\\", got)
 	}
 }
