@@ -70,7 +70,7 @@ type Sink struct {
 	Tables []SinkTable `yaml:"tables,omitempty" json:"tables,omitempty"`
 	// CreateTables makes the sink create a target table that does not
 	// exist from the logical table's schema (for postgres with the type
-	// mapping the README documents). Default: false, and a missing
+	// mapping docs/sinks.md documents). Default: false, and a missing
 	// target table is an error that stops the sink.
 	CreateTables bool `yaml:"create_tables,omitempty" json:"create_tables,omitempty"`
 	// Mode is exactly-once (the default: each worker transaction writes

@@ -26,7 +26,7 @@ func newFamily(name, help string, kind prometheus.ValueType, labels []string) fa
 	return family{desc: prometheus.NewDesc(name, help, labels, nil), kind: kind}
 }
 
-// The families a Collector renders; README.md's "Metrics" lists them.
+// The families a Collector renders; docs/operations.md lists them.
 var (
 	// Per source.
 	sourceConnected = newFamily("braid_source_connected",

@@ -6,7 +6,7 @@
 //
 // The families are named braid_* after canal's canal_instance_* and TiDB
 // DM's dm_syncer_*: per source (labels dest, source), per destination
-// (dest) and per consumer (dest, client); README.md, section "Metrics",
+// (dest) and per consumer (dest, client); docs/operations.md, "Metrics",
 // lists every one. Go's runtime (go_*) and the process (process_*) come
 // with every handler.
 //

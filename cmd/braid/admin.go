@@ -102,7 +102,7 @@ func runDestination(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.Usage = func() { usage(); fmt.Fprintln(stderr, "\nFlags:"); fs.PrintDefaults() }
 	conn, asJSON := adminFlags(fs)
-	file := fs.String("f", "", "create: the destination spec file (YAML or JSON; see README)")
+	file := fs.String("f", "", "create: the destination spec file (YAML or JSON; see docs/spec.md)")
 	force := fs.Bool("force", false, "delete: even if consumers have cursors (they lose their place)")
 	name, code, ok := parseNamed(fs, args, stderr)
 	if !ok {
@@ -128,7 +128,7 @@ func runDestination(args []string, stdout, stderr io.Writer) int {
 	switch sub {
 	case "create":
 		if *file == "" {
-			fmt.Fprintln(stderr, "braid destination create: give the spec with -f spec.yaml (see README for the format)")
+			fmt.Fprintln(stderr, "braid destination create: give the spec with -f spec.yaml (docs/spec.md has the format)")
 			return 2
 		}
 		body, err := os.ReadFile(*file)

@@ -28,7 +28,7 @@ var errEnough = errors.New("enough messages")
 func runCapture(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("capture", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	file := fs.String("f", "", "destination spec file (YAML or JSON; see README)")
+	file := fs.String("f", "", "destination spec file (YAML or JSON; see docs/spec.md)")
 	maxMsgs := fs.Int("max", 0, "exit after printing this many messages (0: no limit)")
 	timeout := fs.Duration("timeout", 0, "exit after this long, e.g. 30s (0: no limit)")
 	logLevel := fs.String("log-level", "info", "log level on stderr: debug, info, warn or error")
@@ -41,7 +41,7 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 	listen := fs.String("listen", "127.0.0.1", "address the --http-port and --canal-port servers listen on (beyond loopback, --http-port needs --users-file)")
 	usersFile := fs.String("users-file", "", "with --http-port or --canal-port: YAML file of the users who may call them, with their roles, as braid server's (see braid users); required for --http-port beyond loopback")
 	httpHosts := addHTTPHostFlag(fs, "--listen")
-	useSandbox := fs.Bool("sandbox", false, "start a throwaway MariaDB with a small order workload and capture it (needs mariadbd installed)")
+	useSandbox := fs.Bool("sandbox", false, "start two throwaway MariaDB shard servers with a small order workload, routed to one logical table, and capture them (needs mariadbd installed)")
 	var refFlags secretRefFlags
 	refFlags.add(fs, "directory a spec's password_file may read from besides the spec file's own; comma-separated or repeated")
 	fs.Usage = func() {
@@ -84,7 +84,7 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if (*file == "") == !*useSandbox {
-		fmt.Fprintln(stderr, "braid capture: give a spec with -f spec.yaml (see README for the format), or --sandbox to try braid on a throwaway MariaDB")
+		fmt.Fprintln(stderr, "braid capture: give a spec with -f spec.yaml (docs/spec.md has the format), or --sandbox to try braid on two throwaway MariaDB shards")
 		return 2
 	}
 

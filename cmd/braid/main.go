@@ -1,5 +1,5 @@
 // Command braid turns the binlogs of MySQL/MariaDB shards into one ordered
-// change stream. See README.md.
+// change stream. See README.md and docs/.
 package main
 
 import (
