@@ -10,8 +10,11 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
+
+	mysqldriver "github.com/go-sql-driver/mysql"
 
 	"github.com/braid-cdc/braid/auth"
 	"github.com/braid-cdc/braid/flat"
@@ -331,5 +334,18 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+	// go-sql-driver writes its few lines (a connection it dropped, a
+	// packet out of order) to stderr through a package-level logger of
+	// its own; route them through this one, so they have a level and
+	// keys like every other line.
+	_ = mysqldriver.SetLogger(driverLog{log})
+	return log, nil
+}
+
+// driverLog is go-sql-driver's Logger over a *slog.Logger.
+type driverLog struct{ log *slog.Logger }
+
+func (d driverLog) Print(v ...any) {
+	d.log.Warn("mysql driver: " + strings.TrimSpace(fmt.Sprint(v...)))
 }
