@@ -508,3 +508,40 @@ func TestFailedLoginsBounded(t *testing.T) {
 		t.Errorf("%d pairs, %d buckets: want at most %d each", len(us.fails.pairs), len(us.fails.buckets), limitEntries)
 	}
 }
+
+// TestCanalLoginsBounded: canal's scramble costs no PBKDF2, but each
+// try is a guess at a password. An address that failed FailBurst times
+// is refused (ErrTooManyLogins), even with the right password, until its
+// allowance refills; another address logs the same user in meanwhile, so
+// wrong guesses cannot lock an application out of its account.
+func TestCanalLoginsBounded(t *testing.T) {
+	us := testUsers(t)
+	now := time.Unix(1_800_000_000, 0)
+	us.now = func() time.Time { return now }
+	seed := []byte("8bytesd!")
+	good := canalScramble("app1pw", seed)
+
+	refused := 0
+	for i := range 1000 {
+		_, err := us.CanalLoginFrom("10.0.0.9", "app1", canalScramble(fmt.Sprint("guess-", i), seed), seed)
+		switch {
+		case errors.Is(err, ErrTooManyLogins):
+			refused++
+		case !errors.Is(err, ErrBadCredentials):
+			t.Fatalf("guess %d: %v", i, err)
+		}
+	}
+	if refused != 1000-FailBurst {
+		t.Errorf("1000 guesses from one address: %d refused before the check, want %d", refused, 1000-FailBurst)
+	}
+	if _, err := us.CanalLoginFrom("10.0.0.9", "app1", good, seed); !errors.Is(err, ErrTooManyLogins) || !strings.Contains(err.Error(), "address 10.0.0.9") {
+		t.Errorf("the right password from the limited address: %v; want ErrTooManyLogins naming the address", err)
+	}
+	if u, err := us.CanalLoginFrom("10.0.0.2", "app1", good, seed); err != nil || u == nil {
+		t.Errorf("the same user from another address: %v", err)
+	}
+	now = now.Add(FailWindow / FailBurst)
+	if _, err := us.CanalLoginFrom("10.0.0.9", "app1", good, seed); err != nil {
+		t.Errorf("after a refill, the right password: %v", err)
+	}
+}

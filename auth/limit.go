@@ -3,6 +3,7 @@ package auth
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -67,6 +68,11 @@ func (f *failures) failed(now time.Time, pair [32]byte, keys ...string) {
 		f.prunePairs(now)
 	}
 	f.pairs[pair] = now
+	f.failedKeys(now, keys...)
+}
+
+// failedKeys takes one failure from the bucket of each of keys.
+func (f *failures) failedKeys(now time.Time, keys ...string) {
 	for _, k := range keys {
 		b := f.buckets[k]
 		if b == nil {
@@ -137,10 +143,7 @@ func (us *Users) Derivations() int64 { return us.derivations.Load() }
 // passes whatever the limits say.
 func (us *Users) LoginFrom(remote, name, password string) (*User, error) {
 	key := us.cacheKey(name, password)
-	keys := []string{"user:" + name}
-	if remote != "" {
-		keys = append(keys, "remote:"+remote)
-	}
+	keys := limitKeys(remote, name)
 	now := us.now()
 	us.mu.Lock()
 	if u, ok := us.cache[key]; ok {
@@ -153,11 +156,7 @@ func (us *Users) LoginFrom(remote, name, password string) (*User, error) {
 	}
 	if k, wait := us.fails.limited(now, keys...); k != "" {
 		us.mu.Unlock()
-		what := "user " + name
-		if k != keys[0] {
-			what = "address " + remote
-		}
-		return nil, fmt.Errorf("%w: %s failed %d logins lately: retry in %v", ErrTooManyLogins, what, FailBurst, wait.Round(time.Second)+time.Second)
+		return nil, tooMany(k, wait)
 	}
 	us.mu.Unlock()
 
@@ -170,6 +169,24 @@ func (us *Users) LoginFrom(remote, name, password string) (*User, error) {
 	}
 	us.rememberLocked(key, u)
 	return u, nil
+}
+
+// limitKeys are the buckets a login of name from remote draws on.
+func limitKeys(remote, name string) []string {
+	if remote == "" {
+		return []string{"user:" + name}
+	}
+	return []string{"user:" + name, "remote:" + remote}
+}
+
+// tooMany is the error of a login refused because the bucket k is empty
+// for wait more.
+func tooMany(k string, wait time.Duration) error {
+	what, who, _ := strings.Cut(k, ":")
+	if what == "remote" {
+		what = "address"
+	}
+	return fmt.Errorf("%w: %s %s failed %d logins lately: retry in %v", ErrTooManyLogins, what, who, FailBurst, wait.Round(time.Second)+time.Second)
 }
 
 // FailureLog says whether a failed login of name should be logged now:

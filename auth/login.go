@@ -75,6 +75,44 @@ func (us *Users) rememberLocked(key [32]byte, u *User) {
 // ClientAuth.password. It returns ErrBadCredentials for an unknown name, a
 // malformed scramble or a wrong password.
 func (us *Users) CanalLogin(name string, hexScramble, seed []byte) (*User, error) {
+	return us.CanalLoginFrom("", name, hexScramble, seed)
+}
+
+// CanalLoginFrom is CanalLogin for a client at remote (its address
+// without the port; "" if unknown), with failed logins bounded: once
+// remote has failed FailBurst times in a row, its further logins are
+// refused with an error wrapping ErrTooManyLogins until the allowance
+// refills (FailBurst per FailWindow). A scramble is cheap to check, but
+// each try is a guess at a password: without the bound a client could
+// guess as fast as the connection cap lets it.
+//
+// Unlike LoginFrom, the bound is the address's alone when it is known:
+// a scramble is good for one seed only, so no good login can be cached,
+// and a bound on the name would let anyone lock an application out of
+// its canal account with ten wrong passwords a minute.
+func (us *Users) CanalLoginFrom(remote, name string, hexScramble, seed []byte) (*User, error) {
+	keys := []string{"remote:" + remote}
+	if remote == "" {
+		keys = []string{"user:" + name}
+	}
+	now := us.now()
+	us.mu.Lock()
+	k, wait := us.fails.limited(now, keys...)
+	us.mu.Unlock()
+	if k != "" {
+		return nil, tooMany(k, wait)
+	}
+	u, err := us.canalCheck(name, hexScramble, seed)
+	if err != nil {
+		us.mu.Lock()
+		us.fails.failedKeys(now, keys...)
+		us.mu.Unlock()
+	}
+	return u, err
+}
+
+// canalCheck checks a canal scramble, with no bound.
+func (us *Users) canalCheck(name string, hexScramble, seed []byte) (*User, error) {
 	u, known := us.byName[name]
 	h := us.dummy
 	if known {

@@ -135,8 +135,8 @@ func (n *Node) canalConfig() canal.Config {
 		Logger: n.log.With("part", "canal"), Forward: n.canalOwner,
 		DialOwner: func(ctx context.Context, addr string) (net.Conn, error) { return n.dialPeer(ctx, addr, peerCanal) }}
 	if us := n.cfg.Users; us != nil {
-		cfg.Login = func(user string, hexScramble, seed []byte) (func(string) bool, error) {
-			u, err := us.CanalLogin(user, hexScramble, seed)
+		cfg.Login = func(remote, user string, hexScramble, seed []byte) (func(string) bool, error) {
+			u, err := us.CanalLoginFrom(remote, user, hexScramble, seed)
 			if err != nil {
 				return nil, err
 			}

@@ -1,6 +1,7 @@
 package canal_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -83,5 +84,21 @@ func TestFailedCanalLoginsLogThrottled(t *testing.T) {
 	f.log.mu.Unlock()
 	if n < 1 || n > 10 {
 		t.Errorf("250 failed logins made %d log lines, want 1 to 10", n)
+	}
+}
+
+// TestLoginGetsRemoteIP: Login is told the client's IP address (no port),
+// which the users' login bounds failures by.
+func TestLoginGetsRemoteIP(t *testing.T) {
+	remotes := make(chan string, 1)
+	f := newFixture(t, canal.Config{Login: func(remote, user string, _, _ []byte) (func(string) bool, error) {
+		remotes <- remote
+		return nil, errors.New("no")
+	}})
+	r := dialRaw(t, f.port)
+	r.authWith(&pbp.ClientAuth{Username: "app"}, "pw")
+	r.wantAck(canal.CodeError, "auth failed for user:app")
+	if got := <-remotes; got != "127.0.0.1" {
+		t.Errorf("Login got remote %q, want 127.0.0.1", got)
 	}
 }

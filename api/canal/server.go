@@ -28,10 +28,12 @@ type Config struct {
 	User, Password string
 	// Login, if set, authenticates clients instead of User and Password:
 	// it checks a CLIENTAUTHENTICATION's user name and hex scramble of
-	// the password with the connection's seed, and returns which
-	// destinations that user may read, or an error (the client is refused
-	// with canal's "auth failed for user:NAME"). Default: nil.
-	Login func(user string, hexScramble, seed []byte) (mayRead func(dest string) bool, err error)
+	// the password with the connection's seed, for a client at remote
+	// (its IP address, so that failures can be bounded per address), and
+	// returns which destinations that user may read, or an error (the
+	// client is refused with canal's "auth failed for user:NAME").
+	// Default: nil.
+	Login func(remote, user string, hexScramble, seed []byte) (mayRead func(dest string) bool, err error)
 	// PeerUser returns what a user a peer node authenticated may read, on
 	// connections served with ServePeer (a relay from another node of the
 	// cluster: its node port has authenticated that node with TLS, and the
@@ -207,14 +209,14 @@ func readAll(string) bool { return true }
 // auth checks a client's user and hex-encoded scramble against Login or
 // the configured account, and returns what the client may read; peer
 // connections are checked with PeerUser instead.
-func (s *Server) auth(user string, hexScramble []byte, seed []byte, peer bool) (mayRead func(string) bool, ok bool) {
+func (s *Server) auth(remote, user string, hexScramble []byte, seed []byte, peer bool) (mayRead func(string) bool, ok bool) {
 	switch {
 	case peer && s.cfg.PeerUser != nil:
 		return s.cfg.PeerUser(user)
 	case peer:
 		return readAll, true
 	case s.cfg.Login != nil:
-		mayRead, err := s.cfg.Login(user, hexScramble, seed)
+		mayRead, err := s.cfg.Login(remote, user, hexScramble, seed)
 		return mayRead, err == nil
 	}
 	return readAll, s.accountOK(user, hexScramble, seed)

@@ -226,7 +226,7 @@ func (ss *session) authenticate(ctx context.Context, p *pbp.Packet) bool {
 		ss.fail(CodeError, fmt.Sprintf("undecodable CLIENTAUTHENTICATION: %v", err))
 		return false
 	}
-	mayRead, ok := ss.s.auth(a.Username, a.Password, ss.seed, ss.peer)
+	mayRead, ok := ss.s.auth(remoteIP(ss.conn.RemoteAddr()), a.Username, a.Password, ss.seed, ss.peer)
 	if !ok {
 		// One line per name and minute, ten in all: failures are the
 		// client's to repeat.
@@ -522,4 +522,16 @@ func (ss *session) watchClient(cancel context.CancelCauseFunc) (stop func()) {
 		ss.conn.SetReadDeadline(time.Unix(1, 0)) // in the past: the read returns
 		<-done
 	}
+}
+
+// remoteIP is addr's host without the port ("" when it has none).
+func remoteIP(addr net.Addr) string {
+	if addr == nil {
+		return ""
+	}
+	host, _, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return ""
+	}
+	return host
 }

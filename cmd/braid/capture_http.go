@@ -145,12 +145,12 @@ func writeAPIError(w http.ResponseWriter, status int, msg string) {
 
 // canalUsers is the canal login of a capture with --users-file: the same
 // users, who may read what the file lists for them.
-func canalUsers(us *auth.Users) func(user string, hexScramble, seed []byte) (func(string) bool, error) {
+func canalUsers(us *auth.Users) func(remote, user string, hexScramble, seed []byte) (func(string) bool, error) {
 	if us == nil {
 		return nil
 	}
-	return func(user string, hexScramble, seed []byte) (func(string) bool, error) {
-		u, err := us.CanalLogin(user, hexScramble, seed)
+	return func(remote, user string, hexScramble, seed []byte) (func(string) bool, error) {
+		u, err := us.CanalLoginFrom(remote, user, hexScramble, seed)
 		if err != nil {
 			return nil, err
 		}
