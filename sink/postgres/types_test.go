@@ -185,7 +185,7 @@ func TestTypes(t *testing.T) {
 	}
 	waitErr(t, runners["missing"].r, `target table missing.orders (of shop.orders) does not exist in database `+name+`: create it, or set create_tables: true`)
 	srv.Exec(t, "ALTER TABLE shop_0.orders ADD FULLTEXT INDEX ft (tx)")
-	waitErr(t, runners["ddl"].r, "(ALTER TABLE `ddl`.`orders` ADD FULLTEXT INDEX ft (tx))", "set ddl: ignore and change the target by hand")
+	waitErr(t, runners["ddl"].r, "(ALTER TABLE `ddl`.`orders` ADD FULLTEXT `ft`(`tx`))", "set ddl: ignore and change the target by hand")
 	for _, n := range []string{"missing", "ddl"} {
 		_, lastErr := runners[n].r.Applied()
 		t.Logf("sink %s stops: %s", n, lastErr)
