@@ -163,6 +163,14 @@ func TestEnumMembersFromRowMetadata(t *testing.T) {
 	srv := mysqltest.Start(t, mysqltest.WithArgs("--binlog-row-metadata=FULL"))
 	srv.Exec(t, "CREATE DATABASE inj_0")
 	r := applyOnce(t, trustSpec(srv, name, true))
+	// The reader must be past its start before the attack's CREATE: a
+	// table that exists at the start with a CREATE the schema model
+	// cannot parse loses its rows today (found here; see the issue).
+	srv.Exec(t, "CREATE TABLE inj_0.started (id int primary key)", "INSERT INTO inj_0.started VALUES (1)")
+	sinktest.WaitFor(t, 30*time.Second, func() (bool, string) {
+		got := sinktest.Query(db, "SELECT id FROM "+name+".started")
+		return slices.Equal(got, []string{"1"}), fmt.Sprintf("marker rows %q", got)
+	})
 	srv.Exec(t, attackEnum, `INSERT INTO inj_0.fm1 (id, e) VALUES (1, 'a\\'), (2, ')) SELECT 1 AS id, NULL AS e, User AS stolen_user, Password AS stolen_pw FROM mysql.user #')`)
 
 	src := srvQuery(t, srv)("SELECT COLUMN_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'inj_0' AND TABLE_NAME = 'fm1' AND COLUMN_NAME = 'e'")
