@@ -475,7 +475,7 @@ func (f *sinkFixture) braid(b *testing.B, on, name string, workers, batch int, l
 		b.Fatal(err)
 	}
 	defer t.Close()
-	// As sink/run starts it: a worker's share of a store batch is one
+	// As sink/sinkrun starts it: a worker's share of a store batch is one
 	// transaction, the spec's batch the rows of a statement; the peer of
 	// one row a transaction caps the transaction too.
 	txn := 0

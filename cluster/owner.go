@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/group"
-	sinkrun "github.com/braid-cdc/braid/sink/run"
+	"github.com/braid-cdc/braid/sink/sinkrun"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )

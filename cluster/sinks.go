@@ -2,7 +2,7 @@ package cluster
 
 import (
 	"github.com/braid-cdc/braid/api/native"
-	sinkrun "github.com/braid-cdc/braid/sink/run"
+	"github.com/braid-cdc/braid/sink/sinkrun"
 )
 
 // sinkAdmin is the native API's way to the running sinks of a

@@ -4,7 +4,7 @@
 // in the packages below it: Targets that apply rows in parallel by key
 // (sink/mysql, sink/postgres, sink/redis) and Publishers that take the
 // stream in order as canal flat messages (sink/rabbitmq, sink/kafka; see
-// relay.go). sink/run starts a spec's sinks, sink/verify compares a
+// relay.go). sink/sinkrun starts a spec's sinks, sink/verify compares a
 // target with the sources.
 //
 // # Invariants

@@ -15,7 +15,7 @@ type Sink struct {
 	Name string `yaml:"name" json:"name"`
 	// Type is the target's kind: mysql (MySQL and MariaDB), postgres
 	// (PostgreSQL), rabbitmq, kafka or redis. Required.
-	Type string `yaml:"type" json:"type"`
+	Type SinkType `yaml:"type" json:"type"`
 	// Address is the target's host:port. Required, except for rabbitmq
 	// (URL) and kafka (Brokers).
 	Address string `yaml:"address,omitempty" json:"address,omitempty"`
@@ -79,7 +79,7 @@ type Sink struct {
 	// applied as idempotent upserts and deletes, and the sink's cursor,
 	// saved after each batch, is the only record, so a crash applies the
 	// changes since it again).
-	Mode string `yaml:"mode,omitempty" json:"mode,omitempty"`
+	Mode SinkMode `yaml:"mode,omitempty" json:"mode,omitempty"`
 	// Workers is how many workers apply the changes, each change on the
 	// worker of its primary key (of its range of 1,024 keys, for one
 	// integer column), each worker in transactions of its own. A sink's
@@ -132,8 +132,42 @@ const (
 	DefaultSinkConnections = 4
 )
 
-// SinkTypes are the sink types braid applies to.
-var SinkTypes = []string{"mysql", "postgres", "rabbitmq", "kafka", "redis"}
+// SinkType is a sink's kind of target (its spec key type).
+type SinkType string
+
+// The sink types braid applies to.
+const (
+	SinkMySQL    SinkType = "mysql" // MySQL and MariaDB
+	SinkPostgres SinkType = "postgres"
+	SinkRabbitMQ SinkType = "rabbitmq"
+	SinkKafka    SinkType = "kafka"
+	SinkRedis    SinkType = "redis"
+)
+
+// SinkTypes are the sink types braid applies to, in the order errors
+// list them.
+var SinkTypes = []SinkType{SinkMySQL, SinkPostgres, SinkRabbitMQ, SinkKafka, SinkRedis}
+
+// Known reports whether t is one of SinkTypes.
+func (t SinkType) Known() bool { return slices.Contains(SinkTypes, t) }
+
+// SinkMode is how a sink keeps its place at its target (its spec key
+// mode).
+type SinkMode string
+
+// The sink modes.
+const (
+	// SinkExactlyOnce (the default for every type but rabbitmq): each
+	// worker transaction writes the worker's checkpoint with its rows.
+	SinkExactlyOnce SinkMode = "exactly-once"
+	// SinkAtLeastOnce: no checkpoint; the sink's cursor is the only
+	// record, and a crash applies the changes since it again.
+	SinkAtLeastOnce SinkMode = "at-least-once"
+)
+
+// Checkpointed reports whether a sink of mode m keeps checkpoints at its
+// target (exactly-once, the mode a sink has when none is given).
+func (m SinkMode) Checkpointed() bool { return m != SinkAtLeastOnce }
 
 // The sinks' defaults by type.
 const (
@@ -148,9 +182,9 @@ const (
 // or brokers.
 func (s Sink) Where() string {
 	switch s.Type {
-	case "rabbitmq":
+	case SinkRabbitMQ:
 		return s.URL
-	case "kafka":
+	case SinkKafka:
 		return strings.Join(s.Brokers, ",")
 	}
 	return s.Address
@@ -158,17 +192,11 @@ func (s Sink) Where() string {
 
 // SQL reports whether the sink applies rows to a database (mysql,
 // postgres) rather than publishing messages or caching rows.
-func (s Sink) SQL() bool { return s.Type == "mysql" || s.Type == "postgres" }
+func (s Sink) SQL() bool { return s.Type == SinkMySQL || s.Type == SinkPostgres }
 
 // Ordered reports whether the sink publishes the stream in order, as
 // messages (rabbitmq, kafka): one worker, no checkpoint table.
-func (s Sink) Ordered() bool { return s.Type == "rabbitmq" || s.Type == "kafka" }
-
-// The sink modes.
-const (
-	SinkExactlyOnce = "exactly-once"
-	SinkAtLeastOnce = "at-least-once"
-)
+func (s Sink) Ordered() bool { return s.Type == SinkRabbitMQ || s.Type == SinkKafka }
 
 // ResolvePassword returns the sink's password; a reference is an error,
 // as for Source.ResolvePassword.
@@ -201,19 +229,15 @@ func (s *Spec) sinkProblems(bad func(path, format string, a ...any)) {
 		} else {
 			seen[sk.Name] = i
 		}
-		known := false
-		for _, t := range SinkTypes {
-			known = known || sk.Type == t
-		}
-		if !known {
-			bad(path+".type", "%q: want one of %s", sk.Type, strings.Join(SinkTypes, ", "))
+		if !sk.Type.Known() {
+			bad(path+".type", "%q: want one of %s", sk.Type, joinTypes(SinkTypes))
 		}
 		switch sk.Type {
-		case "rabbitmq":
+		case SinkRabbitMQ:
 			if m := amqpURLProblem(sk.URL); m != "" {
 				bad(path+".url", "%s", m)
 			}
-		case "kafka":
+		case SinkKafka:
 			if len(sk.Brokers) == 0 {
 				bad(path+".brokers", "give the kafka brokers, e.g. [127.0.0.1:9092]")
 			}
@@ -250,7 +274,7 @@ func (s *Spec) sinkProblems(bad func(path, format string, a ...any)) {
 		default:
 			bad(path+".mode", "%q: want exactly-once (the default) or at-least-once", sk.Mode)
 		}
-		if sk.Database != "" && sk.Type != "postgres" {
+		if sk.Database != "" && sk.Type != SinkPostgres {
 			bad(path+".database", "only a postgres sink has a database: name a mysql target's database in its tables (to: database.table)")
 		}
 		if sk.OriginColumn != "" && !nameRE.MatchString(sk.OriginColumn) {
@@ -262,7 +286,7 @@ func (s *Spec) sinkProblems(bad func(path, format string, a ...any)) {
 				bad(tp+".from", "%q: write the logical table as schema.table, e.g. shop.orders", t.From)
 			}
 			if _, _, ok := strings.Cut(t.To, "."); !ok {
-				if sk.Type == "postgres" {
+				if sk.Type == SinkPostgres {
 					bad(tp+".to", "%q: write the target table as schema.table, e.g. public.orders", t.To)
 				} else {
 					bad(tp+".to", "%q: write the target table as database.table, e.g. warehouse.orders", t.To)
@@ -274,29 +298,29 @@ func (s *Spec) sinkProblems(bad func(path, format string, a ...any)) {
 
 // typeProblems are the problems of the keys only some types have.
 func (sk Sink) typeProblems(path string, bad func(path, format string, a ...any)) {
-	only := func(key string, set bool, types ...string) {
+	only := func(key string, set bool, types ...SinkType) {
 		if set && !slices.Contains(types, sk.Type) {
-			bad(path+"."+key, "only a %s sink has %s", strings.Join(types, " or "), key)
+			bad(path+"."+key, "only a %s sink has %s", strings.ReplaceAll(joinTypes(types), ", ", " or "), key)
 		}
 	}
-	only("address", sk.Address != "", "mysql", "postgres", "redis")
-	only("url", sk.URL != "", "rabbitmq")
-	only("brokers", len(sk.Brokers) > 0, "kafka")
-	only("exchange", sk.Exchange != "", "rabbitmq")
-	only("routing_key", sk.RoutingKey != "", "rabbitmq")
-	only("queues", sk.Queues != "", "rabbitmq")
-	only("topic", sk.Topic != "", "kafka")
-	only("key", sk.Key != "", "redis")
-	only("format", sk.Format != "", "redis")
-	only("tombstone_ttl", sk.TombstoneTTL != 0, "redis")
-	only("create_tables", sk.CreateTables, "mysql", "postgres")
-	only("connections", sk.Connections != 0, "mysql")
-	only("origin_column", sk.OriginColumn != "", "mysql", "postgres")
-	only("tables", len(sk.Tables) > 0, "mysql", "postgres")
+	only("address", sk.Address != "", SinkMySQL, SinkPostgres, SinkRedis)
+	only("url", sk.URL != "", SinkRabbitMQ)
+	only("brokers", len(sk.Brokers) > 0, SinkKafka)
+	only("exchange", sk.Exchange != "", SinkRabbitMQ)
+	only("routing_key", sk.RoutingKey != "", SinkRabbitMQ)
+	only("queues", sk.Queues != "", SinkRabbitMQ)
+	only("topic", sk.Topic != "", SinkKafka)
+	only("key", sk.Key != "", SinkRedis)
+	only("format", sk.Format != "", SinkRedis)
+	only("tombstone_ttl", sk.TombstoneTTL != 0, SinkRedis)
+	only("create_tables", sk.CreateTables, SinkMySQL, SinkPostgres)
+	only("connections", sk.Connections != 0, SinkMySQL)
+	only("origin_column", sk.OriginColumn != "", SinkMySQL, SinkPostgres)
+	only("tables", len(sk.Tables) > 0, SinkMySQL, SinkPostgres)
 	// The kafka sink speaks to brokers without SASL or TLS: a password
 	// given it would be ignored, and a secured cluster refuse it.
-	only("user", sk.User != "", "mysql", "postgres", "rabbitmq", "redis")
-	only("password", countSet(sk.Password, sk.PasswordFile, sk.PasswordEnv) > 0, "mysql", "postgres", "rabbitmq", "redis")
+	only("user", sk.User != "", SinkMySQL, SinkPostgres, SinkRabbitMQ, SinkRedis)
+	only("password", countSet(sk.Password, sk.PasswordFile, sk.PasswordEnv) > 0, SinkMySQL, SinkPostgres, SinkRabbitMQ, SinkRedis)
 	switch sk.Queues {
 	case "", "none", "per-table":
 	default:
@@ -316,9 +340,18 @@ func (sk Sink) typeProblems(path string, bad func(path, format string, a ...any)
 	if sk.Ordered() && sk.Workers > 1 {
 		bad(path+".workers", "%d: a %s sink publishes in stream order with one worker: leave workers out", sk.Workers, sk.Type)
 	}
-	if sk.Ordered() && sk.Mode == SinkExactlyOnce && sk.Type == "rabbitmq" {
+	if sk.Ordered() && sk.Mode == SinkExactlyOnce && sk.Type == SinkRabbitMQ {
 		bad(path+".mode", "a rabbitmq sink is at-least-once (consumers de-duplicate by message_id): leave mode out")
 	}
+}
+
+// joinTypes is ts as a list for a person: "mysql, postgres".
+func joinTypes(ts []SinkType) string {
+	s := make([]string, len(ts))
+	for i, t := range ts {
+		s[i] = string(t)
+	}
+	return strings.Join(s, ", ")
 }
 
 // amqpURLProblem is what is wrong with a rabbitmq sink's url ("": nothing).

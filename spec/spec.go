@@ -269,20 +269,20 @@ func (s Spec) WithDefaults() Spec {
 		sk := &s.Sinks[i]
 		if sk.User == "" {
 			switch sk.Type {
-			case "postgres":
+			case SinkPostgres:
 				sk.User = "postgres"
-			case "rabbitmq":
+			case SinkRabbitMQ:
 				sk.User = "guest"
-			case "mysql":
+			case SinkMySQL:
 				sk.User = DefaultUser
 			}
 		}
-		if sk.Type == "postgres" && sk.Database == "" {
+		if sk.Type == SinkPostgres && sk.Database == "" {
 			sk.Database = "postgres"
 		}
 		if sk.Mode == "" {
 			sk.Mode = SinkExactlyOnce
-			if sk.Type == "rabbitmq" {
+			if sk.Type == SinkRabbitMQ {
 				sk.Mode = SinkAtLeastOnce
 			}
 		}
@@ -293,15 +293,15 @@ func (s Spec) WithDefaults() Spec {
 			}
 		}
 		switch sk.Type {
-		case "mysql":
+		case SinkMySQL:
 			sk.Connections = cmp.Or(sk.Connections, min(DefaultSinkConnections, sk.Workers))
-		case "rabbitmq":
+		case SinkRabbitMQ:
 			sk.Exchange = cmp.Or(sk.Exchange, DefaultExchange)
 			sk.RoutingKey = cmp.Or(sk.RoutingKey, DefaultRoutingKey)
 			sk.Queues = cmp.Or(sk.Queues, "none")
-		case "kafka":
+		case SinkKafka:
 			sk.Topic = cmp.Or(sk.Topic, DefaultTopic)
-		case "redis":
+		case SinkRedis:
 			sk.Key = cmp.Or(sk.Key, DefaultRedisKey)
 			sk.Format = cmp.Or(sk.Format, "json")
 			sk.TombstoneTTL = cmp.Or(sk.TombstoneTTL, Duration(DefaultTombstoneTTL))

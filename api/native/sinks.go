@@ -10,7 +10,7 @@ import (
 )
 
 // SinkAdmin is what the native API asks of a destination's running sinks
-// beyond their stats (Served.Sinks): package sink/run's Set implements
+// beyond their stats (Served.Sinks): package sink/sinkrun's Set implements
 // it. Its errors are the sink's, for the operator.
 type SinkAdmin interface {
 	// Detail returns a sink's spec and checkpoints (the state and head

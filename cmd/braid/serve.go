@@ -22,7 +22,7 @@ import (
 	"github.com/braid-cdc/braid/auth"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/netlimit"
-	sinkrun "github.com/braid-cdc/braid/sink/run"
+	"github.com/braid-cdc/braid/sink/sinkrun"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )

@@ -66,8 +66,8 @@ var table = map[string]rule{
 	// sink/postgres, ...), which implement its Target.
 	"sink":     {may: sinkMay},
 	"sink/...": {may: append([]string{"sink"}, sinkMay...)},
-	// sink/run starts a spec's sinks: it alone knows every target type.
-	"sink/run": {may: append([]string{"sink", "sink/mysql", "sink/postgres", "sink/redis", "sink/rabbitmq", "sink/kafka", "sink/verify"}, sinkMay...)},
+	// sink/sinkrun starts a spec's sinks: it alone knows every target type.
+	"sink/sinkrun": {may: append([]string{"sink", "sink/mysql", "sink/postgres", "sink/redis", "sink/rabbitmq", "sink/kafka", "sink/verify"}, sinkMay...)},
 	// sink/verify compares a target with the sources, which it reads as
 	// sink/mysql reads a MySQL table.
 	"sink/verify": {may: append([]string{"sink", "sink/mysql"}, sinkMay...)},

@@ -14,7 +14,7 @@ import (
 // Target is what braid sink verify asks of a sink's target: rows of a
 // logical table's target table, as text. It uses only the standard
 // library's types, so a target package implements it without importing
-// this one (sink/mysql's Target does; sink/run checks it by type
+// this one (sink/mysql's Target does; sink/sinkrun checks it by type
 // assertion).
 //
 // A row is column name → value; nil is NULL. A value is the target's text

@@ -15,7 +15,7 @@ import (
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
-	sinkrun "github.com/braid-cdc/braid/sink/run"
+	"github.com/braid-cdc/braid/sink/sinkrun"
 	"github.com/braid-cdc/braid/sink/verify"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"

@@ -1,7 +1,7 @@
-// Package run starts a destination's sinks (spec sinks:) against its
+// Package sinkrun starts a destination's sinks (spec sinks:) against its
 // pipeline's store: the one place that knows every target type, for
 // braid capture and for a cluster node that owns the destination.
-package run
+package sinkrun
 
 import (
 	"context"
@@ -179,7 +179,7 @@ func (s *Set) Stats() []stream.SinkStats {
 	defer s.mu.Unlock()
 	out := make([]stream.SinkStats, 0, len(s.runners))
 	for _, rn := range s.runners {
-		st := stream.SinkStats{Name: rn.spec.Name, Type: rn.spec.Type, Address: rn.spec.Where(), Workers: rn.spec.Workers, LastError: rn.err}
+		st := stream.SinkStats{Name: rn.spec.Name, Type: string(rn.spec.Type), Address: rn.spec.Where(), Workers: rn.spec.Workers, LastError: rn.err}
 		if rn.runner != nil {
 			applied, lastErr := rn.runner.Applied()
 			st.AppliedAt, st.Conflicts, st.RowsPerSecond = rn.runner.Progress()

@@ -1,4 +1,4 @@
-package run_test
+package sinkrun_test
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/sink/rabbitmq"
 	"github.com/braid-cdc/braid/sink/redis"
-	sinkrun "github.com/braid-cdc/braid/sink/run"
+	"github.com/braid-cdc/braid/sink/sinkrun"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )
