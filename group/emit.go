@@ -1,0 +1,151 @@
+package group
+
+import (
+	"context"
+	"strings"
+
+	"github.com/braid-cdc/braid/change"
+)
+
+// emitTx emits source src's offered transaction whole, starting with first.
+// The cursor moves past the transaction before its last event (the
+// EventCommit or the EventDDL) is emitted, so Cursor, called from emit
+// then, is the boundary after it.
+func (d *Destination) emitTx(ctx context.Context, src int, first *change.Event, q *sourceQueue, emit func(*change.Event) error) error {
+	if d.ddl != nil {
+		switch {
+		case first.Type == change.EventDDL:
+			return d.ddl.onDDL(ctx, src, first, emit)
+		case d.ddl.filtering(src):
+			d.cursor.Taken++
+			return d.emitFiltering(ctx, src, first, q, emit)
+		}
+	}
+	d.cursor.Taken++
+	d.cursor.Seq++
+	seq := d.cursor.Seq
+	sc := &d.cursor.Sources[src]
+	sc.LastKey = d.merger.Last(src)
+	first.Seq = seq
+	d.stamp(first)
+	if first.Type == change.EventDDL {
+		sc.Pos = first.EndPos
+		if first.Schema != nil {
+			sc.Schema = first.Schema
+		}
+		if err := emit(first); err != nil {
+			return err
+		}
+		d.merger.Done(src)
+		return nil
+	}
+	if err := emit(first); err != nil {
+		return err
+	}
+	for {
+		var ev *change.Event
+		select {
+		case e, ok := <-q.ch:
+			if !ok {
+				return d.sourceEnded(ctx, src, q)
+			}
+			ev = q.took(e)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if ev.Type == change.EventHeartbeat {
+			continue // cannot come inside a transaction; harmless
+		}
+		ev.Seq = seq
+		d.stamp(ev)
+		if ev.Type == change.EventCommit {
+			sc.Pos = ev.Pos
+			if ev.SnapshotState != nil {
+				sc.Snapshot = ev.SnapshotState
+			}
+		}
+		if err := emit(ev); err != nil {
+			return err
+		}
+		if ev.Type == change.EventCommit {
+			d.done(src, first)
+			return nil
+		}
+	}
+}
+
+// emitFiltering is emitTx for a source some of whose tables a shard-DDL
+// lock holds, or while an optimistic view is open: held rows are left out
+// (the catch-up reads them again), a transaction left with none is not
+// emitted, and the others go out with their logical table's view.
+func (d *Destination) emitFiltering(ctx context.Context, src int, first *change.Event, q *sourceQueue, emit func(*change.Event) error) error {
+	sc := &d.cursor.Sources[src]
+	sc.LastKey = d.merger.Last(src)
+	next := func() (*change.Event, error) {
+		select {
+		case e, ok := <-q.ch:
+			if !ok {
+				return nil, d.sourceEnded(ctx, src, q)
+			}
+			return q.took(e), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	keep := func(ev *change.Event) bool {
+		t := ev.Rows[0].Table
+		// Held rows are read again from the binlog once the lock goes; a
+		// snapshot's are not there, so they go out now, shown with the
+		// logical table's columns (pad).
+		if l := d.ddl.heldLock(src, t.Schema, t.Name); l != nil && !ev.Snapshot {
+			d.ddl.countHeld(l, len(ev.Rows))
+			return false
+		}
+		d.ddl.pad(ev)
+		return true
+	}
+	commit := func(c *change.Event) {
+		sc.Pos = c.Pos
+		if c.SnapshotState != nil {
+			sc.Snapshot = c.SnapshotState
+		}
+	}
+	if err := d.emitFiltered(first, next, keep, commit, emit); err != nil {
+		return err
+	}
+	d.done(src, first)
+	return nil
+}
+
+// done tells the merger that source src's offered transaction, which
+// began with first, went out; a snapshot chunk was not offered.
+func (d *Destination) done(src int, first *change.Event) {
+	if !first.Snapshot {
+		d.merger.Done(src)
+	}
+}
+
+// stamp gives a rows event's table version, once, or a DDL its logical
+// names, so that every consumer reads them from the event instead of
+// asking the router (which caches, and so belongs to the merge loop).
+// The table is stamped before the first event that carries it is emitted;
+// the reader that built it never reads those fields.
+func (d *Destination) stamp(ev *change.Event) {
+	switch {
+	case len(ev.Rows) > 0:
+		if t := ev.Rows[0].Table; t.LogicalName == "" {
+			t.LogicalSchema, t.LogicalName = d.router.Rename(t.Schema, t.Name)
+		}
+	case ev.DDL != nil:
+		ev.DDL.LogicalSchema, ev.DDL.LogicalTable = d.router.Rename(ev.DDL.Origin())
+		if ev.DDL.LogicalTables != nil {
+			break // a logical DDL of the shard-DDL merge: named already
+		}
+		ev.DDL.LogicalTables = make([]string, len(ev.DDL.Tables))
+		for i, t := range ev.DDL.Tables {
+			s, n, _ := strings.Cut(t, ".")
+			ls, lt := d.router.Rename(s, n)
+			ev.DDL.LogicalTables[i] = ls + "." + lt
+		}
+	}
+}

@@ -1,0 +1,164 @@
+package group
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/braid-cdc/braid/change"
+)
+
+// chunkRows are a chunk's rows: as the SELECT gave them (text, formatted
+// straight from the server's text), or as Values once changes were folded
+// in.
+type chunkRows struct {
+	text   *change.TextRows
+	values [][]change.Value
+}
+
+func (r chunkRows) len() int {
+	if r.text != nil {
+		return r.text.Len()
+	}
+	return len(r.values)
+}
+
+// row is row k as Values.
+func (r chunkRows) row(k int) []change.Value {
+	if r.text != nil {
+		return r.text.Row(k)
+	}
+	return r.values[k]
+}
+
+// changes are rows from to to as INSERTs of t numbered from 0.
+func (r chunkRows) changes(t *change.Table, from, to int) []change.RowChange {
+	if r.text != nil {
+		return r.text.Changes(from, from, to)
+	}
+	return change.NewValueRows(t, from, r.values[from:to])
+}
+
+// pendingChunk is a chunk registered and not yet emitted.
+type pendingChunk struct {
+	table   int // index in state.Tables
+	version *change.Table
+	key     tableKey
+	after   []keyPart
+	// window holds the table's changes to keys after `after` since a
+	// moment before the chunk was registered (see leftRecently), in
+	// binlog order.
+	window []change.RowChange
+	// Set once the SELECT is done: its rows, the chunk's last key (nil:
+	// to the table's end) and the high watermark.
+	selected bool
+	rows     chunkRows
+	through  []string
+	high     change.Position
+	// stale: a DDL of the table came since the chunk was registered; it
+	// is dropped and read again.
+	stale bool
+}
+
+// fold applies a chunk's window to its selected rows: the rows its key
+// range holds after the last change kept, in key order.
+func fold(p *pendingChunk) chunkRows {
+	var through []keyPart
+	if p.through != nil {
+		through, _ = parseKey(p.through)
+	}
+	in := func(row []change.Value) bool {
+		if !p.key.ints {
+			return true // one piece: the whole table
+		}
+		k, ok := rowKey(p.key, row)
+		if !ok {
+			return false
+		}
+		return (p.after == nil || compareKeys(k, p.after) > 0) && (through == nil || compareKeys(k, through) <= 0)
+	}
+	if len(p.window) == 0 {
+		return p.rows
+	}
+	idOf := func(row []change.Value) string {
+		var b strings.Builder
+		cols := p.key.cols
+		if len(cols) == 0 {
+			for i := range row {
+				cols = append(cols, i)
+			}
+		}
+		for _, c := range cols {
+			fmt.Fprintf(&b, "%T:%v\x00", row[c], row[c])
+		}
+		return b.String()
+	}
+	// A keyed table's rows are replaced by key: the window's latest
+	// change of a key decides it, whether or not the SELECT saw the
+	// change already (see leftRecently). Rows of a table without a key
+	// may repeat: one is added or taken away per change.
+	keyed := len(p.key.cols) > 0
+	byID := map[string][][]change.Value{}
+	var order []string
+	put := func(row []change.Value) {
+		id := idOf(row)
+		rs, ok := byID[id]
+		if !ok {
+			order = append(order, id)
+		}
+		if keyed {
+			rs = rs[:0]
+		}
+		byID[id] = append(rs, row)
+	}
+	for k := range p.rows.len() {
+		put(p.rows.row(k))
+	}
+	for _, rc := range p.window {
+		if !sameColumns(rc.Table, p.version) {
+			continue // of another version: a DDL made the chunk stale
+		}
+		if rc.HasBefore() {
+			if before := rc.Before(); in(before) {
+				id := idOf(before)
+				if rs := byID[id]; len(rs) > 0 {
+					byID[id] = rs[1:]
+				}
+			}
+		}
+		if rc.HasAfter() {
+			if after := rc.After(); in(after) {
+				put(after)
+			}
+		}
+	}
+	out := make([][]change.Value, 0, p.rows.len())
+	for _, id := range order {
+		out = append(out, byID[id]...)
+		delete(byID, id)
+	}
+	if p.key.ints {
+		slices.SortFunc(out, func(a, b []change.Value) int {
+			ka, _ := rowKey(p.key, a)
+			kb, _ := rowKey(p.key, b)
+			return compareKeys(ka, kb)
+		})
+	}
+	return chunkRows{values: out}
+}
+
+// sameColumns reports whether two table versions have the same columns.
+func sameColumns(a, b *change.Table) bool {
+	if a == b {
+		return true
+	}
+	if a == nil || b == nil || len(a.Columns) != len(b.Columns) {
+		return false
+	}
+	for i := range a.Columns {
+		if !strings.EqualFold(a.Columns[i].Name, b.Columns[i].Name) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,480 @@
+package group
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/braid-cdc/braid/binlog"
+	"github.com/braid-cdc/braid/change"
+)
+
+// leftChange is a change the gate left out (its key not yet read), with
+// its table's index and when the reader passed it.
+type leftChange struct {
+	table int
+	rc    change.RowChange
+	at    time.Time
+}
+
+// A transaction reaches the binlog, and the reader, a moment before its
+// rows are visible to other sessions: MariaDB and MySQL write the binlog
+// and then commit in the engine. So a change the reader passed just
+// before a chunk was registered may be missing from the chunk's SELECT
+// too. A chunk's window therefore starts with the changes of its table
+// left out within leftRecently before it was registered, and fold applies
+// a window as the latest change of each key: a change the SELECT saw
+// already is applied again to the same effect. The gap between binlog
+// and engine commit is a group commit's last step, well under a
+// millisecond unless the server stalls: leftRecently is far beyond it.
+// At most leftRecentMax changes are kept, the newest, so the memory they
+// hold stays small.
+const (
+	leftRecently  = 2 * time.Second
+	leftRecentMax = 8192
+)
+
+// active reports whether the snapshot still has chunks to emit.
+func (g *sourceSnapshot) active() bool {
+	return g.state == nil || !g.state.Done
+}
+
+func (g *sourceSnapshot) signal() {
+	select {
+	case g.changed <- struct{}{}:
+	default:
+	}
+}
+
+// keyFor returns the key of a table version, computed once.
+func (g *sourceSnapshot) keyFor(t *change.Table) tableKey {
+	k, ok := g.keys[t]
+	if !ok {
+		k = keyOf(t)
+		if len(g.keys) > 1024 {
+			clear(g.keys)
+		}
+		g.keys[t] = k
+	}
+	return k
+}
+
+// afterKeys returns each table's parsed After, for the current state.
+func (g *sourceSnapshot) afterKeys() [][]keyPart {
+	if g.afterOf != g.state {
+		g.after = make([][]keyPart, len(g.state.Tables))
+		for i, t := range g.state.Tables {
+			g.after[i], _ = parseKey(t.After) // made by keyText: parses
+		}
+		g.afterOf = g.state
+	}
+	return g.after
+}
+
+// tableIndex is the state's index of a table, or -1.
+func (g *sourceSnapshot) tableIndex(name string) int {
+	for i := range g.state.Tables {
+		if g.state.Tables[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// emitted says whether a row of table ti has gone out in the snapshot
+// (true: its changes go out) or not yet (false: they are left out; its
+// chunk brings their effect).
+func (g *sourceSnapshot) emitted(ti int, tk tableKey, row []change.Value) bool {
+	st := g.state
+	if st.Done || ti < 0 || st.Tables[ti].Done {
+		return true
+	}
+	if ti != st.Next() || !tk.ints || len(st.Tables[ti].After) == 0 {
+		return false
+	}
+	k, ok := rowKey(tk, row)
+	if !ok {
+		return false
+	}
+	return compareKeys(k, g.afterKeys()[ti]) <= 0
+}
+
+// pass is the reader's emit: it filters the source's events through the
+// snapshot, passes them on, and emits chunks at the boundaries they are
+// due.
+func (g *sourceSnapshot) pass(ctx context.Context, ev *change.Event) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.announced && ev.Type == change.EventProgress && ev.Tables != nil {
+		g.announced = true
+		if g.state == nil {
+			g.start(ev)
+		}
+		g.learn(ev)
+		close(g.ready)
+	}
+	if ev.Type == change.EventRows && g.state != nil && !g.state.FreshAt.IsZero() && ev.Pos.Compare(g.state.FreshAt) < 0 {
+		ev.FreshAt = g.state.FreshAt
+	}
+	if g.state == nil || g.state.Done {
+		g.recent, g.recentHead = nil, 0 // no chunk will need them
+		if ev.Type == change.EventDDL {
+			g.learn(ev)
+		}
+		return g.push(ev)
+	}
+	switch ev.Type {
+	case change.EventHeartbeat:
+		if err := g.push(ev); err != nil {
+			return err
+		}
+		// A stale heartbeat has binlog behind it: not caught up.
+		if p := g.pending; p != nil && p.selected && !g.inTx && !ev.Stale {
+			g.beats++
+			if ev.Pos.Compare(p.high) >= 0 || g.beats >= 2 {
+				// Caught up: the server had nothing more to send.
+				return g.emitPending(ctx)
+			}
+		}
+		return nil
+	case change.EventBegin:
+		g.inTx, g.begin = true, ev
+		return nil
+	case change.EventRows:
+		kept := g.filterRows(ev)
+		if len(kept) == 0 {
+			return nil
+		}
+		if g.begin != nil {
+			if err := g.push(g.begin); err != nil {
+				return err
+			}
+			g.begin = nil
+		}
+		ev.Rows = kept
+		return g.push(ev)
+	case change.EventCommit:
+		g.inTx = false
+		g.boundary = ev.Pos
+		if b := g.begin; b != nil {
+			// Every row was left out: the transaction moves the position
+			// and the clock on, as one of unselected tables does.
+			g.begin = nil
+			if err := g.push(&change.Event{Type: change.EventProgress, Source: ev.Source, ServerID: ev.ServerID, Pos: b.Pos, EndPos: ev.Pos, GTID: ev.GTID, CommitTime: ev.CommitTime}); err != nil {
+				return err
+			}
+		} else if err := g.push(ev); err != nil {
+			return err
+		}
+	case change.EventDDL:
+		g.learn(ev)
+		g.boundary = ev.EndPos
+		if err := g.push(ev); err != nil {
+			return err
+		}
+	case change.EventProgress:
+		g.boundary = ev.EndPos
+		if err := g.push(ev); err != nil {
+			return err
+		}
+	default:
+		return g.push(ev)
+	}
+	return g.atBoundary(ctx)
+}
+
+// start makes the state of a fresh snapshot from the reader's first
+// event, which names the selected tables existing where it starts.
+func (g *sourceSnapshot) start(ev *change.Event) {
+	st := &change.SnapshotState{Tables: make([]change.SnapshotTable, 0, len(ev.Tables))}
+	for _, name := range ev.Tables {
+		st.Tables = append(st.Tables, change.SnapshotTable{Name: name})
+	}
+	st.Done = len(st.Tables) == 0
+	g.state = st
+	g.publishStats()
+}
+
+// learn takes the table versions an event brings, and marks a pending
+// chunk of a table a DDL names stale.
+func (g *sourceSnapshot) learn(ev *change.Event) {
+	if ev.Type == change.EventProgress && ev.Tables != nil {
+		g.learnVersions(ev.Tables, ev.Versions)
+		g.boundary = ev.Pos
+		return
+	}
+	if ev.DDL == nil {
+		return
+	}
+	g.learnVersions(ev.DDL.Tables, ev.Versions)
+	if p := g.pending; p != nil && g.state != nil && slices.Contains(ev.DDL.Tables, g.state.Tables[p.table].Name) {
+		p.stale = true
+	}
+}
+
+func (g *sourceSnapshot) learnVersions(names []string, versions []*change.Table) {
+	for i, name := range names {
+		if i < len(versions) {
+			g.versions[name] = versions[i]
+		}
+	}
+}
+
+// filterRows returns the row changes of ev that go out, keeping those of
+// a pending chunk's table in its window.
+func (g *sourceSnapshot) filterRows(ev *change.Event) []change.RowChange {
+	t := ev.Rows[0].Table
+	ti := g.tableIndex(t.FullName())
+	if ti < 0 || g.state.Tables[ti].Done {
+		return ev.Rows
+	}
+	tk := g.keyFor(t)
+	p := g.pending
+	keep := p != nil && p.table == ti && !p.stale
+	now := time.Now()
+	return byZone(ev.Rows, func(row []change.Value) bool { return g.emitted(ti, tk, row) }, func(rc change.RowChange) {
+		if keep {
+			p.window = append(p.window, rc)
+		}
+		g.leaveRecent(leftChange{table: ti, rc: rc, at: now})
+	})
+}
+
+// leaveRecent keeps a change left out for the windows of chunks
+// registered within leftRecently, dropping those older than that.
+func (g *sourceSnapshot) leaveRecent(c leftChange) {
+	for g.recentHead < len(g.recent) && (c.at.Sub(g.recent[g.recentHead].at) > leftRecently || len(g.recent)-g.recentHead >= leftRecentMax) {
+		g.recent[g.recentHead] = leftChange{}
+		g.recentHead++
+	}
+	if g.recentHead > len(g.recent)/2 {
+		// Slide down rather than grow: the kept part is at most half.
+		n := copy(g.recent, g.recent[g.recentHead:])
+		clear(g.recent[n:])
+		g.recent, g.recentHead = g.recent[:n], 0
+	}
+	g.recent = append(g.recent, c)
+}
+
+// recentOf returns the changes of table ti left out within leftRecently
+// of now, oldest first.
+func (g *sourceSnapshot) recentOf(ti int, now time.Time) []change.RowChange {
+	var out []change.RowChange
+	for _, c := range g.recent[g.recentHead:] {
+		if c.table == ti && now.Sub(c.at) <= leftRecently {
+			out = append(out, c.rc)
+		}
+	}
+	return out
+}
+
+// byZone returns the row changes that go out, given whether a row's key
+// has gone out in the snapshot: a change of keys gone out goes out, one
+// of keys not yet is left out (its chunk brings its effect, and left is
+// told of it), and an UPDATE that moves a row from one to the other goes
+// out as the DELETE or the INSERT of the side gone out.
+func byZone(rows []change.RowChange, out func([]change.Value) bool, left func(change.RowChange)) []change.RowChange {
+	kept := rows[:0:0]
+	for _, rc := range rows {
+		var before, after []change.Value
+		if rc.HasBefore() {
+			before = rc.Before()
+		}
+		if rc.HasAfter() {
+			after = rc.After()
+		}
+		oldOut := before != nil && out(before)
+		newOut := after != nil && out(after)
+		if (before != nil && !oldOut) || (after != nil && !newOut) {
+			left(rc)
+		}
+		switch {
+		case rc.Kind == change.Update && oldOut && !newOut:
+			del, _ := rc.Split()
+			kept = append(kept, del)
+		case rc.Kind == change.Update && !oldOut && newOut:
+			_, ins := rc.Split()
+			kept = append(kept, ins)
+		case rc.Kind == change.Update && oldOut && newOut, rc.Kind == change.Insert && newOut, rc.Kind == change.Delete && oldOut:
+			kept = append(kept, rc)
+		}
+	}
+	return kept
+}
+
+// filterHeld returns the row changes of ev, read again by a shard-DDL
+// catch-up after its lock held them, that went out had they not been
+// held: by the chunks kept before ev's position, as the gate filtered
+// them when they were live. Without it the catch-up would emit a change
+// of a key whose chunk came later, and a later change left out (its
+// effect in that chunk) could leave a row the source no longer has.
+func (g *sourceSnapshot) filterHeld(ev *change.Event) []change.RowChange {
+	t := ev.Rows[0].Table
+	name := t.FullName()
+	g.recMu.Lock()
+	recorded := g.recorded
+	g.recMu.Unlock()
+	seen, done := false, false
+	var through []keyPart
+	for _, c := range recorded {
+		if c.Table != name || c.At.Compare(ev.Pos) > 0 {
+			continue
+		}
+		seen = true
+		if len(c.Through) == 0 {
+			done = true
+			break
+		}
+		through, _ = parseKey(c.Through) // chunks go in key order: the last one is the furthest
+	}
+	if done {
+		return ev.Rows
+	}
+	tk := keyOf(t)
+	return byZone(ev.Rows, func(row []change.Value) bool {
+		if !seen || !tk.ints {
+			return false
+		}
+		k, ok := rowKey(tk, row)
+		return ok && compareKeys(k, through) <= 0
+	}, func(change.RowChange) {})
+}
+
+// atBoundary emits what is due after the boundary just passed: the
+// chunks of the log that follow it, then a pending chunk whose high
+// watermark the reader has passed.
+func (g *sourceSnapshot) atBoundary(ctx context.Context) error {
+	for g.active() && g.state != nil {
+		if rec, ok := g.nextRecorded(); ok {
+			if rec.At.Compare(g.boundary) > 0 {
+				return nil // it follows a later boundary
+			}
+			if err := g.replayChunk(ctx, rec); err != nil {
+				return err
+			}
+			continue
+		}
+		if g.d.cfg.ReplayOnly {
+			// A replay reader emits the live destination's chunks only:
+			// wait until it has logged the next one (then it has passed
+			// this boundary, or put the chunk here).
+			if err := g.awaitRecord(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		if p := g.pending; p != nil && p.selected && g.boundary.Compare(p.high) >= 0 {
+			return g.emitPending(ctx)
+		}
+		return nil
+	}
+	return nil
+}
+
+// replayChunk emits a logged chunk: its key range as it is now.
+func (g *sourceSnapshot) replayChunk(ctx context.Context, rec Placement) error {
+	ti := g.tableIndex(rec.Table)
+	if ti < 0 || rec.Index != g.state.Chunks {
+		return fmt.Errorf("group: source %s: the snapshot's chunk log does not match the cursor (chunk %d of %s, the cursor expects chunk %d): delete the cursor and the chunk log to start the snapshot over",
+			g.name, rec.Index, rec.Table, g.state.Chunks)
+	}
+	version := g.versions[rec.Table]
+	var rows chunkRows
+	var freshAt change.Position
+	if version != nil {
+		conn, err := binlog.OpenSnapshot(ctx, g.d.cfg.Spec.Sources[g.src])
+		if err != nil {
+			return err
+		}
+		tk := g.keyFor(version)
+		if !tk.ints {
+			tk.cols = nil
+		}
+		rows.text, err = conn.Chunk(ctx, version, tk.cols, rec.After, rec.Through, 0)
+		if err == nil {
+			freshAt, err = conn.Position()
+		}
+		conn.Close()
+		if err != nil && !errors.Is(err, binlog.ErrNoTable) {
+			return err
+		}
+	}
+	return g.emit(ti, version, rows, rec.Through, chunkOut{chunk: rec, kept: true, freshAt: freshAt})
+}
+
+// emitPending emits the pending chunk, its window folded in, at the
+// current boundary; a stale one is dropped to be read again.
+func (g *sourceSnapshot) emitPending(ctx context.Context) error {
+	p := g.pending
+	g.pending, g.beats = nil, 0
+	defer g.signal()
+	if p.stale {
+		return nil
+	}
+	rows := fold(p)
+	t := g.state.Tables[p.table]
+	if g.d.cfg.ReplayOnly {
+		return errors.New("group: a replay reader cannot make snapshot chunks")
+	}
+	rec := Placement{Source: g.src, Index: g.state.Chunks, Table: t.Name, After: t.After, Through: p.through, At: g.boundary,
+		Time: g.d.cfg.Now().UnixMicro()}
+	g.recMu.Lock()
+	g.recorded = append(g.recorded, rec)
+	g.recMu.Unlock()
+	return g.emit(p.table, p.version, rows, p.through, chunkOut{chunk: rec})
+}
+
+// emit sends a chunk as one transaction of INSERTs at the current
+// boundary, with the state after it on its EventCommit.
+func (g *sourceSnapshot) emit(ti int, version *change.Table, rows chunkRows, through []string, out chunkOut) error {
+	rec := out.chunk
+	next := g.state.Clone()
+	next.Chunks++
+	if next.FreshAt.Compare(out.freshAt) < 0 {
+		next.FreshAt = out.freshAt
+	}
+	t := &next.Tables[ti]
+	t.Chunks++
+	n := rows.len()
+	t.Rows += int64(n)
+	if through == nil {
+		t.Done, t.After = true, nil
+	} else {
+		t.After = through
+	}
+	next.Done = next.Next() == len(next.Tables)
+	when := time.UnixMicro(rec.Time)
+	base := change.Event{Source: g.name, Pos: g.boundary, CommitTime: when, Snapshot: true, FreshAt: out.freshAt}
+	begin := base
+	begin.Type = change.EventBegin
+	g.outbox <- out // never blocks: see its capacity
+	if err := g.push(&begin); err != nil {
+		return err
+	}
+	for i := 0; i < n; i += snapshotBatch {
+		ev := base
+		ev.Type = change.EventRows
+		ev.Rows = rows.changes(version, i, min(i+snapshotBatch, n))
+		if rows.text != nil {
+			// The events share the rows' buffer: each counts its share.
+			ev.BinlogBytes = rows.text.Bytes() * int64(len(ev.Rows)) / int64(n)
+		}
+		if err := g.push(&ev); err != nil {
+			return err
+		}
+	}
+	commit := base
+	commit.Type, commit.SnapshotState = change.EventCommit, next
+	if err := g.push(&commit); err != nil {
+		return err
+	}
+	g.state = next
+	g.rows.Add(int64(n))
+	g.publishStats()
+	if next.Done {
+		g.log.Info("snapshot done", "tables", len(next.Tables), "rows", g.rows.Load(), "took", g.d.cfg.Now().Sub(time.Unix(0, g.started.Load())).Round(time.Millisecond))
+	}
+	return nil
+}
