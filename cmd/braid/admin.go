@@ -80,117 +80,147 @@ func printJSON(w io.Writer, v any) {
 	enc.Encode(v)
 }
 
-func runDestination(args []string, stdout, stderr io.Writer) int {
-	usage := func() {
-		fmt.Fprintln(stderr, "Usage: braid destination create -f SPEC [--server URL]")
-		fmt.Fprintln(stderr, "       braid destination list [--server URL] [--json]")
-		fmt.Fprintln(stderr, "       braid destination show NAME [--server URL] [--json]")
-		fmt.Fprintln(stderr, "       braid destination delete NAME [--force] [--server URL]")
-		fmt.Fprintln(stderr, "\nManages a cluster's destinations through any of its nodes. create checks every")
-		fmt.Fprintln(stderr, "source (reachable, binlog in ROW format) before storing the spec; delete refuses a")
-		fmt.Fprintln(stderr, "destination whose consumers have cursors unless --force.")
-	}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		usage()
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
-	}
-	sub, args := args[0], args[1:]
-	fs := flag.NewFlagSet("destination "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { usage(); fmt.Fprintln(stderr, "\nFlags:"); fs.PrintDefaults() }
-	conn, asJSON := adminFlags(fs)
-	file := fs.String("f", "", "create: the destination spec file (YAML or JSON; see docs/spec.md)")
-	force := fs.Bool("force", false, "delete: even if consumers have cursors (they lose their place)")
-	name, code, ok := parseNamed(fs, args, stderr)
+// destinationCommand is braid destination's leaves.
+var destinationCommand = &command{
+	summary: "create, list, show or delete a cluster's destinations",
+	about:   "Manages a cluster's destinations through any of its nodes.",
+	subs: map[string]*command{
+		"create": {
+			summary: "check a spec's sources and store it: a node takes the destination",
+			usage:   "destination create -f SPEC [--server URL] [--json]",
+			about: "Reads the destination spec SPEC (YAML or JSON; see docs/spec.md), has a node check\n" +
+				"every source (reachable, binlog in ROW format) and stores it in the cluster; a node\n" +
+				"takes the destination in a moment (braid destination show NAME).",
+			run: runDestinationCreate,
+		},
+		"list": {
+			summary: "list the destinations: owner, epoch, sources, seq, lag",
+			usage:   "destination list [--server URL] [--json]",
+			about:   "Lists the cluster's destinations: the node that runs each (owner) and its epoch,\nits sources, the seq it reached and its largest lag behind a source.",
+			run:     runDestinationList,
+		},
+		"show": {
+			summary: "show one destination: its spec, owner, sources and snapshot",
+			usage:   "destination show NAME [--server URL] [--json]",
+			about:   "Shows destination NAME in full: its owner and epoch, each source's position and\nlag, its snapshot's progress and its spec (passwords hidden).",
+			run:     runDestinationShow,
+		},
+		"delete": {
+			summary: "delete a destination (refused while consumers have cursors, unless --force)",
+			usage:   "destination delete NAME [--force] [--server URL] [--json]",
+			about:   "Deletes destination NAME: its owner stops it and its state is forgotten. A destination\nwhose consumers have cursors is refused unless --force (they lose their place).",
+			run:     runDestinationDelete,
+		},
+	},
+}
+
+func runDestinationCreate(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("destination create", stderr)
+	file := fs.String("f", "", "the destination spec file (YAML or JSON; see docs/spec.md)")
+	a, code, ok := startAdmin(fs, args, stderr)
 	if !ok {
 		return code
 	}
-	fail := func(err error) int {
-		fmt.Fprintf(stderr, "braid destination %s: %s\n", sub, oneLine(err))
-		return 1
-	}
-	ac, err := conn.client()
-	if err != nil {
-		return fail(err)
-	}
-	ctx, cancel := adminContext()
-	defer cancel()
-	needName := func() bool {
-		if name == "" {
-			fmt.Fprintf(stderr, "braid destination %s: name the destination, e.g. braid destination %s shop\n", sub, sub)
-			return false
-		}
-		return true
-	}
-	switch sub {
-	case "create":
-		if *file == "" {
-			fmt.Fprintln(stderr, "braid destination create: give the spec with -f spec.yaml (docs/spec.md has the format)")
-			return 2
-		}
-		body, err := os.ReadFile(*file)
-		if err != nil {
-			return fail(err)
-		}
-		// A spec error is the operator's to fix, like a usage error:
-		// said here, before any node is asked, with exit code 2.
-		if _, err := spec.Parse(body); err != nil {
-			fmt.Fprintf(stderr, "braid destination create: %s: %s\n", *file, oneLine(err))
-			return 2
-		}
-		info, err := ac.CreateDestination(ctx, body)
-		if err != nil {
-			return fail(adminError(conn.server, err))
-		}
-		if *asJSON {
-			printJSON(stdout, info)
-		} else {
-			fmt.Fprintf(stdout, "destination %s created with %d sources; a node will take it in a moment (braid destination show %s)\n",
-				info.Name, len(destSpec(*info).Sources), info.Name)
-		}
-	case "list":
-		st, err := ac.ClusterStatus(ctx)
-		if err != nil {
-			return fail(adminError(conn.server, err))
-		}
-		if *asJSON {
-			printJSON(stdout, st.Destinations)
-			return 0
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tOWNER\tEPOCH\tSOURCES\tSEQ\tMAX LAG")
-		for _, d := range st.Destinations {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\n", d.Name, orDash(d.Owner), d.Epoch, len(destSpec(d).Sources), d.Seq, maxLag(d))
-		}
-		tw.Flush()
-	case "show":
-		if !needName() {
-			return 2
-		}
-		info, err := ac.Destination(ctx, name)
-		if err != nil {
-			return fail(adminError(conn.server, err))
-		}
-		if *asJSON {
-			printJSON(stdout, info)
-			return 0
-		}
-		showDestination(stdout, *info)
-	case "delete":
-		if !needName() {
-			return 2
-		}
-		if err := ac.DeleteDestination(ctx, name, *force); err != nil {
-			return fail(adminError(conn.server, err))
-		}
-		fmt.Fprintf(stdout, "destination %s deleted\n", name)
-	default:
-		fmt.Fprintf(stderr, "braid destination: unknown subcommand %q: use create, list, show or delete\n", sub)
+	defer a.cancel()
+	if len(a.names) > 0 {
+		fmt.Fprintf(stderr, "braid destination create: unexpected argument %q: the spec names the destination (-f spec.yaml)\n", a.names[0])
 		return 2
 	}
+	if *file == "" {
+		fmt.Fprintln(stderr, "braid destination create: give the spec with -f spec.yaml (docs/spec.md has the format)")
+		return 2
+	}
+	body, err := os.ReadFile(*file)
+	if err != nil {
+		return a.fail(err)
+	}
+	// A spec error is the operator's to fix, like a usage error: said
+	// here, before any node is asked, with exit code 2.
+	if _, err := spec.Parse(body); err != nil {
+		fmt.Fprintf(stderr, "braid destination create: %s: %s\n", *file, oneLine(err))
+		return 2
+	}
+	info, err := a.ac.CreateDestination(a.ctx, body)
+	if err != nil {
+		return a.fail(err)
+	}
+	if a.asJSON {
+		printJSON(stdout, info)
+	} else {
+		fmt.Fprintf(stdout, "destination %s created with %d sources; a node will take it in a moment (braid destination show %s)\n",
+			info.Name, len(destSpec(*info).Sources), info.Name)
+	}
+	return 0
+}
+
+func runDestinationList(args []string, stdout, stderr io.Writer) int {
+	a, code, ok := startAdmin(newFlags("destination list", stderr), args, stderr)
+	if !ok {
+		return code
+	}
+	defer a.cancel()
+	if len(a.names) > 0 {
+		fmt.Fprintf(stderr, "braid destination list: unexpected argument %q: it lists every destination (braid destination show NAME shows one)\n", a.names[0])
+		return 2
+	}
+	st, err := a.ac.ClusterStatus(a.ctx)
+	if err != nil {
+		return a.fail(err)
+	}
+	if a.asJSON {
+		printJSON(stdout, st.Destinations)
+		return 0
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tOWNER\tEPOCH\tSOURCES\tSEQ\tMAX LAG")
+	for _, d := range st.Destinations {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\n", d.Name, orDash(d.Owner), d.Epoch, len(destSpec(d).Sources), d.Seq, maxLag(d))
+	}
+	tw.Flush()
+	return 0
+}
+
+func runDestinationShow(args []string, stdout, stderr io.Writer) int {
+	a, code, ok := startAdmin(newFlags("destination show", stderr), args, stderr)
+	if !ok {
+		return code
+	}
+	defer a.cancel()
+	if !a.oneName(stderr, "destination", "shop") {
+		return 2
+	}
+	info, err := a.ac.Destination(a.ctx, a.names[0])
+	if err != nil {
+		return a.fail(err)
+	}
+	if a.asJSON {
+		printJSON(stdout, info)
+		return 0
+	}
+	showDestination(stdout, *info)
+	return 0
+}
+
+func runDestinationDelete(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("destination delete", stderr)
+	force := fs.Bool("force", false, "delete even if consumers have cursors (they lose their place)")
+	a, code, ok := startAdmin(fs, args, stderr)
+	if !ok {
+		return code
+	}
+	defer a.cancel()
+	if !a.oneName(stderr, "destination", "shop") {
+		return 2
+	}
+	name := a.names[0]
+	if err := a.ac.DeleteDestination(a.ctx, name, *force); err != nil {
+		return a.fail(err)
+	}
+	if a.asJSON {
+		printJSON(stdout, map[string]string{"deleted": name})
+		return 0
+	}
+	fmt.Fprintf(stdout, "destination %s deleted\n", name)
 	return 0
 }
 
@@ -320,41 +350,44 @@ func indent(s, prefix string) string {
 	return strings.Join(lines, "")
 }
 
-func runCluster(args []string, stdout, stderr io.Writer) int {
-	usage := func() {
-		fmt.Fprintln(stderr, "Usage: braid cluster status [--server URL] [--json]")
-		fmt.Fprintln(stderr, "       braid cluster remove NODE [--server URL] [--json]")
-		fmt.Fprintln(stderr, "\nstatus shows the cluster's nodes (gossip state, Raft role, addresses) and")
-		fmt.Fprintln(stderr, "destinations (owner, epoch, per-source lag), as one node sees them.")
-		fmt.Fprintln(stderr, "remove takes a dead node out of the Raft configuration, so that the quorum no")
-		fmt.Fprintln(stderr, "longer counts it (the leader does so by itself after --reap-dead-after once three")
-		fmt.Fprintln(stderr, "voters stay without it); a live node is refused: stop it first.")
-	}
-	if code, ok := subcommand(args, usage, "status", "remove"); !ok {
+// clusterCommand is braid cluster's leaves.
+var clusterCommand = &command{
+	summary: "show a cluster's nodes and destinations, or remove a dead node",
+	about:   "Shows a cluster as one of its nodes sees it, or takes a dead node out of it.",
+	subs: map[string]*command{
+		"status": {
+			summary: "the cluster's nodes and destinations, as one node sees them",
+			usage:   "cluster status [--server URL] [--json]",
+			about: "Shows the cluster's nodes (gossip state, Raft role, addresses) and destinations\n" +
+				"(owner, epoch, seq, largest lag), as the node at --server sees them.",
+			run: runClusterStatus,
+		},
+		"remove": {
+			summary: "take a dead node out of the Raft configuration",
+			usage:   "cluster remove NODE [--server URL] [--json]",
+			about: "Takes dead node NODE out of the Raft configuration, so that the quorum no longer\n" +
+				"counts it (the leader does so by itself after braid server's reap-dead-after once\n" +
+				"three voters stay without it); a live node is refused: stop it first.",
+			run: runClusterRemove,
+		},
+	},
+}
+
+func runClusterStatus(args []string, stdout, stderr io.Writer) int {
+	a, code, ok := startAdmin(newFlags("cluster status", stderr), args, stderr)
+	if !ok {
 		return code
 	}
-	if args[0] == "remove" {
-		return runClusterRemove(args[1:], stdout, stderr, usage)
+	defer a.cancel()
+	if len(a.names) > 0 {
+		fmt.Fprintf(stderr, "braid cluster status: unexpected argument %q; see braid cluster status --help\n", a.names[0])
+		return 2
 	}
-	fs := flag.NewFlagSet("cluster status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	conn, asJSON := adminFlags(fs)
-	if code, ok := parseFlags(fs, args[1:], stderr, false); !ok {
-		return code
-	}
-	ac, err := conn.client()
+	st, err := a.ac.ClusterStatus(a.ctx)
 	if err != nil {
-		fmt.Fprintln(stderr, "braid cluster status:", oneLine(err))
-		return 1
+		return a.fail(err)
 	}
-	ctx, cancel := adminContext()
-	defer cancel()
-	st, err := ac.ClusterStatus(ctx)
-	if err != nil {
-		fmt.Fprintln(stderr, "braid cluster status:", oneLine(adminError(conn.server, err)))
-		return 1
-	}
-	if *asJSON {
+	if a.asJSON {
 		printJSON(stdout, st)
 		return 0
 	}
@@ -372,32 +405,21 @@ func runCluster(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func runClusterRemove(args []string, stdout, stderr io.Writer, usage func()) int {
-	fs := flag.NewFlagSet("cluster remove", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { usage(); fmt.Fprintln(stderr, "\nFlags:"); fs.PrintDefaults() }
-	conn, asJSON := adminFlags(fs)
-	name, code, ok := parseNamed(fs, args, stderr)
+func runClusterRemove(args []string, stdout, stderr io.Writer) int {
+	a, code, ok := startAdmin(newFlags("cluster remove", stderr), args, stderr)
 	if !ok {
 		return code
 	}
-	if name == "" {
+	defer a.cancel()
+	if len(a.names) != 1 {
 		fmt.Fprintln(stderr, "braid cluster remove: name the dead node to remove, e.g. braid cluster remove n3 (braid cluster status lists them)")
 		return 2
 	}
-	ac, err := conn.client()
+	res, err := a.ac.RemoveNode(a.ctx, a.names[0])
 	if err != nil {
-		fmt.Fprintln(stderr, "braid cluster remove:", oneLine(err))
-		return 1
+		return a.fail(err)
 	}
-	ctx, cancel := adminContext()
-	defer cancel()
-	res, err := ac.RemoveNode(ctx, name)
-	if err != nil {
-		fmt.Fprintln(stderr, "braid cluster remove:", oneLine(adminError(conn.server, err)))
-		return 1
-	}
-	if *asJSON {
+	if a.asJSON {
 		printJSON(stdout, res)
 		return 0
 	}
@@ -405,37 +427,33 @@ func runClusterRemove(args []string, stdout, stderr io.Writer, usage func()) int
 	return 0
 }
 
-// adminCommand is what `braid CMD SUB NAME...` admin commands share: the
-// subcommand, its flags (--server, --json, the credential), the names
-// after it, a client and a context for the call, and how to fail.
+// adminCommand is what the leaves of braid's admin commands share: the
+// names after the command, the flags startAdmin adds (--server, --json,
+// the credential), a client and a context for the call, and how to fail.
 type adminCommand struct {
-	sub    string
+	path   string // "consumer list"
 	names  []string
 	asJSON bool
 	ac     *client.Client
 	ctx    context.Context
 	cancel context.CancelFunc
-	fail   func(error) int // prints "braid CMD SUB: error" on stderr; 1
+	fail   func(error) int // prints "braid PATH: error" on stderr; 1
 }
 
-// startAdmin parses `braid cmd` args for one of subs. It returns ok false
-// with the exit code when parsing ended it (help, a usage error, or a
-// client that cannot be made); call cancel when done.
-func startAdmin(cmd string, args []string, usage func(), stderr io.Writer, subs ...string) (a *adminCommand, code int, ok bool) {
-	if code, ok := subcommand(args, usage, subs...); !ok {
-		return nil, code, false
-	}
-	a = &adminCommand{sub: args[0]}
-	fs := flag.NewFlagSet(cmd+" "+a.sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { usage(); fmt.Fprintln(stderr, "\nFlags:"); fs.PrintDefaults() }
+// startAdmin adds the admin flags to fs, a leaf's FlagSet (newFlags,
+// with the leaf's own flags defined), and parses args: the names and
+// flags in any order. It returns ok false with the exit code when
+// parsing ended it (help, a usage error, or a client that cannot be
+// made); call cancel when done.
+func startAdmin(fs *flag.FlagSet, args []string, stderr io.Writer) (a *adminCommand, code int, ok bool) {
+	a = &adminCommand{path: fs.Name()}
 	conn, asJSON := adminFlags(fs)
-	if a.names, code, ok = parseNames(fs, args[1:], stderr); !ok {
+	if a.names, code, ok = parseNames(fs, args, stderr); !ok {
 		return nil, code, false
 	}
 	a.asJSON = *asJSON
 	a.fail = func(err error) int {
-		fmt.Fprintf(stderr, "braid %s %s: %s\n", cmd, a.sub, oneLine(adminError(conn.server, err)))
+		fmt.Fprintf(stderr, "braid %s: %s\n", a.path, oneLine(adminError(conn.server, err)))
 		return 1
 	}
 	ac, err := conn.client()
@@ -445,4 +463,14 @@ func startAdmin(cmd string, args []string, usage func(), stderr io.Writer, subs 
 	a.ac = ac
 	a.ctx, a.cancel = adminContext()
 	return a, 0, true
+}
+
+// oneName checks that the command was given one name, of a what (e.g.
+// "destination"), saying on stderr how to give it when not.
+func (a *adminCommand) oneName(stderr io.Writer, what, example string) bool {
+	if len(a.names) == 1 {
+		return true
+	}
+	fmt.Fprintf(stderr, "braid %s: name the %s, e.g. braid %s %s\n", a.path, what, a.path, example)
+	return false
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -13,62 +12,45 @@ import (
 	"github.com/braid-cdc/braid/internal/pki"
 )
 
-func certsUsage(w io.Writer) {
-	fmt.Fprintln(w, "Usage: braid certs init --dir DIR")
-	fmt.Fprintln(w, "       braid certs node --dir DIR --name NAME [--addr 127.0.0.1,...]")
-	fmt.Fprintln(w, "       braid certs gossip-key [--out FILE]")
-	fmt.Fprintln(w, "\nMakes what the nodes of a secure cluster need to trust each other:")
-	fmt.Fprintln(w, "  init        make the cluster's CA in DIR: ca.pem, which every node gets, and")
-	fmt.Fprintln(w, "              ca-key.pem, which stays in DIR; never replaces a CA")
-	fmt.Fprintln(w, "  node        sign a certificate for node NAME with DIR's CA: NAME.pem and")
-	fmt.Fprintln(w, "              NAME-key.pem, for braid server's --tls-cert and --tls-key; --addr")
-	fmt.Fprintln(w, "              lists the IPs or host names it is reached at (a re-issue replaces them)")
-	fmt.Fprintln(w, "  gossip-key  make the key that encrypts gossip, the same file on every node")
-	fmt.Fprintln(w, "              (--gossip-key-file): printed, or written to --out FILE (mode 0600)")
-	fmt.Fprintln(w, "\nRun 'braid certs SUBCOMMAND --help' for its flags.")
-}
-
-func runCerts(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		certsUsage(stderr)
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
-	}
-	switch sub, args := args[0], args[1:]; sub {
-	case "init":
-		return runCertsInit(args, stdout, stderr)
-	case "node":
-		return runCertsNode(args, stdout, stderr)
-	case "gossip-key":
-		return runCertsGossipKey(args, stdout, stderr)
-	default:
-		fmt.Fprintf(stderr, "braid certs: unknown subcommand %q: use init, node or gossip-key (braid certs --help)\n", sub)
-		return 2
-	}
-}
-
-// certsFlagSet is a FlagSet for braid certs sub whose --help prints usage
-// lines, then about, then the flags.
-func certsFlagSet(sub string, stderr io.Writer, usage, about string) *flag.FlagSet {
-	fs := flag.NewFlagSet("certs "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: "+usage)
-		fmt.Fprintln(stderr, "\n"+about)
-		fmt.Fprintln(stderr, "\nFlags:")
-		fs.PrintDefaults()
-	}
-	return fs
+// certsCommand is braid certs' leaves: what the nodes of a secure
+// cluster need to trust each other.
+var certsCommand = &command{
+	summary: "make the CA, node certificates and gossip key a secure cluster needs",
+	about:   "Makes what the nodes of a secure cluster need to trust each other.",
+	subs: map[string]*command{
+		"init": {
+			summary: "make the cluster's CA in DIR: ca.pem, which every node gets, and ca-key.pem, which stays in DIR; never replaces a CA",
+			usage:   "certs init --dir DIR",
+			about: "Makes a cluster's CA in DIR: ca.pem, the certificate every node trusts (braid server\n" +
+				"--tls-ca), and ca-key.pem (mode 0600), the key braid certs node signs with. Keep\n" +
+				"DIR off the nodes: whoever holds ca-key.pem can make nodes of the cluster. It\n" +
+				"refuses a DIR that holds a CA already.",
+			run: runCertsInit,
+		},
+		"node": {
+			summary: "sign a certificate for node NAME with DIR's CA: NAME.pem and NAME-key.pem, for braid server's --tls-cert and --tls-key",
+			usage:   "certs node --dir DIR --name NAME [--addr 127.0.0.1,...]",
+			about: "Signs a certificate for node NAME with the CA in DIR (braid certs init) and writes\n" +
+				"DIR/NAME.pem and DIR/NAME-key.pem (mode 0600), replacing an older pair of that name.\n" +
+				"The certificate names the node NAME, which must be its braid server --name: nodes\n" +
+				"check that a peer's certificate is the member it claims to be. Copy ca.pem and the\n" +
+				"pair to the node; the key to that node only.",
+			run: runCertsNode,
+		},
+		"gossip-key": {
+			summary: "make the key that encrypts gossip, the same file on every node (--gossip-key-file)",
+			usage:   "certs gossip-key [--out FILE]",
+			about: "Makes a new key that encrypts and signs the gossip between nodes: 32 random bytes in\n" +
+				"base64, on one line. Every node of a cluster needs the same key (braid server\n" +
+				"--gossip-key-file). Make it once per cluster; with --out it is written to FILE\n" +
+				"(mode 0600) instead of printed.",
+			run: runCertsGossipKey,
+		},
+	},
 }
 
 func runCertsInit(args []string, stdout, stderr io.Writer) int {
-	fs := certsFlagSet("init", stderr, "braid certs init --dir DIR",
-		"Makes a cluster's CA in DIR: ca.pem, the certificate every node trusts (braid server\n"+
-			"--tls-ca), and ca-key.pem (mode 0600), the key braid certs node signs with. Keep\n"+
-			"DIR off the nodes: whoever holds ca-key.pem can make nodes of the cluster. It\n"+
-			"refuses a DIR that holds a CA already.")
+	fs := newFlags("certs init", stderr)
 	dir := fs.String("dir", "", "directory for the CA's files, made (mode 0700) if missing (required)")
 	if code, ok := parseFlags(fs, args, stderr, true); !ok {
 		return code
@@ -90,12 +72,7 @@ func runCertsInit(args []string, stdout, stderr io.Writer) int {
 }
 
 func runCertsNode(args []string, stdout, stderr io.Writer) int {
-	fs := certsFlagSet("node", stderr, "braid certs node --dir DIR --name NAME [--addr 127.0.0.1,...]",
-		"Signs a certificate for node NAME with the CA in DIR (braid certs init) and writes\n"+
-			"DIR/NAME.pem and DIR/NAME-key.pem (mode 0600), replacing an older pair of that name.\n"+
-			"The certificate names the node NAME, which must be its braid server --name: nodes\n"+
-			"check that a peer's certificate is the member it claims to be. Copy ca.pem and the\n"+
-			"pair to the node; the key to that node only.")
+	fs := newFlags("certs node", stderr)
 	dir := fs.String("dir", "", "directory of the CA, where the pair is written (required)")
 	name := fs.String("name", "", "the node's name, as its braid server --name: 1 to 64 of A-Z a-z 0-9 . _ - (required)")
 	addr := fs.String("addr", "127.0.0.1", "comma-separated IPs or host names the node is reached at, put in the certificate")
@@ -125,11 +102,7 @@ func runCertsNode(args []string, stdout, stderr io.Writer) int {
 }
 
 func runCertsGossipKey(args []string, stdout, stderr io.Writer) int {
-	fs := certsFlagSet("gossip-key", stderr, "braid certs gossip-key [--out FILE]",
-		"Makes a new key that encrypts and signs the gossip between nodes: 32 random bytes in\n"+
-			"base64, on one line. Every node of a cluster needs the same key (braid server\n"+
-			"--gossip-key-file). Make it once per cluster; with --out it is written to FILE\n"+
-			"(mode 0600) instead of printed.")
+	fs := newFlags("certs gossip-key", stderr)
 	out := fs.String("out", "", "write the key to FILE, mode 0600; refuses an existing FILE")
 	if code, ok := parseFlags(fs, args, stderr, true); !ok {
 		return code

@@ -14,7 +14,7 @@ import (
 func certs(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code = runCerts(args, &out, &errb)
+	code = run(append([]string{"certs"}, args...), &out, &errb)
 	return code, out.String(), errb.String()
 }
 

@@ -7,46 +7,64 @@ import (
 	"time"
 )
 
-// runConsumer is `braid consumer list|drop`: a destination's client ids
+// consumerCommand is braid consumer's leaves: a destination's client ids
 // as its owner sees them, and dropping one with its cursor.
-func runConsumer(args []string, stdout, stderr io.Writer) int {
-	usage := func() {
-		fmt.Fprintln(stderr, "Usage: braid consumer list DEST [--server URL] [--json]")
-		fmt.Fprintln(stderr, "       braid consumer drop DEST CLIENT_ID [--server URL] [--json]")
-		fmt.Fprintln(stderr, "\nlist shows a destination's client ids (canal and native consumers): the seq each")
-		fmt.Fprintln(stderr, "acked, how many events the store holds for it, whether it streams now, is detached")
-		fmt.Fprintln(stderr, "(it held the store full longer than the spec's consumers.detach_after) or replays")
-		fmt.Fprintln(stderr, "history behind the store. drop forgets one, its cursor included: the stream no")
-		fmt.Fprintln(stderr, "longer waits for it, and the id starts anew if it comes back. A client id with a")
-		fmt.Fprintln(stderr, "stream open is refused: stop it first.")
-	}
-	a, code, ok := startAdmin("consumer", args, usage, stderr, "list", "drop")
+var consumerCommand = &command{
+	summary: "list a destination's consumers (client ids), or drop one with its cursor",
+	about:   "A destination's consumers are its client ids (canal and native), each with a cursor.",
+	subs: map[string]*command{
+		"list": {
+			summary: "the client ids of a destination, their cursors and state",
+			usage:   "consumer list DEST [--server URL] [--json]",
+			about: "Lists destination DEST's client ids (canal and native consumers): the seq each\n" +
+				"acked, how many events the store holds for it, whether it streams now, is detached\n" +
+				"(it held the store full longer than the spec's consumers.detach_after) or replays\n" +
+				"history behind the store.",
+			run: runConsumerList,
+		},
+		"drop": {
+			summary: "forget a client id and its cursor",
+			usage:   "consumer drop DEST CLIENT_ID [--server URL] [--json]",
+			about: "Forgets client id CLIENT_ID of destination DEST, its cursor included: the stream\n" +
+				"no longer waits for it, and the id starts anew if it comes back. A client id with\n" +
+				"a stream open is refused: stop it first.",
+			run: runConsumerDrop,
+		},
+	},
+}
+
+func runConsumerDrop(args []string, stdout, stderr io.Writer) int {
+	a, code, ok := startAdmin(newFlags("consumer drop", stderr), args, stderr)
 	if !ok {
 		return code
 	}
 	defer a.cancel()
-	sub, names, ac, ctx, fail := a.sub, a.names, a.ac, a.ctx, a.fail
-	want := map[string]int{"list": 1, "drop": 2}[sub]
-	if len(names) != want {
-		if sub == "list" {
-			fmt.Fprintln(stderr, "braid consumer list: name the destination, e.g. braid consumer list shop")
-		} else {
-			fmt.Fprintln(stderr, "braid consumer drop: name the destination and the client id, e.g. braid consumer drop shop 1001 (braid consumer list shop shows them)")
-		}
+	if len(a.names) != 2 {
+		fmt.Fprintln(stderr, "braid consumer drop: name the destination and the client id, e.g. braid consumer drop shop 1001 (braid consumer list shop shows them)")
 		return 2
 	}
-	if sub == "drop" {
-		res, err := ac.DropConsumer(ctx, names[0], names[1])
-		if err != nil {
-			return fail(err)
-		}
-		if a.asJSON {
-			printJSON(stdout, res)
-		} else {
-			fmt.Fprintf(stdout, "consumer %s of destination %s dropped (its cursor was at seq %d)\n", res.ClientID, res.Destination, res.AckedSeq)
-		}
-		return 0
+	res, err := a.ac.DropConsumer(a.ctx, a.names[0], a.names[1])
+	if err != nil {
+		return a.fail(err)
 	}
+	if a.asJSON {
+		printJSON(stdout, res)
+	} else {
+		fmt.Fprintf(stdout, "consumer %s of destination %s dropped (its cursor was at seq %d)\n", res.ClientID, res.Destination, res.AckedSeq)
+	}
+	return 0
+}
+
+func runConsumerList(args []string, stdout, stderr io.Writer) int {
+	a, code, ok := startAdmin(newFlags("consumer list", stderr), args, stderr)
+	if !ok {
+		return code
+	}
+	defer a.cancel()
+	if !a.oneName(stderr, "destination", "shop") {
+		return 2
+	}
+	names, ac, ctx, fail := a.names, a.ac, a.ctx, a.fail
 	cs, err := ac.Consumers(ctx, names[0])
 	if err != nil {
 		return fail(err)

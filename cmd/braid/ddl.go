@@ -10,48 +10,62 @@ import (
 	"time"
 )
 
-// runDDL is `braid ddl list|unlock|skip`: a destination's shard-DDL locks
-// as its owner sees them, and an operator's decision about one.
-func runDDL(args []string, stdout, stderr io.Writer) int {
-	usage := func() {
-		fmt.Fprintln(stderr, "Usage: braid ddl list DEST [--server URL] [--json]")
-		fmt.Fprintln(stderr, "       braid ddl unlock DEST LOCK [--server URL] [--json]")
-		fmt.Fprintln(stderr, "       braid ddl skip DEST LOCK [--server URL] [--json]")
-		fmt.Fprintln(stderr, "\nWhen a route maps several shard tables to one logical table, a DDL on one shard")
-		fmt.Fprintln(stderr, "table holds that table's later rows until every shard table has run it (the spec's")
-		fmt.Fprintln(stderr, "shard_ddl: pessimistic); then one DDL of the logical table goes out, followed by the")
-		fmt.Fprintln(stderr, "rows held. list shows each open lock: its DDL, the shard tables that ran it and those")
-		fmt.Fprintln(stderr, "still waiting, since when, and how many rows it holds. unlock emits the lock's DDL")
-		fmt.Fprintln(stderr, "now; skip emits nothing (the held rows go out under the schema their shard tables")
-		fmt.Fprintln(stderr, "have). Both release the held rows, and the decision is kept with the destination")
-		fmt.Fprintln(stderr, "(in Raft, or with braid capture's cursor) so that every later owner agrees.")
-		fmt.Fprintln(stderr, "Against braid capture, point --server at its --http-port.")
-	}
-	a, code, ok := startAdmin("ddl", args, usage, stderr, "list", "unlock", "skip")
-	if !ok {
-		return code
-	}
-	defer a.cancel()
-	sub, names, ac, ctx, fail := a.sub, a.names, a.ac, a.ctx, a.fail
-	lock := 0
-	if sub == "list" && len(names) != 1 {
-		fmt.Fprintln(stderr, "braid ddl list: name the destination, e.g. braid ddl list shop")
-		return 2
-	}
-	if sub != "list" {
-		var err error
-		if len(names) == 2 {
-			lock, err = strconv.Atoi(names[1])
+// ddlCommand is braid ddl's leaves: a destination's shard-DDL locks as
+// its owner sees them, and an operator's decision about one.
+var ddlCommand = &command{
+	summary: "list a destination's shard-DDL locks, or release one (unlock: emit its DDL; skip: emit nothing)",
+	about: "When a route maps several shard tables to one logical table, a DDL on one shard\n" +
+		"table holds that table's later rows until every shard table has run it (the spec's\n" +
+		"shard_ddl: pessimistic); then one DDL of the logical table goes out, followed by the\n" +
+		"rows held. An operator may release a lock sooner: the decision is kept with the\n" +
+		"destination (in Raft, or with braid capture's cursor) so that every later owner\n" +
+		"agrees. Against braid capture, point --server at its --http-port.",
+	subs: map[string]*command{
+		"list": {
+			summary: "the open shard-DDL locks of a destination",
+			usage:   "ddl list DEST [--server URL] [--json]",
+			about: "Lists destination DEST's open shard-DDL locks: each lock's DDL, the shard tables\n" +
+				"that ran it and those still waiting, since when, and how many rows it holds.\n" +
+				"Against braid capture, point --server at its --http-port.",
+			run: runDDLList,
+		},
+		"unlock": {
+			summary: "release a lock and emit its DDL now",
+			usage:   "ddl unlock DEST LOCK [--server URL] [--json]",
+			about: "Releases lock LOCK of destination DEST (braid ddl list numbers them): its DDL goes\n" +
+				"out now, followed by the rows it held. The decision is kept with the destination.",
+			run: runDDLDecide("unlock"),
+		},
+		"skip": {
+			summary: "release a lock and emit nothing",
+			usage:   "ddl skip DEST LOCK [--server URL] [--json]",
+			about: "Releases lock LOCK of destination DEST (braid ddl list numbers them) without its\n" +
+				"DDL: the rows it held go out under the schema their shard tables have. The\n" +
+				"decision is kept with the destination.",
+			run: runDDLDecide("skip"),
+		},
+	},
+}
+
+// runDDLDecide is braid ddl unlock or skip (sub).
+func runDDLDecide(sub string) func(args []string, stdout, stderr io.Writer) int {
+	return func(args []string, stdout, stderr io.Writer) int {
+		a, code, ok := startAdmin(newFlags("ddl "+sub, stderr), args, stderr)
+		if !ok {
+			return code
 		}
-		if len(names) != 2 || err != nil || lock <= 0 {
+		defer a.cancel()
+		lock, err := 0, error(nil)
+		if len(a.names) == 2 {
+			lock, err = strconv.Atoi(a.names[1])
+		}
+		if len(a.names) != 2 || err != nil || lock <= 0 {
 			fmt.Fprintf(stderr, "braid ddl %s: name the destination and the lock's number, e.g. braid ddl %s shop 1 (braid ddl list shop shows them)\n", sub, sub)
 			return 2
 		}
-	}
-	if sub != "list" {
-		res, err := ac.DecideDDL(ctx, names[0], lock, sub)
+		res, err := a.ac.DecideDDL(a.ctx, a.names[0], lock, sub)
 		if err != nil {
-			return fail(err)
+			return a.fail(err)
 		}
 		if a.asJSON {
 			printJSON(stdout, res)
@@ -61,6 +75,18 @@ func runDDL(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
+}
+
+func runDDLList(args []string, stdout, stderr io.Writer) int {
+	a, code, ok := startAdmin(newFlags("ddl list", stderr), args, stderr)
+	if !ok {
+		return code
+	}
+	defer a.cancel()
+	if !a.oneName(stderr, "destination", "shop") {
+		return 2
+	}
+	names, ac, ctx, fail := a.names, a.ac, a.ctx, a.fail
 	st, err := ac.DDL(ctx, names[0])
 	if err != nil {
 		return fail(err)

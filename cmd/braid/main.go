@@ -10,30 +10,61 @@ import (
 	"os"
 	"regexp"
 	"runtime/debug"
-	"slices"
 	"sort"
 	"strings"
 )
 
-// command is one subcommand; each lives in its own file.
+// The command table: every command braid has, each leaf with a FlagSet
+// of its own.
+//
+// Why stdlib flag and not spf13/cobra (which etcdctl, dmctl and vitess
+// use, and which the module proxy has): braid has about twenty-five leaf
+// commands, two levels deep, and what cobra would add over this table is
+// shell completion and generated help. Completion matters little for a
+// tool whose commands are typed once in a runbook; the help here is
+// written per command (what it does, its exit codes), which cobra would
+// not write either; and cobra brings pflag, whose GNU-style parsing
+// (--flag only, -f as a shorthand, flags after arguments interleaved)
+// differs from the flag package's, so every documented command line
+// (README, docs/, the doc tests that run them) would have to be checked
+// again. What cobra does give for free is done here in a few lines: one
+// FlagSet per leaf (newFlags), help that lists only the leaf's own flags,
+// an unknown flag refused with the command's name (parseFlags), and a
+// test that walks this table (TestLeafFlags).
+
+// command is a command of braid: a leaf that runs (run), or a group of
+// leaves (subs), such as destination's create, list, show and delete.
 type command struct {
-	summary string
-	run     func(args []string, stdout, stderr io.Writer) int
+	summary string // one line, for the parent's list
+	// usage is a leaf's synopsis after "braid ", one line per form (a
+	// top-level leaf prints its own help and leaves it empty).
+	usage string
+	// about is what a leaf's --help says after its usage, or a group's
+	// --help after its leaves' usages.
+	about string
+	run   func(args []string, stdout, stderr io.Writer) int
+	subs  map[string]*command
 }
 
-var commands = map[string]command{
-	"capture":     {"read a destination's sources, merge them, and print the stream as flat-message JSON lines or serve it (canal protocol, HTTP)", runCapture},
-	"server":      {"run a node of a braid cluster", runServer},
-	"demo":        {"start three shards and a three-node cluster on this machine, stream a live order workload, and show a takeover", runDemo},
-	"destination": {"create, list, show or delete a cluster's destinations", runDestination},
-	"cluster":     {"show a cluster's nodes and destinations, or remove a dead node", runCluster},
-	"consumer":    {"list a destination's consumers (client ids), or drop one with its cursor", runConsumer},
-	"ddl":         {"list a destination's shard-DDL locks, or release one (unlock: emit its DDL; skip: emit nothing)", runDDL},
-	"sink":        {"a destination's sinks: list and show them (applied seq, lag, rows, errors), verify a target against the sources", runSink},
-	"tail":        {"print a destination's stream from a braid node, acking as it goes", runTail},
-	"certs":       {"make the CA, node certificates and gossip key a secure cluster needs", runCerts},
-	"users":       {"hash a password for a --users-file, or check such a file", runUsers},
-	"version":     {"print braid's version", runVersion},
+// commands is set in init: its leaves' run functions read it for their
+// help (newFlags), which a variable's initializer could not.
+var commands map[string]*command
+
+func init() {
+	commands = map[string]*command{
+		"capture":     {summary: "read a destination's sources, merge them, and print the stream as flat-message JSON lines or serve it (canal protocol, HTTP)", run: runCapture},
+		"server":      {summary: "run a node of a braid cluster", run: runServer},
+		"demo":        {summary: "start three shards and a three-node cluster on this machine, stream a live order workload, and show a takeover", run: runDemo},
+		"destination": destinationCommand,
+		"cluster":     clusterCommand,
+		"consumer":    consumerCommand,
+		"ddl":         ddlCommand,
+		"sink":        sinkCommand,
+		"tail":        {summary: "print a destination's stream from a braid node, acking as it goes", run: runTail},
+		"certs":       certsCommand,
+		"users":       usersCommand,
+		"version":     {summary: "print braid's version", usage: "version", about: "Prints braid's version: the tag or (devel), the VCS revision and time, and the Go version.", run: runVersion},
+	}
 }
 
 // version, when set at build time with -ldflags "-X main.version=...",
@@ -60,24 +91,108 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "braid: unknown command %q; run 'braid --help' for the list\n", args[0])
 		return 2
 	}
+	if cmd.subs != nil {
+		return runGroup(args[0], cmd, args[1:], stdout, stderr)
+	}
 	return cmd.run(args[1:], stdout, stderr)
+}
+
+// runGroup runs the leaf of group name that args start with; with none,
+// or -h/--help/help, it prints the group's help (exit 2 and 0).
+func runGroup(name string, g *command, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		groupUsage(stderr, name, g)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	leaf, ok := g.subs[args[0]]
+	if !ok {
+		subs := sortedNames(g.subs)
+		fmt.Fprintf(stderr, "braid %s: unknown subcommand %q: use %s or %s (braid %s --help)\n",
+			name, args[0], strings.Join(subs[:len(subs)-1], ", "), subs[len(subs)-1], name)
+		return 2
+	}
+	return leaf.run(args[1:], stdout, stderr)
+}
+
+// groupUsage is a group's --help: its leaves' usages, what it does, and
+// where each leaf's flags are.
+func groupUsage(w io.Writer, name string, g *command) {
+	prefix := "Usage: "
+	for _, sub := range sortedNames(g.subs) {
+		for _, l := range strings.Split(g.subs[sub].usage, "\n") {
+			fmt.Fprintf(w, "%sbraid %s\n", prefix, l)
+			prefix = "       "
+		}
+	}
+	fmt.Fprintln(w, "\n"+g.about)
+	fmt.Fprintln(w)
+	for _, sub := range sortedNames(g.subs) {
+		fmt.Fprintf(w, "  %-11s %s\n", sub, g.subs[sub].summary)
+	}
+	fmt.Fprintf(w, "\nRun 'braid %s SUBCOMMAND --help' for its flags.\n", name)
+}
+
+// sortedNames is the names of subs, sorted.
+func sortedNames(subs map[string]*command) []string {
+	names := make([]string, 0, len(subs))
+	for n := range subs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// leafOf is the leaf command of path ("destination list", "version"),
+// or nil.
+func leafOf(path string) *command {
+	group, sub, ok := strings.Cut(path, " ")
+	c := commands[group]
+	if ok && c != nil {
+		c = c.subs[sub]
+	}
+	return c
+}
+
+// newFlags is the FlagSet of the leaf command path ("destination list"):
+// its --help prints, on stderr, the leaf's usage and about (from the
+// command table) and its own flags, nothing of its siblings'.
+func newFlags(path string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(path, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		c := leafOf(path)
+		prefix := "Usage: "
+		for _, l := range strings.Split(c.usage, "\n") {
+			fmt.Fprintf(stderr, "%sbraid %s\n", prefix, l)
+			prefix = "       "
+		}
+		fmt.Fprintln(stderr, "\n"+c.about)
+		n := 0
+		fs.VisitAll(func(*flag.Flag) { n++ })
+		if n > 0 {
+			fmt.Fprintln(stderr, "\nFlags:")
+			fs.PrintDefaults()
+		}
+	}
+	return fs
 }
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "braid turns the binlogs of MySQL/MariaDB shards into one ordered change stream.")
 	fmt.Fprintln(w, "\nUsage: braid COMMAND [flags]\n\nCommands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range sortedNames(commands) {
 		fmt.Fprintf(w, "  %-12s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintln(w, "\nRun 'braid COMMAND --help' for a command's flags, 'braid --version' for the version.")
 }
 
 func runVersion(args []string, stdout, stderr io.Writer) int {
+	if code, ok := parseFlags(newFlags("version", stderr), args, stderr, true); !ok {
+		return code
+	}
 	fmt.Fprintln(stdout, "braid", buildVersion())
 	return 0
 }
@@ -117,13 +232,28 @@ func buildVersion() string {
 }
 
 // parseFlags parses a command's flags. ok is false when the command must
-// exit with code: 0 after --help, 2 after a bad flag (the flag package
-// said which) or, with noArgs, a stray argument.
+// exit with code: 0 after --help (fs.Usage printed it), 2 after a bad
+// flag or, with noArgs, a stray argument (said on stderr in one line
+// naming the command: braid destination list: flag provided but not
+// defined: -f).
 func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer, noArgs bool) (code int, ok bool) {
-	if err := fs.Parse(args); err != nil {
+	// The flag package prints a bad flag's error and then the whole usage
+	// to fs's output; the usage is its on --help only, the error ours.
+	out, usage := fs.Output(), fs.Usage
+	if usage == nil {
+		usage = fs.PrintDefaults
+	}
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = usage
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			usage()
 			return 0, false
 		}
+		fmt.Fprintf(stderr, "braid %s: %v; see braid %s --help\n", fs.Name(), err, fs.Name())
 		return 2, false
 	}
 	if noArgs && fs.NArg() > 0 {
@@ -131,19 +261,6 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer, noArgs bool) 
 		return 2, false
 	}
 	return 0, true
-}
-
-// subcommand checks that args start with one of subs; when not, it prints
-// usage and ok is false with the exit code: 0 for -h/--help, 2 else.
-func subcommand(args []string, usage func(), subs ...string) (code int, ok bool) {
-	if len(args) > 0 && slices.Contains(subs, args[0]) {
-		return 0, true
-	}
-	usage()
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-		return 0, false
-	}
-	return 2, false
 }
 
 // parseNamed parses the flags of a command that takes one name, before or

@@ -66,3 +66,22 @@ func (f *secretRefFlags) refs(fs *flag.FlagSet, extra ...string) (spec.Refs, err
 // lets the spec's password_file read by default: the spec is the
 // operator's own file, and its password files usually sit beside it.
 func specDir(path string) string { return filepath.Dir(path) }
+
+// loadSpec reads the spec file at path and resolves its secret
+// references as f allows, and from the spec file's own directory; the
+// error is the operator's to fix (exit 2).
+func loadSpec(fs *flag.FlagSet, f *secretRefFlags, path string) (*spec.Spec, error) {
+	ds, err := spec.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	refs, err := f.refs(fs, specDir(path))
+	if err != nil {
+		return nil, err
+	}
+	resolved, err := refs.Resolve(*ds)
+	if err != nil {
+		return nil, err
+	}
+	return &resolved, nil
+}

@@ -13,66 +13,75 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/api/wire"
+	"github.com/braid-cdc/braid/sink/verify"
 )
 
-// sinkUsage is `braid sink`'s help.
-func sinkUsage(stderr io.Writer) func() {
-	return func() {
-		fmt.Fprintln(stderr, "Usage: braid sink list DEST [--server URL] [--json]")
-		fmt.Fprintln(stderr, "       braid sink show DEST SINK [--server URL] [--json]")
-		fmt.Fprintln(stderr, "       braid sink verify DEST SINK [--sample N] [--table SCHEMA.TABLE]... [--timeout D] [--server URL] [--json]")
-		fmt.Fprintln(stderr, "\nlist shows the sinks of a destination (the spec's sinks:) as the node that runs")
-		fmt.Fprintln(stderr, "them sees them: the seq each applied whole, how far it is behind (transactions, and")
-		fmt.Fprintln(stderr, "seconds since the last it applied committed), the row changes it applied and its")
-		fmt.Fprintln(stderr, "rate over the last second, the INSERTs that found their key and the UPDATEs and")
-		fmt.Fprintln(stderr, "DELETEs that found no row (never dropped: counted), the changes that waited for")
-		fmt.Fprintln(stderr, "another worker to apply one of their keys (conflicts), and its last error while it")
-		fmt.Fprintln(stderr, "retries.")
-		fmt.Fprintln(stderr, "\nshow shows one sink in full: that state, its spec (password hidden) and where each")
-		fmt.Fprintln(stderr, "of its workers stands in the target (its checkpoint: the last seq and row applied).")
-		fmt.Fprintln(stderr, "\nverify compares the sink's target with the sources, on the node that runs the sink:")
-		fmt.Fprintln(stderr, "N random rows of each logical table at the sources (spread over its shard tables)")
-		fmt.Fprintln(stderr, "are looked up in the target, and N random rows of the target table at the sources,")
-		fmt.Fprintln(stderr, "every column compared. A row that differs is read again once the sink has applied")
-		fmt.Fprintln(stderr, "the stream as far as it went then (up to three times), so a change not applied yet")
-		fmt.Fprintln(stderr, "is not reported; what stays different is: a row missing from the target, an extra")
-		fmt.Fprintln(stderr, "row no source holds, or columns whose values differ. Nothing is written.")
-		fmt.Fprintln(stderr, "Exit status: 0 no differences, 1 differences (or an error), 2 usage.")
-	}
+// sinkCommand is braid sink's leaves.
+var sinkCommand = &command{
+	summary: "a destination's sinks: list and show them (applied seq, lag, rows, errors), verify a target against the sources",
+	about:   "A destination's sinks (the spec's sinks:) apply its stream to a target; each runs on\nthe node that runs the destination, with a cursor of its own.",
+	subs: map[string]*command{
+		"list": {
+			summary: "the sinks of a destination: applied seq, lag, rows, state",
+			usage:   "sink list DEST [--server URL] [--json]",
+			about: "Lists the sinks of destination DEST as the node that runs them sees them: the seq\n" +
+				"each applied whole, how far it is behind (transactions, and seconds since the last\n" +
+				"it applied committed), the row changes it applied and its rate over the last\n" +
+				"second, the INSERTs that found their key and the UPDATEs and DELETEs that found no\n" +
+				"row (never dropped: counted), the changes that waited for another worker to apply\n" +
+				"one of their keys (conflicts), and its last error while it retries.",
+			run: runSinkList,
+		},
+		"show": {
+			summary: "one sink in full: state, spec, checkpoints",
+			usage:   "sink show DEST SINK [--server URL] [--json]",
+			about: "Shows sink SINK of destination DEST in full: its state (as braid sink list), its\n" +
+				"spec (password hidden) and where each of its workers stands in the target (its\n" +
+				"checkpoint: the last seq and row applied).",
+			run: runSinkShow,
+		},
+		"verify": {
+			summary: "compare a sink's target with the sources, row by row on a sample",
+			usage: "sink verify DEST SINK [--sample N] [--table SCHEMA.TABLE]... [--timeout D] [--server URL] [--json]\n" +
+				"sink verify -f SPEC DEST SINK [--sample N] [--table SCHEMA.TABLE]... [--timeout D] [--json]",
+			about: verifyAbout,
+			run:   runSinkVerify,
+		},
+	},
 }
 
-// runSink is `braid sink list|show|verify`.
-func runSink(args []string, stdout, stderr io.Writer) int {
-	usage := sinkUsage(stderr)
-	if len(args) > 0 && args[0] == "verify" {
-		return runSinkVerify(args[1:], stdout, stderr, usage)
-	}
-	a, code, ok := startAdmin("sink", args, usage, stderr, "list", "show")
+func runSinkShow(args []string, stdout, stderr io.Writer) int {
+	a, code, ok := startAdmin(newFlags("sink show", stderr), args, stderr)
 	if !ok {
 		return code
 	}
 	defer a.cancel()
-	names, ac, ctx, fail := a.names, a.ac, a.ctx, a.fail
-	if a.sub == "show" {
-		if len(names) != 2 {
-			fmt.Fprintln(stderr, "braid sink show: name the destination and the sink, e.g. braid sink show shop warehouse")
-			return 2
-		}
-		d, err := ac.Sink(ctx, names[0], names[1])
-		if err != nil {
-			return fail(err)
-		}
-		if a.asJSON {
-			printJSON(stdout, d)
-			return 0
-		}
-		printSinkDetail(stdout, d)
-		return 0
-	}
-	if len(names) != 1 {
-		fmt.Fprintln(stderr, "braid sink list: name the destination, e.g. braid sink list shop")
+	if len(a.names) != 2 {
+		fmt.Fprintln(stderr, "braid sink show: name the destination and the sink, e.g. braid sink show shop warehouse")
 		return 2
 	}
+	d, err := a.ac.Sink(a.ctx, a.names[0], a.names[1])
+	if err != nil {
+		return a.fail(err)
+	}
+	if a.asJSON {
+		printJSON(stdout, d)
+		return 0
+	}
+	printSinkDetail(stdout, d)
+	return 0
+}
+
+func runSinkList(args []string, stdout, stderr io.Writer) int {
+	a, code, ok := startAdmin(newFlags("sink list", stderr), args, stderr)
+	if !ok {
+		return code
+	}
+	defer a.cancel()
+	if !a.oneName(stderr, "destination", "shop") {
+		return 2
+	}
+	names, ac, ctx, fail := a.names, a.ac, a.ctx, a.fail
 	sinks, err := ac.Sinks(ctx, names[0])
 	if err != nil {
 		return fail(err)
@@ -166,12 +175,25 @@ func (t *tableFlags) Set(v string) error {
 	return nil
 }
 
-// runSinkVerify is `braid sink verify DEST SINK`.
-func runSinkVerify(args []string, stdout, stderr io.Writer, usage func()) int {
-	fs := flag.NewFlagSet("sink verify", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { usage(); fmt.Fprintln(stderr, "\nFlags:"); fs.PrintDefaults() }
+// verifyAbout is braid sink verify's help.
+const verifyAbout = "Compares sink SINK's target with the sources of destination DEST, on the node that\n" +
+	"runs the sink: N random rows of each logical table at the sources (spread over its\n" +
+	"shard tables) are looked up in the target, and N random rows of the target table\n" +
+	"at the sources, every column compared. A row that differs is read again once the\n" +
+	"sink has applied the stream as far as it went then (up to three times), so a change\n" +
+	"not applied yet is not reported; what stays different is: a row missing from the\n" +
+	"target, an extra row no source holds, or columns whose values differ. Nothing is\n" +
+	"written.\n" +
+	"Exit status: 0 no differences, 1 differences (or an error), 2 usage."
+
+// runSinkVerify is `braid sink verify DEST SINK`, asked of a node, or
+// with -f run here.
+func runSinkVerify(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("sink verify", stderr)
 	conn, asJSON := adminFlags(fs)
+	file := fs.String("f", "", "the destination's spec file: compare here, with no server, the sink's target and the sources where they stand (no re-check: a change not applied yet shows as a difference)")
+	var refFlags secretRefFlags
+	refFlags.add(fs, "with -f: a directory a spec's password_file may read from besides the spec file's own; comma-separated or repeated")
 	sample := fs.Int("sample", 100, "rows to draw of each logical table at the sources, and as many from the target (1 to 100000)")
 	var tables tableFlags
 	fs.Var(&tables, "table", "compare only this logical table (schema.table); repeat for several (default: every one)")
@@ -184,34 +206,59 @@ func runSinkVerify(args []string, stdout, stderr io.Writer, usage func()) int {
 		fmt.Fprintln(stderr, "braid sink verify: name the destination and the sink, e.g. braid sink verify shop warehouse --sample 1000")
 		return 2
 	}
-	if *sample < 1 || *sample > 100_000 {
-		fmt.Fprintf(stderr, "braid sink verify: --sample %d: want 1 to 100000\n", *sample)
+	if *sample < 1 || *sample > verify.MaxSample {
+		fmt.Fprintf(stderr, "braid sink verify: --sample %d: want 1 to %d\n", *sample, verify.MaxSample)
 		return 2
 	}
 	if *timeout <= 0 {
 		fmt.Fprintf(stderr, "braid sink verify: --timeout %v: want a positive duration, e.g. 3m\n", *timeout)
 		return 2
 	}
-	fail := func(err error) int {
-		fmt.Fprintf(stderr, "braid sink verify: %s\n", oneLine(adminError(conn.server, err)))
-		return 1
-	}
-	ac, err := conn.client()
-	if err != nil {
-		return fail(err)
-	}
 	sctx, stop := signalContext()
 	defer stop()
 	ctx, cancel := context.WithTimeout(sctx, *timeout)
 	defer cancel()
-	rep, err := ac.VerifySink(ctx, names[0], names[1], *sample, tables...)
-	if err != nil {
-		return fail(err)
+	var rep wire.SinkVerify
+	if *file != "" {
+		var server string
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "server" || f.Name == "token-file" || f.Name == "ca" {
+				server = f.Name
+			}
+		})
+		if server != "" {
+			fmt.Fprintf(stderr, "braid sink verify: -f compares here, --%s asks a node: give one of them\n", server)
+			return 2
+		}
+		ds, err := loadSpec(fs, &refFlags, *file)
+		if err != nil {
+			for _, line := range errorLines(err) {
+				fmt.Fprintln(stderr, "braid sink verify:", line)
+			}
+			return 2
+		}
+		log, _ := newLogger(stderr, "warn")
+		if rep, err = verifyHere(ctx, ds, names[0], names[1], *sample, tables, log); err != nil {
+			fmt.Fprintln(stderr, "braid sink verify:", oneLine(err))
+			return 1
+		}
+	} else {
+		fail := func(err error) int {
+			fmt.Fprintf(stderr, "braid sink verify: %s\n", oneLine(adminError(conn.server, err)))
+			return 1
+		}
+		ac, err := conn.client()
+		if err != nil {
+			return fail(err)
+		}
+		if rep, err = ac.VerifySink(ctx, names[0], names[1], *sample, tables...); err != nil {
+			return fail(err)
+		}
 	}
 	if *asJSON {
 		printJSON(stdout, rep)
 	} else {
-		printVerify(stdout, rep)
+		printVerify(stdout, rep, *file != "")
 	}
 	if len(rep.Differences) > 0 {
 		return 1
@@ -220,8 +267,8 @@ func runSinkVerify(args []string, stdout, stderr io.Writer, usage func()) int {
 }
 
 // printVerify prints braid sink verify's answer: the differences, then
-// a summary.
-func printVerify(w io.Writer, rep wire.SinkVerify) {
+// a summary; here says it was compared here, with no stream (-f).
+func printVerify(w io.Writer, rep wire.SinkVerify, here bool) {
 	if rep.Published {
 		fmt.Fprintf(w, "sink %s of %s publishes messages, which its consumers compare: the last seq published and confirmed is %d, the destination's head %d\n",
 			rep.Sink, rep.Destination, rep.AppliedSeq, rep.HeadSeq)
@@ -260,6 +307,10 @@ func printVerify(w io.Writer, rep wire.SinkVerify) {
 	}
 	fmt.Fprintf(w, "sink %s of %s: %d rows compared in %s (%d drawn at the sources, %d in the target): %d differ\n",
 		rep.Sink, rep.Destination, rep.Compared, strings.Join(rep.Tables, ", "), rep.SourceRows, rep.TargetRows, len(rep.Differences))
+	if here {
+		fmt.Fprintln(w, "compared here, where the target and the sources stand: a change the sink has not applied yet shows as a difference (braid sink verify without -f, asked of the node that runs the sink, reads differences again once it has)")
+		return
+	}
 	fmt.Fprintf(w, "applied seq %d; the destination's head was %d at the first read", rep.AppliedSeq, rep.HeadSeq)
 	if rep.Rechecks > 0 {
 		fmt.Fprintf(w, "; differences read again %d times once the sink had caught up", rep.Rechecks)

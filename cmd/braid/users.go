@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -28,37 +27,29 @@ var pipeExample = `printf '%s\n' "$PW" | braid users hash`
 // maxPasswordLine bounds what braid users hash reads from stdin.
 const maxPasswordLine = 64 << 10
 
-func runUsers(args []string, stdout, stderr io.Writer) int {
-	usage := func() {
-		fmt.Fprintln(stderr, "Usage: braid users hash < PASSWORD-FILE")
-		fmt.Fprintln(stderr, "       braid users check --users-file FILE")
-		fmt.Fprintln(stderr, "\nhash reads a password from the first line of stdin and prints its password_hash")
-		fmt.Fprintln(stderr, "for a users file (braid server --users-file): e.g.")
-		fmt.Fprintln(stderr, "  "+pipeExample)
-		fmt.Fprintln(stderr, "check reads a users file and lists its users, roles and destinations, or every")
-		fmt.Fprintln(stderr, "problem it has.")
-	}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage()
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
-	}
-	switch args[0] {
-	case "hash":
-		return runUsersHash(args[1:], stdout, stderr, usage)
-	case "check":
-		return runUsersCheck(args[1:], stdout, stderr, usage)
-	}
-	fmt.Fprintf(stderr, "braid users: unknown subcommand %q: use hash or check\n", args[0])
-	return 2
+// usersCommand is braid users' leaves.
+var usersCommand = &command{
+	summary: "hash a password for a --users-file, or check such a file",
+	about:   "A users file (YAML, braid server --users-file) lists who may call the HTTP API and\nlog in on the canal port, with their roles and password hashes.",
+	subs: map[string]*command{
+		"hash": {
+			summary: "print a password's hash for a users file",
+			usage:   "users hash < PASSWORD-FILE",
+			about: "Reads a password from the first line of stdin and prints its password_hash for a\n" +
+				"users file (braid server --users-file): e.g.\n  " + pipeExample,
+			run: runUsersHash,
+		},
+		"check": {
+			summary: "list a users file's users, or every problem it has",
+			usage:   "users check --users-file FILE",
+			about:   "Reads a users file and lists its users, roles and destinations, or every problem it\nhas.",
+			run:     runUsersCheck,
+		},
+	},
 }
 
-func runUsersHash(args []string, stdout, stderr io.Writer, usage func()) int {
-	fs := flag.NewFlagSet("users hash", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = usage
+func runUsersHash(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("users hash", stderr)
 	if code, ok := parseFlags(fs, args, stderr, false); !ok {
 		return code
 	}
@@ -98,10 +89,8 @@ func runUsersHash(args []string, stdout, stderr io.Writer, usage func()) int {
 	return 0
 }
 
-func runUsersCheck(args []string, stdout, stderr io.Writer, usage func()) int {
-	set := flag.NewFlagSet("users check", flag.ContinueOnError)
-	set.SetOutput(stderr)
-	set.Usage = func() { usage(); fmt.Fprintln(stderr, "\nFlags:"); set.PrintDefaults() }
+func runUsersCheck(args []string, stdout, stderr io.Writer) int {
+	set := newFlags("users check", stderr)
 	file := set.String("users-file", "", "the users file to check (YAML; see braid users --help)")
 	if code, ok := parseFlags(set, args, stderr, true); !ok {
 		return code

@@ -19,7 +19,7 @@ func usersRun(t *testing.T, stdin string, args ...string) (int, string, string) 
 	usersStdin = strings.NewReader(stdin)
 	t.Cleanup(func() { usersStdin = old })
 	var out, errb bytes.Buffer
-	code := runUsers(args, &out, &errb)
+	code := run(append([]string{"users"}, args...), &out, &errb)
 	return code, out.String(), errb.String()
 }
 

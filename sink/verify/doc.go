@@ -27,7 +27,9 @@
 //     moment, up to three times. A change the sink had not applied yet is
 //     therefore not a difference; one that stays different is. When the
 //     sink does not reach the head in time (it is stopped, or behind),
-//     the report says so (Settled false) and keeps what it has.
+//     the report says so (Settled false) and keeps what it has. With no
+//     stream to wait for (Config.Progress nil: braid sink verify -f, run
+//     where no server is), the target is compared once, where it stands.
 //   - Nothing is written: the sources and the target are only read.
 //   - No secret and no row of data goes to the log; the report holds the
 //     rows' keys and differing values, which is what it is for.

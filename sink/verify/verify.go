@@ -31,7 +31,10 @@ type Config struct {
 	// every logical table the sources have.
 	Tables []string
 	// Progress returns the destination's head seq and the sink's applied
-	// seq.
+	// seq. Nil when no stream runs here (braid sink verify -f): the target
+	// is compared where it stands, once, with no re-check; HeadSeq and
+	// AppliedSeq are then 0, and Settled is true only when nothing
+	// differs.
 	Progress func() (head, applied uint64)
 	// Settle is how long a re-check waits for the sink to reach the head.
 	// Default: 20s.
@@ -109,7 +112,9 @@ func Run(ctx context.Context, cfg Config) (wire.SinkVerify, error) {
 		}
 	}
 	v := &verifier{cfg: cfg, srcs: srcs, shards: shards}
-	rep.HeadSeq, _ = cfg.Progress()
+	if cfg.Progress != nil {
+		rep.HeadSeq, _ = cfg.Progress()
+	}
 
 	var items []item
 	seen := map[string]bool{}
@@ -144,8 +149,8 @@ func Run(ctx context.Context, cfg Config) (wire.SinkVerify, error) {
 			diffs, found = append(diffs, it), append(found, *d)
 		}
 	}
-	rep.Settled = true
-	for len(diffs) > 0 && rep.Rechecks < rechecks {
+	rep.Settled = cfg.Progress != nil || len(diffs) == 0
+	for cfg.Progress != nil && len(diffs) > 0 && rep.Rechecks < rechecks {
 		if !v.settle(ctx) {
 			rep.Settled = false
 			break
@@ -165,7 +170,9 @@ func Run(ctx context.Context, cfg Config) (wire.SinkVerify, error) {
 		diffs = still
 	}
 	rep.Differences = append(rep.Differences, found...)
-	_, rep.AppliedSeq = cfg.Progress()
+	if cfg.Progress != nil {
+		_, rep.AppliedSeq = cfg.Progress()
+	}
 	cfg.Logger.Info("sink verified", "dest", cfg.Spec.Name, "sink", cfg.Sink.Name, "compared", rep.Compared,
 		"differences", len(rep.Differences), "rechecks", rep.Rechecks, "settled", rep.Settled)
 	return rep, nil
