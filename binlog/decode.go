@@ -45,6 +45,9 @@ func (d *decoder) table(tm *replication.TableMapEvent, pos change.Position) (*ch
 		t = d.fromFullMetadata(tm)
 	} else if known, ok := p.schema.Table(db, name); ok {
 		t = known
+	} else if why, ok := p.unparsed[db+"."+name]; ok {
+		return nil, fatal{fmt.Errorf("%w: source %s: %s.%s at %s: the table existed at the start and braid cannot build its columns: its CREATE TABLE cannot be parsed (%s): set binlog_row_metadata=FULL on the server (the table maps then name the columns) or leave the table out of the destination's tables",
+			ErrSchemaUnknown, p.spec.Name, db, name, pos, why)}
 	} else if until, ok := p.schema.Unknown(db, name); ok {
 		return nil, fatal{fmt.Errorf("%w: source %s: %s.%s at %s: its column names before the DDL at %s are not known (the table predates the start position): set binlog_row_metadata=FULL on the server or start after that DDL",
 			ErrSchemaUnknown, p.spec.Name, db, name, pos, until)}

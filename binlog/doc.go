@@ -17,7 +17,9 @@
 // (binlog_row_metadata=FULL), else from a schema.Tracker: the schema at the
 // start position plus every DDL read since, versioned by position. Rows
 // written before an ALTER are labelled with the columns of their time,
-// never with the live schema.
+// never with the live schema. A live table whose SHOW CREATE TABLE the
+// model cannot parse (MariaDB's PERIOD FOR, system versioning) is built
+// from information_schema instead (schema_columns.go).
 //
 // A row change travels down the house once: this package reads and decodes
 // it into a change.Event; package group merges it with the other sources'
@@ -35,6 +37,10 @@
 //     Reader can Resume from.
 //   - A row whose column count differs from the schema known at its position
 //     is an error naming the table and position, never a silent mislabel.
+//   - A row of a selected table is never dropped for want of its schema:
+//     without one (and without FULL row metadata naming its columns) the
+//     reader stops with one line naming the source, the table, why and
+//     what to do.
 //   - The replica server_id is the spec's, or derived from the destination
 //     and source names (spec.DeriveServerID); never random.
 //

@@ -80,6 +80,9 @@ type Reader struct {
 	// loadSchema.
 	provisional map[string]*change.Table
 	snapPos     change.Position
+	// unparsed holds, by name, the live tables the schema model could
+	// not be built for at the start, and why (loadLiveTable).
+	unparsed map[string]string
 
 	// Reading state; owned by the goroutine running Run.
 	file      string          // current binlog file

@@ -105,6 +105,7 @@ func (r *run) waitFor(d time.Duration, what string, cond func([]*change.Event) b
 		select {
 		case <-r.signal:
 		case err := <-r.done:
+			close(r.done) // stop has nothing left to wait for
 			r.t.Fatalf("waiting for %s: parser stopped: %v", what, err)
 		case <-deadline:
 			r.t.Fatalf("waiting for %s: not seen within %v (%d events)", what, d, len(evs))

@@ -82,15 +82,50 @@ func (p *Reader) loadLive(c *client.Conn) (bound change.Position, tables map[str
 	}
 	p.schema.SetCharsets(server, databases)
 	p.provisional = nil
+	p.unparsed = map[string]string{}
 	tables = map[string]*change.Table{}
 	for name, create := range live {
 		schema, table, _ := strings.Cut(name, ".")
-		if err := p.schema.LoadCreate(p.resume, schema, create); err != nil {
-			return bound, nil, fatal{fmt.Errorf("binlog: source %s: %s: %w", p.spec.Name, name, err)}
+		if err := p.loadLiveTable(c, schema, table, create); err != nil {
+			return bound, nil, fatal{fmt.Errorf("binlog: source %s (%s): read %s's columns from information_schema: %v", p.spec.Name, p.spec.Address, name, err)}
 		}
-		tables[name], _ = p.schema.Table(schema, table)
+		if t, ok := p.schema.Table(schema, table); ok {
+			tables[name] = t
+		}
 	}
 	return bound, tables, nil
+}
+
+// loadLiveTable puts live table db.table in the model from create (its
+// SHOW CREATE TABLE), or, when the model cannot parse that, from
+// information_schema (columnsCreate). A table it can build neither way is
+// left out of the model and recorded in p.unparsed, with one warning: its
+// rows then take their columns from the table maps
+// (binlog_row_metadata=FULL), or stop the reader with the reason
+// (decoder.table). It never fails the load: only a failed query does.
+func (p *Reader) loadLiveTable(c *client.Conn, db, table, create string) error {
+	perr := p.schema.LoadCreate(p.resume, db, create)
+	if perr == nil {
+		return nil
+	}
+	name := db + "." + table
+	alt, why, err := columnsCreate(c, db, table)
+	if err != nil {
+		return err
+	}
+	if why == "" {
+		aerr := p.schema.LoadCreate(p.resume, db, alt)
+		if aerr == nil {
+			p.log.Warn("the schema model cannot parse the table's CREATE TABLE: its columns and keys are read from information_schema",
+				"table", name, "err", oneLine(perr))
+			return nil
+		}
+		why = "neither can its columns from information_schema: " + oneLine(aerr)
+	}
+	p.unparsed[name] = oneLine(perr) + "; " + why
+	p.log.Warn("the schema model cannot parse the table's CREATE TABLE: its rows need binlog_row_metadata=FULL",
+		"table", name, "err", p.unparsed[name])
+	return nil
 }
 
 // anyProvisional reports whether some table's live schema is not yet known
@@ -221,7 +256,8 @@ func (p *Reader) liveTables(c *client.Conn) (map[string]string, error) {
 	if _, err := c.Execute("SET SESSION sql_mode = ''"); err != nil {
 		return nil, err
 	}
-	r, err := c.Execute("SELECT table_schema, table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'")
+	// MariaDB lists a system-versioned table as such, not as a base table.
+	r, err := c.Execute("SELECT table_schema, table_name FROM information_schema.tables WHERE table_type IN ('BASE TABLE', 'SYSTEM VERSIONED')")
 	if err != nil {
 		return nil, err
 	}

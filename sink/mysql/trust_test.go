@@ -187,6 +187,33 @@ func TestEnumMembersFromRowMetadata(t *testing.T) {
 	noTrace(t, db, name)
 }
 
+// TestEnumMembersAtStart: attack 2 with the table and its rows there
+// before braid starts, so its columns come from the reader's start: the
+// CREATE the schema model cannot parse (PERIOD FOR) is read from
+// information_schema instead. The rows arrive, the target's ENUM has the
+// source's members byte for byte, and the hidden SELECT never runs.
+// Before the fix the reader stopped at its start and no row arrived.
+func TestEnumMembersAtStart(t *testing.T) {
+	db, name := targetDB(t)
+	srv := mysqltest.Start(t, mysqltest.WithArgs("--binlog-row-metadata=FULL"))
+	srv.Exec(t, "CREATE DATABASE inj_0", attackEnum,
+		`INSERT INTO inj_0.fm1 (id, e) VALUES (1, 'a\\'), (2, ')) SELECT 1 AS id, NULL AS e, User AS stolen_user, Password AS stolen_pw FROM mysql.user #')`)
+	r := applyOnce(t, trustSpec(srv, name, true))
+
+	src := srvQuery(t, srv)("SELECT COLUMN_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'inj_0' AND TABLE_NAME = 'fm1' AND COLUMN_NAME = 'e'")
+	want := []string{`1 a\`, "2 )) SELECT 1 AS id, NULL AS e, User AS stolen_user, Password AS stolen_pw FROM mysql.user #"}
+	sinktest.WaitFor(t, 30*time.Second, func() (bool, string) {
+		got := sinktest.Query(db, "SELECT id, e FROM "+name+".fm1")
+		_, lastErr := r.Applied()
+		return slices.Equal(got, want), fmt.Sprintf("target rows %q, want %q; sink error %q", got, want, lastErr)
+	})
+	got := sinktest.Query(db, fmt.Sprintf("SELECT COLUMN_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = '%s' AND TABLE_NAME = 'fm1' AND COLUMN_NAME = 'e'", name))
+	if !slices.Equal(got, src) || len(src) != 1 {
+		t.Errorf("target's ENUM is %q, want the source's %q", got, src)
+	}
+	noTrace(t, db, name)
+}
+
 // TestDDLNamesOtherTable: a DROP TABLE of a selected shard table and of
 // a table the destination does not have stops the sink with one line
 // naming the seq and the statement and the way out; neither table is
