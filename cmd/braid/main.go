@@ -52,9 +52,22 @@ var commands map[string]*command
 
 func init() {
 	commands = map[string]*command{
-		"capture":     {summary: "read a destination's sources, merge them, and print the stream as flat-message JSON lines or serve it (canal protocol, HTTP)", run: runCapture},
-		"server":      {summary: "run a node of a braid cluster", run: runServer},
-		"demo":        {summary: "start three shards and a three-node cluster on this machine, stream a live order workload, and show a takeover", run: runDemo},
+		"capture": {summary: "read a destination's sources, merge them, and print the stream as flat-message JSON lines or serve it (canal protocol, HTTP)", run: runCapture},
+		"server":  {summary: "run a node of a braid cluster", run: runServer},
+		"demo": {summary: "start three shards and a three-node cluster on this machine, stream a live order workload, and show a takeover",
+			usage: "demo [--duration D] [--rate N] [--kill-after D] [--dir DIR] [--json] [--log-level L]",
+			about: "Braid on one machine, from nothing: starts three MariaDB shard servers (a, b, c)\n" +
+				"holding shop_0 … shop_5 (two schemas each, an orders table in each), three braid\n" +
+				"nodes (n1, n2, n3) that form a cluster, and registers the destination shop, which\n" +
+				"merges the six orders tables into shop.orders. It then writes orders into the\n" +
+				"shards and prints the merged stream, one line per row change, and tells you how\n" +
+				"to kill the node that runs shop (kill -9 PID) and watch another take it over; the\n" +
+				"demo restarts a killed node so you can do it again. Ctrl-C stops everything and\n" +
+				"removes what it made (unless --dir). With --duration it stops by itself, after\n" +
+				"checking that every transaction the workload committed arrived, once, in seq order.\n" +
+				"\nNeeds mariadbd (on PATH or in /usr/sbin); the system service need not run.\n" +
+				"Exits 1 when a step fails (the message says which, and where the logs are).",
+			run: runDemo},
 		"destination": destinationCommand,
 		"cluster":     clusterCommand,
 		"consumer":    consumerCommand,

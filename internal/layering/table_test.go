@@ -105,6 +105,11 @@ var table = map[string]rule{
 
 	// The binary may call anything but a test harness.
 	"cmd/braid": {may: []string{"..."}, mayNot: []string{testHarnesses}},
+	// braid demo is a program of its own beside the command line (it
+	// starts shard servers and braid server processes, runs a workload and
+	// checks its stream): it drives a cluster from outside, as a user
+	// would, through the client and the wire types, never server packages.
+	"cmd/braid/internal/demo": {may: []string{"api/wire", "client", "internal/localcluster", "internal/mariadb", "internal/sqlutf8"}},
 
 	// Benchmarks measure everything.
 	"bench": {may: []string{"..."}},

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -17,13 +17,13 @@ import (
 // and at --duration drains the stream and sums up.
 func (d *demo) watch(ctx context.Context) error {
 	runCtx, cancel := ctx, context.CancelFunc(func() {})
-	if d.opts.duration > 0 {
-		runCtx, cancel = context.WithTimeout(ctx, d.opts.duration)
+	if d.opts.Duration > 0 {
+		runCtx, cancel = context.WithTimeout(ctx, d.opts.Duration)
 	}
 	defer cancel()
 	var killC <-chan time.Time
-	if d.opts.killAfter > 0 {
-		t := time.NewTimer(d.opts.killAfter)
+	if d.opts.KillAfter > 0 {
+		t := time.NewTimer(d.opts.KillAfter)
 		defer t.Stop()
 		killC = t.C
 	}
@@ -69,7 +69,7 @@ func (d *demo) killOwner() {
 		d.con.sayf("*** --kill-after: %s, which ran shop, is not running; nothing to kill", d.owner)
 		return
 	}
-	d.con.sayf("*** --kill-after %v: killing %s, which runs shop: kill -9 %d", d.opts.killAfter, n.Name, n.PID())
+	d.con.sayf("*** --kill-after %v: killing %s, which runs shop: kill -9 %d", d.opts.KillAfter, n.Name, n.PID())
 	d.killed = n
 	d.stream.mark()
 	_ = n.Signal(syscall.SIGKILL)
@@ -154,9 +154,9 @@ func (d *demo) instructions() {
 		"The stream here pauses a few seconds and goes on from the new owner,",
 		"nothing lost or repeated; the demo then restarts the killed node.",
 	}
-	if d.opts.killAfter > 0 && !d.killDone {
+	if d.opts.KillAfter > 0 && !d.killDone {
 		lines = append(lines, fmt.Sprintf("(With --kill-after, the demo does it itself at %s.)",
-			time.Now().Add(d.opts.killAfter).Format("15:04:05")))
+			time.Now().Add(d.opts.KillAfter).Format("15:04:05")))
 	}
 	lines = append(lines, "",
 		"Meanwhile, in another terminal:",
@@ -166,7 +166,7 @@ func (d *demo) instructions() {
 			other.CanalPort, d.cluster.Security.Dir),
 		fmt.Sprintf("certificates, gossip key, users: %s (the nodes' mutual TLS and logins)", d.cluster.Security.Dir),
 		fmt.Sprintf("logs: %s/{n1,n2,n3,consumer}.log", d.dir))
-	if d.opts.duration == 0 {
+	if d.opts.Duration == 0 {
 		lines = append(lines, "Ctrl-C stops the demo.")
 	}
 	d.con.box(lines)
@@ -175,7 +175,7 @@ func (d *demo) instructions() {
 // finish ends a run at --duration: the workload stops, the stream gets
 // what it committed, and the numbers are checked.
 func (d *demo) finish(ctx context.Context) error {
-	d.con.sayf("\n--duration %v reached: stopping the workload; waiting for the stream to deliver what it committed", d.opts.duration)
+	d.con.sayf("\n--duration %v reached: stopping the workload; waiting for the stream to deliver what it committed", d.opts.Duration)
 	d.stopWork()
 	<-d.workDone
 	txs, rows := d.work.done()

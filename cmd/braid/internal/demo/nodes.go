@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 
 // startNodes starts n1, n2, n3 on free ports, each joining the others.
 func (d *demo) startNodes(ctx context.Context) error {
-	c, err := localcluster.New(d.bin, d.dir, 3, "--log-level", d.opts.logLevel)
+	c, err := localcluster.New(d.bin, d.dir, 3, "--log-level", d.opts.LogLevel)
 	if err != nil {
 		return err
 	}
