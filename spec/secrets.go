@@ -97,26 +97,12 @@ func (r Refs) Resolve(s Spec) (Spec, error) {
 	s.Sources = slices.Clone(s.Sources)
 	for i := range s.Sources {
 		src := &s.Sources[i]
-		pw, ok, err := r.resolve(src.PasswordFile, src.PasswordEnv)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("spec: source %q: %w", src.Name, err))
-			continue
-		}
-		if ok {
-			src.Password, src.PasswordFile, src.PasswordEnv = pw, "", ""
-		}
+		errs = append(errs, r.resolveInto(fmt.Sprintf("source %q", src.Name), &src.Password, &src.PasswordFile, &src.PasswordEnv))
 	}
 	s.Sinks = slices.Clone(s.Sinks)
 	for i := range s.Sinks {
 		sk := &s.Sinks[i]
-		pw, ok, err := r.resolve(sk.PasswordFile, sk.PasswordEnv)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("spec: sink %q: %w", sk.Name, err))
-			continue
-		}
-		if ok {
-			sk.Password, sk.PasswordFile, sk.PasswordEnv = pw, "", ""
-		}
+		errs = append(errs, r.resolveInto(fmt.Sprintf("sink %q", sk.Name), &sk.Password, &sk.PasswordFile, &sk.PasswordEnv))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Spec{}, err
@@ -131,17 +117,27 @@ func (r Refs) Check(s Spec) error {
 	return err
 }
 
-// resolve reads one reference; ok is false when there is none.
-func (r Refs) resolve(file, env string) (pw string, ok bool, err error) {
+// resolveInto replaces the password reference of one source or sink
+// (who, for errors) with the password it names: password set, file and
+// env cleared. Without a reference it changes nothing.
+func (r Refs) resolveInto(who string, password, file, env *string) error {
+	var (
+		pw  string
+		err error
+	)
 	switch {
-	case file != "":
-		pw, err := r.readFile(file)
-		return pw, err == nil, err
-	case env != "":
-		pw, err := r.getenv(env)
-		return pw, err == nil, err
+	case *file != "":
+		pw, err = r.readFile(*file)
+	case *env != "":
+		pw, err = r.getenv(*env)
+	default:
+		return nil
 	}
-	return "", false, nil
+	if err != nil {
+		return fmt.Errorf("spec: %s: %w", who, err)
+	}
+	*password, *file, *env = pw, "", ""
+	return nil
 }
 
 // readFile reads the password file at path if it lies in one of r's
