@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: build test lint bench demo fmt vet clean
+.PHONY: build test test-short lint bench demo fmt vet clean
 
 # build compiles the braid binary into bin/.
 build:
@@ -20,6 +20,16 @@ test:
 	$(GO) test -run '^$$' -fuzz FuzzReadFrame -fuzztime 40000x ./api/canal/ && \
 	$(GO) test -run '^$$' -fuzz FuzzBinaryFrames -fuzztime 40000x ./client/ && \
 	$(GO) test -race -count=1 -timeout 14m ./...
+
+# test-short is the quick tier, for the edit-test loop: every test once,
+# uncached, under -short, in under a minute on a warm build cache. Under
+# -short the tests that start a process or need a server skip (mysqltest,
+# braidproc, the Chromium tests, and those using MariaDB on 3306,
+# PostgreSQL, Redis or RabbitMQ, each saying so); the pure ones run: the
+# parsers, the merge core, the encoders, fuzz seeds, Kafka on kfake. It
+# does not replace `make test`, which CI runs.
+test-short:
+	$(GO) test -short -count=1 -timeout 5m ./...
 
 # lint fails when gofmt would change a file (and names it), then runs go
 # vet, staticcheck and the layering test (internal/layering: the imports

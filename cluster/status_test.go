@@ -314,6 +314,9 @@ func TestStatusPageSnapshot(t *testing.T) {
 // fails under CI=true (.ci/run installs Debian's chromium).
 func chromium(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: this test drives Chromium")
+	}
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p

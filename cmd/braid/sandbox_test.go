@@ -16,6 +16,9 @@ import (
 // mysqltest.Start does; it starts no server (the sandbox starts its own).
 func needServerBinary(t *testing.T) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: this test starts mariadbd servers")
+	}
 	err := mariadb.Prepare(t.Context())
 	if err == nil {
 		return

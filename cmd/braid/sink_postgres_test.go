@@ -25,6 +25,9 @@ var _ auditedDB = (*pgAuditedTarget)(nil)
 
 func newPGAuditedTarget(t *testing.T, columns string) *pgAuditedTarget {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: this test uses PostgreSQL on 127.0.0.1:5432")
+	}
 	ctx := context.Background()
 	admin, err := pgx.Connect(ctx, "postgres://postgres@127.0.0.1:5432/postgres")
 	if err != nil {

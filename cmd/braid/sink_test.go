@@ -236,6 +236,9 @@ var _ auditedDB = (*auditedTarget)(nil)
 
 func newAuditedTarget(t *testing.T, columns string) *auditedTarget {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: this test uses MariaDB on 127.0.0.1:3306")
+	}
 	db, err := sql.Open("mysql", "root@tcp(127.0.0.1:3306)/")
 	if err != nil || db.Ping() != nil {
 		t.Skipf("no MariaDB on 127.0.0.1:3306 to apply to: %v", err)

@@ -35,9 +35,10 @@ func TestMain(m *testing.M) {
 }
 
 // launch launches a server removed when the test ends; without a server
-// binary it skips the test, unless CI=true.
+// binary it skips the test, unless CI=true, and under -short it skips.
 func launch(t *testing.T, opts Options) *Server {
 	t.Helper()
+	skipShort(t)
 	s, err := Launch(t.Context(), opts)
 	if errors.Is(err, ErrNoServer) && os.Getenv("CI") != "true" {
 		t.Skip(err)
@@ -51,6 +52,15 @@ func launch(t *testing.T, opts Options) *Server {
 		}
 	})
 	return s
+}
+
+// skipShort skips a test that runs a server binary under go test -short
+// (make test-short).
+func skipShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: this test runs mariadbd")
+	}
 }
 
 // query returns the first column of the first row of sql, as root.
@@ -205,6 +215,7 @@ func TestPortInUse(t *testing.T) {
 // A cancelled context stops a Launch and leaves nothing behind.
 func TestLaunchCancelled(t *testing.T) {
 	t.Parallel()
+	skipShort(t) // Prepare runs mariadb-install-db
 	if err := Prepare(t.Context()); errors.Is(err, ErrNoServer) && os.Getenv("CI") != "true" {
 		t.Skip(err)
 	} else if err != nil {

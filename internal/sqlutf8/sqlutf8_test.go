@@ -120,6 +120,9 @@ func goMySQLSession(t *testing.T, c *client.Conn) string {
 // reads sample as the UTF-8 it is (in a LATIN1 session each byte would be
 // a character of its own: 名 three).
 func TestPostgresSession(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: this test uses PostgreSQL on 127.0.0.1:5432")
+	}
 	ctx := t.Context()
 	admin, err := pgx.Connect(ctx, "postgres://postgres@127.0.0.1:5432/postgres")
 	if err != nil {

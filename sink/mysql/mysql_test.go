@@ -28,6 +28,9 @@ const targetAddr = "127.0.0.1:3306"
 
 func targetDB(t *testing.T) (*sql.DB, string) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: this test uses MariaDB on " + targetAddr)
+	}
 	db, err := sql.Open("mysql", "root@tcp("+targetAddr+")/")
 	if err != nil {
 		t.Fatal(err)

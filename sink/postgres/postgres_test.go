@@ -31,6 +31,9 @@ const targetAddr = "127.0.0.1:5432"
 // connection to it and its name.
 func targetDB(t testing.TB) (*pgx.Conn, string) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: this test uses PostgreSQL on " + targetAddr)
+	}
 	ctx := context.Background()
 	admin, err := pgx.Connect(ctx, "postgres://postgres@"+targetAddr+"/postgres")
 	if err != nil {

@@ -167,6 +167,9 @@ func firstDiff(want []string, got ...[]string) string {
 // mysqlTarget is the machine's MariaDB and a database of the test's.
 func mysqlTarget(t *testing.T) (*sql.DB, string) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: this test uses MariaDB on " + mysqlAddr)
+	}
 	db, err := sql.Open("mysql", "root@tcp("+mysqlAddr+")/")
 	if err != nil {
 		t.Fatal(err)
@@ -189,6 +192,9 @@ func mysqlTarget(t *testing.T) (*sql.DB, string) {
 // pgTarget is the machine's PostgreSQL and a database of the test's.
 func pgTarget(t *testing.T) (*pgx.Conn, string) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: this test uses PostgreSQL on " + pgAddr)
+	}
 	ctx := context.Background()
 	admin, err := pgx.Connect(ctx, "postgres://postgres@"+pgAddr+"/postgres")
 	if err != nil {

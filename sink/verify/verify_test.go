@@ -75,6 +75,9 @@ const targetAddr = "127.0.0.1:3306"
 // of b's shard table changed by hand and a row of an origin no source
 // has.
 func TestTwoSources(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: this test uses MariaDB on " + targetAddr)
+	}
 	db, err := sql.Open("mysql", "root@tcp("+targetAddr+")/")
 	if err != nil {
 		t.Fatal(err)

@@ -61,9 +61,13 @@ var binary struct {
 
 // Binary returns a braid binary built once per test process (with Build,
 // into a temporary directory that lives as long as the process), and
-// fails tb if the build failed.
+// fails tb if the build failed. Under go test -short (make test-short)
+// it skips tb, and so does Start.
 func Binary(tb testing.TB) string {
 	tb.Helper()
+	if testing.Short() {
+		tb.Skip("braidproc: -short: this test builds and runs the braid binary")
+	}
 	binary.once.Do(func() {
 		dir, err := os.MkdirTemp("", "braid-bin-")
 		if err != nil {

@@ -27,6 +27,8 @@
 // it, so a Start costs well under a second. If no server binary is found (on
 // PATH or in /usr/sbin), Start skips the test, naming the fix (apt-get install
 // mariadb-server); with CI=true in the environment it fails the test instead.
+// Under go test -short (make test-short) Start skips the test: the short
+// tier starts no processes.
 //
 // MySQL is supported on a best-effort basis (mysqld --initialize-insecure); the
 // harness is developed and tested against MariaDB 10.11. Server.Flavor says

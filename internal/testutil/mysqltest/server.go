@@ -68,7 +68,8 @@ type Server struct {
 
 // Start starts a server and waits until it answers queries. The server is
 // shut down and its directory removed when the test ends. Without a server
-// installation the test is skipped, or fails if CI=true.
+// installation the test is skipped, or fails if CI=true; under go test
+// -short (make test-short) it is skipped.
 func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
 	return StartN(t, 1, opts...)[0]
@@ -80,6 +81,9 @@ func StartN(t testing.TB, n int, opts ...Option) []*Server {
 	t.Helper()
 	if n < 1 {
 		t.Fatalf("mysqltest: StartN(%d): want at least one server", n)
+	}
+	if testing.Short() {
+		t.Skip("mysqltest: -short: this test starts a mariadbd")
 	}
 	// Not t.Context(): Start and Restart may be called from a Cleanup, when
 	// it is already cancelled. The package bounds start-up itself.

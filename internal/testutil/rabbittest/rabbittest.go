@@ -43,9 +43,13 @@ const Addr = "127.0.0.1:5672"
 // Vhost creates a vhost of the test's own on the machine's RabbitMQ (guest
 // may use it; deleted when the test ends) and returns its url,
 // amqp://127.0.0.1:5672/NAME. Without a RabbitMQ (or rabbitmqctl, which
-// makes vhosts) the test skips, or fails under CI=true.
+// makes vhosts) the test skips, or fails under CI=true; under go test
+// -short (make test-short) it skips.
 func Vhost(t testing.TB) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("rabbittest: -short: this test publishes to RabbitMQ on " + Addr)
+	}
 	c, err := net.DialTimeout("tcp", Addr, time.Second)
 	if err == nil {
 		c.Close()

@@ -29,9 +29,13 @@ const Addr = "127.0.0.1:6379"
 
 // Prefix returns a client of the machine's Redis and a key prefix of the
 // test's own, whose keys are deleted when the test ends. Without a Redis
-// the test skips, or fails under CI=true.
+// the test skips, or fails under CI=true; under go test -short (make
+// test-short) it skips.
 func Prefix(t testing.TB) (*goredis.Client, string) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("redistest: -short: this test uses Redis on " + Addr)
+	}
 	c := goredis.NewClient(&goredis.Options{Addr: Addr})
 	if err := c.Ping(context.Background()).Err(); err != nil {
 		c.Close()

@@ -25,6 +25,9 @@ import (
 // --duration every committed transaction has arrived once; nothing is
 // left running.
 func TestDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the demo starts mariadbd servers and braid nodes")
+	}
 	if err := mariadb.Prepare(t.Context()); errors.Is(err, mariadb.ErrNoServer) && os.Getenv("CI") != "true" {
 		t.Skip(err)
 	} else if err != nil {
