@@ -173,7 +173,7 @@ func MeasureLatency(ctx context.Context, cfg LatencyConfig) (*LatencyResult, err
 			}
 		}
 	}()
-	ds := spec.Spec{Name: "bench-latency-" + cfg.Ordering, Tables: SelectedTables, Ordering: cfg.Ordering}
+	ds := spec.Spec{Name: "bench-latency-" + cfg.Ordering, Tables: SelectedTables, Ordering: spec.Ordering(cfg.Ordering)}
 	for i, addr := range cfg.Addrs {
 		c, err := sqlutf8.Connect(ctx, addr, cfg.User, "", "", nil)
 		if err != nil {

@@ -184,8 +184,8 @@ func latencyOrderingName(ordering string) string {
 }
 
 func recordLatency(r *LatencyResult) {
-	name := latencyOrderingName(r.Spec.Ordering)
-	target, limit := latencyTarget(r.Spec.Ordering)
+	name := latencyOrderingName(string(r.Spec.Ordering))
+	target, limit := latencyTarget(string(r.Spec.Ordering))
 	load := fmt.Sprintf("(%d tx/s over %d shards)", latencyRate, len(r.Written))
 	Record(Row{Section: "latency", Measure: fmt.Sprintf("%s, commit to consumer p50 %s", name, load),
 		Value: latencyMS(r.Quantile(0.5)), Unit: "ms"})
@@ -196,7 +196,7 @@ func recordLatency(r *LatencyResult) {
 }
 
 func logLatency(b *testing.B, r *LatencyResult, flavor string) {
-	target, limit := latencyTarget(r.Spec.Ordering)
+	target, limit := latencyTarget(string(r.Spec.Ordering))
 	verdict := "met"
 	if r.Quantile(0.99) > limit {
 		verdict = "MISSED"
@@ -207,7 +207,7 @@ func logLatency(b *testing.B, r *LatencyResult, flavor string) {
 	}
 	// go test keeps a benchmark's first ten log lines: totals first.
 	b.Logf("%s, %d rows measured at %d tx/s over %d %s shards (heartbeat %v, max_clock_skew %v): commit to consumer p50 %.1f ms, p90 %.1f ms, p99 %.1f ms (target %s: %s), max %.1f ms",
-		latencyOrderingName(r.Spec.Ordering), len(r.Latencies), latencyRate, len(r.Written), flavor,
+		latencyOrderingName(string(r.Spec.Ordering)), len(r.Latencies), latencyRate, len(r.Written), flavor,
 		time.Duration(r.Spec.Heartbeat), time.Duration(r.Spec.MaxClockSkew),
 		latencyMS(r.Quantile(0.5)), latencyMS(r.Quantile(0.9)), latencyMS(r.Quantile(0.99)), target, verdict, latencyMS(r.Max()))
 	var by []string

@@ -83,7 +83,7 @@ func snapshotSpec(shards []SnapshotShard, cfg SnapshotConfig) (*spec.Spec, error
 		Tables:   []string{`shop_\d+\.` + cfg.Table},
 		Route:    []spec.RouteRule{{Match: `shop_\d+\.(\w+)`, To: "shop.$1"}},
 		Snapshot: spec.SnapshotInitial,
-		Ordering: cfg.Ordering,
+		Ordering: spec.Ordering(cfg.Ordering),
 	}
 	for i, sh := range shards {
 		ds.Sources = append(ds.Sources, spec.Source{Name: fmt.Sprintf("s%d", i), Address: sh.Addr, User: sh.User,

@@ -170,7 +170,7 @@ func New(cfg Config) (*Destination, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Destination{cfg: cfg, merger: NewMerger(len(ds.Sources), ds.Ordering != "per-source"), router: router,
+	d := &Destination{cfg: cfg, merger: NewMerger(len(ds.Sources), ds.Ordering.Strict()), router: router,
 		skew: time.Duration(ds.MaxClockSkew), log: log.With("dest", ds.Name)}
 	d.cursor.Sources = make([]SourceCursor, len(ds.Sources))
 	d.lastSeen = make([]time.Time, len(ds.Sources))

@@ -32,7 +32,7 @@ func shards(t *testing.T, ddlAt time.Time) []*mysqltest.Server {
 	return srvs
 }
 
-func shopSpec(srvs []*mysqltest.Server, start spec.Start, ordering string) *spec.Spec {
+func shopSpec(srvs []*mysqltest.Server, start spec.Start, ordering spec.Ordering) *spec.Spec {
 	// Passthrough: most tests here count the shards' CREATE TABLEs; the
 	// shard-DDL tests ask for pessimistic.
 	s := spec.Spec{Name: "shop", Tables: []string{`shop_\d+\.orders`}, Ordering: ordering, ShardDDL: spec.ShardDDLPassthrough,
@@ -332,8 +332,8 @@ func TestRestartAfterDDLWhileDown(t *testing.T) {
 // stream back (nothing is reordered around it) and, when it returns, the
 // stream goes on without loss. In per-source order the others go on.
 func TestStoppedShardStalls(t *testing.T) {
-	for _, ordering := range []string{"strict", "per-source"} {
-		t.Run(ordering, func(t *testing.T) {
+	for _, ordering := range []spec.Ordering{spec.OrderingStrict, spec.OrderingPerSource} {
+		t.Run(string(ordering), func(t *testing.T) {
 			srvs := shards(t, time.Now())
 			c := collect(t, group.Config{Spec: shopSpec(srvs, spec.Start{Kind: spec.StartLatest}, ordering), StallLog: time.Second})
 			time.Sleep(time.Second)
@@ -341,13 +341,13 @@ func TestStoppedShardStalls(t *testing.T) {
 			srvs[0].Exec(t, "INSERT INTO shop_0.orders VALUES (1, 'while 2 is down')")
 			time.Sleep(3 * time.Second)
 			n := len(c.txs(t))
-			if ordering == "strict" && n != 0 {
+			if ordering == spec.OrderingStrict && n != 0 {
 				t.Fatalf("strict order emitted %d transactions while a shard was down", n)
 			}
-			if st := c.dest.Stats(); ordering == "strict" && (!st.Sources[2].Waiting || st.Sources[0].Waiting) {
+			if st := c.dest.Stats(); ordering == spec.OrderingStrict && (!st.Sources[2].Waiting || st.Sources[0].Waiting) {
 				t.Errorf("status does not show strict order waiting for s2 (only): %+v", st.Sources)
 			}
-			if ordering == "per-source" && n != 1 {
+			if ordering == spec.OrderingPerSource && n != 1 {
 				t.Fatalf("per-source order emitted %d transactions while a shard was down, want 1", n)
 			}
 			srvs[2].Restart(t)

@@ -22,14 +22,20 @@ import (
 // order. Held rows are never buffered: a lock costs the catch-up's
 // reader, not memory.
 
+// DecisionAction is what an operator decides about a shard-DDL lock.
+type DecisionAction string
+
 // The decisions an operator can make about a lock.
 const (
 	// DecisionUnlock emits the lock's DDL now and releases its rows.
-	DecisionUnlock = "unlock"
+	DecisionUnlock DecisionAction = "unlock"
 	// DecisionSkip emits nothing and releases its rows, which then go out
 	// under the schema each shard table has.
-	DecisionSkip = "skip"
+	DecisionSkip DecisionAction = "skip"
 )
+
+// Valid reports whether a is one of the decisions.
+func (a DecisionAction) Valid() bool { return a == DecisionUnlock || a == DecisionSkip }
 
 // DDLDecision is an operator's decision about a lock, with the point of
 // the stream it applied at: after Taken source transactions (Cursor.Taken;
@@ -38,10 +44,10 @@ const (
 // beside capture's cursor) so that a replay or a new owner applies it at
 // the same point.
 type DDLDecision struct {
-	Lock     int    `json:"lock"`
-	Action   string `json:"action"`
-	AfterSeq uint64 `json:"afterSeq"`
-	Taken    uint64 `json:"taken"`
+	Lock     int            `json:"lock"`
+	Action   DecisionAction `json:"action"`
+	AfterSeq uint64         `json:"afterSeq"`
+	Taken    uint64         `json:"taken"`
 }
 
 // ErrNoLock: a decision names a lock that is not open.
@@ -54,7 +60,7 @@ type heldKey struct {
 
 type decideReq struct {
 	lock   int
-	action string
+	action DecisionAction
 	reply  chan error
 }
 
@@ -549,8 +555,8 @@ func (x *shardDDL) warnOld(now time.Time) {
 // about lock id at the merge's next transaction boundary, after
 // Config.RecordDecision kept it. It fails with ErrNoLock when the lock is
 // not open, and when the destination does not merge shard DDL.
-func (d *Destination) Decide(ctx context.Context, lock int, action string) error {
-	if action != DecisionUnlock && action != DecisionSkip {
+func (d *Destination) Decide(ctx context.Context, lock int, action DecisionAction) error {
+	if !action.Valid() {
 		return fmt.Errorf("group: decision %q: want %s or %s", action, DecisionUnlock, DecisionSkip)
 	}
 	if d.ddl == nil {

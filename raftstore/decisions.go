@@ -30,11 +30,11 @@ func (s *Store) SaveDecision(ctx context.Context, dest string, epoch uint64, d g
 	if dest == "" {
 		return fmt.Errorf("%w: empty destination name", ErrInvalid)
 	}
-	if d.Action != group.DecisionUnlock && d.Action != group.DecisionSkip {
+	if !d.Action.Valid() {
 		return fmt.Errorf("%w: decision of %q about lock %d: action %q, want %s or %s", ErrInvalid, dest, d.Lock, d.Action, group.DecisionUnlock, group.DecisionSkip)
 	}
 	c := &command{Type: cmdSaveDecision, Dest: dest, Epoch: epoch,
-		Decision: decisionRecord{Lock: int64(d.Lock), Action: d.Action, AfterSeq: d.AfterSeq, Taken: d.Taken}}
+		Decision: decisionRecord{Lock: int64(d.Lock), Action: string(d.Action), AfterSeq: d.AfterSeq, Taken: d.Taken}}
 	_, err := s.apply(ctx, c.encode())
 	return err
 }
@@ -51,7 +51,7 @@ func (s *Store) Decisions(dest string) ([]group.DDLDecision, error) {
 		}
 		out := make([]group.DDLDecision, len(d.Decisions))
 		for i, r := range d.Decisions {
-			out[i] = group.DDLDecision{Lock: int(r.Lock), Action: r.Action, AfterSeq: r.AfterSeq, Taken: r.Taken}
+			out[i] = group.DDLDecision{Lock: int(r.Lock), Action: group.DecisionAction(r.Action), AfterSeq: r.AfterSeq, Taken: r.Taken}
 		}
 		return out
 	})

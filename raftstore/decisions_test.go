@@ -40,7 +40,7 @@ func TestDecisionsFencedAndKept(t *testing.T) {
 	if _, err := lead.Decisions("nope"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("decisions of a missing destination: %v", err)
 	}
-	dec := func(lock int, action string, seq uint64) group.DDLDecision {
+	dec := func(lock int, action group.DecisionAction, seq uint64) group.DDLDecision {
 		return group.DDLDecision{Lock: lock, Action: action, AfterSeq: seq, Taken: seq + 3}
 	}
 	// Before any owner there is no epoch to decide with.
@@ -184,7 +184,7 @@ func TestSnapshotWithoutDecisions(t *testing.T) {
 	if got, err := s.Decisions("shop"); err != nil || got != nil {
 		t.Fatalf("decisions after restoring an old snapshot: %+v %v", got, err)
 	}
-	d := decisionRecord{Lock: 1, Action: group.DecisionUnlock, AfterSeq: 4, Taken: 6}
+	d := decisionRecord{Lock: 1, Action: string(group.DecisionUnlock), AfterSeq: 4, Taken: 6}
 	c := &command{Type: cmdSaveDecision, Dest: "shop", Epoch: 2, Decision: d}
 	if res := f.Apply(&raft.Log{Index: 4, Type: raft.LogCommand, Data: c.encode()}).(result); res.Err != nil {
 		t.Fatal(res.Err)

@@ -34,7 +34,7 @@ type Spec struct {
 	Route []RouteRule `yaml:"route,omitempty" json:"route,omitempty"`
 	// Ordering is "strict" (merged commit-time order) or "per-source".
 	// Default: strict.
-	Ordering string `yaml:"ordering,omitempty" json:"ordering,omitempty"`
+	Ordering Ordering `yaml:"ordering,omitempty" json:"ordering,omitempty"`
 	// Heartbeat is the replication heartbeat period asked of each source.
 	// Default: 200ms.
 	Heartbeat Duration `yaml:"heartbeat,omitempty" json:"heartbeat,omitempty"`
@@ -50,7 +50,7 @@ type Spec struct {
 	// "passthrough" (every shard's DDL goes out as it comes, as of old).
 	// A logical table only one shard table routes to is passed through
 	// in every mode. Default: pessimistic.
-	ShardDDL string `yaml:"shard_ddl,omitempty" json:"shard_ddl,omitempty"`
+	ShardDDL ShardDDLMode `yaml:"shard_ddl,omitempty" json:"shard_ddl,omitempty"`
 	// DDLLockWarnAfter is how old a shard-DDL lock may grow before a
 	// warning is logged (and repeated) naming the shard tables it waits
 	// for. Default: 10m.
@@ -78,13 +78,6 @@ type Spec struct {
 const (
 	SnapshotInitial = "initial"
 	SnapshotNever   = "never"
-)
-
-// The shard_ddl modes.
-const (
-	ShardDDLPessimistic = "pessimistic"
-	ShardDDLOptimistic  = "optimistic"
-	ShardDDLPassthrough = "passthrough"
 )
 
 func (Spec) example() string { return "{name: shop, sources: [{name: a, address: 127.0.0.1:3306}]}" }
@@ -215,7 +208,7 @@ func Load(path string) (*Spec, error) {
 // WithDefaults returns a copy with every unset field at its default.
 func (s Spec) WithDefaults() Spec {
 	if s.Ordering == "" {
-		s.Ordering = "strict"
+		s.Ordering = OrderingStrict
 	}
 	if s.Heartbeat == 0 {
 		s.Heartbeat = Duration(DefaultHeartbeat)

@@ -82,7 +82,7 @@ func (s *Spec) problems() []*FieldError {
 		}
 	}
 	switch s.Ordering {
-	case "", "strict", "per-source":
+	case "", OrderingStrict, OrderingPerSource:
 	default:
 		bad("ordering", "%q: want strict or per-source", s.Ordering)
 	}

@@ -35,7 +35,7 @@ type Served struct {
 	ShardDDLMode string // the spec's shard_ddl
 	// DDLLockWarnAfter is the spec's ddl_lock_warn_after.
 	DDLLockWarnAfter time.Duration
-	Decide           func(ctx context.Context, lock int, action string) error
+	Decide           func(ctx context.Context, lock int, action group.DecisionAction) error
 	// Decisions, if set, lists the decisions kept, in the order made.
 	Decisions func() []group.DDLDecision
 	// Sinks, if set, reports the destination's sinks running here.

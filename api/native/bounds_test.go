@@ -16,6 +16,7 @@ import (
 
 	"github.com/braid-cdc/braid/api/native"
 	"github.com/braid-cdc/braid/api/wire"
+	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/stream"
 )
 
@@ -44,7 +45,7 @@ func TestInternalErrorLeaksNothing(t *testing.T) {
 	const secret = "raft: apply failed: /var/lib/braid/raft.db: batch 41 of client sink:copy"
 	reg := stream.NewRegistry()
 	reg.Add(&stream.Served{Name: "shop", Store: stream.NewStore(stream.Config{}),
-		Decide: func(context.Context, int, string) error { return errors.New(secret) }})
+		Decide: func(context.Context, int, group.DecisionAction) error { return errors.New(secret) }})
 	var logs syncBuf
 	srv := httptest.NewServer(native.NewHandler(reg, slog.New(slog.NewTextHandler(&logs, nil))))
 	defer srv.Close()

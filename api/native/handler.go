@@ -251,7 +251,7 @@ func (h *handler) dropConsumer(w http.ResponseWriter, r *http.Request) {
 func DDLState(name, mode string, st *group.ShardDDLState, decisions []group.DDLDecision) wire.DDLState {
 	out := wire.DDLState{Destination: name, Mode: mode, Locks: []wire.DDLLock{}, Decisions: []wire.DDLDecision{}}
 	for _, d := range decisions {
-		out.Decisions = append(out.Decisions, wire.DDLDecision{Lock: d.Lock, Action: d.Action, AfterSeq: d.AfterSeq, Taken: d.Taken})
+		out.Decisions = append(out.Decisions, wire.DDLDecision{Lock: d.Lock, Action: string(d.Action), AfterSeq: d.AfterSeq, Taken: d.Taken})
 	}
 	if st == nil {
 		return out
@@ -269,7 +269,7 @@ func (h *handler) ddl(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	mode := spec.ShardDDLPassthrough
+	mode := string(spec.ShardDDLPassthrough)
 	var st *group.ShardDDLState
 	if s.ShardDDL != nil {
 		if st = s.ShardDDL(); st != nil {
@@ -320,12 +320,12 @@ func (h *handler) decide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lock, err := strconv.Atoi(r.PathValue("lock"))
-	action := r.URL.Query().Get("action")
+	action := group.DecisionAction(r.URL.Query().Get("action"))
 	switch {
 	case err != nil || lock <= 0:
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("lock %q: want the lock's number, as `braid ddl list %s` shows it", r.PathValue("lock"), s.Name))
 		return
-	case action != group.DecisionUnlock && action != group.DecisionSkip:
+	case !action.Valid():
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("action %q: want unlock (emit the lock's DDL now) or skip (emit nothing); both release the rows held", action))
 		return
 	case s.Decide == nil:
@@ -343,7 +343,7 @@ func (h *handler) decide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.log.Info("shard DDL lock decided by an operator", "dest", s.Name, "lock", lock, "action", action)
-	writeJSON(w, http.StatusOK, wire.DDLDecided{Destination: s.Name, Lock: lock, Action: action})
+	writeJSON(w, http.StatusOK, wire.DDLDecided{Destination: s.Name, Lock: lock, Action: string(action)})
 }
 
 // cursorState renders a client's saved cursor (nil: none yet).

@@ -158,7 +158,7 @@ func TestClusterShardDDLLockSurvivesKill(t *testing.T) {
 	ds.Name = "shop-reference" // its own replica server ids
 	var decisions []group.DDLDecision
 	for _, d := range st.Decisions {
-		decisions = append(decisions, group.DDLDecision{Lock: d.Lock, Action: d.Action, AfterSeq: d.AfterSeq, Taken: d.Taken})
+		decisions = append(decisions, group.DDLDecision{Lock: d.Lock, Action: group.DecisionAction(d.Action), AfterSeq: d.AfterSeq, Taken: d.Taken})
 	}
 	want := referenceStream(t, ds, decisions, last)
 	for seq := uint64(1); seq <= last; seq++ {
