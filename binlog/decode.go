@@ -51,6 +51,9 @@ func (d *decoder) table(tm *replication.TableMapEvent, pos change.Position) (*ch
 	} else if until, ok := p.schema.Unknown(db, name); ok {
 		return nil, fatal{fmt.Errorf("%w: source %s: %s.%s at %s: its column names before the DDL at %s are not known (the table predates the start position): set binlog_row_metadata=FULL on the server or start after that DDL",
 			ErrSchemaUnknown, p.spec.Name, db, name, pos, until)}
+	} else if b := p.badDDL; b.names(name) {
+		return nil, fatal{fmt.Errorf("%w: source %s: %s.%s at %s: the table has no schema braid could read: the DDL at %s names it and cannot be parsed (%s): set binlog_row_metadata=FULL on the server (the table maps then name the columns) or leave the table out of the destination's tables",
+			ErrSchemaUnknown, p.spec.Name, db, name, pos, b.pos, b.err)}
 	} else {
 		return nil, fatal{fmt.Errorf("%w: source %s: %s.%s at %s: the table is neither in the server's schema at the start nor created in the binlog read: start from a position before its CREATE TABLE or set binlog_row_metadata=FULL",
 			ErrSchemaUnknown, p.spec.Name, db, name, pos)}
@@ -66,6 +69,19 @@ func (d *decoder) table(tm *replication.TableMapEvent, pos change.Position) (*ch
 	}
 	d.lastMap, d.lastCodec = tm, tc
 	return tc, nil
+}
+
+// badDDL is a DDL statement the schema model could not parse.
+type badDDL struct {
+	pos change.Position
+	sql string
+	err string // one line
+}
+
+// names reports whether the statement's text names table name (a guess
+// from the text, which did not parse).
+func (b badDDL) names(name string) bool {
+	return b.sql != "" && strings.Contains(strings.ToLower(b.sql), strings.ToLower(name))
 }
 
 func columnNames(t *change.Table) string {

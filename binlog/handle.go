@@ -197,6 +197,7 @@ func (p *Reader) handleDDL(ctx context.Context, ev *replication.QueryEvent, hdr 
 		// A statement braid cannot parse leaves the model as it was; rows
 		// that then disagree with it fail loudly on the column count.
 		p.log.Warn("cannot parse DDL; schema model unchanged", "pos", start.String(), "err", err)
+		p.badDDL = badDDL{pos: start, sql: sql, err: oneLine(err)}
 	}
 	var selected []string
 	touched := changed

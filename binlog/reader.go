@@ -83,6 +83,9 @@ type Reader struct {
 	// unparsed holds, by name, the live tables the schema model could
 	// not be built for at the start, and why (loadLiveTable).
 	unparsed map[string]string
+	// badDDL is the last DDL the model could not parse, which a later
+	// row of a table it created names (decoder.table).
+	badDDL badDDL
 
 	// Reading state; owned by the goroutine running Run.
 	file      string          // current binlog file
@@ -199,6 +202,10 @@ func (p *Reader) Run(ctx context.Context, emit func(*change.Event) error) error 
 		return err
 	}
 	if p.cfg.AnnounceTables {
+		if err := p.unmodelled(); err != nil {
+			p.lost(err)
+			return err
+		}
 		tables := []string{} // not nil: none is an answer
 		var versions []*change.Table
 		for _, name := range p.schema.TablesAt(p.resume) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -126,6 +128,20 @@ func (p *Reader) loadLiveTable(c *client.Conn, db, table, create string) error {
 	p.log.Warn("the schema model cannot parse the table's CREATE TABLE: its rows need binlog_row_metadata=FULL",
 		"table", name, "err", p.unparsed[name])
 	return nil
+}
+
+// unmodelled is the error of a reader that must announce its tables
+// (Config.AnnounceTables) when a selected table exists at the start
+// without a model (loadLiveTable): the announcement would leave it out,
+// and the snapshot would then copy none of its rows and the shard-DDL
+// merge not count it, without a word.
+func (p *Reader) unmodelled() error {
+	names := slices.Sorted(maps.Keys(p.unparsed))
+	if len(names) == 0 {
+		return nil
+	}
+	return fatal{fmt.Errorf("%w: source %s: %s: the table exists at the start and braid cannot build its columns, so it could neither copy its rows nor count it among its logical table's shards: its CREATE TABLE cannot be parsed (%s): leave the table out of the destination's tables",
+		ErrSchemaUnknown, p.spec.Name, names[0], p.unparsed[names[0]])}
 }
 
 // anyProvisional reports whether some table's live schema is not yet known
