@@ -40,10 +40,6 @@ const ownerTick = 200 * time.Millisecond
 // whose run failed (a source refused it for good).
 const ownerRetry = 5 * time.Second
 
-// decisionTimeout bounds the Raft write that keeps an operator's shard-DDL
-// decision.
-const decisionTimeout = 10 * time.Second
-
 // owner runs one destination on this node for one epoch.
 type owner struct {
 	n     *Node
@@ -203,46 +199,30 @@ func (o *owner) run(ctx context.Context) error {
 	// The assignment is applied here, so every cursor and shard-DDL
 	// decision a former owner wrote is too (its writes came before the
 	// assignment in the log, and none can follow it).
-	cursors, err := n.store.Cursors(o.name)
+	// A new decision, snapshot chunk or late transaction is kept in Raft,
+	// fenced by this epoch, before it applies or goes out: a later owner
+	// applies it at the same point, with the same seq. The merge waits
+	// for the write; a refused or failed one refuses the decision or
+	// stops the destination.
+	keep := n.store.Keeper(o.name, o.epoch, n.cfg.CursorInterval)
+	defer func() {
+		if err := keep.Close(); err != nil {
+			log.Info("last cursors not saved", "err", err)
+		}
+	}()
+	cursors, err := keep.Cursors()
 	if err != nil {
 		return err
-	}
-	decisions, err := n.store.Decisions(o.name)
-	if err != nil {
-		return err
-	}
-	chunks, err := n.store.Placements(o.name)
-	if err != nil {
-		return err
-	}
-	// A new decision is kept in Raft, fenced by this epoch, before it
-	// applies: a later owner applies it at the same point. The merge
-	// waits for the write; a refused or failed one refuses the decision.
-	record := func(d group.DDLDecision) error {
-		rctx, cancel := context.WithTimeout(ctx, decisionTimeout)
-		defer cancel()
-		return n.store.SaveDecision(rctx, o.name, o.epoch, d)
-	}
-	// A snapshot chunk or a late transaction is kept the same way before
-	// it goes out: a later owner emits it at the same point with the same
-	// seq.
-	recordPlacement := func(c group.Placement) error {
-		rctx, cancel := context.WithTimeout(ctx, decisionTimeout)
-		defer cancel()
-		return n.store.SavePlacement(rctx, o.name, o.epoch, c)
 	}
 	// The pipeline's logs name the destination themselves (group).
 	// Each sink is a store client of its own, whose cursor this loop
 	// saves like a consumer's; a new owner's sinks go on from the
 	// targets' checkpoints.
-	if cursors == nil {
-		cursors = map[string]*group.Cursor{}
-	}
 	if err := sinkrun.Clients(&ds, cursors, nil); err != nil {
 		return err
 	}
 	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: &ds, Clients: cursors, Logger: n.log.With("epoch", o.epoch), Serve: true,
-		Decisions: decisions, RecordDecision: record, Placements: chunks, RecordPlacement: recordPlacement})
+		Keep: keep})
 	if err != nil {
 		return err
 	}
@@ -253,12 +233,6 @@ func (o *owner) run(ctx context.Context) error {
 	defer n.sinks.CompareAndDelete(o.name, sinks)
 
 	store := p.Store
-	fc := n.store.CursorStore(o.name, o.epoch, n.cfg.CursorInterval)
-	defer func() {
-		if err := fc.Close(); err != nil {
-			log.Info("last cursors not saved", "err", err)
-		}
-	}()
 	served := p.Served(o.live)
 	served.Sinks = sinks.Stats
 	n.reg.Add(served)
@@ -301,7 +275,7 @@ func (o *owner) run(ctx context.Context) error {
 				mark = mark.Clone()
 				mark.Detached = c.Detached
 			}
-			if err := fc.Save(o.name, c.ID, mark); err != nil {
+			if err := keep.SaveCursor(c.ID, mark); err != nil {
 				log.Warn("fenced: cursor writes refused", "err", err)
 				return nil
 			}
@@ -315,7 +289,7 @@ func (o *owner) run(ctx context.Context) error {
 			if slices.ContainsFunc(clients, func(c stream.ClientStats) bool { return c.ID == id }) {
 				continue
 			}
-			if err := fc.Forget(id); err != nil {
+			if err := keep.ForgetCursor(id); err != nil {
 				log.Warn("fenced: cursor writes refused", "err", err)
 				return nil
 			}

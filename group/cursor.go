@@ -1,7 +1,6 @@
 package group
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -114,67 +113,6 @@ func (f *FileStore) Save(destination, client string, c *Cursor) error {
 	}
 	if err := os.Rename(tmp, p); err != nil {
 		return fmt.Errorf("group: save cursor: %w", err)
-	}
-	return nil
-}
-
-// chunksPath is the file of a destination's placement log, named for
-// the snapshot chunks it held first.
-func (f *FileStore) chunksPath(destination string) string {
-	return filepath.Join(f.Dir, destination+".chunks.jsonl")
-}
-
-// LoadPlacements returns the destination's placement log (see
-// Placement), none if it has none. A last line cut short by a crash is
-// left out: its chunk or transaction never went out.
-func (f *FileStore) LoadPlacements(destination string) ([]Placement, error) {
-	data, err := os.ReadFile(f.chunksPath(destination))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("group: load snapshot chunks: %w", err)
-	}
-	var out []Placement
-	for len(data) > 0 {
-		line, rest, complete := bytes.Cut(data, []byte("\n"))
-		data = rest
-		if !complete {
-			break
-		}
-		var c Placement
-		if err := json.Unmarshal(line, &c); err != nil {
-			return nil, fmt.Errorf("group: placement log %s (snapshot chunks, late transactions) is damaged (%v): delete it and the cursors beside it to start over", f.chunksPath(destination), err)
-		}
-		out = append(out, c)
-	}
-	return out, nil
-}
-
-// AppendPlacement adds a placement to the destination's placement log and
-// syncs it to disk before it returns: its chunk or transaction goes out
-// only then.
-func (f *FileStore) AppendPlacement(destination string, c Placement) error {
-	if err := os.MkdirAll(f.Dir, 0o755); err != nil {
-		return fmt.Errorf("group: save snapshot chunk: %w", err)
-	}
-	line, err := json.Marshal(c)
-	if err != nil {
-		return err
-	}
-	fh, err := os.OpenFile(f.chunksPath(destination), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return fmt.Errorf("group: save snapshot chunk: %w", err)
-	}
-	_, err = fh.Write(append(line, '\n'))
-	if err == nil {
-		err = fh.Sync()
-	}
-	if cerr := fh.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("group: save snapshot chunk: %w", err)
 	}
 	return nil
 }

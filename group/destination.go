@@ -43,23 +43,15 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock heartbeats are stamped with. Default: time.Now.
 	Now func() time.Time
-	// Decisions are the operators' decisions about shard-DDL locks kept
-	// so far, in the order they were made; each applies where it applied
-	// first (a point after Resume), so a replay or a new owner emits the
-	// same stream.
-	Decisions []DDLDecision
-	// RecordDecision keeps a new decision (see Decide) before it applies;
-	// an error refuses the decision. Default: not kept.
-	RecordDecision func(DDLDecision) error
-	// Placements lists the snapshot chunks and late transactions kept so
-	// far, in the order kept (see Placement): each goes out where it went
-	// first, so a replay or a new owner emits the same stream. Read when
-	// the destination starts and, by a ReplayOnly one, as it goes.
-	Placements func() []Placement
-	// RecordPlacement keeps a new snapshot chunk or late transaction
-	// before it goes out; an error stops the destination. Default: not
-	// kept.
-	RecordPlacement func(Placement) error
+	// Keep keeps what a replay or a new owner needs to emit the same
+	// stream: the operators' shard-DDL decisions (each applies where it
+	// applied first, a point after Resume; a new one is kept before it
+	// applies, and an error refuses it) and the placements of snapshot
+	// chunks and late transactions (each goes out where it went first; a
+	// new one is kept before it goes out, and an error stops the
+	// destination). Read when the destination starts and, by a
+	// ReplayOnly one, as it goes. Default: nothing kept.
+	Keep Keeper
 	// ReplayOnly makes the destination emit only chunks kept already,
 	// waiting for the next one to be kept where it has none: a replay
 	// reader beside the destination's live run, which keeps them.
@@ -180,14 +172,19 @@ func New(cfg Config) (*Destination, error) {
 		if cfg.Resume != nil {
 			from = cfg.Resume.ShardDDL
 		}
-		d.ddl = newShardDDL(d, from, cfg.Decisions)
-	}
-	var chunks, lates []Placement
-	if cfg.Placements != nil {
-		chunks, lates = splitLate(cfg.Placements())
-		if !snapshotOn(ds) {
-			chunks = nil
+		decisions, err := cfg.keptDecisions()
+		if err != nil {
+			return nil, err
 		}
+		d.ddl = newShardDDL(d, from, decisions)
+	}
+	placed, err := cfg.keptPlacements()
+	if err != nil {
+		return nil, err
+	}
+	chunks, lates := splitLate(placed)
+	if !snapshotOn(ds) {
+		chunks = nil
 	}
 	d.snaps = make([]*sourceSnapshot, len(ds.Sources))
 	for i, src := range ds.Sources {
@@ -365,7 +362,7 @@ func (d *Destination) merge(ctx context.Context, queues []*sourceQueue, arrived 
 		// What goes next: a chunk or a late transaction kept at this
 		// point, else the merge's choice (unless one of those is due and
 		// its source has not brought it yet).
-		src, wait, err := d.dueChunk(chunks)
+		src, wait, err := d.dueChunk(ctx, chunks)
 		if err == nil && src < 0 {
 			src, wait, err = d.dueLate(head, wait)
 		}
@@ -375,7 +372,7 @@ func (d *Destination) merge(ctx context.Context, queues []*sourceQueue, arrived 
 		if src < 0 && !wait {
 			if next, key, ok := d.merger.Next(); ok {
 				if d.merger.Behind(key) {
-					if err := d.keepLate(next, head[next], key); err != nil {
+					if err := d.keepLate(ctx, next, head[next], key); err != nil {
 						return err
 					}
 				}

@@ -24,14 +24,8 @@ func TestRestartAfterLateTransaction(t *testing.T) {
 	base := time.Now().Add(-time.Hour).Truncate(time.Second)
 	srvs := shards(t, base)
 	spec := shopSpec(srvs, earliest, "strict")
-	var mu sync.Mutex
-	var kept []group.Placement
-	first := collect(t, group.Config{Spec: spec, RecordPlacement: func(c group.Placement) error {
-		mu.Lock()
-		defer mu.Unlock()
-		kept = append(kept, c)
-		return nil
-	}})
+	keep := &group.MemKeeper{}
+	first := collect(t, group.Config{Spec: spec, Keep: keep})
 	first.waitTxs(t, 6, 30*time.Second) // the six CREATE TABLEs
 	time.Sleep(time.Second)             // heartbeats: every watermark is about now - 1s
 	at := base.Add(10 * time.Second).Unix()
@@ -48,14 +42,12 @@ func TestRestartAfterLateTransaction(t *testing.T) {
 	cursor := first.cursors[6]
 	first.mu.Unlock()
 	first.stop(t)
-	mu.Lock()
-	log := slices.Clone(kept)
-	mu.Unlock()
+	log, _ := keep.Placements()
 	if len(log) != 1 || !log[0].Late || log[0].Source != 0 || log[0].Taken != cursor.Taken+1 || log[0].At != all[7].pos {
 		t.Fatalf("the placement log holds %+v; want the late transaction of s0 at %s, point %d", log, all[7].pos, cursor.Taken+1)
 	}
 
-	second := collect(t, group.Config{Spec: spec, Resume: cursor, Placements: func() []group.Placement { return log }})
+	second := collect(t, group.Config{Spec: spec, Resume: cursor, Keep: keep})
 	for i, x := range second.waitTxs(t, 2, 30*time.Second) {
 		if w := all[6+i]; x.seq != w.seq || x.source != w.source || !slices.Equal(x.ids, w.ids) || x.pos != w.pos {
 			t.Errorf("after restart, seq %d is %s %v at %s; the first run gave seq %d to %s %v at %s",

@@ -15,7 +15,7 @@ import (
 // one chunk of the initial snapshot, or a late transaction (Late). It is
 // kept in the destination's placement log before it goes out, and a
 // replay puts it at the same point again. The log is stored under the
-// name of what it first held: the chunk log (FileStore, raftstore).
+// name of what it first held: the chunk log (FileKeeper, raftstore).
 type Placement struct {
 	// Source is the source's index in the spec; Index numbers the
 	// source's chunks from 0 (change.SnapshotState.Chunks before it).
@@ -86,9 +86,13 @@ func (g *sourceSnapshot) keptChunks() int {
 func (g *sourceSnapshot) awaitRecord(ctx context.Context) error {
 	n := g.state.Chunks
 	for {
-		if list := g.d.cfg.Placements; list != nil {
+		if g.d.cfg.Keep != nil {
+			placed, err := g.d.cfg.keptPlacements()
+			if err != nil {
+				return err
+			}
 			var mine []Placement
-			for _, c := range list() {
+			for _, c := range placed {
 				if c.Source == g.src {
 					mine = append(mine, c)
 				}
@@ -116,11 +120,15 @@ func (g *sourceSnapshot) awaitRecord(ctx context.Context) error {
 // the point of the stream it went out at first (the merge waits for its
 // source to bring it, and holds its source while it waits for its
 // point), a new one at once, kept first with this point.
-func (d *Destination) dueChunk(chunks []*chunkOut) (src int, wait bool, err error) {
-	if d.keptNext >= len(d.kept) && d.cfg.ReplayOnly && d.cfg.Placements != nil && slices.ContainsFunc(chunks, func(c *chunkOut) bool { return c != nil }) {
+func (d *Destination) dueChunk(ctx context.Context, chunks []*chunkOut) (src int, wait bool, err error) {
+	if d.keptNext >= len(d.kept) && d.cfg.ReplayOnly && slices.ContainsFunc(chunks, func(c *chunkOut) bool { return c != nil }) {
 		// A replay reader learns the chunks its live run kept since it
 		// started when one heads a queue (not on every turn: the merge's).
-		chunks, _ := splitLate(d.cfg.Placements())
+		placed, err := d.cfg.keptPlacements()
+		if err != nil {
+			return -1, false, err
+		}
+		chunks, _ := splitLate(placed)
 		d.kept, d.keptNext = keptAfter(chunks, d.cursor.Taken), 0
 	}
 	if d.keptNext < len(d.kept) {
@@ -149,8 +157,8 @@ func (d *Destination) dueChunk(chunks []*chunkOut) (src int, wait bool, err erro
 			continue
 		}
 		c.chunk.Taken = d.cursor.Taken
-		if rec := d.cfg.RecordPlacement; rec != nil {
-			if err := rec(c.chunk); err != nil {
+		if keep := d.cfg.Keep; keep != nil {
+			if err := keep.KeepPlacement(ctx, c.chunk); err != nil {
 				return -1, false, fmt.Errorf("group: source %s: keep snapshot chunk %d of %s: %w", d.cfg.Spec.Sources[s].Name, c.chunk.Index, c.chunk.Table, err)
 			}
 		}
@@ -164,11 +172,11 @@ func (d *Destination) dueChunk(chunks []*chunkOut) (src int, wait bool, err erro
 // max_clock_skew, a transaction committed long after its events' time,
 // or a heartbeat read late), before it goes out now: a replay emits it
 // at this point again (dueLate), so its seq and the others' stay.
-func (d *Destination) keepLate(src int, first *change.Event, key Key) error {
+func (d *Destination) keepLate(ctx context.Context, src int, first *change.Event, key Key) error {
 	rec := Placement{Source: src, At: first.Pos, Taken: d.cursor.Taken, Time: key.Time, Late: true}
 	name := d.cfg.Spec.Sources[src].Name
-	if keep := d.cfg.RecordPlacement; keep != nil {
-		if err := keep(rec); err != nil {
+	if keep := d.cfg.Keep; keep != nil {
+		if err := keep.KeepPlacement(ctx, rec); err != nil {
 			return fmt.Errorf("group: source %s: keep late transaction at %s: %w", name, first.Pos, err)
 		}
 	}
@@ -182,7 +190,11 @@ func (d *Destination) keepLate(src int, first *change.Event, key Key) error {
 func (d *Destination) keptLate(s int, ev *change.Event) bool {
 	if d.cfg.ReplayOnly && d.lateNext >= len(d.lates) && d.cfg.Now().Sub(d.latesRead) >= time.Second {
 		// A replay reader learns the lates its live run kept since.
-		_, lates := splitLate(d.cfg.Placements())
+		placed, err := d.cfg.keptPlacements()
+		if err != nil {
+			d.log.Warn("replay reader: cannot read its live run's late transactions", "err", err)
+		}
+		_, lates := splitLate(placed)
 		d.lates, d.lateNext, d.latesRead = keptAfter(lates, d.cursor.Taken), 0, d.cfg.Now()
 	}
 	for _, k := range d.lates[d.lateNext:] {

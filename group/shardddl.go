@@ -493,8 +493,8 @@ func (x *shardDDL) decideNow(ctx context.Context, req decideReq, emit func(*chan
 		return nil
 	}
 	dec := DDLDecision{Lock: req.lock, Action: req.action, AfterSeq: x.d.cursor.Seq, Taken: x.d.cursor.Taken}
-	if rec := x.d.cfg.RecordDecision; rec != nil {
-		if err := rec(dec); err != nil {
+	if keep := x.d.cfg.Keep; keep != nil {
+		if err := keep.KeepDecision(ctx, dec); err != nil {
 			err = fmt.Errorf("group: keep the decision about lock %d of %s: %w", req.lock, name, err)
 			req.reply <- err
 			return err
@@ -553,7 +553,7 @@ func (x *shardDDL) warnOld(now time.Time) {
 
 // Decide applies an operator's decision (DecisionUnlock or DecisionSkip)
 // about lock id at the merge's next transaction boundary, after
-// Config.RecordDecision kept it. It fails with ErrNoLock when the lock is
+// Config.Keep kept it. It fails with ErrNoLock when the lock is
 // not open, and when the destination does not merge shard DDL.
 func (d *Destination) Decide(ctx context.Context, lock int, action DecisionAction) error {
 	if !action.Valid() {

@@ -199,16 +199,9 @@ func checkSeqDense(t *testing.T, c *collector) {
 // decision, emits the same stream with the same seqs.
 func TestShardDDLHeldUnlockReplay(t *testing.T) {
 	srvs := shards(t, time.Now())
-	var decisions []group.DDLDecision
-	var decMu sync.Mutex
-	record := func(d group.DDLDecision) error {
-		decMu.Lock()
-		defer decMu.Unlock()
-		decisions = append(decisions, d)
-		return nil
-	}
+	keep := &group.MemKeeper{}
 	ds := pessimistic(shopSpec(srvs, earliest, "strict"))
-	c := collect(t, group.Config{Spec: ds, RecordDecision: record})
+	c := collect(t, group.Config{Spec: ds, Keep: keep})
 	w := startWriter(t, srvs)
 	time.Sleep(300 * time.Millisecond)
 	srvs[0].Exec(t, "ALTER TABLE shop_0.orders ADD COLUMN c INT NULL")
@@ -274,6 +267,7 @@ func TestShardDDLHeldUnlockReplay(t *testing.T) {
 		}
 	}
 	checkSeqDense(t, c)
+	decisions, _ := keep.Decisions()
 	if len(decisions) != 1 || decisions[0].Lock != lock.ID || decisions[0].Action != group.DecisionUnlock {
 		t.Fatalf("decisions kept: %+v", decisions)
 	}
@@ -295,7 +289,7 @@ func TestShardDDLHeldUnlockReplay(t *testing.T) {
 		t.Fatal("no cursor in the middle of the re-read of the held rows")
 	}
 	for _, from := range []*group.Cursor{inside, midCatchUp} {
-		again := collect(t, group.Config{Spec: ds, Resume: from, Decisions: decisions})
+		again := collect(t, group.Config{Spec: ds, Resume: from, Keep: keep})
 		var tail []*change.Event
 		for _, ev := range want {
 			if ev.Seq > from.Seq {

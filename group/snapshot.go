@@ -37,7 +37,7 @@ import (
 // the merge's commit-time order: the merge emits it as soon as it heads
 // its source's queue. Where a chunk goes therefore depends on timing, so
 // the merge keeps each chunk in the destination's placement log
-// (Config.RecordPlacement: Raft in a cluster, a file beside the cursors in
+// (Config.Keep: Raft in a cluster, a file beside the cursors in
 // capture) before it goes out: the source, the key range, the source
 // boundary it follows and the point of the merged stream it goes out at
 // (Taken). A restart, a new owner or a replay reader from an earlier

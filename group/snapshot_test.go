@@ -199,14 +199,8 @@ func TestSnapshotEqualsSources(t *testing.T) {
 	const rows = 60000
 	srvs := snapshotShards(t, rows)
 	ds := snapshotSpec(srvs, 1000)
-	var chunks []group.Placement
-	var mu sync.Mutex
-	c := collect(t, group.Config{Spec: ds, RecordPlacement: func(ch group.Placement) error {
-		mu.Lock()
-		chunks = append(chunks, ch)
-		mu.Unlock()
-		return nil
-	}})
+	keep := &group.MemKeeper{}
+	c := collect(t, group.Config{Spec: ds, Keep: keep})
 	w := startSnapshotWriter(t, srvs, rows)
 	waitSnapshotDone(t, c)
 	time.Sleep(200 * time.Millisecond) // live changes after it too
@@ -217,9 +211,8 @@ func TestSnapshotEqualsSources(t *testing.T) {
 		t.Error(p)
 	}
 	sinktest.SameRows(t, a.rows, sourceRows(t, srvs))
-	mu.Lock()
+	chunks, _ := keep.Placements()
 	n := len(chunks)
-	mu.Unlock()
 	if a.snapRows < rows/2 || n < rows/1000 {
 		t.Errorf("%d snapshot rows in %d chunks: want most of %d rows in at least %d chunks", a.snapRows, n, rows, rows/1000)
 	}
@@ -299,15 +292,8 @@ func testSnapshotResumes(t *testing.T, parallelism int, whole bool) {
 	srvs := snapshotShards(t, rows)
 	ds := snapshotSpec(srvs, 500)
 	ds.SnapshotParallelism = parallelism
-	var kept []group.Placement
-	var mu sync.Mutex
-	record := func(ch group.Placement) error {
-		mu.Lock()
-		kept = append(kept, ch)
-		mu.Unlock()
-		return nil
-	}
-	first := collect(t, group.Config{Spec: ds, RecordPlacement: record})
+	keep := &group.MemKeeper{}
+	first := collect(t, group.Config{Spec: ds, Keep: keep})
 	w := startSnapshotWriter(t, srvs, rows)
 	defer w.halt()
 	// Stop the first run well into the snapshot, and pick a cursor half
@@ -352,11 +338,8 @@ func testSnapshotResumes(t *testing.T, parallelism int, whole bool) {
 	if cursor == nil {
 		t.Fatal("no cursor in the snapshot's first half")
 	}
-	mu.Lock()
-	chunks := append([]group.Placement(nil), kept...)
-	mu.Unlock()
-	second := collect(t, group.Config{Spec: ds, Resume: cursor, RecordPlacement: record,
-		Placements: func() []group.Placement { return chunks }})
+	chunks, _ := keep.Placements()
+	second := collect(t, group.Config{Spec: ds, Resume: cursor, Keep: keep})
 	waitSnapshotDone(t, second)
 	w.halt()
 	caughtUp(t, second, srvs)
@@ -386,7 +369,8 @@ func testSnapshotResumes(t *testing.T, parallelism int, whole bool) {
 		}
 	}
 	sinktest.SameRows(t, a.rows, sourceRows(t, srvs))
-	t.Logf("resumed after seq %d of %d (%d chunks kept), %d chunks in all", at, end, len(chunks), len(kept))
+	all, _ := keep.Placements()
+	t.Logf("resumed after seq %d of %d (%d chunks kept), %d chunks in all", at, end, len(chunks), len(all))
 }
 
 // TestSnapshotThroughShardDDL: an online ALTER of every shard table while

@@ -3,6 +3,7 @@ package raftstore
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/group"
@@ -46,6 +47,8 @@ func (s *Store) Placements(dest string) ([]group.Placement, error) {
 	return readDest(s, dest, func(d *destRecord) []group.Placement {
 		out := make([]group.Placement, len(d.Chunks))
 		for i, r := range d.Chunks {
+			// The state's slices stay the state's: the caller gets copies.
+			r.After, r.Through = slices.Clone(r.After), slices.Clone(r.Through)
 			out[i] = group.Placement(r)
 		}
 		return out

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/braid-cdc/braid/group"
@@ -37,21 +36,17 @@ type PipelineConfig struct {
 	// detach_after and expire_after apply. Without it (capture printing)
 	// the store has the one consumer it was given.
 	Serve bool
-	// Decisions are the operators' shard-DDL decisions kept for the
-	// destination so far, and RecordDecision keeps a new one before it
-	// applies (group.Config's fields of those names). Replay readers are
-	// given every decision known when they start.
-	Decisions      []group.DDLDecision
-	RecordDecision func(group.DDLDecision) error
-	// Placements are the snapshot chunks and late transactions kept for
-	// the destination so far, and RecordPlacement keeps a new one before
-	// it goes out (group.Config's fields of those names).
-	Placements      []group.Placement
-	RecordPlacement func(group.Placement) error
+	// Keep keeps the destination's shard-DDL decisions and placements
+	// (group.Config.Keep); the pipeline also holds them, for replay
+	// readers (given every one known when they start) and Served.
+	// Clients' cursors are its caller's to keep. Default: nothing kept
+	// past the pipeline.
+	Keep group.Keeper
 
-	// livePlacements, set for a replay reader, lists the placements its
-	// live pipeline has kept so far: the replay emits those only.
-	livePlacements func() []group.Placement
+	// replayOf, set for a replay reader, is the live pipeline it replays:
+	// it applies the decisions the live one holds and emits only the
+	// placements the live one keeps.
+	replayOf *Pipeline
 }
 
 // maintainEvery is how often a serving pipeline applies its consumer
@@ -73,51 +68,23 @@ type Pipeline struct {
 	done chan struct{} // closed when the run ended; err is then set
 	err  error
 
-	decisionsMu sync.Mutex
-	decisions   []group.DDLDecision // kept and made: what a replay applies
-	chunks      []group.Placement   // kept and made: what a replay emits
+	kept *held // nil for a replay reader
 }
 
 // Placements lists the placements kept and made, in order.
 func (p *Pipeline) Placements() []group.Placement {
-	p.decisionsMu.Lock()
-	defer p.decisionsMu.Unlock()
-	return slices.Clone(p.chunks)
-}
-
-// recordPlacement keeps a new placement (cfg.RecordPlacement) and
-// remembers it for replays.
-func (p *Pipeline) recordPlacement(c group.Placement) error {
-	if rec := p.cfg.RecordPlacement; rec != nil {
-		if err := rec(c); err != nil {
-			return err
-		}
+	if p.kept == nil {
+		return nil
 	}
-	p.decisionsMu.Lock()
-	p.chunks = append(p.chunks, c)
-	p.decisionsMu.Unlock()
-	return nil
+	return p.kept.placementsNow()
 }
 
 // Decisions lists the shard-DDL decisions kept and made, in order.
 func (p *Pipeline) Decisions() []group.DDLDecision {
-	p.decisionsMu.Lock()
-	defer p.decisionsMu.Unlock()
-	return slices.Clone(p.decisions)
-}
-
-// recordDecision keeps a new shard-DDL decision (cfg.RecordDecision) and
-// remembers it for replays.
-func (p *Pipeline) recordDecision(d group.DDLDecision) error {
-	if rec := p.cfg.RecordDecision; rec != nil {
-		if err := rec(d); err != nil {
-			return err
-		}
+	if p.kept == nil {
+		return nil
 	}
-	p.decisionsMu.Lock()
-	p.decisions = append(p.decisions, d)
-	p.decisionsMu.Unlock()
-	return nil
+	return p.kept.decisionsNow()
 }
 
 // StartPipeline builds cfg's destination and its store, subscribes
@@ -148,11 +115,16 @@ func StartPipeline(ctx context.Context, cfg PipelineConfig) (*Pipeline, error) {
 			cfg.Logger.Info("resuming from the slowest consumer's cursor", "dest", cfg.Spec.Name, "seq", resume.Seq, "consumers", len(cfg.Clients))
 		}
 	}
-	p := &Pipeline{name: cfg.Spec.Name, cfg: cfg, done: make(chan struct{}), decisions: slices.Clone(cfg.Decisions), chunks: slices.Clone(cfg.Placements)}
-	gc := group.Config{Spec: cfg.Spec, Resume: resume, Logger: cfg.Logger, Decisions: cfg.Decisions, RecordDecision: p.recordDecision,
-		Placements: p.Placements, RecordPlacement: p.recordPlacement}
-	if cfg.livePlacements != nil {
-		gc.Placements, gc.RecordPlacement, gc.ReplayOnly = cfg.livePlacements, nil, true
+	p := &Pipeline{name: cfg.Spec.Name, cfg: cfg, done: make(chan struct{})}
+	gc := group.Config{Spec: cfg.Spec, Resume: resume, Logger: cfg.Logger}
+	if cfg.replayOf != nil {
+		gc.Keep, gc.ReplayOnly = replayKeeper{cfg.replayOf.kept, cfg.replayOf.Decisions()}, true
+	} else {
+		kept, err := hold(cfg.Keep)
+		if err != nil {
+			return nil, err
+		}
+		p.kept, gc.Keep = kept, kept
 	}
 	dest, err := group.New(gc)
 	if err != nil {
@@ -231,10 +203,7 @@ func (p *Pipeline) replay(from *group.Cursor, client string) (*Pipeline, error) 
 		seq = from.Seq
 	}
 	p.log.Info("replay reader started", "dest", p.name, "client", client, "after_seq", seq)
-	p.decisionsMu.Lock()
-	decisions := slices.Clone(p.decisions)
-	p.decisionsMu.Unlock()
-	return StartPipeline(p.ctx, PipelineConfig{Spec: &ds, Resume: from, Logger: p.log.With("replay", client), Decisions: decisions, livePlacements: p.Placements,
+	return StartPipeline(p.ctx, PipelineConfig{Spec: &ds, Resume: from, Logger: p.log.With("replay", client), replayOf: p,
 		Store: Config{MaxBytes: min(p.Store.cfg.MaxBytes, ReplayBytes), MaxEvents: p.Store.cfg.MaxEvents, cutAtMarks: true}})
 }
 

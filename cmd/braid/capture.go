@@ -190,13 +190,13 @@ func capture(ctx context.Context, spec *spec.Spec, w io.Writer, opt captureOptio
 		return err
 	}
 	pc := stream.PipelineConfig{Spec: spec, Clients: clients, Logger: log}
-	if fs, ok := cursors.(*group.FileStore); ok {
-		// The snapshot's chunks are kept beside the cursors, so that a
-		// restart emits the chunks after its cursor where they went.
-		if pc.Placements, err = fs.LoadPlacements(spec.Name); err != nil {
-			return err
-		}
-		pc.RecordPlacement = func(c group.Placement) error { return fs.AppendPlacement(spec.Name, c) }
+	if opt.cursorDir != "" {
+		// The snapshot's chunks and the shard-DDL decisions are kept
+		// beside the cursors, so that a restart emits the chunks after
+		// its cursor where they went.
+		keep := group.NewFileKeeper(opt.cursorDir, spec.Name)
+		defer keep.Close()
+		pc.Keep = keep
 	}
 	p, err := stream.StartPipeline(ctx, pc)
 	if err != nil {

@@ -176,7 +176,13 @@ func TestClusterShardDDLLockSurvivesKill(t *testing.T) {
 // returns what each seq carried, as the consumer records it.
 func referenceStream(t *testing.T, ds *spec.Spec, decisions []group.DDLDecision, last uint64) seqRows {
 	t.Helper()
-	d, err := group.New(group.Config{Spec: ds, Decisions: decisions, Logger: slog.New(slog.DiscardHandler)})
+	keep := &group.MemKeeper{}
+	for _, dec := range decisions {
+		if err := keep.KeepDecision(t.Context(), dec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := group.New(group.Config{Spec: ds, Keep: keep, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

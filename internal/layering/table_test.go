@@ -95,6 +95,10 @@ var table = map[string]rule{
 	"internal/mysqlauth":    {},
 	"internal/localcluster": {may: []string{"api/wire", "client", "internal/ports", "internal/pki", "auth"}},
 
+	// The one suite every group.Keeper passes (file, memory, Raft): it
+	// builds the cursors, decisions and placements it keeps.
+	"internal/keeptest": {may: []string{"group", "change", "schema"}},
+
 	// Test harnesses exec the binary and speak wire types; never server
 	// packages.
 	testHarnesses: {may: []string{
