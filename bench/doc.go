@@ -152,7 +152,7 @@
 // (the merged run's peak live heap, what the last GC kept, garbage
 // excluded). The targets, merged at least 0.9x unmerged and at
 // least 1.0x canal, and the merged run's memory bound (its store's bound
-// plus, per source, its queue's bound and its parser's read-ahead; see
+// plus, per source, its queue's bound and its reader's read-ahead; see
 // group.Config) against its peak live heap, are printed with the totals,
 // met or MISSED, and never asserted. The totals are logged first (go test keeps a
 // benchmark's first ten log lines), then the workload, then one line per

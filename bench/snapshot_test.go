@@ -83,7 +83,7 @@ import (
 // bounded reader shows the same peak for both, one that accumulates
 // about twice), and the peak live heap of every braid run against the
 // destination's memory bound (group.MemoryBound: the store's 64 MiB
-// and, per source, a 4 MiB queue and the parser's read-ahead, 128 MiB
+// and, per source, a 4 MiB queue and the reader's read-ahead, 128 MiB
 // for four; a snapshot also holds the chunk each source is reading,
 // 8,192 rows, about 3 MiB here). The CPU a row takes in this process
 // (braid, canal) or in the dump processes, and in the four servers, is

@@ -28,7 +28,7 @@ var (
 	ErrBadEvent = errors.New("binlog: bad binlog event")
 )
 
-// fatal marks errors that retrying cannot fix; the parser stops on them.
+// fatal marks errors that retrying cannot fix; the reader stops on them.
 type fatal struct{ error }
 
 func (f fatal) Unwrap() error { return f.error }

@@ -40,7 +40,7 @@ type Config struct {
 	// MaxBackoff caps the wait between reconnect attempts. Default: 5s.
 	MaxBackoff time.Duration
 	// ReadAhead is how many binlog events go-mysql may read and decode
-	// ahead of the parser. Default: 1024 (see syncerConfig).
+	// ahead of the reader. Default: 1024 (see syncerConfig).
 	ReadAhead int
 	// Logger receives one line per connect, reconnect attempt and warning.
 	// Default: discard.
@@ -95,7 +95,7 @@ type Reader struct {
 	notBefore time.Time
 
 	tx txState
-	// After a reconnect in the middle of a transaction, the parser reads the
+	// After a reconnect in the middle of a transaction, the reader reads the
 	// transaction again from its start; replay says how much of it was
 	// already emitted so nothing is emitted twice.
 	replay txState
@@ -182,7 +182,7 @@ func NewReader(cfg Config) (*Reader, error) {
 	return p, nil
 }
 
-// ServerID is the replica server_id the parser presents to its source.
+// ServerID is the replica server_id the reader presents to its source.
 func (p *Reader) ServerID() uint32 { return p.spec.ServerID }
 
 // Run connects, emits events through emit until ctx is done or a fatal
@@ -194,7 +194,7 @@ func (p *Reader) ServerID() uint32 { return p.spec.ServerID }
 // from the last transaction boundary: nothing is lost and nothing is emitted
 // twice.
 //
-// emit runs on the parser's goroutine; it may block for backpressure but
+// emit runs on the reader's goroutine; it may block for backpressure but
 // must return (with an error, which stops Run) once ctx is done.
 func (p *Reader) Run(ctx context.Context, emit func(*change.Event) error) error {
 	if err := p.prepare(ctx); err != nil {
@@ -361,10 +361,10 @@ func (p *Reader) syncerConfig() replication.BinlogSyncerConfig {
 		// reader decodes; the kernel caps it at net.core.rmem_max.
 		RecvBufferSize: 4 << 20,
 		Logger:         slog.New(slog.DiscardHandler),
-		// Events go-mysql may decode ahead of the parser: reading and
-		// decoding run on go-mysql's goroutine while the parser handles and
-		// emits on Run's. Measured in bench/ for one source: 256 left the
-		// reader waiting on the parser's scheduling hiccups, about 10%
+		// Events go-mysql may decode ahead of the reader: reading and
+		// decoding run on go-mysql's goroutine while the reader handles and
+		// emits on Run's. Measured in bench/ for one source: 256 left
+		// go-mysql waiting on the reader's scheduling hiccups, about 10%
 		// slower than 1024; 1024 events are about 8 MiB of binlog at
 		// MariaDB's 8 KiB rows events.
 		EventCacheCount: p.cfg.ReadAhead,

@@ -20,7 +20,7 @@ import (
 	"github.com/braid-cdc/braid/spec"
 )
 
-// serverInfo is what the parser learns about a source before it streams.
+// serverInfo is what the reader learns about a source before it streams.
 type serverInfo struct {
 	flavor   string // mysql.MariaDBFlavor or mysql.MySQLFlavor
 	version  string
@@ -255,7 +255,7 @@ func (p *Reader) checkNotPurged(files []string, pos change.Position) error {
 		ErrPurged, p.spec.Name, p.spec.Address, pos, oldest)}
 }
 
-// CheckSource connects to a source as a destination's parser would and
+// CheckSource connects to a source as a destination's reader would and
 // checks that braid can read it (reachable, credentials accepted, binlog
 // on, ROW format); it returns the server's current end of binlog. The
 // cluster uses it to refuse a spec with an unusable shard before storing

@@ -56,7 +56,7 @@ func (k ChangeKind) String() string {
 // Event is one thing a binlog.Reader emits. Which fields are set depends on Type.
 //
 // An Event and what it points to belong to the receiver once handed over; the
-// parser never touches them again.
+// reader never touches them again.
 type Event struct {
 	Type EventType
 	// Source is the source's name in the spec.

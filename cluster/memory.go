@@ -8,7 +8,7 @@ import (
 )
 
 // nodeOverhead is the memory a node needs besides its destinations: Raft
-// and bolt's buffers, gossip, the HTTP and canal servers, the parsers'
+// and bolt's buffers, gossip, the HTTP and canal servers, the readers'
 // schema state. Measured idle: about 24 MiB of RSS.
 const nodeOverhead = 64 << 20
 

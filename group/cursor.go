@@ -44,7 +44,7 @@ type SourceCursor struct {
 	LastKey int64 `json:"lastKey"`
 	// Schema is the schema history at Pos; nil when no DDL was read since
 	// a start where the live schema was not known to hold (a start in the
-	// past; see binlog.Config.AnnounceTables): the parser then rebuilds it
+	// past; see binlog.Config.AnnounceTables): the reader then rebuilds it
 	// from the server.
 	Schema *change.SchemaSnapshot `json:"schema,omitempty"`
 	// Snapshot is the source's initial-snapshot progress at Pos; nil

@@ -23,23 +23,23 @@ type Config struct {
 	Resume *Cursor
 	// QueueEvents and QueueBytes bound each source's queue of events read
 	// ahead of the merge, in events and in estimated bytes (Event.Size); a
-	// full queue makes its parser wait, though an empty one always takes
+	// full queue makes its reader wait, though an empty one always takes
 	// one event. Defaults: 256 events (measured in bench/: 1024 held
 	// 300 MiB for four sources and merged slower) and 4 MiB. A
 	// destination's memory is therefore bounded by its store's bound plus,
-	// per source, QueueBytes and the parser's read-ahead (ReadAhead
+	// per source, QueueBytes and the reader's read-ahead (ReadAhead
 	// binlog events, at most 8 KiB each by MariaDB's and MySQL's default
 	// binlog_row_event_max_size, and their decoded rows).
 	QueueEvents int
 	QueueBytes  int64
-	// ReadAhead is each parser's binlog.Config.ReadAhead. Default:
+	// ReadAhead is each reader's binlog.Config.ReadAhead. Default:
 	// 512 (measured in bench/: with 128 four sources merged about 20%
 	// slower, on a live heap about 30 MiB smaller).
 	ReadAhead int
 	// StallLog is how long strict order may wait for a source before each
 	// log line naming it. Default: 5s.
 	StallLog time.Duration
-	// Logger receives the parsers' lines and stall reports. Default: discard.
+	// Logger receives the readers' lines and stall reports. Default: discard.
 	Logger *slog.Logger
 	// Now is the clock heartbeats are stamped with. Default: time.Now.
 	Now func() time.Time
@@ -58,7 +58,7 @@ type Config struct {
 	ReplayOnly bool
 }
 
-// ReadAheadEventBytes is the memory allowed for one binlog event a parser
+// ReadAheadEventBytes is the memory allowed for one binlog event a reader
 // reads ahead: the event (at most 8 KiB by the servers' default
 // binlog_row_event_max_size) and, twice that, its decoded row images (an
 // interface header and boxed number per value: up to 24 bytes for a
@@ -90,7 +90,7 @@ const (
 // their transactions into one stream (see Merger for the order).
 type Destination struct {
 	cfg     Config
-	parsers []*binlog.Reader
+	readers []*binlog.Reader
 	merger  *Merger
 	router  *Router   // used by the merge loop only
 	ddl     *shardDDL // nil with shard_ddl: passthrough
@@ -126,7 +126,7 @@ type Destination struct {
 	stats     Stats
 }
 
-// New checks the configuration and builds the parsers; it does not connect.
+// New checks the configuration and builds the readers; it does not connect.
 func New(cfg Config) (*Destination, error) {
 	ds := cfg.Spec
 	if ds == nil {
@@ -217,7 +217,7 @@ func New(cfg Config) (*Destination, error) {
 		if err != nil {
 			return nil, err
 		}
-		d.parsers = append(d.parsers, p)
+		d.readers = append(d.readers, p)
 	}
 	if cfg.Resume != nil {
 		d.cursor.Seq, d.cursor.Taken = cfg.Resume.Seq, cfg.Resume.Taken
@@ -248,23 +248,23 @@ func (d *Destination) Cursor() *Cursor {
 // and heartbeats are consumed here and not emitted.
 //
 // emit runs on Run's goroutine; it may block (backpressure reaches the
-// parsers through their bounded queues). A Destination runs once.
+// readers through their bounded queues). A Destination runs once.
 func (d *Destination) Run(parent context.Context, emit func(*change.Event) error) error {
 	ctx, cancel := context.WithCancel(parent)
-	queues := make([]*sourceQueue, len(d.parsers))
+	queues := make([]*sourceQueue, len(d.readers))
 	arrived := make(chan struct{}, 1)
 	var wg sync.WaitGroup
-	defer wg.Wait()       // after cancel: the parsers stop, then Run returns
+	defer wg.Wait()       // after cancel: the readers stop, then Run returns
 	var sem chan struct{} // bounds the sources reading a snapshot at once
 	if snapshotOn(d.cfg.Spec) {
 		sem = make(chan struct{}, max(1, d.cfg.Spec.SnapshotParallelism))
 	}
-	snapErr := make(chan error, len(d.parsers))
-	for i, p := range d.parsers {
+	snapErr := make(chan error, len(d.readers))
+	for i, p := range d.readers {
 		q := newSourceQueue(d.cfg.QueueEvents, d.cfg.QueueBytes, arrived)
 		queues[i] = q
 		pass := func(ev *change.Event) error { return q.put(ctx, ev) }
-		// The snapshot goroutine also sends on q.ch, so the parser's
+		// The snapshot goroutine also sends on q.ch, so the reader's
 		// goroutine, which closes it, first stops that one and waits.
 		snapCtx, stopSnap := context.WithCancel(ctx)
 		snapDone := make(chan struct{})
@@ -276,7 +276,7 @@ func (d *Destination) Run(parent context.Context, emit func(*change.Event) error
 		if g != nil && !d.cfg.ReplayOnly {
 			wg.Go(func() {
 				defer close(snapDone)
-				// An error after the parser stopped is the parser's.
+				// An error after the reader stopped is the reader's.
 				if err := g.run(snapCtx, sem); err != nil && snapCtx.Err() == nil {
 					snapErr <- err
 					cancel()
@@ -473,7 +473,7 @@ func (d *Destination) consumeHead(s int, head []*change.Event, offered []bool) e
 	return nil
 }
 
-// sourceEnded reports a source whose parser stopped.
+// sourceEnded reports a source whose reader stopped.
 func (d *Destination) sourceEnded(ctx context.Context, s int, q *sourceQueue) error {
 	if ctx.Err() != nil {
 		return ctx.Err()

@@ -230,7 +230,7 @@ func TestIdleShards(t *testing.T) {
 	srvs := shards(t, time.Now())
 	spec := shopSpec(srvs, spec.Start{Kind: spec.StartLatest}, "strict")
 	c := collect(t, group.Config{Spec: spec})
-	time.Sleep(time.Second) // let every parser connect
+	time.Sleep(time.Second) // let every reader connect
 	written := time.Now()
 	srvs[1].Exec(t, "INSERT INTO shop_4.orders VALUES (1, 'idle others')")
 	limit := time.Duration(spec.Heartbeat) + time.Duration(spec.MaxClockSkew) + 2*time.Second
@@ -368,7 +368,7 @@ func TestStoppedShardStalls(t *testing.T) {
 // TestHugeTransactionBoundedStore sends a 200,000-row transaction on one
 // shard, with small transactions on the others around it, through a store
 // bounded to 4 MiB (the transaction is about 40 MiB of events) and a slow
-// consumer: the store stays within its bound (the parsers wait), every row
+// consumer: the store stays within its bound (the readers wait), every row
 // arrives, and the huge transaction is never interleaved with another.
 func TestHugeTransactionBoundedStore(t *testing.T) {
 	srvs := shards(t, time.Now())
@@ -427,7 +427,7 @@ func TestHugeTransactionBoundedStore(t *testing.T) {
 				txs++
 			}
 		}
-		time.Sleep(time.Millisecond) // a consumer slower than the parsers
+		time.Sleep(time.Millisecond) // a consumer slower than the readers
 		if err := store.Ack("slow", b.ID); err != nil {
 			t.Fatal(err)
 		}

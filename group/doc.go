@@ -1,4 +1,4 @@
-// Package group reads many sources as one destination: a parser per source
+// Package group reads many sources as one destination: a reader per source
 // (binlog.Reader), routing of shard tables to logical tables (Router), and
 // the merge of their transactions into one stream (Merger, Destination):
 // canal's GroupEventParser and GroupEventSink, done right.
@@ -6,7 +6,7 @@
 // Merger is the pure core: per source it is told the next transaction's
 // commit time (Offer) and how far the source has promised not to go back
 // (Watermark), and it names the next source to emit (Next). Destination is
-// the shell around it: it runs the parsers, keeps a bounded queue per source,
+// the shell around it: it runs the readers, keeps a bounded queue per source,
 // turns replication heartbeats into watermarks (the heartbeat's arrival time
 // minus max_clock_skew), assigns seq and keeps the Cursor.
 //
@@ -52,7 +52,7 @@
 //
 // # Concurrency
 //
-// Destination.Run owns one goroutine per source (its parser) and the merge
+// Destination.Run owns one goroutine per source (its reader) and the merge
 // loop on its own goroutine, and waits for all of them before returning.
 // Merger and Router are not safe for concurrent use; the Destination uses
 // them from the merge loop only.

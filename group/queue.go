@@ -7,9 +7,9 @@ import (
 	"github.com/braid-cdc/braid/change"
 )
 
-// sourceQueue is one source's events on their way from its parser to the
+// sourceQueue is one source's events on their way from its reader to the
 // merge, bounded in events (the channel's capacity) and in bytes, and the
-// parser's final error.
+// reader's final error.
 type sourceQueue struct {
 	ch       chan *change.Event
 	bytes    atomic.Int64 // Size of the events in ch

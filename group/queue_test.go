@@ -9,7 +9,7 @@ import (
 )
 
 // TestSourceQueueBytes checks a source queue's byte bound: an empty queue
-// takes any event, a full one makes the parser wait until the merge takes
+// takes any event, a full one makes the reader wait until the merge takes
 // an event, and the bytes held are given back as events leave.
 func TestSourceQueueBytes(t *testing.T) {
 	ctx := t.Context()
@@ -50,7 +50,7 @@ func TestSourceQueueBytes(t *testing.T) {
 			t.Fatal(err)
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("the parser still waits after the merge took an event")
+		t.Fatal("the reader still waits after the merge took an event")
 	}
 	if got, want := q.bytes.Load(), 2*size; got != want {
 		t.Fatalf("queue holds %d bytes, want %d", got, want)

@@ -66,14 +66,14 @@ func (d *Destination) Stats() Stats {
 	st := d.stats
 	st.Sources = append([]SourceStats(nil), st.Sources...)
 	d.statsMu.Unlock()
-	if len(st.Sources) != len(d.parsers) { // before the merge's first publish
-		st.Sources = make([]SourceStats, len(d.parsers))
+	if len(st.Sources) != len(d.readers) { // before the merge's first publish
+		st.Sources = make([]SourceStats, len(d.readers))
 		for i, src := range d.cfg.Spec.Sources {
 			st.Sources[i].Name = src.Name
 		}
 	}
 	now := d.cfg.Now()
-	for i, p := range d.parsers {
+	for i, p := range d.readers {
 		rs, ss := p.Stats(), &st.Sources[i]
 		ss.Connected, ss.LastError, ss.LastErrorAt, ss.Errors = rs.Connected, rs.LastError, rs.LastErrorAt, rs.Errors
 		ss.Lag, ss.Idle, ss.Behind = rs.Lag(now)

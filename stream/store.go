@@ -90,7 +90,7 @@ type Config struct {
 // its consumers, canal-style: each client id gets batches (Get), acks them
 // in order (Ack) or takes them all back (Rollback). Events stay until every
 // client has acked them; when the store is full, Put waits (backpressure
-// reaching the parsers). Nothing is dropped.
+// reaching the readers). Nothing is dropped.
 //
 // Each event may carry a mark (the producer's cursor at a transaction
 // boundary); a client's Mark is the last one it acked, to be saved.
