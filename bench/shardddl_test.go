@@ -18,6 +18,7 @@ import (
 	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )
@@ -237,10 +238,17 @@ func measureHeld(b *testing.B) *heldResult {
 	}
 	waitFor := func(what string, ok func() bool) {
 		b.Helper()
-		for deadline := time.Now().Add(heldWait); !ok(); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) || ctx.Err() != nil || cons.failure() != nil {
-				fail("bench: shard DDL: %s: not after %v (%s)", what, heldWait, cons)
+		err := retry.Wait(ctx, heldWait, func() error {
+			if cons.failure() != nil {
+				fail("bench: shard DDL: %s: the consumer stopped (%s)", what, cons)
 			}
+			if !ok() {
+				return errors.New("not yet")
+			}
+			return nil
+		})
+		if err != nil {
+			fail("bench: shard DDL: %s: %v (%s)", what, err, cons)
 		}
 	}
 

@@ -18,6 +18,7 @@ import (
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/rabbittest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/sink"
 	"github.com/braid-cdc/braid/sink/rabbitmq"
 	"github.com/braid-cdc/braid/spec"
@@ -238,12 +239,13 @@ func rabbitMessages(b *testing.B, txns int) [][]sink.Message {
 	done := make(chan struct{})
 	go func() { defer close(done); r.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-	for deadline := time.Now().Add(2 * time.Minute); rec.Stats().Applied < uint64(want); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
+	retry.Until(b, 2*time.Minute, func() error {
+		if n := rec.Stats().Applied; n < uint64(want) {
 			_, lastErr := r.Applied()
-			b.Fatalf("bench: the stream gave %d messages of %d (last error %q)", rec.Stats().Applied, want, lastErr)
+			return fmt.Errorf("bench: the stream gave %d messages of %d (last error %q)", n, want, lastErr)
 		}
-	}
+		return nil
+	})
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	return rec.batches

@@ -21,6 +21,7 @@ import (
 	"github.com/braid-cdc/braid/client"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )
@@ -306,16 +307,15 @@ func TestStreamTwoClients(t *testing.T) {
 	}
 
 	var st *client.State
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	retry.Until(t, 5*time.Second, func() error {
 		if st, err = c.State(t.Context(), "shop"); err != nil {
 			t.Fatal(err)
 		}
-		if st.Seq == wantTxs || time.Now().After(deadline) {
-			break
+		if st.Seq != wantTxs {
+			return fmt.Errorf("state at seq %d, want %d", st.Seq, wantTxs)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	if st.Name != "shop" || st.Seq != wantTxs || len(st.Sources) != 3 {
 		t.Fatalf("state %+v", st)
 	}
@@ -494,12 +494,16 @@ func TestStreamViews(t *testing.T) {
 		if v.Seq == wantTxs && !ackedWhileStreaming {
 			// Everything before the previous transaction was acked by
 			// bytes, while this one is still being handled.
-			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-				if st, err := c.State(ctx, "shop"); err == nil && ackedSeq(st, "views") >= wantTxs-2 {
-					ackedWhileStreaming = true
-					break
+			ackedWhileStreaming = retry.Wait(ctx, 10*time.Second, func() error {
+				st, err := c.State(ctx, "shop")
+				if err != nil {
+					return err
 				}
-			}
+				if n := ackedSeq(st, "views"); n < wantTxs-2 {
+					return fmt.Errorf("views acked %d", n)
+				}
+				return nil
+			}) == nil
 		}
 		if rows == wantRows {
 			time.AfterFunc(1500*time.Millisecond, cancel)

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 )
 
 // TestClusterReplicatesEveryCommand: every kind of write, made on the
@@ -279,16 +280,12 @@ func TestFencing(t *testing.T) {
 	if err := ns.Save("shop", "c1", testCursor(20, nil)); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if got, _ := lead.Cursor("shop", "c1"); got != nil && got.Seq == 20 {
-			break
+	retry.Until(t, 5*time.Second, func() error {
+		if got, _ := lead.Cursor("shop", "c1"); got == nil || got.Seq != 20 {
+			return fmt.Errorf("new owner's cursor not flushed: %+v", got)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("new owner's cursor not flushed within 5s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	// A consumer that unsubscribed is forgotten with the next batch.
 	if err := ns.Forget("c2"); err != nil {
 		t.Fatal(err)
@@ -370,19 +367,17 @@ func TestSnapshotsCompactLog(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for _, s := range c.live() {
-		for {
-			st := s.Stats()
-			if st.LastSnapshotIndex > 0 && st.FirstIndex > 1 && st.LastIndex-st.FirstIndex < writes/2 {
-				t.Logf("%s: log %d..%d, snapshot at %d", s.ID(), st.FirstIndex, st.LastIndex, st.LastSnapshotIndex)
-				break
+	retry.Until(t, 10*time.Second, func() error {
+		for _, s := range c.live() {
+			if st := s.Stats(); st.LastSnapshotIndex == 0 || st.FirstIndex <= 1 || st.LastIndex-st.FirstIndex >= writes/2 {
+				return fmt.Errorf("%s: log not compacted: %+v", s.ID(), st)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: log not compacted: %+v", s.ID(), st)
-			}
-			time.Sleep(20 * time.Millisecond)
 		}
+		return nil
+	})
+	for _, s := range c.live() {
+		st := s.Stats()
+		t.Logf("%s: log %d..%d, snapshot at %d", s.ID(), st.FirstIndex, st.LastIndex, st.LastSnapshotIndex)
 	}
 	want := c.converged()
 

@@ -3,6 +3,7 @@ package raftstore
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/schema"
 	"github.com/braid-cdc/braid/spec"
 )
@@ -106,20 +108,12 @@ func (c *testCluster) kill(i int) {
 // restart opens node i again on its data directory and address.
 func (c *testCluster) restart(i int) *Store {
 	c.t.Helper()
-	var (
-		s   *Store
-		err error
-	)
+	var s *Store
 	// The port was just released; retry briefly if the kernel disagrees.
-	for try := 0; try < 50; try++ {
-		if s, err = Open(c.config(i, c.addrs[i])); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		c.t.Fatal(err)
-	}
+	retry.Until(c.t, time.Second, func() (err error) {
+		s, err = Open(c.config(i, c.addrs[i]))
+		return err
+	})
 	if !s.HadState() {
 		c.t.Fatalf("n%d restarted without state", i+1)
 	}
@@ -140,11 +134,9 @@ func (c *testCluster) live() []*Store {
 // leader waits until every live member agrees on one leader and returns it.
 func (c *testCluster) leader() *Store {
 	c.t.Helper()
-	var last string
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		var lead *Store
-		agree := true
+	var lead *Store
+	retry.Until(c.t, 10*time.Second, func() error {
+		lead = nil
 		ids := map[string]bool{}
 		for _, s := range c.live() {
 			id, _ := s.Leader()
@@ -153,19 +145,14 @@ func (c *testCluster) leader() *Store {
 				lead = s
 			}
 		}
-		if len(ids) != 1 || ids[""] {
-			agree = false
-		}
-		if lead != nil && agree {
+		if len(ids) == 1 && !ids[""] && lead != nil {
 			if id, _ := lead.Leader(); id == lead.ID() {
-				return lead
+				return nil
 			}
 		}
-		last = fmt.Sprint(ids)
-		time.Sleep(20 * time.Millisecond)
-	}
-	c.t.Fatalf("no agreed leader after 10s (leaders seen: %s)", last)
-	return nil
+		return fmt.Errorf("no agreed leader (leaders seen: %v)", ids)
+	})
+	return lead
 }
 
 // follower returns a live node that is not the leader.
@@ -198,9 +185,8 @@ func (c *testCluster) converged(nodes ...*Store) []byte {
 	if len(nodes) == 0 {
 		nodes = c.live()
 	}
-	deadline := time.Now().Add(10 * time.Second)
 	var encs [][]byte
-	for time.Now().Before(deadline) {
+	err := retry.Wait(context.Background(), 10*time.Second, func() error {
 		encs = encs[:0]
 		same := true
 		for _, s := range nodes {
@@ -215,16 +201,18 @@ func (c *testCluster) converged(nodes ...*Store) []byte {
 				same = false
 			}
 		}
-		if same {
-			return encs[0]
+		if !same {
+			return errors.New("states differ")
 		}
-		time.Sleep(20 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		for i, s := range nodes {
+			c.t.Logf("%s: applied %d: %.400s", s.ID(), s.fsm.appliedIndex(), encs[i])
+		}
+		c.t.Fatalf("states did not converge: %v", err)
 	}
-	for i, s := range nodes {
-		c.t.Logf("%s: applied %d: %.400s", s.ID(), s.fsm.appliedIndex(), encs[i])
-	}
-	c.t.Fatal("states did not converge in 10s")
-	return nil
+	return encs[0]
 }
 
 func testCtx(t testing.TB) context.Context {

@@ -14,6 +14,7 @@ import (
 	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )
@@ -279,14 +280,13 @@ func TestIdleClientDetached(t *testing.T) {
 	go write(t, srvs, 1, 400, 125) // 800 transactions, 100,000 rows, about 15 MB
 
 	var blocked []string
-	deadline := time.Now().Add(time.Minute)
-	for len(blocked) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the store never named the client holding it")
-		}
+	retry.Until(t, time.Minute, func() error {
 		_ = live.read(t, context.Background(), 100*time.Millisecond)
-		blocked = p.Store.Stats().BlockedBy
-	}
+		if blocked = p.Store.Stats().BlockedBy; len(blocked) == 0 {
+			return errors.New("the store names no client holding it")
+		}
+		return nil
+	})
 	if !slices.Equal(blocked, []string{"idle"}) {
 		t.Fatalf("blocked by %v, want [idle]", blocked)
 	}
@@ -314,13 +314,13 @@ func TestClientExpires(t *testing.T) {
 	p := start(t, ds, stream.Config{})
 	p.Store.Subscribe("gone")
 	p.Store.Subscribe("here")
-	deadline := time.Now().Add(10 * time.Second)
-	for clientStats(p.Store, "gone").ID != "" {
-		if time.Now().After(deadline) {
-			t.Fatal("client id unseen for 10 s was not dropped after expire_after 1s")
+	retry.Until(t, 10*time.Second, func() error {
+		if clientStats(p.Store, "gone").ID != "" {
+			p.Store.Get(context.Background(), "here", 1, 100*time.Millisecond)
+			return errors.New("client id unseen was not dropped after expire_after 1s")
 		}
-		p.Store.Get(context.Background(), "here", 1, 100*time.Millisecond)
-	}
+		return nil
+	})
 	if clientStats(p.Store, "here").ID == "" {
 		t.Fatal("a client id that reads was dropped")
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 )
 
 func seqs(b Batch) []uint64 {
@@ -169,19 +170,14 @@ func TestStoreFill(t *testing.T) {
 	s.Subscribe("b")
 	put := make(chan error, 1)
 	go func() { put <- s.Put(ctx, &change.Event{Type: change.EventCommit, Seq: 6}, nil) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	retry.Until(t, 5*time.Second, func() error {
 		s.mu.Lock()
-		full := s.full
-		s.mu.Unlock()
-		if full {
-			break
+		defer s.mu.Unlock()
+		if !s.full {
+			return errors.New("the producer never waited for room")
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the producer never waited for room")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	began = time.Now()
 	b, err = s.Fill(ctx, "b", 100, 0, time.Minute)
 	if err != nil || len(b.Events) != 5 || time.Since(began) > 10*time.Second {

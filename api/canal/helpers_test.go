@@ -22,6 +22,7 @@ import (
 	"github.com/braid-cdc/braid/api/canal"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )
@@ -44,19 +45,14 @@ func (l *logBuf) Write(p []byte) (int, error) {
 // waitFor waits until a log line containing s was written.
 func (l *logBuf) waitFor(t *testing.T, s string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	retry.Until(t, 5*time.Second, func() error {
 		l.mu.Lock()
-		ok := strings.Contains(l.buf.String(), s)
-		l.mu.Unlock()
-		if ok {
-			return
+		defer l.mu.Unlock()
+		if !strings.Contains(l.buf.String(), s) {
+			return fmt.Errorf("no log line containing %q", s)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no log line containing %q", s)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // fixture is a served destination: shards, the group destination running
@@ -154,13 +150,12 @@ func newFixture(t *testing.T, cfg canal.Config) *fixture {
 	// Wait for the whole stream: three DDLs, and six transactions of a
 	// begin, a commit and seven rows events in all.
 	const events = 3 + 2*6 + 7
-	deadline := time.Now().Add(30 * time.Second)
-	for store.Stats().Events < events {
-		if time.Now().After(deadline) {
-			t.Fatalf("store holds %d events after 30s, want %d", store.Stats().Events, events)
+	retry.Until(t, 30*time.Second, func() error {
+		if n := store.Stats().Events; n < events {
+			return fmt.Errorf("store holds %d events, want %d", n, events)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	return &fixture{srvs: srvs, store: store, reg: reg, port: l.Addr().(*net.TCPAddr).Port, log: lb}
 }
 

@@ -3,6 +3,7 @@ package canal_test
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/braid-cdc/braid/api/canal"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/stream"
 )
 
@@ -185,10 +187,12 @@ func TestCanalGo(t *testing.T) {
 	t.Run("rollback redelivers", func(t *testing.T) {
 		c := f.connector(t, 1002, "canal", "s3cret")
 		var first []got
-		deadline := time.Now().Add(10 * time.Second)
-		for len(first) == 0 && time.Now().Before(deadline) {
-			_, first = getBatch(t, c, 5, 1000)
-		}
+		retry.Until(t, 10*time.Second, func() error {
+			if _, first = getBatch(t, c, 5, 1000); len(first) == 0 {
+				return errors.New("an empty batch")
+			}
+			return nil
+		})
 		_, second := getBatch(t, c, 5, 1000) // un-acked too
 		if len(first) != 5 || len(second) != 5 {
 			t.Fatalf("batches of %d and %d entries, want 5 and 5", len(first), len(second))

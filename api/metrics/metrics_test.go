@@ -23,6 +23,7 @@ import (
 	"github.com/braid-cdc/braid/api/metrics"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )
@@ -100,22 +101,19 @@ func (f families) must(t *testing.T, name string, labels ...string) float64 {
 	return v
 }
 
-// waitScrape scrapes url until cond holds on a scrape, failing after
-// timeout with what cond last said.
+// waitScrape scrapes url until cond holds on a scrape and returns that
+// scrape, failing after timeout with what cond last said.
 func waitScrape(t *testing.T, url string, timeout time.Duration, what string, cond func(families) (bool, string)) families {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		f := scrape(t, url)
-		ok, why := cond(f)
-		if ok {
-			return f
+	var f families
+	retry.Until(t, timeout, func() error {
+		f = scrape(t, url)
+		if ok, why := cond(f); !ok {
+			return fmt.Errorf("%s: %s", what, why)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v: %s", what, timeout, why)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
+	return f
 }
 
 // stall stops srv's process with SIGSTOP (found through its pid file)

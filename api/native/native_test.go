@@ -19,6 +19,7 @@ import (
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/stream"
 )
 
@@ -322,18 +323,14 @@ func TestAckRollbackResume(t *testing.T) {
 	// A new stream rolls back what was not acked (5, and 4 when it shared
 	// 5's batch); 1-3 do not come again.
 	var s2 *lineStream
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	retry.Until(t, 5*time.Second, func() error {
 		s2 = openStream(t, hc, u+"stream?client-id=c")
-		if s2.status == 200 {
-			break
+		if s2.status != 200 {
+			s2.close()
+			return fmt.Errorf("reopening c: %d", s2.status)
 		}
-		s2.close()
-		if time.Now().After(deadline) {
-			t.Fatalf("reopening c: %d", s2.status)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	// The server skips what c acked (seq 4) even with no after given.
 	if got := fmt.Sprint(s2.seqs(t, 1)); got != "[5]" {
 		t.Fatalf("after reopening: %s, want [5]", got)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/braid-cdc/braid/internal/mysqlauth"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/internal/testutil/roguemysql"
 )
 
@@ -28,14 +29,13 @@ var asks = map[string]roguemysql.Ask{
 // password and nothing after its request.
 func checkNothingSent(t *testing.T, rogue *roguemysql.Server) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for len(rogue.Conns()) == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	conns := rogue.Conns()
-	if len(conns) == 0 {
-		t.Fatal("no connection reached the rogue server")
-	}
+	var conns []roguemysql.Conn
+	retry.Until(t, 5*time.Second, func() error {
+		if conns = rogue.Conns(); len(conns) == 0 {
+			return errors.New("no connection reached the rogue server")
+		}
+		return nil
+	})
 	for _, c := range conns {
 		if bytes.Contains(c.Raw, []byte(password)) {
 			t.Errorf("the password reached the server: %q", c.Raw)

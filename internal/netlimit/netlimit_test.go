@@ -2,6 +2,7 @@ package netlimit_test
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/internal/netlimit"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 )
 
 // TestCap: past the cap a connection is closed at once while those served
@@ -66,17 +68,12 @@ func TestCap(t *testing.T) {
 		t.Errorf("refused %d, want 1", n)
 	}
 	b.Close()
-	deadline := time.Now().Add(2 * time.Second)
-	for {
+	retry.Until(t, 2*time.Second, func() error {
 		d := dial()
-		ok := echoes(d, "d")
-		d.Close()
-		if ok {
-			break
+		defer d.Close()
+		if !echoes(d, "d") {
+			return errors.New("no room after a served connection closed")
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no room after a served connection closed")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -2,6 +2,8 @@ package mysqltest
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -15,6 +17,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/client"
 
 	"github.com/braid-cdc/braid/internal/mariadb"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 )
 
 // Several servers at once must come up independently: own port, own server
@@ -142,15 +145,15 @@ func TestRestartWhilePortTaken(t *testing.T) {
 	go func() {
 		defer close(freed)
 		defer l.Close()
-		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		retry.Wait(context.Background(), 30*time.Second, func() error {
 			log, _ := os.ReadFile(s.srv.ErrorLog)
 			log = log[min(len(before), len(log)):]
 			if bytes.Contains(log, []byte("Address already in use")) ||
 				bytes.Contains(log, []byte("Bind on TCP/IP port")) {
-				return
+				return nil
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return errors.New("no bind error in the log")
+		})
 	}()
 	s.Restart(t)
 	<-freed

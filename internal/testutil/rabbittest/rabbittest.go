@@ -35,6 +35,8 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 )
 
 // Addr is the machine's RabbitMQ.
@@ -100,18 +102,17 @@ func Consume(t testing.TB, url, queue string) *Consumer {
 	t.Helper()
 	conn := Dial(t, url)
 	var ds <-chan amqp.Delivery
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	retry.Until(t, 30*time.Second, func() error {
 		ch, err := conn.Channel()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ds, err = ch.Consume(queue, "", true, false, false, false, nil); err == nil {
-			break // a missing queue closes the channel: a new one to try again
+		// A missing queue closes the channel: a new one to try again.
+		if ds, err = ch.Consume(queue, "", true, false, false, false, nil); err != nil {
+			return fmt.Errorf("consume %s: %w", queue, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("consume %s: %v", queue, err)
-		}
-	}
+		return nil
+	})
 	c := &Consumer{}
 	done := make(chan struct{})
 	go func() {

@@ -8,12 +8,14 @@
 //	shards := sinktest.StartShop(t)      // shop_0 … shop_5.orders on three servers
 //	sinktest.WriteShop(t, shards, func(round int) { /* restart the sink */ })
 //	want := sinktest.ShopRows(t, shards) // "id code amount note c", sorted
-//	sinktest.WaitFor(t, time.Minute, func() (bool, string) {
-//		got := sinktest.Query(db, "SELECT … FROM shop.orders")
-//		return slices.Equal(got, want), fmt.Sprintf("target has %d rows", len(got))
+//	retry.Until(t, time.Minute, func() error { // internal/testutil/retry
+//		if got := sinktest.Query(db, "SELECT … FROM shop.orders"); !slices.Equal(got, want) {
+//			return fmt.Errorf("target has %d rows, want %d", len(got), len(want))
+//		}
+//		return nil
 //	})
 //
-// It imports mysqltest and the standard library only: it knows no sink,
+// It imports mysqltest, retry and the standard library only: it knows no sink,
 // spec or stream, and no target's driver (Query takes a *sql.DB the
 // caller opened), so the tests build their pipelines themselves.
 //

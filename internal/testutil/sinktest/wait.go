@@ -1,26 +1,27 @@
 package sinktest
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 )
 
-// WaitFor calls cond every 100ms until it returns true, and fails the
-// test with the last failure cond described if that takes longer than d.
+// WaitFor is retry.Until for a condition that says what is missing: it
+// calls cond until it returns true, and fails the test with the last
+// failure cond described if that takes longer than d. New tests call
+// retry.Until with a func() error.
 func WaitFor(t testing.TB, d time.Duration, cond func() (ok bool, failure string)) {
 	t.Helper()
-	for deadline := time.Now().Add(d); ; time.Sleep(100 * time.Millisecond) {
-		ok, failure := cond()
-		if ok {
-			return
+	retry.Until(t, d, func() error {
+		if ok, failure := cond(); !ok {
+			return errors.New(failure)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal(failure)
-		}
-	}
+		return nil
+	})
 }
 
 // StartCollision starts a server whose two shard tables shop_0.orders and
