@@ -256,7 +256,10 @@ func (p *Reader) handleRows(ctx context.Context, ev *replication.RowsEvent, star
 	if p.skipping() {
 		return nil
 	}
-	if !p.info.fullMeta && p.anyProvisional(start) && p.isProvisional(string(ev.Table.Schema)+"."+string(ev.Table.Table), start) {
+	// A table map that names its columns (binlog_row_metadata=FULL when
+	// the row was written, whatever the server's setting is now) labels
+	// the row itself; one that does not needs the schema of its time.
+	if len(ev.Table.ColumnName) == 0 && p.anyProvisional(start) && p.isProvisional(string(ev.Table.Schema)+"."+string(ev.Table.Table), start) {
 		if err := p.resolveProvisional(ctx, start); err != nil {
 			return err
 		}
