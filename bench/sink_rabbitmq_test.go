@@ -235,7 +235,7 @@ func rabbitMessages(b *testing.B, txns int) [][]sink.Message {
 	}
 	defer p.Close()
 	rec := &rabbitRecorder{}
-	r := &sink.Runner{Name: "rec", Dest: ds.Name, Client: sink.ClientID("rec"), Store: p.Store, Publisher: rec, Workers: 1, Logger: log}
+	r := &sink.Runner{Name: "rec", Dest: ds.Name, Client: sink.ClientID("rec"), Store: p.Store, Sink: sink.NewOrdered(rec), Logger: log}
 	done := make(chan struct{})
 	go func() { defer close(done); r.Run(ctx) }()
 	defer func() { cancel(); <-done }()

@@ -478,11 +478,11 @@ func (f *sinkFixture) braid(b *testing.B, on, name string, workers, batch int, l
 	// As sink/sinkrun starts it: a worker's share of a store batch is one
 	// transaction, the spec's batch the rows of a statement; the peer of
 	// one row a transaction caps the transaction too.
-	txn := 0
+	var applier sink.Target = t
 	if batch == 1 {
-		txn = 1
+		applier = oneChangeTxns{t}
 	}
-	r := &sink.Runner{Name: name, Dest: ds.Name, Client: client, Store: p.Store, Target: t, Workers: workers, Batch: txn, ByOrigin: true, Logger: log}
+	r := &sink.Runner{Name: name, Dest: ds.Name, Client: client, Store: p.Store, Sink: sink.NewKeyed(ds.Sinks[0], applier), Logger: log}
 	done := make(chan struct{})
 	go func() { defer close(done); r.Run(ctx) }()
 	defer func() { cancel(); <-done }()
@@ -539,4 +539,17 @@ func profileCPU(path string) (stop func(), err error) {
 		return nil, err
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// oneChangeTxns applies each change in a transaction of its own: the
+// peer of a replica applying one row a transaction.
+type oneChangeTxns struct{ *mysqlsink.Target }
+
+func (o oneChangeTxns) Apply(ctx context.Context, worker int, changes []sink.Change) error {
+	for i := range changes {
+		if err := o.Target.Apply(ctx, worker, changes[i:i+1]); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package sink
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -18,6 +19,30 @@ import (
 // Unowned is the dest of the checkpoint rows an older braid wrote, keyed
 // by sink name alone.
 const Unowned = ""
+
+// SQLRows is a SQL query's result, as database/sql's *sql.Rows and pgx's
+// Rows both give it.
+type SQLRows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// CheckpointOwners counts the checkpoint rows of a sink's name by
+// destination, what AdoptCheckpoints decides on: rows is the result of
+// "SELECT dest FROM <checkpoint table> WHERE sink = <the sink's name>"
+// (the caller closes it).
+func CheckpointOwners(rows SQLRows) (map[string]int, error) {
+	out := map[string]int{}
+	for rows.Next() {
+		var d string
+		if err := rows.Scan(&d); err != nil {
+			return nil, err
+		}
+		out[d]++
+	}
+	return out, rows.Err()
+}
 
 // AdoptCheckpoints decides about the Unowned checkpoint rows of sink name,
 // opened by destination dest: rows counts the checkpoint rows of that sink
@@ -49,4 +74,80 @@ func AdoptCheckpoints(dest, name, table string, rows map[string]int) (adopt bool
 	where := fmt.Sprintf("dest = '' AND sink = '%s'", name)
 	return false, fmt.Errorf("sink %s of destination %s: %s holds checkpoints of a sink %s that an older braid wrote without a destination, and %s checkpoints of their own under that name, so whose the old ones are is unknown and none reads them: if they are %s's, run DELETE FROM %s WHERE dest = '%s' AND sink = '%s'; UPDATE %s SET dest = '%s' WHERE %s; else run DELETE FROM %s WHERE %s",
 		name, dest, table, name, who, dest, table, dest, name, table, dest, where, table, where)
+}
+
+// WorkersChanged is the error of a target whose checkpoints were written
+// by a sink of had workers when it now has n (where says how to start
+// over): a key's worker is its hash modulo the count, so with another
+// count a change would be skipped by the checkpoint of a worker that
+// never had it, or applied again.
+func WorkersChanged(sinkName string, had, n int, where string) error {
+	return fmt.Errorf("sink %s: its checkpoints were written by %d workers, the spec has %d, and a key's worker depends on the count: keep workers: %d, or delete %s to apply from the start", sinkName, had, n, had, where)
+}
+
+// WorkersRow is the worker of a SQL target's checkpoint row whose seq is
+// how many workers the sink has (WorkersChanged) and whose idx their
+// routing (Routing).
+const WorkersRow = -1
+
+// CheckpointRow is a row of a SQL target's checkpoint table: a worker's
+// checkpoint, or the WorkersRow.
+type CheckpointRow struct {
+	Worker int
+	Seq    uint64
+	Idx    int
+}
+
+// SQLCheckpoints is what a SQL target's checkpoint rows of a sink of n
+// workers say: each worker's point, and the routing its changes were
+// given. next yields the rows one at a time (ok false after the last);
+// where names them, for an error. A new sink routes by range and an older
+// braid's by key, and either is kept with record, beside the count; a
+// count other than n is WorkersChanged.
+func SQLCheckpoints(sinkName string, n int, where string, next func() (r CheckpointRow, ok bool, err error), record func(Routing) error) ([]Point, Routing, error) {
+	out := make([]Point, n)
+	had, routing, some := 0, RouteByKey, false
+	for {
+		r, ok, err := next()
+		if err != nil {
+			return nil, 0, err
+		}
+		if !ok {
+			break
+		}
+		if r.Worker == WorkersRow {
+			had, routing = int(r.Seq), Routing(r.Idx)
+			continue
+		}
+		some = true
+		if r.Worker >= n {
+			return nil, 0, WorkersChanged(sinkName, r.Worker+1, n, where)
+		}
+		out[r.Worker] = Point{Seq: r.Seq, Idx: r.Idx}
+	}
+	switch {
+	case had == 0:
+		routing = RouteByKey
+		if !some {
+			routing = RouteByRange
+		}
+		if err := record(routing); err != nil {
+			return nil, 0, fmt.Errorf("sink %s: record its workers: %w", sinkName, err)
+		}
+	case had != n:
+		return nil, 0, WorkersChanged(sinkName, had, n, where)
+	}
+	return out, routing, nil
+}
+
+// FromIndex is the row index a transaction starting with first claims its
+// worker's checkpoint from: first's, or, for a change that may find its
+// row already so (MayExist: a snapshot chunk read again, which the runner
+// applies whole again on a worker it stopped in the middle of), any row of
+// first's seq, whose rows are upserts a second time too.
+func FromIndex(first Change) int {
+	if first.MayExist {
+		return math.MaxInt32
+	}
+	return first.Row.Index
 }

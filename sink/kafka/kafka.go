@@ -54,15 +54,7 @@ var ErrGap = errors.New("kafka: a partition has a gap")
 var ErrClosed = errors.New("kafka: publisher closed")
 
 // Open connects to sink s's brokers. s has spec's defaults.
-func Open(ctx context.Context, s spec.Sink, dest string) (sink.Publisher, error) {
-	p, err := open(ctx, s, dest)
-	if err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
-func open(ctx context.Context, s spec.Sink, dest string) (*Publisher, error) {
+func Open(ctx context.Context, s spec.Sink, dest string) (*Publisher, error) {
 	if len(s.Brokers) == 0 || s.Topic == "" {
 		return nil, fmt.Errorf("sink %s: brokers and topic must be set (spec's defaults)", s.Name)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/braid-cdc/braid/sink"
 	"github.com/braid-cdc/braid/sink/kafka"
 	"github.com/braid-cdc/braid/sink/kafka/kafkatest"
+	"github.com/braid-cdc/braid/sink/sinkrun"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )
@@ -83,18 +84,17 @@ func startRelay(t *testing.T, ds *spec.Spec, from *group.Cursor, cursors group.C
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub, err := kafka.Open(ctx, sk, "shop")
+	s, err := sinkrun.Open(ctx, sk, ds.Name, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &sink.Runner{Name: sk.Name, Dest: ds.Name, Client: sink.ClientID(sk.Name), Store: p.Store, Publisher: pub, Workers: 1, Cursors: cursors, Logger: log}
-	done := make(chan struct{})
-	go func() { defer close(done); r.Run(ctx) }()
-	rl := &relay{p: p, pub: pub.(*kafka.Publisher), r: r}
+	r := sinkrun.NewRunner(ds, sk, s, p.Store, cursors, log)
+	stop := sinkrun.Go(ctx, r)
+	rl := &relay{p: p, pub: sinkrun.Client[*kafka.Publisher](s), r: r}
 	rl.stop = func() {
 		cancel()
-		<-done
-		pub.Close()
+		stop()
+		s.Close()
 		p.Close()
 	}
 	return rl

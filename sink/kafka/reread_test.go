@@ -46,7 +46,7 @@ func TestRereadChunkPublishedAgain(t *testing.T) {
 		if err := p.Publish(ctx, msgs); err != nil {
 			t.Fatal(err)
 		}
-		return p.(*kafka.Publisher).Skipped()
+		return p.Skipped()
 	}
 	if skipped := publish(chunk(false, 1, 2, 3, 4)); skipped != 0 {
 		t.Fatalf("first run skipped %d", skipped)

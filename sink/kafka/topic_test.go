@@ -22,7 +22,7 @@ func openTo(t *testing.T, c *kfake.Cluster, topic string) *kafka.Publisher {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pub.Close() })
-	return pub.(*kafka.Publisher)
+	return pub
 }
 
 // TestMissingTopic: a topic the brokers do not have and do not create is

@@ -88,20 +88,12 @@ func (t *Target) adoptCheckpoints(ctx context.Context) error {
 }
 
 // checkpointOwners counts the checkpoint rows of the sink's name by
-// destination.
+// destination (sink.CheckpointOwners), read by q with lock at the end.
 func (t *Target) checkpointOwners(ctx context.Context, q execer, lock string) (map[string]int, error) {
 	rows, err := q.QueryContext(ctx, "SELECT dest FROM "+t.checkpointTable()+" WHERE sink = ?"+lock, t.spec.Name)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := map[string]int{}
-	for rows.Next() {
-		var d string
-		if err := rows.Scan(&d); err != nil {
-			return nil, err
-		}
-		out[d]++
-	}
-	return out, rows.Err()
+	return sink.CheckpointOwners(rows)
 }

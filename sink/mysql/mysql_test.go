@@ -1,7 +1,6 @@
 package mysql_test
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"log/slog"
@@ -18,6 +17,7 @@ import (
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/sink"
 	mysqlsink "github.com/braid-cdc/braid/sink/mysql"
+	"github.com/braid-cdc/braid/sink/sinkrun"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )
@@ -88,17 +88,14 @@ func TestApplyEqualsSources(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	target, err := mysqlsink.Open(ctx, ds.Sinks[0], "shop", nil)
+	target, err := sinkrun.Open(ctx, ds.Sinks[0], "shop", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer target.Close()
 	start := func() (stop func(), r *sink.Runner) {
-		r = &sink.Runner{Name: "copy", Dest: "shop", Client: client, Store: p.Store, Target: target, Workers: 4, Batch: 50, Cursors: cursors, Logger: log}
-		rctx, cancel := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() { defer close(done); r.Run(rctx) }()
-		return func() { cancel(); <-done }, r
+		r = sinkrun.NewRunner(&ds, ds.Sinks[0], target, p.Store, cursors, log)
+		return sinkrun.Go(ctx, r), r
 	}
 	stop, r := start()
 	sinktest.WriteShop(t, shards, func(round int) {
@@ -145,16 +142,13 @@ func TestApplyEqualsSources(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer again.Close()
-	target2, err := mysqlsink.Open(ctx, ds.Sinks[0], "shop", nil)
+	target2, err := sinkrun.Open(ctx, ds.Sinks[0], "shop", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer target2.Close()
-	r2 := &sink.Runner{Name: "copy", Dest: "shop", Client: client, Store: again.Store, Target: target2, Workers: 4, Batch: 50, Logger: log}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); r2.Run(rctx) }()
-	defer func() { cancel(); <-done }()
+	r2 := sinkrun.NewRunner(&ds, ds.Sinks[0], target2, again.Store, nil, log)
+	defer sinkrun.Go(ctx, r2)()
 	last := p.Dest.Stats().Seq
 	sinktest.WaitFor(t, 30*time.Second, func() (bool, string) {
 		applied, lastErr := r2.Applied()
@@ -187,19 +181,17 @@ func applyWith(t *testing.T, ds *spec.Spec, sqlOnly bool) (*sink.Runner, *mysqls
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
-	target, err := mysqlsink.Open(t.Context(), ds.Sinks[0], "shop", nil)
+	s, err := sinkrun.Open(t.Context(), ds.Sinks[0], "shop", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	target := sinkrun.Client[*mysqlsink.Target](s)
 	if sqlOnly {
 		mysqlsink.NoReplay(target)
 	}
-	r := &sink.Runner{Name: ds.Sinks[0].Name, Dest: ds.Name, Client: client, Store: p.Store, Target: target, Workers: 4, Batch: 10,
-		ByOrigin: ds.Sinks[0].OriginColumn != "", Logger: log}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() { defer close(done); r.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; target.Close() })
+	r := sinkrun.NewRunner(ds, ds.Sinks[0], s, p.Store, nil, log)
+	stop := sinkrun.Go(t.Context(), r)
+	t.Cleanup(func() { stop(); s.Close() })
 	return r, target
 }
 

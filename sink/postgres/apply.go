@@ -39,15 +39,15 @@ func (t *Target) Apply(ctx context.Context, worker int, changes []sink.Change) e
 			last = ch.Row.Table
 		}
 	}
-	err = t.applyBatch(ctx, c, worker, changes, false)
+	err = t.applyTxn(ctx, c, worker, changes, false)
 	if errors.Is(err, errOneByOne) {
-		err = t.applyBatch(ctx, c, worker, changes, true)
+		err = t.applyTxn(ctx, c, worker, changes, true)
 	}
 	return err
 }
 
 // errOneByOne: a multi-row statement found a row it did not expect.
-var errOneByOne = errors.New("apply the batch a row at a time")
+var errOneByOne = errors.New("apply the transaction's changes a row at a time")
 
 // op is one queued statement: what its result adds to the counts, and
 // what its changes were, for errors.
@@ -60,8 +60,8 @@ type op struct {
 	countFound        bool
 }
 
-// applyBatch queues the transaction and reads its answers.
-func (t *Target) applyBatch(ctx context.Context, c *pgx.Conn, worker int, changes []sink.Change, oneByOne bool) error {
+// applyTxn queues the transaction and reads its answers.
+func (t *Target) applyTxn(ctx context.Context, c *pgx.Conn, worker int, changes []sink.Change, oneByOne bool) error {
 	b := &pgx.Batch{}
 	var ops []op
 	if t.exactlyOnce {

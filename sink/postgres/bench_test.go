@@ -17,8 +17,7 @@ import (
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/sink"
-	mysqlsink "github.com/braid-cdc/braid/sink/mysql"
-	"github.com/braid-cdc/braid/sink/postgres"
+	"github.com/braid-cdc/braid/sink/sinkrun"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )
@@ -29,10 +28,9 @@ import (
 // deletes over orders and order_items, as bench's BenchmarkSinkApply),
 // routed shop_\d+\.(\w+) → shop.$1 with origin_column _shard, by a sink of
 // 16 workers × 100, into a database of its own on the machine's
-// PostgreSQL: the stream's CREATE TABLEs make the tables. The runner
-// applies a worker's share of a store batch in one transaction, as
-// sink/run runs it (BRAID_BENCH_RUNNER_BATCH=n: at most n changes a
-// transaction instead). The time runs
+// PostgreSQL: the stream's CREATE TABLEs make the tables. The sink runs
+// as braid runs it (sinkrun.Open): a worker applies what it was handed
+// since its last transaction in one. The time runs
 // from starting the pipeline to the last row change committed; the rate
 // is row changes over it (rows/s). The MySQL sink then applies the same
 // stream into a database of its own on the machine's MariaDB (3306), as
@@ -82,12 +80,6 @@ func BenchmarkApply(b *testing.B) {
 	pgSink := spec.Sink{Name: "pg", Type: "postgres", Address: targetAddr, Database: name, OriginColumn: "_shard"}
 	mySink := spec.Sink{Name: "my", Type: "mysql", Address: "127.0.0.1:3306", OriginColumn: "_shard", MetaDatabase: mname + "_meta",
 		Tables: []spec.SinkTable{{From: "shop.orders", To: mname + ".orders"}, {From: "shop.order_items", To: mname + ".order_items"}}}
-	open := map[string]func(context.Context, spec.Sink) (sink.Target, error){
-		"pg": func(ctx context.Context, s spec.Sink) (sink.Target, error) { return postgres.Open(ctx, s, "shop", nil) },
-		"my": func(ctx context.Context, s spec.Sink) (sink.Target, error) {
-			return mysqlsink.Open(ctx, s, "shop", nil)
-		},
-	}
 	rates := map[string]float64{}
 	for _, sk := range []spec.Sink{pgSink, mySink} {
 		if sk.Type == "mysql" && mdb.Ping() != nil {
@@ -100,7 +92,7 @@ func BenchmarkApply(b *testing.B) {
 			ds.Sources = append(ds.Sources, spec.Source{Name: fmt.Sprintf("s%d", i), Address: s.Addr(), Start: spec.Start{Kind: spec.StartPosition, Pos: ws[i].Start}})
 		}
 		ds = ds.WithDefaults()
-		rates[sk.Name] = applyRate(b, &ds, open[sk.Name], selected)
+		rates[sk.Name] = applyRate(b, &ds, selected)
 	}
 	benchRate = rates["pg"]
 	b.ReportMetric(benchRate, "rows/s")
@@ -112,7 +104,7 @@ func BenchmarkApply(b *testing.B) {
 
 // applyRate runs ds's sink over ds's stream until it has applied want
 // row changes and returns its rate.
-func applyRate(b *testing.B, ds *spec.Spec, open func(context.Context, spec.Sink) (sink.Target, error), want int) float64 {
+func applyRate(b *testing.B, ds *spec.Spec, want int) float64 {
 	sk := ds.Sinks[0]
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -123,17 +115,12 @@ func applyRate(b *testing.B, ds *spec.Spec, open func(context.Context, spec.Sink
 		b.Fatal(err)
 	}
 	defer p.Close()
-	target, err := open(ctx, sk)
+	target, err := sinkrun.Open(ctx, sk, "shop", nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer target.Close()
-	rs := sk
-	rs.Batch = 0 // as sink/run runs it: a worker's share of a store batch in one transaction
-	if v, err := strconv.Atoi(os.Getenv("BRAID_BENCH_RUNNER_BATCH")); err == nil {
-		rs.Batch = v
-	}
-	r := startRunner(ctx, p, target, rs, nil, log)
+	r := startRunner(ctx, p, target, ds, sk, nil, log)
 	defer r.stop()
 	for target.Stats().Applied < uint64(want) {
 		time.Sleep(10 * time.Millisecond)

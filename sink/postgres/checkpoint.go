@@ -95,7 +95,7 @@ func (t *Target) setup(ctx context.Context, c *pgx.Conn) error {
 // last seq, last idx): it locks the worker's checkpoint row, raises
 // errBehindCode if it is not before (first seq, first idx), and sets it
 // to (last seq, last idx). It is the first statement of a worker's
-// transaction, so a batch another runner applied aborts the transaction
+// transaction, so changes another runner applied abort the transaction
 // before its rows commit, and the rest of the transaction needs no answer
 // from the server before it is sent: the whole transaction is one round
 // trip.
@@ -160,22 +160,14 @@ type querier interface {
 }
 
 // checkpointOwners counts the checkpoint rows of the sink's name by
-// destination.
+// destination (sink.CheckpointOwners), read by q.
 func (t *Target) checkpointOwners(ctx context.Context, q querier) (map[string]int, error) {
 	rows, err := q.Query(ctx, "SELECT dest FROM "+t.checkpointTable()+" WHERE sink = $1", t.spec.Name)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := map[string]int{}
-	for rows.Next() {
-		var d string
-		if err := rows.Scan(&d); err != nil {
-			return nil, err
-		}
-		out[d]++
-	}
-	return out, rows.Err()
+	return sink.CheckpointOwners(rows)
 }
 
 // ensureSchema creates schema (quoted) unless it exists, by q. CREATE

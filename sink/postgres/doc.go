@@ -11,12 +11,12 @@
 //     of a worker's transaction is sink_advance (a function Open makes
 //     beside the checkpoint table): it locks the worker's checkpoint row,
 //     fails the transaction with sink.ErrBehind if the row is at or past
-//     the batch's first change (another runner applied it), and sets it to
-//     the batch's last. The rows follow in the same pipeline, which ends
-//     in one Sync: PostgreSQL commits the lot or nothing. The checkpoint's
-//     seq is a bigint: a seq above 2^63-1 is an error (a destination
-//     would need to merge a billion transactions a second for three
-//     centuries).
+//     the transaction's first change (another runner applied it), and
+//     sets it to its last. The rows follow in the same pipeline, which
+//     ends in one Sync: PostgreSQL commits the lot or nothing. The
+//     checkpoint's seq is a bigint: a seq above 2^63-1 is an error (a
+//     destination would need to merge a billion transactions a second for
+//     three centuries).
 //   - No silent loss. INSERT and UPDATE write the full after-image; an
 //     UPDATE is an upsert (INSERT ... ON CONFLICT (key) DO UPDATE) whose
 //     inserted rows (xmax = 0) are counted missing; an UPDATE that changes
@@ -24,8 +24,8 @@
 //     DELETE that deletes less than it was given counts the rest missing.
 //     Without an origin column, exactly once, an INSERT (and the new key
 //     of a moved row) is a plain INSERT: finding its key fails the
-//     transaction, and the batch is applied again a row a statement so
-//     the row is named in a *sink.CollisionError. With an origin column,
+//     transaction, and its changes are applied again a row a statement
+//     so the row is named in a *sink.CollisionError. With an origin column,
 //     or at least once, it is an upsert whose found rows are counted.
 //   - The rows go as sink.Plan's runs (INSERTs, UPDATEs that keep their
 //     key, DELETEs of one table version, changes of different keys
@@ -129,11 +129,12 @@
 //
 // # Concurrency
 //
-// A Target is safe for concurrent use by the runner's workers: each
-// worker has its own connection (so its statements are prepared once on
-// it), Checkpoints and ApplyDDL share another, and braid sink verify's
-// Lookup and Sample a third: a sink holds up to workers + 2 connections.
-// The runner applies one worker's batches one after another. After a DDL
-// the workers' connections are closed, so that statements prepared for
-// a column's old type are not used with its new one.
+// A Target is the thin client under sink.Keyed, safe for concurrent use
+// by its workers: each worker has its own connection (so its statements
+// are prepared once on it), Checkpoints and ApplyDDL share another, and
+// braid sink verify's Lookup and Sample a third: a sink holds up to
+// workers + 2 connections. A worker's transactions come one after
+// another. After a DDL the workers' connections are closed, so that
+// statements prepared for a column's old type are not used with its new
+// one.
 package postgres

@@ -46,7 +46,7 @@ var _ sink.Target = (*Target)(nil)
 const control = -1
 
 // errBehindCode is the SQLSTATE sink_advance raises when a worker's
-// checkpoint is past the batch it was handed.
+// checkpoint is past the changes it was handed.
 const errBehindCode = "BR001"
 
 // Open connects to sink s of destination dest and, in exactly-once mode,
@@ -91,7 +91,7 @@ func Open(ctx context.Context, s spec.Sink, dest string, log *slog.Logger) (*Tar
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	t := &Target{spec: s, dest: dest, log: log, cfg: cfg, exactlyOnce: s.Mode != spec.SinkAtLeastOnce, idle: map[int]*pgx.Conn{}}
+	t := &Target{spec: s, dest: dest, log: log, cfg: cfg, exactlyOnce: s.Mode.Checkpointed(), idle: map[int]*pgx.Conn{}}
 	c, err := t.conn(ctx, control)
 	if err != nil && strings.Contains(err.Error(), "authentication method requirement") {
 		return nil, fmt.Errorf("sink %s (%s): the server asked for the password in clear text (PostgreSQL password authentication), and braid never sends it so: "+

@@ -18,6 +18,7 @@ import (
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/sink"
 	"github.com/braid-cdc/braid/sink/postgres"
+	"github.com/braid-cdc/braid/sink/sinkrun"
 	"github.com/braid-cdc/braid/sink/verify"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
@@ -77,14 +78,15 @@ type runner struct {
 	stop func()
 }
 
-func startRunner(ctx context.Context, p *stream.Pipeline, target sink.Target, s spec.Sink, cursors group.CursorStore, log *slog.Logger) *runner {
-	r := &sink.Runner{Name: s.Name, Dest: "shop", Client: sink.ClientID(s.Name), Store: p.Store, Target: target, Workers: s.Workers, Batch: s.Batch,
-		ByOrigin: s.OriginColumn != "", Cursors: cursors, Logger: log}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); r.Run(rctx) }()
-	return &runner{r: r, stop: func() { cancel(); <-done }}
+// startRunner runs sink sk of ds, open as s (sinkrun.Open), over p's
+// store as braid runs it.
+func startRunner(ctx context.Context, p *stream.Pipeline, s sink.Sink, ds *spec.Spec, sk spec.Sink, cursors group.CursorStore, log *slog.Logger) *runner {
+	r := sinkrun.NewRunner(ds, sk, s, p.Store, cursors, log)
+	return &runner{r: r, stop: sinkrun.Go(ctx, r)}
 }
+
+// pgTarget is s's PostgreSQL target.
+func pgTarget(s sink.Sink) *postgres.Target { return sinkrun.Client[*postgres.Target](s) }
 
 // waitRows waits until got() equals want, failing after d.
 func waitRows(t *testing.T, d time.Duration, r *sink.Runner, want []string, got func() []string) {
@@ -157,16 +159,16 @@ func TestApplyEqualsSources(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	target, err := postgres.Open(ctx, sk, "shop", nil)
+	target, err := sinkrun.Open(ctx, sk, "shop", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer target.Close()
-	r := startRunner(ctx, p, target, sk, cursors, log)
+	r := startRunner(ctx, p, target, ds, sk, cursors, log)
 	sinktest.WriteShop(t, shards, func(round int) {
 		if round == 1 || round == 4 {
 			r.stop() // stopped in the middle of applying; a new one goes on
-			r = startRunner(ctx, p, target, sk, cursors, log)
+			r = startRunner(ctx, p, target, ds, sk, cursors, log)
 		}
 	})
 	defer func() { r.stop() }()
@@ -184,7 +186,7 @@ func TestApplyEqualsSources(t *testing.T) {
 
 	// braid sink verify's comparison finds them equal, and then the one
 	// row changed by hand (both samples hold every row).
-	vcfg := verify.Config{Spec: ds, Sink: sk, Target: target, Sample: 1000, Settle: time.Second,
+	vcfg := verify.Config{Spec: ds, Sink: sk, Target: pgTarget(target), Sample: 1000, Settle: time.Second,
 		Progress: func() (uint64, uint64) { a, _ := r.r.Applied(); return p.Dest.Stats().Seq, a }}
 	res, err := verify.Run(ctx, vcfg)
 	if err != nil || len(res.Differences) != 0 || res.Compared != len(want) {
@@ -210,12 +212,12 @@ func TestApplyEqualsSources(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer again.Close()
-	target2, err := postgres.Open(ctx, sk, "shop", nil)
+	target2, err := sinkrun.Open(ctx, sk, "shop", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer target2.Close()
-	r2 := startRunner(ctx, again, target2, sk, nil, log)
+	r2 := startRunner(ctx, again, target2, ds, sk, nil, log)
 	defer r2.stop()
 	sinktest.WaitFor(t, 30*time.Second, func() (bool, string) {
 		applied, lastErr := r2.r.Applied()
@@ -231,17 +233,15 @@ func TestApplyEqualsSources(t *testing.T) {
 	// A runner that does not know the checkpoints (a former owner, say)
 	// applies from the start: each worker's transaction finds its
 	// checkpoint past its batch and applies nothing (ErrBehind).
-	target3, err := postgres.Open(ctx, sk, "shop", nil)
+	target3, err := sinkrun.Open(ctx, sk, "shop", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer target3.Close()
-	r3 := &sink.Runner{Name: "copy", Dest: "shop", Client: sink.ClientID("fence"), Store: again.Store, Target: blind{target3},
-		Workers: sk.Workers, Batch: sk.Batch, Logger: testLogger(t, slog.LevelError)}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); r3.Run(rctx) }()
-	defer func() { cancel(); <-done }()
+	// A second runner of the sink, on a store client of its own.
+	r3 := sinkrun.NewRunner(ds, sk, sink.NewKeyed(sk, blind{pgTarget(target3)}), again.Store, nil, testLogger(t, slog.LevelError))
+	r3.Client = sink.ClientID("fence")
+	defer sinkrun.Go(ctx, r3)()
 	waitErr(t, r3, sink.ErrBehind.Error())
 	if st := target3.Stats(); st.Applied != 0 {
 		t.Fatalf("a runner blind to the checkpoints applied %d row changes", st.Applied)
@@ -259,7 +259,7 @@ func (b blind) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
 }
 
 // applyOnce runs ds's first sink over ds's stream until the test ends.
-func applyOnce(t *testing.T, ds *spec.Spec) (*sink.Runner, *postgres.Target) {
+func applyOnce(t *testing.T, ds *spec.Spec) (*sink.Runner, sink.Sink) {
 	t.Helper()
 	log := testLogger(t, slog.LevelError)
 	sk := ds.Sinks[0]
@@ -268,11 +268,11 @@ func applyOnce(t *testing.T, ds *spec.Spec) (*sink.Runner, *postgres.Target) {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
-	target, err := postgres.Open(t.Context(), sk, "shop", nil)
+	target, err := sinkrun.Open(t.Context(), sk, "shop", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := startRunner(t.Context(), p, target, sk, nil, log)
+	r := startRunner(t.Context(), p, target, ds, sk, nil, log)
 	t.Cleanup(func() { r.stop(); target.Close() })
 	return r.r, target
 }

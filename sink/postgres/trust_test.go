@@ -15,6 +15,7 @@ import (
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/sink"
 	"github.com/braid-cdc/braid/sink/postgres"
+	"github.com/braid-cdc/braid/sink/sinkrun"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )
@@ -77,12 +78,12 @@ func TestDDLTrust(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	target, err := postgres.Open(ctx, sk, ds.Name, log)
+	target, err := sinkrun.Open(ctx, sk, ds.Name, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer target.Close()
-	r := startRunner(ctx, p, target, sk, &group.FileStore{Dir: t.TempDir()}, log)
+	r := startRunner(ctx, p, target, &ds, sk, &group.FileStore{Dir: t.TempDir()}, log)
 	defer func() { r.stop() }()
 
 	srv.Exec(t, "SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')", attackNoBackslash, "INSERT INTO inj_0.nb (id) VALUES (1)")
@@ -118,12 +119,12 @@ func TestDDLTrust(t *testing.T) {
 	r.stop()
 	skipped := spec.Sink{Name: "copy", Type: "postgres", Address: targetAddr, Database: name, Workers: 2, Batch: 10, CreateTables: true}
 	skipped = (&spec.Spec{Sinks: []spec.Sink{skipped}}).WithDefaults().Sinks[0]
-	target2, err := postgres.Open(ctx, skipped, ds.Name, log)
+	target2, err := sinkrun.Open(ctx, skipped, ds.Name, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer target2.Close()
-	r = startRunner(ctx, p, target2, skipped, &group.FileStore{Dir: t.TempDir()}, log)
+	r = startRunner(ctx, p, target2, &ds, skipped, &group.FileStore{Dir: t.TempDir()}, log)
 	waitRows(t, 30*time.Second, r.r, []string{`1 a\`}, func() []string { return query(db, "SELECT id, e FROM inj.fm1") })
 
 	srv.Exec(t, "DROP TABLE IF EXISTS inj_0.nb, other.victim")
@@ -176,12 +177,12 @@ func TestCreateTablesAlterFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	target, err := postgres.Open(ctx, sk, ds.Name, log)
+	target, err := sinkrun.Open(ctx, sk, ds.Name, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer target.Close()
-	r := startRunner(ctx, p, target, sk, &group.FileStore{Dir: t.TempDir()}, log)
+	r := startRunner(ctx, p, target, &ds, sk, &group.FileStore{Dir: t.TempDir()}, log)
 	defer func() { r.stop() }()
 	waitRows(t, 30*time.Second, r.r, []string{"1 x 7"}, func() []string { return query(db, "SELECT id, a, b FROM inj.old") })
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/sink"
-	"github.com/braid-cdc/braid/sink/postgres"
+	"github.com/braid-cdc/braid/sink/sinkrun"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )
@@ -118,11 +118,11 @@ func TestTypes(t *testing.T) {
 	wantRow2[0], wantRow2[18] = "2", "2020-01-01"
 	runners := map[string]*runner{}
 	for _, sk := range ds.Sinks {
-		target, err := postgres.Open(ctx, sk, "shop", nil)
+		target, err := sinkrun.Open(ctx, sk, "shop", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := startRunner(ctx, p, target, sk, nil, log)
+		r := startRunner(ctx, p, target, ds, sk, nil, log)
 		defer func() { r.stop(); target.Close() }()
 		runners[sk.Name] = r
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/sink"
+	"github.com/braid-cdc/braid/sink/sinkrun"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )
@@ -20,13 +21,11 @@ type runner struct {
 	stop func()
 }
 
-func startRunner(ctx context.Context, p *stream.Pipeline, pub sink.Publisher, s spec.Sink, cursors group.CursorStore, log *slog.Logger) *runner {
-	r := &sink.Runner{Name: s.Name, Dest: "shop", Client: sink.ClientID(s.Name), Store: p.Store, Publisher: pub, Workers: 1,
-		Cursors: cursors, Logger: log}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); r.Run(rctx) }()
-	return &runner{r: r, stop: func() { cancel(); <-done }}
+// startRunner runs ds's sink, open as s (sinkrun.Open), over p's store
+// as braid runs it.
+func startRunner(ctx context.Context, p *stream.Pipeline, s sink.Sink, ds *spec.Spec, cursors group.CursorStore, log *slog.Logger) *runner {
+	r := sinkrun.NewRunner(ds, ds.Sinks[0], s, p.Store, cursors, log)
+	return &runner{r: r, stop: sinkrun.Go(ctx, r)}
 }
 
 func testLogger(t *testing.T, level slog.Level) *slog.Logger {

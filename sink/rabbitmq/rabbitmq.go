@@ -60,15 +60,7 @@ var ErrNacked = errors.New("rabbitmq: message nacked")
 
 // Open connects to sink s's broker and declares its exchange; dest names
 // the destination (message ids are "dest:seq:n"). s has spec's defaults.
-func Open(ctx context.Context, s spec.Sink, dest string) (sink.Publisher, error) {
-	p, err := open(ctx, s, dest)
-	if err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
-func open(ctx context.Context, s spec.Sink, dest string) (*Publisher, error) {
+func Open(ctx context.Context, s spec.Sink, dest string) (*Publisher, error) {
 	pass, err := s.ResolvePassword()
 	if err != nil {
 		return nil, err

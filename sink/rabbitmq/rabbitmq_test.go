@@ -18,6 +18,7 @@ import (
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/sink"
 	"github.com/braid-cdc/braid/sink/rabbitmq"
+	"github.com/braid-cdc/braid/sink/sinkrun"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )
@@ -81,12 +82,12 @@ func TestPublishEqualsSources(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	pub, err := rabbitmq.Open(ctx, sk, "shop")
+	pub, err := sinkrun.Open(ctx, sk, "shop", log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pub.Close()
-	r := startRunner(ctx, p, pub, sk, cursors, log)
+	r := startRunner(ctx, p, pub, ds, cursors, log)
 	var c *rabbittest.Consumer
 	sinktest.WriteShop(t, shards, func(round int) {
 		if round == 0 {
@@ -94,7 +95,7 @@ func TestPublishEqualsSources(t *testing.T) {
 		}
 		if round == 1 || round == 4 {
 			r.stop() // stopped in the middle of publishing; a new one goes on
-			r = startRunner(ctx, p, pub, sk, cursors, log)
+			r = startRunner(ctx, p, pub, ds, cursors, log)
 		}
 	})
 	defer func() { r.stop() }()
@@ -149,12 +150,12 @@ func TestPublishEqualsSources(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer again.Close()
-	pub2, err := rabbitmq.Open(ctx, sk, "shop")
+	pub2, err := sinkrun.Open(ctx, sk, "shop", log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pub2.Close()
-	r2 := startRunner(ctx, again, pub2, sk, nil, log)
+	r2 := startRunner(ctx, again, pub2, ds, nil, log)
 	defer r2.stop()
 	sinktest.WaitFor(t, 30*time.Second, func() (bool, string) {
 		applied, lastErr := r2.r.Applied()
@@ -190,7 +191,7 @@ func TestUnroutableStopsSink(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	pub, err := rabbitmq.Open(ctx, sk, "shop")
+	pub, err := sinkrun.Open(ctx, sk, "shop", log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +200,7 @@ func TestUnroutableStopsSink(t *testing.T) {
 		srv.Exec(t, fmt.Sprintf("INSERT INTO shop_0.orders VALUES (%d, 'a'), (%d, 'b')", 2*i, 2*i+1))
 	}
 	srv.Exec(t, "UPDATE shop_0.orders SET note = 'c' WHERE id = 3", "DELETE FROM shop_0.orders WHERE id = 0")
-	r := startRunner(ctx, p, pub, sk, cursors, log)
+	r := startRunner(ctx, p, pub, ds, cursors, log)
 	defer func() { r.stop() }()
 	sinktest.WaitFor(t, 20*time.Second, func() (bool, string) {
 		_, lastErr := r.r.Applied()

@@ -56,7 +56,7 @@ func (t *Target) info(tv *change.Table) *tableInfo {
 }
 
 // maxTx bounds the changes of one transaction (MULTI/EXEC), which Redis
-// runs alone: the Runner's cap of a worker's share of a store batch.
+// runs alone: the cap of what a worker takes at once (sink.Keyed).
 const maxTx = 2048
 
 // Apply implements sink.Target: the changes go in transactions of at
@@ -80,14 +80,14 @@ func (t *Target) Apply(ctx context.Context, worker int, changes []sink.Change) e
 //     keys of the keys the changes touch (and SET the columns of table
 //     versions not saved yet);
 //  2. if the checkpoint is before the first change (else sink.ErrBehind),
-//     plan the writes from the versions (batch.plan), and send them with
+//     plan the writes from the versions (txn.plan), and send them with
 //     the checkpoint's SET in MULTI/EXEC. EXEC fails (nil) if anything
 //     wrote the checkpoint since the WATCH: another runner, ErrBehind.
 func (t *Target) apply(ctx context.Context, worker int, changes []sink.Change) error {
 	ck := checkpointKey(t.prefix, t.id, worker)
 	first := sink.Point{Seq: changes[0].Seq, Idx: changes[0].Row.Index}
 	last := sink.Point{Seq: changes[len(changes)-1].Seq, Idx: changes[len(changes)-1].Row.Index}
-	b := newBatch(t, len(changes))
+	b := newTxn(t, len(changes))
 	defer b.free()
 	for i := range changes {
 		b.add(&changes[i])
@@ -181,7 +181,7 @@ func (t *Target) apply(ctx context.Context, worker int, changes []sink.Change) e
 // hashes' HSETs; MSETs of the json values and the live versions (a SET
 // drops the TTL a tombstone had); a SET ... PX of each tombstone. A DEL
 // or an MSET carries the keys of at most the spec's batch changes.
-func (t *Target) write(ctx context.Context, conn *goredis.Conn, b *batch, ck string, last sink.Point) (probes []*goredis.IntCmd, err error) {
+func (t *Target) write(ctx context.Context, conn *goredis.Conn, b *txn, ck string, last sink.Point) (probes []*goredis.IntCmd, err error) {
 	pipe := conn.TxPipeline()
 	var del, mset []any
 	// flush sends a DEL or an MSET once it has the args of batch keys

@@ -28,7 +28,7 @@ import (
 func applyTarget(t *testing.T, format string) (*Target, *goredis.Client, string) {
 	t.Helper()
 	c, p := redistest.Prefix(t)
-	tg, err := open(t.Context(), spec.Sink{Name: "t", Type: "redis", Address: redistest.Addr, Key: p + "{table}:{pk}", Format: format,
+	tg, err := Open(t.Context(), spec.Sink{Name: "t", Type: "redis", Address: redistest.Addr, Key: p + "{table}:{pk}", Format: format,
 		Workers: 1, Batch: 2, TombstoneTTL: spec.Duration(time.Minute)}, "d")
 	if err != nil {
 		t.Fatal(err)

@@ -85,12 +85,12 @@ func TestBackfillRace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	targets := make([]*redis.Target, len(formats))
+	targets := make([]sink.Sink, len(formats))
 	runners := make([]*runner, len(formats))
 	for i, sk := range ds.Sinks {
 		targets[i] = open(t, sk)
 		defer targets[i].Close()
-		runners[i] = startRunner(ctx, p, targets[i], sk, nil, log)
+		runners[i] = startRunner(ctx, p, targets[i], ds, sk, nil, log)
 		defer func() { runners[i].stop() }()
 	}
 	key := func(i, id int) string {
@@ -177,7 +177,7 @@ func TestBackfillRace(t *testing.T) {
 		sk.DDL = "ignore"
 		tg := open(t, sk)
 		t.Cleanup(func() { tg.Close() })
-		runners[i] = startRunner(ctx, p, tg, sk, nil, log)
+		runners[i] = startRunner(ctx, p, tg, ds, sk, nil, log)
 		waitValue(t, c, key(i, 100), formats[i], "after", lastErr(i))
 	}
 }

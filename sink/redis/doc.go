@@ -137,7 +137,7 @@
 // INSERT (MGET 0.5, MSET 1.9; Redis's commandstats) against 1.4 µs a
 // plain SET of the same key and value, and the sink at 0.5 to 0.6 times
 // as many rows a second as a plain pipelined SET loop writes keys. A Lua
-// script a batch, which this replaced, took 4.5 µs a change (Lua copies
+// script a transaction, which this replaced, took 4.5 µs a change (Lua copies
 // every argument in and out; a script that only MSETs value and version
 // took 3.2) and reached 0.3 to 0.4 times. In memory, each row kept costs
 // a second key, its version (a deleted row's tombstone until it

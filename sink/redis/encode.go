@@ -9,13 +9,13 @@ import (
 	"github.com/braid-cdc/braid/sink"
 )
 
-// batch is one transaction's changes, encoded: an op per change, in
+// txn is one transaction's changes, encoded: an op per change, in
 // order, and a slot per key they touch. The bytes of keys, versions and
 // values go one after another in buf, and each argument of a command is
 // an *arg into it, which an interface holds without an allocation of its
 // own; when buf or args grow, the arguments made before keep the old
 // arrays.
-type batch struct {
+type txn struct {
 	t      *Target
 	buf    []byte
 	args   []arg
@@ -60,14 +60,14 @@ type arg struct{ b []byte }
 // MarshalBinary implements encoding.BinaryMarshaler, for go-redis.
 func (a *arg) MarshalBinary() ([]byte, error) { return a.b, nil }
 
-// batches keeps batches for the next transactions: a batch's arrays
+// txns keeps txns for the next transactions: a txn's arrays
 // (some 400 bytes a change) are most of what an apply allocates.
-var batches = sync.Pool{New: func() any { return &batch{index: map[string]int{}} }}
+var txns = sync.Pool{New: func() any { return &txn{index: map[string]int{}} }}
 
-// newBatch returns an empty batch of t for n changes, from batches; free
+// newTxn returns an empty txn of t for n changes, from txns; free
 // puts it back once nothing holds its arguments.
-func newBatch(t *Target, n int) *batch {
-	b := batches.Get().(*batch)
+func newTxn(t *Target, n int) *txn {
+	b := txns.Get().(*txn)
 	b.t = t
 	b.buf = slices.Grow(b.buf, 256*n) // a json row of some 10 columns, its key twice, its version
 	b.ops = slices.Grow(b.ops, n)
@@ -75,21 +75,21 @@ func newBatch(t *Target, n int) *batch {
 	return b
 }
 
-// free empties b and puts it back in batches.
-func (b *batch) free() {
+// free empties b and puts it back in txns.
+func (b *txn) free() {
 	clear(b.args)
 	clear(b.fields)
 	clear(b.ops)
 	clear(b.slots)
 	clear(b.save)
 	clear(b.index)
-	*b = batch{buf: b.buf[:0], args: b.args[:0], ops: b.ops[:0], slots: b.slots[:0], index: b.index,
+	*b = txn{buf: b.buf[:0], args: b.args[:0], ops: b.ops[:0], slots: b.slots[:0], index: b.index,
 		fields: b.fields[:0], save: b.save[:0]}
-	batches.Put(b)
+	txns.Put(b)
 }
 
 // arg is the argument of buf[start:end].
-func (b *batch) arg(start, end int) any {
+func (b *txn) arg(start, end int) any {
 	if len(b.args) == cap(b.args) {
 		b.args = make([]arg, 0, max(256, 2*cap(b.args)))
 	}
@@ -98,11 +98,11 @@ func (b *batch) arg(start, end int) any {
 }
 
 // since is the argument of what was appended to buf from start on.
-func (b *batch) since(start int) any { return b.arg(start, len(b.buf)) }
+func (b *txn) since(start int) any { return b.arg(start, len(b.buf)) }
 
 // key appends the key of ch's row, from its after image or its before
 // image.
-func (b *batch) key(ch *sink.Change, in *tableInfo, after bool) (start int) {
+func (b *txn) key(ch *sink.Change, in *tableInfo, after bool) (start int) {
 	rc := ch.Row
 	img := ch.Before
 	if after {
@@ -130,7 +130,7 @@ func (b *batch) key(ch *sink.Change, in *tableInfo, after bool) (start int) {
 // slot returns the slot of the key appended from start on, adding it
 // (and its version key) the first time; a key seen before is taken off
 // buf again.
-func (b *batch) slot(start int) int {
+func (b *txn) slot(start int) int {
 	if s, ok := b.index[string(b.buf[start:])]; ok {
 		b.buf = b.buf[:start]
 		return s
@@ -145,7 +145,7 @@ func (b *batch) slot(start int) int {
 }
 
 // add encodes a change.
-func (b *batch) add(ch *sink.Change) {
+func (b *txn) add(ch *sink.Change) {
 	rc := ch.Row
 	in := b.t.info(rc.Table)
 	if !in.saved.Load() && !slices.Contains(b.save, in) {

@@ -13,7 +13,7 @@ type counts struct{ applied, upserts, missing uint64 }
 
 // read sets each slot's version from got, the MGET of the version keys
 // in slot order (nil or a string each).
-func (b *batch) read(got []any) error {
+func (b *txn) read(got []any) error {
 	if len(got) != len(b.slots) {
 		return fmt.Errorf("read %d versions of %d keys", len(got), len(b.slots))
 	}
@@ -35,11 +35,11 @@ func (b *batch) read(got []any) error {
 // plan decides, from the versions read, what the transaction writes:
 // each op in order applies only where its key's version is absent or
 // older than the op's, and moves that version, so that a key's later op
-// in the batch sees its earlier one. Only each slot's last state is
+// in the transaction sees its earlier one. Only each slot's last state is
 // written (the transaction is atomic: nobody sees the states between).
 // It is pure: no Redis, the slots and the ops in, the slots' states and
 // the counts out.
-func (b *batch) plan() counts {
+func (b *txn) plan() counts {
 	var n counts
 	for i := range b.ops {
 		o := &b.ops[i]
@@ -83,13 +83,13 @@ func (b *batch) plan() counts {
 }
 
 // newer reports whether version v is newer than slot s's.
-func (b *batch) newer(s int, v sink.Point) bool {
+func (b *txn) newer(s int, v sink.Point) bool {
 	sl := &b.slots[s]
 	return !sl.has || sl.ver.Before(v)
 }
 
 // write makes op i's after-image slot s's value.
-func (b *batch) write(s, i int) {
+func (b *txn) write(s, i int) {
 	sl := &b.slots[s]
 	sl.has, sl.dead, sl.ver = true, false, b.ops[i].ver
 	sl.state, sl.last = 'w', i
@@ -98,7 +98,7 @@ func (b *batch) write(s, i int) {
 // tombstone deletes slot s's value by op i: missing if the value was not
 // there, which for a key the transaction has not written yet only its
 // DEL's reply says (a probe).
-func (b *batch) tombstone(s, i int, n *counts) {
+func (b *txn) tombstone(s, i int, n *counts) {
 	sl := &b.slots[s]
 	switch sl.state {
 	case 0:

@@ -53,16 +53,8 @@ const maxCall = 1000
 const maxWorkers = 256
 
 // Open connects to sink s of destination dest to its Redis (spec
-// address, user, password). It returns a *Target.
-func Open(ctx context.Context, s spec.Sink, dest string) (sink.Target, error) {
-	t, err := open(ctx, s, dest)
-	if err != nil {
-		return nil, err
-	}
-	return t, nil
-}
-
-func open(ctx context.Context, s spec.Sink, dest string) (*Target, error) {
+// address, user, password).
+func Open(ctx context.Context, s spec.Sink, dest string) (*Target, error) {
 	pw, err := s.ResolvePassword()
 	if err != nil {
 		return nil, err

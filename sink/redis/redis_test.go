@@ -17,6 +17,7 @@ import (
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/sink"
 	"github.com/braid-cdc/braid/sink/redis"
+	"github.com/braid-cdc/braid/sink/sinkrun"
 	"github.com/braid-cdc/braid/sink/verify"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
@@ -39,13 +40,11 @@ type runner struct {
 	stop func()
 }
 
-func startRunner(ctx context.Context, p *stream.Pipeline, target sink.Target, s spec.Sink, cursors group.CursorStore, log *slog.Logger) *runner {
-	r := &sink.Runner{Name: s.Name, Dest: "shop", Client: sink.ClientID(s.Name), Store: p.Store, Target: target, Workers: s.Workers,
-		Cursors: cursors, Logger: log}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); r.Run(rctx) }()
-	return &runner{r: r, stop: func() { cancel(); <-done }}
+// startRunner runs sink sk of ds, open as s (open), over p's store as
+// braid runs it.
+func startRunner(ctx context.Context, p *stream.Pipeline, s sink.Sink, ds *spec.Spec, sk spec.Sink, cursors group.CursorStore, log *slog.Logger) *runner {
+	r := sinkrun.NewRunner(ds, sk, s, p.Store, cursors, log)
+	return &runner{r: r, stop: sinkrun.Go(ctx, r)}
 }
 
 // shopSpec is six shard tables shop_N.orders on servers shards[N%len]
@@ -63,14 +62,18 @@ func shopSpec(t *testing.T, shards []*mysqltest.Server, sks ...spec.Sink) *spec.
 	return &ds
 }
 
-func open(t *testing.T, sk spec.Sink) *redis.Target {
+// open opens sink sk of destination shop as braid does.
+func open(t *testing.T, sk spec.Sink) sink.Sink {
 	t.Helper()
-	tg, err := redis.Open(t.Context(), sk, "shop")
+	s, err := sinkrun.Open(t.Context(), sk, "shop", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tg.(*redis.Target)
+	return s
 }
+
+// target is s's Redis target.
+func target(s sink.Sink) *redis.Target { return sinkrun.Client[*redis.Target](s) }
 
 var shopCols = []string{"id", "code", "amount", "note", "c"}
 
@@ -109,18 +112,18 @@ func TestApplyEqualsSources(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	targets := make([]*redis.Target, len(formats))
+	targets := make([]sink.Sink, len(formats))
 	runners := make([]*runner, len(formats))
 	for i, sk := range ds.Sinks {
 		targets[i] = open(t, sk)
 		defer targets[i].Close()
-		runners[i] = startRunner(ctx, p, targets[i], sk, cursors, log)
+		runners[i] = startRunner(ctx, p, targets[i], ds, sk, cursors, log)
 	}
 	sinktest.WriteShop(t, shards, func(round int) {
 		if round == 1 || round == 4 {
 			for i, sk := range ds.Sinks {
 				runners[i].stop() // stopped in the middle of applying; a new one goes on
-				runners[i] = startRunner(ctx, p, targets[i], sk, cursors, log)
+				runners[i] = startRunner(ctx, p, targets[i], ds, sk, cursors, log)
 			}
 		}
 	})
@@ -158,7 +161,7 @@ func TestApplyEqualsSources(t *testing.T) {
 		// braid sink verify's comparison finds them equal; then the
 		// value changed by hand and the key deleted by hand.
 		r := runners[i]
-		vcfg := verify.Config{Spec: ds, Sink: sk, Target: targets[i], Sample: 1000, Settle: time.Second,
+		vcfg := verify.Config{Spec: ds, Sink: sk, Target: target(targets[i]), Sample: 1000, Settle: time.Second,
 			Progress: func() (uint64, uint64) { a, _ := r.r.Applied(); return p.Dest.Stats().Seq, a }}
 		res, err := verify.Run(ctx, vcfg)
 		if err != nil || len(res.Differences) != 0 || res.Compared != len(want) {
@@ -226,7 +229,7 @@ func TestApplyEqualsSources(t *testing.T) {
 	for i, f := range formats {
 		tg := open(t, ds.Sinks[i])
 		defer tg.Close()
-		r := startRunner(ctx, again, tg, ds.Sinks[i], nil, log)
+		r := startRunner(ctx, again, tg, ds, ds.Sinks[i], nil, log)
 		defer r.stop()
 		sinktest.WaitFor(t, 30*time.Second, func() (bool, string) {
 			applied, lastErr := r.r.Applied()
@@ -243,7 +246,7 @@ func TestApplyEqualsSources(t *testing.T) {
 		// the two differences planted above, no more.
 		fresh := open(t, ds.Sinks[i])
 		defer fresh.Close()
-		res, err := verify.Run(ctx, verify.Config{Spec: ds, Sink: ds.Sinks[i], Target: fresh, Sample: 1000, Settle: time.Second,
+		res, err := verify.Run(ctx, verify.Config{Spec: ds, Sink: ds.Sinks[i], Target: target(fresh), Sample: 1000, Settle: time.Second,
 			Progress: func() (uint64, uint64) { a, _ := r.r.Applied(); return again.Dest.Stats().Seq, a }})
 		if err != nil || len(res.Differences) != 2 {
 			t.Errorf("%s: verify through a target that applied nothing: %v, differences %+v", f, err, res.Differences)
@@ -256,12 +259,10 @@ func TestApplyEqualsSources(t *testing.T) {
 	// nothing.
 	tg := open(t, ds.Sinks[0])
 	defer tg.Close()
-	r3 := &sink.Runner{Name: ds.Sinks[0].Name, Dest: "shop", Client: sink.ClientID("fence"), Store: again.Store, Target: blind{tg},
-		Workers: ds.Sinks[0].Workers, Logger: testLogger(t, slog.LevelError)}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); r3.Run(rctx) }()
-	defer func() { cancel(); <-done }()
+	// A second runner of the sink, on a store client of its own.
+	r3 := sinkrun.NewRunner(ds, ds.Sinks[0], sink.NewKeyed(ds.Sinks[0], blind{target(tg)}), again.Store, nil, testLogger(t, slog.LevelError))
+	r3.Client = sink.ClientID("fence")
+	defer sinkrun.Go(ctx, r3)()
 	sinktest.WaitFor(t, 20*time.Second, func() (bool, string) {
 		_, e := r3.Applied()
 		return strings.Contains(e, sink.ErrBehind.Error()), fmt.Sprintf("last error %q, want ErrBehind", e)

@@ -22,52 +22,85 @@ import (
 	"github.com/braid-cdc/braid/stream"
 )
 
-// Opened is a sink's open target: a Target it applies to, or for a sink
-// that publishes in order (rabbitmq, kafka) a Publisher.
-type Opened struct {
-	Target    sink.Target
-	Publisher sink.Publisher
-}
-
-// Stats returns what the target counted.
-func (o Opened) Stats() sink.Stats {
-	if o.Publisher != nil {
-		return o.Publisher.Stats()
-	}
-	return o.Target.Stats()
-}
-
-// Close disconnects from the target.
-func (o Opened) Close() error {
-	if o.Publisher != nil {
-		return o.Publisher.Close()
-	}
-	return o.Target.Close()
-}
-
-// Open connects to sink s of destination dest; log hears what a target
-// decides on its own (a checkpoint table migrated, a table applied as
-// statements).
-func Open(ctx context.Context, s spec.Sink, dest string, log *slog.Logger) (Opened, error) {
-	var (
-		o   Opened
-		err error
-	)
+// Open connects to sink s of destination dest and returns it as braid
+// runs it: a sink.Keyed over the target of a mysql, postgres or redis
+// sink, a sink.Ordered over the publisher of a rabbitmq or kafka sink.
+// log hears what a target decides on its own (a checkpoint table
+// migrated, a table applied as statements).
+func Open(ctx context.Context, s spec.Sink, dest string, log *slog.Logger) (sink.Sink, error) {
 	switch s.Type {
-	case "mysql":
-		o.Target, err = mysql.Open(ctx, s, dest, log)
-	case "postgres":
-		o.Target, err = postgres.Open(ctx, s, dest, log)
-	case "redis":
-		o.Target, err = redis.Open(ctx, s, dest)
-	case "rabbitmq":
-		o.Publisher, err = rabbitmq.Open(ctx, s, dest)
-	case "kafka":
-		o.Publisher, err = kafka.Open(ctx, s, dest)
-	default:
-		err = fmt.Errorf("sink %s: type %q: want one of %v", s.Name, s.Type, spec.SinkTypes)
+	case spec.SinkMySQL:
+		t, err := mysql.Open(ctx, s, dest, log)
+		return keyed(s, t, err)
+	case spec.SinkPostgres:
+		t, err := postgres.Open(ctx, s, dest, log)
+		return keyed(s, t, err)
+	case spec.SinkRedis:
+		t, err := redis.Open(ctx, s, dest)
+		return keyed(s, t, err)
+	case spec.SinkRabbitMQ:
+		return ordered(rabbitmq.Open(ctx, s, dest))
+	case spec.SinkKafka:
+		return ordered(kafka.Open(ctx, s, dest))
 	}
-	return o, err
+	return nil, fmt.Errorf("sink %s: type %q: want one of %v", s.Name, s.Type, spec.SinkTypes)
+}
+
+// keyed wraps the target a target package opened for s in sink.Keyed
+// (none when it failed, err).
+func keyed[T sink.Target](s spec.Sink, t T, err error) (sink.Sink, error) {
+	if err != nil {
+		return nil, err
+	}
+	return sink.NewKeyed(s, t), nil
+}
+
+// ordered wraps the publisher a target package opened in sink.Ordered
+// (none when it failed, err).
+func ordered[P sink.Publisher](p P, err error) (sink.Sink, error) {
+	if err != nil {
+		return nil, err
+	}
+	return sink.NewOrdered(p), nil
+}
+
+// Client is the target client s drives, as its type's package opened it
+// (a *mysql.Target, a *kafka.Publisher, ...): for a test or a tool that
+// reads the target's own state. It panics if s's client is not a T.
+func Client[T any](s sink.Sink) T {
+	switch s := s.(type) {
+	case *sink.Keyed:
+		return s.Target().(T)
+	case *sink.Ordered:
+		return s.Publisher().(T)
+	}
+	panic(fmt.Sprintf("sinkrun: %T has no target client", s))
+}
+
+// NewRunner returns the runner of sink sk of destination ds, open as s,
+// over store, as Start runs each sink: its client id, its name in the
+// logs, and a collision error that names the shard tables holding the
+// key. cursors, when set, keeps its cursor after each store batch (a cluster
+// owner saves every store client's cursor itself).
+func NewRunner(ds *spec.Spec, sk spec.Sink, s sink.Sink, store *stream.Store, cursors group.CursorStore, log *slog.Logger) *sink.Runner {
+	r := &sink.Runner{Name: sk.Name, Dest: ds.Name, Client: sink.ClientID(sk.Name), Store: store, Sink: s, Cursors: cursors, Logger: log.With("dest", ds.Name)}
+	r.Holders = func(ctx context.Context, e *sink.CollisionError) ([]string, error) { return verify.Holders(ctx, ds, e) }
+	return r
+}
+
+// Go runs r on a goroutine of its own until ctx ends or stop is called;
+// stop waits for it to return. For a caller that runs one sink by itself
+// (a test, a benchmark); Start runs a destination's every sink.
+func Go(ctx context.Context, r *sink.Runner) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := r.Run(ctx); err != nil {
+			r.Logger.Error("sink stopped", "sink", r.Name, "err", err)
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // Check connects to each of ds's sinks once, so that a wrong address or
@@ -130,12 +163,11 @@ type Set struct {
 type running struct {
 	spec   spec.Sink
 	runner *sink.Runner // nil until its target is reached
-	target Opened       // likewise
 	err    string       // why it is not running yet
 }
 
 // Start applies p's store to each of ds's sinks until ctx ends or Stop.
-// cursors, when set, keeps each sink's cursor after each batch (a cluster
+// cursors, when set, keeps each sink's cursor after each store batch (a cluster
 // owner saves every store client's cursor itself). A target that cannot
 // be reached is retried in the background, logged and shown in States.
 func Start(ctx context.Context, p *stream.Pipeline, ds *spec.Spec, cursors group.CursorStore, log *slog.Logger) *Set {
@@ -145,18 +177,14 @@ func Start(ctx context.Context, p *stream.Pipeline, ds *spec.Spec, cursors group
 		rn := &running{spec: sk}
 		set.runners = append(set.runners, rn)
 		set.wg.Go(func() {
-			target, ok := open(ctx, sk, ds.Name, log, func(err error) { set.mu.Lock(); rn.err = err.Error(); set.mu.Unlock() })
+			s, ok := open(ctx, sk, ds.Name, log, func(err error) { set.mu.Lock(); rn.err = err.Error(); set.mu.Unlock() })
 			if !ok {
 				return
 			}
-			defer target.Close()
-			r := &sink.Runner{Name: sk.Name, Dest: ds.Name, Client: sink.ClientID(sk.Name), Store: p.Store,
-				Target: target.Target, Publisher: target.Publisher,
-				Workers: sk.Workers, ByOrigin: sk.OriginColumn != "", Cursors: cursors, Logger: log.With("dest", ds.Name)}
-			// A collision error names the shard tables that hold the key.
-			r.Holders = func(ctx context.Context, e *sink.CollisionError) ([]string, error) { return verify.Holders(ctx, ds, e) }
+			defer s.Close()
+			r := NewRunner(ds, sk, s, p.Store, cursors, log)
 			set.mu.Lock()
-			rn.runner, rn.target, rn.err = r, target, ""
+			rn.runner, rn.err = r, ""
 			set.mu.Unlock()
 			log.Info("sink applying", "dest", ds.Name, "sink", sk.Name, "type", sk.Type, "address", sk.Where(), "workers", sk.Workers)
 			if err := r.Run(ctx); err != nil {
@@ -182,10 +210,10 @@ func (s *Set) Stats() []stream.SinkStats {
 		st := stream.SinkStats{Name: rn.spec.Name, Type: string(rn.spec.Type), Address: rn.spec.Where(), Workers: rn.spec.Workers, LastError: rn.err}
 		if rn.runner != nil {
 			applied, lastErr := rn.runner.Applied()
-			st.AppliedAt, st.Conflicts, st.RowsPerSecond = rn.runner.Progress()
-			ts := rn.target.Stats()
+			st.AppliedAt, st.RowsPerSecond = rn.runner.Progress()
+			ts := rn.runner.Sink.Stats()
 			st.AppliedSeq, st.LastError = applied, lastErr
-			st.Rows, st.Upserts, st.Missing, st.Replayed = ts.Applied, ts.Upserts, ts.Missing, ts.Replayed
+			st.Rows, st.Upserts, st.Missing, st.Replayed, st.Conflicts = ts.Applied, ts.Upserts, ts.Missing, ts.Replayed, ts.Conflicts
 			st.Pending, st.Returns = ts.Pending, ts.Returns
 			st.Running = true
 		}
@@ -196,7 +224,7 @@ func (s *Set) Stats() []stream.SinkStats {
 
 // open connects to sk's target, retrying with backoff (each failure
 // told to failed) until ctx ends (then false).
-func open(ctx context.Context, sk spec.Sink, dest string, log *slog.Logger, failed func(error)) (Opened, bool) {
+func open(ctx context.Context, sk spec.Sink, dest string, log *slog.Logger, failed func(error)) (sink.Sink, bool) {
 	backoff := 500 * time.Millisecond
 	for {
 		octx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -206,13 +234,13 @@ func open(ctx context.Context, sk spec.Sink, dest string, log *slog.Logger, fail
 			return t, true
 		}
 		if ctx.Err() != nil {
-			return Opened{}, false
+			return nil, false
 		}
 		failed(err)
 		log.Warn("sink target unreachable; retrying", "sink", sk.Name, "err", err, "retry_in", backoff)
 		select {
 		case <-ctx.Done():
-			return Opened{}, false
+			return nil, false
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 10*time.Second)

@@ -26,26 +26,26 @@ var errNotRunning = errors.New("the sink has not reached its target yet")
 const verifyTimeout = 2 * time.Minute
 
 // find returns the running sink named name.
-func (s *Set) find(name string) (*running, *sink.Runner, Opened, error) {
+func (s *Set) find(name string) (*running, *sink.Runner, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, rn := range s.runners {
 		if rn.spec.Name == name {
-			return rn, rn.runner, rn.target, nil
+			return rn, rn.runner, nil
 		}
 	}
 	names := make([]string, 0, len(s.runners))
 	for _, rn := range s.runners {
 		names = append(names, rn.spec.Name)
 	}
-	return nil, nil, Opened{}, fmt.Errorf("%w %q: destination %s has %v", ErrUnknownSink, name, s.ds.Name, names)
+	return nil, nil, fmt.Errorf("%w %q: destination %s has %v", ErrUnknownSink, name, s.ds.Name, names)
 }
 
 // Detail is one sink's spec (its password hidden) and its workers'
 // checkpoints as its target holds them; the caller adds its state
 // (Stats) and the head seq.
 func (s *Set) Detail(ctx context.Context, name string) (wire.SinkDetail, error) {
-	rn, r, target, err := s.find(name)
+	rn, r, err := s.find(name)
 	if err != nil {
 		return wire.SinkDetail{}, err
 	}
@@ -61,10 +61,7 @@ func (s *Set) Detail(ctx context.Context, name string) (wire.SinkDetail, error) 
 		d.CheckpointsError = errNotRunning.Error()
 		return d, nil
 	}
-	if target.Target == nil {
-		return d, nil // a publisher's place is its cursor (and for kafka the topic)
-	}
-	ckpt, err := target.Target.Checkpoints(ctx, sk.Workers)
+	ckpt, err := r.Sink.Checkpoints(ctx) // none for a publisher: its place is its cursor (and for kafka the topic)
 	if err != nil {
 		d.CheckpointsError = err.Error()
 		return d, nil
@@ -80,7 +77,7 @@ func (s *Set) Detail(ctx context.Context, name string) (wire.SinkDetail, error) 
 // with the sources (package sink/verify). It ends when ctx does, when
 // the sinks stop, or after verifyTimeout.
 func (s *Set) Verify(ctx context.Context, name string, sample int, tables []string) (wire.SinkVerify, error) {
-	rn, r, target, err := s.find(name)
+	rn, r, err := s.find(name)
 	if err != nil {
 		return wire.SinkVerify{}, err
 	}
@@ -96,14 +93,17 @@ func (s *Set) Verify(ctx context.Context, name string, sample int, tables []stri
 		}
 		return s.p.Dest.Stats().Seq, applied
 	}
-	if target.Publisher != nil {
+	var vt verify.Target
+	switch sk := r.Sink.(type) {
+	case *sink.Ordered:
 		// A broker's messages are its consumers' to compare: what verify
 		// tells is how far the sink has published, confirmed.
 		head, applied := progress()
 		return wire.SinkVerify{Destination: s.ds.Name, Sink: name, Published: true, HeadSeq: head, AppliedSeq: applied, Settled: applied >= head}, nil
+	case *sink.Keyed:
+		vt, _ = sk.Target().(verify.Target)
 	}
-	vt, ok := target.Target.(verify.Target)
-	if !ok {
+	if vt == nil {
 		return wire.SinkVerify{}, fmt.Errorf("sink %s: a %s target cannot be verified yet", name, rn.spec.Type)
 	}
 	ctx, cancel := context.WithTimeout(ctx, verifyTimeout)

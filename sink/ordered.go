@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"slices"
-	"time"
 
 	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/flat"
@@ -36,9 +35,8 @@ type Message struct {
 	Body []byte
 }
 
-// Publisher is a target that takes the stream in order, as messages
-// (rabbitmq, kafka): a Runner with a Publisher relays rather than
-// applies, on one goroutine.
+// Publisher is the thin client under an Ordered sink: a target that
+// takes the stream in order, as messages (sink/rabbitmq, sink/kafka).
 type Publisher interface {
 	// MaxRows caps the rows of one message (0: flat's default). 1 makes
 	// each message one row, for a target that keys messages by their
@@ -49,7 +47,8 @@ type Publisher interface {
 	// Publish sends msgs, in order, and returns once the target has
 	// confirmed every one; an error means some may not have been. A
 	// Publisher that can tell which messages it already holds (after a
-	// crash) skips them.
+	// crash) skips them. Publish is called on one goroutine, one call at
+	// a time.
 	Publish(ctx context.Context, msgs []Message) error
 	// Stats returns what the publisher counted (Applied: messages
 	// confirmed).
@@ -57,12 +56,38 @@ type Publisher interface {
 	Close() error
 }
 
-// relay publishes store batches until an error: each batch's messages in
-// one Publish, and the batches acked once their messages are confirmed
-// and they end at a transaction's end, so that a retry (which starts after
-// the last acked batch) always starts a transaction at its first message.
-func (r *Runner) relay(ctx context.Context) error {
-	fw := &flat.Writer{MaxRows: r.Publisher.MaxRows(), SplitKeyChanges: r.Publisher.MaxRows() == 1}
+// Ordered is the Sink that publishes a stream to a Publisher in order,
+// on one goroutine: each store batch's messages in one Publish, at least
+// once, each message with the same id (seq, n) every time it is sent.
+type Ordered struct {
+	pub Publisher
+}
+
+var _ Sink = (*Ordered)(nil)
+
+// NewOrdered returns the Ordered sink over publisher p.
+func NewOrdered(p Publisher) *Ordered { return &Ordered{pub: p} }
+
+// Publisher returns the target client o publishes to.
+func (o *Ordered) Publisher() Publisher { return o.pub }
+
+// Checkpoints implements Sink: none, an Ordered sink's place is its
+// cursor (and for kafka the topic, which the Publisher reads itself).
+func (o *Ordered) Checkpoints(context.Context) ([]Point, error) { return nil, nil }
+
+// Stats implements Sink.
+func (o *Ordered) Stats() Stats { return o.pub.Stats() }
+
+// Close implements Sink.
+func (o *Ordered) Close() error { return o.pub.Close() }
+
+// Apply implements Sink: it publishes store batches until an error, each
+// store batch's messages in one Publish, and acks the batches once their
+// messages are confirmed and they end at a transaction's end, so that a
+// retry (which starts after the last acked store batch) always starts a
+// transaction at its first message.
+func (o *Ordered) Apply(ctx context.Context, f *Feed) error {
+	fw := &flat.Writer{MaxRows: o.pub.MaxRows(), SplitKeyChanges: o.pub.MaxRows() == 1}
 	var (
 		msgs    []Message
 		pending []int64 // batches published, not acked
@@ -70,7 +95,7 @@ func (r *Runner) relay(ctx context.Context) error {
 		n       int
 	)
 	for {
-		b, err := r.Store.Get(ctx, r.Client, 1024, 500*time.Millisecond)
+		b, err := f.Next(ctx)
 		if err != nil {
 			return err
 		}
@@ -99,7 +124,7 @@ func (r *Runner) relay(ctx context.Context) error {
 			}
 		}
 		if len(msgs) > 0 {
-			if err := r.Publisher.Publish(ctx, msgs); err != nil {
+			if err := o.pub.Publish(ctx, msgs); err != nil {
 				return err
 			}
 		}
@@ -109,12 +134,12 @@ func (r *Runner) relay(ctx context.Context) error {
 			continue // inside a transaction: acked with its end
 		}
 		for _, id := range pending {
-			if err := r.Store.Ack(r.Client, id); err != nil {
+			if err := f.Ack(id, last.Seq, last.CommitTime); err != nil {
 				return err
 			}
 		}
 		pending = pending[:0]
-		if err := r.acked(last.Seq, last.CommitTime, r.Publisher.Stats().Applied, true); err != nil {
+		if err := f.Save(); err != nil {
 			return err
 		}
 	}
