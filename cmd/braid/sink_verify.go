@@ -39,7 +39,7 @@ func verifyHere(ctx context.Context, ds *spec.Spec, dest, sinkName string, sampl
 		return wire.SinkVerify{}, err
 	}
 	defer o.Close()
-	vt, ok := o.Target.(verify.Target)
+	vt, ok := sinkrun.VerifyTarget(o)
 	if !ok {
 		return wire.SinkVerify{}, fmt.Errorf("sink %s: a %s sink %w: its consumers compare the messages it published", sk.Name, sk.Type, errNotHere)
 	}

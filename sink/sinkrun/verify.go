@@ -93,17 +93,14 @@ func (s *Set) Verify(ctx context.Context, name string, sample int, tables []stri
 		}
 		return s.p.Dest.Stats().Seq, applied
 	}
-	var vt verify.Target
-	switch sk := r.Sink.(type) {
-	case *sink.Ordered:
+	if _, ok := r.Sink.(*sink.Ordered); ok {
 		// A broker's messages are its consumers' to compare: what verify
 		// tells is how far the sink has published, confirmed.
 		head, applied := progress()
 		return wire.SinkVerify{Destination: s.ds.Name, Sink: name, Published: true, HeadSeq: head, AppliedSeq: applied, Settled: applied >= head}, nil
-	case *sink.Keyed:
-		vt, _ = sk.Target().(verify.Target)
 	}
-	if vt == nil {
+	vt, ok := VerifyTarget(r.Sink)
+	if !ok {
 		return wire.SinkVerify{}, fmt.Errorf("sink %s: a %s target cannot be verified yet", name, rn.spec.Type)
 	}
 	ctx, cancel := context.WithTimeout(ctx, verifyTimeout)
@@ -116,6 +113,18 @@ func (s *Set) Verify(ctx context.Context, name string, sample int, tables []stri
 		}
 	}()
 	return verify.Run(ctx, verify.Config{Spec: s.ds, Sink: rn.spec, Target: vt, Sample: sample, Tables: tables, Progress: progress, Logger: r.Logger})
+}
+
+// VerifyTarget is the target of s that braid sink verify compares with
+// the sources, if it can (a Keyed sink's target that implements
+// verify.Target; a publisher's messages are its consumers' to compare).
+func VerifyTarget(s sink.Sink) (verify.Target, bool) {
+	k, ok := s.(*sink.Keyed)
+	if !ok {
+		return nil, false
+	}
+	vt, ok := k.Target().(verify.Target)
+	return vt, ok
 }
 
 // The targets braid sink verify can compare.
