@@ -116,7 +116,7 @@ func (n *Node) caller(w http.ResponseWriter, r *http.Request) (*auth.User, bool)
 	}
 	if !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="braid"`)
-		writeError(w, http.StatusUnauthorized, "this node needs a user's credential: set BRAID_TOKEN=NAME:PASSWORD or give --token-file (basic auth or Authorization: Bearer NAME:PASSWORD), or log in on the status page")
+		writeError(w, http.StatusUnauthorized, "this node needs a user's credential (basic auth or Authorization: Bearer NAME:PASSWORD), or log in on the status page")
 		return nil, false
 	}
 	u, err := n.cfg.Users.LoginFrom(remoteHost(r), name, pass)

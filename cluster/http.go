@@ -266,7 +266,7 @@ func (n *Node) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if n.box == nil && stored > 0 {
-		n.log.Warn(clearSecrets+": give every node the same --secrets-key-file (or --gossip-key-file), then create the destination again",
+		n.log.Warn(clearSecrets+": give every node the same secrets key (or gossip key), then create the destination again",
 			"dest", ds.Name, "passwords", stored)
 	}
 	n.readYourWrite(ctx)
@@ -392,7 +392,7 @@ func (n *Node) remove(w http.ResponseWriter, r *http.Request) {
 		}
 		if len(consumers) > 0 {
 			clients := slices.Sorted(maps.Keys(consumers))
-			writeError(w, http.StatusConflict, "destination %q has consumers (client ids %s) who would lose their place: stop them first, or delete with --force",
+			writeError(w, http.StatusConflict, "destination %q has consumers (client ids %s) who would lose their place: stop them first, or delete it with force",
 				name, strings.Join(clients, ", "))
 			return
 		}

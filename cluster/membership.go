@@ -271,11 +271,11 @@ func (m *membership) check(n *memberlist.Node) error {
 		return fmt.Errorf("cluster: node %s (%s) sent no braid metadata: is it a braid server?", n.Name, n.Address())
 	}
 	if mb.Cluster != m.self.Cluster {
-		return fmt.Errorf("%w: node %s (%s) belongs to cluster %q, this one is %q: check --join and --cluster",
+		return fmt.Errorf("%w: node %s (%s) belongs to cluster %q, this one is %q: check the addresses it joins and the cluster's name",
 			errWrongCluster, n.Name, n.Address(), mb.Cluster, m.self.Cluster)
 	}
 	if n.Name == m.self.Name && n.Address() != m.self.Gossip {
-		return fmt.Errorf("cluster: node %s (%s) has this node's name (%s at %s): every node needs its own --name",
+		return fmt.Errorf("cluster: node %s (%s) has this node's name (%s at %s): every node needs a name of its own",
 			n.Name, n.Address(), m.self.Name, m.self.Gossip)
 	}
 	return nil
@@ -310,7 +310,7 @@ func (m *membership) NotifyAlive(n *memberlist.Node) error {
 
 // NotifyConflict implements memberlist.ConflictDelegate.
 func (m *membership) NotifyConflict(existing, other *memberlist.Node) {
-	m.log.Error("two nodes claim one name: every node needs its own --name",
+	m.log.Error("two nodes claim one name: every node needs a name of its own",
 		"name", existing.Name, "known at", existing.Address(), "other at", other.Address())
 }
 

@@ -139,10 +139,10 @@ const DefaultLease = time.Second
 
 func (c *Config) defaults() error {
 	if c.Name == "" || c.DataDir == "" {
-		return errors.New("cluster: a node needs a name (--name) and a data directory (--data-dir)")
+		return &SettingError{Fields: []string{"Name", "DataDir"}, Err: errors.New("cluster: a node needs a name and a data directory")}
 	}
 	if c.RaftPort <= 0 || c.GossipPort <= 0 || c.HTTPPort <= 0 {
-		return errors.New("cluster: a node needs --raft-port, --gossip-port and --http-port")
+		return &SettingError{Fields: []string{"RaftPort", "GossipPort", "HTTPPort"}, Err: errors.New("cluster: a node needs a raft port, a gossip port and an HTTP port")}
 	}
 	if c.Cluster == "" {
 		c.Cluster = "braid"
@@ -165,11 +165,12 @@ func (c *Config) defaults() error {
 	if c.InsecureWarnEvery <= 0 {
 		c.InsecureWarnEvery = time.Minute
 	}
-	if gaps := c.unprotected(); len(gaps) > 0 && !c.Insecure {
-		return fmt.Errorf("%w: %s; give them (braid certs makes the certificates and the gossip key, braid users hash the users file's hashes), or --insecure to run unprotected", ErrUnprotected, strings.Join(gaps, "; "))
+	if gaps, fields := c.unprotected(); len(gaps) > 0 && !c.Insecure {
+		return &SettingError{Fields: append(fields, "Insecure"), Err: fmt.Errorf("%w: %s; give them (braid certs makes the certificates and the gossip key, braid users hash the users file's hashes), or make it insecure to run unprotected",
+			ErrUnprotected, strings.Join(gaps, "; "))}
 	}
 	if c.GossipKey != nil && !slices.Contains([]int{16, 24, 32}, len(c.GossipKey)) {
-		return fmt.Errorf("cluster: the gossip key has %d bytes, want 16, 24 or 32: make one with braid certs gossip-key", len(c.GossipKey))
+		return &SettingError{Fields: []string{"GossipKey"}, Err: fmt.Errorf("cluster: the gossip key has %d bytes, want 16, 24 or 32: make one with braid certs gossip-key", len(c.GossipKey))}
 	}
 	return nil
 }
@@ -181,23 +182,25 @@ var ErrUnprotected = errors.New("cluster: refusing to start unprotected")
 // unprotected says what of the node anyone who reaches it could abuse:
 // the node port and gossip of a node meant for a cluster of several
 // without TLS and a gossip key, and ports on a non-loopback address
-// without users.
-func (c *Config) unprotected() []string {
-	var gaps []string
+// without users. fields are the Config fields that would close the gaps.
+func (c *Config) unprotected() (gaps, fields []string) {
 	if c.BootstrapExpect > 1 || len(c.Join) > 0 {
 		if c.TLS == nil {
-			gaps = append(gaps, "the raft port would take any connection (no --tls-ca, --tls-cert, --tls-key)")
+			gaps = append(gaps, "the raft port would take any connection (no TLS: CA, certificate and key)")
+			fields = append(fields, "TLS")
 		}
 		if c.GossipKey == nil {
-			gaps = append(gaps, "gossip would take any node as a member (no --gossip-key-file)")
+			gaps = append(gaps, "gossip would take any node as a member (no gossip key)")
+			fields = append(fields, "GossipKey")
 		}
 	}
 	if c.Users == nil {
 		if ip := net.ParseIP(c.Addr); ip == nil || !ip.IsLoopback() {
-			gaps = append(gaps, fmt.Sprintf("the HTTP and canal ports on %s would serve anyone (no --users-file)", c.Addr))
+			gaps = append(gaps, fmt.Sprintf("the HTTP and canal ports on %s would serve anyone (no users file)", c.Addr))
+			fields = append(fields, "Users")
 		}
 	}
-	return gaps
+	return gaps, fields
 }
 
 // Node is one braid server: a member of the Raft group that stores the
@@ -273,7 +276,7 @@ func Start(cfg Config) (*Node, error) {
 	}
 	hostPort := func(port int) string { return net.JoinHostPort(cfg.Addr, strconv.Itoa(port)) }
 	if n.httpLn, err = net.Listen("tcp", hostPort(cfg.HTTPPort)); err != nil {
-		return nil, fmt.Errorf("cluster: http port: %w: is another process using it? choose another with --http-port", err)
+		return nil, &SettingError{Fields: []string{"HTTPPort"}, Err: fmt.Errorf("cluster: http port: %w: is another process using it? choose another", err)}
 	}
 	n.httpLn = netlimit.Listen(n.httpLn, cfg.MaxConnections, n.log.With("port", "http"))
 	if cfg.HTTPTLS != nil {
@@ -282,7 +285,7 @@ func Start(cfg Config) (*Node, error) {
 	if cfg.CanalPort > 0 {
 		if n.canalLn, err = net.Listen("tcp", hostPort(cfg.CanalPort)); err != nil {
 			n.httpLn.Close()
-			return nil, fmt.Errorf("cluster: canal port: %w: is another process (a canal server?) using it? choose another with --canal-port", err)
+			return nil, &SettingError{Fields: []string{"CanalPort"}, Err: fmt.Errorf("cluster: canal port: %w: is another process (a canal server?) using it? choose another", err)}
 		}
 		n.canalLn = netlimit.Listen(n.canalLn, cfg.MaxConnections, n.log.With("port", "canal"))
 		n.canalSrv = canal.NewServer(n.canalConfig())
@@ -384,11 +387,11 @@ func (n *Node) Run(ctx context.Context) error {
 	wg.Go(func() { n.leaderLoop(ctx) })
 	wg.Go(func() { n.ownerLoop(ctx) })
 	wg.Go(func() { n.page.sample(ctx) })
-	if gaps := n.cfg.unprotected(); len(gaps) > 0 {
+	if gaps, _ := n.cfg.unprotected(); len(gaps) > 0 {
 		wg.Go(func() { n.warnInsecure(ctx, gaps) })
 	}
 	if n.box == nil {
-		n.log.Warn(clearSecrets + ": give every node the same --secrets-key-file (or --gossip-key-file); braid certs gossip-key makes one")
+		n.log.Warn(clearSecrets + ": give every node the same secrets key (or gossip key); braid certs gossip-key makes one")
 	}
 
 	var err error
@@ -432,7 +435,7 @@ func (n *Node) warnInsecure(ctx context.Context, gaps []string) {
 	t := time.NewTicker(n.cfg.InsecureWarnEvery)
 	defer t.Stop()
 	for {
-		n.log.Warn("running with --insecure: " + strings.Join(gaps, "; ") + "; see braid certs and braid users")
+		n.log.Warn("running insecure: " + strings.Join(gaps, "; ") + "; see braid certs and braid users")
 		select {
 		case <-ctx.Done():
 			return

@@ -90,7 +90,7 @@ func (n *Node) proveMember(ctx context.Context, m Member) error {
 		return errors.New("it showed no certificate")
 	}
 	if cn := st.PeerCertificates[0].Subject.CommonName; cn != m.Name {
-		return fmt.Errorf("its certificate was issued to %q, not to %q: issue it one with braid certs node --name %s", cn, m.Name, m.Name)
+		return fmt.Errorf("its certificate was issued to %q, not to %q: issue it one for %s with braid certs node", cn, m.Name, m.Name)
 	}
 	return nil
 }

@@ -209,7 +209,7 @@ func TestInsecureNodeWarnsEveryInterval(t *testing.T) {
 	time.Sleep(time.Second)
 	cancel()
 	<-done
-	if got := strings.Count(logs.String(), "running with --insecure"); got < 3 {
+	if got := strings.Count(logs.String(), "running insecure"); got < 3 {
 		t.Errorf("%d warnings in a second at one per 200ms:\n%s", got, logs.String())
 	}
 	cfg.Insecure = false

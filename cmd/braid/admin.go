@@ -37,10 +37,16 @@ func adminContext() (context.Context, context.CancelFunc) {
 // adminError is a failed call as one line for the operator: the node's own
 // message when it answered, else what kept it from answering.
 func adminError(server string, err error) error {
+	return callError("", server, err)
+}
+
+// callError is adminError for the leaf command path, with the flag
+// that would change the node's answer (callHint).
+func callError(path, server string, err error) error {
 	var se *client.Error
 	switch {
 	case errors.As(err, &se):
-		return errors.New(se.Message)
+		return errors.New(se.Message + callHint(path, se))
 	case errors.Is(err, client.ErrUnreachable):
 		return fmt.Errorf("cannot reach %s: %v: is a braid server running there?", server, rootErr(err))
 	case errors.Is(err, context.DeadlineExceeded):
@@ -453,7 +459,7 @@ func startAdmin(fs *flag.FlagSet, args []string, stderr io.Writer) (a *adminComm
 	}
 	a.asJSON = *asJSON
 	a.fail = func(err error) int {
-		fmt.Fprintf(stderr, "braid %s: %s\n", a.path, oneLine(adminError(conn.server, err)))
+		fmt.Fprintf(stderr, "braid %s: %s\n", a.path, oneLine(callError(a.path, conn.server, err)))
 		return 1
 	}
 	ac, err := conn.client()

@@ -90,6 +90,10 @@ func runCertsNode(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	certFile, keyFile, err := pki.IssueNode(*dir, *name, addrs)
+	if errors.Is(err, pki.ErrNoCA) {
+		fmt.Fprintf(stderr, "braid certs node: no CA in %s: run 'braid certs init --dir %s' first\n", *dir, shellWord(*dir))
+		return 1
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "braid certs node:", oneLine(err))
 		return 1

@@ -275,7 +275,7 @@ func TestClusterBadInput(t *testing.T) {
 	}
 	c.waitFor(t, 10*time.Second, "the consumer's cursor in raft", func() (bool, string) {
 		_, errs, code := cli("destination", "delete", "shop", "--server", url)
-		return code != 0 && strings.Contains(errs, "keeper"), errs
+		return code != 0 && strings.Contains(errs, "keeper") && strings.Contains(errs, "delete it with force (--force)"), errs
 	})
 	if _, errs, code := cli("destination", "delete", "shop", "--force", "--server", url); code != 0 {
 		t.Errorf("delete --force: %s", errs)
@@ -300,7 +300,7 @@ func TestClusterBadInput(t *testing.T) {
 	defer twin.Kill()
 	c.waitFor(t, 20*time.Second, "a clear error about two nodes named n1", func() (bool, string) {
 		logs := twin.logTail() + c.nodes[1].logTail() + c.nodes[0].logTail()
-		return strings.Contains(logs, "own --name"), ""
+		return strings.Contains(logs, "a name of its own"), ""
 	})
 	// The cluster still has its three nodes and a leader.
 	st, err := c.status(c.nodes[2])

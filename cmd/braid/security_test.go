@@ -32,7 +32,7 @@ func TestServerRefusesToRunUnprotected(t *testing.T) {
 	n := newNode(t, nil, "n1", t.TempDir(), "--insecure", "--bootstrap-expect", "3")
 	n.start(t, braidproc.Binary(t), []string{"127.0.0.1:1"})
 	deadline := time.Now().Add(15 * time.Second)
-	for !strings.Contains(n.logTail(), "running with --insecure") {
+	for !strings.Contains(n.logTail(), "running insecure") {
 		if time.Now().After(deadline) || !n.Running() {
 			t.Fatalf("an --insecure node does not warn:\n%s", n.logTail())
 		}

@@ -100,7 +100,7 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 	}
 	node, err := cluster.Start(cfg)
 	if err != nil {
-		fmt.Fprintln(stderr, "braid server:", oneLine(err))
+		fmt.Fprintln(stderr, "braid server:", serverError(err))
 		if errors.Is(err, cluster.ErrUnprotected) {
 			return 2
 		}

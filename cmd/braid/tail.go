@@ -110,6 +110,10 @@ func runTail(args []string, stdout, stderr io.Writer) int {
 		return nil
 	})
 	if err != nil && !errors.Is(err, errEnough) {
+		var se *client.Error
+		if errors.As(err, &se) {
+			err = fmt.Errorf("%w%s", err, callHint("tail", se))
+		}
 		fmt.Fprintln(stderr, "braid tail:", oneLine(err))
 		return 1
 	}

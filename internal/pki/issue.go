@@ -18,6 +18,9 @@ import (
 	"time"
 )
 
+// ErrNoCA: the directory holds no CA to sign with.
+var ErrNoCA = errors.New("no CA")
+
 // The files of a CA directory.
 const (
 	caCertFile = "ca.pem"
@@ -246,7 +249,7 @@ func loadCA(dir string, now time.Time) (*x509.Certificate, *ecdsa.PrivateKey, er
 		_, err = os.Stat(keyFile)
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, fmt.Errorf("pki: no CA in %s: run 'braid certs init --dir %s' first", dir, dir)
+		return nil, nil, fmt.Errorf("pki: %w in %s: make it first with braid certs init", ErrNoCA, dir)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("pki: cannot read the CA in %s: %v", dir, pathCause(err))

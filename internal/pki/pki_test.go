@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -320,8 +321,8 @@ func readAll(t *testing.T, dir string, names ...string) []byte {
 func TestIssueNodeWithoutCA(t *testing.T) {
 	dir := t.TempDir()
 	_, _, err := IssueNode(dir, "n1", nil)
-	want := "pki: no CA in " + dir + ": run 'braid certs init --dir " + dir + "' first"
-	if err == nil || err.Error() != want {
+	want := "pki: no CA in " + dir + ": make it first with braid certs init"
+	if err == nil || err.Error() != want || !errors.Is(err, ErrNoCA) {
 		t.Fatalf("err = %v, want %s", err, want)
 	}
 }

@@ -26,10 +26,10 @@ import (
 const Prefix = "braid-sealed:v1:"
 
 // ErrNoKey: a sealed value met a node without the key to open it.
-var ErrNoKey = errors.New("secret: the value is sealed and this node has no secrets key (--secrets-key-file, or the cluster's --gossip-key-file)")
+var ErrNoKey = errors.New("secret: the value is sealed and this node has no secrets key (its own, or the cluster's gossip key)")
 
 // ErrOpen: a sealed value does not open under this node's key.
-var ErrOpen = errors.New("secret: the value does not open with this node's secrets key: every node of a cluster needs the same --secrets-key-file (or --gossip-key-file)")
+var ErrOpen = errors.New("secret: the value does not open with this node's secrets key: every node of a cluster needs the same secrets key (or gossip key)")
 
 // Box seals and opens values under one key. A nil *Box seals nothing
 // (Seal returns its input) and opens only plain values.
