@@ -17,6 +17,7 @@ import (
 	"github.com/braid-cdc/braid/api/native"
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/stream"
 )
 
@@ -78,7 +79,7 @@ func TestVoidAckIs409(t *testing.T) {
 	s.seqs(t, 2)
 	s.close()
 	// Another reader of c1 takes everything back and reads it again.
-	time.Sleep(50 * time.Millisecond) // the handler sees the stream end
+	waitStreamsEnd(t, hc, srv.URL)
 	if err := store.Rollback("c1"); err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +183,7 @@ func TestHandlerForgetsExpiredIDs(t *testing.T) {
 	for i := range 300 {
 		open(fmt.Sprint("old-", i))
 	}
-	time.Sleep(100 * time.Millisecond) // the handler sees the streams end
+	waitStreamsEnd(t, hc, srv.URL)
 	for i := range 300 {
 		store.Unsubscribe(fmt.Sprint("old-", i)) // as Maintain expires them
 	}
@@ -192,4 +193,22 @@ func TestHandlerForgetsExpiredIDs(t *testing.T) {
 	if n := native.ClientStates(srv.Config.Handler); n > 320 {
 		t.Errorf("the handler keeps %d client states for the store's 300", n)
 	}
+}
+
+// waitStreamsEnd waits until the handler at base has seen every stream
+// of shop end: none of its client ids shows as streaming.
+func waitStreamsEnd(t *testing.T, hc *http.Client, base string) {
+	t.Helper()
+	retry.Until(t, 5*time.Second, func() error {
+		var cs []wire.ClientState
+		if st := get(t, hc, base+"/v1/destinations/shop/consumers", &cs); st != http.StatusOK {
+			return fmt.Errorf("GET consumers: %d", st)
+		}
+		for _, c := range cs {
+			if c.Streaming {
+				return fmt.Errorf("client %s still streaming", c.ID)
+			}
+		}
+		return nil
+	})
 }
