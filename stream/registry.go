@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/spec"
 )
 
 // ErrUnknownDestination: no destination of that name is served here.
@@ -104,8 +105,10 @@ func (r *Registry) namesLocked() []string {
 // SinkStats is one sink of a destination (package sink), as the servers
 // show it.
 type SinkStats struct {
-	Name, Type, Address string
-	Workers             int
+	Name    string
+	Type    spec.SinkType
+	Address string
+	Workers int
 	// Running is set once its target was reached.
 	Running bool
 	// AppliedSeq is the seq of the last transaction applied whole.

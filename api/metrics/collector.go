@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )
 
@@ -185,12 +186,12 @@ func (c *Collector) collect(ch chan<- prometheus.Metric, s *stream.Served, now t
 			emit(sinkRows, float64(sk.Rows), l...)
 			emit(sinkUpserts, float64(sk.Upserts), l...)
 			emit(sinkMissing, float64(sk.Missing), l...)
-			if sk.Type == "mysql" {
+			if sk.Type == spec.SinkMySQL {
 				emit(sinkReplayed, float64(sk.Replayed), l...)
 			}
 			emit(sinkUp, boolValue(sk.Running && sk.LastError == ""), l...)
 			emit(sinkConfl, float64(sk.Conflicts), l...)
-			if sk.Type == "rabbitmq" || sk.Type == "kafka" {
+			if sk.Type == spec.SinkRabbitMQ || sk.Type == spec.SinkKafka {
 				emit(sinkPending, float64(sk.Pending), l...)
 				emit(sinkReturns, float64(sk.Returns), l...)
 			}

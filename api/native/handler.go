@@ -288,7 +288,7 @@ func (h *handler) ddl(w http.ResponseWriter, r *http.Request) {
 func SinkStates(sinks []stream.SinkStats, head uint64) []wire.SinkState {
 	out := make([]wire.SinkState, 0, len(sinks))
 	for _, sk := range sinks {
-		out = append(out, wire.SinkState{Name: sk.Name, Type: sk.Type, Address: sk.Address, Workers: sk.Workers, Running: sk.Running,
+		out = append(out, wire.SinkState{Name: sk.Name, Type: string(sk.Type), Address: sk.Address, Workers: sk.Workers, Running: sk.Running,
 			AppliedSeq: sk.AppliedSeq, LagSeq: head - min(head, sk.AppliedSeq), Rows: sk.Rows, Upserts: sk.Upserts, Missing: sk.Missing,
 			Replayed: sk.Replayed, Pending: sk.Pending, Returns: sk.Returns,
 			Conflicts: sk.Conflicts, LagSeconds: sk.LagSeconds(head, time.Now()), RowsPerSecond: sk.RowsPerSecond, LastError: sk.LastError})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/sink/verify"
+	"github.com/braid-cdc/braid/spec"
 )
 
 // sinkCommand is braid sink's leaves.
@@ -124,13 +125,13 @@ func printSinkDetail(w io.Writer, d wire.SinkDetail) {
 	fmt.Fprintf(tw, "address:\t%s\n", s.Address)
 	fmt.Fprintf(tw, "state:\t%s\n", sinkState(s))
 	fmt.Fprintf(tw, "applied seq:\t%d of %d (lag %d, %.1f s)\n", s.AppliedSeq, d.HeadSeq, s.LagSeq, s.LagSeconds)
-	switch s.Type {
-	case "rabbitmq", "kafka":
+	switch spec.SinkType(s.Type) {
+	case spec.SinkRabbitMQ, spec.SinkKafka:
 		fmt.Fprintf(tw, "messages confirmed:\t%d, %.0f/s (pending %d, returned %d)\n", s.Rows, s.RowsPerSecond, s.Pending, s.Returns)
 	default:
 		fmt.Fprintf(tw, "rows applied:\t%d, %.0f/s (upserts %d, missing rows %d, conflicts %d)\n", s.Rows, s.RowsPerSecond, s.Upserts, s.Missing, s.Conflicts)
 	}
-	if s.Type == "mysql" {
+	if spec.SinkType(s.Type) == spec.SinkMySQL {
 		fmt.Fprintf(tw, "replayed:\t%d of the rows as binlog row events (the rest as SQL statements)\n", s.Replayed)
 	}
 	fmt.Fprintf(tw, "workers:\t%d\n", s.Workers)

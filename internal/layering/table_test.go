@@ -60,7 +60,7 @@ var table = map[string]rule{
 	"api/canal":  {may: apiMay},
 	"api/native": {may: apiMay},
 	// Prometheus's exposition reads the snapshots of the layers below.
-	"api/metrics": {may: []string{"stream", "group", "change"}},
+	"api/metrics": {may: []string{"stream", "group", "change", "spec"}}, // spec: the sink types
 
 	// Sinks: the runner (sink), and the targets below it (sink/mysql,
 	// sink/postgres, ...), which implement its Target.

@@ -207,7 +207,7 @@ func (s *Set) Stats() []stream.SinkStats {
 	defer s.mu.Unlock()
 	out := make([]stream.SinkStats, 0, len(s.runners))
 	for _, rn := range s.runners {
-		st := stream.SinkStats{Name: rn.spec.Name, Type: string(rn.spec.Type), Address: rn.spec.Where(), Workers: rn.spec.Workers, LastError: rn.err}
+		st := stream.SinkStats{Name: rn.spec.Name, Type: rn.spec.Type, Address: rn.spec.Where(), Workers: rn.spec.Workers, LastError: rn.err}
 		if rn.runner != nil {
 			applied, lastErr := rn.runner.Applied()
 			st.AppliedAt, st.RowsPerSecond = rn.runner.Progress()
