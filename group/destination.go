@@ -41,8 +41,11 @@ type Config struct {
 	StallLog time.Duration
 	// Logger receives the readers' lines and stall reports. Default: discard.
 	Logger *slog.Logger
-	// Now is the clock heartbeats are stamped with. Default: time.Now.
-	Now func() time.Time
+	// Clock is the time the destination reads (see Clock). Default: Real.
+	Clock Clock
+	// Sources is what the destination reads its sources through (see
+	// Sources). Default: Binlog, the servers.
+	Sources Sources
 	// Keep keeps what a replay or a new owner needs to emit the same
 	// stream: the operators' shard-DDL decisions (each applies where it
 	// applied first, a point after Resume; a new one is kept before it
@@ -90,7 +93,7 @@ const (
 // their transactions into one stream (see Merger for the order).
 type Destination struct {
 	cfg     Config
-	readers []*binlog.Reader
+	readers []Reader
 	merger  *Merger
 	router  *Router   // used by the merge loop only
 	ddl     *shardDDL // nil with shard_ddl: passthrough
@@ -144,8 +147,11 @@ func New(cfg Config) (*Destination, error) {
 	if cfg.StallLog <= 0 {
 		cfg.StallLog = 5 * time.Second
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = Real
+	}
+	if cfg.Sources == nil {
+		cfg.Sources = Binlog
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -213,7 +219,7 @@ func New(cfg Config) (*Destination, error) {
 			d.merger.Restore(i, sc.LastKey)
 			d.cursor.Sources[i] = sc
 		}
-		p, err := binlog.NewReader(pc)
+		p, err := cfg.Sources.Reader(pc)
 		if err != nil {
 			return nil, err
 		}
@@ -223,7 +229,7 @@ func New(cfg Config) (*Destination, error) {
 		d.cursor.Seq, d.cursor.Taken = cfg.Resume.Seq, cfg.Resume.Taken
 	}
 	d.kept = keptAfter(chunks, d.cursor.Taken)
-	d.lates, d.lateHeld, d.latesRead = keptAfter(lates, d.cursor.Taken), make([]bool, len(ds.Sources)), cfg.Now()
+	d.lates, d.lateHeld, d.latesRead = keptAfter(lates, d.cursor.Taken), make([]bool, len(ds.Sources)), cfg.Clock.Now()
 	d.keptOut = make(chan struct{})
 	if len(d.kept) == 0 {
 		d.keptOutOnce.Do(func() { close(d.keptOut) })
@@ -291,7 +297,7 @@ func (d *Destination) Run(parent context.Context, emit func(*change.Event) error
 			defer func() { stopSnap(); <-snapDone }()
 			q.err = p.Run(ctx, func(ev *change.Event) error {
 				if ev.Type == change.EventHeartbeat && !ev.Stale {
-					ev.CommitTime = d.cfg.Now() // when braid learnt the source was idle
+					ev.CommitTime = d.cfg.Clock.Now() // when braid learnt the source was idle
 				}
 				return pass(ev)
 			})
@@ -316,9 +322,9 @@ func (d *Destination) merge(ctx context.Context, queues []*sourceQueue, arrived 
 	head := make([]*change.Event, n)
 	offered := make([]bool, n)
 	chunks := make([]*chunkOut, n) // per source: the snapshot chunk heading its queue
-	stall := time.NewTicker(d.cfg.StallLog)
+	stall := d.cfg.Clock.NewTicker(d.cfg.StallLog)
 	defer stall.Stop()
-	progressAt := d.cfg.Now()
+	progressAt := d.cfg.Clock.Now()
 	var decide chan decideReq // nil: never ready
 	if d.ddl != nil {
 		decide = d.ddl.decide
@@ -348,7 +354,7 @@ func (d *Destination) merge(ctx context.Context, queues []*sourceQueue, arrived 
 				if head[s] == nil {
 					break
 				}
-				d.lastSeen[s] = d.cfg.Now()
+				d.lastSeen[s] = d.cfg.Clock.Now()
 				if ev := head[s]; ev.Type == change.EventBegin && ev.Snapshot {
 					out := <-d.snaps[s].outbox // sent before the chunk's first event
 					chunks[s], offered[s] = &out, true
@@ -384,7 +390,7 @@ func (d *Destination) merge(ctx context.Context, queues []*sourceQueue, arrived 
 				return err
 			}
 			head[src], offered[src], chunks[src] = nil, false, nil
-			progressAt = d.cfg.Now()
+			progressAt = d.cfg.Clock.Now()
 			d.lastSeen[src] = progressAt
 			d.publish(false)
 			continue
@@ -404,18 +410,18 @@ func (d *Destination) merge(ctx context.Context, queues []*sourceQueue, arrived 
 			if err := d.ddl.decideNow(ctx, req, emit); err != nil {
 				return err
 			}
-		case <-stall.C:
+		case <-stall.C():
 			d.publish(true)
 			if d.ddl != nil {
-				d.ddl.warnOld(d.cfg.Now())
+				d.ddl.warnOld(d.cfg.Clock.Now())
 			}
-			if waiting := d.merger.Waiting(); len(waiting) > 0 && d.cfg.Now().Sub(progressAt) >= d.cfg.StallLog {
+			if waiting := d.merger.Waiting(); len(waiting) > 0 && d.cfg.Clock.Now().Sub(progressAt) >= d.cfg.StallLog {
 				names := make([]string, len(waiting))
 				for i, s := range waiting {
 					names[i] = d.cfg.Spec.Sources[s].Name
 				}
 				d.log.Warn("strict order is waiting for sources with no event or heartbeat: is the server down or the network cut?",
-					"sources", names, "for", d.cfg.Now().Sub(progressAt).Round(time.Second))
+					"sources", names, "for", d.cfg.Clock.Now().Sub(progressAt).Round(time.Second))
 			}
 		}
 	}

@@ -1,16 +1,14 @@
 package group_test
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/group/grouptest"
+	"github.com/braid-cdc/braid/spec"
 )
 
 // TestRestartAfterLateTransaction: a transaction whose commit time is
@@ -61,76 +59,92 @@ func TestRestartAfterLateTransaction(t *testing.T) {
 	}
 }
 
-// TestStaleHeartbeats: while the consumer stalls, the sources' heartbeats
-// pile up in the queues, the read-ahead and the socket, and are read
-// seconds after they were sent. One with binlog right behind it must
-// promise nothing (the reader marks it Stale): the transactions written
-// after it (x on s0, y on s1) come in above their source's watermark, not
-// below it (Undercut: one race from going out late), and go out in order.
+// TestLateKeptAndReplayed is TestRestartAfterLateTransaction's logic on
+// scripted sources: s1's transaction goes out at key (t, 1), then s0's at
+// (t, 0) comes below it, goes out late and is kept first; a restart from
+// a cursor before both, with the placement log, gives each its seq, and
+// one without the log sorts them by key instead.
+func TestLateKeptAndReplayed(t *testing.T) {
+	ds := scriptSpec(2, spec.ShardDDLPassthrough)
+	srcs, clock := grouptest.NewSources(), grouptest.NewClock(scriptT0)
+	s0, s1 := srcs.Log("s0"), srcs.Log("s1")
+	keep := &group.MemKeeper{}
+	first := runScripted(t, group.Config{Spec: ds, Sources: srcs, Clock: clock, Keep: keep})
+	s0.Heartbeat(false) // stamped now: every watermark is now - 1s
+	s1.Heartbeat(false)
+	s0.Tx(scriptT0.Add(-10*time.Second), orders("shop_0"), row(1, "a"))
+	a := first.next(t)
+	at := scriptT0.Add(-2 * time.Second)
+	s1.Tx(at, orders("shop_1"), row(2, "b")) // (at, 1): out, s0's watermark being above
+	b := first.next(t)
+	late := s0.Tx(at, orders("shop_0"), row(3, "c")) // (at, 0) < (at, 1): late
+	c := first.next(t)
+	if b.source != "s1" || c.source != "s0" || c.pos != late || first.d.Late() != 1 {
+		t.Fatalf("went out %s, %s with %d late; want s1's, then s0's late", b, c, first.d.Late())
+	}
+	first.none(t)
+	log, _ := keep.Placements()
+	if len(log) != 1 || !log[0].Late || log[0].Source != 0 || log[0].At != late || log[0].Taken != a.cursor.Taken+1 {
+		t.Fatalf("the placement log holds %+v; want s0's late transaction at %s, point %d", log, late, a.cursor.Taken+1)
+	}
+
+	again := runScripted(t, group.Config{Spec: ds, Sources: srcs, Clock: clock, Resume: a.cursor, Keep: keep})
+	for _, want := range []scriptedTx{b, c} {
+		if x := again.next(t); x.seq != want.seq || x.source != want.source || x.pos != want.pos || !slices.Equal(x.ids, want.ids) {
+			t.Errorf("after restart %s; the first run gave it %s", x, want)
+		}
+	}
+	// More transactions go on in order after it.
+	clock.Advance(2 * time.Second)
+	s1.Heartbeat(false)
+	s0.Tx(scriptT0, orders("shop_0"), row(4, "d"))
+	if x := again.next(t); x.seq != c.seq+1 || !slices.Equal(x.ids, []int64{4}) {
+		t.Errorf("after the late transaction: %s, want seq %d with id 4", x, c.seq+1)
+	}
+	again.none(t)
+
+	// Without the log the replay orders them by key: the seqs differ.
+	bare := runScripted(t, group.Config{Spec: ds, Sources: srcs, Clock: clock, Resume: a.cursor})
+	if x := bare.next(t); x.source != "s0" || x.seq != b.seq {
+		t.Errorf("a replay without the placement log emitted %s first; want s0's at seq %d (key order)", x, b.seq)
+	}
+}
+
+// TestStaleHeartbeats: a heartbeat read with binlog right behind it (the
+// reader marks it Stale: sent long before it was read, while the
+// consumer stalled) must promise nothing. Were it stamped with the
+// clock at reading, s0's watermark would pass the commit time of the
+// transaction right behind it, which would come in below its own
+// source's watermark (Undercut: one race from going out late).
 func TestStaleHeartbeats(t *testing.T) {
-	srvs := shards(t, time.Now().Add(-time.Hour))
-	spec := shopSpec(srvs, earliest, "strict")
-	// Small queues, so that the heartbeats of a few seconds fill them.
-	d, err := group.New(group.Config{Spec: spec, QueueEvents: 4, ReadAhead: 8, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
-	if err != nil {
-		t.Fatal(err)
+	ds := scriptSpec(2, spec.ShardDDLPassthrough)
+	srcs, clock := grouptest.NewSources(), grouptest.NewClock(scriptT0)
+	s0, s1 := srcs.Log("s0"), srcs.Log("s1")
+	d := runScripted(t, group.Config{Spec: ds, Sources: srcs, Clock: clock})
+	// Heartbeats promise t0 - 1s (max_clock_skew), then s0's t0.
+	s0.Heartbeat(false)
+	s1.Heartbeat(false)
+	clock.Advance(time.Second)
+	s0.Heartbeat(false)
+	s1.Tx(scriptT0.Add(-time.Second), orders("shop_1"), row(1, "stall"))
+	var got []scriptedTx
+	got = append(got, d.next(t))
+	clock.Advance(5 * time.Second) // the consumer stalled; heartbeats piled up
+	s0.Heartbeat(true)             // read now, the binlog right behind it: x, written at t0 + 1s
+	s0.Tx(scriptT0.Add(time.Second), orders("shop_0"), row(2, "x"))
+	s1.Heartbeat(false) // not stale: s1 promises t0 + 5s
+	got = append(got, d.next(t))
+	s1.Tx(scriptT0.Add(5*time.Second), orders("shop_1"), row(3, "y"))
+	clock.Advance(time.Second) // (and the merge publishes its stats)
+	s0.Heartbeat(false)
+	got = append(got, d.next(t))
+	d.none(t)
+	var order []string
+	for _, x := range got {
+		order = append(order, x.source)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	release := make(chan struct{})
-	var mu sync.Mutex
-	var order []string // the sources of the transactions after the six CREATE TABLEs
-	done := make(chan error, 1)
-	go func() {
-		done <- d.Run(ctx, func(ev *change.Event) error {
-			if ev.Type != change.EventBegin || ev.Seq <= 6 {
-				return nil
-			}
-			if ev.Seq == 7 {
-				<-release // the consumer stalls at the first
-			}
-			mu.Lock()
-			order = append(order, ev.Source)
-			mu.Unlock()
-			return nil
-		})
-	}()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("destination stopped with %v", err)
-		}
-	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for d.Stats().Seq < 6 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the six CREATE TABLEs did not go out in 30 s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	time.Sleep(time.Second)
-	srvs[1].Exec(t, "INSERT INTO shop_1.orders VALUES (1, 'stall')") // seq 7: the consumer stalls
-	time.Sleep(2 * time.Second)
-	srvs[0].Exec(t, "INSERT INTO shop_0.orders VALUES (2, 'x')")
-	time.Sleep(2 * time.Second)
-	srvs[1].Exec(t, "INSERT INTO shop_1.orders VALUES (3, 'y')")
-	time.Sleep(2 * time.Second)
-	close(release)
-	for {
-		mu.Lock()
-		got := slices.Clone(order)
-		mu.Unlock()
-		// Stats are published by the merge loop, which the heartbeats
-		// keep turning.
-		if st := d.Stats(); len(got) == 3 && st.Seq >= 9 {
-			if !slices.Equal(got, []string{"s1", "s0", "s1"}) || st.Late != 0 || st.Undercut != 0 {
-				t.Errorf("transactions went out from %v, %d late, %d below their source's watermark; want s1 (the stall), s0 (x), s1 (y), none late or below",
-					got, st.Late, st.Undercut)
-			}
-			return
-		}
-		if time.Now().After(deadline.Add(time.Minute)) {
-			t.Fatalf("after the stall, transactions from %v", got)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if st := d.d.Stats(); !slices.Equal(order, []string{"s1", "s0", "s1"}) || st.Late != 0 || st.Undercut != 0 {
+		t.Errorf("transactions went out from %v, %d late, %d below their source's watermark; want s1 (the stall), s0 (x), s1 (y), none late or below",
+			order, st.Late, st.Undercut)
 	}
 }

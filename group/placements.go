@@ -109,7 +109,7 @@ func (g *sourceSnapshot) awaitRecord(ctx context.Context) error {
 		case <-ctx.Done():
 			g.mu.Lock()
 			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
+		case <-g.d.cfg.Clock.After(50 * time.Millisecond):
 		}
 		g.mu.Lock()
 	}
@@ -188,14 +188,14 @@ func (d *Destination) keepLate(ctx context.Context, src int, first *change.Event
 // keptLate reports whether ev, source s's next transaction, is a late
 // transaction kept before (keepLate) that goes out later.
 func (d *Destination) keptLate(s int, ev *change.Event) bool {
-	if d.cfg.ReplayOnly && d.lateNext >= len(d.lates) && d.cfg.Now().Sub(d.latesRead) >= time.Second {
+	if d.cfg.ReplayOnly && d.lateNext >= len(d.lates) && d.cfg.Clock.Now().Sub(d.latesRead) >= time.Second {
 		// A replay reader learns the lates its live run kept since.
 		placed, err := d.cfg.keptPlacements()
 		if err != nil {
 			d.log.Warn("replay reader: cannot read its live run's late transactions", "err", err)
 		}
 		_, lates := splitLate(placed)
-		d.lates, d.lateNext, d.latesRead = keptAfter(lates, d.cursor.Taken), 0, d.cfg.Now()
+		d.lates, d.lateNext, d.latesRead = keptAfter(lates, d.cursor.Taken), 0, d.cfg.Clock.Now()
 	}
 	for _, k := range d.lates[d.lateNext:] {
 		if k.Source == s && k.At == ev.Pos {

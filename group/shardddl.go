@@ -121,7 +121,7 @@ func (x *shardDDL) mut() *ShardDDLState {
 // theirs too, and changes go to a clone.
 func (x *shardDDL) publish() {
 	x.view.Store(x.state)
-	x.published = time.Now()
+	x.published = x.d.cfg.Clock.Now()
 	x.shared, x.dirty = true, false
 }
 
@@ -443,7 +443,7 @@ func (x *shardDDL) countHeld(l *DDLLock, n int) {
 	}
 	l.HeldRows += int64(n)
 	x.dirty = true
-	if time.Since(x.published) >= 100*time.Millisecond {
+	if x.d.cfg.Clock.Now().Sub(x.published) >= 100*time.Millisecond {
 		x.publish()
 	}
 }

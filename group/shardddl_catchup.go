@@ -93,7 +93,7 @@ func (x *shardDDL) runCatchUp(ctx context.Context, emit func(*change.Event) erro
 
 // catchUpReader builds the reader of one catch-up source: its own server
 // id, only the held tables, from cs.Pos with the schema as it was there.
-func (x *shardDDL) catchUpReader(cs CatchUpSource) (*binlog.Reader, error) {
+func (x *shardDDL) catchUpReader(cs CatchUpSource) (Reader, error) {
 	d := x.d
 	src := d.cfg.Spec.Sources[cs.Source]
 	src.ServerID = spec.DeriveServerID(d.cfg.Spec.Name, fmt.Sprintf("%s#%d#catchup", src.Name, src.ServerID))
@@ -111,7 +111,7 @@ func (x *shardDDL) catchUpReader(cs CatchUpSource) (*binlog.Reader, error) {
 		at := schema.SnapshotAt(*snap, cs.Pos)
 		resume.Schema = &at
 	}
-	return binlog.NewReader(binlog.Config{Destination: d.cfg.Spec.Name, Source: src, Tables: filter, Resume: resume,
+	return d.cfg.Sources.Reader(binlog.Config{Destination: d.cfg.Spec.Name, Source: src, Tables: filter, Resume: resume,
 		Heartbeat: time.Duration(d.cfg.Spec.Heartbeat), Logger: d.log.With("catchup", true), ReadAhead: 64})
 }
 

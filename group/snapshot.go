@@ -103,7 +103,7 @@ func newSourceSnapshot(d *Destination, src int, from *change.SnapshotState, reco
 		ready: make(chan struct{}), versions: map[string]*change.Table{}, keys: map[*change.Table]tableKey{},
 		changed: make(chan struct{}, 1),
 		outbox:  make(chan chunkOut, d.cfg.QueueEvents+2)} // a chunk takes an event of the queue at least
-	g.started.Store(d.cfg.Now().UnixNano())
+	g.started.Store(d.cfg.Clock.Now().UnixNano())
 	for _, c := range recorded {
 		if c.Source == src {
 			g.recorded = append(g.recorded, c)

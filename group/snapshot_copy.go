@@ -32,7 +32,7 @@ func (g *sourceSnapshot) run(ctx context.Context, sem chan struct{}) error {
 		case <-g.changed:
 		case <-ctx.Done():
 			return nil
-		case <-time.After(100 * time.Millisecond):
+		case <-g.d.cfg.Clock.After(100 * time.Millisecond):
 		}
 	}
 	select {
@@ -46,25 +46,25 @@ func (g *sourceSnapshot) run(ctx context.Context, sem chan struct{}) error {
 	case <-ctx.Done():
 		return nil
 	}
-	var conn *binlog.SnapshotConn
+	var conn SnapshotConn
 	defer func() {
 		if conn != nil {
 			conn.Close()
 		}
 	}()
-	g.started.Store(g.d.cfg.Now().UnixNano())
+	g.started.Store(g.d.cfg.Clock.Now().UnixNano())
 	g.rows.Store(0)
-	lastLog := g.d.cfg.Now()
+	lastLog := g.d.cfg.Clock.Now()
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		if conn == nil {
-			c, err := binlog.OpenSnapshot(ctx, g.d.cfg.Spec.Sources[g.src])
+			c, err := g.d.cfg.Sources.Snapshot(ctx, g.d.cfg.Spec.Sources[g.src])
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil
 				}
 				g.log.Warn("snapshot cannot connect; retrying", "err", err, "retry_in", backoff)
-				if !sleepCtx(ctx, backoff) {
+				if !g.sleep(ctx, backoff) {
 					return nil
 				}
 				backoff = min(2*backoff, 5*time.Second)
@@ -83,7 +83,7 @@ func (g *sourceSnapshot) run(ctx context.Context, sem chan struct{}) error {
 			g.log.Warn("snapshot chunk failed; reading it again", "err", err, "retry_in", backoff)
 			conn.Close()
 			conn = nil
-			if !sleepCtx(ctx, backoff) {
+			if !g.sleep(ctx, backoff) {
 				return nil
 			}
 			backoff = min(2*backoff, 5*time.Second)
@@ -93,7 +93,7 @@ func (g *sourceSnapshot) run(ctx context.Context, sem chan struct{}) error {
 		if !more {
 			return nil
 		}
-		if now := g.d.cfg.Now(); now.Sub(lastLog) >= snapshotProgressEvery {
+		if now := g.d.cfg.Clock.Now(); now.Sub(lastLog) >= snapshotProgressEvery {
 			lastLog = now
 			st := g.Stats()
 			g.log.Info("snapshot progress", "tables_done", st.TablesDone, "tables", st.Tables, "rows", st.Rows,
@@ -103,17 +103,18 @@ func (g *sourceSnapshot) run(ctx context.Context, sem chan struct{}) error {
 	return nil
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) bool {
+// sleep waits d on the destination's clock; false if ctx ended first.
+func (g *sourceSnapshot) sleep(ctx context.Context, d time.Duration) bool {
 	select {
 	case <-ctx.Done():
 		return false
-	case <-time.After(d):
+	case <-g.d.cfg.Clock.After(d):
 		return true
 	}
 }
 
 // estimate asks the server how many rows the tables left hold.
-func (g *sourceSnapshot) estimate(conn *binlog.SnapshotConn) {
+func (g *sourceSnapshot) estimate(conn SnapshotConn) {
 	g.mu.Lock()
 	var tables []*change.Table
 	for _, t := range g.state.Tables {
@@ -132,7 +133,7 @@ func (g *sourceSnapshot) estimate(conn *binlog.SnapshotConn) {
 // readChunk registers, selects and hands over the next chunk, then waits
 // until it has been emitted (or dropped as stale); it reports whether the
 // snapshot has more to read.
-func (g *sourceSnapshot) readChunk(ctx context.Context, conn *binlog.SnapshotConn) (bool, error) {
+func (g *sourceSnapshot) readChunk(ctx context.Context, conn SnapshotConn) (bool, error) {
 	g.mu.Lock()
 	if g.state.Done {
 		g.mu.Unlock()
@@ -155,7 +156,7 @@ func (g *sourceSnapshot) readChunk(ctx context.Context, conn *binlog.SnapshotCon
 	if len(p.key.cols) > 0 {
 		// Only a keyed table's window can be applied again to rows
 		// that have its changes already (see leftRecently).
-		p.window = g.recentOf(ti, time.Now())
+		p.window = g.recentOf(ti, g.d.cfg.Clock.Now())
 	}
 	g.pending = p
 	g.mu.Unlock()

@@ -233,7 +233,7 @@ func (g *sourceSnapshot) filterRows(ev *change.Event) []change.RowChange {
 	tk := g.keyFor(t)
 	p := g.pending
 	keep := p != nil && p.table == ti && !p.stale
-	now := time.Now()
+	now := g.d.cfg.Clock.Now()
 	return byZone(ev.Rows, func(row []change.Value) bool { return g.emitted(ti, tk, row) }, func(rc change.RowChange) {
 		if keep {
 			p.window = append(p.window, rc)
@@ -384,7 +384,7 @@ func (g *sourceSnapshot) replayChunk(ctx context.Context, rec Placement) error {
 	var rows chunkRows
 	var freshAt change.Position
 	if version != nil {
-		conn, err := binlog.OpenSnapshot(ctx, g.d.cfg.Spec.Sources[g.src])
+		conn, err := g.d.cfg.Sources.Snapshot(ctx, g.d.cfg.Spec.Sources[g.src])
 		if err != nil {
 			return err
 		}
@@ -419,7 +419,7 @@ func (g *sourceSnapshot) emitPending(ctx context.Context) error {
 		return errors.New("group: a replay reader cannot make snapshot chunks")
 	}
 	rec := Placement{Source: g.src, Index: g.state.Chunks, Table: t.Name, After: t.After, Through: p.through, At: g.boundary,
-		Time: g.d.cfg.Now().UnixMicro()}
+		Time: g.d.cfg.Clock.Now().UnixMicro()}
 	g.recMu.Lock()
 	g.recorded = append(g.recorded, rec)
 	g.recMu.Unlock()
@@ -474,7 +474,7 @@ func (g *sourceSnapshot) emit(ti int, version *change.Table, rows chunkRows, thr
 	g.rows.Add(int64(n))
 	g.publishStats()
 	if next.Done {
-		g.log.Info("snapshot done", "tables", len(next.Tables), "rows", g.rows.Load(), "took", g.d.cfg.Now().Sub(time.Unix(0, g.started.Load())).Round(time.Millisecond))
+		g.log.Info("snapshot done", "tables", len(next.Tables), "rows", g.rows.Load(), "took", g.d.cfg.Clock.Now().Sub(time.Unix(0, g.started.Load())).Round(time.Millisecond))
 	}
 	return nil
 }

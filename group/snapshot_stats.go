@@ -27,7 +27,7 @@ func (g *sourceSnapshot) Stats() SnapshotStats {
 	out := *st
 	out.Rows = g.rows.Load()
 	out.EstimatedRows = g.estimated.Load()
-	if el := g.d.cfg.Now().Sub(time.Unix(0, g.started.Load())).Seconds(); el > 0 && !out.Done {
+	if el := g.d.cfg.Clock.Now().Sub(time.Unix(0, g.started.Load())).Seconds(); el > 0 && !out.Done {
 		out.RowsPerSecond = float64(out.Rows) / el
 		if left := out.EstimatedRows - out.Rows; left > 0 && out.RowsPerSecond > 0 {
 			out.ETA = time.Duration(float64(left) / out.RowsPerSecond * float64(time.Second))

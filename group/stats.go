@@ -72,7 +72,7 @@ func (d *Destination) Stats() Stats {
 			st.Sources[i].Name = src.Name
 		}
 	}
-	now := d.cfg.Now()
+	now := d.cfg.Clock.Now()
 	for i, p := range d.readers {
 		rs, ss := p.Stats(), &st.Sources[i]
 		ss.Connected, ss.LastError, ss.LastErrorAt, ss.Errors = rs.Connected, rs.LastError, rs.LastErrorAt, rs.Errors
@@ -91,7 +91,7 @@ func (d *Destination) Stats() Stats {
 
 // publish refreshes Stats; the merge loop calls it.
 func (d *Destination) publish(force bool) {
-	now := d.cfg.Now()
+	now := d.cfg.Clock.Now()
 	if !force && now.Sub(d.published) < 100*time.Millisecond {
 		return
 	}

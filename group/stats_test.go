@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/group/grouptest"
 	"github.com/braid-cdc/braid/spec"
 )
 
@@ -16,7 +17,7 @@ func TestStatsBeforeRun(t *testing.T) {
 	ds := spec.Spec{Name: "shop", Sources: []spec.Source{
 		{Name: "s0", Address: "127.0.0.1:1"}, {Name: "s1", Address: "127.0.0.1:2"},
 	}}.WithDefaults()
-	d, err := group.New(group.Config{Spec: &ds, Now: func() time.Time { return time.Unix(1e9, 0) }})
+	d, err := group.New(group.Config{Spec: &ds, Clock: grouptest.NewClock(time.Unix(1e9, 0))})
 	if err != nil {
 		t.Fatal(err)
 	}

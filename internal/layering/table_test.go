@@ -95,6 +95,10 @@ var table = map[string]rule{
 	"internal/mysqlauth":    {},
 	"internal/localcluster": {may: []string{"api/wire", "client", "internal/ports", "internal/pki", "auth"}},
 
+	// Scripted sources and a fake clock for group's tests: a
+	// destination runs on them with no server and no sleep.
+	"group/grouptest": {may: []string{"group", "binlog", "change", "spec"}},
+
 	// The one suite every group.Keeper passes (file, memory, Raft): it
 	// builds the cursors, decisions and placements it keeps.
 	"internal/keeptest": {may: []string{"group", "change", "schema"}},
