@@ -26,8 +26,10 @@ test:
 # -short the tests that start a process or need a server skip (mysqltest,
 # braidproc, the Chromium tests, and those using MariaDB on 3306,
 # PostgreSQL, Redis or RabbitMQ, each saying so); the pure ones run: the
-# parsers, the merge core, the encoders, fuzz seeds, Kafka on kfake. It
-# does not replace `make test`, which CI runs.
+# parsers, the merge core, the encoders, fuzz seeds, Kafka on kfake. No
+# -race: the race detector costs the tier over four times the CPU (about
+# 40 s of CPU without it, over 3 min with it), past the minute on two
+# cores. It does not replace `make test`, which CI runs.
 test-short:
 	$(GO) test -short -count=1 -timeout 5m ./...
 
