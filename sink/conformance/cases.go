@@ -1,0 +1,387 @@
+package conformance
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/internal/testutil/sinktest"
+	"github.com/braid-cdc/braid/sink"
+	"github.com/braid-cdc/braid/spec"
+	"github.com/braid-cdc/braid/stream"
+)
+
+// testApply: two shard tables merged to one logical table and applied
+// while they change: inserts of every kind of value the suite has,
+// updates with their before images (amounts, JSON, a unique code moved
+// from one row to another, a key changed, values set NULL), deletes, and
+// an ALTER both shards run (one shard DDL). Once caught up the target
+// equals the sources row by row, and a keyed target applied nothing
+// twice and missed nothing.
+func testApply(e *env) {
+	e.create()
+	d := e.start(e.spec(e.sink("copy")), &group.FileStore{Dir: e.t.TempDir()})
+	for r := range 4 {
+		if r == 2 {
+			e.alter()
+		}
+		for n := range shards {
+			e.write(n, r)
+		}
+	}
+	d.equal()
+	d.exactlyOnce("after the workload")
+	if e.h.Ordered {
+		e.messages(d.ds.Sinks[0], e.changes, e.h.Duplicates)
+	}
+}
+
+// testWorkers: a keyed target's checkpoints keep how many workers wrote
+// them, as a key's worker depends on the count: the sink restarted with
+// another count refuses to apply, naming both, and writes nothing; with
+// the count it had it goes on. A sink that publishes in order has one
+// worker, and a spec that gives it more is refused.
+func testWorkers(e *env) {
+	if e.h.Ordered {
+		sk := e.sink("w")
+		sk.Workers = 4
+		ds := spec.Spec{Name: e.db, Tables: []string{e.db + `_\d+\.orders`},
+			Sources: []spec.Source{{Name: "s", Address: e.srv.Addr()}}, Sinks: []spec.Sink{sk}}
+		ds = ds.WithDefaults()
+		if err := ds.Validate(); err == nil || !strings.Contains(err.Error(), "publishes in stream order with one worker") {
+			e.t.Fatalf("a %s sink of 4 workers: %v, want it refused", sk.Type, err)
+		}
+		return
+	}
+	e.create()
+	cursors := &group.FileStore{Dir: e.t.TempDir()}
+	sk := e.sink("w")
+	d := e.start(e.spec(sk), cursors)
+	e.write(0, 0)
+	d.equal()
+	d.Close()
+	before := e.sources()
+
+	sk.Workers = 8
+	d = e.start(e.spec(sk), cursors)
+	e.write(1, 0)
+	d.failed("written by 4 workers, the spec has 8")
+	if got, err := e.target(sk); err != nil || !slices.Equal(got, before) {
+		e.t.Fatalf("the sink that refused wrote to the target: %d rows, before %d (%v):\n%s", len(got), len(before), err, diff(got, before))
+	}
+	d.Close()
+
+	sk.Workers = 4
+	d = e.start(e.spec(sk), cursors)
+	d.equal()
+	d.exactlyOnce("with the count it had")
+}
+
+// testPartial: a shard writes an UPDATE with binlog_row_image MINIMAL,
+// whose after image holds the changed column only. A target that applies
+// it as the source wrote it ends equal to the sources; any other stops at
+// it with an error that says so and what to set, and writes no column
+// NULL (what it holds is nothing, or the rows as the INSERT wrote them).
+func testPartial(e *env) {
+	e.create()
+	e.write(0, 0)
+	inserted := e.sources()
+	e.srv.Exec(e.t, "SET SESSION binlog_row_image = 'MINIMAL'",
+		fmt.Sprintf("UPDATE %s.orders SET note = 'minimal ✓' WHERE id = %d", e.shard(0), id(0, 0, 0)))
+	d := e.start(e.spec(e.sink("p")), nil)
+	if e.h.PartialApplied {
+		d.equal()
+		return
+	}
+	d.failed("binlog_row_image is MINIMAL or NOBLOB on source s", "set binlog_row_image=FULL")
+	if got, err := e.target(d.ds.Sinks[0]); err == nil && len(got) > 0 && !slices.Equal(got, inserted) {
+		e.t.Fatalf("the target holds rows other than the INSERT's:\n%s", diff(got, inserted))
+	}
+}
+
+// testCollision: two shard tables write key 1 into one target table.
+// Without an origin column the sink stops at the second with an error
+// naming the shard table that writes it, the one that holds it and
+// origin_column, and shard 1's row of key 1 is not in the target; with
+// one (_shard), both rows are kept, and a shard table's TRUNCATE deletes
+// its rows only.
+func testCollision(e *env) {
+	e.create()
+	e.srv.Exec(e.t, fmt.Sprintf("INSERT INTO %s.orders (id, code, amount, note) VALUES (1, 'a1', 1.50, 'zero')", e.shard(0)),
+		fmt.Sprintf("INSERT INTO %s.orders (id, code, amount, note) VALUES (1, 'b1', 2.50, 'one'), (2, 'b2', 3.50, 'two')", e.shard(1)))
+	plain := e.start(e.spec(e.sink("plain")), nil)
+	plain.failed(fmt.Sprintf("s/%s.orders writes key id=1", e.shard(1)), fmt.Sprintf("written by s/%s.orders", e.shard(0)), "origin_column")
+	got, _ := e.target(plain.ds.Sinks[0])
+	for _, r := range got {
+		if strings.HasPrefix(r, "1 | ") && strings.Contains(r, "| one |") {
+			e.t.Fatalf("after the collision the target holds shard 1's row of key 1: %s", r)
+		}
+	}
+	if len(got) > 2 {
+		e.t.Fatalf("after the collision the target holds %d rows, want at most 2 (shard 0's, and shard 1's of key 2)", len(got))
+	}
+	plain.Close()
+
+	// Another place, where the rows are kept apart by their origin.
+	e.place = e.h.New(e.t)
+	sk := e.sink("kept")
+	sk.OriginColumn = "_shard"
+	kept := e.start(e.spec(sk), nil)
+	kept.caughtUp(e.originRows(0, 1))
+	e.srv.Exec(e.t, fmt.Sprintf("TRUNCATE TABLE %s.orders", e.shard(1)))
+	kept.caughtUp(e.originRows(0))
+	kept.exactlyOnce("with an origin column")
+}
+
+// originRows are the rows of shards ns, each with its origin column.
+func (e *env) originRows(ns ...int) []string {
+	var out []string
+	cs := append([]string{"_shard"}, e.columns()...)
+	for _, n := range ns {
+		for _, r := range e.srv.Query(e.t, fmt.Sprintf("SELECT '%s', %s FROM %s.orders", "s/"+e.shard(n)+".orders", strings.Join(e.columns(), ", "), e.shard(n))) {
+			m := map[string]*string{}
+			for i, c := range cs {
+				if r[i] != "NULL" {
+					m[c] = &r[i]
+				}
+			}
+			out = append(out, row(m, cs))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// testOnce: the sink stopped and started again between the sources'
+// writes applies each change as the target promises: a keyed target
+// none twice and none missed (no INSERT finds its key, no UPDATE or
+// DELETE misses its row); a publisher every message, each with an id of
+// its own, again only if it says so (Duplicates). A target that also
+// takes mode: at-least-once applies the whole stream a second time from
+// the start, as upserts, and ends equal.
+func testOnce(e *env) {
+	e.create()
+	d := e.start(e.spec(e.sink("once")), &group.FileStore{Dir: e.t.TempDir()})
+	for r := range 4 {
+		for n := range shards {
+			e.write(n, r)
+		}
+		if r == 0 || r == 2 {
+			d.exactlyOnce(fmt.Sprintf("before the stop after round %d", r))
+			d.Stop()
+			d.Start()
+		}
+	}
+	d.equal()
+	d.exactlyOnce("after the last start")
+	if e.h.Ordered {
+		e.messages(d.ds.Sinks[0], e.changes, e.h.Duplicates)
+	}
+	if !e.h.AtLeastOnce {
+		return
+	}
+	d.Close()
+
+	// At least once, in shard tables of their own with no unique key but
+	// the primary key: applied again, a row's INSERT would find its
+	// unique code on the row it moved to, or on its own row under the key
+	// it changed to, and stop the sink (see the package doc).
+	a := &env{t: e.t, h: e.h, srv: e.srv, db: "alo", place: e.h.New(e.t), keyOnly: true}
+	a.create()
+	for r := range 2 {
+		for n := range shards {
+			a.write(n, r)
+		}
+	}
+	sk := a.sink("alo")
+	sk.Mode = spec.SinkAtLeastOnce
+	first := a.start(a.spec(sk), nil)
+	first.equal()
+	applied, last := first.stats().Rows, first.head()
+	first.Close()
+	second := a.start(a.spec(sk), nil)
+	second.least = last
+	second.equal()
+	sinktest.WaitFor(e.t, 30*time.Second, func() (bool, string) {
+		st := second.stats()
+		return st.Rows >= applied, fmt.Sprintf("at-least-once, the stream again from the start: %d row changes applied of %d, want all again", st.Rows, applied)
+	})
+	second.equal()
+}
+
+// testReplay: a sink restarted from an older cursor (saved after the
+// first round), and then from none (the start of the stream), is handed
+// again what it applied, and the target stays equal to the sources: a
+// keyed target applies none of it (its checkpoints fence it), a
+// publisher sends no message again unless it says so (Duplicates), and
+// then only with the same ids.
+func testReplay(e *env) {
+	e.create()
+	cursors := &group.FileStore{Dir: e.t.TempDir()}
+	sk := e.sink("replay")
+	ds := e.spec(sk)
+	d := e.start(ds, cursors)
+	for n := range shards {
+		e.write(n, 0)
+	}
+	d.equal()
+	old, err := cursors.Load(ds.Name, sink.ClientID(sk.Name))
+	if err != nil || old == nil {
+		e.t.Fatalf("no cursor saved after the first round: %v", err)
+	}
+	for r := 1; r < 3; r++ {
+		for n := range shards {
+			e.write(n, r)
+		}
+	}
+	d.equal()
+	want := e.sources()
+	last := d.head()
+	d.Close()
+	var before []Message
+	if e.h.Ordered {
+		before = e.messages(sk, e.changes, e.h.Duplicates)
+	}
+
+	older := &group.FileStore{Dir: e.t.TempDir()}
+	if err := older.Save(ds.Name, sink.ClientID(sk.Name), old); err != nil {
+		e.t.Fatal(err)
+	}
+	for _, from := range []struct {
+		name    string
+		cursors group.CursorStore
+	}{{"an older cursor", older}, {"the start of the stream", nil}} {
+		d := e.start(ds, from.cursors)
+		d.least = last
+		d.caughtUp(want)
+		if st := d.stats(); !e.h.Ordered && st.Rows != 0 {
+			e.t.Fatalf("from %s: the stream read again applied %d row changes, want 0", from.name, st.Rows)
+		}
+		if e.h.Ordered {
+			after := e.messages(sk, e.changes, e.h.Duplicates)
+			if !e.h.Duplicates && len(after) != len(before) {
+				e.t.Fatalf("from %s: %d messages, before %d: the stream read again was published again", from.name, len(after), len(before))
+			}
+		}
+		d.Close()
+	}
+}
+
+// testRestart: the sink is stopped three times while it applies a
+// backlog (large transactions, of 1,500 rows each, among small ones), in
+// the middle of applying a batch, and started again each time: the
+// target ends equal to the sources, a keyed target with nothing applied
+// twice or missed in any run, a publisher with every message.
+func testRestart(e *env) {
+	e.create()
+	for r := range 3 {
+		for n := range shards {
+			e.write(n, r)
+			e.bulk(n, r)
+		}
+	}
+	d := e.start(e.spec(e.sink("restart")), &group.FileStore{Dir: e.t.TempDir()})
+	want := e.sources()
+	mid := 0
+	for i := range 3 {
+		var st stream.SinkStats
+		done := false
+		sinktest.WaitFor(e.t, 60*time.Second, func() (bool, string) {
+			st = d.stats()
+			if st.Rows == 0 && st.AppliedSeq >= d.head() {
+				got, err := e.target(d.ds.Sinks[0])
+				done = err == nil && slices.Equal(got, want)
+			}
+			return st.Rows > 0 || done, fmt.Sprintf("stop %d: the sink applies nothing: %+v", i, st)
+		})
+		if done {
+			break
+		}
+		d.exactlyOnce(fmt.Sprintf("before stop %d", i))
+		d.Stop()
+		got, err := e.target(d.ds.Sinks[0])
+		d.Start()
+		if err == nil && slices.Equal(got, want) {
+			break // it applied the rest before it was stopped
+		}
+		mid++
+		e.t.Logf("stop %d with %d rows of %d in the target", i, len(got), len(want))
+	}
+	if mid == 0 {
+		e.t.Fatal("no stop came before the sink had applied the backlog")
+	}
+	// A change after the backlog, so that the last run has a batch to
+	// apply (and to say so) whatever the runs before it applied.
+	e.write(0, 3)
+	d.equal()
+	d.exactlyOnce("after the last start")
+	if e.h.Ordered {
+		e.messages(d.ds.Sinks[0], e.changes, e.h.Duplicates)
+	}
+}
+
+// bulkRows is how many rows bulk inserts in one transaction.
+const bulkRows = 1500
+
+// bulk inserts bulkRows rows into shard n in one transaction.
+func (e *env) bulk(n, r int) {
+	vals := make([]string, bulkRows)
+	for k := range vals {
+		i := int64(n)*1_000_000 + 500_000 + int64(r*bulkRows+k)
+		vals[k] = fmt.Sprintf("(%d, 'b%d', %d.5, '2025-12-31 23:59:59.999999', 'bulk ✓ %d', '[%d]')", i, i, k, k, k)
+	}
+	e.srv.Exec(e.t, fmt.Sprintf("INSERT INTO %s.orders (id, code, amount, at, note, doc) VALUES %s", e.shard(n), strings.Join(vals, ", ")))
+	e.changes += bulkRows
+}
+
+// messages checks the row messages of a publisher's table, once it has
+// applied the stream: each (seq, n) there, and a transaction's n from 0
+// with none missing; want of them in all; a message there twice only if
+// dups. It returns them.
+func (e *env) messages(sk spec.Sink, want int, dups bool) []Message {
+	e.t.Helper()
+	pub, ok := e.place.(Publisher)
+	if !ok {
+		e.t.Fatalf("the %s target is Ordered, its place no Publisher", sk.Type)
+	}
+	var ms []Message
+	var why string
+	sinktest.WaitFor(e.t, 30*time.Second, func() (bool, string) {
+		var err error
+		ms, err = pub.Messages(sk, e.table())
+		if err != nil {
+			return false, err.Error()
+		}
+		why = checkMessages(ms, want, dups)
+		return why == "", why
+	})
+	return ms
+}
+
+// checkMessages says what is wrong with ms ("": nothing).
+func checkMessages(ms []Message, want int, dups bool) string {
+	seen := map[Message]int{}
+	last := map[uint64]int{}
+	for _, m := range ms {
+		seen[m]++
+		last[m.Seq] = max(last[m.Seq], m.N)
+	}
+	for m, k := range seen {
+		if k > 1 && !dups {
+			return fmt.Sprintf("message %s is there %d times", m, k)
+		}
+	}
+	for seq, n := range last {
+		for i := range n {
+			if seen[Message{seq, i}] == 0 {
+				return fmt.Sprintf("message %d:%d is missing, %d:%d is there", seq, i, seq, n)
+			}
+		}
+	}
+	if len(seen) != want {
+		return fmt.Sprintf("%d distinct messages (%d delivered), want %d", len(seen), len(ms), want)
+	}
+	return ""
+}

@@ -1,0 +1,49 @@
+// Package conformance is the one test suite every sink target runs
+// (sink/mysql, sink/postgres, sink/redis, sink/rabbitmq, sink/kafka): each
+// case a subtest, each built the way braid builds a sink, from a
+// spec.Sink through sink/run (Prepare, a stream.Pipeline, Start), over
+// shard tables of a real MariaDB server the suite starts
+// (internal/testutil/mysqltest).
+//
+// Each planted bug below made its case fail, run against the target named
+// (planted by hand in that target's or the runner's code, run, reverted):
+//
+//	apply:     TODO
+//	workers:   TODO
+//	partial:   TODO
+//	collision: TODO
+//	once:      TODO
+//	replay:    TODO
+//	restart:   TODO
+//
+// A target package runs it from a test file of its own:
+//
+//	func TestConformance(t *testing.T) {
+//		conformance.Run(t, conformance.Harness{New: newPlace, Cannot: ...})
+//	}
+//
+// where the harness says how to make a place of the target for one case
+// (a database, a vhost, a key prefix, a Kafka cluster; removed when the
+// case ends), how to read back what it holds as rows (and, for a sink that
+// publishes, as messages), and what the target does by design. A case the
+// target cannot do is declared in Harness.Cannot with why, and skipped
+// saying so: no case is skipped silently.
+//
+// # Invariants
+//
+//   - Every case runs in databases of its own on the suite's server
+//     (<case>_0, <case>_1) merged to the logical table <case>.orders, and
+//     in a place of the target of its own.
+//   - Rows compare in a canonical form (a DECIMAL as an exact fraction, a
+//     DATETIME(6) with six digits, JSON re-encoded, NULL as ∅), so that a
+//     target's own rendering of a value compares equal to the source's.
+//   - A sink is never built by hand: the suite writes a spec.Spec with the
+//     harness's spec.Sink in it and runs it through sink/run, with the
+//     defaults production applies.
+//
+// # Concurrency
+//
+// Run and the harness's functions are called from the goroutine running
+// the test; the sinks run on the goroutines sink/run starts, stopped when
+// each case ends.
+package conformance
