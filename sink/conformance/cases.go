@@ -10,7 +10,6 @@ import (
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/sink"
 	"github.com/braid-cdc/braid/spec"
-	"github.com/braid-cdc/braid/stream"
 )
 
 // testApply: two shard tables merged to one logical table and applied
@@ -34,7 +33,7 @@ func testApply(e *env) {
 	d.equal()
 	d.exactlyOnce("after the workload")
 	if e.h.Ordered {
-		e.messages(d.ds.Sinks[0], e.changes, e.h.Duplicates)
+		e.messages(d.ds.Sinks[0])
 	}
 }
 
@@ -177,7 +176,7 @@ func testOnce(e *env) {
 	d.equal()
 	d.exactlyOnce("after the last start")
 	if e.h.Ordered {
-		e.messages(d.ds.Sinks[0], e.changes, e.h.Duplicates)
+		e.messages(d.ds.Sinks[0])
 	}
 	if !e.h.AtLeastOnce {
 		return
@@ -242,7 +241,7 @@ func testReplay(e *env) {
 	d.Close()
 	var before []Message
 	if e.h.Ordered {
-		before = e.messages(sk, e.changes, e.h.Duplicates)
+		before = e.messages(sk)
 	}
 
 	older := &group.FileStore{Dir: e.t.TempDir()}
@@ -260,7 +259,7 @@ func testReplay(e *env) {
 			e.t.Fatalf("from %s: the stream read again applied %d row changes, want 0", from.name, st.Rows)
 		}
 		if e.h.Ordered {
-			after := e.messages(sk, e.changes, e.h.Duplicates)
+			after := e.messages(sk)
 			if !e.h.Duplicates && len(after) != len(before) {
 				e.t.Fatalf("from %s: %d messages, before %d: the stream read again was published again", from.name, len(after), len(before))
 			}
@@ -286,16 +285,21 @@ func testRestart(e *env) {
 	want := e.sources()
 	mid := 0
 	for i := range 3 {
-		var st stream.SinkStats
-		done := false
-		sinktest.WaitFor(e.t, 60*time.Second, func() (bool, string) {
-			st = d.stats()
-			if st.Rows == 0 && st.AppliedSeq >= d.head() {
+		// Polled closely, not every 100ms: a stop that comes late finds
+		// the backlog applied.
+		st, done := d.stats(), false
+		for deadline := time.Now().Add(60 * time.Second); st.Rows == 0; st = d.stats() {
+			if st.AppliedSeq >= d.head() {
 				got, err := e.target(d.ds.Sinks[0])
-				done = err == nil && slices.Equal(got, want)
+				if done = err == nil && slices.Equal(got, want); done {
+					break
+				}
 			}
-			return st.Rows > 0 || done, fmt.Sprintf("stop %d: the sink applies nothing: %+v", i, st)
-		})
+			if time.Now().After(deadline) {
+				e.t.Fatalf("stop %d: the sink applies nothing: %+v", i, st)
+			}
+			time.Sleep(time.Millisecond)
+		}
 		if done {
 			break
 		}
@@ -318,7 +322,7 @@ func testRestart(e *env) {
 	d.equal()
 	d.exactlyOnce("after the last start")
 	if e.h.Ordered {
-		e.messages(d.ds.Sinks[0], e.changes, e.h.Duplicates)
+		e.messages(d.ds.Sinks[0])
 	}
 }
 
@@ -338,10 +342,15 @@ func (e *env) bulk(n, r int) {
 
 // messages checks the row messages of a publisher's table, once it has
 // applied the stream: each (seq, n) there, and a transaction's n from 0
-// with none missing; want of them in all; a message there twice only if
-// dups. It returns them.
-func (e *env) messages(sk spec.Sink, want int, dups bool) []Message {
+// with none missing; a row change in a message for each the sources
+// wrote (two for a key change, if SplitKeyChanges); a message there twice
+// only if Duplicates. It returns them.
+func (e *env) messages(sk spec.Sink) []Message {
 	e.t.Helper()
+	want := e.changes
+	if e.h.SplitKeyChanges {
+		want += e.keyChanges
+	}
 	pub, ok := e.place.(Publisher)
 	if !ok {
 		e.t.Fatalf("the %s target is Ordered, its place no Publisher", sk.Type)
@@ -354,34 +363,41 @@ func (e *env) messages(sk spec.Sink, want int, dups bool) []Message {
 		if err != nil {
 			return false, err.Error()
 		}
-		why = checkMessages(ms, want, dups)
+		why = checkMessages(ms, want, e.h.Duplicates)
 		return why == "", why
 	})
 	return ms
 }
 
-// checkMessages says what is wrong with ms ("": nothing).
+// checkMessages says what is wrong with ms ("": nothing): a message
+// there twice (unless dups), or one of a transaction missing before its
+// last, or row changes other than want in all (each counted once).
 func checkMessages(ms []Message, want int, dups bool) string {
-	seen := map[Message]int{}
-	last := map[uint64]int{}
-	for _, m := range ms {
-		seen[m]++
-		last[m.Seq] = max(last[m.Seq], m.N)
+	type place struct {
+		seq uint64
+		n   int
 	}
-	for m, k := range seen {
-		if k > 1 && !dups {
-			return fmt.Sprintf("message %s is there %d times", m, k)
+	seen := map[place]int{}
+	last := map[uint64]int{}
+	rows := 0
+	for _, m := range ms {
+		p := place{m.Seq, m.N}
+		if seen[p]++; seen[p] == 1 {
+			rows += m.Rows
+		} else if !dups {
+			return fmt.Sprintf("message %s is there %d times", m, seen[p])
 		}
+		last[m.Seq] = max(last[m.Seq], m.N)
 	}
 	for seq, n := range last {
 		for i := range n {
-			if seen[Message{seq, i}] == 0 {
+			if seen[place{seq, i}] == 0 {
 				return fmt.Sprintf("message %d:%d is missing, %d:%d is there", seq, i, seq, n)
 			}
 		}
 	}
-	if len(seen) != want {
-		return fmt.Sprintf("%d distinct messages (%d delivered), want %d", len(seen), len(ms), want)
+	if rows != want {
+		return fmt.Sprintf("%d row changes in %d distinct messages (%d delivered), want %d", rows, len(seen), len(ms), want)
 	}
 	return ""
 }

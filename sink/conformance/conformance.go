@@ -28,6 +28,11 @@ type Harness struct {
 	// after a restart or a replay (rabbitmq: consumers de-duplicate by
 	// message_id); unset, every message is in the target once.
 	Duplicates bool
+	// SplitKeyChanges is set for a publisher that publishes an UPDATE
+	// that changes its row's key as two row messages, a DELETE of the old
+	// key and an INSERT of the new (kafka: a key's records on its own
+	// partition).
+	SplitKeyChanges bool
 	// AtLeastOnce is set for a target that also takes mode:
 	// at-least-once (no checkpoints; a restart applies again, as
 	// upserts).
@@ -61,11 +66,13 @@ type Publisher interface {
 	Messages(sk spec.Sink, table string) ([]Message, error)
 }
 
-// Message is a row message's place in the stream: its transaction's seq
-// and its place n in it (the message id's dest:seq:n).
+// Message is a row message's place in the stream, its transaction's seq
+// and its place n in it (the message id's dest:seq:n), and how many row
+// changes it carries.
 type Message struct {
-	Seq uint64
-	N   int
+	Seq  uint64
+	N    int
+	Rows int
 }
 
 func (m Message) String() string { return fmt.Sprintf("%d:%d", m.Seq, m.N) }

@@ -26,7 +26,9 @@ type env struct {
 	place   Target
 	altered bool // column c added
 	changes int  // the row changes written to the shard tables
-	keyOnly bool // no unique key besides the primary key
+	// keyChanges counts the UPDATEs among changes that change a key.
+	keyChanges int
+	keyOnly    bool // no unique key besides the primary key
 }
 
 // table is the case's logical table.

@@ -77,6 +77,7 @@ func (e *env) write(n, r int) {
 		e.srv.Exec(e.t, fmt.Sprintf("UPDATE %s.orders SET c = %d WHERE id = %d", e.shard(n), r, base+7))
 	}
 	e.changes += e.writes()
+	e.keyChanges++
 }
 
 // writes is how many row changes one round of write makes: 12 inserted,
