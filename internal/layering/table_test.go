@@ -72,8 +72,8 @@ var table = map[string]rule{
 	// sink/mysql reads a MySQL table.
 	"sink/verify": {may: append([]string{"sink", "sink/mysql"}, sinkMay...)},
 	// sink/conformance is the suite every target's tests run: it builds
-	// sinks as braid does (sink/run) over sources a test harness starts.
-	"sink/conformance": {may: append([]string{"sink", "sink/run", testHarnesses}, sinkMay...)},
+	// sinks as braid does (sink/sinkrun) over sources a test harness starts.
+	"sink/conformance": {may: append([]string{"sink", "sink/sinkrun", testHarnesses}, sinkMay...)},
 
 	// The node, and its in-process harness for tests.
 	"cluster":             {may: clusterMay},

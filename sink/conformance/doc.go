@@ -1,7 +1,7 @@
 // Package conformance is the one test suite every sink target runs
 // (sink/mysql, sink/postgres, sink/redis, sink/rabbitmq, sink/kafka): each
 // case a subtest, each built the way braid builds a sink, from a
-// spec.Sink through sink/run (Prepare, a stream.Pipeline, Start), over
+// spec.Sink through sink/sinkrun (Prepare, a stream.Pipeline, Start), over
 // shard tables of a real MariaDB server the suite starts
 // (internal/testutil/mysqltest).
 //
@@ -38,12 +38,12 @@
 //     DATETIME(6) with six digits, JSON re-encoded, NULL as ∅), so that a
 //     target's own rendering of a value compares equal to the source's.
 //   - A sink is never built by hand: the suite writes a spec.Spec with the
-//     harness's spec.Sink in it and runs it through sink/run, with the
+//     harness's spec.Sink in it and runs it through sink/sinkrun, with the
 //     defaults production applies.
 //
 // # Concurrency
 //
 // Run and the harness's functions are called from the goroutine running
-// the test; the sinks run on the goroutines sink/run starts, stopped when
+// the test; the sinks run on the goroutines sink/sinkrun starts, stopped when
 // each case ends.
 package conformance

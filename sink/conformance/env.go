@@ -11,7 +11,7 @@ import (
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
-	"github.com/braid-cdc/braid/sink/run"
+	"github.com/braid-cdc/braid/sink/sinkrun"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )
@@ -61,8 +61,8 @@ func (e *env) sink(name string) spec.Sink {
 }
 
 // dest is a destination running as braid runs one: its sinks' clients
-// and cursors prepared (sink/run.Prepare), its pipeline, and its sinks
-// (sink/run.Start), which Stop and Start stop and start again on the
+// and cursors prepared (sink/sinkrun.Prepare), its pipeline, and its sinks
+// (sink/sinkrun.Start), which Stop and Start stop and start again on the
 // same pipeline.
 type dest struct {
 	e       *env
@@ -70,7 +70,7 @@ type dest struct {
 	cursors group.CursorStore
 	log     *slog.Logger
 	p       *stream.Pipeline
-	set     *run.Set
+	set     *sinkrun.Set
 	// least is a seq the sink must apply through before it is caught up,
 	// beside its pipeline's head: an earlier pipeline's head, for a
 	// pipeline started again, whose own head is behind until it has read
@@ -84,7 +84,7 @@ func (e *env) start(ds *spec.Spec, cursors group.CursorStore) *dest {
 	e.t.Helper()
 	d := &dest{e: e, ds: ds, cursors: cursors, log: slog.New(slog.NewTextHandler(e.t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	clients := map[string]*group.Cursor{}
-	if err := run.Prepare(e.t.Context(), ds, clients, cursors, d.log); err != nil {
+	if err := sinkrun.Prepare(e.t.Context(), ds, clients, cursors, d.log); err != nil {
 		e.t.Fatal(err)
 	}
 	p, err := stream.StartPipeline(e.t.Context(), stream.PipelineConfig{Spec: ds, Clients: clients, Logger: d.log})
@@ -98,7 +98,7 @@ func (e *env) start(ds *spec.Spec, cursors group.CursorStore) *dest {
 }
 
 // Start starts the sinks (again).
-func (d *dest) Start() { d.set = run.Start(d.e.t.Context(), d.p, d.ds, d.cursors, d.log) }
+func (d *dest) Start() { d.set = sinkrun.Start(d.e.t.Context(), d.p, d.ds, d.cursors, d.log) }
 
 // Stop stops the sinks, in whatever they are doing.
 func (d *dest) Stop() {
