@@ -14,7 +14,7 @@ import (
 type Message struct {
 	// Seq is its transaction's seq (a DDL's own) and N its place among
 	// that transaction's messages, from 0: "dest:seq:n" names it, the
-	// same on every run, because a relay always starts a transaction at
+	// same on every run, because Ordered always starts a transaction at
 	// its first message.
 	Seq uint64
 	N   int

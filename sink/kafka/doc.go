@@ -14,7 +14,7 @@
 //     image's for an INSERT or UPDATE, the before image's for a DELETE. A
 //     DDL's key is its logical table, "database.table". An UPDATE that
 //     changes the primary key comes as the old key's DELETE and the new
-//     key's INSERT (the relay splits it for a publisher of MaxRows 1), so
+//     key's INSERT (sink.Ordered splits it for a publisher of MaxRows 1), so
 //     every change of a key is on that key's partition.
 //   - value: the canal flat message's JSON, as `braid capture` prints it,
 //     which Flink reads as canal-json.
@@ -34,7 +34,7 @@
 //
 // # Invariants
 //
-//   - One writer per partition, in stream order. The Runner hands
+//   - One writer per partition, in stream order. sink.Ordered hands
 //     messages over in stream order from one goroutine, and a retry starts
 //     again at a transaction's first message, so a message's (seq, n) is
 //     the same on every run. The producer is idempotent: the brokers keep
@@ -50,7 +50,7 @@
 //     a cursor behind what was produced, after a crash or an error,
 //     therefore writes nothing twice and skips nothing.
 //   - Publish returns nil only once every record it produced is acked by
-//     the in-sync replicas; the Runner acks a store batch only then, so the
+//     the in-sync replicas; sink.Ordered acks a store batch only then, so the
 //     cursor never passes a message the topic does not hold. After an
 //     error Publish waits for every record's outcome before it returns, so
 //     nothing is still on its way when the partition ends are read again
@@ -79,9 +79,9 @@
 //
 // # Concurrency
 //
-// A Publisher's Publish is called by one goroutine at a time (the
-// Runner's); Stats, Skipped and Close are safe to call from others, and
-// Close makes a Publish blocked on the brokers return. A Publish whose
+// A Publisher's Publish is called by one goroutine at a time
+// (sink.Ordered's); Stats, Skipped and Close are safe to call from
+// others, and Close makes a Publish blocked on the brokers return. A Publish whose
 // context ends fails the records not yet sent at once and waits for
 // those sent; if the brokers have not answered for them 10 s later it
 // closes its client, which fails them (a broker that had read one may

@@ -52,7 +52,7 @@ func Topic(tmpl, database, table string) string {
 // column order, each value as text in canal's string form (the flat
 // message's), SQL NULL as null: ["1001"], ["7","2024-01-02"]. The values
 // come from the after image of an INSERT or UPDATE and from the before
-// image of a DELETE (the relay hands a publisher of MaxRows 1 a key change
+// image of a DELETE (sink.Ordered hands a publisher of MaxRows 1 a key change
 // as a DELETE and an INSERT, each under its own key). A DDL's key is its logical
 // table, "database.table". m must carry one row (MaxRows 1) or be a DDL.
 func Key(m *sink.Message) []byte {

@@ -17,7 +17,7 @@
 //
 //   - Publish sends its messages in order on one channel in confirm mode,
 //     all of them before it waits, and returns nil only once the broker has
-//     acked every one and returned none: the Runner acks a store batch
+//     acked every one and returned none: sink.Ordered acks a store batch
 //     only then, so the cursor never passes a message the broker does not
 //     hold.
 //   - Every message is mandatory. An unroutable one (no queue bound for
@@ -26,9 +26,10 @@
 //     is an error that stops the batch, never a message acked and lost. A
 //     nack, a closed channel or connection are errors too; the publisher
 //     drops its connection after any error and dials again at the next
-//     Publish, which the Runner calls with the messages since its last ack.
+//     Publish, which sink.Ordered calls with the messages since its last
+//     ack.
 //   - A retry in the same process does not publish again a message the
-//     broker confirmed (the publisher remembers the last); the Runner
+//     broker confirmed (the publisher remembers the last); the sink.Runner
 //     retries with backoff, so a sink stopped by a return goes on by
 //     itself once a queue is bound, without flooding its queues.
 //   - At least once. A restart after a crash (or a retry of a message sent
@@ -40,9 +41,9 @@
 //
 // # Concurrency
 //
-// A Publisher's Publish is called by one goroutine at a time (the
-// Runner's); Stats and Close are safe to call from others, and Close makes
-// a Publish that waits for confirms return an error. Canceling Publish's
+// A Publisher's Publish is called by one goroutine at a time
+// (sink.Ordered's); Stats and Close are safe to call from others, and
+// Close makes a Publish that waits for confirms return an error. Canceling Publish's
 // context ends it even inside a write the broker holds back (its flow
 // control, connection.blocked, under a resource alarm): the publisher
 // closes the socket (a context.AfterFunc; the amqp091-go connection has

@@ -35,7 +35,7 @@ type Publisher struct {
 	keys     map[table]string
 	// through is the last message the broker confirmed in this process
 	// (valid once any is): a retry hands Publish the messages since the
-	// Runner's last ack again, and those through it are not sent twice.
+	// last store batch acked again, and those through it are not sent twice.
 	// Publish's alone.
 	through    sink.Point
 	confirmedN int
@@ -129,7 +129,7 @@ func (p *Publisher) Publish(ctx context.Context, msgs []sink.Message) (err error
 	// Canceled, a Publish returns even from a write the broker holds.
 	defer context.AfterFunc(ctx, func() { sess.sock.Close() })()
 	// A retry (after a return, a nack, a lost connection) starts again
-	// at the Runner's last ack: what the broker confirmed since is not
+	// after the last store batch acked: what the broker confirmed since is not
 	// sent again, so a sink held up by an unbound routing key does not
 	// publish its confirmed messages again at every retry.
 	for p.confirmedN > 0 && len(msgs) > 0 && !p.through.Before(sink.Point{Seq: msgs[0].Seq, Idx: msgs[0].N}) {
