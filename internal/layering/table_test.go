@@ -122,6 +122,11 @@ var table = map[string]rule{
 	// would, through the client and the wire types, never server packages.
 	"cmd/braid/internal/demo": {may: []string{"api/wire", "client", "internal/localcluster", "internal/mariadb", "internal/sqlutf8"}},
 
+	// The process-level kill and failover tests: only _test.go files, which
+	// the table does not check (they start braid processes and read the
+	// stream from outside); its doc.go imports nothing.
+	"internal/e2e": {},
+
 	// Benchmarks measure everything.
 	"bench": {may: []string{"..."}},
 

@@ -11,13 +11,15 @@
 //
 // # Concurrency
 //
-// Build may be called concurrently (each call builds); Binary builds once
+// Build may be called concurrently (each call builds); Binary (or Main,
+// a TestMain that builds before the tests run) builds once
 // per test process and is safe for concurrent use.
 package braidproc
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -59,15 +61,8 @@ var binary struct {
 	err  error
 }
 
-// Binary returns a braid binary built once per test process (with Build,
-// into a temporary directory that lives as long as the process), and
-// fails tb if the build failed. Under go test -short (make test-short)
-// it skips tb, and so does Start.
-func Binary(tb testing.TB) string {
-	tb.Helper()
-	if testing.Short() {
-		tb.Skip("braidproc: -short: this test builds and runs the braid binary")
-	}
+// build builds the binary of Binary and Main, once.
+func build() {
 	binary.once.Do(func() {
 		dir, err := os.MkdirTemp("", "braid-bin-")
 		if err != nil {
@@ -78,6 +73,41 @@ func Binary(tb testing.TB) string {
 		defer cancel()
 		binary.path, binary.err = Build(ctx, dir)
 	})
+}
+
+// Main is a TestMain for a package whose tests run braid: it builds the
+// binary (Binary's) before any test runs, so that no test's timeouts
+// count the build, then runs the tests and exits. Under -short it builds
+// nothing (Binary skips the tests).
+func Main(m *testing.M) {
+	flag.Parse()
+	if !testing.Short() {
+		build()
+		if binary.err != nil {
+			fmt.Fprintln(os.Stderr, binary.err)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	if binary.path != "" {
+		os.RemoveAll(filepath.Dir(binary.path))
+	}
+	os.Exit(code)
+}
+
+// Built is the binary Main or Binary built; "" before either did.
+func Built() string { return binary.path }
+
+// Binary returns a braid binary built once per test process (with Build,
+// into a temporary directory that lives as long as the process), and
+// fails tb if the build failed. Under go test -short (make test-short)
+// it skips tb, and so does Start.
+func Binary(tb testing.TB) string {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("braidproc: -short: this test builds and runs the braid binary")
+	}
+	build()
 	if binary.err != nil {
 		tb.Fatal(binary.err)
 	}

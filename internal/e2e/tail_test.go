@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bufio"
@@ -31,7 +31,7 @@ func startTail(t *testing.T, c *testCluster, args ...string) *tailProc {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(c.bin, append([]string{"tail"}, args...)...)
-	cmd.Env = append(os.Environ(), tokenEnv+"="+c.Security.Consumer.Token())
+	cmd.Env = append(os.Environ(), "BRAID_TOKEN"+"="+c.Security.Consumer.Token())
 	cmd.Stderr = logf
 	out, err := cmd.StdoutPipe()
 	if err != nil {
