@@ -50,10 +50,80 @@
 //     is still exact and seq dense, but a replay may interleave the sources
 //     differently, so consumers de-duplicate by source position there.
 //
+// # Files
+//
+// The merge: destination.go (Config, New, Run), merge.go (the loop and
+// its steps), emit.go (a transaction out, stamped), queue.go (a source's
+// bounded queue), merger.go (the order), placements.go (the log of
+// chunks and late transactions, and their replay), stats.go. The
+// initial snapshot: snapshot.go (overview, per-source state),
+// snapshot_gate.go (live changes filtered and chunks emitted at their
+// boundary), snapshot_copy.go (the goroutine that selects chunks),
+// fold.go (a chunk's window folded into its rows), keys.go (integer key
+// ranges), snapshot_stats.go. Shard DDL: shardddl_state.go (the pure
+// state machine), shardddl.go (the merge's side), shardddl_catchup.go
+// (held rows re-read). The seams: source.go (Sources: readers and
+// snapshot connections; grouptest scripts them), clock.go (Clock),
+// keeper.go and file_keeper.go (what a destination keeps).
+//
 // # Concurrency
 //
-// Destination.Run owns one goroutine per source (its reader) and the merge
-// loop on its own goroutine, and waits for all of them before returning.
-// Merger and Router are not safe for concurrent use; the Destination uses
-// them from the merge loop only.
+// Goroutines, each with its owner, what it owns, and how it ends:
+//
+//   - The merge loop (Destination.merge) runs on Run's goroutine, and
+//     so does emit. It alone uses the Merger, the Router, the shard-DDL
+//     merge (but for Decide and ShardDDL, below), the cursor and the
+//     placement replay. It ends when ctx ends, emit or a keeper fails,
+//     or a source fails for good; Run then cancels everything below and
+//     waits for it (wg.Wait) before returning.
+//   - One reader goroutine per source, started by Run: it runs the
+//     source's Reader, stamps heartbeats with the clock, passes each
+//     event through the source's snapshot gate (sourceSnapshot.pass, if
+//     the source has a snapshot) and puts it in the source's queue,
+//     whose channel it alone sends on besides the snapshot goroutine,
+//     and closes (after setting its error). It ends when Run's ctx ends
+//     or the reader fails; before closing the queue it cancels the
+//     source's snapshot goroutine and waits for it.
+//   - One snapshot goroutine per source with an initial snapshot left
+//     (sourceSnapshot.run), started by Run unless ReplayOnly: it owns
+//     its SnapshotConn, registers each chunk with the gate, selects it,
+//     and may emit it into the queue itself when the reader has passed
+//     its high watermark already. It retries a failed connection or
+//     chunk with its own backoff (100 ms doubling to 5 s, on the
+//     clock). It ends when the snapshot is done or its ctx ends (by the
+//     reader goroutine); an error of its own is sent to Run, which
+//     cancels the destination and returns it.
+//   - One catch-up reader goroutine per source of a shard-DDL catch-up
+//     (shardDDL.runCatchUp), started by the merge loop: it reads the
+//     held tables again into a small queue of its own. The merge loop
+//     cancels and waits for them before the catch-up returns.
+//
+// Other goroutines may call Stats, Late, ShardDDL, Decide and Cursor
+// (Cursor only from emit or after Run). Decide sends a request to the
+// merge loop and waits for its answer; ShardDDL reads a published copy.
+//
+// Locks and what they guard:
+//
+//   - Destination.statsMu: the merge's published Stats (the merge loop
+//     writes, Stats reads; the readers' own stats are read through
+//     Reader.Stats). keptOutOnce closes keptOut, which the snapshot
+//     goroutines wait on, once the kept chunks are out.
+//   - sourceSnapshot.mu: the gate's state (the snapshot progress, the
+//     table versions and keys, the boundary, the open transaction, the
+//     pending chunk and the recent left-out changes), shared by the
+//     reader goroutine (pass, held while it pushes into the queue) and
+//     the snapshot goroutine (readChunk, estimate). awaitRecord, the
+//     replay reader's wait for the next kept chunk, lets it go while it
+//     waits.
+//   - sourceSnapshot.recMu: the source's known placements (recorded),
+//     written by the gate and read by the merge loop (filterHeld, for a
+//     catch-up); never held while pushing.
+//   - Atomics: a queue's bytes (reader puts, merge takes); a snapshot's
+//     rows, estimate, start and published stats (read by Stats); the
+//     shard-DDL merge's published view (read by ShardDDL).
+//   - MemKeeper.mu and FileKeeper.mu: what the keeper holds, and one
+//     write at a time.
+//
+// Merger, Router and ShardDDLState are not safe for concurrent use; the
+// Destination uses them from the merge loop only.
 package group
