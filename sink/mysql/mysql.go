@@ -37,7 +37,13 @@ type Target struct {
 	turns chan struct{}
 }
 
-var _ sink.Target = (*Target)(nil)
+// The thin client under sink.Keyed, with the powers it looks for.
+var (
+	_ sink.Target         = (*Target)(nil)
+	_ sink.RoutedTarget   = (*Target)(nil)
+	_ sink.ImageDecoder   = (*Target)(nil)
+	_ sink.PartialApplier = (*Target)(nil)
+)
 
 // Open connects to sink s of destination dest and makes its checkpoint
 // table; log (nil: none) hears what it decides on its own.

@@ -39,7 +39,11 @@ type Target struct {
 	applied, upserts, missing atomic.Uint64
 }
 
-var _ sink.Target = (*Target)(nil)
+// The thin client under sink.Keyed, with the power it looks for.
+var (
+	_ sink.Target       = (*Target)(nil)
+	_ sink.RoutedTarget = (*Target)(nil)
+)
 
 // control is the idle map's key of the connection Checkpoints and
 // ApplyDDL use.

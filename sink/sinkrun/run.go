@@ -1,6 +1,8 @@
-// Package sinkrun starts a destination's sinks (spec sinks:) against its
-// pipeline's store: the one place that knows every target type, for
-// braid capture and for a cluster node that owns the destination.
+// Package sinkrun opens a spec's sinks as braid runs them (Open: the one
+// place that knows every target type) and starts a destination's sinks
+// against its pipeline's store (Start), for braid capture and for a
+// cluster node that owns the destination. Tests and benchmarks that run
+// one sink build it the same way: Open, NewRunner, Go.
 package sinkrun
 
 import (
@@ -80,8 +82,8 @@ func Client[T any](s sink.Sink) T {
 // NewRunner returns the runner of sink sk of destination ds, open as s,
 // over store, as Start runs each sink: its client id, its name in the
 // logs, and a collision error that names the shard tables holding the
-// key. cursors, when set, keeps its cursor after each store batch (a cluster
-// owner saves every store client's cursor itself).
+// key. cursors, when set, keeps its cursor after each store batch (a
+// cluster owner saves every store client's cursor itself).
 func NewRunner(ds *spec.Spec, sk spec.Sink, s sink.Sink, store *stream.Store, cursors group.CursorStore, log *slog.Logger) *sink.Runner {
 	r := &sink.Runner{Name: sk.Name, Dest: ds.Name, Client: sink.ClientID(sk.Name), Store: store, Sink: s, Cursors: cursors, Logger: log.With("dest", ds.Name)}
 	r.Holders = func(ctx context.Context, e *sink.CollisionError) ([]string, error) { return verify.Holders(ctx, ds, e) }
