@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
+	"github.com/braid-cdc/braid/destination"
 	"github.com/braid-cdc/braid/group"
-	"github.com/braid-cdc/braid/sink/sinkrun"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )
@@ -196,58 +195,43 @@ func (o *owner) run(ctx context.Context) error {
 			src.ServerID = spec.DeriveServerID(ds.Name, fmt.Sprintf("%s#%d", src.Name, o.epoch))
 		}
 	}
-	// The assignment is applied here, so every cursor and shard-DDL
-	// decision a former owner wrote is too (its writes came before the
-	// assignment in the log, and none can follow it).
-	// A new decision, snapshot chunk or late transaction is kept in Raft,
-	// fenced by this epoch, before it applies or goes out: a later owner
-	// applies it at the same point, with the same seq. The merge waits
-	// for the write; a refused or failed one refuses the decision or
-	// stops the destination.
+	// The assignment is applied here, so every cursor, shard-DDL decision
+	// and placement a former owner wrote is too (its writes came before
+	// the assignment in the log, and none can follow it). A new decision,
+	// snapshot chunk or late transaction is kept in Raft, fenced by this
+	// epoch, before it applies or goes out: a later owner applies it at
+	// the same point, with the same seq. Each sink is a store client of
+	// its own, whose cursor is kept like a consumer's; a new owner's sinks
+	// go on from the targets' checkpoints.
 	keep := n.store.Keeper(o.name, o.epoch, n.cfg.CursorInterval)
 	defer func() {
 		if err := keep.Close(); err != nil {
 			log.Info("last cursors not saved", "err", err)
 		}
 	}()
-	cursors, err := keep.Cursors()
-	if err != nil {
-		return err
+	cfg := destination.Config{Spec: &ds, Keep: keep, Serve: true, Live: o.live, KeepEvery: n.cfg.Lease / 4,
+		Logger: n.log.With("epoch", o.epoch)} // the pipeline's logs name the destination themselves
+	err = destination.Run(ctx, cfg, func(ctx context.Context, r *destination.Running) error {
+		n.sinks.Store(o.name, r.Sinks)
+		defer n.sinks.CompareAndDelete(o.name, r.Sinks)
+		n.reg.Add(r.Served)
+		defer n.reg.Remove(o.name)
+		bound := group.MemoryBound(len(ds.Sources), group.Config{}, stream.DefaultBytes)
+		n.memory.add(bound)
+		defer n.memory.add(-bound)
+		return o.hold(ctx, r.Pipeline)
+	})
+	if err != nil && keep.Err() != nil {
+		log.Warn("fenced: cursor writes refused", "err", err)
+		return nil
 	}
-	// The pipeline's logs name the destination themselves (group).
-	// Each sink is a store client of its own, whose cursor this loop
-	// saves like a consumer's; a new owner's sinks go on from the
-	// targets' checkpoints.
-	if err := sinkrun.Clients(&ds, cursors, nil); err != nil {
-		return err
-	}
-	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: &ds, Clients: cursors, Logger: n.log.With("epoch", o.epoch), Serve: true,
-		Keep: keep})
-	if err != nil {
-		return err
-	}
-	defer p.Close()
-	sinks := sinkrun.Start(ctx, p, &ds, nil, log)
-	defer sinks.Stop() // before the pipeline closes
-	n.sinks.Store(o.name, sinks)
-	defer n.sinks.CompareAndDelete(o.name, sinks)
+	return err
+}
 
-	store := p.Store
-	served := p.Served(o.live)
-	served.Sinks = sinks.Stats
-	n.reg.Add(served)
-	defer n.reg.Remove(o.name)
-	bound := group.MemoryBound(len(ds.Sources), group.Config{}, stream.DefaultBytes)
-	n.memory.add(bound)
-	defer n.memory.add(-bound)
-
-	// per client: the mark saved last, and whether it was saved detached
-	type savedMark struct {
-		mark     *group.Cursor
-		detached bool
-	}
-	saved := map[string]savedMark{}
-	t := time.NewTicker(n.cfg.Lease / 4)
+// hold renews the ownership lease until ctx ends, the pipeline fails or
+// the destination is no longer this node's (nil).
+func (o *owner) hold(ctx context.Context, p *stream.Pipeline) error {
+	t := time.NewTicker(o.n.cfg.Lease / 4)
 	defer t.Stop()
 	for {
 		select {
@@ -258,43 +242,10 @@ func (o *owner) run(ctx context.Context) error {
 		case <-t.C:
 		}
 		if err := o.renew(ctx); errors.Is(err, errMoved) {
-			log.Warn("fenced: the destination is no longer this node's")
+			o.n.log.Warn("fenced: the destination is no longer this node's", "dest", o.name, "epoch", o.epoch)
 			return nil
 		} else if err != nil {
-			log.Warn("cannot renew the ownership lease", "err", err)
-		}
-		clients := store.Clients()
-		for _, c := range clients {
-			now := savedMark{c.Mark, c.Detached}
-			if c.Mark == nil || saved[c.ID] == now || c.Ephemeral {
-				continue
-			}
-			mark := c.Mark
-			if mark.Detached != c.Detached {
-				// Marks are shared between clients: the flag goes on a copy.
-				mark = mark.Clone()
-				mark.Detached = c.Detached
-			}
-			if err := keep.SaveCursor(c.ID, mark); err != nil {
-				log.Warn("fenced: cursor writes refused", "err", err)
-				return nil
-			}
-			saved[c.ID] = now
-		}
-		// A client id gone from the store unsubscribed (canal's
-		// UNSUBSCRIPTION), was dropped (braid consumer drop) or expired
-		// (consumers.expire_after): its cursor goes too, or the next owner
-		// would hold the stream for it.
-		for id := range saved {
-			if slices.ContainsFunc(clients, func(c stream.ClientStats) bool { return c.ID == id }) {
-				continue
-			}
-			if err := keep.ForgetCursor(id); err != nil {
-				log.Warn("fenced: cursor writes refused", "err", err)
-				return nil
-			}
-			delete(saved, id)
-			log.Info("consumer unsubscribed: its cursor is deleted", "client", id)
+			o.n.log.Warn("cannot renew the ownership lease", "dest", o.name, "epoch", o.epoch, "err", err)
 		}
 	}
 }

@@ -59,9 +59,11 @@ func (c *Cursor) Clone() *Cursor {
 	return out
 }
 
-// CursorStore keeps cursors. Implementations: FileStore here, for braid
-// capture; raftstore.FencedCursors, replicated and fenced by ownership
-// epoch, for a cluster.
+// CursorStore keeps cursors by destination and client: what a sink.Runner
+// saves its cursor to when it keeps its own. Implementations: FileStore
+// here; raftstore.FencedCursors, replicated and fenced by ownership
+// epoch. A destination's run keeps its clients' cursors through its
+// Keeper instead.
 type CursorStore interface {
 	// Load returns the saved cursor of (destination, client), or nil.
 	Load(destination, client string) (*Cursor, error)

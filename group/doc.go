@@ -22,6 +22,13 @@
 // left out and, when a lock releases, re-read from the binlog and emitted
 // right after the DDL that released them; the state rides in the cursor.
 //
+// What a replay or a new owner needs to emit the same stream, a
+// Destination keeps through Config.Keep, a Keeper: the operators'
+// shard-DDL decisions before they apply and the placements of snapshot
+// chunks and late transactions before they go out (FileKeeper, MemKeeper
+// here; raftstore.FencedKeeper in a cluster). The Keeper also keeps the
+// clients' cursors, which package destination saves.
+//
 // # Invariants
 //
 //   - Keys are the commit time in µs made monotone per source

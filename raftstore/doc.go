@@ -113,9 +113,10 @@
 //
 // # Cursor batching
 //
-// The owner of a destination writes cursors through FencedCursors
-// (Store.CursorStore), braid's group.CursorStore for the cluster (the
-// file-based group.FileStore stays for braid capture): Save keeps the
+// The owner of a destination keeps what it keeps through FencedKeeper
+// (Store.Keeper), braid's group.Keeper for the cluster (group.FileKeeper
+// is braid capture's): decisions and placements one entry each, cursors
+// through FencedCursors (Store.CursorStore), whose Save keeps the
 // latest cursor per client and never blocks; every DefaultCursorInterval
 // (500ms) the pending cursors go out as one Raft entry; Close flushes.
 // The interval comes from BenchmarkRaftCursors (bench/raftstore_test.go),

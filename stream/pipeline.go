@@ -159,6 +159,10 @@ func StartPipeline(ctx context.Context, cfg PipelineConfig) (*Pipeline, error) {
 	}
 	store := NewStore(sc)
 	p.Store = store
+	// A client subscribed behind the store starts its replay reader under
+	// the pipeline's run at once.
+	rctx, stop := context.WithCancel(ctx)
+	p.ctx, p.stop = rctx, stop
 	for client, c := range cfg.Clients {
 		switch {
 		case c != nil && c.Detached && cfg.Serve:
@@ -169,8 +173,6 @@ func StartPipeline(ctx context.Context, cfg PipelineConfig) (*Pipeline, error) {
 			store.Subscribe(client)
 		}
 	}
-	rctx, stop := context.WithCancel(ctx)
-	p.ctx, p.stop = rctx, stop
 	if cfg.Serve {
 		go p.maintain(rctx)
 	}

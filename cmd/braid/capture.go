@@ -17,10 +17,10 @@ import (
 	mysqldriver "github.com/go-sql-driver/mysql"
 
 	"github.com/braid-cdc/braid/auth"
+	"github.com/braid-cdc/braid/destination"
 	"github.com/braid-cdc/braid/flat"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/netlimit"
-	"github.com/braid-cdc/braid/sink/sinkrun"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )
@@ -160,61 +160,49 @@ const cursorEvery = 500 * time.Millisecond
 
 // capture streams the destination to w until ctx ends or max messages.
 func capture(ctx context.Context, spec *spec.Spec, w io.Writer, opt captureOptions, log *slog.Logger) error {
-	var (
-		cursors group.CursorStore
-		resume  *group.Cursor
-		err     error
-	)
-	if opt.cursorDir != "" {
-		cursors = &group.FileStore{Dir: opt.cursorDir}
-		if resume, err = cursors.Load(spec.Name, "capture"); err != nil {
-			return err
-		}
-		if resume != nil {
-			log.Info("resuming from cursor", "dest", spec.Name, "seq", resume.Seq)
-		}
-	}
-	if len(spec.Sinks) > 0 && cursors == nil {
+	if len(spec.Sinks) > 0 && opt.cursorDir == "" {
 		return errors.New("the spec has sinks, whose cursors need a place: give --cursor-dir DIR")
 	}
 	if opt.quiet && len(spec.Sinks) == 0 {
 		return errors.New("--quiet prints nothing and the spec has no sinks: add sinks, or leave out --quiet")
 	}
-	// The merge fills a bounded store; this loop is one client, printing
-	// batches and acking them once they are flushed, and each sink another.
-	clients := map[string]*group.Cursor{}
-	if !opt.quiet {
-		clients["capture"] = resume
-	}
-	if err := sinkrun.Prepare(ctx, spec, clients, cursors, log); err != nil {
-		return err
-	}
-	pc := stream.PipelineConfig{Spec: spec, Clients: clients, Logger: log}
+	// Without --cursor-dir nothing outlives the run.
+	var keep group.Keeper = &group.MemKeeper{}
 	if opt.cursorDir != "" {
-		// The snapshot's chunks and the shard-DDL decisions are kept
-		// beside the cursors, so that a restart emits the chunks after
-		// its cursor where they went.
-		keep := group.NewFileKeeper(opt.cursorDir, spec.Name)
-		defer keep.Close()
-		pc.Keep = keep
+		// The cursors, the snapshot's chunks and the shard-DDL decisions
+		// are kept in the directory, so that a restart goes on where this
+		// run stopped, each chunk where it went.
+		keep = group.NewFileKeeper(opt.cursorDir, spec.Name)
 	}
-	p, err := stream.StartPipeline(ctx, pc)
-	if err != nil {
-		return err
-	}
-	defer p.Close()
-	store := p.Store
-	sinks := sinkrun.Start(ctx, p, spec, cursors, log)
+	defer keep.Close()
+	// The merge fills a bounded store; the printer is one client, printing
+	// batches and acking them once they are flushed, and each sink another.
+	cfg := destination.Config{Spec: spec, Keep: keep, CheckSinks: true, KeepEvery: cursorEvery, Logger: log}
 	if opt.quiet {
-		select {
-		case <-ctx.Done():
-		case <-p.Done():
-		}
-		sinks.Stop()
-		return p.Err()
+		return destination.Run(ctx, cfg, func(ctx context.Context, r *destination.Running) error {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-r.Pipeline.Done():
+				return r.Pipeline.Err()
+			}
+		})
 	}
-	defer sinks.Stop()
+	cfg.Own = []string{printerID}
+	return destination.Run(ctx, cfg, func(ctx context.Context, r *destination.Running) error {
+		return printStream(ctx, r.Pipeline, w, opt.max, keep)
+	})
+}
 
+// printerID is the store client capture prints as, and keeps the cursor
+// of.
+const printerID = "capture"
+
+// printStream prints p's stream to w as client printerID until ctx ends, the
+// pipeline ends or max messages (0: no limit), keeping the cursor of what
+// w was given in keep.
+func printStream(ctx context.Context, p *stream.Pipeline, w io.Writer, max int, keep group.Keeper) error {
+	store := p.Store
 	growPipe(w)
 	gone := readerGone(w)
 	out := newOutput(w)
@@ -226,29 +214,26 @@ func capture(ctx context.Context, spec *spec.Spec, w io.Writer, opt captureOptio
 			return fmt.Errorf("%w: %w", errOutput, err)
 		}
 		printed++
-		if opt.max > 0 && printed >= opt.max {
+		if max > 0 && printed >= max {
 			return errEnough
 		}
 		return nil
 	}
 	left := func() int {
-		if opt.max <= 0 {
+		if max <= 0 {
 			return 0
 		}
-		return opt.max - printed
+		return max - printed
 	}
 	var saved time.Time
 	var last *group.Cursor // the mark of the last transaction formatted whole
 	save := func() error {
-		if cursors == nil {
-			return nil
-		}
 		cursor := out.written.Load()
 		if cursor == nil {
 			return nil
 		}
 		saved = time.Now()
-		return cursors.Save(spec.Name, "capture", cursor)
+		return keep.SaveCursor(printerID, cursor)
 	}
 	// finish writes what is left, then saves the cursor after it.
 	finish := func() error {
@@ -258,7 +243,7 @@ func capture(ctx context.Context, spec *spec.Spec, w io.Writer, opt captureOptio
 		return save()
 	}
 	for {
-		b, err := store.Get(ctx, "capture", 1024, 200*time.Millisecond)
+		b, err := store.Get(ctx, printerID, 1024, 200*time.Millisecond)
 		if errors.Is(err, stream.ErrClosed) {
 			if err := p.Err(); err != nil {
 				out.close(nil)
@@ -294,7 +279,7 @@ func capture(ctx context.Context, spec *spec.Spec, w io.Writer, opt captureOptio
 		}
 		// Formatted events are not needed from the store again: the
 		// cursor saved is the writer's (out.written), never ahead of it.
-		if err := store.Ack("capture", b.ID); err != nil {
+		if err := store.Ack(printerID, b.ID); err != nil {
 			return err
 		}
 		if time.Since(saved) >= cursorEvery {

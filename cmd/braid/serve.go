@@ -20,9 +20,9 @@ import (
 	"github.com/braid-cdc/braid/api/metrics"
 	"github.com/braid-cdc/braid/api/native"
 	"github.com/braid-cdc/braid/auth"
+	"github.com/braid-cdc/braid/destination"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/netlimit"
-	"github.com/braid-cdc/braid/sink/sinkrun"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )
@@ -135,23 +135,20 @@ func serve(ctx context.Context, spec *spec.Spec, opt serveOptions, log *slog.Log
 		return err
 	}
 	// The spec's sinks run here too. Their cursors, like the consumers',
-	// live in memory: a new run reads from the spec's start, and each
+	// are kept in memory: a new run reads from the spec's start, and each
 	// target's checkpoints skip what it applied before.
-	clients := map[string]*group.Cursor{}
-	if err := sinkrun.Prepare(ctx, spec, clients, nil, log); err != nil {
-		return err
-	}
-	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: spec, Clients: clients, Logger: log, Serve: true})
-	if err != nil {
-		return err
-	}
-	defer p.Close()
-	sinks := sinkrun.Start(ctx, p, spec, nil, log)
-	defer sinks.Stop()
+	cfg := destination.Config{Spec: spec, Keep: &group.MemKeeper{}, Serve: true, CheckSinks: true, Logger: log}
+	return destination.Run(ctx, cfg, func(ctx context.Context, r *destination.Running) error {
+		return serveRunning(ctx, spec, r, opt, log)
+	})
+}
+
+// serveRunning serves r to consumers on opt's ports until ctx ends or
+// the pipeline ends.
+func serveRunning(ctx context.Context, spec *spec.Spec, r *destination.Running, opt serveOptions, log *slog.Logger) error {
+	p, sinks := r.Pipeline, r.Sinks
 	reg := stream.NewRegistry()
-	served := p.Served(nil)
-	served.Sinks = sinks.Stats
-	reg.Add(served)
+	reg.Add(r.Served)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -27,7 +27,7 @@ var sinkMay = []string{
 var clusterMay = []string{
 	"api/canal", "api/native", "api/wire", "api/metrics", "cluster/statuspage",
 	"stream", "group", "raftstore", "binlog", "spec", "change", "schema", "flat",
-	"sink/...",
+	"sink/...", "destination",
 	"internal/jsontext", "internal/ports", "internal/netlimit", "internal/secret",
 	"auth",
 }
@@ -74,6 +74,11 @@ var table = map[string]rule{
 	// sink/conformance is the suite every target's tests run: it builds
 	// sinks as braid does (sink/sinkrun) over sources a test harness starts.
 	"sink/conformance": {may: append([]string{"sink", "sink/sinkrun", testHarnesses}, sinkMay...)},
+
+	// One destination run: its pipeline, its sinks, its clients' cursors
+	// kept; braid capture and a cluster node's owner both call it, so it
+	// sits above the sinks and below the node.
+	"destination": {may: []string{"stream", "group", "spec", "change", "sink", "sink/sinkrun"}},
 
 	// The node, and its in-process harness for tests.
 	"cluster":             {may: clusterMay},
