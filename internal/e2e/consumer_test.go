@@ -12,16 +12,18 @@ import (
 
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/internal/localcluster"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 )
 
 // waitIDs waits until cc has n distinct ids and returns its ids without
 // repeats, in arrival order.
 func (cc *canalConsumer) waitIDs(t *testing.T, n int, limit time.Duration) []int64 {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
+	var ids []int64
+	retry.Until(t, limit, func() error {
 		cc.mu.Lock()
-		var ids []int64
+		defer cc.mu.Unlock()
+		ids = ids[:0]
 		seen := map[int64]bool{}
 		for _, id := range cc.ids {
 			if !seen[id] {
@@ -29,15 +31,12 @@ func (cc *canalConsumer) waitIDs(t *testing.T, n int, limit time.Duration) []int
 				ids = append(ids, id)
 			}
 		}
-		cc.mu.Unlock()
-		if len(ids) >= n {
-			return ids
+		if len(ids) < n {
+			return fmt.Errorf("canal consumer: %d of %d rows", len(ids), n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("canal consumer: %d of %d rows after %v", len(ids), n, limit)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
+	return ids
 }
 
 func (cc *canalConsumer) close() {

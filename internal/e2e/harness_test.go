@@ -17,6 +17,7 @@ import (
 	"github.com/braid-cdc/braid/internal/ports"
 	"github.com/braid-cdc/braid/internal/testutil/braidproc"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/sink/kafka/kafkatest"
 )
 
@@ -88,13 +89,16 @@ func (c *testCluster) status(n *testNode) (wire.ClusterStatus, error) {
 	return c.Status(ctx, n.Node)
 }
 
-// waitFor polls cond until it holds; on timeout it fails with cond's last
-// description.
+// waitFor waits until cond holds (retry.Until); on timeout it fails with
+// cond's last description.
 func (c *testCluster) waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
-	if err := localcluster.Poll(t.Context(), timeout, what, cond); err != nil {
-		t.Fatal(err)
-	}
+	retry.Until(t, timeout, func() error {
+		if ok, why := cond(); !ok {
+			return fmt.Errorf("%s: %s", what, why)
+		}
+		return nil
+	})
 }
 
 // live returns the nodes whose process runs.
