@@ -34,7 +34,10 @@ func testApply(e *env) {
 	d.exactlyOnce("after the workload")
 	if e.h.Ordered {
 		e.messages(d.ds.Sinks[0])
+		return
 	}
+	d.verify()
+	e.checkpoints(d.ds.Sinks[0], true)
 }
 
 // testWorkers: a keyed target's checkpoints keep how many workers wrote
@@ -203,6 +206,7 @@ func testOnce(e *env) {
 	second := a.start(a.spec(sk), nil)
 	second.least = last
 	second.equal()
+	a.checkpoints(second.ds.Sinks[0], false)
 	sinktest.WaitFor(e.t, 30*time.Second, func() (bool, string) {
 		st := second.stats()
 		return st.Rows >= applied, fmt.Sprintf("at-least-once, the stream again from the start: %d row changes applied of %d, want all again", st.Rows, applied)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/spec"
+	"github.com/braid-cdc/braid/stream"
 )
 
 // Harness is what a target package gives the suite: how to make a place
@@ -37,6 +38,10 @@ type Harness struct {
 	// at-least-once (no checkpoints; a restart applies again, as
 	// upserts).
 	AtLeastOnce bool
+	// Check, when set, checks what is particular to the target in the
+	// sink's state at the end of a case (mysql: every row change
+	// replayed as the binlog's row events).
+	Check func(t *testing.T, c Case, st stream.SinkStats)
 	// Cannot names the cases the target cannot do by design, with why:
 	// the suite skips each, saying so.
 	Cannot map[Case]string
@@ -64,6 +69,14 @@ type Publisher interface {
 	// target holds or delivered, duplicates included, in the order they
 	// came (DDL messages left out).
 	Messages(sk spec.Sink, table string) ([]Message, error)
+}
+
+// Checkpointed is a Target of a keyed sink that can tell whether the
+// sink keeps checkpoints there: an exactly-once sink must, an
+// at-least-once one must not.
+type Checkpointed interface {
+	Target
+	HasCheckpoints(sk spec.Sink) (bool, error)
 }
 
 // Message is a row message's place in the stream, its transaction's seq
@@ -108,7 +121,7 @@ func Run(t *testing.T, h Harness) {
 			if why, ok := h.Cannot[c]; ok {
 				t.Skipf("the target cannot do case %s by design: %s", c, why)
 			}
-			cases[c](&env{t: t, h: h, srv: srv, db: string(c), place: h.New(t)})
+			cases[c](&env{t: t, h: h, srv: srv, db: string(c), c: c, place: h.New(t)})
 		})
 	}
 }

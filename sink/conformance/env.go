@@ -23,6 +23,7 @@ type env struct {
 	h       Harness
 	srv     *mysqltest.Server
 	db      string // the logical database, and its shard tables' prefix
+	c       Case
 	place   Target
 	altered bool // column c added
 	changes int  // the row changes written to the shard tables
@@ -154,6 +155,30 @@ func (d *dest) caughtUp(want []string) {
 // and the target equals the sources.
 func (d *dest) equal() { d.e.t.Helper(); d.caughtUp(d.e.sources()) }
 
+// verify runs braid sink verify's comparison of the sink (as the HTTP
+// API runs it) once it has caught up: every row sampled, none differs.
+func (d *dest) verify() {
+	d.e.t.Helper()
+	want := d.e.sources()
+	v, err := d.set.Verify(d.e.t.Context(), d.ds.Sinks[0].Name, 10*len(want)+100, []string{d.e.table()})
+	if err != nil || len(v.Differences) != 0 || v.Compared != len(want) {
+		d.e.t.Fatalf("braid sink verify: %v: %d rows compared of %d, differences %+v", err, v.Compared, len(want), v.Differences)
+	}
+}
+
+// checkpoints fails the case unless the place holds checkpoints of sk
+// exactly when want says, for a target that can tell.
+func (e *env) checkpoints(sk spec.Sink, want bool) {
+	e.t.Helper()
+	cp, ok := e.place.(Checkpointed)
+	if !ok {
+		return
+	}
+	if has, err := cp.HasCheckpoints(sk); err != nil || has != want {
+		e.t.Fatalf("sink %s of mode %s: checkpoints kept %v (%v), want %v", sk.Name, sk.Mode, has, err, want)
+	}
+}
+
 // failed waits until the sink's last error says each of want.
 func (d *dest) failed(want ...string) string {
 	d.e.t.Helper()
@@ -174,6 +199,9 @@ func (d *dest) failed(want ...string) string {
 // found its key, no UPDATE or DELETE missed its row.
 func (d *dest) exactlyOnce(when string) {
 	d.e.t.Helper()
+	if d.e.h.Check != nil {
+		d.e.h.Check(d.e.t, d.e.c, d.stats())
+	}
 	if d.e.h.Ordered {
 		return
 	}

@@ -26,14 +26,8 @@ import (
 // partitions is how many partitions the tests' topic shop.orders has.
 const partitions = 5
 
-// startKafka starts an in-process Kafka (kfake) of one broker holding
-// topics of partitions partitions each, and returns its address.
-func startKafka(t testing.TB, topics ...string) string {
-	t.Helper()
-	return startCluster(t, 1, topics...).ListenAddrs()[0]
-}
-
-// startCluster is startKafka of brokers brokers.
+// startCluster starts an in-process Kafka (kfake) of brokers brokers
+// holding topics of partitions partitions each.
 func startCluster(t testing.TB, brokers int, topics ...string) *kfake.Cluster {
 	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(brokers), kfake.SeedTopics(partitions, topics...))
@@ -153,79 +147,6 @@ func checkTopic(t *testing.T, recs []kafkatest.Record, want []string) int {
 		t.Fatalf("rows rebuilt from the topic: %d, sources %d; first differences: %s", len(got), len(want), kafkatest.FirstDiff(got, want))
 	}
 	return len(recs)
-}
-
-// TestPublishEqualsSources: six shard tables on three servers, merged to
-// shop.orders and published to a topic of five partitions, under
-// inserts, updates (amounts incremented, keys changed, a unique value
-// moved), deletes and an ALTER every shard runs. The relay is stopped
-// twice mid-stream (its runner cancelled while it publishes) and started
-// again from its saved cursor. The topic ends with every change exactly
-// once, each partition in stream order (so each key's changes in order),
-// and the rows rebuilt from it equal the sources'.
-func TestPublishEqualsSources(t *testing.T) {
-	addr := startKafka(t, "shop.orders")
-	shards := sinktest.StartShop(t)
-	ds := shopSpec(t, shards[:3], addr)
-	cursors := &group.FileStore{Dir: t.TempDir()}
-	load := func() *group.Cursor {
-		c, err := cursors.Load(ds.Name, sink.ClientID("events"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	rl := startRelay(t, ds, nil, cursors)
-	sinktest.WriteShop(t, shards, func(round int) {
-		if round == 1 || round == 4 {
-			rl.stop()
-			rl = startRelay(t, ds, load(), cursors)
-		}
-	})
-	defer func() { rl.stop() }()
-	want := sinktest.ShopRows(t, shards)
-	n := checkTopic(t, waitTopic(t, rl, addr, want), want)
-	t.Logf("%d records, each change once; %+v, %d skipped", n, rl.pub.Stats(), rl.pub.Skipped())
-}
-
-// TestRestartBehindCursor: the relay is stopped twice in the middle of
-// the workload and started again from the start of the stream, its
-// cursor not saved, so it is handed everything it already published: it
-// finds each partition's last message in the topic, skips what is there
-// and publishes the rest, and the topic holds every change once. A last
-// restart after the workload publishes nothing.
-func TestRestartBehindCursor(t *testing.T) {
-	addr := startKafka(t, "shop.orders")
-	shards := sinktest.StartShop(t)
-	ds := shopSpec(t, shards[:3], addr)
-	rl := startRelay(t, ds, nil, nil)
-	sinktest.WriteShop(t, shards, func(round int) {
-		if round == 1 || round == 4 {
-			time.Sleep(200 * time.Millisecond) // some of the round published, maybe not all
-			rl.stop()
-			rl = startRelay(t, ds, nil, nil)
-		}
-	})
-	want := sinktest.ShopRows(t, shards)
-	n := checkTopic(t, waitTopic(t, rl, addr, want), want)
-	skipped := rl.pub.Skipped()
-	if skipped == 0 {
-		t.Fatal("the restarts skipped nothing: they were not behind what was published")
-	}
-
-	last := rl.p.Dest.Stats().Seq
-	rl.stop()
-	rl = startRelay(t, ds, nil, nil)
-	defer func() { rl.stop() }()
-	sinktest.WaitFor(t, 30*time.Second, func() (bool, string) {
-		applied, lastErr := rl.r.Applied()
-		return applied >= last, fmt.Sprintf("the replay reached seq %d of %d (last error %q)", applied, last, lastErr)
-	})
-	if st := rl.pub.Stats(); st.Applied != 0 || rl.pub.Skipped() != uint64(n) {
-		t.Fatalf("the whole stream again: %d produced, %d skipped of %d in the topic; want none produced, all skipped", st.Applied, rl.pub.Skipped(), n)
-	}
-	checkTopic(t, readTopic(t, addr), want)
-	t.Logf("%d records, each change once; the last replay skipped all %d", n, rl.pub.Skipped())
 }
 
 // TestProduceFailures: of three brokers, one at a time fails a produce

@@ -18,7 +18,7 @@ import (
 // again, which may hold other rows under the same (seq, n): they are
 // published again, so no row of the chunk is lost.
 func TestRereadChunkPublishedAgain(t *testing.T) {
-	addr := startKafka(t, "shop.orders")
+	addr := startCluster(t, 1, "shop.orders").ListenAddrs()[0]
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	tbl := &change.Table{Schema: "shop_0", Name: "orders", LogicalSchema: "shop", LogicalName: "orders",

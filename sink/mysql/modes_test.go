@@ -1,7 +1,6 @@
 package mysql_test
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -81,79 +80,20 @@ func TestCreateTables(t *testing.T) {
 	}
 }
 
-// TestAtLeastOnce: mode at-least-once keeps no checkpoint table; a runner
-// that starts again from the beginning of the stream applies every change
-// again, as upserts and deletes, and the target still equals the source.
-func TestAtLeastOnce(t *testing.T) {
-	db, name := targetDB(t)
-	srv := mysqltest.Start(t)
-	srv.Exec(t, "CREATE DATABASE shop_0", "CREATE TABLE shop_0.orders (id INT PRIMARY KEY, note VARCHAR(20))")
-	var vals []string
-	for k := range 50 {
-		vals = append(vals, fmt.Sprintf("(%d, 'n%d')", k, k))
-	}
-	srv.Exec(t, "INSERT INTO shop_0.orders VALUES "+strings.Join(vals, ", "),
-		"UPDATE shop_0.orders SET note = 'changed' WHERE id % 5 = 0", "DELETE FROM shop_0.orders WHERE id % 7 = 0",
-		"UPDATE shop_0.orders SET id = id + 100 WHERE id = 1")
-	ds := spec.Spec{Name: "shop", Tables: []string{`shop_0\.orders`}, Heartbeat: spec.Duration(100 * time.Millisecond),
-		Sources: []spec.Source{{Name: "a", Address: srv.Addr(), Start: spec.Start{Kind: spec.StartEarliest}}},
-		Sinks: []spec.Sink{{Name: "alo", Type: "mysql", Address: targetAddr, MetaDatabase: name + "_meta", Mode: spec.SinkAtLeastOnce,
-			Tables: []spec.SinkTable{{From: "shop_0.orders", To: name + ".orders"}}}}}
-	ds = ds.WithDefaults()
-	want := rows(t, srv.Query(t, "SELECT id, IFNULL(note, 'NULL') FROM shop_0.orders"))
-	read := func() []string {
-		var out [][]string
-		if q, err := db.Query("SELECT id, IFNULL(note, 'NULL') FROM " + name + ".orders"); err == nil {
-			for q.Next() {
-				var a, b string
-				q.Scan(&a, &b)
-				out = append(out, []string{a, b})
-			}
-			q.Close()
-		}
-		return rows(t, out)
-	}
-	var last uint64      // the seq the first run applied up to
-	for run := range 2 { // the second run applies the whole stream again
-		r := applyOnce(t, &ds)
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			applied, lastErr := r.Applied()
-			if slices.Equal(read(), want) && applied > 0 && applied >= last {
-				last = applied
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("run %d: target %d rows, source %d, applied seq %d (last error %q)", run, len(read()), len(want), applied, lastErr)
-			}
-		}
-	}
-	var n int
-	db.QueryRow("SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", name+"_meta").Scan(&n)
-	if n != 0 {
-		t.Fatal("an at-least-once sink made a checkpoint database")
-	}
-}
-
-// TestWorkersKept: the checkpoints remember how many workers wrote them
-// and how they split the keys; a sink opened with another count refuses
-// to start, naming both, since a key's worker depends on the count. A
-// new sink routes by key range; one whose checkpoints braid wrote before
-// it kept the routing goes on by key hash, as they were written.
-func TestWorkersKept(t *testing.T) {
+// TestOlderCheckpointsByKey: a new sink routes by key range; one whose
+// checkpoints an older braid wrote, without the worker count and the
+// routing, adopts them and goes on by key hash, as they were written.
+// (That another worker count is refused is the conformance suite's case
+// workers.)
+func TestOlderCheckpointsByKey(t *testing.T) {
 	db, name := targetDB(t)
 	tg, err := mysqlsink.Open(t.Context(), spec.Sink{Name: "w", Type: "mysql", Address: targetAddr, User: "root", Workers: 4, MetaDatabase: name + "_meta"}, "shop", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tg.Close()
-	for _, c := range []struct {
-		n    int
-		want string
-	}{{4, ""}, {8, "written by 4 workers, the spec has 8"}, {2, "written by 4 workers, the spec has 2"}, {4, ""}} {
-		_, err := tg.Checkpoints(t.Context(), c.n)
-		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
-			t.Errorf("%d workers: %v, want %q", c.n, err, c.want)
-		}
+	if _, err := tg.Checkpoints(t.Context(), 4); err != nil {
+		t.Fatal(err)
 	}
 	if r := tg.Routing(); r != sink.RouteByRange {
 		t.Errorf("a new sink routes %d, want by range", r)

@@ -98,12 +98,12 @@ func TestUserWhoOnlyWrites(t *testing.T) {
 	}
 }
 
-// TestWorkersKept: the checkpoints remember how many workers wrote them
-// and how they split the keys; a sink opened with another count refuses
-// to start, naming both, since a key's worker depends on the count. A
-// new sink routes by key range; one whose checkpoints braid wrote before
-// it kept the routing goes on by key hash, as they were written.
-func TestWorkersKept(t *testing.T) {
+// TestOlderCheckpointsByKey: a new sink routes by key range; one whose
+// checkpoints an older braid wrote, without the worker count and the
+// routing, adopts them and goes on by key hash, as they were written.
+// (That another worker count is refused is the conformance suite's case
+// workers.)
+func TestOlderCheckpointsByKey(t *testing.T) {
 	db, name := targetDB(t)
 	ctx := context.Background()
 	sk := spec.Sink{Name: "w", Type: "postgres", Address: targetAddr, Database: name, User: "postgres", Workers: 4, MetaDatabase: "braid_meta"}
@@ -112,14 +112,8 @@ func TestWorkersKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tg.Close()
-	for _, c := range []struct {
-		n    int
-		want string
-	}{{4, ""}, {8, "written by 4 workers, the spec has 8"}, {2, "written by 4 workers, the spec has 2"}, {4, ""}} {
-		_, err := tg.Checkpoints(ctx, c.n)
-		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
-			t.Errorf("%d workers: %v, want %q", c.n, err, c.want)
-		}
+	if _, err := tg.Checkpoints(ctx, 4); err != nil {
+		t.Fatal(err)
 	}
 	if r := tg.Routing(); r != sink.RouteByRange {
 		t.Errorf("a new sink routes %d, want by range", r)

@@ -35,6 +35,12 @@ func (p *place) Sink(name string, tables []string) spec.Sink {
 	return spec.Sink{Name: name, Type: "postgres", Address: targetAddr, Database: p.name}
 }
 
+func (p *place) HasCheckpoints(sk spec.Sink) (bool, error) {
+	var n int
+	err := p.db.QueryRow(context.Background(), "SELECT count(*) FROM pg_namespace WHERE nspname = $1", sk.MetaDatabase).Scan(&n)
+	return n > 0, err
+}
+
 // Rows reads each row as JSON (to_jsonb), its values as PostgreSQL
 // writes them there: numbers exact, timestamps in ISO 8601, jsonb
 // as JSON.

@@ -110,9 +110,15 @@ func (p *place) Rows(sk spec.Sink, table string) ([]map[string]*string, error) {
 	return out, nil
 }
 
-// Messages returns every delivery of a row message, duplicates included.
+// Messages returns every delivery of a row message, duplicates included,
+// once it has checked that the distinct ones came in stream order.
 func (p *place) Messages(sk spec.Sink, table string) ([]conformance.Message, error) {
-	p.received(table)
+	got := p.received(table)
+	for i := 1; i < len(got.Pos); i++ {
+		if a, b := got.Pos[i-1], got.Pos[i]; b.Seq < a.Seq || b.Seq == a.Seq && b.N <= a.N {
+			return nil, fmt.Errorf("message %d:%d came after %d:%d: out of stream order", b.Seq, b.N, a.Seq, a.N)
+		}
+	}
 	var out []conformance.Message
 	for _, d := range p.queues[table].Deliveries() {
 		var m rabbittest.Message

@@ -58,48 +58,33 @@ func TestNames(t *testing.T) {
 	}
 }
 
-// TestPublishEqualsSources: six shard tables on three servers, merged to
-// shop.orders, relayed by a rabbitmq sink with queues: per-table under
-// the shop workload (inserts, updates that move keys and unique values,
-// deletes, an ALTER every shard runs); the sink is stopped twice in the
-// middle of publishing and started again from its cursor. A consumer of
-// the shop.orders queue (declared by the sink, durable, with
-// x-single-active-consumer) gets, once de-duplicated by message_id,
-// every message in stream order, and the rows they carry, applied to a
-// map, equal the sources. The whole stream published again from the
-// start (a crash that lost the cursor) brings every message again under
-// the same message_id, so de-duplication leaves the same messages.
-func TestPublishEqualsSources(t *testing.T) {
+// TestQueueDeclared: the shop workload relayed by a rabbitmq sink with
+// queues: per-table (that its messages, de-duplicated, rebuild the
+// sources in stream order, restarted or replayed, is the conformance
+// suite's). The ALTER every shard runs arrives as a DDL message in the
+// table's queue, and the queue is durable with x-single-active-consumer:
+// declaring it so again is no change (a different declaration fails).
+func TestQueueDeclared(t *testing.T) {
 	url := rabbittest.Vhost(t)
 	shards := sinktest.StartShop(t)
 	ds := shopSpec(t, shards[:3], spec.Sink{Name: "mq", Type: "rabbitmq", URL: url, Password: "guest", Queues: "per-table"})
 	sk := ds.Sinks[0]
 	log := testLogger(t, slog.LevelWarn)
-	cursors := &group.FileStore{Dir: t.TempDir()}
 	ctx := t.Context()
 	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: ds, Clients: map[string]*group.Cursor{sink.ClientID("mq"): nil}, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	pub, err := sinkrun.Open(ctx, sk, "shop", log)
+	pub, err := sinkrun.Open(ctx, sk, "shop", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pub.Close()
-	r := startRunner(ctx, p, pub, ds, cursors, log)
-	var c *rabbittest.Consumer
-	sinktest.WriteShop(t, shards, func(round int) {
-		if round == 0 {
-			c = rabbittest.Consume(t, url, "shop.orders")
-		}
-		if round == 1 || round == 4 {
-			r.stop() // stopped in the middle of publishing; a new one goes on
-			r = startRunner(ctx, p, pub, ds, cursors, log)
-		}
-	})
-	defer func() { r.stop() }()
-
+	r := startRunner(ctx, p, pub, ds, nil, log)
+	defer r.stop()
+	c := rabbittest.Consume(t, url, "shop.orders")
+	sinktest.WriteShop(t, shards, nil)
 	want := sinktest.ShopRows(t, shards)
 	var got rabbittest.Received
 	sinktest.WaitFor(t, 60*time.Second, func() (bool, string) {
@@ -109,14 +94,6 @@ func TestPublishEqualsSources(t *testing.T) {
 		return slices.Equal(rows, want), fmt.Sprintf("the queue's rows: %d, sources %d (applied seq %d of %d, last error %q)",
 			len(rows), len(want), applied, p.Dest.Stats().Seq, lastErr)
 	})
-	got.Ordered(t)
-	sinktest.WaitFor(t, 10*time.Second, func() (bool, string) {
-		applied, _ := r.r.Applied()
-		return applied == p.Dest.Stats().Seq, fmt.Sprintf("applied seq %d of %d", applied, p.Dest.Stats().Seq)
-	})
-	if st := pub.Stats(); st.Pending != 0 || st.Returns != 0 {
-		t.Fatalf("stats %+v", st)
-	}
 	ddl := 0
 	for _, m := range got.Msgs {
 		if m.IsDDL {
@@ -126,48 +103,12 @@ func TestPublishEqualsSources(t *testing.T) {
 	if ddl == 0 {
 		t.Errorf("no DDL message of the ALTER in the queue")
 	}
-	// The queue is durable and has a single active consumer: declaring
-	// it so again is no change (a different declaration fails).
 	ch, err := rabbittest.Dial(t, url).Channel()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ch.QueueDeclare("shop.orders", true, false, false, false, amqp.Table{"x-single-active-consumer": true}); err != nil {
 		t.Fatalf("the sink's queue is not durable with x-single-active-consumer: %v", err)
-	}
-	t.Logf("%d rows equal from %d messages (%d DDL) in stream order; %d delivered twice after the restarts; %+v",
-		len(want), len(got.Msgs), ddl, got.Dups, pub.Stats())
-
-	// The whole stream again, from the start, by a publisher opened anew
-	// (as after a crash that lost the cursor): every message comes again
-	// with the same message_id, and de-duplication leaves what there was.
-	r.stop()
-	r = &runner{stop: func() {}}
-	last := p.Dest.Stats().Seq
-	p.Close()
-	again, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: ds, Clients: map[string]*group.Cursor{sink.ClientID("mq"): nil}, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer again.Close()
-	pub2, err := sinkrun.Open(ctx, sk, "shop", log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub2.Close()
-	r2 := startRunner(ctx, again, pub2, ds, nil, log)
-	defer r2.stop()
-	sinktest.WaitFor(t, 30*time.Second, func() (bool, string) {
-		applied, lastErr := r2.r.Applied()
-		return applied >= last && len(c.Deliveries()) >= 2*len(got.Pos)+got.Dups,
-			fmt.Sprintf("the replay reached seq %d of %d (last error %q); %d delivered", applied, last, lastErr, len(c.Deliveries()))
-	})
-	replay := rabbittest.Dedup(t, c.Deliveries(), "shop")
-	if !slices.Equal(replay.Pos, got.Pos) || replay.Dups != len(got.Pos)+got.Dups {
-		t.Fatalf("after the replay %d distinct messages (%d again), before %d", len(replay.Pos), replay.Dups, len(got.Pos))
-	}
-	if rows := replay.Rows("id", "id", "code", "amount", "note", "c"); !slices.Equal(rows, want) {
-		t.Fatalf("after the replay the rows differ: %d, want %d", len(rows), len(want))
 	}
 }
 

@@ -380,18 +380,3 @@ func TestApplyRandom(t *testing.T) {
 		}
 	}
 }
-
-// TestWorkersKept: the checkpoints remember how many workers wrote them;
-// a sink opened with another count refuses to start, naming both.
-func TestWorkersKept(t *testing.T) {
-	tg, _, _ := applyTarget(t, "json")
-	for _, c := range []struct {
-		n    int
-		want string
-	}{{4, ""}, {8, "written by 4 workers, the spec has 8"}, {4, ""}} {
-		_, err := tg.Checkpoints(t.Context(), c.n)
-		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
-			t.Errorf("%d workers: %v, want %q", c.n, err, c.want)
-		}
-	}
-}
