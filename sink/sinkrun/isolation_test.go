@@ -69,8 +69,8 @@ func TestSameSinkNameTwoDestinations(t *testing.T) {
 			Heartbeat: spec.Duration(100 * time.Millisecond),
 			Sources:   []spec.Source{{Name: "s", Address: srv.Addr(), Start: spec.Start{Kind: spec.StartEarliest}}},
 			Sinks: []spec.Sink{
-				{Name: "copy", Type: "mysql", Address: mysqlAddr, Workers: 2, MetaDatabase: name + "_meta", Tables: []spec.SinkTable{{From: "shop.orders", To: name + "." + d}}},
-				{Name: "pg", Type: "postgres", Address: pgAddr, Database: pgName, Workers: 2, CreateTables: true, Tables: []spec.SinkTable{{From: "shop.orders", To: d + ".orders"}}},
+				{Name: "copy", Type: spec.SinkMySQL, Address: mysqlAddr, Workers: 2, MetaDatabase: name + "_meta", Tables: []spec.SinkTable{{From: "shop.orders", To: name + "." + d}}},
+				{Name: "pg", Type: spec.SinkPostgres, Address: pgAddr, Database: pgName, Workers: 2, CreateTables: true, Tables: []spec.SinkTable{{From: "shop.orders", To: d + ".orders"}}},
 			}}
 		ds = ds.WithDefaults()
 		if err := ds.Validate(); err != nil {
@@ -236,7 +236,7 @@ func TestSchemaNamesWithDollarQuotes(t *testing.T) {
 	ds := spec.Spec{Name: "shop", Tables: []string{`shop_0\.\w+`}, Route: []spec.RouteRule{{Match: `shop_0\.(\w+)`, To: "shop.$1"}},
 		Heartbeat: spec.Duration(100 * time.Millisecond),
 		Sources:   []spec.Source{{Name: "s", Address: srv.Addr(), Start: spec.Start{Kind: spec.StartEarliest}}},
-		Sinks: []spec.Sink{{Name: "pg", Type: "postgres", Address: pgAddr, Database: pgName, Workers: 2, CreateTables: true, MetaDatabase: meta,
+		Sinks: []spec.Sink{{Name: "pg", Type: spec.SinkPostgres, Address: pgAddr, Database: pgName, Workers: 2, CreateTables: true, MetaDatabase: meta,
 			Tables: []spec.SinkTable{{From: "shop.orders", To: orders + ".orders"}, {From: "shop.items", To: later + ".items"}}}}}
 	ds = ds.WithDefaults()
 	if err := ds.Validate(); err != nil {
@@ -295,7 +295,7 @@ func TestRowKeysNeverReachSinkKeys(t *testing.T) {
 	ds := spec.Spec{Name: "shop", Tables: []string{`app_\d+\.\w+`}, Route: []spec.RouteRule{{Match: `app_\d+\.(\w+)`, To: "app.$1"}},
 		Heartbeat: spec.Duration(100 * time.Millisecond),
 		Sources:   []spec.Source{{Name: "s", Address: srv.Addr(), Start: spec.Start{Kind: spec.StartEarliest}}},
-		Sinks:     []spec.Sink{{Name: "cache", Type: "redis", Address: redistest.Addr, Key: prefix + "{table}:{pk}", Format: "hash", Workers: 4}}}
+		Sinks:     []spec.Sink{{Name: "cache", Type: spec.SinkRedis, Address: redistest.Addr, Key: prefix + "{table}:{pk}", Format: "hash", Workers: 4}}}
 	ds = ds.WithDefaults()
 	if err := ds.Validate(); err != nil {
 		t.Fatal(err)
@@ -392,7 +392,7 @@ func TestWildcardTableNames(t *testing.T) {
 	ds := spec.Spec{Name: "shop", Tables: []string{`app_0\..+`}, Route: []spec.RouteRule{{Match: `app_0\.(.+)`, To: "app.$1"}},
 		Heartbeat: spec.Duration(100 * time.Millisecond),
 		Sources:   []spec.Source{{Name: "s", Address: srv.Addr(), Start: spec.Start{Kind: spec.StartEarliest}}},
-		Sinks:     []spec.Sink{{Name: "mq", Type: "rabbitmq", URL: url, Password: "guest", Queues: "per-table"}}}
+		Sinks:     []spec.Sink{{Name: "mq", Type: spec.SinkRabbitMQ, URL: url, Password: "guest", Queues: "per-table"}}}
 	ds = ds.WithDefaults()
 	if err := ds.Validate(); err != nil {
 		t.Fatal(err)

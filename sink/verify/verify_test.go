@@ -105,8 +105,8 @@ func TestTwoSources(t *testing.T) {
 		Sources: []spec.Source{{Name: "a", Address: srvs[0].Addr(), Start: spec.Start{Kind: spec.StartEarliest}},
 			{Name: "b", Address: srvs[1].Addr(), Start: spec.Start{Kind: spec.StartEarliest}}},
 		Sinks: []spec.Sink{
-			{Name: "plain", Type: "mysql", Address: targetAddr, Workers: 2, MetaDatabase: name + "_meta", Tables: []spec.SinkTable{{From: "shop.orders", To: name + ".plain"}}},
-			{Name: "kept", Type: "mysql", Address: targetAddr, Workers: 2, MetaDatabase: name + "_meta", OriginColumn: "_shard", Tables: []spec.SinkTable{{From: "shop.orders", To: name + ".kept"}}},
+			{Name: "plain", Type: spec.SinkMySQL, Address: targetAddr, Workers: 2, MetaDatabase: name + "_meta", Tables: []spec.SinkTable{{From: "shop.orders", To: name + ".plain"}}},
+			{Name: "kept", Type: spec.SinkMySQL, Address: targetAddr, Workers: 2, MetaDatabase: name + "_meta", OriginColumn: "_shard", Tables: []spec.SinkTable{{From: "shop.orders", To: name + ".kept"}}},
 		}}
 	ds = ds.WithDefaults()
 	if err := ds.Validate(); err != nil {
