@@ -2,7 +2,6 @@ package group
 
 import (
 	"context"
-	"maps"
 	"slices"
 	"sync"
 )
@@ -142,13 +141,4 @@ func (cfg *Config) keptPlacements() ([]Placement, error) {
 		return nil, nil
 	}
 	return cfg.Keep.Placements()
-}
-
-// cloneCursors copies a map of cursors.
-func cloneCursors(in map[string]*Cursor) map[string]*Cursor {
-	out := maps.Clone(in)
-	for id, c := range out {
-		out[id] = c.Clone()
-	}
-	return out
 }
