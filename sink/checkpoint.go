@@ -142,7 +142,7 @@ func SQLCheckpoints(sinkName string, n int, where string, next func() (r Checkpo
 
 // FromIndex is the row index a transaction starting with first claims its
 // worker's checkpoint from: first's, or, for a change that may find its
-// row already so (MayExist: a snapshot chunk read again, which the runner
+// row already so (MayExist: a snapshot chunk read again, which Keyed
 // applies whole again on a worker it stopped in the middle of), any row of
 // first's seq, whose rows are upserts a second time too.
 func FromIndex(first Change) int {

@@ -38,7 +38,7 @@ func appendKey(b []byte, table string, idx []int, value func(i int) change.Value
 	return b
 }
 
-// keyer makes the runner's Changes: their names and keys. It keeps each
+// keyer makes Keyed's Changes: their names and keys. It keeps each
 // shard table's names, and builds keys in one buffer, so that a change
 // costs a string a key, not five.
 type keyer struct {

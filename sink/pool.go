@@ -14,7 +14,7 @@ import (
 // 21,000 to 50,000 rows/s between like runs (bench/sink_test.go).
 const maxTake = 2048
 
-// pool is a runner's workers and what each was handed: a worker takes
+// pool is a Keyed Apply's workers and what each was handed: a worker takes
 // every change handed to it since it last took (up to maxTake) and
 // applies them as one transaction, so a busy target gets bigger
 // transactions. Counts, not change lists, say what is applied: worker w's
@@ -30,7 +30,7 @@ type pool struct {
 	err     error      // the first failure; every wait ends with it
 	cancel  context.CancelFunc
 
-	// The runner's, outside mu: what it handed each worker since it last
+	// Apply's, outside mu: what it handed each worker since it last
 	// queued them (flush: one lock a store batch, not one a change), and
 	// how many it has handed each in all.
 	stage  [][]Change
@@ -41,14 +41,14 @@ type pool struct {
 // taken of them taken. A queue is a list of blocks, not one slice: a
 // store batch can hand a worker hundreds of thousands of changes, and
 // growing one slice to hold them copied it again and again (a tenth of
-// the runner's time).
+// Apply's time).
 type block struct {
 	changes []Change
 	taken   int
 }
 
 // newPool returns the pool of n workers; its first failure calls cancel,
-// which ends the workers' transactions and the runner's waits.
+// which ends the workers' transactions and Apply's waits.
 func newPool(workers int, cancel context.CancelFunc) *pool {
 	p := &pool{queue: make([][]*block, workers), ready: make([]int, workers), handed: make([]uint64, workers), applied: make([]uint64, workers), cancel: cancel,
 		stage: make([][]Change, workers), staged: make([]uint64, workers)}
@@ -100,14 +100,14 @@ func (p *pool) work(ctx context.Context, w int, apply func(context.Context, []Ch
 }
 
 // hand gives worker w change c, to be queued at the next flush and taken
-// once woken, and returns its ticket. Only the runner hands.
+// once woken, and returns its ticket. Only Apply hands.
 func (p *pool) hand(w int, c Change) Ticket {
 	p.stage[w] = append(p.stage[w], c)
 	p.staged[w]++
 	return Ticket{w, p.staged[w]}
 }
 
-// flush queues what the runner handed.
+// flush queues what Apply handed.
 func (p *pool) flush() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -136,7 +136,7 @@ func (p *pool) flush() {
 // wake lets the workers take what they were handed. Until then they
 // wait, however often they are woken, so that a worker's transaction is
 // its share of a whole store batch, not the few changes handed before it
-// looked. Only the runner wakes.
+// looked. Only Apply wakes.
 func (p *pool) wake() {
 	p.flush()
 	p.mu.Lock()
@@ -154,7 +154,7 @@ func (p *pool) wakeLocked() {
 	p.cond.Broadcast()
 }
 
-// waitHanded is wait for the runner, which may have handed what it waits
+// waitHanded is wait for Apply, which may have handed what it waits
 // for.
 func (p *pool) waitHanded(ts ...Ticket) error {
 	p.flush()

@@ -40,7 +40,7 @@ type Change struct {
 	// Row is the change, with its table's columns (Row.Table).
 	Row *change.RowChange
 	// Before and After are Row's images, decoded once (nil: none), by
-	// Decode: the runner decodes them for a target unless it decodes
+	// Decode: Keyed decodes them for a target unless it decodes
 	// them itself (ImageDecoder).
 	Before, After []change.Value
 	// PK is the change's primary key (Key; every column of a table
@@ -92,7 +92,8 @@ func (p Point) Before(q Point) bool {
 	return p.Seq < q.Seq || p.Seq == q.Seq && p.Idx < q.Idx
 }
 
-// Stats is what a target counts.
+// Stats is what a sink counts: its target's counts, and Keyed's
+// Conflicts.
 type Stats struct {
 	// Applied counts row changes applied; Upserts the INSERTs of a key
 	// that existed; Missing the UPDATEs and DELETEs of a row that was not
