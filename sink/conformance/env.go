@@ -84,18 +84,39 @@ type dest struct {
 func (e *env) start(ds *spec.Spec, cursors group.CursorStore) *dest {
 	e.t.Helper()
 	d := &dest{e: e, ds: ds, cursors: cursors, log: slog.New(slog.NewTextHandler(e.t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	clients := map[string]*group.Cursor{}
-	if err := sinkrun.Prepare(e.t.Context(), ds, clients, cursors, d.log); err != nil {
-		e.t.Fatal(err)
-	}
-	p, err := stream.StartPipeline(e.t.Context(), stream.PipelineConfig{Spec: ds, Clients: clients, Logger: d.log})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	d.p = p
+	d.p = Pipeline(e.t, ds, cursors, d.log)
 	d.Start()
 	e.t.Cleanup(d.Close)
 	return d
+}
+
+// Pipeline prepares ds's sinks (sinkrun.Prepare: their clients, with
+// their cursors from cursors, nil for none; each target reached once)
+// and starts its pipeline, closed when t ends: what braid does before it
+// starts a destination's sinks.
+func Pipeline(t testing.TB, ds *spec.Spec, cursors group.CursorStore, log *slog.Logger) *stream.Pipeline {
+	t.Helper()
+	clients := map[string]*group.Cursor{}
+	if err := sinkrun.Prepare(t.Context(), ds, clients, cursors, log); err != nil {
+		t.Fatal(err)
+	}
+	p, err := stream.StartPipeline(t.Context(), stream.PipelineConfig{Spec: ds, Clients: clients, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// Start runs destination ds as braid runs it, its sinks' cursors kept
+// in cursors (nil: none), until t ends: its pipeline (Pipeline) and its
+// sinks (sinkrun.Start).
+func Start(t testing.TB, ds *spec.Spec, cursors group.CursorStore, log *slog.Logger) (*stream.Pipeline, *sinkrun.Set) {
+	t.Helper()
+	p := Pipeline(t, ds, cursors, log)
+	set := sinkrun.Start(t.Context(), p, ds, cursors, log)
+	t.Cleanup(set.Stop)
+	return p, set
 }
 
 // Start starts the sinks (again).

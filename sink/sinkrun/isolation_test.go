@@ -17,16 +17,14 @@ import (
 	_ "github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/rabbittest"
 	"github.com/braid-cdc/braid/internal/testutil/redistest"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
+	"github.com/braid-cdc/braid/sink/conformance"
 	"github.com/braid-cdc/braid/sink/rabbitmq"
 	"github.com/braid-cdc/braid/sink/redis"
-	"github.com/braid-cdc/braid/sink/sinkrun"
 	"github.com/braid-cdc/braid/spec"
-	"github.com/braid-cdc/braid/stream"
 )
 
 // The machine's servers the sinks apply to; each test has databases of
@@ -80,17 +78,7 @@ func TestSameSinkNameTwoDestinations(t *testing.T) {
 		if _, err := my.Exec(fmt.Sprintf("CREATE TABLE %s.%s (id INT PRIMARY KEY, note VARCHAR(%d))", name, d, width)); err != nil {
 			t.Fatal(err)
 		}
-		clients := map[string]*group.Cursor{}
-		if err := sinkrun.Prepare(t.Context(), &ds, clients, nil, log); err != nil {
-			t.Fatal(err)
-		}
-		p, err := stream.StartPipeline(t.Context(), stream.PipelineConfig{Spec: &ds, Clients: clients, Logger: log})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(p.Close)
-		sinks := sinkrun.Start(t.Context(), p, &ds, nil, log)
-		t.Cleanup(sinks.Stop)
+		conformance.Start(t, &ds, nil, log)
 	}
 	source := func(d string) []string {
 		return sinktest.SourceRows(t, []*mysqltest.Server{srv}, func(int) string { return "SELECT id, note FROM " + d + "_0.orders" })
@@ -242,17 +230,7 @@ func TestSchemaNamesWithDollarQuotes(t *testing.T) {
 	if err := ds.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	clients := map[string]*group.Cursor{}
-	if err := sinkrun.Prepare(t.Context(), &ds, clients, nil, log); err != nil {
-		t.Fatal(err)
-	}
-	p, err := stream.StartPipeline(t.Context(), stream.PipelineConfig{Spec: &ds, Clients: clients, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	sinks := sinkrun.Start(t.Context(), p, &ds, nil, log)
-	t.Cleanup(sinks.Stop)
+	_, sinks := conformance.Start(t, &ds, nil, log)
 	srv.Exec(t, "CREATE TABLE shop_0.items (id INT PRIMARY KEY, qty INT)", "INSERT INTO shop_0.items VALUES (7, 70)",
 		"UPDATE shop_0.orders SET note = 'A' WHERE id = 1")
 	quote := func(s string) string { return `"` + s + `"` }
@@ -300,17 +278,7 @@ func TestRowKeysNeverReachSinkKeys(t *testing.T) {
 	if err := ds.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	clients := map[string]*group.Cursor{}
-	if err := sinkrun.Prepare(t.Context(), &ds, clients, nil, log); err != nil {
-		t.Fatal(err)
-	}
-	p, err := stream.StartPipeline(t.Context(), stream.PipelineConfig{Spec: &ds, Clients: clients, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	sinks := sinkrun.Start(t.Context(), p, &ds, nil, log)
-	t.Cleanup(sinks.Stop)
+	_, sinks := conformance.Start(t, &ds, nil, log)
 	// Both tables change once the sink has applied them: each of those
 	// transactions reads and moves the checkpoints.
 	cached := func(table, key string) string {
@@ -397,17 +365,7 @@ func TestWildcardTableNames(t *testing.T) {
 	if err := ds.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	clients := map[string]*group.Cursor{}
-	if err := sinkrun.Prepare(t.Context(), &ds, clients, nil, log); err != nil {
-		t.Fatal(err)
-	}
-	p, err := stream.StartPipeline(t.Context(), stream.PipelineConfig{Spec: &ds, Clients: clients, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	sinks := sinkrun.Start(t.Context(), p, &ds, nil, log)
-	t.Cleanup(sinks.Stop)
+	_, sinks := conformance.Start(t, &ds, nil, log)
 	keys := map[string]string{}
 	consumers := map[string]*rabbittest.Consumer{}
 	for _, tb := range tables {
