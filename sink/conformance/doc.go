@@ -5,16 +5,15 @@
 // shard tables of a real MariaDB server the suite starts
 // (internal/testutil/mysqltest).
 //
-// Each planted bug below made its case fail, run against the target named
-// (planted by hand in that target's or the runner's code, run, reverted):
+// Each case failed on a bug planted by hand (run, then reverted):
 //
-//	apply:     TODO
-//	workers:   TODO
-//	partial:   TODO
-//	collision: TODO
-//	once:      TODO
-//	replay:    TODO
-//	restart:   TODO
+//	apply:     the runner skipping the 4th row change of every transaction (sink/keyed.go); postgres: rows differ
+//	workers:   the worker-count check of SQL checkpoints dropped (sink/checkpoint.go); postgres: no refusal
+//	partial:   the runner's partial-image refusal dropped (sink/keyed.go); postgres: no error, columns NULL
+//	collision: the collision error's holder look-up dropped (sink/runner.go); mysql: the error names one writer
+//	once:      every fifth transaction's records produced twice (sink/kafka/kafka.go); kafka: a message twice
+//	replay:    the checkpoints read at start ignored (sink/keyed.go); mysql: the stream read again applied
+//	restart:   the message after a partition's last taken as written on a restart (sink/kafka/ends.go); kafka: one lost
 //
 // A target package runs it from a test file of its own:
 //
