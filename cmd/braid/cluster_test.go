@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,9 +17,10 @@ import (
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 )
 
-// The cluster tests run real `braid server` processes
-// (internal/localcluster), from a binary built once per test run
-// (internal/testutil/braidproc), and kill them.
+// The cluster tests here run braid's commands in-process against real
+// `braid server` processes (internal/localcluster, from a binary
+// internal/testutil/braidproc builds once per test run). The tests that
+// kill those processes are in internal/e2e.
 
 // testNode is one braid server process, with helpers that fail the test.
 type testNode struct{ *localcluster.Node }
@@ -30,14 +30,6 @@ func (n *testNode) start(t *testing.T, bin string, join []string) {
 	t.Helper()
 	if err := n.Start(bin, join); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// signal sends sig to the node's process.
-func (n *testNode) signal(t *testing.T, sig syscall.Signal) {
-	t.Helper()
-	if err := n.Signal(sig); err != nil {
-		t.Fatalf("signal %v to %s: %v", sig, n.Name, err)
 	}
 }
 
@@ -90,9 +82,6 @@ func startCluster(t *testing.T, args ...string) *testCluster {
 	return c
 }
 
-// joinFor is the gossip addresses of the other nodes.
-func (c *testCluster) joinFor(n *testNode) []string { return c.JoinFor(n.Node) }
-
 // status asks node n for the cluster's status.
 func (c *testCluster) status(n *testNode) (wire.ClusterStatus, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -107,17 +96,6 @@ func (c *testCluster) waitFor(t *testing.T, timeout time.Duration, what string, 
 	if err := localcluster.Poll(t.Context(), timeout, what, cond); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// live returns the nodes whose process runs.
-func (c *testCluster) live() []*testNode {
-	var out []*testNode
-	for _, n := range c.nodes {
-		if n.Running() {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 // node is the test node of a cluster node.

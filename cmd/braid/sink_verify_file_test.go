@@ -18,7 +18,7 @@ import (
 // summary. A value planted in the target: exit 1, the differing key and
 // both values named.
 func TestSinkVerifyHere(t *testing.T) {
-	tg := newAuditedTarget(t, "(id BIGINT PRIMARY KEY, note VARCHAR(40), amount DECIMAL(10,2))")
+	tg := newTarget(t, "(id BIGINT PRIMARY KEY, note VARCHAR(40), amount DECIMAL(10,2))")
 	srv := mysqltest.Start(t)
 	var all []string
 	for n := range 2 {

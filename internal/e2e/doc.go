@@ -5,12 +5,17 @@
 // a user would (the CLI, the HTTP and canal protocols, the sinks'
 // targets), that the stream goes on with nothing lost or repeated.
 //
-// What is here: the owner's failover with native and canal consumers,
-// the fencing of a stalled owner, rebalancing, the Kafka and Redis sinks
-// surviving their owner's kills, and dead voters taken out of Raft. The
-// tests of braid's commands against a live cluster stay in cmd/braid,
-// beside the commands they run in-process; the failover benchmark stays
-// in bench, beside the peers it is measured against.
+// What is here: the owner's failover with native and canal consumers
+// (failover_test.go, consumer_test.go, tail_test.go), the fencing of a
+// stalled owner, rebalancing, a shard-DDL lock across a kill
+// (ddl_test.go), dead voters taken out of Raft (voters_test.go), the
+// sinks surviving kills of braid capture and of a cluster's owner (MySQL
+// and PostgreSQL with the replay audit, Kafka, RabbitMQ, Redis:
+// sink_*_test.go, capture_*_test.go), and the initial snapshot resuming
+// after kills (snapshot_test.go). The tests of braid's commands against a
+// live cluster or an in-process capture stay in cmd/braid, beside the
+// commands they run in-process; the failover benchmark stays in bench,
+// beside the peers it is measured against.
 //
 // The package has no code outside its tests.
 package e2e

@@ -18,7 +18,6 @@ import (
 	"github.com/braid-cdc/braid/internal/testutil/braidproc"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
-	"github.com/braid-cdc/braid/sink/kafka/kafkatest"
 )
 
 // testNode is one braid server process, with helpers that fail the test.
@@ -39,10 +38,6 @@ func (n *testNode) signal(t *testing.T, sig syscall.Signal) {
 		t.Fatalf("signal %v to %s: %v", sig, n.Name, err)
 	}
 }
-
-// logTail returns the last lines of the node's log above debug level,
-// for failure messages.
-func (n *testNode) logTail() string { return braidproc.LogTail(n.Node, 60) }
 
 // newNode is a node that is no member of the test's cluster (a
 // replacement, of another cluster, or reusing a name), on free ports under
@@ -238,24 +233,3 @@ func startCapture(t *testing.T, spec string, args ...string) {
 		cmd.Wait()
 	})
 }
-
-// kafkaPartitions is the partitions of the Kafka tests' topic.
-const kafkaPartitions = 5
-
-// kafkaRead returns every record of topic shop.orders at addr.
-func kafkaRead(t *testing.T, addr string) []kafkatest.Record {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	recs, n, err := kafkatest.Read(ctx, []string{addr}, "shop.orders")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n != kafkaPartitions {
-		t.Fatalf("shop.orders has %d partitions, want %d", n, kafkaPartitions)
-	}
-	return recs
-}
-
-// kafkaShopColumns are the columns of sinktest.ShopRows.
-var kafkaShopColumns = []string{"id", "code", "amount", "note", "c"}
