@@ -231,3 +231,21 @@ func (d *dest) exactlyOnce(when string) {
 			when, st.Upserts, st.Missing, st)
 	}
 }
+
+// ShopSpec is destination shop of the shard tables shop_N.orders of
+// internal/testutil/sinktest's shop on servers shards (a source each),
+// merged to shop.orders, with sinks sks: defaults applied, validated.
+// Target packages' own tests of the shop workload start from it.
+func ShopSpec(t testing.TB, shards []*mysqltest.Server, sks ...spec.Sink) *spec.Spec {
+	t.Helper()
+	ds := spec.Spec{Name: "shop", Tables: []string{`shop_\d+\.orders`}, Route: []spec.RouteRule{{Match: `shop_\d+\.(\w+)`, To: "shop.$1"}},
+		Heartbeat: spec.Duration(100 * time.Millisecond), Sinks: sks}
+	for i, s := range shards {
+		ds.Sources = append(ds.Sources, spec.Source{Name: fmt.Sprintf("s%d", i), Address: s.Addr(), Start: spec.Start{Kind: spec.StartEarliest}})
+	}
+	ds = ds.WithDefaults()
+	if err := ds.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return &ds
+}

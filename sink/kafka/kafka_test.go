@@ -13,9 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/braid-cdc/braid/group"
-	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/sink"
+	"github.com/braid-cdc/braid/sink/conformance"
 	"github.com/braid-cdc/braid/sink/kafka"
 	"github.com/braid-cdc/braid/sink/kafka/kafkatest"
 	"github.com/braid-cdc/braid/sink/sinkrun"
@@ -40,21 +40,6 @@ func startCluster(t testing.TB, brokers int, topics ...string) *kfake.Cluster {
 
 func testLogger(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-// shopSpec is six shard tables shop_N.orders on servers shards[N%len]
-// merged to shop.orders, with a kafka sink "events" to brokers addr.
-func shopSpec(t *testing.T, shards []*mysqltest.Server, addr string) *spec.Spec {
-	ds := spec.Spec{Name: "shop", Tables: []string{`shop_\d+\.orders`}, Route: []spec.RouteRule{{Match: `shop_\d+\.(\w+)`, To: "shop.$1"}},
-		Heartbeat: spec.Duration(100 * time.Millisecond), Sinks: []spec.Sink{{Name: "events", Type: "kafka", Brokers: []string{addr}}}}
-	for i, s := range shards {
-		ds.Sources = append(ds.Sources, spec.Source{Name: fmt.Sprintf("s%d", i), Address: s.Addr(), Start: spec.Start{Kind: spec.StartEarliest}})
-	}
-	ds = ds.WithDefaults()
-	if err := ds.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	return &ds
 }
 
 // relay is a pipeline and a runner relaying its store to a kafka
@@ -161,7 +146,7 @@ func TestProduceFailures(t *testing.T) {
 	c := startCluster(t, 3, "shop.orders")
 	addr := c.ListenAddrs()[0]
 	shards := sinktest.StartShop(t)
-	ds := shopSpec(t, shards[:3], addr)
+	ds := conformance.ShopSpec(t, shards[:3], spec.Sink{Name: "events", Type: "kafka", Brokers: []string{addr}})
 	var requests, failed atomic.Int64
 	c.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()

@@ -17,6 +17,7 @@ import (
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/sink"
+	"github.com/braid-cdc/braid/sink/conformance"
 	"github.com/braid-cdc/braid/sink/postgres"
 	"github.com/braid-cdc/braid/sink/sinkrun"
 	"github.com/braid-cdc/braid/sink/verify"
@@ -119,21 +120,6 @@ func testLogger(t *testing.T, level slog.Level) *slog.Logger {
 	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: level}))
 }
 
-// shopSpec is six shard tables shop_N.orders on servers shards[N%len]
-// merged to shop.orders, with sink sk.
-func shopSpec(t *testing.T, shards []*mysqltest.Server, sk spec.Sink) *spec.Spec {
-	ds := spec.Spec{Name: "shop", Tables: []string{`shop_\d+\.orders`}, Route: []spec.RouteRule{{Match: `shop_\d+\.(\w+)`, To: "shop.$1"}},
-		Heartbeat: spec.Duration(100 * time.Millisecond), Sinks: []spec.Sink{sk}}
-	for i, s := range shards {
-		ds.Sources = append(ds.Sources, spec.Source{Name: fmt.Sprintf("s%d", i), Address: s.Addr(), Start: spec.Start{Kind: spec.StartEarliest}})
-	}
-	ds = ds.WithDefaults()
-	if err := ds.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	return &ds
-}
-
 // TestVerifyAndBlindRunner: the shop workload applied to PostgreSQL
 // (that it ends equal to the sources, restarted or replayed, is the
 // conformance suite's). braid sink verify's comparison finds the target
@@ -144,7 +130,7 @@ func shopSpec(t *testing.T, shards []*mysqltest.Server, sk spec.Sink) *spec.Spec
 func TestVerifyAndBlindRunner(t *testing.T) {
 	db, name := targetDB(t)
 	shards := sinktest.StartShop(t)
-	ds := shopSpec(t, shards[:3], spec.Sink{Name: "copy", Type: "postgres", Address: targetAddr, Database: name, Workers: 4})
+	ds := conformance.ShopSpec(t, shards[:3], spec.Sink{Name: "copy", Type: "postgres", Address: targetAddr, Database: name, Workers: 4})
 	sk := ds.Sinks[0]
 	log := testLogger(t, slog.LevelWarn)
 	ctx := t.Context()
@@ -250,7 +236,7 @@ func TestUniqueKeyCollision(t *testing.T) {
 	db, name := targetDB(t)
 	srv := sinktest.StartUniqueCollision(t)
 	specOf := func(sinkName, origin string) *spec.Spec {
-		return shopSpec(t, []*mysqltest.Server{srv}, spec.Sink{Name: sinkName, Type: "postgres", Address: targetAddr, Database: name, Workers: 4, Batch: 10,
+		return conformance.ShopSpec(t, []*mysqltest.Server{srv}, spec.Sink{Name: sinkName, Type: "postgres", Address: targetAddr, Database: name, Workers: 4, Batch: 10,
 			OriginColumn: origin, Tables: []spec.SinkTable{{From: "shop.orders", To: sinkName + ".orders"}}})
 	}
 	plain, _ := applyOnce(t, specOf("plain", ""))
@@ -287,7 +273,7 @@ func TestAtLeastOnce(t *testing.T) {
 		"ALTER TABLE shop_0.orders MODIFY amount BIGINT NOT NULL",
 		"UPDATE shop_0.orders SET amount = 5000000000 WHERE id = 4")
 	sk := spec.Sink{Name: "alo", Type: "postgres", Address: targetAddr, Database: name, Workers: 2, Batch: 10, Mode: spec.SinkAtLeastOnce, MetaDatabase: "alo_meta"}
-	ds := shopSpec(t, []*mysqltest.Server{srv}, sk)
+	ds := conformance.ShopSpec(t, []*mysqltest.Server{srv}, sk)
 	want := sourceRows(t, []*mysqltest.Server{srv}, func(int) string {
 		return "SELECT id, amount, note, IFNULL(c, 'NULL') FROM shop_0.orders"
 	})

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/sink/conformance"
 	"github.com/braid-cdc/braid/spec"
 )
 
@@ -20,7 +21,7 @@ func TestKeyless(t *testing.T) {
 		"DELETE FROM shop_0.orders WHERE a = 3 LIMIT 1",
 		"UPDATE shop_0.orders SET a = 4 WHERE a = 2",
 		"DELETE FROM shop_0.orders WHERE a = 9")
-	ds := shopSpec(t, []*mysqltest.Server{srv}, spec.Sink{Name: "k", Type: "postgres", Address: targetAddr, Database: name, Workers: 2})
+	ds := conformance.ShopSpec(t, []*mysqltest.Server{srv}, spec.Sink{Name: "k", Type: "postgres", Address: targetAddr, Database: name, Workers: 2})
 	want := sourceRows(t, []*mysqltest.Server{srv}, func(int) string { return "SELECT a, IFNULL(b, '<nil>') FROM shop_0.orders" })
 	r, target := applyOnce(t, ds)
 	waitRows(t, 20*time.Second, r, want, func() []string {
@@ -44,7 +45,7 @@ func TestOneRowUpdatedOften(t *testing.T) {
 		srv.Exec(t, "UPDATE shop_0.orders SET v = v + 1")
 	}
 	sk := spec.Sink{Name: "often", Type: "postgres", Address: targetAddr, Database: name, Workers: 1}
-	ds := shopSpec(t, []*mysqltest.Server{srv}, sk)
+	ds := conformance.ShopSpec(t, []*mysqltest.Server{srv}, sk)
 	ds.Sinks[0].Batch = 0 // the runner hands the worker its whole share
 	r, target := applyOnce(t, ds)
 	waitRows(t, 20*time.Second, r, []string{"1 5", "2 5"}, func() []string {

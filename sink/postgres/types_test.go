@@ -11,6 +11,7 @@ import (
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/sink"
+	"github.com/braid-cdc/braid/sink/conformance"
 	"github.com/braid-cdc/braid/sink/sinkrun"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
@@ -93,9 +94,9 @@ func TestTypes(t *testing.T) {
 		{Name: "missing", Type: "postgres", Address: targetAddr, Database: name, Workers: 2, DDL: "ignore",
 			Tables: []spec.SinkTable{{From: "shop.orders", To: "missing.orders"}}},
 	}
-	ds := shopSpec(t, []*mysqltest.Server{srv}, sinks[0])
+	ds := conformance.ShopSpec(t, []*mysqltest.Server{srv}, sinks[0])
 	for _, sk := range sinks[1:] {
-		ds.Sinks = append(ds.Sinks, shopSpec(t, []*mysqltest.Server{srv}, sk).Sinks...)
+		ds.Sinks = append(ds.Sinks, conformance.ShopSpec(t, []*mysqltest.Server{srv}, sk).Sinks...)
 	}
 	log := testLogger(t, slog.LevelWarn)
 	ctx := t.Context()

@@ -17,6 +17,7 @@ import (
 	"github.com/braid-cdc/braid/internal/testutil/rabbittest"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/sink"
+	"github.com/braid-cdc/braid/sink/conformance"
 	"github.com/braid-cdc/braid/sink/rabbitmq"
 	"github.com/braid-cdc/braid/sink/sinkrun"
 	"github.com/braid-cdc/braid/spec"
@@ -67,7 +68,7 @@ func TestNames(t *testing.T) {
 func TestQueueDeclared(t *testing.T) {
 	url := rabbittest.Vhost(t)
 	shards := sinktest.StartShop(t)
-	ds := shopSpec(t, shards[:3], spec.Sink{Name: "mq", Type: "rabbitmq", URL: url, Password: "guest", Queues: "per-table"})
+	ds := conformance.ShopSpec(t, shards[:3], spec.Sink{Name: "mq", Type: "rabbitmq", URL: url, Password: "guest", Queues: "per-table"})
 	sk := ds.Sinks[0]
 	log := testLogger(t, slog.LevelWarn)
 	ctx := t.Context()
@@ -122,7 +123,7 @@ func TestUnroutableStopsSink(t *testing.T) {
 	url := rabbittest.Vhost(t)
 	srv := mysqltest.Start(t)
 	srv.Exec(t, "CREATE DATABASE shop_0", "CREATE TABLE shop_0.orders (id BIGINT PRIMARY KEY, note VARCHAR(20))")
-	ds := shopSpec(t, []*mysqltest.Server{srv}, spec.Sink{Name: "mq", Type: "rabbitmq", URL: url, Password: "guest"})
+	ds := conformance.ShopSpec(t, []*mysqltest.Server{srv}, spec.Sink{Name: "mq", Type: "rabbitmq", URL: url, Password: "guest"})
 	sk := ds.Sinks[0]
 	log := testLogger(t, slog.LevelError)
 	cursors := &group.FileStore{Dir: t.TempDir()}

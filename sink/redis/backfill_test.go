@@ -15,6 +15,7 @@ import (
 	"github.com/braid-cdc/braid/internal/testutil/redistest"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/sink"
+	"github.com/braid-cdc/braid/sink/conformance"
 	"github.com/braid-cdc/braid/sink/redis"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
@@ -73,7 +74,7 @@ func TestBackfillRace(t *testing.T) {
 	for _, f := range formats {
 		sks = append(sks, spec.Sink{Name: "bf-" + f, Type: "redis", Address: redisAddr, Key: prefix + f + ":{table}:{pk}", Format: f, Workers: 2})
 	}
-	ds := shopSpec(t, []*mysqltest.Server{srv}, sks...)
+	ds := conformance.ShopSpec(t, []*mysqltest.Server{srv}, sks...)
 	log := testLogger(t, slog.LevelError)
 	ctx := t.Context()
 	clients := map[string]*group.Cursor{}

@@ -12,10 +12,10 @@ import (
 
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/group"
-	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/redistest"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/sink"
+	"github.com/braid-cdc/braid/sink/conformance"
 	"github.com/braid-cdc/braid/sink/redis"
 	"github.com/braid-cdc/braid/sink/sinkrun"
 	"github.com/braid-cdc/braid/sink/verify"
@@ -45,21 +45,6 @@ type runner struct {
 func startRunner(ctx context.Context, p *stream.Pipeline, s sink.Sink, ds *spec.Spec, sk spec.Sink, cursors group.CursorStore, log *slog.Logger) *runner {
 	r := sinkrun.NewRunner(ds, sk, s, p.Store, cursors, log)
 	return &runner{r: r, stop: sinkrun.Go(ctx, r)}
-}
-
-// shopSpec is six shard tables shop_N.orders on servers shards[N%len]
-// merged to shop.orders, with sinks sks.
-func shopSpec(t *testing.T, shards []*mysqltest.Server, sks ...spec.Sink) *spec.Spec {
-	ds := spec.Spec{Name: "shop", Tables: []string{`shop_\d+\.orders`}, Route: []spec.RouteRule{{Match: `shop_\d+\.(\w+)`, To: "shop.$1"}},
-		Heartbeat: spec.Duration(100 * time.Millisecond), Sinks: sks}
-	for i, s := range shards {
-		ds.Sources = append(ds.Sources, spec.Source{Name: fmt.Sprintf("s%d", i), Address: s.Addr(), Start: spec.Start{Kind: spec.StartEarliest}})
-	}
-	ds = ds.WithDefaults()
-	if err := ds.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	return &ds
 }
 
 // open opens sink sk of destination shop as braid does.
@@ -97,7 +82,7 @@ func TestVersionsAndVerify(t *testing.T) {
 	for _, f := range formats {
 		sks = append(sks, spec.Sink{Name: "cache-" + f, Type: "redis", Address: redisAddr, Key: prefix + f + ":{database}:{table}:{pk}", Format: f, Workers: 4, Batch: 30})
 	}
-	ds := shopSpec(t, shards[:3], sks...)
+	ds := conformance.ShopSpec(t, shards[:3], sks...)
 	log := testLogger(t, slog.LevelWarn)
 	ctx := t.Context()
 	clients := map[string]*group.Cursor{}
