@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/braid-cdc/braid/internal/testutil/braidproc"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/internal/testutil/roguemysql"
 )
 
@@ -90,10 +92,15 @@ func TestServerPasswordReferences(t *testing.T) {
 // password nor an answer to its request for it.
 func rogueGotNothing(t *testing.T, rogue *roguemysql.Server, password string) {
 	t.Helper()
-	conns := rogue.Conns()
-	if len(conns) == 0 {
-		t.Fatal("nothing connected to the rogue server")
-	}
+	// The rogue server records a connection once it has served it, which
+	// can be a moment after braid has given up on it and exited.
+	var conns []roguemysql.Conn
+	retry.Until(t, 15*time.Second, func() error {
+		if conns = rogue.Conns(); len(conns) == 0 {
+			return errors.New("nothing connected to the rogue server")
+		}
+		return nil
+	})
 	for _, c := range conns {
 		if strings.Contains(string(c.Raw), password) {
 			t.Errorf("the rogue server received the password: %q", c.Raw)
