@@ -11,6 +11,7 @@ import (
 
 	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/group/grouptest"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/spec"
 )
@@ -447,3 +448,66 @@ func TestShardDDLOptimisticDropAndConflict(t *testing.T) {
 		}
 	}
 }
+
+// ordersC is shard schema's orders table after ADD COLUMN c INT NULL.
+func ordersC(schema string) *change.Table {
+	t := orders(schema)
+	t.Columns = append(t.Columns, change.Column{Name: "c", Type: "int", RawType: "int(11)"})
+	return t
+}
+
+// addC is shard schema's ALTER TABLE ADD COLUMN c.
+func addC(schema string) *change.DDL {
+	return &change.DDL{Schema: schema, SQL: "ALTER TABLE " + schema + ".orders ADD COLUMN c INT NULL", Tables: []string{schema + ".orders"}}
+}
+
+// TestShardDDLLockScripted is the pessimistic lock's logic on scripted
+// sources: shop_0 (on s0) runs an ALTER first, and its rows after it are
+// held while shop_1's flow; when shop_1 runs it too, one ALTER of
+// shop.orders goes out, then the held rows, re-read from s0's log by the
+// catch-up, with the new columns; seqs stay dense.
+func TestShardDDLLockScripted(t *testing.T) {
+	ds := scriptSpec(2, spec.ShardDDLPessimistic)
+	srcs, clock := grouptest.NewSources(), grouptest.NewClock(scriptT0)
+	s0, s1 := srcs.Log("s0"), srcs.Log("s1")
+	s0.Tables(orders("shop_0"))
+	s1.Tables(orders("shop_1"))
+	d := runScripted(t, group.Config{Spec: ds, Sources: srcs, Clock: clock})
+	// No heartbeat until the end: each transaction waits for the other
+	// source's next, so they go in commit-time order.
+	at := func(s int) time.Time { return scriptT0.Add(time.Duration(s) * time.Second) }
+	s0.Tx(at(1), orders("shop_0"), row(1, "a"))
+	s1.Tx(at(2), orders("shop_1"), row(2, "b"))
+	s0.DDL(at(3), addC("shop_0"), ordersC("shop_0")) // the lock opens; shop_0 is held
+	held := s0.Tx(at(4), ordersC("shop_0"), row3(3)) // held
+	s1.Tx(at(5), orders("shop_1"), row(4, "d"))      // flows
+	s1.DDL(at(6), addC("shop_1"), ordersC("shop_1")) // the last: the lock releases
+	s1.Tx(at(7), ordersC("shop_1"), row3(5))         // after the DDL
+	s0.Tx(at(8), ordersC("shop_0"), row3(6))         // after the catch-up
+	clock.Advance(time.Minute)                       // heartbeats let the last ones go
+	s0.Heartbeat(false)
+	s1.Heartbeat(false)
+	var got []string
+	for range 7 {
+		x := d.next(t)
+		if want := uint64(len(got) + 1); x.seq != want {
+			t.Errorf("%s: seq not dense, want %d", x, want)
+		}
+		if x.ddl != "" {
+			got = append(got, x.ddl)
+		} else {
+			got = append(got, fmt.Sprintf("%s %v", x.source, x.ids))
+		}
+		if len(got) == 5 && x.pos != held {
+			t.Errorf("the held transaction went out at %s, want %s (its place in s0's log)", x.pos, held)
+		}
+	}
+	d.none(t)
+	want := []string{"s0 [1]", "s1 [2]", "s1 [4]", "ALTER TABLE `shop`.`orders` ADD COLUMN c INT NULL", "s0 [3]", "s1 [5]", "s0 [6]"}
+	if !slices.Equal(got, want) {
+		t.Errorf("the stream:\n%q\nwant:\n%q", got, want)
+	}
+}
+
+// row3 is an orders row after ADD COLUMN c.
+func row3(id int64) []change.Value { return []change.Value{id, "n", int64(id)} }
