@@ -3,7 +3,6 @@ package postgres_test
 import (
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -26,10 +25,8 @@ const (
 	attackEnum        = `CREATE TABLE inj_0.fm1 (id int primary key, e enum('a\\', ')) SELECT 1 AS id, NULL AS e, User AS stolen_user, Password AS stolen_pw FROM mysql.user #'), d date default '2000-01-01', d2 date default '2001-01-01', PERIOD FOR p(d, d2))`
 )
 
-// nasty are strings that break naive quoting (see schema's fuzz test);
-// PostgreSQL text cannot hold NUL.
-var nasty = []string{"", "'", `\`, `\'`, "''", `\\`, "'\\", "*/", "/*", "$$", "$a$", "#", "-- ", "--",
-	"\n", "\r\n", "\x1a", "\t", "名前ü😀", "e\u0301", "\"", "`", "';DROP TABLE t;--", `\'; SELECT 1 #`, "x\\", "%_", "E'x'"}
+// nasty are the literals PostgreSQL text can hold.
+var nasty = sinktest.NoNUL(sinktest.Nasty)
 
 // TestLiteralsOnServer: every literal braid writes into PostgreSQL text
 // reads back as its bytes, whatever standard_conforming_strings is.
@@ -39,7 +36,7 @@ func TestLiteralsOnServer(t *testing.T) {
 		if _, err := db.Exec(t.Context(), "SET standard_conforming_strings = "+conforming); err != nil {
 			t.Fatal(err)
 		}
-		for _, s := range append(nasty, mixed(t, 300)...) {
+		for _, s := range append(nasty, sinktest.Mixed(t, nasty, 300)...) {
 			var got string
 			if err := db.QueryRow(t.Context(), "SELECT "+postgres.QuoteLiteral(s)+"::text").Scan(&got); err != nil {
 				t.Errorf("standard_conforming_strings %s: SELECT %s: %v", conforming, postgres.QuoteLiteral(s), err)
@@ -185,21 +182,4 @@ func TestCreateTablesAlterFirst(t *testing.T) {
 	r := startRunner(ctx, p, target, &ds, sk, &group.FileStore{Dir: t.TempDir()}, log)
 	defer func() { r.stop() }()
 	waitRows(t, 30*time.Second, r.r, []string{"1 x 7"}, func() []string { return query(db, "SELECT id, a, b FROM inj.old") })
-}
-
-// mixed returns n strings made of random pieces of nasty, seeded and
-// logged, so a failure can be replayed.
-func mixed(t *testing.T, n int) []string {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
-	r := rand.New(rand.NewPCG(seed, 0))
-	out := make([]string, n)
-	for i := range out {
-		var b strings.Builder
-		for range 1 + r.IntN(6) {
-			b.WriteString(nasty[r.IntN(len(nasty))])
-		}
-		out[i] = b.String()
-	}
-	return out
 }

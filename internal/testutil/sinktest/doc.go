@@ -1,7 +1,8 @@
 // Package sinktest is the source side of the sink tests, shared by every
 // target's tests (sink/mysql, sink/postgres, and cmd/braid's crash tests):
 // shard tables on real MariaDB servers (internal/testutil/mysqltest), the
-// shop workload every target is checked against, the rows a target must
+// shop workload every target is checked against, the literals that break
+// naive quoting (Nasty, Mixed), the rows a target must
 // end with, and the waiting around them. Two targets that run the same
 // workload differ in their results by the target, never by the test.
 //
