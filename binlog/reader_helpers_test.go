@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/flat"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/spec"
 )
 
@@ -25,7 +27,6 @@ type run struct {
 
 	mu     sync.Mutex
 	events []*change.Event
-	signal chan struct{}
 }
 
 // source returns a spec for srv reading from start.
@@ -50,7 +51,7 @@ func startParser(t testing.TB, cfg binlog.Config, slow func(*change.Event)) *run
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &run{t: t, cancel: cancel, done: make(chan error, 1), parser: p, signal: make(chan struct{}, 1)}
+	r := &run{t: t, cancel: cancel, done: make(chan error, 1), parser: p}
 	go func() {
 		r.done <- p.Run(ctx, func(ev *change.Event) error {
 			if slow != nil {
@@ -59,10 +60,6 @@ func startParser(t testing.TB, cfg binlog.Config, slow func(*change.Event)) *run
 			r.mu.Lock()
 			r.events = append(r.events, ev)
 			r.mu.Unlock()
-			select {
-			case r.signal <- struct{}{}:
-			default:
-			}
 			return nil
 		})
 	}()
@@ -93,25 +90,25 @@ func (r *run) snapshot() []*change.Event {
 	return append([]*change.Event(nil), r.events...)
 }
 
-// waitFor waits until cond holds for the events seen, failing after d.
+// waitFor waits until cond holds for the events seen, failing after d
+// or as soon as the parser stops.
 func (r *run) waitFor(d time.Duration, what string, cond func([]*change.Event) bool) []*change.Event {
 	r.t.Helper()
-	deadline := time.After(d)
-	for {
-		evs := r.snapshot()
+	var evs []*change.Event
+	retry.Until(r.t, d, func() error {
+		evs = r.snapshot()
 		if cond(evs) {
-			return evs
+			return nil
 		}
 		select {
-		case <-r.signal:
 		case err := <-r.done:
 			close(r.done) // stop has nothing left to wait for
 			r.t.Fatalf("waiting for %s: parser stopped: %v", what, err)
-		case <-deadline:
-			r.t.Fatalf("waiting for %s: not seen within %v (%d events)", what, d, len(evs))
-		case <-time.After(50 * time.Millisecond):
+		default:
 		}
-	}
+		return fmt.Errorf("waiting for %s: not seen (%d events)", what, len(evs))
+	})
+	return evs
 }
 
 // runErr waits for the parser to fail and returns its error.

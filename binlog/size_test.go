@@ -9,6 +9,7 @@ import (
 
 	"github.com/braid-cdc/braid/binlog"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 )
 
 // TestEventSizeMatchesHeap checks Event.Size, which the store's and the
@@ -33,19 +34,18 @@ func TestEventSizeMatchesHeap(t *testing.T) {
 		srv.Exec(t, "INSERT INTO shop.orders VALUES "+strings.Join(vals, ","))
 	}
 	r := startParser(t, binlog.Config{Source: source(srv, earliest)}, nil)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	retry.Until(t, 30*time.Second, func() error {
 		r.mu.Lock()
 		rows := 0
 		for _, ev := range r.events {
 			rows += len(ev.Rows)
 		}
 		r.mu.Unlock()
-		if rows >= 20000 || time.Now().After(deadline) {
-			break
+		if rows < 20000 {
+			return fmt.Errorf("%d rows of 20000 read", rows)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	r.stop()
 	var ms runtime.MemStats
 	runtime.GC()

@@ -2,6 +2,7 @@ package binlog_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"github.com/braid-cdc/braid/binlog"
 	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 )
 
 // logLine is one JSON log line, its keys in order.
@@ -70,17 +72,15 @@ func checkKeysOnce(t *testing.T, l logLine) {
 // waitStats waits until cond holds for the parser's stats.
 func waitStats(t *testing.T, p *binlog.Reader, d time.Duration, what string, cond func(binlog.Stats, time.Time) bool) binlog.Stats {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		s, now := p.Stats(), time.Now()
-		if cond(s, now) {
-			return s
+	var s binlog.Stats
+	retry.Until(t, d, func() error {
+		s = p.Stats()
+		if cond(s, time.Now()) {
+			return nil
 		}
-		if now.After(deadline) {
-			t.Fatalf("waiting for %s: not within %v: %+v", what, d, s)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("waiting for %s: %+v", what, s)
+	})
+	return s
 }
 
 func isIdle(s binlog.Stats, now time.Time) bool {
@@ -173,14 +173,14 @@ func TestCatchUpProgress(t *testing.T) {
 	if lags[len(lags)-1] <= lags[0] {
 		t.Errorf("lag did not grow while held back: %v … %v", lags[0], lags[len(lags)-1])
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	knowsEnd := func() bool {
+	// Not fatal: the checks after the catch-up say what was logged.
+	_ = retry.Wait(t.Context(), 5*time.Second, func() error {
 		lines := jsonLines(t, logs.String(), "catching up")
-		return len(lines) > 0 && lines[len(lines)-1].values["server_pos"] == fmt.Sprintf("%s:%d", file, pos)
-	}
-	for !knowsEnd() && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+		if len(lines) > 0 && lines[len(lines)-1].values["server_pos"] == fmt.Sprintf("%s:%d", file, pos) {
+			return nil
+		}
+		return errors.New("no catch-up line knows the server's end")
+	})
 	gate.Unlock()
 
 	r.waitFor(30*time.Second, "300 rows", rowsAtLeast(300))
@@ -206,10 +206,12 @@ func TestCatchUpProgress(t *testing.T) {
 	if last := progress[len(progress)-1]; last.values["server_pos"] != fmt.Sprintf("%s:%d", file, pos) {
 		t.Errorf("last catch-up line: server_pos %v, want %s:%d", last.values["server_pos"], file, pos)
 	}
-	deadline = time.Now().Add(5 * time.Second)
-	for len(jsonLines(t, logs.String(), "caught up")) == 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	_ = retry.Wait(t.Context(), 5*time.Second, func() error {
+		if len(jsonLines(t, logs.String(), "caught up")) == 0 {
+			return errors.New("no caught-up line")
+		}
+		return nil
+	})
 	if done := jsonLines(t, logs.String(), "caught up"); len(done) != 1 {
 		t.Errorf("%d lines saying the reader caught up, want 1; log:\n%s", len(done), logs.String())
 	}
