@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/braid-cdc/braid/internal/testutil/retry"
+
 	"github.com/braid-cdc/braid/client"
 	"github.com/braid-cdc/braid/cluster/clustertest"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
@@ -106,24 +108,20 @@ func consume(t *testing.T, urls []string, dest, clientID string) *consumer {
 // once and that the seqs follow the ids' commit order, one a transaction.
 func (cs *consumer) waitRows(t *testing.T, ids ...int64) {
 	t.Helper()
-	deadline := time.Now().Add(clustertest.Timeout)
-	for {
+	retry.Until(t, clustertest.Timeout, func() error {
 		cs.mu.Lock()
+		defer cs.mu.Unlock()
 		var missing []int64
 		for _, id := range ids {
 			if cs.seen[id] == 0 {
 				missing = append(missing, id)
 			}
 		}
-		cs.mu.Unlock()
-		if len(missing) == 0 {
-			break
+		if len(missing) > 0 {
+			return fmt.Errorf("rows %v never arrived", missing)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("rows %v never arrived", missing)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	sorted := slices.Sorted(maps.Keys(cs.seen))

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/braid-cdc/braid/internal/testutil/retry"
+
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -96,18 +98,15 @@ func (s scrape) must(t *testing.T, name string, labels ...string) float64 {
 // waitMetrics scrapes n until cond holds.
 func waitMetrics(t *testing.T, n *clustertest.Node, what string, cond func(scrape) (bool, string)) scrape {
 	t.Helper()
-	deadline := time.Now().Add(2 * clustertest.Timeout)
-	for {
-		s := metrics(t, n)
-		ok, why := cond(s)
-		if ok {
-			return s
+	var s scrape
+	retry.Until(t, 2*clustertest.Timeout, func() error {
+		s = metrics(t, n)
+		if ok, why := cond(s); !ok {
+			return fmt.Errorf("%s: %s", what, why)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %s", what, why)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
+	return s
 }
 
 // state GETs the destination's wire.State from its owner n.
@@ -135,9 +134,9 @@ func state(t *testing.T, n *clustertest.Node, dest string) wire.State {
 // rows of two shards need not.)
 func waitSeen(t *testing.T, cs *consumer, ids ...int64) {
 	t.Helper()
-	deadline := time.Now().Add(clustertest.Timeout)
-	for {
+	retry.Until(t, clustertest.Timeout, func() error {
 		cs.mu.Lock()
+		defer cs.mu.Unlock()
 		var missing, twice []int64
 		for _, id := range ids {
 			switch cs.seen[id] {
@@ -148,18 +147,14 @@ func waitSeen(t *testing.T, cs *consumer, ids ...int64) {
 				twice = append(twice, id)
 			}
 		}
-		cs.mu.Unlock()
 		if len(twice) > 0 {
 			t.Fatalf("rows %v delivered more than once", twice)
 		}
-		if len(missing) == 0 {
-			return
+		if len(missing) > 0 {
+			return fmt.Errorf("rows %v never arrived", missing)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("rows %v never arrived", missing)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestMetricsScrape scrapes the nodes of a cluster whose destination reads

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/braid-cdc/braid/internal/testutil/retry"
+
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/log"
@@ -280,19 +282,15 @@ func TestStatusPageSnapshot(t *testing.T) {
 		"plain": {""},
 	}
 	var got shown
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	retry.Until(t, 10*time.Second, func() error {
 		ctx, cancel := context.WithTimeout(tab, 5*time.Second)
+		defer cancel()
 		got, err = chromedp.Run(ctx, chromedp.Evaluate[shown](readPage))
-		cancel()
 		if err == nil && len(got.Dests) == len(want) && got.Error == "" {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the page did not show both destinations within 10 s: %+v, %v", got, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("the page did not show both destinations: %+v, %v", got, err)
+	})
 	for _, d := range got.Dests {
 		if !slices.Equal(d.Snapshots, want[d.Name]) {
 			t.Errorf("destination %s: snapshot cells %q, want %q", d.Name, d.Snapshots, want[d.Name])
