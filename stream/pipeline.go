@@ -239,7 +239,7 @@ func (p *Pipeline) maintain(ctx context.Context) {
 // deciding whether this node may hand its events out now.
 func (p *Pipeline) Served(live func() error) *Served {
 	return &Served{Name: p.name, Store: p.Store, Stats: p.Dest.Stats, Live: live, ShardDDL: p.Dest.ShardDDL,
-		ShardDDLMode: string(p.cfg.Spec.ShardDDL), DDLLockWarnAfter: time.Duration(p.cfg.Spec.DDLLockWarnAfter), Decide: p.Dest.Decide,
+		ShardDDLMode: p.cfg.Spec.ShardDDL, DDLLockWarnAfter: time.Duration(p.cfg.Spec.DDLLockWarnAfter), Decide: p.Dest.Decide,
 		Decisions: p.Decisions}
 }
 

@@ -33,7 +33,7 @@ type Served struct {
 	// Decide applies an operator's decision about a lock
 	// (group.Destination's methods of those names).
 	ShardDDL     func() *group.ShardDDLState
-	ShardDDLMode string // the spec's shard_ddl
+	ShardDDLMode spec.ShardDDLMode // the spec's shard_ddl
 	// DDLLockWarnAfter is the spec's ddl_lock_warn_after.
 	DDLLockWarnAfter time.Duration
 	Decide           func(ctx context.Context, lock int, action group.DecisionAction) error

@@ -269,7 +269,7 @@ func (h *handler) ddl(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	mode := string(spec.ShardDDLPassthrough)
+	mode := spec.ShardDDLPassthrough
 	var st *group.ShardDDLState
 	if s.ShardDDL != nil {
 		if st = s.ShardDDL(); st != nil {
@@ -280,7 +280,7 @@ func (h *handler) ddl(w http.ResponseWriter, r *http.Request) {
 	if s.Decisions != nil {
 		decisions = s.Decisions()
 	}
-	writeJSON(w, http.StatusOK, DDLState(s.Name, mode, st, decisions))
+	writeJSON(w, http.StatusOK, DDLState(s.Name, string(mode), st, decisions))
 }
 
 // SinkStates renders a destination's sinks for the API, head being the
