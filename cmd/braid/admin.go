@@ -187,14 +187,11 @@ func runDestinationList(args []string, stdout, stderr io.Writer) int {
 }
 
 func runDestinationShow(args []string, stdout, stderr io.Writer) int {
-	a, code, ok := startAdmin(newFlags("destination show", stderr), args, stderr)
+	a, code, ok := startAdminOnDestination(newFlags("destination show", stderr), args, stderr)
 	if !ok {
 		return code
 	}
 	defer a.cancel()
-	if !a.oneName(stderr, "destination", "shop") {
-		return 2
-	}
 	info, err := a.ac.Destination(a.ctx, a.names[0])
 	if err != nil {
 		return a.fail(err)
@@ -210,14 +207,11 @@ func runDestinationShow(args []string, stdout, stderr io.Writer) int {
 func runDestinationDelete(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("destination delete", stderr)
 	force := fs.Bool("force", false, "delete even if consumers have cursors (they lose their place)")
-	a, code, ok := startAdmin(fs, args, stderr)
+	a, code, ok := startAdminOnDestination(fs, args, stderr)
 	if !ok {
 		return code
 	}
 	defer a.cancel()
-	if !a.oneName(stderr, "destination", "shop") {
-		return 2
-	}
 	name := a.names[0]
 	if err := a.ac.DeleteDestination(a.ctx, name, *force); err != nil {
 		return a.fail(err)
@@ -468,6 +462,19 @@ func startAdmin(fs *flag.FlagSet, args []string, stderr io.Writer) (a *adminComm
 	}
 	a.ac = ac
 	a.ctx, a.cancel = adminContext()
+	return a, 0, true
+}
+
+// startAdminOnDestination is startAdmin for a command that takes one
+// destination's name, and nothing else, as its argument.
+func startAdminOnDestination(fs *flag.FlagSet, args []string, stderr io.Writer) (a *adminCommand, code int, ok bool) {
+	if a, code, ok = startAdmin(fs, args, stderr); !ok {
+		return nil, code, false
+	}
+	if !a.oneName(stderr, "destination", "shop") {
+		a.cancel()
+		return nil, 2, false
+	}
 	return a, 0, true
 }
 

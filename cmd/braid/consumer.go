@@ -56,14 +56,11 @@ func runConsumerDrop(args []string, stdout, stderr io.Writer) int {
 }
 
 func runConsumerList(args []string, stdout, stderr io.Writer) int {
-	a, code, ok := startAdmin(newFlags("consumer list", stderr), args, stderr)
+	a, code, ok := startAdminOnDestination(newFlags("consumer list", stderr), args, stderr)
 	if !ok {
 		return code
 	}
 	defer a.cancel()
-	if !a.oneName(stderr, "destination", "shop") {
-		return 2
-	}
 	names, ac, ctx, fail := a.names, a.ac, a.ctx, a.fail
 	cs, err := ac.Consumers(ctx, names[0])
 	if err != nil {

@@ -78,14 +78,11 @@ func runDDLDecide(sub string) func(args []string, stdout, stderr io.Writer) int 
 }
 
 func runDDLList(args []string, stdout, stderr io.Writer) int {
-	a, code, ok := startAdmin(newFlags("ddl list", stderr), args, stderr)
+	a, code, ok := startAdminOnDestination(newFlags("ddl list", stderr), args, stderr)
 	if !ok {
 		return code
 	}
 	defer a.cancel()
-	if !a.oneName(stderr, "destination", "shop") {
-		return 2
-	}
 	names, ac, ctx, fail := a.names, a.ac, a.ctx, a.fail
 	st, err := ac.DDL(ctx, names[0])
 	if err != nil {

@@ -74,14 +74,11 @@ func runSinkShow(args []string, stdout, stderr io.Writer) int {
 }
 
 func runSinkList(args []string, stdout, stderr io.Writer) int {
-	a, code, ok := startAdmin(newFlags("sink list", stderr), args, stderr)
+	a, code, ok := startAdminOnDestination(newFlags("sink list", stderr), args, stderr)
 	if !ok {
 		return code
 	}
 	defer a.cancel()
-	if !a.oneName(stderr, "destination", "shop") {
-		return 2
-	}
 	names, ac, ctx, fail := a.names, a.ac, a.ctx, a.fail
 	sinks, err := ac.Sinks(ctx, names[0])
 	if err != nil {
