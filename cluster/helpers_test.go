@@ -12,11 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braid-cdc/braid/internal/testutil/retry"
-
 	"github.com/braid-cdc/braid/client"
 	"github.com/braid-cdc/braid/cluster/clustertest"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 )
 
 // startSource starts a MariaDB server holding app.orders.

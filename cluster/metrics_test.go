@@ -8,14 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braid-cdc/braid/internal/testutil/retry"
-
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/cluster/clustertest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 )
 
 // scrape is one /metrics answer of a node, parsed.

@@ -17,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braid-cdc/braid/internal/testutil/retry"
-
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/log"
@@ -29,6 +27,7 @@ import (
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/cluster/clustertest"
 	"github.com/braid-cdc/braid/cluster/statuspage"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 )
 
 // TestStatusPage loads the status page of a node that does not own the

@@ -13,6 +13,7 @@ import (
 	canalclient "github.com/withlin/canal-go/client"
 
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 )
 
 // writePasswordFile writes body to a file of its own and returns its path.
@@ -143,16 +144,16 @@ func TestCaptureCanalLogin(t *testing.T) {
 				defer c.DisConnection()
 				return c.Connect()
 			}
-			for deadline := time.Now().Add(5 * time.Second); ; {
+			retry.Until(t, 5*time.Second, func() error {
 				err := login("s3cret")
-				if err == nil {
-					break
-				}
-				if strings.Contains(err.Error(), "authentication") || time.Now().After(deadline) {
+				if err != nil && strings.Contains(err.Error(), "authentication") {
 					t.Fatalf("canal login with the password: %v", err)
 				}
-				time.Sleep(100 * time.Millisecond)
-			}
+				if err != nil {
+					return fmt.Errorf("canal login with the password: %w", err)
+				}
+				return nil
+			})
 			for _, pw := range []string{"wrong", "s3cret\n", ""} {
 				if err := login(pw); err == nil || !strings.Contains(err.Error(), "authentication") {
 					t.Errorf("canal login with password %q: %v, want an authentication error", pw, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/auth"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/spec"
 )
 
@@ -69,16 +70,14 @@ func TestCaptureHTTPRefusesBrowsers(t *testing.T) {
 		return resp.StatusCode, string(b)
 	}
 	var lock wire.DDLLock
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	retry.Until(t, 20*time.Second, func() error {
 		st, err := ddlList(t, open)
 		if err == nil && len(st.Locks) == 1 {
 			lock = st.Locks[0]
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no lock: %+v %v", st, err)
-		}
-	}
+		return fmt.Errorf("no lock: %+v %v", st, err)
+	})
 	for _, path := range []string{"/healthz", "/readyz"} {
 		if status, body := call(open, "GET", path, "", ""); status != 200 || !strings.Contains(body, `"ready":true`) {
 			t.Errorf("GET %s: %d %s; want 200, ready", path, status, body)
@@ -113,20 +112,20 @@ func TestCaptureHTTPRefusesBrowsers(t *testing.T) {
 	}
 	guarded := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
 	serveForTest(t, ds(), serveOptions{listen: "127.0.0.1", httpPort: ports[1], canalPort: ports[2], users: us}, log)
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	retry.Until(t, 20*time.Second, func() error {
 		req, _ := http.NewRequest("GET", guarded+"/v1/destinations/shop/ddl", nil)
 		req.SetBasicAuth("app", "app-pw")
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == 200 && strings.Contains(string(b), `"locks":[{`) {
-				break
-			}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the capture with users shows no lock within 20 s")
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == 200 && strings.Contains(string(b), `"locks":[{`) {
+			return nil
 		}
-	}
+		return fmt.Errorf("the capture with users shows no lock: %s %s", resp.Status, b)
+	})
 	if status, body := call(guarded, "GET", "/healthz", "", ""); status != 200 {
 		t.Errorf("GET /healthz without a credential: %d %s; want 200", status, body)
 	}

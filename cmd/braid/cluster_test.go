@@ -15,6 +15,7 @@ import (
 	"github.com/braid-cdc/braid/internal/ports"
 	"github.com/braid-cdc/braid/internal/testutil/braidproc"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 )
 
 // The cluster tests here run braid's commands in-process against real
@@ -93,9 +94,12 @@ func (c *testCluster) status(n *testNode) (wire.ClusterStatus, error) {
 // description.
 func (c *testCluster) waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
-	if err := localcluster.Poll(t.Context(), timeout, what, cond); err != nil {
-		t.Fatal(err)
-	}
+	retry.Until(t, timeout, func() error {
+		if ok, why := cond(); !ok {
+			return fmt.Errorf("%s: %s", what, why)
+		}
+		return nil
+	})
 }
 
 // node is the test node of a cluster node.

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/api/wire"
-	"github.com/braid-cdc/braid/internal/localcluster"
 	"github.com/braid-cdc/braid/internal/testutil/braidproc"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 )
 
 // configFlags is a small FlagSet named like braid server's, with one flag
@@ -265,22 +265,22 @@ func TestServerConfigFileStartsNode(t *testing.T) {
 	n := newNode(t, nil, "n1", dir, "--config", path)
 	n.start(t, braidproc.Binary(t), nil)
 	hc := &http.Client{Timeout: 2 * time.Second}
-	err := localcluster.Poll(t.Context(), 20*time.Second, "n1 leading the cluster of its file", func() (bool, string) {
+	retry.Until(t, 20*time.Second, func() error {
 		if !n.Running() {
-			return false, "exited: " + n.logTail()
+			t.Fatalf("n1 exited:\n%s", n.logTail())
 		}
 		resp, err := hc.Get(n.URL() + "/v1/cluster")
 		if err != nil {
-			return false, err.Error()
+			return fmt.Errorf("n1 leading the cluster of its file: %w\n%s", err, n.logTail())
 		}
 		defer resp.Body.Close()
 		var st wire.ClusterStatus
 		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-			return false, fmt.Sprintf("%s: %v", resp.Status, err)
+			return fmt.Errorf("n1 leading the cluster of its file: %s: %v\n%s", resp.Status, err, n.logTail())
 		}
-		return st.Leader == "n1", fmt.Sprintf("leader %q", st.Leader)
+		if st.Leader != "n1" {
+			return fmt.Errorf("n1 leading the cluster of its file: leader %q\n%s", st.Leader, n.logTail())
+		}
+		return nil
 	})
-	if err != nil {
-		t.Fatalf("%v\n%s", err, n.logTail())
-	}
 }

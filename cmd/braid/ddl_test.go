@@ -14,6 +14,7 @@ import (
 
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/spec"
 )
 
@@ -50,18 +51,14 @@ func TestCaptureServesDDLLocks(t *testing.T) {
 	serveForTest(t, ds, serveOptions{listen: "127.0.0.1", httpPort: port}, slog.New(slog.NewTextHandler(t.Output(), nil)))
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
 	var lock wire.DDLLock
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	retry.Until(t, 20*time.Second, func() error {
 		st, err := ddlList(t, url)
 		if err == nil && len(st.Locks) == 1 && st.Locks[0].HeldRows == 1 {
 			lock = st.Locks[0]
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no lock holding one row: %+v %v", st, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("no lock holding one row: %+v %v", st, err)
+	})
 	if !slices.Equal(lock.Done, []string{"a/shop_0.orders"}) || !slices.Equal(lock.Waiting, []string{"a/shop_1.orders"}) {
 		t.Fatalf("lock %+v", lock)
 	}
@@ -69,7 +66,7 @@ func TestCaptureServesDDLLocks(t *testing.T) {
 		t.Fatalf("ddl list: exit %d: %s%s", code, out, errs)
 	}
 	// Past ddl_lock_warn_after, the lock counts as pending.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+	retry.Until(t, 10*time.Second, func() error {
 		body := ""
 		if resp, err := http.Get(url + "/metrics"); err == nil {
 			b, _ := io.ReadAll(resp.Body)
@@ -77,12 +74,10 @@ func TestCaptureServesDDLLocks(t *testing.T) {
 			body = string(b)
 		}
 		if strings.Contains(body, `braid_ddl_lock_pending{dest="shop"} 1`) && strings.Contains(body, `braid_ddl_held_rows{dest="shop"} 1`) {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("metrics do not show the pending lock:\n%s", body)
-		}
-	}
+		return fmt.Errorf("metrics do not show the pending lock:\n%s", body)
+	})
 	if out, errs, code := cli("ddl", "skip", "shop", fmt.Sprint(lock.ID), "--server", url); code != 0 {
 		t.Fatalf("ddl skip: exit %d: %s%s", code, out, errs)
 	}

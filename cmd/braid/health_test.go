@@ -12,6 +12,7 @@ import (
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/internal/localcluster"
 	"github.com/braid-cdc/braid/internal/testutil/braidproc"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 )
 
 // health asks n for path (/healthz or /readyz), without a credential.
@@ -40,16 +41,12 @@ func TestReadyzOnceJoined(t *testing.T) {
 	a := newNode(t, sec, "n1", dir, "--bootstrap-expect", "2")
 	b := newNode(t, sec, "n2", dir, "--bootstrap-expect", "2")
 	a.start(t, bin, []string{fmt.Sprintf("127.0.0.1:%d", b.GossipPort)})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if code, _ := health(t, a, "/healthz"); code == http.StatusOK {
-			break
+	retry.Until(t, 20*time.Second, func() error {
+		if code, _ := health(t, a, "/healthz"); code != http.StatusOK {
+			return fmt.Errorf("n1 not healthy: /healthz %d\n%s", code, a.logTail())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("n1 never healthy:\n%s", a.logTail())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	time.Sleep(time.Second)
 	code, h := health(t, a, "/readyz")
 	if code != http.StatusServiceUnavailable || h.Ready || len(h.Reasons) == 0 {
@@ -57,16 +54,12 @@ func TestReadyzOnceJoined(t *testing.T) {
 	}
 	b.start(t, bin, []string{fmt.Sprintf("127.0.0.1:%d", a.GossipPort)})
 	for _, n := range []*testNode{a, b} {
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		retry.Until(t, 30*time.Second, func() error {
 			code, h := health(t, n, "/readyz")
 			if code == http.StatusOK && h.Ready {
-				break
+				return nil
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: /readyz %d %s\n%s", n.Name, code, strings.Join(h.Reasons, "; "), n.logTail())
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+			return fmt.Errorf("%s: /readyz %d %s\n%s", n.Name, code, strings.Join(h.Reasons, "; "), n.logTail())
+		})
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/spec"
 )
 
@@ -31,14 +32,13 @@ func TestServeMaxConnections(t *testing.T) {
 	serveForTest(t, ds, serveOptions{listen: "127.0.0.1", httpPort: port, maxConns: 1}, slog.New(slog.DiscardHandler))
 	url := fmt.Sprintf("http://127.0.0.1:%d/v1/destinations/shop/stream?client-id=c", port)
 	var resp *http.Response
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if resp, err = http.Get(url); err == nil {
-			break
+	retry.Until(t, 10*time.Second, func() error {
+		resp, err = http.Get(url)
+		if err != nil {
+			return fmt.Errorf("the port never served: %w", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the port never served: %v", err)
-		}
-	}
+		return nil
+	})
 	defer resp.Body.Close()
 	lines := bufio.NewReader(resp.Body)
 	if l, err := lines.ReadString('\n'); err != nil || !strings.Contains(l, `"seq":1`) {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/spec"
 )
 
@@ -239,24 +240,29 @@ func (tr *tour) run(args []string) error {
 		if flagValue(args, "http-port") == "" {
 			addr = "127.0.0.1:" + flagValue(args, "canal-port")
 		}
-		deadline := time.Now().Add(time.Minute)
-		for {
+		var gone error // set when the process exits before it listens
+		if err := retry.Wait(context.Background(), time.Minute, func() error {
 			select {
 			case <-exited:
-				return fmt.Errorf("%s exited: %v:\n%s", line, waitErr, lastLines(errb.String(), 10))
+				gone = fmt.Errorf("%s exited: %v:\n%s", line, waitErr, lastLines(errb.String(), 10))
+				return nil
 			default:
 			}
-			if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-				c.Close()
-				tr.t.Logf("ran %s: serving on %s", line, addr)
-				tr.failed = ""
-				return nil
+			c, err := net.DialTimeout("tcp", addr, time.Second)
+			if err != nil {
+				return err
 			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("%s: nothing listens on %s after a minute:\n%s", line, addr, lastLines(errb.String(), 10))
-			}
-			time.Sleep(100 * time.Millisecond)
+			c.Close()
+			return nil
+		}); err != nil {
+			return fmt.Errorf("%s: nothing listens on %s: %w:\n%s", line, addr, err, lastLines(errb.String(), 10))
 		}
+		if gone != nil {
+			return gone
+		}
+		tr.t.Logf("ran %s: serving on %s", line, addr)
+		tr.failed = ""
+		return nil
 	}
 	return fmt.Errorf("%s would run until stopped: give it --max N, or a port it serves on, so that the doc test can run it", line)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -173,31 +174,25 @@ func TestClearSecretsWarning(t *testing.T) {
 	const warning = "PASSWORDS IN CLEAR"
 	waitLog := func(what string, count int) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for {
+		retry.Until(t, 20*time.Second, func() error {
 			b, _ := os.ReadFile(n.LogPath())
 			if strings.Count(string(b), what) >= count {
-				return
+				return nil
 			}
-			if time.Now().After(deadline) || !n.Running() {
-				t.Fatalf("the log does not say %q %d times:\n%s", what, count, n.logTail())
+			if !n.Running() {
+				t.Fatalf("the node exited; the log does not say %q %d times:\n%s", what, count, n.logTail())
 			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return fmt.Errorf("the log does not say %q %d times:\n%s", what, count, n.logTail())
+		})
 	}
 	waitLog(warning, 1)
 	spec := writeSpec(t, "name: shop\nsources: [{name: a, address: '"+srv.Addr()+"', user: braid, password: '"+password+"', start: earliest}]\n")
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		_, errs, code := cli("destination", "create", "-f", spec, "--server", n.URL())
-		if code == 0 {
-			break
+	retry.Until(t, 20*time.Second, func() error {
+		if _, errs, code := cli("destination", "create", "-f", spec, "--server", n.URL()); code != 0 {
+			return fmt.Errorf("create: %s", errs)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("create: %s", errs)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 	waitLog(warning, 2)
 	b, _ := os.ReadFile(n.LogPath())
 	for _, line := range strings.Split(string(b), "\n") {
@@ -276,18 +271,15 @@ func TestOwnerResolvesUnderItsOwnRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "password_file " + pw + ": no readable password file there in the node's secrets directories"
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	retry.Until(t, 30*time.Second, func() error {
 		b, _ := os.ReadFile(n.LogPath())
-		if after := string(b[len(before):]); strings.Contains(after, want) {
-			if strings.Contains(after, "source ready") {
-				t.Errorf("the source was read after the refusal:\n%s", n.logTail())
-			}
-			break
+		after := string(b[len(before):])
+		if !strings.Contains(after, want) {
+			return fmt.Errorf("the node does not refuse the link:\n%s", n.logTail())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the node does not refuse the link:\n%s", n.logTail())
+		if strings.Contains(after, "source ready") {
+			t.Errorf("the source was read after the refusal:\n%s", n.logTail())
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	canalclient "github.com/withlin/canal-go/client"
 
 	"github.com/braid-cdc/braid/internal/testutil/braidproc"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 )
 
 // TestServerRefusesToRunUnprotected: a node meant for a cluster of several
@@ -31,13 +33,15 @@ func TestServerRefusesToRunUnprotected(t *testing.T) {
 
 	n := newNode(t, nil, "n1", t.TempDir(), "--insecure", "--bootstrap-expect", "3")
 	n.start(t, braidproc.Binary(t), []string{"127.0.0.1:1"})
-	deadline := time.Now().Add(15 * time.Second)
-	for !strings.Contains(n.logTail(), "running insecure") {
-		if time.Now().After(deadline) || !n.Running() {
-			t.Fatalf("an --insecure node does not warn:\n%s", n.logTail())
+	retry.Until(t, 15*time.Second, func() error {
+		if strings.Contains(n.logTail(), "running insecure") {
+			return nil
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		if !n.Running() {
+			t.Fatalf("the node exited; an --insecure node does not warn:\n%s", n.logTail())
+		}
+		return fmt.Errorf("an --insecure node does not warn:\n%s", n.logTail())
+	})
 }
 
 // TestSourcePasswordNeverShown: with password X in a spec, no answer of
@@ -169,26 +173,23 @@ func TestCanalLoginAgainstUsers(t *testing.T) {
 		entry = c.nodes[1]
 	}
 	var good *canalclient.SimpleCanalConnector
-	for deadline := time.Now().Add(20 * time.Second); ; {
+	retry.Until(t, 20*time.Second, func() error {
 		good = canalclient.NewSimpleCanalConnector("127.0.0.1", entry.CanalPort, app.User, app.Password, "shop", 60000, 60000)
 		good.ClientIdentity.ClientId = 5
 		err := good.Connect()
 		if err == nil {
 			if err = good.Subscribe(`.*\..*`); err == nil {
-				break
+				return nil
 			}
 		}
 		good.DisConnection()
-		if time.Now().After(deadline) {
-			t.Fatalf("canal login and subscribe through %s (owner %s): %v", entry.Name, owner.Name, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return fmt.Errorf("canal login and subscribe through %s (owner %s): %w", entry.Name, owner.Name, err)
+	})
 	defer good.DisConnection()
 	// A client id that joins late starts at what comes next (issue 19).
 	srvs[1].Exec(t, "INSERT INTO shop_2.orders VALUES (2, 2, 'through canal too')")
 	var rows int
-	for deadline := time.Now().Add(30 * time.Second); rows == 0 && time.Now().Before(deadline); {
+	retry.Until(t, 30*time.Second, func() error {
 		msg, err := good.Get(100, nil, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -198,10 +199,11 @@ func TestCanalLoginAgainstUsers(t *testing.T) {
 				rows++
 			}
 		}
-	}
-	if rows == 0 {
-		t.Error("canal-go with the right password got no row")
-	}
+		if rows == 0 {
+			return errors.New("canal-go with the right password got no row")
+		}
+		return nil
+	})
 }
 
 // TestReadmeSecureNode follows the README's steps for a protected node:
@@ -236,17 +238,16 @@ func TestReadmeSecureNode(t *testing.T) {
 	n.start(t, braidproc.Binary(t), nil)
 	server := fmt.Sprintf("https://127.0.0.1:%d", n.HTTPPort)
 	t.Setenv(tokenEnv, "ops:ops-password")
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	retry.Until(t, 20*time.Second, func() error {
 		out, errs, code := cli("cluster", "status", "--server", server, "--ca", ca)
 		if code == 0 && strings.Contains(out, "leader: n1") {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) || !n.Running() {
-			t.Fatalf("cluster status over https: exit %d: %s%s\n%s", code, out, errs, n.logTail())
+		if !n.Running() {
+			t.Fatalf("the node exited; cluster status over https: exit %d: %s%s\n%s", code, out, errs, n.logTail())
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return fmt.Errorf("cluster status over https: exit %d: %s%s\n%s", code, out, errs, n.logTail())
+	})
 	if _, errs, code := cli("cluster", "status", "--server", server); code == 0 {
 		t.Error("https without --ca: the node's certificate was trusted")
 	} else if !strings.Contains(errs, "certificate") {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/spec"
 )
 
@@ -180,16 +181,14 @@ sinks: [{name: copy, type: mysql, address: '127.0.0.1:3306', workers: 2, meta_da
 	port := freePorts(t, 1)[0]
 	serveForTest(t, ds, serveOptions{listen: "127.0.0.1", httpPort: port}, slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})))
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+	retry.Until(t, 30*time.Second, func() error {
 		out, _, code := cli("sink", "list", "shop", "--json", "--server", url)
 		var sinks []wire.SinkState
 		if code == 0 && json.Unmarshal([]byte(out), &sinks) == nil && len(sinks) == 1 && sinks[0].Running && sinks[0].Rows == 4 && sinks[0].LagSeq == 0 {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the sink did not catch up: %s", out)
-		}
-	}
+		return fmt.Errorf("the sink did not catch up: %s", out)
+	})
 	if out, errs, code := cli("sink", "verify", "shop", "copy", "--server", url); code != 0 {
 		t.Fatalf("verify of a copy in step: exit %d: %s%s", code, out, errs)
 	}

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/spec"
 )
 
@@ -69,19 +70,14 @@ func TestTailEqualsCapture(t *testing.T) {
 	var tailed bytes.Buffer
 	for _, max := range []int{9, n - 9} {
 		var out, errb bytes.Buffer
-		deadline := time.Now().Add(10 * time.Second)
-		code := 1
-		for code != 0 && time.Now().Before(deadline) { // the server may still be starting
+		retry.Until(t, 10*time.Second, func() error { // the server may still be starting
 			out.Reset()
 			errb.Reset()
-			code = run([]string{"tail", "shop", "--server", url, "--client-id", "t1", "--max", fmt.Sprint(max), "--timeout", "60s"}, &out, &errb)
-			if code != 0 {
-				time.Sleep(200 * time.Millisecond)
+			if code := run([]string{"tail", "shop", "--server", url, "--client-id", "t1", "--max", fmt.Sprint(max), "--timeout", "60s"}, &out, &errb); code != 0 {
+				return fmt.Errorf("tail: exit %d: %s", code, errb.String())
 			}
-		}
-		if code != 0 {
-			t.Fatalf("tail: exit %d: %s", code, errb.String())
-		}
+			return nil
+		})
 		tailed.Write(out.Bytes())
 	}
 	want, got := withoutTS(t, printed.String()), withoutTS(t, tailed.String())
@@ -131,38 +127,34 @@ func TestCanalEqualsTail(t *testing.T) {
 	go func() {
 		tailDone <- run([]string{"tail", "shop", "--server", fmt.Sprintf("http://127.0.0.1:%d", httpPort), "--client-id", "tail", "--max", fmt.Sprint(n), "--timeout", "60s"}, &tailed, &errb)
 	}()
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	retry.Until(t, 10*time.Second, func() error {
 		st, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/v1/destinations/shop", httpPort))
-		if err == nil {
-			body, _ := io.ReadAll(st.Body)
-			st.Body.Close()
-			if strings.Contains(string(body), `"tail"`) {
-				break
-			}
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("tail never subscribed")
+		body, _ := io.ReadAll(st.Body)
+		st.Body.Close()
+		if !strings.Contains(string(body), `"tail"`) {
+			return fmt.Errorf("tail never subscribed: %s", body)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	var fromCanal []msg
 	var c *canalclient.SimpleCanalConnector
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	retry.Until(t, 10*time.Second, func() error {
 		c = canalclient.NewSimpleCanalConnector("127.0.0.1", canalPort, "", "", "shop", 60000, 60000)
 		c.ClientIdentity.ClientId = 7
-		if err := c.Connect(); err == nil {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("canal connect: %v", err)
+		if err := c.Connect(); err != nil {
+			return fmt.Errorf("canal connect: %w", err)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 	defer c.DisConnection()
 	if err := c.Subscribe(`.*\..*`); err != nil {
 		t.Fatal(err)
 	}
 	wait, unit := int64(500), int32(2)
-	for deadline := time.Now().Add(30 * time.Second); len(fromCanal) < n && time.Now().Before(deadline); {
+	retry.Until(t, 30*time.Second, func() error {
 		m, err := c.GetWithOutAck(100, &wait, &unit)
 		if err != nil {
 			t.Fatal(err)
@@ -206,7 +198,11 @@ func TestCanalEqualsTail(t *testing.T) {
 		if m.Id > 0 {
 			c.Ack(m.Id)
 		}
-	}
+		if len(fromCanal) < n {
+			return fmt.Errorf("canal gave %d of %d messages", len(fromCanal), n)
+		}
+		return nil
+	})
 
 	tailCode := <-tailDone
 	if tailCode != 0 {

@@ -26,6 +26,7 @@ import (
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/rabbittest"
 	"github.com/braid-cdc/braid/internal/testutil/redistest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/sink/kafka/kafkatest"
 	"github.com/braid-cdc/braid/spec"
@@ -234,10 +235,11 @@ snapshot: initial
 	}
 	waitRows := func(what string, want int) map[string][]string {
 		t.Helper()
-		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			got, n := printed()
-			if n >= want {
-				return got
+		var got map[string][]string
+		retry.Until(t, 60*time.Second, func() error {
+			var n int
+			if got, n = printed(); n >= want {
+				return nil
 			}
 			select {
 			case err := <-exited:
@@ -245,18 +247,18 @@ snapshot: initial
 				t.Fatalf("capture exited (%v) after %d rows; stderr:\n%s", err, n, stderr())
 			default:
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: capture printed %d rows, want %d; stderr:\n%s", what, n, want, stderr())
-			}
-		}
+			return fmt.Errorf("%s: capture printed %d rows, want %d; stderr:\n%s", what, n, want, stderr())
+		})
+		return got
 	}
 	rows := len(tables) * len(unicodeValues)
 	if late {
-		for deadline := time.Now().Add(60 * time.Second); !strings.Contains(stderr(), "source ready"); time.Sleep(100 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("capture did not start; stderr:\n%s", stderr())
+		retry.Until(t, 60*time.Second, func() error {
+			if !strings.Contains(stderr(), "source ready") {
+				return fmt.Errorf("capture did not start; stderr:\n%s", stderr())
 			}
-		}
+			return nil
+		})
 		createUnicodeTables(t, srv, tables)
 	}
 	waitRows("the snapshot", rows)
@@ -459,7 +461,7 @@ sinks:
 	// then it fails the test with what each sink holds.
 	wait := func(what string, want func(tb unicodeTable) []string) {
 		t.Helper()
-		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		retry.Until(t, 60*time.Second, func() error {
 			var diffs []string
 			for _, s := range sinks {
 				for i, tb := range unicodeTables {
@@ -470,13 +472,11 @@ sinks:
 					}
 				}
 			}
-			if len(diffs) == 0 {
-				return
+			if len(diffs) > 0 {
+				return fmt.Errorf("%s:\n%s", what, strings.Join(diffs, "\n"))
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s:\n%s", what, strings.Join(diffs, "\n"))
-			}
-		}
+			return nil
+		})
 	}
 	wait("the snapshot", func(tb unicodeTable) []string { return tb.want(1) })
 	// A shard DDL in Unicode: a column 説明ü, its default e + U+0301 😀,

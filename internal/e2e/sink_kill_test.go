@@ -19,6 +19,7 @@ import (
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/internal/testutil/braidproc"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 )
 
@@ -190,15 +191,12 @@ func testClusterSinkSurvivesOwnerKills(t *testing.T, tg auditedDB) {
 // that a kill lands while the sink applies.
 func waitApplied(t *testing.T, tg auditedDB, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(2 * time.Millisecond) {
-		got, _ := tg.audit()
-		if got > n {
-			return
+	retry.Until(t, 30*time.Second, func() error {
+		if got, _ := tg.audit(); got <= n {
+			return fmt.Errorf("the audit holds %d applications, waited for more than %d", got, n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the audit holds %d applications, waited for more than %d", got, n)
-		}
-	}
+		return nil
+	})
 }
 
 // waitEqual waits until tg's orders equal the union of shop_0 …
@@ -210,14 +208,12 @@ func waitEqual(t *testing.T, tg auditedDB, cols string, shards []*mysqltest.Serv
 	orders := tg.orders()
 	want := sinktest.SourceRows(t, shards, func(n int) string { return fmt.Sprintf("SELECT %s FROM shop_%d.orders", cols, n) })
 	var got []string
-	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(250 * time.Millisecond) {
-		if got = tg.read("SELECT " + cols + " FROM " + orders); slices.Equal(got, want) {
-			break
+	retry.Until(t, 90*time.Second, func() error {
+		if got = tg.read("SELECT " + cols + " FROM " + orders); !slices.Equal(got, want) {
+			return fmt.Errorf("target has %d rows, the shards %d", len(got), len(want))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("target has %d rows, the shards %d", len(got), len(want))
-		}
-	}
+		return nil
+	})
 	if _, twice := tg.audit(); len(twice) > 0 {
 		t.Fatalf("%d rows were not applied exactly twice (insert, update), e.g. %v", len(twice), twice[:min(5, len(twice))])
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 )
 
@@ -324,11 +325,12 @@ func TestCaptureSnapshotResumesAfterKills(t *testing.T) {
 	}
 	waitRows := func(n int64) {
 		t.Helper()
-		for deadline := time.Now().Add(60 * time.Second); snapshotRowsOut() < n; time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the cursor passed %d snapshot rows, waited for %d", snapshotRowsOut(), n)
+		retry.Until(t, 60*time.Second, func() error {
+			if got := snapshotRowsOut(); got < n {
+				return fmt.Errorf("the cursor passed %d snapshot rows, waited for %d", got, n)
 			}
-		}
+			return nil
+		})
 	}
 	w := startShopWriter(t, shards)
 	defer w.halt()
@@ -399,19 +401,17 @@ func TestCaptureSnapshotResumesAfterKills(t *testing.T) {
 	}
 	// Let the snapshot end and the writer run on a little, then wait for
 	// the cursor to pass the shards' ends.
-	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	retry.Until(t, 90*time.Second, func() error {
 		c := readCursor()
 		ok := c != nil
 		for _, s := range c.Sources {
 			ok = ok && s.Snapshot != nil && s.Snapshot.Done
 		}
-		if ok {
-			break
+		if !ok {
+			return fmt.Errorf("snapshot not done: %+v", c)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("snapshot not done: %+v", c)
-		}
-	}
+		return nil
+	})
 	w.halt()
 	// A last write on every shard table; once the last run has printed
 	// all six, it has printed everything before them.
@@ -419,7 +419,7 @@ func TestCaptureSnapshotResumesAfterKills(t *testing.T) {
 		s.Exec(t, fmt.Sprintf("INSERT INTO shop_%d.orders (id, shard, note) VALUES (%d, %d, 'the-end-%d')", n, n*1_000_000+999_999, n, n))
 	}
 	last := outs[len(outs)-1]
-	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	retry.Until(t, 90*time.Second, func() error {
 		b, err := os.ReadFile(last)
 		if err != nil {
 			t.Fatal(err)
@@ -430,13 +430,11 @@ func TestCaptureSnapshotResumesAfterKills(t *testing.T) {
 				seen++
 			}
 		}
-		if seen == len(shards) {
-			break
+		if seen < len(shards) {
+			return fmt.Errorf("the capture printed %d of the %d last writes", seen, len(shards))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the capture printed %d of the %d last writes", seen, len(shards))
-		}
-	}
+		return nil
+	})
 	cmd.Process.Signal(os.Interrupt)
 	cmd.Wait()
 	end := readCursor()
@@ -490,11 +488,12 @@ func TestClusterSnapshotSurvivesOwnerKills(t *testing.T) {
 		t.Fatalf("create: exit %d: %s%s", code, out, errs)
 	}
 	for _, at := range []int{30_000, 100_000} {
-		for deadline := time.Now().Add(90 * time.Second); count() < at; time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the target holds %d rows, waited for %d", count(), at)
+		retry.Until(t, 90*time.Second, func() error {
+			if n := count(); n < at {
+				return fmt.Errorf("the target holds %d rows, waited for %d", n, at)
 			}
-		}
+			return nil
+		})
 		owner, epoch := c.owner(t, "shop")
 		owner.Kill()
 		c.waitFor(t, 60*time.Second, "a new owner", func() (bool, string) {
@@ -507,16 +506,14 @@ func TestClusterSnapshotSurvivesOwnerKills(t *testing.T) {
 	w.halt()
 	want := sinktest.SourceRows(t, shards, func(n int) string { return fmt.Sprintf("SELECT id, shard, note FROM shop_%d.orders", n) })
 	var got []string
-	for deadline := time.Now().Add(120 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+	retry.Until(t, 120*time.Second, func() error {
 		got = sinktest.Query(db, "SELECT id, shard, note FROM "+name+".orders")
 		slices.Sort(got)
-		if slices.Equal(got, want) {
-			break
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("target has %d rows, the shards %d (%d rows differ)", len(got), len(want), diffCount(got, want))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("target has %d rows, the shards %d (%d rows differ)", len(got), len(want), diffCount(got, want))
-		}
-	}
+		return nil
+	})
 	t.Logf("%d rows equal after 2 owner SIGKILLs mid-snapshot (%d writes)", len(got), w.writes.Load())
 }
 
