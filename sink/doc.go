@@ -51,7 +51,8 @@
 //     never ahead of the checkpoints.
 //   - A change the target cannot apply faithfully stops the sink with an
 //     error that says why, never a silent write: a partial row image
-//     (PartialImageError), a key two shard tables write (CollisionError),
+//     (PartialImageError; Keyed and Ordered alike, as a message holds
+//     whole rows and would carry the columns left out as null), a key two shard tables write (CollisionError),
 //     a DDL a SQL target will not run (ErrDDLRefused, which stops the
 //     runner until its spec changes rather than retrying).
 //

@@ -104,6 +104,18 @@ func (o *Ordered) Apply(ctx context.Context, f *Feed) error {
 		}
 		msgs = msgs[:0]
 		for _, ev := range b.Events {
+			if ch, ok := partialChange(ev); ok {
+				// A message holds whole rows: the columns the image
+				// leaves out would go as null, which a consumer writes.
+				// What came before it is published; it and what follows
+				// wait for the source to be fixed.
+				if len(msgs) > 0 {
+					if err := o.pub.Publish(ctx, msgs); err != nil {
+						return err
+					}
+				}
+				return PartialImageError(f.Sink(), ch)
+			}
 			if err := fw.Write(ev, func(body []byte) error {
 				if fw.Seq != seq {
 					seq, n = fw.Seq, 0
@@ -143,4 +155,22 @@ func (o *Ordered) Apply(ctx context.Context, f *Feed) error {
 			return err
 		}
 	}
+}
+
+// partialChange returns the first row change of ev whose after image
+// leaves columns out (change.RowChange.PartialAfter), as a Change naming
+// it, or false.
+func partialChange(ev *change.Event) (Change, bool) {
+	if ev.Type != change.EventRows {
+		return Change{}, false
+	}
+	for i := range ev.Rows {
+		rc := &ev.Rows[i]
+		if !rc.PartialAfter() {
+			continue
+		}
+		ls, lt := rc.Table.Logical()
+		return Change{Seq: ev.Seq, Source: ev.Source, Origin: rc.Table.Schema + "." + rc.Table.Name, Logical: ls + "." + lt, Row: rc}, true
+	}
+	return Change{}, false
 }

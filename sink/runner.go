@@ -118,6 +118,9 @@ type Feed struct {
 	r *Runner
 }
 
+// Sink returns the name of the sink it feeds, for its errors.
+func (f *Feed) Sink() string { return f.r.Name }
+
 // Next returns the next store batch handed to the sink, waiting up to
 // half a second for one (a store batch of no events: none came).
 func (f *Feed) Next(ctx context.Context) (stream.Batch, error) {

@@ -10,6 +10,7 @@
 //	apply:     the runner skipping the 4th row change of every transaction (sink/keyed.go); postgres: rows differ
 //	workers:   the worker-count check of SQL checkpoints dropped (sink/checkpoint.go); postgres: no refusal
 //	partial:   the runner's partial-image refusal dropped (sink/keyed.go); postgres: no error, columns NULL
+//	           and Ordered's (sink/ordered.go); rabbitmq, kafka: no error, the update published with its columns null
 //	collision: the collision error's holder look-up dropped (sink/runner.go); mysql: the error names one writer
 //	once:      every fifth transaction's records produced twice (sink/kafka/kafka.go); kafka: a message twice
 //	replay:    the checkpoints read at start ignored (sink/keyed.go); mysql: the stream read again applied

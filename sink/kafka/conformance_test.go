@@ -24,15 +24,10 @@ func TestConformance(t *testing.T) {
 		Ordered:         true,
 		SplitKeyChanges: true,
 		Cannot: map[conformance.Case]string{
-			conformance.Partial:   partialGap,
 			conformance.Collision: "a record names its shard table (database, table) and lands in no table: there is no key to collide in; origin_column is for mysql and postgres",
 		},
 	})
 }
-
-// partialGap is why the partial case does not pass today: the sink
-// neither refuses a minimal image nor hands it on as one.
-const partialGap = "not yet: a minimal-image UPDATE is published with every column it leaves out as null (data's key too), which a consumer applies as NULLs; the sink should refuse it (sink.PartialImageError) or mark what it leaves out"
 
 // place is a Kafka cluster of the case's own.
 type place struct {

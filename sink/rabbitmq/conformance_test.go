@@ -25,15 +25,10 @@ func TestConformance(t *testing.T) {
 		Ordered:    true,
 		Duplicates: true, // after a restart, under the same message_id
 		Cannot: map[conformance.Case]string{
-			conformance.Partial:   partialGap,
 			conformance.Collision: "a message names its shard table (database, table) and lands in no table: there is no key to collide in; origin_column is for mysql and postgres",
 		},
 	})
 }
-
-// partialGap is why the partial case does not pass today: the sink
-// neither refuses a minimal image nor hands it on as one.
-const partialGap = "not yet: a minimal-image UPDATE is published with every column it leaves out as null (data's id too, and old's before-value of the column it changed), which a consumer applies as NULLs; the sink should refuse it (sink.PartialImageError) or mark what it leaves out"
 
 // place is a vhost of the test's own.
 type place struct {
