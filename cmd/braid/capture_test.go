@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/shoptest"
 )
 
 func writeSpec(t *testing.T, body string) string {
@@ -183,7 +184,7 @@ func TestCaptureMultiSource(t *testing.T) {
 			fmt.Sprintf("CREATE TABLE shop_%d.orders (id INT PRIMARY KEY)", i),
 			fmt.Sprintf("INSERT INTO shop_%d.orders VALUES (%d)", i, i))
 	}
-	spec := writeSpec(t, shopSpecYAML(srvs, ""))
+	spec := writeSpec(t, shoptest.SpecYAML(srvs, ""))
 	cursors := t.TempDir()
 	type msg struct {
 		Seq                    uint64

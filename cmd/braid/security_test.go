@@ -17,6 +17,7 @@ import (
 
 	"github.com/braid-cdc/braid/internal/testutil/braidproc"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
+	"github.com/braid-cdc/braid/internal/testutil/shoptest"
 )
 
 // TestServerRefusesToRunUnprotected: a node meant for a cluster of several
@@ -49,7 +50,7 @@ func TestServerRefusesToRunUnprotected(t *testing.T) {
 // holds X, and the destination runs with it.
 func TestSourcePasswordNeverShown(t *testing.T) {
 	const password = "Xq7-never-shown-9z"
-	srvs := shopShards(t)
+	srvs := shoptest.Shards(t)
 	for _, s := range srvs {
 		s.Exec(t, fmt.Sprintf("CREATE USER 'braid'@'%%' IDENTIFIED BY '%s'", password),
 			"GRANT REPLICATION SLAVE, REPLICATION CLIENT, BINLOG MONITOR, SELECT ON *.* TO 'braid'@'%'")

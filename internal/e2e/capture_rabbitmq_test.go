@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/internal/testutil/rabbittest"
+	"github.com/braid-cdc/braid/internal/testutil/shoptest"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 )
 
@@ -26,7 +27,7 @@ import (
 func TestCaptureRabbitMQSinkSurvivesKills(t *testing.T) {
 	url := rabbittest.Vhost(t)
 	shards := sinktest.StartShop(t)
-	specFile := writeSpec(t, shopSpecYAML(shards[:3], fmt.Sprintf(
+	specFile := writeSpec(t, shoptest.SpecYAML(shards[:3], fmt.Sprintf(
 		"sinks:\n  - {name: mq, type: rabbitmq, url: '%s', password: guest, queues: per-table}\n", url)))
 	cursorDir := t.TempDir()
 	capture := newCaptureRun(t, specFile)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/internal/testutil/redistest"
+	"github.com/braid-cdc/braid/internal/testutil/shoptest"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/sink/redis"
 )
@@ -30,7 +31,7 @@ func TestCaptureRedisSinkSurvivesKills(t *testing.T) {
 	c, prefix := redistest.Prefix(t)
 	shards := sinktest.StartShards(t, "(id BIGINT PRIMARY KEY, amount INT NOT NULL, note VARCHAR(40))")
 	tmpl := prefix + "{table}:{pk}"
-	specFile := writeSpec(t, shopSpecYAML(shards[:3], fmt.Sprintf("sinks:\n  - {name: cache, type: redis, address: '127.0.0.1:6379', key: '%s', workers: 4, batch: 20}\n", tmpl)))
+	specFile := writeSpec(t, shoptest.SpecYAML(shards[:3], fmt.Sprintf("sinks:\n  - {name: cache, type: redis, address: '127.0.0.1:6379', key: '%s', workers: 4, batch: 20}\n", tmpl)))
 	cursorDir := t.TempDir()
 	capture := newCaptureRun(t, specFile)
 	start := capture.start

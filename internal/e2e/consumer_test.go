@@ -13,6 +13,7 @@ import (
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/internal/localcluster"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
+	"github.com/braid-cdc/braid/internal/testutil/shoptest"
 )
 
 // waitIDs waits until cc has n distinct ids and returns its ids without
@@ -105,9 +106,9 @@ func TestLateCanalClientInCluster(t *testing.T) {
 // TestLateCanalClientCapture: the same in `braid capture` serving mode
 // (a braid capture process; the consumers retry until it listens).
 func TestLateCanalClientCapture(t *testing.T) {
-	srvs := shopShards(t)
+	srvs := shoptest.Shards(t)
 	p := freePorts(t, 2)
-	startCapture(t, writeSpec(t, shopSpecYAML(srvs, "")), "--http-port", strconv.Itoa(p[0]), "--canal-port", strconv.Itoa(p[1]))
+	startCapture(t, writeSpec(t, shoptest.SpecYAML(srvs, "")), "--http-port", strconv.Itoa(p[0]), "--canal-port", strconv.Itoa(p[1]))
 	const n = 60
 	for i := range n {
 		srvs[i%3].Exec(t, fmt.Sprintf("INSERT INTO shop_%d.orders VALUES (%d, 0, 'row %d')", 2*(i%3)+1, i, i))

@@ -14,6 +14,7 @@ import (
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/internal/testutil/shoptest"
 	"github.com/braid-cdc/braid/spec"
 )
 
@@ -148,7 +149,7 @@ func TestClusterShardDDLLockSurvivesKill(t *testing.T) {
 		last = max(last, m.seq)
 	}
 	// The same binlogs merged once, without a kill, with the decision.
-	ds, err := spec.Parse([]byte(shopSpecYAML(srvs, "max_clock_skew: 200ms\n")))
+	ds, err := spec.Parse([]byte(shoptest.SpecYAML(srvs, "max_clock_skew: 200ms\n")))
 	if err != nil {
 		t.Fatal(err)
 	}

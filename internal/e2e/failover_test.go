@@ -27,6 +27,7 @@ import (
 	"github.com/braid-cdc/braid/client"
 	"github.com/braid-cdc/braid/internal/localcluster"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/shoptest"
 )
 
 // received is one flat message as the failover tests' consumer saw it.
@@ -499,7 +500,7 @@ func TestClusterFencesStalledOwner(t *testing.T) {
 // node's destination moves to a live one, and when the node comes back
 // (from its data dir) the destinations spread out again.
 func TestClusterRebalance(t *testing.T) {
-	srvs := shopShards(t)
+	srvs := shoptest.Shards(t)
 	c := startCluster(t)
 	for _, name := range []string{"shop1", "shop2", "shop3"} {
 		spec := writeSpec(t, fmt.Sprintf("name: %s\nsources:\n  - {name: a, address: '%s'}\ntables: ['shop_\\d+\\.orders']\n", name, srvs[0].Addr()))

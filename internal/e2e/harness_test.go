@@ -18,6 +18,7 @@ import (
 	"github.com/braid-cdc/braid/internal/testutil/braidproc"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
+	"github.com/braid-cdc/braid/internal/testutil/shoptest"
 )
 
 // testNode is one braid server process, with helpers that fail the test.
@@ -44,11 +45,7 @@ func (n *testNode) signal(t *testing.T, sig syscall.Signal) {
 // dir, with sec's certificates and users; args are extra flags.
 func newNode(t *testing.T, sec *localcluster.Security, name, dir string, args ...string) *testNode {
 	t.Helper()
-	p := freePorts(t, 4)
-	n := &testNode{&localcluster.Node{Name: name, Dir: filepath.Join(dir, name), Security: sec,
-		RaftPort: p[0], GossipPort: p[1], HTTPPort: p[2], CanalPort: p[3], Args: append([]string{"--log-level", "debug"}, args...)}}
-	t.Cleanup(n.Kill)
-	return n
+	return &testNode{braidproc.NewNode(t, sec, name, dir, args...)}
 }
 
 // testCluster is three braid servers on loopback ports.
@@ -161,46 +158,17 @@ func writeSpec(t *testing.T, body string) string {
 	return path
 }
 
-// shopShards starts three MariaDB servers holding shop_0 … shop_5, two
-// schemas each, with an orders table.
-func shopShards(t *testing.T) []*mysqltest.Server {
-	t.Helper()
-	srvs := mysqltest.StartN(t, 3)
-	for i, s := range srvs {
-		for _, db := range []int{2 * i, 2*i + 1} {
-			s.Exec(t, fmt.Sprintf("CREATE DATABASE shop_%d", db),
-				fmt.Sprintf("CREATE TABLE shop_%d.orders (id BIGINT PRIMARY KEY, shard INT NOT NULL, note VARCHAR(40))", db))
-		}
-	}
-	return srvs
-}
-
-// shopSpecYAML is the shop destination over three shard servers, heartbeat
-// 100ms, with extra lines at the end.
-func shopSpecYAML(srvs []*mysqltest.Server, extra string) string {
-	return fmt.Sprintf(`
-name: shop
-sources:
-  - {name: a, address: '%s', start: earliest}
-  - {name: b, address: '%s', start: earliest}
-  - {name: c, address: '%s', start: earliest}
-tables: ['shop_\d+\.orders']
-route: [{match: 'shop_\d+\.(\w+)', to: 'shop.$1'}]
-heartbeat: 100ms
-`, srvs[0].Addr(), srvs[1].Addr(), srvs[2].Addr()) + extra
-}
-
-// shopSpec writes the shop destination's spec (shopSpecYAML) to a file.
+// shopSpec writes the shop destination's spec (shoptest.SpecYAML) to a file.
 func shopSpec(t *testing.T, srvs []*mysqltest.Server) string {
 	t.Helper()
-	return writeSpec(t, shopSpecYAML(srvs, "max_clock_skew: 200ms\n"))
+	return writeSpec(t, shoptest.SpecYAML(srvs, "max_clock_skew: 200ms\n"))
 }
 
 // shopCluster starts the shop shards and a cluster, and creates the shop
 // destination through n1.
 func shopCluster(t *testing.T) ([]*mysqltest.Server, *testCluster) {
 	t.Helper()
-	srvs := shopShards(t)
+	srvs := shoptest.Shards(t)
 	c := startCluster(t)
 	if _, errs, code := cli("destination", "create", "-f", shopSpec(t, srvs), "--server", c.nodes[0].URL()); code != 0 {
 		t.Fatalf("create: %s", errs)

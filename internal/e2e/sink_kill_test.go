@@ -20,6 +20,7 @@ import (
 	"github.com/braid-cdc/braid/internal/testutil/braidproc"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
+	"github.com/braid-cdc/braid/internal/testutil/shoptest"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 )
 
@@ -87,7 +88,7 @@ func TestCaptureSinkSurvivesKills(t *testing.T) {
 
 func testCaptureSinkSurvivesKills(t *testing.T, tg auditedDB) {
 	shards := sinktest.StartShards(t, "(id BIGINT PRIMARY KEY, amount INT NOT NULL, note VARCHAR(40))")
-	specFile := writeSpec(t, shopSpecYAML(shards[:3], "sinks:\n  - "+tg.sinkYAML()+"\n"))
+	specFile := writeSpec(t, shoptest.SpecYAML(shards[:3], "sinks:\n  - "+tg.sinkYAML()+"\n"))
 	cursorDir := t.TempDir()
 	capture := newCaptureRun(t, specFile)
 	start := func() *exec.Cmd { return capture.start("--quiet", "--cursor-dir", cursorDir) }
@@ -137,13 +138,13 @@ func TestClusterSinkSurvivesOwnerKills(t *testing.T) {
 }
 
 func testClusterSinkSurvivesOwnerKills(t *testing.T, tg auditedDB) {
-	srvs := shopShards(t)
+	srvs := shoptest.Shards(t)
 	c := startCluster(t)
-	specFile := writeSpec(t, shopSpecYAML(srvs, "sinks:\n  - "+tg.sinkYAML()+"\n"))
+	specFile := writeSpec(t, shoptest.SpecYAML(srvs, "sinks:\n  - "+tg.sinkYAML()+"\n"))
 	if out, errs, code := cli("destination", "create", "-f", specFile, "--server", c.nodes[0].URL()); code != 0 {
 		t.Fatalf("create: exit %d: %s%s", code, out, errs)
 	}
-	shards := make([]*mysqltest.Server, 6) // shopShards puts shop_n on server n/2
+	shards := make([]*mysqltest.Server, 6) // shoptest.Shards puts shop_n on server n/2
 	for n := range shards {
 		shards[n] = srvs[n/2]
 	}

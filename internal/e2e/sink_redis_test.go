@@ -13,6 +13,7 @@ import (
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/redistest"
+	"github.com/braid-cdc/braid/internal/testutil/shoptest"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/sink/redis"
 )
@@ -26,14 +27,14 @@ import (
 // the sink caught up and clean.
 func TestClusterRedisSinkSurvivesOwnerKills(t *testing.T) {
 	rc, prefix := redistest.Prefix(t)
-	srvs := shopShards(t)
+	srvs := shoptest.Shards(t)
 	c := startCluster(t)
 	tmpl := prefix + "{table}:{pk}"
-	specFile := writeSpec(t, shopSpecYAML(srvs, fmt.Sprintf("sinks:\n  - {name: cache, type: redis, address: '127.0.0.1:6379', key: '%s', workers: 4}\n", tmpl)))
+	specFile := writeSpec(t, shoptest.SpecYAML(srvs, fmt.Sprintf("sinks:\n  - {name: cache, type: redis, address: '127.0.0.1:6379', key: '%s', workers: 4}\n", tmpl)))
 	if out, errs, code := cli("destination", "create", "-f", specFile, "--server", c.nodes[0].URL()); code != 0 {
 		t.Fatalf("create: exit %d: %s%s", code, out, errs)
 	}
-	shards := make([]*mysqltest.Server, 6) // shopShards puts shop_n on server n/2
+	shards := make([]*mysqltest.Server, 6) // shoptest.Shards puts shop_n on server n/2
 	for n := range shards {
 		shards[n] = srvs[n/2]
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
+	"github.com/braid-cdc/braid/internal/testutil/shoptest"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 )
 
@@ -54,7 +55,7 @@ func snapshotShop(t *testing.T) []*mysqltest.Server {
 // servers, from their current positions, with an initial snapshot in
 // chunks of 2,000 rows.
 func snapshotSpecYAML(shards []*mysqltest.Server, extra string) string {
-	return strings.ReplaceAll(shopSpecYAML(shards[:3], "snapshot: initial\nsnapshot_chunk_rows: 2000\n"+extra), ", start: earliest", "")
+	return strings.ReplaceAll(shoptest.SpecYAML(shards[:3], "snapshot: initial\nsnapshot_chunk_rows: 2000\n"+extra), ", start: earliest", "")
 }
 
 // shopWriter updates, deletes and inserts rows of every shard table, and

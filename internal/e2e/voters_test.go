@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/api/wire"
+	"github.com/braid-cdc/braid/internal/testutil/shoptest"
 )
 
 // raftMembers is the Raft configuration as a node's status shows it: the
@@ -28,7 +29,7 @@ func raftMembers(st wire.ClusterStatus) []string {
 // braid cluster remove (a live one is refused), and the two nodes left
 // have a leader and serve: a destination created after is streamed.
 func TestClusterRemoveDeadVoter(t *testing.T) {
-	srvs := shopShards(t)
+	srvs := shoptest.Shards(t)
 	c := startCluster(t)
 	url := c.nodes[0].URL()
 	if _, errs, code := cli("cluster", "remove", "n2", "--server", url); code == 0 || !strings.Contains(errs, "alive") {

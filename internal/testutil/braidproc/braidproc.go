@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/internal/localcluster"
+	"github.com/braid-cdc/braid/internal/ports"
 )
 
 // Build builds the braid binary (./cmd/braid of this module, found
@@ -168,4 +169,22 @@ func LogTail(n *localcluster.Node, lines int) string {
 		}
 	}
 	return strings.Join(keep[max(0, len(keep)-lines):], "\n")
+}
+
+// NewNode is a node that is no member of a cluster Start started (a
+// replacement, of another cluster, or reusing a name): named name, its
+// data under dir/name, on free loopback ports, with sec's certificates
+// and users (nil: none), logging at debug level with the extra flags
+// args. It is not started (Node.Start); it is killed when tb ends.
+func NewNode(tb testing.TB, sec *localcluster.Security, name, dir string, args ...string) *localcluster.Node {
+	tb.Helper()
+	p, err := ports.FreeLoopback(4)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	n := &localcluster.Node{Name: name, Dir: filepath.Join(dir, name), Security: sec,
+		RaftPort: p[0], GossipPort: p[1], HTTPPort: p[2], CanalPort: p[3],
+		Args: append([]string{"--log-level", "debug"}, args...)}
+	tb.Cleanup(n.Kill)
+	return n
 }
