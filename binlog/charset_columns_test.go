@@ -39,7 +39,7 @@ func TestConvertedCharsets(t *testing.T) {
 			"INSERT INTO ru.t VALUES (1, '"+texts["r"]+"')",
 			"CREATE TABLE cn.sj (id INT PRIMARY KEY, n VARCHAR(40)) DEFAULT CHARSET=ujis",
 			"INSERT INTO cn.sj VALUES (1, '"+texts["s"]+"')")
-		r := startParser(t, binlog.Config{Source: source(srv, spec.Start{Kind: spec.StartPosition, Pos: change.Position{File: file, Pos: pos}})}, nil)
+		r := startReader(t, binlog.Config{Source: source(srv, spec.Start{Kind: spec.StartPosition, Pos: change.Position{File: file, Pos: pos}})}, nil)
 		evs := r.waitFor(30*time.Second, "5 transactions with rows", func(evs []*change.Event) bool {
 			return countType(evs, change.EventCommit) >= 5
 		})

@@ -16,7 +16,7 @@ import (
 	"github.com/braid-cdc/braid/spec"
 )
 
-// runOnce runs a parser until it fails (or 20s pass) and returns its log
+// runOnce runs a reader until it fails (or 20s pass) and returns its log
 // and its error.
 func runOnce(t *testing.T, src spec.Source) (string, error) {
 	t.Helper()
@@ -30,7 +30,7 @@ func runOnce(t *testing.T, src spec.Source) (string, error) {
 	defer cancel()
 	err = p.Run(ctx, func(*change.Event) error { return nil })
 	if ctx.Err() != nil {
-		t.Fatalf("parser did not fail within 20s; log:\n%s", logBuf.String())
+		t.Fatalf("reader did not fail within 20s; log:\n%s", logBuf.String())
 	}
 	return logBuf.String(), err
 }
@@ -69,7 +69,7 @@ func TestConnectErrors(t *testing.T) {
 	t.Run("right password", func(t *testing.T) {
 		src := source(srv, spec.Start{Kind: spec.StartLatest})
 		src.User, src.Password = "braid", "s3cret"
-		r := startParser(t, binlog.Config{Source: src}, nil)
+		r := startReader(t, binlog.Config{Source: src}, nil)
 		time.Sleep(300 * time.Millisecond)
 		srv.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.t (id INT PRIMARY KEY)", "INSERT INTO shop.t VALUES (1)")
 		r.waitFor(30*time.Second, "a row", rowsAtLeast(1))

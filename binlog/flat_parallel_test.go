@@ -36,7 +36,7 @@ func TestWriteEventsParallel(t *testing.T) {
 		"UPDATE d.a SET f = f * 2 WHERE id <= 2500",
 	}
 	srv.Exec(t, stmts...)
-	r := startParser(t, binlog.Config{Source: source(srv, earliest)}, nil)
+	r := startReader(t, binlog.Config{Source: source(srv, earliest)}, nil)
 	evs := r.waitFor(30*time.Second, "3 transactions with rows and 3 table DDLs", func(evs []*change.Event) bool {
 		return countType(evs, change.EventCommit) >= 3 && countType(evs, change.EventDDL) >= 3
 	})

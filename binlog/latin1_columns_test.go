@@ -35,7 +35,7 @@ func TestLatin1Columns(t *testing.T) {
 			"CREATE DATABASE shop2 CHARACTER SET latin1",
 			"CREATE TABLE shop2.t (id INT PRIMARY KEY, n VARCHAR(40))",
 			"INSERT INTO shop2.t VALUES (1, '"+text+"')")
-		r := startParser(t, binlog.Config{Source: source(srv, spec.Start{Kind: spec.StartPosition, Pos: change.Position{File: file, Pos: pos}})}, nil)
+		r := startReader(t, binlog.Config{Source: source(srv, spec.Start{Kind: spec.StartPosition, Pos: change.Position{File: file, Pos: pos}})}, nil)
 		evs := r.waitFor(30*time.Second, "5 transactions with rows", func(evs []*change.Event) bool {
 			return countType(evs, change.EventCommit) >= 5 // the flat writer writes a run at its commit
 		})

@@ -15,7 +15,7 @@ import (
 // TestSnapshotSettlesProvisionalTables: reading from the binlog's start,
 // braid first takes every table's live schema provisionally (it may not
 // hold that early). A schema snapshot saved with a cursor is restored as
-// fact, so before taking one braid settles those tables: a parser resumed
+// fact, so before taking one braid settles those tables: a reader resumed
 // from the snapshot of a.x's CREATE TABLE must still see b.y created later
 // (its DDL event and its row), not take b.y as existing from the start.
 func TestSnapshotSettlesProvisionalTables(t *testing.T) {
@@ -27,7 +27,7 @@ func TestSnapshotSettlesProvisionalTables(t *testing.T) {
 			return ev.Type == change.EventDDL && slices.Contains(ev.DDL.Tables, table)
 		}
 	}
-	first := startParser(t, binlog.Config{Source: source(srv, earliest)}, nil)
+	first := startReader(t, binlog.Config{Source: source(srv, earliest)}, nil)
 	evs := first.waitFor(30*time.Second, "b.y's row", rowsAtLeast(1))
 	at := slices.IndexFunc(evs, isDDL("a.x"))
 	if at < 0 || evs[at].Schema == nil {
@@ -35,11 +35,11 @@ func TestSnapshotSettlesProvisionalTables(t *testing.T) {
 	}
 	first.stop()
 
-	resumed := startParser(t, binlog.Config{Source: source(srv, earliest),
+	resumed := startReader(t, binlog.Config{Source: source(srv, earliest),
 		Resume: &binlog.Resume{Pos: evs[at].EndPos, Schema: evs[at].Schema}}, nil)
 	evs = resumed.waitFor(30*time.Second, "b.y's row after the resume", rowsAtLeast(1))
 	if !slices.ContainsFunc(evs, isDDL("b.y")) {
-		t.Errorf("the resumed parser emitted no CREATE TABLE b.y: it took b.y as existing from the start")
+		t.Errorf("the resumed reader emitted no CREATE TABLE b.y: it took b.y as existing from the start")
 	}
 	if rc := rows(evs)[0]; rc.Table.FullName() != "b.y" || len(rc.Table.Columns) != 2 {
 		t.Errorf("row of %s with %d columns, want b.y's two", rc.Table.FullName(), len(rc.Table.Columns))
@@ -57,7 +57,7 @@ func TestFullMetadataDDLBeforeSchemaLoad(t *testing.T) {
 	file, pos := srv.MasterStatus(t)
 	srv.Exec(t, "ALTER TABLE d.t ADD COLUMN x INT", "INSERT INTO d.t VALUES (1, 2)")
 	src := source(srv, spec.Start{Kind: spec.StartPosition, Pos: change.Position{File: file, Pos: pos}})
-	p := startParser(t, binlog.Config{Source: src}, nil)
+	p := startReader(t, binlog.Config{Source: src}, nil)
 	evs := p.waitFor(30*time.Second, "the row after the ALTER", rowsAtLeast(1))
 	if !slices.ContainsFunc(evs, func(ev *change.Event) bool {
 		return ev.Type == change.EventDDL && slices.Contains(ev.DDL.Tables, "d.t") && ev.Schema != nil
@@ -100,7 +100,7 @@ func TestLatestStartDuringDDL(t *testing.T) {
 	}()
 	defer func() { close(stop); <-done }()
 	for range 15 {
-		p := startParser(t, binlog.Config{Source: source(srv, spec.Start{})}, nil)
+		p := startReader(t, binlog.Config{Source: source(srv, spec.Start{})}, nil)
 		evs := p.waitFor(30*time.Second, "three rows", rowsAtLeast(3))
 		for _, rc := range rows(evs) {
 			if n := named(rc, rc.After())["n"]; n != int64(len(rc.Table.Columns)) {

@@ -107,7 +107,7 @@ func appendText(rc *change.RowChange, after bool, i int, quoted bool) ([]byte, b
 	return rc.AppendText(nil, after, i)
 }
 
-// readToEnd runs a parser on srv's binlog from its start until the
+// readToEnd runs a reader on srv's binlog from its start until the
 // transaction ending at end, raw or with go-mysql decoding every row.
 func readToEnd(t *testing.T, srv *mysqltest.Server, end uint32, goMySQLRows bool) []*change.Event {
 	t.Helper()
@@ -132,7 +132,7 @@ func readToEnd(t *testing.T, srv *mysqltest.Server, end uint32, goMySQLRows bool
 		return nil
 	})
 	if !reached {
-		t.Fatalf("the parser stopped before %d: %v", end, err)
+		t.Fatalf("the reader stopped before %d: %v", end, err)
 	}
 	return evs
 }

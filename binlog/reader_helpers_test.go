@@ -23,7 +23,7 @@ type run struct {
 	t      testing.TB
 	cancel context.CancelFunc
 	done   chan error
-	parser *binlog.Reader
+	reader *binlog.Reader
 
 	mu     sync.Mutex
 	events []*change.Event
@@ -36,9 +36,9 @@ func source(srv *mysqltest.Server, start spec.Start) spec.Source {
 
 var earliest = spec.Start{Kind: spec.StartEarliest}
 
-// startParser runs a parser on cfg until the test ends. slow, when set, is
+// startReader runs a reader on cfg until the test ends. slow, when set, is
 // called for every event before it is recorded (to simulate a slow consumer).
-func startParser(t testing.TB, cfg binlog.Config, slow func(*change.Event)) *run {
+func startReader(t testing.TB, cfg binlog.Config, slow func(*change.Event)) *run {
 	t.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -51,7 +51,7 @@ func startParser(t testing.TB, cfg binlog.Config, slow func(*change.Event)) *run
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &run{t: t, cancel: cancel, done: make(chan error, 1), parser: p}
+	r := &run{t: t, cancel: cancel, done: make(chan error, 1), reader: p}
 	go func() {
 		r.done <- p.Run(ctx, func(ev *change.Event) error {
 			if slow != nil {
@@ -67,7 +67,7 @@ func startParser(t testing.TB, cfg binlog.Config, slow func(*change.Event)) *run
 	return r
 }
 
-// stop ends the parser and returns Run's error.
+// stop ends the reader and returns Run's error.
 func (r *run) stop() error {
 	r.cancel()
 	select {
@@ -78,7 +78,7 @@ func (r *run) stop() error {
 		}
 		return nil
 	case <-time.After(20 * time.Second):
-		r.t.Errorf("parser did not stop within 20s")
+		r.t.Errorf("reader did not stop within 20s")
 		return nil
 	}
 }
@@ -91,7 +91,7 @@ func (r *run) snapshot() []*change.Event {
 }
 
 // waitFor waits until cond holds for the events seen, failing after d
-// or as soon as the parser stops.
+// or as soon as the reader stops.
 func (r *run) waitFor(d time.Duration, what string, cond func([]*change.Event) bool) []*change.Event {
 	r.t.Helper()
 	var evs []*change.Event
@@ -103,7 +103,7 @@ func (r *run) waitFor(d time.Duration, what string, cond func([]*change.Event) b
 		select {
 		case err := <-r.done:
 			close(r.done) // stop has nothing left to wait for
-			r.t.Fatalf("waiting for %s: parser stopped: %v", what, err)
+			r.t.Fatalf("waiting for %s: reader stopped: %v", what, err)
 		default:
 		}
 		return fmt.Errorf("waiting for %s: not seen (%d events)", what, len(evs))
@@ -111,18 +111,18 @@ func (r *run) waitFor(d time.Duration, what string, cond func([]*change.Event) b
 	return evs
 }
 
-// runErr waits for the parser to fail and returns its error.
+// runErr waits for the reader to fail and returns its error.
 func (r *run) runErr(d time.Duration) error {
 	r.t.Helper()
 	select {
 	case err := <-r.done:
 		close(r.done)
 		if err == nil {
-			return errors.New("parser stopped without error")
+			return errors.New("reader stopped without error")
 		}
 		return err
 	case <-time.After(d):
-		r.t.Fatalf("parser did not fail within %v", d)
+		r.t.Fatalf("reader did not fail within %v", d)
 		return nil
 	}
 }

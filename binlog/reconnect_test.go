@@ -109,7 +109,7 @@ func (p *cutProxy) pipe(c net.Conn) {
 
 // TestReconnectMidTransaction cuts the binlog connection in the middle of a
 // 20,000-row transaction, and cuts the next one again before it has got as
-// far as the first: the parser must reconnect, read the transaction again
+// far as the first: the reader must reconnect, read the transaction again
 // from its start and emit each row exactly once, in order, with one
 // EventBegin and one EventCommit.
 func TestReconnectMidTransaction(t *testing.T) {
@@ -125,7 +125,7 @@ func TestReconnectMidTransaction(t *testing.T) {
 	src.Address = proxy.addr()
 	filter, _ := spec.CompileTableFilter([]string{`shop\.big`})
 	var logs syncBuffer
-	r := startParser(t, binlog.Config{Source: src, Tables: filter,
+	r := startReader(t, binlog.Config{Source: src, Tables: filter,
 		Logger: slog.New(slog.NewTextHandler(io.MultiWriter(&logs, t.Output()), nil))}, nil)
 	r.waitFor(60*time.Second, "20,001 rows", rowsAtLeast(20001))
 	time.Sleep(300 * time.Millisecond)
@@ -173,12 +173,12 @@ func TestReconnectMidTransaction(t *testing.T) {
 	}
 }
 
-// TestReconnectServerRestart restarts the server while the parser streams:
+// TestReconnectServerRestart restarts the server while the reader streams:
 // every row written before and after comes exactly once.
 func TestReconnectServerRestart(t *testing.T) {
 	srv := mysqltest.Start(t)
 	srv.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id INT PRIMARY KEY)")
-	r := startParser(t, binlog.Config{Source: source(srv, earliest)}, nil)
+	r := startReader(t, binlog.Config{Source: source(srv, earliest)}, nil)
 	for i := 1; i <= 50; i++ {
 		srv.Exec(t, fmt.Sprintf("INSERT INTO shop.orders VALUES (%d)", i))
 	}

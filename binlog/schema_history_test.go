@@ -35,7 +35,7 @@ func TestReplayAcrossAlter(t *testing.T) {
 		"INSERT INTO shop.orders VALUES (3, 'new', 'third')",
 		"UPDATE shop.orders SET comment = 'x' WHERE id = 1",
 	)
-	r := startParser(t, binlog.Config{Source: source(srv, earliest)}, nil)
+	r := startReader(t, binlog.Config{Source: source(srv, earliest)}, nil)
 	evs := r.waitFor(30*time.Second, "4 row changes", rowsAtLeast(4))
 	rc := rows(evs)
 	wantCols := [][]string{
@@ -65,7 +65,7 @@ func TestReplayAcrossAlter(t *testing.T) {
 
 // TestUnknownSchemaBeforeDDL: when the table's CREATE is no longer in the
 // binlog and an ALTER is, the columns of rows before the ALTER cannot be
-// known; the parser must fail with the table and position, not guess.
+// known; the reader must fail with the table and position, not guess.
 func TestUnknownSchemaBeforeDDL(t *testing.T) {
 	srv := mysqltest.Start(t)
 	srv.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id INT PRIMARY KEY, a INT, b INT)")
@@ -76,7 +76,7 @@ func TestUnknownSchemaBeforeDDL(t *testing.T) {
 		"INSERT INTO shop.orders VALUES (1, 2, 3)",
 		"ALTER TABLE shop.orders CHANGE a b2 INT, CHANGE b a2 INT", // same count: a guess would mislabel silently
 		"INSERT INTO shop.orders VALUES (2, 3, 4)")
-	r := startParser(t, binlog.Config{Source: source(srv, earliest)}, nil)
+	r := startReader(t, binlog.Config{Source: source(srv, earliest)}, nil)
 	err := r.runErr(30 * time.Second)
 	if !errors.Is(err, binlog.ErrSchemaUnknown) {
 		t.Fatalf("error %v, want ErrSchemaUnknown", err)
@@ -88,7 +88,7 @@ func TestUnknownSchemaBeforeDDL(t *testing.T) {
 
 	// Starting after the ALTER works with the live schema.
 	srv.Exec(t, "INSERT INTO shop.orders VALUES (3, 4, 5)")
-	r2 := startParser(t, binlog.Config{Source: source(srv, spec.Start{Kind: spec.StartLatest})}, nil)
+	r2 := startReader(t, binlog.Config{Source: source(srv, spec.Start{Kind: spec.StartLatest})}, nil)
 	time.Sleep(500 * time.Millisecond)
 	srv.Exec(t, "INSERT INTO shop.orders VALUES (4, 5, 6)")
 	evs := r2.waitFor(30*time.Second, "one row", rowsAtLeast(1))
@@ -102,7 +102,7 @@ func TestUnknownSchemaBeforeDDL(t *testing.T) {
 func TestColumnCountMismatch(t *testing.T) {
 	srv := mysqltest.Start(t)
 	srv.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id INT PRIMARY KEY, a INT)")
-	r := startParser(t, binlog.Config{Source: source(srv, spec.Start{Kind: spec.StartLatest})}, nil)
+	r := startReader(t, binlog.Config{Source: source(srv, spec.Start{Kind: spec.StartLatest})}, nil)
 	time.Sleep(500 * time.Millisecond)
 	srv.Exec(t, "SET sql_log_bin = 0", "ALTER TABLE shop.orders ADD COLUMN b INT", "SET sql_log_bin = 1",
 		"INSERT INTO shop.orders VALUES (1, 2, 3)")
@@ -125,7 +125,7 @@ func TestReplayAcrossDropDatabase(t *testing.T) {
 		"CREATE DATABASE shop",
 		"CREATE TABLE shop.orders (id INT PRIMARY KEY, b VARCHAR(5), c INT)",
 		"INSERT INTO shop.orders VALUES (2, 'x', 3)")
-	r := startParser(t, binlog.Config{Source: source(srv, earliest)}, nil)
+	r := startReader(t, binlog.Config{Source: source(srv, earliest)}, nil)
 	rc := rows(r.waitFor(30*time.Second, "2 rows", rowsAtLeast(2)))
 	if got := columnNames(rc[0]); !reflect.DeepEqual(got, []string{"id", "a"}) {
 		t.Errorf("row 0 columns %v", got)
@@ -150,7 +150,7 @@ func TestPreexistingTables(t *testing.T) {
 		"ALTER TABLE shop.orders ADD COLUMN b INT", // orders' first event in the binlog is its last DDL
 		"INSERT INTO shop.orders VALUES (1, 2, 3)",
 		"INSERT INTO shop.items VALUES (1, 'x')") // items never changes
-	r := startParser(t, binlog.Config{Source: source(srv, earliest)}, nil)
+	r := startReader(t, binlog.Config{Source: source(srv, earliest)}, nil)
 	rc := rows(r.waitFor(30*time.Second, "2 rows", rowsAtLeast(2)))
 	if got := columnNames(rc[0]); !reflect.DeepEqual(got, []string{"id", "a", "b"}) {
 		t.Errorf("orders columns %v, want [id a b]", got)

@@ -33,7 +33,7 @@ func TestEventSizeMatchesHeap(t *testing.T) {
 		}
 		srv.Exec(t, "INSERT INTO shop.orders VALUES "+strings.Join(vals, ","))
 	}
-	r := startParser(t, binlog.Config{Source: source(srv, earliest)}, nil)
+	r := startReader(t, binlog.Config{Source: source(srv, earliest)}, nil)
 	retry.Until(t, 30*time.Second, func() error {
 		r.mu.Lock()
 		rows := 0

@@ -28,7 +28,7 @@ func TestDDLCarriesSQLMode(t *testing.T) {
 		"SET SESSION sql_mode = DEFAULT",
 		`ALTER TABLE inj_0.nb ADD COLUMN e ENUM('p\\q', 'r''s')`,
 		"INSERT INTO inj_0.nb (id, e) VALUES (2, 'p\\\\q')")
-	r := startParser(t, binlog.Config{Source: source(srv, earliest)}, nil)
+	r := startReader(t, binlog.Config{Source: source(srv, earliest)}, nil)
 	evs := r.waitFor(30*time.Second, "2 row changes", rowsAtLeast(2))
 	var ddls []*change.Event
 	for _, ev := range evs {
@@ -94,7 +94,7 @@ func TestSchemaLoadUnderServerMode(t *testing.T) {
 	srv.Exec(t, "CREATE DATABASE inj_0", `CREATE TABLE inj_0.t ("id" int primary key, "c" varchar(10) DEFAULT 'x\')`)
 	file, pos := srv.MasterStatus(t)
 	srv.Exec(t, "INSERT INTO inj_0.t (id) VALUES (1)")
-	r := startParser(t, binlog.Config{Source: source(srv, spec.Start{Kind: spec.StartPosition, Pos: change.Position{File: file, Pos: pos}})}, nil)
+	r := startReader(t, binlog.Config{Source: source(srv, spec.Start{Kind: spec.StartPosition, Pos: change.Position{File: file, Pos: pos}})}, nil)
 	evs := r.waitFor(30*time.Second, "1 row change", rowsAtLeast(1))
 	rc := rows(evs)
 	if got := columnNames(rc[0]); !slices.Equal(got, []string{"id", "c"}) {

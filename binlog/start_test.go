@@ -24,7 +24,7 @@ func ids(evs []*change.Event) []int64 {
 	return out
 }
 
-// TestStartPositions starts a parser at each kind of start position over the
+// TestStartPositions starts a reader at each kind of start position over the
 // same binlog and checks the first row it emits.
 func TestStartPositions(t *testing.T) {
 	srv := mysqltest.Start(t)
@@ -54,7 +54,7 @@ func TestStartPositions(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := startParser(t, binlog.Config{Source: source(srv, c.start)}, nil)
+			r := startReader(t, binlog.Config{Source: source(srv, c.start)}, nil)
 			evs := r.waitFor(30*time.Second, "rows", rowsAtLeast(c.n))
 			time.Sleep(300 * time.Millisecond)
 			got := ids(r.snapshot())
@@ -66,7 +66,7 @@ func TestStartPositions(t *testing.T) {
 	}
 
 	t.Run("latest", func(t *testing.T) {
-		r := startParser(t, binlog.Config{Source: source(srv, spec.Start{Kind: spec.StartLatest})}, nil)
+		r := startReader(t, binlog.Config{Source: source(srv, spec.Start{Kind: spec.StartLatest})}, nil)
 		time.Sleep(500 * time.Millisecond)
 		srv.Exec(t, "INSERT INTO shop.orders VALUES (5)")
 		r.waitFor(30*time.Second, "row 5", rowsAtLeast(1))
@@ -91,7 +91,7 @@ func TestTableFilter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := startParser(t, binlog.Config{Source: source(srv, earliest), Tables: filter}, nil)
+	r := startReader(t, binlog.Config{Source: source(srv, earliest), Tables: filter}, nil)
 	r.waitFor(30*time.Second, "rows", rowsAtLeast(2))
 	time.Sleep(300 * time.Millisecond)
 	evs := r.snapshot()

@@ -69,7 +69,7 @@ func checkKeysOnce(t *testing.T, l logLine) {
 	}
 }
 
-// waitStats waits until cond holds for the parser's stats.
+// waitStats waits until cond holds for the reader's stats.
 func waitStats(t *testing.T, p *binlog.Reader, d time.Duration, what string, cond func(binlog.Stats, time.Time) bool) binlog.Stats {
 	t.Helper()
 	var s binlog.Stats
@@ -97,9 +97,9 @@ func TestReconnectLogLine(t *testing.T) {
 	srv.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id INT PRIMARY KEY)", "INSERT INTO shop.orders VALUES (1)")
 	var logs syncBuffer
 	log := slog.New(slog.NewJSONHandler(io.MultiWriter(&logs, t.Output()), nil)).With("dest", "test")
-	r := startParser(t, binlog.Config{Source: source(srv, earliest), Logger: log}, nil)
+	r := startReader(t, binlog.Config{Source: source(srv, earliest), Logger: log}, nil)
 	r.waitFor(30*time.Second, "1 row", rowsAtLeast(1))
-	s := waitStats(t, r.parser, 10*time.Second, "idle", isIdle)
+	s := waitStats(t, r.reader, 10*time.Second, "idle", isIdle)
 	if !s.Connected || s.Errors != 0 || s.LastError != "" || s.Rows != 1 {
 		t.Fatalf("before the restart: %+v, want connected, no error, 1 row", s)
 	}
@@ -107,7 +107,7 @@ func TestReconnectLogLine(t *testing.T) {
 	srv.Restart(t)
 	srv.Exec(t, "INSERT INTO shop.orders VALUES (2)")
 	r.waitFor(60*time.Second, "2 rows", rowsAtLeast(2))
-	s = waitStats(t, r.parser, 10*time.Second, "idle again", isIdle)
+	s = waitStats(t, r.reader, 10*time.Second, "idle again", isIdle)
 	if !s.Connected || s.Errors == 0 || s.LastError == "" || s.LastErrorAt.IsZero() || !s.DownSince.IsZero() {
 		t.Errorf("after the restart: %+v, want connected, with the error that ended the connection", s)
 	}
@@ -145,11 +145,11 @@ func TestCatchUpProgress(t *testing.T) {
 	var logs syncBuffer
 	var gate sync.RWMutex
 	log := slog.New(slog.NewJSONHandler(io.MultiWriter(&logs, t.Output()), nil))
-	r := startParser(t, binlog.Config{Source: source(srv, earliest), Logger: log}, func(*change.Event) {
+	r := startReader(t, binlog.Config{Source: source(srv, earliest), Logger: log}, func(*change.Event) {
 		gate.RLock() // waits while the test holds the gate
 		defer gate.RUnlock()
 	})
-	waitStats(t, r.parser, 10*time.Second, "idle", isIdle)
+	waitStats(t, r.reader, 10*time.Second, "idle", isIdle)
 
 	gate.Lock()
 	var sqls []string
@@ -160,7 +160,7 @@ func TestCatchUpProgress(t *testing.T) {
 	file, pos := srv.MasterStatus(t)
 	var lags []time.Duration
 	end := change.Position{File: file, Pos: pos}
-	s := waitStats(t, r.parser, 10*time.Second, "behind by a second, knowing the server's end", func(s binlog.Stats, now time.Time) bool {
+	s := waitStats(t, r.reader, 10*time.Second, "behind by a second, knowing the server's end", func(s binlog.Stats, now time.Time) bool {
 		lag, idle, behind := s.Lag(now)
 		if behind && !idle {
 			lags = append(lags, lag)
@@ -184,7 +184,7 @@ func TestCatchUpProgress(t *testing.T) {
 	gate.Unlock()
 
 	r.waitFor(30*time.Second, "300 rows", rowsAtLeast(300))
-	s = waitStats(t, r.parser, 10*time.Second, "idle after catching up", isIdle)
+	s = waitStats(t, r.reader, 10*time.Second, "idle after catching up", isIdle)
 	if s.Rows != 300 || s.ReadPos != (change.Position{File: file, Pos: pos}) {
 		t.Errorf("after catching up: %d rows read up to %v, want 300 up to %s:%d", s.Rows, s.ReadPos, file, pos)
 	}

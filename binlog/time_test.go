@@ -16,7 +16,7 @@ func TestTimeFraction(t *testing.T) {
 	srv.Exec(t, "CREATE DATABASE d", "CREATE TABLE d.t (id INT PRIMARY KEY, t0 TIME, t3 TIME(3), t6 TIME(6))",
 		"INSERT INTO d.t VALUES (1, '838:59:59', '12:00:00', '-01:02:03.5')",
 		"INSERT INTO d.t VALUES (2, '-00:00:01', '-00:00:00.250', '00:00:00')")
-	r := startParser(t, binlog.Config{Source: source(srv, earliest)}, nil)
+	r := startReader(t, binlog.Config{Source: source(srv, earliest)}, nil)
 	evs := r.waitFor(30*time.Second, "2 transactions with rows", func(evs []*change.Event) bool {
 		return countType(evs, change.EventCommit) >= 2
 	})

@@ -32,7 +32,7 @@ func TestTruncateStreamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := startParser(t, binlog.Config{Source: source(srv, earliest), Tables: filter}, nil)
+	r := startReader(t, binlog.Config{Source: source(srv, earliest), Tables: filter}, nil)
 	evs := r.waitFor(30*time.Second, "2 row changes", rowsAtLeast(2))
 	var seen []string
 	for _, ev := range evs {

@@ -110,7 +110,7 @@ func TestAllTypes(t *testing.T) {
 			"CREATE DATABASE shop DEFAULT CHARSET utf8mb4", allTypesDDL, insertMax, insertMin,
 			"UPDATE shop.all_types SET vc='changed', n=5 WHERE id=1",
 			"DELETE FROM shop.all_types WHERE id=2")
-		r := startParser(t, binlog.Config{Source: source(srv, earliest)}, nil)
+		r := startReader(t, binlog.Config{Source: source(srv, earliest)}, nil)
 		evs := r.waitFor(30*time.Second, "4 row changes", rowsAtLeast(4))
 		rc := rows(evs)
 		if len(rc) != 4 {

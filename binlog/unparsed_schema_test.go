@@ -56,7 +56,7 @@ func TestUnparsedCreateAtStart(t *testing.T) {
 			{"after the creates", spec.Start{Kind: spec.StartPosition, Pos: change.Position{File: file, Pos: pos}}},
 		} {
 			t.Run(start.name, func(t *testing.T) {
-				p := startParser(t, binlog.Config{Source: source(srv, start.at)}, nil)
+				p := startReader(t, binlog.Config{Source: source(srv, start.at)}, nil)
 				want := 0
 				for _, tb := range unparsedTables {
 					want += len(srv.Query(t, "SELECT * FROM d."+tb.name))
@@ -132,13 +132,13 @@ func TestUnmodelledTableStops(t *testing.T) {
 			"CREATE TABLE d.sv (id int primary key, v varchar(10)) WITH SYSTEM VERSIONING",
 			"INSERT INTO d.ok VALUES (1)", "INSERT INTO d.sv VALUES (1, 'one')")
 		t.Run("announced", func(t *testing.T) {
-			p := startParser(t, binlog.Config{Source: source(srv, earliest), AnnounceTables: true}, nil)
+			p := startReader(t, binlog.Config{Source: source(srv, earliest), AnnounceTables: true}, nil)
 			oneClearLine(t, p.runErr(30*time.Second), "d.sv", "cannot parse", "VERSIONING", "leave the table out")
 			if n := len(p.snapshot()); n != 0 {
 				t.Errorf("%d events before the error, want none", n)
 			}
 		})
-		p := startParser(t, binlog.Config{Source: source(srv, earliest)}, nil)
+		p := startReader(t, binlog.Config{Source: source(srv, earliest)}, nil)
 		p.waitFor(30*time.Second, "d.ok's row", rowsAtLeast(1))
 		if strings.Contains(t.Name(), "FULL") {
 			evs := p.waitFor(30*time.Second, "d.sv's row", rowsAtLeast(2))
@@ -164,7 +164,7 @@ func TestUnmodelledTableStops(t *testing.T) {
 func TestUnparsedCreateWhileReading(t *testing.T) {
 	eachRowMetadata(t, func(t *testing.T, srv *mysqltest.Server) {
 		srv.Exec(t, "CREATE DATABASE d", "CREATE TABLE d.ok (id int primary key)", "INSERT INTO d.ok VALUES (1)")
-		p := startParser(t, binlog.Config{Source: source(srv, earliest)}, nil)
+		p := startReader(t, binlog.Config{Source: source(srv, earliest)}, nil)
 		// Its row comes after the reader loaded the live schema.
 		p.waitFor(30*time.Second, "d.ok's row", rowsAtLeast(1))
 		srv.Exec(t, "CREATE TABLE d.sv (id int primary key, v varchar(10)) WITH SYSTEM VERSIONING", "INSERT INTO d.sv VALUES (1, 'one')")
@@ -211,7 +211,7 @@ func TestRowMetadataChangedSince(t *testing.T) {
 	srv.Exec(t, "CREATE DATABASE d", "CREATE TABLE d.t (id int primary key, a int)")
 	file, pos := srv.MasterStatus(t)
 	srv.Exec(t, "INSERT INTO d.t VALUES (1, 10)", "ALTER TABLE d.t CHANGE a b int", "SET GLOBAL binlog_row_metadata = FULL", "INSERT INTO d.t VALUES (2, 20)")
-	p := startParser(t, binlog.Config{Source: source(srv, spec.Start{Kind: spec.StartPosition, Pos: change.Position{File: file, Pos: pos}})}, nil)
+	p := startReader(t, binlog.Config{Source: source(srv, spec.Start{Kind: spec.StartPosition, Pos: change.Position{File: file, Pos: pos}})}, nil)
 	err := p.runErr(30 * time.Second)
 	for _, rc := range rows(p.snapshot()) {
 		t.Errorf("row emitted: %v", named(rc, rc.After()))
