@@ -13,6 +13,7 @@
 //	           and Ordered's (sink/ordered.go); rabbitmq, kafka: no error, the update published with its columns null
 //	collision: the collision error's holder look-up dropped (sink/runner.go); mysql: the error names one writer
 //	once:      every fifth transaction's records produced twice (sink/kafka/kafka.go); kafka: a message twice
+//	           at least once, the unique-value DELETE before an upsert dropped (sink/postgres), or ON DUPLICATE KEY UPDATE for REPLACE (sink/mysql): a duplicate key
 //	replay:    the checkpoints read at start ignored (sink/keyed.go); mysql: the stream read again applied
 //	restart:   the message after a partition's last taken as written on a restart (sink/kafka/ends.go); kafka: one lost
 //

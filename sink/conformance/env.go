@@ -29,7 +29,6 @@ type env struct {
 	changes int  // the row changes written to the shard tables
 	// keyChanges counts the UPDATEs among changes that change a key.
 	keyChanges int
-	keyOnly    bool // no unique key besides the primary key
 }
 
 // table is the case's logical table.

@@ -226,12 +226,12 @@ func (t *Target) applyStatement(ctx context.Context, tx *sql.Tx, kind sink.RunKi
 	var args []any
 	want := int64(len(cs))
 	if !t.exactlyOnce() {
-		// A change may be applied again: INSERTs and UPDATEs are upserts,
-		// and no count is expected.
+		// A change may be applied again: INSERTs and UPDATEs are
+		// REPLACEs (replaceStatement), and no count is expected.
 		if kind == sink.RunDelete {
 			q, args = t.deleteStatement(tv, table, cs)
 		} else {
-			q, args = t.valuesStatement(tv, table, cs, " ON DUPLICATE KEY UPDATE "+t.updateList(tv, table))
+			q, args = t.replaceStatement(tv, table, cs)
 		}
 		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 			return fmt.Errorf("sink %s: %d changes of %s from seq %d: %w", t.spec.Name, len(cs), cs[0].Logical, cs[0].Seq, err)
@@ -266,7 +266,8 @@ func (t *Target) applyStatement(ctx context.Context, tx *sql.Tx, kind sink.RunKi
 
 // apply runs one row change: INSERT and UPDATE are upserts of the
 // after-image (an UPDATE whose row was missing, or that changes the key,
-// counted or preceded by the old key's delete), DELETE deletes by key.
+// counted or preceded by the old key's delete; at least once, REPLACEs),
+// DELETE deletes by key.
 func (t *Target) apply(ctx context.Context, tx *sql.Tx, c sink.Change) (upserts, missing uint64, err error) {
 	rc := c.Row
 	table := t.target(c.Logical)
@@ -315,7 +316,11 @@ func (t *Target) apply(ctx context.Context, tx *sql.Tx, c sink.Change) (upserts,
 		}
 		return 0, missing, err
 	}
-	res, err := tx.ExecContext(ctx, t.statement(rc.Table, 'u', table), args...)
+	kind := byte('u')
+	if !t.exactlyOnce() {
+		kind = 'r' // see replaceStatement
+	}
+	res, err := tx.ExecContext(ctx, t.statement(rc.Table, kind, table), args...)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -56,8 +56,12 @@
 //     already is taken as applied. A DDL that every checkpoint is past is
 //     not applied (sink.ErrBehind).
 //   - At least once (mode: at-least-once): no checkpoint table is read or
-//     written; INSERTs are upserts, UPDATEs and DELETEs idempotent, so a
-//     restart re-applies the changes since the sink's cursor harmlessly.
+//     written; INSERTs and UPDATEs are REPLACEs of the after-image, DELETEs
+//     idempotent, so a restart re-applies the changes since the sink's
+//     cursor harmlessly: a change applied again that finds one of its
+//     unique values on another row (the source moved it there later, or
+//     changed the row's key) deletes that row, which the later change
+//     that gave it the value brings back, so the table converges.
 //
 // # Concurrency
 //

@@ -11,7 +11,7 @@ import (
 
 type statementKey struct {
 	t    *change.Table
-	kind byte // 'u' upsert, 'd' delete
+	kind byte // 'i' insert, 'u' upsert, 'r' replace, 'd' delete
 }
 
 // valuesStatement is INSERT INTO table of cs's after-images, one VALUES
@@ -36,6 +36,19 @@ func (t *Target) valuesStatement(tv *change.Table, table string, cs []sink.Chang
 	}
 	b.WriteString(tail)
 	return b.String(), args
+}
+
+// replaceStatement is REPLACE INTO table of cs's after-images, one
+// VALUES row each: at least once, a change applied again may find a
+// unique value of its after-image on another row, where the source had
+// it later (a value moved between rows, a row whose key changed); REPLACE
+// deletes every row it conflicts with, on any unique key, and inserts,
+// which ON DUPLICATE KEY UPDATE, changing one row, fails on (1062). The
+// rows deleted so come back with the later changes that gave them the
+// value, which the replay applies after it.
+func (t *Target) replaceStatement(tv *change.Table, table string, cs []sink.Change) (string, []any) {
+	q, args := t.valuesStatement(tv, table, cs, "")
+	return "REPLACE" + strings.TrimPrefix(q, "INSERT"), args
 }
 
 // updateList is the ON DUPLICATE KEY UPDATE list of tv's columns.
@@ -104,7 +117,7 @@ func (t *Target) statement(tv *change.Table, kind byte, table string) string {
 	}
 	var b strings.Builder
 	switch kind {
-	case 'i', 'u':
+	case 'i', 'u', 'r':
 		cols := make([]string, len(tv.Columns))
 		set := make([]string, len(tv.Columns))
 		for i, c := range tv.Columns {
@@ -114,7 +127,11 @@ func (t *Target) statement(tv *change.Table, kind byte, table string) string {
 		if oc := t.spec.OriginColumn; oc != "" {
 			cols = append(cols, quote(oc))
 		}
-		fmt.Fprintf(&b, "INSERT INTO %s (%s) VALUES (%s)", table, strings.Join(cols, ", "), strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", "))
+		verb := "INSERT"
+		if kind == 'r' {
+			verb = "REPLACE"
+		}
+		fmt.Fprintf(&b, "%s INTO %s (%s) VALUES (%s)", verb, table, strings.Join(cols, ", "), strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", "))
 		if kind == 'u' {
 			b.WriteString(" ON DUPLICATE KEY UPDATE " + strings.Join(set, ", "))
 		}

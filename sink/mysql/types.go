@@ -118,8 +118,9 @@ func (t *Target) uniqueKeys(ctx context.Context, target string) ([]uniqueKey, er
 // originKeys gives the target table of logical, if it exists, the sink's
 // origin column (last) when it has none, and puts the column first in
 // every unique key that lacks it: MariaDB's INSERT ... ON DUPLICATE KEY
-// UPDATE updates the row any unique key finds, so a key without the
-// column lets a row of one shard table overwrite another's. It runs
+// UPDATE updates the row any unique key finds (and REPLACE, at least
+// once, deletes it), so a key without the column lets a row of one shard
+// table overwrite another's. It runs
 // after each DDL the sink applies: a table the stream created has only
 // the source's keys, and an ALTER may add one.
 func (t *Target) originKeys(ctx context.Context, logical string) error {

@@ -52,7 +52,7 @@ var errOneByOne = errors.New("apply the transaction's changes a row at a time")
 // op is one queued statement: what its result adds to the counts, and
 // what its changes were, for errors.
 type op struct {
-	kind    byte // 'a' sink_advance, 'i' plain insert, 'u' upsert, 'd' delete, 'k' keyless delete
+	kind    byte // 'a' sink_advance, 'i' plain insert, 'u' upsert, 'd' delete, 'k' keyless delete, 'x' unique-conflict delete
 	changes []sink.Change
 	// missingIfInserted: the upsert's inserted rows are UPDATEs of a row
 	// that was missing; else the rows it found are INSERTs that were upserts.
@@ -208,6 +208,7 @@ func (t *Target) queueRun(b *pgx.Batch, ops []op, r sink.Run) []op {
 				b.Queue(ts.sql('i', len(p)), args...)
 				ops = append(ops, op{kind: 'i', changes: p})
 			} else {
+				ops = t.queueUniqueDeletes(b, ops, ts, p)
 				b.Queue(ts.sql('u', len(p)), args...)
 				ops = append(ops, op{kind: 'u', changes: p, countFound: true})
 			}
@@ -229,6 +230,7 @@ func (t *Target) queueRun(b *pgx.Batch, ops []op, r sink.Run) []op {
 		}
 	case r.Kind == sink.RunUpdate:
 		for _, p := range pieces(r.Changes, limit) {
+			ops = t.queueUniqueDeletes(b, ops, ts, p)
 			b.Queue(ts.sql('u', len(p)), ts.rowArgs(p)...)
 			ops = append(ops, op{kind: 'u', changes: p, missingIfInserted: true})
 		}
@@ -241,6 +243,7 @@ func (t *Target) queueRun(b *pgx.Batch, ops []op, r sink.Run) []op {
 				b.Queue(ts.sql('i', 1), ts.rowArgs(one)...)
 				ops = append(ops, op{kind: 'i', changes: one})
 			} else {
+				ops = t.queueUniqueDeletes(b, ops, ts, one)
 				b.Queue(ts.sql('u', 1), ts.rowArgs(one)...)
 				ops = append(ops, op{kind: 'u', changes: one})
 			}
@@ -249,6 +252,28 @@ func (t *Target) queueRun(b *pgx.Batch, ops []op, r sink.Run) []op {
 		for _, p := range pieces(r.Changes, limit) {
 			b.Queue(ts.sql('d', len(p)), ts.keyArgs(p, true)...)
 			ops = append(ops, op{kind: 'd', changes: p})
+		}
+	}
+	return ops
+}
+
+// queueUniqueDeletes queues, at least once, before the upsert of cs,
+// the DELETE of the rows that hold one of their unique values under
+// another key (tableStmts.uniqueDelete), and appends their ops. Exactly
+// once it queues nothing: a change is applied once, after every change
+// before it that touches one of its keys (sink.Causality holds unique
+// values too), so a row that holds its value is another shard table's
+// or was there before the sink, which its plain INSERT names in a
+// collision error, or a snapshot chunk's read again, whose rows hold
+// what the source held at one time.
+func (t *Target) queueUniqueDeletes(b *pgx.Batch, ops []op, ts *tableStmts, cs []sink.Change) []op {
+	if t.exactlyOnce {
+		return ops
+	}
+	for u := range ts.unique {
+		if q, args, ok := ts.uniqueDelete(u, cs); ok {
+			b.Queue(q, args...)
+			ops = append(ops, op{kind: 'x', changes: cs})
 		}
 	}
 	return ops

@@ -46,7 +46,11 @@
 //   - At least once (mode: at-least-once): no checkpoint table is read or
 //     written (Checkpoints returns zeros); INSERTs are upserts, UPDATEs and
 //     DELETEs idempotent, so a restart re-applies the changes since the
-//     sink's cursor (saved after each store batch) harmlessly; a DDL runs
+//     sink's cursor (saved after each store batch) harmlessly: each upsert
+//     is preceded, in its transaction, by the DELETE of the rows holding
+//     one of its unique values under another key (the source moved the
+//     value there later, or changed the row's key), which the later change
+//     that gave them the value brings back, so the table converges; a DDL runs
 //     statement by statement, IF [NOT] EXISTS where PostgreSQL has it,
 //     and an error that says it is done already is taken as applied.
 //

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -23,6 +24,9 @@ type tableStmts struct {
 	cols    []string // quoted, the origin column last when there is one
 	key     []int    // the key columns' indexes in the table version
 	keyless bool     // no primary key: rows are matched by every column
+	// unique holds the columns' indexes of each unique key of tv other
+	// than the primary key (change.Table.Unique).
+	unique  [][]int
 	origin  bool
 	set     string // the upsert's ON CONFLICT clause
 	columns []change.Column
@@ -30,8 +34,9 @@ type tableStmts struct {
 }
 
 type sqlKey struct {
-	kind byte
-	rows int
+	kind   byte
+	rows   int
+	unique int // the unique key of kind 'x'
 }
 
 // statements returns the statements of tv into the target of logical.
@@ -44,6 +49,20 @@ func (t *Target) statements(tv *change.Table, logical string) *tableStmts {
 	ts := &tableStmts{table: table, key: sink.KeyColumns(tv), keyless: keyless(tv), origin: t.spec.OriginColumn != "", columns: tv.Columns}
 	for _, c := range tv.Columns {
 		ts.cols = append(ts.cols, columnName(c.Name))
+	}
+	for _, u := range tv.Unique {
+		var idx []int
+		for _, name := range u {
+			i := slices.IndexFunc(tv.Columns, func(c change.Column) bool { return strings.EqualFold(c.Name, name) })
+			if i < 0 {
+				idx = nil
+				break
+			}
+			idx = append(idx, i)
+		}
+		if idx != nil {
+			ts.unique = append(ts.unique, idx)
+		}
 	}
 	var conflict, set []string
 	if ts.origin {
@@ -86,7 +105,7 @@ func keyless(tv *change.Table) bool {
 //	'd' DELETE of rows keys
 //	'k' DELETE of one row equal to every value given (a keyless table)
 func (ts *tableStmts) sql(kind byte, rows int) string {
-	k := sqlKey{kind, rows}
+	k := sqlKey{kind: kind, rows: rows}
 	if s, ok := ts.sqls.Load(k); ok {
 		return s.(string)
 	}
@@ -145,6 +164,88 @@ func (ts *tableStmts) sql(kind byte, rows int) string {
 	s := b.String()
 	ts.sqls.Store(k, s)
 	return s
+}
+
+// uniqueDelete is the DELETE, before an upsert of cs at least once, of
+// the rows that hold one of their values of unique key u (with the
+// origin column, of their shard table) under another primary key: a
+// change applied again may find its value there, where the source had it
+// later (a value moved between rows, a row whose key changed), and ON
+// CONFLICT (key) DO UPDATE would fail on it. The rows deleted come back
+// with the later changes that gave them the value, which are applied
+// after it. A change whose value has a NULL conflicts with nothing;
+// false when no change of cs has one without.
+//
+// cs's values of u are distinct (sink.Plan does not run two changes that
+// touch one unique value into one run, unless the first moved it away
+// first, which sink/postgres's pieces split), so the statement is
+//
+//	DELETE FROM t WHERE (u) IN ((u1), ...) AND (u, key) NOT IN ((u1, key1), ...)
+func (ts *tableStmts) uniqueDelete(u int, cs []sink.Change) (string, []any, bool) {
+	cols := ts.unique[u]
+	var vals, keys []any
+	n := 0
+	for _, c := range cs {
+		v := make([]any, 0, len(cols)+1)
+		for _, i := range cols {
+			v = append(v, pgValue(&ts.columns[i], c.After[i]))
+		}
+		if slices.Contains(v, nil) {
+			continue
+		}
+		if ts.origin {
+			v = append(v, c.Source+"/"+c.Origin)
+		}
+		vals = append(vals, v...)
+		keys = append(keys, v...)
+		for _, i := range ts.key {
+			keys = append(keys, pgValue(&ts.columns[i], c.After[i]))
+		}
+		n++
+	}
+	if n == 0 {
+		return "", nil, false
+	}
+	k := sqlKey{'x', n, u}
+	if q, ok := ts.sqls.Load(k); ok {
+		return q.(string), append(vals, keys...), true
+	}
+	var ucols, kcols []string
+	for _, i := range cols {
+		ucols = append(ucols, ts.cols[i])
+	}
+	if ts.origin {
+		ucols = append(ucols, ts.cols[len(ts.cols)-1])
+	}
+	for _, i := range ts.key {
+		kcols = append(kcols, ts.cols[i])
+	}
+	var b strings.Builder
+	p := 0
+	tuples := func(width int) {
+		for r := range n {
+			if r > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteByte('(')
+			for i := range width {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				p++
+				fmt.Fprintf(&b, "$%d", p)
+			}
+			b.WriteByte(')')
+		}
+	}
+	fmt.Fprintf(&b, "DELETE FROM %s WHERE (%s) IN (", ts.table, strings.Join(ucols, ", "))
+	tuples(len(ucols))
+	fmt.Fprintf(&b, ") AND (%s, %s) NOT IN (", strings.Join(ucols, ", "), strings.Join(kcols, ", "))
+	tuples(len(ucols) + len(kcols))
+	b.WriteByte(')')
+	q := b.String()
+	ts.sqls.Store(k, q)
+	return q, append(vals, keys...), true
 }
 
 // rowArgs are the after-images of cs, converted, each followed by its
