@@ -231,7 +231,9 @@ func waitErr(t *testing.T, r *sink.Runner, want ...string) {
 // an origin column the sink stops on the first shared code with an error
 // that names that key, code=c1 (it named the row's id, whose lookup at
 // the sources finds only the writer); with one, the table the sink makes
-// has the column in its unique key too, and keeps all five rows.
+// has the column in its unique key too, and keeps all five rows; so
+// does one at least once, whose upserts first delete the rows holding
+// their unique values under another key of their own shard table only.
 func TestUniqueKeyCollision(t *testing.T) {
 	db, name := targetDB(t)
 	srv := sinktest.StartUniqueCollision(t)
@@ -248,6 +250,15 @@ func TestUniqueKeyCollision(t *testing.T) {
 		got := query(db, "SELECT _shard, id, code, note FROM kept.orders")
 		_, lastErr := kept.Applied()
 		return slices.Equal(got, want), fmt.Sprintf("kept.orders holds %q, want %q (last error %q)", got, want, lastErr)
+	})
+
+	ds := specOf("keptalo", "_shard")
+	ds.Sinks[0].Mode = spec.SinkAtLeastOnce
+	alo, _ := applyOnce(t, ds)
+	sinktest.WaitFor(t, 20*time.Second, func() (bool, string) {
+		got := query(db, "SELECT _shard, id, code, note FROM keptalo.orders")
+		_, lastErr := alo.Applied()
+		return slices.Equal(got, want), fmt.Sprintf("at least once, keptalo.orders holds %q, want %q (last error %q)", got, want, lastErr)
 	})
 }
 
