@@ -16,6 +16,7 @@ import (
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/auth"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/spec"
 )
@@ -71,7 +72,7 @@ func TestCaptureHTTPRefusesBrowsers(t *testing.T) {
 	}
 	var lock wire.DDLLock
 	retry.Until(t, 20*time.Second, func() error {
-		st, err := ddlList(t, open)
+		st, err := nodes.DDLList(cli, "shop", open)
 		if err == nil && len(st.Locks) == 1 {
 			lock = st.Locks[0]
 			return nil
@@ -96,7 +97,7 @@ func TestCaptureHTTPRefusesBrowsers(t *testing.T) {
 			t.Errorf("a skip sent with %q: %d %s; want 403", h, status, body)
 		}
 	}
-	if st, err := ddlList(t, open); err != nil || len(st.Locks) != 1 || len(st.Decisions) != 0 {
+	if st, err := nodes.DDLList(cli, "shop", open); err != nil || len(st.Locks) != 1 || len(st.Decisions) != 0 {
 		t.Fatalf("the lock after the refused skips: %+v %v; want it open", st, err)
 	}
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/internal/testutil/braidproc"
+	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
 )
 
@@ -262,24 +263,24 @@ bootstrap-expected: 1
 func TestServerConfigFileStartsNode(t *testing.T) {
 	dir := t.TempDir()
 	path := writeConfig(t, "bootstrap-expect: 1\ncluster: fromfile\nhttp-port: 1\n")
-	n := newNode(t, nil, "n1", dir, "--config", path)
-	n.start(t, braidproc.Binary(t), nil)
+	n := nodes.NewNode(t, nil, "n1", dir, "--config", path)
+	n.MustStart(t, braidproc.Binary(t), nil)
 	hc := &http.Client{Timeout: 2 * time.Second}
 	retry.Until(t, 20*time.Second, func() error {
 		if !n.Running() {
-			t.Fatalf("n1 exited:\n%s", n.logTail())
+			t.Fatalf("n1 exited:\n%s", n.Tail())
 		}
 		resp, err := hc.Get(n.URL() + "/v1/cluster")
 		if err != nil {
-			return fmt.Errorf("n1 leading the cluster of its file: %w\n%s", err, n.logTail())
+			return fmt.Errorf("n1 leading the cluster of its file: %w\n%s", err, n.Tail())
 		}
 		defer resp.Body.Close()
 		var st wire.ClusterStatus
 		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-			return fmt.Errorf("n1 leading the cluster of its file: %s: %v\n%s", resp.Status, err, n.logTail())
+			return fmt.Errorf("n1 leading the cluster of its file: %s: %v\n%s", resp.Status, err, n.Tail())
 		}
 		if st.Leader != "n1" {
-			return fmt.Errorf("n1 leading the cluster of its file: leader %q\n%s", st.Leader, n.logTail())
+			return fmt.Errorf("n1 leading the cluster of its file: leader %q\n%s", st.Leader, n.Tail())
 		}
 		return nil
 	})

@@ -5,21 +5,23 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/braid-cdc/braid/internal/testutil/nodes"
 )
 
 // TestTailLeavesNoCursor: braid tail without --client-id reads the newest
 // transactions and leaves nothing behind: no consumer, no cursor in Raft.
 func TestTailLeavesNoCursor(t *testing.T) {
-	srvs, c := shopCluster(t)
-	c.owner(t, "shop")
+	srvs, c := nodes.StartShop(t, cli)
+	c.OwnerOf(t, "shop")
 	done := make(chan string, 1)
 	go func() {
-		out, errs, code := cli("tail", "shop", "--server", c.nodes[1].URL(), "--max", "8", "--timeout", "60s")
+		out, errs, code := cli("tail", "shop", "--server", c.Nodes[1].URL(), "--max", "8", "--timeout", "60s")
 		done <- fmt.Sprintf("exit %d\n%s%s", code, out, errs)
 	}()
 	// tail starts at latest: write only once it streams.
-	c.waitFor(t, 20*time.Second, "tail to stream", func() (bool, string) {
-		out, _, _ := cli("consumer", "list", "shop", "--server", c.nodes[0].URL())
+	c.WaitFor(t, 20*time.Second, "tail to stream", func() (bool, string) {
+		out, _, _ := cli("consumer", "list", "shop", "--server", c.Nodes[0].URL())
 		return strings.Contains(out, "ephemeral"), out
 	})
 	for i := range 8 {
@@ -29,12 +31,12 @@ func TestTailLeavesNoCursor(t *testing.T) {
 	if !strings.HasPrefix(res, "exit 0") || strings.Count(res, `"tail"`) != 8 {
 		t.Fatalf("tail --max 8: %s", res)
 	}
-	c.waitFor(t, 10*time.Second, "no consumer left", func() (bool, string) {
-		out, _, code := cli("consumer", "list", "shop", "--server", c.nodes[0].URL(), "--json")
+	c.WaitFor(t, 10*time.Second, "no consumer left", func() (bool, string) {
+		out, _, code := cli("consumer", "list", "shop", "--server", c.Nodes[0].URL(), "--json")
 		return code == 0 && strings.TrimSpace(out) == "[]", out
 	})
 	// Deleting the destination needs no --force: no cursor holds it.
-	if out, errs, code := cli("destination", "delete", "shop", "--server", c.nodes[0].URL()); code != 0 {
+	if out, errs, code := cli("destination", "delete", "shop", "--server", c.Nodes[0].URL()); code != 0 {
 		t.Fatalf("delete after an ephemeral tail: exit %d: %s%s", code, out, errs)
 	}
 }

@@ -14,23 +14,10 @@ import (
 
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/spec"
 )
-
-// ddlList runs `braid ddl list shop --json` against url.
-func ddlList(t *testing.T, url string) (wire.DDLState, error) {
-	t.Helper()
-	out, errs, code := cli("ddl", "list", "shop", "--json", "--server", url)
-	var st wire.DDLState
-	if code != 0 {
-		return st, fmt.Errorf("exit %d: %s", code, errs)
-	}
-	if err := json.Unmarshal([]byte(out), &st); err != nil {
-		return st, fmt.Errorf("%v: %s", err, out)
-	}
-	return st, nil
-}
 
 // TestCaptureServesDDLLocks: against `braid capture --http-port`, `braid
 // ddl list` shows a lock and `braid ddl skip` releases it; `braid tail`
@@ -52,7 +39,7 @@ func TestCaptureServesDDLLocks(t *testing.T) {
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
 	var lock wire.DDLLock
 	retry.Until(t, 20*time.Second, func() error {
-		st, err := ddlList(t, url)
+		st, err := nodes.DDLList(cli, "shop", url)
 		if err == nil && len(st.Locks) == 1 && st.Locks[0].HeldRows == 1 {
 			lock = st.Locks[0]
 			return nil

@@ -11,21 +11,16 @@ import (
 
 	"github.com/braid-cdc/braid/internal/testutil/braidproc"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/internal/testutil/roguemysql"
 )
 
 // startNode starts a one-node cluster with the extra flags args, the
 // test's CLI calls its admin's.
-func startNode(t *testing.T, args ...string) *testCluster {
+func startNode(t *testing.T, args ...string) *nodes.Cluster {
 	t.Helper()
-	cl := braidproc.Start(t, 1, append([]string{"--log-level", "debug"}, args...)...)
-	t.Setenv(tokenEnv, cl.Security.Admin.Token())
-	c := &testCluster{Cluster: cl, bin: cl.Bin}
-	for _, n := range cl.Nodes {
-		c.nodes = append(c.nodes, &testNode{n})
-	}
-	return c
+	return nodes.StartSize(t, cli, 1, args...)
 }
 
 // TestServerPasswordReferences: a spec submitted to braid server may name
@@ -51,7 +46,7 @@ func TestServerPasswordReferences(t *testing.T) {
 	create := func(ref string) string {
 		t.Helper()
 		spec := writeSpec(t, "name: shop\nsources: [{name: a, address: '"+rogue.Addr()+"', user: braid, "+ref+", start: earliest}]\n")
-		out, errs, code := cli("destination", "create", "-f", spec, "--server", c.nodes[0].URL())
+		out, errs, code := cli("destination", "create", "-f", spec, "--server", c.Nodes[0].URL())
 		if code == 0 {
 			t.Errorf("%s: created: %s", ref, out)
 		}
@@ -84,7 +79,7 @@ func TestServerPasswordReferences(t *testing.T) {
 	if n := len(rogue.Conns()); n != 0 {
 		t.Errorf("the node connected to the spec's address %d times with a refused reference", n)
 	}
-	if b, _ := os.ReadFile(c.nodes[0].LogPath()); strings.Contains(string(b), "PASSWORDS IN CLEAR") {
+	if b, _ := os.ReadFile(c.Nodes[0].LogPath()); strings.Contains(string(b), "PASSWORDS IN CLEAR") {
 		t.Errorf("a node with a gossip key warns of passwords in clear")
 	}
 }
@@ -132,7 +127,7 @@ func TestNoClearTextPasswordToRogueSource(t *testing.T) {
 			if code != 1 || !strings.Contains(errs, "source rogue") || !strings.Contains(errs, "clear text") || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
 				t.Errorf("capture: exit %d:\n%s", code, errs)
 			}
-			_, errs, code = cli("destination", "create", "-f", spec, "--server", c.nodes[0].URL())
+			_, errs, code = cli("destination", "create", "-f", spec, "--server", c.Nodes[0].URL())
 			t.Logf("create: %s", errs)
 			if code == 0 || !strings.Contains(errs, "source rogue") || !strings.Contains(errs, "clear text") {
 				t.Errorf("create: exit %d:\n%s", code, errs)
@@ -169,8 +164,8 @@ func TestClearSecretsWarning(t *testing.T) {
 	srv := mysqltest.Start(t)
 	srv.Exec(t, "CREATE USER 'braid'@'%' IDENTIFIED BY '"+password+"'",
 		"GRANT REPLICATION SLAVE, REPLICATION CLIENT, BINLOG MONITOR, SELECT ON *.* TO 'braid'@'%'")
-	n := newNode(t, nil, "n1", t.TempDir(), "--bootstrap-expect", "1")
-	n.start(t, braidproc.Binary(t), nil)
+	n := nodes.NewNode(t, nil, "n1", t.TempDir(), "--bootstrap-expect", "1")
+	n.MustStart(t, braidproc.Binary(t), nil)
 	const warning = "PASSWORDS IN CLEAR"
 	waitLog := func(what string, count int) {
 		t.Helper()
@@ -180,9 +175,9 @@ func TestClearSecretsWarning(t *testing.T) {
 				return nil
 			}
 			if !n.Running() {
-				t.Fatalf("the node exited; the log does not say %q %d times:\n%s", what, count, n.logTail())
+				t.Fatalf("the node exited; the log does not say %q %d times:\n%s", what, count, n.Tail())
 			}
-			return fmt.Errorf("the log does not say %q %d times:\n%s", what, count, n.logTail())
+			return fmt.Errorf("the log does not say %q %d times:\n%s", what, count, n.Tail())
 		})
 	}
 	waitLog(warning, 1)
@@ -204,7 +199,7 @@ func TestClearSecretsWarning(t *testing.T) {
 		}
 	}
 	if !strings.Contains(string(b), "dest=shop") {
-		t.Errorf("the warning does not name the destination:\n%s", n.logTail())
+		t.Errorf("the warning does not name the destination:\n%s", n.Tail())
 	}
 }
 
@@ -244,7 +239,7 @@ func TestOwnerResolvesUnderItsOwnRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := startNode(t, "--secrets-dir", secrets)
-	n := c.nodes[0]
+	n := c.Nodes[0]
 	spec := writeSpec(t, "name: shop\nsources: [{name: a, address: '"+srv.Addr()+"', user: braid, password_file: '"+pw+"', start: earliest}]\ntables: ['shop\\.orders']\n")
 	if _, errs, code := cli("destination", "create", "-f", spec, "--server", n.URL()); code != 0 {
 		t.Fatalf("create: %s", errs)
@@ -275,10 +270,10 @@ func TestOwnerResolvesUnderItsOwnRules(t *testing.T) {
 		b, _ := os.ReadFile(n.LogPath())
 		after := string(b[len(before):])
 		if !strings.Contains(after, want) {
-			return fmt.Errorf("the node does not refuse the link:\n%s", n.logTail())
+			return fmt.Errorf("the node does not refuse the link:\n%s", n.Tail())
 		}
 		if strings.Contains(after, "source ready") {
-			t.Errorf("the source was read after the refusal:\n%s", n.logTail())
+			t.Errorf("the source was read after the refusal:\n%s", n.Tail())
 		}
 		return nil
 	})

@@ -16,6 +16,7 @@ import (
 	canalclient "github.com/withlin/canal-go/client"
 
 	"github.com/braid-cdc/braid/internal/testutil/braidproc"
+	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/internal/testutil/shoptest"
 )
@@ -32,16 +33,16 @@ func TestServerRefusesToRunUnprotected(t *testing.T) {
 	usageLine(t, append(base, "--join", "127.0.0.1:1"), "--tls-ca", "--gossip-key-file", "--insecure")
 	usageLine(t, append(base, "--addr", "0.0.0.0"), "--users-file", "--insecure")
 
-	n := newNode(t, nil, "n1", t.TempDir(), "--insecure", "--bootstrap-expect", "3")
-	n.start(t, braidproc.Binary(t), []string{"127.0.0.1:1"})
+	n := nodes.NewNode(t, nil, "n1", t.TempDir(), "--insecure", "--bootstrap-expect", "3")
+	n.MustStart(t, braidproc.Binary(t), []string{"127.0.0.1:1"})
 	retry.Until(t, 15*time.Second, func() error {
-		if strings.Contains(n.logTail(), "running insecure") {
+		if strings.Contains(n.Tail(), "running insecure") {
 			return nil
 		}
 		if !n.Running() {
-			t.Fatalf("the node exited; an --insecure node does not warn:\n%s", n.logTail())
+			t.Fatalf("the node exited; an --insecure node does not warn:\n%s", n.Tail())
 		}
-		return fmt.Errorf("an --insecure node does not warn:\n%s", n.logTail())
+		return fmt.Errorf("an --insecure node does not warn:\n%s", n.Tail())
 	})
 }
 
@@ -55,7 +56,7 @@ func TestSourcePasswordNeverShown(t *testing.T) {
 		s.Exec(t, fmt.Sprintf("CREATE USER 'braid'@'%%' IDENTIFIED BY '%s'", password),
 			"GRANT REPLICATION SLAVE, REPLICATION CLIENT, BINLOG MONITOR, SELECT ON *.* TO 'braid'@'%'")
 	}
-	c := startCluster(t)
+	c := nodes.Start(t, cli)
 	spec := fmt.Sprintf(`name: shop
 sources:
   - {name: a, address: '%s', user: braid, password: '%s', start: earliest}
@@ -66,13 +67,13 @@ heartbeat: 100ms
 `, srvs[0].Addr(), password, srvs[1].Addr(), password, srvs[2].Addr(), password)
 	var shown []string
 	say := func(what, s string) { shown = append(shown, what+": "+s) }
-	out, errs, code := cli("destination", "create", "-f", writeSpec(t, spec), "--server", c.nodes[0].URL())
+	out, errs, code := cli("destination", "create", "-f", writeSpec(t, spec), "--server", c.Nodes[0].URL())
 	if code != 0 {
 		t.Fatalf("create: %s", errs)
 	}
 	say("destination create", out+errs)
 	srvs[1].Exec(t, "INSERT INTO shop_2.orders VALUES (1, 2, 'ran with the password')")
-	out, errs, code = cli("tail", "shop", "--server", c.nodes[1].URL(), "--client-id", "t", "--max", "7", "--timeout", "30s")
+	out, errs, code = cli("tail", "shop", "--server", c.Nodes[1].URL(), "--client-id", "t", "--max", "7", "--timeout", "30s")
 	if code != 0 || !strings.Contains(out, "ran with the password") {
 		t.Fatalf("tail: exit %d: %s\n%s", code, errs, out)
 	}
@@ -80,12 +81,12 @@ heartbeat: 100ms
 		{"destination", "show", "shop"}, {"destination", "show", "shop", "--json"}, {"destination", "list", "--json"},
 		{"cluster", "status"}, {"cluster", "status", "--json"},
 	} {
-		out, errs, _ := cli(append(args, "--server", c.nodes[2].URL())...)
+		out, errs, _ := cli(append(args, "--server", c.Nodes[2].URL())...)
 		say(strings.Join(args, " "), out+errs)
 	}
 	admin := c.Security.Admin
 	for _, path := range []string{"/v1/cluster", "/v1/destinations", "/v1/destinations/shop/spec", "/v1/destinations/shop"} {
-		for _, n := range c.nodes {
+		for _, n := range c.Nodes {
 			req, _ := http.NewRequest(http.MethodGet, n.URL()+path, nil)
 			req.SetBasicAuth(admin.User, admin.Password)
 			resp, err := http.DefaultClient.Do(req)
@@ -97,7 +98,7 @@ heartbeat: 100ms
 			say("GET "+path+" on "+n.Name, string(b))
 		}
 	}
-	for _, n := range c.nodes {
+	for _, n := range c.Nodes {
 		b, _ := os.ReadFile(n.LogPath())
 		say("log of "+n.Name, string(b))
 		for _, line := range strings.Split(string(b), "\n") {
@@ -149,15 +150,15 @@ var logKey = regexp.MustCompile(`(?:^| )([a-z_.]+)=(?:"(?:[^"\\]|\\.)*"|\S*)`)
 // user of the users file and a wrong password is refused, with the right
 // one served, through a node that relays to the owner too.
 func TestCanalLoginAgainstUsers(t *testing.T) {
-	srvs, c := shopCluster(t)
-	owner, _ := c.owner(t, "shop")
+	srvs, c := nodes.StartShop(t, cli)
+	owner, _ := c.OwnerOf(t, "shop")
 	app := c.Security.Consumer
 	srvs[0].Exec(t, "INSERT INTO shop_0.orders VALUES (1, 0, 'through canal')")
 	// Once a tail has its rows, the owner serves (its takeover wait is over).
 	if _, errs, code := cli("tail", "shop", "--server", owner.URL(), "--client-id", "warm", "--max", "7", "--timeout", "30s"); code != 0 {
 		t.Fatalf("tail: %s", errs)
 	}
-	for _, n := range c.nodes {
+	for _, n := range c.Nodes {
 		bad := canalclient.NewSimpleCanalConnector("127.0.0.1", n.CanalPort, app.User, "wrong", "shop", 60000, 60000)
 		if err := bad.Connect(); err == nil {
 			t.Errorf("%s: canal login with a wrong password accepted", n.Name)
@@ -169,9 +170,9 @@ func TestCanalLoginAgainstUsers(t *testing.T) {
 		}
 		admin.DisConnection()
 	}
-	entry := c.nodes[0]
+	entry := c.Nodes[0]
 	if entry == owner {
-		entry = c.nodes[1]
+		entry = c.Nodes[1]
 	}
 	var good *canalclient.SimpleCanalConnector
 	retry.Until(t, 20*time.Second, func() error {
@@ -233,10 +234,10 @@ func TestReadmeSecureNode(t *testing.T) {
 	}
 	step("users", "check", "--users-file", users)
 	ca, cert, key := filepath.Join(certs, "ca.pem"), filepath.Join(certs, "n1.pem"), filepath.Join(certs, "n1-key.pem")
-	n := newNode(t, nil, "n1", dir, "--bootstrap-expect", "1", "--tls-ca", ca, "--tls-cert", cert, "--tls-key", key,
+	n := nodes.NewNode(t, nil, "n1", dir, "--bootstrap-expect", "1", "--tls-ca", ca, "--tls-cert", cert, "--tls-key", key,
 		"--gossip-key-file", filepath.Join(certs, "gossip.key"), "--users-file", users,
 		"--http-tls-cert", cert, "--http-tls-key", key)
-	n.start(t, braidproc.Binary(t), nil)
+	n.MustStart(t, braidproc.Binary(t), nil)
 	server := fmt.Sprintf("https://127.0.0.1:%d", n.HTTPPort)
 	t.Setenv(tokenEnv, "ops:ops-password")
 	retry.Until(t, 20*time.Second, func() error {
@@ -245,9 +246,9 @@ func TestReadmeSecureNode(t *testing.T) {
 			return nil
 		}
 		if !n.Running() {
-			t.Fatalf("the node exited; cluster status over https: exit %d: %s%s\n%s", code, out, errs, n.logTail())
+			t.Fatalf("the node exited; cluster status over https: exit %d: %s%s\n%s", code, out, errs, n.Tail())
 		}
-		return fmt.Errorf("cluster status over https: exit %d: %s%s\n%s", code, out, errs, n.logTail())
+		return fmt.Errorf("cluster status over https: exit %d: %s%s\n%s", code, out, errs, n.Tail())
 	})
 	if _, errs, code := cli("cluster", "status", "--server", server); code == 0 {
 		t.Error("https without --ca: the node's certificate was trusted")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/spec"
 )
@@ -41,7 +42,7 @@ func TestClusterSinkVerify(t *testing.T) {
 			fmt.Sprintf("INSERT INTO shop_%d.orders VALUES %s", n, strings.Join(vals, ", ")))
 	}
 	srv.Exec(t, "UPDATE shop_0.orders SET note = NULL WHERE id = 3")
-	c := startCluster(t)
+	c := nodes.Start(t, cli)
 	specFile := writeSpec(t, fmt.Sprintf(`
 name: shop
 sources:
@@ -53,18 +54,18 @@ sinks:
   - {name: copy, type: mysql, address: '127.0.0.1:3306', workers: 2, meta_database: %s_meta,
      tables: [{from: shop.orders, to: %s.orders}]}
 `, srv.Addr(), tg.name, tg.name))
-	if out, errs, code := cli("destination", "create", "-f", specFile, "--server", c.nodes[0].URL()); code != 0 {
+	if out, errs, code := cli("destination", "create", "-f", specFile, "--server", c.Nodes[0].URL()); code != 0 {
 		t.Fatalf("create: exit %d: %s%s", code, out, errs)
 	}
-	owner, _ := c.owner(t, "shop")
-	var other *testNode
-	for _, n := range c.nodes {
+	owner, _ := c.OwnerOf(t, "shop")
+	var other *nodes.Node
+	for _, n := range c.Nodes {
 		if n != owner {
 			other = n
 			break
 		}
 	}
-	c.waitFor(t, 60*time.Second, "the sink caught up", func() (bool, string) {
+	c.WaitFor(t, 60*time.Second, "the sink caught up", func() (bool, string) {
 		out, errs, code := cli("sink", "list", "shop", "--json", "--server", other.URL())
 		var sinks []wire.SinkState
 		if code != 0 || json.Unmarshal([]byte(out), &sinks) != nil || len(sinks) != 1 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/internal/localcluster"
+	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/internal/testutil/shoptest"
 )
@@ -51,8 +52,8 @@ func (cc *canalConsumer) close() {
 // serves it what the store let go). `braid consumer list` shows both;
 // `braid consumer drop` forgets one, cursor included.
 func TestLateCanalClientInCluster(t *testing.T) {
-	srvs, c := shopCluster(t)
-	owner, _ := c.owner(t, "shop")
+	srvs, c := nodes.StartShop(t, cli)
+	owner, _ := c.OwnerOf(t, "shop")
 	const n = 120
 	for i := range n {
 		srvs[i%3].Exec(t, fmt.Sprintf("INSERT INTO shop_%d.orders VALUES (%d, %d, 'row %d')", 2*(i%3), i, 2*(i%3), i))
@@ -61,18 +62,18 @@ func TestLateCanalClientInCluster(t *testing.T) {
 	want := first.waitIDs(t, n, time.Minute)
 	first.close()
 	// The store let go of what 1001 acked: nothing else holds it.
-	c.waitFor(t, 20*time.Second, "the store to let the acked rows go", func() (bool, string) {
+	c.WaitFor(t, 20*time.Second, "the store to let the acked rows go", func() (bool, string) {
 		st, err := c.Cluster.State(context.Background(), owner.Node, "shop")
 		return err == nil && st.Store.Floor > 0, fmt.Sprintf("store %+v, err %v", st.Store, err)
 	})
-	second := startCanalConsumer(t, c.nodes[0], "shop", 1002) // through any node
+	second := startCanalConsumer(t, c.Nodes[0], "shop", 1002) // through any node
 	got := second.waitIDs(t, n, time.Minute)
 	second.close()
 	if !slices.Equal(got, want) {
 		t.Fatalf("client 1002 got\n%v\nclient 1001 got\n%v", got, want)
 	}
 
-	out, errs, code := cli("consumer", "list", "shop", "--server", c.nodes[1].URL(), "--json")
+	out, errs, code := cli("consumer", "list", "shop", "--server", c.Nodes[1].URL(), "--json")
 	var cs []wire.ClientState
 	if code != 0 || json.Unmarshal([]byte(out), &cs) != nil {
 		t.Fatalf("consumer list: exit %d: %s%s", code, out, errs)
@@ -84,17 +85,17 @@ func TestLateCanalClientInCluster(t *testing.T) {
 	if len(ids) != 2 || ids["1001"] == 0 || ids["1001"] != ids["1002"] {
 		t.Fatalf("consumer list: %v, want 1001 and 1002 at the same acked seq", ids)
 	}
-	if out, errs, code := cli("consumer", "drop", "shop", "1001", "--server", c.nodes[2].URL()); code != 0 || !strings.Contains(out, "dropped") {
+	if out, errs, code := cli("consumer", "drop", "shop", "1001", "--server", c.Nodes[2].URL()); code != 0 || !strings.Contains(out, "dropped") {
 		t.Fatalf("consumer drop: exit %d: %s%s", code, out, errs)
 	}
-	if _, errs, code := cli("consumer", "drop", "shop", "nobody", "--server", c.nodes[2].URL()); code != 1 || !strings.Contains(errs, "no consumer") {
+	if _, errs, code := cli("consumer", "drop", "shop", "nobody", "--server", c.Nodes[2].URL()); code != 1 || !strings.Contains(errs, "no consumer") {
 		t.Errorf("dropping an unknown consumer: exit %d: %s", code, errs)
 	}
 	// Its Raft cursor goes too: a new owner knows only 1002, at its seq.
 	time.Sleep(2 * time.Second) // the owner writes cursors every Lease/4
 	owner.Kill()
-	c.waitFor(t, 30*time.Second, "a new owner that knows 1002 only, at its acked seq", func() (bool, string) {
-		out, _, code := cli("consumer", "list", "shop", "--server", c.live()[0].URL(), "--json")
+	c.WaitFor(t, 30*time.Second, "a new owner that knows 1002 only, at its acked seq", func() (bool, string) {
+		out, _, code := cli("consumer", "list", "shop", "--server", c.LiveNodes()[0].URL(), "--json")
 		var cs []wire.ClientState
 		if code != 0 || json.Unmarshal([]byte(out), &cs) != nil {
 			return false, out
@@ -113,7 +114,7 @@ func TestLateCanalClientCapture(t *testing.T) {
 	for i := range n {
 		srvs[i%3].Exec(t, fmt.Sprintf("INSERT INTO shop_%d.orders VALUES (%d, 0, 'row %d')", 2*(i%3)+1, i, i))
 	}
-	node := &testNode{Node: &localcluster.Node{CanalPort: p[1], Security: &localcluster.Security{}}} // no login
+	node := &nodes.Node{Node: &localcluster.Node{CanalPort: p[1], Security: &localcluster.Security{}}} // no login
 	first := startCanalConsumer(t, node, "shop", 1001)
 	want := first.waitIDs(t, n, time.Minute)
 	first.close()

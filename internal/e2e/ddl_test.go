@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -14,23 +13,10 @@ import (
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/shoptest"
 	"github.com/braid-cdc/braid/spec"
 )
-
-// ddlList runs `braid ddl list shop --json` against url.
-func ddlList(t *testing.T, url string) (wire.DDLState, error) {
-	t.Helper()
-	out, errs, code := cli("ddl", "list", "shop", "--json", "--server", url)
-	var st wire.DDLState
-	if code != 0 {
-		return st, fmt.Errorf("exit %d: %s", code, errs)
-	}
-	if err := json.Unmarshal([]byte(out), &st); err != nil {
-		return st, fmt.Errorf("%v: %s", err, out)
-	}
-	return st, nil
-}
 
 // seqRows is what one seq of the stream carried: per message, its origin
 // database and ids (DDL: "ddl").
@@ -52,8 +38,8 @@ func (s seqRows) add(seq uint64, what string) {
 // seq, is the one a single uninterrupted merge of the same binlogs with
 // the same decision produces, and it holds every row once.
 func TestClusterShardDDLLockSurvivesKill(t *testing.T) {
-	srvs, c := shopCluster(t)
-	c.owner(t, "shop")
+	srvs, c := nodes.StartShop(t, cli)
+	c.OwnerOf(t, "shop")
 	cs := startConsumer(t, c, "shop", "ddl")
 	var writers []*writer
 	for i, s := range srvs {
@@ -63,8 +49,8 @@ func TestClusterShardDDLLockSurvivesKill(t *testing.T) {
 	srvs[0].Exec(t, "ALTER TABLE shop_0.orders ADD COLUMN c INT NULL")
 
 	var before wire.DDLLock
-	c.waitFor(t, 30*time.Second, "the lock, shown", func() (bool, string) {
-		st, err := ddlList(t, c.nodes[1].URL())
+	c.WaitFor(t, 30*time.Second, "the lock, shown", func() (bool, string) {
+		st, err := nodes.DDLList(cli, "shop", c.Nodes[1].URL())
 		if err != nil || len(st.Locks) != 1 || st.Locks[0].HeldRows == 0 {
 			return false, fmt.Sprintf("%+v %v", st, err)
 		}
@@ -74,14 +60,14 @@ func TestClusterShardDDLLockSurvivesKill(t *testing.T) {
 	if !slices.Equal(before.Done, []string{"a/shop_0.orders"}) || len(before.Waiting) != 5 || before.Table != "shop.orders" || !strings.HasPrefix(before.SQL, "ALTER TABLE `shop`.`orders`") {
 		t.Fatalf("lock %+v: want a/shop_0.orders done, five waiting", before)
 	}
-	owner, epoch := c.owner(t, "shop")
+	owner, epoch := c.OwnerOf(t, "shop")
 	owner.Kill()
-	c.waitFor(t, 60*time.Second, "a new owner showing the lock", func() (bool, string) {
-		n, e := c.owner(t, "shop")
+	c.WaitFor(t, 60*time.Second, "a new owner showing the lock", func() (bool, string) {
+		n, e := c.OwnerOf(t, "shop")
 		if e == epoch {
 			return false, "no takeover yet"
 		}
-		st, err := ddlList(t, n.URL())
+		st, err := nodes.DDLList(cli, "shop", n.URL())
 		if err != nil || len(st.Locks) != 1 {
 			return false, fmt.Sprintf("%+v %v", st, err)
 		}
@@ -90,13 +76,13 @@ func TestClusterShardDDLLockSurvivesKill(t *testing.T) {
 		}
 		return true, ""
 	})
-	owner.start(t, c.bin, c.joinFor(owner))
+	owner.MustStart(t, c.Bin, c.JoinOf(owner))
 	for db := 1; db < 6; db++ {
 		time.Sleep(200 * time.Millisecond)
 		srvs[db/2].Exec(t, fmt.Sprintf("ALTER TABLE shop_%d.orders ADD COLUMN c INT NULL", db))
 	}
-	c.waitFor(t, 30*time.Second, "the lock to release", func() (bool, string) {
-		st, err := ddlList(t, c.nodes[0].URL())
+	c.WaitFor(t, 30*time.Second, "the lock to release", func() (bool, string) {
+		st, err := nodes.DDLList(cli, "shop", c.Nodes[0].URL())
 		return err == nil && len(st.Locks) == 0, fmt.Sprintf("%+v %v", st, err)
 	})
 
@@ -104,17 +90,17 @@ func TestClusterShardDDLLockSurvivesKill(t *testing.T) {
 	// not own the destination.
 	srvs[0].Exec(t, "ALTER TABLE shop_0.orders ADD COLUMN d INT NULL")
 	var lock2 int
-	c.waitFor(t, 30*time.Second, "the second lock", func() (bool, string) {
-		st, err := ddlList(t, c.nodes[2].URL())
+	c.WaitFor(t, 30*time.Second, "the second lock", func() (bool, string) {
+		st, err := nodes.DDLList(cli, "shop", c.Nodes[2].URL())
 		if err != nil || len(st.Locks) != 1 || st.Locks[0].HeldRows == 0 {
 			return false, fmt.Sprintf("%+v %v", st, err)
 		}
 		lock2 = st.Locks[0].ID
 		return true, ""
 	})
-	owner, _ = c.owner(t, "shop")
-	var other *testNode
-	for _, n := range c.nodes {
+	owner, _ = c.OwnerOf(t, "shop")
+	var other *nodes.Node
+	for _, n := range c.Nodes {
 		if n.Name != owner.Name {
 			other = n
 		}
@@ -132,7 +118,7 @@ func TestClusterShardDDLLockSurvivesKill(t *testing.T) {
 		committed = append(committed, w.halt(t)...)
 	}
 	waitRows(t, c, cs, committed)
-	st, err := ddlList(t, c.nodes[0].URL())
+	st, err := nodes.DDLList(cli, "shop", c.Nodes[0].URL())
 	if err != nil || len(st.Decisions) != 1 || st.Decisions[0].Lock != lock2 {
 		t.Fatalf("decisions kept: %+v %v", st.Decisions, err)
 	}

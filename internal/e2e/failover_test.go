@@ -27,6 +27,7 @@ import (
 	"github.com/braid-cdc/braid/client"
 	"github.com/braid-cdc/braid/internal/localcluster"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/shoptest"
 )
 
@@ -48,10 +49,10 @@ type consumer struct {
 	done chan error
 }
 
-func startConsumer(t *testing.T, c *testCluster, dest, clientID string) *consumer {
+func startConsumer(t *testing.T, c *nodes.Cluster, dest, clientID string) *consumer {
 	t.Helper()
 	var urls []string
-	for _, n := range c.nodes {
+	for _, n := range c.Nodes {
 		urls = append(urls, n.URL())
 	}
 	logf, err := os.Create(filepath.Join(t.TempDir(), "consumer.log"))
@@ -254,9 +255,9 @@ func allArrived(received, committed []int64) (bool, string) {
 }
 
 // waitRows waits until the consumer holds every committed row.
-func waitRows(t *testing.T, c *testCluster, cs *consumer, committed []int64) {
+func waitRows(t *testing.T, c *nodes.Cluster, cs *consumer, committed []int64) {
 	t.Helper()
-	c.waitFor(t, 60*time.Second, "every committed row at the consumer", func() (bool, string) {
+	c.WaitFor(t, 60*time.Second, "every committed row at the consumer", func() (bool, string) {
 		var ids []int64
 		for _, m := range cs.snapshot() {
 			ids = append(ids, m.ids...)
@@ -272,8 +273,8 @@ func waitRows(t *testing.T, c *testCluster, cs *consumer, committed []int64) {
 // order and merged order, with dense seqs. The gap each takeover left at
 // the consumer is logged.
 func TestClusterFailover(t *testing.T) {
-	srvs, c := shopCluster(t)
-	c.owner(t, "shop")
+	srvs, c := nodes.StartShop(t, cli)
+	c.OwnerOf(t, "shop")
 	cs := startConsumer(t, c, "shop", "failover")
 	var writers []*writer
 	for i, s := range srvs {
@@ -282,20 +283,20 @@ func TestClusterFailover(t *testing.T) {
 	var gaps []time.Duration
 	for kill := 1; kill <= 5; kill++ {
 		time.Sleep(1500 * time.Millisecond)
-		owner, epoch := c.owner(t, "shop")
-		c.waitFor(t, 30*time.Second, "rows before the kill", func() (bool, string) {
+		owner, epoch := c.OwnerOf(t, "shop")
+		c.WaitFor(t, 30*time.Second, "rows before the kill", func() (bool, string) {
 			return time.Since(cs.lastArrival()) < time.Second, ""
 		})
 		before := cs.lastArrival()
 		killedAt := time.Now()
 		owner.Kill()
-		c.waitFor(t, 30*time.Second, fmt.Sprintf("rows after kill %d of owner %s", kill, owner.Name), func() (bool, string) {
+		c.WaitFor(t, 30*time.Second, fmt.Sprintf("rows after kill %d of owner %s", kill, owner.Name), func() (bool, string) {
 			if cs.lastArrival().After(killedAt) {
 				return true, ""
 			}
 			if time.Since(killedAt) > 25*time.Second {
-				for _, n := range c.live() {
-					n.signal(t, syscall.SIGQUIT) // goroutine dumps into the logs
+				for _, n := range c.LiveNodes() {
+					n.MustSignal(t, syscall.SIGQUIT) // goroutine dumps into the logs
 				}
 				var b strings.Builder
 				pprof.Lookup("goroutine").WriteTo(&b, 1)
@@ -312,15 +313,15 @@ func TestClusterFailover(t *testing.T) {
 			}
 		}
 		gaps = append(gaps, gap)
-		newOwner, newEpoch := c.owner(t, "shop")
+		newOwner, newEpoch := c.OwnerOf(t, "shop")
 		t.Logf("kill %d: owner %s (epoch %d) killed; %s took over (epoch %d); gap at the consumer %v",
 			kill, owner.Name, epoch, newOwner.Name, newEpoch, gap.Round(time.Millisecond))
 		if newEpoch <= epoch {
 			t.Errorf("takeover kept epoch %d (was %d)", newEpoch, epoch)
 		}
-		owner.start(t, c.bin, c.joinFor(owner))
-		c.waitFor(t, 30*time.Second, owner.Name+" back in the cluster", func() (bool, string) {
-			st, err := c.status(owner)
+		owner.MustStart(t, c.Bin, c.JoinOf(owner))
+		c.WaitFor(t, 30*time.Second, owner.Name+" back in the cluster", func() (bool, string) {
+			st, err := c.StatusOf(owner)
 			if err != nil {
 				return false, err.Error()
 			}
@@ -335,19 +336,19 @@ func TestClusterFailover(t *testing.T) {
 	}
 
 	// The Raft leader goes: ownership and cursors survive it.
-	st, err := c.status(c.nodes[0])
+	st, err := c.StatusOf(c.Nodes[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	owner, epoch := c.owner(t, "shop")
-	for _, n := range c.nodes {
+	owner, epoch := c.OwnerOf(t, "shop")
+	for _, n := range c.Nodes {
 		if n.Name == st.Leader {
 			n.Kill()
 			t.Logf("killed the raft leader %s (owner %s)", n.Name, owner.Name)
 		}
 	}
-	c.waitFor(t, 30*time.Second, "a new leader", func() (bool, string) {
-		st, err := c.status(c.live()[0])
+	c.WaitFor(t, 30*time.Second, "a new leader", func() (bool, string) {
+		st, err := c.StatusOf(c.LiveNodes()[0])
 		return err == nil && st.Leader != "", fmt.Sprint(st.Leader, err)
 	})
 	time.Sleep(time.Second)
@@ -358,7 +359,7 @@ func TestClusterFailover(t *testing.T) {
 	}
 	waitRows(t, c, cs, committed)
 	checkStream(t, cs.snapshot(), committed)
-	if after, afterEpoch := c.owner(t, "shop"); owner.Name != st.Leader && (after.Name != owner.Name || afterEpoch != epoch) {
+	if after, afterEpoch := c.OwnerOf(t, "shop"); owner.Name != st.Leader && (after.Name != owner.Name || afterEpoch != epoch) {
 		t.Errorf("killing the leader %s moved the destination: owner %s epoch %d → owner %s epoch %d", st.Leader, owner.Name, epoch, after.Name, afterEpoch)
 	}
 	slices.Sort(gaps)
@@ -373,7 +374,7 @@ type directStream struct {
 	ended    time.Time // when the stream ended, zero while it runs
 }
 
-func startDirectStream(t *testing.T, n *testNode, dest, clientID string) *directStream {
+func startDirectStream(t *testing.T, n *nodes.Node, dest, clientID string) *directStream {
 	t.Helper()
 	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -422,32 +423,32 @@ func (ds *directStream) after(t time.Time) int {
 // the stalled node resumes, it sends nothing more to a consumer still
 // connected to it, and leaves the destination to its successor.
 func TestClusterFencesStalledOwner(t *testing.T) {
-	srvs, c := shopCluster(t)
-	owner, epoch := c.owner(t, "shop")
+	srvs, c := nodes.StartShop(t, cli)
+	owner, epoch := c.OwnerOf(t, "shop")
 	cs := startConsumer(t, c, "shop", "main")
 	var writers []*writer
 	for i, s := range srvs {
 		writers = append(writers, startWriter(t, s, i, 20*time.Millisecond))
 	}
-	c.waitFor(t, 30*time.Second, "rows at the consumer", func() (bool, string) {
+	c.WaitFor(t, 30*time.Second, "rows at the consumer", func() (bool, string) {
 		return time.Since(cs.lastArrival()) < time.Second, ""
 	})
 	direct := startDirectStream(t, owner, "shop", "direct")
-	c.waitFor(t, 10*time.Second, "rows on the direct stream", func() (bool, string) {
+	c.WaitFor(t, 10*time.Second, "rows on the direct stream", func() (bool, string) {
 		return direct.after(time.Time{}) > 0, ""
 	})
 
 	stoppedAt := time.Now()
-	owner.signal(t, syscall.SIGSTOP)
-	var successor *testNode
-	c.waitFor(t, 30*time.Second, "a successor serving the consumer", func() (bool, string) {
-		others := []*testNode{}
-		for _, n := range c.nodes {
+	owner.MustSignal(t, syscall.SIGSTOP)
+	var successor *nodes.Node
+	c.WaitFor(t, 30*time.Second, "a successor serving the consumer", func() (bool, string) {
+		others := []*nodes.Node{}
+		for _, n := range c.Nodes {
 			if n != owner {
 				others = append(others, n)
 			}
 		}
-		st, err := c.status(others[0])
+		st, err := c.StatusOf(others[0])
 		if err != nil {
 			return false, err.Error()
 		}
@@ -473,7 +474,7 @@ func TestClusterFencesStalledOwner(t *testing.T) {
 	time.Sleep(2 * time.Second)
 
 	resumedAt := time.Now()
-	owner.signal(t, syscall.SIGCONT)
+	owner.MustSignal(t, syscall.SIGCONT)
 	time.Sleep(4 * time.Second)
 	if n := direct.after(resumedAt); n > 0 {
 		t.Errorf("the stalled owner sent %d lines after it resumed, %v after its successor began serving", n, resumedAt.Sub(succeededAt))
@@ -484,7 +485,7 @@ func TestClusterFencesStalledOwner(t *testing.T) {
 	if ended.IsZero() {
 		t.Errorf("the stalled owner's stream is still open %v after it resumed", time.Since(resumedAt).Round(time.Millisecond))
 	}
-	if now, _ := c.owner(t, "shop"); now.Name != successor.Name {
+	if now, _ := c.OwnerOf(t, "shop"); now.Name != successor.Name {
 		t.Errorf("owner after the stalled node resumed: %s, want the successor %s", now.Name, successor.Name)
 	}
 
@@ -501,10 +502,10 @@ func TestClusterFencesStalledOwner(t *testing.T) {
 // (from its data dir) the destinations spread out again.
 func TestClusterRebalance(t *testing.T) {
 	srvs := shoptest.Shards(t)
-	c := startCluster(t)
+	c := nodes.Start(t, cli)
 	for _, name := range []string{"shop1", "shop2", "shop3"} {
 		spec := writeSpec(t, fmt.Sprintf("name: %s\nsources:\n  - {name: a, address: '%s'}\ntables: ['shop_\\d+\\.orders']\n", name, srvs[0].Addr()))
-		if _, errs, code := cli("destination", "create", "-f", spec, "--server", c.nodes[0].URL()); code != 0 {
+		if _, errs, code := cli("destination", "create", "-f", spec, "--server", c.Nodes[0].URL()); code != 0 {
 			t.Fatalf("create %s: %s", name, errs)
 		}
 	}
@@ -512,8 +513,8 @@ func TestClusterRebalance(t *testing.T) {
 	// nodes' loads are as even as can be, and returns the owners.
 	spread := func(what string, live int) map[string]string {
 		owners := map[string]string{}
-		c.waitFor(t, 30*time.Second, what, func() (bool, string) {
-			st, err := c.status(c.live()[0])
+		c.WaitFor(t, 30*time.Second, what, func() (bool, string) {
+			st, err := c.StatusOf(c.LiveNodes()[0])
 			if err != nil {
 				return false, err.Error()
 			}
@@ -542,7 +543,7 @@ func TestClusterRebalance(t *testing.T) {
 		return owners
 	}
 	owners := spread("one destination a node", 3)
-	victim := c.nodes[1]
+	victim := c.Nodes[1]
 	victim.Kill()
 	moved := spread("the killed node's destination on a live node", 2)
 	for d, o := range moved {
@@ -550,7 +551,7 @@ func TestClusterRebalance(t *testing.T) {
 			t.Errorf("%s still on the killed node %s", d, victim.Name)
 		}
 	}
-	victim.start(t, c.bin, c.joinFor(victim))
+	victim.MustStart(t, c.Bin, c.JoinOf(victim))
 	back := spread("one destination a node again, after the restart", 3)
 	t.Logf("owners: %v; after %s was killed: %v; after it came back: %v", owners, victim.Name, moved, back)
 }
@@ -567,7 +568,7 @@ type canalConsumer struct {
 	done chan struct{}
 }
 
-func startCanalConsumer(t *testing.T, n *testNode, dest string, clientID int) *canalConsumer {
+func startCanalConsumer(t *testing.T, n *nodes.Node, dest string, clientID int) *canalConsumer {
 	t.Helper()
 	cc := &canalConsumer{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
@@ -594,7 +595,7 @@ func startCanalConsumer(t *testing.T, n *testNode, dest string, clientID int) *c
 }
 
 // session is one connection's life; canal-go panics on some failures.
-func (cc *canalConsumer) session(n *testNode, dest string, clientID int) {
+func (cc *canalConsumer) session(n *nodes.Node, dest string, clientID int) {
 	defer func() { recover() }()
 	app := n.Security.Consumer // canal's login, against the users file
 	c := canalclient.NewSimpleCanalConnector("127.0.0.1", n.CanalPort, app.User, app.Password, dest, 60000, 60000)
@@ -651,10 +652,10 @@ func (cc *canalConsumer) session(n *testNode, dest string, clientID int) {
 // what the client had not acked plus what it acked after its cursor was
 // last written to Raft (every cursor interval).
 func TestClusterCanalFailover(t *testing.T) {
-	srvs, c := shopCluster(t)
-	owner, _ := c.owner(t, "shop")
-	var entry *testNode
-	for _, n := range c.nodes {
+	srvs, c := nodes.StartShop(t, cli)
+	owner, _ := c.OwnerOf(t, "shop")
+	var entry *nodes.Node
+	for _, n := range c.Nodes {
 		if n != owner {
 			entry = n
 			break
@@ -665,14 +666,14 @@ func TestClusterCanalFailover(t *testing.T) {
 	for i, s := range srvs {
 		writers = append(writers, startWriter(t, s, i, 30*time.Millisecond))
 	}
-	c.waitFor(t, 30*time.Second, "rows at the canal client", func() (bool, string) {
+	c.WaitFor(t, 30*time.Second, "rows at the canal client", func() (bool, string) {
 		cc.mu.Lock()
 		defer cc.mu.Unlock()
 		return len(cc.ids) > 50, ""
 	})
 	killedAt := time.Now()
 	owner.Kill()
-	c.waitFor(t, 30*time.Second, "rows after the owner was killed", func() (bool, string) {
+	c.WaitFor(t, 30*time.Second, "rows after the owner was killed", func() (bool, string) {
 		cc.mu.Lock()
 		defer cc.mu.Unlock()
 		return cc.last.After(killedAt.Add(time.Second)), ""
@@ -681,7 +682,7 @@ func TestClusterCanalFailover(t *testing.T) {
 	for _, w := range writers {
 		committed = append(committed, w.halt(t)...)
 	}
-	c.waitFor(t, 60*time.Second, "every committed row at the canal client", func() (bool, string) {
+	c.WaitFor(t, 60*time.Second, "every committed row at the canal client", func() (bool, string) {
 		cc.mu.Lock()
 		defer cc.mu.Unlock()
 		return allArrived(cc.ids, committed)
@@ -713,7 +714,7 @@ func TestClusterCanalFailover(t *testing.T) {
 	close(cc.stop)
 	<-cc.done
 	canalUnsubscribe(t, fmt.Sprintf("127.0.0.1:%d", entry.CanalPort), entry.Security.Consumer, "shop", "1001")
-	c.waitFor(t, 10*time.Second, "the unsubscribed client's cursor gone", func() (bool, string) {
+	c.WaitFor(t, 10*time.Second, "the unsubscribed client's cursor gone", func() (bool, string) {
 		_, errs, code := cli("destination", "delete", "shop", "--server", entry.URL())
 		return code == 0, errs
 	})

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/shoptest"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/sink/kafka/kafkatest"
@@ -31,9 +32,9 @@ func TestClusterKafkaSinkSurvivesOwnerKills(t *testing.T) {
 	defer kc.Close()
 	addr := kc.ListenAddrs()[0]
 	shards := sinktest.StartShop(t)
-	c := startCluster(t)
+	c := nodes.Start(t, cli)
 	specFile := writeSpec(t, shoptest.SpecYAML(shards[:3], fmt.Sprintf("sinks:\n  - {name: events, type: kafka, brokers: ['%s']}\n", addr)))
-	if out, errs, code := cli("destination", "create", "-f", specFile, "--server", c.nodes[0].URL()); code != 0 {
+	if out, errs, code := cli("destination", "create", "-f", specFile, "--server", c.Nodes[0].URL()); code != 0 {
 		t.Fatalf("create: exit %d: %s%s", code, out, errs)
 	}
 
@@ -67,19 +68,19 @@ func TestClusterKafkaSinkSurvivesOwnerKills(t *testing.T) {
 		case <-time.After(90 * time.Second):
 			t.Fatalf("after round %d: no produce request in 90 s (%d so far)", round, requests.Load())
 		}
-		owner, epoch := c.owner(t, "shop")
+		owner, epoch := c.OwnerOf(t, "shop")
 		owner.Kill()
 		killed <- struct{}{}
-		c.waitFor(t, 60*time.Second, "a new owner", func() (bool, string) {
-			_, e := c.owner(t, "shop")
+		c.WaitFor(t, 60*time.Second, "a new owner", func() (bool, string) {
+			_, e := c.OwnerOf(t, "shop")
 			return e != epoch, "no takeover yet"
 		})
-		owner.start(t, c.bin, c.joinFor(owner))
+		owner.MustStart(t, c.Bin, c.JoinOf(owner))
 	})
 
 	want := sinktest.ShopRows(t, shards)
 	var recs []kafkatest.Record
-	c.waitFor(t, 90*time.Second, "the topic's rows equal to the shards'", func() (bool, string) {
+	c.WaitFor(t, 90*time.Second, "the topic's rows equal to the shards'", func() (bool, string) {
 		recs = kafkaRead(t, addr)
 		got, err := kafkatest.Rows(recs, "id", kafkaShopColumns)
 		if err != nil {

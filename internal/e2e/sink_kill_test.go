@@ -19,6 +19,7 @@ import (
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/internal/testutil/braidproc"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/internal/testutil/shoptest"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
@@ -139,9 +140,9 @@ func TestClusterSinkSurvivesOwnerKills(t *testing.T) {
 
 func testClusterSinkSurvivesOwnerKills(t *testing.T, tg auditedDB) {
 	srvs := shoptest.Shards(t)
-	c := startCluster(t)
+	c := nodes.Start(t, cli)
 	specFile := writeSpec(t, shoptest.SpecYAML(srvs, "sinks:\n  - "+tg.sinkYAML()+"\n"))
-	if out, errs, code := cli("destination", "create", "-f", specFile, "--server", c.nodes[0].URL()); code != 0 {
+	if out, errs, code := cli("destination", "create", "-f", specFile, "--server", c.Nodes[0].URL()); code != 0 {
 		t.Fatalf("create: exit %d: %s%s", code, out, errs)
 	}
 	shards := make([]*mysqltest.Server, 6) // shoptest.Shards puts shop_n on server n/2
@@ -162,19 +163,19 @@ func testClusterSinkSurvivesOwnerKills(t *testing.T, tg auditedDB) {
 			// Killed while its sink applies this round (1,200
 			// applications: 600 inserts, 600 updates).
 			waitApplied(t, tg, round*1200+rand.IntN(600))
-			owner, epoch := c.owner(t, "shop")
+			owner, epoch := c.OwnerOf(t, "shop")
 			owner.Kill()
-			c.waitFor(t, 60*time.Second, "a new owner", func() (bool, string) {
-				_, e := c.owner(t, "shop")
+			c.WaitFor(t, 60*time.Second, "a new owner", func() (bool, string) {
+				_, e := c.OwnerOf(t, "shop")
 				return e != epoch, "no takeover yet"
 			})
-			owner.start(t, c.bin, c.joinFor(owner))
+			owner.MustStart(t, c.Bin, c.JoinOf(owner))
 		}
 	}
 	got := waitEqual(t, tg, "id, shard, note", shards)
 	// braid sink list, through any node, shows it caught up and clean.
-	c.waitFor(t, 20*time.Second, "the sink caught up in braid sink list", func() (bool, string) {
-		out, errs, code := cli("sink", "list", "shop", "--json", "--server", c.nodes[0].URL())
+	c.WaitFor(t, 20*time.Second, "the sink caught up in braid sink list", func() (bool, string) {
+		out, errs, code := cli("sink", "list", "shop", "--json", "--server", c.Nodes[0].URL())
 		var sinks []wire.SinkState
 		if code != 0 || json.Unmarshal([]byte(out), &sinks) != nil || len(sinks) != 1 {
 			return false, fmt.Sprintf("exit %d: %s%s", code, out, errs)
@@ -182,7 +183,7 @@ func testClusterSinkSurvivesOwnerKills(t *testing.T, tg auditedDB) {
 		s := sinks[0]
 		return s.Name == "copy" && s.Running && s.LagSeq == 0 && s.AppliedSeq > 0 && s.Missing == 0 && s.Upserts == 0 && s.LastError == "", fmt.Sprintf("%+v", s)
 	})
-	if out, _, code := cli("sink", "list", "shop", "--server", c.nodes[1].URL()); code != 0 || !strings.Contains(out, "applying") {
+	if out, _, code := cli("sink", "list", "shop", "--server", c.Nodes[1].URL()); code != 0 || !strings.Contains(out, "applying") {
 		t.Errorf("sink list: exit %d: %s", code, out)
 	}
 	t.Logf("%d rows equal after 2 owner SIGKILLs; every one applied once per change", got)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/redistest"
 	"github.com/braid-cdc/braid/internal/testutil/shoptest"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
@@ -28,10 +29,10 @@ import (
 func TestClusterRedisSinkSurvivesOwnerKills(t *testing.T) {
 	rc, prefix := redistest.Prefix(t)
 	srvs := shoptest.Shards(t)
-	c := startCluster(t)
+	c := nodes.Start(t, cli)
 	tmpl := prefix + "{table}:{pk}"
 	specFile := writeSpec(t, shoptest.SpecYAML(srvs, fmt.Sprintf("sinks:\n  - {name: cache, type: redis, address: '127.0.0.1:6379', key: '%s', workers: 4}\n", tmpl)))
-	if out, errs, code := cli("destination", "create", "-f", specFile, "--server", c.nodes[0].URL()); code != 0 {
+	if out, errs, code := cli("destination", "create", "-f", specFile, "--server", c.Nodes[0].URL()); code != 0 {
 		t.Fatalf("create: exit %d: %s%s", code, out, errs)
 	}
 	shards := make([]*mysqltest.Server, 6) // shoptest.Shards puts shop_n on server n/2
@@ -51,28 +52,28 @@ func TestClusterRedisSinkSurvivesOwnerKills(t *testing.T) {
 		}
 		if round == 1 || round == 4 {
 			k := redis.KeyFor(tmpl, "shop", "orders", []string{fmt.Sprint(int64(rand.IntN(6))*1_000_000 + int64(round)*1000 + int64(rand.IntN(40)))})
-			c.waitFor(t, 30*time.Second, "a key of round "+fmt.Sprint(round), func() (bool, string) {
+			c.WaitFor(t, 30*time.Second, "a key of round "+fmt.Sprint(round), func() (bool, string) {
 				return rc.Exists(context.Background(), k).Val() == 1, "no value at " + k + " yet"
 			})
-			owner, epoch := c.owner(t, "shop")
+			owner, epoch := c.OwnerOf(t, "shop")
 			owner.Kill()
-			c.waitFor(t, 60*time.Second, "a new owner", func() (bool, string) {
-				_, e := c.owner(t, "shop")
+			c.WaitFor(t, 60*time.Second, "a new owner", func() (bool, string) {
+				_, e := c.OwnerOf(t, "shop")
 				return e != epoch, "no takeover yet"
 			})
-			owner.start(t, c.bin, c.joinFor(owner))
+			owner.MustStart(t, c.Bin, c.JoinOf(owner))
 		}
 	}
 	want := sinktest.SourceRows(t, shards, func(n int) string {
 		return fmt.Sprintf("SELECT id, shard, IFNULL(note, 'NULL') FROM shop_%d.orders", n)
 	})
 	var got []string
-	c.waitFor(t, 90*time.Second, "the cache equal to the shards", func() (bool, string) {
+	c.WaitFor(t, 90*time.Second, "the cache equal to the shards", func() (bool, string) {
 		got = redistest.Rows(t, rc, prefix, "json", []string{"id", "shard", "note"})
 		return slices.Equal(got, want), fmt.Sprintf("the cache has %d rows, the shards %d", len(got), len(want))
 	})
-	c.waitFor(t, 20*time.Second, "the sink caught up in braid sink list", func() (bool, string) {
-		out, errs, code := cli("sink", "list", "shop", "--json", "--server", c.nodes[0].URL())
+	c.WaitFor(t, 20*time.Second, "the sink caught up in braid sink list", func() (bool, string) {
+		out, errs, code := cli("sink", "list", "shop", "--json", "--server", c.Nodes[0].URL())
 		var sinks []wire.SinkState
 		if code != 0 || json.Unmarshal([]byte(out), &sinks) != nil || len(sinks) != 1 {
 			return false, fmt.Sprintf("exit %d: %s%s", code, out, errs)

@@ -21,6 +21,7 @@ import (
 	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/internal/testutil/shoptest"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
@@ -480,12 +481,12 @@ func TestClusterSnapshotSurvivesOwnerKills(t *testing.T) {
 		db.QueryRow("SELECT COUNT(*) FROM " + name + ".orders").Scan(&n)
 		return n
 	}
-	c := startCluster(t)
+	c := nodes.Start(t, cli)
 	specFile := writeSpec(t, snapshotSpecYAML(shards, fmt.Sprintf(
 		"sinks:\n  - {name: copy, type: mysql, address: '127.0.0.1:3306', workers: 8, batch: 200, meta_database: %s_meta, tables: [{from: shop.orders, to: %s.orders}]}\n", name, name)))
 	w := startShopWriter(t, shards)
 	defer w.halt()
-	if out, errs, code := cli("destination", "create", "-f", specFile, "--server", c.nodes[0].URL()); code != 0 {
+	if out, errs, code := cli("destination", "create", "-f", specFile, "--server", c.Nodes[0].URL()); code != 0 {
 		t.Fatalf("create: exit %d: %s%s", code, out, errs)
 	}
 	for _, at := range []int{30_000, 100_000} {
@@ -495,13 +496,13 @@ func TestClusterSnapshotSurvivesOwnerKills(t *testing.T) {
 			}
 			return nil
 		})
-		owner, epoch := c.owner(t, "shop")
+		owner, epoch := c.OwnerOf(t, "shop")
 		owner.Kill()
-		c.waitFor(t, 60*time.Second, "a new owner", func() (bool, string) {
-			_, e := c.owner(t, "shop")
+		c.WaitFor(t, 60*time.Second, "a new owner", func() (bool, string) {
+			_, e := c.OwnerOf(t, "shop")
 			return e != epoch, "no takeover yet"
 		})
-		owner.start(t, c.bin, c.joinFor(owner))
+		owner.MustStart(t, c.Bin, c.JoinOf(owner))
 	}
 	time.Sleep(2 * time.Second) // the writer on a little after the kills
 	w.halt()

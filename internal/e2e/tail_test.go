@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/braid-cdc/braid/internal/testutil/nodes"
 )
 
 // tailProc is a `braid tail` process, recording the messages it prints.
@@ -23,14 +25,14 @@ type tailProc struct {
 }
 
 // startTail runs `braid tail` with args as the cluster's consumer user.
-func startTail(t *testing.T, c *testCluster, args ...string) *tailProc {
+func startTail(t *testing.T, c *nodes.Cluster, args ...string) *tailProc {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), "tail.log")
 	logf, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(c.bin, append([]string{"tail"}, args...)...)
+	cmd := exec.Command(c.Bin, append([]string{"tail"}, args...)...)
 	cmd.Env = append(os.Environ(), "BRAID_TOKEN"+"="+c.Security.Consumer.Token())
 	cmd.Stderr = logf
 	out, err := cmd.StdoutPipe()
@@ -87,10 +89,10 @@ func startTail(t *testing.T, c *testCluster, args ...string) *tailProc {
 // for the seq after the last one it printed whole) and misses nothing:
 // every row committed once, seqs dense. The gap is logged.
 func TestTailOneURLSurvivesItsNode(t *testing.T) {
-	srvs, c := shopCluster(t)
-	owner, epoch := c.owner(t, "shop")
+	srvs, c := nodes.StartShop(t, cli)
+	owner, epoch := c.OwnerOf(t, "shop")
 	tp := startTail(t, c, "shop", "--server", owner.URL(), "--log-level", "debug")
-	c.waitFor(t, 30*time.Second, "the ephemeral tail streaming from "+owner.Name, func() (bool, string) {
+	c.WaitFor(t, 30*time.Second, "the ephemeral tail streaming from "+owner.Name, func() (bool, string) {
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 		defer cancel()
 		st, err := c.State(ctx, owner.Node, "shop")
@@ -108,14 +110,14 @@ func TestTailOneURLSurvivesItsNode(t *testing.T) {
 	for i, s := range srvs {
 		writers = append(writers, startWriter(t, s, i, 20*time.Millisecond))
 	}
-	c.waitFor(t, 30*time.Second, "rows at tail", func() (bool, string) {
+	c.WaitFor(t, 30*time.Second, "rows at tail", func() (bool, string) {
 		return time.Since(tp.lastArrival()) < time.Second, ""
 	})
 	time.Sleep(time.Second)
 
 	killedAt := time.Now()
 	owner.Kill()
-	c.waitFor(t, 30*time.Second, "rows at tail after its node "+owner.Name+" was killed", func() (bool, string) {
+	c.WaitFor(t, 30*time.Second, "rows at tail after its node "+owner.Name+" was killed", func() (bool, string) {
 		return tp.lastArrival().After(killedAt), ""
 	})
 	time.Sleep(time.Second)
@@ -129,7 +131,7 @@ func TestTailOneURLSurvivesItsNode(t *testing.T) {
 		}
 		prev = m.arrived
 	}
-	next, nextEpoch := c.owner(t, "shop")
+	next, nextEpoch := c.OwnerOf(t, "shop")
 	t.Logf("owner %s (epoch %d) killed; %s took over (epoch %d); gap at tail %v",
 		owner.Name, epoch, next.Name, nextEpoch, gap.Round(time.Millisecond))
 
@@ -137,7 +139,7 @@ func TestTailOneURLSurvivesItsNode(t *testing.T) {
 	for _, w := range writers {
 		committed = append(committed, w.halt(t)...)
 	}
-	c.waitFor(t, 60*time.Second, "every committed row at tail", func() (bool, string) {
+	c.WaitFor(t, 60*time.Second, "every committed row at tail", func() (bool, string) {
 		var ids []int64
 		for _, m := range tp.snapshot() {
 			ids = append(ids, m.ids...)

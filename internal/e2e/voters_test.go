@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/api/wire"
+	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/shoptest"
 )
 
@@ -30,25 +31,25 @@ func raftMembers(st wire.ClusterStatus) []string {
 // have a leader and serve: a destination created after is streamed.
 func TestClusterRemoveDeadVoter(t *testing.T) {
 	srvs := shoptest.Shards(t)
-	c := startCluster(t)
-	url := c.nodes[0].URL()
+	c := nodes.Start(t, cli)
+	url := c.Nodes[0].URL()
 	if _, errs, code := cli("cluster", "remove", "n2", "--server", url); code == 0 || !strings.Contains(errs, "alive") {
 		t.Errorf("removing a live node: exit %d: %s", code, errs)
 	}
-	c.nodes[2].signal(t, syscall.SIGKILL)
-	<-c.nodes[2].Exited()
-	c.waitFor(t, 30*time.Second, "n3 dead in gossip", func() (bool, string) {
+	c.Nodes[2].MustSignal(t, syscall.SIGKILL)
+	<-c.Nodes[2].Exited()
+	c.WaitFor(t, 30*time.Second, "n3 dead in gossip", func() (bool, string) {
 		_, errs, code := cli("cluster", "remove", "n3", "--server", url)
 		return code == 0, errs
 	})
-	c.waitFor(t, 20*time.Second, "a leader and raft {n1 n2}", func() (bool, string) {
-		st, err := c.status(c.nodes[1])
+	c.WaitFor(t, 20*time.Second, "a leader and raft {n1 n2}", func() (bool, string) {
+		st, err := c.StatusOf(c.Nodes[1])
 		if err != nil {
 			return false, err.Error()
 		}
 		return st.Leader != "" && slices.Equal(raftMembers(st), []string{"n1", "n2"}), fmt.Sprintf("%+v", st)
 	})
-	if _, errs, code := cli("destination", "create", "-f", shopSpec(t, srvs), "--server", c.nodes[1].URL()); code != 0 {
+	if _, errs, code := cli("destination", "create", "-f", nodes.ShopSpec(t, srvs), "--server", c.Nodes[1].URL()); code != 0 {
 		t.Fatalf("create after the removal: %s", errs)
 	}
 	srvs[0].Exec(t, "INSERT INTO shop_0.orders VALUES (1, 0, 'after removal')")
@@ -62,18 +63,18 @@ func TestClusterRemoveDeadVoter(t *testing.T) {
 // voter stays in Raft while only two voters would be left, and is removed
 // by the leader by itself once a replacement has joined.
 func TestDeadVoterReapedOnceReplaced(t *testing.T) {
-	c := startCluster(t, "--reap-dead-after", "10s")
-	c.nodes[2].signal(t, syscall.SIGKILL)
-	<-c.nodes[2].Exited()
+	c := nodes.Start(t, cli, "--reap-dead-after", "10s")
+	c.Nodes[2].MustSignal(t, syscall.SIGKILL)
+	<-c.Nodes[2].Exited()
 	time.Sleep(12 * time.Second)
-	st, err := c.status(c.nodes[0])
+	st, err := c.StatusOf(c.Nodes[0])
 	if err != nil || !slices.Contains(raftMembers(st), "n3") {
 		t.Fatalf("n3 was removed while only two voters would stay: %+v %v", st, err)
 	}
-	n4 := newNode(t, c.Security, "n4", t.TempDir())
-	n4.start(t, c.bin, c.JoinFor(c.nodes[2].Node))
-	c.waitFor(t, 40*time.Second, "raft {n1 n2 n4} with a leader", func() (bool, string) {
-		st, err := c.status(c.nodes[0])
+	n4 := nodes.NewNode(t, c.Security, "n4", t.TempDir())
+	n4.MustStart(t, c.Bin, c.JoinFor(c.Nodes[2].Node))
+	c.WaitFor(t, 40*time.Second, "raft {n1 n2 n4} with a leader", func() (bool, string) {
+		st, err := c.StatusOf(c.Nodes[0])
 		if err != nil {
 			return false, err.Error()
 		}
