@@ -6,8 +6,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"slices"
-	"strings"
 	"testing"
 
 	_ "github.com/go-sql-driver/mysql"
@@ -43,16 +41,6 @@ func targetDB(t *testing.T) (*sql.DB, string) {
 		db.Close()
 	})
 	return db, name
-}
-
-// rows reads "id amount note c" of every row of query's result, sorted.
-func rows(t *testing.T, got [][]string) []string {
-	var out []string
-	for _, r := range got {
-		out = append(out, strings.Join(r, " "))
-	}
-	slices.Sort(out)
-	return out
 }
 
 // applyOnce runs ds's first sink over ds's stream until the test ends.
