@@ -17,5 +17,10 @@
 // commands they run in-process; the failover benchmark stays in bench,
 // beside the peers it is measured against.
 //
+// The cluster harness (a Cluster of Nodes, its owner, status and waits)
+// is internal/testutil/nodes, shared with cmd/braid's tests: here it runs
+// the commands with the built binary (cli in harness_test.go), there
+// in-process.
+//
 // The package has no code outside its tests.
 package e2e

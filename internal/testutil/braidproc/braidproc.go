@@ -4,7 +4,8 @@
 // clusters of it that a test owns, on top of package internal/localcluster
 // (which `braid demo` shares, running its own executable: the shipped
 // binary never builds). Like localcluster, it imports no server package:
-// a test sees braid as a user runs it.
+// a test sees braid as a user runs it. Package internal/testutil/nodes
+// wraps its clusters with the helpers the process-level tests share.
 //
 //	c := braidproc.Start(t, 3, "--log-level", "debug") // stopped when t ends
 //	owner, epoch, _, err := c.Owner(t.Context(), "shop", 30*time.Second)
