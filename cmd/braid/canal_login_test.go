@@ -13,6 +13,7 @@ import (
 	canalclient "github.com/withlin/canal-go/client"
 
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
 )
 
@@ -120,7 +121,7 @@ func TestCanalPasswordUsage(t *testing.T) {
 func TestCaptureCanalLogin(t *testing.T) {
 	srv := mysqltest.Start(t)
 	srv.Exec(t, "CREATE DATABASE shop_0", "CREATE TABLE shop_0.orders (id INT PRIMARY KEY)")
-	spec := writeSpec(t, fmt.Sprintf("name: shop\nsources:\n  - {name: a, address: '%s', start: earliest}\ntables: ['shop_0\\.orders']\nheartbeat: 100ms\n", srv.Addr()))
+	spec := nodes.WriteSpec(t, fmt.Sprintf("name: shop\nsources:\n  - {name: a, address: '%s', start: earliest}\ntables: ['shop_0\\.orders']\nheartbeat: 100ms\n", srv.Addr()))
 	for _, tc := range []struct {
 		name, env string
 		file      string // content of --canal-password-file; "": no flag
@@ -130,7 +131,7 @@ func TestCaptureCanalLogin(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("BRAID_CANAL_PASSWORD", tc.env)
-			port := freePorts(t, 1)[0]
+			port := nodes.FreePorts(t, 1)[0]
 			args := []string{"capture", "-f", spec, "--canal-port", fmt.Sprint(port), "--canal-user", "canal", "--timeout", "8s"}
 			if tc.file != "" {
 				args = append(args, "--canal-password-file", writePasswordFile(t, tc.file))

@@ -47,7 +47,7 @@ func TestCaptureHTTPRefusesBrowsers(t *testing.T) {
 		return ds
 	}
 	log := slog.New(slog.NewTextHandler(t.Output(), nil))
-	ports := freePorts(t, 3)
+	ports := nodes.FreePorts(t, 3)
 	open := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 	serveForTest(t, ds(), serveOptions{listen: "127.0.0.1", httpPort: ports[0]}, log)
 	call := func(base, method, path, host, token string, header ...string) (int, string) {

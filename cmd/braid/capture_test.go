@@ -12,17 +12,9 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/shoptest"
 )
-
-func writeSpec(t *testing.T, body string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "spec.yaml")
-	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // TestCaptureCLI runs `braid capture -f spec.yaml --max N` against a real
 // server and checks the flat-message lines it prints.
@@ -38,7 +30,7 @@ func TestCaptureCLI(t *testing.T) {
 		"INSERT INTO shop_1.orders VALUES (3, 5.00, 'c')",
 		"UPDATE shop_1.orders SET note = 'd' WHERE id = 3",
 		"DELETE FROM shop_0.orders WHERE id = 1")
-	spec := writeSpec(t, fmt.Sprintf(`
+	spec := nodes.WriteSpec(t, fmt.Sprintf(`
 name: shop
 sources:
   - name: a
@@ -103,9 +95,9 @@ func TestCaptureCLIErrors(t *testing.T) {
 	}{
 		{"no spec", []string{"capture"}, "-f spec.yaml", 2},
 		{"missing file", []string{"capture", "-f", "/nonexistent/x.yaml"}, "no such file", 2},
-		{"broken yaml", []string{"capture", "-f", writeSpec(t, "name: [\n")}, "invalid spec", 2},
-		{"bad regex", []string{"capture", "-f", writeSpec(t, "name: d\nsources: [{name: a, address: '127.0.0.1:1'}]\ntables: ['(']\n")}, "regex", 2},
-		{"unreachable", []string{"capture", "-f", writeSpec(t, "name: d\nsources: [{name: a, address: '127.0.0.1:1'}]\n")}, "cannot connect to 127.0.0.1:1", 1},
+		{"broken yaml", []string{"capture", "-f", nodes.WriteSpec(t, "name: [\n")}, "invalid spec", 2},
+		{"bad regex", []string{"capture", "-f", nodes.WriteSpec(t, "name: d\nsources: [{name: a, address: '127.0.0.1:1'}]\ntables: ['(']\n")}, "regex", 2},
+		{"unreachable", []string{"capture", "-f", nodes.WriteSpec(t, "name: d\nsources: [{name: a, address: '127.0.0.1:1'}]\n")}, "cannot connect to 127.0.0.1:1", 1},
 		{"unknown command", []string{"nope"}, "unknown command", 2},
 	}
 	for _, c := range cases {
@@ -128,7 +120,7 @@ func TestCaptureCLIErrors(t *testing.T) {
 func TestCaptureTimeout(t *testing.T) {
 	srv := mysqltest.Start(t)
 	srv.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id INT PRIMARY KEY)", "INSERT INTO shop.orders VALUES (1)")
-	spec := writeSpec(t, fmt.Sprintf("name: shop\nsources: [{name: a, address: '%s', start: earliest}]\n", srv.Addr()))
+	spec := nodes.WriteSpec(t, fmt.Sprintf("name: shop\nsources: [{name: a, address: '%s', start: earliest}]\n", srv.Addr()))
 	var out, errb bytes.Buffer
 	began := time.Now()
 	code := run([]string{"capture", "-f", spec, "--timeout", "2s"}, &out, &errb)
@@ -184,7 +176,7 @@ func TestCaptureMultiSource(t *testing.T) {
 			fmt.Sprintf("CREATE TABLE shop_%d.orders (id INT PRIMARY KEY)", i),
 			fmt.Sprintf("INSERT INTO shop_%d.orders VALUES (%d)", i, i))
 	}
-	spec := writeSpec(t, shoptest.SpecYAML(srvs, ""))
+	spec := nodes.WriteSpec(t, shoptest.SpecYAML(srvs, ""))
 	cursors := t.TempDir()
 	type msg struct {
 		Seq                    uint64
@@ -233,7 +225,7 @@ func TestCaptureReaderGone(t *testing.T) {
 	for i := range 8 {
 		srv.Exec(t, fmt.Sprintf("INSERT INTO shop.orders VALUES (%d)", i))
 	}
-	spec := writeSpec(t, fmt.Sprintf("name: shop\nsources: [{name: a, address: '%s', start: earliest}]\n", srv.Addr()))
+	spec := nodes.WriteSpec(t, fmt.Sprintf("name: shop\nsources: [{name: a, address: '%s', start: earliest}]\n", srv.Addr()))
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -266,7 +258,7 @@ func TestCaptureReaderGone(t *testing.T) {
 func TestCapturePipelineFails(t *testing.T) {
 	srv := mysqltest.Start(t)
 	srv.Exec(t, "CREATE USER 'norepl'@'%' IDENTIFIED BY 'pw'", "GRANT SELECT ON *.* TO 'norepl'@'%'")
-	spec := writeSpec(t, fmt.Sprintf("name: shop\nsources: [{name: a, address: '%s', user: norepl, password: pw, start: earliest}]\n", srv.Addr()))
+	spec := nodes.WriteSpec(t, fmt.Sprintf("name: shop\nsources: [{name: a, address: '%s', user: norepl, password: pw, start: earliest}]\n", srv.Addr()))
 	var out, errb bytes.Buffer
 	began := time.Now()
 	code := run([]string{"capture", "-f", spec, "--timeout", "60s"}, &out, &errb)
@@ -296,7 +288,7 @@ func TestCapturePasswordReference(t *testing.T) {
 	t.Setenv("BRAID_SECRET_TEST_SOURCE_PW", "pw-9z")
 	t.Setenv("BRAID_TEST_SOURCE_PW", "pw-9z")
 	specWith := func(ref string) string {
-		return writeSpec(t, fmt.Sprintf("name: shop\nsources: [{name: a, address: '%s', user: braid, %s, start: earliest}]\n", srv.Addr(), ref))
+		return nodes.WriteSpec(t, fmt.Sprintf("name: shop\nsources: [{name: a, address: '%s', user: braid, %s, start: earliest}]\n", srv.Addr(), ref))
 	}
 	// Beside the spec: allowed without a flag.
 	beside := specWith("password_file: pw")

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braid-cdc/braid/internal/ports"
 	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/shoptest"
 )
@@ -17,16 +16,6 @@ import (
 // `braid server` processes (internal/localcluster, from a binary
 // internal/testutil/braidproc builds once per test run). The tests that
 // kill those processes are in internal/e2e.
-
-// freePorts returns n free loopback ports (ports.FreeLoopback).
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	p, err := ports.FreeLoopback(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // cli runs a braid command in-process and returns its stdout, stderr and
 // exit code.
@@ -91,12 +80,12 @@ func TestClusterBadInput(t *testing.T) {
 	url := c.Nodes[0].URL()
 
 	// A spec with an unreachable shard, and one with a bad regex.
-	dead := freePorts(t, 1)[0]
-	bad := writeSpec(t, fmt.Sprintf("name: broken\nsources:\n  - {name: a, address: '127.0.0.1:%d'}\n", dead))
+	dead := nodes.FreePorts(t, 1)[0]
+	bad := nodes.WriteSpec(t, fmt.Sprintf("name: broken\nsources:\n  - {name: a, address: '127.0.0.1:%d'}\n", dead))
 	if _, errs, code := cli("destination", "create", "-f", bad, "--server", url); code == 0 || !strings.Contains(errs, "cannot connect") {
 		t.Errorf("unreachable shard: exit %d: %s", code, errs)
 	}
-	badRe := writeSpec(t, fmt.Sprintf("name: broken\nsources:\n  - {name: a, address: '%s'}\ntables: ['shop_(']\n", srvs[0].Addr()))
+	badRe := nodes.WriteSpec(t, fmt.Sprintf("name: broken\nsources:\n  - {name: a, address: '%s'}\ntables: ['shop_(']\n", srvs[0].Addr()))
 	if _, errs, code := cli("destination", "create", "-f", badRe, "--server", url); code != 2 || !strings.Contains(errs, "regex") {
 		t.Errorf("bad regex: exit %d: %s", code, errs)
 	}

@@ -238,7 +238,7 @@ func TestApplyConfigFileErrors(t *testing.T) {
 // starts anything, and exits 2 with a line naming the file, the line and
 // the key.
 func TestServerConfigRefusesBadKey(t *testing.T) {
-	p := freePorts(t, 4)
+	p := nodes.FreePorts(t, 4)
 	path := writeConfig(t, fmt.Sprintf(`name: n1
 data-dir: %s
 raft-port: %d

@@ -34,7 +34,7 @@ func TestCaptureServesDDLLocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := freePorts(t, 1)[0]
+	port := nodes.FreePorts(t, 1)[0]
 	serveForTest(t, ds, serveOptions{listen: "127.0.0.1", httpPort: port}, slog.New(slog.NewTextHandler(t.Output(), nil)))
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
 	var lock wire.DDLLock

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/spec"
 )
@@ -28,7 +29,7 @@ func TestServeMaxConnections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := freePorts(t, 1)[0]
+	port := nodes.FreePorts(t, 1)[0]
 	serveForTest(t, ds, serveOptions{listen: "127.0.0.1", httpPort: port, maxConns: 1}, slog.New(slog.DiscardHandler))
 	url := fmt.Sprintf("http://127.0.0.1:%d/v1/destinations/shop/stream?client-id=c", port)
 	var resp *http.Response

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/spec"
 )
@@ -123,7 +124,7 @@ func (tr *tour) rewrite(args []string) []string {
 		if (a == "--http-port" || a == "--canal-port") && i+1 < len(out) {
 			p := out[i+1]
 			if tr.ports[p] == "" {
-				free := freePorts(tr.t, 1)
+				free := nodes.FreePorts(tr.t, 1)
 				tr.ports[p] = strconv.Itoa(free[0])
 			}
 			out[i+1] = tr.ports[p]

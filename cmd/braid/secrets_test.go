@@ -45,7 +45,7 @@ func TestServerPasswordReferences(t *testing.T) {
 	c := startNode(t, "--secrets-dir", secrets)
 	create := func(ref string) string {
 		t.Helper()
-		spec := writeSpec(t, "name: shop\nsources: [{name: a, address: '"+rogue.Addr()+"', user: braid, "+ref+", start: earliest}]\n")
+		spec := nodes.WriteSpec(t, "name: shop\nsources: [{name: a, address: '"+rogue.Addr()+"', user: braid, "+ref+", start: earliest}]\n")
 		out, errs, code := cli("destination", "create", "-f", spec, "--server", c.Nodes[0].URL())
 		if code == 0 {
 			t.Errorf("%s: created: %s", ref, out)
@@ -121,7 +121,7 @@ func TestNoClearTextPasswordToRogueSource(t *testing.T) {
 	for name, ask := range map[string]roguemysql.Ask{"clear": roguemysql.ClearText, "full": roguemysql.FullAuth} {
 		t.Run(name, func(t *testing.T) {
 			rogue := roguemysql.Start(t, ask)
-			spec := writeSpec(t, "name: shop\nsources: [{name: rogue, address: '"+rogue.Addr()+"', user: braid, password_file: '"+filepath.Join(secrets, "pw")+"', start: earliest}]\n")
+			spec := nodes.WriteSpec(t, "name: shop\nsources: [{name: rogue, address: '"+rogue.Addr()+"', user: braid, password_file: '"+filepath.Join(secrets, "pw")+"', start: earliest}]\n")
 			_, errs, code := cli("capture", "-f", spec, "--secrets-dir", secrets, "--timeout", "30s")
 			t.Logf("capture: %s", errs)
 			if code != 1 || !strings.Contains(errs, "source rogue") || !strings.Contains(errs, "clear text") || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
@@ -146,7 +146,7 @@ func TestNoClearTextPasswordToRogueSink(t *testing.T) {
 	srv.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id INT PRIMARY KEY)", "INSERT INTO shop.orders VALUES (1)")
 	rogue := roguemysql.Start(t, roguemysql.FullAuth)
 	t.Setenv("BRAID_SECRET_SINK_PW", password)
-	spec := writeSpec(t, "name: shop\nsources: [{name: a, address: '"+srv.Addr()+"', start: earliest}]\n"+
+	spec := nodes.WriteSpec(t, "name: shop\nsources: [{name: a, address: '"+srv.Addr()+"', start: earliest}]\n"+
 		"sinks: [{name: copy, type: mysql, address: '"+rogue.Addr()+"', user: braid, password_env: BRAID_SECRET_SINK_PW, tables: [{from: shop.orders, to: copy.orders}]}]\n")
 	_, errs, code := cli("capture", "-f", spec, "--quiet", "--cursor-dir", t.TempDir(), "--timeout", "30s")
 	t.Logf("capture: %s", errs)
@@ -181,7 +181,7 @@ func TestClearSecretsWarning(t *testing.T) {
 		})
 	}
 	waitLog(warning, 1)
-	spec := writeSpec(t, "name: shop\nsources: [{name: a, address: '"+srv.Addr()+"', user: braid, password: '"+password+"', start: earliest}]\n")
+	spec := nodes.WriteSpec(t, "name: shop\nsources: [{name: a, address: '"+srv.Addr()+"', user: braid, password: '"+password+"', start: earliest}]\n")
 	retry.Until(t, 20*time.Second, func() error {
 		if _, errs, code := cli("destination", "create", "-f", spec, "--server", n.URL()); code != 0 {
 			return fmt.Errorf("create: %s", errs)
@@ -240,7 +240,7 @@ func TestOwnerResolvesUnderItsOwnRules(t *testing.T) {
 	}
 	c := startNode(t, "--secrets-dir", secrets)
 	n := c.Nodes[0]
-	spec := writeSpec(t, "name: shop\nsources: [{name: a, address: '"+srv.Addr()+"', user: braid, password_file: '"+pw+"', start: earliest}]\ntables: ['shop\\.orders']\n")
+	spec := nodes.WriteSpec(t, "name: shop\nsources: [{name: a, address: '"+srv.Addr()+"', user: braid, password_file: '"+pw+"', start: earliest}]\ntables: ['shop\\.orders']\n")
 	if _, errs, code := cli("destination", "create", "-f", spec, "--server", n.URL()); code != 0 {
 		t.Fatalf("create: %s", errs)
 	}

@@ -26,7 +26,7 @@ import (
 // users, exit 2 with one line naming the flags; --insecure runs it, with
 // a warning.
 func TestServerRefusesToRunUnprotected(t *testing.T) {
-	p := freePorts(t, 4)
+	p := nodes.FreePorts(t, 4)
 	ports := []string{"--raft-port", fmt.Sprint(p[0]), "--gossip-port", fmt.Sprint(p[1]), "--http-port", fmt.Sprint(p[2]), "--canal-port", fmt.Sprint(p[3])}
 	base := append([]string{"server", "--name", "n1", "--data-dir", t.TempDir()}, ports...)
 	usageLine(t, append(base, "--bootstrap-expect", "3"), "--tls-ca", "--gossip-key-file", "--insecure")
@@ -67,7 +67,7 @@ heartbeat: 100ms
 `, srvs[0].Addr(), password, srvs[1].Addr(), password, srvs[2].Addr(), password)
 	var shown []string
 	say := func(what, s string) { shown = append(shown, what+": "+s) }
-	out, errs, code := cli("destination", "create", "-f", writeSpec(t, spec), "--server", c.Nodes[0].URL())
+	out, errs, code := cli("destination", "create", "-f", nodes.WriteSpec(t, spec), "--server", c.Nodes[0].URL())
 	if code != 0 {
 		t.Fatalf("create: %s", errs)
 	}

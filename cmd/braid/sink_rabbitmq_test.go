@@ -13,6 +13,7 @@ import (
 
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/rabbittest"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/spec"
@@ -40,7 +41,7 @@ sinks: [{name: mq, type: rabbitmq, url: '%s', password: guest}]
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := freePorts(t, 1)[0]
+	port := nodes.FreePorts(t, 1)[0]
 	serveForTest(t, ds, serveOptions{listen: "127.0.0.1", httpPort: port}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	api := fmt.Sprintf("http://127.0.0.1:%d", port)
 	var s wire.SinkState

@@ -8,6 +8,7 @@ import (
 
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/nodes"
 )
 
 // TestSinkVerifyHere: `braid sink verify -f spec.yaml DEST SINK` runs
@@ -34,7 +35,7 @@ func TestSinkVerifyHere(t *testing.T) {
 	if _, err := tg.db.Exec("INSERT INTO " + tg.name + ".orders VALUES " + strings.Join(all, ", ")); err != nil {
 		t.Fatal(err)
 	}
-	specFile := writeSpec(t, fmt.Sprintf(`
+	specFile := nodes.WriteSpec(t, fmt.Sprintf(`
 name: shop
 sources:
   - {name: a, address: '%s', start: earliest}

@@ -43,7 +43,7 @@ func TestClusterSinkVerify(t *testing.T) {
 	}
 	srv.Exec(t, "UPDATE shop_0.orders SET note = NULL WHERE id = 3")
 	c := nodes.Start(t, cli)
-	specFile := writeSpec(t, fmt.Sprintf(`
+	specFile := nodes.WriteSpec(t, fmt.Sprintf(`
 name: shop
 sources:
   - {name: a, address: '%s', start: earliest}
@@ -179,7 +179,7 @@ sinks: [{name: copy, type: mysql, address: '127.0.0.1:3306', workers: 2, meta_da
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := freePorts(t, 1)[0]
+	port := nodes.FreePorts(t, 1)[0]
 	serveForTest(t, ds, serveOptions{listen: "127.0.0.1", httpPort: port}, slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})))
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
 	retry.Until(t, 30*time.Second, func() error {

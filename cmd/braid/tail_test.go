@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/spec"
 )
@@ -52,7 +53,7 @@ func TestTailEqualsCapture(t *testing.T) {
 		s.Exec(t, fmt.Sprintf("UPDATE shop_%d.orders SET note = 'u' WHERE id %% 2 = 0", i))
 	}
 	specText := fmt.Sprintf("name: shop\nsources:\n  - {name: a, address: '%s', start: earliest}\n  - {name: b, address: '%s', start: earliest}\ntables: ['shop_\\d+\\.orders']\nroute: [{match: 'shop_\\d+\\.(\\w+)', to: 'shop.$1'}]\nheartbeat: 100ms\n", srvs[0].Addr(), srvs[1].Addr())
-	specFile := writeSpec(t, specText)
+	specFile := nodes.WriteSpec(t, specText)
 	const n = 13 // 1 CREATE TABLE (the second shard's is merged into it), 10 INSERT, 2 UPDATE
 
 	var printed, errb bytes.Buffer
@@ -64,7 +65,7 @@ func TestTailEqualsCapture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := freePorts(t, 1)[0]
+	port := nodes.FreePorts(t, 1)[0]
 	serveForTest(t, spec, serveOptions{listen: "127.0.0.1", httpPort: port}, slog.New(slog.NewTextHandler(t.Output(), nil)))
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
 	var tailed bytes.Buffer
@@ -109,7 +110,7 @@ func TestCanalEqualsTail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := freePorts(t, 2)
+	p := nodes.FreePorts(t, 2)
 	httpPort, canalPort := p[0], p[1]
 	serveForTest(t, spec, serveOptions{listen: "127.0.0.1", httpPort: httpPort, canalPort: canalPort}, slog.New(slog.NewTextHandler(t.Output(), nil)))
 	// (seq, type, table, rows as column=value lists) from each protocol.
@@ -241,7 +242,7 @@ func TestCanalEqualsTail(t *testing.T) {
 // TestTailNeverReachedExits1: braid tail against a server that is not
 // there exits 1 at its --timeout, saying so, instead of 0.
 func TestTailNeverReachedExits1(t *testing.T) {
-	port := freePorts(t, 1)[0]
+	port := nodes.FreePorts(t, 1)[0]
 	_, errs, code := cli("tail", "shop", "--server", fmt.Sprintf("http://127.0.0.1:%d", port), "--timeout", "1s", "--log-level", "error")
 	if code != 1 || !strings.Contains(errs, "never served") {
 		t.Errorf("tail of a dead server: exit %d: %s", code, errs)
@@ -262,8 +263,8 @@ func TestTailBadFromExits2(t *testing.T) {
 // TestCreateBadSpecExits2: an invalid spec is refused by the CLI itself,
 // before any node is asked, with exit code 2 and the spec's error.
 func TestCreateBadSpecExits2(t *testing.T) {
-	port := freePorts(t, 1)[0]
-	bad := writeSpec(t, "name: shop\nsources:\n  - {name: a, adress: '127.0.0.1:1'}\n")
+	port := nodes.FreePorts(t, 1)[0]
+	bad := nodes.WriteSpec(t, "name: shop\nsources:\n  - {name: a, adress: '127.0.0.1:1'}\n")
 	_, errs, code := cli("destination", "create", "-f", bad, "--server", fmt.Sprintf("http://127.0.0.1:%d", port))
 	if code != 2 || !strings.Contains(errs, "adress") || strings.Count(errs, "\n") != 1 {
 		t.Errorf("bad spec: exit %d: %s", code, errs)

@@ -24,6 +24,7 @@ import (
 
 	"github.com/braid-cdc/braid/internal/testutil/braidproc"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/rabbittest"
 	"github.com/braid-cdc/braid/internal/testutil/redistest"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
@@ -162,7 +163,7 @@ func testCaptureUnicodeExact(t *testing.T, tables []unicodeTable, late bool) {
 	if !late {
 		createUnicodeTables(t, srv, tables)
 	}
-	specFile := writeSpec(t, fmt.Sprintf(`
+	specFile := nodes.WriteSpec(t, fmt.Sprintf(`
 name: uni
 sources: [{name: a, address: '%s'}]
 tables: ['u0\..*']
@@ -382,7 +383,7 @@ sinks:
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := freePorts(t, 1)[0]
+	port := nodes.FreePorts(t, 1)[0]
 	serveForTest(t, ds, serveOptions{listen: "127.0.0.1", httpPort: port}, slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})))
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
 

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/shoptest"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/sink/kafka/kafkatest"
@@ -59,7 +60,7 @@ func TestCaptureKafkaSinkSurvivesKills(t *testing.T) {
 	defer c.Close()
 	addr := c.ListenAddrs()[0]
 	shards := sinktest.StartShop(t)
-	specFile := writeSpec(t, shoptest.SpecYAML(shards[:3], fmt.Sprintf("sinks:\n  - {name: events, type: kafka, brokers: ['%s']}\n", addr)))
+	specFile := nodes.WriteSpec(t, shoptest.SpecYAML(shards[:3], fmt.Sprintf("sinks:\n  - {name: events, type: kafka, brokers: ['%s']}\n", addr)))
 	cursorDir := t.TempDir()
 	capture := newCaptureRun(t, specFile)
 	start := func() *exec.Cmd { return capture.start("--quiet", "--cursor-dir", cursorDir) }

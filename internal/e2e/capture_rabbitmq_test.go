@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/rabbittest"
 	"github.com/braid-cdc/braid/internal/testutil/shoptest"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
@@ -27,7 +28,7 @@ import (
 func TestCaptureRabbitMQSinkSurvivesKills(t *testing.T) {
 	url := rabbittest.Vhost(t)
 	shards := sinktest.StartShop(t)
-	specFile := writeSpec(t, shoptest.SpecYAML(shards[:3], fmt.Sprintf(
+	specFile := nodes.WriteSpec(t, shoptest.SpecYAML(shards[:3], fmt.Sprintf(
 		"sinks:\n  - {name: mq, type: rabbitmq, url: '%s', password: guest, queues: per-table}\n", url)))
 	cursorDir := t.TempDir()
 	capture := newCaptureRun(t, specFile)

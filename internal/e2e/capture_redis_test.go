@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/api/wire"
+	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/redistest"
 	"github.com/braid-cdc/braid/internal/testutil/shoptest"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
@@ -31,7 +32,7 @@ func TestCaptureRedisSinkSurvivesKills(t *testing.T) {
 	c, prefix := redistest.Prefix(t)
 	shards := sinktest.StartShards(t, "(id BIGINT PRIMARY KEY, amount INT NOT NULL, note VARCHAR(40))")
 	tmpl := prefix + "{table}:{pk}"
-	specFile := writeSpec(t, shoptest.SpecYAML(shards[:3], fmt.Sprintf("sinks:\n  - {name: cache, type: redis, address: '127.0.0.1:6379', key: '%s', workers: 4, batch: 20}\n", tmpl)))
+	specFile := nodes.WriteSpec(t, shoptest.SpecYAML(shards[:3], fmt.Sprintf("sinks:\n  - {name: cache, type: redis, address: '127.0.0.1:6379', key: '%s', workers: 4, batch: 20}\n", tmpl)))
 	cursorDir := t.TempDir()
 	capture := newCaptureRun(t, specFile)
 	start := capture.start
@@ -89,7 +90,7 @@ func TestCaptureRedisSinkSurvivesKills(t *testing.T) {
 	t.Logf("%d rows equal after 2 SIGKILLs", len(got))
 
 	// braid sink verify, through a capture that serves the sink.
-	port := freePorts(t, 1)[0]
+	port := nodes.FreePorts(t, 1)[0]
 	cmd = start("--http-port", fmt.Sprint(port))
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)

@@ -108,8 +108,8 @@ func TestLateCanalClientInCluster(t *testing.T) {
 // (a braid capture process; the consumers retry until it listens).
 func TestLateCanalClientCapture(t *testing.T) {
 	srvs := shoptest.Shards(t)
-	p := freePorts(t, 2)
-	startCapture(t, writeSpec(t, shoptest.SpecYAML(srvs, "")), "--http-port", strconv.Itoa(p[0]), "--canal-port", strconv.Itoa(p[1]))
+	p := nodes.FreePorts(t, 2)
+	startCapture(t, nodes.WriteSpec(t, shoptest.SpecYAML(srvs, "")), "--http-port", strconv.Itoa(p[0]), "--canal-port", strconv.Itoa(p[1]))
 	const n = 60
 	for i := range n {
 		srvs[i%3].Exec(t, fmt.Sprintf("INSERT INTO shop_%d.orders VALUES (%d, 0, 'row %d')", 2*(i%3)+1, i, i))

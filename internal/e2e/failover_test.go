@@ -504,7 +504,7 @@ func TestClusterRebalance(t *testing.T) {
 	srvs := shoptest.Shards(t)
 	c := nodes.Start(t, cli)
 	for _, name := range []string{"shop1", "shop2", "shop3"} {
-		spec := writeSpec(t, fmt.Sprintf("name: %s\nsources:\n  - {name: a, address: '%s'}\ntables: ['shop_\\d+\\.orders']\n", name, srvs[0].Addr()))
+		spec := nodes.WriteSpec(t, fmt.Sprintf("name: %s\nsources:\n  - {name: a, address: '%s'}\ntables: ['shop_\\d+\\.orders']\n", name, srvs[0].Addr()))
 		if _, errs, code := cli("destination", "create", "-f", spec, "--server", c.Nodes[0].URL()); code != 0 {
 			t.Fatalf("create %s: %s", name, errs)
 		}

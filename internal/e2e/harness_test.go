@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/braid-cdc/braid/internal/ports"
 	"github.com/braid-cdc/braid/internal/testutil/braidproc"
 )
 
@@ -34,27 +31,6 @@ func cli(args ...string) (string, string, int) {
 		return out.String(), errb.String(), ee.ExitCode()
 	}
 	return out.String(), errb.String() + err.Error(), -1
-}
-
-// writeSpec writes a destination spec to a file of the test's and
-// returns its path.
-func writeSpec(t *testing.T, body string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "spec.yaml")
-	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// freePorts returns n free loopback ports (ports.FreeLoopback).
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	p, err := ports.FreeLoopback(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // startCapture runs `braid capture -f spec` with args as a process of

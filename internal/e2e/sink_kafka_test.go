@@ -33,7 +33,7 @@ func TestClusterKafkaSinkSurvivesOwnerKills(t *testing.T) {
 	addr := kc.ListenAddrs()[0]
 	shards := sinktest.StartShop(t)
 	c := nodes.Start(t, cli)
-	specFile := writeSpec(t, shoptest.SpecYAML(shards[:3], fmt.Sprintf("sinks:\n  - {name: events, type: kafka, brokers: ['%s']}\n", addr)))
+	specFile := nodes.WriteSpec(t, shoptest.SpecYAML(shards[:3], fmt.Sprintf("sinks:\n  - {name: events, type: kafka, brokers: ['%s']}\n", addr)))
 	if out, errs, code := cli("destination", "create", "-f", specFile, "--server", c.Nodes[0].URL()); code != 0 {
 		t.Fatalf("create: exit %d: %s%s", code, out, errs)
 	}

@@ -89,7 +89,7 @@ func TestCaptureSinkSurvivesKills(t *testing.T) {
 
 func testCaptureSinkSurvivesKills(t *testing.T, tg auditedDB) {
 	shards := sinktest.StartShards(t, "(id BIGINT PRIMARY KEY, amount INT NOT NULL, note VARCHAR(40))")
-	specFile := writeSpec(t, shoptest.SpecYAML(shards[:3], "sinks:\n  - "+tg.sinkYAML()+"\n"))
+	specFile := nodes.WriteSpec(t, shoptest.SpecYAML(shards[:3], "sinks:\n  - "+tg.sinkYAML()+"\n"))
 	cursorDir := t.TempDir()
 	capture := newCaptureRun(t, specFile)
 	start := func() *exec.Cmd { return capture.start("--quiet", "--cursor-dir", cursorDir) }
@@ -141,7 +141,7 @@ func TestClusterSinkSurvivesOwnerKills(t *testing.T) {
 func testClusterSinkSurvivesOwnerKills(t *testing.T, tg auditedDB) {
 	srvs := shoptest.Shards(t)
 	c := nodes.Start(t, cli)
-	specFile := writeSpec(t, shoptest.SpecYAML(srvs, "sinks:\n  - "+tg.sinkYAML()+"\n"))
+	specFile := nodes.WriteSpec(t, shoptest.SpecYAML(srvs, "sinks:\n  - "+tg.sinkYAML()+"\n"))
 	if out, errs, code := cli("destination", "create", "-f", specFile, "--server", c.Nodes[0].URL()); code != 0 {
 		t.Fatalf("create: exit %d: %s%s", code, out, errs)
 	}

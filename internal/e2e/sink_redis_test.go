@@ -31,7 +31,7 @@ func TestClusterRedisSinkSurvivesOwnerKills(t *testing.T) {
 	srvs := shoptest.Shards(t)
 	c := nodes.Start(t, cli)
 	tmpl := prefix + "{table}:{pk}"
-	specFile := writeSpec(t, shoptest.SpecYAML(srvs, fmt.Sprintf("sinks:\n  - {name: cache, type: redis, address: '127.0.0.1:6379', key: '%s', workers: 4}\n", tmpl)))
+	specFile := nodes.WriteSpec(t, shoptest.SpecYAML(srvs, fmt.Sprintf("sinks:\n  - {name: cache, type: redis, address: '127.0.0.1:6379', key: '%s', workers: 4}\n", tmpl)))
 	if out, errs, code := cli("destination", "create", "-f", specFile, "--server", c.Nodes[0].URL()); code != 0 {
 		t.Fatalf("create: exit %d: %s%s", code, out, errs)
 	}

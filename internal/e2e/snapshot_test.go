@@ -283,7 +283,7 @@ func chunkReads(t *testing.T, s *mysqltest.Server, since string) []string {
 // de-duplicated by seq, holds the shards' rows.
 func TestCaptureSnapshotResumesAfterKills(t *testing.T) {
 	shards := snapshotShop(t)
-	specFile := writeSpec(t, snapshotSpecYAML(shards, ""))
+	specFile := nodes.WriteSpec(t, snapshotSpecYAML(shards, ""))
 	cursorDir, outDir := t.TempDir(), t.TempDir()
 	capture := newCaptureRun(t, specFile)
 	var outs []string
@@ -482,7 +482,7 @@ func TestClusterSnapshotSurvivesOwnerKills(t *testing.T) {
 		return n
 	}
 	c := nodes.Start(t, cli)
-	specFile := writeSpec(t, snapshotSpecYAML(shards, fmt.Sprintf(
+	specFile := nodes.WriteSpec(t, snapshotSpecYAML(shards, fmt.Sprintf(
 		"sinks:\n  - {name: copy, type: mysql, address: '127.0.0.1:3306', workers: 8, batch: 200, meta_database: %s_meta, tables: [{from: shop.orders, to: %s.orders}]}\n", name, name)))
 	w := startShopWriter(t, shards)
 	defer w.halt()

@@ -23,6 +23,7 @@ import (
 
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/internal/localcluster"
+	"github.com/braid-cdc/braid/internal/ports"
 	"github.com/braid-cdc/braid/internal/testutil/braidproc"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
@@ -118,11 +119,29 @@ func StartShop(t *testing.T, cli Runner) ([]*mysqltest.Server, *Cluster) {
 // max_clock_skew of 200ms) to a file of the test's and returns its path.
 func ShopSpec(t testing.TB, srvs []*mysqltest.Server) string {
 	t.Helper()
+	return WriteSpec(t, shoptest.SpecYAML(srvs, "max_clock_skew: 200ms\n"))
+}
+
+// WriteSpec writes a destination spec to a file of the test's and
+// returns its path.
+func WriteSpec(t testing.TB, body string) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "spec.yaml")
-	if err := os.WriteFile(path, []byte(shoptest.SpecYAML(srvs, "max_clock_skew: 200ms\n")), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// FreePorts returns n free loopback ports (ports.FreeLoopback), and
+// fails t if it cannot.
+func FreePorts(t testing.TB, n int) []int {
+	t.Helper()
+	p, err := ports.FreeLoopback(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // JoinOf is the gossip addresses of the nodes other than n.
