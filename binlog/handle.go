@@ -295,13 +295,13 @@ func (p *Reader) handleRows(ctx context.Context, ev *replication.RowsEvent, star
 			images.SetBinlog(b)
 		}
 	}
-	if after := ev.ColumnBitmap1; kind != change.Delete {
-		if kind == change.Update {
-			after = ev.ColumnBitmap2
-		}
-		if !allColumns(after, int(ev.ColumnCount)) {
-			images.SetPartialAfter()
-		}
+	switch kind {
+	case change.Insert:
+		images.SetPresent(nil, ev.ColumnBitmap1, int(ev.ColumnCount))
+	case change.Delete:
+		images.SetPresent(ev.ColumnBitmap1, nil, int(ev.ColumnCount))
+	case change.Update:
+		images.SetPresent(ev.ColumnBitmap1, ev.ColumnBitmap2, int(ev.ColumnCount))
 	}
 	n := images.Count()
 	changes := make([]change.RowChange, 0, n/step)
@@ -365,17 +365,6 @@ func (f *rowFilter) decodeRows(re *replication.RowsEvent, data []byte) error {
 	}
 	re.Rows = [][]any{{rr}} // handleRows takes them out (rowImagesOf)
 	return nil
-}
-
-// allColumns reports whether bitmap (a rows event's columns-present
-// bitmap) holds each of n columns.
-func allColumns(bitmap []byte, n int) bool {
-	for i := range n {
-		if i/8 >= len(bitmap) || bitmap[i/8]&(1<<(i%8)) == 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // rowImagesOf returns a rows event's images: the raw ones decodeRows left

@@ -281,7 +281,32 @@ func (rc *RowChange) HasAfter() bool { return rc.after >= 0 }
 // PartialAfter reports whether the change's after image leaves columns
 // out (the source's binlog_row_image is MINIMAL or NOBLOB): they read as
 // NULL, not as the row holds them.
-func (rc *RowChange) PartialAfter() bool { return rc.after >= 0 && rc.images.partialAfter }
+func (rc *RowChange) PartialAfter() bool { return rc.Partial(true) }
+
+// Partial reports whether the change's after image (before image when
+// after is false) leaves columns out: see Present.
+func (rc *RowChange) Partial(after bool) bool {
+	if after {
+		return rc.after >= 0 && rc.images.presentAfter != nil
+	}
+	return rc.before >= 0 && rc.images.presentBefore != nil
+}
+
+// Present reports whether the after image (before image when after is
+// false) holds column i. With binlog_row_image MINIMAL or NOBLOB an image
+// leaves columns out: they read as NULL, but the row's value is not
+// known, and a reader must not take them for SQL NULL. A column a view
+// (WithView) has and the row's table lacks is present, as NULL.
+func (rc *RowChange) Present(after bool, i int) bool {
+	if i = rc.col(i); i < 0 {
+		return true
+	}
+	bm := rc.images.presentBefore
+	if after {
+		bm = rc.images.presentAfter
+	}
+	return bm == nil || bm[i>>3]&(1<<(i&7)) != 0
+}
 
 // AppendText appends column i's value, from the after image when after is
 // set and else from the before image, in canal's string form (see
@@ -399,10 +424,17 @@ func (rc *RowChange) appendText(b []byte, after bool, i int, quoted bool) ([]byt
 
 // Changed reports whether an UPDATE changed column i: whether its before
 // and after values differ (what canal marks "updated", and what the flat
-// message's "old" lists).
+// message's "old" lists). A column the after image leaves out did not
+// change; one only the before image leaves out did, as canal takes it.
 func (rc *RowChange) Changed(i int) bool {
 	if rc.before < 0 || rc.after < 0 {
 		return rc.after >= 0
+	}
+	if !rc.Present(true, i) {
+		return false
+	}
+	if !rc.Present(false, i) {
+		return true
 	}
 	if i = rc.col(i); i < 0 {
 		return false

@@ -67,13 +67,39 @@ type Images struct {
 	// binlog is what else of the rows event a target replaying it needs
 	// (SetBinlog); nil when the reader kept none.
 	binlog *RowsBinlog
-	// partialAfter: the after images leave columns out (SetPartialAfter).
-	partialAfter bool
+	// presentBefore and presentAfter are the bitmaps of the columns the
+	// before and after images hold (SetPresent); nil when they hold all.
+	presentBefore, presentAfter []byte
 }
 
-// SetPartialAfter records that the rows event's after images leave
-// columns out (binlog_row_image MINIMAL or NOBLOB), which read as NULL.
-func (im *Images) SetPartialAfter() { im.partialAfter = true }
+// SetPresent records the rows event's bitmaps of the columns its images
+// hold, before for its before images (a DELETE's, an UPDATE's) and after
+// for its after images (an INSERT's, an UPDATE's), of cols columns: with
+// binlog_row_image MINIMAL or NOBLOB they leave columns out, which read
+// as NULL but are not the row's (RowChange.Present). A bitmap of every
+// column is not kept.
+func (im *Images) SetPresent(before, after []byte, cols int) {
+	if !allPresent(before, cols) {
+		im.presentBefore = before
+	}
+	if !allPresent(after, cols) {
+		im.presentAfter = after
+	}
+}
+
+// allPresent reports whether bitmap marks each of cols columns (a nil
+// bitmap: the image is not there).
+func allPresent(bitmap []byte, cols int) bool {
+	if bitmap == nil {
+		return true
+	}
+	for i := range cols {
+		if i>>3 >= len(bitmap) || bitmap[i>>3]&(1<<(i&7)) == 0 {
+			return false
+		}
+	}
+	return true
+}
 
 // RowsBinlog is what a target that applies the rows event's images as
 // binlog row events (sink/mysql) needs besides them. It is read-only.

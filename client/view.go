@@ -125,6 +125,13 @@ func (v *MessageView) Value(row, col int) (val []byte, ok bool) {
 	return v.data.value(row, col)
 }
 
+// Holds reports whether data's row row holds column col, NULL or not: a
+// row image of a source with binlog_row_image MINIMAL or NOBLOB leaves
+// columns out, and the message then holds only the others.
+func (v *MessageView) Holds(row, col int) bool {
+	return v.data.cell(row, col) != nil
+}
+
 // OldRows counts the rows of old: for UPDATE, one per row of data.
 func (v *MessageView) OldRows() int { return len(v.old.rows) }
 

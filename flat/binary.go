@@ -29,7 +29,8 @@ import (
 // varint(sqlType) str(mysqlType), or 0 when sqlType and mysqlType are null
 // (a DDL); rows is uvarint(r+1) and r rows of one cell per column, or 0
 // for null; and a cell is uvarint(0) for a column the row does not hold
-// (old's unchanged columns), uvarint(1) for NULL, or uvarint(k+2) and k
+// (old's unchanged columns, and a column a binlog_row_image MINIMAL or
+// NOBLOB image leaves out), uvarint(1) for NULL, or uvarint(k+2) and k
 // bytes of UTF-8 text. An empty gtid is no gtid. varint is zig-zag. flags,
 // written only when not 0, has bit 1 for a message of snapshot rows.
 const (
@@ -137,7 +138,7 @@ func appendBinaryString(b []byte, s string) []byte {
 // appendBinaryRow writes one of rc's images as n cells, as appendRow
 // writes it as JSON.
 func appendBinaryRow(b []byte, rc *change.RowChange, after, onlyChanged bool, n int) []byte {
-	if offs := rc.RawOffsets(after); offs != nil && !onlyChanged {
+	if offs := rc.RawOffsets(after); offs != nil && !onlyChanged && !rc.Partial(after) {
 		// The common case in a loop of its own: every column of a raw image.
 		for i, off := range offs[:min(n, len(offs))] {
 			if off < 0 {
@@ -158,7 +159,7 @@ func appendBinaryRow(b []byte, rc *change.RowChange, after, onlyChanged bool, n 
 		return b
 	}
 	for i := range n {
-		if onlyChanged && !rc.Changed(i) {
+		if onlyChanged && !rc.Changed(i) || !rc.Present(after, i) {
 			b = append(b, binaryAbsent)
 			continue
 		}

@@ -8,6 +8,9 @@
 // # Invariants
 //
 //   - Messages keep a table's column order; values are change's text.
+//   - A message holds only the columns its row image holds (MINIMAL and
+//     NOBLOB images leave some out): JSON's null, and the binary
+//     encoding's NULL cell, are SQL NULL, never a column left out.
 //   - Each transaction with rows, and each DDL, takes the next seq; a run of
 //     more than MaxRows rows is split into messages of the same seq.
 //   - WriteEvents writes the same messages in the same order as Write.

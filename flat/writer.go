@@ -267,9 +267,11 @@ func (w *Writer) appendBraidFields(b []byte, ev *change.Event, originDB, originT
 // appendRow writes one of rc's images, the after image when after is set
 // and else the before image, as a JSON object in column order. With
 // onlyChanged set, only the columns the update changed are written
-// (canal's "old": the previous values of the changed columns).
+// (canal's "old": the previous values of the changed columns). A column
+// the image leaves out (binlog_row_image MINIMAL or NOBLOB) is not
+// written, as canal writes only the columns present: null is SQL NULL.
 func appendRow(b []byte, rc *change.RowChange, keys [][]byte, after, onlyChanged bool) []byte {
-	if offs := rc.RawOffsets(after); offs != nil && !onlyChanged {
+	if offs := rc.RawOffsets(after); offs != nil && !onlyChanged && !rc.Partial(after) {
 		// The common case in a loop of its own: every column of a raw image.
 		b = append(b, '{')
 		for i, off := range offs {
@@ -288,7 +290,7 @@ func appendRow(b []byte, rc *change.RowChange, keys [][]byte, after, onlyChanged
 	b = append(b, '{')
 	n := 0
 	for i := range rc.Table.Columns {
-		if onlyChanged && !rc.Changed(i) {
+		if onlyChanged && !rc.Changed(i) || !rc.Present(after, i) {
 			continue
 		}
 		if n > 0 {

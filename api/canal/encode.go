@@ -345,19 +345,25 @@ func (e *encoder) rowChange(ev *change.Event, kind pbe.EventType) {
 // rowData writes one row change's RowData (field 12 of RowChange):
 // afterColumns (2), beforeColumns (1). As canal does, after-image columns
 // are marked updated when their value differs from the before image (every
-// column of an INSERT); before-image columns never are.
+// column of an INSERT); before-image columns never are. As canal does, an
+// image holds only the columns the binlog's holds (binlog_row_image
+// MINIMAL or NOBLOB leave some out), so isNull is SQL NULL.
 func (e *encoder) rowData(rc *change.RowChange) {
 	r := &e.buf
 	start := r.open()
 	cols := e.columns(rc.Table)
 	if rc.HasAfter() {
 		for i := len(rc.Table.Columns) - 1; i >= 0; i-- {
-			e.column(2, cols, rc, true, i, rc.Changed(i))
+			if rc.Present(true, i) {
+				e.column(2, cols, rc, true, i, rc.Changed(i))
+			}
 		}
 	}
 	if rc.HasBefore() {
 		for i := len(rc.Table.Columns) - 1; i >= 0; i-- {
-			e.column(1, cols, rc, false, i, false)
+			if rc.Present(false, i) {
+				e.column(1, cols, rc, false, i, false)
+			}
 		}
 	}
 	r.close(12, start)

@@ -98,20 +98,18 @@ func (m *refMapper) rowsEntry(ev *change.Event) *pbe.Entry {
 	return newEntry(h, pbe.EntryType_ROWDATA, rc)
 }
 
-// rowData maps one row change. As canal does, after-image columns are
-// marked updated when their value differs from the before image (every
-// column of an INSERT); before-image columns never are.
+// rowData maps one row change. As canal does, an image holds only the
+// columns the binlog's holds, and after-image columns are marked updated
+// when the before image has no column of their index or a different value
+// (every column of an INSERT); before-image columns never are.
 func rowData(rc *change.RowChange) *pbe.RowData {
-	before, after := rc.Before(), rc.After()
 	rd := &pbe.RowData{}
-	var beforeCols []*pbe.Column
-	if before != nil {
-		beforeCols = columns(rc.Table, before, nil)
-		rd.BeforeColumns = beforeCols
+	if rc.HasBefore() {
+		rd.BeforeColumns = columns(rc, false, nil)
 	}
-	if after != nil {
-		rd.AfterColumns = columns(rc.Table, after, beforeCols)
-		if before == nil {
+	if rc.HasAfter() {
+		rd.AfterColumns = columns(rc, true, rd.BeforeColumns)
+		if !rc.HasBefore() {
 			for _, c := range rd.AfterColumns {
 				c.Updated = true
 			}
@@ -120,10 +118,17 @@ func rowData(rc *change.RowChange) *pbe.RowData {
 	return rd
 }
 
-func columns(t *change.Table, img []change.Value, before []*pbe.Column) []*pbe.Column {
-	cols := make([]*pbe.Column, len(t.Columns))
-	for i := range t.Columns {
-		c := &t.Columns[i]
+func columns(rc *change.RowChange, after bool, before []*pbe.Column) []*pbe.Column {
+	img := rc.Before()
+	if after {
+		img = rc.After()
+	}
+	var cols []*pbe.Column
+	for i := range rc.Table.Columns {
+		if !rc.Present(after, i) {
+			continue
+		}
+		c := &rc.Table.Columns[i]
 		var v change.Value
 		if i < len(img) {
 			v = img[i]
@@ -137,11 +142,15 @@ func columns(t *change.Table, img []change.Value, before []*pbe.Column) []*pbe.C
 			Value:         change.FormatValue(v),
 			MysqlType:     c.RawType,
 		}
-		if before != nil && i < len(before) {
-			b := before[i]
-			col.Updated = b.GetIsNull() != col.GetIsNull() || b.Value != col.Value
+		if after && before != nil {
+			col.Updated = true
+			for _, b := range before {
+				if b.Index == col.Index {
+					col.Updated = b.GetIsNull() != col.GetIsNull() || b.Value != col.Value
+				}
+			}
 		}
-		cols[i] = col
+		cols = append(cols, col)
 	}
 	return cols
 }
