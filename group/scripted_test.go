@@ -49,13 +49,19 @@ func row(id int64, note string) []change.Value { return []change.Value{id, note}
 type scriptedTx struct {
 	seq    uint64
 	source string
-	ddl    string // the DDL's SQL, for a DDL
-	ids    []int64
+	ddl    string  // the DDL's SQL, for a DDL
+	ids    []int64 // each row change's key (its row's after, else before)
 	pos    change.Position
 	cursor *group.Cursor // after it
+	// snapshot marks a snapshot chunk; changes are its row changes.
+	snapshot bool
+	changes  []change.RowChange
 }
 
 func (x scriptedTx) String() string {
+	if x.snapshot {
+		return fmt.Sprintf("seq %d: %s chunk %v at %s", x.seq, x.source, x.ids, x.pos)
+	}
 	if x.ddl != "" {
 		return fmt.Sprintf("seq %d: %s DDL %q", x.seq, x.source, x.ddl)
 	}
@@ -85,11 +91,16 @@ func runScripted(t *testing.T, cfg group.Config) *scripted {
 		s.done <- d.Run(ctx, func(ev *change.Event) error {
 			switch ev.Type {
 			case change.EventBegin:
-				cur = &scriptedTx{seq: ev.Seq, source: ev.Source, pos: ev.Pos}
+				cur = &scriptedTx{seq: ev.Seq, source: ev.Source, pos: ev.Pos, snapshot: ev.Snapshot}
 			case change.EventRows:
 				for _, rc := range ev.Rows {
-					cur.ids = append(cur.ids, rc.After()[0].(int64))
+					img := rc.Before
+					if rc.HasAfter() {
+						img = rc.After
+					}
+					cur.ids = append(cur.ids, img()[0].(int64))
 				}
+				cur.changes = append(cur.changes, ev.Rows...)
 			case change.EventCommit:
 				cur.cursor = d.Cursor()
 				s.txs <- *cur

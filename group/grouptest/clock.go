@@ -3,9 +3,13 @@
 // source's events as a test appends them, and replays them from a
 // cursor's position to a restarted destination or a shard-DDL catch-up,
 // as a binlog would; Clock (group.Clock) moves only when the test says.
+// A Log also holds its tables' rows, which a snapshot connection serves
+// in key order by chunks, one at a time when held (Log.Step), failing
+// when told (Log.FailChunks).
 // It is for testing group's logic (the merge's order, lateness,
-// placements, shard-DDL locks); what a server does (decoding, schema,
-// reconnects, snapshot SELECTs) is tested against a real mariadbd.
+// placements, shard-DDL locks, the snapshot's gate, fold, backoff and
+// replay); what a server does (decoding, schema, reconnects, the
+// snapshot's SQL) is tested against a real mariadbd.
 package grouptest
 
 import (
@@ -24,6 +28,7 @@ type Clock struct {
 }
 
 type waiter struct {
+	d      time.Duration
 	at     time.Time
 	every  time.Duration // 0: once (After)
 	ch     chan time.Time
@@ -55,7 +60,7 @@ func (c *Clock) NewTicker(d time.Duration) group.Ticker {
 func (c *Clock) add(d, every time.Duration) *waiter {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	w := &waiter{at: c.now.Add(d), every: every, ch: make(chan time.Time, 1)}
+	w := &waiter{d: d, at: c.now.Add(d), every: every, ch: make(chan time.Time, 1)}
 	if d <= 0 {
 		w.ch <- c.now
 		if every == 0 {
@@ -65,6 +70,20 @@ func (c *Clock) add(d, every time.Duration) *waiter {
 	}
 	c.waiters = append(c.waiters, w)
 	return w
+}
+
+// Timers is how many timers of duration d (After) wait: a test moves the
+// clock once the code it tests waits.
+func (c *Clock) Timers(d time.Duration) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, w := range c.waiters {
+		if !w.closed && w.every == 0 && w.d == d {
+			n++
+		}
+	}
+	return n
 }
 
 // Advance moves the clock on by d and fires the timers and tickers due

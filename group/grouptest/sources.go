@@ -2,7 +2,6 @@ package grouptest
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -11,7 +10,6 @@ import (
 	"github.com/braid-cdc/braid/binlog"
 	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/group"
-	"github.com/braid-cdc/braid/spec"
 )
 
 // Sources is a group.Sources over scripted binlogs, one Log per source
@@ -43,16 +41,11 @@ func (s *Sources) Log(name string) *Log {
 // cfg.Resume (else from its start), of the tables cfg.Tables selects.
 func (s *Sources) Reader(cfg binlog.Config) (group.Reader, error) {
 	r := &reader{log: s.Log(cfg.Source.Name), cfg: cfg}
+	r.from = r.log.pos(4) // the log's beginning
 	if cfg.Resume != nil {
 		r.from = cfg.Resume.Pos
 	}
 	return r, nil
-}
-
-// Snapshot implements group.Sources; scripted sources have no snapshot
-// reads (the snapshot's SELECTs are tested against a server).
-func (s *Sources) Snapshot(context.Context, spec.Source) (group.SnapshotConn, error) {
-	return nil, errors.New("grouptest: scripted sources have no snapshot reads")
 }
 
 // File is the binlog file name of every scripted position.
@@ -72,6 +65,13 @@ type Log struct {
 	// broadcast on readCond when it grows.
 	read     int
 	readCond *sync.Cond
+
+	// The snapshot's side (snapshot.go): rows by table and key, chunks
+	// to fail, chunks read, and the steps of a held log.
+	rows       map[string]map[string][]change.Value
+	failChunks int
+	chunks     int
+	steps      chan step
 }
 
 type item struct {
@@ -108,6 +108,9 @@ func (l *Log) Tx(commit time.Time, t *change.Table, rows ...[]change.Value) chan
 		begin, rs, c := base, base, base
 		begin.Type, rs.Type, c.Type = change.EventBegin, change.EventRows, change.EventCommit
 		rs.Rows = change.NewValueRows(t, 0, rows)
+		for _, r := range rows {
+			l.setRow(t, nil, r)
+		}
 		c.Pos, c.EndPos = end, end
 		return []*change.Event{&begin, &rs, &c}
 	})

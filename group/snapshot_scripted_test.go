@@ -1,0 +1,205 @@
+package group_test
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/group/grouptest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
+	"github.com/braid-cdc/braid/spec"
+)
+
+// The snapshot's logic on scripted sources: the rows a source's table
+// holds are served by grouptest's snapshot connection in key order by
+// chunks of three, each chunk read when the test steps it, while the test
+// appends live changes.
+
+// snapSpec is one scripted source s0 with an initial snapshot in chunks
+// of three rows.
+func snapSpec() *spec.Spec {
+	ds := scriptSpec(1, spec.ShardDDLPassthrough)
+	ds.Snapshot, ds.SnapshotChunkRows = spec.SnapshotInitial, 3
+	return ds
+}
+
+func ins(r []change.Value) grouptest.Change    { return grouptest.Change{After: r} }
+func del(r []change.Value) grouptest.Change    { return grouptest.Change{Before: r} }
+func upd(b, a []change.Value) grouptest.Change { return grouptest.Change{Before: b, After: a} }
+func valuesText(r []change.Value) string       { return fmt.Sprint(r...) }
+func rowsOf(rs [][]change.Value) map[int64]string {
+	out := map[int64]string{}
+	for _, r := range rs {
+		out[r[0].(int64)] = valuesText(r)
+	}
+	return out
+}
+
+// applyStrict applies txs to rows as a consumer keyed by id does, and
+// reports any change that finds the key in the wrong state (an INSERT
+// of a row there, an UPDATE or DELETE of one not): a live change that
+// went out before its key's snapshot row.
+func applyStrict(t *testing.T, rows map[int64]string, txs ...scriptedTx) {
+	t.Helper()
+	for _, x := range txs {
+		for _, rc := range x.changes {
+			if rc.HasBefore() {
+				b := rc.Before()
+				if _, ok := rows[b[0].(int64)]; !ok {
+					t.Errorf("%s: %s of id %d, which the consumer has no row of", x, rc.Kind, b[0])
+				}
+				delete(rows, b[0].(int64))
+			}
+			if rc.HasAfter() {
+				a := rc.After()
+				if _, ok := rows[a[0].(int64)]; ok && rc.Kind == change.Insert {
+					t.Errorf("%s: INSERT of id %d, which the consumer has a row of already", x, a[0])
+				}
+				rows[a[0].(int64)] = valuesText(a)
+			}
+		}
+	}
+}
+
+// checkDense checks txs' seqs follow one another from first.
+func checkDense(t *testing.T, first uint64, txs []scriptedTx) {
+	t.Helper()
+	for i, x := range txs {
+		if x.seq != first+uint64(i) {
+			t.Errorf("transaction %d is %s; want seq %d", i, x, first+uint64(i))
+		}
+	}
+}
+
+// TestSnapshotGateScripted: chunks and live changes interleaved give the
+// source's rows, each change applying to a consumer that has its key's
+// snapshot row (the gate leaves out a change to a key whose chunk is not
+// out yet: its chunk brings it), with dense seqs. A change the chunk's
+// SELECT missed, made before its high watermark, is folded into it.
+func TestSnapshotGateScripted(t *testing.T) {
+	srcs, clock := grouptest.NewSources(), grouptest.NewClock(scriptT0)
+	s0, tbl := srcs.Log("s0"), orders("shop_0")
+	s0.Tables(tbl)
+	s0.Load(tbl, row(1, "a"), row(2, "b"), row(3, "c"), row(4, "d"), row(5, "e"), row(6, "f"), row(7, "g"), row(8, "h"))
+	s0.HoldChunks()
+	d := runScripted(t, group.Config{Spec: snapSpec(), Sources: srcs, Clock: clock})
+	var got []scriptedTx
+	s0.Step(nil) // ids 1-3
+	got = append(got, d.next(t))
+	// 2 is out: its change goes out; 5, 7 and 9 are not: left out.
+	s0.Write(scriptT0, tbl, upd(row(2, "b"), row(2, "b2")), upd(row(5, "e"), row(5, "e2")), ins(row(9, "i")), del(row(7, "g")))
+	got = append(got, d.next(t))
+	// Ids 4-6, selected before 4 and 1 change: 1's change goes out, 4's
+	// is folded into the chunk, which follows it.
+	s0.Step(func() {
+		s0.Write(scriptT0.Add(time.Second), tbl, upd(row(4, "d"), row(4, "d2")), upd(row(1, "a"), row(1, "a2")))
+	})
+	got = append(got, d.next(t), d.next(t))
+	s0.Step(nil) // 8 and 9: the last chunk
+	got = append(got, d.next(t))
+	s0.Write(scriptT0.Add(2*time.Second), tbl, upd(row(9, "i"), row(9, "i2")), del(row(3, "c")))
+	got = append(got, d.next(t))
+	d.none(t)
+
+	shapes := []string{}
+	for _, x := range got {
+		kind := "live"
+		if x.snapshot {
+			kind = "chunk"
+		}
+		shapes = append(shapes, fmt.Sprint(kind, x.ids))
+	}
+	want := []string{"chunk[1 2 3]", "live[2]", "live[1]", "chunk[4 5 6]", "chunk[8 9]", "live[9 3]"}
+	if !slices.Equal(shapes, want) {
+		t.Errorf("went out %v; want %v", shapes, want)
+	}
+	checkDense(t, got[0].seq, got)
+	rows := map[int64]string{}
+	applyStrict(t, rows, got...)
+	if src := rowsOf(s0.Rows(tbl)); !maps.Equal(rows, src) {
+		t.Errorf("the stream applied gives %v; the source holds %v", rows, src)
+	}
+}
+
+// TestSnapshotChunkBackoffScripted: a chunk that fails is read again
+// after the backoff (100 ms, then 200 ms), which only the clock moves.
+func TestSnapshotChunkBackoffScripted(t *testing.T) {
+	srcs, clock := grouptest.NewSources(), grouptest.NewClock(scriptT0)
+	s0, tbl := srcs.Log("s0"), orders("shop_0")
+	s0.Tables(tbl)
+	s0.Load(tbl, row(1, "a"), row(2, "b"))
+	s0.FailChunks(2)
+	d := runScripted(t, group.Config{Spec: snapSpec(), Sources: srcs, Clock: clock})
+	for i, backoff := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond} {
+		retry.Until(t, 10*time.Second, func() error {
+			if clock.Timers(backoff) == 0 {
+				return fmt.Errorf("after %d failed chunks the snapshot does not wait %s", i+1, backoff)
+			}
+			return nil
+		})
+		if n := s0.Chunks(); n != i+1 {
+			t.Fatalf("%d chunks read before the backoff of %s passed; want %d", n, backoff, i+1)
+		}
+		clock.Advance(backoff - time.Millisecond)
+		if clock.Timers(backoff) != 1 {
+			t.Fatalf("the backoff of %s ended before it passed", backoff)
+		}
+		clock.Advance(time.Millisecond)
+	}
+	x := d.next(t)
+	if !x.snapshot || !slices.Equal(x.ids, []int64{1, 2}) || s0.Chunks() != 3 {
+		t.Errorf("after two failures went out %s with %d chunks read; want the chunk of ids 1, 2 read the third time", x, s0.Chunks())
+	}
+	d.none(t)
+}
+
+// TestSnapshotRestartScripted: a destination restarted mid-snapshot from
+// a cursor, with its placement log, emits the chunks kept at the points
+// they went out (selecting their key ranges again) and the live
+// transactions around them with the same seqs, then reads the next chunk.
+func TestSnapshotRestartScripted(t *testing.T) {
+	srcs, clock := grouptest.NewSources(), grouptest.NewClock(scriptT0)
+	s0, tbl := srcs.Log("s0"), orders("shop_0")
+	s0.Tables(tbl)
+	s0.Load(tbl, row(1, "a"), row(2, "b"), row(3, "c"), row(4, "d"), row(5, "e"), row(6, "f"), row(7, "g"))
+	s0.HoldChunks()
+	keep := &group.MemKeeper{}
+	first := runScripted(t, group.Config{Spec: snapSpec(), Sources: srcs, Clock: clock, Keep: keep})
+	s0.Step(nil)
+	a := first.next(t) // chunk 1-3
+	s0.Write(scriptT0, tbl, upd(row(2, "b"), row(2, "b2")))
+	b := first.next(t)
+	s0.Step(nil)
+	c := first.next(t) // chunk 4-6
+	s0.Write(scriptT0.Add(time.Second), tbl, upd(row(5, "e"), row(5, "e2")), ins(row(10, "j")))
+	e := first.next(t) // 5 goes out, 10 is left out
+	first.none(t)
+	if log, _ := keep.Placements(); len(log) != 2 {
+		t.Fatalf("the placement log holds %+v; want the two chunks", log)
+	}
+
+	again := runScripted(t, group.Config{Spec: snapSpec(), Sources: srcs, Clock: clock, Resume: a.cursor, Keep: keep})
+	x := again.next(t)
+	s0.Step(nil) // the kept chunk, selected again
+	got := []scriptedTx{x, again.next(t), again.next(t)}
+	for i, want := range []scriptedTx{b, c, e} {
+		if x := got[i]; x.seq != want.seq || x.snapshot != want.snapshot || x.pos != want.pos || !slices.Equal(x.ids, want.ids) {
+			t.Errorf("after restart %s; the first run gave it %s", x, want)
+		}
+	}
+	s0.Step(nil) // then the next chunk: 7 and 10
+	f := again.next(t)
+	if !f.snapshot || f.seq != e.seq+1 || !slices.Equal(f.ids, []int64{7, 10}) {
+		t.Errorf("after the kept chunks went out %s; want the chunk of 7 and 10 at seq %d", f, e.seq+1)
+	}
+	again.none(t)
+	rows := map[int64]string{}
+	applyStrict(t, rows, append([]scriptedTx{a}, append(got, f)...)...)
+	if src := rowsOf(s0.Rows(tbl)); !maps.Equal(rows, src) {
+		t.Errorf("the stream applied gives %v; the source holds %v", rows, src)
+	}
+}
