@@ -68,6 +68,8 @@ func (x scriptedTx) String() string {
 	return fmt.Sprintf("seq %d: %s %v at %s", x.seq, x.source, x.ids, x.pos)
 }
 
+const stuckAfter = 10 * time.Second
+
 // scripted is a Destination running on scripted sources.
 type scripted struct {
 	d      *group.Destination
@@ -115,12 +117,17 @@ func runScripted(t *testing.T, cfg group.Config) *scripted {
 	return s
 }
 
-// next waits for the next transaction emitted.
+// next waits for the next transaction emitted; a destination that emits
+// nothing within stuckAfter is stuck (a liveness guard, far above any
+// step's time: it turns a hang into a failure naming the test).
 func (s *scripted) next(t *testing.T) scriptedTx {
 	t.Helper()
 	select {
 	case x := <-s.txs:
 		return x
+	case <-time.After(stuckAfter):
+		t.Fatalf("nothing went out within %s: the destination is stuck", stuckAfter)
+		return scriptedTx{}
 	case err := <-s.done:
 		s.done <- err
 		t.Fatalf("the destination stopped (%v) before the next transaction", err)
