@@ -15,40 +15,74 @@ import (
 	"github.com/braid-cdc/braid/spec"
 )
 
-// TestMinimalImage reads the binlog of a mariadbd with binlog_row_image
-// MINIMAL, whose images leave columns out (an UPDATE's before image holds
-// the key, its after image the columns set; a DELETE's the key), and
+// TestMinimalImage reads the binlogs of mariadbds with binlog_row_image
+// MINIMAL and NOBLOB, whose images leave columns out (MINIMAL: an UPDATE's
+// before image holds the key, its after image the columns set, a DELETE's
+// the key; NOBLOB: the unchanged BLOB and TEXT columns are left out), and
 // requires that flat.Writer's JSON lines hold exactly the columns the
 // images hold, a real NULL as null, and that the same messages in braid's
 // binary encoding decode through the client to the same rows, an absent
 // column absent from the view and not NULL.
 func TestMinimalImage(t *testing.T) {
-	srv := mysqltest.Start(t, mysqltest.WithArgs("--binlog-row-image=MINIMAL"))
-	srv.Exec(t, "CREATE DATABASE t",
-		"CREATE TABLE t.m (id INT PRIMARY KEY, a VARCHAR(10), n INT NULL, c INT)",
-		"INSERT INTO t.m VALUES (1, 'x', NULL, 5), (2, 'y', 7, 6)",
-		"UPDATE t.m SET a = 'q' WHERE id = 1",
-		"UPDATE t.m SET n = NULL, c = 8 WHERE id = 2",
-		"UPDATE t.m SET id = 3 WHERE id = 2",
-		"DELETE FROM t.m WHERE id = 1",
-	)
-	_, end := srv.MasterStatus(t)
 	s := func(v string) *string { return &v }
 	type row = map[string]*string
-	want := []struct {
-		typ       string
-		data, old []row
-	}{
-		{"UPDATE", []row{{"a": s("q")}}, []row{{}}},
-		{"UPDATE", []row{{"n": nil, "c": s("8")}}, []row{{}}},
-		{"UPDATE", []row{{"id": s("3")}}, []row{{"id": s("2")}}},
-		{"DELETE", []row{{"id": s("1")}}, nil},
+	type message = partialMessage
+	for _, tc := range []struct {
+		image string
+		sqls  []string
+		want  []message // the UPDATE and DELETE lines
+	}{{
+		image: "MINIMAL",
+		sqls: []string{"CREATE DATABASE t",
+			"CREATE TABLE t.m (id INT PRIMARY KEY, a VARCHAR(10), n INT NULL, c INT)",
+			"INSERT INTO t.m VALUES (1, 'x', NULL, 5), (2, 'y', 7, 6)",
+			"UPDATE t.m SET a = 'q' WHERE id = 1",
+			"UPDATE t.m SET n = NULL, c = 8 WHERE id = 2",
+			"UPDATE t.m SET id = 3 WHERE id = 2",
+			"DELETE FROM t.m WHERE id = 1"},
+		want: []message{
+			{"UPDATE", []row{{"a": s("q")}}, []row{{}}},
+			{"UPDATE", []row{{"n": nil, "c": s("8")}}, []row{{}}},
+			{"UPDATE", []row{{"id": s("3")}}, []row{{"id": s("2")}}},
+			{"DELETE", []row{{"id": s("1")}}, nil},
+		},
+	}, {
+		image: "NOBLOB",
+		sqls: []string{"CREATE DATABASE t",
+			"CREATE TABLE t.b (id INT PRIMARY KEY, n INT NULL, tx TEXT, bl BLOB)",
+			"INSERT INTO t.b VALUES (1, NULL, 'hello', 'b')",
+			"UPDATE t.b SET n = 5 WHERE id = 1",
+			"UPDATE t.b SET tx = 'bye' WHERE id = 1",
+			"DELETE FROM t.b WHERE id = 1"},
+		want: []message{
+			{"UPDATE", []row{{"id": s("1"), "n": s("5")}}, []row{{"n": nil}}},
+			{"UPDATE", []row{{"id": s("1"), "n": s("5"), "tx": s("bye")}}, []row{{}}},
+			{"DELETE", []row{{"id": s("1"), "n": s("5")}}, nil},
+		},
+	}} {
+		t.Run(tc.image, func(t *testing.T) {
+			srv := mysqltest.Start(t, mysqltest.WithArgs("--binlog-row-image="+tc.image))
+			srv.Exec(t, tc.sqls...)
+			_, end := srv.MasterStatus(t)
+			checkPartialLines(t, readMinimal(t, srv, end), tc.want)
+		})
 	}
+}
 
+// partialMessage is what an UPDATE's or DELETE's message holds.
+type partialMessage struct {
+	typ       string
+	data, old []map[string]*string
+}
+
+// checkPartialLines writes evs as JSON lines and as binary messages and
+// requires their UPDATE and DELETE messages to be want.
+func checkPartialLines(t *testing.T, evs []*change.Event, want []partialMessage) {
+	t.Helper()
 	now := func() time.Time { return time.UnixMilli(1_700_000_000_123) }
 	w, bw := flat.Writer{Now: now}, flat.Writer{Now: now, Binary: true}
 	var lines, frames [][]byte
-	for _, ev := range readMinimal(t, srv, end) {
+	for _, ev := range evs {
 		if err := w.Write(ev, func(line []byte) error { lines = append(lines, slices.Clone(line)); return nil }); err != nil {
 			t.Fatal(err)
 		}
@@ -72,10 +106,10 @@ func TestMinimalImage(t *testing.T) {
 		if got == len(want) {
 			t.Fatalf("a line more than the statements wrote: %s", line)
 		}
-		wm := want[got]
+		typ, data, old := want[got].typ, want[got].data, want[got].old
 		got++
-		if m.Type != wm.typ || !reflect.DeepEqual(m.Data, wm.data) || !reflect.DeepEqual(m.Old, wm.old) {
-			t.Errorf("line %s\nwant type %s data %s old %s", line, wm.typ, dump(envelope{Message: Message{Data: wm.data}}), dump(envelope{Message: Message{Data: wm.old}}))
+		if m.Type != typ || !reflect.DeepEqual(m.Data, data) || !reflect.DeepEqual(m.Old, old) {
+			t.Errorf("line %s\nwant type %s data %s old %s", line, typ, dump(envelope{Message: Message{Data: data}}), dump(envelope{Message: Message{Data: old}}))
 		}
 		var v MessageView
 		if err := d.decodeBinary(frames[i], &v); err != nil {
@@ -85,7 +119,7 @@ func TestMinimalImage(t *testing.T) {
 			t.Errorf("the binary message of line %s decoded as data %s old %s", line, dump(envelope{Message: Message{Data: bm.Data}}), dump(envelope{Message: Message{Data: bm.Old}}))
 		}
 		for c := range v.Columns() {
-			val, held := wm.data[0][v.Column(c)]
+			val, held := data[0][v.Column(c)]
 			if v.Holds(0, c) != held {
 				t.Errorf("line %s: the binary view holds column %s: %v", line, v.Column(c), v.Holds(0, c))
 			}
