@@ -2,6 +2,7 @@ package group_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )
@@ -148,19 +150,34 @@ func (c *collector) txs(t *testing.T) []tx {
 
 func (c *collector) waitTxs(t *testing.T, n int, d time.Duration) []tx {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		if txs := c.txs(t); len(txs) >= n {
-			return txs
+	var txs []tx
+	err := retry.Wait(context.Background(), d, func() error {
+		if txs = c.txs(t); len(txs) < n {
+			return fmt.Errorf("%d transactions, want %d", len(txs), n)
 		}
-		if time.Now().After(deadline) {
-			for _, x := range c.txs(t) {
-				t.Logf("seq %d %s commit %s ids %v ddl %v", x.seq, x.source, x.commit.Format(time.TimeOnly), x.ids, x.ddl)
-			}
-			t.Fatalf("%d transactions after %v, want %d", len(c.txs(t)), d, n)
+		return nil
+	})
+	if err != nil {
+		for _, x := range txs {
+			t.Logf("seq %d %s commit %s ids %v ddl %v", x.seq, x.source, x.commit.Format(time.TimeOnly), x.ids, x.ddl)
 		}
-		time.Sleep(50 * time.Millisecond)
+		t.Fatal(err)
 	}
+	return txs
+}
+
+// connected waits until every reader of d streams its binlog: a write
+// after it is after a reader's start position (spec start: latest).
+func connected(t *testing.T, d *group.Destination) {
+	t.Helper()
+	retry.Until(t, 30*time.Second, func() error {
+		for _, s := range d.Stats().Sources {
+			if !s.Connected {
+				return fmt.Errorf("source %s not connected", s.Name)
+			}
+		}
+		return nil
+	})
 }
 
 var earliest = spec.Start{Kind: spec.StartEarliest}
@@ -230,7 +247,7 @@ func TestIdleShards(t *testing.T) {
 	srvs := shards(t, time.Now())
 	spec := shopSpec(srvs, spec.Start{Kind: spec.StartLatest}, "strict")
 	c := collect(t, group.Config{Spec: spec})
-	time.Sleep(time.Second) // let every reader connect
+	connected(t, c.dest)
 	written := time.Now()
 	srvs[1].Exec(t, "INSERT INTO shop_4.orders VALUES (1, 'idle others')")
 	limit := time.Duration(spec.Heartbeat) + time.Duration(spec.MaxClockSkew) + 2*time.Second
@@ -266,8 +283,14 @@ func TestRestartFromCursor(t *testing.T) {
 	first.stop(t) // a restart: the same replica server_ids reconnect
 	second := collect(t, group.Config{Spec: spec, Resume: cursor})
 	second.waitTxs(t, len(all)-int(cut), 30*time.Second)
-	time.Sleep(300 * time.Millisecond) // room for a duplicate to show
-	again := second.txs(t)
+	// A marker written now goes out after anything the restart emits
+	// again: a duplicate shows before it.
+	srvs[0].Exec(t, "INSERT INTO shop_0.orders VALUES (1000, 'marker')")
+	again := second.waitTxs(t, len(all)-int(cut)+1, 30*time.Second)
+	if marker := again[len(again)-1]; !slices.Equal(marker.ids, []int64{1000}) {
+		t.Errorf("the last transaction is %+v, want the marker", marker)
+	}
+	again = again[:len(again)-1]
 	if len(again) != len(all)-int(cut) {
 		for _, x := range all {
 			t.Logf("first: seq %d %s %v %s", x.seq, x.source, x.ids, x.pos)
@@ -298,7 +321,7 @@ func TestRestartAfterDDLWhileDown(t *testing.T) {
 	srvs := shards(t, time.Now())
 	spec := shopSpec(srvs, spec.Start{Kind: spec.StartLatest}, "strict")
 	first := collect(t, group.Config{Spec: spec})
-	time.Sleep(500 * time.Millisecond) // the readers have started
+	connected(t, first.dest)
 	for i, s := range srvs {
 		s.Exec(t, fmt.Sprintf("INSERT INTO shop_%d.orders VALUES (%d, 'before')", i, i))
 	}
@@ -336,10 +359,21 @@ func TestStoppedShardStalls(t *testing.T) {
 		t.Run(string(ordering), func(t *testing.T) {
 			srvs := shards(t, time.Now())
 			c := collect(t, group.Config{Spec: shopSpec(srvs, spec.Start{Kind: spec.StartLatest}, ordering), StallLog: time.Second})
-			time.Sleep(time.Second)
+			connected(t, c.dest)
 			srvs[2].Stop(t)
 			srvs[0].Exec(t, "INSERT INTO shop_0.orders VALUES (1, 'while 2 is down')")
-			time.Sleep(3 * time.Second)
+			// Strict order holds s0's transaction, waiting for s2;
+			// per-source order emits it.
+			retry.Until(t, 30*time.Second, func() error {
+				st := c.dest.Stats()
+				if ordering == spec.OrderingStrict && (st.Sources[0].LastCommit.IsZero() || !st.Sources[2].Waiting) {
+					return fmt.Errorf("s0's transaction not waiting for s2: %+v", st.Sources)
+				}
+				if ordering == spec.OrderingPerSource && len(c.txs(t)) == 0 {
+					return errors.New("s0's transaction not out")
+				}
+				return nil
+			})
 			n := len(c.txs(t))
 			if ordering == spec.OrderingStrict && n != 0 {
 				t.Fatalf("strict order emitted %d transactions while a shard was down", n)
@@ -391,7 +425,7 @@ func TestHugeTransactionBoundedStore(t *testing.T) {
 			t.Errorf("destination: %v", err)
 		}
 	}()
-	time.Sleep(time.Second)
+	connected(t, d)
 	srvs[1].Exec(t, "INSERT INTO shop_1.orders VALUES (1, 'before')")
 	srvs[0].Exec(t, "INSERT INTO shop_0.orders SELECT n, 'huge' FROM shop_0.seq")
 	srvs[2].Exec(t, "INSERT INTO shop_2.orders VALUES (2, 'after')")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/group/grouptest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/spec"
 )
 
@@ -25,7 +26,17 @@ func TestRestartAfterLateTransaction(t *testing.T) {
 	keep := &group.MemKeeper{}
 	first := collect(t, group.Config{Spec: spec, Keep: keep})
 	first.waitTxs(t, 6, 30*time.Second) // the six CREATE TABLEs
-	time.Sleep(time.Second)             // heartbeats: every watermark is about now - 1s
+	// A heartbeat from every source since: every watermark is about
+	// now - 1s, far above the commit times below.
+	mark := time.Now()
+	retry.Until(t, 30*time.Second, func() error {
+		for _, s := range first.dest.Stats().Sources {
+			if !s.LastSeen.After(mark) {
+				return fmt.Errorf("no heartbeat from %s since %s", s.Name, mark.Format(time.TimeOnly))
+			}
+		}
+		return nil
+	})
 	at := base.Add(10 * time.Second).Unix()
 	// s1's, key (at, 1): out at once, the others' watermarks being far above.
 	srvs[1].Exec(t, fmt.Sprintf("SET timestamp = %d", at), "INSERT INTO shop_1.orders VALUES (1, 'y')")

@@ -13,6 +13,7 @@ import (
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/group/grouptest"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/spec"
 )
 
@@ -97,6 +98,23 @@ func startWriterOf(t *testing.T, srvs []*mysqltest.Server, insert string) *write
 	return w
 }
 
+// more waits until the writer has written n rounds (a row to each
+// shard) more.
+func (w *writer) more(t *testing.T, n int64) {
+	t.Helper()
+	w.mu.Lock()
+	want := w.next[5] + n
+	w.mu.Unlock()
+	retry.Until(t, 30*time.Second, func() error {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.next[5] < want {
+			return fmt.Errorf("the writer is at round %d, want %d", w.next[5], want)
+		}
+		return nil
+	})
+}
+
 func (w *writer) halt() (total int) {
 	close(w.stop)
 	<-w.done
@@ -109,17 +127,12 @@ func (w *writer) halt() (total int) {
 // waitRows waits until the collector has n rows.
 func waitRows(t *testing.T, c *collector, n int, d time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		_, rows, _ := streamOf(c)
-		if len(rows) >= n {
-			return
+	retry.Until(t, d, func() error {
+		if _, rows, _ := streamOf(c); len(rows) < n {
+			return fmt.Errorf("%d rows, want %d", len(rows), n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d rows after %v, want %d", len(rows), d, n)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // checkRows: every written row came exactly once.
@@ -148,11 +161,11 @@ func TestShardDDLOneAlter(t *testing.T) {
 	c := collect(t, group.Config{Spec: pessimistic(shopSpec(srvs, earliest, "strict"))})
 	w := startWriter(t, srvs)
 	for shard := range 6 {
-		time.Sleep(150 * time.Millisecond)
+		w.more(t, 10)
 		spelling := []string{"ALTER TABLE shop_%d.orders ADD COLUMN c INT NULL", "alter table `shop_%d`.`orders` add column `c` int(11)"}[shard%2]
 		srvs[shard%3].Exec(t, fmt.Sprintf(spelling, shard))
 	}
-	time.Sleep(200 * time.Millisecond)
+	w.more(t, 10)
 	total := w.halt()
 	waitRows(t, c, total, 30*time.Second)
 
@@ -204,21 +217,18 @@ func TestShardDDLHeldUnlockReplay(t *testing.T) {
 	ds := pessimistic(shopSpec(srvs, earliest, "strict"))
 	c := collect(t, group.Config{Spec: ds, Keep: keep})
 	w := startWriter(t, srvs)
-	time.Sleep(300 * time.Millisecond)
+	w.more(t, 20)
 	srvs[0].Exec(t, "ALTER TABLE shop_0.orders ADD COLUMN c INT NULL")
-	time.Sleep(700 * time.Millisecond)
 
-	// The lock, as the destination shows it.
+	// The lock, as the destination shows it, holding rows.
 	var lock *group.DDLLock
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	retry.Until(t, 10*time.Second, func() error {
 		if st := c.dest.ShardDDL(); st != nil && len(st.Locks) == 1 && st.Locks[0].HeldRows > 0 {
 			lock = st.Locks[0]
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no lock holding rows: %+v", c.dest.ShardDDL())
-		}
-	}
+		return fmt.Errorf("no lock holding rows: %+v", c.dest.ShardDDL())
+	})
 	if !slices.Equal(lock.Done, []string{"s0/shop_0.orders"}) || len(lock.Waiting) != 5 || lock.Logical != "shop.orders" {
 		t.Fatalf("lock %+v: want shop_0 done and five waiting", lock)
 	}
@@ -247,7 +257,7 @@ func TestShardDDLHeldUnlockReplay(t *testing.T) {
 	if err := c.dest.Decide(ctx, lock.ID, group.DecisionUnlock); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	w.more(t, 20)
 	total := w.halt()
 	waitRows(t, c, total, 30*time.Second)
 	ddl, rows, order := streamOf(c)
@@ -297,11 +307,12 @@ func TestShardDDLHeldUnlockReplay(t *testing.T) {
 				tail = append(tail, ev)
 			}
 		}
-		for deadline := time.Now().Add(30 * time.Second); len(again.snapshot()) < len(tail); time.Sleep(50 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("replay from seq %d: %d events, want %d", from.Seq, len(again.snapshot()), len(tail))
+		retry.Until(t, 30*time.Second, func() error {
+			if n := len(again.snapshot()); n < len(tail) {
+				return fmt.Errorf("replay from seq %d: %d events, want %d", from.Seq, n, len(tail))
 			}
-		}
+			return nil
+		})
 		got := again.snapshot()
 		for i, ev := range tail {
 			if g := got[i]; g.Seq != ev.Seq || g.Type != ev.Type || g.Source != ev.Source || g.Pos != ev.Pos || len(g.Rows) != len(ev.Rows) {
@@ -333,11 +344,11 @@ func TestShardDDLOptimisticAdd(t *testing.T) {
 	ds.ShardDDL = spec.ShardDDLOptimistic
 	c := collect(t, group.Config{Spec: ds})
 	w := startWriter(t, srvs)
-	time.Sleep(300 * time.Millisecond)
+	w.more(t, 20)
 	srvs[0].Exec(t, "ALTER TABLE shop_0.orders ADD COLUMN c INT NULL")
-	time.Sleep(300 * time.Millisecond)
+	w.more(t, 20)
 	srvs[1].Exec(t, "ALTER TABLE shop_1.orders ADD COLUMN c INT")
-	time.Sleep(300 * time.Millisecond)
+	w.more(t, 20)
 	total := w.halt()
 	waitRows(t, c, total, 30*time.Second)
 	if st := c.dest.ShardDDL(); len(st.Locks) != 1 || !st.Locks[0].Optimistic || len(st.Locks[0].Waiting) != 4 || st.Locks[0].HeldRows != 0 {
@@ -396,29 +407,25 @@ func TestShardDDLOptimisticDropAndConflict(t *testing.T) {
 	c := collect(t, group.Config{Spec: ds})
 	w := startWriterOf(t, srvs, "INSERT INTO shop_%d.orders (id) VALUES (%d)")
 	for shard := range 6 {
-		time.Sleep(150 * time.Millisecond)
+		w.more(t, 10)
 		srvs[shard%3].Exec(t, fmt.Sprintf("ALTER TABLE shop_%d.orders DROP COLUMN note", shard))
 	}
-	time.Sleep(300 * time.Millisecond)
+	w.more(t, 20)
 	srvs[0].Exec(t, "ALTER TABLE shop_0.orders ADD COLUMN x INT NULL")
-	time.Sleep(300 * time.Millisecond)
+	w.more(t, 20)
 	srvs[1].Exec(t, "ALTER TABLE shop_1.orders ADD COLUMN x BIGINT NULL")
 	var lock *group.DDLLock
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	retry.Until(t, 20*time.Second, func() error {
 		if st := c.dest.ShardDDL(); st != nil {
 			for _, l := range st.Locks {
 				if !l.Optimistic && l.HeldRows > 0 {
 					lock = l
+					return nil
 				}
 			}
 		}
-		if lock != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no conflict holding rows: %+v", c.dest.ShardDDL())
-		}
-	}
+		return fmt.Errorf("no conflict holding rows: %+v", c.dest.ShardDDL())
+	})
 	if _, ok := lock.Conflicts["s1/shop_1.orders"]; !ok || len(lock.Conflicts) != 1 {
 		t.Fatalf("lock %+v: want shop_1's ADD x BIGINT named as a conflict", lock)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/spec"
 )
@@ -88,6 +89,35 @@ func startSnapshotWriter(t *testing.T, srvs []*mysqltest.Server, rows int) *snap
 		})
 	}
 	return w
+}
+
+// more waits until the writer has made 100 writes more.
+func (w *snapshotWriter) more(t *testing.T) {
+	t.Helper()
+	n := w.writes.Load() + 100
+	retry.Until(t, 30*time.Second, func() error {
+		if w.writes.Load() < n {
+			return fmt.Errorf("%d writes, want %d", w.writes.Load(), n)
+		}
+		return nil
+	})
+}
+
+// waitChunks waits until c's destination has emitted n snapshot chunks.
+func waitChunks(t *testing.T, c *collector, n int) {
+	t.Helper()
+	retry.Until(t, 60*time.Second, func() error {
+		got := 0
+		for _, ev := range c.snapshot() {
+			if ev.Snapshot && ev.Type == change.EventCommit {
+				got++
+			}
+		}
+		if got < n {
+			return fmt.Errorf("only %d chunks out, want %d", got, n)
+		}
+		return nil
+	})
 }
 
 // halt stops the writer (once) and waits for it.
@@ -169,27 +199,19 @@ func sourceRows(t *testing.T, srvs []*mysqltest.Server) map[string]string {
 // binlog.
 func caughtUp(t *testing.T, c *collector, srvs []*mysqltest.Server) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	retry.Until(t, 60*time.Second, func() error {
 		st := c.dest.Stats()
-		ok := true
 		for i, s := range srvs {
 			file, pos := s.MasterStatus(t)
 			if st.Sources[i].Pos.Compare(change.Position{File: file, Pos: pos}) < 0 {
-				ok = false
+				return fmt.Errorf("source %d at %s, its server at %s:%d", i, st.Sources[i].Pos, file, pos)
 			}
 			if sn := st.Sources[i].Snapshot; sn != nil && !sn.Done {
-				ok = false
+				return fmt.Errorf("source %d's snapshot not done: %+v", i, sn)
 			}
 		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the stream did not catch up: %+v", st.Sources)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestSnapshotEqualsSources: existing rows come as snapshot chunks while
@@ -203,7 +225,7 @@ func TestSnapshotEqualsSources(t *testing.T) {
 	c := collect(t, group.Config{Spec: ds, Keep: keep})
 	w := startSnapshotWriter(t, srvs, rows)
 	waitSnapshotDone(t, c)
-	time.Sleep(200 * time.Millisecond) // live changes after it too
+	w.more(t) // live changes after it too
 	w.halt()
 	caughtUp(t, c, srvs)
 	a := apply(c.snapshot())
@@ -223,19 +245,18 @@ func TestSnapshotEqualsSources(t *testing.T) {
 // source's snapshot, failing if it stops.
 func waitSnapshotDone(t *testing.T, c *collector) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !snapshotDone(c.dest) {
+	retry.Until(t, 60*time.Second, func() error {
 		select {
 		case err := <-c.done:
 			close(c.done)
 			t.Fatalf("the destination stopped: %v", err)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("snapshot not done: %+v", c.dest.Stats().Sources)
+		if !snapshotDone(c.dest) {
+			return fmt.Errorf("snapshot not done: %+v", c.dest.Stats().Sources)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func snapshotDone(d *group.Destination) bool {
@@ -276,18 +297,14 @@ func txShapes(events []*change.Event, from, to uint64) map[uint64]string {
 }
 
 // TestSnapshotResumesWithSameSeqs: a destination restarted from a cursor
-// in the middle of the snapshot, with the chunks kept so far, emits the
+// early in the snapshot of three sources read in parallel, with every
+// chunk the first run kept (it emitted the whole snapshot), emits the
 // same transactions with the same seqs (the kept chunks where they went,
-// its key ranges read again), goes on with new chunks from there, and the
-// stream before the cursor plus the restart's equals the sources.
+// their key ranges read again, among the live transactions), and the
+// stream before the cursor plus the restart's equals the sources. (The
+// logic of a restart mid-snapshot is TestSnapshotRestartScripted.)
 func TestSnapshotResumesWithSameSeqs(t *testing.T) {
-	t.Run("mid-snapshot", func(t *testing.T) { testSnapshotResumes(t, 1, false) })
-	// The first run emits the whole snapshot, and the restart from early
-	// on emits all its chunks again among the live transactions.
-	t.Run("after-snapshot", func(t *testing.T) { testSnapshotResumes(t, 3, true) })
-}
-
-func testSnapshotResumes(t *testing.T, parallelism int, whole bool) {
+	const parallelism = 3
 	const rows = 30000
 	srvs := snapshotShards(t, rows)
 	ds := snapshotSpec(srvs, 500)
@@ -298,25 +315,9 @@ func testSnapshotResumes(t *testing.T, parallelism int, whole bool) {
 	defer w.halt()
 	// Stop the first run well into the snapshot, and pick a cursor half
 	// way through what it emitted.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		n := 0
-		for _, ev := range first.snapshot() {
-			if ev.Snapshot && ev.Type == change.EventCommit {
-				n++
-			}
-		}
-		if n >= 24 && (!whole || snapshotDone(first.dest)) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d chunks out", n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if whole {
-		time.Sleep(300 * time.Millisecond) // live transactions after it
-	}
+	waitChunks(t, first, 24)
+	waitSnapshotDone(t, first)
+	w.more(t) // live transactions after it
 	first.stop(t)
 	events := first.snapshot()
 	var end uint64 // the last transaction out whole
@@ -387,20 +388,7 @@ func TestSnapshotThroughShardDDL(t *testing.T) {
 	c := collect(t, group.Config{Spec: ds})
 	w := startSnapshotWriter(t, srvs, rows)
 	defer w.halt()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		n := 0
-		for _, ev := range c.snapshot() {
-			if ev.Snapshot && ev.Type == change.EventCommit {
-				n++
-			}
-		}
-		if n >= 10 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d chunks out", n)
-		}
-	}
+	waitChunks(t, c, 10)
 	for i, s := range srvs {
 		for _, db := range []int{i, i + 3} {
 			s.Exec(t, fmt.Sprintf("ALTER TABLE shop_%d.orders ADD COLUMN extra INT NULL, ALGORITHM=INPLACE, LOCK=NONE", db))
@@ -444,8 +432,9 @@ func TestSnapshotTextEqualsBinlog(t *testing.T) {
 		}
 		return cols[0], cols
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		snap, logged := map[string][]string{}, map[string][]string{}
+	var snap, logged map[string][]string
+	retry.Until(t, 30*time.Second, func() error {
+		snap, logged = map[string][]string{}, map[string][]string{}
 		for _, ev := range c.snapshot() {
 			for i := range ev.Rows {
 				rc := &ev.Rows[i]
@@ -465,22 +454,19 @@ func TestSnapshotTextEqualsBinlog(t *testing.T) {
 			}
 		}
 		if fmt.Sprint(len(logged)) != want {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d rows of d.t2 in the stream, want %s", len(logged), want)
-			}
-			continue
+			return fmt.Errorf("%d rows of d.t2 in the stream, want %s", len(logged), want)
 		}
-		if fmt.Sprint(len(snap)) != want {
-			t.Fatalf("%d snapshot rows, the table has %s", len(snap), want)
-		}
-		for id, cols := range logged {
-			for i, col := range cols {
-				if snap[id][i] != col {
-					t.Errorf("row %s: snapshot %s, binlog %s", id, snap[id][i], col)
-				}
-			}
-		}
-		t.Logf("%d rows of %d columns alike", len(logged), len(logged["id=\"1\""]))
-		return
+		return nil
+	})
+	if fmt.Sprint(len(snap)) != want {
+		t.Fatalf("%d snapshot rows, the table has %s", len(snap), want)
 	}
+	for id, cols := range logged {
+		for i, col := range cols {
+			if snap[id][i] != col {
+				t.Errorf("row %s: snapshot %s, binlog %s", id, snap[id][i], col)
+			}
+		}
+	}
+	t.Logf("%d rows of %d columns alike", len(logged), len(logged["id=\"1\""]))
 }
