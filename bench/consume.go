@@ -17,8 +17,8 @@ import (
 
 	"github.com/braid-cdc/braid/api/canal"
 	"github.com/braid-cdc/braid/api/native"
-	"github.com/braid-cdc/braid/change"
 	"github.com/braid-cdc/braid/client"
+	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/stream"
 )

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"

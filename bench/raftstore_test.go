@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/change"
+	"github.com/braid-cdc/braid/engine/schema"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/raftstore"
-	"github.com/braid-cdc/braid/schema"
 	"github.com/braid-cdc/braid/spec"
 )
 

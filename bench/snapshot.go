@@ -14,8 +14,8 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/canal"
 
-	"github.com/braid-cdc/braid/change"
-	"github.com/braid-cdc/braid/flat"
+	"github.com/braid-cdc/braid/engine/change"
+	"github.com/braid-cdc/braid/engine/flat"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"

@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/client"
 
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/change"
 )
 
 // SelectedTables is the table filter of the benchmarks: the shop shards'

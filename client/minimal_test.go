@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braid-cdc/braid/binlog"
-	"github.com/braid-cdc/braid/change"
-	"github.com/braid-cdc/braid/flat"
+	"github.com/braid-cdc/braid/engine/binlog"
+	"github.com/braid-cdc/braid/engine/change"
+	"github.com/braid-cdc/braid/engine/flat"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/spec"
 )

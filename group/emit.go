@@ -4,7 +4,7 @@ import (
 	"context"
 	"strings"
 
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/change"
 )
 
 // emitTx emits source src's offered transaction whole, starting with first.

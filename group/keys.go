@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/change"
 )
 
 // tableKey is how a table version's rows are keyed: its key columns, and

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/change"
 )
 
 // mergeLoop is the merge loop's state (see Destination.merge): what heads

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/change"
 )
 
 // Placement records the point of the merged stream at which something

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/change"
 )
 
 // TestSourceQueueBytes checks a source queue's byte bound: an empty queue

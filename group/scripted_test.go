@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/spec"
 )
@@ -76,7 +76,6 @@ type scripted struct {
 	txs    chan scriptedTx
 	cancel context.CancelFunc
 	done   chan error
-	ended  error
 }
 
 func runScripted(t *testing.T, cfg group.Config) *scripted {

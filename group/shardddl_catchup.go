@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/braid-cdc/braid/binlog"
-	"github.com/braid-cdc/braid/change"
-	"github.com/braid-cdc/braid/schema"
+	"github.com/braid-cdc/braid/engine/binlog"
+	"github.com/braid-cdc/braid/engine/change"
+	"github.com/braid-cdc/braid/engine/schema"
 	"github.com/braid-cdc/braid/spec"
 )
 

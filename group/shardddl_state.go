@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/braid-cdc/braid/change"
-	"github.com/braid-cdc/braid/schema"
+	"github.com/braid-cdc/braid/engine/change"
+	"github.com/braid-cdc/braid/engine/schema"
 )
 
 // The merge of shard DDL (spec shard_ddl) as a pure state machine over

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/braid-cdc/braid/engine/schema"
 	"github.com/braid-cdc/braid/group"
-	"github.com/braid-cdc/braid/schema"
 )
 
 func logicalDDL(t *testing.T, db, sql string) schema.LogicalDDL {

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"time"
 
-	"github.com/braid-cdc/braid/binlog"
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/binlog"
+	"github.com/braid-cdc/braid/engine/change"
 )
 
 // run reads the source's chunks until the snapshot is done or ctx ends.

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/braid-cdc/braid/binlog"
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/binlog"
+	"github.com/braid-cdc/braid/engine/change"
 )
 
 // leftChange is a change the gate left out (its key not yet read), with

@@ -3,8 +3,8 @@ package group
 import (
 	"context"
 
-	"github.com/braid-cdc/braid/binlog"
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/binlog"
+	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/spec"
 )
 

@@ -4,7 +4,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/change"
 )
 
 // Stats is a snapshot of a destination's progress, for status pages.

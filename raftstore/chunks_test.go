@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/group"
 )
 

@@ -12,10 +12,10 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/change"
+	"github.com/braid-cdc/braid/engine/schema"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
-	"github.com/braid-cdc/braid/schema"
 	"github.com/braid-cdc/braid/spec"
 )
 

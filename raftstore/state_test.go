@@ -13,7 +13,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/spec"
 )

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/braid-cdc/braid/change"
-	"github.com/braid-cdc/braid/schema"
+	"github.com/braid-cdc/braid/engine/change"
+	"github.com/braid-cdc/braid/engine/schema"
 )
 
 // ErrDDLRefused is wrapped by the error of a DDL a SQL target will not

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/change"
 )
 
 // ErrBehind: a target's checkpoint is past what a runner was applying

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/change"
 )
 
 // Key is a row's key values under the key columns idx, as one string

@@ -5,8 +5,8 @@ import (
 	"context"
 	"slices"
 
-	"github.com/braid-cdc/braid/change"
-	"github.com/braid-cdc/braid/flat"
+	"github.com/braid-cdc/braid/engine/change"
+	"github.com/braid-cdc/braid/engine/flat"
 )
 
 // Message is one canal flat message of the stream (as `braid capture`

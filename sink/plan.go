@@ -1,6 +1,6 @@
 package sink
 
-import "github.com/braid-cdc/braid/change"
+import "github.com/braid-cdc/braid/engine/change"
 
 // Run is a run of a worker's changes that a target applies as one
 // statement (or a few, of a size of its own): changes of one kind and one

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/sink"
 )
 

@@ -3,7 +3,7 @@ package sink
 import (
 	"context"
 
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/change"
 )
 
 // Sink is a sink's open target with the engine that drives it: what a

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/group"
 )
 

@@ -12,8 +12,8 @@ import (
 	pbp "github.com/withlin/canal-go/protocol/packet"
 	"google.golang.org/protobuf/encoding/protowire"
 
-	"github.com/braid-cdc/braid/change"
-	"github.com/braid-cdc/braid/flat"
+	"github.com/braid-cdc/braid/engine/change"
+	"github.com/braid-cdc/braid/engine/flat"
 )
 
 // Keys of the props braid adds to each entry's header.

@@ -7,8 +7,8 @@ import (
 	pbe "github.com/withlin/canal-go/protocol/entry"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/braid-cdc/braid/change"
-	"github.com/braid-cdc/braid/flat"
+	"github.com/braid-cdc/braid/engine/change"
+	"github.com/braid-cdc/braid/engine/flat"
 )
 
 // refMapper maps events to canal-go's generated entry types, the plain

@@ -3,7 +3,7 @@ package canal
 import (
 	pbe "github.com/withlin/canal-go/protocol/entry"
 
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/change"
 )
 
 // EncodeFrame is the encoder's MESSAGES frame of events, for the external

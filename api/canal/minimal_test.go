@@ -13,8 +13,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/braid-cdc/braid/api/canal"
-	"github.com/braid-cdc/braid/binlog"
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/binlog"
+	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/spec"
 )

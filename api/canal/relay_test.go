@@ -15,7 +15,7 @@ import (
 	pbp "github.com/withlin/canal-go/protocol/packet"
 
 	"github.com/braid-cdc/braid/api/canal"
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/stream"
 )
 

@@ -17,7 +17,7 @@ import (
 
 	"github.com/braid-cdc/braid/api/native"
 	"github.com/braid-cdc/braid/api/wire"
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/stream"

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/braid-cdc/braid/change"
-	"github.com/braid-cdc/braid/flat"
+	"github.com/braid-cdc/braid/engine/change"
+	"github.com/braid-cdc/braid/engine/flat"
 	"github.com/braid-cdc/braid/stream"
 )
 

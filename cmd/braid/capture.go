@@ -18,7 +18,7 @@ import (
 
 	"github.com/braid-cdc/braid/auth"
 	"github.com/braid-cdc/braid/destination"
-	"github.com/braid-cdc/braid/flat"
+	"github.com/braid-cdc/braid/engine/flat"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/netlimit"
 	"github.com/braid-cdc/braid/spec"

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/go-mysql-org/go-mysql/mysql"

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/api/wire"
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/shoptest"

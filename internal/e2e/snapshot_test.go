@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/nodes"

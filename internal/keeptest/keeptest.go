@@ -9,9 +9,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/change"
+	"github.com/braid-cdc/braid/engine/schema"
 	"github.com/braid-cdc/braid/group"
-	"github.com/braid-cdc/braid/schema"
 )
 
 // Open opens the keeper under test on what was kept before: the first

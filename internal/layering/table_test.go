@@ -12,21 +12,21 @@ package layering
 
 // apiMay is what the two protocols, api/canal and api/native, may import.
 var apiMay = []string{
-	"stream", "group", "flat", "change", "spec", "schema",
+	"stream", "group", "engine/flat", "engine/change", "spec", "engine/schema",
 	"api/wire", "internal/jsontext", "internal/throttle",
 }
 
 // sinkMay is what a sink may import: the stream it applies, and the layers
 // below it.
 var sinkMay = []string{
-	"stream", "group", "flat", "change", "spec", "schema", "api/wire",
+	"stream", "group", "engine/flat", "engine/change", "spec", "engine/schema", "api/wire",
 	"internal/sqlutf8", "internal/mysqlauth",
 }
 
 // clusterMay is what cluster may import: everything a node serves and runs.
 var clusterMay = []string{
 	"api/canal", "api/native", "api/wire", "api/metrics", "cluster/statuspage",
-	"stream", "group", "raftstore", "binlog", "spec", "change", "schema", "flat",
+	"stream", "group", "raftstore", "engine/binlog", "spec", "engine/change", "engine/schema", "engine/flat",
 	"sink/...", "destination",
 	"internal/jsontext", "internal/ports", "internal/netlimit", "internal/secret",
 	"auth",
@@ -39,20 +39,20 @@ const testHarnesses = "internal/testutil/..."
 // table is the allowed braid imports of each package's non-test files.
 var table = map[string]rule{
 	// The bottom: the change model, the destination spec, schema history.
-	"change": {may: []string{"internal/jsontext"}},
-	"spec":   {may: []string{"change"}},
-	"schema": {may: []string{"change"}},
+	"engine/change": {may: []string{"internal/jsontext"}},
+	"spec":          {may: []string{"engine/change"}},
+	"engine/schema": {may: []string{"engine/change"}},
 
 	// One source, then many sources as one destination, then the store.
-	"binlog": {may: []string{"change", "schema", "spec", "internal/sqlutf8", "internal/mysqlauth"}},
-	"group":  {may: []string{"binlog", "change", "schema", "spec"}},
-	"stream": {may: []string{"group", "change", "spec"}},
+	"engine/binlog": {may: []string{"engine/change", "engine/schema", "spec", "internal/sqlutf8", "internal/mysqlauth"}},
+	"group":         {may: []string{"engine/binlog", "engine/change", "engine/schema", "spec"}},
+	"stream":        {may: []string{"group", "engine/change", "spec"}},
 
 	// Output encodings use only change's exported API.
-	"flat": {may: []string{"change", "internal/jsontext"}},
+	"engine/flat": {may: []string{"engine/change", "internal/jsontext"}},
 
 	// The replicated state machine.
-	"raftstore": {may: []string{"group", "change", "schema", "spec"}},
+	"raftstore": {may: []string{"group", "engine/change", "engine/schema", "spec"}},
 
 	// The protocols; wire holds the HTTP API's JSON shapes and needs no one.
 	"api/wire":   {},
@@ -60,7 +60,7 @@ var table = map[string]rule{
 	"api/canal":  {may: apiMay},
 	"api/native": {may: apiMay},
 	// Prometheus's exposition reads the snapshots of the layers below.
-	"api/metrics": {may: []string{"stream", "group", "change", "spec"}}, // spec: the sink types
+	"api/metrics": {may: []string{"stream", "group", "engine/change", "spec"}}, // spec: the sink types
 
 	// Sinks: the runner (sink), and the targets below it (sink/mysql,
 	// sink/postgres, ...), which implement its Target.
@@ -78,7 +78,7 @@ var table = map[string]rule{
 	// One destination run: its pipeline, its sinks, its clients' cursors
 	// kept; braid capture and a cluster node's owner both call it, so it
 	// sits above the sinks and below the node.
-	"destination": {may: []string{"stream", "group", "spec", "change", "sink", "sink/sinkrun"}},
+	"destination": {may: []string{"stream", "group", "spec", "engine/change", "sink", "sink/sinkrun"}},
 
 	// The node, and its in-process harness for tests.
 	"cluster":             {may: clusterMay},
@@ -105,11 +105,11 @@ var table = map[string]rule{
 
 	// Scripted sources and a fake clock for group's tests: a
 	// destination runs on them with no server and no sleep.
-	"group/grouptest": {may: []string{"group", "binlog", "change", "spec"}},
+	"group/grouptest": {may: []string{"group", "engine/binlog", "engine/change", "spec"}},
 
 	// The one suite every group.Keeper passes (file, memory, Raft): it
 	// builds the cursors, decisions and placements it keeps.
-	"internal/keeptest": {may: []string{"group", "change", "schema"}},
+	"internal/keeptest": {may: []string{"group", "engine/change", "engine/schema"}},
 
 	// Test harnesses exec the binary and speak wire types; never server
 	// packages.

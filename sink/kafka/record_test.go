@@ -8,7 +8,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/sink"
 	"github.com/braid-cdc/braid/sink/kafka"
 )

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/sink"
 	"github.com/braid-cdc/braid/sink/kafka"
 	"github.com/braid-cdc/braid/sink/kafka/kafkatest"

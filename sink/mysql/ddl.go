@@ -9,8 +9,8 @@ import (
 
 	driver "github.com/go-sql-driver/mysql"
 
-	"github.com/braid-cdc/braid/change"
-	"github.com/braid-cdc/braid/schema"
+	"github.com/braid-cdc/braid/engine/change"
+	"github.com/braid-cdc/braid/engine/schema"
 	"github.com/braid-cdc/braid/sink"
 )
 

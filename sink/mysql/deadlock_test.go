@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/sink"
 	mysqlsink "github.com/braid-cdc/braid/sink/mysql"
 	"github.com/braid-cdc/braid/spec"

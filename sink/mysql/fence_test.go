@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/sink"
 	mysqlsink "github.com/braid-cdc/braid/sink/mysql"

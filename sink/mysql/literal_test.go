@@ -3,8 +3,8 @@ package mysql_test
 import (
 	"testing"
 
+	"github.com/braid-cdc/braid/engine/schema"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
-	"github.com/braid-cdc/braid/schema"
 )
 
 // TestLiteralsOnServer: every literal braid writes into MySQL text

@@ -11,7 +11,7 @@ import (
 
 	driver "github.com/go-sql-driver/mysql"
 
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/internal/mysqlauth"
 	"github.com/braid-cdc/braid/internal/sqlutf8"
 	"github.com/braid-cdc/braid/sink"

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/braid-cdc/braid/schema"
+	"github.com/braid-cdc/braid/engine/schema"
 )
 
 // TestRebuiltDDLRunsOnServer: the statements the sink rebuilds from

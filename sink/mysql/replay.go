@@ -15,7 +15,7 @@ import (
 
 	driver "github.com/go-sql-driver/mysql"
 
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/sink"
 )
 

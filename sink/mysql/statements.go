@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/sink"
 )
 

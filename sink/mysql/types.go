@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/braid-cdc/braid/change"
-	"github.com/braid-cdc/braid/schema"
+	"github.com/braid-cdc/braid/engine/change"
+	"github.com/braid-cdc/braid/engine/schema"
 	"github.com/braid-cdc/braid/sink"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/sink"
 )
 

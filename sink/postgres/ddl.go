@@ -14,8 +14,8 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/format"
 	_ "github.com/pingcap/tidb/pkg/parser/test_driver" // the parser's value expressions
 
-	"github.com/braid-cdc/braid/change"
-	"github.com/braid-cdc/braid/schema"
+	"github.com/braid-cdc/braid/engine/change"
+	"github.com/braid-cdc/braid/engine/schema"
 	"github.com/braid-cdc/braid/sink"
 )
 

@@ -16,7 +16,7 @@ import (
 
 	"github.com/braid-cdc/braid/internal/testutil/redistest"
 
-	"github.com/braid-cdc/braid/change"
+	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/sink"
 	"github.com/braid-cdc/braid/spec"
 )

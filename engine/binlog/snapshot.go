@@ -1,0 +1,177 @@
+package binlog
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/braid-cdc/braid/engine/change"
+	"github.com/braid-cdc/braid/spec"
+)
+
+// SnapshotConn reads a source's tables for an initial snapshot: plain
+// SELECTs of key ranges on a connection of its own, in autocommit. It
+// takes no lock beyond what any reader takes (no LOCK TABLES, no FLUSH
+// TABLES WITH READ LOCK) and writes nothing.
+type SnapshotConn struct {
+	p *Reader // for dialing and wording errors
+	c *client.Conn
+	// rd reads chunk results off the socket itself (see textRows);
+	// deprecateEOF: the server ends column definitions without an EOF
+	// packet.
+	rd           *packetReader
+	deprecateEOF bool
+	broken       error // a read cut short left the connection unusable
+	// rowBytes is the text a row of each table took in its last chunk:
+	// the next chunk's buffers are sized from it.
+	rowBytes map[*change.Table]int
+}
+
+// OpenSnapshot connects to src for a snapshot.
+func OpenSnapshot(ctx context.Context, src spec.Source) (*SnapshotConn, error) {
+	pw, err := src.ResolvePassword()
+	if err != nil {
+		return nil, err
+	}
+	src.Password, src.PasswordFile, src.PasswordEnv = pw, "", ""
+	p := &Reader{spec: src, log: slog.New(slog.DiscardHandler)}
+	c, err := p.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// braid asks for no compression or TLS: the socket carries plain
+	// packets.
+	return &SnapshotConn{p: p, c: c, rd: &packetReader{br: bufio.NewReaderSize(c.Conn.Conn, 256<<10)},
+		deprecateEOF: strings.Contains(c.CapabilityString(), "CLIENT_DEPRECATE_EOF")}, nil
+}
+
+// Close closes the connection.
+func (s *SnapshotConn) Close() error { return s.c.Close() }
+
+// Position is the server's end of binlog now: a chunk's low and high
+// watermarks.
+func (s *SnapshotConn) Position() (change.Position, error) {
+	pos, err := masterPosition(s.c)
+	if err != nil {
+		return pos, s.p.queryError("read its binlog position (SHOW MASTER STATUS)", err)
+	}
+	return pos, nil
+}
+
+// EstimateRows is the server's estimate of t's row count
+// (information_schema's TABLE_ROWS), for progress; 0 when unknown.
+func (s *SnapshotConn) EstimateRows(t *change.Table) int64 {
+	r, err := s.c.Execute("SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", t.Schema, t.Name)
+	if err != nil || r.RowNumber() == 0 {
+		return 0
+	}
+	n, _ := r.GetInt(0, 0)
+	return n
+}
+
+// ErrNoTable: a table the snapshot was to read does not exist (any more).
+var ErrNoTable = errors.New("table does not exist")
+
+// Chunk reads the rows of t after the key after and up to and including
+// the key through (key columns keys, values as decimal text; empty: from
+// the first row, to the last), in key order, at most limit of them (0:
+// all), as the server prints them (see change.TextRows). keys empty reads the whole table in no order (after,
+// through and limit must then be unset).
+func (s *SnapshotConn) Chunk(ctx context.Context, t *change.Table, keys []int, after, through []string, limit int) (*change.TextRows, error) {
+	var q strings.Builder
+	q.WriteString("SELECT ")
+	for i := range t.Columns {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString(quoteName(t.Columns[i].Name))
+		if t.Columns[i].Type == "float" {
+			// MySQL prints a FLOAT with 6 digits; as a DOUBLE, exactly.
+			q.WriteString(" + 0e0")
+		}
+	}
+	q.WriteString(" FROM ")
+	q.WriteString(quoteName(t.Schema) + "." + quoteName(t.Name))
+	switch {
+	case len(after) > 0 && len(through) > 0:
+		q.WriteString(" WHERE (")
+		keyBound(&q, t, keys, after, ">")
+		q.WriteString(") AND NOT (")
+		keyBound(&q, t, keys, through, ">")
+		q.WriteString(")")
+	case len(after) > 0:
+		q.WriteString(" WHERE ")
+		keyBound(&q, t, keys, after, ">")
+	case len(through) > 0:
+		q.WriteString(" WHERE NOT (")
+		keyBound(&q, t, keys, through, ">")
+		q.WriteString(")")
+	}
+	if len(keys) > 0 {
+		q.WriteString(" ORDER BY ")
+		for i, k := range keys {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString(quoteName(t.Columns[k].Name))
+		}
+	}
+	if limit > 0 {
+		fmt.Fprintf(&q, " LIMIT %d", limit)
+	}
+	if s.broken != nil {
+		return nil, s.broken
+	}
+	stop := context.AfterFunc(ctx, func() { s.c.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	rows := change.NewTextRows(t)
+	if limit > 0 {
+		// Room for the whole chunk at once: growing the buffers row by
+		// row cost more than reading the rows.
+		rows.Grow(limit, limit*s.rowBytes[t]+limit/8*s.rowBytes[t])
+	}
+	if err := s.textRows(q.String(), rows); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		var me *mysql.MyError
+		if errors.As(err, &me) && (me.Code == mysql.ER_NO_SUCH_TABLE || me.Code == mysql.ER_BAD_FIELD_ERROR) {
+			return nil, fmt.Errorf("%w: source %s: %s.%s: %s", ErrNoTable, s.p.spec.Name, t.Schema, t.Name, me.Message)
+		}
+		return nil, fmt.Errorf("binlog: source %s (%s): snapshot of %s.%s: %w", s.p.spec.Name, s.p.spec.Address, t.Schema, t.Name, err)
+	}
+	if n := rows.Len(); n > 0 {
+		if s.rowBytes == nil {
+			s.rowBytes = map[*change.Table]int{}
+		}
+		s.rowBytes[t] = rows.TextBytes() / n
+	}
+	return rows, nil
+}
+
+// keyBound writes "(k1, k2) op (v1, v2)" for op > spelt out as
+// (k1 > v1) OR (k1 = v1 AND k2 > v2), which range optimizers read.
+func keyBound(q *strings.Builder, t *change.Table, keys []int, vals []string, op string) {
+	for i := range keys {
+		if i > 0 {
+			q.WriteString(" OR ")
+		}
+		q.WriteString("(")
+		for j := 0; j < i; j++ {
+			fmt.Fprintf(q, "%s = %s AND ", quoteName(t.Columns[keys[j]].Name), vals[j])
+		}
+		fmt.Fprintf(q, "%s %s %s)", quoteName(t.Columns[keys[i]].Name), op, vals[i])
+	}
+}
+
+// quoteName quotes an identifier with backticks.
+func quoteName(name string) string {
+	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
+}

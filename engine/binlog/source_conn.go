@@ -1,0 +1,392 @@
+package binlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/braid-cdc/braid/engine/change"
+	"github.com/braid-cdc/braid/internal/mysqlauth"
+	"github.com/braid-cdc/braid/internal/sqlutf8"
+	"github.com/braid-cdc/braid/spec"
+)
+
+// serverInfo is what the reader learns about a source before it streams.
+type serverInfo struct {
+	flavor   string // mysql.MariaDBFlavor or mysql.MySQLFlavor
+	version  string
+	location *time.Location // the server's time zone, for TIMESTAMP values
+	fullMeta bool           // binlog_row_metadata=FULL
+	// compressed: MariaDB compresses binlog events (log_bin_compress).
+	compressed bool
+}
+
+// handshakeTimeout bounds each step of reaching a source before braid
+// streams from it: the TCP connect and the MySQL handshake together, then
+// the first queries (inspect) — and CheckSource as a whole. A listener that
+// accepts and never answers (a wrong port, a proxy without a backend, a
+// stalled server) would otherwise hold the caller as long as TCP lets it:
+// POST /v1/destinations hung for over 90 s. A variable so that tests can
+// shorten it.
+var handshakeTimeout = 15 * time.Second
+
+// dial opens a plain SQL connection to the source, its TCP connect and
+// handshake bounded by handshakeTimeout and ctx, turning driver errors into
+// braid's one-line errors. The connection it returns has no deadline.
+func (p *Reader) dial(ctx context.Context) (*client.Conn, error) {
+	c, stop, err := p.dialUntil(ctx, time.Now().Add(handshakeTimeout))
+	if err != nil {
+		return nil, err
+	}
+	stop()
+	return c, nil
+}
+
+// dialUntil opens a plain SQL connection to the source whose TCP connect
+// and MySQL handshake end by deadline, or when ctx ends. The connection
+// keeps both bounds until the caller calls stop, which clears them: so the
+// caller's first queries can share them.
+func (p *Reader) dialUntil(ctx context.Context, deadline time.Time) (c *client.Conn, stop func(), err error) {
+	var (
+		conn     net.Conn
+		guard    *mysqlauth.Conn
+		stopCtx  = func() bool { return true }
+		tcpReady bool
+	)
+	dialer := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		d := net.Dialer{Deadline: deadline}
+		nc, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		tcpReady = true
+		// go-mysql reads the handshake without a deadline of its own
+		// (it sets one only with a ReadTimeout option, per read): this one
+		// bounds the whole handshake.
+		nc.SetDeadline(deadline)
+		stopCtx = context.AfterFunc(ctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
+		conn = nc
+		// No TLS: the server must not have the password in clear.
+		guard = mysqlauth.Guard(nc)
+		return guard, nil
+	}
+	// A utf8mb4 session: names and values arrive as the server stores them.
+	c, err = sqlutf8.Connect(ctx, p.spec.Address, p.spec.User, p.spec.Password, "", dialer)
+	if err != nil {
+		stopCtx()
+		if conn != nil {
+			conn.Close() // go-mysql closes it on most failures; twice is harmless
+		}
+		if guard != nil && guard.Refused() != nil {
+			return nil, nil, p.clearTextError(guard.Refused())
+		}
+		if ctx.Err() != nil {
+			return nil, nil, fmt.Errorf("%w: source %s: connect to %s: %w", ErrUnreachable, p.spec.Name, p.spec.Address, ctx.Err())
+		}
+		// go-mysql reports a read that timed out as ErrBadConn: the
+		// clock tells.
+		if tcpReady && (isTimeout(err) || !time.Now().Before(deadline)) {
+			return nil, nil, fmt.Errorf("%w: source %s: %s accepted the connection but did not complete the MySQL handshake within %v: "+
+				"check that the address is the MySQL or MariaDB port (not a proxy without a backend or another service) and that the server is not stalled",
+				ErrUnreachable, p.spec.Name, p.spec.Address, handshakeTimeout)
+		}
+		return nil, nil, p.connError(err)
+	}
+	return c, func() {
+		stopCtx()
+		conn.SetDeadline(time.Time{})
+	}, nil
+}
+
+// clearTextError is the error of a connection mysqlauth refused because
+// the server asked for the password in a form it could read: fatal, as a
+// retry meets the same server.
+func (p *Reader) clearTextError(refused error) error {
+	user := p.spec.User
+	if user == "" {
+		user = spec.DefaultUser
+	}
+	return fatal{fmt.Errorf("%w: source %s (%s): %w: check that the address is the source's own, and give user %q an authentication "+
+		"plugin that proves the password without sending it (mysql_native_password, ed25519, or caching_sha2_password once the server has cached it)",
+		ErrClearText, p.spec.Name, p.spec.Address, refused, user)}
+}
+
+// isTimeout tells whether err is a deadline passing (a net.Error's Timeout).
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+// queryError words a failed query of the first ones braid sends a source,
+// saying what to check when the server did not answer in time.
+func (p *Reader) queryError(what string, err error) error {
+	if isTimeout(err) {
+		return fmt.Errorf("%w: source %s (%s): %s: no answer within %v: check that the server is not stalled or overloaded",
+			ErrUnreachable, p.spec.Name, p.spec.Address, what, handshakeTimeout)
+	}
+	return fmt.Errorf("binlog: source %s (%s): %s: %v", p.spec.Name, p.spec.Address, what, err)
+}
+
+// connError classifies a connection failure.
+func (p *Reader) connError(err error) error {
+	var me *mysql.MyError
+	if errors.As(err, &me) && me.Code == mysql.ER_ACCESS_DENIED_ERROR {
+		return fatal{fmt.Errorf("%w: source %s (%s): user %q was refused (%s): check user and password in the spec",
+			ErrAccessDenied, p.spec.Name, p.spec.Address, p.spec.User, me.Message)}
+	}
+	if errors.As(err, &me) {
+		return fmt.Errorf("binlog: source %s (%s): %s (mysql error %d)", p.spec.Name, p.spec.Address, me.Message, me.Code)
+	}
+	var ne net.Error
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: source %s: cannot connect to %s (%v): is the server running and the address right?",
+			ErrUnreachable, p.spec.Name, p.spec.Address, rootCause(err))
+	}
+	return fmt.Errorf("%w: source %s: cannot connect to %s: %v", ErrUnreachable, p.spec.Name, p.spec.Address, rootCause(err))
+}
+
+// rootCause strips wrappers that repeat the address.
+func rootCause(err error) error {
+	for {
+		u := errors.Unwrap(err)
+		if u == nil {
+			return err
+		}
+		err = u
+	}
+}
+
+// inspect reads the server's settings, within handshakeTimeout, and refuses
+// a server braid cannot read correctly.
+func (p *Reader) inspect(c *client.Conn) (serverInfo, error) {
+	c.SetDeadline(time.Now().Add(handshakeTimeout))
+	defer c.SetDeadline(time.Time{})
+	return p.readSettings(c)
+}
+
+// readSettings is inspect without a deadline of its own.
+func (p *Reader) readSettings(c *client.Conn) (serverInfo, error) {
+	var info serverInfo
+	r, err := c.Execute("SELECT @@version, @@log_bin, @@binlog_format, @@binlog_row_image, @@global.time_zone, @@system_time_zone, TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(), NOW())")
+	if err != nil {
+		return info, p.queryError("read server settings", err)
+	}
+	get := func(i int) string { s, _ := r.GetString(0, i); return s }
+	info.version = get(0)
+	info.flavor = mysql.MySQLFlavor
+	if strings.Contains(strings.ToLower(info.version), "mariadb") {
+		info.flavor = mysql.MariaDBFlavor
+	}
+	if logBin := get(1); logBin != "1" && !strings.EqualFold(logBin, "ON") {
+		return info, fatal{fmt.Errorf("%w on source %s (%s): start the server with --log-bin (and --binlog-format=ROW)", ErrBinlogDisabled, p.spec.Name, p.spec.Address)}
+	}
+	if f := get(2); !strings.EqualFold(f, "ROW") {
+		return info, fatal{fmt.Errorf("%w on source %s (%s): it is %s; run SET GLOBAL binlog_format=ROW and put binlog_format=ROW in the server's config",
+			ErrBinlogFormat, p.spec.Name, p.spec.Address, f)}
+	}
+	if img := get(3); !strings.EqualFold(img, "FULL") {
+		p.log.Warn("binlog_row_image is not FULL: before images of updates and deletes will be partial; set binlog_row_image=FULL on the server",
+			"binlog_row_image", img) // the logger names the source
+	}
+	info.location = change.ServerLocation(get(4), get(5), get(6))
+	// Variables a server may not have; absent means off.
+	if r, err := c.Execute("SELECT @@binlog_row_metadata"); err == nil {
+		if s, _ := r.GetString(0, 0); strings.EqualFold(s, "FULL") {
+			info.fullMeta = true
+		}
+	}
+	if r, err := c.Execute("SELECT @@log_bin_compress"); err == nil {
+		if s, _ := r.GetString(0, 0); s == "1" || strings.EqualFold(s, "ON") {
+			info.compressed = true
+		}
+	}
+	return info, nil
+}
+
+// binlogFiles lists the server's binlog files, oldest first.
+func binlogFiles(c *client.Conn) ([]string, error) {
+	r, err := c.Execute("SHOW BINARY LOGS")
+	if err != nil {
+		return nil, err
+	}
+	files := make([]string, 0, r.RowNumber())
+	for i := 0; i < r.RowNumber(); i++ {
+		s, _ := r.GetString(i, 0)
+		files = append(files, s)
+	}
+	return files, nil
+}
+
+// masterPosition is the server's current end of binlog.
+func masterPosition(c *client.Conn) (change.Position, error) {
+	r, err := c.Execute("SHOW MASTER STATUS")
+	if err != nil {
+		return change.Position{}, err
+	}
+	if r.RowNumber() == 0 {
+		return change.Position{}, errors.New("SHOW MASTER STATUS returned nothing")
+	}
+	f, _ := r.GetString(0, 0)
+	pos, _ := r.GetUint(0, 1)
+	return change.Position{File: f, Pos: uint32(pos)}, nil
+}
+
+// checkNotPurged refuses a start position whose file is gone.
+func (p *Reader) checkNotPurged(files []string, pos change.Position) error {
+	for _, f := range files {
+		if f == pos.File {
+			return nil
+		}
+	}
+	oldest := "none"
+	if len(files) > 0 {
+		oldest = files[0]
+	}
+	return fatal{fmt.Errorf("%w: source %s (%s): start position %s is no longer on the server (oldest binlog is %s): start from earliest or a later position",
+		ErrPurged, p.spec.Name, p.spec.Address, pos, oldest)}
+}
+
+// CheckSource connects to a source as a destination's reader would and
+// checks that braid can read it (reachable, credentials accepted, binlog
+// on, ROW format); it returns the server's current end of binlog. The
+// cluster uses it to refuse a spec with an unusable shard before storing
+// it, and to pin a `latest` start to a position.
+//
+// It takes handshakeTimeout (15 s) at most in all, less if ctx ends first:
+// a source that accepts connections and never answers fails with an error
+// (wrapping ErrUnreachable) naming the source and its address.
+func CheckSource(ctx context.Context, src spec.Source) (change.Position, error) {
+	pw, err := src.ResolvePassword()
+	if err != nil {
+		return change.Position{}, err
+	}
+	src.Password, src.PasswordFile, src.PasswordEnv = pw, "", ""
+	p := &Reader{spec: src, log: slog.New(slog.DiscardHandler)}
+	c, stop, err := p.dialUntil(ctx, time.Now().Add(handshakeTimeout))
+	if err != nil {
+		return change.Position{}, err
+	}
+	defer c.Close()
+	defer stop()
+	if _, err := p.readSettings(c); err != nil {
+		return change.Position{}, err
+	}
+	pos, err := masterPosition(c)
+	if err != nil {
+		return change.Position{}, p.queryError("read its binlog position", err)
+	}
+	return pos, nil
+}
+
+// CheckPosition connects to a source and checks that its binlog still
+// holds pos (its file is not purged): a replay from a cursor or from the
+// spec's start fails at once, with an error wrapping ErrPurged that names
+// the oldest binlog left, instead of after its reader has started.
+func CheckPosition(ctx context.Context, src spec.Source, pos change.Position) error {
+	pw, err := src.ResolvePassword()
+	if err != nil {
+		return err
+	}
+	src.Password, src.PasswordFile, src.PasswordEnv = pw, "", ""
+	p := &Reader{spec: src, log: slog.New(slog.DiscardHandler)}
+	c, stop, err := p.dialUntil(ctx, time.Now().Add(handshakeTimeout))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	defer stop()
+	files, err := binlogFiles(c)
+	if err != nil {
+		return p.queryError("list its binlogs", err)
+	}
+	if err := p.checkNotPurged(files, pos); err != nil {
+		return errors.Unwrap(err) // not fatal{}: the caller decides
+	}
+	return nil
+}
+
+// watch runs beside Run's reading until ctx ends. Every progressEvery,
+// unless a heartbeat came since the last time (it carries the server's
+// position), it asks the server for its end of binlog on a connection of
+// its own, so that Stats can tell a reader that is behind; and while the
+// reader is behind by progressEvery or more, it logs the catch-up's
+// progress, then one line once it has caught up.
+func (p *Reader) watch(ctx context.Context) {
+	t := time.NewTicker(progressEvery)
+	defer t.Stop()
+	var c *client.Conn
+	defer func() {
+		if c != nil {
+			c.Close()
+		}
+	}()
+	last, lastAt := p.Stats(), time.Now()
+	var catchUpSince time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		s := p.Stats()
+		if !s.Connected {
+			// Down: the reconnect attempts' lines say so.
+			last, lastAt = s, now
+			continue
+		}
+		if !s.HeartbeatAt.After(lastAt) {
+			if pos, err := p.serverPosition(ctx, &c); err == nil {
+				p.setServer(pos, now, s.ReadPos)
+				s = p.Stats()
+			}
+		}
+		lag, _, behind := s.Lag(now)
+		switch {
+		case behind && lag >= progressEvery:
+			if catchUpSince.IsZero() {
+				catchUpSince = lastAt
+			}
+			rate := float64(s.Rows-last.Rows) / now.Sub(lastAt).Seconds()
+			p.log.Info("catching up", "pos", s.ReadPos.String(), "server_pos", s.ServerPos.String(),
+				"lag", lag.Round(100*time.Millisecond), "rows_per_s", int64(rate))
+		case !catchUpSince.IsZero() && (!behind || lag < progressEvery):
+			p.log.Info("caught up", "pos", s.ReadPos.String(), "took", now.Sub(catchUpSince).Round(time.Second))
+			catchUpSince = time.Time{}
+		}
+		last, lastAt = s, now
+	}
+}
+
+// serverPosition asks the server for its end of binlog on *c, opening it
+// first when nil and closing it (to nil) when the query fails. The query
+// is bounded by handshakeTimeout and ctx.
+func (p *Reader) serverPosition(ctx context.Context, c **client.Conn) (change.Position, error) {
+	if *c == nil {
+		conn, err := p.dial(ctx)
+		if err != nil {
+			return change.Position{}, err
+		}
+		*c = conn
+	}
+	conn := *c
+	conn.SetDeadline(time.Now().Add(handshakeTimeout))
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	pos, err := masterPosition(conn)
+	stop()
+	conn.SetDeadline(time.Time{})
+	if err != nil {
+		conn.Close()
+		*c = nil
+	}
+	return pos, err
+}
