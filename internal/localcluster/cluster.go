@@ -66,26 +66,83 @@ func New(bin, dir string, size int, args ...string) (*Cluster, error) {
 	return c, nil
 }
 
-// Start is New and StartAll, then waits up to a minute for a Raft leader
-// and size live nodes. On error it has killed what it started; otherwise
-// the caller must call Close (or Stop).
+// Start is New and StartUp: size nodes on free ports, running, with a
+// Raft leader. On error it has killed what it started; otherwise the
+// caller must call Close (or Stop).
+//
+// The ports New picks were free a moment before the nodes bind them, and
+// another process (a test package running beside this one, the demo) can
+// take one in between: a node that exits because its port is taken is
+// not a failure of the cluster, so Start tries again on fresh ports, up
+// to portTries times, in a directory of its own under dir.
 func Start(ctx context.Context, bin, dir string, size int, args ...string) (*Cluster, error) {
-	c, err := New(bin, dir, size, args...)
-	if err != nil {
-		return nil, err
+	for try := 1; ; try++ {
+		tryDir := dir
+		if try > 1 {
+			tryDir = filepath.Join(dir, fmt.Sprintf("ports-%d", try))
+		}
+		c, err := New(bin, tryDir, size, args...)
+		if err != nil {
+			return nil, err
+		}
+		err = c.StartUp(ctx)
+		if err == nil {
+			return c, nil
+		}
+		if try == portTries || !errors.Is(err, ErrPortTaken) {
+			return nil, err
+		}
 	}
+}
+
+// portTries bounds Start's tries on fresh ports.
+const portTries = 3
+
+// ErrPortTaken is StartUp's error when a node exited because a port it
+// was given was in use.
+var ErrPortTaken = errors.New("a port was taken before the node bound it")
+
+// StartUp is StartAll, then a wait of up to a minute for a Raft leader
+// and every node live (WaitReady) that ends early, with ErrPortTaken,
+// when a node exits because its port is taken. On error it has killed
+// every node.
+func (c *Cluster) StartUp(ctx context.Context) error {
 	if err := c.StartAll(); err != nil {
 		c.Close()
-		return nil, err
+		return err
 	}
-	if err := c.WaitReady(ctx, time.Minute); err != nil {
-		c.Close()
-		for _, n := range c.Nodes {
-			err = fmt.Errorf("%w\nlog of %s, last lines:\n%s", err, n.Name, n.LogTail(20))
+	waitCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var taken *Node
+	err := Poll(waitCtx, time.Minute, c.readyWhat(), func() (bool, string) {
+		if taken = c.portTaken(); taken != nil {
+			cancel()
+			return false, taken.Name + " exited: " + ErrPortTaken.Error()
 		}
-		return nil, err
+		return c.ready(waitCtx)
+	})
+	if err == nil {
+		return nil
 	}
-	return c, nil
+	c.Close()
+	if taken != nil {
+		return fmt.Errorf("localcluster: %s: %w\n%s", taken.Name, ErrPortTaken, taken.LogTail(2))
+	}
+	for _, n := range c.Nodes {
+		err = fmt.Errorf("%w\nlog of %s, last lines:\n%s", err, n.Name, n.LogTail(20))
+	}
+	return err
+}
+
+// portTaken returns a node that has exited because a port it was given
+// was in use, or nil.
+func (c *Cluster) portTaken() *Node {
+	for _, n := range c.Nodes {
+		if n.PID() != 0 && !n.Running() && strings.Contains(n.LogTail(5), "address already in use") {
+			return n
+		}
+	}
+	return nil
 }
 
 // StartAll starts every node that does not run. On error the nodes it
@@ -225,16 +282,23 @@ func Ready(st wire.ClusterStatus, size int) (bool, string) {
 // WaitReady waits until every node runs and a running node sees a Raft
 // leader and every node of the cluster alive in gossip and in Raft.
 func (c *Cluster) WaitReady(ctx context.Context, timeout time.Duration) error {
-	return Poll(ctx, timeout, fmt.Sprintf("a leader and %d live nodes", len(c.Nodes)), func() (bool, string) {
-		if live := len(c.Live()); live < len(c.Nodes) {
-			return false, fmt.Sprintf("%d of %d processes run", live, len(c.Nodes))
-		}
-		st, err := c.LiveStatus(ctx)
-		if err != nil {
-			return false, err.Error()
-		}
-		return Ready(st, len(c.Nodes))
-	})
+	return Poll(ctx, timeout, c.readyWhat(), func() (bool, string) { return c.ready(ctx) })
+}
+
+func (c *Cluster) readyWhat() string {
+	return fmt.Sprintf("a leader and %d live nodes", len(c.Nodes))
+}
+
+// ready is WaitReady's condition, and why it does not hold yet.
+func (c *Cluster) ready(ctx context.Context) (bool, string) {
+	if live := len(c.Live()); live < len(c.Nodes) {
+		return false, fmt.Sprintf("%d of %d processes run", live, len(c.Nodes))
+	}
+	st, err := c.LiveStatus(ctx)
+	if err != nil {
+		return false, err.Error()
+	}
+	return Ready(st, len(c.Nodes))
 }
 
 // Owner waits until the running nodes that answer agree on a running

@@ -2,7 +2,9 @@ package localcluster_test
 
 import (
 	"errors"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -95,4 +97,35 @@ func TestNodeLifecycle(t *testing.T) {
 	if err := n.Signal(syscall.SIGCONT); !errors.Is(err, os.ErrProcessDone) {
 		t.Errorf("signal to an exited node: %v, want os.ErrProcessDone", err)
 	}
+}
+
+// TestStartUpPortTaken: a node whose port another process took between
+// New and its start exits, and StartUp says so at once with ErrPortTaken
+// (which Start answers with fresh ports) instead of waiting a minute for
+// a cluster that cannot form.
+func TestStartUpPortTaken(t *testing.T) {
+	bin := braidproc.Binary(t)
+	c, err := localcluster.New(bin, t.TempDir(), 2, "--log-level", "debug")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(c.Nodes[1].CanalPort)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	err = c.StartUp(t.Context())
+	if !errors.Is(err, localcluster.ErrPortTaken) || !strings.Contains(err.Error(), "n2") {
+		t.Fatalf("StartUp with n2's canal port taken: %v", err)
+	}
+	if live := c.Live(); len(live) != 0 {
+		t.Errorf("%d nodes still run after StartUp failed", len(live))
+	}
+
+	c2, err := localcluster.Start(t.Context(), bin, t.TempDir(), 1, "--log-level", "debug")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2.Close()
 }
