@@ -191,6 +191,7 @@ func TestWrongPasswordsBounded(t *testing.T) {
 		t.Fatalf("the consumer's good login: %d", st)
 	}
 	before := users.Derivations()
+	began := time.Now()
 	codes := map[int]int{}
 	for i := range 300 {
 		pw := fmt.Sprint("guess-", i%150) // each wrong password twice
@@ -206,8 +207,11 @@ func TestWrongPasswordsBounded(t *testing.T) {
 		}
 		resp.Body.Close()
 	}
-	if n := users.Derivations() - before; n > auth.FailBurst {
-		t.Errorf("300 wrong passwords cost %d PBKDF2s, want at most %d", n, auth.FailBurst)
+	// The bucket refills FailBurst per FailWindow: a slow machine that
+	// takes a while over the 300 calls earns those refills honestly.
+	allowed := auth.FailBurst + int(time.Since(began)*auth.FailBurst/auth.FailWindow)
+	if n := users.Derivations() - before; n > int64(allowed) {
+		t.Errorf("300 wrong passwords cost %d PBKDF2s, want at most %d (the burst and its refills)", n, allowed)
 	}
 	if codes[http.StatusTooManyRequests] < 250 || codes[http.StatusOK] > 0 {
 		t.Errorf("answers %v: want mostly 429, no 200", codes)
