@@ -105,10 +105,14 @@ func TestReplayNeedsGrant(t *testing.T) {
 	ds = ds.WithDefaults()
 	r, target := applyWith(t, &ds, false)
 	want := []string{"1 a", "2 B"}
+	// The target counts a transaction once it has committed it, a moment
+	// after its rows show: wait for both.
 	sinktest.WaitFor(t, 30*time.Second, func() (bool, string) {
 		got := sinktest.Query(db, "SELECT id, note FROM "+name+".orders")
 		_, lastErr := r.Applied()
-		return slices.Equal(got, want), fmt.Sprintf("the target holds %q, want %q (last error %q)", got, want, lastErr)
+		st := target.Stats()
+		return slices.Equal(got, want) && st.Applied+st.Replayed >= 5,
+			fmt.Sprintf("the target holds %q, want %q; stats %+v (last error %q)", got, want, st, lastErr)
 	})
 	if st := target.Stats(); st.Replayed != 0 || st.Applied != 5 {
 		t.Fatalf("%+v: want 5 changes applied as SQL statements, none replayed", st)
