@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -38,16 +39,19 @@ import (
 // are settled against. A start at the latest position (moveStart) needs
 // no provisional tables: when the binlog up to bound touches no selected
 // table, the live schema holds from snapPos; when it does, the schema is
-// read again and the start moves to bound.
+// read again and the start moves to bound. On a server running DDL on the
+// selected tables back to back, every read may overlap one: the reads go
+// on, each after a random pause that grows so as not to keep step with a
+// periodic writer, for up to settleLatestFor; only then do the tables
+// start provisional, and a row of one before the DDL fails loudly.
 func (p *Reader) loadSchema(ctx context.Context, c *client.Conn, snapPos change.Position, moveStart bool) error {
+	began := time.Now()
 	for attempt := 1; ; attempt++ {
 		bound, tables, err := p.loadLive(c)
 		if err != nil {
 			return err
 		}
-		if !moveStart || bound == snapPos || attempt == 10 {
-			// After 10 tries on a server busy with DDL: a row before that
-			// DDL settles the tables (resolveProvisional).
+		if !moveStart || bound == snapPos || time.Since(began) > settleLatestFor {
 			if p.started && p.resume.Compare(bound) < 0 && len(tables) > 0 {
 				p.provisional, p.snapPos = tables, bound
 			}
@@ -60,10 +64,25 @@ func (p *Reader) loadSchema(ctx context.Context, c *client.Conn, snapPos change.
 		if len(touches) == 0 {
 			return nil
 		}
-		p.log.Info("a DDL ran while the schema was read: reading it again", "from", snapPos.String(), "to", bound.String())
-		snapPos, p.resume = bound, bound
+		p.log.Info("a DDL ran while the schema was read: reading it again", "from", snapPos.String(), "to", bound.String(), "attempt", attempt)
+		pause := time.Duration(rand.Int64N(int64(min(time.Duration(attempt)*20*time.Millisecond, 500*time.Millisecond))))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pause):
+		}
+		// The server has moved on during the pause: the schema is read at
+		// its position now, not at bound, or bound to now would need a scan.
+		if snapPos, err = masterPosition(c); err != nil {
+			return fatal{fmt.Errorf("binlog: source %s (%s): SHOW MASTER STATUS: %v", p.spec.Name, p.spec.Address, err)}
+		}
+		p.resume = snapPos
 	}
 }
+
+// settleLatestFor bounds how long a start at the latest position reads the
+// schema again while DDL keeps landing beside the reads (loadSchema).
+const settleLatestFor = 30 * time.Second
 
 // loadLive builds the schema model from the server's live tables, and
 // returns the server's position after reading them and the tables by
