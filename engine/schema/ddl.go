@@ -19,16 +19,18 @@ import (
 type DDLTouch struct {
 	// Table is "schema.table", names as written in the DDL (unqualified
 	// names take the default database), the form Table.FullName gives.
-	// For DROP DATABASE it is "schema.*" and Database is set.
+	// For DROP and CREATE DATABASE it is "schema.*" and Database is set.
 	Table string `json:"table"`
 	// Creates is set when the statement brings the table into existence:
-	// CREATE TABLE (also LIKE, IF NOT EXISTS, OR REPLACE) and the new name
-	// of a RENAME.
+	// CREATE TABLE (also LIKE, IF NOT EXISTS, OR REPLACE), the new name of
+	// a RENAME, CREATE DATABASE (the tables come after it).
 	Creates bool `json:"creates,omitempty"`
 	// Drops is set when the table ceases to exist under this name: DROP
 	// TABLE, the old name of a RENAME, DROP DATABASE.
 	Drops bool `json:"drops,omitempty"`
-	// Database is set for DROP DATABASE, which drops every table of the schema.
+	// Database is set for DROP DATABASE, which drops every table of the
+	// schema, and CREATE DATABASE without IF NOT EXISTS, before which the
+	// schema held none.
 	Database bool `json:"database,omitempty"`
 }
 
@@ -75,6 +77,12 @@ func DDLTables(db, sql string, mode SQLMode) ([]DDLTouch, error) {
 			add(n.Table, false, false)
 		case *ast.DropDatabaseStmt:
 			out = append(out, DDLTouch{Table: n.Name.O + ".*", Drops: true, Database: true})
+		case *ast.CreateDatabaseStmt:
+			// Without IF NOT EXISTS, no table of the schema existed just
+			// before: each is created after it, if at all.
+			if !n.IfNotExists {
+				out = append(out, DDLTouch{Table: n.Name.O + ".*", Creates: true, Database: true})
+			}
 		}
 	}
 	return out, nil
