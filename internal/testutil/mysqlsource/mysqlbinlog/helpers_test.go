@@ -104,5 +104,4 @@ func mustBody(t *testing.T) func([]byte, error) []byte {
 }
 
 func u64(v uint64) *uint64 { return &v }
-func u8(v uint8) *uint8    { return &v }
 func u32(v uint32) *uint32 { return &v }
