@@ -202,3 +202,15 @@ func TestHeartbeatV2MatchesGoMySQLSamples(t *testing.T) {
 		[]byte{0x1, 0xd, 0x62, 0x69, 0x6e, 0x6c, 0x6f, 0x67, 0x2e, 0x30, 0x30, 0x30, 0x30, 0x30, 0x31, 0x2, 0x4, 0xfd, 0xbb, 0xaf, 0x27, 0x0},
 		HeartbeatV2Body("binlog.000001", 2600891))
 }
+
+// TestDumpEventsMatchServer compares with what an 8.0.17 source's dump
+// thread sent its replica (kept in the replica's relay log): the
+// artificial ROTATE, then the FORMAT_DESCRIPTION of a file read from its
+// start, its in-use flag cleared.
+func TestDumpEventsMatchServer(t *testing.T) {
+	requireBytes(t, "artificial rotate", realEvent(t, "my8017_relay@155"), ArtificialRotate(1, "master-bin.000001", 4, true))
+	real := realEvent(t, "my8017_relay@203")
+	fde := FormatDescription{ServerVersion: "8.0.17-debug", CreateTimestamp: binary.LittleEndian.Uint32(real), Checksum: true}
+	inFile := frameLike(real, replication.FORMAT_DESCRIPTION_EVENT, FlagBinlogInUse, mustBody(t)(fde.Body()))
+	requireBytes(t, "format description as sent", real, DumpFormatDescription(inFile, 4))
+}

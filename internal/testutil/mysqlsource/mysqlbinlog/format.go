@@ -189,13 +189,12 @@ func (f FormatDescription) Body() ([]byte, error) {
 // DumpFormatDescription returns the FORMAT_DESCRIPTION event fde (framed,
 // from the start of a file) as a dump thread sends it to a replica that
 // asked for its file from startPos (Binlog_sender::
-// send_format_description_event): log_pos 0, so that the replica does not
-// move its position; created 0 unless the replica reads from the start
-// (it would drop its temporary tables); the in-use flag cleared; the
-// checksum computed again.
+// send_format_description_event, as an 8.0.17 replica's relay log shows
+// it): created 0 unless the replica reads from the start (it would drop
+// its temporary tables), the in-use flag cleared, the checksum computed
+// again; log_pos as in the file.
 func DumpFormatDescription(fde []byte, startPos uint32) []byte {
 	out := append([]byte(nil), fde...)
-	binary.LittleEndian.PutUint32(out[13:], 0)
 	if startPos > uint32(len(Magic)) {
 		const createdAt = HeaderSize + 2 + 50
 		binary.LittleEndian.PutUint32(out[createdAt:], 0)
@@ -207,4 +206,11 @@ func DumpFormatDescription(fde []byte, startPos uint32) []byte {
 		binary.LittleEndian.PutUint32(out[len(out)-checksumSize:], crc)
 	}
 	return out
+}
+
+// ArtificialRotate is the ROTATE a dump thread sends first, naming the
+// file and position the replica asked for: time 0, log_pos 0, flagged
+// artificial, with the source's server id.
+func ArtificialRotate(serverID uint32, file string, pos uint64, checksum bool) []byte {
+	return Frame(Header{Type: replication.ROTATE_EVENT, ServerID: serverID, Flags: FlagArtificial}, RotateBody(file, pos), checksum)
 }

@@ -422,6 +422,14 @@ func (st *writer) ddl(d *DDL, ts uint32) (Event, string, error) {
 		if err != nil {
 			return Event{}, "", err
 		}
+		for _, c := range t.Columns {
+			switch {
+			case c.Kind == KindVector && !st.version.AtLeast(9, 0, 0):
+				return Event{}, "", fmt.Errorf("mysqlbinlog: %s column %s: VECTOR needs MySQL 9.0+, the server is %s", d.Table.QualifiedName(), c.Name, st.server.Version)
+			case c.Invisible && !st.version.AtLeast(8, 0, 23):
+				return Event{}, "", fmt.Errorf("mysqlbinlog: %s column %s: INVISIBLE needs MySQL 8.0.23+, the server is %s", d.Table.QualifiedName(), c.Name, st.server.Version)
+			}
+		}
 		st.nextTableID++
 		st.tables[d.Table.QualifiedName()] = &liveTable{def: d.Table, table: t}
 		st.schemas[d.Table.Schema] = true

@@ -93,8 +93,23 @@ func parseFile(t *testing.T, data []byte) []*replication.BinlogEvent {
 // workload says, GTIDs tagged and untagged, compressed transactions
 // unwrapped to the same rows, a rotation, a partial JSON update.
 func TestWorkloadDecodesAsWritten(t *testing.T) {
+	for _, v := range []string{"8.0.40", "8.4.3", "9.1.0"} {
+		t.Run(v, func(t *testing.T) { testWorkloadDecodesAsWritten(t, v) })
+	}
+}
+
+func testWorkloadDecodesAsWritten(t *testing.T, version string) {
 	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	w := Workload{Server: Server{RowMetadata: MetadataFull, Start: start}, Txns: []Txn{
+	v, err := ParseVersion(version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tagged := v.AtLeast(8, 3, 0)
+	tag := ""
+	if tagged {
+		tag = "batch"
+	}
+	w := Workload{Server: Server{Version: version, RowMetadata: MetadataFull, Start: start}, Txns: []Txn{
 		{DDL: &DDL{Schema: "shop", SQL: "CREATE DATABASE shop", CreatesDatabase: true}},
 		{DDL: &DDL{Schema: "shop", Table: itemsDef}},
 		{Statements: []Statement{{Kind: Insert, Table: "shop.items", Rows: []Row{
@@ -104,7 +119,7 @@ func TestWorkloadDecodesAsWritten(t *testing.T) {
 		{Compressed: true, Statements: []Statement{{Kind: Update, Table: "shop.items", Rows: []Row{
 			{Before: []any{2, "B-2", nil, 0, nil, nil, nil, nil, nil, 0}, After: []any{2, "B-2", "1.50", 4, nil, nil, "b", nil, nil, 8}},
 		}}}},
-		{Tag: "batch", RotateAfter: true, Statements: []Statement{{Kind: Delete, Table: "shop.items", Rows: []Row{
+		{Tag: tag, RotateAfter: true, Statements: []Statement{{Kind: Delete, Table: "shop.items", Rows: []Row{
 			{Before: []any{2, "B-2", "1.50", 4, nil, nil, "b", nil, nil, 8}},
 		}}}},
 		{Statements: []Statement{{Kind: PartialUpdate, Table: "shop.items", Rows: []Row{
@@ -117,8 +132,13 @@ func TestWorkloadDecodesAsWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	uuid := b.Server.UUID.String()
-	if b.GTIDExecuted != uuid+":1-5:batch:1" {
-		t.Fatalf("gtid_executed %q", b.GTIDExecuted)
+	wantGTIDs := []string{uuid + ":1", uuid + ":2", uuid + ":3", uuid + ":4", uuid + ":batch:1", uuid + ":5"}
+	wantExecuted := uuid + ":1-5:batch:1"
+	if !tagged {
+		wantGTIDs[4], wantGTIDs[5], wantExecuted = uuid+":5", uuid+":6", uuid+":1-6"
+	}
+	if b.GTIDExecuted != wantExecuted {
+		t.Fatalf("gtid_executed %q, want %q", b.GTIDExecuted, wantExecuted)
 	}
 	if len(b.Files) != 2 || b.Files[0].Name != "binlog.000001" || b.Files[1].Name != "binlog.000002" {
 		t.Fatalf("files %v", b.Files)
@@ -134,7 +154,6 @@ func TestWorkloadDecodesAsWritten(t *testing.T) {
 		byFile[f.Name] = parseFile(t, f.Data)
 	}
 	// Each transaction starts with its GTID event where Txns says.
-	wantGTIDs := []string{uuid + ":1", uuid + ":2", uuid + ":3", uuid + ":4", uuid + ":batch:1", uuid + ":5"}
 	if len(b.Txns) != len(wantGTIDs) {
 		t.Fatalf("%d transactions written", len(b.Txns))
 	}
@@ -248,5 +267,30 @@ func TestWorkloadSplitsLargeStatements(t *testing.T) {
 	}
 	if events < 3 || ends != 1 || total != 100 {
 		t.Fatalf("%d rows events, %d with STMT_END_F, %d rows", events, ends, total)
+	}
+}
+
+// TestWorkloadRefusesWhatTheVersionLacks: a workload cannot hold what its
+// server version could not have written.
+func TestWorkloadRefusesWhatTheVersionLacks(t *testing.T) {
+	vec := &TableDef{Schema: "s", Name: "v", Columns: []ColumnDef{{Name: "v", Type: "vector(3)"}}}
+	inv := &TableDef{Schema: "s", Name: "i", Columns: []ColumnDef{{Name: "i", Type: "int", Invisible: true}}}
+	plain := &TableDef{Schema: "s", Name: "p", Columns: []ColumnDef{{Name: "i", Type: "int"}}}
+	for _, tc := range []struct {
+		version string
+		txns    []Txn
+		want    string
+	}{
+		{"8.4.3", []Txn{{DDL: &DDL{Schema: "s", Table: vec}}}, "VECTOR needs MySQL 9.0+"},
+		{"8.0.22", []Txn{{DDL: &DDL{Schema: "s", Table: inv}}}, "INVISIBLE needs MySQL 8.0.23+"},
+		{"8.0.40", []Txn{{DDL: &DDL{Schema: "s", Table: plain}}, {Tag: "t", Statements: []Statement{{Kind: Insert, Table: "s.p", Rows: []Row{{After: []any{1}}}}}}}, "tagged GTIDs need MySQL 8.3+"},
+	} {
+		_, err := Write(Workload{Server: Server{Version: tc.version}, Txns: tc.txns})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.version, err, tc.want)
+		}
+	}
+	if _, err := Write(Workload{Server: Server{Version: "9.1.0"}, Txns: []Txn{{DDL: &DDL{Schema: "s", Table: vec}}}}); err != nil {
+		t.Fatalf("9.1.0 refused a VECTOR column: %v", err)
 	}
 }
