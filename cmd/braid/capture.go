@@ -242,12 +242,25 @@ func printStream(ctx context.Context, p *stream.Pipeline, w io.Writer, max int, 
 		}
 		return save()
 	}
+	// fail ends the print on err, keeping the cursor after the last
+	// transaction written whole first: the README promises the cursor is
+	// saved at exit, and a source or output error is an exit too. Without
+	// it the cursor was the last periodic save's, up to cursorEvery behind
+	// what was printed, and a restart printed those seqs again. Lines not
+	// yet handed to the writer (a batch that failed to format) are
+	// dropped: the cursor is never ahead of the output.
+	fail := func(err error) error {
+		out.abort()
+		if serr := save(); serr != nil {
+			return errors.Join(err, serr)
+		}
+		return err
+	}
 	for {
 		b, err := store.Get(ctx, printerID, 1024, 200*time.Millisecond)
 		if errors.Is(err, stream.ErrClosed) {
 			if err := p.Err(); err != nil {
-				out.close(nil)
-				return err
+				return fail(err)
 			}
 			return finish()
 		}
@@ -258,8 +271,7 @@ func printStream(ctx context.Context, p *stream.Pipeline, w io.Writer, max int, 
 			// Idle: nothing is written, so a reader that went away (the
 			// end of `| head -5`) is found by asking the pipe.
 			if gone() {
-				out.close(nil)
-				return fmt.Errorf("%w: the reader of standard output has gone", errOutput)
+				return fail(fmt.Errorf("%w: the reader of standard output has gone", errOutput))
 			}
 			continue
 		}
@@ -268,19 +280,18 @@ func printStream(ctx context.Context, p *stream.Pipeline, w io.Writer, max int, 
 			last = mark
 		}
 		if err != nil {
-			out.close(nil)
-			return err
+			return fail(err)
 		}
 		if enough {
 			return finish()
 		}
 		if err := out.send(mark); err != nil {
-			return fmt.Errorf("%w: %w", errOutput, err)
+			return fail(fmt.Errorf("%w: %w", errOutput, err))
 		}
 		// Formatted events are not needed from the store again: the
 		// cursor saved is the writer's (out.written), never ahead of it.
 		if err := store.Ack(printerID, b.ID); err != nil {
-			return err
+			return fail(err)
 		}
 		if time.Since(saved) >= cursorEvery {
 			if err := save(); err != nil {

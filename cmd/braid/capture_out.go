@@ -107,6 +107,14 @@ func (o *output) close(mark *group.Cursor) error {
 	return o.err
 }
 
+// abort drops the lines not yet handed to the writer and waits for the
+// writer to write what it was handed; written is then final.
+func (o *output) abort() {
+	o.cur = o.cur[:0]
+	close(o.queue)
+	<-o.done
+}
+
 // printBatch writes a batch's messages through line, formatting as many of
 // its events at a time as it may on up to workers goroutines
 // (flat.Writer.WriteEvents): all of them unless left, the messages still
