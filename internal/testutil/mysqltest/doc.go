@@ -30,6 +30,22 @@
 // Under go test -short (make test-short) Start skips the test: the short
 // tier starts no processes.
 //
+// StartTopology starts a replication topology for failover tests: a
+// primary and n replicas, started in parallel, replicating by GTID
+// (MASTER_USE_GTID=slave_pos) with log_slave_updates=ON,
+// gtid_strict_mode=ON and each server its own gtid_domain_id (or one
+// shared domain, WithSharedDomain):
+//
+//	tp := mysqltest.StartTopology(t, 2)          // caught up when it returns
+//	tp.Primary().Exec(t, "INSERT ...")
+//	tp.WaitCaughtUp(t)                           // by GTID, every replica
+//	tp.KillPrimary(t)                            // SIGKILL
+//	tp.Promote(t, tp.Replicas()[0])              // the others follow it
+//	tp.StopReplication(t, r); tp.StartReplication(t, r)
+//	first := s.PurgeBinlogs(t)                   // FLUSH, then PURGE ... TO
+//
+// MariaDB only; under MySQL StartTopology skips the test.
+//
 // MySQL is supported on a best-effort basis (mysqld --initialize-insecure); the
 // harness is developed and tested against MariaDB 10.11. Server.Flavor says
 // which one is running, spelled like go-mysql's mysql.MariaDBFlavor and
@@ -51,6 +67,11 @@
 //     killed are removed by a later one.
 //   - Restart reuses the port, the data directory and the arguments, so binlog
 //     file names and positions continue where they were.
+//   - In a Topology, Primary is the server the Replicas replicate from;
+//     Promote moves that role and re-points every other replica, leaving
+//     the old primary out. The replication account exists on every
+//     server outside the binary log, so no server's binlog holds a
+//     transaction of its own domain until a test writes one.
 //   - Exec runs all its statements in one session, so session state such as
 //     SET timestamp applies to the statements after it.
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -27,6 +28,14 @@ type Option func(*config)
 type config struct {
 	serverID uint32 // 0: the next default id
 	args     []string
+	// domainID is the first server's gtid_domain_id; without hasDomain
+	// the server's default (0) is left alone.
+	domainID     uint32
+	hasDomain    bool
+	sharedDomain bool
+	// roleArgs, if set, gives server i's arguments before args, so that
+	// args override them (StartTopology's replicas).
+	roleArgs func(i int) []string
 }
 
 // WithServerID sets the server_id; 0 means the default. Default: distinct for
@@ -44,6 +53,34 @@ func WithArgs(args ...string) Option {
 	return func(c *config) { c.args = append(c.args, args...) }
 }
 
+// WithDomainID sets the gtid_domain_id (MariaDB). With StartN and
+// StartTopology the servers get id, id+1, and so on, each its own domain,
+// unless WithSharedDomain is given too. Default: Start and StartN leave
+// the server's default, 0; StartTopology gives its servers 0, 1, 2, ...
+// in start order.
+func WithDomainID(id uint32) Option {
+	return func(c *config) { c.domainID, c.hasDomain = id, true }
+}
+
+// WithSharedDomain gives every server of StartN or StartTopology the
+// same gtid_domain_id (WithDomainID's, or 0): a single-domain replication
+// topology, where a promoted replica goes on in its old primary's domain
+// instead of its own.
+func WithSharedDomain() Option {
+	return func(c *config) { c.hasDomain, c.sharedDomain = true, true }
+}
+
+// domainFor is server i's gtid_domain_id, and whether one is set.
+func (c *config) domainFor(i int) (uint32, bool) {
+	if !c.hasDomain {
+		return 0, false
+	}
+	if c.sharedDomain {
+		return c.domainID, true
+	}
+	return c.domainID + uint32(i), true
+}
+
 // Server is a running (or stopped) database server owned by one test.
 type Server struct {
 	// Host is the address the server listens on: "127.0.0.1".
@@ -52,6 +89,9 @@ type Server struct {
 	Port int
 	// ServerID is the server's server_id.
 	ServerID uint32
+	// DomainID is the server's gtid_domain_id as set by WithDomainID or
+	// StartTopology; 0 (the server's default) otherwise.
+	DomainID uint32
 	// Flavor is "mariadb" or "mysql", as go-mysql spells flavours.
 	Flavor string
 	// DataDir is the server's data directory, which holds the binary logs
@@ -82,6 +122,16 @@ func StartN(t testing.TB, n int, opts ...Option) []*Server {
 	if n < 1 {
 		t.Fatalf("mysqltest: StartN(%d): want at least one server", n)
 	}
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return startN(t, n, &cfg)
+}
+
+// startN is StartN with its options applied.
+func startN(t testing.TB, n int, cfg *config) []*Server {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("mysqltest: -short: this test starts a mariadbd")
 	}
@@ -90,10 +140,6 @@ func StartN(t testing.TB, n int, opts ...Option) []*Server {
 	ctx := context.Background()
 	if err := mariadb.Prepare(ctx); err != nil {
 		failSetup(t, err)
-	}
-	var cfg config
-	for _, o := range opts {
-		o(&cfg)
 	}
 	servers := make([]*Server, n)
 	errs := make([]error, n)
@@ -105,8 +151,17 @@ func StartN(t testing.TB, n int, opts ...Option) []*Server {
 		} else {
 			id += uint32(i)
 		}
+		var args []string
+		domain, hasDomain := cfg.domainFor(i)
+		if hasDomain {
+			args = append(args, "--loose-gtid-domain-id="+strconv.FormatUint(uint64(domain), 10))
+		}
+		if cfg.roleArgs != nil {
+			args = append(args, cfg.roleArgs(i)...)
+		}
+		args = append(args, cfg.args...)
 		wg.Go(func() {
-			srv, err := mariadb.Launch(ctx, mariadb.Options{ServerID: id, Args: cfg.args})
+			srv, err := mariadb.Launch(ctx, mariadb.Options{ServerID: id, Args: args})
 			if err != nil {
 				errs[i] = err // it holds the error log's tail
 				return
@@ -115,6 +170,7 @@ func StartN(t testing.TB, n int, opts ...Option) []*Server {
 				Host:     srv.Host,
 				Port:     srv.Port,
 				ServerID: srv.ServerID,
+				DomainID: domain,
 				Flavor:   srv.Flavor,
 				DataDir:  srv.DataDir,
 				Socket:   srv.Socket,
@@ -123,11 +179,18 @@ func StartN(t testing.TB, n int, opts ...Option) []*Server {
 		})
 	}
 	wg.Wait()
-	for _, s := range servers {
-		if s != nil {
-			t.Cleanup(func() { s.cleanup(t) })
+	// One cleanup stops them all in parallel: a replica's shutdown waits
+	// for its replication threads, and one after another the servers of
+	// a topology took seconds.
+	t.Cleanup(func() {
+		var wg sync.WaitGroup
+		for _, s := range servers {
+			if s != nil {
+				wg.Go(func() { s.cleanup(t) })
+			}
 		}
-	}
+		wg.Wait()
+	})
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
