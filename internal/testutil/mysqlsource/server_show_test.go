@@ -1,0 +1,141 @@
+package mysqlsource_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/braid-cdc/braid/internal/testutil/mysqlsource"
+)
+
+// TestShowBinlogEvents: what braid's DDL scan reads: one row per event
+// with MySQL's type names, a Query's Info as "use `db`; statement", FROM
+// and LIMIT paging, and MySQL's error for an offset inside an event.
+func TestShowBinlogEvents(t *testing.T) {
+	s, _ := startShop(t, mysqlsource.Version84)
+	c := connect(t, s)
+	type row struct {
+		pos, end  uint64
+		typ, info string
+	}
+	rows := func(q string) []row {
+		t.Helper()
+		r := exec(t, c, q)
+		var out []row
+		for i := range r.RowNumber() {
+			pos, _ := r.GetUint(i, 1)
+			end, _ := r.GetUint(i, 4)
+			if str(r, i, 0) != "binlog.000001" {
+				t.Errorf("row %d: Log_name %s", i, str(r, i, 0))
+			}
+			out = append(out, row{pos, end, str(r, i, 2), str(r, i, 5)})
+		}
+		return out
+	}
+	all := rows("SHOW BINLOG EVENTS IN 'binlog.000001'")
+	want := []string{
+		"Format_desc Server ver: 8.4.3, Binlog ver: 4",
+		"Previous_gtids " + sourceUUID + ":1-118",
+		"Gtid SET @@SESSION.GTID_NEXT= '" + sourceUUID + ":119'",
+		"Query use `shop`; CREATE TABLE t (id int NOT NULL, PRIMARY KEY (id))",
+		"Gtid SET @@SESSION.GTID_NEXT= '" + sourceUUID + ":120'",
+		"Query BEGIN",
+		"Xid COMMIT /* xid=7 */",
+		"Rotate binlog.000002;pos=4",
+	}
+	var got []string
+	for i, r := range all {
+		got = append(got, r.typ+" "+r.info)
+		if i > 0 && r.pos != all[i-1].end {
+			t.Errorf("event %d at %d, the one before ends at %d", i, r.pos, all[i-1].end)
+		}
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") || all[0].pos != 4 || all[1].pos != 126 {
+		t.Fatalf("SHOW BINLOG EVENTS:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	page := rows(fmt.Sprintf("SHOW BINLOG EVENTS IN 'binlog.000001' FROM %d LIMIT 1, 2", all[2].pos))
+	if len(page) != 2 || page[0] != all[3] || page[1] != all[4] {
+		t.Errorf("FROM %d LIMIT 1, 2: %v, want %v", all[2].pos, page, all[3:5])
+	}
+	if _, err := c.Execute("SHOW BINLOG EVENTS IN 'binlog.000001' FROM 5"); err == nil {
+		t.Error("an offset inside an event was answered")
+	} else if code, msg := myErr(t, err); code != mysql.ER_ERROR_WHEN_EXECUTING_COMMAND || !strings.Contains(msg, "Wrong offset or I/O error") {
+		t.Errorf("offset inside an event: %d %s", code, msg)
+	}
+	if _, err := c.Execute("SHOW BINLOG EVENTS IN 'binlog.000009'"); err == nil {
+		t.Error("a missing file was answered")
+	} else if _, msg := myErr(t, err); !strings.Contains(msg, "Could not find target log") {
+		t.Errorf("missing file: %s", msg)
+	}
+}
+
+// TestCreateTextSpelling: a table described only by its columns gets
+// the SHOW CREATE TABLE text MySQL 8 prints: types without display
+// widths, a column collation only where it differs, generated and
+// invisible columns in MySQL's own syntax, the table's COLLATE.
+func TestCreateTextSpelling(t *testing.T) {
+	def := "0"
+	tbl := mysqlsource.Table{
+		Name: "items",
+		Columns: []mysqlsource.Column{
+			{Name: "id", Type: "bigint unsigned", Extra: "auto_increment"},
+			{Name: "name", Type: "varchar(40)", Collation: "utf8mb4_bin"},
+			{Name: "legacy", Type: "varchar(10)", Charset: "latin1", Nullable: true},
+			{Name: "qty", Type: "int", Default: &def},
+			{Name: "doc", Type: "json", Nullable: true},
+			{Name: "total", Type: "int", Nullable: true, Extra: "VIRTUAL GENERATED", Generation: "(`qty` * 2)"},
+			{Name: "secret", Type: "int", Nullable: true, Extra: "INVISIBLE"},
+		},
+		Indexes: []mysqlsource.Index{
+			{Name: "PRIMARY", Unique: true, Columns: []mysqlsource.IndexPart{{Column: "id"}}},
+			{Name: "name", Unique: true, Columns: []mysqlsource.IndexPart{{Column: "name", Prefix: 10}}},
+			{Name: "qty", Columns: []mysqlsource.IndexPart{{Column: "qty"}}},
+		},
+	}
+	want := "CREATE TABLE `items` (\n" +
+		"  `id` bigint unsigned NOT NULL AUTO_INCREMENT,\n" +
+		"  `name` varchar(40) COLLATE utf8mb4_bin NOT NULL,\n" +
+		"  `legacy` varchar(10) CHARACTER SET latin1 COLLATE latin1_swedish_ci DEFAULT NULL,\n" +
+		"  `qty` int NOT NULL DEFAULT '0',\n" +
+		"  `doc` json,\n" +
+		"  `total` int GENERATED ALWAYS AS ((`qty` * 2)) VIRTUAL,\n" +
+		"  `secret` int DEFAULT NULL /*!80023 INVISIBLE */,\n" +
+		"  PRIMARY KEY (`id`),\n" +
+		"  UNIQUE KEY `name` (`name`(10)),\n" +
+		"  KEY `qty` (`qty`)\n" +
+		") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_0900_ai_ci"
+	if got := tbl.CreateText(mysqlsource.Schema{Name: "shop"}); got != want {
+		t.Errorf("CreateText:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestShowVariables: SHOW VARIABLES prints booleans as ON/OFF where
+// SELECT @@ prints 1/0, and a session's value where it set one.
+func TestShowVariables(t *testing.T) {
+	s, _ := startShop(t, mysqlsource.Version80)
+	c := connect(t, s)
+	exec(t, c, "SET SESSION binlog_transaction_compression = ON")
+	r := exec(t, c, "SHOW VARIABLES LIKE 'binlog_transaction_compression'")
+	if r.RowNumber() != 1 || str(r, 0, 1) != "ON" {
+		t.Errorf("session SHOW VARIABLES = %v", r.Values)
+	}
+	r = exec(t, c, "SHOW GLOBAL VARIABLES LIKE 'binlog_transaction_compression'")
+	if r.RowNumber() != 1 || str(r, 0, 1) != "OFF" {
+		t.Errorf("SHOW GLOBAL VARIABLES = %v", r.Values)
+	}
+	r = exec(t, c, "SELECT @@binlog_transaction_compression, @@global.binlog_transaction_compression")
+	if str(r, 0, 0) != "1" || str(r, 0, 1) != "0" {
+		t.Errorf("SELECT = %v", r.Values)
+	}
+	if _, err := c.Execute("SET SESSION binlog_row_metadata = FULL"); err == nil {
+		t.Error("SET SESSION of a global-only variable succeeded")
+	} else if code, _ := myErr(t, err); code != mysql.ER_GLOBAL_VARIABLE {
+		t.Errorf("SET SESSION binlog_row_metadata: error %d", code)
+	}
+	exec(t, c, "SET GLOBAL binlog_row_metadata = FULL")
+	if v, _ := s.Variable("binlog_row_metadata"); v != "FULL" {
+		t.Errorf("after SET GLOBAL: %s", v)
+	}
+}
