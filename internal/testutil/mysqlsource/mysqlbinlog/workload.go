@@ -84,7 +84,8 @@ type Txn struct {
 	// OriginalCommitTime is the commit time on the source the
 	// transaction came from; zero is CommitTime (this server is it).
 	OriginalCommitTime time.Time
-	// RotateAfter ends the file after this transaction.
+	// RotateAfter ends the file after this transaction (Write; a Writer
+	// rotates when told to).
 	RotateAfter bool
 }
 
@@ -168,33 +169,21 @@ type Binlog struct {
 
 // Write writes the workload as its server would.
 func Write(w Workload) (*Binlog, error) {
-	s := w.Server.withDefaults()
-	v, err := ParseVersion(s.Version)
+	wr, err := NewWriter(w.Server)
 	if err != nil {
 		return nil, err
 	}
-	st := &writer{server: s, version: v, tables: map[string]*liveTable{}, schemas: map[string]bool{}, gnos: map[string]int64{}, nextTableID: 88, xid: 10}
-	if err := st.openFile(1, s.Start); err != nil {
-		return nil, err
-	}
-	clock := s.Start
 	for i, txn := range w.Txns {
-		commit := txn.CommitTime
-		if commit.IsZero() {
-			commit = clock.Add(time.Millisecond)
-		}
-		clock = commit
-		if err := st.txn(txn, commit); err != nil {
+		if _, err := wr.Write(txn); err != nil {
 			return nil, fmt.Errorf("transaction %d: %w", i, err)
 		}
 		if txn.RotateAfter && i < len(w.Txns)-1 {
-			if err := st.rotate(commit); err != nil {
+			if err := wr.Rotate(); err != nil {
 				return nil, err
 			}
 		}
 	}
-	st.closeFile()
-	return st.result()
+	return wr.Binlog()
 }
 
 type liveTable struct {
@@ -202,23 +191,84 @@ type liveTable struct {
 	table *Table
 }
 
-type writer struct {
+// Writer writes a workload one transaction at a time, for tests that
+// feed a running source: after each Write, Binlog shows the files as
+// they are. After an error it writes nothing more (its state may be half
+// changed), and says so.
+type Writer struct {
 	server      Server
 	version     Version
-	files       []BinlogFile
-	file        *File
+	files       []BinlogFile // closed files
+	file        *File        // the open one
 	fileName    string
 	fileIndex   int
 	seq         int64 // sequence_number of the last transaction in the file
+	clock       time.Time
 	tables      map[string]*liveTable
 	schemas     map[string]bool
 	gnos        map[string]int64 // last GNO per tag ("" untagged)
 	nextTableID uint64
 	xid         uint64
 	out         Binlog
+	err         error
 }
 
-func (st *writer) openFile(index int, at time.Time) error {
+// NewWriter starts the first file of server s.
+func NewWriter(s Server) (*Writer, error) {
+	s = s.withDefaults()
+	v, err := ParseVersion(s.Version)
+	if err != nil {
+		return nil, err
+	}
+	st := &Writer{server: s, version: v, clock: s.Start, tables: map[string]*liveTable{}, schemas: map[string]bool{},
+		gnos: map[string]int64{}, nextTableID: 88, xid: 10}
+	if err := st.openFile(1, s.Start); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// Write appends one transaction to the open file.
+func (st *Writer) Write(txn Txn) (TxnPos, error) {
+	if st.err != nil {
+		return TxnPos{}, fmt.Errorf("mysqlbinlog: the writer stopped at an earlier error: %w", st.err)
+	}
+	commit := txn.CommitTime
+	if commit.IsZero() {
+		commit = st.clock.Add(time.Millisecond)
+	}
+	st.clock = commit
+	if err := st.txn(txn, commit); err != nil {
+		st.err = err
+		return TxnPos{}, err
+	}
+	return st.out.Txns[len(st.out.Txns)-1], nil
+}
+
+// Rotate closes the open file with a ROTATE and opens the next, at the
+// time of the last transaction.
+func (st *Writer) Rotate() error {
+	if st.err != nil {
+		return fmt.Errorf("mysqlbinlog: the writer stopped at an earlier error: %w", st.err)
+	}
+	if err := st.rotate(st.clock); err != nil {
+		st.err = err
+		return err
+	}
+	return nil
+}
+
+// Binlog returns what the server has now: every file (the open one last,
+// copied), the transactions and events so far, the tables as the DDL so
+// far left them.
+func (st *Writer) Binlog() (*Binlog, error) {
+	if st.err != nil {
+		return nil, fmt.Errorf("mysqlbinlog: the writer stopped at an earlier error: %w", st.err)
+	}
+	return st.result()
+}
+
+func (st *Writer) openFile(index int, at time.Time) error {
 	fde := FormatDescription{ServerVersion: st.server.Version, Checksum: true}
 	if index == 1 {
 		fde.CreateTimestamp = uint32(at.Unix())
@@ -235,17 +285,17 @@ func (st *writer) openFile(index int, at time.Time) error {
 }
 
 // eventEnd reads the end position of the event at pos.
-func (st *writer) eventEnd(pos uint32) uint32 {
+func (st *Writer) eventEnd(pos uint32) uint32 {
 	b := st.file.Bytes()
 	return uint32(b[pos+13]) | uint32(b[pos+14])<<8 | uint32(b[pos+15])<<16 | uint32(b[pos+16])<<24
 }
 
-func (st *writer) event(pos uint32, typ, info string) {
+func (st *Writer) event(pos uint32, typ, info string) {
 	st.out.Events = append(st.out.Events, EventInfo{LogName: st.fileName, Pos: pos, EventType: typ,
 		ServerID: st.server.ServerID, EndLogPos: st.eventEnd(pos), Info: info})
 }
 
-func (st *writer) rotate(at time.Time) error {
+func (st *Writer) rotate(at time.Time) error {
 	next := fmt.Sprintf("%s.%06d", st.server.BaseName, st.fileIndex+1)
 	pos := st.file.Pos()
 	st.file.Rotate(uint32(at.Unix()), next)
@@ -255,7 +305,7 @@ func (st *writer) rotate(at time.Time) error {
 	return st.openFile(index, at)
 }
 
-func (st *writer) closeFile() {
+func (st *Writer) closeFile() {
 	if st.file == nil {
 		return
 	}
@@ -263,7 +313,7 @@ func (st *writer) closeFile() {
 	st.file = nil
 }
 
-func (st *writer) gtidSet() []GTIDSetEntry {
+func (st *Writer) gtidSet() []GTIDSetEntry {
 	if st.server.AnonymousGTIDs {
 		return nil
 	}
@@ -276,7 +326,7 @@ func (st *writer) gtidSet() []GTIDSetEntry {
 
 // gtidString prints the executed set as MySQL does: the UUID once, its
 // untagged interval, then each tag's.
-func (st *writer) gtidString() string {
+func (st *Writer) gtidString() string {
 	if len(st.gnos) == 0 {
 		return ""
 	}
@@ -301,7 +351,7 @@ func (st *writer) gtidString() string {
 	return b.String()
 }
 
-func (st *writer) txn(txn Txn, commit time.Time) error {
+func (st *Writer) txn(txn Txn, commit time.Time) error {
 	if (txn.DDL == nil) == (len(txn.Statements) == 0) {
 		return fmt.Errorf("mysqlbinlog: a transaction is either one DDL or row statements")
 	}
@@ -394,14 +444,14 @@ func (st *writer) txn(txn Txn, commit time.Time) error {
 
 // defaultSchema is the database of the transaction's first statement:
 // the session's current database a BEGIN carries.
-func (st *writer) defaultSchema(txn Txn) string {
+func (st *Writer) defaultSchema(txn Txn) string {
 	if s, _, ok := strings.Cut(txn.Statements[0].Table, "."); ok {
 		return s
 	}
 	return ""
 }
 
-func (st *writer) ddl(d *DDL, ts uint32) (Event, string, error) {
+func (st *Writer) ddl(d *DDL, ts uint32) (Event, string, error) {
 	st.xid++
 	sql := d.SQL
 	if d.Drops != "" {
@@ -455,7 +505,7 @@ func (st *writer) ddl(d *DDL, ts uint32) (Event, string, error) {
 // statement writes a table map and the statement's rows, split into
 // events of about binlog_row_event_max_size as MySQL splits them; only
 // the last carries STMT_END_F.
-func (st *writer) statement(stmt Statement, ts uint32) ([]Event, []struct{ typ, info string }, error) {
+func (st *Writer) statement(stmt Statement, ts uint32) ([]Event, []struct{ typ, info string }, error) {
 	lt, ok := st.tables[stmt.Table]
 	if !ok {
 		return nil, nil, fmt.Errorf("mysqlbinlog: statement on %s, which no DDL created", stmt.Table)
@@ -507,10 +557,13 @@ func (st *writer) statement(stmt Statement, ts uint32) ([]Event, []struct{ typ, 
 	return events, notes, nil
 }
 
-func (st *writer) result() (*Binlog, error) {
+func (st *Writer) result() (*Binlog, error) {
 	out := st.out
+	out.Txns = append([]TxnPos(nil), st.out.Txns...)
+	out.Events = append([]EventInfo(nil), st.out.Events...)
 	out.Server = st.server
-	out.Files = st.files
+	out.Files = append([]BinlogFile(nil), st.files...)
+	out.Files = append(out.Files, BinlogFile{Name: st.fileName, Data: append([]byte(nil), st.file.Bytes()...)})
 	out.GTIDExecuted = st.gtidString()
 	for name := range st.schemas {
 		out.Schemas = append(out.Schemas, name)

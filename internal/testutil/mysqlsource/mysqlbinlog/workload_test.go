@@ -294,3 +294,49 @@ func TestWorkloadRefusesWhatTheVersionLacks(t *testing.T) {
 		t.Fatalf("9.1.0 refused a VECTOR column: %v", err)
 	}
 }
+
+// TestWriterAppends: a running source is fed transaction by transaction;
+// each Binlog is the earlier one plus the new transaction's bytes, and a
+// rotation closes the file.
+func TestWriterAppends(t *testing.T) {
+	def := &TableDef{Schema: "s", Name: "t", PrimaryKey: []string{"id"}, Columns: []ColumnDef{{Name: "id", Type: "int", NotNull: true}}}
+	w, err := NewWriter(Server{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(Txn{DDL: &DDL{Schema: "s", Table: def}}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := w.Binlog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos, err := w.Write(Txn{Compressed: true, Statements: []Statement{{Kind: Insert, Table: "s.t", Rows: []Row{{After: []any{1}}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := w.Binlog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, cur := before.Files[0].Data, after.Files[0].Data
+	if pos.Start != uint32(len(old)) || pos.End != uint32(len(cur)) || !bytes.Equal(old, cur[:len(old)]) {
+		t.Fatalf("the second transaction is not appended: file of %d then %d bytes, transaction at %d..%d", len(old), len(cur), pos.Start, pos.End)
+	}
+	if err := w.Rotate(); err != nil {
+		t.Fatal(err)
+	}
+	rotated, err := w.Binlog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rotated.Files) != 2 || binary.LittleEndian.Uint16(rotated.Files[0].Data[4+17:])&FlagBinlogInUse != 0 {
+		t.Fatal("Rotate did not close the first file")
+	}
+	if _, err := w.Write(Txn{Statements: []Statement{{Kind: Insert, Table: "s.missing", Rows: []Row{{After: []any{1}}}}}}); err == nil {
+		t.Fatal("a statement on a table no DDL created was written")
+	}
+	if _, err := w.Write(Txn{Statements: []Statement{{Kind: Insert, Table: "s.t", Rows: []Row{{After: []any{2}}}}}}); err == nil {
+		t.Fatal("the writer went on after an error")
+	}
+}
