@@ -234,6 +234,8 @@ func binlogTypeName(tm *replication.TableMapEvent, i int) string {
 		return "json"
 	case mysql.MYSQL_TYPE_GEOMETRY:
 		return "geometry"
+	case mysql.MYSQL_TYPE_VECTOR:
+		return "vector"
 	}
 	return "unknown"
 }

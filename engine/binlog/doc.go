@@ -21,6 +21,14 @@
 // model cannot parse (MariaDB's PERIOD FOR, system versioning) is built
 // from information_schema instead (schema_columns.go).
 //
+// MySQL 8 and 9 sources: a compressed transaction (TRANSACTION_PAYLOAD,
+// binlog_transaction_compression=ON) is unwrapped and its events read as
+// any others, at the payload's positions (payload.go); a
+// PARTIAL_UPDATE_ROWS event's JSON diffs are applied to the before image
+// (change.SplitPartialRows); GTIDs are "uuid:n" or "uuid:tag:n", and a
+// transaction's commit time is its original_commit_timestamp in µs
+// (gtid8.go). Binary JSON and VECTOR values are shown as MySQL prints them.
+//
 // A row change travels down the house once: this package reads and decodes
 // it into a change.Event; package group merges it with the other sources'
 // and gives it its seq; package stream holds it for its consumers; package
@@ -41,6 +49,13 @@
 //     without one (and without FULL row metadata naming its columns) the
 //     reader stops with one line naming the source, the table, why and
 //     what to do.
+//   - No event is skipped unread: a type braid does not know (or an XA
+//     PREPARE, an INCIDENT, statement-based LOAD DATA) and a rows event it
+//     cannot decode stop the source with one line naming the event's type
+//     and position and what to do; the types it reads past on purpose are
+//     listed in events.go (ignoredEvents).
+//   - A position never points inside a transaction payload: its events
+//     take the payload's start and end.
 //   - The replica server_id is the spec's, or derived from the destination
 //     and source names (spec.DeriveServerID); never random.
 //

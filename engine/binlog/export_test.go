@@ -1,6 +1,17 @@
 package binlog
 
-import "time"
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+
+	"github.com/braid-cdc/braid/engine/change"
+	"github.com/braid-cdc/braid/engine/schema"
+	"github.com/braid-cdc/braid/spec"
+)
 
 // SetProgressEvery shortens how often readers look at their server and
 // log a catch-up, until the returned function restores it.
@@ -12,3 +23,53 @@ func SetProgressEvery(d time.Duration) (restore func()) {
 
 // StatusSQLMode is the sql_mode in a query event's status variables.
 func StatusSQLMode(vars []byte) (uint64, bool) { return statusSQLMode(vars) }
+
+// EventFeed is a Reader that never connects: tests hand it parsed binlog
+// events (real servers' bytes, parsed by go-mysql) and read what it emits.
+type EventFeed struct{ p *Reader }
+
+// NewEventFeed builds a feed for a MySQL source named name reading the
+// tables filter selects, in UTC, with the tables created by ddl (each
+// "db.sql") known before file.
+func NewEventFeed(name, file string, filter *spec.TableFilter, ddl ...string) (*EventFeed, error) {
+	p, err := NewReader(Config{Source: spec.Source{Name: name, Address: "127.0.0.1:1"}, Tables: filter})
+	if err != nil {
+		return nil, err
+	}
+	p.info = serverInfo{flavor: mysql.MySQLFlavor, location: time.UTC}
+	p.schema = schema.NewTracker()
+	p.file, p.started = file, true
+	p.resume = change.Position{File: file, Pos: 4}
+	for i, d := range ddl { // in a file before file
+		db, sql, _ := strings.Cut(d, ".")
+		if _, err := p.schema.ApplyDDL(change.Position{File: "0", Pos: uint32(4 + i)}, db, sql, 0); err != nil {
+			return nil, err
+		}
+	}
+	p.decoder = newDecoder(p)
+	return &EventFeed{p: p}, nil
+}
+
+// Parser is a go-mysql parser configured as the reader's connection
+// configures its own (braid's row filter, UTC).
+func (f *EventFeed) Parser() *replication.BinlogParser {
+	parser := replication.NewBinlogParser()
+	parser.SetFlavor(f.p.info.flavor)
+	parser.SetTimestampStringLocation(f.p.info.location)
+	parser.SetRowsEventDecodeFunc(newRowFilter(f.p.filter, false).decodeRows)
+	return parser
+}
+
+// Feed parses one event with parser, as the replica connection's go-mysql
+// does, and hands it to the reader; a parse error becomes the error the
+// reader's connection would stop with.
+func (f *EventFeed) Feed(parser *replication.BinlogParser, raw []byte, emit func(*change.Event) error) error {
+	e, err := parser.Parse(raw)
+	if err != nil {
+		return f.p.streamError(err)
+	}
+	return f.p.handle(context.Background(), e, emit)
+}
+
+// Resume is where a new reader would resume.
+func (f *EventFeed) Resume() change.Position { return f.p.resume }

@@ -18,7 +18,14 @@ func (p *Reader) handle(ctx context.Context, e *replication.BinlogEvent, emit fu
 	hdr := e.Header
 	start := change.Position{File: p.file, Pos: hdr.LogPos - hdr.EventSize}
 	end := change.Position{File: p.file, Pos: hdr.LogPos}
+	return p.handleAt(ctx, e, start, end, emit)
+}
 
+// handleAt processes one binlog event that starts at start and ends at
+// end in the binlog: its own positions, or those of the transaction
+// payload it is inside.
+func (p *Reader) handleAt(ctx context.Context, e *replication.BinlogEvent, start, end change.Position, emit func(*change.Event) error) error {
+	hdr := e.Header
 	switch ev := e.Event.(type) {
 	case *replication.RotateEvent:
 		p.file = string(ev.NextLogName)
@@ -39,18 +46,18 @@ func (p *Reader) handle(ctx context.Context, e *replication.BinlogEvent, emit fu
 		p.openTx(start, ev.GTID.String(), time.Unix(int64(hdr.Timestamp), 0), hdr.ServerID)
 		return nil
 
-	case *replication.GTIDEvent:
-		commit := time.Unix(int64(hdr.Timestamp), 0)
-		if ev.ImmediateCommitTimestamp > 0 {
-			commit = time.UnixMicro(int64(ev.ImmediateCommitTimestamp))
-		}
-		gtid := ""
-		if g, err := ev.GTIDNext(); err == nil && hdr.EventType == replication.GTID_EVENT {
-			gtid = g.String()
-		}
-		// MySQL follows with a BEGIN query for DML and the statement for DDL.
-		p.tx = txState{start: start, gtid: gtid, commit: commit, serverID: hdr.ServerID}
+	case *replication.GTIDEvent: // GTID_EVENT, ANONYMOUS_GTID_EVENT
+		// MySQL follows with a BEGIN query (or a transaction payload) for
+		// DML and the statement for DDL.
+		p.tx = txState{start: start, gtid: mysqlGTID(ev, hdr.EventType), commit: mysqlCommitTime(ev, hdr), serverID: hdr.ServerID}
 		return nil
+
+	case *replication.GtidTaggedLogEvent: // 8.3+: uuid:tag:n
+		p.tx = txState{start: start, gtid: mysqlGTID(&ev.GTIDEvent, hdr.EventType), commit: mysqlCommitTime(&ev.GTIDEvent, hdr), serverID: hdr.ServerID}
+		return nil
+
+	case *replication.TransactionPayloadEvent:
+		return p.handlePayload(ctx, ev, start, end, emit)
 
 	case *replication.QueryEvent:
 		q := strings.TrimSpace(string(ev.Query))
@@ -58,7 +65,7 @@ func (p *Reader) handle(ctx context.Context, e *replication.BinlogEvent, emit fu
 		case strings.EqualFold(q, "BEGIN"):
 			if !p.tx.open {
 				txStart := start
-				if p.tx.gtid != "" { // MySQL: the transaction starts at its GTID event
+				if !p.tx.start.IsZero() { // MySQL: the transaction starts at its (maybe anonymous) GTID event
 					txStart = p.tx.start
 				}
 				commit := p.tx.commit
@@ -85,7 +92,14 @@ func (p *Reader) handle(ctx context.Context, e *replication.BinlogEvent, emit fu
 		return p.commitTx(end, emit)
 
 	case *replication.FormatDescriptionEvent:
-		p.checksum, p.format = 0, nil
+		p.checksum, p.format, p.payload = 0, nil, nil
+		if !strings.Contains(ev.ServerVersion, "MariaDB") {
+			pp, err := p.newPayloadParser(e)
+			if err != nil {
+				return fatal{fmt.Errorf("%w: source %s at %s: %v", ErrBadEvent, p.spec.Name, start, err)}
+			}
+			p.payload = pp
+		}
 		if ev.ChecksumAlgorithm == replication.BINLOG_CHECKSUM_ALG_CRC32 {
 			p.checksum = 4
 		}
@@ -111,7 +125,10 @@ func (p *Reader) handle(ctx context.Context, e *replication.BinlogEvent, emit fu
 		}
 		return emit(&change.Event{Type: change.EventHeartbeat, Source: p.spec.Name, Pos: end, Stale: p.staleBeat})
 	}
-	return nil
+	if ignoredEvents[hdr.EventType] {
+		return nil
+	}
+	return p.unknownEvent(hdr, start)
 }
 
 // tableMapBody is a table map event and its body (change.RowsBinlog).
@@ -276,7 +293,11 @@ func (p *Reader) handleRows(ctx context.Context, ev *replication.RowsEvent, star
 		kind = change.Delete
 	case replication.EnumRowsEventTypeInsert:
 	default:
-		return fatal{fmt.Errorf("%w: source %s at %s: unknown rows event type", ErrBadEvent, p.spec.Name, start)}
+		if !partialUpdate(ev) {
+			return fatal{fmt.Errorf("%w: source %s at %s: rows event type %d (%s) braid does not read: read this source with a braid that knows it, or start after it",
+				ErrBadEvent, p.spec.Name, start, byte(hdr.EventType), hdr.EventType)}
+		}
+		kind, step = change.Update, 2 // its JSON diffs applied (SplitPartialRows)
 	}
 	if !p.tx.begun {
 		p.tx.begun = true
@@ -356,6 +377,19 @@ func (f *rowFilter) decodeRows(re *replication.RowsEvent, data []byte) error {
 	if re.Table != f.lastMap {
 		f.lastMap, f.lastShapes = re.Table, change.TableShapes(re.Table)
 	}
+	if partialUpdate(re) {
+		// go-mysql keeps only the first JSON diff of a column, as text:
+		// braid applies them all to the before image (SplitPartialRows).
+		if f.lastShapes == nil {
+			return fmt.Errorf("a partial JSON update of %s.%s, a table with a column type braid does not read itself: set binlog_row_value_options='' on the server, then start after this event", re.Table.Schema, re.Table.Table)
+		}
+		rr, err := change.SplitPartialRows(re, re.Table, f.lastShapes, pos, data)
+		if err != nil {
+			return err
+		}
+		re.Rows = [][]any{{rr}}
+		return nil
+	}
 	if f.slow || f.lastShapes == nil || re.Type() == replication.EnumRowsEventTypeUnknown {
 		return re.DecodeData(pos, data)
 	}
@@ -365,6 +399,14 @@ func (f *rowFilter) decodeRows(re *replication.RowsEvent, data []byte) error {
 	}
 	re.Rows = [][]any{{rr}} // handleRows takes them out (rowImagesOf)
 	return nil
+}
+
+// partialUpdate reports whether re is a PARTIAL_UPDATE_ROWS event (MySQL
+// 8.0+, binlog_row_value_options=PARTIAL_JSON): go-mysql gives it no rows
+// event type of its own, and it is the only version 2 rows event with two
+// column bitmaps whose type is unknown.
+func partialUpdate(re *replication.RowsEvent) bool {
+	return re.Type() == replication.EnumRowsEventTypeUnknown && re.Version == 2 && re.ColumnBitmap2 != nil
 }
 
 // rowImagesOf returns a rows event's images: the raw ones decodeRows left

@@ -111,6 +111,9 @@ type Reader struct {
 	format   []byte
 	checksum int
 	maps     []tableMapBody
+	// payload parses the events inside MySQL's transaction payloads
+	// (payload.go); built from each MySQL format description event.
+	payload *payloadParser
 
 	// Statistics (see Stats). live is the reading goroutine's own, copied
 	// to shared under statsMu at transaction boundaries, heartbeats and
@@ -667,7 +670,10 @@ func (p *Reader) note(e *replication.BinlogEvent) {
 	case *replication.XIDEvent, *replication.QueryEvent:
 		boundary = true
 		p.noteTime(hdr)
-	case *replication.RowsEvent, *replication.TableMapEvent, *replication.GTIDEvent, *replication.MariadbGTIDEvent:
+	case *replication.TransactionPayloadEvent: // a whole transaction, XID included
+		boundary = true
+		p.noteTime(hdr)
+	case *replication.RowsEvent, *replication.TableMapEvent, *replication.GTIDEvent, *replication.GtidTaggedLogEvent, *replication.MariadbGTIDEvent:
 		p.noteTime(hdr)
 	}
 	st.CaughtUp = false

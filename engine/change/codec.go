@@ -262,6 +262,8 @@ func NewCodec(t *Table, tm *replication.TableMapEvent, tz *ZoneClock) *Codec {
 	for i := range t.Columns {
 		c := &t.Columns[i]
 		switch {
+		case tm.ColumnType[i] == mysql.MYSQL_TYPE_JSON, tm.ColumnType[i] == mysql.MYSQL_TYPE_VECTOR:
+			continue // their text, a string, whatever the schema says of the column
 		case c.Charset != "":
 			// converted to UTF-8 (convertValue)
 		case tm.ColumnType[i] == mysql.MYSQL_TYPE_TIME2 && tm.ColumnMeta[i] > 0:

@@ -72,11 +72,14 @@ type Event struct {
 	// EndPos is where an EventDDL or EventProgress transaction ends.
 	EndPos Position
 	// GTID of the transaction when the server logs one ("0-1-42" on
-	// MariaDB, "uuid:42" on MySQL).
+	// MariaDB, "uuid:42" on MySQL, "uuid:tag:42" for MySQL 8.3+'s tagged
+	// GTIDs).
 	GTID string
-	// CommitTime is when the transaction committed: MySQL 8's
-	// immediate_commit_timestamp (µs) when present, else the binlog event
-	// header's seconds. Set on every event of a transaction (EventBegin,
+	// CommitTime is when the transaction committed: on MySQL 8 its
+	// original_commit_timestamp (µs, set by the server it was first
+	// committed on and the same on every replica; the immediate one when
+	// a 5.7 source left none), else the binlog event header's seconds
+	// (MariaDB, MySQL 5.7). Set on every event of a transaction (EventBegin,
 	// EventRows, EventCommit), EventDDL and EventProgress.
 	CommitTime time.Time
 	// Rows are the row changes of an EventRows, in binlog order: all of

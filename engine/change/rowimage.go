@@ -22,8 +22,11 @@ import (
 // on that). Measured in bench/, go-mysql's decoding (fmt.Sprintf and
 // time.Format per temporal value), then braid's own decoding to boxed
 // values, were the bottleneck of a catch-up. A table with a column of a
-// type shapeOf does not know (MySQL's binary JSON, pre-5.6 temporal types,
-// VECTOR) and a compressed or partial rows event go to go-mysql's decoder.
+// type shapeOf does not know (pre-5.6 temporal types) and MariaDB's
+// compressed rows events go to go-mysql's decoder. MySQL's binary JSON and
+// VECTOR are read raw too (go-mysql's JSON text is not MySQL's), and so are
+// PARTIAL_UPDATE_ROWS events, whose JSON diffs braid applies
+// (SplitPartialRows).
 
 // tableShapes returns the shape of each column's values in a table map's
 // rows events, or nil when a column is of a type braid does not read raw.
@@ -149,6 +152,12 @@ func (im *Images) Count() int {
 // data[pos:], as RowsEvent.DecodeData would read them for an uncompressed,
 // non-partial event, without decoding a value.
 func SplitRows(re *replication.RowsEvent, shapes []Shape, pos int, data []byte) (rr *Images, err error) {
+	return splitRows(re, shapes, data[pos:], re.Type() == replication.EnumRowsEventTypeUpdate)
+}
+
+// splitRows is SplitRows of rows, an UPDATE's pairs of images when update
+// is set.
+func splitRows(re *replication.RowsEvent, shapes []Shape, rows []byte, update bool) (rr *Images, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("rows event of %s.%s is truncated or malformed: %v", re.Table.Schema, re.Table.Table, r)
@@ -158,9 +167,8 @@ func SplitRows(re *replication.RowsEvent, shapes []Shape, pos int, data []byte) 
 	if cols != len(shapes) {
 		return nil, fmt.Errorf("rows event of %s.%s has %d columns, its table map %d", re.Table.Schema, re.Table.Table, cols, len(shapes))
 	}
-	rr = &Images{data: data[pos:], cols: cols}
+	rr = &Images{data: rows, cols: cols}
 	present1, present2 := presentColumns(re.ColumnBitmap1, cols), presentColumns(re.ColumnBitmap2, cols)
-	update := re.Type() == replication.EnumRowsEventTypeUpdate
 	for at := 0; at < len(rr.data); {
 		rr.starts = append(rr.starts, int32(at))
 		if at, err = rr.image(shapes, at, re.ColumnBitmap1, present1); err != nil {
@@ -218,6 +226,12 @@ func (rr *Images) image(shapes []Shape, at int, bitmap []byte, present int) (int
 		if at+n > len(rr.data) {
 			return 0, fmt.Errorf("column %d: a value of %d bytes at %d of %d", i, n, at, len(rr.data))
 		}
+		if sh.json {
+			var short [512]byte
+			if _, err := AppendMySQLJSON(short[:0], sh.bytes(rr.data[at:])); err != nil {
+				return 0, fmt.Errorf("column %d: %w", i, err)
+			}
+		}
 		rr.at = append(rr.at, int32(at))
 		at += n
 	}
@@ -247,6 +261,9 @@ func stringColumn(tp byte, meta uint16) (realType byte, width int) {
 type Shape struct {
 	fixed, prefix int
 	null          bool
+	// json marks MySQL's binary JSON, checked when the image is split so
+	// that formatting it later cannot fail.
+	json bool
 }
 
 // shapeOf is the shape of a column's values, for the types braid reads
@@ -305,9 +322,9 @@ func shapeOf(tp byte, meta uint16) (Shape, error) {
 			return Shape{prefix: 1}, nil
 		}
 		return Shape{prefix: 2}, nil
-	case mysql.MYSQL_TYPE_BLOB, mysql.MYSQL_TYPE_GEOMETRY:
+	case mysql.MYSQL_TYPE_BLOB, mysql.MYSQL_TYPE_GEOMETRY, mysql.MYSQL_TYPE_JSON, mysql.MYSQL_TYPE_VECTOR:
 		if meta >= 1 && meta <= 4 {
-			return Shape{prefix: int(meta)}, nil
+			return Shape{prefix: int(meta), json: real == mysql.MYSQL_TYPE_JSON}, nil
 		}
 	}
 	return Shape{}, fmt.Errorf("column type %d (metadata %#x)", tp, meta)
@@ -394,6 +411,14 @@ func decodeValue(data []byte, tp byte, meta uint16, tz *ZoneClock) (any, int, er
 			return sh.bytes(data), sh.len(data), nil
 		}
 		return bytesString(sh.bytes(data)), sh.len(data), nil
+	case mysql.MYSQL_TYPE_JSON:
+		// The text MySQL's SELECT prints, not the binary document.
+		sh := Shape{prefix: int(meta)}
+		text, err := AppendMySQLJSON(nil, sh.bytes(data))
+		return bytesString(text), sh.len(data), err
+	case mysql.MYSQL_TYPE_VECTOR:
+		sh := Shape{prefix: int(meta)}
+		return bytesString(appendVector(nil, sh.bytes(data))), sh.len(data), nil
 	}
 	return nil, 0, fmt.Errorf("column type %d", tp)
 }

@@ -45,6 +45,8 @@ const (
 	rawConverted                // length-prefixed text of Column.Charset, converted to UTF-8
 	rawEnum                     // an ENUM's member number
 	rawSet                      // a SET's member bits
+	rawJSON                     // MySQL's binary JSON, shown as SELECT prints it
+	rawVector                   // MySQL 9's VECTOR, shown as VECTOR_TO_STRING prints it
 )
 
 // rawKindOf decides how column c, of binlog type tp, is formatted raw: the
@@ -53,6 +55,10 @@ const (
 func rawKindOf(c *Column, tp byte, meta uint16, converts bool) rawKind {
 	real, _ := stringColumn(tp, meta)
 	switch real {
+	case mysql.MYSQL_TYPE_JSON:
+		return rawJSON
+	case mysql.MYSQL_TYPE_VECTOR:
+		return rawVector
 	case mysql.MYSQL_TYPE_TINY, mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_INT24, mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_LONGLONG:
 		switch {
 		case c.Type == "enum" || c.Type == "set" || c.Type == "bit":
@@ -136,6 +142,19 @@ func (t *Codec) appendRawText(b []byte, i int, v []byte, quoted bool) []byte {
 	case rawSet:
 		var names [128]byte // the members joined by commas, on the stack when short
 		return appendStringText(b, bytesString(appendSetNames(names[:0], t.Columns[i].Elems, readUint(v, t.Shapes[i].fixed))), quoted)
+	case rawJSON:
+		var short [256]byte // the text, on the stack when short
+		text, err := AppendMySQLJSON(short[:0], t.Shapes[i].bytes(v))
+		if err != nil {
+			return b // not reached: SplitRows checked the document
+		}
+		return appendStringText(b, bytesString(text), quoted)
+	case rawVector:
+		if quoted { // the text never needs escaping
+			b = append(b, '"')
+			return append(appendVector(b, t.Shapes[i].bytes(v)), '"')
+		}
+		return appendVector(b, t.Shapes[i].bytes(v))
 	case rawBinary:
 		if x := t.Shapes[i].bytes(v); t.binWidth == nil || t.binWidth[i] <= len(x) {
 			return appendLatin1Text(b, x, quoted)
