@@ -356,3 +356,52 @@ func TestUnknownEventStops(t *testing.T) {
 		})
 	}
 }
+
+// joeJSON is the binary JSON MySQL 8.0.22 wrote for {"age": 25, "data":
+// "xxxxxxxxxx", "name": "Joe"} (json.binlog.000001).
+var joeJSON = []byte{
+	0x00, 0x03, 0x00, 0x33, 0x00,
+	0x19, 0x00, 0x03, 0x00, 0x1c, 0x00, 0x04, 0x00, 0x20, 0x00, 0x04, 0x00,
+	0x05, 0x19, 0x00, 0x0c, 0x24, 0x00, 0x0c, 0x2f, 0x00,
+	'a', 'g', 'e', 'd', 'a', 't', 'a', 'n', 'a', 'm', 'e',
+	0x0a, 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x',
+	0x03, 'J', 'o', 'e',
+}
+
+// TestPartialJSONUpdate reads a PARTIAL_UPDATE_ROWS event with full
+// before images (binlog_row_value_options=PARTIAL_JSON,
+// binlog_row_image=FULL) holding the diff MySQL 8.0.22 logged for
+// JSON_SET(j, '$.age', 26) and one that inserts a member: readers get the
+// whole after image.
+func TestPartialJSONUpdate(t *testing.T) {
+	le32 := func(b []byte, v int) []byte { return append(b, byte(v), byte(v>>8), byte(v>>16), byte(v>>24)) }
+	tableMap := []byte{0x2a, 0, 0, 0, 0, 0, 0x01, 0x00, 4, 't', 'e', 's', 't', 0, 1, 't', 0, 2, 0x03, 0xf5, 1, 4, 0x02}
+	replaceAge := []byte{0x00, 0x05, '$', '.', 'a', 'g', 'e', 0x03, 0x05, 0x1a, 0x00}
+	insertCity := append([]byte{0x01, 0x06}, "$.city\x06\x0c\x04Oslo"...)
+	rows := []byte{0x2a, 0, 0, 0, 0, 0, 0x01, 0x00, 0x02, 0x00, 2, 0x03, 0x03}
+	for id, diffs := range [][]byte{replaceAge, append(append([]byte(nil), replaceAge...), insertCity...)} {
+		rows = append(rows, 0x00)
+		rows = le32(rows, id+1)
+		rows = le32(rows, len(joeJSON))
+		rows = append(rows, joeJSON...)
+		rows = append(rows, 0x01, 0x01, 0x00) // value options PARTIAL_JSON; j is partial; no NULLs
+		rows = le32(rows, id+1)
+		rows = le32(rows, len(diffs))
+		rows = append(rows, diffs...)
+	}
+	w := newBinlogWriter()
+	evs, err := feedEvents(newFeed(t, "test.CREATE TABLE t (id int, j json)"), [][]byte{
+		w.event(replication.FORMAT_DESCRIPTION_EVENT, formatDescription("8.0.22", mysql8027HeaderLengths)),
+		w.event(replication.GTID_EVENT, mysql8019GTID),
+		w.event(replication.QUERY_EVENT, queryBody("test", "BEGIN")),
+		w.event(replication.TABLE_MAP_EVENT, tableMap),
+		w.event(replication.PARTIAL_UPDATE_ROWS_EVENT, rows),
+		w.event(replication.XID_EVENT, []byte{1, 0, 0, 0, 0, 0, 0, 0}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkText(t, "rows", rowLines(evs), ""+
+		`UPDATE test.t id=1/1 j={"age": 25, "data": "xxxxxxxxxx", "name": "Joe"}/{"age": 26, "data": "xxxxxxxxxx", "name": "Joe"}`+"\n"+
+		`UPDATE test.t id=2/2 j={"age": 25, "data": "xxxxxxxxxx", "name": "Joe"}/{"age": 26, "city": "Oslo", "data": "xxxxxxxxxx", "name": "Joe"}`)
+}
