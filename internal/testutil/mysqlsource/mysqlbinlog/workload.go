@@ -173,17 +173,26 @@ func Write(w Workload) (*Binlog, error) {
 	if err != nil {
 		return nil, err
 	}
-	for i, txn := range w.Txns {
-		if _, err := wr.Write(txn); err != nil {
-			return nil, fmt.Errorf("transaction %d: %w", i, err)
+	if err := wr.WriteAll(w.Txns); err != nil {
+		return nil, err
+	}
+	return wr.Binlog()
+}
+
+// WriteAll writes txns in order, rotating after those that say so (but
+// the last: a server rotates when the next transaction comes).
+func (st *Writer) WriteAll(txns []Txn) error {
+	for i, txn := range txns {
+		if _, err := st.Write(txn); err != nil {
+			return fmt.Errorf("transaction %d: %w", i, err)
 		}
-		if txn.RotateAfter && i < len(w.Txns)-1 {
-			if err := wr.Rotate(); err != nil {
-				return nil, err
+		if txn.RotateAfter && i < len(txns)-1 {
+			if err := st.Rotate(); err != nil {
+				return err
 			}
 		}
 	}
-	return wr.Binlog()
+	return nil
 }
 
 type liveTable struct {
