@@ -31,33 +31,10 @@ const version83 = "8.3.0"
 func serveWorkload(t *testing.T, version string, w mysqlbinlog.Workload) (*mysqlsource.Server, *mysqlbinlog.Binlog) {
 	t.Helper()
 	w.Server.Version = version
-	b, err := mysqlbinlog.Write(w)
+	s := mysqlsource.Start(t, mysqlsource.Config{Version: version})
+	b, err := s.Serve(w)
 	if err != nil {
 		t.Fatal(err)
-	}
-	s := mysqlsource.Start(t, mysqlsource.Config{Version: version, ServerUUID: b.Server.UUID.String()})
-	for _, f := range b.Files {
-		if err := s.AddFile(f.Name, f.Data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, name := range b.Schemas {
-		s.PutSchema(mysqlsource.Schema{Name: name})
-	}
-	for _, ts := range b.Tables {
-		tb := mysqlsource.Table{Name: ts.Def.Name, Create: ts.Create}
-		for _, c := range ts.Columns {
-			col := mysqlsource.Column{Name: c.ColumnName, Type: c.ColumnType, Nullable: c.IsNullable == "YES", Default: c.ColumnDefault,
-				Extra: c.Extra, Generation: c.GenerationExpression}
-			if c.CharacterSetName != nil {
-				col.Charset = *c.CharacterSetName
-			}
-			if c.CollationName != nil {
-				col.Collation = *c.CollationName
-			}
-			tb.Columns = append(tb.Columns, col)
-		}
-		s.PutTable(ts.Def.Schema, tb)
 	}
 	return s, b
 }
