@@ -265,3 +265,28 @@ func TestMySQLSourceUnknownEventStops(t *testing.T) {
 	}
 	oneLineWith(t, err, "source m8", fmt.Sprintf("%s:%d", last.File, last.End), "event type 99", "braid does not read this event type")
 }
+
+// TestMySQLSourceInvisibleGenerated reads rows of a table with INVISIBLE
+// and generated columns, its table maps without column names
+// (binlog_row_metadata=MINIMAL): braid labels them from the CREATE TABLE
+// MySQL 8.4 logs and prints (/*!80023 INVISIBLE */, GENERATED ALWAYS AS),
+// every column under its name, in binlog order.
+func TestMySQLSourceInvisibleGenerated(t *testing.T) {
+	items := &mysqlbinlog.TableDef{Schema: "shop", Name: "items", PrimaryKey: []string{"id"}, Columns: []mysqlbinlog.ColumnDef{
+		{Name: "id", Type: "int", NotNull: true},
+		{Name: "secret", Type: "varchar(8)", Invisible: true},
+		{Name: "qty", Type: "int"},
+		{Name: "double_qty", Type: "int", Generated: "(`qty` * 2)", Stored: true},
+		{Name: "half_qty", Type: "int", Generated: "(`qty` / 2)"},
+	}}
+	s, b := serveWorkload(t, version83, mysqlbinlog.Workload{Txns: []mysqlbinlog.Txn{
+		{DDL: &mysqlbinlog.DDL{Schema: "shop", CreatesDatabase: true, SQL: "CREATE DATABASE shop"}},
+		{DDL: &mysqlbinlog.DDL{Schema: "shop", Table: items}},
+		{Statements: []mysqlbinlog.Statement{{Kind: mysqlbinlog.Insert, Table: "shop.items", Rows: []mysqlbinlog.Row{
+			{After: []any{1, "psst", 10, 20, 5}},
+		}}}},
+	}})
+	last := b.Txns[len(b.Txns)-1]
+	evs := runSource(t, s, nil).until(t, last.File, last.End)
+	checkText(t, "rows", rowLines(evs), "INSERT shop.items id=-/1 secret=-/psst qty=-/10 double_qty=-/20 half_qty=-/5")
+}
