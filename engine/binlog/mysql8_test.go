@@ -299,7 +299,7 @@ func TestMySQLJSONText(t *testing.T) {
 	if !errors.Is(err, binlog.ErrBadEvent) {
 		t.Fatalf("partial JSON update without before images: err %v, want ErrBadEvent", err)
 	}
-	oneLineWith(t, err, "source m8", "binlog.000001:3750", "PartialUpdateRowsEvent", "binlog_row_image=FULL")
+	oneLineWith(t, err, "source m8", "binlog.000001:3750", "event type 39 (PartialUpdateRowsEvent)", "binlog_row_image=FULL")
 	if strings.Contains(err.Error(), "Joe") {
 		t.Errorf("the error shows row data: %v", err)
 	}

@@ -510,8 +510,9 @@ func (p *Reader) streamError(err error) error {
 	var ee *replication.EventError
 	if errors.As(err, &ee) {
 		// EventError carries the raw event bytes; never log them.
-		return fatal{fmt.Errorf("%w: source %s at %s: %s event: %s", ErrBadEvent, p.spec.Name,
-			change.Position{File: p.file, Pos: ee.Header.LogPos - ee.Header.EventSize}, ee.Header.EventType, ee.Err)}
+		// braid stops rather than skip an event it cannot decode.
+		return fatal{fmt.Errorf("%w: source %s at %s: event type %d (%s) braid cannot decode: %s", ErrBadEvent, p.spec.Name,
+			change.Position{File: p.file, Pos: ee.Header.LogPos - ee.Header.EventSize}, byte(ee.Header.EventType), ee.Header.EventType, oneLine(errors.New(ee.Err)))}
 	}
 	if strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), "i/o timeout") {
 		return fmt.Errorf("%w: source %s: %s: %v", ErrUnreachable, p.spec.Name, p.spec.Address, rootCause(err))
