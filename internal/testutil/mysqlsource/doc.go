@@ -56,9 +56,11 @@
 //   - Only what the tests need of SQL is there: no GROUP BY, subqueries,
 //     views, or collation-aware comparison (names compare byte-wise,
 //     as with lower_case_table_names=0).
-//   - SHOW BINLOG EVENTS lists a TRANSACTION_PAYLOAD as one event (MySQL
-//     8.0.20+ also lists the events inside it) and Query events without
-//     the "/* xid=... */" MySQL adds to atomic DDL.
+//   - SHOW BINLOG EVENTS lists a TRANSACTION_PAYLOAD as one event, as
+//     mysqlbinlog's Binlog.Events does (the test checks the two agree on
+//     every row of a workload); Info is written for the events braid
+//     reads (Query with its "use" and DDL xid, GTID, XID, ROTATE, table
+//     maps and rows, payloads) and empty for the rest.
 //   - Semi-synchronous replication, binlog encryption and the compressed
 //     protocol are absent.
 //
@@ -66,9 +68,10 @@
 //
 //   - A file's bytes are only ever appended to; every event the server
 //     sends is whole and as the test gave it, except the FORMAT_DESCRIPTION
-//     of a dump that starts past it (log_pos 0, checksum recomputed) and
-//     the events the server makes up (ROTATE, HEARTBEAT), whose checksum
-//     follows the algorithm MySQL's Binlog_sender would use.
+//     (in-use flag cleared, created 0 past the file's start, checksum
+//     recomputed, as mysqlbinlog.DumpFormatDescription) and the events the
+//     server makes up (ROTATE, HEARTBEAT), whose checksum follows the
+//     algorithm MySQL's Binlog_sender would use.
 //   - A GTID dump sends no transaction whose GTID the replica named.
 //   - Close ends every connection and waits for every goroutine.
 //

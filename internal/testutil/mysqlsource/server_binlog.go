@@ -149,18 +149,6 @@ func eventGTID(typ replication.EventType, body []byte) (tsid, int64, error) {
 	return id, int64(binary.LittleEndian.Uint64(body[17:25])), nil
 }
 
-// withLogPos returns a copy of ev with its log_pos set to pos, its
-// checksum (when it has one) computed again.
-func withLogPos(ev []byte, pos uint32, checksum bool) []byte {
-	out := bytes.Clone(ev)
-	binary.LittleEndian.PutUint32(out[offLogPos:], pos)
-	if checksum {
-		n := len(out) - checksumLen
-		binary.LittleEndian.PutUint32(out[n:], crc32.ChecksumIEEE(out[:n]))
-	}
-	return out
-}
-
 // artificialEvent builds an event the server makes up while it sends
 // (a ROTATE naming the file it starts from, a HEARTBEAT): timestamp 0,
 // the given log_pos and flags, a checksum when checksum is set.

@@ -10,13 +10,16 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
+
+	"github.com/braid-cdc/braid/internal/testutil/mysqlsource/mysqlbinlog"
 )
 
 // The binlog dump follows MySQL 8's Binlog_sender (rpl_binlog_sender.cc):
 // for each file it sends a made-up ROTATE naming the file and the start
-// position, the file's FORMAT_DESCRIPTION (log_pos 0 when the dump starts
-// past it, so the replica does not take it for a position), then the
-// file's events from the start; at the end of the last file it waits for
+// position, the file's FORMAT_DESCRIPTION as a dump thread sends it (in-use
+// flag cleared, created 0 when the dump starts past it: mysqlbinlog's
+// DumpFormatDescription, checked against a real replica's relay log), then
+// the file's events from the start; at the end of the last file it waits for
 // more, sending a HEARTBEAT after each heartbeat period with nothing to
 // send. A GTID dump starts at the newest file whose PREVIOUS_GTIDS the
 // replica holds and skips the transactions the replica has. Errors are
@@ -234,10 +237,7 @@ func (c *session) send(req dumpRequest, idx int, pos uint64) error {
 	for {
 		name := f.name
 
-		rot := make([]byte, 8, 8+len(name))
-		binary.LittleEndian.PutUint64(rot, pos)
-		rot = append(rot, name...)
-		if err := c.writeEvent(artificialEvent(replication.ROTATE_EVENT, c.s.cfg.ServerID, 0, replication.LOG_EVENT_ARTIFICIAL_F, rot, alg == "CRC32")); err != nil {
+		if err := c.writeEvent(mysqlbinlog.ArtificialRotate(c.s.cfg.ServerID, name, pos, alg == "CRC32")); err != nil {
 			return err
 		}
 
@@ -252,9 +252,7 @@ func (c *session) send(req dumpRequest, idx int, pos uint64) error {
 			return fatal1236("%s can not handle replication events with the checksum that %s is configured to log; the first event '%s' at %d, "+
 				"the last event read from './%s' at 4, the last byte read from './%s' at 4.", capital(s.p.replica()), s.p.source(), name, pos, name, name)
 		}
-		if pos > 4 {
-			fde = withLogPos(fde, 0, checksum)
-		}
+		fde = mysqlbinlog.DumpFormatDescription(fde, uint32(min(pos, 1<<32-1)))
 		if err := c.writeEvent(fde); err != nil {
 			return err
 		}
@@ -379,12 +377,7 @@ func (c *session) heartbeatEvent(file string, pos uint64, checksum bool) []byte 
 	if !c.heartbeatV2 {
 		return artificialEvent(replication.HEARTBEAT_EVENT, c.s.cfg.ServerID, uint32(min(pos, 1<<32-1)), 0, []byte(file), checksum)
 	}
-	body := []byte{replication.OTW_HB_LOG_FILENAME_FIELD, byte(len(file))}
-	body = append(body, file...)
-	p := mysql.PutLengthEncodedInt(pos)
-	body = append(body, replication.OTW_HB_LOG_POSITION_FIELD, byte(len(p)))
-	body = append(body, p...)
-	body = append(body, replication.OTW_HB_HEADER_END_MARK)
+	body := mysqlbinlog.HeartbeatV2Body(file, pos)
 	return artificialEvent(replication.HEARTBEAT_LOG_EVENT_V2, c.s.cfg.ServerID, 0, 0, body, checksum)
 }
 

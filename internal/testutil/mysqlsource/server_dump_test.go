@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
 
@@ -40,12 +41,19 @@ func describe(e *replication.BinlogEvent) string {
 		}
 		return fmt.Sprintf("%s %s:%d", kind, ev.NextLogName, ev.Position)
 	case *replication.FormatDescriptionEvent:
+		if ev.CreateTimestamp == 0 {
+			return fmt.Sprintf("FORMAT_DESCRIPTION log_pos=%d created=0", e.Header.LogPos)
+		}
 		return fmt.Sprintf("FORMAT_DESCRIPTION log_pos=%d", e.Header.LogPos)
 	case *replication.PreviousGTIDsEvent:
 		return "PREVIOUS_GTIDS " + ev.GTIDSets
 	case *replication.GTIDEvent:
 		next, _ := ev.GTIDNext()
 		return "GTID " + next.String()
+	case *replication.GtidTaggedLogEvent:
+		var u [16]byte
+		copy(u[:], ev.SID)
+		return fmt.Sprintf("GTID %x-%x-%x-%x-%x:%s:%d", u[:4], u[4:6], u[6:8], u[8:10], u[10:], ev.Tag, ev.GNO)
 	case *replication.QueryEvent:
 		return "QUERY " + string(ev.Query)
 	case *replication.XIDEvent:
@@ -127,7 +135,8 @@ func TestDumpFromPosition(t *testing.T) {
 }
 
 // TestDumpFromMidFile: a dump from a transaction's position inside a
-// file sends the FORMAT_DESCRIPTION with log_pos 0, then that
+// file sends the file's FORMAT_DESCRIPTION, its creation time zeroed (a
+// replica would otherwise drop its temporary tables), then that
 // transaction.
 func TestDumpFromMidFile(t *testing.T) {
 	s, _ := startShop(t, mysqlsource.Version84)
@@ -138,7 +147,7 @@ func TestDumpFromMidFile(t *testing.T) {
 	}
 	sameEvents(t, read(t, st, 5), []string{
 		fmt.Sprintf("ROTATE(artificial) binlog.000001:%d", pos120),
-		"FORMAT_DESCRIPTION log_pos=0",
+		"FORMAT_DESCRIPTION log_pos=126 created=0",
 		gtid(120), "QUERY BEGIN", "XID 7",
 	})
 }
@@ -326,6 +335,102 @@ func TestDumpNeedsChecksumAwareReplica(t *testing.T) {
 			if code != mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG || !strings.HasPrefix(msg, "Slave can not handle replication events with the checksum") &&
 				!strings.HasPrefix(msg, "Replica can not handle replication events with the checksum") {
 				t.Errorf("error %d %q", code, msg)
+			}
+			return
+		}
+	}
+}
+
+// rawDump sends COM_BINLOG_DUMP from binlog.000001:4 with flags on a
+// connection of its own, checksum-aware, and returns it.
+func rawDump(t *testing.T, s *mysqlsource.Server, flags uint16) *client.Conn {
+	t.Helper()
+	c := connect(t, s)
+	exec(t, c, "SET @master_binlog_checksum='NONE', @source_binlog_checksum='NONE', @source_heartbeat_period=20000000")
+	pkt := make([]byte, 4, 64)
+	pkt = append(pkt, mysql.COM_BINLOG_DUMP)
+	pkt = binary.LittleEndian.AppendUint32(pkt, 4)
+	pkt = binary.LittleEndian.AppendUint16(pkt, flags)
+	pkt = binary.LittleEndian.AppendUint32(pkt, 100)
+	pkt = append(pkt, "binlog.000002"...)
+	c.ResetSequence()
+	if err := c.WritePacket(pkt); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestDumpNonBlocking: BINLOG_DUMP_NON_BLOCK ends the dump with an EOF
+// packet at the end of the binlog instead of waiting.
+func TestDumpNonBlocking(t *testing.T) {
+	s, _ := startShop(t, mysqlsource.Version84)
+	c := rawDump(t, s, replication.BINLOG_DUMP_NON_BLOCK)
+	p := replication.NewBinlogParser()
+	var got []string
+	for {
+		data, err := c.ReadPacket()
+		if err != nil {
+			t.Fatalf("after %q: %v", got, err)
+		}
+		if data[0] == mysql.EOF_HEADER && len(data) < 9 {
+			break
+		}
+		e, err := p.Parse(data[1:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, describe(e))
+	}
+	sameEvents(t, got, []string{"ROTATE(artificial) binlog.000002:4", "FORMAT_DESCRIPTION log_pos=126",
+		"PREVIOUS_GTIDS " + sourceUUID + ":1-120", gtid(121), "QUERY ALTER TABLE t ADD COLUMN note varchar(20)"})
+}
+
+// TestDumpHeartbeatV2: a replica that asks for HEARTBEAT_LOG_EVENT_V2
+// (USE_HEARTBEAT_EVENT_V2) gets it, naming the file and position.
+func TestDumpHeartbeatV2(t *testing.T) {
+	s, _ := startShop(t, mysqlsource.Version84)
+	c := rawDump(t, s, replication.USE_HEARTBEAT_EVENT_V2)
+	p := replication.NewBinlogParser()
+	for {
+		data, err := c.ReadPacket()
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := p.Parse(data[1:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hb, ok := e.Event.(*replication.HeartbeatEvent); ok {
+			if e.Header.EventType != replication.HEARTBEAT_LOG_EVENT_V2 || hb.Filename != "binlog.000002" || hb.Offset != uint64(fileSize(t, s)) {
+				t.Errorf("heartbeat %v %s:%d, want v2 binlog.000002:%d", e.Header.EventType, hb.Filename, hb.Offset, fileSize(t, s))
+			}
+			return
+		}
+	}
+}
+
+// TestCloseEndsDumps: Close ends a dump waiting at the end of the binlog
+// and returns; the replica sees its connection end.
+func TestCloseEndsDumps(t *testing.T) {
+	s, _ := startShop(t, mysqlsource.Version84)
+	st, err := syncer(t, s).StartSync(mysql.Position{Name: "binlog.000002", Pos: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read(t, st, 5)
+	done := make(chan struct{})
+	go func() { s.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not return while a dump waited")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for {
+		if _, err := st.GetEvent(ctx); err != nil {
+			if ctx.Err() != nil {
+				t.Fatal("the replica's stream did not end")
 			}
 			return
 		}

@@ -1,6 +1,7 @@
 package mysqlsource
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -269,8 +270,9 @@ func (c *session) binlogEvents(t []token) ([]string, [][]any, error) {
 		if checksum && typ != replication.FORMAT_DESCRIPTION_EVENT {
 			body = body[:len(body)-checksumLen]
 		}
+		flags := binary.LittleEndian.Uint16(ev[offFlags:])
 		rows = append(rows, []any{file, uint64(pos), eventTypeName(typ), uint64(binary.LittleEndian.Uint32(ev[offServerID:])),
-			uint64(binary.LittleEndian.Uint32(ev[offLogPos:])), eventInfo(typ, body, c.s.p)})
+			uint64(binary.LittleEndian.Uint32(ev[offLogPos:])), eventInfo(typ, flags, body, c.s.p)})
 	}
 	if from > uint64(at) {
 		return nil, nil, mysql.NewError(mysql.ER_ERROR_WHEN_EXECUTING_COMMAND, "Error when executing command SHOW BINLOG EVENTS: Wrong offset or I/O error")
@@ -288,7 +290,7 @@ func eventTypeName(t replication.EventType) string {
 	case replication.GTID_EVENT:
 		return "Gtid"
 	case replication.GTID_TAGGED_LOG_EVENT:
-		return "Gtid_tagged_log_event"
+		return "Gtid_tagged_log"
 	case replication.ANONYMOUS_GTID_EVENT:
 		return "Anonymous_Gtid"
 	case replication.QUERY_EVENT:
@@ -333,7 +335,7 @@ func eventTypeName(t replication.EventType) string {
 
 // eventInfo is SHOW BINLOG EVENTS' Info of an event (body without header
 // and checksum).
-func eventInfo(typ replication.EventType, body []byte, p personality) string {
+func eventInfo(typ replication.EventType, flags uint16, body []byte, p personality) string {
 	switch typ {
 	case replication.FORMAT_DESCRIPTION_EVENT:
 		return fmt.Sprintf("Server ver: %s, Binlog ver: 4", p.version)
@@ -354,10 +356,15 @@ func eventInfo(typ replication.EventType, body []byte, p personality) string {
 	case replication.QUERY_EVENT:
 		q := &replication.QueryEvent{}
 		if err := q.Decode(body); err == nil {
-			if len(q.Schema) > 0 {
-				return "use " + quoteIdent(string(q.Schema)) + "; " + string(q.Query)
+			info := string(q.Query)
+			// BEGIN is flagged LOG_EVENT_SUPPRESS_USE_F: no "use".
+			if len(q.Schema) > 0 && flags&suppressUse == 0 {
+				info = "use " + quoteIdent(string(q.Schema)) + "; " + info
 			}
-			return string(q.Query)
+			if xid, ok := ddlXID(q.StatusVars); ok {
+				info += fmt.Sprintf(" /* xid=%d */", xid)
+			}
+			return info
 		}
 	case replication.XID_EVENT:
 		if len(body) >= 8 {
@@ -391,7 +398,109 @@ func eventInfo(typ replication.EventType, body []byte, p personality) string {
 		}
 		return fmt.Sprintf("table_id: %d", id)
 	case replication.TRANSACTION_PAYLOAD_EVENT:
-		return "compression='ZSTD'"
+		return payloadInfo(body)
 	}
 	return ""
+}
+
+// suppressUse is LOG_EVENT_SUPPRESS_USE_F: the event's Info names no
+// database.
+const suppressUse = 0x8
+
+// ddlXID finds Q_DDL_LOGGED_WITH_XID in a Query event's status
+// variables: MySQL 8 logs an atomic DDL with the xid its Info shows.
+func ddlXID(vars []byte) (uint64, bool) {
+	for len(vars) > 0 {
+		code, v := vars[0], vars[1:]
+		var n int
+		switch code {
+		case 0, 3: // flags2; auto_increment (two uint16)
+			n = 4
+		case 1, 14: // sql_mode; commit_ts
+			n = 8
+		case 4: // charset
+			n = 6
+		case 7, 8, 18: // lc_time_names, charset_database, default_collation_for_utf8mb4
+			n = 2
+		case 9, 17: // table_map_for_update; ddl_logged_with_xid
+			if code == 17 && len(v) >= 8 {
+				return binary.LittleEndian.Uint64(v), true
+			}
+			n = 8
+		case 10: // master_data_written
+			n = 4
+		case 13: // microseconds
+			n = 3
+		case 16, 19, 20: // explicit_defaults_for_timestamp, sql_require_primary_key, default_table_encryption
+			n = 1
+		case 2: // catalog, NUL-terminated
+			if len(v) < 1 {
+				return 0, false
+			}
+			n = 1 + int(v[0]) + 1
+		case 5, 6: // time_zone, catalog_nz
+			if len(v) < 1 {
+				return 0, false
+			}
+			n = 1 + int(v[0])
+		case 11: // invoker: user, host
+			if len(v) < 1 || len(v) < 2+int(v[0]) {
+				return 0, false
+			}
+			n = 1 + int(v[0]) + 1 + int(v[1+int(v[0])])
+		case 12: // updated_db_names
+			if len(v) < 1 {
+				return 0, false
+			}
+			n = 1
+			if count := int(v[0]); count != 254 {
+				for range count {
+					end := bytes.IndexByte(v[n:], 0)
+					if end < 0 {
+						return 0, false
+					}
+					n += end + 1
+				}
+			}
+		default:
+			return 0, false // a code this walk does not know: its length neither
+		}
+		if len(v) < n {
+			return 0, false
+		}
+		vars = v[n:]
+	}
+	return 0, false
+}
+
+// payloadInfo is a TRANSACTION_PAYLOAD's Info: its compression and
+// uncompressed size, from the header fields (type, length, value, each
+// a packed integer) before the payload.
+func payloadInfo(body []byte) string {
+	compression, size := uint64(0), uint64(0)
+	for len(body) > 0 {
+		typ, _, n := mysql.LengthEncodedInt(body)
+		body = body[n:]
+		if typ == 0 || len(body) == 0 {
+			break
+		}
+		l, _, n := mysql.LengthEncodedInt(body)
+		body = body[n:]
+		if uint64(len(body)) < l {
+			break
+		}
+		v, _, _ := mysql.LengthEncodedInt(body[:l])
+		switch typ {
+		case 2:
+			compression = v
+		case 3:
+			size = v
+		}
+		body = body[l:]
+	}
+	name := "ZSTD"
+	if compression != 0 {
+		name = "NONE"
+	}
+	return fmt.Sprintf("compression='%s', decompressed_size=%d bytes", name, size)
 }
