@@ -3,6 +3,7 @@ package mysqlbinlog
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/go-mysql-org/go-mysql/replication"
 	"github.com/klauspost/compress/zstd"
@@ -149,14 +150,11 @@ func PayloadBody(events []Event, serverID uint32) ([]byte, error) {
 	for _, e := range events {
 		raw = append(raw, Frame(Header{Timestamp: e.Timestamp, Type: e.Type, ServerID: serverID, Flags: e.Flags}, e.Body, false)...)
 	}
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+	enc, err := zstdEncoder()
 	if err != nil {
 		return nil, fmt.Errorf("mysqlbinlog: zstd: %w", err)
 	}
 	compressed := enc.EncodeAll(raw, nil)
-	if err := enc.Close(); err != nil {
-		return nil, fmt.Errorf("mysqlbinlog: zstd: %w", err)
-	}
 	if len(compressed) > math.MaxUint32 {
 		return nil, fmt.Errorf("mysqlbinlog: payload of %d bytes is larger than an event", len(compressed))
 	}
@@ -166,6 +164,12 @@ func PayloadBody(events []Event, serverID uint32) ([]byte, error) {
 	b = append(b, payloadEndMark)
 	return append(b, compressed...), nil
 }
+
+// zstdEncoder is shared: an encoder's tables cost more to build than most
+// payloads to compress, and EncodeAll is safe for concurrent use.
+var zstdEncoder = sync.OnceValues(func() (*zstd.Encoder, error) {
+	return zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+})
 
 func payloadField(b []byte, typ byte, v uint64) []byte {
 	b = append(b, typ)

@@ -33,53 +33,87 @@ type Rows struct {
 
 // Body returns the event body.
 func (r Rows) Body() ([]byte, error) {
-	t := r.Table
-	hasBefore, hasAfter := false, false
+	b, err := r.Header()
+	if err != nil {
+		return nil, err
+	}
+	for i, row := range r.Rows {
+		if b, err = r.AppendRow(b, row); err != nil {
+			return nil, fmt.Errorf("mysqlbinlog: %s.%s row %d %w", r.Table.Schema, r.Table.Name, i, err)
+		}
+	}
+	return b, nil
+}
+
+// images reports which images the event type holds.
+func (r Rows) images() (before, after bool, err error) {
 	switch r.Type {
 	case replication.WRITE_ROWS_EVENTv2:
-		hasAfter = true
+		return false, true, nil
 	case replication.DELETE_ROWS_EVENTv2:
-		hasBefore = true
+		return true, false, nil
 	case replication.UPDATE_ROWS_EVENTv2, replication.PARTIAL_UPDATE_ROWS_EVENT:
-		hasBefore, hasAfter = true, true
-	default:
-		return nil, fmt.Errorf("mysqlbinlog: %s is not a v2 rows event type", r.Type)
+		return true, true, nil
 	}
+	return false, false, fmt.Errorf("mysqlbinlog: %s is not a v2 rows event type", r.Type)
+}
+
+// columns returns the columns of the before and after images.
+func (r Rows) columns() (before, after []bool) {
 	// A full image's bitmap has every bit of its bytes set, the padding
 	// too (bitmap_set_all); a partial one only its columns'.
-	all := make([]bool, (len(t.Columns)+7)/8*8)
+	all := make([]bool, (len(r.Table.Columns)+7)/8*8)
 	for i := range all {
 		all[i] = true
 	}
-	before, after := r.BeforeColumns, r.AfterColumns
+	before, after = r.BeforeColumns, r.AfterColumns
 	if before == nil {
 		before = all
 	}
 	if after == nil {
 		after = all
 	}
-	b := appendTableID(nil, t.ID)
+	return before, after
+}
+
+// Header returns the body up to the rows: table id, flags, extra row
+// info, column count and bitmaps. Header then AppendRow of each row is
+// Body, for callers that size events as they go.
+func (r Rows) Header() ([]byte, error) {
+	hasBefore, hasAfter, err := r.images()
+	if err != nil {
+		return nil, err
+	}
+	before, after := r.columns()
+	b := appendTableID(nil, r.Table.ID)
 	b = binary.LittleEndian.AppendUint16(b, r.Flags)
 	b = binary.LittleEndian.AppendUint16(b, 2) // extra row info: none, its length counts itself
-	b = appendPackedInt(b, uint64(len(t.Columns)))
+	b = appendPackedInt(b, uint64(len(r.Table.Columns)))
 	if hasBefore {
 		b = append(b, lsbBitmap(before)...)
 	}
 	if hasAfter {
 		b = append(b, lsbBitmap(after)...)
 	}
-	for i, row := range r.Rows {
-		var err error
-		if hasBefore {
-			if b, err = r.appendImage(b, row.Before, before, false); err != nil {
-				return nil, fmt.Errorf("mysqlbinlog: %s.%s row %d before image: %w", t.Schema, t.Name, i, err)
-			}
+	return b, nil
+}
+
+// AppendRow appends one row's images.
+func (r Rows) AppendRow(b []byte, row Row) ([]byte, error) {
+	hasBefore, hasAfter, err := r.images()
+	if err != nil {
+		return nil, err
+	}
+	before, after := r.columns()
+	if hasBefore {
+		if b, err = r.appendImage(b, row.Before, before, false); err != nil {
+			return nil, fmt.Errorf("before image: %w", err)
 		}
-		if hasAfter {
-			partial := r.Type == replication.PARTIAL_UPDATE_ROWS_EVENT
-			if b, err = r.appendImage(b, row.After, after, partial); err != nil {
-				return nil, fmt.Errorf("mysqlbinlog: %s.%s row %d after image: %w", t.Schema, t.Name, i, err)
-			}
+	}
+	if hasAfter {
+		partial := r.Type == replication.PARTIAL_UPDATE_ROWS_EVENT
+		if b, err = r.appendImage(b, row.After, after, partial); err != nil {
+			return nil, fmt.Errorf("after image: %w", err)
 		}
 	}
 	return b, nil

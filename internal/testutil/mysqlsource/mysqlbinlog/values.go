@@ -279,7 +279,17 @@ func toUint64(v any) (uint64, error) {
 }
 
 func intBytes(c Column, v any) ([]byte, error) {
-	size := map[Kind]int{KindTinyInt: 1, KindSmallInt: 2, KindMediumInt: 3, KindInt: 4, KindBigInt: 8}[c.Kind]
+	size := 8
+	switch c.Kind {
+	case KindTinyInt:
+		size = 1
+	case KindSmallInt:
+		size = 2
+	case KindMediumInt:
+		size = 3
+	case KindInt:
+		size = 4
+	}
 	bitsN := uint(8 * size)
 	var u uint64
 	if c.Unsigned {
@@ -414,11 +424,32 @@ func decimalBinary(s string, precision, scale int) ([]byte, error) {
 	return out, nil
 }
 
+// digits reads s, all decimal digits, as a number.
+func digits(s string) (int, bool) {
+	if s == "" {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int(s[i]-'0')
+	}
+	return n, true
+}
+
 func parseDate(s string) (y, m, d int, err error) {
-	if _, err := fmt.Sscanf(s, "%4d-%2d-%2d", &y, &m, &d); err != nil || len(s) != 10 {
+	var ok1, ok2, ok3 bool
+	if len(s) == 10 && s[4] == '-' && s[7] == '-' {
+		y, ok1 = digits(s[:4])
+		m, ok2 = digits(s[5:7])
+		d, ok3 = digits(s[8:])
+	}
+	if !ok1 || !ok2 || !ok3 {
 		return 0, 0, 0, fmt.Errorf("%q is not a date YYYY-MM-DD", s)
 	}
-	if y > 9999 || m > 12 || d > 31 {
+	if m > 12 || d > 31 {
 		return 0, 0, 0, fmt.Errorf("%q is out of MySQL's date range", s)
 	}
 	return y, m, d, nil
@@ -464,7 +495,13 @@ func parseDatetimeValue(v any, fsp int) (datetime, error) {
 		}
 		whole, frac, _ := strings.Cut(clock, ".")
 		var h, mi, sec int
-		if _, err := fmt.Sscanf(whole, "%2d:%2d:%2d", &h, &mi, &sec); err != nil || len(whole) != 8 {
+		var ok1, ok2, ok3 bool
+		if len(whole) == 8 && whole[2] == ':' && whole[5] == ':' {
+			h, ok1 = digits(whole[:2])
+			mi, ok2 = digits(whole[3:5])
+			sec, ok3 = digits(whole[6:])
+		}
+		if !ok1 || !ok2 || !ok3 || h > 23 || mi > 59 || sec > 59 {
 			return datetime{}, fmt.Errorf("%q is not YYYY-MM-DD HH:MM:SS[.ffffff]", t)
 		}
 		us, err := fraction(frac, fsp)

@@ -532,33 +532,35 @@ func (st *Writer) statement(stmt Statement, ts uint32) ([]Event, []struct{ typ, 
 	}[stmt.Kind], map[StatementKind]string{Insert: "Write_rows", Update: "Update_rows", Delete: "Delete_rows", PartialUpdate: "Update_rows_partial"}[stmt.Kind]
 	events := []Event{{Type: replication.TABLE_MAP_EVENT, Timestamp: ts, Body: tm}}
 	notes := []struct{ typ, info string }{{"Table_map", fmt.Sprintf("table_id: %d (%s)", lt.table.ID, stmt.Table)}}
-	var chunks [][]Row
-	var cur []Row
-	size := 0
-	for _, r := range stmt.Rows {
-		one, err := Rows{Type: typ, Table: lt.table, Rows: []Row{r}}.Body()
-		if err != nil {
-			return nil, nil, err
-		}
-		// An approximation of the server's split: the row's bytes, less
-		// the event's own header fields.
-		rowSize := len(one) - 11
-		if len(cur) > 0 && size+rowSize > rowsEventMaxSize {
-			chunks = append(chunks, cur)
-			cur, size = nil, 0
-		}
-		cur = append(cur, r)
-		size += rowSize
+	// Rows go into an event until the next would take it past
+	// binlog_row_event_max_size, as the server fills its pending event;
+	// only the statement's last event ends it.
+	proto := Rows{Type: typ, Table: lt.table}
+	header, err := proto.Header()
+	if err != nil {
+		return nil, nil, err
 	}
-	chunks = append(chunks, cur)
-	for i, chunk := range chunks {
-		flags, flagInfo := uint16(0), ""
-		if i == len(chunks)-1 {
-			flags, flagInfo = StmtEndFlag, " flags: STMT_END_F"
+	var bodies [][]byte
+	cur := append([]byte(nil), header...)
+	for i, r := range stmt.Rows {
+		start := len(cur)
+		if cur, err = proto.AppendRow(cur, r); err != nil {
+			return nil, nil, fmt.Errorf("mysqlbinlog: %s row %d %w", stmt.Table, i, err)
 		}
-		body, err := Rows{Type: typ, Table: lt.table, Flags: flags, Rows: chunk}.Body()
-		if err != nil {
-			return nil, nil, err
+		if start > len(header) && len(cur) > rowsEventMaxSize {
+			// the row starts a new event
+			row := cur[start:]
+			bodies = append(bodies, cur[:start:start])
+			cur = append(append([]byte(nil), header...), row...)
+		}
+	}
+	bodies = append(bodies, cur)
+	for i, body := range bodies {
+		flagInfo := ""
+		if i == len(bodies)-1 {
+			// the flags sit after the 6-byte table id
+			body[6] |= byte(StmtEndFlag)
+			flagInfo = " flags: STMT_END_F"
 		}
 		events = append(events, Event{Type: typ, Timestamp: ts, Body: body})
 		notes = append(notes, struct{ typ, info string }{typName, fmt.Sprintf("table_id: %d%s", lt.table.ID, flagInfo)})
