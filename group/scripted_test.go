@@ -52,6 +52,7 @@ type scriptedTx struct {
 	ddl    string  // the DDL's SQL, for a DDL
 	ids    []int64 // each row change's key (its row's after, else before)
 	pos    change.Position
+	commit time.Time     // its commit time as emitted
 	cursor *group.Cursor // after it
 	// snapshot marks a snapshot chunk; changes are its row changes.
 	snapshot bool
@@ -92,7 +93,7 @@ func runScripted(t *testing.T, cfg group.Config) *scripted {
 		s.done <- d.Run(ctx, func(ev *change.Event) error {
 			switch ev.Type {
 			case change.EventBegin:
-				cur = &scriptedTx{seq: ev.Seq, source: ev.Source, pos: ev.Pos, snapshot: ev.Snapshot}
+				cur = &scriptedTx{seq: ev.Seq, source: ev.Source, pos: ev.Pos, commit: ev.CommitTime, snapshot: ev.Snapshot}
 			case change.EventRows:
 				for _, rc := range ev.Rows {
 					img := rc.Before
