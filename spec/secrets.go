@@ -98,6 +98,11 @@ func (r Refs) Resolve(s Spec) (Spec, error) {
 	for i := range s.Sources {
 		src := &s.Sources[i]
 		errs = append(errs, r.resolveInto(fmt.Sprintf("source %q", src.Name), &src.Password, &src.PasswordFile, &src.PasswordEnv))
+		if src.TLS != nil {
+			t := *src.TLS // the caller's spec keeps its own
+			src.TLS = &t
+			errs = append(errs, r.resolveTLS(fmt.Sprintf("source %q", src.Name), &t))
+		}
 	}
 	s.Sinks = slices.Clone(s.Sinks)
 	for i := range s.Sinks {
@@ -140,19 +145,54 @@ func (r Refs) resolveInto(who string, password, file, env *string) error {
 	return nil
 }
 
+// resolveTLS reads the files a tls block names (who, for errors) into
+// its PEM fields, under the rules of password_file.
+func (r Refs) resolveTLS(who string, t *TLS) error {
+	var errs []error
+	for _, f := range []struct {
+		key, path string
+		into      *[]byte
+	}{{"tls.ca", t.CA, &t.CAPEM}, {"tls.cert", t.Cert, &t.CertPEM}, {"tls.key", t.Key, (*[]byte)(&t.KeyPEM)}} {
+		if f.path == "" {
+			continue
+		}
+		b, err := r.readAny(f.key, f.path, maxPEMFile)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("spec: %s: %w", who, err))
+			continue
+		}
+		*f.into = b
+	}
+	return errors.Join(errs...)
+}
+
+// maxPEMFile bounds what a tls file may hold: a CA bundle, not a disk.
+const maxPEMFile = 1 << 20
+
 // readFile reads the password file at path if it lies in one of r's
 // directories. Whatever the reason it cannot, the error is the same.
 func (r Refs) readFile(path string) (string, error) {
-	refused := r.fileRefused(path)
+	b, err := r.readAny("password_file", path, maxPasswordFile)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimRight(string(b), "\r\n"), nil
+}
+
+// readAny reads the file at path (the spec's key names it, for errors),
+// at most max bytes, if it lies in one of r's directories. Whatever the
+// reason it cannot, the error is the same.
+func (r Refs) readAny(key, path string, max int) ([]byte, error) {
+	refused := r.fileRefused(key, path)
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return "", refused
+		return nil, refused
 	}
 	// The real path, every symbolic link resolved: a link inside an
 	// allowed directory that points out of it is judged by its target.
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
-		return "", refused
+		return nil, refused
 	}
 	for _, dir := range r.dirs {
 		rel, err := filepath.Rel(dir, real)
@@ -161,18 +201,17 @@ func (r Refs) readFile(path string) (string, error) {
 		}
 		// os.Root opens rel inside dir only: a link swapped in after
 		// EvalSymlinks cannot lead out of it.
-		b, err := readInRoot(dir, rel)
+		b, err := readInRoot(dir, rel, max)
 		if err != nil {
-			return "", refused
+			return nil, refused
 		}
-		return strings.TrimRight(string(b), "\r\n"), nil
+		return b, nil
 	}
-	return "", refused
+	return nil, refused
 }
 
-// readInRoot reads the regular file rel under dir, at most maxPasswordFile
-// bytes.
-func readInRoot(dir, rel string) ([]byte, error) {
+// readInRoot reads the regular file rel under dir, at most max bytes.
+func readInRoot(dir, rel string, max int) ([]byte, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
@@ -191,24 +230,28 @@ func readInRoot(dir, rel string) ([]byte, error) {
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		return nil, errors.New("not a regular file")
 	}
-	b, err := io.ReadAll(io.LimitReader(f, maxPasswordFile+1))
+	b, err := io.ReadAll(io.LimitReader(f, int64(max)+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > maxPasswordFile {
+	if len(b) > max {
 		return nil, errors.New("too large")
 	}
 	return b, nil
 }
 
-// fileRefused is readFile's one error for path.
-func (r Refs) fileRefused(path string) error {
-	if len(r.dirs) == 0 {
-		return fmt.Errorf("password_file %s: refused: the node reads password files only from the secrets directories its operator allows, and allows none: "+
-			"use password, or ask the operator for a secrets directory", path)
+// fileRefused is readAny's one error for path, which the spec's key
+// (password_file, tls.ca ...) names.
+func (r Refs) fileRefused(key, path string) error {
+	noun, instead := "password files", "use password, or ask the operator for a secrets directory"
+	if key != "password_file" {
+		noun, instead = "files a spec names", "ask the operator for a secrets directory"
 	}
-	return fmt.Errorf("password_file %s: no readable password file there in the node's secrets directories (%s): "+
-		"put the file in one of them on every node that may run the destination", path, strings.Join(r.dirs, ", "))
+	if len(r.dirs) == 0 {
+		return fmt.Errorf("%s %s: refused: the node reads %s only from the secrets directories its operator allows, and allows none: %s", key, path, noun, instead)
+	}
+	return fmt.Errorf("%s %s: no readable %s there in the node's secrets directories (%s): "+
+		"put the file in one of them on every node that may run the destination", key, path, strings.TrimSuffix(strings.TrimSuffix(noun, " a spec names"), "s"), strings.Join(r.dirs, ", "))
 }
 
 // getenv returns the variable name if its name has r's prefix and it is

@@ -146,6 +146,11 @@ type Source struct {
 	// must differ from every other replica of the server. Default: derived
 	// from the destination and source names (see DeriveServerID); never random.
 	ServerID uint32 `yaml:"server_id,omitempty" json:"server_id,omitempty"`
+	// TLS, when set, makes every connection to the source (the binlog's
+	// and the queries') use TLS, which caching_sha2_password's full
+	// authentication needs. Default: none (and no password is sent in a
+	// form the server could read).
+	TLS *TLS `yaml:"tls,omitempty" json:"tls,omitempty"`
 }
 
 func (Source) example() string { return "{name: a, address: 127.0.0.1:3306}" }

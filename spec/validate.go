@@ -64,6 +64,9 @@ func (s *Spec) problems() []*FieldError {
 		if m := startProblem(src.Start); m != "" {
 			bad(path+".start", "%s", m)
 		}
+		if src.TLS != nil {
+			src.TLS.problems(path+".tls", src.PasswordFile != "" || src.PasswordEnv != "", bad)
+		}
 	}
 	for i, p := range s.Tables {
 		if m := regexProblem(p); m != "" {
