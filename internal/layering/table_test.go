@@ -116,7 +116,7 @@ var table = map[string]rule{
 	testHarnesses: {may: []string{
 		"api/wire", "client",
 		"internal/localcluster", "internal/mariadb", "internal/ports", "internal/jsontext",
-		"internal/sqlutf8", testHarnesses,
+		"internal/sqlutf8", "internal/pki", testHarnesses,
 	}},
 
 	// The binary may call anything but a test harness.

@@ -22,6 +22,11 @@
 // a password-protected replication user. Authentication is real: grant tables
 // are never skipped. There is no test database; tests create their own.
 //
+// MakeTLS makes a test CA with a server certificate for 127.0.0.1 and a
+// client certificate; WithTLS(files) starts a server with them
+// (--ssl-ca/--ssl-cert/--ssl-key), for users created REQUIRE SSL or
+// REQUIRE X509.
+//
 // The first Start in a test process initialises one template data directory
 // with mariadb-install-db (about two seconds); every server then gets a copy of
 // it, so a Start costs well under a second. If no server binary is found (on
