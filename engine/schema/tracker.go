@@ -35,10 +35,13 @@ var ErrDDLMismatch = errors.New("schema: DDL does not match the tracked schema")
 //
 // A Tracker does no I/O and is not safe for concurrent use.
 type Tracker struct {
-	tables     map[schemaKey]*schemaHistory
-	applied    change.Position // newest position ApplyDDL applied
-	pending    int             // tables with a pending unknown state
-	minPending change.Position // the earliest pending position, when pending > 0
+	// noIntWidths: types are spelled as MySQL 8.0.19+ prints them
+	// (spelling.go).
+	noIntWidths bool
+	tables      map[schemaKey]*schemaHistory
+	applied     change.Position // newest position ApplyDDL applied
+	pending     int             // tables with a pending unknown state
+	minPending  change.Position // the earliest pending position, when pending > 0
 	// dbCharsets holds the databases' default charsets where they matter
 	// (ddlKeptCharset: binary and the converted ones), and serverCharset the server's,
 	// which CREATE DATABASE naming none takes: a CREATE TABLE naming no
@@ -176,7 +179,7 @@ func (s *Tracker) LoadCreate(pos change.Position, db, createSQL string) error {
 		h.pending = nil
 		s.recountPending()
 	}
-	h.put(pos, schemaVersion{state: st})
+	h.put(pos, s.spelled(schemaVersion{state: st}))
 	return nil
 }
 
@@ -222,7 +225,7 @@ func (s *Tracker) ApplyDDL(pos change.Position, db, sql string, mode SQLMode) (c
 		s.dbApplied = pos
 	}
 	for _, k := range x.order {
-		v := x.staged[k]
+		v := s.spelled(x.staged[k])
 		h := s.tables[k]
 		if h != nil && schemaSame(h.last(), v) || h == nil && v.state == nil && !v.unknown {
 			continue
@@ -253,7 +256,7 @@ func (s *Tracker) flipPending(pos change.Position, changed []string) []string {
 		if h.pending.After != nil {
 			st = schemaFromTable(k, h.pending.After)
 		}
-		h.put(h.pending.Until, schemaVersion{state: st})
+		h.put(h.pending.Until, s.spelled(schemaVersion{state: st}))
 		h.pending = nil
 		if !slices.Contains(changed, k.String()) {
 			flipped = append(flipped, k.String())
