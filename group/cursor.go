@@ -145,19 +145,23 @@ func CheckHistory(ctx context.Context, ds *spec.Spec, from *Cursor) error {
 	return nil
 }
 
-// PinStarts checks every source of ds as its reader would (binlog.CheckSource)
-// and pins a `latest` start to the source's current position, so that the
-// destination's start, which a consumer starting at earliest replays from,
-// stays the same point for every later run, replay and owner.
+// PinStarts checks every source of ds as its reader would (binlog.Check),
+// all at once, and pins a `latest` start to the source's current position,
+// so that the destination's start, which a consumer starting at earliest
+// replays from, stays the same point for every later run, replay and
+// owner. Its error holds every problem of every source, one line each.
 func PinStarts(ctx context.Context, ds *spec.Spec) error {
+	reports := binlog.CheckAll(ctx, ds.Sources)
+	var errs []error
+	for _, r := range reports {
+		errs = append(errs, r.Problems())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
 	for i := range ds.Sources {
-		src := &ds.Sources[i]
-		pos, err := binlog.CheckSource(ctx, *src)
-		if err != nil {
-			return err
-		}
-		if src.Start.Kind == spec.StartLatest {
-			src.Start = spec.Start{Kind: spec.StartPosition, Pos: pos}
+		if src := &ds.Sources[i]; src.Start.Kind == spec.StartLatest {
+			src.Start = spec.Start{Kind: spec.StartPosition, Pos: reports[i].Pos}
 		}
 	}
 	return nil

@@ -148,6 +148,14 @@ func runDestinationCreate(args []string, stdout, stderr io.Writer) int {
 	}
 	info, err := a.ac.CreateDestination(a.ctx, body)
 	if err != nil {
+		// The node checked every source: each problem on a line of its own.
+		var se *client.Error
+		if errors.As(err, &se) && strings.Contains(se.Message, "\n") {
+			for _, line := range errorLines(errors.New(se.Message)) {
+				fmt.Fprintln(stderr, "braid destination create:", strings.TrimSpace(line))
+			}
+			return 1
+		}
 		return a.fail(err)
 	}
 	if a.asJSON {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/braid-cdc/braid/auth"
 	"github.com/braid-cdc/braid/destination"
+	"github.com/braid-cdc/braid/engine/binlog"
 	"github.com/braid-cdc/braid/engine/flat"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/netlimit"
@@ -134,16 +135,30 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 	}
 	if so.enabled() {
 		if err := serve(ctx, ds, so, log); err != nil {
-			fmt.Fprintln(stderr, "braid capture:", oneLine(err))
+			printProblems(stderr, "braid capture:", err)
 			return 1
 		}
 		return 0
 	}
 	if err := capture(ctx, ds, stdout, captureOptions{max: *maxMsgs, cursorDir: *cursorDir, quiet: *quiet}, log); err != nil {
-		fmt.Fprintln(stderr, "braid capture:", oneLine(err))
+		printProblems(stderr, "braid capture:", err)
 		return 1
 	}
 	return 0
+}
+
+// printProblems prints err to w behind prefix: one line per problem when
+// it joins several (every source's start-up check), else on one line.
+func printProblems(w io.Writer, prefix string, err error) {
+	if _, ok := err.(interface{ Unwrap() []error }); !ok {
+		fmt.Fprintln(w, prefix, oneLine(err))
+		return
+	}
+	for _, line := range errorLines(err) {
+		if line = strings.TrimSpace(line); line != "" {
+			fmt.Fprintln(w, prefix, line)
+		}
+	}
 }
 
 // captureOptions are capture's flags beyond the spec.
@@ -165,6 +180,12 @@ func capture(ctx context.Context, spec *spec.Spec, w io.Writer, opt captureOptio
 	}
 	if opt.quiet && len(spec.Sinks) == 0 {
 		return errors.New("--quiet prints nothing and the spec has no sinks: add sinks, or leave out --quiet")
+	}
+	// Every source's start-up check before any reader starts, so that
+	// the problems of all sources are printed together, not the first
+	// reader's alone.
+	if err := checkSources(ctx, spec); err != nil {
+		return err
 	}
 	// Without --cursor-dir nothing outlives the run.
 	var keep group.Keeper = &group.MemKeeper{}
@@ -192,6 +213,16 @@ func capture(ctx context.Context, spec *spec.Spec, w io.Writer, opt captureOptio
 	return destination.Run(ctx, cfg, func(ctx context.Context, r *destination.Running) error {
 		return printStream(ctx, r.Pipeline, w, opt.max, keep)
 	})
+}
+
+// checkSources runs the start-up check of every source of ds at once
+// (binlog.CheckAll): every problem of every source, one line each.
+func checkSources(ctx context.Context, ds *spec.Spec) error {
+	var errs []error
+	for _, r := range binlog.CheckAll(ctx, ds.Sources) {
+		errs = append(errs, r.Problems())
+	}
+	return errors.Join(errs...)
 }
 
 // printerID is the store client capture prints as, and keeps the cursor

@@ -29,6 +29,23 @@
 // transaction's commit time is its original_commit_timestamp in µs
 // (gtid8.go). Binary JSON and VECTOR values are shown as MySQL prints them.
 //
+// Before it streams, a reader checks its source (Check, check.go): the
+// flavor, version and each setting braid relies on (log_bin,
+// binlog_format, binlog_row_image, binlog_row_metadata, MySQL's
+// binlog_row_value_options, binlog_transaction_compression and gtid_mode,
+// server_id, binlog_checksum, the user's privileges), each ok, a warning
+// (honoured with a consequence: a MINIMAL or NOBLOB row image gives
+// partial images, which the stream carries as they are) or a problem that
+// stops the source with one line naming the setting and what to change.
+// CheckAll runs it on every source at once so that a command prints every
+// problem together. Statements follow the version the server announced:
+// its end of binlog is SHOW BINARY LOG STATUS on MySQL 8.2+ (8.4 removed
+// SHOW MASTER STATUS), SHOW BINLOG STATUS on MariaDB 10.5.2+; type names
+// are spelled as the server prints them (MySQL 8.0.19+: int, not
+// int(11)). A source's tls block makes every connection to it, the
+// binlog's and the queries', use TLS (then mysqlauth's guard, which reads
+// the authentication in clear, gives way to the certificate check).
+//
 // A row change travels down the house once: this package reads and decodes
 // it into a change.Event; package group merges it with the other sources'
 // and gives it its seq; package stream holds it for its consumers; package

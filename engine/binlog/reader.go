@@ -125,13 +125,15 @@ type Reader struct {
 	statsMu  sync.Mutex
 	shared   Stats
 	// server is the server's end of binlog as last learnt and when
-	// (SHOW MASTER STATUS, a heartbeat); under statsMu, set by the reading
+	// (the status statement, a heartbeat); under statsMu, set by the reading
 	// goroutine and by watch.
 	server   change.Position
 	serverAt time.Time
 	// confirmedAt is when watch last found the server's end of binlog
 	// at or before what had been read; under statsMu.
 	confirmedAt time.Time
+	// report is the start-up check of the last connection; under statsMu.
+	report SourceReport
 }
 
 // txState is the part of the current transaction already emitted.
@@ -180,6 +182,9 @@ func NewReader(cfg Config) (*Reader, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	p := &Reader{cfg: cfg, spec: src, filter: filter, log: log.With("source", src.Name)}
+	if _, err := p.tlsConfig(); err != nil {
+		return nil, err
+	}
 	p.live.Heartbeat = cfg.Heartbeat
 	p.shared = p.live
 	return p, nil
@@ -292,7 +297,7 @@ func (p *Reader) prepare(ctx context.Context) error {
 	}
 	snapPos, err := masterPosition(c)
 	if err != nil {
-		return fatal{fmt.Errorf("binlog: source %s (%s): SHOW MASTER STATUS: %v", p.spec.Name, p.spec.Address, err)}
+		return fatal{fmt.Errorf("binlog: source %s (%s): read its binlog position: %v", p.spec.Name, p.spec.Address, err)}
 	}
 
 	if r := p.cfg.Resume; r != nil {
@@ -304,6 +309,7 @@ func (p *Reader) prepare(ctx context.Context) error {
 			if p.schema, err = schema.Restore(*r.Schema); err != nil {
 				return fatal{fmt.Errorf("binlog: source %s: restore schema history: %w", p.spec.Name, err)}
 			}
+			p.schema.SpellWithoutIntWidths(parseServerVersion(p.info.version).noIntWidths())
 		}
 	} else {
 		st := p.spec.Start
@@ -392,10 +398,20 @@ func recvBufferDialer(size int) mysqlauth.Dialer {
 func (p *Reader) stream(ctx context.Context, emit func(*change.Event) error) error {
 	cfg := p.syncerConfig()
 	cfg.RowsEventDecodeFunc = newRowFilter(p.filter, p.info.compressed || p.cfg.goMySQLRows).decodeRows
-	// No TLS: the server must not have the password in clear. (go-mysql
-	// sets RecvBufferSize only on a bare *net.TCPConn: the dialer does.)
+	tlsCfg, err := p.tlsConfig()
+	if err != nil {
+		return err
+	}
+	// Without TLS the server must not have the password in clear: a
+	// guard watches the authentication; with TLS the server proved its
+	// certificate. (go-mysql sets RecvBufferSize only on a bare
+	// *net.TCPConn: the dialer does.)
 	var watch mysqlauth.Watch
 	cfg.Dialer = watch.Dial(recvBufferDialer(cfg.RecvBufferSize))
+	if tlsCfg != nil {
+		cfg.TLSConfig = tlsCfg
+		cfg.Dialer = recvBufferDialer(cfg.RecvBufferSize)
+	}
 	syncer := replication.NewBinlogSyncer(cfg)
 	defer syncer.Close()
 
@@ -412,10 +428,7 @@ func (p *Reader) stream(ctx context.Context, emit func(*change.Event) error) err
 	}
 	p.tx = txState{}
 
-	var (
-		st  *replication.BinlogStreamer
-		err error
-	)
+	var st *replication.BinlogStreamer
 	if p.started {
 		p.file = p.resume.File
 		st, err = syncer.StartSync(mysql.Position{Name: p.resume.File, Pos: p.resume.Pos})
@@ -429,6 +442,9 @@ func (p *Reader) stream(ctx context.Context, emit func(*change.Event) error) err
 	if err != nil {
 		if refused := watch.Err(); refused != nil {
 			return p.clearTextError(refused)
+		}
+		if terr := p.tlsError(err); terr != nil {
+			return terr
 		}
 		return p.streamError(err)
 	}
@@ -560,7 +576,7 @@ type Stats struct {
 	HeartbeatAt time.Time
 	CaughtUp    bool
 	// CaughtUpAt is when braid last knew it had read everything the
-	// server had: the last heartbeat, or a SHOW MASTER STATUS that named
+	// server had: the last heartbeat, or a status statement that named
 	// a position already read (while the reader is held back by a full
 	// store and hears no heartbeat).
 	CaughtUpAt time.Time

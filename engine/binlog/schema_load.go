@@ -74,7 +74,7 @@ func (p *Reader) loadSchema(ctx context.Context, c *client.Conn, snapPos change.
 		// The server has moved on during the pause: the schema is read at
 		// its position now, not at bound, or bound to now would need a scan.
 		if snapPos, err = masterPosition(c); err != nil {
-			return fatal{fmt.Errorf("binlog: source %s (%s): SHOW MASTER STATUS: %v", p.spec.Name, p.spec.Address, err)}
+			return fatal{fmt.Errorf("binlog: source %s (%s): read its binlog position: %v", p.spec.Name, p.spec.Address, err)}
 		}
 		p.resume = snapPos
 	}
@@ -94,9 +94,10 @@ func (p *Reader) loadLive(c *client.Conn) (bound change.Position, tables map[str
 	}
 	bound, err = masterPosition(c)
 	if err != nil {
-		return bound, nil, fatal{fmt.Errorf("binlog: source %s (%s): SHOW MASTER STATUS: %v", p.spec.Name, p.spec.Address, err)}
+		return bound, nil, fatal{fmt.Errorf("binlog: source %s (%s): read its binlog position: %v", p.spec.Name, p.spec.Address, err)}
 	}
 	p.schema = schema.NewTracker()
+	p.schema.SpellWithoutIntWidths(parseServerVersion(p.info.version).noIntWidths())
 	server, databases, err := liveCharsets(c)
 	if err != nil {
 		return bound, nil, fatal{fmt.Errorf("binlog: source %s (%s): read the databases' default charsets: %v", p.spec.Name, p.spec.Address, err)}

@@ -60,7 +60,7 @@ func (s *SnapshotConn) Close() error { return s.c.Close() }
 func (s *SnapshotConn) Position() (change.Position, error) {
 	pos, err := masterPosition(s.c)
 	if err != nil {
-		return pos, s.p.queryError("read its binlog position (SHOW MASTER STATUS)", err)
+		return pos, s.p.queryError("read its binlog position", err)
 	}
 	return pos, nil
 }

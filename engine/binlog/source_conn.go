@@ -2,6 +2,8 @@ package binlog
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -56,6 +58,10 @@ func (p *Reader) dial(ctx context.Context) (*client.Conn, error) {
 // keeps both bounds until the caller calls stop, which clears them: so the
 // caller's first queries can share them.
 func (p *Reader) dialUntil(ctx context.Context, deadline time.Time) (c *client.Conn, stop func(), err error) {
+	tlsCfg, err := p.tlsConfig()
+	if err != nil {
+		return nil, nil, err
+	}
 	var (
 		conn     net.Conn
 		guard    *mysqlauth.Conn
@@ -75,12 +81,22 @@ func (p *Reader) dialUntil(ctx context.Context, deadline time.Time) (c *client.C
 		nc.SetDeadline(deadline)
 		stopCtx = context.AfterFunc(ctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
 		conn = nc
+		if tlsCfg != nil {
+			// The handshake's TLS hides the authentication from a
+			// guard; the server proved its certificate instead (spec:
+			// a referenced password needs verify-ca or verify-identity).
+			return nc, nil
+		}
 		// No TLS: the server must not have the password in clear.
 		guard = mysqlauth.Guard(nc)
 		return guard, nil
 	}
+	var opts []client.Option
+	if tlsCfg != nil {
+		opts = append(opts, func(c *client.Conn) error { c.SetTLSConfig(tlsCfg); return nil })
+	}
 	// A utf8mb4 session: names and values arrive as the server stores them.
-	c, err = sqlutf8.Connect(ctx, p.spec.Address, p.spec.User, p.spec.Password, "", dialer)
+	c, err = sqlutf8.Connect(ctx, p.spec.Address, p.spec.User, p.spec.Password, "", dialer, opts...)
 	if err != nil {
 		stopCtx()
 		if conn != nil {
@@ -91,6 +107,9 @@ func (p *Reader) dialUntil(ctx context.Context, deadline time.Time) (c *client.C
 		}
 		if ctx.Err() != nil {
 			return nil, nil, fmt.Errorf("%w: source %s: connect to %s: %w", ErrUnreachable, p.spec.Name, p.spec.Address, ctx.Err())
+		}
+		if terr := p.tlsError(err); terr != nil {
+			return nil, nil, terr
 		}
 		// go-mysql reports a read that timed out as ErrBadConn: the
 		// clock tells.
@@ -105,6 +124,47 @@ func (p *Reader) dialUntil(ctx context.Context, deadline time.Time) (c *client.C
 		stopCtx()
 		conn.SetDeadline(time.Time{})
 	}, nil
+}
+
+// tlsConfig is the TLS configuration of every connection to the source
+// (nil: none), from its spec's tls block.
+func (p *Reader) tlsConfig() (*tls.Config, error) {
+	if p.spec.TLS == nil {
+		return nil, nil
+	}
+	cfg, err := p.spec.TLS.Config(p.spec.Address)
+	if err != nil {
+		return nil, fatal{fmt.Errorf("%w: source %s (%s): %v", ErrTLS, p.spec.Name, p.spec.Address, err)}
+	}
+	return cfg, nil
+}
+
+// tlsError words a connection that failed in TLS: the server's
+// certificate not trusted, or no TLS offered. Fatal: a retry meets the
+// same certificate. nil when err is something else.
+func (p *Reader) tlsError(err error) error {
+	var (
+		unknownCA *x509.UnknownAuthorityError
+		badName   x509.HostnameError
+		invalid   x509.CertificateInvalidError
+		verify    *tls.CertificateVerificationError
+		alert     tls.AlertError
+	)
+	switch {
+	case errors.As(err, &unknownCA), errors.As(err, &verify), errors.As(err, &invalid):
+		return fatal{fmt.Errorf("%w: source %s (%s): the server's certificate is not trusted (%v): give as tls.ca the CA that signed it, or check tls.mode",
+			ErrTLS, p.spec.Name, p.spec.Address, rootCause(err))}
+	case errors.As(err, &badName):
+		return fatal{fmt.Errorf("%w: source %s (%s): the server's certificate does not name this host (%v): connect by a name the certificate holds, or set tls.mode to verify-ca",
+			ErrTLS, p.spec.Name, p.spec.Address, badName.Error())}
+	case errors.As(err, &alert):
+		return fatal{fmt.Errorf("%w: source %s (%s): the server refused the TLS handshake (%v): check tls.cert and tls.key against what the server requires",
+			ErrTLS, p.spec.Name, p.spec.Address, alert)}
+	case p.spec.TLS != nil && strings.Contains(err.Error(), "does not support TLS"):
+		return fatal{fmt.Errorf("%w: source %s (%s): the server does not offer TLS: start it with ssl-cert and ssl-key, or leave tls out of the source",
+			ErrTLS, p.spec.Name, p.spec.Address)}
+	}
+	return nil
 }
 
 // clearTextError is the error of a connection mysqlauth refused because
@@ -166,50 +226,33 @@ func rootCause(err error) error {
 }
 
 // inspect reads the server's settings, within handshakeTimeout, and refuses
-// a server braid cannot read correctly.
+// a server braid cannot read correctly: every problem at once, one line
+// each. The warnings are logged, and the report kept for Report.
 func (p *Reader) inspect(c *client.Conn) (serverInfo, error) {
 	c.SetDeadline(time.Now().Add(handshakeTimeout))
 	defer c.SetDeadline(time.Time{})
-	return p.readSettings(c)
-}
-
-// readSettings is inspect without a deadline of its own.
-func (p *Reader) readSettings(c *client.Conn) (serverInfo, error) {
-	var info serverInfo
-	r, err := c.Execute("SELECT @@version, @@log_bin, @@binlog_format, @@binlog_row_image, @@global.time_zone, @@system_time_zone, TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(), NOW())")
+	info, rep, err := p.readSettings(c)
+	p.statsMu.Lock()
+	p.report = rep
+	p.statsMu.Unlock()
 	if err != nil {
-		return info, p.queryError("read server settings", err)
+		return info, err
 	}
-	get := func(i int) string { s, _ := r.GetString(0, i); return s }
-	info.version = get(0)
-	info.flavor = mysql.MySQLFlavor
-	if strings.Contains(strings.ToLower(info.version), "mariadb") {
-		info.flavor = mysql.MariaDBFlavor
+	if err := rep.Problems(); err != nil {
+		return info, fatal{err}
 	}
-	if logBin := get(1); logBin != "1" && !strings.EqualFold(logBin, "ON") {
-		return info, fatal{fmt.Errorf("%w on source %s (%s): start the server with --log-bin (and --binlog-format=ROW)", ErrBinlogDisabled, p.spec.Name, p.spec.Address)}
-	}
-	if f := get(2); !strings.EqualFold(f, "ROW") {
-		return info, fatal{fmt.Errorf("%w on source %s (%s): it is %s; run SET GLOBAL binlog_format=ROW and put binlog_format=ROW in the server's config",
-			ErrBinlogFormat, p.spec.Name, p.spec.Address, f)}
-	}
-	if img := get(3); !strings.EqualFold(img, "FULL") {
-		p.log.Warn("binlog_row_image is not FULL: before images of updates and deletes will be partial; set binlog_row_image=FULL on the server",
-			"binlog_row_image", img) // the logger names the source
-	}
-	info.location = change.ServerLocation(get(4), get(5), get(6))
-	// Variables a server may not have; absent means off.
-	if r, err := c.Execute("SELECT @@binlog_row_metadata"); err == nil {
-		if s, _ := r.GetString(0, 0); strings.EqualFold(s, "FULL") {
-			info.fullMeta = true
-		}
-	}
-	if r, err := c.Execute("SELECT @@log_bin_compress"); err == nil {
-		if s, _ := r.GetString(0, 0); s == "1" || strings.EqualFold(s, "ON") {
-			info.compressed = true
-		}
+	for _, w := range rep.Warnings() {
+		p.log.Warn(w.Name+" is "+shown(w.Value)+": "+w.Note, w.Name, w.Value) // the logger names the source
 	}
 	return info, nil
+}
+
+// Report is the start-up check of the reader's source as its last
+// connection found it (zero before the first). Safe for concurrent use.
+func (p *Reader) Report() SourceReport {
+	p.statsMu.Lock()
+	defer p.statsMu.Unlock()
+	return p.report
 }
 
 // binlogFiles lists the server's binlog files, oldest first.
@@ -226,14 +269,16 @@ func binlogFiles(c *client.Conn) ([]string, error) {
 	return files, nil
 }
 
-// masterPosition is the server's current end of binlog.
+// masterPosition is the server's current end of binlog, asked in the
+// spelling the version c's server announced understands (statusStatement).
 func masterPosition(c *client.Conn) (change.Position, error) {
-	r, err := c.Execute("SHOW MASTER STATUS")
+	stmt := connVersion(c).statusStatement()
+	r, err := c.Execute(stmt)
 	if err != nil {
-		return change.Position{}, err
+		return change.Position{}, fmt.Errorf("%s: %w", stmt, err)
 	}
 	if r.RowNumber() == 0 {
-		return change.Position{}, errors.New("SHOW MASTER STATUS returned nothing")
+		return change.Position{}, fmt.Errorf("%s returned nothing: is log_bin on?", stmt)
 	}
 	f, _ := r.GetString(0, 0)
 	pos, _ := r.GetUint(0, 1)
@@ -256,35 +301,18 @@ func (p *Reader) checkNotPurged(files []string, pos change.Position) error {
 }
 
 // CheckSource connects to a source as a destination's reader would and
-// checks that braid can read it (reachable, credentials accepted, binlog
-// on, ROW format); it returns the server's current end of binlog. The
-// cluster uses it to refuse a spec with an unusable shard before storing
-// it, and to pin a `latest` start to a position.
+// checks that braid can read it (reachable, credentials accepted, and
+// every setting braid relies on: Check); it returns the server's current
+// end of binlog. Its error holds every problem of the source, one line
+// each. The cluster uses it to refuse a spec with an unusable shard before
+// storing it, and to pin a `latest` start to a position.
 //
 // It takes handshakeTimeout (15 s) at most in all, less if ctx ends first:
 // a source that accepts connections and never answers fails with an error
 // (wrapping ErrUnreachable) naming the source and its address.
 func CheckSource(ctx context.Context, src spec.Source) (change.Position, error) {
-	pw, err := src.ResolvePassword()
-	if err != nil {
-		return change.Position{}, err
-	}
-	src.Password, src.PasswordFile, src.PasswordEnv = pw, "", ""
-	p := &Reader{spec: src, log: slog.New(slog.DiscardHandler)}
-	c, stop, err := p.dialUntil(ctx, time.Now().Add(handshakeTimeout))
-	if err != nil {
-		return change.Position{}, err
-	}
-	defer c.Close()
-	defer stop()
-	if _, err := p.readSettings(c); err != nil {
-		return change.Position{}, err
-	}
-	pos, err := masterPosition(c)
-	if err != nil {
-		return change.Position{}, p.queryError("read its binlog position", err)
-	}
-	return pos, nil
+	rep := Check(ctx, src)
+	return rep.Pos, rep.Problems()
 }
 
 // CheckPosition connects to a source and checks that its binlog still

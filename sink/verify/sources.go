@@ -85,6 +85,11 @@ func (s *Sources) db(i int) (*sql.DB, error) {
 	if err := sqlutf8.MySQLDriver(cfg); err != nil {
 		return nil, fmt.Errorf("source %s: %w", src.Name, err)
 	}
+	if src.TLS != nil {
+		if cfg.TLS, err = src.TLS.Config(src.Address); err != nil {
+			return nil, fmt.Errorf("source %s: %w", src.Name, err)
+		}
+	}
 	// No TLS: the server must not have the password in clear. (A refusal
 	// fails the comparison's first query; its error is the driver's.)
 	if cfg.TLS == nil {
