@@ -70,11 +70,11 @@ func TestSourceTLS(t *testing.T) {
 		}
 	}
 	t.Run("verify-identity, REQUIRE SSL", func(t *testing.T) {
-		read(t, spec.Source{Name: "a", Address: srv.Addr(), User: "tls_only", Password: "pw-secret-ssl", Start: spec.Start{Kind: spec.StartLatest},
+		read(t, spec.Source{Name: "a", Address: srv.Addr(), User: "tls_only", Password: "pw-secret-ssl", Start: earliest,
 			TLS: &spec.TLS{CA: files.CA, CAPEM: ca}}, "1")
 	})
 	t.Run("verify-ca with a client certificate, REQUIRE X509", func(t *testing.T) {
-		read(t, spec.Source{Name: "a", Address: srv.Addr(), User: "tls_x509", Password: "pw-secret-x509", Start: spec.Start{Kind: spec.StartLatest},
+		read(t, spec.Source{Name: "a", Address: srv.Addr(), User: "tls_x509", Password: "pw-secret-x509", Start: earliest,
 			TLS: &spec.TLS{Mode: spec.TLSVerifyCA, CA: files.CA, CAPEM: ca, Cert: files.ClientCert, CertPEM: clientCert, Key: files.ClientKey, KeyPEM: clientKey}}, "2")
 	})
 	t.Run("without TLS the server refuses the user", func(t *testing.T) {
