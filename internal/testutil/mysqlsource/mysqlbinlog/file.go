@@ -55,11 +55,15 @@ func (f *File) Append(e Event) uint32 {
 }
 
 func (f *File) frame(e Event, start uint32) []byte {
+	// A checksum-aware server's FORMAT_DESCRIPTION always carries its
+	// checksum, even at the head of a file without (binlog_checksum=NONE):
+	// its algorithm byte says what the other events have.
+	checksum := f.Checksum || e.Type == replication.FORMAT_DESCRIPTION_EVENT
 	size := HeaderSize + len(e.Body)
-	if f.Checksum {
+	if checksum {
 		size += checksumSize
 	}
-	return Frame(Header{Timestamp: e.Timestamp, Type: e.Type, ServerID: f.ServerID, LogPos: start + uint32(size), Flags: e.Flags}, e.Body, f.Checksum)
+	return Frame(Header{Timestamp: e.Timestamp, Type: e.Type, ServerID: f.ServerID, LogPos: start + uint32(size), Flags: e.Flags}, e.Body, checksum)
 }
 
 // Rotate ends the file with a ROTATE_EVENT naming the next file.

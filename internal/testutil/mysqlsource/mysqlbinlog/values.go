@@ -119,6 +119,9 @@ func appendValue(b []byte, c Column, v any) ([]byte, error) {
 		if err != nil {
 			return nil, wrap(err)
 		}
+		if !timestampInRange(dt) {
+			return nil, wrap(fmt.Errorf("%v is outside TIMESTAMP's range (1970-01-01 00:00:01 to 2038-01-19 03:14:07 UTC)", v))
+		}
 		return append(b, timestampBinary(dt, c.FSP)...), nil
 	case KindChar, KindBinary, KindVarchar, KindVarbinary:
 		s, err := toBytes(v)
@@ -550,6 +553,16 @@ func timestampBinary(d datetime, fsp int) []byte {
 	}
 	b := binary.BigEndian.AppendUint32(nil, uint32(secs))
 	return appendFraction(b, d.micro, fsp)
+}
+
+// timestampInRange reports whether d is a TIMESTAMP MySQL can hold: zero,
+// or 1970-01-01 00:00:01 to 2038-01-19 03:14:07 UTC.
+func timestampInRange(d datetime) bool {
+	if d == (datetime{}) {
+		return true
+	}
+	secs := time.Date(d.year, time.Month(d.month), d.day, d.hour, d.minute, d.second, 0, time.UTC).Unix()
+	return secs >= 1 && secs <= math.MaxInt32
 }
 
 // timeBinary is my_time_packed_to_binary for "[-]H:MM:SS[.ffffff]".

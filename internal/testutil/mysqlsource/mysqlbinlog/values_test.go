@@ -1,6 +1,7 @@
 package mysqlbinlog
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -193,9 +194,66 @@ func TestValuesRefuseWhatTheColumnCannotHold(t *testing.T) {
 		{Column{Name: "b", Kind: KindBit, Length: 3}, uint64(8)},
 		{Column{Name: "v", Kind: KindVector, Length: 2}, []float32{1, 2, 3}},
 		{Column{Name: "j", Kind: KindJSON}, `{"a":`},
+		{Column{Name: "ts", Kind: KindTimestamp}, "2038-01-19 03:14:08"},
+		{Column{Name: "ts", Kind: KindTimestamp}, "1969-12-31 23:59:59"},
 	} {
 		if _, err := appendValue(nil, tc.col, tc.v); err == nil {
 			t.Errorf("column %s (kind %d) took %v", tc.col.Name, tc.col.Kind, tc.v)
 		}
+	}
+}
+
+// TestJSONLargeFormat: a document past 64 KiB takes the large object and
+// array formats (4-byte counts, sizes and offsets, 32-bit integers
+// inlined); go-mysql decodes it back.
+func TestJSONLargeFormat(t *testing.T) {
+	big := strings.Repeat("z", 70000)
+	doc := `{"big": "` + big + `", "n": [70000, -1, true], "o": {"k": 2147483647}}`
+	b, err := EncodeJSON(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b[0] != jsonbLargeObject {
+		t.Fatalf("type %#x, want the large object", b[0])
+	}
+	table := &Table{ID: 1, Schema: "s", Name: "j", Columns: []Column{{Name: "j", Kind: KindJSON}}}
+	body, err := Rows{Type: replication.WRITE_ROWS_EVENTv2, Table: table, Flags: StmtEndFlag, Rows: []Row{{After: []any{doc}}}}.Body()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm, _ := TableMap{Table: table, Flags: 1, Version: Version{8, 4, 3}}.Body()
+	f := fileAt(1, 4)
+	f.Append(Event{Type: replication.TABLE_MAP_EVENT, Body: tm})
+	f.Append(Event{Type: replication.WRITE_ROWS_EVENTv2, Body: body})
+	fde, _ := FormatDescription{ServerVersion: "8.4.3", Checksum: true}.Body()
+	events := decodeEvents(t, Frame(Header{Type: replication.FORMAT_DESCRIPTION_EVENT, LogPos: 4}, fde, true), f.Bytes()[4:])
+	got := fmt.Sprint(events[1].Event.(*replication.RowsEvent).Rows[0][0])
+	want := `{"big":"` + big + `","n":[70000,-1,true],"o":{"k":2147483647}}`
+	if got != want {
+		t.Fatalf("go-mysql decodes %.80s..., want %.80s...", got, want)
+	}
+}
+
+// TestFileWithoutChecksums: with binlog_checksum=NONE the
+// FORMAT_DESCRIPTION still ends with a checksum, its algorithm byte 0,
+// and the other events have none; go-mysql reads such a file.
+func TestFileWithoutChecksums(t *testing.T) {
+	f, err := NewFile(FormatDescription{ServerVersion: "8.4.3"}, 1, 1700000000, PreviousGTIDs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Rotate(1700000001, "binlog.000002")
+	p := replication.NewBinlogParser()
+	var types []replication.EventType
+	var sizes []uint32
+	if err := p.ParseReader(bytes.NewReader(f.Bytes()[4:]), func(e *replication.BinlogEvent) error {
+		types = append(types, e.Header.EventType)
+		sizes = append(sizes, e.Header.EventSize)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(types) != 3 || types[2] != replication.ROTATE_EVENT || sizes[1] != HeaderSize+8 || sizes[2] != HeaderSize+8+13 {
+		t.Fatalf("events %v of sizes %v", types, sizes)
 	}
 }
