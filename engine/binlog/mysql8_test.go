@@ -21,7 +21,7 @@ import (
 
 // newFeed is a reader of a MySQL source that is handed events, every
 // table selected; ddl creates tables known before the file starts.
-func newFeed(t *testing.T, ddl ...string) *binlog.EventFeed {
+func newFeed(t testing.TB, ddl ...string) *binlog.EventFeed {
 	t.Helper()
 	filter, err := spec.CompileTableFilter([]string{`.*\..*`, `mysql\..*`})
 	if err != nil {
@@ -203,7 +203,7 @@ func TestCompressedSameAsUncompressed(t *testing.T) {
 
 // innerEvents are the events inside a transaction payload event, as
 // go-mysql decodes them.
-func innerEvents(t *testing.T, fde, payload []byte) []*replication.BinlogEvent {
+func innerEvents(t testing.TB, fde, payload []byte) []*replication.BinlogEvent {
 	t.Helper()
 	p := replication.NewBinlogParser()
 	if _, err := p.Parse(fde); err != nil {
