@@ -10,6 +10,7 @@ import (
 
 	"github.com/braid-cdc/braid/engine/binlog"
 	"github.com/braid-cdc/braid/engine/change"
+	"github.com/braid-cdc/braid/engine/schema"
 	"github.com/braid-cdc/braid/spec"
 )
 
@@ -95,8 +96,9 @@ type Destination struct {
 	cfg     Config
 	readers []Reader
 	merger  *Merger
-	router  *Router   // used by the merge loop only
-	ddl     *shardDDL // nil with shard_ddl: passthrough
+	router  *Router             // used by the merge loop only
+	ddl     *shardDDL           // nil with shard_ddl: passthrough
+	online  *schema.OnlineRules // spec online_ddl: helper tables (nil: off)
 	// snaps are the sources' snapshots (nil entries: done or off); kept
 	// are the chunks kept before that go out from the cursor on, in
 	// order, keptNext the next of them.
@@ -168,7 +170,11 @@ func New(cfg Config) (*Destination, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Destination{cfg: cfg, merger: NewMerger(len(ds.Sources), ds.Ordering.Strict()), router: router,
+	online, err := schema.NewOnlineRules(ds.OnlineDDLRules())
+	if err != nil {
+		return nil, err
+	}
+	d := &Destination{cfg: cfg, merger: NewMerger(len(ds.Sources), ds.Ordering.Strict()), router: router, online: online,
 		skew: time.Duration(ds.MaxClockSkew), log: log.With("dest", ds.Name)}
 	d.cursor.Sources = make([]SourceCursor, len(ds.Sources))
 	d.lastSeen = make([]time.Time, len(ds.Sources))
@@ -206,7 +212,7 @@ func New(cfg Config) (*Destination, error) {
 		// from the start (a restart then reads a DDL that ran while braid
 		// was down instead of taking the server's schema for its point).
 		pc := binlog.Config{Destination: ds.Name, Source: src, Tables: filter,
-			Heartbeat: time.Duration(ds.Heartbeat), Logger: d.log, ReadAhead: cfg.ReadAhead, AnnounceTables: true}
+			Heartbeat: time.Duration(ds.Heartbeat), Logger: d.log, ReadAhead: cfg.ReadAhead, AnnounceTables: true, OnlineDDL: online}
 		d.cursor.Sources[i].Name = src.Name
 		if r := cfg.Resume; r != nil {
 			sc := r.Sources[i]

@@ -112,7 +112,7 @@ func (x *shardDDL) catchUpReader(cs CatchUpSource) (Reader, error) {
 		resume.Schema = &at
 	}
 	return d.cfg.Sources.Reader(binlog.Config{Destination: d.cfg.Spec.Name, Source: src, Tables: filter, Resume: resume,
-		Heartbeat: time.Duration(d.cfg.Spec.Heartbeat), Logger: d.log.With("catchup", true), ReadAhead: 64})
+		Heartbeat: time.Duration(d.cfg.Spec.Heartbeat), Logger: d.log.With("catchup", true), ReadAhead: 64, OnlineDDL: d.online})
 }
 
 // catchUpHead takes r's next event: a transaction becomes its head, what

@@ -58,7 +58,7 @@ func TestUnknownKeys(t *testing.T) {
 		{"name: d\nsources: [{name: a, address: 'h:1', start: {fil: b.1}}]\n", `line 2: sources[0].start: unknown key "fil" (did you mean "file"?)`},
 		{"name: d\n" + src + "start: earliest\n", `line 3: unknown key "start" here (did you mean sources[i].start or consumers.start?)`},
 		{"name: d\n" + src + "consumers: {expire: 1h}\n", `line 3: consumers: unknown key "expire" (did you mean "expire_after"?)`},
-		{"name: d\n" + src + "nonsense: 1\n", `line 3: unknown key "nonsense": the keys here are name, sources, tables, route, ordering, heartbeat, max_clock_skew, shard_ddl, ddl_lock_warn_after, consumers, sinks, snapshot, snapshot_chunk_rows, snapshot_parallelism`},
+		{"name: d\n" + src + "nonsense: 1\n", `line 3: unknown key "nonsense": the keys here are name, sources, tables, route, ordering, heartbeat, max_clock_skew, shard_ddl, ddl_lock_warn_after, online_ddl, shadow_table_rules, trash_table_rules, consumers, sinks, snapshot, snapshot_chunk_rows, snapshot_parallelism`},
 		{"name: d\n" + src + "name: e\n", `line 3: name: given twice (first on line 1): keep one`},
 	} {
 		_, err := spec.Parse([]byte(c.yaml))

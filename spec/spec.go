@@ -55,6 +55,21 @@ type Spec struct {
 	// warning is logged (and repeated) naming the shard tables it waits
 	// for. Default: 10m.
 	DDLLockWarnAfter Duration `yaml:"ddl_lock_warn_after,omitempty" json:"ddl_lock_warn_after,omitempty"`
+	// OnlineDDL is which online schema-change tools' helper tables are
+	// recognised: "auto" (gh-ost's and pt-online-schema-change's),
+	// "gh-ost", "pt-osc" or "off". A helper table's rows and its CREATE,
+	// ALTER and DROP never reach the stream; the DDL run on the shadow
+	// copy goes out, at the swap, as the ALTER of the real table (and
+	// into the shard-DDL merge). Default: auto.
+	OnlineDDL OnlineDDLMode `yaml:"online_ddl,omitempty" json:"online_ddl,omitempty"`
+	// ShadowTableRules and TrashTableRules replace the mode's helper-table
+	// names: regular expressions on a table's name whose first group is
+	// the changed table's. Shadow tables are the altered copies swapped
+	// in; trash tables those swapped out, and changelogs. Default: per
+	// mode, gh-ost '^_(.+)_gho$' and '^_(.+?)(?:_\d{14})?_(?:ghc|del)$',
+	// pt-osc '^_+(.+)_new$' and '^_+(.+)_old$'.
+	ShadowTableRules []string `yaml:"shadow_table_rules,omitempty" json:"shadow_table_rules,omitempty"`
+	TrashTableRules  []string `yaml:"trash_table_rules,omitempty" json:"trash_table_rules,omitempty"`
 	// Consumers says how the destination treats its consumers (client
 	// ids). Default: each of its fields at its default.
 	Consumers Consumers `yaml:"consumers,omitempty" json:"consumers,omitzero"`
@@ -226,6 +241,9 @@ func (s Spec) WithDefaults() Spec {
 	}
 	if s.DDLLockWarnAfter == 0 {
 		s.DDLLockWarnAfter = Duration(DefaultDDLLockWarnAfter)
+	}
+	if s.OnlineDDL == "" {
+		s.OnlineDDL = OnlineDDLAuto
 	}
 	if s.Snapshot == "" {
 		s.Snapshot = SnapshotNever
@@ -410,6 +428,8 @@ func DeriveServerID(destination, source string) uint32 {
 // TableFilter selects tables by regular expressions on "schema.table".
 type TableFilter struct {
 	res []*regexp.Regexp
+	// skip leaves tables out whatever the regexes say (Without).
+	skip func(schema, table string) bool
 }
 
 // systemSchemas are never captured unless a regex names them explicitly.
@@ -436,6 +456,9 @@ func CompileTableFilter(patterns []string) (*TableFilter, error) {
 
 // Match reports whether schema.table is selected.
 func (f *TableFilter) Match(schema, table string) bool {
+	if f.skip != nil && f.skip(schema, table) {
+		return false
+	}
 	if len(f.res) == 0 {
 		return !systemSchemas[strings.ToLower(schema)]
 	}

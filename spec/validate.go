@@ -108,6 +108,7 @@ func (s *Spec) problems() []*FieldError {
 	default:
 		bad("shard_ddl", "%q: want pessimistic (the default), optimistic or passthrough", s.ShardDDL)
 	}
+	s.onlineDDLProblems(bad)
 	s.sinkProblems(bad)
 	if s.DDLLockWarnAfter < 0 {
 		bad("ddl_lock_warn_after", "%v: must not be negative, e.g. %v", time.Duration(s.DDLLockWarnAfter), DefaultDDLLockWarnAfter)

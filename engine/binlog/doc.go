@@ -46,6 +46,12 @@
 // binlog's and the queries', use TLS (then mysqlauth's guard, which reads
 // the authentication in clear, gives way to the certificate check).
 //
+// Online schema changes (Config.OnlineDDL, spec online_ddl): the helper
+// tables of gh-ost and pt-online-schema-change are modelled but never
+// selected, so their rows and DDL are never emitted; the swap that
+// renames a shadow copy to its table goes out as the DDL the tool ran on
+// the copy, rewritten to the table (onlineddl.go).
+//
 // A row change travels down the house once: this package reads and decodes
 // it into a change.Event; package group merges it with the other sources'
 // and gives it its seq; package stream holds it for its consumers; package

@@ -234,7 +234,7 @@ func (p *Reader) handleDDL(ctx context.Context, ev *replication.QueryEvent, hdr 
 		p.notBefore = time.Time{}
 	}
 	var snap *change.SchemaSnapshot
-	if len(changed) > 0 || p.schema.DatabasesChanged(start) {
+	if len(changed) > 0 || p.schema.DatabasesChanged(start) || p.schema.OnlineChanged(start) {
 		// A snapshot is saved with a cursor and restored as fact: first
 		// settle the tables still provisional, whose live schema may not
 		// hold here (one created later in the binlog would be taken as
@@ -247,7 +247,8 @@ func (p *Reader) handleDDL(ctx context.Context, ev *replication.QueryEvent, hdr 
 		s := p.schema.Snapshot()
 		snap = &s
 	}
-	if len(selected) == 0 {
+	ddl := p.onlineDDL(start, &change.DDL{Schema: db, SQL: sql, SQLMode: mode, Tables: selected})
+	if selected = ddl.Tables; len(selected) == 0 {
 		return emit(&change.Event{Type: change.EventProgress, Source: p.spec.Name, ServerID: hdr.ServerID, Pos: tx.start, EndPos: end, GTID: tx.gtid,
 			CommitTime: tx.commit, Schema: snap})
 	}
@@ -257,7 +258,7 @@ func (p *Reader) handleDDL(ctx context.Context, ev *replication.QueryEvent, hdr 
 		versions[i], _ = p.schema.Table(schema, table)
 	}
 	return emit(&change.Event{Type: change.EventDDL, Source: p.spec.Name, ServerID: hdr.ServerID, Pos: tx.start, EndPos: end, GTID: tx.gtid,
-		CommitTime: tx.commit, DDL: &change.DDL{Schema: db, SQL: sql, SQLMode: mode, Tables: selected}, Schema: snap, Versions: versions})
+		CommitTime: tx.commit, DDL: ddl, Schema: snap, Versions: versions})
 }
 
 // handleRows emits the row changes of a rows event of a selected table.

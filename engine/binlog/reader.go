@@ -52,6 +52,11 @@ type Config struct {
 	// start before the server's position that no DDL has settled), the
 	// schema history for the cursor.
 	AnnounceTables bool
+	// OnlineDDL recognises the helper tables of online schema-change
+	// tools (spec online_ddl): their rows and DDL are left out, and the
+	// DDL run on a shadow table goes out at its swap as the real table's
+	// (onlineddl.go). Default: nil, none.
+	OnlineDDL *schema.OnlineRules
 
 	// goMySQLRows sends every rows event to go-mysql's decoder, the path
 	// tables braid does not read raw take (for tests, which check the raw
@@ -181,7 +186,7 @@ func NewReader(cfg Config) (*Reader, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Reader{cfg: cfg, spec: src, filter: filter, log: log.With("source", src.Name)}
+	p := &Reader{cfg: cfg, spec: src, filter: withoutHelpers(filter, cfg.OnlineDDL), log: log.With("source", src.Name)}
 	if _, err := p.tlsConfig(); err != nil {
 		return nil, err
 	}
@@ -342,6 +347,7 @@ func (p *Reader) prepare(ctx context.Context) error {
 			return err
 		}
 	}
+	p.schema.SetOnlineRules(p.cfg.OnlineDDL)
 	p.decoder = newDecoder(p)
 	p.live.ReadPos = p.resume
 	p.setServer(snapPos, time.Now(), change.Position{})

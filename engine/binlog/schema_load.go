@@ -301,7 +301,7 @@ func (p *Reader) liveTables(c *client.Conn) (map[string]string, error) {
 	for i := 0; i < r.RowNumber(); i++ {
 		schema, _ := r.GetString(i, 0)
 		table, _ := r.GetString(i, 1)
-		if !p.filter.Match(schema, table) {
+		if !p.modelled(schema, table) {
 			continue
 		}
 		cr, err := c.Execute(fmt.Sprintf("SHOW CREATE TABLE `%s`.`%s`", strings.ReplaceAll(schema, "`", "``"), strings.ReplaceAll(table, "`", "``")))

@@ -13,6 +13,37 @@ type SchemaSnapshot struct {
 	// ServerCharset the server's (see schema.Tracker.SetCharsets).
 	Databases     map[string]string `json:"databases,omitempty"`
 	ServerCharset string            `json:"serverCharset,omitempty"`
+	// Online are the online schema changes (gh-ost, pt-online-schema-change)
+	// under way, and the last few that ended, sorted by schema and table.
+	Online []OnlineMigration `json:"online,omitempty"`
+}
+
+// OnlineMigration is one online schema change of a table: a tool created
+// a shadow copy of it at Since and has run DDL on the copy; at the swap
+// (the copy renamed to the table's name) that DDL becomes the table's.
+type OnlineMigration struct {
+	// Schema and Table name the table changed, Shadow its copy (in the
+	// same schema).
+	Schema string `json:"schema"`
+	Table  string `json:"table"`
+	Shadow string `json:"shadow"`
+	// Since is where the shadow was created.
+	Since Position `json:"since"`
+	// DDL are the statements run on the shadow, in binlog order.
+	DDL []OnlineStatement `json:"ddl,omitempty"`
+	// Swapped is where the copy took the table's name; zero while the
+	// migration is under way. An ended migration is kept a while so that
+	// a reader restored from before its swap (schema.SnapshotAt) has it.
+	Swapped Position `json:"swapped,omitzero"`
+}
+
+// OnlineStatement is one DDL statement run on a shadow table, as the
+// binlog has it.
+type OnlineStatement struct {
+	Pos     Position `json:"pos"`
+	DB      string   `json:"db,omitempty"`
+	SQL     string   `json:"sql"`
+	SQLMode uint64   `json:"sqlMode,omitempty"`
 }
 
 // SchemaTableHistory is one table's versions, oldest first.

@@ -4,6 +4,12 @@
 // TiDB's parser (Tracker). Snapshot and Restore carry a history with a
 // cursor, as a change.SchemaSnapshot.
 //
+// The tracker also follows online schema changes (OnlineRules,
+// onlineddl.go): per table, the shadow copy a tool created and the DDL
+// run on it, kept in the snapshot until the swap hands it out
+// (OnlineSwaps) as the table's own; a shadow dropped without a swap is
+// forgotten.
+//
 // ShardDDL turns a shard table's DDL into its logical table's (names
 // rewritten through a route, the text otherwise as written) with a
 // canonical key, equal for equivalent statements of different shards: the
@@ -28,6 +34,8 @@
 //   - Text a target runs is never a shard's text: TargetDDL.Text is
 //     restored from the parse, with names in backquotes and every string
 //     escaped for the default sql_mode.
+//   - A migration's DDL is recorded once, by position (with ApplyDDL's
+//     idempotence), and handed out once, at the swap's position.
 //   - A DDL that does not fit the model (it drops a column the model lacks,
 //     adds one it has) is ErrDDLMismatch, never a silent guess.
 //

@@ -52,6 +52,14 @@ type Tracker struct {
 	dbCharsets    map[string]string
 	serverCharset string
 	dbApplied     change.Position // where ApplyDDL last changed dbCharsets
+	// online recognises online schema changes' helper tables (nil: none);
+	// migrations are those under way and the last ended ones, sorted by
+	// table; onlineAt is where ApplyDDL last changed them, and swaps
+	// what it swapped in there (onlineddl.go).
+	online     *OnlineRules
+	migrations []change.OnlineMigration
+	onlineAt   change.Position
+	swaps      []OnlineSwap
 }
 
 type schemaHistory struct {
@@ -212,10 +220,12 @@ func (s *Tracker) ApplyDDL(pos change.Position, db, sql string, mode SQLMode) (c
 	}
 	x := schemaTxn{s: s, db: db, where: where, staged: make(map[schemaKey]schemaVersion)}
 	for _, st := range stmts {
+		x.onlineStmt(st, pos, mode)
 		if err := x.apply(st); err != nil {
 			return nil, err
 		}
 	}
+	s.commitOnline(&x, pos)
 	for name, cs := range x.dbCharsets {
 		if cs == nil {
 			delete(s.dbCharsets, name)
@@ -377,7 +387,8 @@ func (s *Tracker) Compact(pos change.Position) {
 
 // Snapshot returns the whole history; it shares nothing with the tracker.
 func (s *Tracker) Snapshot() change.SchemaSnapshot {
-	snap := change.SchemaSnapshot{Applied: s.applied, Tables: make([]change.SchemaTableHistory, 0, len(s.tables)), ServerCharset: s.serverCharset}
+	snap := change.SchemaSnapshot{Applied: s.applied, Tables: make([]change.SchemaTableHistory, 0, len(s.tables)), ServerCharset: s.serverCharset,
+		Online: cloneMigrations(s.migrations)}
 	if len(s.dbCharsets) > 0 {
 		snap.Databases = maps.Clone(s.dbCharsets)
 	}
@@ -420,6 +431,12 @@ func Restore(snap change.SchemaSnapshot) (*Tracker, error) {
 	s.applied = snap.Applied
 	s.serverCharset = snap.ServerCharset
 	maps.Copy(s.dbCharsets, snap.Databases)
+	for _, m := range snap.Online {
+		if m.Schema == "" || m.Table == "" || m.Shadow == "" {
+			return nil, fmt.Errorf("schema: schema snapshot: an online migration without its table or shadow: %q.%q (%q)", m.Schema, m.Table, m.Shadow)
+		}
+	}
+	s.migrations = cloneMigrations(snap.Online)
 	for _, th := range snap.Tables {
 		k := schemaKey{th.Schema, th.Name}
 		if th.Name == "" || len(th.Versions) == 0 {
@@ -465,6 +482,8 @@ type schemaTxn struct {
 	order  []schemaKey
 	// dbCharsets stages databases' default charsets (nil: dropped).
 	dbCharsets map[string]*string
+	// on stages the migrations (nil: untouched).
+	on *onlineTxn
 }
 
 // dbCharset is the default charset a table created in db takes, staged
@@ -790,6 +809,7 @@ func (s *Tracker) TablesAt(pos change.Position) []string {
 // versioned); pending unknowns are kept.
 func SnapshotAt(snap change.SchemaSnapshot, pos change.Position) change.SchemaSnapshot {
 	out := snap
+	out.Online = migrationsAt(snap.Online, pos)
 	out.Tables = make([]change.SchemaTableHistory, 0, len(snap.Tables))
 	for _, th := range snap.Tables {
 		n := sort.Search(len(th.Versions), func(i int) bool { return th.Versions[i].Pos.Compare(pos) >= 0 })

@@ -1,0 +1,335 @@
+package schema
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+
+	"github.com/braid-cdc/braid/engine/change"
+)
+
+// Online schema changes (gh-ost, pt-online-schema-change) as the tracker
+// sees them. A tool creates a shadow copy of table T (_T_gho, _T_new),
+// runs the user's DDL on the copy, fills it, and swaps it in with one
+// RENAME TABLE T TO _T_del, _T_gho TO T (or two: gh-ost's two-step
+// cut-over). The tracker models every helper table like any other, so
+// after the swap T has the copy's columns; besides, it keeps, per table,
+// the migration under way: the shadow's name and the DDL run on it, in
+// the snapshot a cursor saves, so that a restart, a replay or a new owner
+// still knows it at the swap. At the swap the DDL is handed out
+// (OnlineSwaps) to become T's own ALTER. A shadow dropped without a swap
+// is an abandoned migration: it is forgotten.
+
+// OnlineRules recognise helper tables by name: shadow rules name the
+// altered copies a tool swaps in, trash rules the tables it swaps out or
+// keeps beside (changelogs). Each rule's first group is the name of the
+// table the tool changes. A nil *OnlineRules recognises none.
+type OnlineRules struct {
+	shadow, trash []*regexp.Regexp
+}
+
+// NewOnlineRules compiles the rules (spec.Spec.OnlineDDLRules); with none
+// it returns nil, which recognises nothing.
+func NewOnlineRules(shadow, trash []string) (*OnlineRules, error) {
+	if len(shadow) == 0 && len(trash) == 0 {
+		return nil, nil
+	}
+	r := &OnlineRules{}
+	for _, list := range []struct {
+		rules []string
+		out   *[]*regexp.Regexp
+	}{{shadow, &r.shadow}, {trash, &r.trash}} {
+		for _, p := range list.rules {
+			re, err := regexp.Compile(p)
+			if err != nil {
+				return nil, fmt.Errorf("schema: online DDL rule %q: %v", p, err)
+			}
+			if re.NumSubexp() < 1 {
+				return nil, fmt.Errorf("schema: online DDL rule %q has no group naming the changed table", p)
+			}
+			*list.out = append(*list.out, re)
+		}
+	}
+	return r, nil
+}
+
+func firstGroup(res []*regexp.Regexp, table string) (string, bool) {
+	for _, re := range res {
+		if m := re.FindStringSubmatch(table); m != nil && m[1] != "" {
+			return m[1], true
+		}
+	}
+	return "", false
+}
+
+// ShadowOf returns the table a shadow table is the copy of.
+func (r *OnlineRules) ShadowOf(table string) (string, bool) {
+	if r == nil {
+		return "", false
+	}
+	return firstGroup(r.shadow, table)
+}
+
+// HelperOf returns the table a helper table (shadow or trash) belongs to.
+func (r *OnlineRules) HelperOf(table string) (string, bool) {
+	if r == nil {
+		return "", false
+	}
+	if t, ok := firstGroup(r.shadow, table); ok {
+		return t, true
+	}
+	return firstGroup(r.trash, table)
+}
+
+// Helper reports whether table is a helper table: its rows and its DDL
+// never reach the stream.
+func (r *OnlineRules) Helper(table string) bool {
+	_, ok := r.HelperOf(table)
+	return ok
+}
+
+// OnlineSwap is a migration whose shadow took its table's name at a DDL:
+// what that DDL does to the table, as the migration's own DDL.
+type OnlineSwap struct {
+	change.OnlineMigration
+}
+
+// ALTER returns the DDL the migration ran on its shadow as its table's:
+// the statements with the shadow's name replaced by the table's
+// (qualified), joined by "; " when there are several, in the sql_mode of
+// the first. ok is false when none was seen (reading started in the
+// middle of the migration).
+func (w OnlineSwap) ALTER() (db, sql string, mode SQLMode, ok bool) {
+	if len(w.DDL) == 0 {
+		return "", "", 0, false
+	}
+	rename := func(s, t string) (string, string) {
+		if s == w.Schema && t == w.Shadow {
+			return w.Schema, w.Table
+		}
+		return s, t
+	}
+	var texts []string
+	for _, st := range w.DDL {
+		lds, err := ShardDDL(st.DB, st.SQL, SQLMode(st.SQLMode), rename)
+		if err != nil {
+			return "", "", 0, false // it parsed when it was recorded
+		}
+		for _, ld := range lds {
+			texts = append(texts, ld.Text)
+		}
+	}
+	return w.Schema, strings.Join(texts, "; "), SQLMode(w.DDL[0].SQLMode), len(texts) > 0
+}
+
+// keptSwapped is how many ended migrations a tracker keeps, for a reader
+// restored from before their swap.
+const keptSwapped = 8
+
+// SetOnlineRules sets the rules that recognise helper tables; nil stops
+// recognising them (migrations already known are kept).
+func (s *Tracker) SetOnlineRules(r *OnlineRules) { s.online = r }
+
+// OnlineSwaps returns the migrations the DDL ApplyDDL applied at pos
+// swapped in.
+func (s *Tracker) OnlineSwaps(pos change.Position) []OnlineSwap {
+	if pos.IsZero() || s.onlineAt != pos {
+		return nil
+	}
+	return s.swaps
+}
+
+// OnlineChanged reports whether the DDL ApplyDDL applied at pos started,
+// extended, swapped or abandoned a migration: the history to save has
+// changed even when no table has.
+func (s *Tracker) OnlineChanged(pos change.Position) bool {
+	return !pos.IsZero() && s.onlineAt == pos
+}
+
+// Migrations returns the migrations under way (not the ended ones).
+func (s *Tracker) Migrations() []change.OnlineMigration {
+	var out []change.OnlineMigration
+	for _, m := range s.migrations {
+		if m.Swapped.IsZero() {
+			out = append(out, cloneMigration(m))
+		}
+	}
+	return out
+}
+
+func cloneMigration(m change.OnlineMigration) change.OnlineMigration {
+	m.DDL = slices.Clone(m.DDL)
+	return m
+}
+
+func cloneMigrations(ms []change.OnlineMigration) []change.OnlineMigration {
+	if len(ms) == 0 {
+		return nil
+	}
+	out := make([]change.OnlineMigration, len(ms))
+	for i, m := range ms {
+		out[i] = cloneMigration(m)
+	}
+	return out
+}
+
+// onlineTxn stages one query event's effect on the migrations.
+type onlineTxn struct {
+	migs    []change.OnlineMigration
+	swaps   []OnlineSwap
+	changed bool
+}
+
+// active returns the index of the migration under way whose shadow (or,
+// with byTable, whose table) is k, or -1.
+func (o *onlineTxn) active(k schemaKey, byTable bool) int {
+	return slices.IndexFunc(o.migs, func(m change.OnlineMigration) bool {
+		name := m.Shadow
+		if byTable {
+			name = m.Table
+		}
+		return m.Swapped.IsZero() && m.Schema == k.schema && name == k.name
+	})
+}
+
+func (o *onlineTxn) drop(i int) {
+	o.migs = slices.Delete(o.migs, i, i+1)
+	o.changed = true
+}
+
+// onlineStmt records what statement st, at pos, does to the migrations.
+func (x *schemaTxn) onlineStmt(st ddlStmt, pos change.Position, mode SQLMode) {
+	r := x.s.online
+	if r == nil && len(x.s.migrations) == 0 {
+		return
+	}
+	if x.on == nil {
+		x.on = &onlineTxn{migs: cloneMigrations(x.s.migrations)}
+	}
+	o := x.on
+	record := func(k schemaKey) {
+		if i := o.active(k, false); i >= 0 {
+			o.migs[i].DDL = append(o.migs[i].DDL, change.OnlineStatement{Pos: pos, DB: x.db, SQL: st.text, SQLMode: uint64(mode)})
+			o.changed = true
+		}
+	}
+	switch n := st.node.(type) {
+	case *ast.CreateTableStmt:
+		k := ddlName(x.db, n.Table)
+		table, ok := r.ShadowOf(k.name)
+		if !ok || n.TemporaryKeyword != ast.TemporaryNone {
+			return
+		}
+		if i := o.active(schemaKey{k.schema, table}, true); i >= 0 {
+			o.drop(i) // a new copy: the tool started over
+		}
+		o.migs = append(o.migs, change.OnlineMigration{Schema: k.schema, Table: table, Shadow: k.name, Since: pos})
+		o.changed = true
+	case *ast.AlterTableStmt:
+		k := ddlName(x.db, n.Table)
+		for _, sp := range n.Specs {
+			if sp.Tp == ast.AlterTableRenameTable {
+				o.rename(r, k, ddlName(x.db, sp.NewTable), pos)
+				return
+			}
+		}
+		record(k)
+	case *ast.CreateIndexStmt:
+		record(ddlName(x.db, n.Table))
+	case *ast.DropIndexStmt:
+		record(ddlName(x.db, n.Table))
+	case *ast.RenameTableStmt:
+		for _, tt := range n.TableToTables {
+			o.rename(r, ddlName(x.db, tt.OldTable), ddlName(x.db, tt.NewTable), pos)
+		}
+	case *ast.DropTableStmt:
+		if n.IsView || n.TemporaryKeyword != ast.TemporaryNone {
+			return
+		}
+		for _, tn := range n.Tables {
+			if i := o.active(ddlName(x.db, tn), false); i >= 0 {
+				o.drop(i) // abandoned: the copy is gone without a swap
+			}
+		}
+	case *ast.DropDatabaseStmt:
+		for i := len(o.migs) - 1; i >= 0; i-- {
+			if o.migs[i].Schema == n.Name.O {
+				o.drop(i)
+			}
+		}
+	}
+}
+
+// rename is one RENAME of from to to: a shadow taking its table's name is
+// the swap; a shadow renamed elsewhere abandons its migration.
+func (o *onlineTxn) rename(r *OnlineRules, from, to schemaKey, pos change.Position) {
+	i := o.active(from, false)
+	if i < 0 {
+		return
+	}
+	m := &o.migs[i]
+	if to.schema != m.Schema || to.name != m.Table {
+		o.drop(i)
+		return
+	}
+	m.Swapped = pos
+	o.swaps = append(o.swaps, OnlineSwap{cloneMigration(*m)})
+	o.changed = true
+}
+
+// commitOnline applies a query event's staged migrations at pos.
+func (s *Tracker) commitOnline(x *schemaTxn, pos change.Position) {
+	o := x.on
+	if o == nil || !o.changed {
+		return
+	}
+	// Keep the last keptSwapped ended migrations, by where they ended.
+	var ended []int
+	for i, m := range o.migs {
+		if !m.Swapped.IsZero() {
+			ended = append(ended, i)
+		}
+	}
+	if len(ended) > keptSwapped {
+		slices.SortFunc(ended, func(a, b int) int { return o.migs[a].Swapped.Compare(o.migs[b].Swapped) })
+		drop := map[int]bool{}
+		for _, i := range ended[:len(ended)-keptSwapped] {
+			drop[i] = true
+		}
+		kept := o.migs[:0]
+		for i, m := range o.migs {
+			if !drop[i] {
+				kept = append(kept, m)
+			}
+		}
+		o.migs = kept
+	}
+	slices.SortStableFunc(o.migs, func(a, b change.OnlineMigration) int {
+		return strings.Compare(a.Schema+"\x00"+a.Table, b.Schema+"\x00"+b.Table)
+	})
+	s.migrations = o.migs
+	s.onlineAt = pos
+	s.swaps = o.swaps
+}
+
+// migrationsAt is migrations as they were at pos (see SnapshotAt):
+// those begun later are gone, the DDL run from pos on is left out, and a
+// swap at or after pos is undone.
+func migrationsAt(ms []change.OnlineMigration, pos change.Position) []change.OnlineMigration {
+	var out []change.OnlineMigration
+	for _, m := range ms {
+		if m.Since.Compare(pos) >= 0 {
+			continue
+		}
+		m = cloneMigration(m)
+		m.DDL = slices.DeleteFunc(m.DDL, func(st change.OnlineStatement) bool { return st.Pos.Compare(pos) >= 0 })
+		if !m.Swapped.IsZero() && m.Swapped.Compare(pos) >= 0 {
+			m.Swapped = change.Position{}
+		}
+		out = append(out, m)
+	}
+	return out
+}

@@ -1,0 +1,127 @@
+package schema_test
+
+import (
+	"testing"
+
+	"github.com/braid-cdc/braid/engine/change"
+	"github.com/braid-cdc/braid/engine/schema"
+)
+
+func at(n uint32) change.Position { return change.Position{File: "binlog.000001", Pos: n} }
+
+func onlineTracker(t *testing.T) *schema.Tracker {
+	t.Helper()
+	r, err := schema.NewOnlineRules([]string{`^_(.+)_gho$`, `^_+(.+)_new$`}, []string{`^_(.+)_(?:ghc|del)$`, `^_+(.+)_old$`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := schema.NewTracker()
+	tr.SetOnlineRules(r)
+	if _, err := tr.ApplyDDL(at(100), "db", "CREATE TABLE orders (id INT PRIMARY KEY, note VARCHAR(20))", 0); err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+func apply(t *testing.T, tr *schema.Tracker, pos uint32, sql string) {
+	t.Helper()
+	if _, err := tr.ApplyDDL(at(pos), "db", sql, 0); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// TestOnlineSwapPtOSC: pt-online-schema-change's steps. The DDL run on
+// _orders_new is kept until the swap, survives a snapshot and restore,
+// and at the swap becomes the ALTER of orders, which then has the
+// copy's columns.
+func TestOnlineSwapPtOSC(t *testing.T) {
+	tr := onlineTracker(t)
+	apply(t, tr, 200, "CREATE TABLE `db`.`_orders_new` (id INT PRIMARY KEY, note VARCHAR(20))")
+	apply(t, tr, 300, "ALTER TABLE `db`.`_orders_new` ADD COLUMN gift varchar(20) NULL")
+	if !tr.OnlineChanged(at(300)) {
+		t.Fatal("the shadow's ALTER did not change the migrations: a cursor would not save it")
+	}
+	// A restart between the ALTER and the swap: the cursor's snapshot.
+	tr, err := schema.Restore(tr.Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms := tr.Migrations(); len(ms) != 1 || ms[0].Table != "orders" || ms[0].Shadow != "_orders_new" || len(ms[0].DDL) != 1 {
+		t.Fatalf("migrations after restore: %+v", ms)
+	}
+	r, _ := schema.NewOnlineRules([]string{`^_+(.+)_new$`}, []string{`^_+(.+)_old$`})
+	tr.SetOnlineRules(r)
+	apply(t, tr, 400, "RENAME TABLE `db`.`orders` TO `db`.`_orders_old`, `db`.`_orders_new` TO `db`.`orders`")
+	swaps := tr.OnlineSwaps(at(400))
+	if len(swaps) != 1 {
+		t.Fatalf("swaps at the RENAME: %+v", swaps)
+	}
+	db, sql, _, ok := swaps[0].ALTER()
+	if !ok || db != "db" || sql != "ALTER TABLE `db`.`orders` ADD COLUMN gift varchar(20) NULL" {
+		t.Fatalf("swap's DDL: %q %q %v", db, sql, ok)
+	}
+	if tb, _ := tr.Table("db", "orders"); len(tb.Columns) != 3 {
+		t.Fatalf("orders after the swap has %d columns, want 3", len(tb.Columns))
+	}
+	if len(tr.Migrations()) != 0 {
+		t.Fatal("a swapped migration is still under way")
+	}
+	// A reader restored from before the swap (a catch-up) has it again.
+	again, err := schema.Restore(schema.SnapshotAt(tr.Snapshot(), at(350)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms := again.Migrations(); len(ms) != 1 || len(ms[0].DDL) != 1 {
+		t.Fatalf("migrations at 350: %+v", ms)
+	}
+	if ms := mustRestore(t, schema.SnapshotAt(tr.Snapshot(), at(250))).Migrations(); len(ms) != 1 || len(ms[0].DDL) != 0 {
+		t.Fatalf("migrations at 250 (before the shadow's ALTER): %+v", ms)
+	}
+}
+
+func mustRestore(t *testing.T, snap change.SchemaSnapshot) *schema.Tracker {
+	t.Helper()
+	tr, err := schema.Restore(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// TestOnlineSwapGhostTwoStep: gh-ost's shadow created LIKE the table, its
+// ALTER, and a two-step cut-over (the table renamed away, then the
+// shadow renamed in).
+func TestOnlineSwapGhostTwoStep(t *testing.T) {
+	tr := onlineTracker(t)
+	apply(t, tr, 200, "create /* gh-ost */ table `db`.`_orders_ghc` (id bigint auto_increment, last_update timestamp not null default current_timestamp on update current_timestamp, hint varchar(64) charset ascii not null, value varchar(4096) charset ascii not null, primary key(id), unique key hint_uidx(hint)) auto_increment=256")
+	apply(t, tr, 300, "create /* gh-ost */ table `db`.`_orders_gho` like `db`.`orders`")
+	apply(t, tr, 400, "alter /* gh-ost */ table `db`.`_orders_gho` modify column note varchar(60)")
+	apply(t, tr, 500, "rename /* gh-ost */ table `db`.`orders` to `db`.`_orders_del`")
+	if len(tr.OnlineSwaps(at(500))) != 0 {
+		t.Fatal("the table renamed away is not yet the swap")
+	}
+	apply(t, tr, 600, "rename /* gh-ost */ table `db`.`_orders_gho` to `db`.`orders`")
+	swaps := tr.OnlineSwaps(at(600))
+	if len(swaps) != 1 {
+		t.Fatalf("swaps: %+v", swaps)
+	}
+	if _, sql, _, _ := swaps[0].ALTER(); sql != "alter /* gh-ost */ table `db`.`orders` modify column note varchar(60)" {
+		t.Fatalf("swap's DDL: %q", sql)
+	}
+}
+
+// TestOnlineAbandoned: a shadow dropped without a swap leaves no
+// migration, and a later RENAME of the table is no swap.
+func TestOnlineAbandoned(t *testing.T) {
+	tr := onlineTracker(t)
+	apply(t, tr, 200, "CREATE TABLE `db`.`_orders_new` LIKE `db`.`orders`")
+	apply(t, tr, 300, "ALTER TABLE `db`.`_orders_new` ADD COLUMN gift int")
+	apply(t, tr, 400, "DROP TABLE IF EXISTS `db`.`_orders_new`")
+	if len(tr.Migrations()) != 0 || !tr.OnlineChanged(at(400)) {
+		t.Fatalf("after the shadow's drop: %+v", tr.Migrations())
+	}
+	apply(t, tr, 500, "RENAME TABLE orders TO orders_archive")
+	if len(tr.OnlineSwaps(at(500))) != 0 {
+		t.Fatal("a plain RENAME was taken for a swap")
+	}
+}

@@ -1,0 +1,221 @@
+package group_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/braid-cdc/braid/engine/change"
+	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
+)
+
+// ptOSC runs Debian's pt-online-schema-change on table db.table of srv
+// with alter; without the tool the test is skipped (failed under CI=true).
+func ptOSC(t *testing.T, srv *mysqltest.Server, db, table, alter string) {
+	t.Helper()
+	bin, err := exec.LookPath("pt-online-schema-change")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("pt-online-schema-change not installed: apt-get install percona-toolkit")
+		}
+		t.Skip("pt-online-schema-change not installed (apt-get install percona-toolkit)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--alter", alter, "--execute", "--noversion-check", "--recursion-method=none",
+		"--chunk-size=50", "--no-check-alter", fmt.Sprintf("h=%s,P=%d,u=root,D=%s,t=%s", srv.Host, srv.Port, db, table))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("pt-online-schema-change on %s.%s: %v\n%s", db, table, err, out)
+	}
+}
+
+// oscWriter inserts a row into every shard of srvs (server i holds
+// shop_i and shop_{i+3}) and updates the row before it, round after
+// round, until halted.
+type oscWriter struct {
+	mu     sync.Mutex
+	rounds int64
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+func startOSCWriter(t *testing.T, srvs []*mysqltest.Server) *oscWriter {
+	w := &oscWriter{stop: make(chan struct{}), done: make(chan struct{})}
+	conns := make([]*mysqltest.Server, 6)
+	for shard := range 6 {
+		conns[shard] = srvs[shard%3]
+	}
+	go func() {
+		defer close(w.done)
+		for id := int64(1); ; id++ {
+			select {
+			case <-w.stop:
+				return
+			default:
+			}
+			for shard := range 6 {
+				conns[shard].Exec(t, fmt.Sprintf("INSERT INTO shop_%d.orders (id, note) VALUES (%d, 'w')", shard, id))
+				if id > 1 {
+					conns[shard].Exec(t, fmt.Sprintf("UPDATE shop_%d.orders SET note = 'u' WHERE id = %d", shard, id-1))
+				}
+			}
+			w.mu.Lock()
+			w.rounds = id
+			w.mu.Unlock()
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	return w
+}
+
+func (w *oscWriter) more(t *testing.T, n int64) {
+	t.Helper()
+	w.mu.Lock()
+	want := w.rounds + n
+	w.mu.Unlock()
+	retry.Until(t, 30*time.Second, func() error {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.rounds < want {
+			return fmt.Errorf("the writer is at round %d, want %d", w.rounds, want)
+		}
+		return nil
+	})
+}
+
+// halt stops the writer and returns how many rounds it wrote.
+func (w *oscWriter) halt() int64 {
+	close(w.stop)
+	<-w.done
+	return w.rounds
+}
+
+// oscRow is a row change of the stream.
+type oscRow struct {
+	kind  change.ChangeKind
+	shard string
+	table string
+	id    int64
+	ncols int
+}
+
+// oscStream reads the collector's DDL and row changes, in stream order.
+func oscStream(c *collector) (ddl []string, rows []oscRow, order []any) {
+	for _, ev := range c.snapshot() {
+		switch ev.Type {
+		case change.EventDDL:
+			ddl = append(ddl, ev.DDL.SQL)
+			order = append(order, ev.DDL.SQL)
+		case change.EventRows:
+			for i := range ev.Rows {
+				rc := &ev.Rows[i]
+				img := rc.After()
+				if img == nil {
+					img = rc.Before()
+				}
+				var id int64
+				switch v := img[0].(type) {
+				case int64:
+					id = v
+				case int32:
+					id = int64(v)
+				}
+				r := oscRow{kind: rc.Kind, shard: rc.Table.Schema, table: rc.Table.Name, id: id, ncols: len(rc.Table.Columns)}
+				rows = append(rows, r)
+				order = append(order, r)
+			}
+		}
+	}
+	return ddl, rows, order
+}
+
+// checkOSCRows: only shard tables' rows, every insert and update of the
+// writer once.
+func checkOSCRows(t *testing.T, rows []oscRow, rounds int64) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, r := range rows {
+		if r.table != "orders" {
+			t.Fatalf("a row of %s.%s reached the stream: a helper table's", r.shard, r.table)
+		}
+		k := fmt.Sprintf("%s/%d/%v", r.shard, r.id, r.kind)
+		if seen[k] {
+			t.Fatalf("row change %s came twice", k)
+		}
+		seen[k] = true
+	}
+	if want := int(6*rounds + 6*(rounds-1)); len(seen) != want {
+		t.Fatalf("%d row changes came, the writer made %d", len(seen), want)
+	}
+}
+
+// TestPtOnlineSchemaChange runs pt-online-schema-change (ADD COLUMN,
+// MODIFY COLUMN, ADD INDEX, one after the other) on the six shard tables
+// of shop.orders on three servers while a writer inserts and updates.
+// The stream has no row and no DDL of the tool's helper tables, one
+// logical ALTER per change, each after every row of the old shape, and
+// every row change once.
+func TestPtOnlineSchemaChange(t *testing.T) {
+	srvs := shards(t, time.Now())
+	c := collect(t, group.Config{Spec: pessimistic(shopSpec(srvs, earliest, "strict"))})
+	w := startOSCWriter(t, srvs)
+	alters := []string{"ADD COLUMN gift varchar(20) NULL", "MODIFY COLUMN note varchar(60)", "ADD INDEX note_idx (note)"}
+	for _, alter := range alters {
+		w.more(t, 5)
+		var wg sync.WaitGroup
+		for shard := range 6 {
+			wg.Go(func() { ptOSC(t, srvs[shard%3], fmt.Sprintf("shop_%d", shard), "orders", alter) })
+		}
+		wg.Wait()
+	}
+	w.more(t, 5)
+	rounds := w.halt()
+	retry.Until(t, 60*time.Second, func() error {
+		if _, rows, _ := oscStream(c); len(rows) < int(12*rounds-6) {
+			return fmt.Errorf("%d row changes, want %d", len(rows), 12*rounds-6)
+		}
+		return nil
+	})
+	ddl, rows, order := oscStream(c)
+	want := []string{"CREATE TABLE"}
+	for _, a := range alters {
+		want = append(want, "ALTER TABLE `shop`.`orders` "+a)
+	}
+	if len(ddl) != len(want) || !strings.HasPrefix(ddl[0], want[0]) || !equalTail(ddl[1:], want[1:]) {
+		t.Fatalf("DDL in the stream:\n%s\nwant one CREATE TABLE and, per change, one ALTER TABLE of `shop`.`orders`:\n%s",
+			strings.Join(ddl, "\n"), strings.Join(want[1:], "\n"))
+	}
+	checkOSCRows(t, rows, rounds)
+	altered := false
+	for _, x := range order {
+		switch x := x.(type) {
+		case string:
+			altered = altered || strings.Contains(x, "gift")
+		case oscRow:
+			if want := map[bool]int{false: 2, true: 3}[altered]; x.ncols != want {
+				t.Fatalf("row %s/%d has %d columns, want %d (after the ADD COLUMN: %v)", x.shard, x.id, x.ncols, want, altered)
+			}
+		}
+	}
+	checkSeqDense(t, c)
+}
+
+func equalTail(got, want []string) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			return false
+		}
+	}
+	return true
+}
