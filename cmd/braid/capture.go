@@ -266,12 +266,17 @@ func printStream(ctx context.Context, p *stream.Pipeline, w io.Writer, max int, 
 		saved = time.Now()
 		return keep.SaveCursor(printerID, cursor)
 	}
-	// finish writes what is left, then saves the cursor after it.
+	// finish writes what is left, then saves the cursor after it: after
+	// what was written, should the write fail.
 	finish := func() error {
-		if err := out.close(last); err != nil {
+		err := out.close(last)
+		if serr := save(); serr != nil {
+			return errors.Join(err, serr)
+		}
+		if err != nil {
 			return fmt.Errorf("%w: %w", errOutput, err)
 		}
-		return save()
+		return nil
 	}
 	// fail ends the print on err, keeping the cursor after the last
 	// transaction written whole first: the README promises the cursor is
@@ -303,6 +308,11 @@ func printStream(ctx context.Context, p *stream.Pipeline, w io.Writer, max int, 
 			// end of `| head -5`) is found by asking the pipe.
 			if gone() {
 				return fail(fmt.Errorf("%w: the reader of standard output has gone", errOutput))
+			}
+			// A write that failed after the last batch is not left
+			// waiting for the next one, which may never come.
+			if err := out.failure(); err != nil {
+				return fail(fmt.Errorf("%w: %w", errOutput, err))
 			}
 			continue
 		}

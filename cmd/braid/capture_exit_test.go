@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -122,5 +123,79 @@ func TestCaptureKeepsCursorOnSourceError(t *testing.T) {
 	}
 	if s := again.seqs(t); len(s) != 0 {
 		t.Errorf("restart printed seqs %v again, want none", s)
+	}
+}
+
+// failingOutput accepts its first allow writes, then fails every write,
+// as a full disk does.
+type failingOutput struct {
+	lineSink
+	allow  int
+	writes int
+}
+
+func (f *failingOutput) Write(b []byte) (int, error) {
+	f.mu.Lock()
+	if f.writes >= f.allow {
+		f.mu.Unlock()
+		return 0, errors.New("no space left on device")
+	}
+	f.writes++
+	f.mu.Unlock()
+	return f.lineSink.Write(b)
+}
+
+// written is how many writes succeeded.
+func (f *failingOutput) written() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.writes
+}
+
+// TestCaptureKeepsCursorOnOutputError: a capture whose standard output
+// fails stops at once and keeps its cursor after the last transaction it
+// wrote, even when that write came soon after the last periodic save.
+func TestCaptureKeepsCursorOnOutputError(t *testing.T) {
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id INT PRIMARY KEY)", "INSERT INTO shop.orders VALUES (1)")
+	spec := nodes.WriteSpec(t, fmt.Sprintf("name: shop\nsources: [{name: a, address: '%s', start: earliest}]\n", srv.Addr()))
+	cursors := t.TempDir()
+	out := &failingOutput{allow: 2}
+	var errb bytes.Buffer
+	code := make(chan int, 1)
+	go func() {
+		code <- run([]string{"capture", "-f", spec, "--cursor-dir", cursors, "--timeout", "60s"}, out, &errb)
+	}()
+	// One write per batch: the second comes right after the first (and
+	// its save), the third fails.
+	for id := 2; id <= 3; id++ {
+		retry.Until(t, 30*time.Second, func() error {
+			if n := out.written(); n < id-1 {
+				return fmt.Errorf("%d writes, want %d", n, id-1)
+			}
+			return nil
+		})
+		srv.Exec(t, fmt.Sprintf("INSERT INTO shop.orders VALUES (%d)", id))
+	}
+	// It stops on the failed write, not at the next batch or --timeout.
+	var exit int
+	select {
+	case exit = <-code:
+	case <-time.After(20 * time.Second):
+		t.Fatal("capture did not stop on the output error within 20s")
+	}
+	if exit != 1 || !strings.Contains(errb.String(), "no space left") {
+		t.Fatalf("exit %d, want 1 naming the output error; stderr:\n%s", exit, errb.String())
+	}
+	seqs := out.seqs(t)
+	if out.written() != 2 || len(seqs) < 3 {
+		t.Fatalf("%d writes of seqs %v; want 2 writes up to the second INSERT", out.written(), seqs)
+	}
+	kept, err := group.NewFileKeeper(cursors, "shop").Cursors()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, last := kept[printerID], seqs[len(seqs)-1]; c == nil || c.Seq != last {
+		t.Fatalf("kept cursor %+v, want seq %d, the last written", c, last)
 	}
 }

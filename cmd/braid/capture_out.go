@@ -107,6 +107,16 @@ func (o *output) close(mark *group.Cursor) error {
 	return o.err
 }
 
+// failure returns the write error, if a write failed.
+func (o *output) failure() error {
+	select {
+	case <-o.failed:
+		return o.err
+	default:
+		return nil
+	}
+}
+
 // abort drops the lines not yet handed to the writer and waits for the
 // writer to write what it was handed; written is then final.
 func (o *output) abort() {
