@@ -21,11 +21,6 @@ import (
 // serving binlogs the MySQL 8 encoder wrote, with braid's reader as a
 // destination runs it.
 
-// version83 is the newest MySQL that still answers SHOW MASTER STATUS
-// and already writes tagged GTIDs.
-// TODO(read8): 8.4 and 9.x once the reader asks SHOW BINARY LOG STATUS.
-const version83 = "8.3.0"
-
 // serveWorkload starts a test source of version serving w's binlog and
 // its tables, and returns it with the written binlog.
 func serveWorkload(t *testing.T, version string, w mysqlbinlog.Workload) (*mysqlsource.Server, *mysqlbinlog.Binlog) {
@@ -172,31 +167,42 @@ func shopWorkload(compress, tag func(i int) bool) mysqlbinlog.Workload {
 }
 
 // TestMySQLSourceCompressedSameAsPlain reads the same workload written
-// with half its transactions compressed and with none: the same row
-// changes, GTIDs (tagged and untagged in one stream) and commit times.
+// with half its transactions compressed and with none, on MySQL 8.0, 8.4
+// and 9.x: the same row changes, GTIDs (tagged and untagged in one stream
+// from 8.4) and commit times.
 func TestMySQLSourceCompressedSameAsPlain(t *testing.T) {
 	never := func(int) bool { return false }
 	odd := func(i int) bool { return i%2 == 1 }
-	var texts []string
-	for _, compress := range []func(int) bool{odd, never} {
-		s, b := serveWorkload(t, version83, shopWorkload(compress, odd))
-		last := b.Txns[len(b.Txns)-1]
-		evs := runSource(t, s, nil).until(t, last.File, last.End)
-		texts = append(texts, render(evs, false))
-	}
-	if texts[0] != texts[1] {
-		t.Fatalf("compressed and plain read differently:\n%s\n---\n%s", texts[0], texts[1])
-	}
-	t.Logf("read:\n%s", texts[0])
-	for _, want := range []string{
-		`UPDATE shop.orders id=2/2 name=pear/pear price=2.50/2.50 at=2026-01-02 03:04:05.123456/2026-01-02 03:04:05.123456 doc={"n": 2}/{"n": 3, "tags": ["x"]}`,
-		`INSERT shop.orders id=-/3 name=-/plum price=-/3.50 at=-/2026-01-02 03:04:05.123456 doc=-/[1, 2.5, "three", null, true]`,
-		`INSERT shop.orders id=-/4 name=-/fig price=-/4.50 at=-/2026-01-02 03:04:05.123456 doc=-/{} note=-/ripe`,
-		":shop:", // a tagged GTID
-	} {
-		if !strings.Contains(texts[0], want) {
-			t.Errorf("read no %s", want)
-		}
+	for _, version := range []string{mysqlsource.Version80, mysqlsource.Version84, mysqlsource.Version9} {
+		t.Run(version, func(t *testing.T) {
+			tag := odd
+			if version == mysqlsource.Version80 {
+				tag = never // tagged GTIDs came with 8.3
+			}
+			var texts []string
+			for _, compress := range []func(int) bool{odd, never} {
+				s, b := serveWorkload(t, version, shopWorkload(compress, tag))
+				last := b.Txns[len(b.Txns)-1]
+				evs := runSource(t, s, nil).until(t, last.File, last.End)
+				texts = append(texts, render(evs, false))
+			}
+			if texts[0] != texts[1] {
+				t.Fatalf("compressed and plain read differently:\n%s\n---\n%s", texts[0], texts[1])
+			}
+			wants := []string{
+				`UPDATE shop.orders id=2/2 name=pear/pear price=2.50/2.50 at=2026-01-02 03:04:05.123456/2026-01-02 03:04:05.123456 doc={"n": 2}/{"n": 3, "tags": ["x"]}`,
+				`INSERT shop.orders id=-/3 name=-/plum price=-/3.50 at=-/2026-01-02 03:04:05.123456 doc=-/[1, 2.5, "three", null, true]`,
+				`INSERT shop.orders id=-/4 name=-/fig price=-/4.50 at=-/2026-01-02 03:04:05.123456 doc=-/{} note=-/ripe`,
+			}
+			if version != mysqlsource.Version80 {
+				wants = append(wants, ":shop:") // a tagged GTID
+			}
+			for _, want := range wants {
+				if !strings.Contains(texts[0], want) {
+					t.Errorf("read no %s in:\n%s", want, texts[0])
+				}
+			}
+		})
 	}
 }
 
@@ -206,7 +212,7 @@ func TestMySQLSourceCompressedSameAsPlain(t *testing.T) {
 func TestMySQLSourceResumeAfterCompressed(t *testing.T) {
 	always := func(int) bool { return true }
 	never := func(int) bool { return false }
-	s, b := serveWorkload(t, mysqlsource.Version80, shopWorkload(always, never))
+	s, b := serveWorkload(t, mysqlsource.Version84, shopWorkload(always, never))
 	compressed := b.Txns[3] // the first UPDATE
 	r := runSource(t, s, nil)
 	evs := r.until(t, compressed.File, compressed.End)
@@ -253,7 +259,7 @@ func lastSchema(evs []*change.Event) *change.SchemaSnapshot {
 // type braid does not know after a transaction: the source stops with
 // one line naming its type, its position and what to do.
 func TestMySQLSourceUnknownEventStops(t *testing.T) {
-	s, b := serveWorkload(t, mysqlsource.Version80, shopWorkload(func(int) bool { return false }, func(int) bool { return false }))
+	s, b := serveWorkload(t, mysqlsource.Version9, shopWorkload(func(int) bool { return false }, func(int) bool { return false }))
 	last := b.Txns[len(b.Txns)-1]
 	w := &binlogWriter{pos: last.End, serverID: 1, ts: uint32(last.CommitTime.Unix())}
 	if err := s.Append(w.event(99, []byte{1, 2, 3, 4, 5, 6, 7, 8})); err != nil {
@@ -279,7 +285,7 @@ func TestMySQLSourceInvisibleGenerated(t *testing.T) {
 		{Name: "double_qty", Type: "int", Generated: "(`qty` * 2)", Stored: true},
 		{Name: "half_qty", Type: "int", Generated: "(`qty` / 2)"},
 	}}
-	s, b := serveWorkload(t, version83, mysqlbinlog.Workload{Txns: []mysqlbinlog.Txn{
+	s, b := serveWorkload(t, mysqlsource.Version84, mysqlbinlog.Workload{Txns: []mysqlbinlog.Txn{
 		{DDL: &mysqlbinlog.DDL{Schema: "shop", CreatesDatabase: true, SQL: "CREATE DATABASE shop"}},
 		{DDL: &mysqlbinlog.DDL{Schema: "shop", Table: items}},
 		{Statements: []mysqlbinlog.Statement{{Kind: mysqlbinlog.Insert, Table: "shop.items", Rows: []mysqlbinlog.Row{
