@@ -296,3 +296,35 @@ func TestMySQLSourceInvisibleGenerated(t *testing.T) {
 	evs := runSource(t, s, nil).until(t, last.File, last.End)
 	checkText(t, "rows", rowLines(evs), "INSERT shop.items id=-/1 secret=-/psst qty=-/10 double_qty=-/20 half_qty=-/5")
 }
+
+// TestMySQLSourceAllTypes reads rows of a table with a column of every
+// type MySQL 8.4 has, and VECTOR, from MySQL 9.x, compressed and plain:
+// the same text either way, JSON and VECTOR as MySQL prints them.
+func TestMySQLSourceAllTypes(t *testing.T) {
+	def, rows := mysqlbinlog.AllTypes("shop", "all_types", true)
+	var texts []string
+	for _, compressed := range []bool{true, false} {
+		s, b := serveWorkload(t, mysqlsource.Version9, mysqlbinlog.Workload{Txns: []mysqlbinlog.Txn{
+			{DDL: &mysqlbinlog.DDL{Schema: "shop", CreatesDatabase: true, SQL: "CREATE DATABASE shop"}},
+			{DDL: &mysqlbinlog.DDL{Schema: "shop", Table: def}},
+			{Compressed: compressed, Statements: []mysqlbinlog.Statement{{Kind: mysqlbinlog.Insert, Table: "shop.all_types", Rows: rows}}},
+		}})
+		last := b.Txns[len(b.Txns)-1]
+		texts = append(texts, rowLines(runSource(t, s, nil).until(t, last.File, last.End)))
+	}
+	if texts[0] != texts[1] {
+		t.Fatalf("compressed and plain read differently:\n%s\n---\n%s", texts[0], texts[1])
+	}
+	first := strings.Split(texts[0], "\n")[0]
+	for _, want := range []string{
+		` js=-/{"": "empty key", "a": [1, 2.5, "x", null, true, false], "b": {"c": -70000, "d": 18446744073709551615}} `,
+		` jss=-/"a string" `,
+		` vec=-/[1.50000e+00,-2.00000e+00,3.40282e+38]`,
+		` inv=-/42 gen=-/`,
+		` tx=-/línea 1\nlínea 2`,
+	} {
+		if !strings.Contains(first, want) {
+			t.Errorf("the first row has no %s:\n%s", want, first)
+		}
+	}
+}

@@ -106,9 +106,9 @@ func shown(b []byte, null bool) string {
 	case null:
 		return "NULL"
 	case len(b) > 120:
-		return string(b[:120]) + "…"
+		b = append(b[:120:120], "…"...)
 	}
-	return string(b)
+	return strings.ReplaceAll(string(b), "\n", `\n`) // a row on one line
 }
 
 // rowLines are the lines of render that show rows.
