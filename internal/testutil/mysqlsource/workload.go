@@ -88,10 +88,11 @@ func (s *Server) Serve(w mysqlbinlog.Workload) (*mysqlbinlog.Binlog, error) {
 }
 
 // catalogTable is the catalog's view of a workload's table: its SHOW
-// CREATE TABLE and its information_schema rows as the workload printed
-// them.
+// CREATE TABLE, its information_schema rows and its rows as the workload
+// printed them (none when the workload cannot know them: after a partial
+// JSON update).
 func catalogTable(ts mysqlbinlog.TableState) Table {
-	t := Table{Name: ts.Def.Name, Create: ts.Create, Collation: ts.Def.Collation}
+	t := Table{Name: ts.Def.Name, Create: ts.Create, Collation: ts.Def.Collation, Rows: ts.Rows}
 	if t.Collation == "" {
 		t.Collation = "utf8mb4_0900_ai_ci"
 	}

@@ -154,6 +154,11 @@ type TableState struct {
 	Create     string // SHOW CREATE TABLE
 	Columns    []ColumnInfo
 	Statistics []StatisticsInfo
+	// Rows are the table's rows as the workload leaves them, as SELECT
+	// returns them (SelectValue), in primary key order; nil with
+	// RowsUnknown set when the workload cannot know them.
+	Rows        [][]any
+	RowsUnknown string
 }
 
 // Binlog is a written workload: what a MySQL source serving it has.
@@ -196,8 +201,9 @@ func (st *Writer) WriteAll(txns []Txn) error {
 }
 
 type liveTable struct {
-	def   *TableDef
-	table *Table
+	def      *TableDef
+	table    *Table
+	contents *contents
 }
 
 // Writer writes a workload one transaction at a time, for tests that
@@ -490,7 +496,13 @@ func (st *Writer) ddl(d *DDL, ts uint32) (Event, string, error) {
 			}
 		}
 		st.nextTableID++
-		st.tables[d.Table.QualifiedName()] = &liveTable{def: d.Table, table: t}
+		lt := &liveTable{def: d.Table, table: t, contents: newContents()}
+		if old, ok := st.tables[d.Table.QualifiedName()]; ok {
+			// ALTER: the rows stay, in the new columns
+			lt.contents = old.contents
+			lt.contents.alter(old.table, t)
+		}
+		st.tables[d.Table.QualifiedName()] = lt
 		st.schemas[d.Table.Schema] = true
 	}
 	if sql == "" {
@@ -555,6 +567,7 @@ func (st *Writer) statement(stmt Statement, ts uint32) ([]Event, []struct{ typ, 
 		}
 	}
 	bodies = append(bodies, cur)
+	lt.contents.apply(lt.table, stmt.Kind, stmt.Rows)
 	for i, body := range bodies {
 		flagInfo := ""
 		if i == len(bodies)-1 {
@@ -595,7 +608,13 @@ func (st *Writer) result() (*Binlog, error) {
 		if err != nil {
 			return nil, err
 		}
-		out.Tables = append(out.Tables, TableState{Def: def, Create: create, Columns: cols, Statistics: stats})
+		state := TableState{Def: def, Create: create, Columns: cols, Statistics: stats, RowsUnknown: st.tables[name].contents.unknown}
+		if state.RowsUnknown == "" {
+			if state.Rows, err = st.tables[name].contents.selected(st.tables[name].table); err != nil {
+				return nil, err
+			}
+		}
+		out.Tables = append(out.Tables, state)
 	}
 	return &out, nil
 }

@@ -340,3 +340,58 @@ func TestWriterAppends(t *testing.T) {
 		t.Fatal("the writer went on after an error")
 	}
 }
+
+// TestWorkloadTableRows: the rows a table holds after the workload, as
+// SELECT prints them, follow inserts, updates (of the key too), deletes
+// and an ALTER; a partial JSON update makes them unknown, said out loud.
+func TestWorkloadTableRows(t *testing.T) {
+	def := &TableDef{Schema: "s", Name: "t", PrimaryKey: []string{"id"}, Columns: []ColumnDef{
+		{Name: "id", Type: "int", NotNull: true}, {Name: "d", Type: "decimal(6,2)"}, {Name: "j", Type: "json"},
+		{Name: "e", Type: "enum('x','y')"}, {Name: "s", Type: "set('p','q','r')"}, {Name: "at", Type: "datetime(3)"}, {Name: "tm", Type: "time(2)"}}}
+	altered := *def
+	altered.Columns = append(append([]ColumnDef(nil), def.Columns...), ColumnDef{Name: "added", Type: "int"})
+	ins := func(rows ...[]any) Txn {
+		var rs []Row
+		for _, r := range rows {
+			rs = append(rs, Row{After: r})
+		}
+		return Txn{Statements: []Statement{{Kind: Insert, Table: "s.t", Rows: rs}}}
+	}
+	w := Workload{Txns: []Txn{
+		{DDL: &DDL{Schema: "s", Table: def}},
+		ins([]any{3, "1.5", `{"b": [1, 2.5, 3.0], "a": {"x": null, "long key": "\n"}}`, "y", "r,p", "2026-01-01 00:00:00", "1:02:03"},
+			[]any{1, "-0.5", `1e300`, 1, uint64(2), "2026-01-01 00:00:00.5", "-0:00:01.5"},
+			[]any{2, nil, nil, nil, nil, nil, nil}),
+		{Statements: []Statement{{Kind: Update, Table: "s.t", Rows: []Row{
+			{Before: []any{2, nil, nil, nil, nil, nil, nil}, After: []any{20, "7", `"s"`, "x", "", nil, nil}}}}}},
+		{Statements: []Statement{{Kind: Delete, Table: "s.t", Rows: []Row{{Before: []any{3, "1.5", `{}`, "y", "r,p", "2026-01-01 00:00:00", "1:02:03"}}}}}},
+		{DDL: &DDL{Schema: "s", SQL: "ALTER TABLE t ADD COLUMN added int", Table: &altered}},
+	}}
+	b, err := Write(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprintf("%q", b.Tables[0].Rows)
+	want := fmt.Sprintf("%q", [][]any{
+		{int64(1), "-0.50", "1e300", "x", "q", "2026-01-01 00:00:00.500", "-00:00:01.50", nil},
+		{int64(20), "7.00", `"s"`, "x", "", nil, nil, nil},
+	})
+	if got != want {
+		t.Fatalf("rows %s\nwant %s", got, want)
+	}
+	text, err := JSONText(`{"b": [1, 2.5, 3.0], "a": {"x": null, "long key": "\n"}}`)
+	if err != nil || text != `{"a": {"x": null, "long key": "\n"}, "b": [1, 2.5, 3.0]}` {
+		t.Fatalf("JSON text %s (%v)", text, err)
+	}
+
+	w.Txns = append(w.Txns, Txn{Statements: []Statement{{Kind: PartialUpdate, Table: "s.t", Rows: []Row{
+		{Before: []any{1, "-0.5", `1e300`, 1, uint64(2), "2026-01-01 00:00:00.5", "-0:00:01.5", nil},
+			After: []any{1, "-0.5", JSONDiffs{{JSONReplace, "$", "1"}}, 1, uint64(2), "2026-01-01 00:00:00.5", "-0:00:01.5", nil}}}}}})
+	b, err = Write(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Tables[0].Rows != nil || !strings.Contains(b.Tables[0].RowsUnknown, "partial JSON") {
+		t.Fatalf("after a partial JSON update: rows %v, unknown %q", b.Tables[0].Rows, b.Tables[0].RowsUnknown)
+	}
+}
