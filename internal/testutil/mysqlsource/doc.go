@@ -23,7 +23,9 @@
 //     key) and mysql_native_password where the version has it (8.0; 8.4
 //     after EnableNativePassword; never 9.x). The cache starts warm, as on
 //     a server the users have logged in to (Config.ColdAuthCache,
-//     FlushAuthCache).
+//     FlushAuthCache). require_secure_transport=ON refuses clients
+//     without TLS (error 3159); TLSFiles writes the CA and a client
+//     certificate for a spec's tls settings.
 //   - COM_REGISTER_SLAVE; COM_BINLOG_DUMP from file:pos and
 //     COM_BINLOG_DUMP_GTID from a GTID set, classic or tagged (uuid:tag:n,
 //     8.3+), parsed by the server itself; heartbeats at the period the
@@ -41,8 +43,9 @@
 //     CHECK_CONSTRAINTS, COLLATIONS) and of catalog tables (WHERE, joins,
 //     ORDER BY, LIMIT: braid's snapshot chunks), SET (system and user
 //     variables, NAMES), SHOW MASTER STATUS (8.0-8.3; error 1064 on 8.4+),
-//     SHOW BINARY LOG STATUS (8.2+; error 1064 before), SHOW BINARY LOGS,
-//     SHOW BINLOG EVENTS, SHOW [GLOBAL] VARIABLES LIKE, SHOW CREATE TABLE,
+//     SHOW BINARY LOG STATUS (8.2+; error 1064 before; MariaDB's SHOW
+//     BINLOG STATUS is 1064 everywhere), SHOW BINARY LOGS, SHOW BINLOG
+//     EVENTS, SHOW [GLOBAL] VARIABLES [LIKE | WHERE], SHOW CREATE TABLE,
 //     SHOW DATABASES, SHOW TABLES, SHOW REPLICAS, SHOW SLAVE HOSTS (8.0),
 //     KILL, USE, PURGE BINARY LOGS TO, prepared statements. Anything else
 //     is answered with error 1235 (not supported) and recorded: Unknown.

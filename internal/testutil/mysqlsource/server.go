@@ -145,6 +145,9 @@ func New(cfg Config) (*Server, error) {
 		replicas: map[uint32]Replica{},
 		done:     make(chan struct{}),
 	}
+	auth.mu.Lock()
+	auth.s = s
+	auth.mu.Unlock()
 	s.vars = p.sysvars(cfg.ServerID, cfg.ServerUUID, ln.Addr().(*net.TCPAddr).Port)
 	for name, v := range s.vars {
 		s.globals[name] = v.def
@@ -360,6 +363,7 @@ func (s *Server) globalLocked(name string) (string, bool) {
 
 // authHandler holds the accounts, as go-mysql's server asks for them.
 type authHandler struct {
+	s     *Server // for its settings; nil while New builds it
 	p     personality
 	mu    sync.Mutex
 	users map[string]User
@@ -403,8 +407,24 @@ func (a *authHandler) GetCredential(name string) (server.Credential, bool, error
 	return server.Credential{Passwords: []string{u.Password}, AuthPluginName: u.Plugin}, true, nil
 }
 
-// OnAuthSuccess implements server.AuthenticationHandler.
-func (a *authHandler) OnAuthSuccess(*server.Conn) error { return nil }
+// OnAuthSuccess implements server.AuthenticationHandler: with
+// require_secure_transport=ON a client without TLS is refused, as MySQL
+// refuses it once the password checked out.
+func (a *authHandler) OnAuthSuccess(c *server.Conn) error {
+	if a.s == nil {
+		return nil
+	}
+	a.s.mu.Lock()
+	required := a.s.globals["require_secure_transport"] == "ON"
+	a.s.mu.Unlock()
+	if _, tlsOn := c.Conn.Conn.(*tls.Conn); required && !tlsOn {
+		return mysql.NewError(errSecureTransportRequired, "Connections using insecure transport are prohibited while --require_secure_transport=ON.")
+	}
+	return nil
+}
+
+// errSecureTransportRequired is ER_SECURE_TRANSPORT_REQUIRED.
+const errSecureTransportRequired = 3159
 
 // OnAuthFailure implements server.AuthenticationHandler.
 func (a *authHandler) OnAuthFailure(*server.Conn, error) {}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
+	"github.com/pingcap/tidb/pkg/parser/ast"
 )
 
 // show runs the SHOW statements braid, go-mysql and MySQL's own tools
@@ -64,10 +65,16 @@ func (c *session) show(stmt string) ([]string, [][]any, error) {
 			i = 2
 		}
 		pattern := "%"
+		var where func(name, value string) (bool, error)
 		switch {
 		case len(t) == i:
 		case len(t) == i+2 && t[i].is("LIKE") && t[i+1].kind == tokString:
 			pattern = t[i+1].text
+		case len(t) > i+1 && t[i].is("WHERE"):
+			var err error
+			if where, err = c.showWhere(stmt); err != nil {
+				return nil, nil, err
+			}
 		default:
 			return nil, nil, errUnsupported
 		}
@@ -91,6 +98,15 @@ func (c *session) show(stmt string) ([]string, [][]any, error) {
 			s.mu.Unlock()
 			if kind == kindBool {
 				v = map[bool]string{true: "ON", false: "OFF"}[truthy(v)]
+			}
+			if where != nil {
+				ok, err := where(name, text(v))
+				if err != nil {
+					return nil, nil, err
+				}
+				if !ok {
+					continue
+				}
 			}
 			rows = append(rows, []any{name, text(v)})
 		}
@@ -153,10 +169,46 @@ func (c *session) show(stmt string) ([]string, [][]any, error) {
 			rows = append(rows, []any{int64(r.ServerID), r.Host, int64(r.Port), int64(s.cfg.ServerID), r.UUID})
 		}
 		return []string{"Server_id", "Host", "Port", "Master_id", "Slave_UUID"}, rows, nil
+	case words("BINLOG", "STATUS") && len(t) == 2:
+		// MariaDB's (10.5.2+) name for the binlog status: a parse
+		// error on every MySQL.
+		return nil, nil, parseError(rest(1))
+	case words("SLAVE", "STATUS") && len(t) == 2 && !p.hasShowSlaveHosts():
+		return nil, nil, parseError(rest(0))
 	case words("WARNINGS") && len(t) == 1:
 		return []string{"Level", "Code", "Message"}, nil, nil
 	}
 	return nil, nil, errUnsupported
+}
+
+// showWhere compiles the WHERE of SHOW VARIABLES: a condition on
+// Variable_name and Value.
+func (c *session) showWhere(stmt string) (func(name, value string) (bool, error), error) {
+	at := -1
+	for _, sep := range []string{" WHERE ", "\tWHERE ", "\nWHERE "} {
+		if i := strings.Index(strings.ToUpper(stmt), sep); i >= 0 && (at < 0 || i < at) {
+			at = i
+		}
+	}
+	if at < 0 {
+		return nil, errUnsupported
+	}
+	n, err := c.parse("SELECT 1 FROM t WHERE " + stmt[at+len(" WHERE "):])
+	if err != nil {
+		return nil, err
+	}
+	sel, ok := n.(*ast.SelectStmt)
+	if !ok || sel.Where == nil {
+		return nil, errUnsupported
+	}
+	rel := relation{qual: []string{"", ""}, cols: []string{"Variable_name", "Value"}}
+	if err := rel.check(sel.Where, "where clause"); err != nil {
+		return nil, err
+	}
+	return func(name, value string) (bool, error) {
+		v, err := c.eval(sel.Where, &rel, []any{name, value}, "where clause")
+		return truthy(v), err
+	}, nil
 }
 
 // binlogStatus is SHOW MASTER STATUS / SHOW BINARY LOG STATUS.

@@ -139,3 +139,31 @@ func TestShowVariables(t *testing.T) {
 		t.Errorf("after SET GLOBAL: %s", v)
 	}
 }
+
+// TestStartupCheckQueries: what a start-up check of a MySQL source asks:
+// several settings at once (SHOW VARIABLES WHERE), the GTID state, and
+// MariaDB's binlog status statement, a parse error on MySQL.
+func TestStartupCheckQueries(t *testing.T) {
+	s, _ := startShop(t, mysqlsource.Version84)
+	if err := s.PurgeTo("binlog.000002"); err != nil {
+		t.Fatal(err)
+	}
+	c := connect(t, s)
+	r := exec(t, c, "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('binlog_row_image', 'gtid_mode', 'binlog_row_value_options') OR Variable_name LIKE 'binlog_transaction_compression'")
+	var got []string
+	for i := range r.RowNumber() {
+		got = append(got, str(r, i, 0)+"="+str(r, i, 1))
+	}
+	if want := "binlog_row_image=FULL binlog_row_value_options= binlog_transaction_compression=OFF gtid_mode=ON"; strings.Join(got, " ") != want {
+		t.Errorf("SHOW GLOBAL VARIABLES WHERE: %q, want %q", strings.Join(got, " "), want)
+	}
+	r = exec(t, c, "SELECT @@global.gtid_executed, @@global.gtid_purged, @@server_uuid, @@global.enforce_gtid_consistency")
+	if got := []string{str(r, 0, 0), str(r, 0, 1), str(r, 0, 2), str(r, 0, 3)}; strings.Join(got, "|") != sourceUUID+":1-121|"+sourceUUID+":1-120|"+sourceUUID+"|ON" {
+		t.Errorf("GTID state: %q", got)
+	}
+	if _, err := c.Execute("SHOW BINLOG STATUS"); err == nil {
+		t.Error("SHOW BINLOG STATUS (MariaDB's) answered")
+	} else if code, msg := myErr(t, err); code != mysql.ER_PARSE_ERROR || !strings.Contains(msg, "near 'STATUS' at line 1") {
+		t.Errorf("SHOW BINLOG STATUS: %d %s", code, msg)
+	}
+}

@@ -2,7 +2,10 @@ package mysqlsource_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -353,4 +356,36 @@ func TestKill(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Error("the killed connection still answers")
+}
+
+// TestRequireSecureTransport: with require_secure_transport=ON a client
+// without TLS is refused with MySQL's error 3159; one with TLS from the
+// files TLSFiles writes (the CA, a client certificate) logs in.
+func TestRequireSecureTransport(t *testing.T) {
+	s := mysqlsource.Start(t, mysqlsource.Config{Version: mysqlsource.Version84, Users: []mysqlsource.User{{Name: "repl", Password: "pw"}}})
+	if err := s.SetVariable("require_secure_transport", "ON"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Connect(s.Addr(), "repl", "pw", ""); err == nil {
+		t.Fatal("a client without TLS logged in")
+	} else if code, msg := myErr(t, err); code != 3159 || !strings.Contains(msg, "require_secure_transport=ON") {
+		t.Errorf("without TLS: %d %s", code, msg)
+	}
+	caFile, certFile, keyFile := s.TLSFiles(t)
+	caPEM, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", Certificates: []tls.Certificate{pair}}
+	c, err := client.Connect(s.Addr(), "repl", "pw", "", func(c *client.Conn) error { c.SetTLSConfig(conf); return nil })
+	if err != nil {
+		t.Fatalf("with TLS and a client certificate: %v", err)
+	}
+	c.Close()
 }

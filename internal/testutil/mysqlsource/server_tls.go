@@ -11,7 +11,10 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net"
+	"os"
+	"path/filepath"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -134,6 +137,21 @@ func (s *Server) CAPEM() []byte {
 func (s *Server) ClientCertPEM() (cert, key []byte) {
 	p, _ := pki()
 	return p.clientCert, p.clientKey
+}
+
+// TLSFiles writes the test CA's certificate and a client certificate and
+// key it signed to files in a directory of the test's, for a spec's
+// tls: {ca, cert, key}.
+func (s *Server) TLSFiles(tb testing.TB) (ca, cert, key string) {
+	tb.Helper()
+	dir := tb.TempDir()
+	c, k := s.ClientCertPEM()
+	for name, data := range map[string][]byte{"ca.pem": s.CAPEM(), "client.pem": c, "client-key.pem": k} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "ca.pem"), filepath.Join(dir, "client.pem"), filepath.Join(dir, "client-key.pem")
 }
 
 // ClientTLS is a client configuration that verifies the server's
