@@ -47,6 +47,9 @@
 //     BINLOG STATUS is 1064 everywhere), SHOW BINARY LOGS, SHOW BINLOG
 //     EVENTS, SHOW [GLOBAL] VARIABLES [LIKE | WHERE], SHOW CREATE TABLE,
 //     SHOW DATABASES, SHOW TABLES, SHOW REPLICAS, SHOW SLAVE HOSTS (8.0),
+//     SHOW GRANTS (from User.Grants, which the server enforces: REPLICATION
+//     SLAVE for a dump, REPLICATION CLIENT for the binlog list and status,
+//     error 1227 otherwise),
 //     KILL, USE, PURGE BINARY LOGS TO, prepared statements. Anything else
 //     is answered with error 1235 (not supported) and recorded: Unknown.
 //

@@ -42,11 +42,73 @@ type Config struct {
 }
 
 // User is an account. Plugin is caching_sha2_password (the default) or
-// mysql_native_password, which 8.4 has only when NativePassword is set
+// mysql_native_password, which 8.4 has only after EnableNativePassword
 // (--mysql-native-password=ON) and 9.x not at all.
 type User struct {
 	Name, Password string
 	Plugin         string
+	// Grants are the user's privileges on *.*, as SHOW GRANTS names
+	// them ("REPLICATION SLAVE", "SELECT", "ALL PRIVILEGES"). Default:
+	// every privilege for root; REPLICATION SLAVE, REPLICATION CLIENT and
+	// SELECT (what braid asks of a source's user) for anyone else. The
+	// server enforces REPLICATION SLAVE for a dump and REPLICATION
+	// CLIENT for the binlog status statements, as MySQL does.
+	Grants []string
+}
+
+// rootPrivileges are the static privileges SHOW GRANTS lists for a MySQL
+// 8 root.
+const rootPrivileges = "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, RELOAD, SHUTDOWN, PROCESS, FILE, REFERENCES, INDEX, ALTER, " +
+	"SHOW DATABASES, SUPER, CREATE TEMPORARY TABLES, LOCK TABLES, EXECUTE, REPLICATION SLAVE, REPLICATION CLIENT, CREATE VIEW, " +
+	"SHOW VIEW, CREATE ROUTINE, ALTER ROUTINE, CREATE USER, EVENT, TRIGGER, CREATE TABLESPACE, CREATE ROLE, DROP ROLE"
+
+// grants returns u's privileges on *.*, defaults filled.
+func (u User) grants() []string {
+	switch {
+	case u.Grants != nil:
+		return u.Grants
+	case u.Name == "root":
+		return strings.Split(rootPrivileges, ", ")
+	}
+	return []string{"SELECT", "REPLICATION SLAVE", "REPLICATION CLIENT"}
+}
+
+// showGrants is SHOW GRANTS for u, as MySQL 8 prints it.
+func (u User) showGrants() []string {
+	to := " ON *.* TO " + quoteIdent(u.Name) + "@`%`"
+	g := u.grants()
+	if len(g) == 0 {
+		return []string{"GRANT USAGE" + to}
+	}
+	if u.Grants == nil && u.Name == "root" {
+		return []string{"GRANT " + rootPrivileges + to + " WITH GRANT OPTION",
+			"GRANT BACKUP_ADMIN,BINLOG_ADMIN,CONNECTION_ADMIN,REPLICATION_APPLIER,SYSTEM_VARIABLES_ADMIN,XA_RECOVER_ADMIN" + to + " WITH GRANT OPTION",
+			"GRANT PROXY ON ``@`` TO " + quoteIdent(u.Name) + "@`%` WITH GRANT OPTION"}
+	}
+	return []string{"GRANT " + strings.Join(g, ", ") + to}
+}
+
+// hasPrivilege tells whether user holds priv on *.* (ALL PRIVILEGES
+// holds every one).
+func (s *Server) hasPrivilege(user, priv string) bool {
+	s.auth.mu.Lock()
+	u, ok := s.auth.users[user]
+	s.auth.mu.Unlock()
+	if !ok {
+		return false
+	}
+	for _, g := range u.grants() {
+		if g = strings.ToUpper(strings.TrimSpace(g)); g == priv || g == "ALL PRIVILEGES" || g == "ALL" ||
+			priv == "REPLICATION SLAVE" && g == "REPLICATION REPLICA" {
+			return true
+		}
+	}
+	return false
+}
+
+// denied is MySQL's error 1227 for a statement that needs priv.
+func denied(priv string) error {
+	return mysql.NewError(mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR, "Access denied; you need (at least one of) the "+priv+" privilege(s) for this operation")
 }
 
 // Server is a MySQL server for tests; see the package doc.

@@ -111,6 +111,9 @@ func (c *session) dump(req dumpRequest) error {
 	c.heartbeatV2 = req.flags&dumpHeartbeatV2 != 0
 
 	err := func() error {
+		if !s.hasPrivilege(c.conn.GetUser(), "REPLICATION SLAVE") {
+			return denied("REPLICATION SLAVE")
+		}
 		if logBin != "ON" {
 			return fatal1236("Binary log is not open")
 		}
@@ -120,8 +123,7 @@ func (c *session) dump(req dumpRequest) error {
 		}
 		return c.send(req, idx, pos)
 	}()
-	var me *mysql.MyError
-	if errors.As(err, &me) {
+	if me := (*mysql.MyError)(nil); errors.As(err, &me) {
 		c.writeErr(me)
 	}
 	c.kill()

@@ -5,10 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
 
 	"github.com/braid-cdc/braid/engine/binlog"
 	"github.com/braid-cdc/braid/engine/change"
@@ -166,18 +172,14 @@ func TestReaderFromGTID(t *testing.T) {
 }
 
 // TestReaderOnLaterVersions: 8.4 and 9.x answer SHOW MASTER STATUS with
-// error 1064, as the servers do; a reader that asks for the binlog
-// status as those versions want is read like 8.0.
+// error 1064, as the servers do; braid asks them for SHOW BINARY LOG
+// STATUS and reads them like 8.0.
 func TestReaderOnLaterVersions(t *testing.T) {
 	for _, v := range []string{mysqlsource.Version84, mysqlsource.Version9} {
 		t.Run(v, func(t *testing.T) {
 			s, _ := startShop(t, v)
 			src := spec.Source{Name: "mysql", Address: s.Addr(), User: "root"}
-			_, err := binlog.CheckSource(context.Background(), src)
-			if err != nil && strings.Contains(err.Error(), "MASTER STATUS") {
-				t.Skipf("braid still asks %s for SHOW MASTER STATUS (issue 41, part 2): %v", v, err)
-			}
-			if err != nil {
+			if _, err := binlog.CheckSource(context.Background(), src); err != nil {
 				t.Fatal(err)
 			}
 			r := runReader(t, s, spec.Start{Kind: spec.StartEarliest})
@@ -248,5 +250,50 @@ func TestSnapshotChunks(t *testing.T) {
 	}
 	if u := s.Unknown(); len(u) != 0 {
 		t.Errorf("unknown statements: %q", u)
+	}
+}
+
+// TestPrivilegesEnforced: a user without REPLICATION SLAVE is refused a
+// dump and, without REPLICATION CLIENT, the binlog list, with MySQL's
+// error 1227; braid's start-up check reads SHOW GRANTS and names the
+// missing privilege.
+func TestPrivilegesEnforced(t *testing.T) {
+	s := mysqlsource.Start(t, mysqlsource.Config{Version: mysqlsource.Version84, ServerUUID: sourceUUID,
+		Users: []mysqlsource.User{{Name: "reader", Password: "pw", Grants: []string{"SELECT"}}}})
+	first, _, _ := shopFiles(t)
+	if err := s.AddFile("binlog.000001", first.bytes()); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.Connect(s.Addr(), "reader", "pw", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := exec(t, c, "SHOW GRANTS")
+	if r.RowNumber() != 1 || str(r, 0, 0) != "GRANT SELECT ON *.* TO `reader`@`%`" {
+		t.Errorf("SHOW GRANTS = %v", r.Values)
+	}
+	if _, err := c.Execute("SHOW BINARY LOGS"); err == nil {
+		t.Error("SHOW BINARY LOGS without REPLICATION CLIENT answered")
+	} else if code, _ := myErr(t, err); code != mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR {
+		t.Errorf("SHOW BINARY LOGS: error %d", code)
+	}
+	host, port, _ := net.SplitHostPort(s.Addr())
+	p, _ := strconv.Atoi(port)
+	b := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{ServerID: 100, Flavor: mysql.MySQLFlavor, Host: host, Port: uint16(p),
+		User: "reader", Password: "pw", DisableRetrySync: true, Logger: slog.New(slog.DiscardHandler)})
+	defer b.Close()
+	st, err := b.StartSync(mysql.Position{Name: "binlog.000001", Pos: 4})
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err = st.GetEvent(ctx)
+	}
+	if code, msg := myErr(t, err); code != mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR || !strings.Contains(msg, "REPLICATION SLAVE") {
+		t.Errorf("dump: %d %s", code, msg)
+	}
+	report := binlog.Check(context.Background(), spec.Source{Name: "mysql", Address: s.Addr(), User: "reader", Password: "pw"})
+	if err := report.Problems(); err == nil || !strings.Contains(err.Error(), "REPLICATION SLAVE") {
+		t.Errorf("braid's check: %v, want the missing REPLICATION SLAVE named", err)
 	}
 }

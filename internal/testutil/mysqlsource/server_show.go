@@ -49,6 +49,9 @@ func (c *session) show(stmt string) ([]string, [][]any, error) {
 		}
 		return c.binlogStatus()
 	case (words("BINARY", "LOGS") || words("MASTER", "LOGS")) && len(t) == 2:
+		if !s.hasPrivilege(c.conn.GetUser(), "REPLICATION CLIENT") && !s.hasPrivilege(c.conn.GetUser(), "SUPER") {
+			return nil, nil, denied("SUPER, REPLICATION CLIENT")
+		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		var rows [][]any
@@ -175,6 +178,16 @@ func (c *session) show(stmt string) ([]string, [][]any, error) {
 		return nil, nil, parseError(rest(1))
 	case words("SLAVE", "STATUS") && len(t) == 2 && !p.hasShowSlaveHosts():
 		return nil, nil, parseError(rest(0))
+	case words("GRANTS") && (len(t) == 1 || len(t) >= 3 && t[1].is("FOR") && t[2].is("CURRENT_USER")):
+		user := c.conn.GetUser()
+		s.auth.mu.Lock()
+		u := s.auth.users[user]
+		s.auth.mu.Unlock()
+		var rows [][]any
+		for _, g := range u.showGrants() {
+			rows = append(rows, []any{g})
+		}
+		return []string{"Grants for " + user + "@%"}, rows, nil
 	case words("WARNINGS") && len(t) == 1:
 		return []string{"Level", "Code", "Message"}, nil, nil
 	}
@@ -214,6 +227,9 @@ func (c *session) showWhere(stmt string) (func(name, value string) (bool, error)
 // binlogStatus is SHOW MASTER STATUS / SHOW BINARY LOG STATUS.
 func (c *session) binlogStatus() ([]string, [][]any, error) {
 	s := c.s
+	if !s.hasPrivilege(c.conn.GetUser(), "REPLICATION CLIENT") && !s.hasPrivilege(c.conn.GetUser(), "SUPER") {
+		return nil, nil, denied("SUPER, REPLICATION CLIENT")
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cols := []string{"File", "Position", "Binlog_Do_DB", "Binlog_Ignore_DB", "Executed_Gtid_Set"}
