@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
+	"github.com/braid-cdc/braid/sink"
 )
 
 // lineSink is a capture's standard output that a test can read while the
@@ -198,4 +201,60 @@ func TestCaptureKeepsCursorOnOutputError(t *testing.T) {
 	if c, last := kept[printerID], seqs[len(seqs)-1]; c == nil || c.Seq != last {
 		t.Fatalf("kept cursor %+v, want seq %d, the last written", c, last)
 	}
+}
+
+// TestCaptureKeepsSinkCursorOnSourceError: `braid capture --quiet`
+// applying a sink stops on a source error with the sink's kept cursor
+// exactly where the target's checkpoint is: what the sink applied, not
+// the last periodic save.
+func TestCaptureKeepsSinkCursorOnSourceError(t *testing.T) {
+	servers := mysqltest.StartN(t, 2)
+	src, dst := servers[0], servers[1]
+	src.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id INT PRIMARY KEY, v INT)",
+		"INSERT INTO shop.orders VALUES (1, 1)")
+	dst.Exec(t, "CREATE DATABASE copy", "CREATE TABLE copy.orders (id INT PRIMARY KEY, v INT)")
+	spec := nodes.WriteSpec(t, fmt.Sprintf(`
+name: shop
+sources: [{name: a, address: '%s', start: earliest}]
+sinks: [{name: copy, type: mysql, address: '%s', workers: 1, tables: [{from: shop.orders, to: copy.orders}]}]
+`, src.Addr(), dst.Addr()))
+	cursors := t.TempDir()
+	var errb bytes.Buffer
+	code := make(chan int, 1)
+	go func() {
+		code <- run([]string{"capture", "-f", spec, "--quiet", "--cursor-dir", cursors, "--timeout", "60s"}, io.Discard, &errb)
+	}()
+	retry.Until(t, 30*time.Second, func() error {
+		if got := dst.Query(t, "SELECT COUNT(*) FROM copy.orders"); got[0][0] != "1" {
+			return fmt.Errorf("%s rows applied, want the first", got[0][0])
+		}
+		return nil
+	})
+	stmts := []string{}
+	for id := 2; id <= 20; id++ {
+		stmts = append(stmts, fmt.Sprintf("INSERT INTO shop.orders VALUES (%d, %d)", id, id))
+	}
+	stmts = append(stmts, "SET sql_log_bin = 0", "ALTER TABLE shop.orders ADD COLUMN extra INT",
+		"SET sql_log_bin = 1", "INSERT INTO shop.orders VALUES (99, 99, 99)")
+	src.Exec(t, stmts...)
+
+	var exit int
+	select {
+	case exit = <-code:
+	case <-time.After(60 * time.Second):
+		t.Fatal("capture did not stop on the source error")
+	}
+	if exit != 1 || !strings.Contains(errb.String(), "column") {
+		t.Fatalf("exit %d, want 1 with the column count error; stderr:\n%s", exit, errb.String())
+	}
+	checkpoint := dst.Query(t, "SELECT MAX(seq) FROM braid_meta.sink_checkpoint WHERE dest = 'shop' AND sink = 'copy' AND worker >= 0")
+	kept, err := group.NewFileKeeper(cursors, "shop").Cursors()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := kept[sink.ClientID("copy")]
+	if c == nil || strconv.FormatUint(c.Seq, 10) != checkpoint[0][0] {
+		t.Fatalf("kept sink cursor %+v, want the target's checkpoint seq %s", c, checkpoint[0][0])
+	}
+	t.Logf("sink applied and kept seq %d", c.Seq)
 }
