@@ -59,8 +59,15 @@ func (d *decoder) table(tm *replication.TableMapEvent, pos change.Position) (*ch
 			ErrSchemaUnknown, p.spec.Name, db, name, pos)}
 	}
 	if len(t.Columns) != int(tm.ColumnCount) {
-		return nil, fatal{fmt.Errorf("%w: source %s: %s.%s at %s: the row has %d columns but the schema known there has %d (%s): a DDL braid did not follow changed the table",
-			ErrColumnCount, p.spec.Name, db, name, pos, tm.ColumnCount, len(t.Columns), columnNames(t))}
+		why := "a DDL braid did not follow changed the table"
+		if int(tm.ColumnCount) > len(t.Columns) && p.info.flavor == mysql.MySQLFlavor {
+			// MySQL logs the hidden generated column of a functional
+			// index (INDEX ((expr)), 8.0.13+), which no CREATE TABLE
+			// text shows; a FULL table map names it.
+			why += ", or it has a functional index whose hidden column braid cannot see: set binlog_row_metadata=FULL on the server"
+		}
+		return nil, fatal{fmt.Errorf("%w: source %s: %s.%s at %s: the row has %d columns but the schema known there has %d (%s): %s",
+			ErrColumnCount, p.spec.Name, db, name, pos, tm.ColumnCount, len(t.Columns), columnNames(t), why)}
 	}
 	tc, ok := d.codecs[t]
 	if !ok {
