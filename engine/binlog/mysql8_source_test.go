@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/braid-cdc/braid/engine/binlog"
 	"github.com/braid-cdc/braid/engine/change"
+	"github.com/braid-cdc/braid/engine/flat"
 	"github.com/braid-cdc/braid/internal/testutil/mysqlsource"
 	"github.com/braid-cdc/braid/internal/testutil/mysqlsource/mysqlbinlog"
 	"github.com/braid-cdc/braid/spec"
@@ -179,15 +181,19 @@ func TestMySQLSourceCompressedSameAsPlain(t *testing.T) {
 			if version == mysqlsource.Version80 {
 				tag = never // tagged GTIDs came with 8.3
 			}
-			var texts []string
+			var texts, flats []string
 			for _, compress := range []func(int) bool{odd, never} {
 				s, b := serveWorkload(t, version, shopWorkload(compress, tag))
 				last := b.Txns[len(b.Txns)-1]
 				evs := runSource(t, s, nil).until(t, last.File, last.End)
 				texts = append(texts, render(evs, false))
+				flats = append(flats, flatMessages(t, evs))
 			}
 			if texts[0] != texts[1] {
 				t.Fatalf("compressed and plain read differently:\n%s\n---\n%s", texts[0], texts[1])
+			}
+			if flats[0] != flats[1] {
+				t.Fatalf("compressed and plain make different flat messages:\n%s\n---\n%s", flats[0], flats[1])
 			}
 			wants := []string{
 				`UPDATE shop.orders id=2/2 name=pear/pear price=2.50/2.50 at=2026-01-02 03:04:05.123456/2026-01-02 03:04:05.123456 doc={"n": 2}/{"n": 3, "tags": ["x"]}`,
@@ -328,3 +334,20 @@ func TestMySQLSourceAllTypes(t *testing.T) {
 		}
 	}
 }
+
+// flatMessages are the canal flat messages of events, one a line, ts
+// fixed, without their binlog positions (a compressed binlog's differ:
+// its rows are at their payload's start).
+func flatMessages(t *testing.T, evs []*change.Event) string {
+	t.Helper()
+	w := &flat.Writer{Now: func() time.Time { return time.UnixMilli(1_700_000_000_000) }}
+	var b strings.Builder
+	for _, ev := range evs {
+		if err := w.Write(ev, func(line []byte) error { b.Write(line); b.WriteByte('\n'); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return binlogPosition.ReplaceAllString(b.String(), "")
+}
+
+var binlogPosition = regexp.MustCompile(`"position":"[^"]*",`)
