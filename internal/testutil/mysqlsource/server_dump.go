@@ -1,6 +1,7 @@
 package mysqlsource
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -109,6 +110,7 @@ func (c *session) dump(req dumpRequest) error {
 	c.replicaAlg = c.checksumAware()
 	c.heartbeat = c.heartbeatPeriod()
 	c.heartbeatV2 = req.flags&dumpHeartbeatV2 != 0
+	c.out = bufio.NewWriterSize(c.conn.Conn.Conn, 256<<10) // the socket, or TLS over it
 
 	err := func() error {
 		if !s.hasPrivilege(c.conn.GetUser(), "REPLICATION SLAVE") {
@@ -124,7 +126,9 @@ func (c *session) dump(req dumpRequest) error {
 		return c.send(req, idx, pos)
 	}()
 	if me := (*mysql.MyError)(nil); errors.As(err, &me) {
-		c.writeErr(me)
+		if c.flush() == nil {
+			c.writeErr(me)
+		}
 	}
 	c.kill()
 	return errStop
@@ -287,8 +291,8 @@ func (c *session) send(req dumpRequest, idx int, pos uint64) error {
 			next := s.nextFileLocked(f)
 			changed := s.changed
 			s.mu.Unlock()
-			ev := eventAt(data, at)
-			if ev != nil {
+			sent := false
+			for ev := eventAt(data, at); ev != nil; ev = eventAt(data, at) {
 				at += len(ev)
 				typ := replication.EventType(ev[offType])
 				switch {
@@ -324,12 +328,17 @@ func (c *session) send(req dumpRequest, idx int, pos uint64) error {
 				if err := c.writeEvent(ev); err != nil {
 					return err
 				}
+				sent = true
+			}
+			if sent {
 				lastSent = time.Now()
-				continue
 			}
 			if next != nil {
 				f = next // the file is whole: on to the next
 				break
+			}
+			if err := c.flush(); err != nil {
+				return err
 			}
 			if req.flags&dumpNonBlock != 0 {
 				c.writeEOF()
@@ -340,6 +349,9 @@ func (c *session) send(req dumpRequest, idx int, pos uint64) error {
 				wait := c.heartbeat - time.Since(lastSent)
 				if wait <= 0 {
 					if err := c.writeEvent(c.heartbeatEvent(name, uint64(at), checksum)); err != nil {
+						return err
+					}
+					if err := c.flush(); err != nil {
 						return err
 					}
 					lastSent = time.Now()
@@ -383,11 +395,44 @@ func (c *session) heartbeatEvent(file string, pos uint64, checksum bool) []byte 
 	return artificialEvent(replication.HEARTBEAT_LOG_EVENT_V2, c.s.cfg.ServerID, 0, 0, body, checksum)
 }
 
-// writeEvent sends one event: an OK byte, then the event.
+// writeEvent sends one event: a packet of an OK byte, then the event,
+// into the dump's buffer (MySQL too sends through a network buffer: one
+// write per event would make the server, not the replica, what a
+// benchmark measures). Packets of 16 MiB or more are split as the
+// protocol splits them; the sequence numbers are the connection's.
 func (c *session) writeEvent(ev []byte) error {
-	pkt := make([]byte, 5, 5+len(ev))
-	pkt = append(pkt, ev...)
-	if err := c.conn.WritePacket(pkt); err != nil {
+	const maxPayload = 1<<24 - 1
+	payload := len(ev) + 1
+	first := true
+	for {
+		n := min(payload, maxPayload)
+		hdr := [4]byte{byte(n), byte(n >> 8), byte(n >> 16), c.conn.Sequence}
+		c.conn.Sequence++
+		if _, err := c.out.Write(hdr[:]); err != nil {
+			return errStop
+		}
+		chunk := n
+		if first {
+			if err := c.out.WriteByte(mysql.OK_HEADER); err != nil {
+				return errStop
+			}
+			chunk--
+			first = false
+		}
+		if _, err := c.out.Write(ev[:chunk]); err != nil {
+			return errStop
+		}
+		ev = ev[chunk:]
+		payload -= n
+		if n < maxPayload {
+			return nil
+		}
+	}
+}
+
+// flush sends what the dump's buffer holds.
+func (c *session) flush() error {
+	if err := c.out.Flush(); err != nil {
 		return errStop
 	}
 	return nil

@@ -1,6 +1,7 @@
 package mysqlsource
 
 import (
+	"bufio"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -34,6 +35,7 @@ type session struct {
 	now     time.Time // the running statement's start
 
 	// Set when a dump starts.
+	out         *bufio.Writer // the events' buffer
 	replicaAlg  string
 	heartbeat   time.Duration
 	heartbeatV2 bool
