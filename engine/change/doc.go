@@ -20,7 +20,13 @@
 //   - An Event and what it points to are read-only once emitted; a
 //     RowChange is safe for concurrent readers.
 //   - Text from raw images and from go-mysql's decoded values is the same,
-//     byte for byte (tested against go-mysql on a real server).
+//     byte for byte (tested against go-mysql on a real server), for every
+//     type but MySQL's binary JSON and VECTOR, which braid always reads
+//     raw: their text is what MySQL prints (SELECT, VECTOR_TO_STRING),
+//     which go-mysql's is not.
+//   - A PARTIAL_UPDATE_ROWS event's after images are whole: its JSON
+//     diffs are applied to the before images when the event is split
+//     (SplitPartialRows), never left for a reader to apply.
 //   - Value text is valid UTF-8: columns of other charsets are converted,
 //     binary values shown as ISO-8859-1 text, as canal does.
 //
