@@ -14,6 +14,10 @@
 //	src.SetVariable("binlog_row_image", "MINIMAL") // to test a refusal
 //	src.Unknown()                                 // statements it could not answer
 //
+// Most tests write their binlog with package mysqlbinlog and serve it with
+// Serve (a whole workload) or Feed (a Writer's transactions as they come),
+// which fill the catalog from the workload's tables too (workload.go).
+//
 // # What it serves
 //
 //   - The handshake of the version (its version string, collation
@@ -46,7 +50,8 @@
 //     SHOW BINARY LOG STATUS (8.2+; error 1064 before; MariaDB's SHOW
 //     BINLOG STATUS is 1064 everywhere), SHOW BINARY LOGS, SHOW BINLOG
 //     EVENTS, SHOW [GLOBAL] VARIABLES [LIKE | WHERE], SHOW CREATE TABLE,
-//     SHOW DATABASES, SHOW TABLES, SHOW REPLICAS, SHOW SLAVE HOSTS (8.0),
+//     SHOW DATABASES, SHOW TABLES, SHOW REPLICAS, SHOW SLAVE HOSTS (8.0;
+//     it and SHOW SLAVE STATUS are 1064 on 8.4+),
 //     SHOW GRANTS (from User.Grants, which the server enforces: REPLICATION
 //     SLAVE for a dump, REPLICATION CLIENT for the binlog list and status,
 //     error 1227 otherwise),
