@@ -49,7 +49,11 @@
 //	tp.StopReplication(t, r); tp.StartReplication(t, r)
 //	first := s.PurgeBinlogs(t)                   // FLUSH, then PURGE ... TO
 //
-// MariaDB only; under MySQL StartTopology skips the test.
+// MariaDB only; under MySQL StartTopology skips the test. StartLoad
+// writes one row per interval through an address (a tcpproxy standing in
+// for a virtual IP) across a failover, and says which ids were
+// committed, which were refused and which are unknown (the connection
+// broke before the answer).
 //
 // MySQL is supported on a best-effort basis (mysqld --initialize-insecure); the
 // harness is developed and tested against MariaDB 10.11. Server.Flavor says
@@ -87,6 +91,9 @@
 // StartN, not a goroutine per Start, to start servers in parallel). Different
 // Servers are independent and may be used from parallel tests. A Server's
 // methods must not be called concurrently with each other.
+//
+// A Load owns one goroutine, which Stop (or the test's end) ends and
+// waits for; its methods are safe for concurrent use.
 //
 // While a server runs, internal/mariadb owns one goroutine waiting for its
 // process to exit; it ends when the server is stopped or killed, at the latest
