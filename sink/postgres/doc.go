@@ -2,8 +2,9 @@
 // PostgreSQL tables (spec sinks: type: postgres), with pgx: each worker's
 // transaction checks and advances the worker's checkpoint
 // (<meta_database>.sink_checkpoint, a schema of the sink's database) and
-// upserts and deletes its rows, sent as one pipeline the server runs as
-// one transaction, so a restart resumes exactly where the target stands.
+// writes its rows, runs of them through COPY (PostgreSQL's bulk path) and
+// the rest as pipelined statements, so a restart resumes exactly where
+// the target stands.
 //
 // # Invariants
 //
@@ -12,8 +13,12 @@
 //     beside the checkpoint table): it locks the worker's checkpoint row,
 //     fails the transaction with sink.ErrBehind if the row is at or past
 //     the transaction's first change (another runner applied it), and
-//     sets it to its last. The rows follow in the same pipeline, which
-//     ends in one Sync: PostgreSQL commits the lot or nothing. The
+//     sets it to its last. The rows follow in the same transaction: one
+//     pipeline ending in one Sync (an implicit transaction) when every
+//     run goes as statements, else BEGIN, sink_advance and the
+//     statements before the first COPY in one pipeline, each COPY, the
+//     statements between them pipelined, COMMIT with the last; any
+//     failure rolls it back. PostgreSQL commits the lot or nothing. The
 //     checkpoint's seq is a bigint: a seq above 2^63-1 is an error (a
 //     destination would need to merge a billion transactions a second for
 //     three centuries).
@@ -29,11 +34,24 @@
 //     or at least once, it is an upsert whose found rows are counted.
 //   - The rows go as sink.Plan's runs (INSERTs, UPDATEs that keep their
 //     key, DELETEs of one table version, changes of different keys
-//     gathered, each key's in stream order), each as multi-row statements
-//     of at most the spec's batch rows, cut where a key would come twice
-//     (ON CONFLICT DO UPDATE affects a row once a statement), in a few
-//     sizes (the batch, then powers of two) so each connection prepares
-//     few statements.
+//     gathered, each key's in stream order). A run of INSERTs or UPDATEs
+//     of 8 changes or more (copyMinRows) goes through COPY, in its text
+//     format: each value the same text its statement parameter would be,
+//     so it reads back the same. INSERTs whose keys are known new (exactly
+//     once, the checkpoint's word, and not a snapshot chunk read again)
+//     go straight into the target; when one finds its key there, the
+//     transaction is rolled back and sent again, its INSERTs upserted
+//     (origin column) or a row a statement (a collision, as below).
+//     Upserts (UPDATEs; INSERTs at least once, of a snapshot chunk read
+//     again, or sent again) go into a staging table, a temporary table of
+//     the connection with the target's columns and types (ON COMMIT
+//     DELETE ROWS), and are merged with INSERT ... SELECT ... ON CONFLICT
+//     (key) DO UPDATE, a piece without a key twice at a time (it affects
+//     a row once a statement). The other runs (smaller, DELETEs, moved
+//     keys, keyless tables) go as multi-row statements of at most the
+//     spec's batch rows, cut where a key would come twice, in a few sizes
+//     (the batch, then powers of two) so each connection prepares few
+//     statements.
 //   - A table without a primary key (nor a unique key the schema model
 //     took for one) matches rows by every column: a DELETE deletes one
 //     equal row, an UPDATE deletes one equal to the before-image and
@@ -64,7 +82,9 @@
 // sink_advance when they are missing (the user needs CREATE on the
 // database); once they are there, a user who may only use them (USAGE on
 // the schema, SELECT, INSERT, UPDATE on the table, EXECUTE on the
-// function) runs a sink.
+// function) runs a sink. The staging tables need TEMPORARY on the
+// database (PUBLIC has it by default); a user without it upserts with
+// statements instead.
 //
 // # Names
 //
@@ -107,8 +127,10 @@
 //	uuid, inet4, inet6         text
 //
 // Values: integers go as integers (an unsigned above 2^63-1 as its
-// digits), floats as floats, bytes as bytea, and every other value as
-// the text MySQL shows, which PostgreSQL parses for the column's type
+// digits), floats as floats (through COPY, the shortest text that reads
+// back as the same float), bytes as bytea (through COPY, its hex form;
+// into a column of another type, the bytes as they are), and every other
+// value as the text MySQL shows, which PostgreSQL parses for the column's type
 // (decimals, dates, times, JSON, ENUM and SET names). A zero date
 // (0000-00-00, or a zero month or day) is NULL in a nullable column and
 // -infinity in a NOT NULL one. A BIT value is its n binary digits. Text
@@ -135,7 +157,7 @@
 //
 // A Target is the thin client under sink.Keyed, safe for concurrent use
 // by its workers: each worker has its own connection (so its statements
-// are prepared once on it), Checkpoints and ApplyDDL share another, and
+// are prepared, and its staging tables made, once on it), Checkpoints and ApplyDDL share another, and
 // braid sink verify's Lookup and Sample a third: a sink holds up to
 // workers + 2 connections. A worker's transactions come one after
 // another. After a DDL the workers' connections are closed, so that

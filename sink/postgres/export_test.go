@@ -12,3 +12,12 @@ func TranslateDDL(s spec.Sink, text string) ([]string, error) {
 
 // QuoteLiteral is the one PostgreSQL string literal function.
 func QuoteLiteral(s string) string { return quoteLiteral(s) }
+
+// SetCopyMin makes n the fewest changes of a run that t sends through
+// COPY (1: every run; more than a transaction holds: none), before its
+// sink runs.
+func SetCopyMin(t *Target, n int) { t.copyMin = n }
+
+// CopiedRows are the rows t's committed transactions sent through COPY
+// into the target and into the staging table.
+func CopiedRows(t *Target) (direct, staged uint64) { return t.copied.Load(), t.staged.Load() }

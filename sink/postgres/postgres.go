@@ -30,13 +30,24 @@ type Target struct {
 
 	mu     sync.Mutex
 	idle   map[int]*pgx.Conn // a worker's connection while it is not in use; -1 the control one
+	stages map[int]*stages   // the staging tables made on a worker's connection
 	closed bool
+
+	// copyMin is the fewest changes of a run that go through COPY
+	// (copyMinRows; tests change it); canStage says the user may make
+	// the staging tables (temporary tables: TEMPORARY on the database),
+	// else upserts go as statements.
+	copyMin  int
+	canStage bool
 
 	create sync.Mutex // one table creation at a time
 	tables sync.Map   // target table (quoted) → struct{}: known to exist
 	stmts  sync.Map   // stmtKey → *tableStmts
 
 	applied, upserts, missing atomic.Uint64
+	// copied and staged count the rows of committed transactions that
+	// went through COPY into the target and into the staging table.
+	copied, staged atomic.Uint64
 }
 
 // The thin client under sink.Keyed, with the power it looks for.
@@ -95,7 +106,7 @@ func Open(ctx context.Context, s spec.Sink, dest string, log *slog.Logger) (*Tar
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	t := &Target{spec: s, dest: dest, log: log, cfg: cfg, exactlyOnce: s.Mode.Checkpointed(), idle: map[int]*pgx.Conn{}}
+	t := &Target{spec: s, dest: dest, log: log, cfg: cfg, exactlyOnce: s.Mode.Checkpointed(), idle: map[int]*pgx.Conn{}, stages: map[int]*stages{}, copyMin: copyMinRows}
 	c, err := t.conn(ctx, control)
 	if err != nil && strings.Contains(err.Error(), "authentication method requirement") {
 		return nil, fmt.Errorf("sink %s (%s): the server asked for the password in clear text (PostgreSQL password authentication), and braid never sends it so: "+
@@ -106,6 +117,13 @@ func Open(ctx context.Context, s spec.Sink, dest string, log *slog.Logger) (*Tar
 	}
 	if t.exactlyOnce {
 		err = t.setup(ctx, c)
+	}
+	if err == nil {
+		err = c.QueryRow(ctx, "SELECT has_database_privilege(current_database(), 'TEMPORARY')").Scan(&t.canStage)
+		if err == nil && !t.canStage {
+			log.Info("sink user may not make temporary tables: upserts go as INSERT ... ON CONFLICT statements, not through COPY",
+				"dest", dest, "sink", s.Name, "database", s.Database)
+		}
 	}
 	t.release(control, c)
 	if err != nil {

@@ -196,7 +196,7 @@ func (b blind) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
 }
 
 // applyOnce runs ds's first sink over ds's stream until the test ends.
-func applyOnce(t *testing.T, ds *spec.Spec) (*sink.Runner, sink.Sink) {
+func applyOnce(t *testing.T, ds *spec.Spec, configure ...func(*postgres.Target)) (*sink.Runner, sink.Sink) {
 	t.Helper()
 	log := testLogger(t, slog.LevelError)
 	sk := ds.Sinks[0]
@@ -208,6 +208,9 @@ func applyOnce(t *testing.T, ds *spec.Spec) (*sink.Runner, sink.Sink) {
 	target, err := sinkrun.Open(t.Context(), sk, "shop", nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, f := range configure {
+		f(pgTarget(target))
 	}
 	r := startRunner(t.Context(), p, target, ds, sk, nil, log)
 	t.Cleanup(func() { r.stop(); target.Close() })

@@ -31,6 +31,13 @@ type tableStmts struct {
 	set     string // the upsert's ON CONFLICT clause
 	columns []change.Column
 	sqls    sync.Map // sqlKey → string
+
+	// stageTable is the staging table's name (copy.go), merge the
+	// statement that upserts its rows into the target.
+	stageTable, merge string
+
+	typesMu sync.Mutex
+	bytea   []bool // by column of cols: the target's is bytea (loadTypes)
 }
 
 type sqlKey struct {
@@ -83,6 +90,8 @@ func (t *Target) statements(tv *change.Table, logical string) *tableStmts {
 	} else {
 		ts.set = " ON CONFLICT (" + strings.Join(conflict, ", ") + ") DO UPDATE SET " + strings.Join(set, ", ")
 	}
+	ts.stageTable = stageName(ts)
+	ts.merge = mergeSQL(ts)
 	s, _ := t.stmts.LoadOrStore(k, ts)
 	return s.(*tableStmts)
 }

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -10,8 +11,10 @@ import (
 
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/sink"
 	"github.com/braid-cdc/braid/sink/conformance"
+	"github.com/braid-cdc/braid/sink/postgres"
 	"github.com/braid-cdc/braid/sink/sinkrun"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
@@ -55,7 +58,7 @@ var typeCases = []struct{ col, pgType, value string }{
 	{"ch", "character varying(5)", "ab"},
 	{"vc", "character varying(30)", "héllo wörld ✓"},
 	{"tx", "text", "two\nlines"},
-	{"lt", "text", "long"},
+	{"lt", "text", "tab\there\\back\rcr"},
 	{"lat", "character varying(10)", "café"},
 	{"bn", "bytea", `\x01020000`},
 	{"vb", "bytea", `\x00ff10`},
@@ -66,13 +69,16 @@ var typeCases = []struct{ col, pgType, value string }{
 	{"u", "character varying(10)", "u1"},
 }
 
-// TestTypes: a table of most column types, applied by two sinks: one
+// TestTypes: a table of most column types, applied by three sinks: one
 // that creates its target table at the first row (create_tables, the
-// stream's DDL ignored), one that runs the stream's CREATE TABLE,
-// translated. Both tables get the documented PostgreSQL types, the
-// primary and unique keys, and the row of extremes reads back as written
-// (a zero date NULL where the column is nullable, -infinity where not);
-// the row of NULLs is NULLs. A third sink, with neither create_tables
+// stream's DDL ignored) and sends every row through COPY into it; one
+// that runs the stream's CREATE TABLE, translated, and sends its rows as
+// statements; one at least once that creates its table and upserts every
+// row through COPY into its staging table. The tables get the documented
+// PostgreSQL types, the primary and unique keys, and the row of extremes
+// reads back as written whichever way it went (a zero date NULL where the
+// column is nullable, -infinity where not; text with a tab, a newline, a
+// carriage return and a backslash); the row of NULLs is NULLs. A third sink, with neither create_tables
 // nor the stream's DDL, stops at the missing table and says so; a DDL
 // with no PostgreSQL translation stops the sink that applies DDL, and
 // says to set ddl: ignore.
@@ -83,7 +89,7 @@ func TestTypes(t *testing.T) {
 		`INSERT INTO shop_0.orders VALUES (1, -128, 255, -32768, 65535, -8388608, 16777215, -2147483648, 4294967295,
 			-9223372036854775808, 18446744073709551615, -123456789.123, 1.5, -2.25e100, b'1010101010', 2024,
 			'2024-02-29', '0000-00-00', '0000-00-00', '2024-02-29 23:59:59', '2024-02-29 23:59:59.123456', '2024-03-01 01:02:03.456',
-			'-838:59:59', '12:34:56.78', 'ab', 'héllo wörld ✓', 'two\nlines', 'long', 'café',
+			'-838:59:59', '12:34:56.78', 'ab', 'héllo wörld ✓', 'two\nlines', 'tab\there\\back\rcr', 'café',
 			x'0102', x'00ff10', x'deadbeef', 'b', 'z,x', '{"b": null, "a": [1, 2.5, "x"]}', 'u1')`,
 		"INSERT INTO shop_0.orders (id, dz) VALUES (2, '2020-01-01')")
 	sinks := []spec.Sink{
@@ -91,6 +97,8 @@ func TestTypes(t *testing.T) {
 			Tables: []spec.SinkTable{{From: "shop.orders", To: "made.orders"}}},
 		{Name: "ddl", Type: "postgres", Address: targetAddr, Database: name, Workers: 2,
 			Tables: []spec.SinkTable{{From: "shop.orders", To: "ddl.orders"}}},
+		{Name: "staged", Type: "postgres", Address: targetAddr, Database: name, Workers: 2, CreateTables: true, DDL: "ignore", Mode: spec.SinkAtLeastOnce,
+			Tables: []spec.SinkTable{{From: "shop.orders", To: "staged.orders"}}},
 		{Name: "missing", Type: "postgres", Address: targetAddr, Database: name, Workers: 2, DDL: "ignore",
 			Tables: []spec.SinkTable{{From: "shop.orders", To: "missing.orders"}}},
 	}
@@ -118,16 +126,20 @@ func TestTypes(t *testing.T) {
 	wantRow2 := slices.Repeat([]string{"NULL"}, len(typeCases))
 	wantRow2[0], wantRow2[18] = "2", "2020-01-01"
 	runners := map[string]*runner{}
+	targets := map[string]*postgres.Target{}
+	copyMin := map[string]int{"made": 1, "ddl": 1 << 20, "staged": 1, "missing": 1}
 	for _, sk := range ds.Sinks {
 		target, err := sinkrun.Open(ctx, sk, "shop", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
+		postgres.SetCopyMin(pgTarget(target), copyMin[sk.Name])
 		r := startRunner(ctx, p, target, ds, sk, nil, log)
 		defer func() { r.stop(); target.Close() }()
 		runners[sk.Name] = r
+		targets[sk.Name] = pgTarget(target)
 	}
-	for _, sk := range ds.Sinks[:2] {
+	for _, sk := range ds.Sinks[:3] {
 		schema, _, _ := strings.Cut(sk.Tables[0].To, ".")
 		r := runners[sk.Name]
 		t.Run(sk.Name, func(t *testing.T) {
@@ -173,10 +185,17 @@ func TestTypes(t *testing.T) {
 			if got := readRow("2"); !slices.Equal(got, wantRow2) {
 				t.Errorf("the row of NULLs reads %q, want %q", got, wantRow2)
 			}
+			// Each row went the way its sink sends it (counted once its
+			// transaction has returned, a moment after its rows show).
+			want := map[string][2]uint64{"made": {2, 0}, "ddl": {0, 0}, "staged": {0, 2}}[sk.Name]
+			sinktest.WaitFor(t, 5*time.Second, func() (bool, string) {
+				direct, staged := postgres.CopiedRows(targets[sk.Name])
+				return [2]uint64{direct, staged} == want, fmt.Sprintf("rows through COPY into the target %d, into the staging table %d; want %d, %d", direct, staged, want[0], want[1])
+			})
 			// The stream's CREATE TABLE names the unique key; a table made
 			// from the schema model names it after its first column (the
 			// model keeps no index names), as MySQL names an unnamed key.
-			uname := map[string]string{"made": "orders_u", "ddl": "orders_by_u"}[sk.Name]
+			uname := map[string]string{"made": "orders_u", "ddl": "orders_by_u", "staged": "orders_u"}[sk.Name]
 			keys := query(db, "SELECT indexrelid::regclass::text || ' ' || pg_get_indexdef(indexrelid) FROM pg_index WHERE indrelid = '"+schema+".orders'::regclass")
 			if len(keys) != 2 || !strings.Contains(keys[0]+keys[1], "UNIQUE INDEX orders_pkey ON "+schema+".orders USING btree (id)") ||
 				!strings.Contains(keys[0]+keys[1], "UNIQUE INDEX "+uname+" ON "+schema+".orders USING btree (u)") {
