@@ -246,6 +246,9 @@ func (f *pgFixture) readInserts(b *testing.B) pgRows {
 		if err != nil {
 			b.Fatal(err)
 		}
+		if len(batch.Events) == 0 {
+			continue // none within the timeout: no batch to ack
+		}
 		for _, ev := range batch.Events {
 			if ev.Type != change.EventRows {
 				continue
