@@ -1,0 +1,237 @@
+package chaos
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/braid-cdc/braid/internal/localcluster"
+)
+
+// executor fires a schedule's faults at their times, against the running
+// deployment, and logs each as it fires (what it hit, how it went).
+type executor struct {
+	run *runState
+
+	mu       sync.Mutex
+	expected map[string]bool // nodes the executor is stopping: their exit is no violation
+	fired    map[Kind]int
+	alters   int
+}
+
+func newExecutor(r *runState) *executor {
+	return &executor{run: r, expected: map[string]bool{}, fired: map[Kind]int{}}
+}
+
+// expect marks node name's next exit as the executor's doing (or not).
+func (e *executor) expect(name string, yes bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.expected[name] = yes
+}
+
+func (e *executor) isExpected(name string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.expected[name]
+}
+
+// execute runs the schedule until its end or ctx's. Node and source faults
+// run one after the other (waiting for the cluster to be whole before a
+// node fault); the others run beside them.
+func (e *executor) execute(ctx context.Context, s Schedule) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for _, f := range s.Faults {
+		if d := f.At - e.run.clock(); d > 0 {
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+				return
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		e.mu.Lock()
+		e.fired[f.Kind]++
+		e.mu.Unlock()
+		switch f.Kind {
+		case KillNode, StopNode, RestartNode, RestartSource, KillSource:
+			e.fire(ctx, f)
+		default:
+			wg.Go(func() { e.fire(ctx, f) })
+		}
+	}
+}
+
+// fire runs one fault to its end.
+func (e *executor) fire(ctx context.Context, f Fault) {
+	r := e.run
+	sleep := func(d time.Duration) {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+		}
+	}
+	switch f.Kind {
+	case KillNode, StopNode, RestartNode:
+		if err := r.dep.cluster.WaitReady(ctx, time.Minute); err != nil {
+			r.logf("%s %s: the cluster is not whole, firing anyway: %v", f.Kind, f.Target, err)
+		}
+		n, err := e.node(ctx, f.Target)
+		if err != nil {
+			r.logf("%s %s: skipped: %v", f.Kind, f.Target, err)
+			return
+		}
+		switch f.Kind {
+		case KillNode:
+			e.expect(n.Name, true)
+			n.Kill()
+			r.logf("%s %s: SIGKILLed %s; starting it again in %v", f.Kind, f.Target, n.Name, f.For)
+			sleep(f.For)
+			e.startNode(n)
+		case StopNode:
+			if err := n.Signal(syscall.SIGSTOP); err != nil {
+				r.logf("%s %s: SIGSTOP %s: %v", f.Kind, f.Target, n.Name, err)
+				return
+			}
+			r.logf("%s %s: SIGSTOPped %s; SIGCONT in %v", f.Kind, f.Target, n.Name, f.For)
+			sleep(f.For)
+			_ = n.Signal(syscall.SIGCONT)
+			r.logf("%s %s: SIGCONT %s", f.Kind, f.Target, n.Name)
+		case RestartNode:
+			e.expect(n.Name, true)
+			killed := n.Stop(20 * time.Second)
+			r.logf("%s %s: stopped %s (SIGTERM; killed after 20s: %v); starting it again", f.Kind, f.Target, n.Name, killed)
+			e.startNode(n)
+		}
+	case RestartSource, KillSource:
+		i := slices.Index(sourceNames, f.Target)
+		s := r.dep.sources[i]
+		if f.Kind == KillSource {
+			if err := s.Kill(); err != nil {
+				r.logf("%s %s: %v", f.Kind, f.Target, err)
+			}
+			r.logf("%s %s: SIGKILLed its server; starting it again in %v", f.Kind, f.Target, f.For)
+			sleep(f.For)
+		} else {
+			r.logf("%s %s: stopping its server (SIGTERM) and starting it again", f.Kind, f.Target)
+		}
+		if err := s.Restart(context.Background()); err != nil {
+			r.logf("%s %s: the server did not start again: %v", f.Kind, f.Target, err)
+			r.failSetup(fmt.Errorf("source %s did not start again: %w", f.Target, err))
+			return
+		}
+		r.logf("%s %s: its server runs again", f.Kind, f.Target)
+	case CutTarget:
+		p := r.dep.proxies[f.Target]
+		p.setCut(true)
+		r.logf("%s %s: cut for %v", f.Kind, f.Target, f.For)
+		sleep(f.For)
+		p.setCut(false)
+		r.logf("%s %s: reachable again", f.Kind, f.Target)
+	case PauseConsumer:
+		r.native.pause(f.For)
+		r.logf("%s %s: stops reading for %v", f.Kind, f.Target, f.For)
+	case AlterShards:
+		e.mu.Lock()
+		e.alters++
+		col := fmt.Sprintf("c%d", e.alters)
+		e.mu.Unlock()
+		for k := range shardSchemas {
+			stmt := fmt.Sprintf("ALTER TABLE %s.orders ADD COLUMN %s INT NULL", schemaOf(k), col)
+			if err := e.sourceExec(ctx, k/2, stmt); err != nil {
+				r.logf("%s: %s: %v", f.Kind, stmt, err)
+				return
+			}
+			r.logf("%s: %s", f.Kind, stmt)
+			sleep(time.Duration(500+r.rng(1500)) * time.Millisecond)
+		}
+	case TruncateShard:
+		var k int
+		fmt.Sscanf(f.Target, "shop_%d.orders", &k)
+		if err := r.writers[k/2].truncate(ctx, k%2); err != nil {
+			r.logf("%s %s: %v", f.Kind, f.Target, err)
+			return
+		}
+		r.logf("%s %s: done", f.Kind, f.Target)
+	case Burst:
+		i := slices.Index(sourceNames, f.Target)
+		n := 2000 + r.rng(3000)
+		r.logf("%s %s: one transaction of %d INSERTs", f.Kind, f.Target, n)
+		r.writers[i].burst(ctx, n)
+		r.logf("%s %s: committed", f.Kind, f.Target)
+	}
+}
+
+// startNode starts node n again, retrying while its ports are taken.
+func (e *executor) startNode(n *localcluster.Node) {
+	r := e.run
+	for attempt := 0; attempt < 10; attempt++ {
+		err := r.dep.cluster.Restart(n)
+		if err == nil {
+			r.logf("started %s again", n.Name)
+			e.expect(n.Name, false)
+			return
+		}
+		r.logf("starting %s again: %v", n.Name, err)
+		time.Sleep(time.Second)
+	}
+}
+
+// sourceExec runs stmt on source i, retrying while it is down.
+func (e *executor) sourceExec(ctx context.Context, i int, stmt string) error {
+	db, err := sql.Open("mysql", dsn(e.run.dep.sources[i].Addr()))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	for attempt := 0; ; attempt++ {
+		_, err = db.ExecContext(ctx, stmt)
+		if err == nil || attempt == 60 || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// node resolves a role to a running node.
+func (e *executor) node(ctx context.Context, role string) (*localcluster.Node, error) {
+	c := e.run.dep.cluster
+	owner, _, leader, err := c.Owner(ctx, dest, 30*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	if leader == "" {
+		st, err := c.LiveStatus(ctx)
+		if err != nil {
+			return nil, err
+		}
+		leader = st.Leader
+	}
+	switch role {
+	case RoleOwner:
+		return owner, nil
+	case RoleLeader:
+		if n := c.Node(leader); n != nil && n.Running() {
+			return n, nil
+		}
+		return nil, fmt.Errorf("no running leader (%q)", leader)
+	}
+	for _, n := range c.Live() {
+		if n != owner && n.Name != leader {
+			return n, nil
+		}
+	}
+	for _, n := range c.Live() {
+		if n != owner {
+			return n, nil
+		}
+	}
+	return nil, fmt.Errorf("no running follower")
+}

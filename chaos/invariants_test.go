@@ -1,0 +1,139 @@
+package chaos
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// clean is an observation of a run that kept every promise: two
+// consumers that agree, a ledger whose changes are each in the stream
+// once, targets equal to the sources.
+func clean() Observation {
+	txns := func() map[uint64]*Txn {
+		return map[uint64]*Txn{
+			1: {Seq: 1, At: time.Second, Snapshot: true, Rows: []string{"I 1 1", "I 2 2"}},
+			2: {Seq: 2, At: 2 * time.Second, Rows: []string{"I 3 3", "U 1 4"}},
+			3: {Seq: 3, At: 3 * time.Second, DDL: "ALTER"},
+			4: {Seq: 4, At: 4 * time.Second, Rows: []string{"D 2 2"}},
+		}
+	}
+	return Observation{
+		Head:      4,
+		Preloaded: []int64{1, 2},
+		Ledger: []*Tx{
+			{Source: "a", ID: 1, At: 2 * time.Second, Changes: []string{"I 3 3", "U 1 4"}},
+			{Source: "b", ID: 2, At: 4 * time.Second, Changes: []string{"D 2 2"}},
+			{Source: "b", ID: 3, At: 5 * time.Second, Changes: []string{"I 9 9"}, Uncertain: true},
+		},
+		Consumers: []Consumed{{Name: "native", Txns: txns()}, {Name: "canal", Txns: txns()}},
+		Sources:   []TargetRow{{1, "1 4 1.00 x"}, {3, "3 3 3.00 z"}},
+		Targets: []Target{
+			{Sink: "mysql", ExactlyOnce: true, Rows: []TargetRow{{1, "1 4 1.00 x"}, {3, "3 3 3.00 z"}}},
+			{Sink: "redis", Rows: []TargetRow{{1, "1 4 1.00 x"}, {3, "3 3 3.00 z"}}},
+		},
+	}
+}
+
+// reported fails t unless vs holds exactly one violation, of inv, whose
+// detail says each of want.
+func reported(t *testing.T, vs []Violation, inv string, want ...string) {
+	t.Helper()
+	if len(vs) != 1 || vs[0].Invariant != inv {
+		t.Fatalf("want one %s violation, got %d: %v", inv, len(vs), vs)
+	}
+	for _, w := range want {
+		if !strings.Contains(vs[0].Detail, w) {
+			t.Errorf("%s does not say %q", vs[0], w)
+		}
+	}
+}
+
+func TestCheckCleanRunPasses(t *testing.T) {
+	if vs := Check(clean()); len(vs) != 0 {
+		t.Fatalf("a clean run: %v", vs)
+	}
+}
+
+// TestCheckLostRow: a committed change that no seq carries is named with
+// its source and transaction, and the time it was committed.
+func TestCheckLostRow(t *testing.T) {
+	o := clean()
+	o.Consumers[0].Txns[2].Rows = []string{"I 3 3"} // U 1 4 lost
+	o.Consumers[1].Txns[2].Rows = []string{"I 3 3"}
+	vs := Check(o)
+	reported(t, vs, InvLedger, "U 1 4", "source a, tx 1")
+	if vs[0].At != 2*time.Second {
+		t.Errorf("at %v, want the commit's 2s", vs[0].At)
+	}
+}
+
+// TestCheckDuplicatedSeq: a consumer that received a seq again as another
+// transaction is named, with both.
+func TestCheckDuplicatedSeq(t *testing.T) {
+	o := clean()
+	o.Consumers[1].Conflicts = []Conflict{{Seq: 2, At: 7 * time.Second, First: "I 3 3, U 1 4", Then: "D 2 2"}}
+	reported(t, Check(o), InvConsistent, "canal received seq 2 twice", "D 2 2")
+
+	// The same transaction under two seqs, at every consumer.
+	o = clean()
+	o.Head = 5
+	for _, c := range o.Consumers {
+		c.Txns[5] = &Txn{Seq: 5, At: 6 * time.Second, Rows: []string{"I 3 3", "U 1 4"}}
+	}
+	reported(t, Check(o), InvLedger, "more than once", "I 3 3 at seqs [2 5]")
+}
+
+// TestCheckStaleRedis: a Redis value older than the source's row is named
+// with both.
+func TestCheckStaleRedis(t *testing.T) {
+	o := clean()
+	o.Targets[1].Rows[0] = TargetRow{1, "1 1 1.00 x"} // before U 1 4
+	reported(t, Check(o), InvSinkHolds, "sink redis", "stale", "source [1 4 1.00 x], redis [1 1 1.00 x]")
+}
+
+// TestCheckSinkRowAppliedTwice: an exactly-once target holding a row twice
+// is named, with the row.
+func TestCheckSinkRowAppliedTwice(t *testing.T) {
+	o := clean()
+	o.Targets[0].Rows = append(o.Targets[0].Rows, TargetRow{3, "3 3 3.00 z"})
+	reported(t, Check(o), InvSinkEqual, "sink mysql", "applied twice", "3 3 3.00 z ×2")
+}
+
+// TestCheckGapsAndExits: a consumer missing a seq, and a process that
+// exited on its own, are each named.
+func TestCheckGapsAndExits(t *testing.T) {
+	o := clean()
+	delete(o.Consumers[1].Txns, 3)
+	reported(t, Check(o), InvDense, "canal lacks 1 of seqs 1..4: 3")
+
+	o = clean()
+	o.Exits = []Exit{{Process: "node n2", At: 9 * time.Second, How: "exit status 1"}}
+	reported(t, Check(o), InvNoExit, "node n2")
+}
+
+// TestCheckUncertainCommit: a transaction whose COMMIT broke counts once
+// the source says it committed, and must then be in the stream.
+func TestCheckUncertainCommit(t *testing.T) {
+	o := clean()
+	o.Ledger[2].Committed = true
+	reported(t, Check(o), InvLedger, "I 9 9", "never reached")
+}
+
+func TestPlanIsAFunctionOfTheSeed(t *testing.T) {
+	a, b := Plan(7, 3*time.Minute), Plan(7, 3*time.Minute)
+	if a.String() != b.String() {
+		t.Fatalf("the same seed, two schedules:\n%s\n%s", a, b)
+	}
+	if c := Plan(8, 3*time.Minute); c.String() == a.String() {
+		t.Errorf("seeds 7 and 8 gave the same schedule:\n%s", a)
+	}
+	if len(a.Faults) < 5 {
+		t.Errorf("3 minutes hold %d faults:\n%s", len(a.Faults), a)
+	}
+	for _, f := range a.Faults {
+		if f.At > 3*time.Minute-settle {
+			t.Errorf("%v begins in the last %v", f, settle)
+		}
+	}
+}

@@ -1,0 +1,96 @@
+package chaos
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// A row change, as the writer made it and as the stream shows it: its
+// kind (I, U, D), its id and its version v (after an INSERT or UPDATE,
+// before a DELETE). Ids and versions are unique over a run, so the string
+// names one change of one row.
+func change(kind byte, id, v int64) string { return fmt.Sprintf("%c %d %d", kind, id, v) }
+
+// Tx is one transaction the writer committed on a source, or may have
+// (Uncertain: the connection broke during COMMIT; At the end the run asks
+// the source whether it did, and sets Committed).
+type Tx struct {
+	Source    string
+	ID        int64 // its row in chaos_ledger.tx on the source
+	At        time.Duration
+	Changes   []string
+	Uncertain bool
+	Committed bool
+}
+
+// Txn is one transaction of the stream as a consumer received it.
+type Txn struct {
+	Seq      uint64
+	At       time.Duration // when it arrived (its first message)
+	Snapshot bool          // an initial snapshot's chunk
+	DDL      string        // a DDL's kind (ALTER, TRUNCATE, ...), "" for rows
+	Rows     []string      // its row changes, in order
+}
+
+// Fingerprint is what must be equal for the same seq at every consumer
+// and in every replay. A snapshot chunk read again holds its rows as they
+// are then (docs/snapshot.md), so only that it is a chunk counts.
+func (t *Txn) Fingerprint() string {
+	switch {
+	case t.Snapshot:
+		return "snapshot chunk"
+	case t.DDL != "":
+		return "DDL " + t.DDL
+	}
+	return strings.Join(t.Rows, ", ")
+}
+
+// Consumed is what one consumer received: its transactions by seq, and
+// the seqs it received twice with a different content (Conflicts).
+type Consumed struct {
+	Name      string
+	Txns      map[uint64]*Txn
+	Conflicts []Conflict
+	LastError string // the last error its client met, for the report
+}
+
+// Conflict is a seq a consumer received again carrying another
+// transaction.
+type Conflict struct {
+	Seq         uint64
+	At          time.Duration
+	First, Then string // the fingerprints
+}
+
+// TargetRow is a row of a sink's target, or of a source, as the final
+// comparison reads it: "id v amount note".
+type TargetRow struct {
+	ID   int64
+	Line string
+}
+
+// Target is what a sink's target holds at the end.
+type Target struct {
+	Sink        string
+	ExactlyOnce bool // mysql, postgres: equal to the sources; else holds every current row
+	Rows        []TargetRow
+}
+
+// Exit is a process that exited when no fault had stopped it.
+type Exit struct {
+	Process string
+	At      time.Duration
+	How     string
+}
+
+// Observation is everything a run saw, checked by Check.
+type Observation struct {
+	Head      uint64     // the destination's last seq at the end
+	Preloaded []int64    // the ids the sources held before the destination (its snapshot)
+	Ledger    []*Tx      // the writer's transactions
+	Consumers []Consumed // the first is the reference for the ledger
+	Sources   []TargetRow
+	Targets   []Target
+	Exits     []Exit
+}
