@@ -85,10 +85,15 @@ func (c *session) HandleFieldList(table, wildcard string) ([]*mysql.Field, error
 type prepared struct{ query string }
 
 // HandleStmtPrepare implements server.Handler: the statement runs when
-// executed, its parameters substituted as literals; its column count is
-// the one it gives with NULL parameters.
+// executed, its parameters substituted as literals; the column count of a
+// SELECT or SHOW is the one it gives with NULL parameters (a dry run: no
+// other statement runs before it is executed).
 func (c *session) HandleStmtPrepare(q string) (params, columns int, ctx any, err error) {
 	params = countPlaceholders(q)
+	word, _, _ := strings.Cut(trimStatement(q), " ")
+	if w := strings.ToUpper(word); w != "SELECT" && w != "SHOW" {
+		return params, 0, &prepared{query: q}, nil
+	}
 	args := make([]any, params)
 	if cols, _, err := c.query(substitute(q, args)); err == nil {
 		columns = len(cols)

@@ -389,3 +389,29 @@ func TestRequireSecureTransport(t *testing.T) {
 	}
 	c.Close()
 }
+
+// TestPreparedStatementsRunWhenExecuted: preparing a statement runs
+// nothing but a SELECT's or SHOW's dry run (a dry run of PURGE with a
+// NULL file failed the prepare); executing it runs it with its
+// parameters.
+func TestPreparedStatementsRunWhenExecuted(t *testing.T) {
+	s, _ := startShop(t, mysqlsource.Version84)
+	c := connect(t, s)
+	st, err := c.Prepare("PURGE BINARY LOGS TO ?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if files := s.Files(); len(files) != 2 {
+		t.Fatalf("preparing the PURGE ran it: %v", files)
+	}
+	if _, err := st.Execute("binlog.000002"); err != nil {
+		t.Fatal(err)
+	}
+	if files := s.Files(); len(files) != 1 || files[0] != "binlog.000002" {
+		t.Errorf("after executing: %v", files)
+	}
+	if u := s.Unknown(); len(u) != 0 {
+		t.Errorf("unknown statements: %q", u)
+	}
+}
