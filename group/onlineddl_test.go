@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -218,4 +219,115 @@ func equalTail(got, want []string) bool {
 		}
 	}
 	return true
+}
+
+// ghostSteps runs gh-ost's steps on db.orders of srv as gh-ost runs them
+// against a MariaDB primary: the changelog _orders_ghc and its heartbeat,
+// _orders_gho created LIKE the table and altered, rows copied in chunks
+// while recent writes are applied to it again, then (after between, if
+// set) the cut-over: the sentry _orders_del created and dropped, the
+// atomic RENAME, and the drops.
+func ghostSteps(t *testing.T, srv *mysqltest.Server, db, alter string, between func()) {
+	t.Helper()
+	q := func(sqls ...string) {
+		t.Helper()
+		for i := range sqls {
+			sqls[i] = strings.ReplaceAll(sqls[i], "%db", "`"+db+"`")
+		}
+		srv.Exec(t, sqls...)
+	}
+	q("drop /* gh-ost */ table if exists %db.`_orders_gho`",
+		"create /* gh-ost */ table %db.`_orders_ghc` (id bigint auto_increment, last_update timestamp not null default current_timestamp on update current_timestamp, hint varchar(64) charset ascii not null, value varchar(4096) charset ascii not null, primary key(id), unique key hint_uidx(hint)) auto_increment=256",
+		"create /* gh-ost */ table %db.`_orders_gho` like %db.`orders`",
+		"alter /* gh-ost */ table %db.`_orders_gho` "+alter,
+		"insert /* gh-ost */ into %db.`_orders_ghc` (id, hint, value) values (2, 'state', 'GhostTableMigrated') on duplicate key update last_update=NOW(), value=VALUES(value)")
+	for chunk := range 4 {
+		q(fmt.Sprintf("insert /* gh-ost */ ignore into %%db.`_orders_gho` (id, note) (select id, note from %%db.`orders` force index (`PRIMARY`) where id > %d and id <= %d) lock in share mode", chunk*20, (chunk+1)*20),
+			"insert /* gh-ost */ into %db.`_orders_ghc` (id, hint, value) values (1, 'heartbeat', NOW()) on duplicate key update last_update=NOW(), value=VALUES(value)",
+			// Writes read from the binlog, applied to the copy.
+			"replace /* gh-ost */ into %db.`_orders_gho` (id, note) select id, note from %db.`orders` order by id desc limit 3")
+	}
+	if between != nil {
+		between()
+	}
+	q("create /* gh-ost */ table %db.`_orders_del` (id int auto_increment primary key) engine=InnoDB comment='ghost-cut-over-sentry'",
+		"drop /* gh-ost */ table if exists %db.`_orders_del`",
+		"replace /* gh-ost */ into %db.`_orders_gho` (id, note) select id, note from %db.`orders`",
+		"rename /* gh-ost */ table %db.`orders` to %db.`_orders_del`, %db.`_orders_gho` to %db.`orders`",
+		"drop /* gh-ost */ table if exists %db.`_orders_ghc`",
+		"drop /* gh-ost */ table if exists %db.`_orders_del`")
+}
+
+// TestGhostShapeResume runs gh-ost's steps (ghostSteps) on the six shard
+// tables while a writer inserts and updates, and stops the destination in
+// the middle of shop_3's migration (its copy altered, not swapped),
+// resuming it from its last cursor as a capture SIGKILLed and restarted
+// does. The stream, the first run's up to that cursor and then the
+// resumed one's, has one logical ALTER, no helper rows, every row change
+// once.
+func TestGhostShapeResume(t *testing.T) {
+	srvs := shards(t, time.Now())
+	ds := pessimistic(shopSpec(srvs, earliest, "strict"))
+	ds.OnlineDDL = "gh-ost"
+	c := collect(t, group.Config{Spec: ds})
+	w := startOSCWriter(t, srvs)
+	w.more(t, 30)
+	var resumed *collector
+	var from *group.Cursor
+	for shard := range 6 {
+		var between func()
+		if shard == 3 {
+			between = func() {
+				w.more(t, 3) // a cursor after the copy's ALTER
+				from = c.lastCursor()
+				c.stop(t)
+				resumed = collect(t, group.Config{Spec: ds, Resume: from})
+			}
+		}
+		ghostSteps(t, srvs[shard%3], fmt.Sprintf("shop_%d", shard), "add column gift varchar(20) null", between)
+		w.more(t, 3)
+	}
+	w.more(t, 5)
+	rounds := w.halt()
+	if !slices.ContainsFunc(onlineUnderWay(from), func(m change.OnlineMigration) bool { return m.Schema == "shop_3" && len(m.DDL) == 1 }) {
+		t.Fatalf("the cursor resumed from holds migrations %+v: want shop_3's, with its ALTER", onlineUnderWay(from))
+	}
+	whole := &collector{cursors: map[uint64]*group.Cursor{}}
+	retry.Until(t, 60*time.Second, func() error {
+		whole.mu.Lock()
+		whole.events = whole.events[:0]
+		for _, ev := range c.snapshot() {
+			if ev.Seq <= from.Seq {
+				whole.events = append(whole.events, ev)
+			}
+		}
+		whole.events = append(whole.events, resumed.snapshot()...)
+		whole.mu.Unlock()
+		if _, rows, _ := oscStream(whole); len(rows) < int(12*rounds-6) {
+			return fmt.Errorf("%d row changes, want %d", len(rows), 12*rounds-6)
+		}
+		return nil
+	})
+	ddl, rows, _ := oscStream(whole)
+	if len(ddl) != 2 || ddl[1] != "alter /* gh-ost */ table `shop`.`orders` add column gift varchar(20) null" {
+		t.Fatalf("DDL in the stream:\n%s\nwant the CREATE TABLE and one ALTER of `shop`.`orders`", strings.Join(ddl, "\n"))
+	}
+	checkOSCRows(t, rows, rounds)
+}
+
+// onlineUnderWay lists the migrations under way in a cursor's sources'
+// schema histories.
+func onlineUnderWay(cur *group.Cursor) []change.OnlineMigration {
+	var out []change.OnlineMigration
+	for _, sc := range cur.Sources {
+		if sc.Schema == nil {
+			continue
+		}
+		for _, m := range sc.Schema.Online {
+			if m.Swapped.IsZero() {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
 }
