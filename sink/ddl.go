@@ -44,6 +44,12 @@ func TargetDDLs(sinkName string, ev *change.Event, target func(logical string) s
 		}
 		return "", "", false
 	}
+	if rn := schema.RenamedTables(d.Schema, d.SQL, schema.SQLMode(d.SQLMode)); len(rn) > 0 {
+		// The target table holds what the stream calls by its logical
+		// name; renaming it is the operator's call (issue 43).
+		return nil, fmt.Errorf("sink %s: %w at seq %d from %s: %.200q renames %s to %s, and a sink never renames its target table on its own: rename the target by hand and map the new name in the sink's tables (from/to), then let the sink past it with `braid ddl skip` if a shard-DDL lock holds it, or the sink's ddl: ignore until it is past seq %d",
+			sinkName, ErrDDLRefused, ev.Seq, ev.Source, strings.Join(strings.Fields(d.SQL), " "), rn[0].From, rn[0].To, ev.Seq)
+	}
 	out, err := schema.TargetDDLs(d.Schema, d.SQL, schema.SQLMode(d.SQLMode), rename)
 	if err != nil {
 		// Unsafe or unparsable, the same text under the same mode fails

@@ -333,3 +333,32 @@ func migrationsAt(ms []change.OnlineMigration, pos change.Position) []change.Onl
 	}
 	return out
 }
+
+// TableRename is one table a statement renames, each name "schema.table".
+type TableRename struct{ From, To string }
+
+// RenamedTables returns the tables a DDL statement run with default
+// database db under mode renames (RENAME TABLE, ALTER TABLE … RENAME
+// TO), in order; none for any other statement or text it cannot parse.
+func RenamedTables(db, sql string, mode SQLMode) []TableRename {
+	stmts, perr := ddlParse(sql, mode)
+	if perr != nil {
+		return nil
+	}
+	var out []TableRename
+	for _, st := range stmts {
+		switch n := st.node.(type) {
+		case *ast.RenameTableStmt:
+			for _, tt := range n.TableToTables {
+				out = append(out, TableRename{ddlName(db, tt.OldTable).String(), ddlName(db, tt.NewTable).String()})
+			}
+		case *ast.AlterTableStmt:
+			for _, sp := range n.Specs {
+				if sp.Tp == ast.AlterTableRenameTable {
+					out = append(out, TableRename{ddlName(db, n.Table).String(), ddlName(db, sp.NewTable).String()})
+				}
+			}
+		}
+	}
+	return out
+}
