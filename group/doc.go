@@ -69,8 +69,10 @@
 // fold.go (a chunk's window folded into its rows), keys.go (integer key
 // ranges), snapshot_stats.go. Shard DDL: shardddl_state.go (the pure
 // state machine), shardddl.go (the merge's side), shardddl_catchup.go
-// (held rows re-read). The seams: source.go (Sources: readers and
-// snapshot connections; grouptest scripts them), clock.go (Clock),
+// (held rows re-read), rename.go (RENAMEs move shard tables between
+// logical tables; a tool's swap arrives as its ALTER, see
+// engine/binlog). The seams: source.go (Sources: readers and snapshot
+// connections; grouptest scripts them), clock.go (Clock),
 // keeper.go and file_keeper.go (what a destination keeps).
 //
 // # Concurrency

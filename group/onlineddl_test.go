@@ -331,3 +331,58 @@ func onlineUnderWay(cur *group.Cursor) []change.OnlineMigration {
 	}
 	return out
 }
+
+// TestRenameOutOfShardSet: a hand-run RENAME TABLE shop_0.orders TO
+// shop_0.orders_archive (a table the spec does not select) takes shop_0
+// out of shop.orders' shard set: nothing goes out for it, and the ALTER
+// the five other shard tables then run goes out once, not held for ever
+// by a lock waiting for shop_0. An abandoned pt-online-schema-change
+// (its copy created, altered and dropped) leaves no trace either.
+func TestRenameOutOfShardSet(t *testing.T) {
+	srvs := shards(t, time.Now())
+	c := collect(t, group.Config{Spec: pessimistic(shopSpec(srvs, earliest, "strict"))})
+	insert := func(id int) {
+		for shard := range 6 {
+			if id < 100 || shard != 0 {
+				srvs[shard%3].Exec(t, fmt.Sprintf("INSERT INTO shop_%d.orders (id, note) VALUES (%d, 'r')", shard, id))
+			}
+		}
+	}
+	insert(1)
+	// The schema is read at the start: no DDL races it here.
+	retry.Until(t, 30*time.Second, func() error {
+		if _, rows, _ := oscStream(c); len(rows) < 6 {
+			return fmt.Errorf("%d rows, want 6", len(rows))
+		}
+		return nil
+	})
+	srvs[1].Exec(t, "CREATE TABLE shop_1._orders_new LIKE shop_1.orders",
+		"ALTER TABLE shop_1._orders_new ADD COLUMN gift int",
+		"INSERT INTO shop_1._orders_new (id, note) SELECT id, note FROM shop_1.orders",
+		"DROP TABLE shop_1._orders_new")
+	insert(2)
+	srvs[0].Exec(t, "RENAME TABLE shop_0.orders TO shop_0.orders_archive")
+	insert(100)
+	for shard := 1; shard < 6; shard++ {
+		srvs[shard%3].Exec(t, fmt.Sprintf("ALTER TABLE shop_%d.orders ADD COLUMN c INT NULL", shard))
+	}
+	insert(101)
+	retry.Until(t, 30*time.Second, func() error {
+		if _, rows, _ := oscStream(c); len(rows) < 6+6+5+5 {
+			return fmt.Errorf("%d rows, want 22", len(rows))
+		}
+		return nil
+	})
+	ddl, rows, _ := oscStream(c)
+	if len(ddl) != 2 || ddl[1] != "ALTER TABLE `shop`.`orders` ADD COLUMN c INT NULL" {
+		t.Fatalf("DDL in the stream:\n%s\nwant the CREATE TABLE and one ALTER of shop.orders", strings.Join(ddl, "\n"))
+	}
+	for _, r := range rows {
+		if r.table != "orders" {
+			t.Fatalf("a row of %s.%s came", r.shard, r.table)
+		}
+	}
+	if st := c.dest.ShardDDL(); len(st.Locks) != 0 || slices.Contains(st.Shards["shop.orders"], "s0/shop_0.orders") {
+		t.Fatalf("after the rename: locks %+v, shards %v", st.Locks, st.Shards["shop.orders"])
+	}
+}

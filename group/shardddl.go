@@ -250,6 +250,9 @@ func (x *shardDDL) decideDDL(src int, ev *change.Event, key int64, cu *CatchUpSo
 			}
 		}
 	}
+	if out, ok := x.renameDDL(src, ev); ok {
+		return out
+	}
 	if _, truncate := schema.TruncatedTable(ev.DDL.Schema, ev.DDL.SQL, schema.SQLMode(ev.DDL.SQLMode)); truncate || len(ev.DDL.Tables) != 1 {
 		return ev // no schema change, or several tables: as it is
 	}

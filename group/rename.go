@@ -1,0 +1,83 @@
+package group
+
+import (
+	"slices"
+
+	"github.com/braid-cdc/braid/engine/change"
+	"github.com/braid-cdc/braid/engine/schema"
+)
+
+// RENAMEs of shard tables that are no online schema change's swap (those
+// the reader turns into the ALTER the tool ran): a renamed shard table
+// leaves its logical table's shard set, and the table it becomes joins
+// the set its route names, if selected. Nothing goes out for consumers,
+// but when the shard table was the only one of its logical table and its
+// new name is the only one of another: then the logical table itself is
+// renamed, and the RENAME goes out as that (sinks refuse to follow it on
+// their own). A lock waiting for the shard table that left releases.
+
+// renameDDL handles a RENAME of source src's tables; handled is false for
+// any other DDL.
+func (x *shardDDL) renameDDL(src int, ev *change.Event) (out *change.Event, handled bool) {
+	mode := schema.SQLMode(ev.DDL.SQLMode)
+	rns := schema.RenamedTables(ev.DDL.Schema, ev.DDL.SQL, mode)
+	if len(rns) == 0 {
+		return nil, false
+	}
+	d := x.d
+	name := d.cfg.Spec.Sources[src].Name
+	s := x.mut()
+	defer x.rebuild()
+	var renamed []string // logical tables renamed: from, to
+	for _, rn := range rns {
+		fromIn, toIn := slices.Contains(ev.DDL.Tables, rn.From), slices.Contains(ev.DDL.Tables, rn.To)
+		lf, lt := x.logical(rn.From), x.logical(rn.To)
+		from, to := ShardName(name, rn.From), ShardName(name, rn.To)
+		switch {
+		case fromIn && toIn && lf == lt:
+			leave(s, lf, from)
+			s.Join(lt, to)
+			continue
+		case fromIn && toIn && slices.Equal(s.Shards[lf], []string{from}) && len(s.Shards[lt]) == 0:
+			leave(s, lf, from)
+			s.Join(lt, to)
+			if sig, ok := s.Created[lf]; ok {
+				s.Created[lt] = sig
+			}
+			delete(s.Created, lf)
+			renamed = append(renamed, lf, lt)
+			continue
+		}
+		if fromIn {
+			if v, l := s.Drop(lf, from); v == DDLRelease {
+				x.release(s, l)
+				d.log.Info("shard DDL lock released: a shard table it waited for was renamed out of the table", "lock", l.ID, "table", lf, "shard", from, "to", rn.To)
+				out = logicalDDL(ev, l.SQL, l.SQLMode, lf)
+			}
+		}
+		if toIn {
+			s.Join(lt, to)
+		}
+		d.log.Info("shard table renamed: it moves between logical tables as the route says", "shard", from, "from", lf, "to", lt, "to_selected", toIn)
+	}
+	if out != nil || len(renamed) == 0 {
+		return out, true
+	}
+	lds, err := schema.ShardDDL(ev.DDL.Schema, ev.DDL.SQL, mode, d.router.Rename)
+	if err != nil || len(lds) != 1 {
+		return ev, true
+	}
+	e := logicalDDL(ev, lds[0].Text, uint64(lds[0].SQLMode), renamed[0])
+	e.DDL.Tables, e.DDL.LogicalTables = renamed, renamed
+	return e, true
+}
+
+// leave takes shard out of logical's shard set, without a verdict.
+func leave(s *ShardDDLState, logical, shard string) {
+	if i, found := slices.BinarySearch(s.Shards[logical], shard); found {
+		s.Shards[logical] = slices.Delete(s.Shards[logical], i, i+1)
+	}
+	if len(s.Shards[logical]) == 0 {
+		delete(s.Shards, logical)
+	}
+}
