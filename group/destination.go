@@ -99,6 +99,10 @@ type Destination struct {
 	router  *Router             // used by the merge loop only
 	ddl     *shardDDL           // nil with shard_ddl: passthrough
 	online  *schema.OnlineRules // spec online_ddl: helper tables (nil: off)
+	// migrations are, per source, the online schema changes its reader
+	// last reported under way (Migrations); under migMu.
+	migMu      sync.Mutex
+	migrations [][]Migration
 	// snaps are the sources' snapshots (nil entries: done or off); kept
 	// are the chunks kept before that go out from the cursor on, in
 	// order, keptNext the next of them.
@@ -177,6 +181,7 @@ func New(cfg Config) (*Destination, error) {
 	d := &Destination{cfg: cfg, merger: NewMerger(len(ds.Sources), ds.Ordering.Strict()), router: router, online: online,
 		skew: time.Duration(ds.MaxClockSkew), log: log.With("dest", ds.Name)}
 	d.cursor.Sources = make([]SourceCursor, len(ds.Sources))
+	d.migrations = make([][]Migration, len(ds.Sources))
 	d.lastSeen = make([]time.Time, len(ds.Sources))
 	d.fineTime = make([]bool, len(ds.Sources))
 	if ds.ShardDDL != spec.ShardDDLPassthrough {
@@ -304,6 +309,9 @@ func (d *Destination) Run(parent context.Context, emit func(*change.Event) error
 			q.err = p.Run(ctx, func(ev *change.Event) error {
 				if ev.Type == change.EventHeartbeat && !ev.Stale {
 					ev.CommitTime = d.cfg.Clock.Now() // when braid learnt the source was idle
+				}
+				if ev.Schema != nil {
+					d.noteMigrations(i, ev.Schema)
 				}
 				return pass(ev)
 			})

@@ -279,9 +279,11 @@ func TestGhostShapeResume(t *testing.T) {
 		if shard == 3 {
 			between = func() {
 				w.more(t, 3) // a cursor after the copy's ALTER
+				midMigration(t, c.dest)
 				from = c.lastCursor()
 				c.stop(t)
 				resumed = collect(t, group.Config{Spec: ds, Resume: from})
+				midMigration(t, resumed.dest)
 			}
 		}
 		ghostSteps(t, srvs[shard%3], fmt.Sprintf("shop_%d", shard), "add column gift varchar(20) null", between)
@@ -385,4 +387,18 @@ func TestRenameOutOfShardSet(t *testing.T) {
 	if st := c.dest.ShardDDL(); len(st.Locks) != 0 || slices.Contains(st.Shards["shop.orders"], "s0/shop_0.orders") {
 		t.Fatalf("after the rename: locks %+v, shards %v", st.Locks, st.Shards["shop.orders"])
 	}
+}
+
+// midMigration waits until d shows shop_3's migration under way (what
+// braid ddl list shows): its copy, altered, not swapped.
+func midMigration(t *testing.T, d *group.Destination) {
+	t.Helper()
+	retry.Until(t, 10*time.Second, func() error {
+		for _, m := range d.Migrations() {
+			if m.Shard == "s0/shop_3.orders" && m.Logical == "shop.orders" && m.Shadow == "_orders_gho" && len(m.DDL) == 1 {
+				return nil
+			}
+		}
+		return fmt.Errorf("migrations under way: %+v", d.Migrations())
+	})
 }

@@ -81,3 +81,50 @@ func leave(s *ShardDDLState, logical, shard string) {
 		delete(s.Shards, logical)
 	}
 }
+
+// Migration is an online schema change under way on a shard table, as
+// its source's reader last saw it (ahead of the merge): the tool's copy
+// exists and has not been swapped in.
+type Migration struct {
+	// Shard is the shard table (ShardName), Logical its logical table.
+	Shard   string `json:"shard"`
+	Logical string `json:"logical"`
+	// Shadow is the copy's name, Since where it was created.
+	Shadow string          `json:"shadow"`
+	Since  change.Position `json:"since"`
+	// DDL are the statements run on the copy so far.
+	DDL []string `json:"ddl,omitempty"`
+}
+
+// noteMigrations records source src's migrations under way from a
+// schema snapshot its reader sent (on the source's reader goroutine).
+func (d *Destination) noteMigrations(src int, snap *change.SchemaSnapshot) {
+	var ms []Migration
+	for _, m := range snap.Online {
+		if !m.Swapped.IsZero() {
+			continue
+		}
+		table := m.Schema + "." + m.Table
+		ls, lt := d.router.Rename(m.Schema, m.Table)
+		mg := Migration{Shard: ShardName(d.cfg.Spec.Sources[src].Name, table), Logical: ls + "." + lt, Shadow: m.Shadow, Since: m.Since}
+		for _, st := range m.DDL {
+			mg.DDL = append(mg.DDL, st.SQL)
+		}
+		ms = append(ms, mg)
+	}
+	d.migMu.Lock()
+	d.migrations[src] = ms
+	d.migMu.Unlock()
+}
+
+// Migrations returns the online schema changes under way on the shard
+// tables, by source. Safe for concurrent use.
+func (d *Destination) Migrations() []Migration {
+	d.migMu.Lock()
+	defer d.migMu.Unlock()
+	var out []Migration
+	for _, ms := range d.migrations {
+		out = append(out, ms...)
+	}
+	return out
+}

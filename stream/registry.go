@@ -39,6 +39,9 @@ type Served struct {
 	Decide           func(ctx context.Context, lock int, action group.DecisionAction) error
 	// Decisions, if set, lists the decisions kept, in the order made.
 	Decisions func() []group.DDLDecision
+	// Migrations, if set, lists the online schema changes under way on
+	// the shard tables (group.Destination.Migrations).
+	Migrations func() []group.Migration
 	// Sinks, if set, reports the destination's sinks running here.
 	Sinks func() []SinkStats
 }

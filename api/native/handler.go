@@ -280,7 +280,13 @@ func (h *handler) ddl(w http.ResponseWriter, r *http.Request) {
 	if s.Decisions != nil {
 		decisions = s.Decisions()
 	}
-	writeJSON(w, http.StatusOK, DDLState(s.Name, string(mode), st, decisions))
+	out := DDLState(s.Name, string(mode), st, decisions)
+	if s.Migrations != nil {
+		for _, m := range s.Migrations() {
+			out.Migrations = append(out.Migrations, wire.DDLMigration{Shard: m.Shard, Table: m.Logical, Shadow: m.Shadow, Since: m.Since.String(), DDL: m.DDL})
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // SinkStates renders a destination's sinks for the API, head being the

@@ -17,6 +17,24 @@ type DDLState struct {
 	// Decisions are the operators' decisions kept for the destination, in
 	// the order made, each with the point of the stream it applied at.
 	Decisions []DDLDecision `json:"decisions"`
+	// Migrations are the online schema changes (gh-ost,
+	// pt-online-schema-change) under way on shard tables: copy made, not
+	// swapped in. A lock waiting for such a shard table waits for its swap.
+	Migrations []DDLMigration `json:"migrations,omitempty"`
+}
+
+// DDLMigration is an online schema change under way on a shard table.
+type DDLMigration struct {
+	// Shard is the shard table ("source/schema.table"), Table its
+	// logical table.
+	Shard string `json:"shard"`
+	Table string `json:"table"`
+	// Shadow is the tool's copy of the shard table.
+	Shadow string `json:"shadow"`
+	// Since is where in the source's binlog the copy was created.
+	Since string `json:"since"`
+	// DDL are the statements the tool ran on the copy so far.
+	DDL []string `json:"ddl,omitempty"`
 }
 
 // DDLDecision is one kept decision about a lock.

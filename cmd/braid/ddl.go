@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/braid-cdc/braid/api/wire"
 )
 
 // ddlCommand is braid ddl's leaves: a destination's shard-DDL locks as
@@ -92,6 +94,11 @@ func runDDLList(args []string, stdout, stderr io.Writer) int {
 		printJSON(stdout, st)
 		return 0
 	}
+	migrating := map[string]bool{}
+	for _, m := range st.Migrations {
+		migrating[m.Shard] = true
+	}
+	defer printMigrations(stdout, st.Migrations)
 	if len(st.Locks) == 0 {
 		fmt.Fprintf(stdout, "destination %s (shard_ddl: %s) has no open lock\n", st.Destination, st.Mode)
 		return 0
@@ -99,7 +106,14 @@ func runDDLList(args []string, stdout, stderr io.Writer) int {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LOCK\tTABLE\tSINCE\tHELD ROWS\tDONE\tWAITING\tDDL")
 	for _, l := range st.Locks {
-		waiting := strings.Join(l.Waiting, ",")
+		var ws []string
+		for _, w := range l.Waiting {
+			if migrating[w] {
+				w += " (migrating)" // copy made, not swapped in yet
+			}
+			ws = append(ws, w)
+		}
+		waiting := strings.Join(ws, ",")
 		if len(l.Conflicts) > 0 {
 			var cs []string
 			for shard := range l.Conflicts {
@@ -113,4 +127,18 @@ func runDDLList(args []string, stdout, stderr io.Writer) int {
 	}
 	tw.Flush()
 	return 0
+}
+
+// printMigrations lists the online schema changes under way, if any.
+func printMigrations(stdout io.Writer, ms []wire.DDLMigration) {
+	if len(ms) == 0 {
+		return
+	}
+	fmt.Fprintf(stdout, "\nonline schema changes under way (copy made, not swapped in):\n")
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SHARD\tTABLE\tCOPY\tSINCE\tDDL")
+	for _, m := range ms {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.Shard, m.Table, m.Shadow, m.Since, strings.Join(m.DDL, "; "))
+	}
+	tw.Flush()
 }
