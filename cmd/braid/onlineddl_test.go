@@ -1,15 +1,21 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
+	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
+	"github.com/braid-cdc/braid/internal/testutil/shoptest"
 	"github.com/braid-cdc/braid/spec"
 )
 
@@ -46,5 +52,104 @@ func TestDDLListShowsMigrations(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "a/shop_1.orders (migrating)") || !strings.Contains(out, "online schema changes under way") ||
 		!strings.Contains(out, "ALTER TABLE shop_1._orders_new ADD COLUMN c INT NULL") {
 		t.Fatalf("ddl list: exit %d:\n%s%s", code, out, errs)
+	}
+}
+
+// TestCaptureSinkPtOSC: braid capture with a MySQL sink over the shop
+// fleet (three servers, six shard tables routed to shop.orders) while a
+// writer inserts and updates and pt-online-schema-change adds a column to
+// every shard table. The sink gets one ALTER of the logical table and
+// applies it once: the target has the new column, no helper table, no
+// sink error, and braid sink verify finds it equal to the shards.
+func TestCaptureSinkPtOSC(t *testing.T) {
+	bin, err := exec.LookPath("pt-online-schema-change")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("pt-online-schema-change not installed: apt-get install percona-toolkit")
+		}
+		t.Skip("pt-online-schema-change not installed (apt-get install percona-toolkit)")
+	}
+	tg := newTarget(t, "(id BIGINT PRIMARY KEY, shard INT NOT NULL, note VARCHAR(40))")
+	srvs := shoptest.Shards(t)
+	ds, err := spec.Parse([]byte(shoptest.SpecYAML(srvs, fmt.Sprintf("sinks: [{name: copy, type: mysql, address: '127.0.0.1:3306', workers: 2, meta_database: %s_meta, tables: [{from: shop.orders, to: %s.orders}]}]\n", tg.name, tg.name))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := nodes.FreePorts(t, 1)[0]
+	serveForTest(t, ds, serveOptions{listen: "127.0.0.1", httpPort: port}, slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})))
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for n := 1; ; n++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for shard := range 6 {
+				id := shard*1_000_000 + n
+				srvs[shard/2].Exec(t, fmt.Sprintf("INSERT INTO shop_%d.orders (id, shard, note) VALUES (%d, %d, 'w')", shard, id, shard))
+				if n > 1 {
+					srvs[shard/2].Exec(t, fmt.Sprintf("UPDATE shop_%d.orders SET note = 'u' WHERE id = %d", shard, id-1))
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	time.Sleep(500 * time.Millisecond)
+	var wg sync.WaitGroup
+	for shard := range 6 {
+		srv := srvs[shard/2]
+		wg.Go(func() {
+			out, err := exec.Command(bin, "--alter", "ADD COLUMN gift varchar(20) NULL", "--execute", "--noversion-check", "--recursion-method=none",
+				"--chunk-size=50", fmt.Sprintf("h=%s,P=%d,u=root,D=shop_%d,t=orders", srv.Host, srv.Port, shard)).CombinedOutput()
+			if err != nil {
+				t.Errorf("pt-online-schema-change on shop_%d: %v\n%s", shard, err, out)
+			}
+		})
+	}
+	wg.Wait()
+	time.Sleep(500 * time.Millisecond)
+	close(stop)
+	<-done
+	if t.Failed() {
+		t.FailNow()
+	}
+	retry.Until(t, 60*time.Second, func() error {
+		if out, errs, code := cli("sink", "verify", "shop", "copy", "--server", url); code != 0 {
+			return fmt.Errorf("verify: exit %d: %s%s", code, out, errs)
+		}
+		return nil
+	})
+	var cols, tables []string
+	rows, err := tg.db.Query("SELECT column_name FROM information_schema.columns WHERE table_schema = ? AND table_name = 'orders' ORDER BY ordinal_position", tg.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var c string
+		rows.Scan(&c)
+		cols = append(cols, c)
+	}
+	rows.Close()
+	rows, err = tg.db.Query("SELECT table_name FROM information_schema.tables WHERE table_schema = ?", tg.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var c string
+		rows.Scan(&c)
+		tables = append(tables, c)
+	}
+	rows.Close()
+	if strings.Join(cols, ",") != "id,shard,note,gift" || strings.Join(tables, ",") != "orders" {
+		t.Fatalf("target: tables %v, orders columns %v; want only orders, with gift", tables, cols)
+	}
+	out, _, _ := cli("sink", "list", "shop", "--json", "--server", url)
+	var sinks []wire.SinkState
+	if json.Unmarshal([]byte(out), &sinks) != nil || len(sinks) != 1 || sinks[0].LastError != "" {
+		t.Fatalf("sink list: %s", out)
 	}
 }
