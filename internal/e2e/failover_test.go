@@ -39,6 +39,8 @@ type received struct {
 	es      int64
 	ids     []int64
 	arrived time.Time
+	table   string // the message's table (logical, or its origin's)
+	ddl     string // a DDL message's statement
 }
 
 // consumer streams a destination through every node of a cluster with the
@@ -76,7 +78,10 @@ func startConsumer(t *testing.T, c *nodes.Cluster, dest, clientID string) *consu
 	cs := &consumer{stop: stop, done: make(chan error, 1)}
 	go func() {
 		cs.done <- cl.Stream(ctx, dest, clientID, func(m client.Message) error {
-			r := received{seq: m.Seq, source: m.Source, db: m.OriginDatabase, es: m.Es, arrived: time.Now()}
+			r := received{seq: m.Seq, source: m.Source, db: m.OriginDatabase, es: m.Es, arrived: time.Now(), table: m.Table}
+			if m.IsDdl {
+				r.ddl = m.SQL
+			}
 			if m.Type == "INSERT" {
 				for _, row := range m.Data {
 					id, _ := strconv.ParseInt(*row["id"], 10, 64)
