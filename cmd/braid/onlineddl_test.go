@@ -1,21 +1,26 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/internal/testutil/shoptest"
+	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/spec"
 )
 
@@ -55,12 +60,13 @@ func TestDDLListShowsMigrations(t *testing.T) {
 	}
 }
 
-// TestCaptureSinkPtOSC: braid capture with a MySQL sink over the shop
+// TestCaptureSinkPtOSC: braid capture with a MySQL and a PostgreSQL sink over the shop
 // fleet (three servers, six shard tables routed to shop.orders) while a
 // writer inserts and updates and pt-online-schema-change adds a column to
 // every shard table. The sink gets one ALTER of the logical table and
-// applies it once: the target has the new column, no helper table, no
-// sink error, and braid sink verify finds it equal to the shards.
+// applies it once: the targets have the new column and no helper table,
+// the sinks no error; braid sink verify finds the MySQL target equal to
+// the shards, and the PostgreSQL target holds the shards' rows.
 func TestCaptureSinkPtOSC(t *testing.T) {
 	bin, err := exec.LookPath("pt-online-schema-change")
 	if err != nil {
@@ -70,8 +76,11 @@ func TestCaptureSinkPtOSC(t *testing.T) {
 		t.Skip("pt-online-schema-change not installed (apt-get install percona-toolkit)")
 	}
 	tg := newTarget(t, "(id BIGINT PRIMARY KEY, shard INT NOT NULL, note VARCHAR(40))")
+	pg := newPGDatabase(t, tg.name, "CREATE SCHEMA shop", "CREATE TABLE shop.orders (id bigint PRIMARY KEY, shard integer NOT NULL, note varchar(40))")
 	srvs := shoptest.Shards(t)
-	ds, err := spec.Parse([]byte(shoptest.SpecYAML(srvs, fmt.Sprintf("sinks: [{name: copy, type: mysql, address: '127.0.0.1:3306', workers: 2, meta_database: %s_meta, tables: [{from: shop.orders, to: %s.orders}]}]\n", tg.name, tg.name))))
+	ds, err := spec.Parse([]byte(shoptest.SpecYAML(srvs, fmt.Sprintf("sinks:\n"+
+		"  - {name: copy, type: mysql, address: '127.0.0.1:3306', workers: 2, meta_database: %s_meta, tables: [{from: shop.orders, to: %s.orders}]}\n"+
+		"  - {name: pg, type: postgres, address: '127.0.0.1:5432', database: %s, workers: 2}\n", tg.name, tg.name, tg.name))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,9 +156,53 @@ func TestCaptureSinkPtOSC(t *testing.T) {
 	if strings.Join(cols, ",") != "id,shard,note,gift" || strings.Join(tables, ",") != "orders" {
 		t.Fatalf("target: tables %v, orders columns %v; want only orders, with gift", tables, cols)
 	}
+	var shards []string
+	for shard := range 6 {
+		for _, r := range srvs[shard/2].Query(t, fmt.Sprintf("SELECT id, note, gift FROM shop_%d.orders", shard)) {
+			shards = append(shards, strings.Join(r, " "))
+		}
+	}
+	slices.Sort(shards)
+	retry.Until(t, 60*time.Second, func() error {
+		got := sinktest.Values(pg.Query(context.Background(), "SELECT id::text, note, coalesce(gift, 'NULL') FROM shop.orders"))
+		slices.Sort(got)
+		if !slices.Equal(got, shards) {
+			return fmt.Errorf("PostgreSQL target: %d rows, shards %d, or they differ", len(got), len(shards))
+		}
+		return nil
+	})
 	out, _, _ := cli("sink", "list", "shop", "--json", "--server", url)
 	var sinks []wire.SinkState
-	if json.Unmarshal([]byte(out), &sinks) != nil || len(sinks) != 1 || sinks[0].LastError != "" {
+	if json.Unmarshal([]byte(out), &sinks) != nil || len(sinks) != 2 || sinks[0].LastError != "" || sinks[1].LastError != "" {
 		t.Fatalf("sink list: %s", out)
 	}
+}
+
+// newPGDatabase makes a database of the machine's PostgreSQL, set up
+// with setup and dropped when the test ends; without PostgreSQL it skips.
+func newPGDatabase(t *testing.T, name string, setup ...string) *pgx.Conn {
+	t.Helper()
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, "postgres://postgres@127.0.0.1:5432/postgres")
+	if err != nil {
+		t.Skipf("no PostgreSQL on 127.0.0.1:5432 to apply to: %v", err)
+	}
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatal(err)
+	}
+	db, err := pgx.Connect(ctx, "postgres://postgres@127.0.0.1:5432/"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		db.Close(ctx)
+		admin.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+		admin.Close(ctx)
+	})
+	for _, q := range setup {
+		if _, err := db.Exec(ctx, q); err != nil {
+			t.Fatal(q, err)
+		}
+	}
+	return db
 }
