@@ -100,9 +100,11 @@ type Destination struct {
 	ddl     *shardDDL           // nil with shard_ddl: passthrough
 	online  *schema.OnlineRules // spec online_ddl: helper tables (nil: off)
 	// migrations are, per source, the online schema changes its reader
-	// last reported under way (Migrations); under migMu.
+	// last reported under way (Migrations), routed by migRouter (the
+	// merge's Router is the merge loop's); under migMu.
 	migMu      sync.Mutex
 	migrations [][]Migration
+	migRouter  *Router
 	// snaps are the sources' snapshots (nil entries: done or off); kept
 	// are the chunks kept before that go out from the cursor on, in
 	// order, keptNext the next of them.

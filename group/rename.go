@@ -99,22 +99,27 @@ type Migration struct {
 // noteMigrations records source src's migrations under way from a
 // schema snapshot its reader sent (on the source's reader goroutine).
 func (d *Destination) noteMigrations(src int, snap *change.SchemaSnapshot) {
+	d.migMu.Lock()
+	defer d.migMu.Unlock()
+	if d.migRouter == nil {
+		// The merge's Router caches as it goes and belongs to the merge
+		// loop: the readers' goroutines route with one of their own.
+		d.migRouter, _ = NewRouter(d.cfg.Spec.Route) // New checked the rules
+	}
 	var ms []Migration
 	for _, m := range snap.Online {
 		if !m.Swapped.IsZero() {
 			continue
 		}
 		table := m.Schema + "." + m.Table
-		ls, lt := d.router.Rename(m.Schema, m.Table)
+		ls, lt := d.migRouter.Rename(m.Schema, m.Table)
 		mg := Migration{Shard: ShardName(d.cfg.Spec.Sources[src].Name, table), Logical: ls + "." + lt, Shadow: m.Shadow, Since: m.Since}
 		for _, st := range m.DDL {
 			mg.DDL = append(mg.DDL, st.SQL)
 		}
 		ms = append(ms, mg)
 	}
-	d.migMu.Lock()
 	d.migrations[src] = ms
-	d.migMu.Unlock()
 }
 
 // Migrations returns the online schema changes under way on the shard
