@@ -15,6 +15,7 @@ import (
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
+	"github.com/braid-cdc/braid/spec"
 )
 
 // ptOSC runs Debian's pt-online-schema-change on table db.table of srv
@@ -163,10 +164,19 @@ func checkOSCRows(t *testing.T, rows []oscRow, rounds int64) {
 // of shop.orders on three servers while a writer inserts and updates.
 // The stream has no row and no DDL of the tool's helper tables, one
 // logical ALTER per change, each after every row of the old shape, and
-// every row change once.
+// every row change once; in optimistic mode too (the ADD COLUMN goes
+// out at the first shard's swap, the others lock).
 func TestPtOnlineSchemaChange(t *testing.T) {
+	for _, mode := range []spec.ShardDDLMode{spec.ShardDDLPessimistic, spec.ShardDDLOptimistic} {
+		t.Run(string(mode), func(t *testing.T) { testPtOSC(t, mode) })
+	}
+}
+
+func testPtOSC(t *testing.T, mode spec.ShardDDLMode) {
 	srvs := shards(t, time.Now())
-	c := collect(t, group.Config{Spec: pessimistic(shopSpec(srvs, earliest, "strict"))})
+	ds := shopSpec(srvs, earliest, "strict")
+	ds.ShardDDL = mode
+	c := collect(t, group.Config{Spec: ds})
 	w := startOSCWriter(t, srvs)
 	alters := []string{"ADD COLUMN gift varchar(20) NULL", "MODIFY COLUMN note varchar(60)", "ADD INDEX note_idx (note)"}
 	for _, alter := range alters {
