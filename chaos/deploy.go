@@ -47,6 +47,7 @@ type deployment struct {
 	sources []*mariadb.Server
 	cluster *localcluster.Cluster
 	proxies map[string]*proxy // by sink name
+	kafka   *kafkaBroker
 }
 
 // schemaOf is the shard schema of shard table k (0 … 5); source k/2 holds it.
@@ -137,6 +138,9 @@ func (d *deployment) startTargets(ctx context.Context) error {
 	if err := rc.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("the Redis target on %s: %w", redisTarget, err)
 	}
+	if err := d.startKafka(ctx); err != nil {
+		return err
+	}
 	d.proxies = map[string]*proxy{}
 	for name, addr := range map[string]string{"mysql": mariadbTarget, "postgres": postgresTarget, "redis": redisTarget} {
 		p, err := newProxy(name, addr)
@@ -200,7 +204,8 @@ sinks:
   - {name: postgres, type: postgres, address: '%[2]s', user: postgres, database: %[4]s,
      tables: [{from: shop.orders, to: public.orders}], create_tables: true, origin_column: _shard, workers: 4}
   - {name: redis, type: redis, address: '%[3]s', key: '%[4]s:{table}:{pk}', ddl: ignore}
-`, d.proxies["mysql"].Addr(), d.proxies["postgres"].Addr(), d.proxies["redis"].Addr(), d.tag)
+  - {name: kafka, type: kafka, brokers: ['%[5]s'], topic: '%[6]s'}
+`, d.proxies["mysql"].Addr(), d.proxies["postgres"].Addr(), d.proxies["redis"].Addr(), d.tag, d.kafka.addr, kafkaTopic)
 	return b.String()
 }
 

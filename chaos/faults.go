@@ -129,6 +129,15 @@ func (e *executor) fire(ctx context.Context, f Fault) {
 		}
 		r.logf("%s %s: its server runs again", f.Kind, f.Target)
 	case CutTarget:
+		if f.Target == "kafka" {
+			k := r.dep.kafka.cmd.Process
+			_ = k.Signal(syscall.SIGSTOP)
+			r.logf("%s kafka: SIGSTOPped the broker for %v", f.Kind, f.For)
+			sleep(f.For)
+			_ = k.Signal(syscall.SIGCONT)
+			r.logf("%s kafka: SIGCONT", f.Kind)
+			return
+		}
 		p := r.dep.proxies[f.Target]
 		p.setCut(true)
 		r.logf("%s %s: cut for %v", f.Kind, f.Target, f.For)

@@ -17,6 +17,7 @@ const (
 	InvSinkEqual  = "sink-exactly-once"   // an exactly-once target equals the sources row for row
 	InvSinkHolds  = "sink-current"        // an at-least-once target (Redis) holds every current row as it is
 	InvNoExit     = "no-unexpected-exit"  // no process exits but those the schedule stopped
+	InvPublished  = "sink-published"      // Kafka holds each committed change once
 	maxListed     = 8                     // seqs or rows a violation names at most
 )
 
@@ -40,6 +41,7 @@ func Check(o Observation) []Violation {
 	out = append(out, checkLedger(o)...)
 	out = append(out, checkSnapshot(o)...)
 	out = append(out, checkTargets(o)...)
+	out = append(out, checkPublished(o)...)
 	for _, e := range o.Exits {
 		out = append(out, Violation{InvNoExit, fmt.Sprintf("%s exited (%s) with no fault stopping it", e.Process, e.How), e.At})
 	}
@@ -284,6 +286,39 @@ func checkTargets(o Observation) []Violation {
 		}
 		if len(extra) > 0 {
 			out = append(out, Violation{inv, fmt.Sprintf("sink %s holds %d rows the sources do not: %s", t.Sink, len(extra), list(extra)), at})
+		}
+	}
+	return out
+}
+
+// checkPublished checks that a message sink published every committed
+// change of the ledger, and none twice (the Kafka sink finds its last
+// record after a crash and publishes nothing again, docs/sinks.md).
+func checkPublished(o Observation) []Violation {
+	var out []Violation
+	for _, p := range o.Published {
+		var lost, twice []string
+		lostAt, twiceAt := time.Duration(-1), time.Duration(-1)
+		for _, tx := range o.Ledger {
+			if tx.Uncertain && !tx.Committed {
+				continue
+			}
+			for _, ch := range tx.Changes {
+				switch n := p.Changes[ch]; {
+				case n == 0:
+					lost = append(lost, fmt.Sprintf("%s (source %s, tx %d)", ch, tx.Source, tx.ID))
+					lostAt = firstAt(lostAt, tx.At)
+				case n > 1:
+					twice = append(twice, fmt.Sprintf("%s ×%d", ch, n))
+					twiceAt = firstAt(twiceAt, tx.At)
+				}
+			}
+		}
+		if len(lost) > 0 {
+			out = append(out, Violation{InvPublished, fmt.Sprintf("sink %s never published %d committed changes: %s", p.Sink, len(lost), list(lost)), lostAt})
+		}
+		if len(twice) > 0 {
+			out = append(out, Violation{InvPublished, fmt.Sprintf("sink %s published %d changes more than once: %s", p.Sink, len(twice), list(twice)), twiceAt})
 		}
 	}
 	return out

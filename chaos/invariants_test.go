@@ -120,6 +120,20 @@ func TestCheckUncertainCommit(t *testing.T) {
 	reported(t, Check(o), InvLedger, "I 9 9", "never reached")
 }
 
+// TestCheckPublished: a change Kafka lacks, and one it holds twice, are
+// each named.
+func TestCheckPublished(t *testing.T) {
+	o := clean()
+	o.Published = []Published{{Sink: "kafka", Changes: map[string]int{"I 3 3": 1, "U 1 4": 1, "D 2 2": 1}}}
+	if vs := Check(o); len(vs) != 0 {
+		t.Fatalf("every change once: %v", vs)
+	}
+	o.Published[0].Changes["U 1 4"] = 0
+	reported(t, Check(o), InvPublished, "kafka never published 1", "U 1 4")
+	o.Published[0].Changes["U 1 4"] = 2
+	reported(t, Check(o), InvPublished, "more than once", "U 1 4 ×2")
+}
+
 func TestPlanIsAFunctionOfTheSeed(t *testing.T) {
 	a, b := Plan(7, 3*time.Minute), Plan(7, 3*time.Minute)
 	if a.String() != b.String() {

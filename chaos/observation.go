@@ -92,5 +92,13 @@ type Observation struct {
 	Consumers []Consumed // the first is the reference for the ledger
 	Sources   []TargetRow
 	Targets   []Target
+	Published []Published
 	Exits     []Exit
+}
+
+// Published is what a message sink (Kafka) published: how many times
+// each row change, snapshot rows left out.
+type Published struct {
+	Sink    string
+	Changes map[string]int
 }

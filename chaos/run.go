@@ -247,6 +247,9 @@ func (r *runState) finish(ctx context.Context, preloaded []int64, stopConsumers 
 	for _, p := range d.proxies {
 		p.setCut(false)
 	}
+	if d.kafka != nil {
+		_ = d.kafka.cmd.Process.Signal(syscall.SIGCONT)
+	}
 	txs := r.ledger.snapshot()
 	for _, w := range r.writers {
 		if err := w.resolve(ctx, txs); err != nil {
@@ -340,6 +343,11 @@ func (r *runState) finish(ctx context.Context, preloaded []int64, stopConsumers 
 		}
 		o.Targets = append(o.Targets, Target{Sink: t.name, ExactlyOnce: t.once, Rows: rows})
 	}
+	published, err := d.kafkaRows(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading sink kafka's topic: %w", err)
+	}
+	o.Published = append(o.Published, Published{Sink: "kafka", Changes: published})
 	r.exitMu.Lock()
 	o.Exits = append(o.Exits, r.exits...)
 	r.exitMu.Unlock()
@@ -486,8 +494,8 @@ func (r *runState) report(s Schedule, vs []Violation) string {
 		fmt.Fprintf(&b, "node %s peak RSS: %.0f MiB\n", n, float64(r.peakRSS[n])/1024)
 	}
 	r.peakMu.Unlock()
-	fmt.Fprintf(&b, "invariants checked: %s, %s, %s, %s, %s, %s, %s, sink-verify\n",
-		InvDense, InvConsistent, InvLedger, InvSnapshot, InvSinkEqual, InvSinkHolds, InvNoExit)
+	fmt.Fprintf(&b, "invariants checked: %s, %s, %s, %s, %s, %s, %s, %s, sink-verify\n",
+		InvDense, InvConsistent, InvLedger, InvSnapshot, InvSinkEqual, InvSinkHolds, InvPublished, InvNoExit)
 	if len(vs) == 0 {
 		b.WriteString("every invariant held\n")
 		return b.String()
@@ -519,5 +527,6 @@ func (r *runState) teardown() {
 			_ = s.Stop()
 		}
 	}
+	d.kafka.stop()
 	_ = mariadb.RemoveTemplate()
 }

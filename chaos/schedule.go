@@ -33,7 +33,9 @@ const (
 )
 
 // Targets of CutTarget: the sinks' names.
-var cutTargets = []string{"mysql", "postgres", "redis"}
+// Kafka is a kfake process of the run's own: its broker advertises its own
+// address, so it is cut by SIGSTOP rather than by a proxy.
+var cutTargets = []string{"mysql", "postgres", "redis", "kafka"}
 
 // Fault is one entry of a schedule.
 type Fault struct {

@@ -24,6 +24,9 @@ import (
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "kfake" {
+		return kfake(args[1:], stderr)
+	}
 	fs := flag.NewFlagSet("braid-chaos", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	seed := fs.String("seed", "", "the schedule's seed (default: a random one, printed)")
@@ -60,4 +63,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "braid-chaos: %v\n", err)
 	return 1
+}
+
+// kfake serves the run's Kafka broker: the run starts this program again
+// as `braid-chaos kfake -port N`, a process of its own it can stop.
+func kfake(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("braid-chaos kfake", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	port := fs.Int("port", 0, "the broker's port on 127.0.0.1")
+	if err := fs.Parse(args); err != nil || *port <= 0 {
+		return 2
+	}
+	if err := chaos.ServeKafka(*port); err != nil {
+		fmt.Fprintf(stderr, "braid-chaos kfake: %v\n", err)
+		return 1
+	}
+	return 0
 }
