@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"syscall"
 	"time"
@@ -41,9 +42,10 @@ func ServeKafka(port int) error {
 
 // kafkaBroker is the run's kfake process.
 type kafkaBroker struct {
-	addr string
-	cmd  *exec.Cmd
-	done chan struct{}
+	addr    string
+	cmd     *exec.Cmd
+	done    chan struct{} // closed when the broker exited
+	exitErr error         // how, once done is closed
 }
 
 // startKafka starts this program again as a kfake broker on a free port
@@ -66,16 +68,28 @@ func (d *deployment) startKafka(ctx context.Context) error {
 	cmd := exec.Command(exe, "kfake", "-port", strconv.Itoa(port))
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return fmt.Errorf("starting the kfake broker: %w", err)
-	}
 	k := &kafkaBroker{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cmd: cmd, done: make(chan struct{})}
+	// Pdeathsig fires when the OS thread that started the child exits,
+	// not the process, and Go ends idle threads: the goroutine that
+	// starts the broker keeps its thread until the broker exits.
+	started := make(chan error, 1)
 	go func() {
-		_ = cmd.Wait()
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		err := cmd.Start()
+		started <- err
+		if err != nil {
+			f.Close()
+			close(k.done)
+			return
+		}
+		k.exitErr = cmd.Wait()
 		f.Close()
 		close(k.done)
 	}()
+	if err := <-started; err != nil {
+		return fmt.Errorf("starting the kfake broker: %w", err)
+	}
 	d.kafka = k
 	deadline := time.Now().Add(30 * time.Second)
 	for {

@@ -348,6 +348,11 @@ func (r *runState) finish(ctx context.Context, preloaded []int64, stopConsumers 
 		return nil, fmt.Errorf("reading sink kafka's topic: %w", err)
 	}
 	o.Published = append(o.Published, Published{Sink: "kafka", Changes: published})
+	select {
+	case <-d.kafka.done:
+		o.Exits = append(o.Exits, Exit{Process: "the kfake broker", At: -1, How: fmt.Sprint(d.kafka.exitErr)})
+	default:
+	}
 	r.exitMu.Lock()
 	o.Exits = append(o.Exits, r.exits...)
 	r.exitMu.Unlock()
@@ -363,16 +368,21 @@ const stall = time.Minute
 // pollProgress is localcluster.Poll that also gives up once cond's
 // description has not changed for a minute: nothing moves any more.
 func pollProgress(ctx context.Context, timeout time.Duration, what string, cond func() (bool, string)) error {
-	last, since := "", time.Now()
-	return localcluster.Poll(ctx, timeout, what, func() (bool, string) {
+	last, since, stalled := "", time.Now(), false
+	err := localcluster.Poll(ctx, timeout, what, func() (bool, string) {
 		ok, desc := cond()
 		if desc != last {
 			last, since = desc, time.Now()
 		} else if !ok && time.Since(since) > stall {
-			return true, "" // the caller checks what it waited for
+			stalled = true
+			return true, ""
 		}
 		return ok, desc
 	})
+	if stalled {
+		return fmt.Errorf("no %s: nothing moved for %v: %s", what, stall, last)
+	}
+	return err
 }
 
 // verifySinks runs braid's own `sink verify` on each sink. Rows Redis
