@@ -269,6 +269,24 @@ func (d *deployment) state(ctx context.Context) (*client.State, error) {
 	return nil, err
 }
 
+// head is the destination's last seq: the highest any live node reports
+// (a node that does not own it may answer from an older cursor).
+func (d *deployment) head(ctx context.Context) (uint64, error) {
+	var head uint64
+	err := errors.New("no node runs")
+	for _, n := range d.cluster.Live() {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		st, serr := d.cluster.Client(n).State(cctx, dest)
+		cancel()
+		if serr != nil {
+			err = serr
+			continue
+		}
+		head, err = max(head, st.Seq), nil
+	}
+	return head, err
+}
+
 // waitSnapshot waits until every source's snapshot is done.
 func (d *deployment) waitSnapshot(ctx context.Context) error {
 	return localcluster.Poll(ctx, 3*time.Minute, "initial snapshot done at every source", func() (bool, string) {

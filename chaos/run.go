@@ -281,11 +281,11 @@ func (r *runState) finish(ctx context.Context, preloaded []int64, stopConsumers 
 	}
 	var head uint64
 	err := pollProgress(ctx, 4*time.Minute, "consumers and sinks at the destination's head", func() (bool, string) {
-		st, err := d.state(ctx)
+		h, err := d.head(ctx)
 		if err != nil {
 			return false, err.Error()
 		}
-		head = st.Seq
+		head = h
 		sinks, err := d.admin().Sinks(ctx, dest)
 		if err != nil {
 			return false, err.Error()
