@@ -286,6 +286,9 @@ func (r *runState) finish(ctx context.Context, preloaded []int64, stopConsumers 
 			return false, err.Error()
 		}
 		head = h
+		for _, rec := range r.recs {
+			head = max(head, rec.complete(0)) // no node may report less than a consumer received
+		}
 		sinks, err := d.admin().Sinks(ctx, dest)
 		if err != nil {
 			return false, err.Error()
