@@ -73,3 +73,12 @@ func (f *EventFeed) Feed(parser *replication.BinlogParser, raw []byte, emit func
 
 // Resume is where a new reader would resume.
 func (f *EventFeed) Resume() change.Position { return f.p.resume }
+
+// SetAfterListingTables runs f between a reader's listing of the live
+// tables and their SHOW CREATE TABLEs, until the returned function
+// restores the default.
+func SetAfterListingTables(f func()) (restore func()) {
+	old := afterListingTables
+	afterListingTables = f
+	return func() { afterListingTables = old }
+}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -140,5 +141,22 @@ func TestStartBeforeSchemaCreatedScansNothing(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "scanned binlog for DDL") {
 		t.Errorf("the reader scanned the binlog for DDL; log:\n%s", logs.String())
+	}
+}
+
+// TestStartWhileTableDropped: a table listed among the live tables and
+// gone before its SHOW CREATE TABLE (dropped, or renamed by a pt-osc swap
+// at that moment) does not stop the start with error 1146: it is left out
+// of the live schema, and the rows of the others read on.
+func TestStartWhileTableDropped(t *testing.T) {
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE DATABASE d", "CREATE TABLE d.a (id INT PRIMARY KEY)", "CREATE TABLE d.b (id INT PRIMARY KEY)",
+		"INSERT INTO d.b VALUES (1)")
+	var once sync.Once
+	defer binlog.SetAfterListingTables(func() { once.Do(func() { srv.Exec(t, "DROP TABLE d.a") }) })()
+	p := startReader(t, binlog.Config{Source: source(srv, earliest)}, nil)
+	evs := p.waitFor(30*time.Second, "the row of d.b", rowsAtLeast(1))
+	if rc := rows(evs)[0]; rc.Table.Name != "b" {
+		t.Fatalf("first row of %s.%s, want d.b", rc.Table.Schema, rc.Table.Name)
 	}
 }
