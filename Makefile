@@ -67,10 +67,10 @@ demo:
 	$(GO) run ./cmd/braid demo
 
 # chaos runs a whole deployment (three MariaDB sources, three braid
-# nodes, sinks into the machine's MariaDB, PostgreSQL and Redis, a writer
-# and two consumers) under a fault schedule drawn from SEED (default: a
-# random one, printed first) for DURATION (default 3m), and checks the
-# invariants from outside (docs/chaos.md). `make chaos SEED=N DURATION=D`
+# nodes, sinks into the machine's MariaDB, PostgreSQL and Redis and a
+# kfake Kafka, a writer and two consumers) under a fault schedule drawn
+# from SEED (default: a random one, printed first) for DURATION (default
+# 3m), and checks the invariants from outside (docs/chaos.md). `make chaos SEED=N DURATION=D`
 # replays a schedule; a failed run keeps every log and says where.
 DURATION ?= 3m
 chaos: build
