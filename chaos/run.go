@@ -126,7 +126,7 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 	fmt.Fprint(out, report)
 	_ = os.WriteFile(filepath.Join(dir, "report.txt"), []byte(report), 0o644)
 	if len(violations) > 0 {
-		fmt.Fprintf(out, "FAILED: %d invariants broken; every log is kept in %s (nodes/*.log, sources/*/error log, run.log, consumers.log)\n", len(violations), dir)
+		fmt.Fprintf(out, "FAILED: %d invariants broken; every log is kept in %s (nodes/*.log, sources/*/error log, run.log, consumers.log, stream-*.txt, ledger.txt)\n", len(violations), dir)
 		return ErrFailed
 	}
 	r.dep.dropTargets()
@@ -362,6 +362,9 @@ func (r *runState) finish(ctx context.Context, preloaded []int64, stopConsumers 
 	vs := Check(o)
 	vs = append(vs, r.verifySinks(ctx)...)
 	r.summary(o)
+	if len(vs) > 0 {
+		r.dump(o)
+	}
 	return vs, nil
 }
 
@@ -435,6 +438,26 @@ func (r *runState) summary(o Observation) {
 	for _, t := range o.Targets {
 		r.logf("sink %s: %d rows (sources: %d)", t.Sink, len(t.Rows), len(o.Sources))
 	}
+}
+
+// dump writes what each consumer received, a transaction a line ("seq
+// at fingerprint"), and the ledger, into the run directory, to read a
+// failure's seqs and rows after the run.
+func (r *runState) dump(o Observation) {
+	for _, c := range o.Consumers {
+		var b strings.Builder
+		for _, seq := range sortedSeqs(c.Txns) {
+			t := c.Txns[seq]
+			fmt.Fprintf(&b, "%d %v %s\n", seq, t.At.Round(time.Millisecond), t.Fingerprint())
+		}
+		_ = os.WriteFile(filepath.Join(r.dep.dir, "stream-"+c.Name+".txt"), []byte(b.String()), 0o644)
+	}
+	var b strings.Builder
+	for _, tx := range o.Ledger {
+		fmt.Fprintf(&b, "%s %d %v uncertain=%v committed=%v %s\n", tx.Source, tx.ID, tx.At.Round(time.Millisecond),
+			tx.Uncertain, tx.Committed, strings.Join(tx.Changes, ", "))
+	}
+	_ = os.WriteFile(filepath.Join(r.dep.dir, "ledger.txt"), []byte(b.String()), 0o644)
 }
 
 // nodeExited records a node's exit that no fault caused.
