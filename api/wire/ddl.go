@@ -25,9 +25,9 @@ type DDLState struct {
 
 // DDLMigration is an online schema change under way on a shard table.
 type DDLMigration struct {
-	// Shard is the shard table ("source/schema.table"), Table its
-	// logical table.
+	// Shard is the shard table ("source/schema.table").
 	Shard string `json:"shard"`
+	// Table is the logical table the shard table routes to.
 	Table string `json:"table"`
 	// Shadow is the tool's copy of the shard table.
 	Shadow string `json:"shadow"`
