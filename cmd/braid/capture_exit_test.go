@@ -191,8 +191,12 @@ func TestCaptureKeepsCursorOnOutputError(t *testing.T) {
 		t.Fatalf("exit %d, want 1 naming the output error; stderr:\n%s", exit, errb.String())
 	}
 	seqs := out.seqs(t)
-	if out.written() != 2 || len(seqs) < 3 {
-		t.Fatalf("%d writes of seqs %v; want 2 writes up to the second INSERT", out.written(), seqs)
+	// How the first messages fall into the two allowed writes depends on
+	// timing (the CREATE TABLE and the first INSERT may come together or
+	// apart); what matters is that the third write failed and the cursor
+	// is the last seq written.
+	if out.written() != 2 || len(seqs) < 2 {
+		t.Fatalf("%d writes of seqs %v; want 2 writes", out.written(), seqs)
 	}
 	kept, err := group.NewFileKeeper(cursors, "shop").Cursors()
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 // no command line, and its error would be wrong for any other caller.
 // The command adds the flag (flagerr.go). Left out: the packages that
 // write braid command lines to run (internal/localcluster, the test
-// harnesses, bench), and tests.
+// harnesses, bench, chaos), and tests.
 func TestLibrariesNameNoFlag(t *testing.T) {
 	flags := map[string]bool{}
 	for _, fl := range leafFlags {
@@ -31,7 +31,7 @@ func TestLibrariesNameNoFlag(t *testing.T) {
 	}
 	flagRE := regexp.MustCompile(`--([a-z][a-z0-9-]*)`)
 	root := filepath.Join("..", "..")
-	skip := []string{"cmd", "bench", ".git", filepath.Join("internal", "localcluster"), filepath.Join("internal", "testutil")}
+	skip := []string{"cmd", "bench", "chaos", ".git", filepath.Join("internal", "localcluster"), filepath.Join("internal", "testutil")}
 	var files int
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {

@@ -86,8 +86,12 @@ type Reader struct {
 	provisional map[string]*change.Table
 	snapPos     change.Position
 	// unparsed holds, by name, the live tables the schema model could
-	// not be built for at the start, and why (loadLiveTable).
-	unparsed map[string]string
+	// not be built for at the start, and why (loadLiveTable); fromColumns
+	// those it built from information_schema because it cannot parse
+	// their CREATE TABLE, which the binlog's own CREATE TABLE of them
+	// would not rebuild either.
+	unparsed    map[string]string
+	fromColumns map[string]bool
 	// badDDL is the last DDL the model could not parse, which a later
 	// row of a table it created names (decoder.table).
 	badDDL badDDL

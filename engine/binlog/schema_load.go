@@ -107,6 +107,7 @@ func (p *Reader) loadLive(c *client.Conn) (bound change.Position, tables map[str
 	p.schema.SetCharsets(server, databases)
 	p.provisional = nil
 	p.unparsed = map[string]string{}
+	p.fromColumns = map[string]bool{}
 	tables = map[string]*change.Table{}
 	for name, create := range live {
 		schema, table, _ := strings.Cut(name, ".")
@@ -140,6 +141,7 @@ func (p *Reader) loadLiveTable(c *client.Conn, db, table, create string) error {
 	if why == "" {
 		aerr := p.schema.LoadCreate(p.resume, db, alt)
 		if aerr == nil {
+			p.fromColumns[name] = true
 			p.log.Warn("the schema model cannot parse the table's CREATE TABLE: its columns and keys are read from information_schema",
 				"table", name, "err", oneLine(perr))
 			return nil
@@ -215,7 +217,10 @@ func (p *Reader) provisionalDDL(ctx context.Context, pos change.Position, db, sq
 			names = names[:0]
 			schema, _, _ := strings.Cut(t.Table, ".")
 			for name := range p.provisional {
-				if strings.HasPrefix(name, schema+".") {
+				// A table whose CREATE TABLE the model cannot parse keeps
+				// its live columns until a scan settles it (the scan reads
+				// past a DDL it cannot parse).
+				if strings.HasPrefix(name, schema+".") && !(t.Creates && p.fromColumns[name]) {
 					names = append(names, name)
 				}
 			}
@@ -425,6 +430,9 @@ func (s *ddlScan) query(pos change.Position, info string) {
 		}
 		schema, _, _ := strings.Cut(t.Table, ".")
 		for name := range s.live {
+			if t.Creates && s.p.fromColumns[name] {
+				continue // its CREATE TABLE, which the scan cannot parse, is no touch either
+			}
 			if strings.HasPrefix(name, schema+".") && len(s.touches[name]) == 0 {
 				s.touches[name] = append(s.touches[name], at)
 			}
