@@ -471,6 +471,7 @@ func (g *sourceSnapshot) emit(ti int, version *change.Table, rows chunkRows, thr
 		return err
 	}
 	g.state = next
+	g.signal() // run may be waiting for the kept chunks to go out
 	g.rows.Add(int64(n))
 	g.publishStats()
 	if next.Done {

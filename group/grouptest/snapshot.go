@@ -140,8 +140,16 @@ func (l *Log) Step(between func()) {
 	steps := l.steps
 	l.mu.Unlock()
 	s := step{between: between, done: make(chan struct{})}
-	steps <- s
-	<-s.done
+	select {
+	case steps <- s:
+	case <-time.After(Stuck):
+		panic(fmt.Sprintf("grouptest: no snapshot chunk of %s asked to read within %s: the destination is stuck", l.name, Stuck))
+	}
+	select {
+	case <-s.done:
+	case <-time.After(Stuck):
+		panic(fmt.Sprintf("grouptest: the snapshot chunk of %s let read did not finish within %s: the destination is stuck", l.name, Stuck))
+	}
 }
 
 // Snapshot implements group.Sources: a connection reading src's log's

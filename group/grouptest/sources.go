@@ -2,6 +2,7 @@ package grouptest
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -137,10 +138,26 @@ func (l *Log) Heartbeat(stale bool) {
 	})
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	wake := time.AfterFunc(Stuck, func() {
+		l.mu.Lock()
+		l.readCond.Broadcast()
+		l.mu.Unlock()
+	})
+	defer wake.Stop()
+	deadline := time.Now().Add(Stuck)
 	for n := len(l.items); l.read < n; {
+		if time.Now().After(deadline) {
+			panic(fmt.Sprintf("grouptest: no reader took %s's heartbeat within %s: the destination is stuck", l.name, Stuck))
+		}
 		l.readCond.Wait()
 	}
 }
+
+// Stuck is how long Heartbeat and Step wait for the destination before
+// they panic: a liveness guard far above any step's time, so that a
+// hang fails the test that hung at once instead of the package's
+// timeout many minutes later, naming no test.
+const Stuck = 30 * time.Second
 
 // reader is one group.Reader of a Log.
 type reader struct {
