@@ -343,20 +343,22 @@ func (d *Destination) consumeHead(s int, head []*change.Event, offered []bool) e
 			break // sent before binlog read after it: promises nothing
 		}
 		// Nothing the source commits from now on is older than braid's
-		// clock minus the skew allowance; but a source that stamps commits
-		// in whole seconds (MariaDB, MySQL 5.7) gives them keys down to
-		// the start of that second, so its watermark is cut to the
-		// second, or its next transaction would come in below it, late.
-		wm := ev.CommitTime.Add(-d.skew)
-		if !d.fineTime[s] {
-			wm = wm.Truncate(time.Second)
-		}
-		d.merger.Watermark(s, wm.UnixMicro())
+		// clock minus the skew allowance.
+		d.promise(s, ev.CommitTime)
 	case change.EventProgress:
 		if ev.Tables != nil && d.ddl != nil {
 			d.ddl.announce(s, ev.Tables)
 		}
-		d.merger.Watermark(s, ev.CommitTime.UnixMicro())
+		// A transaction of no selected table promises what a heartbeat
+		// does, from its own commit time: the source's clock is trusted
+		// to within max_clock_skew, no closer. Taken as it is, it would
+		// be one race from sending the next transaction late whenever
+		// that one's time is below it: a replica's own write, stamped by
+		// the replica's clock ahead of the replicated transactions
+		// around it, or a statement that began before the one logged
+		// ahead of it committed. From a primary the same history has
+		// no such write, so the stream would depend on the server read.
+		d.promise(s, ev.CommitTime)
 		sc := &d.cursor.Sources[s]
 		sc.Pos = ev.EndPos
 		if ev.Schema != nil {
@@ -382,6 +384,20 @@ func (d *Destination) consumeHead(s int, head []*change.Event, offered []bool) e
 	}
 	head[s] = nil
 	return nil
+}
+
+// promise raises source s's watermark to t less max_clock_skew: what a
+// heartbeat stamped t, or a transaction of no selected table committed
+// at t, promises of the source's next transactions. A source that stamps
+// commits in whole seconds (MariaDB, MySQL 5.7) gives them keys down to
+// the start of that second, so its watermark is cut to the second, or
+// its next transaction would come in below it, late.
+func (d *Destination) promise(s int, t time.Time) {
+	wm := t.Add(-d.skew)
+	if !d.fineTime[s] {
+		wm = wm.Truncate(time.Second)
+	}
+	d.merger.Watermark(s, wm.UnixMicro())
 }
 
 // sourceEnded reports a source whose reader stopped.
