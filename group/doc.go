@@ -7,7 +7,8 @@
 // commit time (Offer) and how far the source has promised not to go back
 // (Watermark), and it names the next source to emit (Next). Destination is
 // the shell around it: it runs the readers, keeps a bounded queue per source,
-// turns replication heartbeats into watermarks (the heartbeat's arrival time
+// turns replication heartbeats and transactions of no selected table into
+// watermarks (the heartbeat's arrival time, the transaction's commit time,
 // minus max_clock_skew), assigns seq and keeps the Cursor.
 //
 // In the data path (binlog → group → stream → flat/api) this is the one
@@ -34,7 +35,11 @@
 //   - Keys are the commit time in µs made monotone per source
 //     (key = max(previous key of the source, commit time)), ties broken by
 //     the source's index. In strict order the output keys never decrease, so
-//     the merged order is a pure function of the sources' binlogs.
+//     the merged order is a pure function of the sources' binlogs. The
+//     commit time is one every server of a source agrees on (MySQL's
+//     original_commit_timestamp, MariaDB's event-header time, which
+//     replicas keep), and no position enters a key or a tie: a source's
+//     history read from its primary or from a replica is merged alike.
 //   - A transaction is emitted whole (EventBegin, EventRows…, EventCommit, or
 //     one EventDDL) and never interleaved with another; each source's
 //     transactions come in binlog order.
