@@ -188,10 +188,120 @@ func (c *session) show(stmt string) ([]string, [][]any, error) {
 			rows = append(rows, []any{g})
 		}
 		return []string{"Grants for " + user + "@%"}, rows, nil
+	case words("COLUMNS"), words("FULL", "COLUMNS"), words("FIELDS"), words("FULL", "FIELDS"):
+		full := t[0].is("FULL")
+		i := 1
+		if full {
+			i = 2
+		}
+		return c.showColumns(t[i:], full)
+	case words("INDEX"), words("INDEXES"), words("KEYS"):
+		return c.showIndex(t[1:])
 	case words("WARNINGS") && len(t) == 1:
 		return []string{"Level", "Code", "Message"}, nil, nil
 	}
 	return nil, nil, errUnsupported
+}
+
+// showTable reads what follows SHOW COLUMNS or SHOW INDEX: FROM|IN
+// [db.]table [FROM|IN db], and finds the table.
+func (c *session) showTable(t []token) (*Schema, *Table, error) {
+	if len(t) < 2 || !t[0].is("FROM", "IN") {
+		return nil, nil, errUnsupported
+	}
+	t = t[1:]
+	var from string
+	if n := len(t); n >= 3 && t[n-2].is("FROM", "IN") {
+		from, t = t[n-1].text, t[:n-2]
+	}
+	db, name, err := c.tableName(t)
+	if from != "" && len(t) == 1 {
+		db, name, err = from, t[0].text, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	sc, tbl, ok := c.s.tableLocked(db, name)
+	if !ok {
+		return nil, nil, mysql.NewDefaultError(mysql.ER_NO_SUCH_TABLE, db, name)
+	}
+	return sc, tbl, nil
+}
+
+// showColumns is SHOW [FULL] COLUMNS FROM table, as MySQL 8 answers it
+// (go-mysql's schema package reads a table's columns with it).
+func (c *session) showColumns(t []token, full bool) ([]string, [][]any, error) {
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	sc, tbl, err := c.showTable(t)
+	if err != nil {
+		return nil, nil, err
+	}
+	cols := []string{"Field", "Type", "Null", "Key", "Default", "Extra"}
+	if full {
+		cols = []string{"Field", "Type", "Collation", "Null", "Key", "Default", "Extra", "Privileges", "Comment"}
+	}
+	var rows [][]any
+	for _, col := range tbl.Columns {
+		null := "NO"
+		if col.Nullable {
+			null = "YES"
+		}
+		var def, coll any
+		if col.Default != nil {
+			def = *col.Default
+		}
+		if _, co := col.charsetIn(*tbl, *sc); co != "" {
+			coll = co
+		}
+		key := columnKey(*tbl, col.Name)
+		if full {
+			rows = append(rows, []any{col.Name, col.Type, coll, null, key, def, col.Extra, "select,insert,update,references", col.Comment})
+		} else {
+			rows = append(rows, []any{col.Name, col.Type, null, key, def, col.Extra})
+		}
+	}
+	return cols, rows, nil
+}
+
+// showIndex is SHOW INDEX FROM table, as MySQL 8 answers it (with its
+// Visible and Expression columns; go-mysql's schema package reads a
+// table's keys with it).
+func (c *session) showIndex(t []token) ([]string, [][]any, error) {
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	_, tbl, err := c.showTable(t)
+	if err != nil {
+		return nil, nil, err
+	}
+	cols := []string{"Table", "Non_unique", "Key_name", "Seq_in_index", "Column_name", "Collation", "Cardinality",
+		"Sub_part", "Packed", "Null", "Index_type", "Comment", "Index_comment", "Visible", "Expression"}
+	var rows [][]any
+	for _, ix := range tbl.Indexes {
+		nonUnique := int64(1)
+		if ix.Unique || ix.Name == "PRIMARY" {
+			nonUnique = 0
+		}
+		visible := "YES"
+		if ix.Invisible {
+			visible = "NO"
+		}
+		for k, p := range ix.Columns {
+			var sub any
+			if p.Prefix > 0 {
+				sub = int64(p.Prefix)
+			}
+			null := ""
+			for _, col := range tbl.Columns {
+				if col.Name == p.Column && col.Nullable {
+					null = "YES"
+				}
+			}
+			rows = append(rows, []any{tbl.Name, nonUnique, ix.Name, int64(k + 1), p.Column, "A", int64(0),
+				sub, nil, null, "BTREE", "", "", visible, nil})
+		}
+	}
+	return cols, rows, nil
 }
 
 // showWhere compiles the WHERE of SHOW VARIABLES: a condition on

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/schema"
 
 	"github.com/braid-cdc/braid/internal/testutil/mysqlsource"
 )
@@ -165,5 +166,66 @@ func TestStartupCheckQueries(t *testing.T) {
 		t.Error("SHOW BINLOG STATUS (MariaDB's) answered")
 	} else if code, msg := myErr(t, err); code != mysql.ER_PARSE_ERROR || !strings.Contains(msg, "near 'STATUS' at line 1") {
 		t.Errorf("SHOW BINLOG STATUS: %d %s", code, msg)
+	}
+}
+
+// TestGoMySQLSchema: go-mysql's schema package (what its canal reads a
+// table's shape with) gets from SHOW FULL COLUMNS and SHOW INDEX the
+// columns, their types and collations, the primary key and the keys'
+// visibility, as from MySQL 8; the short forms and FROM db work too.
+func TestGoMySQLSchema(t *testing.T) {
+	s, _ := startShop(t, mysqlsource.Version84)
+	def := "0"
+	s.PutTable("shop", mysqlsource.Table{
+		Name: "items",
+		Columns: []mysqlsource.Column{
+			{Name: "id", Type: "bigint unsigned", Extra: "auto_increment"},
+			{Name: "name", Type: "varchar(40)", Collation: "utf8mb4_bin"},
+			{Name: "qty", Type: "int", Default: &def},
+			{Name: "doc", Type: "json", Nullable: true},
+			{Name: "secret", Type: "int", Nullable: true, Extra: "INVISIBLE"},
+		},
+		Indexes: []mysqlsource.Index{
+			{Name: "PRIMARY", Unique: true, Columns: []mysqlsource.IndexPart{{Column: "id"}}},
+			{Name: "name_qty", Unique: true, Columns: []mysqlsource.IndexPart{{Column: "name", Prefix: 10}, {Column: "qty"}}},
+			{Name: "qty", Columns: []mysqlsource.IndexPart{{Column: "qty"}}, Invisible: true},
+		},
+	})
+	c := connect(t, s)
+	tbl, err := schema.NewTable(c, "shop", "items")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cols []string
+	for _, col := range tbl.Columns {
+		cols = append(cols, fmt.Sprintf("%s:%d:%s:%v", col.Name, col.Type, col.Collation, col.IsUnsigned))
+	}
+	want := fmt.Sprintf("id:%d::true name:%d:utf8mb4_bin:false qty:%d::false doc:%d::false secret:%d::false",
+		schema.TYPE_NUMBER, schema.TYPE_STRING, schema.TYPE_NUMBER, schema.TYPE_JSON, schema.TYPE_NUMBER)
+	if got := strings.Join(cols, " "); got != want {
+		t.Errorf("columns %s, want %s", got, want)
+	}
+	if !tbl.Columns[0].IsAuto || len(tbl.PKColumns) != 1 || tbl.PKColumns[0] != 0 {
+		t.Errorf("auto increment %v, primary key %v", tbl.Columns[0].IsAuto, tbl.PKColumns)
+	}
+	var ixs []string
+	for _, ix := range tbl.Indexes {
+		ixs = append(ixs, fmt.Sprintf("%s%v:%d:%v", ix.Name, ix.Columns, ix.NoneUnique, ix.Visible))
+	}
+	if got := strings.Join(ixs, " "); got != "PRIMARY[id]:0:true name_qty[name qty]:0:true qty[qty]:1:false" {
+		t.Errorf("indexes %s", got)
+	}
+	r := exec(t, c, "SHOW COLUMNS FROM items FROM shop")
+	if r.RowNumber() != 5 || len(r.Fields) != 6 || str(r, 1, 0) != "name" || str(r, 2, 4) != "0" || str(r, 4, 5) != "INVISIBLE" {
+		t.Errorf("SHOW COLUMNS FROM items FROM shop: %d rows, %d fields", r.RowNumber(), len(r.Fields))
+	}
+	r = exec(t, c, "SHOW KEYS IN shop.items")
+	if r.RowNumber() != 4 || str(r, 2, 4) != "qty" || str(r, 1, 7) != "10" {
+		t.Errorf("SHOW KEYS IN shop.items: %d rows", r.RowNumber())
+	}
+	if _, err := c.Execute("SHOW INDEX FROM shop.nothing"); err == nil {
+		t.Error("SHOW INDEX of a missing table answered")
+	} else if code, _ := myErr(t, err); code != mysql.ER_NO_SUCH_TABLE {
+		t.Errorf("SHOW INDEX of a missing table: error %d", code)
 	}
 }
