@@ -40,6 +40,12 @@ type DecodeConfig struct {
 	End change.Position
 	// Tables are the table regexes on "schema.table" (whole-name matches).
 	Tables []string
+	// Want, when set, also stops canal at the first transaction end
+	// after Want selected row changes: canal reports the position of a
+	// transaction inside a TRANSACTION_PAYLOAD (binlog_transaction_compression)
+	// as offset 0, the log_pos MySQL writes in the payload's events, so
+	// End alone never stops it on a compressed binlog.
+	Want int
 }
 
 // Result is what one decoder run measured.
@@ -171,7 +177,7 @@ func decodeCanal(ctx context.Context, cfg DecodeConfig) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("bench: canal: %w", err)
 	}
-	h := &canalCounter{end: cfg.End, began: began}
+	h := &canalCounter{end: cfg.End, want: cfg.Want, began: began}
 	c.SetEventHandler(h)
 	// canal.Run has no context: Close, from any goroutine, is how it stops.
 	stopWatch := context.AfterFunc(ctx, c.Close)
@@ -194,6 +200,7 @@ func decodeCanal(ctx context.Context, cfg DecodeConfig) (Result, error) {
 type canalCounter struct {
 	canal.DummyEventHandler
 	end      change.Position
+	want     int
 	began    time.Time
 	firstRow time.Duration
 	rows     int
@@ -215,7 +222,7 @@ func (h *canalCounter) OnPosSynced(hdr *replication.EventHeader, pos mysql.Posit
 	if hdr == nil {
 		return nil // Close reporting the last position, maybe from another goroutine
 	}
-	if (change.Position{File: pos.Name, Pos: pos.Pos}).Compare(h.end) >= 0 {
+	if (change.Position{File: pos.Name, Pos: pos.Pos}).Compare(h.end) >= 0 || h.want > 0 && h.rows >= h.want {
 		return errReachedEnd
 	}
 	return nil
