@@ -58,6 +58,20 @@ func ddlUnquote(s string) string {
 // it back.
 const ddlExtMarker = "braid\x1etype:"
 
+// ddlInvisibleMarker stands in for a column's INVISIBLE attribute (MySQL
+// 8.0.23+, MariaDB 10.3.3+), which the TiDB parser lacks: the rewrite
+// makes it a COMMENT holding the marker, which the model ignores, and
+// TargetDDLs turns it back into INVISIBLE (or leaves it out, in
+// VisibleText).
+const ddlInvisibleMarker = "braid\x1einvisible"
+
+// ddlVisibilityMarker stands in for MySQL 8's ALTER COLUMN c SET
+// [IN]VISIBLE: the rewrite makes it SET DEFAULT '<marker>[IN]VISIBLE',
+// which the model takes as the no-op it is for it, and TargetDDLs
+// leaves out (MariaDB has no such statement; PostgreSQL no invisible
+// columns).
+const ddlVisibilityMarker = "braid\x1evisibility:"
+
 // ddlExtTypes are the column types MySQL or MariaDB have and the TiDB
 // parser does not; the value is the base type the model reports.
 var ddlExtTypes = map[string]string{
@@ -121,9 +135,11 @@ func (t ddlToks) attrEnd(i int) bool {
 //     introducer the parser cannot encode (_big5'...', _cp1251 0x41) is
 //     dropped;
 //   - spatial types, INET4, INET6 and UUID become a marked ENUM;
-//   - SPATIAL KEY, SRID n, REF_SYSTEM_ID=n, INVISIBLE columns and COMPRESSED
-//     columns lose the word; PERSISTENT becomes STORED; ALTER COLUMN c SET
-//     [IN]VISIBLE becomes DROP DEFAULT (both leave the model as it is).
+//   - SPATIAL KEY, SRID n, REF_SYSTEM_ID=n and COMPRESSED columns lose
+//     the word; PERSISTENT becomes STORED; a column's INVISIBLE becomes a
+//     COMMENT of ddlInvisibleMarker and ALTER COLUMN c SET [IN]VISIBLE a
+//     SET DEFAULT of ddlVisibilityMarker (both leave the model as it is;
+//     TargetDDLs reads the markers).
 func ddlRewrite(st ddlToks, kind ddlKind) (edits []ddlEdit, orReplace bool) {
 	del := func(i int) { edits = append(edits, ddlEdit{st.toks[i].start, st.toks[i].end, " "}) }
 	set := func(i int, s string) { edits = append(edits, ddlEdit{st.toks[i].start, st.toks[i].end, s}) }
@@ -234,7 +250,7 @@ func ddlRewrite(st ddlToks, kind ddlKind) (edits []ddlEdit, orReplace bool) {
 			del(i + 1)
 			del(i + 2)
 		case w == "INVISIBLE" && st.attrPos(i-1) && !st.is(i-2, "INDEX") && !st.is(i-2, "KEY") && st.attrEnd(i+1):
-			del(i)
+			set(i, "COMMENT '"+ddlInvisibleMarker+"'")
 		case w == "COMPRESSED" && st.attrPos(i-1) && st.is(i+1, "=") && st.kind(i+2) == ddlWord:
 			del(i)
 			del(i + 1)
@@ -244,10 +260,9 @@ func ddlRewrite(st ddlToks, kind ddlKind) (edits []ddlEdit, orReplace bool) {
 		case w == "PERSISTENT" && st.is(i-1, ")"):
 			set(i, "STORED")
 		case w == "SET" && (st.is(i+1, "VISIBLE") || st.is(i+1, "INVISIBLE")) && (st.is(i-2, "ALTER") || st.is(i-2, "COLUMN")):
-			// ALTER COLUMN c SET [IN]VISIBLE (MySQL 8): as much a no-op
-			// for the model as the DROP DEFAULT it becomes.
-			set(i, "DROP")
-			set(i+1, "DEFAULT")
+			// ALTER COLUMN c SET [IN]VISIBLE (MySQL 8): a no-op for the
+			// model, marked for TargetDDLs.
+			set(i+1, "DEFAULT '"+ddlVisibilityMarker+strings.ToUpper(st.text(i+1))+"'")
 		}
 	}
 	return edits, orReplace

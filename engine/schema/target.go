@@ -51,8 +51,15 @@ type TargetDDL struct {
 	// Text is the statement restored from its parsed form: names in
 	// backquotes, strings in single quotes with ' and \ escaped. It means
 	// what it says under any sql_mode without NO_BACKSLASH_ESCAPES and
-	// ANSI_QUOTES (the MySQL sink's sessions pin one).
+	// ANSI_QUOTES (the MySQL sink's sessions pin one). A column declared
+	// INVISIBLE keeps the attribute, as MySQL 8.0.23+ and MariaDB 10.3.3+
+	// take it; Node has no trace of it.
 	Text string
+	// VisibleText is Text without the INVISIBLE attributes, for a target
+	// that has no invisible columns (PostgreSQL), whose parser (TiDB's)
+	// does not know the word either; Invisible names those columns.
+	VisibleText string
+	Invisible   []string
 	// Node is the parsed statement, its tables renamed (Text restores
 	// it, but for CREATE OR REPLACE and the types the parser lacks).
 	Node ast.StmtNode
@@ -101,8 +108,13 @@ func TargetDDLs(db, sql string, mode SQLMode, rename TargetRename) ([]TargetDDL,
 				return sp.Tp == ast.AlterTableAlterCheck || sp.Tp == ast.AlterTableDropCheck ||
 					sp.Tp == ast.AlterTableAddConstraint && sp.Constraint != nil && sp.Constraint.Tp == ast.ConstraintCheck
 			})
+			// ALTER COLUMN c SET [IN]VISIBLE changes no row, and MariaDB
+			// has no such statement (it takes MODIFY with the whole
+			// column); a target keeps the visibility the column was
+			// made with.
+			n.Specs = slices.DeleteFunc(n.Specs, visibilityChange)
 			if len(n.Specs) == 0 {
-				continue // it only changed CHECK constraints
+				continue // it only changed CHECK constraints or visibility
 			}
 			for _, sp := range n.Specs {
 				if sp.Tp == ast.AlterTableOption {
@@ -118,7 +130,17 @@ func TargetDDLs(db, sql string, mode SQLMode, rename TargetRename) ([]TargetDDL,
 		if st.orReplace {
 			text = "CREATE OR REPLACE " + strings.TrimPrefix(text, "CREATE ")
 		}
-		d := TargetDDL{Text: text, Node: st.node, Tables: chk.tables}
+		inv := invisibleColumns{}
+		st.node.Accept(&inv)
+		d := TargetDDL{Text: text, VisibleText: text, Node: st.node, Tables: chk.tables, Invisible: inv.names}
+		if len(inv.names) > 0 {
+			// The marker is a string literal as Restore writes it; a
+			// restored literal of the user's cannot hold it, since the
+			// marker's control character is ddlRewrite's own.
+			mark := " COMMENT '" + ddlInvisibleMarker + "'"
+			d.Text = strings.ReplaceAll(text, mark, " INVISIBLE")
+			d.VisibleText = strings.ReplaceAll(text, mark, "")
+		}
 		var ld LogicalDDL
 		classify(&ld, st.node)
 		d.Kind = ld.Kind
@@ -126,6 +148,47 @@ func TargetDDLs(db, sql string, mode SQLMode, rename TargetRename) ([]TargetDDL,
 	}
 	return out, nil
 }
+
+// visibilityChange reports an ALTER COLUMN c SET [IN]VISIBLE, which
+// ddlRewrite marked.
+func visibilityChange(sp *ast.AlterTableSpec) bool {
+	if sp.Tp != ast.AlterTableAlterColumn || len(sp.NewColumns) != 1 || len(sp.NewColumns[0].Options) != 1 {
+		return false
+	}
+	v, ok := sp.NewColumns[0].Options[0].Expr.(ast.ValueExpr)
+	if !ok {
+		return false
+	}
+	s, ok := v.GetValue().(string)
+	return ok && strings.HasPrefix(s, ddlVisibilityMarker)
+}
+
+// invisibleColumns collects the columns a statement declares INVISIBLE
+// (ddlRewrite's marker comment) and takes the marker out of their
+// options, so that Node holds only what the statement's text says.
+type invisibleColumns struct{ names []string }
+
+func (v *invisibleColumns) Enter(n ast.Node) (ast.Node, bool) {
+	if c, ok := n.(*ast.ColumnDef); ok {
+		c.Options = slices.DeleteFunc(c.Options, func(o *ast.ColumnOption) bool {
+			if o.Tp != ast.ColumnOptionComment {
+				return false
+			}
+			e, ok := o.Expr.(ast.ValueExpr)
+			if !ok {
+				return false
+			}
+			if s, ok := e.GetValue().(string); ok && s == ddlInvisibleMarker {
+				v.names = append(v.names, c.Name.Name.O)
+				return true
+			}
+			return false
+		})
+	}
+	return n, false
+}
+
+func (v *invisibleColumns) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 // checkDropper leaves CHECK constraints out of column definitions: a
 // target holds rows the source checked already, and the parser restores

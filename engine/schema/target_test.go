@@ -123,3 +123,37 @@ func TestTargetDDLsLeaveChecksOut(t *testing.T) {
 		t.Errorf("ALTER of a CHECK: %v %+v, want nothing to run", err, out)
 	}
 }
+
+// TestTargetDDLsInvisibleColumns: a column MySQL 8 or MariaDB declares
+// INVISIBLE (MySQL 8's SHOW CREATE TABLE writes /*!80023 INVISIBLE */)
+// keeps the attribute in Text, and VisibleText (for PostgreSQL, whose
+// parser lacks it) and Node have no trace of it; a column's own COMMENT
+// stays. ALTER COLUMN c SET [IN]VISIBLE, which MariaDB has no statement
+// for and which changes no row, is left out. Before, the attribute was
+// dropped (the column became visible on the target) and SET VISIBLE
+// became DROP DEFAULT, dropping the target column's default.
+func TestTargetDDLsInvisibleColumns(t *testing.T) {
+	for _, tc := range []struct{ sql, text, visible, invisible string }{
+		{"CREATE TABLE inj_0.t (`id` int NOT NULL,\n  `s` int DEFAULT '7' /*!80023 INVISIBLE */ COMMENT 'hush',\n  PRIMARY KEY (`id`))",
+			"CREATE TABLE `tgt`.`t` (`id` INT NOT NULL,`s` INT DEFAULT '7' INVISIBLE COMMENT 'hush',PRIMARY KEY(`id`))",
+			"CREATE TABLE `tgt`.`t` (`id` INT NOT NULL,`s` INT DEFAULT '7' COMMENT 'hush',PRIMARY KEY(`id`))", "s"},
+		{"ALTER TABLE inj_0.t ADD COLUMN x int INVISIBLE, ALTER COLUMN s SET VISIBLE, MODIFY y int invisible",
+			"ALTER TABLE `tgt`.`t` ADD COLUMN `x` INT INVISIBLE, MODIFY COLUMN `y` INT INVISIBLE",
+			"ALTER TABLE `tgt`.`t` ADD COLUMN `x` INT, MODIFY COLUMN `y` INT", "x y"},
+	} {
+		out, err := schema.TargetDDLs("inj_0", tc.sql, 0, injRename)
+		if err != nil || len(out) != 1 {
+			t.Fatalf("%s: %v, %d statements", tc.sql, err, len(out))
+		}
+		if d := out[0]; d.Text != tc.text || d.VisibleText != tc.visible || strings.Join(d.Invisible, " ") != tc.invisible {
+			t.Errorf("%s:\ntext    %s\nvisible %s\ninvisible %q\nwant\ntext    %s\nvisible %s\ninvisible %q", tc.sql, d.Text, d.VisibleText, d.Invisible, tc.text, tc.visible, tc.invisible)
+		}
+		if _, _, err := parser.New().Parse(out[0].VisibleText, "", ""); err != nil {
+			t.Errorf("VisibleText does not parse: %v", err)
+		}
+	}
+	out, err := schema.TargetDDLs("inj_0", "ALTER TABLE inj_0.t ALTER COLUMN s SET INVISIBLE", 0, injRename)
+	if err != nil || len(out) != 0 {
+		t.Errorf("ALTER COLUMN SET INVISIBLE: %v, %d statements, want none", err, len(out))
+	}
+}

@@ -66,7 +66,13 @@ func (t *Target) ApplyDDL(ctx context.Context, ev *change.Event, workers int) er
 					return fmt.Errorf("sink %s: DDL at seq %d: %w", t.spec.Name, ev.Seq, err)
 				}
 			}
-			err := t.exec(ctx, st.Text)
+			// A MySQL 8 source's collations and VECTOR columns, as the
+			// target can hold them (mysql8.go).
+			text, err := t.mysql8Text(ctx, ev, st)
+			if err != nil {
+				return err
+			}
+			err = t.exec(ctx, text)
 			if noSuchTable(err) && t.spec.CreateTables && st.Kind == schema.DDLAlter {
 				// The target table is made at its first row (create_tables),
 				// and this one has had none yet: it is made now, from the

@@ -35,6 +35,9 @@ type Target struct {
 	// turns, when the sink has more workers than connections, holds a
 	// token for each worker transaction running on the target.
 	turns chan struct{}
+	// srv is the server's version and collations, read at the first
+	// DDL that needs them (mysql8.go).
+	srv targetServer
 }
 
 // The thin client under sink.Keyed, with the powers it looks for.

@@ -156,6 +156,9 @@ func (t *Target) originKeys(ctx context.Context, logical string) error {
 // their declared types, its primary and unique keys, and the origin
 // column first in the primary key.
 func (t *Target) createTable(ctx context.Context, tv *change.Table, db, table string) error {
+	if err := t.vectorRefused(ctx, tv, table); err != nil {
+		return err
+	}
 	if _, err := t.db.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS "+quote(db)); err != nil {
 		return err
 	}

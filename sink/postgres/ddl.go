@@ -12,6 +12,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/format"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
 	_ "github.com/pingcap/tidb/pkg/parser/test_driver" // the parser's value expressions
 
 	"github.com/braid-cdc/braid/engine/change"
@@ -29,6 +30,7 @@ func (t *Target) ApplyDDL(ctx context.Context, ev *change.Event, workers int) er
 	var stmts []stmt
 	var forget []string  // target tables a statement drops
 	var missing []string // target tables an ALTER needs, made at their first row
+	var vectors []string // VECTOR columns the statements make (vectorRefused)
 	if shard, ok := schema.TruncatedTable(ev.DDL.Schema, ev.DDL.SQL, schema.SQLMode(ev.DDL.SQLMode)); ok {
 		if t.spec.OriginColumn == "" {
 			return fmt.Errorf("sink %s: seq %d: TRUNCATE of shard table %s/%s: the target holds every shard table's rows of %s together; set origin_column to delete only that shard table's",
@@ -45,7 +47,9 @@ func (t *Target) ApplyDDL(ctx context.Context, ev *change.Event, workers int) er
 			return err
 		}
 		for _, ld := range lds {
-			tr, err := t.translate(ld.Text)
+			// PostgreSQL has no invisible columns: they are made as
+			// any other (docs/sinks.md).
+			tr, err := t.translate(ld.VisibleText)
 			if err != nil {
 				return fmt.Errorf("sink %s: DDL at seq %d (%s): %w: PostgreSQL cannot run it as it is; set ddl: ignore and change the target by hand", t.spec.Name, ev.Seq, clip(ld.Text), err)
 			}
@@ -60,6 +64,7 @@ func (t *Target) ApplyDDL(ctx context.Context, ev *change.Event, workers int) er
 			for _, q := range tr.sql {
 				stmts = append(stmts, stmt{sql: q, table: table})
 			}
+			vectors = append(vectors, tr.vectors...)
 			forget = append(forget, tr.drops...)
 		}
 	}
@@ -68,6 +73,9 @@ func (t *Target) ApplyDDL(ctx context.Context, ev *change.Event, workers int) er
 		return fmt.Errorf("sink %s: connect: %w", t.spec.Name, err)
 	}
 	defer t.release(control, c)
+	if err := t.vectorRefused(ctx, c, vectors); err != nil {
+		return fmt.Errorf("%w (DDL at seq %d from %s)", err, ev.Seq, ev.Source)
+	}
 	if stmts, err = t.createAltered(ctx, c, ev, stmts, missing); err != nil {
 		return fmt.Errorf("sink %s: DDL at seq %d: %w", t.spec.Name, ev.Seq, err)
 	}
@@ -218,6 +226,9 @@ type translation struct {
 	sql    []string
 	drops  []string
 	schema string
+	// vectors are the VECTOR columns it makes, "table.column TYPE"
+	// (vectorRefused).
+	vectors []string
 }
 
 var (
@@ -251,6 +262,7 @@ func (t *Target) translate(text string) (translation, error) {
 			return out, err
 		}
 		out.sql = t.createSQL(tableName(n.Table), tv, names)
+		out.vectors = vectorColumns(tableName(n.Table), tv)
 		out.schema, _ = splitQuoted(tableName(n.Table))
 	case *ast.DropTableStmt:
 		if n.IsView {
@@ -263,6 +275,15 @@ func (t *Target) translate(text string) (translation, error) {
 	case *ast.AlterTableStmt:
 		table := tableName(n.Table)
 		for _, sp := range n.Specs {
+			for _, def := range sp.NewColumns {
+				if def.Tp != nil && def.Tp.GetType() == mysql.TypeTiDBVectorFloat32 {
+					col, err := columnOf(def)
+					if err != nil {
+						return out, err
+					}
+					out.vectors = append(out.vectors, table+"."+quoteIdent(col.Name)+" "+strings.ToUpper(col.RawType))
+				}
+			}
 			qs, err := t.alterSpec(table, sp)
 			if err != nil {
 				return out, err

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/braid-cdc/braid/engine/change"
+	"github.com/braid-cdc/braid/sink"
 )
 
 // columnName is a column's name in the target, quoted: lower case, as
@@ -95,6 +96,14 @@ func pgType(c *change.Column) string {
 		return "bytea"
 	case "json":
 		return "jsonb"
+	case "vector":
+		// pgvector's type, which reads MySQL's VECTOR_TO_STRING text
+		// ("[1.00000e+00,...]"); without the extension the sink refuses
+		// the column (vectorRefused).
+		if n > 0 {
+			return fmt.Sprintf("vector(%d)", n)
+		}
+		return "vector"
 	}
 	if c.Binary {
 		return "bytea"
@@ -174,6 +183,9 @@ func (t *Target) ensureTable(ctx context.Context, c *pgx.Conn, tv *change.Table,
 // time, doing nothing when it exists. uniqueNames names tv's unique keys
 // as MySQL does (nil: after their first column, MySQL's default).
 func (t *Target) createTable(ctx context.Context, c *pgx.Conn, table string, tv *change.Table, uniqueNames []string) error {
+	if err := t.vectorRefused(ctx, c, vectorColumns(table, tv)); err != nil {
+		return err
+	}
 	t.create.Lock()
 	defer t.create.Unlock()
 	return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
@@ -264,4 +276,38 @@ func splitQuoted(table string) (schema, name string) {
 		}
 	}
 	return table, ""
+}
+
+// vectorColumns are tv's VECTOR columns as vectorRefused takes them:
+// "table.column TYPE", table quoted.
+func vectorColumns(table string, tv *change.Table) []string {
+	var out []string
+	for _, col := range tv.Columns {
+		if col.Type == "vector" {
+			out = append(out, table+"."+quoteIdent(col.Name)+" "+strings.ToUpper(col.RawType))
+		}
+	}
+	return out
+}
+
+// vectorRefused is, when columns (each "table.column TYPE", quoted)
+// holds a VECTOR column and the target has no vector type (the pgvector
+// extension), an error wrapping sink.ErrDDLRefused that names the
+// column and what to do; nil otherwise. Without it, PostgreSQL would
+// refuse the type by name, and a text column instead would take values
+// no vector operation reads.
+func (t *Target) vectorRefused(ctx context.Context, c *pgx.Conn, columns []string) error {
+	if len(columns) == 0 {
+		return nil
+	}
+	var ok bool
+	if err := c.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_type WHERE typname = 'vector')").Scan(&ok); err != nil {
+		return fmt.Errorf("sink %s: look for the vector type: %w", t.spec.Name, err)
+	}
+	if ok {
+		return nil
+	}
+	col, typ, _ := strings.Cut(columns[0], " ")
+	return fmt.Errorf("sink %s: %w: column %s is %s, and the target has no vector type: install pgvector there (CREATE EXTENSION vector), or make the table by hand without the column and set the sink's ddl: ignore",
+		t.spec.Name, sink.ErrDDLRefused, col, typ)
 }
