@@ -13,6 +13,9 @@
 // capture.go), the initial snapshot's ways (SnapshotBraid, SnapshotDump
 // and SnapshotCanal, in snapshot.go) and a heap sampler (heap.go); the
 // benchmarks themselves are in decode_test.go (BenchmarkDecode),
+// mysql8_decode_test.go (BenchmarkMySQLDecode: BenchmarkDecode's two
+// decoders on a MySQL 8.4 history served by the MySQL test source, plain
+// and compressed; the fixture in mysql8.go),
 // merge_test.go (BenchmarkMerge),
 // capture_test.go (BenchmarkCapture: `braid capture | wc -l` beside
 // go-mysql canal on BenchmarkMerge's binlogs), consume_test.go
