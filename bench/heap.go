@@ -1,10 +1,17 @@
 package bench
 
 import (
+	"os"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"time"
 )
+
+// heapProfileEnv names a file a heapSampler writes a heap profile to each
+// time the live heap has grown 8 MiB past the last one written: at the
+// end it holds the objects of (nearly) the peak, to find what grew.
+const heapProfileEnv = "BRAID_BENCH_HEAP_PROFILE"
 
 // heapSampleEvery is how often a heapSampler reads the heap.
 const heapSampleEvery = 10 * time.Millisecond
@@ -41,9 +48,19 @@ func startHeapSampler() *heapSampler {
 		inuse[i].Name = name
 	}
 	live := []metrics.Sample{{Name: liveHeapMetric}}
+	profile, profiled := os.Getenv(heapProfileEnv), uint64(0)
 	sample := func() {
 		h.peak = max(h.peak, heapInuse(inuse))
-		h.live = max(h.live, heapInuse(live))
+		l := heapInuse(live)
+		h.live = max(h.live, l)
+		if profile != "" && l > profiled+8<<20 {
+			// The heap profile is of the last GC, as the live heap is.
+			profiled = l
+			if f, err := os.Create(profile); err == nil {
+				pprof.WriteHeapProfile(f)
+				f.Close()
+			}
+		}
 	}
 	sample()
 	go func() {

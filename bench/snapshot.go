@@ -70,6 +70,10 @@ type SnapshotConfig struct {
 	Ordering string
 	// Format makes the consumer render every batch as canal flat JSON.
 	Format bool
+	// Pause is how long the consumer waits after each batch, which is
+	// then of 16 events: a consumer slower than the snapshot, so that
+	// the store fills and stays full.
+	Pause time.Duration
 }
 
 // snapshotSpec is the destination SnapshotBraid runs: the shards as
@@ -128,8 +132,12 @@ func SnapshotBraid(ctx context.Context, shards []SnapshotShard, cfg SnapshotConf
 		res.Bytes += int64(len(b)) + 1
 		return nil
 	}
+	batch := 1024
+	if cfg.Pause > 0 {
+		batch = 16
+	}
 	for res.Rows < want {
-		b, err := p.Store.Get(ctx, snapshotDest, 1024, 100*time.Millisecond)
+		b, err := p.Store.Get(ctx, snapshotDest, batch, 100*time.Millisecond)
 		if err != nil {
 			if perr := p.Err(); perr != nil {
 				err = perr
@@ -162,6 +170,9 @@ func SnapshotBraid(ctx context.Context, shards []SnapshotShard, cfg SnapshotConf
 		if err := p.Store.Ack(snapshotDest, b.ID); err != nil {
 			heap.Stop()
 			return res, fmt.Errorf("bench: snapshot: ack: %w", err)
+		}
+		if cfg.Pause > 0 {
+			time.Sleep(cfg.Pause)
 		}
 	}
 	res.Elapsed = time.Since(began)
