@@ -383,7 +383,9 @@ func (n *Node) remove(w http.ResponseWriter, r *http.Request) {
 		consumers := map[string]bool{}
 		if cursors, err := n.store.Cursors(name); err == nil {
 			for c := range cursors {
-				consumers[c] = true
+				if c != group.StartCursorID { // the destination's, no consumer's
+					consumers[c] = true
+				}
 			}
 		}
 		d, _ := n.store.Destination(name)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 
 	"github.com/braid-cdc/braid/engine/binlog"
 	"github.com/braid-cdc/braid/engine/change"
@@ -165,4 +167,98 @@ func PinStarts(ctx context.Context, ds *spec.Spec) error {
 		}
 	}
 	return nil
+}
+
+// StartCursorID is the client id a destination's start cursor is kept
+// under (Keeper.SaveCursor): the cursor before its first transaction,
+// each source where its first run from the spec's start began and with
+// the schema its reader read there. A replay from the destination's start
+// (a late consumer at earliest) and a run that has no client's cursor to
+// resume from start from it, so that they read the rows before a DDL with
+// the columns of their time rather than the server's schema as it is
+// now. It is no consumer's (stream.CheckClientID refuses it).
+const StartCursorID = "@start"
+
+// StartTap returns inner with the readers of a run from the spec's start
+// watched (those announcing their tables with no Resume): done gets ds's
+// start cursor once every source's reader has announced where it starts
+// and, when it knows it to hold there, the schema (binlog.Config's
+// AnnounceTables). A source that starts at a time, or by GTID, keeps no
+// position in it: a run from it starts that source at the spec's start.
+func StartTap(inner Sources, ds *spec.Spec, done func(*Cursor)) Sources {
+	t := &startTap{Sources: inner, ds: ds, done: done, seen: make([]bool, len(ds.Sources))}
+	t.start.Sources = make([]SourceCursor, len(ds.Sources))
+	for i, src := range ds.Sources {
+		t.start.Sources[i].Name = src.Name
+	}
+	return t
+}
+
+type startTap struct {
+	Sources
+	ds   *spec.Spec
+	done func(*Cursor)
+
+	mu    sync.Mutex
+	seen  []bool
+	start Cursor
+	sent  bool
+}
+
+func (t *startTap) Reader(cfg binlog.Config) (Reader, error) {
+	r, err := t.Sources.Reader(cfg)
+	if err != nil || !cfg.AnnounceTables || cfg.Resume != nil {
+		return r, err
+	}
+	i := slices.IndexFunc(t.ds.Sources, func(s spec.Source) bool { return s.Name == cfg.Source.Name })
+	if i < 0 {
+		return r, nil
+	}
+	return &tappedReader{Reader: r, tap: t, src: i, kind: cfg.Source.Start.Kind}, nil
+}
+
+// note records source src's announcement, and hands the start cursor on
+// once every source's is in.
+func (t *startTap) note(src int, kind spec.StartKind, ev *change.Event) {
+	t.mu.Lock()
+	if t.seen[src] || t.sent {
+		t.mu.Unlock()
+		return
+	}
+	t.seen[src] = true
+	if kind != spec.StartTimestamp && kind != spec.StartGTID && !ev.Pos.IsZero() {
+		// A start at a time skips what committed before it only when
+		// read from the spec's start, not from a position.
+		sc := &t.start.Sources[src]
+		sc.Pos, sc.Schema = ev.Pos, ev.Schema
+	}
+	if slices.Contains(t.seen, false) {
+		t.mu.Unlock()
+		return
+	}
+	t.sent = true
+	c := t.start.Clone()
+	t.mu.Unlock()
+	t.done(c)
+}
+
+// tappedReader hands its first event, the announcement, to its tap.
+type tappedReader struct {
+	Reader
+	tap  *startTap
+	src  int
+	kind spec.StartKind
+}
+
+func (r *tappedReader) Run(ctx context.Context, emit func(*change.Event) error) error {
+	first := true
+	return r.Reader.Run(ctx, func(ev *change.Event) error {
+		if first {
+			first = false
+			if ev.Type == change.EventProgress && ev.Tables != nil {
+				r.tap.note(r.src, r.kind, ev)
+			}
+		}
+		return emit(ev)
+	})
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/braid-cdc/braid/group"
 )
 
 // SinkClientPrefix starts the client id of every sink (package sink names
@@ -25,8 +27,12 @@ var ErrTooManyClients = errors.New("stream: too many client ids")
 const DefaultMaxClientsPerOwner = 100
 
 // CheckClientID refuses a client id that a consumer may not use: one in
-// the sinks' namespace.
+// the sinks' namespace, or the one the destination's start cursor is
+// kept under (group.StartCursorID).
 func CheckClientID(id string) error {
+	if id == group.StartCursorID {
+		return fmt.Errorf("%w: client id %q names the destination's start cursor: choose another client id", ErrReservedClientID, id)
+	}
 	if strings.HasPrefix(id, SinkClientPrefix) {
 		return fmt.Errorf("%w: client id %q: the prefix %q is reserved for the destination's sinks, which run inside the node: choose another client id", ErrReservedClientID, id, SinkClientPrefix)
 	}

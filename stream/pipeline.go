@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/braid-cdc/braid/group"
@@ -69,6 +71,20 @@ type Pipeline struct {
 	err  error
 
 	kept *held // nil for a replay reader
+
+	// start is the destination's start cursor (group.StartCursorID), once
+	// known: kept by an earlier run, or noted by this one when it reads
+	// from the spec's start. A replay from the destination's start reads
+	// from it; nil, from the spec's start positions.
+	startMu sync.Mutex
+	start   *group.Cursor
+}
+
+// startCursor returns the destination's start cursor, or nil.
+func (p *Pipeline) startCursor() *group.Cursor {
+	p.startMu.Lock()
+	defer p.startMu.Unlock()
+	return p.start
 }
 
 // Placements lists the placements kept and made, in order.
@@ -94,6 +110,10 @@ func StartPipeline(ctx context.Context, cfg PipelineConfig) (*Pipeline, error) {
 	if cfg.Spec == nil {
 		return nil, errors.New("stream: pipeline without a spec")
 	}
+	start, err := startCursor(&cfg)
+	if err != nil {
+		return nil, err
+	}
 	resume := cfg.Resume
 	if resume == nil {
 		// The slowest client's cursor; when serving, the slowest attached
@@ -114,9 +134,21 @@ func StartPipeline(ctx context.Context, cfg PipelineConfig) (*Pipeline, error) {
 		if resume != nil && cfg.Logger != nil {
 			cfg.Logger.Info("resuming from the slowest consumer's cursor", "dest", cfg.Spec.Name, "seq", resume.Seq, "consumers", len(cfg.Clients))
 		}
+		if resume == nil && start != nil {
+			resume = start
+			if cfg.Logger != nil {
+				cfg.Logger.Info("no consumer's cursor: resuming from the destination's start cursor", "dest", cfg.Spec.Name)
+			}
+		}
 	}
-	p := &Pipeline{name: cfg.Spec.Name, cfg: cfg, done: make(chan struct{})}
+	p := &Pipeline{name: cfg.Spec.Name, cfg: cfg, done: make(chan struct{}), start: start}
 	gc := group.Config{Spec: cfg.Spec, Resume: resume, Logger: cfg.Logger}
+	if resume == nil && cfg.replayOf == nil {
+		// The destination's first run: where its sources start, with the
+		// schema there, is its start cursor, kept for every later replay
+		// from the start and run with no cursor to resume from.
+		gc.Sources = group.StartTap(group.Binlog, cfg.Spec, p.noteStart)
+	}
 	if cfg.replayOf != nil {
 		gc.Keep, gc.ReplayOnly = replayKeeper{cfg.replayOf.kept, cfg.replayOf.Decisions()}, true
 	} else {
@@ -184,6 +216,51 @@ func StartPipeline(ctx context.Context, cfg PipelineConfig) (*Pipeline, error) {
 	return p, nil
 }
 
+// startCursor takes the destination's start cursor out of cfg.Clients
+// (where a caller handing every kept cursor puts it), or reads it from
+// cfg.Keep; nil when none is kept, or one kept for other sources (the
+// spec's sources changed).
+func startCursor(cfg *PipelineConfig) (*group.Cursor, error) {
+	if cfg.replayOf != nil {
+		return nil, nil
+	}
+	start, ok := cfg.Clients[group.StartCursorID]
+	if ok {
+		cfg.Clients = maps.Clone(cfg.Clients)
+		delete(cfg.Clients, group.StartCursorID)
+	} else if cfg.Keep != nil {
+		kept, err := cfg.Keep.Cursors()
+		if err != nil {
+			return nil, err
+		}
+		start = kept[group.StartCursorID]
+	}
+	if start == nil || len(start.Sources) != len(cfg.Spec.Sources) {
+		return nil, nil
+	}
+	for i, sc := range start.Sources {
+		if sc.Name != cfg.Spec.Sources[i].Name {
+			return nil, nil
+		}
+	}
+	return start, nil
+}
+
+// noteStart keeps the destination's start cursor, which its first run's
+// sources announced (group.StartTap).
+func (p *Pipeline) noteStart(c *group.Cursor) {
+	p.startMu.Lock()
+	p.start = c
+	p.startMu.Unlock()
+	if p.kept == nil || p.kept.Keeper == nil {
+		return
+	}
+	if err := p.kept.Keeper.SaveCursor(group.StartCursorID, c); err != nil {
+		p.log.Warn("the destination's start cursor was not kept: a replay from its start on another run reads the schema the servers have then",
+			"dest", p.name, "err", err)
+	}
+}
+
 // replay is the store's ReplayFunc: a pipeline of its own from the
 // cursor, reading with server ids of its own (a source refuses a second
 // replica with an id already reading), into a store that holds only that
@@ -194,6 +271,11 @@ func (p *Pipeline) replay(from *group.Cursor, client string) (*Pipeline, error) 
 	for i := range ds.Sources {
 		src := &ds.Sources[i]
 		src.ServerID = spec.DeriveServerID(ds.Name, fmt.Sprintf("%s#%d#replay:%s", src.Name, src.ServerID, client))
+	}
+	if from == nil {
+		// From the destination's start: its start cursor holds the
+		// schema there, which the servers' schema now may not be.
+		from = p.startCursor()
 	}
 	ctx, cancel := context.WithTimeout(p.ctx, 15*time.Second)
 	defer cancel()
