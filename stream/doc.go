@@ -15,7 +15,9 @@
 // time:T; canal clients, which cannot ask, at the spec's consumers.start).
 // One whose start is older than the store holds is served by a replay
 // reader: a private Pipeline from the nearest cursor the store knows (nil:
-// the destination's pinned start), with server ids of its own, into a
+// the destination's start cursor, group.StartCursorID, which the first run
+// from the spec's start keeps with each source's schema there; without
+// one, the spec's pinned start), with server ids of its own, into a
 // small store of its own. By determinism its seqs are everyone's; once it
 // has caught up with what the main store holds, it rejoins it at a
 // transaction boundary. A serving pipeline (PipelineConfig.Serve) applies
