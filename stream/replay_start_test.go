@@ -25,7 +25,6 @@ type shaped struct {
 	mu     sync.Mutex
 	txs    []shapedTx
 	open   *shapedTx
-	err    error
 }
 
 type shapedTx struct {
