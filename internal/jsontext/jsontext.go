@@ -3,6 +3,8 @@
 // escaping values, the Go client when scanning them.
 package jsontext
 
+import "math/bits"
+
 // Plain8 reports whether the 8 bytes of x are all ASCII that a JSON string
 // holds as it is: no control character, '"' or '\\'. (Per byte, v-0x01
 // borrows into the top bit only where v is 0, and v-0x20 only where
@@ -34,4 +36,16 @@ func PlainRun(s string, i int) int {
 		i += 8
 	}
 	return i
+}
+
+// PlainPrefix8 is how many of the 8 bytes of x (read little-endian, as
+// Load reads them) are plain (see Plain) before the first that is not: 8
+// when all are. Plain8's borrows only spread past a byte that already
+// fails, so the lowest byte it flags is the first one needing care.
+func PlainPrefix8(x uint64) int {
+	const ones, tops = 0x0101010101010101, 0x8080808080808080
+	quote, backslash := x^('"'*ones), x^('\\'*ones)
+	control := (x - 0x20*ones) &^ x
+	m := (x | control | ((quote - ones) &^ quote) | ((backslash - ones) &^ backslash)) & tops
+	return bits.TrailingZeros64(m) >> 3
 }

@@ -60,3 +60,39 @@ func TestPlainRun(t *testing.T) {
 		}
 	}
 }
+
+// TestPlainPrefix8 checks the count of leading plain bytes against the
+// byte-wise rule: every byte value in every position, behind every other
+// byte value in the positions before it, and random words.
+func TestPlainPrefix8(t *testing.T) {
+	check := func(x uint64) {
+		want := 0
+		for want < 8 && Plain(byte(x>>(8*want))) {
+			want++
+		}
+		if got := PlainPrefix8(x); got != want {
+			t.Fatalf("PlainPrefix8(%#016x) = %d, want %d", x, got, want)
+		}
+	}
+	for pos := range 8 {
+		for c := range 256 {
+			for d := range 256 { // a second odd byte above it: borrows must not reach down
+				for _, fill := range []uint64{0x4141414141414141, 0x2020202020202020, 0x7e7e7e7e7e7e7e7e, 0x2121212121212121} {
+					x := fill&^(0xff<<(8*pos)) | uint64(c)<<(8*pos)
+					if pos < 7 {
+						x = x&^(0xff<<(8*(pos+1))) | uint64(d)<<(8*(pos+1))
+					}
+					check(x)
+				}
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 1_000_000 {
+		x := rng.Uint64() & 0x7f7f7f7f7f7f7f7f
+		if rng.IntN(4) == 0 {
+			x = rng.Uint64()
+		}
+		check(x)
+	}
+}
