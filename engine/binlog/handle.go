@@ -1,8 +1,10 @@
 package binlog
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -357,9 +359,20 @@ type rowFilter struct {
 	// its rows events (MariaDB's log_bin_compress), or a test compares.
 	slow bool
 	// lastMap and lastShapes cache tableShapes for a transaction's table
-	// map (nil shapes: go-mysql decodes its rows).
+	// map (nil shapes: go-mysql decodes its rows). Each transaction has
+	// table maps of its own; the shapes are kept while the next maps have
+	// the same column types and metadata (shapesOf).
 	lastMap    *replication.TableMapEvent
 	lastShapes []change.Shape
+}
+
+// shapesOf returns the shapes of tm's columns: lastShapes again when tm
+// has the columns of the last table map whose shapes were made.
+func (f *rowFilter) shapesOf(tm *replication.TableMapEvent) []change.Shape {
+	if last := f.lastMap; last != nil && bytes.Equal(last.ColumnType, tm.ColumnType) && slices.Equal(last.ColumnMeta, tm.ColumnMeta) {
+		return f.lastShapes
+	}
+	return change.TableShapes(tm)
 }
 
 func newRowFilter(f *spec.TableFilter, compressed bool) *rowFilter {
@@ -376,7 +389,7 @@ func (f *rowFilter) decodeRows(re *replication.RowsEvent, data []byte) error {
 		return nil
 	}
 	if re.Table != f.lastMap {
-		f.lastMap, f.lastShapes = re.Table, change.TableShapes(re.Table)
+		f.lastShapes, f.lastMap = f.shapesOf(re.Table), re.Table
 	}
 	if partialUpdate(re) {
 		// go-mysql keeps only the first JSON diff of a column, as text:

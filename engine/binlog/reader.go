@@ -393,14 +393,18 @@ func (p *Reader) syncerConfig() replication.BinlogSyncerConfig {
 	}
 }
 
-// recvBufferDialer dials TCP with a receive buffer of size bytes.
+// recvBufferDialer dials TCP with a receive buffer of size bytes; the
+// connection moves its read deadline coarsely (coarseDeadlines).
 func recvBufferDialer(size int) mysqlauth.Dialer {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		nc, err := (&net.Dialer{}).DialContext(ctx, network, addr)
 		if tcp, ok := nc.(*net.TCPConn); ok && size > 0 {
 			_ = tcp.SetReadBuffer(size) // the kernel caps it at net.core.rmem_max
 		}
-		return nc, err
+		if err != nil {
+			return nil, err
+		}
+		return &coarseDeadlines{Conn: nc}, nil
 	}
 }
 
