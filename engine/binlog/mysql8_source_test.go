@@ -46,8 +46,20 @@ type sourceRun struct {
 
 func runSource(t *testing.T, s *mysqlsource.Server, resume *binlog.Resume) *sourceRun {
 	t.Helper()
+	return runSourceAt(t, s, resume, spec.Start{Kind: spec.StartEarliest})
+}
+
+// runSourceAt is runSource for a source whose spec starts at start.
+func runSourceAt(t *testing.T, s *mysqlsource.Server, resume *binlog.Resume, start spec.Start) *sourceRun {
+	t.Helper()
+	return runSourceSpec(t, spec.Source{Name: "m8", Address: s.Addr(), User: "root", Start: start}, resume)
+}
+
+// runSourceSpec runs a reader of src.
+func runSourceSpec(t *testing.T, src spec.Source, resume *binlog.Resume) *sourceRun {
+	t.Helper()
 	p, err := binlog.NewReader(binlog.Config{Destination: "test",
-		Source:    spec.Source{Name: "m8", Address: s.Addr(), User: "root", Start: spec.Start{Kind: spec.StartEarliest}},
+		Source:    src,
 		Resume:    resume,
 		Heartbeat: 50 * time.Millisecond,
 		Logger:    slog.New(slog.NewTextHandler(t.Output(), nil))})

@@ -337,10 +337,10 @@ func (p *Reader) prepare(ctx context.Context) error {
 			}
 			p.resume, p.started = st.Pos, true
 		case spec.StartGTID:
-			if _, err := mysql.ParseGTIDSet(p.info.flavor, st.GTID); err != nil {
-				return fatal{fmt.Errorf("binlog: source %s: start gtid %q is not a %s GTID set: %v", p.spec.Name, st.GTID, p.info.flavor, err)}
-			}
 			p.startGTID = st.GTID
+			if _, err := p.gtidStart(nil); err != nil {
+				return fatal{err}
+			}
 		default: // latest
 			p.resume, p.started = snapPos, true
 		}
@@ -426,6 +426,12 @@ func (p *Reader) stream(ctx context.Context, emit func(*change.Event) error) err
 		cfg.TLSConfig = tlsCfg
 		cfg.Dialer = recvBufferDialer(cfg.RecvBufferSize)
 	}
+	var startSet mysql.GTIDSet
+	if !p.started {
+		if startSet, err = p.gtidStart(&cfg); err != nil {
+			return fatal{err}
+		}
+	}
 	syncer := replication.NewBinlogSyncer(cfg)
 	defer syncer.Close()
 
@@ -447,11 +453,7 @@ func (p *Reader) stream(ctx context.Context, emit func(*change.Event) error) err
 		p.file = p.resume.File
 		st, err = syncer.StartSync(mysql.Position{Name: p.resume.File, Pos: p.resume.Pos})
 	} else {
-		var set mysql.GTIDSet
-		set, err = mysql.ParseGTIDSet(p.info.flavor, p.startGTID)
-		if err == nil {
-			st, err = syncer.StartSyncGTID(set)
-		}
+		st, err = syncer.StartSyncGTID(startSet)
 	}
 	if err != nil {
 		if refused := watch.Err(); refused != nil {
