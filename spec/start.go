@@ -1,7 +1,9 @@
 package spec
 
 import (
+	"fmt"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -24,9 +26,12 @@ const (
 )
 
 // Start is where a source is read from: `earliest`, `latest`,
-// `{file: binlog.000002, pos: 4}`, `{gtid: "0-1-42"}` or
+// `{file: binlog.000002, pos: 4}`, `{gtid: "0-1-42"}` (MariaDB's GTID
+// position) or `{gtid: "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5"}` (a
+// MySQL GTID set, tags included: "uuid:tag:1-5", 8.3+), or
 // `{timestamp: "2026-11-29T10:00:00Z"}` (the first transaction committed at or
-// after that time).
+// after that time). A GTID start reads the transactions after it: for
+// MySQL, every transaction not in the set.
 type Start struct {
 	Kind StartKind
 	Pos  change.Position
@@ -89,6 +94,11 @@ func (s *Start) decodeNode(d *decoder, path string, n *yaml.Node) {
 	}
 	if m.GTID != "" {
 		set++
+		if msg := gtidProblem(m.GTID); msg != "" {
+			p := joinPath(path, "gtid")
+			d.bad(p, d.line(p), "%s", msg)
+			return
+		}
 		s.Kind = StartGTID
 		s.GTID = m.GTID
 	}
@@ -194,4 +204,26 @@ func (e Expiry) MarshalYAML() (any, error) {
 		return "never", nil
 	}
 	return time.Duration(e).String(), nil
+}
+
+// mariadbGTIDs matches a MariaDB GTID position: domain-server-sequence,
+// one per domain, separated by commas.
+var mariadbGTIDs = regexp.MustCompile(`^\s*\d+-\d+-\d+\s*(,\s*\d+-\d+-\d+\s*)*$`)
+
+// gtidProblem says what is wrong with a start GTID, "" if it is a MariaDB
+// GTID position or a MySQL GTID set. Which one the source takes is known
+// only once braid has reached it.
+func gtidProblem(gtid string) string {
+	if mariadbGTIDs.MatchString(gtid) {
+		return ""
+	}
+	_, err := change.ParseMySQLGTIDSet(gtid)
+	if err == nil {
+		return ""
+	}
+	if !strings.Contains(gtid, ":") {
+		return fmt.Sprintf("%q is neither a MariaDB GTID position (e.g. 0-1-42) nor a MySQL GTID set (e.g. 3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5)", gtid)
+	}
+	return fmt.Sprintf("%q is not a MySQL GTID set (e.g. 3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5, or with a tag 3e11fa47-71ca-11e1-9e33-c80aa9429562:shop:1-5): %v",
+		gtid, strings.TrimPrefix(err.Error(), fmt.Sprintf("malformed MySQL GTID set %q: ", gtid)))
 }

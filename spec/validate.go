@@ -184,6 +184,7 @@ func startProblem(st Start) string {
 		if st.GTID == "" {
 			return `an empty gtid: write e.g. {gtid: "0-1-42"}`
 		}
+		return gtidProblem(st.GTID)
 	case StartTimestamp:
 		if st.Time.IsZero() {
 			return `no time: write e.g. {timestamp: "2026-11-29T10:00:00Z"}`
