@@ -416,11 +416,13 @@ func TableSignature(snap *change.SchemaSnapshot, table string) string {
 	return columnsSignature(t.Columns)
 }
 
-// columnsSignature is TableSignature of columns.
+// columnsSignature is TableSignature of columns. Types are compared as
+// schema.ComparableType spells them: a shard table on MariaDB (int(11))
+// and one on MySQL 8 (int) agree.
 func columnsSignature(cols []change.Column) string {
 	var b strings.Builder
 	for _, c := range cols {
-		fmt.Fprintf(&b, "%s %s %v,", strings.ToLower(c.Name), c.RawType, c.Nullable)
+		fmt.Fprintf(&b, "%s %s %v,", strings.ToLower(c.Name), schema.ComparableType(c), c.Nullable)
 	}
 	return b.String()
 }

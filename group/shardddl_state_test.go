@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/engine/schema"
 	"github.com/braid-cdc/braid/group"
 )
@@ -144,5 +145,37 @@ func TestLockKeepsSQLMode(t *testing.T) {
 	}
 	if _, err := schema.ShardDDL("shop", back.Locks[0].SQL, 0, func(s, t string) (string, string) { return s, t }); err == nil {
 		t.Errorf("the lock's text parses in the default mode too: the test shows nothing")
+	}
+}
+
+// TestTableSignatureAcrossServers: a shard table on MariaDB (integer
+// display widths) and one on MySQL 8.0.19+ (none) with the same columns
+// have one signature, which a CREATE of the second shard table is
+// compared by; what changes values (a ZEROFILL width, a length, a type)
+// still tells them apart.
+func TestTableSignatureAcrossServers(t *testing.T) {
+	sig := func(cols ...change.Column) string {
+		snap := &change.SchemaSnapshot{Tables: []change.SchemaTableHistory{{Schema: "shop_0", Name: "orders",
+			Versions: []change.SchemaVersion{{Table: &change.Table{Schema: "shop_0", Name: "orders", Columns: cols}}}}}}
+		return group.TableSignature(snap, "shop_0.orders")
+	}
+	col := func(name, typ, raw string) change.Column {
+		return change.Column{Name: name, Type: typ, RawType: raw, Nullable: true}
+	}
+	maria := sig(col("id", "int", "int(11)"), col("b", "tinyint", "tinyint(4)"), col("u", "bigint", "bigint(20) unsigned"),
+		col("y", "year", "year(4)"), col("doc", "json", "json"))
+	mysql := sig(col("id", "int", "int"), col("b", "tinyint", "tinyint"), col("u", "bigint", "bigint unsigned"),
+		col("y", "year", "year"), col("doc", "json", "json"))
+	if maria == "" || maria != mysql {
+		t.Errorf("one table, two signatures:\n%s\n%s", maria, mysql)
+	}
+	for _, pair := range [][2]change.Column{
+		{col("z", "int", "int(5) unsigned zerofill"), col("z", "int", "int(8) unsigned zerofill")},
+		{col("v", "varchar", "varchar(32)"), col("v", "varchar", "varchar(40)")},
+		{col("doc", "json", "json"), col("doc", "longtext", "longtext")},
+	} {
+		if sig(pair[0]) == sig(pair[1]) {
+			t.Errorf("%s and %s have one signature", pair[0].RawType, pair[1].RawType)
+		}
 	}
 }

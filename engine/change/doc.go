@@ -11,6 +11,10 @@
 // Before and After decode Values. A Codec knows how to read one table
 // version's values (built by package binlog from the table map).
 //
+// MySQLGTIDSet is a MySQL GTID set, tagged GTIDs (8.3+) included: its
+// text (parse, normal form), its binary encoding (COM_BINLOG_DUMP_GTID,
+// PREVIOUS_GTIDS), Add, Union and Contains; go-mysql's knows no tags.
+//
 // SchemaSnapshot is the serialized form of a source's schema history
 // (package schema), carried by an Event after a DDL so that a cursor at
 // that boundary holds the schema of its time.

@@ -2,13 +2,10 @@ package schema
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/format"
-	"github.com/pingcap/tidb/pkg/parser/mysql"
-	"github.com/pingcap/tidb/pkg/parser/types"
 )
 
 // A shard table's DDL as its logical table's: the first piece of merging
@@ -72,7 +69,7 @@ func ShardDDL(db, sql string, mode SQLMode, rename Rename) ([]LogicalDDL, error)
 	for _, st := range stmts {
 		names := map[schemaKey]schemaKey{}
 		st.node.Accept(&tableRenamer{db: db, rename: rename, renamed: names})
-		st.node.Accept(widthEraser{})
+		st.node.Accept(spellingEraser{})
 		var key strings.Builder
 		flags := format.DefaultRestoreFlags | format.RestoreNameLowercase | format.RestoreKeyWordUppercase
 		if err := st.node.Restore(format.NewRestoreCtx(flags, &key)); err != nil {
@@ -128,28 +125,6 @@ func addsReadable(cols []*ast.ColumnDef) bool {
 	}
 	return true
 }
-
-// widthEraser drops, from column definitions, what only spells a
-// default: integer display widths (MariaDB and MySQL 5.7 print INT(11),
-// MySQL 8 INT; it changes nothing stored) and an explicit NULL.
-type widthEraser struct{}
-
-func (widthEraser) Enter(n ast.Node) (ast.Node, bool) {
-	c, ok := n.(*ast.ColumnDef)
-	if !ok {
-		return n, false
-	}
-	if c.Tp != nil {
-		switch c.Tp.GetType() {
-		case mysql.TypeTiny, mysql.TypeShort, mysql.TypeInt24, mysql.TypeLong, mysql.TypeLonglong:
-			c.Tp.SetFlen(types.UnspecifiedLength)
-		}
-	}
-	c.Options = slices.DeleteFunc(c.Options, func(o *ast.ColumnOption) bool { return o.Tp == ast.ColumnOptionNull })
-	return n, false
-}
-
-func (widthEraser) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 // tableRenamer sets each table name of a statement to its logical name,
 // recording the renames it made (shard name → logical name).

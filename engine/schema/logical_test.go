@@ -109,3 +109,39 @@ func TestShardDDLKinds(t *testing.T) {
 		t.Errorf("columns of CHANGE and ADD: %q", d.Columns)
 	}
 }
+
+// TestShardDDLKeyAcrossServers: one change spelled as MariaDB and as
+// MySQL 8 print it (a schema tool writing each server's SHOW CREATE TABLE
+// spelling) has one key: MariaDB's JSON (LONGTEXT CHECK (json_valid)),
+// default collations of one family, utf8 as utf8mb3, display widths.
+func TestShardDDLKeyAcrossServers(t *testing.T) {
+	for _, pair := range [][2]string{
+		{"ALTER TABLE orders ADD COLUMN doc longtext CHARACTER SET utf8mb4 COLLATE utf8mb4_bin DEFAULT NULL CHECK (json_valid(`doc`))",
+			"ALTER TABLE orders ADD COLUMN doc json DEFAULT NULL"},
+		{"ALTER TABLE orders ADD COLUMN note varchar(16) COLLATE utf8mb4_general_ci DEFAULT NULL, ADD COLUMN n int(11) NOT NULL",
+			"ALTER TABLE orders ADD COLUMN note varchar(16) COLLATE utf8mb4_0900_ai_ci DEFAULT NULL, ADD COLUMN n int NOT NULL"},
+		{"ALTER TABLE orders ADD COLUMN c char(2) CHARACTER SET utf8 COLLATE utf8_unicode_ci",
+			"ALTER TABLE orders ADD COLUMN c char(2) CHARACTER SET utf8mb3 COLLATE utf8mb3_general_ci"},
+		{"CREATE TABLE orders (id int(11) NOT NULL, doc longtext CHECK (json_valid(doc)), PRIMARY KEY (id)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci",
+			"CREATE TABLE orders (id int NOT NULL, doc json, PRIMARY KEY (id)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_0900_ai_ci"},
+		{"ALTER TABLE orders CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci",
+			"ALTER TABLE orders CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_0900_ai_ci"},
+	} {
+		maria, mysql := shardDDL(t, "shop_0", pair[0]), shardDDL(t, "shop_1", pair[1])
+		if maria.Key != mysql.Key {
+			t.Errorf("one change, two keys:\n%s\n%s", maria.Key, mysql.Key)
+		}
+	}
+	// What does change the table still tells them apart.
+	for _, pair := range [][2]string{
+		{"ALTER TABLE orders ADD COLUMN doc longtext", "ALTER TABLE orders ADD COLUMN doc json"},
+		{"ALTER TABLE orders ADD COLUMN doc longblob CHECK (json_valid(doc))", "ALTER TABLE orders ADD COLUMN doc json"},
+		{"ALTER TABLE orders ADD COLUMN note varchar(16) COLLATE utf8mb4_bin", "ALTER TABLE orders ADD COLUMN note varchar(16) COLLATE utf8mb4_general_ci"},
+		{"ALTER TABLE orders ADD COLUMN note varchar(16) COLLATE latin1_swedish_ci", "ALTER TABLE orders ADD COLUMN note varchar(16) COLLATE utf8mb4_general_ci"},
+	} {
+		a, b := shardDDL(t, "shop_0", pair[0]), shardDDL(t, "shop_1", pair[1])
+		if a.Key == b.Key {
+			t.Errorf("%q and %q have one key: %s", pair[0], pair[1], a.Key)
+		}
+	}
+}
