@@ -99,9 +99,14 @@ type OnlineSwap struct {
 
 // ALTER returns the DDL the migration ran on its shadow as its table's:
 // the statements with the shadow's name replaced by the table's
-// (qualified), joined by "; " when there are several, in the sql_mode of
-// the first. ok is false when none was seen (reading started in the
-// middle of the migration).
+// (qualified), in the sql_mode of the first. Several statements become
+// one ALTER TABLE with their specifications in order, as DM does, so
+// that the swap is one statement the shard-DDL merge can match across
+// shard tables (combinedALTER); those that cannot (a CREATE INDEX, a
+// specification other than of columns and indexes, two statements
+// naming the same column or index, whose order one ALTER would not
+// keep, sql_modes that differ) are joined by "; " instead. ok is false
+// when none was seen (reading started in the middle of the migration).
 func (w OnlineSwap) ALTER() (db, sql string, mode SQLMode, ok bool) {
 	if len(w.DDL) == 0 {
 		return "", "", 0, false
@@ -113,6 +118,8 @@ func (w OnlineSwap) ALTER() (db, sql string, mode SQLMode, ok bool) {
 		return s, t
 	}
 	var texts []string
+	mode = SQLMode(w.DDL[0].SQLMode)
+	oneMode := true
 	for _, st := range w.DDL {
 		lds, err := ShardDDL(st.DB, st.SQL, SQLMode(st.SQLMode), rename)
 		if err != nil {
@@ -121,8 +128,164 @@ func (w OnlineSwap) ALTER() (db, sql string, mode SQLMode, ok bool) {
 		for _, ld := range lds {
 			texts = append(texts, ld.Text)
 		}
+		oneMode = oneMode && SQLMode(st.SQLMode) == mode
 	}
-	return w.Schema, strings.Join(texts, "; "), SQLMode(w.DDL[0].SQLMode), len(texts) > 0
+	if len(texts) == 0 {
+		return "", "", 0, false
+	}
+	if oneMode {
+		if one, ok := combinedALTER(texts, mode); ok {
+			return w.Schema, one, mode, true
+		}
+	}
+	return w.Schema, strings.Join(texts, "; "), mode, true
+}
+
+// combinedALTER is the ALTER TABLE statements texts (each one statement
+// of the same table, under mode) as one: the first's text, then the
+// specifications of each of the others, after a comma. ok is false when
+// they cannot be one: a statement that is no ALTER TABLE of columns and
+// indexes, or a column or index named by two of them (ADD COLUMN c, then
+// MODIFY COLUMN c, fails as one ALTER: its specifications all see the
+// table as it was).
+func combinedALTER(texts []string, mode SQLMode) (string, bool) {
+	if len(texts) == 1 {
+		return texts[0], true
+	}
+	out := trimStatement(texts[0], mode)
+	named := map[string]int{} // column or index name → the statement naming it
+	for i, text := range texts {
+		stmts, perr := ddlParse(text, mode)
+		if perr != nil || len(stmts) != 1 {
+			return "", false
+		}
+		n, ok := stmts[0].node.(*ast.AlterTableStmt)
+		if !ok || len(n.Specs) == 0 {
+			return "", false
+		}
+		for _, sp := range n.Specs {
+			names, ok := specNames(sp)
+			if !ok {
+				return "", false
+			}
+			for _, name := range names {
+				if j, seen := named[name]; seen && j != i {
+					return "", false
+				}
+				named[name] = i
+			}
+		}
+		if i == 0 {
+			continue
+		}
+		specs, ok := alterSpecsText(text, mode)
+		if !ok {
+			return "", false
+		}
+		out += ", " + specs
+	}
+	return out, true
+}
+
+// specNames names the columns ("c:name") and indexes ("i:name") an ALTER
+// TABLE specification adds, drops, changes or refers to; ok is false for
+// a specification that is not of columns or indexes.
+func specNames(sp *ast.AlterTableSpec) (names []string, ok bool) {
+	col := func(c *ast.ColumnName) {
+		if c != nil {
+			names = append(names, "c:"+c.Name.L)
+		}
+	}
+	index := func(name string) {
+		if name != "" {
+			names = append(names, "i:"+strings.ToLower(name))
+		}
+	}
+	switch sp.Tp {
+	case ast.AlterTableAddColumns, ast.AlterTableModifyColumn, ast.AlterTableChangeColumn, ast.AlterTableAlterColumn,
+		ast.AlterTableDropColumn, ast.AlterTableRenameColumn:
+		for _, c := range sp.NewColumns {
+			col(c.Name)
+		}
+		col(sp.OldColumnName)
+		col(sp.NewColumnName)
+		if sp.Position != nil {
+			col(sp.Position.RelativeColumn)
+		}
+	case ast.AlterTableAddConstraint:
+		c := sp.Constraint
+		if c == nil || c.Tp == ast.ConstraintCheck || c.Tp == ast.ConstraintForeignKey {
+			return nil, false
+		}
+		index(c.Name)
+		if c.Tp == ast.ConstraintPrimaryKey {
+			index("primary")
+		}
+		for _, k := range c.Keys {
+			col(k.Column)
+		}
+	case ast.AlterTableDropIndex:
+		index(sp.Name)
+	case ast.AlterTableDropPrimaryKey:
+		index("primary")
+	case ast.AlterTableRenameIndex:
+		index(sp.FromKey.O)
+		index(sp.ToKey.O)
+	default:
+		return nil, false
+	}
+	return names, true
+}
+
+// alterSpecsText is the text of an ALTER TABLE statement after its
+// table's name: its specifications as written, up to its last token.
+func alterSpecsText(text string, mode SQLMode) (string, bool) {
+	t := lexAll(text, mode)
+	i := 0
+	for i < len(t.toks) && !t.is(i, "TABLE") {
+		i++
+	}
+	i++
+	if t.is(i, "IF") && t.is(i+1, "EXISTS") {
+		i += 2
+	}
+	if t.is(i+1, ".") {
+		i += 2 // schema.table
+	}
+	last := len(t.toks) - 1
+	if t.is(last, ";") {
+		last--
+	}
+	if k := t.kind(i); k != ddlWord && k != ddlQuoted || last <= i {
+		return "", false
+	}
+	return strings.TrimSpace(text[t.toks[i].end:t.toks[last].end]), true
+}
+
+// trimStatement is text without what follows its last token (a ';',
+// spaces, a comment), so that more can be appended to it.
+func trimStatement(text string, mode SQLMode) string {
+	t := lexAll(text, mode)
+	last := len(t.toks) - 1
+	if t.is(last, ";") {
+		last--
+	}
+	if last < 0 {
+		return text
+	}
+	return text[:t.toks[last].end]
+}
+
+func lexAll(text string, mode SQLMode) ddlToks {
+	l := ddlLexer{src: text, quiet: true, mode: mode}
+	t := ddlToks{src: text}
+	for {
+		tok, ok := l.next()
+		if !ok {
+			return t
+		}
+		t.toks = append(t.toks, tok)
+	}
 }
 
 // keptSwapped is how many ended migrations a tracker keeps, for a reader

@@ -1,6 +1,7 @@
 package schema_test
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/braid-cdc/braid/engine/change"
@@ -123,5 +124,61 @@ func TestOnlineAbandoned(t *testing.T) {
 	apply(t, tr, 500, "RENAME TABLE orders TO orders_archive")
 	if len(tr.OnlineSwaps(at(500))) != 0 {
 		t.Fatal("a plain RENAME was taken for a swap")
+	}
+}
+
+// TestOnlineSwapSeveralStatements: several statements run on one copy
+// come out at the swap as one ALTER TABLE with their specifications in
+// order, which gives the table the copy's shape; statements one ALTER
+// could not hold (a column named by two of them, a CREATE INDEX) stay
+// statements of their own, joined by "; ".
+func TestOnlineSwapSeveralStatements(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		stmts []string
+		want  string
+	}{{
+		name: "combined",
+		stmts: []string{
+			"alter /* gh-ost */ table `db`.`_orders_gho` add column gift varchar(20) null -- the gift\n",
+			"ALTER TABLE _orders_gho ADD INDEX note_idx (note), MODIFY COLUMN note varchar(60) NOT NULL;",
+			"alter table `db`.`_orders_gho` drop column `old`, add column `made` datetime after id",
+		},
+		want: "alter /* gh-ost */ table `db`.`orders` add column gift varchar(20) null, ADD INDEX note_idx (note), MODIFY COLUMN note varchar(60) NOT NULL, drop column `old`, add column `made` datetime after id",
+	}, {
+		name:  "one column twice",
+		stmts: []string{"ALTER TABLE _orders_gho ADD COLUMN c INT NULL", "ALTER TABLE _orders_gho MODIFY COLUMN c BIGINT NULL"},
+		want:  "ALTER TABLE `db`.`orders` ADD COLUMN c INT NULL; ALTER TABLE `db`.`orders` MODIFY COLUMN c BIGINT NULL",
+	}, {
+		name:  "a CREATE INDEX",
+		stmts: []string{"ALTER TABLE _orders_gho ADD COLUMN c INT NULL", "CREATE UNIQUE INDEX n ON _orders_gho (note)"},
+		want:  "ALTER TABLE `db`.`orders` ADD COLUMN c INT NULL; CREATE UNIQUE INDEX n ON `db`.`orders` (note)",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := onlineTracker(t)
+			apply(t, tr, 150, "ALTER TABLE orders ADD COLUMN old INT NULL")
+			apply(t, tr, 200, "CREATE TABLE `db`.`_orders_gho` LIKE `db`.`orders`")
+			for i, st := range tc.stmts {
+				apply(t, tr, uint32(300+i), st)
+			}
+			apply(t, tr, 400, "RENAME TABLE `db`.`orders` TO `db`.`_orders_del`, `db`.`_orders_gho` TO `db`.`orders`")
+			swaps := tr.OnlineSwaps(at(400))
+			if len(swaps) != 1 {
+				t.Fatalf("swaps: %+v", swaps)
+			}
+			db, sql, _, ok := swaps[0].ALTER()
+			if !ok || db != "db" || sql != tc.want {
+				t.Fatalf("swap's DDL: %q %v\nwant %q", sql, ok, tc.want)
+			}
+			// The ALTER gives the table the shape the copy had.
+			again := onlineTracker(t)
+			apply(t, again, 150, "ALTER TABLE orders ADD COLUMN old INT NULL")
+			apply(t, again, 400, sql)
+			got, _ := again.Table("db", "orders")
+			want, _ := tr.Table("db", "orders")
+			if !reflect.DeepEqual(got.Columns, want.Columns) {
+				t.Fatalf("the ALTER gives orders\n%+v\nthe copy swapped in has\n%+v", got.Columns, want.Columns)
+			}
+		})
 	}
 }
