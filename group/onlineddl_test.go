@@ -490,3 +490,42 @@ func midMigration(t *testing.T, d *group.Destination) {
 		return fmt.Errorf("migrations under way: %+v", d.Migrations())
 	})
 }
+
+// TestOnlineSwapUnseenDDL: a capture that starts after gh-ost altered
+// its copy (the copy's ALTER is before the start position) has not seen
+// the DDL the swap stands for; it emits, at the swap, the ALTER derived
+// from the shard table's columns before and after it, as the logical
+// table's, and the rows after it carry the new column.
+func TestOnlineSwapUnseenDDL(t *testing.T) {
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE DATABASE shop_0", "CREATE TABLE shop_0.orders (id INT PRIMARY KEY, note VARCHAR(20))",
+		"INSERT INTO shop_0.orders VALUES (1, 'a')",
+		"create /* gh-ost */ table shop_0.`_orders_gho` like shop_0.`orders`",
+		"alter /* gh-ost */ table shop_0.`_orders_gho` add column gift varchar(20) null",
+		"insert /* gh-ost */ into shop_0.`_orders_gho` (id, note) select id, note from shop_0.`orders`")
+	file, pos := srv.MasterStatus(t)
+	ds := pessimistic(shopSpec([]*mysqltest.Server{srv}, spec.Start{Kind: spec.StartPosition, Pos: change.Position{File: file, Pos: pos}}, "strict"))
+	ds.OnlineDDL = "gh-ost"
+	c := collect(t, group.Config{Spec: ds})
+	connected(t, c.dest)
+	srv.Exec(t, "INSERT INTO shop_0.orders VALUES (2, 'b')",
+		"rename /* gh-ost */ table shop_0.`orders` to shop_0.`_orders_del`, shop_0.`_orders_gho` to shop_0.`orders`",
+		"drop /* gh-ost */ table shop_0.`_orders_del`",
+		"INSERT INTO shop_0.orders VALUES (3, 'c', 'g')")
+	retry.Until(t, 30*time.Second, func() error {
+		if _, rows, _ := oscStream(c); len(rows) < 2 {
+			return fmt.Errorf("%d rows, want 2", len(rows))
+		}
+		return nil
+	})
+	ddl, rows, order := oscStream(c)
+	if want := "ALTER TABLE `shop`.`orders` ADD COLUMN `gift` varchar(20) NULL AFTER `note`"; len(ddl) != 1 || ddl[0] != want {
+		t.Fatalf("DDL in the stream:\n%s\nwant\n%s", strings.Join(ddl, "\n"), want)
+	}
+	if len(rows) != 2 || rows[0].id != 2 || rows[0].ncols != 2 || rows[1].id != 3 || rows[1].ncols != 3 {
+		t.Fatalf("rows: %+v", rows)
+	}
+	if _, ok := order[1].(string); !ok {
+		t.Fatalf("the stream's order: %+v, want the row of the old shape, the ALTER, the row of the new", order)
+	}
+}

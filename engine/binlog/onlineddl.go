@@ -45,8 +45,10 @@ func (p *Reader) modelled(schemaName, table string) bool {
 // selected tables are ddl.Tables: ddl itself, or, when the event swapped
 // migrations in, the ALTER each ran on its copy, as the real table's.
 // A swap whose DDL braid did not see (reading started after the copy was
-// altered) emits nothing for its table, with a warning: the table's rows
-// carry its new columns from there on.
+// altered) emits, with a warning, the ALTER derived from the table's
+// columns before and after it (schema.DiffALTER), if they differ; when
+// none can be derived, nothing goes out for its table: its rows carry
+// its new columns from there on.
 func (p *Reader) onlineDDL(pos change.Position, ddl *change.DDL) *change.DDL {
 	swaps := p.schema.OnlineSwaps(pos)
 	if len(swaps) == 0 {
@@ -61,9 +63,16 @@ func (p *Reader) onlineDDL(pos change.Position, ddl *change.DDL) *change.DDL {
 		}
 		db, sql, mode, ok := w.ALTER()
 		if !ok {
-			p.log.Warn("online schema change swapped in without its DDL (reading started after the copy was altered): no ALTER goes out for the table; its rows carry the new columns",
-				"pos", pos.String(), "table", name, "shadow", w.Shadow)
-			continue
+			before, _ := p.schema.TableBefore(w.Schema, w.Table, pos)
+			after, _ := p.schema.Table(w.Schema, w.Table)
+			if sql, ok = schema.DiffALTER(w.Schema, w.Table, before, after); !ok {
+				p.log.Warn("online schema change swapped in without its DDL (reading started after the copy was altered): no ALTER goes out for the table; its rows carry the new columns",
+					"pos", pos.String(), "table", name, "shadow", w.Shadow)
+				continue
+			}
+			db, mode = w.Schema, 0
+			p.log.Warn("online schema change swapped in without its DDL (reading started after the copy was altered): the ALTER that goes out is derived from the table's columns before and after, without defaults, comments or indexes",
+				"pos", pos.String(), "table", name, "shadow", w.Shadow, "sql", sql)
 		}
 		if len(texts) == 0 {
 			out.Schema, out.SQLMode = db, uint64(mode)

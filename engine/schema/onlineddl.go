@@ -21,7 +21,10 @@ import (
 // the snapshot a cursor saves, so that a restart, a replay or a new owner
 // still knows it at the swap. At the swap the DDL is handed out
 // (OnlineSwaps) to become T's own ALTER. A shadow dropped without a swap
-// is an abandoned migration: it is forgotten.
+// is an abandoned migration: it is forgotten. A copy made before reading
+// began is a table like any other until it takes T's name in the RENAME
+// that renames T away: that is the swap of a migration whose DDL was not
+// seen (the reader derives T's ALTER from its columns, DiffALTER).
 
 // OnlineRules recognise helper tables by name: shadow rules name the
 // altered copies a tool swaps in, trash rules the tables it swaps out or
@@ -288,6 +291,58 @@ func lexAll(text string, mode SQLMode) ddlToks {
 	}
 }
 
+// DiffALTER returns one ALTER TABLE of db.table that takes its columns
+// from before's to after's: what a swap whose own DDL was not seen
+// (reading started after the copy was altered) did, as far as the
+// schema model tells. Columns added (ADD COLUMN, at their place),
+// dropped (DROP COLUMN) or whose type or nullability changed (MODIFY
+// COLUMN) are in it, each with the type as declared; defaults, comments,
+// charsets and indexes are not, for the model does not keep them. ok is
+// false when the columns are the same (or only their order differs), or
+// when some are dropped and others added: that may be a column renamed,
+// which a DROP and an ADD would turn into the loss of its values.
+func DiffALTER(db, table string, before, after *change.Table) (string, bool) {
+	if before == nil || after == nil {
+		return "", false
+	}
+	q := func(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
+	def := func(c change.Column) string {
+		null := " NULL"
+		if !c.Nullable {
+			null = " NOT NULL"
+		}
+		return q(c.Name) + " " + c.RawType + null
+	}
+	find := func(t *change.Table, name string) int {
+		return slices.IndexFunc(t.Columns, func(c change.Column) bool { return strings.EqualFold(c.Name, name) })
+	}
+	var drops, adds, modifies []string
+	for _, c := range before.Columns {
+		if find(after, c.Name) < 0 {
+			drops = append(drops, "DROP COLUMN "+q(c.Name))
+		}
+	}
+	for i, c := range after.Columns {
+		j := find(before, c.Name)
+		switch {
+		case j < 0 && i == 0:
+			adds = append(adds, "ADD COLUMN "+def(c)+" FIRST")
+		case j < 0:
+			adds = append(adds, "ADD COLUMN "+def(c)+" AFTER "+q(after.Columns[i-1].Name))
+		case before.Columns[j].RawType != c.RawType || before.Columns[j].Nullable != c.Nullable:
+			modifies = append(modifies, "MODIFY COLUMN "+def(c))
+		}
+	}
+	if len(drops) > 0 && len(adds) > 0 {
+		return "", false
+	}
+	specs := slices.Concat(drops, modifies, adds)
+	if len(specs) == 0 {
+		return "", false
+	}
+	return "ALTER TABLE " + q(db) + "." + q(table) + " " + strings.Join(specs, ", "), true
+}
+
 // keptSwapped is how many ended migrations a tracker keeps, for a reader
 // restored from before their swap.
 const keptSwapped = 8
@@ -395,7 +450,7 @@ func (x *schemaTxn) onlineStmt(st ddlStmt, pos change.Position, mode SQLMode) {
 		k := ddlName(x.db, n.Table)
 		for _, sp := range n.Specs {
 			if sp.Tp == ast.AlterTableRenameTable {
-				o.rename(r, k, ddlName(x.db, sp.NewTable), pos)
+				o.rename(r, k, ddlName(x.db, sp.NewTable), pos, x.s)
 				return
 			}
 		}
@@ -406,7 +461,7 @@ func (x *schemaTxn) onlineStmt(st ddlStmt, pos change.Position, mode SQLMode) {
 		record(ddlName(x.db, n.Table))
 	case *ast.RenameTableStmt:
 		for _, tt := range n.TableToTables {
-			o.rename(r, ddlName(x.db, tt.OldTable), ddlName(x.db, tt.NewTable), pos)
+			o.rename(r, ddlName(x.db, tt.OldTable), ddlName(x.db, tt.NewTable), pos, x.s)
 		}
 	case *ast.DropTableStmt:
 		if n.IsView || n.TemporaryKeyword != ast.TemporaryNone {
@@ -427,10 +482,18 @@ func (x *schemaTxn) onlineStmt(st ddlStmt, pos change.Position, mode SQLMode) {
 }
 
 // rename is one RENAME of from to to: a shadow taking its table's name is
-// the swap; a shadow renamed elsewhere abandons its migration.
-func (o *onlineTxn) rename(r *OnlineRules, from, to schemaKey, pos change.Position) {
+// the swap; a shadow renamed elsewhere abandons its migration. A table
+// the rules name a shadow of to, taking to's name in the statement that
+// renames to away (the table s had before it), is the swap of a
+// migration begun before reading did: one without its DDL.
+func (o *onlineTxn) rename(r *OnlineRules, from, to schemaKey, pos change.Position, s *Tracker) {
 	i := o.active(from, false)
 	if i < 0 {
+		table, ok := r.ShadowOf(from.name)
+		if _, existed := s.Table(to.schema, to.name); ok && existed && from.schema == to.schema && table == to.name {
+			o.swaps = append(o.swaps, OnlineSwap{change.OnlineMigration{Schema: to.schema, Table: to.name, Shadow: from.name, Swapped: pos}})
+			o.changed = true
+		}
 		return
 	}
 	m := &o.migs[i]

@@ -182,3 +182,85 @@ func TestOnlineSwapSeveralStatements(t *testing.T) {
 		})
 	}
 }
+
+// TestDiffALTER: the ALTER derived from a table's columns before and
+// after a swap whose own DDL was not seen gives the table the columns it
+// has after; a drop beside an add (maybe a rename) derives none.
+func TestDiffALTER(t *testing.T) {
+	const before = "CREATE TABLE orders (id INT UNSIGNED NOT NULL PRIMARY KEY, note VARCHAR(20), state ENUM('a','b') NOT NULL)"
+	for _, tc := range []struct {
+		after string
+		want  string
+	}{
+		{"CREATE TABLE orders (id INT UNSIGNED NOT NULL PRIMARY KEY, note VARCHAR(20), state ENUM('a','b') NOT NULL, gift VARCHAR(20) NULL)",
+			"ALTER TABLE `db`.`orders` ADD COLUMN `gift` varchar(20) NULL AFTER `state`"},
+		{"CREATE TABLE orders (made DATETIME NOT NULL, id INT UNSIGNED NOT NULL PRIMARY KEY, note VARCHAR(60) NOT NULL, state ENUM('a','b') NOT NULL)",
+			"ALTER TABLE `db`.`orders` MODIFY COLUMN `note` varchar(60) NOT NULL, ADD COLUMN `made` datetime NOT NULL FIRST"},
+		{"CREATE TABLE orders (id INT UNSIGNED NOT NULL PRIMARY KEY, state ENUM('a','b','c') NOT NULL)",
+			"ALTER TABLE `db`.`orders` DROP COLUMN `note`, MODIFY COLUMN `state` enum('a','b','c') NOT NULL"},
+		{"CREATE TABLE orders (id INT UNSIGNED NOT NULL PRIMARY KEY, remark VARCHAR(20), state ENUM('a','b') NOT NULL)", ""},
+		{"CREATE TABLE orders (id INT UNSIGNED NOT NULL PRIMARY KEY, state ENUM('a','b') NOT NULL, note VARCHAR(20))", ""},
+	} {
+		table := func(sqls ...string) *schema.Tracker {
+			tr := schema.NewTracker()
+			for i, sql := range sqls {
+				if _, err := tr.ApplyDDL(at(uint32(100+i)), "db", sql, 0); err != nil {
+					t.Fatalf("%s: %v", sql, err)
+				}
+			}
+			return tr
+		}
+		b, _ := table(before).Table("db", "orders")
+		a, _ := table(tc.after).Table("db", "orders")
+		sql, ok := schema.DiffALTER("db", "orders", b, a)
+		if sql != tc.want || ok != (tc.want != "") {
+			t.Fatalf("to %s:\nderived %q %v\nwant    %q", tc.after, sql, ok, tc.want)
+		}
+		if !ok {
+			continue
+		}
+		got, _ := table(before, sql).Table("db", "orders")
+		if !reflect.DeepEqual(got.Columns, a.Columns) {
+			t.Fatalf("%s gives\n%+v\nwant\n%+v", sql, got.Columns, a.Columns)
+		}
+	}
+}
+
+// TestOnlineSwapUnknown: a copy made and altered before reading began
+// (the tracker learnt it as a table, with no migration), renamed in for
+// the table in the RENAME that renames the table away, is a swap without
+// its DDL; renamed in after the table went in an earlier statement (a
+// two-step cut-over), it is not (the RENAME goes out as one).
+func TestOnlineSwapUnknown(t *testing.T) {
+	for _, twoStep := range []bool{false, true} {
+		tr := schema.NewTracker()
+		apply(t, tr, 100, "CREATE TABLE orders (id INT PRIMARY KEY, note VARCHAR(20))")
+		apply(t, tr, 200, "CREATE TABLE _orders_gho (id INT PRIMARY KEY, note VARCHAR(20), gift VARCHAR(20))")
+		r, _ := schema.NewOnlineRules([]string{`^_(.+)_gho$`}, []string{`^_(.+)_(?:ghc|del)$`})
+		tr.SetOnlineRules(r)
+		swap := "RENAME TABLE orders TO _orders_del, _orders_gho TO orders"
+		if twoStep {
+			apply(t, tr, 250, "RENAME TABLE orders TO _orders_del")
+			swap = "RENAME TABLE _orders_gho TO orders"
+		}
+		apply(t, tr, 300, swap)
+		swaps := tr.OnlineSwaps(at(300))
+		if twoStep {
+			if len(swaps) != 0 {
+				t.Fatalf("two steps: swaps %+v, want none", swaps)
+			}
+			continue
+		}
+		if len(swaps) != 1 || swaps[0].Table != "orders" || swaps[0].Shadow != "_orders_gho" {
+			t.Fatalf("swaps: %+v", swaps)
+		}
+		if _, _, _, ok := swaps[0].ALTER(); ok {
+			t.Fatal("a swap whose DDL was not seen has an ALTER")
+		}
+		before, _ := tr.TableBefore("db", "orders", at(300))
+		after, _ := tr.Table("db", "orders")
+		if sql, _ := schema.DiffALTER("db", "orders", before, after); sql != "ALTER TABLE `db`.`orders` ADD COLUMN `gift` varchar(20) NULL AFTER `note`" {
+			t.Fatalf("derived: %q", sql)
+		}
+	}
+}

@@ -333,6 +333,20 @@ func (s *Tracker) TableAt(schema, name string, pos change.Position) (*change.Tab
 	return h.versions[i-1].table()
 }
 
+// TableBefore returns the schema in force just before pos: the newest
+// version whose position is before pos. Callers must not modify it.
+func (s *Tracker) TableBefore(schema, name string, pos change.Position) (*change.Table, bool) {
+	h := s.tables[schemaKey{schema, name}]
+	if h == nil {
+		return nil, false
+	}
+	i := sort.Search(len(h.versions), func(i int) bool { return h.versions[i].pos.Compare(pos) >= 0 })
+	if i == 0 {
+		return nil, false
+	}
+	return h.versions[i-1].table()
+}
+
 // MarkUnknownUntil records that schema.table's columns are not known from
 // the start until the DDL at pos has been applied; after applying the DDL
 // event at exactly that position (or the first event after it), the
