@@ -19,7 +19,11 @@
 // then transactions of DDL or row statements) into what a MySQL 8.4
 // server serving it would have: the binlog files, the position and GTID
 // of each transaction, the rows of SHOW BINLOG EVENTS, and each table's
-// SHOW CREATE TABLE and information_schema rows.
+// SHOW CREATE TABLE and information_schema rows. A transaction with an
+// Origin is one the server applied as a replica (log_replica_updates): it
+// is logged under the origin's GTID and server_id with the origin's
+// original_commit_timestamp, so two workloads can hold one history as a
+// primary and its replica would, under different UUIDs, files and offsets.
 //
 // # Invariants
 //

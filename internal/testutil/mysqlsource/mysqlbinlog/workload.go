@@ -84,9 +84,21 @@ type Txn struct {
 	// OriginalCommitTime is the commit time on the source the
 	// transaction came from; zero is CommitTime (this server is it).
 	OriginalCommitTime time.Time
+	// Origin, for a transaction this server applied as a replica, is
+	// the server it was first committed on: the GTID is the origin's
+	// (numbered per origin UUID) and its events carry the origin's
+	// server_id, as a replica with log_replica_updates logs them. Zero:
+	// this server.
+	Origin Origin
 	// RotateAfter ends the file after this transaction (Write; a Writer
 	// rotates when told to).
 	RotateAfter bool
+}
+
+// Origin is the server a replicated transaction was first committed on.
+type Origin struct {
+	UUID     UUID
+	ServerID uint32
 }
 
 // DDL is a statement that changes the schema.
@@ -211,21 +223,24 @@ type liveTable struct {
 // they are. After an error it writes nothing more (its state may be half
 // changed), and says so.
 type Writer struct {
-	server      Server
-	version     Version
-	files       []BinlogFile // closed files
-	file        *File        // the open one
-	fileName    string
-	fileIndex   int
-	seq         int64 // sequence_number of the last transaction in the file
-	clock       time.Time
-	tables      map[string]*liveTable
-	schemas     map[string]bool
-	gnos        map[string]int64 // last GNO per tag ("" untagged)
-	nextTableID uint64
-	xid         uint64
-	out         Binlog
-	err         error
+	server    Server
+	version   Version
+	files     []BinlogFile // closed files
+	file      *File        // the open one
+	fileName  string
+	fileIndex int
+	seq       int64 // sequence_number of the last transaction in the file
+	clock     time.Time
+	tables    map[string]*liveTable
+	schemas   map[string]bool
+	gnos      map[gnoKey]int64 // last GNO per UUID and tag ("" untagged)
+	// eventServerID is the server_id SHOW BINLOG EVENTS shows for the
+	// events being noted: the transaction's origin's.
+	eventServerID uint32
+	nextTableID   uint64
+	xid           uint64
+	out           Binlog
+	err           error
 }
 
 // NewWriter starts the first file of server s.
@@ -236,7 +251,7 @@ func NewWriter(s Server) (*Writer, error) {
 		return nil, err
 	}
 	st := &Writer{server: s, version: v, clock: s.Start, tables: map[string]*liveTable{}, schemas: map[string]bool{},
-		gnos: map[string]int64{}, nextTableID: 88, xid: 10}
+		gnos: map[gnoKey]int64{}, eventServerID: s.ServerID, nextTableID: 88, xid: 10}
 	if err := st.openFile(1, s.Start); err != nil {
 		return nil, err
 	}
@@ -307,7 +322,7 @@ func (st *Writer) eventEnd(pos uint32) uint32 {
 
 func (st *Writer) event(pos uint32, typ, info string) {
 	st.out.Events = append(st.out.Events, EventInfo{LogName: st.fileName, Pos: pos, EventType: typ,
-		ServerID: st.server.ServerID, EndLogPos: st.eventEnd(pos), Info: info})
+		ServerID: st.eventServerID, EndLogPos: st.eventEnd(pos), Info: info})
 }
 
 func (st *Writer) rotate(at time.Time) error {
@@ -328,36 +343,55 @@ func (st *Writer) closeFile() {
 	st.file = nil
 }
 
+// gnoKey names a GTID sequence: a server UUID and a tag.
+type gnoKey struct {
+	sid UUID
+	tag string
+}
+
+// sortedGNOs returns the executed set's sequences by UUID, then tag.
+func (st *Writer) sortedGNOs() []gnoKey {
+	keys := make([]gnoKey, 0, len(st.gnos))
+	for k := range st.gnos {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if a, b := keys[i].sid.String(), keys[j].sid.String(); a != b {
+			return a < b
+		}
+		return keys[i].tag < keys[j].tag
+	})
+	return keys
+}
+
 func (st *Writer) gtidSet() []GTIDSetEntry {
 	if st.server.AnonymousGTIDs {
 		return nil
 	}
 	var set []GTIDSetEntry
-	for tag, n := range st.gnos {
-		set = append(set, GTIDSetEntry{SID: st.server.UUID, Tag: tag, Intervals: []GTIDInterval{{1, n}}})
+	for _, k := range st.sortedGNOs() {
+		set = append(set, GTIDSetEntry{SID: k.sid, Tag: k.tag, Intervals: []GTIDInterval{{1, st.gnos[k]}}})
 	}
 	return set
 }
 
-// gtidString prints the executed set as MySQL does: the UUID once, its
-// untagged interval, then each tag's.
+// gtidString prints the executed set as MySQL does: each UUID once, in
+// order, with its untagged interval, then each tag's; UUIDs apart by
+// ",\n".
 func (st *Writer) gtidString() string {
-	if len(st.gnos) == 0 {
-		return ""
-	}
-	tags := make([]string, 0, len(st.gnos))
-	for tag := range st.gnos {
-		tags = append(tags, tag)
-	}
-	sort.Strings(tags)
 	var b strings.Builder
-	b.WriteString(st.server.UUID.String())
-	for _, tag := range tags {
-		if tag != "" {
-			b.WriteString(":" + tag)
+	keys := st.sortedGNOs()
+	for i, k := range keys {
+		if i == 0 || keys[i-1].sid != k.sid {
+			if i > 0 {
+				b.WriteString(",\n")
+			}
+			b.WriteString(k.sid.String())
 		}
-		n := st.gnos[tag]
-		if n == 1 {
+		if k.tag != "" {
+			b.WriteString(":" + k.tag)
+		}
+		if n := st.gnos[k]; n == 1 {
 			b.WriteString(":1")
 		} else {
 			fmt.Fprintf(&b, ":1-%d", n)
@@ -384,9 +418,13 @@ func (st *Writer) txn(txn Txn, commit time.Time) error {
 		if txn.Tag != "" && !st.version.AtLeast(8, 3, 0) {
 			return fmt.Errorf("mysqlbinlog: tagged GTIDs need MySQL 8.3+, the server is %s", st.server.Version)
 		}
-		st.gnos[txn.Tag]++
-		g.SID, g.Tag, g.GNO = st.server.UUID, txn.Tag, st.gnos[txn.Tag]
-		gtidText = st.server.UUID.String()
+		k := gnoKey{st.server.UUID, txn.Tag}
+		if txn.Origin.UUID != (UUID{}) {
+			k.sid = txn.Origin.UUID
+		}
+		st.gnos[k]++
+		g.SID, g.Tag, g.GNO = k.sid, txn.Tag, st.gnos[k]
+		gtidText = k.sid.String()
 		if txn.Tag != "" {
 			gtidText += ":" + txn.Tag
 		}
@@ -427,6 +465,10 @@ func (st *Writer) txn(txn Txn, commit time.Time) error {
 		st.xid++
 		events = append(events, Event{Type: replication.XID_EVENT, Timestamp: ts, Body: XIDBody(st.xid)})
 		note("Xid", fmt.Sprintf("COMMIT /* xid=%d */", st.xid))
+	}
+	if txn.Origin.ServerID != 0 {
+		st.file.ServerID, st.eventServerID = txn.Origin.ServerID, txn.Origin.ServerID
+		defer func() { st.file.ServerID, st.eventServerID = st.server.ServerID, st.server.ServerID }()
 	}
 	start, end, err := st.file.AppendTransaction(g, ts, events, compression)
 	if err != nil {
