@@ -165,9 +165,9 @@ func (p *Reader) openTx(start change.Position, gtid string, commit time.Time, se
 }
 
 // skipping reports whether the current transaction is before a {timestamp}
-// start and so is not emitted.
+// start, or in a MySQL {gtid} start's set, and so is not emitted.
 func (p *Reader) skipping() bool {
-	return !p.notBefore.IsZero() && p.tx.commit.Before(p.notBefore)
+	return !p.notBefore.IsZero() && p.tx.commit.Before(p.notBefore) || p.skipGTIDs.ContainsGTID(p.tx.gtid)
 }
 
 // commitTx ends the current transaction at end.
@@ -180,7 +180,7 @@ func (p *Reader) commitTx(end change.Position, emit func(*change.Event) error) e
 	if !tx.open {
 		return nil
 	}
-	if p.skipping() && !tx.begun {
+	if p.skipping() && !tx.begun || p.skipGTIDs.ContainsGTID(tx.gtid) {
 		return nil
 	}
 	if !p.notBefore.IsZero() && !tx.commit.Before(p.notBefore) {
@@ -200,6 +200,10 @@ func (p *Reader) handleDDL(ctx context.Context, ev *replication.QueryEvent, hdr 
 	p.tx = txState{}
 	p.replay = txState{}
 	p.forgetMaps()
+	if p.skipGTIDs.ContainsGTID(tx.gtid) {
+		p.resume = end // before a {gtid} start: as the server skips it
+		return nil
+	}
 	if tx.start.IsZero() {
 		tx.start = start
 		tx.commit = time.Unix(int64(hdr.Timestamp), 0)

@@ -101,6 +101,11 @@ type Reader struct {
 	resume    change.Position // boundary after the last finished transaction
 	started   bool            // resume is a real position (not yet, in GTID start mode)
 	startGTID string          // GTID set to start from when !started
+	// skipGTIDs is a MySQL source's {gtid} start set: the server skips
+	// its transactions, and so does the reader when a reconnect before
+	// the first transaction after it reads the file from its start
+	// (gtid_start.go). Empty otherwise.
+	skipGTIDs change.MySQLGTIDSet
 	notBefore time.Time
 
 	tx txState
@@ -340,6 +345,9 @@ func (p *Reader) prepare(ctx context.Context) error {
 			p.startGTID = st.GTID
 			if _, err := p.gtidStart(nil); err != nil {
 				return fatal{err}
+			}
+			if p.info.flavor == mysql.MySQLFlavor {
+				p.skipGTIDs, _ = change.ParseMySQLGTIDSet(st.GTID) // gtidStart read it
 			}
 		default: // latest
 			p.resume, p.started = snapPos, true

@@ -138,6 +138,9 @@ func (s MySQLGTIDSet) Contains(o MySQLGTIDSet) bool {
 // ContainsGTID reports whether one GTID, "uuid:n" or "uuid:tag:n", is in
 // s; false for anything that is not a GTID.
 func (s MySQLGTIDSet) ContainsGTID(gtid string) bool {
+	if len(s.sids) == 0 || gtid == "" {
+		return false
+	}
 	uuid, tag, gno, err := parseMySQLGTID(gtid)
 	if err != nil {
 		return false
