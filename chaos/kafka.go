@@ -126,11 +126,13 @@ func (k *kafkaBroker) stop() {
 	}
 }
 
-// kafkaRows reads the topic from its start and counts each row change
-// the sink published (DDL and snapshot records left out).
+// kafkaRows reads the topic from its start, as a read_committed consumer
+// (the sink's transactions aborted, a fenced owner's or a retry's, are
+// not the stream), and counts each row change the sink published (DDL
+// and snapshot records left out).
 func (d *deployment) kafkaRows(ctx context.Context) (map[string]int, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(d.kafka.addr), kgo.ConsumeTopics(kafkaTopic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	if err != nil {
 		return nil, err
 	}

@@ -1,8 +1,10 @@
 // Package kafka is the kafka sink's publisher (issue 22): it produces a
-// destination's stream, one row change a record, to Kafka topics with an
-// idempotent franz-go producer, and finds in the topics themselves what
-// they already hold, so that neither a retry nor a crash writes a message
-// twice.
+// destination's stream, one row change a record, to Kafka topics in
+// transactions of a franz-go transactional producer, and finds in the
+// topics themselves what they already hold committed, so that neither a
+// retry, nor a crash, nor a former owner of the destination that goes on
+// after a new one took over writes a message twice for a read_committed
+// consumer.
 //
 // Each message carries one row (MaxRows 1), or is a DDL. Its record goes
 // to the topic of its logical table (spec key topic, a template of
@@ -34,60 +36,74 @@
 //
 // # Invariants
 //
+//   - One producer at a time. The producer's transactional ID is the
+//     sink's, the same on every node (TransactionalID: destination and
+//     sink name). Making a producer (Open, and the first Publish after an
+//     error) initializes its producer ID, which fences every earlier
+//     producer of the ID: the brokers abort its open transaction and
+//     refuse its produce requests and commits from then on. So from the
+//     moment a producer is made until another is, only its commits change
+//     what the topics hold committed.
 //   - One writer per partition, in stream order. sink.Ordered hands
 //     messages over in stream order from one goroutine, and a retry starts
 //     again at a transaction's first message, so a message's (seq, n) is
-//     the same on every run. The producer is idempotent: the brokers keep
-//     each partition's records in the order produced, without duplicates
-//     from its retries, and fail a record only when it was never written.
-//     So each partition holds a prefix, in (seq, n) order, of what was sent
-//     to it.
-//   - Exactly once. Before it first writes to a topic (on start, and
-//     again after any failed Publish) the publisher reads the last record
-//     of each of its partitions and takes its seq and n headers. A message
-//     at or before its partition's last is already there (by the prefix
-//     invariant) and is skipped; one after it is produced. A restart from
-//     a cursor behind what was produced, after a crash or an error,
-//     therefore writes nothing twice and skips nothing.
-//   - Publish returns nil only once every record it produced is acked by
-//     the in-sync replicas; sink.Ordered acks a store batch only then, so the
-//     cursor never passes a message the topic does not hold. After an
-//     error Publish waits for every record's outcome before it returns, so
-//     nothing is still on its way when the partition ends are read again
-//     (by a new client, with a producer ID of its own).
-//   - No record is written past a failed one of its partition. Publish
-//     flushes a chunk only once franz-go has put every record of it in its
-//     partition's buffer (manual flushing; a new client holds a topic's
-//     records until the topic's metadata comes, and would otherwise send
-//     the first ones alone): a batch the brokers fail makes franz-go fail
-//     every buffered record of that partition after it, and Publish
-//     produces no further chunk after a failure. A sequence the brokers lost
-//     (OUT_OF_ORDER_SEQUENCE) fails the records rather than sending them
-//     again out of order. Should a record still be written past a failed
-//     one, Publish returns ErrGap, then and at every later call, and the
-//     sink stops rather than lose the failed one silently.
+//     the same on every run. A Publish produces its records in
+//     transactions of up to chunk records, each committed only once every
+//     record of it is acked; a transaction with a failed record is never
+//     committed (the next producer aborts it). So each partition holds
+//     committed a prefix, in (seq, n) order, of what was sent to it.
+//   - Exactly once, for a read_committed consumer. After making its
+//     producer, and before it first writes to a topic, the publisher
+//     reads the last committed record of each of the topic's partitions
+//     (reading back from the last stable offset, past transaction markers
+//     and aborted records) and takes its seq and n headers. A message at
+//     or before its partition's last is already there (by the prefix
+//     invariant) and is skipped; one after it is produced. By the first
+//     invariant nothing changes what is committed behind the publisher's
+//     back until it is fenced, so a restart from a cursor behind what was
+//     committed, after a crash, an error or a takeover by another node,
+//     writes nothing twice and skips nothing. What the sink resumes from
+//     (the partitions' last records) is committed in the same transaction
+//     as the messages: it is the messages.
+//   - A fenced publisher stops. A Publish whose producer was fenced
+//     returns ErrFenced (its transaction is aborted: nothing of it is
+//     committed), and the next Publish waits fenceWait (30 s) before it
+//     makes a producer again: time for a node that lost the destination
+//     to learn it (within its lease) and stop the sink, so that a former
+//     owner that was paused (SIGSTOP) never takes the sink back. Should it
+//     (a node cut off from the cluster but not from Kafka runs on), the
+//     two take turns, every 30 s, and each still reads what is committed
+//     before it writes: slow, never a duplicate.
+//   - Publish returns nil only once every record it produced is committed
+//     (acked by the in-sync replicas); sink.Ordered acks a store batch
+//     only then, so the cursor never passes a message the topic does not
+//     hold. After an error the publisher drops its client; the next
+//     Publish makes a new producer (which aborts the open transaction) and
+//     reads the partition ends again.
 //
-// What the exactly-once guarantee assumes: the sink alone writes its
-// topics (a last record without seq and n headers is an error); a topic's
-// partition count does not change while records of the stream may still be
-// published again (a key then maps to another partition, and its
-// partition's end no longer says what was written); retention has not
-// emptied a partition of every record (an empty partition is read as
-// holding nothing); and a crashed process's last produce requests have
-// reached the brokers, and been replicated, before the sink starts again
-// (they have, in the seconds a restart takes).
+// What the exactly-once guarantee assumes: consumers read with
+// isolation.level=read_committed (a read_uncommitted one also sees the
+// records of aborted transactions: a retry's, or a fenced owner's); the
+// sink alone writes its topics (a last record without seq and n headers
+// is an error); a topic's partition count does not change while records
+// of the stream may still be published again (a key then maps to another
+// partition, and its partition's end no longer says what was written);
+// and retention has not emptied a partition of every record (an empty
+// partition is read as holding nothing). A transaction the brokers abort
+// at its timeout (franz-go's default, 40 s; a Publish's transaction of up
+// to 8192 records takes far less) fails its commit as a fenced one does,
+// and costs a fenceWait.
 //
 // # Concurrency
 //
 // A Publisher's Publish is called by one goroutine at a time
 // (sink.Ordered's); Stats, Skipped and Close are safe to call from
-// others, and Close makes a Publish blocked on the brokers return. A Publish whose
-// context ends fails the records not yet sent at once and waits for
-// those sent; if the brokers have not answered for them 10 s later it
-// closes its client, which fails them (a broker that had read one may
-// still write it: the next Publish reads the partition ends again).
-// Publish waits on a goroutine of its own, which it ends before it
-// returns. The franz-go client runs its
-// own goroutines, stopped by Close; reading partition ends uses a
-// short-lived consumer client, closed before it returns.
+// others, and Close makes a Publish blocked on the brokers return. A
+// Publish whose context ends closes its client, which fails the records
+// on their way, and returns: its transaction is not committed, and the
+// next producer aborts it. Publish waits for a transaction's records on
+// a goroutine of its own, which it ends before it returns. The franz-go
+// client runs its own goroutines, stopped by Close; reading partition
+// ends uses a short-lived read_committed consumer client, closed before
+// it returns.
 package kafka

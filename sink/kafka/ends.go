@@ -16,7 +16,8 @@ import (
 var ErrNoTopic = errors.New("kafka: topic does not exist")
 
 // topicEnds is what the publisher knows of a topic it writes to: its
-// partitions, and each partition's last message (has false: none).
+// partitions, and each partition's last message committed (has false:
+// none).
 type topicEnds struct {
 	last []Pos
 	has  []bool
@@ -28,9 +29,10 @@ func (t *topicEnds) written(part int32, pos Pos) bool {
 	return t.has[part] && !t.last[part].Before(pos)
 }
 
-// learn reads topic's partitions and the place of each one's last record.
-// A missing topic is asked for with auto-creation allowed, so the brokers
-// create it if they are set to (auto.create.topics.enable).
+// learn reads topic's partitions and the place of each one's last
+// committed record: a read_committed consumer's last record. A missing
+// topic is asked for with auto-creation allowed, so the brokers create it
+// if they are set to (auto.create.topics.enable).
 //
 // Each partition's last record must be writer's: another's (two
 // destinations whose sinks share a topic, one recreated under its name)
@@ -40,28 +42,19 @@ func learn(ctx context.Context, cl *kgo.Client, brokers []string, topic string, 
 	if err != nil {
 		return nil, err
 	}
-	starts, err := listOffsets(ctx, cl, topic, n, -2) // earliest
+	starts, err := listOffsets(ctx, cl, topic, n, -2, 0) // earliest
 	if err != nil {
 		return nil, err
 	}
-	ends, err := listOffsets(ctx, cl, topic, n, -1) // latest (the high watermark)
+	ends, err := listOffsets(ctx, cl, topic, n, -1, 1) // the last stable offset
+	if err != nil {
+		return nil, err
+	}
+	recs, err := lastCommitted(ctx, brokers, topic, starts, ends)
 	if err != nil {
 		return nil, err
 	}
 	t := &topicEnds{last: make([]Pos, n), has: make([]bool, n)}
-	want := map[int32]int64{}
-	for p := range n {
-		if ends[p] > starts[p] {
-			want[p] = ends[p] - 1
-		}
-	}
-	if len(want) == 0 {
-		return t, nil
-	}
-	recs, err := lastRecords(ctx, brokers, topic, want)
-	if err != nil {
-		return nil, err
-	}
 	for p, r := range recs {
 		pos, err := RecordPos(r)
 		if err == nil && recordWriter(r) != string(writer) {
@@ -123,10 +116,13 @@ func partitions(ctx context.Context, cl *kgo.Client, topic string) (int32, error
 }
 
 // listOffsets is each of topic's n partitions' offset at timestamp ts: -2
-// its log start, -1 its end (high watermark).
-func listOffsets(ctx context.Context, cl *kgo.Client, topic string, n int32, ts int64) ([]int64, error) {
+// its log start, -1 its end, as isolation level iso reads it (0
+// read_uncommitted: the high watermark; 1 read_committed: the last stable
+// offset, before which every transaction is committed or aborted).
+func listOffsets(ctx context.Context, cl *kgo.Client, topic string, n int32, ts int64, iso int8) ([]int64, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = -1
+	req.IsolationLevel = iso
 	rt := kmsg.NewListOffsetsRequestTopic()
 	rt.Topic = topic
 	for p := range n {
@@ -159,15 +155,59 @@ func listOffsets(ctx context.Context, cl *kgo.Client, topic string, n int32, ts 
 	return out, nil
 }
 
-// lastRecords fetches, for each partition of want, the record at its
-// offset (the partition's last), with a consumer of its own.
-func lastRecords(ctx context.Context, brokers []string, topic string, want map[int32]int64) (map[int32]*kgo.Record, error) {
+// lastCommitted finds, for each partition p of topic holding records in
+// [starts[p], ends[p]) (ends: last stable offsets), its last record a
+// read_committed consumer reads: not a transaction's marker, nor a record
+// of an aborted transaction. Each partition is read back from its end, in
+// windows that grow 16 times each round, until one holds such a record or
+// the partition's start is reached (none: the map has no entry for it).
+func lastCommitted(ctx context.Context, brokers []string, topic string, starts, ends []int64) (map[int32]*kgo.Record, error) {
+	got := map[int32]*kgo.Record{}
+	to := map[int32]int64{} // partitions still searched, and their window's end
+	for p := range ends {
+		if ends[p] > starts[p] {
+			to[int32(p)] = ends[p]
+		}
+	}
+	for back := int64(16); len(to) > 0; back *= 16 {
+		spans := map[int32]span{}
+		for p, end := range to {
+			spans[p] = span{from: max(starts[p], end-back), to: end}
+		}
+		recs, err := readSpans(ctx, brokers, topic, spans)
+		if err != nil {
+			return nil, err
+		}
+		for p, s := range spans {
+			if r := recs[p]; r != nil {
+				got[p] = r
+				delete(to, p)
+			} else if s.from == starts[p] {
+				delete(to, p) // no committed record left
+			} else {
+				to[p] = s.from
+			}
+		}
+	}
+	return got, nil
+}
+
+// span is the offsets [from, to) of a partition.
+type span struct{ from, to int64 }
+
+// readSpans reads each partition's span of topic, with a read_committed
+// consumer of its own that keeps transaction markers (so that it sees
+// each offset up to the span's end, a marker or a record, even when no
+// committed record is there), and returns the last committed record of
+// each span that holds one.
+func readSpans(ctx context.Context, brokers []string, topic string, spans map[int32]span) (map[int32]*kgo.Record, error) {
 	offs := map[int32]kgo.Offset{}
-	for p, o := range want {
-		offs[p] = kgo.NewOffset().At(o)
+	for p, s := range spans {
+		offs[p] = kgo.NewOffset().At(s.from)
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(),
 		kgo.FetchMaxWait(200*time.Millisecond))
 	if err != nil {
 		return nil, err
@@ -176,21 +216,32 @@ func lastRecords(ctx context.Context, brokers []string, topic string, want map[i
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	got := map[int32]*kgo.Record{}
-	for len(got) < len(want) {
+	done := map[int32]bool{}
+	for len(done) < len(spans) {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("topic %s: reading the last record of %d partitions, %d read: %w", topic, len(want), len(got), ctx.Err())
+			return nil, fmt.Errorf("topic %s: reading the last committed records of %d partitions, %d read: %w", topic, len(spans), len(done), ctx.Err())
 		}
 		var ferr error
 		fs.EachError(func(_ string, p int32, err error) {
-			ferr = fmt.Errorf("topic %s partition %d: reading its last record: %w", topic, p, err)
+			ferr = fmt.Errorf("topic %s partition %d: reading its last committed record: %w", topic, p, err)
 		})
 		if ferr != nil {
 			return nil, ferr
 		}
+		// A partition's records come in offset order: once one at or
+		// past the span's last offset has come, every record of the
+		// span has.
 		fs.EachRecord(func(r *kgo.Record) {
-			if r.Offset >= want[r.Partition] && (got[r.Partition] == nil || r.Offset > got[r.Partition].Offset) {
+			s, ok := spans[r.Partition]
+			if !ok || done[r.Partition] {
+				return
+			}
+			if r.Offset < s.to && !r.Attrs.IsControl() {
 				got[r.Partition] = r
+			}
+			if r.Offset >= s.to-1 {
+				done[r.Partition] = true
 			}
 		})
 	}

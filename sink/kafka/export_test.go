@@ -9,12 +9,12 @@ import (
 // Murmur2 is Kafka's murmur2, to check it against franz-go's.
 var Murmur2 = murmur2
 
-// SetAbandonAfter sets how long a canceled Publish waits for records
-// sent, until the test ends.
-func SetAbandonAfter(t interface{ Cleanup(func()) }, d time.Duration) {
-	old := abandonAfter
-	abandonAfter = d
-	t.Cleanup(func() { abandonAfter = old })
+// SetFenceWait sets how long a Publish waits after one was fenced, until
+// the test ends.
+func SetFenceWait(t interface{ Cleanup(func()) }, d time.Duration) {
+	old := fenceWait
+	fenceWait = d
+	t.Cleanup(func() { fenceWait = old })
 }
 
 // SetClientOpts adds opts to the options of the producing clients made

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/braid-cdc/braid/sink"
@@ -21,6 +22,7 @@ type Publisher struct {
 	brokers []string
 	topic   string // the template
 	writer  []byte // every record's writer header (Writer)
+	txnID   string // the producer's transactional ID (TransactionalID)
 
 	mu     sync.Mutex
 	cl     *kgo.Client // nil: connect at the next Publish
@@ -29,80 +31,85 @@ type Publisher struct {
 	// topics caches each logical table's topic ("database.table" →
 	// topic). Publish's alone.
 	topics map[string]string
-	// ends are the topics written to since the partition ends were last
-	// read, with what each partition holds; reset after an error, so that
-	// the next Publish reads them again. Publish's alone.
+	// ends are the topics written to since the producer was made, with
+	// what each partition holds committed; reset after an error, so that
+	// the next Publish (with a new producer) reads them again. Publish's
+	// alone.
 	ends map[string]*topicEnds
-	// broken, once set, is returned by every Publish: a partition lost a
-	// message that the sink cannot write again in its place.
-	broken error
-	// placing follows the chunk produce is producing, until each of its
-	// records is in its partition's buffer (placedHook).
-	placing atomic.Pointer[placement]
+	// fencedAt is when a Publish last found the producer fenced (zero:
+	// never). Publish's alone.
+	fencedAt time.Time
 
 	applied, pending, skipped atomic.Uint64
 }
 
 var _ sink.Publisher = (*Publisher)(nil)
 
-// ErrGap is the error of a partition where a message failed and a later
-// one was written: writing the failed one again would put it out of
-// order, so the publisher stops.
-var ErrGap = errors.New("kafka: a partition has a gap")
+// ErrFenced is the error of a Publish whose producer another took the
+// transactional ID from: another process (a newer owner of the
+// destination) publishes the sink now, and what this one produced in its
+// open transaction is aborted.
+var ErrFenced = errors.New("kafka: fenced: another producer took over the sink's transactional id")
 
 // ErrClosed is the error of a Publish after Close.
 var ErrClosed = errors.New("kafka: publisher closed")
 
-// Open connects to sink s's brokers. s has spec's defaults.
+// TransactionalID is the transactional ID of the producer of sink name of
+// destination dest: the same on every node, so that a new owner's
+// producer fences the former owner's.
+func TransactionalID(dest, name string) string { return "braid:" + dest + "/" + name }
+
+// Open connects to sink s's brokers and initializes its transactional
+// producer, which fences any earlier producer of the sink and aborts its
+// open transaction. s has spec's defaults.
 func Open(ctx context.Context, s spec.Sink, dest string) (*Publisher, error) {
 	if len(s.Brokers) == 0 || s.Topic == "" {
 		return nil, fmt.Errorf("sink %s: brokers and topic must be set (spec's defaults)", s.Name)
 	}
-	p := &Publisher{name: s.Name, brokers: s.Brokers, topic: s.Topic, writer: Writer(dest, s.Name), ends: map[string]*topicEnds{}, topics: map[string]string{}}
-	cl, err := p.client()
-	if err != nil {
-		return nil, err
-	}
-	if err := cl.Ping(ctx); err != nil {
+	p := &Publisher{name: s.Name, brokers: s.Brokers, topic: s.Topic, writer: Writer(dest, s.Name), txnID: TransactionalID(dest, s.Name),
+		ends: map[string]*topicEnds{}, topics: map[string]string{}}
+	if _, err := p.client(ctx); err != nil {
 		p.Close()
-		return nil, fmt.Errorf("sink %s: brokers %v: %w", s.Name, s.Brokers, err)
+		return nil, err
 	}
 	return p, nil
 }
 
-// client is the producing client, made if there is none.
-func (p *Publisher) client() (*kgo.Client, error) {
+// client is the producing client, made and its producer ID initialized
+// if there is none.
+func (p *Publisher) client(ctx context.Context) (*kgo.Client, error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closed {
+		p.mu.Unlock()
 		return nil, ErrClosed
 	}
 	if p.cl != nil {
-		return p.cl, nil
+		cl := p.cl
+		p.mu.Unlock()
+		return cl, nil
 	}
-	// Idempotent (franz-go's default: acks from all in-sync replicas,
-	// each partition's records in order, retried without duplicates),
-	// partitioned by Record's Partition, which Publish sets. Records are
-	// sent when Publish flushes, once every record of a chunk is in its
-	// partition's buffer (placement): a partition's batch that fails then
-	// fails every record after it in the chunk too (franz-go fails all
-	// the partition's buffered records, and the brokers take no later
-	// batch in flight past the failed one, its sequence not next), so no
-	// later record is written past a failed one. A sequence the brokers
-	// lost (OUT_OF_ORDER_SEQUENCE) fails too, rather than being sent
-	// again out of order: Publish reads the partition ends again and
-	// sends what is missing, in order.
+	// Transactional (so idempotent: acks from all in-sync replicas, each
+	// partition's records in order, retried without duplicates),
+	// partitioned by Record's Partition, which Publish sets.
 	opts := []kgo.Opt{kgo.SeedBrokers(p.brokers...),
+		kgo.TransactionalID(p.txnID),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ManualFlushing(),
-		kgo.MaxBufferedRecords(2 * chunk),
-		kgo.StopProducerOnDataLossDetected(),
-		kgo.WithHooks(placedHook{p})}
+		kgo.MaxBufferedRecords(2 * chunk)}
 	cl, err := kgo.NewClient(append(opts, clientOpts...)...)
 	if err != nil {
+		p.mu.Unlock()
 		return nil, fmt.Errorf("sink %s: %w", p.name, err)
 	}
 	p.cl = cl
+	p.mu.Unlock()
+	// InitProducerID: the brokers fence every earlier producer of the
+	// transactional ID and abort its open transaction, so that what the
+	// partitions hold committed from now on changes only by this
+	// producer's commits (until another fences it).
+	if _, _, err := cl.ProducerID(ctx); err != nil {
+		p.drop(cl)
+		return nil, fmt.Errorf("sink %s: brokers %v: initializing transactional producer %s: %w", p.name, p.brokers, p.txnID, err)
+	}
 	return cl, nil
 }
 
@@ -113,8 +120,8 @@ var clientOpts []kgo.Opt
 // MaxRows is 1: a record carries one row, keyed by its primary key.
 func (p *Publisher) MaxRows() int { return 1 }
 
-// Stats returns the records confirmed (Applied) and produced and not yet
-// confirmed (Pending).
+// Stats returns the records committed (Applied) and produced and not yet
+// acked or failed (Pending).
 func (p *Publisher) Stats() sink.Stats {
 	return sink.Stats{Applied: p.applied.Load(), Pending: p.pending.Load()}
 }
@@ -124,7 +131,8 @@ func (p *Publisher) Stats() sink.Stats {
 func (p *Publisher) Skipped() uint64 { return p.skipped.Load() }
 
 // Close disconnects: records not yet acked fail, and a Publish waiting
-// for them returns.
+// for them returns. A transaction still open is aborted by the next
+// producer of the sink (or by the brokers, at its timeout).
 func (p *Publisher) Close() error {
 	p.mu.Lock()
 	cl := p.cl
@@ -136,26 +144,42 @@ func (p *Publisher) Close() error {
 	return nil
 }
 
-// Publish produces msgs, each to its topic and its key's partition, and
-// returns once the brokers have acked every one. A message its partition
-// already holds (its (seq, n) at or before the partition's last) is
-// skipped, unless it is of a snapshot chunk read again whose seq the
-// partition ends in: that chunk's rows under those n may be others than
-// the first time, so its rows are published again (at least once). After an error the next call reads the partitions' ends again.
+// fenceWait is how long a Publish waits, after one found the producer
+// fenced, before it makes a producer again (which fences the other): long
+// enough for a node that lost the destination to learn it and stop the
+// sink first.
+var fenceWait = 30 * time.Second
+
+// Publish produces msgs, each to its topic and its key's partition, in
+// transactions of up to chunk records, and returns once every one is
+// committed. A message its partition already holds committed (its (seq,
+// n) at or before the partition's last) is skipped, unless it is of a
+// snapshot chunk read again whose seq the partition ends in: that chunk's
+// rows under those n may be others than the first time, so its rows are
+// published again (at least once). After an error the next call makes a
+// new producer and reads the partitions' ends again; after ErrFenced it
+// first waits fenceWait.
 func (p *Publisher) Publish(ctx context.Context, msgs []sink.Message) (err error) {
-	if p.broken != nil {
-		return p.broken
+	if !p.fencedAt.IsZero() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Until(p.fencedAt.Add(fenceWait))):
+		}
 	}
-	cl, err := p.client()
+	cl, err := p.client(ctx)
 	if err != nil {
 		return err
 	}
 	defer func() {
 		if err != nil {
-			// What the partitions hold is read again, by a client of
-			// its own (a producer ID of its own).
+			// What the partitions hold is read again, after a new
+			// producer has aborted this one's open transaction.
 			clear(p.ends)
 			p.drop(cl)
+			if errors.Is(err, ErrFenced) {
+				p.fencedAt = time.Now()
+			}
 		}
 	}()
 	recs := make([]*kgo.Record, 0, len(msgs))
@@ -183,11 +207,22 @@ func (p *Publisher) Publish(ctx context.Context, msgs []sink.Message) (err error
 		recs = append(recs, Record(m, topic, part, key, p.writer))
 		from = append(from, i)
 	}
-	if len(recs) == 0 {
-		return nil
+	for start := 0; start < len(recs); start += chunk {
+		part := recs[start:min(start+chunk, len(recs))]
+		k, err := p.transact(ctx, cl, part)
+		if err == nil {
+			continue
+		}
+		if fenced(err) {
+			return fmt.Errorf("sink %s: %w (%v): this process stops producing; it tries again in %v if it still runs the sink", p.name, ErrFenced, err, fenceWait)
+		}
+		if k < 0 {
+			return fmt.Errorf("sink %s: commit the transaction of messages %s to %s: %w", p.name, PosOf(&msgs[from[start]]), PosOf(&msgs[from[start+len(part)-1]]), err)
+		}
+		r := part[k]
+		return fmt.Errorf("sink %s: produce message %s to topic %s partition %d: %w", p.name, PosOf(&msgs[from[start+k]]), r.Topic, r.Partition, err)
 	}
-	errs := p.produce(ctx, cl, recs)
-	return p.check(msgs, recs, errs, func(k int) int { return from[k] })
+	return nil
 }
 
 // topicOf is message m's topic.
@@ -201,141 +236,69 @@ func (p *Publisher) topicOf(m *sink.Message) string {
 	return t
 }
 
-// chunk is how many records Publish buffers before it flushes them.
+// chunk is how many records one transaction holds at most.
 const chunk = 8192
 
-// produce produces recs, a chunk at a time, and waits for every one's ack
-// or failure: with an idempotent producer a record is failed only when
-// the brokers do not hold it, so once produce returns nothing of recs is
-// still on its way. A chunk is produced only if every record before it
-// was written. errs[k] is recs[k]'s failure, nil for one not produced.
-func (p *Publisher) produce(ctx context.Context, cl *kgo.Client, recs []*kgo.Record) []error {
+// transact produces recs in one transaction and commits it once every
+// record is acked. On an error it returns the index of the first record
+// that failed, or -1 if the commit did: nothing of recs is committed
+// then (the transaction stays open, for the next producer to abort), or,
+// for a commit whose answer was lost, maybe all of it. When ctx ends
+// while records are on their way, transact closes cl, which fails them.
+func (p *Publisher) transact(ctx context.Context, cl *kgo.Client, recs []*kgo.Record) (int, error) {
+	if err := cl.BeginTransaction(); err != nil {
+		return -1, err
+	}
 	errs := make([]error, len(recs))
-	idx := make(map[*kgo.Record]int, len(recs))
+	var wg sync.WaitGroup
+	wg.Add(len(recs))
+	p.pending.Add(uint64(len(recs)))
 	for k, r := range recs {
-		idx[r] = k
+		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
+			errs[k] = err
+			p.pending.Add(^uint64(0))
+			wg.Done()
+		})
 	}
-	var (
-		wg     sync.WaitGroup
-		failed bool
-	)
-	defer p.placing.Store(nil)
-	promise := func(r *kgo.Record, err error) {
-		// Promises run one at a time, on the client's goroutine.
-		p.placing.Load().place(r) // failed before it was buffered, maybe
-		errs[idx[r]] = err
-		failed = failed || err != nil
-		p.pending.Add(^uint64(0))
-		if err == nil {
-			p.applied.Add(1)
-		}
-		wg.Done()
-	}
-	for start := 0; start < len(recs); start += chunk {
-		part := recs[start:min(start+chunk, len(recs))]
-		pl := newPlacement(idx, start, len(part))
-		p.placing.Store(pl)
-		wg.Add(len(part))
-		p.pending.Add(uint64(len(part)))
-		for _, r := range part {
-			cl.Produce(ctx, r, promise)
-		}
-		p.await(ctx, cl, &wg, pl.all)
-		if failed {
-			for k := start + len(part); k < len(recs); k++ {
-				errs[k] = errNotProduced
-			}
-			break
-		}
-	}
-	return errs
-}
-
-// abandonAfter is how long a Publish whose ctx ended waits for records
-// already sent before it closes its client.
-var abandonAfter = 10 * time.Second
-
-// placement follows a chunk's records until each is in its partition's
-// buffer, or failed before it got there.
-//
-// franz-go holds the records of a topic the client has no metadata of
-// yet (every topic, for the client a Publish after an error makes) until
-// the metadata comes, then buffers them one by one. A Flush begun before
-// then sends a partition's first records alone, and if that batch fails,
-// franz-go fails what the partition has buffered so far and sends the
-// records buffered after as a new sequence, which the brokers write: a
-// record written past a failed one (ErrGap). So a chunk is flushed only
-// once all of it is placed.
-type placement struct {
-	idx    map[*kgo.Record]int // every record of the Publish, at its index
-	start  int                 // the chunk's first record's index
-	placed []atomic.Bool       // by index from start
-	left   atomic.Int64        // how many are not yet placed
-	all    chan struct{}       // closed once none is left
-}
-
-func newPlacement(idx map[*kgo.Record]int, start, n int) *placement {
-	pl := &placement{idx: idx, start: start, placed: make([]atomic.Bool, n), all: make(chan struct{})}
-	pl.left.Store(int64(n))
-	return pl
-}
-
-// place marks record r placed, if it is of the chunk (pl may be nil).
-func (pl *placement) place(r *kgo.Record) {
-	if pl == nil {
-		return
-	}
-	k, ok := pl.idx[r]
-	k -= pl.start
-	if ok && k >= 0 && k < len(pl.placed) && pl.placed[k].CompareAndSwap(false, true) && pl.left.Add(-1) == 0 {
-		close(pl.all)
-	}
-}
-
-// placedHook marks each record franz-go puts in its partition's buffer
-// placed.
-type placedHook struct{ p *Publisher }
-
-var _ kgo.HookProduceRecordPartitioned = placedHook{}
-
-func (h placedHook) OnProduceRecordPartitioned(r *kgo.Record, _ int32) {
-	h.p.placing.Load().place(r)
-}
-
-// await waits until placed is closed, then flushes cl and waits for every
-// promise of wg. Not cut short by ctx at once: the records not yet sent
-// fail as soon as ctx ends, but those sent are waited for (their outcome
-// is what the next Publish must know); if the brokers still have not
-// answered abandonAfter after ctx ended (they are down), the client is
-// closed, which fails them. A record sent then may still be written if a
-// broker had read it: the next Publish, or the next process, reads the
-// partition ends again.
-func (p *Publisher) await(ctx context.Context, cl *kgo.Client, wg *sync.WaitGroup, placed <-chan struct{}) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		// Not cut short either: records still held for their topic's
-		// metadata fail when ctx ends, or when the client is closed.
-		<-placed
-		cl.Flush(context.WithoutCancel(ctx))
+		_ = cl.Flush(context.WithoutCancel(ctx)) // waits for every record, as wg does
 		wg.Wait()
 	}()
 	select {
 	case <-done:
-		return
 	case <-ctx.Done():
-	}
-	select {
-	case <-done:
-	case <-time.After(abandonAfter):
+		// The transaction will not be committed: what was sent is
+		// failed by closing the client, and aborted by the next
+		// producer.
 		p.drop(cl)
 		<-done
 	}
+	if err := ctx.Err(); err != nil {
+		return -1, err
+	}
+	for k, err := range errs {
+		if err != nil {
+			return k, err
+		}
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		return -1, err
+	}
+	p.applied.Add(uint64(len(recs)))
+	return 0, nil
 }
 
-// errNotProduced marks a record produce did not produce, after a failure
-// of one before it.
-var errNotProduced = errors.New("kafka: not produced after an earlier failure")
+// fenced reports whether err says the producer's epoch is not the
+// transactional ID's latest: another producer of the ID was initialized
+// since. INVALID_TXN_STATE answers a commit whose transaction such a
+// producer aborted; it also answers one the brokers aborted at its
+// timeout (a Publish that ran longer than a transaction may), which is
+// then taken for fencing too and costs a fenceWait.
+func fenced(err error) bool {
+	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.InvalidTxnState)
+}
 
 // drop closes cl, the producing client, if it still is: the next Publish
 // makes a new one.
@@ -349,35 +312,4 @@ func (p *Publisher) drop(cl *kgo.Client) {
 	if mine {
 		cl.Close() // else Close has
 	}
-}
-
-// check turns produce's failures into Publish's error: the first failure,
-// or ErrGap (sticky) if a record of a partition was written after one of
-// the same partition failed. msg(k) is recs[k]'s index in msgs.
-func (p *Publisher) check(msgs []sink.Message, recs []*kgo.Record, errs []error, msg func(k int) int) error {
-	type tp struct {
-		topic string
-		part  int32
-	}
-	failed := map[tp]int{} // the first failed record of each partition
-	var first error
-	for k, r := range recs {
-		at := tp{r.Topic, r.Partition}
-		if errs[k] != nil {
-			if _, ok := failed[at]; !ok {
-				failed[at] = k
-			}
-			if first == nil {
-				m := &msgs[msg(k)]
-				first = fmt.Errorf("sink %s: produce message %s to topic %s partition %d: %w", p.name, PosOf(m), r.Topic, r.Partition, errs[k])
-			}
-			continue
-		}
-		if f, ok := failed[at]; ok {
-			p.broken = fmt.Errorf("sink %s: topic %s partition %d: message %s failed (%v) and message %s after it was written: %w",
-				p.name, r.Topic, r.Partition, PosOf(&msgs[msg(f)]), errs[f], PosOf(&msgs[msg(k)]), ErrGap)
-			return p.broken
-		}
-	}
-	return first
 }

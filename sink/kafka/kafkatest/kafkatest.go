@@ -1,7 +1,8 @@
-// Package kafkatest reads a kafka sink's topic back as a consumer does and
-// checks what the sink promises of it: every message once, each partition
-// in stream order, each key on its hash's partition, and rows that a
-// consumer rebuilds from the messages equal to the sources'. The sink's
+// Package kafkatest reads a kafka sink's topic back as a read_committed
+// consumer does and checks what the sink promises of it: every message
+// once, each partition in stream order, each key on its hash's partition,
+// and rows that a consumer rebuilds from the messages equal to the
+// sources'. The sink's
 // own tests (sink/kafka) and braid's crash test (cmd/braid) assert with
 // it; it returns errors rather than failing a test, so it imports no
 // testing.
@@ -89,11 +90,16 @@ type Message struct {
 	Old   []map[string]*string `json:"old"`
 }
 
-// Read reads every record of topic from the start of each partition to
-// at least its end when called, and returns them with the topic's
-// partition count.
+// Read reads every record of topic as a read_committed consumer does
+// (isolation.level=read_committed: no record of an aborted or open
+// transaction), from the start of each partition to at least its last
+// stable offset when called, and returns them with the topic's partition
+// count.
 func Read(ctx context.Context, brokers []string, topic string) ([]Record, int32, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	// Transaction markers are kept, to follow each partition's offset to
+	// its end, and left out of what Read returns.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
 	if err != nil {
 		return nil, 0, err
 	}
@@ -119,6 +125,10 @@ func Read(ctx context.Context, brokers []string, topic string) ([]Record, int32,
 		}
 		var rerr error
 		fs.EachRecord(func(r *kgo.Record) {
+			next[r.Partition] = r.Offset + 1
+			if r.Attrs.IsControl() || rerr != nil {
+				return
+			}
 			pos, err := recordPos(r)
 			if err != nil {
 				rerr = fmt.Errorf("partition %d offset %d: %w", r.Partition, r.Offset, err)
@@ -130,7 +140,6 @@ func Read(ctx context.Context, brokers []string, topic string) ([]Record, int32,
 				return
 			}
 			out = append(out, rec)
-			next[r.Partition] = r.Offset + 1
 		})
 		if rerr != nil {
 			return nil, 0, rerr
@@ -139,7 +148,8 @@ func Read(ctx context.Context, brokers []string, topic string) ([]Record, int32,
 	return out, int32(len(ends)), nil
 }
 
-// endOffsets is each partition of topic's end offset.
+// endOffsets is each partition of topic's last stable offset: its end,
+// as a read_committed consumer reads it.
 func endOffsets(ctx context.Context, cl *kgo.Client, topic string) ([]int64, error) {
 	mreq := kmsg.NewPtrMetadataRequest()
 	mt := kmsg.NewMetadataRequestTopic()
@@ -157,6 +167,7 @@ func endOffsets(ctx context.Context, cl *kgo.Client, topic string) ([]int64, err
 	}
 	n := len(mresp.Topics[0].Partitions)
 	req := kmsg.NewPtrListOffsetsRequest()
+	req.IsolationLevel = 1
 	rt := kmsg.NewListOffsetsRequestTopic()
 	rt.Topic = topic
 	for p := range n {
