@@ -38,12 +38,13 @@
 //
 //   - One producer at a time. The producer's transactional ID is the
 //     sink's, the same on every node (TransactionalID: destination and
-//     sink name). Making a producer (Open, and the first Publish after an
+//     sink name). The first Publish of a client (after Open, and after an
 //     error) initializes its producer ID, which fences every earlier
 //     producer of the ID: the brokers abort its open transaction and
 //     refuse its produce requests and commits from then on. So from the
-//     moment a producer is made until another is, only its commits change
-//     what the topics hold committed.
+//     moment a producer is initialized until another is, only its commits
+//     change what the topics hold committed. Open alone fences nothing
+//     (braid sink verify opens the sink to look at it).
 //   - One writer per partition, in stream order. sink.Ordered hands
 //     messages over in stream order from one goroutine, and a retry starts
 //     again at a transaction's first message, so a message's (seq, n) is

@@ -36,6 +36,9 @@ type Publisher struct {
 	// the next Publish (with a new producer) reads them again. Publish's
 	// alone.
 	ends map[string]*topicEnds
+	// inited is the client whose producer ID Publish has initialized
+	// (producer). Publish's alone.
+	inited *kgo.Client
 	// fencedAt is when a Publish last found the producer fenced (zero:
 	// never). Publish's alone.
 	fencedAt time.Time
@@ -59,34 +62,54 @@ var ErrClosed = errors.New("kafka: publisher closed")
 // producer fences the former owner's.
 func TransactionalID(dest, name string) string { return "braid:" + dest + "/" + name }
 
-// Open connects to sink s's brokers and initializes its transactional
-// producer, which fences any earlier producer of the sink and aborts its
-// open transaction. s has spec's defaults.
+// Open connects to sink s's brokers. Its transactional producer is
+// initialized at the first Publish (which fences any earlier producer of
+// the sink), not here: opening the sink to look at it (braid sink verify)
+// leaves the running one be. s has spec's defaults.
 func Open(ctx context.Context, s spec.Sink, dest string) (*Publisher, error) {
 	if len(s.Brokers) == 0 || s.Topic == "" {
 		return nil, fmt.Errorf("sink %s: brokers and topic must be set (spec's defaults)", s.Name)
 	}
 	p := &Publisher{name: s.Name, brokers: s.Brokers, topic: s.Topic, writer: Writer(dest, s.Name), txnID: TransactionalID(dest, s.Name),
 		ends: map[string]*topicEnds{}, topics: map[string]string{}}
-	if _, err := p.client(ctx); err != nil {
-		p.Close()
+	cl, err := p.client()
+	if err != nil {
 		return nil, err
+	}
+	if err := cl.Ping(ctx); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("sink %s: brokers %v: %w", s.Name, s.Brokers, err)
 	}
 	return p, nil
 }
 
-// client is the producing client, made and its producer ID initialized
-// if there is none.
-func (p *Publisher) client(ctx context.Context) (*kgo.Client, error) {
+// producer is the producing client, made if there is none, with its
+// producer ID initialized: the brokers fence every earlier producer of
+// the transactional ID and abort its open transaction, so that what the
+// partitions hold committed from now on changes only by this producer's
+// commits (until another fences it). Publish's alone.
+func (p *Publisher) producer(ctx context.Context) (*kgo.Client, error) {
+	cl, err := p.client()
+	if err != nil || p.inited == cl {
+		return cl, err
+	}
+	if _, _, err := cl.ProducerID(ctx); err != nil {
+		p.drop(cl)
+		return nil, fmt.Errorf("sink %s: brokers %v: initializing transactional producer %s: %w", p.name, p.brokers, p.txnID, err)
+	}
+	p.inited = cl
+	return cl, nil
+}
+
+// client is the producing client, made if there is none.
+func (p *Publisher) client() (*kgo.Client, error) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.closed {
-		p.mu.Unlock()
 		return nil, ErrClosed
 	}
 	if p.cl != nil {
-		cl := p.cl
-		p.mu.Unlock()
-		return cl, nil
+		return p.cl, nil
 	}
 	// Transactional (so idempotent: acks from all in-sync replicas, each
 	// partition's records in order, retried without duplicates),
@@ -97,19 +120,9 @@ func (p *Publisher) client(ctx context.Context) (*kgo.Client, error) {
 		kgo.MaxBufferedRecords(2 * chunk)}
 	cl, err := kgo.NewClient(append(opts, clientOpts...)...)
 	if err != nil {
-		p.mu.Unlock()
 		return nil, fmt.Errorf("sink %s: %w", p.name, err)
 	}
 	p.cl = cl
-	p.mu.Unlock()
-	// InitProducerID: the brokers fence every earlier producer of the
-	// transactional ID and abort its open transaction, so that what the
-	// partitions hold committed from now on changes only by this
-	// producer's commits (until another fences it).
-	if _, _, err := cl.ProducerID(ctx); err != nil {
-		p.drop(cl)
-		return nil, fmt.Errorf("sink %s: brokers %v: initializing transactional producer %s: %w", p.name, p.brokers, p.txnID, err)
-	}
 	return cl, nil
 }
 
@@ -167,7 +180,7 @@ func (p *Publisher) Publish(ctx context.Context, msgs []sink.Message) (err error
 		case <-time.After(time.Until(p.fencedAt.Add(fenceWait))):
 		}
 	}
-	cl, err := p.client(ctx)
+	cl, err := p.producer(ctx)
 	if err != nil {
 		return err
 	}
