@@ -38,6 +38,10 @@ type Placement struct {
 	// below keys already out, and a replay emits it there again. Index
 	// and Table are unset.
 	Late bool `json:"late,omitempty"`
+	// GTID is a late transaction's GTID, when its server logs one: a
+	// replay finds it by its GTID, the same on every server of the
+	// source, and by At (one server's file:pos) only without.
+	GTID string `json:"gtid,omitempty"`
 }
 
 // splitLate parts a placement log into the snapshot's chunks and the late
@@ -173,7 +177,7 @@ func (d *Destination) dueChunk(ctx context.Context, chunks []*chunkOut) (src int
 // or a heartbeat read late), before it goes out now: a replay emits it
 // at this point again (dueLate), so its seq and the others' stay.
 func (d *Destination) keepLate(ctx context.Context, src int, first *change.Event, key Key) error {
-	rec := Placement{Source: src, At: first.Pos, Taken: d.cursor.Taken, Time: key.Time, Late: true}
+	rec := Placement{Source: src, At: first.Pos, GTID: first.GTID, Taken: d.cursor.Taken, Time: key.Time, Late: true}
 	name := d.cfg.Spec.Sources[src].Name
 	if keep := d.cfg.Keep; keep != nil {
 		if err := keep.KeepPlacement(ctx, rec); err != nil {
@@ -181,7 +185,7 @@ func (d *Destination) keepLate(ctx context.Context, src int, first *change.Event
 		}
 	}
 	d.log.Warn("a transaction came below the merged stream's order (late): it goes out now, out of order, kept so that a replay gives it the same seq; if this repeats, raise max_clock_skew or check the source's clock",
-		"source", name, "position", first.Pos.String(), "commit", time.UnixMicro(key.Time).UTC(), "taken", rec.Taken)
+		"source", name, "position", first.Pos.String(), "gtid", first.GTID, "commit", time.UnixMicro(key.Time).UTC(), "taken", rec.Taken)
 	return nil
 }
 
@@ -198,11 +202,20 @@ func (d *Destination) keptLate(s int, ev *change.Event) bool {
 		d.lates, d.lateNext, d.latesRead = keptAfter(lates, d.cursor.Taken), 0, d.cfg.Clock.Now()
 	}
 	for _, k := range d.lates[d.lateNext:] {
-		if k.Source == s && k.At == ev.Pos {
+		if k.Source == s && k.isTx(ev) {
 			return true
 		}
 	}
 	return false
+}
+
+// isTx reports whether ev begins late transaction k: the same GTID, or
+// where either has none, the same position.
+func (k Placement) isTx(ev *change.Event) bool {
+	if k.GTID != "" && ev.GTID != "" {
+		return k.GTID == ev.GTID
+	}
+	return k.At == ev.Pos
 }
 
 // dueLate returns the source whose kept late transaction goes out now, or

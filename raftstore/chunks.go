@@ -22,6 +22,7 @@ type chunkRecord struct {
 	Taken   uint64          `json:"taken"`
 	Time    int64           `json:"time"`
 	Late    bool            `json:"late,omitempty"`
+	GTID    string          `json:"gtid,omitempty"`
 }
 
 // SavePlacement appends a placement (an initial-snapshot chunk or a late

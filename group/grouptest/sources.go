@@ -66,6 +66,10 @@ type Log struct {
 	// broadcast on readCond when it grows.
 	read     int
 	readCond *sync.Cond
+	// gtid numbers the transactions appended (GTIDs), gtids counts per
+	// prefix.
+	gtid  string
+	gtids map[string]int
 
 	// The snapshot's side (snapshot.go): rows by table and key, chunks
 	// to fail, chunks read, and the steps of a held log.
@@ -90,12 +94,33 @@ func (l *Log) Tables(ts ...*change.Table) {
 
 func (l *Log) pos(p uint32) change.Position { return change.Position{File: File, Pos: p} }
 
+// GTIDs numbers the transactions appended from now on prefix-1,
+// prefix-2, … (MariaDB's domain-server-seq: "0-1"), counting per
+// prefix, as the server that first committed them did; "" appends them
+// without GTIDs. A replica's log holds its primary's transactions under
+// the primary's GTIDs and its own under its own.
+func (l *Log) GTIDs(prefix string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.gtid = prefix
+}
+
 func (l *Log) append(size uint32, events func(start, end change.Position) []*change.Event) change.Position {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	start, end := l.pos(l.end), l.pos(l.end+size)
 	l.end += size
-	l.items = append(l.items, item{start: start, events: events(start, end)})
+	evs := events(start, end)
+	if l.gtid != "" && size > 0 {
+		if l.gtids == nil {
+			l.gtids = map[string]int{}
+		}
+		l.gtids[l.gtid]++
+		for _, ev := range evs {
+			ev.GTID = fmt.Sprintf("%s-%d", l.gtid, l.gtids[l.gtid])
+		}
+	}
+	l.items = append(l.items, item{start: start, events: evs})
 	close(l.grew)
 	l.grew = make(chan struct{})
 	return start

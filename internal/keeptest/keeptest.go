@@ -113,7 +113,7 @@ func cursor(seq uint64, hist *change.SchemaSnapshot) *group.Cursor {
 // placement is the i-th of a log: chunks, every third a late transaction.
 func placement(i int) group.Placement {
 	if i%3 == 2 {
-		return group.Placement{Source: 1, At: change.Position{File: "binlog.000002", Pos: uint32(500 + i)}, Taken: uint64(10 + i), Time: int64(2000 + i), Late: true}
+		return group.Placement{Source: 1, At: change.Position{File: "binlog.000002", Pos: uint32(500 + i)}, Taken: uint64(10 + i), Time: int64(2000 + i), Late: true, GTID: fmt.Sprintf("0-1-%d", 40+i)}
 	}
 	return group.Placement{Source: i % 2, Index: i / 2, Table: "shop_0.orders", After: []string{fmt.Sprint(10 * i)}, Through: []string{fmt.Sprint(10*i + 9)},
 		At: change.Position{File: "binlog.000001", Pos: uint32(100 + i)}, Taken: uint64(10 + i), Time: int64(1000 + i)}
