@@ -27,8 +27,10 @@ const ordersTxEnv = "BRAID_BENCH_ORDERS_TX"
 // run (GenerateOrders: four shards, 50-order INSERT transactions beside a
 // filtered audit table, then UPDATEs of half the orders with before
 // images, JSON, DECIMAL and DATETIME(6) columns) beside four go-mysql
-// canals and four `mariadb-binlog --verbose` reading the same binlogs, and
-// the time from start to the first row, capture's against canal's.
+// canals and four `mariadb-binlog --verbose` reading the same binlogs, the
+// CPU a row change takes capture's process and canal's (this process,
+// while the canals run), and the time from start to the first row,
+// capture's against canal's.
 func BenchmarkCaptureOrders(b *testing.B) {
 	txs := 3000
 	if s := os.Getenv(ordersTxEnv); s != "" {
@@ -66,6 +68,11 @@ func BenchmarkCaptureOrders(b *testing.B) {
 	b.Run(fmt.Sprintf("%d-shards", len(srvs)), func(b *testing.B) { benchCaptureOrders(b, cfgs, ws, took) })
 }
 
+// cpuPerRow is cpu over rows, in µs.
+func cpuPerRow(cpu time.Duration, rows int) float64 {
+	return float64(cpu.Microseconds()) / float64(rows)
+}
+
 func benchCaptureOrders(b *testing.B, cfgs []DecodeConfig, ws []*Workload, took time.Duration) {
 	b.ReportMetric(0, "ns/op")
 	bin := braidproc.Binary(b)
@@ -96,9 +103,11 @@ func benchCaptureOrders(b *testing.B, cfgs []DecodeConfig, ws []*Workload, took 
 			}
 		}
 		runCanal := func() {
+			cpu := selfCPU()
 			if gr, err = DecodeCanalEach(ctx, cfgs); err != nil {
 				b.Fatalf("canal: %v", err)
 			}
+			gr.CPU = selfCPU() - cpu
 			for j, w := range ws {
 				if gr.Sources[j] != w.Selected {
 					b.Fatalf("canal delivered %d selected row changes of shard %d, want %d", gr.Sources[j], j, w.Selected)
@@ -112,9 +121,9 @@ func benchCaptureOrders(b *testing.B, cfgs []DecodeConfig, ws []*Workload, took 
 			runCanal()
 			runCapture()
 		}
-		line := fmt.Sprintf("iteration %d: capture %.0f rows/s (%v), canal x4 %.0f rows/s (%v, first row after %v): %.2fx",
-			i+1, cr.RowsPerSec(), cr.Elapsed.Round(time.Millisecond), gr.RowsPerSec(), gr.Elapsed.Round(time.Millisecond),
-			gr.FirstRow.Round(time.Millisecond), cr.RowsPerSec()/gr.RowsPerSec())
+		line := fmt.Sprintf("iteration %d: capture %.0f rows/s (%v, %.2f µs CPU/row), canal x4 %.0f rows/s (%v, first row after %v, %.2f µs CPU/row): %.2fx",
+			i+1, cr.RowsPerSec(), cr.Elapsed.Round(time.Millisecond), cpuPerRow(cr.CPU, want), gr.RowsPerSec(), gr.Elapsed.Round(time.Millisecond),
+			gr.FirstRow.Round(time.Millisecond), cpuPerRow(gr.CPU, want), cr.RowsPerSec()/gr.RowsPerSec())
 		if tool != "" {
 			d, err := DecodeBinlogTool(ctx, tool, cfgs)
 			if err != nil {
@@ -132,7 +141,9 @@ func benchCaptureOrders(b *testing.B, cfgs []DecodeConfig, ws []*Workload, took 
 		firsts = append(firsts, first.Seconds()*1000)
 		canalFirsts = append(canalFirsts, gr.FirstRow.Seconds()*1000)
 		line += fmt.Sprintf("; capture's first row after %v", first.Round(time.Millisecond))
-		capt.add(cr.Result)
+		r := cr.Result
+		r.CPU = cr.CPU
+		capt.add(r)
 		canal.add(gr.Result)
 		paired = append(paired, cr.RowsPerSec()/gr.RowsPerSec())
 		lines = append(lines, line)
@@ -151,11 +162,16 @@ func benchCaptureOrders(b *testing.B, cfgs []DecodeConfig, ws []*Workload, took 
 		Record(Row{Section: "catch-up", Measure: measure, Value: capt.rowsPerSec(), Unit: "rows/s",
 			Peer: filepath.Base(tool) + " --verbose ×4", PeerValue: median(tools)})
 	}
+	// CPU a row holds still on a loaded machine, where rows/s moves with
+	// the other tenants: capture's process against canal's four in this
+	// process (its other goroutines included).
+	Record(Row{Section: "catch-up", Measure: "orders shape: braid capture process CPU per row change (median)", Value: capt.cpuUs(), Unit: "µs",
+		Peer: "go-mysql canal ×4", PeerValue: canal.cpuUs()})
 	Record(Row{Section: "catch-up", Measure: "orders shape: time from process start to the first row", Value: median(firsts), Unit: "ms",
 		Peer: "go-mysql canal ×4 (from NewCanal, in process)", PeerValue: median(canalFirsts)})
-	b.Logf("%d iteration(s), %d selected row changes (%d messages): capture %.0f rows/s, canal x4 %.0f rows/s: %.2fx (target >= 1.3: %s; median of the iterations' ratios %.2fx); against %s: median %.2fx; first row: capture %.0f ms, canal %.0f ms",
+	b.Logf("%d iteration(s), %d selected row changes (%d messages): capture %.0f rows/s, canal x4 %.0f rows/s: %.2fx (target >= 1.3: %s; median of the iterations' ratios %.2fx); against %s: median %.2fx; first row: capture %.0f ms, canal %.0f ms; CPU per row change: capture %.2f µs, canal %.2f µs",
 		b.N, want, count.Messages, capt.rowsPerSec(), canal.rowsPerSec(), ratio, met(ratio, 1.3), median(paired),
-		filepath.Base(tool), median(toolPaired), median(firsts), median(canalFirsts))
+		filepath.Base(tool), median(toolPaired), median(firsts), median(canalFirsts), capt.cpuUs(), canal.cpuUs())
 	b.Logf("workload: %s", workloadsString(ws, took))
 	for _, l := range lines {
 		b.Log(l)
