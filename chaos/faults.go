@@ -3,11 +3,14 @@ package chaos
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/braid-cdc/braid/internal/localcluster"
 )
@@ -193,7 +196,12 @@ func (e *executor) startNode(n *localcluster.Node) {
 	}
 }
 
-// sourceExec runs stmt on source i, retrying while it is down.
+// sourceExec runs stmt on source i, retrying while it is down. An ALTER
+// whose connection broke may have run all the same (a source killed
+// right after it committed): asked again, the server says the column
+// is there, which is done, not a failure; stopping there would leave
+// the other shard tables un-ALTERed and the shard-DDL lock holding
+// their rows for good.
 func (e *executor) sourceExec(ctx context.Context, i int, stmt string) error {
 	db, err := sql.Open("mysql", dsn(e.run.dep.sources[i].Addr()))
 	if err != nil {
@@ -202,6 +210,10 @@ func (e *executor) sourceExec(ctx context.Context, i int, stmt string) error {
 	defer db.Close()
 	for attempt := 0; ; attempt++ {
 		_, err = db.ExecContext(ctx, stmt)
+		var my *mysql.MySQLError
+		if attempt > 0 && errors.As(err, &my) && my.Number == 1060 { // ER_DUP_FIELDNAME
+			return nil
+		}
 		if err == nil || attempt == 60 || ctx.Err() != nil {
 			return err
 		}
