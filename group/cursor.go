@@ -52,6 +52,31 @@ type SourceCursor struct {
 	// Snapshot is the source's initial-snapshot progress at Pos; nil
 	// before its first chunk (or without a snapshot).
 	Snapshot *change.SnapshotState `json:"snapshot,omitempty"`
+	// GTIDs is the source's GTID state at Pos (MariaDB: the last GTID of
+	// each domain) and Server the server whose binlog Pos is in: a
+	// reader that finds another server at the source's address resumes
+	// there by GTID. Both empty in a cursor saved before braid kept
+	// them: it resumes by Pos, as it did.
+	GTIDs  string         `json:"gtids,omitempty"`
+	Server *change.Server `json:"server,omitempty"`
+}
+
+// at moves the source's cursor to the boundary pos that ev ends at, with
+// ev's GTID state and server when it carries them (a binlog reader's).
+func (sc *SourceCursor) at(pos change.Position, ev *change.Event) {
+	sc.Pos = pos
+	if ev.Server != nil {
+		sc.Server, sc.GTIDs = ev.Server, ev.GTIDs
+	}
+}
+
+// resume is where the source's reader resumes after the cursor; nil
+// when the source had sent nothing before it (the spec's start).
+func (sc *SourceCursor) resume() *binlog.Resume {
+	if sc.Pos.IsZero() && sc.GTIDs == "" {
+		return nil
+	}
+	return &binlog.Resume{Pos: sc.Pos, Schema: sc.Schema, GTIDs: sc.GTIDs, Server: sc.Server}
 }
 
 // Clone returns a deep copy (schema snapshots are shared: they are never
@@ -133,6 +158,13 @@ func CheckHistory(ctx context.Context, ds *spec.Spec, from *Cursor) error {
 	for i, src := range ds.Sources {
 		var pos change.Position
 		switch {
+		case from != nil && i < len(from.Sources) && from.Sources[i].Server != nil:
+			// The reader checks who answers: another server is resumed by
+			// GTID, after checking what it purged.
+			if err := binlog.CheckResume(ctx, src, from.Sources[i].Pos, from.Sources[i].Server); err != nil {
+				return err
+			}
+			continue
 		case from != nil && i < len(from.Sources) && !from.Sources[i].Pos.IsZero():
 			pos = from.Sources[i].Pos
 		case src.Start.Kind == spec.StartPosition: // nothing read yet, or no cursor

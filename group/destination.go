@@ -226,9 +226,7 @@ func New(cfg Config) (*Destination, error) {
 			if sc.Name != src.Name {
 				return nil, fmt.Errorf("group: cursor source %d is %q, destination %s has %q: the spec's sources changed; delete the cursor to start over", i, sc.Name, ds.Name, src.Name)
 			}
-			if !sc.Pos.IsZero() {
-				pc.Resume = &binlog.Resume{Pos: sc.Pos, Schema: sc.Schema}
-			} // else the source had sent nothing before the cursor: it starts at the spec's start
+			pc.Resume = sc.resume() // nil: the source had sent nothing before the cursor; it starts at the spec's start
 			d.merger.Restore(i, sc.LastKey)
 			d.cursor.Sources[i] = sc
 		}
@@ -360,7 +358,7 @@ func (d *Destination) consumeHead(s int, head []*change.Event, offered []bool) e
 		// no such write, so the stream would depend on the server read.
 		d.promise(s, ev.CommitTime)
 		sc := &d.cursor.Sources[s]
-		sc.Pos = ev.EndPos
+		sc.at(ev.EndPos, ev)
 		if ev.Schema != nil {
 			sc.Schema = ev.Schema
 		}

@@ -29,7 +29,7 @@ func (d *Destination) emitTx(ctx context.Context, src int, first *change.Event, 
 	first.Seq = seq
 	d.stamp(first)
 	if first.Type == change.EventDDL {
-		sc.Pos = first.EndPos
+		sc.at(first.EndPos, first)
 		if first.Schema != nil {
 			sc.Schema = first.Schema
 		}
@@ -59,7 +59,7 @@ func (d *Destination) emitTx(ctx context.Context, src int, first *change.Event, 
 		ev.Seq = seq
 		d.stamp(ev)
 		if ev.Type == change.EventCommit {
-			sc.Pos = ev.Pos
+			sc.at(ev.Pos, ev)
 			if ev.SnapshotState != nil {
 				sc.Snapshot = ev.SnapshotState
 			}
@@ -105,7 +105,7 @@ func (d *Destination) emitFiltering(ctx context.Context, src int, first *change.
 		return true
 	}
 	commit := func(c *change.Event) {
-		sc.Pos = c.Pos
+		sc.at(c.Pos, c)
 		if c.SnapshotState != nil {
 			sc.Snapshot = c.SnapshotState
 		}

@@ -215,7 +215,7 @@ func (x *shardDDL) onDDL(ctx context.Context, src int, ev *change.Event, emit fu
 	d.cursor.Taken++
 	sc := &d.cursor.Sources[src]
 	sc.LastKey = d.merger.Last(src)
-	sc.Pos = ev.EndPos
+	sc.at(ev.EndPos, ev)
 	if ev.Schema != nil {
 		sc.Schema = ev.Schema
 	}

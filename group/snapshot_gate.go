@@ -162,7 +162,8 @@ func (g *sourceSnapshot) pass(ctx context.Context, ev *change.Event) error {
 			// Every row was left out: the transaction moves the position
 			// and the clock on, as one of unselected tables does.
 			g.begin = nil
-			if err := g.push(&change.Event{Type: change.EventProgress, Source: ev.Source, ServerID: ev.ServerID, Pos: b.Pos, EndPos: ev.Pos, GTID: ev.GTID, CommitTime: ev.CommitTime}); err != nil {
+			if err := g.push(&change.Event{Type: change.EventProgress, Source: ev.Source, ServerID: ev.ServerID, Pos: b.Pos, EndPos: ev.Pos, GTID: ev.GTID, CommitTime: ev.CommitTime,
+				GTIDs: ev.GTIDs, Server: ev.Server}); err != nil {
 				return err
 			}
 		} else if err := g.push(ev); err != nil {

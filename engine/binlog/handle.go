@@ -30,22 +30,34 @@ func (p *Reader) handleAt(ctx context.Context, e *replication.BinlogEvent, start
 	hdr := e.Header
 	switch ev := e.Event.(type) {
 	case *replication.RotateEvent:
+		// A GTID start stays one until the first boundary: the server
+		// names the file (at offset 4) but skips what comes before the
+		// GTID state in it, so a reconnect before then must ask by GTID
+		// again.
 		p.file = string(ev.NextLogName)
-		if !p.started {
-			// GTID start: the server says where it starts; from now on
-			// boundaries are positions.
-			p.resume, p.started = change.Position{File: p.file, Pos: uint32(ev.Position)}, true
-		}
 		return nil
 
 	case *replication.MariadbGTIDEvent:
+		g := mariadbGTID(e, ev)
 		if ev.IsStandalone() {
 			// A DDL (or other non-transactional statement) follows without
 			// BEGIN/COMMIT; the Query event itself is the transaction.
-			p.tx = txState{start: start, gtid: ev.GTID.String(), commit: time.Unix(int64(hdr.Timestamp), 0), serverID: hdr.ServerID}
-			return nil
+			p.tx = txState{start: start, gtid: gtidString(g), commit: time.Unix(int64(hdr.Timestamp), 0), serverID: hdr.ServerID}
+		} else {
+			p.openTx(start, gtidString(g), time.Unix(int64(hdr.Timestamp), 0), hdr.ServerID)
 		}
-		p.openTx(start, ev.GTID.String(), time.Unix(int64(hdr.Timestamp), 0), hdr.ServerID)
+		p.tx.mgtid, p.tx.hasM = g, true
+		if p.byGTID {
+			// Resumed by GTID on another server: one not past the state
+			// was emitted before.
+			if last, ok := p.gtids.get(g.DomainID); ok && g.SequenceNumber <= last.SequenceNumber {
+				p.tx.dup = true
+			}
+		}
+		if p.replay.open && p.replay.gtid != "" && p.replay.gtid != p.tx.gtid && !p.tx.dup {
+			return fatal{fmt.Errorf("binlog: source %s at %s: braid was in the middle of transaction %s when its connection was lost, and the server now sends %s first: "+
+				"its history differs from what braid read; start the destination again from a position before %s", p.spec.Name, start, p.replay.gtid, p.tx.gtid, p.replay.gtid)}
+		}
 		return nil
 
 	case *replication.GTIDEvent: // GTID_EVENT, ANONYMOUS_GTID_EVENT
@@ -170,14 +182,26 @@ func (p *Reader) skipping() bool {
 	return !p.notBefore.IsZero() && p.tx.commit.Before(p.notBefore) || p.skipGTIDs.ContainsGTID(p.tx.gtid)
 }
 
+// boundary moves the resume point past a transaction that ends at end:
+// a position now of the server read, with tx's GTID in the state.
+func (p *Reader) boundary(end change.Position, tx *txState) {
+	p.resume, p.started = end, true
+	p.posServer = p.connServer
+	if tx.hasM && !tx.dup {
+		p.gtids.set(tx.mgtid)
+		p.gtidStr = p.gtids.String()
+		p.live.GTIDs = p.gtidStr
+	}
+}
+
 // commitTx ends the current transaction at end.
 func (p *Reader) commitTx(end change.Position, emit func(*change.Event) error) error {
 	tx := p.tx
 	p.tx = txState{}
 	p.replay = txState{}
-	p.resume = end
+	p.boundary(end, &tx)
 	p.forgetMaps()
-	if !tx.open {
+	if !tx.open || tx.dup {
 		return nil
 	}
 	if p.skipping() && !tx.begun || p.skipGTIDs.ContainsGTID(tx.gtid) {
@@ -187,9 +211,11 @@ func (p *Reader) commitTx(end change.Position, emit func(*change.Event) error) e
 		p.notBefore = time.Time{} // from here on, everything is emitted
 	}
 	if !tx.begun {
-		return emit(&change.Event{Type: change.EventProgress, Source: p.spec.Name, ServerID: tx.serverID, Pos: tx.start, EndPos: end, GTID: tx.gtid, CommitTime: tx.commit})
+		return emit(&change.Event{Type: change.EventProgress, Source: p.spec.Name, ServerID: tx.serverID, Pos: tx.start, EndPos: end, GTID: tx.gtid, CommitTime: tx.commit,
+			GTIDs: p.gtidStr, Server: p.posServer})
 	}
-	return emit(&change.Event{Type: change.EventCommit, Source: p.spec.Name, ServerID: tx.serverID, Pos: end, GTID: tx.gtid, CommitTime: tx.commit})
+	return emit(&change.Event{Type: change.EventCommit, Source: p.spec.Name, ServerID: tx.serverID, Pos: end, GTID: tx.gtid, CommitTime: tx.commit,
+		GTIDs: p.gtidStr, Server: p.posServer})
 }
 
 // handleDDL applies a statement outside a transaction to the schema model
@@ -200,8 +226,10 @@ func (p *Reader) handleDDL(ctx context.Context, ev *replication.QueryEvent, hdr 
 	p.tx = txState{}
 	p.replay = txState{}
 	p.forgetMaps()
-	if p.skipGTIDs.ContainsGTID(tx.gtid) {
-		p.resume = end // before a {gtid} start: as the server skips it
+	if p.skipGTIDs.ContainsGTID(tx.gtid) || tx.dup {
+		// Before a {gtid} start (as the server skips it), or emitted
+		// before a switch of servers: the schema has it.
+		p.boundary(end, &tx)
 		return nil
 	}
 	if tx.start.IsZero() {
@@ -215,7 +243,7 @@ func (p *Reader) handleDDL(ctx context.Context, ev *replication.QueryEvent, hdr 
 		return err
 	}
 	changed, err := p.schema.ApplyDDL(start, db, sql, schema.SQLMode(mode))
-	p.resume = end
+	p.boundary(end, &tx)
 	if err != nil {
 		// A statement braid cannot parse leaves the model as it was; rows
 		// that then disagree with it fail loudly on the column count.
@@ -256,7 +284,7 @@ func (p *Reader) handleDDL(ctx context.Context, ev *replication.QueryEvent, hdr 
 	ddl := p.onlineDDL(start, &change.DDL{Schema: db, SQL: sql, SQLMode: mode, Tables: selected})
 	if selected = ddl.Tables; len(selected) == 0 {
 		return emit(&change.Event{Type: change.EventProgress, Source: p.spec.Name, ServerID: hdr.ServerID, Pos: tx.start, EndPos: end, GTID: tx.gtid,
-			CommitTime: tx.commit, Schema: snap})
+			CommitTime: tx.commit, Schema: snap, GTIDs: p.gtidStr, Server: p.posServer})
 	}
 	versions := make([]*change.Table, len(selected))
 	for i, name := range selected {
@@ -264,7 +292,7 @@ func (p *Reader) handleDDL(ctx context.Context, ev *replication.QueryEvent, hdr 
 		versions[i], _ = p.schema.Table(schema, table)
 	}
 	return emit(&change.Event{Type: change.EventDDL, Source: p.spec.Name, ServerID: hdr.ServerID, Pos: tx.start, EndPos: end, GTID: tx.gtid,
-		CommitTime: tx.commit, DDL: ddl, Schema: snap, Versions: versions})
+		CommitTime: tx.commit, DDL: ddl, Schema: snap, Versions: versions, GTIDs: p.gtidStr, Server: p.posServer})
 }
 
 // handleRows emits the row changes of a rows event of a selected table.
@@ -277,7 +305,7 @@ func (p *Reader) handleRows(ctx context.Context, ev *replication.RowsEvent, star
 		// transactions in its binlog; treat the event as its own transaction.
 		p.openTx(start, "", p.tx.commit, hdr.ServerID)
 	}
-	if p.skipping() {
+	if p.skipping() || p.tx.dup {
 		return nil
 	}
 	// A table map that names its columns (binlog_row_metadata=FULL when

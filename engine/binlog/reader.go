@@ -68,6 +68,13 @@ type Config struct {
 type Resume struct {
 	Pos    change.Position
 	Schema *change.SchemaSnapshot
+	// GTIDs is the source's GTID state at Pos (change.Event.GTIDs), and
+	// Server the server whose binlog Pos is in: with them the reader
+	// resumes on another server by GTID. Empty (a cursor saved before
+	// braid kept them): Pos is taken as the answering server's, as
+	// before. A zero Pos with GTIDs resumes by GTID.
+	GTIDs  string
+	Server *change.Server
 }
 
 // Reader reads one source's binlog and emits its transactions as Events.
@@ -107,6 +114,18 @@ type Reader struct {
 	// (gtid_start.go). Empty otherwise.
 	skipGTIDs change.MySQLGTIDSet
 	notBefore time.Time
+
+	// GTID state and servers (failover.go). gtids is the MariaDB GTID
+	// position at resume, gtidStr its rendering; posServer is the server
+	// whose binlog resume is in (nil: unknown, a cursor that predates
+	// it), connServer the one the current connection reads. byGTID: the
+	// connection resumed by GTID on another server, so a transaction
+	// whose GTID is not past gtids was emitted already and is dropped.
+	gtids      gtidPos
+	gtidStr    string
+	posServer  *change.Server
+	connServer *change.Server
+	byGTID     bool
 
 	tx txState
 	// After a reconnect in the middle of a transaction, the reader reads the
@@ -159,6 +178,11 @@ type txState struct {
 	gtid     string
 	commit   time.Time
 	serverID uint32
+	// mgtid is a MariaDB transaction's GTID (hasM: it has one); dup: it
+	// was emitted before a switch of servers (byGTID) and is dropped.
+	mgtid mysql.MariadbGTID
+	hasM  bool
+	dup   bool
 }
 
 // NewReader checks the configuration; it does not connect.
@@ -249,7 +273,8 @@ func (p *Reader) Run(ctx context.Context, emit func(*change.Event) error) error 
 			s := p.schema.Snapshot()
 			snap = &s
 		}
-		if err := emit(&change.Event{Type: change.EventProgress, Source: p.spec.Name, Pos: p.resume, EndPos: p.resume, Tables: tables, Versions: versions, Schema: snap}); err != nil {
+		if err := emit(&change.Event{Type: change.EventProgress, Source: p.spec.Name, Pos: p.resume, EndPos: p.resume, Tables: tables, Versions: versions, Schema: snap,
+			GTIDs: p.gtidStr, Server: p.posServer}); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -314,11 +339,30 @@ func (p *Reader) prepare(ctx context.Context) error {
 		return fatal{fmt.Errorf("binlog: source %s (%s): read its binlog position: %v", p.spec.Name, p.spec.Address, err)}
 	}
 
+	a, err := p.identify(c)
+	if err != nil {
+		return err
+	}
+	p.connServer, p.live.Server = a.server, a.server
+	maria := p.info.flavor == mysql.MariaDBFlavor
 	if r := p.cfg.Resume; r != nil {
-		if err := p.checkNotPurged(files, r.Pos); err != nil {
-			return err
+		if maria && r.GTIDs != "" {
+			if p.gtids, err = parseGTIDPos(r.GTIDs); err != nil {
+				return fatal{fmt.Errorf("binlog: source %s: the cursor's GTID state: %v", p.spec.Name, err)}
+			}
 		}
-		p.resume, p.started = r.Pos, true
+		switch {
+		case r.Pos.IsZero() && r.GTIDs != "":
+			p.startGTID = r.GTIDs // nothing read since a GTID start
+		case r.Server != nil && !r.Server.Same(a.server):
+			// Another server's position: stream checks and resumes by GTID.
+			p.resume, p.started, p.posServer = r.Pos, true, r.Server
+		default:
+			if err := p.checkNotPurged(files, r.Pos); err != nil {
+				return err
+			}
+			p.resume, p.started, p.posServer = r.Pos, true, a.server
+		}
 		if r.Schema != nil {
 			if p.schema, err = schema.Restore(*r.Schema); err != nil {
 				return fatal{fmt.Errorf("binlog: source %s: restore schema history: %w", p.spec.Name, err)}
@@ -349,10 +393,30 @@ func (p *Reader) prepare(ctx context.Context) error {
 			if p.info.flavor == mysql.MySQLFlavor {
 				p.skipGTIDs, _ = change.ParseMySQLGTIDSet(st.GTID) // gtidStart read it
 			}
+			if maria {
+				p.gtids, _ = parseGTIDPos(st.GTID)
+			}
 		default: // latest
 			p.resume, p.started = snapPos, true
 		}
+		if p.started {
+			p.posServer = a.server
+		}
 	}
+	if maria && p.started && len(p.gtids) == 0 && p.posServer.Same(a.server) {
+		// The GTID state at the position, so that a later switch of
+		// servers knows where it is.
+		s, err := gtidAt(c, p.resume)
+		if err == nil {
+			p.gtids, err = parseGTIDPos(s)
+		}
+		if err != nil {
+			p.log.Warn("cannot learn the GTID position at the start; a switch of servers will stop the source", "pos", p.resume.String(), "err", err)
+			p.gtids = nil
+		}
+	}
+	p.gtidStr = p.gtids.String()
+	p.live.GTIDs = p.gtidStr
 	if p.schema == nil {
 		latest := p.cfg.Resume == nil && p.resume == snapPos && p.spec.Start.Kind != spec.StartPosition
 		if err := p.loadSchema(ctx, c, snapPos, latest); err != nil {
@@ -456,6 +520,9 @@ func (p *Reader) stream(ctx context.Context, emit func(*change.Event) error) err
 	}
 	p.tx = txState{}
 
+	if err := p.checkServer(ctx); err != nil {
+		return err
+	}
 	var st *replication.BinlogStreamer
 	if p.started {
 		p.file = p.resume.File
@@ -606,6 +673,14 @@ type Stats struct {
 	CaughtUpAt time.Time
 	// Heartbeat is the heartbeat period asked of the server.
 	Heartbeat time.Duration
+	// Server is the server read (or last read), GTIDs the source's GTID
+	// state at the last transaction boundary read (MariaDB: the last GTID
+	// of each domain). Switches counts the times the reader resumed on
+	// another server, LastSwitchAt the last.
+	Server       *change.Server
+	GTIDs        string
+	Switches     uint64
+	LastSwitchAt time.Time
 }
 
 // Lag tells how far, at now, the reader trails its server:

@@ -342,6 +342,44 @@ func CheckPosition(ctx context.Context, src spec.Source, pos change.Position) er
 	return nil
 }
 
+// CheckResume is CheckPosition for a cursor that names the server whose
+// binlog pos is in: the same server answering is checked as
+// CheckPosition does; another is left to the reader, which resumes there
+// by GTID after checking what it holds and purged.
+func CheckResume(ctx context.Context, src spec.Source, pos change.Position, server *change.Server) error {
+	pw, err := src.ResolvePassword()
+	if err != nil {
+		return err
+	}
+	src.Password, src.PasswordFile, src.PasswordEnv = pw, "", ""
+	p := &Reader{spec: src, log: slog.New(slog.DiscardHandler)}
+	c, stop, err := p.dialUntil(ctx, time.Now().Add(handshakeTimeout))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	defer stop()
+	p.info.flavor = mysql.MySQLFlavor
+	if connVersion(c).mariadb {
+		p.info.flavor = mysql.MariaDBFlavor
+	}
+	a, err := p.identify(c)
+	if err != nil {
+		return err
+	}
+	if !a.server.Same(server) || pos.IsZero() {
+		return nil
+	}
+	files, err := binlogFiles(c)
+	if err != nil {
+		return p.queryError("list its binlogs", err)
+	}
+	if err := p.checkNotPurged(files, pos); err != nil {
+		return errors.Unwrap(err) // not fatal{}: the caller decides
+	}
+	return nil
+}
+
 // watch runs beside Run's reading until ctx ends. Every progressEvery,
 // unless a heartbeat came since the last time (it carries the server's
 // position), it asks the server for its end of binlog on a connection of

@@ -53,3 +53,43 @@ func fileSeq(name string) int64 {
 	}
 	return n
 }
+
+// Server identifies the server a source's binlog was read from: a
+// Position is a place in that server's binlog only (another server of the
+// same topology has other files and offsets for the same transactions).
+// MySQL servers are told apart by server_uuid; MariaDB, which has none,
+// by server_id with the host and port the server reports and its binlog
+// base name.
+type Server struct {
+	// ID is the server's server_id.
+	ID uint32 `json:"id"`
+	// UUID is MySQL's server_uuid; "" on MariaDB.
+	UUID string `json:"uuid,omitempty"`
+	// Host is "@@hostname:@@port" as the server reports them.
+	Host string `json:"host,omitempty"`
+	// Binlog is the server's log_bin_basename.
+	Binlog string `json:"binlog,omitempty"`
+}
+
+// Same reports whether s and o are the same server (nil is no server).
+func (s *Server) Same(o *Server) bool {
+	if s == nil || o == nil {
+		return false
+	}
+	return *s == *o
+}
+
+// String renders the identity for log lines: "server_id 1 (host:3306)".
+func (s *Server) String() string {
+	if s == nil {
+		return "unknown server"
+	}
+	b := fmt.Sprintf("server_id %d", s.ID)
+	if s.UUID != "" {
+		b += " uuid " + s.UUID
+	}
+	if s.Host != "" {
+		b += " (" + s.Host + ")"
+	}
+	return b
+}

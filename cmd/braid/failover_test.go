@@ -1,0 +1,273 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/nodes"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
+	"github.com/braid-cdc/braid/internal/testutil/tcpproxy"
+)
+
+// Issue 42: a source behind a virtual IP (a tcpproxy here) whose primary
+// fails over to a replica. braid must find its place on the new server by
+// GTID, never at the old server's file:pos.
+
+// syncBuffer is a capture's standard error, read while it runs.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// failoverCapture runs `braid capture` on one source at addr, start
+// earliest, selecting shop.orders, until the test ends it (stop) or it
+// exits (code).
+type failoverCapture struct {
+	out  lineSink
+	errb syncBuffer
+	code chan int
+	stop func()
+}
+
+func startFailoverCapture(t *testing.T, addr string) *failoverCapture {
+	t.Helper()
+	spec := nodes.WriteSpec(t, fmt.Sprintf("name: shop\nsources: [{name: a, address: '%s', start: earliest}]\ntables: ['shop\\.orders']\nheartbeat: 100ms\n", addr))
+	c := &failoverCapture{code: make(chan int, 1)}
+	go func() {
+		c.code <- run([]string{"capture", "-f", spec, "--cursor-dir", t.TempDir(), "--timeout", "5m"}, &c.out, &c.errb)
+	}()
+	return c
+}
+
+// inserts returns the ids of the INSERT lines printed so far, in order,
+// and fails the test on a line that is not one of shop.orders' INSERTs
+// or DDL.
+func (c *failoverCapture) inserts(t *testing.T) []int64 {
+	t.Helper()
+	c.out.mu.Lock()
+	out := c.out.buf.String()
+	c.out.mu.Unlock()
+	var ids []int64
+	var last uint64
+	for line := range strings.Lines(out) {
+		if !strings.HasSuffix(line, "\n") {
+			break
+		}
+		var m struct {
+			Seq         uint64
+			Type, Table string
+			IsDdl       bool
+			Data        []map[string]*string
+		}
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("not JSON: %s", line)
+		}
+		if m.Seq <= last && m.Seq != last {
+			t.Fatalf("seq %d after %d: %s", m.Seq, last, line)
+		}
+		last = m.Seq
+		if m.IsDdl {
+			continue
+		}
+		if m.Type != "INSERT" || m.Table != "orders" {
+			t.Fatalf("unexpected line: %s", line)
+		}
+		for _, d := range m.Data {
+			id, err := strconv.ParseInt(*d["id"], 10, 64)
+			if err != nil {
+				t.Fatalf("id of %s: %v", line, err)
+			}
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// waitIDs waits until the capture printed want (exactly, in order), and
+// fails at once when it printed something else or exited.
+func (c *failoverCapture) waitIDs(t *testing.T, want []int64, timeout time.Duration) {
+	t.Helper()
+	var exited bool
+	err := retry.Wait(t.Context(), timeout, func() error {
+		select {
+		case code := <-c.code:
+			c.code <- code
+			exited = true
+			return nil
+		default:
+		}
+		got := c.inserts(t)
+		if len(got) > len(want) || !slices.Equal(got, want[:len(got)]) {
+			t.Fatalf("printed ids %v, want %v (each once, in commit order); stderr:\n%s", got, want, c.errb.String())
+		}
+		if len(got) < len(want) {
+			return fmt.Errorf("printed %d of %d ids (last %v)", len(got), len(want), got[max(0, len(got)-1):])
+		}
+		return nil
+	})
+	if exited {
+		t.Fatalf("capture exited (%d) before printing %d ids; printed %v; stderr:\n%s", <-c.code, len(want), c.inserts(t), c.errb.String())
+	}
+	if err != nil {
+		t.Fatalf("%v; stderr:\n%s", err, c.errb.String())
+	}
+}
+
+// tableIDs is shop.orders' ids on s, in id order.
+func tableIDs(t *testing.T, s *mysqltest.Server) []int64 {
+	t.Helper()
+	var ids []int64
+	for _, r := range s.Query(t, "SELECT id FROM shop.orders ORDER BY id") {
+		id, err := strconv.ParseInt(r[0], 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// TestCaptureFollowsFailover: the primary SIGKILLed under a steady write
+// load once its replica has caught up, the replica promoted, the proxy
+// switched: braid resumes on the promoted replica by GTID and prints
+// every committed row exactly once, in commit order (the load writes ids
+// in order on one connection), those written after the switch included.
+// The old code asked the promoted replica for the old primary's file:pos
+// and exited 1 (impossible position).
+func TestCaptureFollowsFailover(t *testing.T) {
+	tp := mysqltest.StartTopology(t, 1)
+	primary, replica := tp.Primary(), tp.Replicas()[0]
+	primary.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id BIGINT PRIMARY KEY)")
+	vip := tcpproxy.Start(t, primary.Addr())
+	c := startFailoverCapture(t, vip.Addr())
+	load := mysqltest.StartLoad(t, vip.Addr(), "shop", "orders", 20*time.Millisecond)
+	retry.Until(t, 60*time.Second, func() error {
+		if n := len(c.inserts(t)); n < 20 {
+			return fmt.Errorf("%d rows printed, want 20 before the failover", n)
+		}
+		return nil
+	})
+
+	// The virtual IP stops forwarding (the load's writes and braid's
+	// stream stall, as when a primary hangs), the replica catches up,
+	// the primary dies, the replica is promoted and the IP moves to it.
+	vip.Pause()
+	tp.WaitCaughtUp(t)
+	tp.KillPrimary(t)
+	tp.Promote(t, replica)
+	vip.Switch(replica.Addr())
+	vip.Resume()
+	before := len(tableIDs(t, replica))
+	retry.Until(t, 60*time.Second, func() error {
+		if n := len(tableIDs(t, replica)); n < before+20 {
+			return fmt.Errorf("%d rows on the promoted replica, want %d: the load goes on there", n, before+20)
+		}
+		return nil
+	})
+	load.Stop()
+	want := tableIDs(t, replica) // committed ones and the unknown ones that were
+	for _, id := range load.Result().Committed {
+		if !slices.Contains(want, id) {
+			t.Fatalf("id %d was acknowledged but is not on the promoted replica", id)
+		}
+	}
+	c.waitIDs(t, want, 60*time.Second)
+	if !strings.Contains(c.errb.String(), "source switched servers") {
+		t.Errorf("no switch line in the log:\n%s", c.errb.String())
+	}
+}
+
+// TestCaptureWaitsForLaggingReplica: the proxy switched to a replica one
+// transaction behind what braid printed: braid waits for it (saying so),
+// then goes on once it caught up, with no row lost or printed twice.
+func TestCaptureWaitsForLaggingReplica(t *testing.T) {
+	tp := mysqltest.StartTopology(t, 1)
+	primary, replica := tp.Primary(), tp.Replicas()[0]
+	primary.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id BIGINT PRIMARY KEY)",
+		"INSERT INTO shop.orders VALUES (1), (2)")
+	tp.WaitCaughtUp(t)
+	vip := tcpproxy.Start(t, primary.Addr())
+	c := startFailoverCapture(t, vip.Addr())
+	c.waitIDs(t, []int64{1, 2}, 60*time.Second)
+
+	tp.StopReplication(t, replica)
+	primary.Exec(t, "INSERT INTO shop.orders VALUES (3)")
+	c.waitIDs(t, []int64{1, 2, 3}, 60*time.Second)
+	vip.Switch(replica.Addr())
+	retry.Until(t, 60*time.Second, func() error {
+		if !strings.Contains(c.errb.String(), "waiting for it to catch up") {
+			return fmt.Errorf("no waiting line yet")
+		}
+		return nil
+	})
+	if got := c.inserts(t); !slices.Equal(got, []int64{1, 2, 3}) {
+		t.Fatalf("printed %v while waiting, want [1 2 3]", got)
+	}
+	tp.StartReplication(t, replica)
+	primary.Exec(t, "INSERT INTO shop.orders VALUES (4)", "INSERT INTO shop.orders VALUES (5)")
+	tp.WaitCaughtUp(t)
+	c.waitIDs(t, []int64{1, 2, 3, 4, 5}, 60*time.Second)
+	if !strings.Contains(c.errb.String(), "source switched servers") {
+		t.Errorf("no switch line in the log:\n%s", c.errb.String())
+	}
+}
+
+// TestCaptureStopsOnSwitchWithoutStrictGTID: without gtid_strict_mode a
+// switch of servers stops the source with one line naming the setting,
+// and nothing is printed from the new server.
+func TestCaptureStopsOnSwitchWithoutStrictGTID(t *testing.T) {
+	tp := mysqltest.StartTopology(t, 1, mysqltest.WithArgs("--gtid-strict-mode=OFF"))
+	primary, replica := tp.Primary(), tp.Replicas()[0]
+	primary.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id BIGINT PRIMARY KEY)",
+		"INSERT INTO shop.orders VALUES (1), (2)")
+	tp.WaitCaughtUp(t)
+	vip := tcpproxy.Start(t, primary.Addr())
+	c := startFailoverCapture(t, vip.Addr())
+	c.waitIDs(t, []int64{1, 2}, 60*time.Second)
+	primary.Exec(t, "INSERT INTO shop.orders VALUES (3)")
+	tp.WaitCaughtUp(t)
+	c.waitIDs(t, []int64{1, 2, 3}, 60*time.Second)
+
+	vip.Switch(replica.Addr())
+	var code int
+	select {
+	case code = <-c.code:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("capture did not stop; stderr:\n%s", c.errb.String())
+	}
+	if code != 1 {
+		t.Fatalf("exit %d, want 1; stderr:\n%s", code, c.errb.String())
+	}
+	var lines []string
+	for l := range strings.Lines(c.errb.String()) {
+		if strings.Contains(l, "gtid_strict_mode") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) == 0 || !strings.Contains(lines[0], "gtid_strict_mode=ON") {
+		t.Fatalf("no line naming gtid_strict_mode; stderr:\n%s", c.errb.String())
+	}
+	if got := c.inserts(t); !slices.Equal(got, []int64{1, 2, 3}) {
+		t.Fatalf("printed %v, want [1 2 3] and nothing from the new server", got)
+	}
+}

@@ -1,0 +1,334 @@
+package binlog
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+
+	"github.com/braid-cdc/braid/engine/change"
+)
+
+// A source is a set of servers (a primary and its replicas, behind one
+// address that a failover moves): a position in one server's binlog
+// means nothing in another's. So the reader knows whose binlog its
+// position is in (posServer), checks on every connect who answered, and
+// resumes on another server by GTID, never at file:pos (DM's rules):
+//
+//   - the same server: by file:pos, as always;
+//   - another MariaDB server in gtid_strict_mode: by the GTID state at
+//     the position (the last GTID of each domain, MariaDB's
+//     slave_connect_state), once the server holds all of it (a lagging
+//     replica is waited for) and has purged none of what follows it (else
+//     the source stops, naming the purged GTIDs); the transactions it
+//     sends that braid had emitted (a GTID not past the state) are
+//     dropped by GTID;
+//   - anything else (no GTID state, strict mode off, MySQL) stops the
+//     source with one line saying why and what to do.
+
+// gtidPos is a MariaDB GTID position: the last GTID of each domain, by
+// domain.
+type gtidPos []mysql.MariadbGTID
+
+// parseGTIDPos parses "0-1-42,1-2-7" (spaces and brackets, as a
+// Gtid_list event's Info shows them, allowed); of two GTIDs of one domain
+// the later wins.
+func parseGTIDPos(s string) (gtidPos, error) {
+	s = strings.Trim(strings.TrimSpace(s), "[]")
+	var out gtidPos
+	for part := range strings.SplitSeq(s, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		g, err := mysql.ParseMariadbGTID(part)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a MariaDB GTID: %v", part, err)
+		}
+		out.set(*g)
+	}
+	return out, nil
+}
+
+// set makes g its domain's last GTID.
+func (p *gtidPos) set(g mysql.MariadbGTID) {
+	i, ok := slices.BinarySearchFunc(*p, g.DomainID, func(a mysql.MariadbGTID, d uint32) int {
+		return cmpUint(a.DomainID, d)
+	})
+	if ok {
+		(*p)[i] = g
+		return
+	}
+	*p = slices.Insert(*p, i, g)
+}
+
+// get returns domain d's last GTID.
+func (p gtidPos) get(d uint32) (mysql.MariadbGTID, bool) {
+	i, ok := slices.BinarySearchFunc(p, d, func(a mysql.MariadbGTID, d uint32) int { return cmpUint(a.DomainID, d) })
+	if !ok {
+		return mysql.MariadbGTID{}, false
+	}
+	return p[i], true
+}
+
+func cmpUint(a, b uint32) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// String renders "0-1-42,1-2-7"; "" when empty.
+func (p gtidPos) String() string {
+	b := make([]byte, 0, 16*len(p))
+	for i, g := range p {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendGTID(b, g)
+	}
+	return string(b)
+}
+
+func appendGTID(b []byte, g mysql.MariadbGTID) []byte {
+	b = strconv.AppendUint(b, uint64(g.DomainID), 10)
+	b = append(b, '-')
+	b = strconv.AppendUint(b, uint64(g.ServerID), 10)
+	b = append(b, '-')
+	return strconv.AppendUint(b, g.SequenceNumber, 10)
+}
+
+func gtidString(g mysql.MariadbGTID) string { return string(appendGTID(nil, g)) }
+
+// compareGTIDs checks a cursor's GTID position against a server's, DM's
+// two conditions: the server's binlog holds it (have, its
+// gtid_binlog_pos: missing names what it lacks, by domain) and has purged
+// nothing after it (oldest, the GTID list its oldest binlog starts with:
+// purged names what is gone).
+func compareGTIDs(cursor, have, oldest gtidPos) (missing, purged []string) {
+	for _, c := range cursor {
+		h, ok := have.get(c.DomainID)
+		switch {
+		case !ok:
+			missing = append(missing, fmt.Sprintf("domain %d up to %s (the server has none of it)", c.DomainID, gtidString(c)))
+		case h.SequenceNumber < c.SequenceNumber:
+			missing = append(missing, fmt.Sprintf("%d-%d..%s (the server is at %s)", c.DomainID, h.SequenceNumber+1, gtidString(c), gtidString(h)))
+		}
+	}
+	for _, o := range oldest {
+		c, ok := cursor.get(o.DomainID)
+		switch {
+		case !ok:
+			purged = append(purged, fmt.Sprintf("domain %d up to %s", o.DomainID, gtidString(o)))
+		case o.SequenceNumber > c.SequenceNumber:
+			purged = append(purged, fmt.Sprintf("%d-%d..%s", o.DomainID, c.SequenceNumber+1, gtidString(o)))
+		}
+	}
+	return missing, purged
+}
+
+// ErrServerChanged: another server answered at the source's address and
+// braid cannot resume there (no GTIDs, or binlogs purged past its
+// position).
+var ErrServerChanged = errors.New("binlog: another server answers at the source's address")
+
+// answer is what the reader learns of the server that answered a connect.
+type answer struct {
+	server *change.Server
+	strict bool   // MariaDB gtid_strict_mode ON
+	gtidOn bool   // MySQL gtid_mode ON
+	have   string // MariaDB gtid_binlog_pos
+}
+
+// identify asks the server behind c who it is.
+func (p *Reader) identify(c *client.Conn) (answer, error) {
+	maria := p.info.flavor == mysql.MariaDBFlavor
+	q := "SELECT @@server_id, @@hostname, @@port, @@log_bin_basename, @@server_uuid, @@gtid_mode, '', ''"
+	if maria {
+		q = "SELECT @@server_id, @@hostname, @@port, @@log_bin_basename, '', '', @@gtid_strict_mode, @@gtid_binlog_pos"
+	}
+	r, err := c.Execute(q)
+	if err != nil {
+		return answer{}, p.queryError("ask the server who it is", err)
+	}
+	defer r.Close()
+	get := func(i int) string { s, _ := r.GetString(0, i); return s }
+	id, _ := r.GetUint(0, 0)
+	a := answer{
+		server: &change.Server{ID: uint32(id), Host: get(1) + ":" + get(2), Binlog: get(3), UUID: get(4)},
+		gtidOn: strings.EqualFold(get(5), "ON"),
+		strict: isOn(get(6)),
+		have:   get(7),
+	}
+	return a, nil
+}
+
+// gtidAt is the MariaDB GTID position at pos in the server's binlog
+// (BINLOG_GTID_POS), "" when the server cannot tell.
+func gtidAt(c *client.Conn, pos change.Position) (string, error) {
+	r, err := c.Execute("SELECT BINLOG_GTID_POS(?, ?)", pos.File, pos.Pos)
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	s, _ := r.GetString(0, 0)
+	return s, nil
+}
+
+// oldestGTIDList is the GTID list the server's oldest binlog starts
+// with: the GTIDs before it, none of which the server still holds.
+func oldestGTIDList(c *client.Conn) (string, gtidPos, error) {
+	files, err := binlogFiles(c)
+	if err != nil || len(files) == 0 {
+		return "", nil, err
+	}
+	r, err := c.Execute("SHOW BINLOG EVENTS IN '" + strings.ReplaceAll(files[0], "'", "''") + "' LIMIT 6")
+	if err != nil {
+		return files[0], nil, err
+	}
+	defer r.Close()
+	for i := 0; i < r.RowNumber(); i++ {
+		typ, _ := r.GetStringByName(i, "Event_type")
+		if typ != "Gtid_list" {
+			continue
+		}
+		info, _ := r.GetStringByName(i, "Info")
+		pos, err := parseGTIDPos(info)
+		return files[0], pos, err
+	}
+	return files[0], nil, nil
+}
+
+// lagLogEvery is how often a reader waiting for a lagging server says so.
+var lagLogEvery = 10 * time.Second
+
+// checkServer runs before each binlog connection: it asks who answers at
+// the source's address and, when it is not the server whose binlog the
+// position is in, prepares a resume by GTID there (waiting while it
+// lags) or returns the fatal error that says why it cannot.
+func (p *Reader) checkServer(ctx context.Context) error {
+	c, err := p.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	c.SetDeadline(time.Now().Add(handshakeTimeout))
+	a, err := p.identify(c)
+	if err != nil {
+		return err
+	}
+	c.SetDeadline(time.Time{})
+	p.connServer, p.live.Server = a.server, a.server
+	if !p.started || p.posServer == nil || p.posServer.Same(a.server) {
+		// A GTID start (the server finds the place), a position of this
+		// server, or one of a cursor that predates server identities
+		// (resumed by file:pos as before).
+		if p.started {
+			if p.posServer == nil {
+				p.posServer = a.server
+			}
+			p.byGTID = false
+		}
+		return nil
+	}
+	old, now := p.posServer, a.server
+	if p.info.flavor != mysql.MariaDBFlavor {
+		if !a.gtidOn {
+			return fatal{fmt.Errorf("%w: source %s (%s): %s answers, but braid's position %s is in the binlog of %s, and without gtid_mode=ON it means nothing here: "+
+				"set gtid_mode=ON (and enforce_gtid_consistency=ON) on every server of the source, then start the destination again from a position on this server",
+				ErrServerChanged, p.spec.Name, p.spec.Address, now, p.resume, old)}
+		}
+		return fatal{fmt.Errorf("%w: source %s (%s): %s answers, but braid's position %s is in the binlog of %s: braid does not yet resume a MySQL source on another server by GTID: "+
+			"point the address back at %s, or start the destination again from a position on this server",
+			ErrServerChanged, p.spec.Name, p.spec.Address, now, p.resume, old, old)}
+	}
+	if len(p.gtids) == 0 || !a.strict {
+		why := "braid's position has no GTID state"
+		if !a.strict {
+			why = "the server has gtid_strict_mode=OFF"
+		}
+		return fatal{fmt.Errorf("%w: source %s (%s): %s answers, but braid's position %s is in the binlog of %s and %s, so braid cannot find its place there: "+
+			"set gtid_strict_mode=ON on every server of the source (braid then resumes on another server by GTID), or point the address back at %s",
+			ErrServerChanged, p.spec.Name, p.spec.Address, now, p.resume, old, why, old)}
+	}
+	oldest, list, err := oldestGTIDList(c)
+	if err != nil {
+		return p.queryError("read the GTID list of its oldest binlog", err)
+	}
+	waitStart := time.Now()
+	var lastLog time.Time
+	for {
+		have, err := parseGTIDPos(a.have)
+		if err != nil {
+			return fatal{fmt.Errorf("binlog: source %s (%s): gtid_binlog_pos: %v", p.spec.Name, p.spec.Address, err)}
+		}
+		missing, purged := compareGTIDs(p.gtids, have, list)
+		if len(purged) > 0 {
+			return fatal{fmt.Errorf("%w: %w: source %s (%s): %s answers, but it purged GTIDs braid has not read yet (%s; its oldest binlog %s starts after %s; braid is at %s): "+
+				"restore those binlogs or point the address at a server that has them, else start the destination again from a later position",
+				ErrServerChanged, ErrPurged, p.spec.Name, p.spec.Address, now, strings.Join(purged, ", "), oldest, list, p.gtids)}
+		}
+		if len(missing) == 0 {
+			break
+		}
+		if time.Since(lastLog) >= lagLogEvery {
+			p.log.Warn("the server that answers lacks transactions braid already emitted; waiting for it to catch up",
+				"old_server", old.String(), "new_server", now.String(), "missing", strings.Join(missing, ", "),
+				"waiting", time.Since(waitStart).Round(time.Millisecond))
+			lastLog = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+		c.SetDeadline(time.Now().Add(handshakeTimeout))
+		r, err := c.Execute("SELECT @@gtid_binlog_pos")
+		if err != nil {
+			return p.queryError("read gtid_binlog_pos", err)
+		}
+		a.have, _ = r.GetString(0, 0)
+		r.Close()
+		c.SetDeadline(time.Time{})
+	}
+	p.started, p.startGTID, p.byGTID = false, p.gtids.String(), true
+	down := p.live.DownSince
+	if down.IsZero() {
+		down = waitStart
+	}
+	took := time.Since(down).Round(time.Millisecond)
+	p.log.Warn("source switched servers: resuming by GTID", "old_server", old.String(), "new_server", now.String(),
+		"why", "another server answers at "+p.spec.Address, "gtid", p.startGTID, "old_pos", p.resume.String(), "took", took)
+	p.live.Switches++
+	p.live.LastSwitchAt = time.Now()
+	return nil
+}
+
+// mariadbGTID is a MariaDB GTID event's GTID, read from the event's
+// bytes: go-mysql, when it streams from a GTID set, keeps a pointer to
+// the first event's GTID of each domain and server in its own set and
+// moves it forward with the later ones, so by the time the reader
+// handles an event read ahead its GTID may already be a later one's.
+func mariadbGTID(e *replication.BinlogEvent, ev *replication.MariadbGTIDEvent) mysql.MariadbGTID {
+	body := e.RawData[min(len(e.RawData), replication.EventHeaderSize):]
+	if len(body) < 12 {
+		return ev.GTID
+	}
+	return mysql.MariadbGTID{
+		SequenceNumber: binary.LittleEndian.Uint64(body),
+		DomainID:       binary.LittleEndian.Uint32(body[8:]),
+		ServerID:       e.Header.ServerID,
+	}
+}
