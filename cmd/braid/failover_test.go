@@ -157,6 +157,9 @@ func tableIDs(t *testing.T, s *mysqltest.Server) []int64 {
 func TestCaptureFollowsFailover(t *testing.T) {
 	tp := mysqltest.StartTopology(t, 1)
 	primary, replica := tp.Primary(), tp.Replicas()[0]
+	// As in production, the replica's binlog files do not line up with
+	// the primary's (here the old code's file:pos would re-read it).
+	replica.FlushLogs(t)
 	primary.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id BIGINT PRIMARY KEY)")
 	vip := tcpproxy.Start(t, primary.Addr())
 	c := startFailoverCapture(t, vip.Addr())
@@ -203,6 +206,9 @@ func TestCaptureFollowsFailover(t *testing.T) {
 func TestCaptureWaitsForLaggingReplica(t *testing.T) {
 	tp := mysqltest.StartTopology(t, 1)
 	primary, replica := tp.Primary(), tp.Replicas()[0]
+	// As in production, the replica's binlog files do not line up with
+	// the primary's (here the old code's file:pos would re-read it).
+	replica.FlushLogs(t)
 	primary.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id BIGINT PRIMARY KEY)",
 		"INSERT INTO shop.orders VALUES (1), (2)")
 	tp.WaitCaughtUp(t)
@@ -238,6 +244,9 @@ func TestCaptureWaitsForLaggingReplica(t *testing.T) {
 func TestCaptureStopsOnSwitchWithoutStrictGTID(t *testing.T) {
 	tp := mysqltest.StartTopology(t, 1, mysqltest.WithArgs("--gtid-strict-mode=OFF"))
 	primary, replica := tp.Primary(), tp.Replicas()[0]
+	// As in production, the replica's binlog files do not line up with
+	// the primary's (here the old code's file:pos would re-read it).
+	replica.FlushLogs(t)
 	primary.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id BIGINT PRIMARY KEY)",
 		"INSERT INTO shop.orders VALUES (1), (2)")
 	tp.WaitCaughtUp(t)
