@@ -40,13 +40,12 @@ func (b *syncBuffer) String() string {
 }
 
 // failoverCapture runs `braid capture` on one source at addr, start
-// earliest, selecting shop.orders, until the test ends it (stop) or it
-// exits (code).
+// earliest, selecting shop.orders, until it exits (code) or the test
+// ends.
 type failoverCapture struct {
 	out  lineSink
 	errb syncBuffer
 	code chan int
-	stop func()
 }
 
 func startFailoverCapture(t *testing.T, addr string) *failoverCapture {
@@ -54,7 +53,7 @@ func startFailoverCapture(t *testing.T, addr string) *failoverCapture {
 	spec := nodes.WriteSpec(t, fmt.Sprintf("name: shop\nsources: [{name: a, address: '%s', start: earliest}]\ntables: ['shop\\.orders']\nheartbeat: 100ms\n", addr))
 	c := &failoverCapture{code: make(chan int, 1)}
 	go func() {
-		c.code <- run([]string{"capture", "-f", spec, "--cursor-dir", t.TempDir(), "--timeout", "5m"}, &c.out, &c.errb)
+		c.code <- run([]string{"capture", "-f", spec, "--cursor-dir", t.TempDir(), "--timeout", "2m"}, &c.out, &c.errb)
 	}()
 	return c
 }
@@ -278,5 +277,56 @@ func TestCaptureStopsOnSwitchWithoutStrictGTID(t *testing.T) {
 	}
 	if got := c.inserts(t); !slices.Equal(got, []int64{1, 2, 3}) {
 		t.Fatalf("printed %v, want [1 2 3] and nothing from the new server", got)
+	}
+}
+
+// captureOnce runs `braid capture --max max` on one source at addr with
+// its cursors in dir, and returns its exit code, output and standard
+// error.
+func captureOnce(t *testing.T, addr, dir string, max int) (int, *failoverCapture) {
+	t.Helper()
+	spec := nodes.WriteSpec(t, fmt.Sprintf("name: shop\nsources: [{name: a, address: '%s', start: earliest}]\ntables: ['shop\\.orders']\nheartbeat: 100ms\n", addr))
+	c := &failoverCapture{code: make(chan int, 1)}
+	code := run([]string{"capture", "-f", spec, "--cursor-dir", dir, "--max", strconv.Itoa(max), "--timeout", "60s"}, &c.out, &c.errb)
+	return code, c
+}
+
+// TestCaptureRestartsOnAnotherServer: a capture restarted from its
+// cursor after the address moved to a replica goes on there by GTID,
+// printing only what came after the cursor; one whose new server purged
+// binlogs past the cursor is refused, the purged GTIDs named. The old
+// code asked the replica for the primary's file:pos.
+func TestCaptureRestartsOnAnotherServer(t *testing.T) {
+	tp := mysqltest.StartTopology(t, 1)
+	primary, replica := tp.Primary(), tp.Replicas()[0]
+	replica.FlushLogs(t)
+	primary.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id BIGINT PRIMARY KEY)",
+		"INSERT INTO shop.orders VALUES (1)", "INSERT INTO shop.orders VALUES (2)")
+	vip := tcpproxy.Start(t, primary.Addr())
+	dir := t.TempDir()
+	code, c := captureOnce(t, vip.Addr(), dir, 3) // CREATE TABLE, 1, 2
+	if got := c.inserts(t); code != 0 || !slices.Equal(got, []int64{1, 2}) {
+		t.Fatalf("first run: exit %d, printed %v, want 0 and [1 2]; stderr:\n%s", code, got, c.errb.String())
+	}
+	primary.Exec(t, "INSERT INTO shop.orders VALUES (3)", "INSERT INTO shop.orders VALUES (4)")
+	tp.WaitCaughtUp(t)
+	vip.Switch(replica.Addr())
+	code, c = captureOnce(t, vip.Addr(), dir, 2)
+	if got := c.inserts(t); code != 0 || !slices.Equal(got, []int64{3, 4}) {
+		t.Fatalf("on the replica: exit %d, printed %v, want 0 and [3 4]; stderr:\n%s", code, got, c.errb.String())
+	}
+
+	// The cursor is now on the replica; back to the primary, which
+	// purged what follows it.
+	replica.Exec(t, "SET GLOBAL read_only = OFF")
+	primary.Exec(t, "INSERT INTO shop.orders VALUES (5)")
+	primary.PurgeBinlogs(t)
+	vip.Switch(primary.Addr())
+	code, c = captureOnce(t, vip.Addr(), dir, 1)
+	if code != 1 || !strings.Contains(c.errb.String(), "purged GTIDs braid has not read yet (domain 0 seq 7 to 0-100-7") {
+		t.Fatalf("purged primary: exit %d, want 1 naming the purged GTIDs; stderr:\n%s", code, c.errb.String())
+	}
+	if got := c.inserts(t); len(got) != 0 {
+		t.Fatalf("printed %v from a server that purged what follows the cursor", got)
 	}
 }

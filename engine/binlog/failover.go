@@ -122,7 +122,7 @@ func compareGTIDs(cursor, have, oldest gtidPos) (missing, purged []string) {
 		case !ok:
 			missing = append(missing, fmt.Sprintf("domain %d up to %s (the server has none of it)", c.DomainID, gtidString(c)))
 		case h.SequenceNumber < c.SequenceNumber:
-			missing = append(missing, fmt.Sprintf("%d-%d..%s (the server is at %s)", c.DomainID, h.SequenceNumber+1, gtidString(c), gtidString(h)))
+			missing = append(missing, fmt.Sprintf("domain %d seq %d to %s (the server is at %s)", c.DomainID, h.SequenceNumber+1, gtidString(c), gtidString(h)))
 		}
 	}
 	for _, o := range oldest {
@@ -131,7 +131,7 @@ func compareGTIDs(cursor, have, oldest gtidPos) (missing, purged []string) {
 		case !ok:
 			purged = append(purged, fmt.Sprintf("domain %d up to %s", o.DomainID, gtidString(o)))
 		case o.SequenceNumber > c.SequenceNumber:
-			purged = append(purged, fmt.Sprintf("%d-%d..%s", o.DomainID, c.SequenceNumber+1, gtidString(o)))
+			purged = append(purged, fmt.Sprintf("domain %d seq %d to %s", o.DomainID, c.SequenceNumber+1, gtidString(o)))
 		}
 	}
 	return missing, purged
@@ -276,9 +276,9 @@ func (p *Reader) checkServer(ctx context.Context) error {
 		}
 		missing, purged := compareGTIDs(p.gtids, have, list)
 		if len(purged) > 0 {
-			return fatal{fmt.Errorf("%w: %w: source %s (%s): %s answers, but it purged GTIDs braid has not read yet (%s; its oldest binlog %s starts after %s; braid is at %s): "+
+			return fatal{fmt.Errorf("%w: source %s (%s): %s answers, but it purged GTIDs braid has not read yet (%s; its oldest binlog %s starts after %s; braid is at %s): "+
 				"restore those binlogs or point the address at a server that has them, else start the destination again from a later position",
-				ErrServerChanged, ErrPurged, p.spec.Name, p.spec.Address, now, strings.Join(purged, ", "), oldest, list, p.gtids)}
+				ErrPurged, p.spec.Name, p.spec.Address, now, strings.Join(purged, ", "), oldest, list, p.gtids)}
 		}
 		if len(missing) == 0 {
 			break
