@@ -53,6 +53,15 @@ type SourceStats struct {
 	// in its queue and the merge); ServerPos the server's end of binlog as
 	// last learnt.
 	ReadPos, ServerPos change.Position
+	// GTIDs is the source's GTID state at Pos (MariaDB: the last GTID of
+	// each domain; "" when unknown). Server is the server the reader
+	// reads (or last read); Switches counts the times it resumed on
+	// another server since the destination started here, LastSwitchAt
+	// the last.
+	GTIDs        string
+	Server       *change.Server
+	Switches     uint64
+	LastSwitchAt time.Time
 	// Snapshot is the source's initial-snapshot progress; nil without
 	// one (spec snapshot: never).
 	Snapshot *SnapshotStats
@@ -79,6 +88,7 @@ func (d *Destination) Stats() Stats {
 		ss.Lag, ss.Idle, ss.Behind = rs.Lag(now)
 		ss.Events, ss.Bytes, ss.Rows = rs.Events, rs.Bytes, rs.Rows
 		ss.ReadPos, ss.ServerPos = rs.ReadPos, rs.ServerPos
+		ss.Server, ss.Switches, ss.LastSwitchAt = rs.Server, rs.Switches, rs.LastSwitchAt
 		if g := d.snaps[i]; g != nil {
 			sn := g.Stats()
 			ss.Snapshot = &sn
@@ -98,7 +108,7 @@ func (d *Destination) publish(force bool) {
 	d.published = now
 	st := Stats{Seq: d.cursor.Seq, Late: d.merger.Late(), Undercut: d.merger.Undercut(), Sources: make([]SourceStats, len(d.cursor.Sources))}
 	for i, sc := range d.cursor.Sources {
-		st.Sources[i] = SourceStats{Name: sc.Name, Pos: sc.Pos, LastSeen: d.lastSeen[i]}
+		st.Sources[i] = SourceStats{Name: sc.Name, Pos: sc.Pos, GTIDs: sc.GTIDs, LastSeen: d.lastSeen[i]}
 		if last := d.merger.Last(i); last > math.MinInt64 {
 			st.Sources[i].LastCommit = time.UnixMicro(last)
 		}

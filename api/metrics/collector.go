@@ -52,6 +52,10 @@ var (
 		"Binlog connections to the source that failed or were refused.", prometheus.CounterValue, sourceLabels)
 	sourceLastError = newFamily("braid_source_last_error_timestamp_seconds",
 		"When the source's connection last failed, in Unix seconds (the error is the state's lastError).", prometheus.GaugeValue, sourceLabels)
+	sourceSwitches = newFamily("braid_source_switches_total",
+		"Times braid resumed the source on another server (a failover behind its address), by GTID.", prometheus.CounterValue, sourceLabels)
+	sourceLastSwitch = newFamily("braid_source_last_switch_timestamp_seconds",
+		"When braid last resumed the source on another server, in Unix seconds (missing before the first switch).", prometheus.GaugeValue, sourceLabels)
 	// Per source with an initial snapshot (spec snapshot: initial).
 	snapshotRows = newFamily("braid_snapshot_rows_total",
 		"Rows the source's initial snapshot emitted since the destination started on this node.", prometheus.CounterValue, sourceLabels)
@@ -113,7 +117,7 @@ var (
 
 var families = []family{
 	sourceConnected, sourceIdle, sourceBehind, sourceLag, sourceWaiting, sourceLastCommit,
-	sourceEvents, sourceBytes, sourceRows, sourceErrors, sourceLastError,
+	sourceEvents, sourceBytes, sourceRows, sourceErrors, sourceLastError, sourceSwitches, sourceLastSwitch,
 	snapshotRows, snapshotTables, snapshotTablesDone, snapshotDone, snapshotETA,
 	destHeadSeq, destLate, destUndercut, destWaiting, destStoreEvents, destStoreBytes, destStorePeak, destConsumers,
 	ddlLocks, ddlLockPending, ddlHeldRows,
@@ -235,6 +239,10 @@ func (c *Collector) collect(ch chan<- prometheus.Metric, s *stream.Served, now t
 			emit(sourceErrors, float64(src.Errors), l...)
 			if !src.LastErrorAt.IsZero() {
 				emit(sourceLastError, unixSeconds(src.LastErrorAt), l...)
+			}
+			emit(sourceSwitches, float64(src.Switches), l...)
+			if !src.LastSwitchAt.IsZero() {
+				emit(sourceLastSwitch, unixSeconds(src.LastSwitchAt), l...)
 			}
 			if sn := src.Snapshot; sn != nil {
 				emit(snapshotRows, float64(sn.Rows), l...)

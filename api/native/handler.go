@@ -150,6 +150,14 @@ func (h *handler) state(w http.ResponseWriter, r *http.Request) {
 			if !src.ServerPos.IsZero() {
 				ss.ServerPos = src.ServerPos.String()
 			}
+			ss.GTIDs, ss.Switches = src.GTIDs, src.Switches
+			if src.Server != nil {
+				ss.Server = src.Server.String()
+			}
+			if !src.LastSwitchAt.IsZero() {
+				at := src.LastSwitchAt
+				ss.LastSwitchAt = &at
+			}
 			if !src.LastCommit.IsZero() {
 				lc := src.LastCommit
 				lag := now.Sub(lc).Milliseconds()

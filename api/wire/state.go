@@ -81,6 +81,19 @@ type SourceState struct {
 	// (from heartbeats, and SHOW MASTER STATUS every 10 s while none
 	// comes), "file:pos"; missing before it is known.
 	ServerPos string `json:"serverPos,omitempty"`
+	// GTIDs is the source's GTID position at Pos (MariaDB: the last GTID
+	// of each domain, "0-1-42,1-2-7"); missing when braid does not know
+	// it.
+	GTIDs string `json:"gtids,omitempty"`
+	// Server is the server braid reads the source from (or last read),
+	// as "server_id N (host:port)", with its server_uuid on MySQL;
+	// missing before the first connection.
+	Server string `json:"server,omitempty"`
+	// Switches counts the times braid resumed the source on another
+	// server (a failover behind its address) since the destination
+	// started on this node; LastSwitchAt is the last.
+	Switches     uint64     `json:"switches,omitempty"`
+	LastSwitchAt *time.Time `json:"lastSwitchAt,omitempty"`
 	// Snapshot is the source's initial-snapshot progress; missing when the
 	// spec has snapshot: never.
 	Snapshot *SnapshotState `json:"snapshot,omitempty"`

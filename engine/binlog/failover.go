@@ -162,7 +162,9 @@ func (p *Reader) identify(c *client.Conn) (answer, error) {
 		return answer{}, p.queryError("ask the server who it is", err)
 	}
 	defer r.Close()
-	get := func(i int) string { s, _ := r.GetString(0, i); return s }
+	// go-mysql's strings may share the connection's read buffer, which
+	// the next query overwrites: the identity outlives it.
+	get := func(i int) string { s, _ := r.GetString(0, i); return strings.Clone(s) }
 	id, _ := r.GetUint(0, 0)
 	a := answer{
 		server: &change.Server{ID: uint32(id), Host: get(1) + ":" + get(2), Binlog: get(3), UUID: get(4)},
@@ -182,7 +184,7 @@ func gtidAt(c *client.Conn, pos change.Position) (string, error) {
 	}
 	defer r.Close()
 	s, _ := r.GetString(0, 0)
-	return s, nil
+	return strings.Clone(s), nil
 }
 
 // oldestGTIDList is the GTID list the server's oldest binlog starts
@@ -192,6 +194,7 @@ func oldestGTIDList(c *client.Conn) (string, gtidPos, error) {
 	if err != nil || len(files) == 0 {
 		return "", nil, err
 	}
+	files[0] = strings.Clone(files[0]) // go-mysql's buffer, which the next query reuses
 	r, err := c.Execute("SHOW BINLOG EVENTS IN '" + strings.ReplaceAll(files[0], "'", "''") + "' LIMIT 6")
 	if err != nil {
 		return files[0], nil, err
@@ -299,7 +302,8 @@ func (p *Reader) checkServer(ctx context.Context) error {
 		if err != nil {
 			return p.queryError("read gtid_binlog_pos", err)
 		}
-		a.have, _ = r.GetString(0, 0)
+		pos, _ := r.GetString(0, 0)
+		a.have = strings.Clone(pos)
 		r.Close()
 		c.SetDeadline(time.Time{})
 	}
