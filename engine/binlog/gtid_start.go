@@ -25,12 +25,12 @@ import (
 // transactions in it. The rewrite sits above TLS (it wraps the
 // connection go-mysql writes its packets to, after the handshake).
 //
-// Once the server has named its first file (the ROTATE it starts with),
-// the reader's position is that file's start, and a reconnect before the
-// first transaction after the set ends resumes there by position: the
-// server then sends the set's transactions of that file again. The
-// reader skips every transaction in the set itself (Reader.skipGTIDs),
-// as the server did.
+// The server names its first file (the ROTATE it starts with) at its
+// start, then skips the set's transactions in it: a position there would
+// read them again. So the reader stays at the set until the first
+// transaction after it ends (a reconnect before then asks by GTID
+// again), and skips every transaction in the set itself
+// (Reader.skipGTIDs), as the server does.
 
 // mysqlStartSet reads the start set of a MySQL source of version, and
 // refuses a tagged one a server before 8.3 would take for a malformed
