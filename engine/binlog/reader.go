@@ -498,6 +498,11 @@ func (p *Reader) stream(ctx context.Context, emit func(*change.Event) error) err
 		cfg.TLSConfig = tlsCfg
 		cfg.Dialer = recvBufferDialer(cfg.RecvBufferSize)
 	}
+	// Who answers decides how to start (by position, or by GTID on
+	// another server): asked before the start set is made.
+	if err := p.checkServer(ctx); err != nil {
+		return err
+	}
 	var startSet mysql.GTIDSet
 	if !p.started {
 		if startSet, err = p.gtidStart(&cfg); err != nil {
@@ -520,9 +525,6 @@ func (p *Reader) stream(ctx context.Context, emit func(*change.Event) error) err
 	}
 	p.tx = txState{}
 
-	if err := p.checkServer(ctx); err != nil {
-		return err
-	}
 	var st *replication.BinlogStreamer
 	if p.started {
 		p.file = p.resume.File
