@@ -46,6 +46,20 @@
 // binlog's and the queries', use TLS (then mysqlauth's guard, which reads
 // the authentication in clear, gives way to the certificate check).
 //
+// A source is a set of servers behind one address that a failover moves
+// (failover.go): every boundary event carries the source's MariaDB GTID
+// state there (the last GTID of each domain) and the server whose binlog
+// its position is in, which the cursor keeps. On every connect the reader
+// asks who answers (server_id, host:port and log_bin_basename; MySQL's
+// server_uuid): the same server is resumed by file:pos; another MariaDB
+// server in gtid_strict_mode by GTID, once it holds the cursor's state (a
+// lagging one is waited for, with a line every 10 s) and has purged
+// nothing after it (else the source stops, naming the purged GTIDs);
+// transactions it sends that were emitted already are dropped by GTID.
+// Anything else (no GTID state, strict mode off, a MySQL source) stops
+// the source with one line saying why and what to do. Each switch is one
+// log line (old and new server, why, how long) and counted in Stats.
+//
 // Online schema changes (Config.OnlineDDL, spec online_ddl): the helper
 // tables of gh-ost and pt-online-schema-change are modelled but never
 // selected, so their rows and DDL are never emitted; the swap that
