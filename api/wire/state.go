@@ -91,8 +91,10 @@ type SourceState struct {
 	Server string `json:"server,omitempty"`
 	// Switches counts the times braid resumed the source on another
 	// server (a failover behind its address) since the destination
-	// started on this node; LastSwitchAt is the last.
-	Switches     uint64     `json:"switches,omitempty"`
+	// started on this node.
+	Switches uint64 `json:"switches,omitempty"`
+	// LastSwitchAt is when the last of those switches happened; missing
+	// before the first.
 	LastSwitchAt *time.Time `json:"lastSwitchAt,omitempty"`
 	// Snapshot is the source's initial-snapshot progress; missing when the
 	// spec has snapshot: never.
