@@ -320,26 +320,7 @@ func CheckSource(ctx context.Context, src spec.Source) (change.Position, error) 
 // spec's start fails at once, with an error wrapping ErrPurged that names
 // the oldest binlog left, instead of after its reader has started.
 func CheckPosition(ctx context.Context, src spec.Source, pos change.Position) error {
-	pw, err := src.ResolvePassword()
-	if err != nil {
-		return err
-	}
-	src.Password, src.PasswordFile, src.PasswordEnv = pw, "", ""
-	p := &Reader{spec: src, log: slog.New(slog.DiscardHandler)}
-	c, stop, err := p.dialUntil(ctx, time.Now().Add(handshakeTimeout))
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	defer stop()
-	files, err := binlogFiles(c)
-	if err != nil {
-		return p.queryError("list its binlogs", err)
-	}
-	if err := p.checkNotPurged(files, pos); err != nil {
-		return errors.Unwrap(err) // not fatal{}: the caller decides
-	}
-	return nil
+	return checkHolds(ctx, src, pos, nil, false)
 }
 
 // CheckResume is CheckPosition for a cursor that names the server whose
@@ -347,6 +328,12 @@ func CheckPosition(ctx context.Context, src spec.Source, pos change.Position) er
 // CheckPosition does; another is left to the reader, which resumes there
 // by GTID after checking what it holds and purged.
 func CheckResume(ctx context.Context, src spec.Source, pos change.Position, server *change.Server) error {
+	return checkHolds(ctx, src, pos, server, true)
+}
+
+// checkHolds is CheckPosition, and with identified CheckResume: a server
+// other than server passes, as does a zero pos.
+func checkHolds(ctx context.Context, src spec.Source, pos change.Position, server *change.Server, identified bool) error {
 	pw, err := src.ResolvePassword()
 	if err != nil {
 		return err
@@ -359,16 +346,18 @@ func CheckResume(ctx context.Context, src spec.Source, pos change.Position, serv
 	}
 	defer c.Close()
 	defer stop()
-	p.info.flavor = mysql.MySQLFlavor
-	if connVersion(c).mariadb {
-		p.info.flavor = mysql.MariaDBFlavor
-	}
-	a, err := p.identify(c)
-	if err != nil {
-		return err
-	}
-	if !a.server.Same(server) || pos.IsZero() {
-		return nil
+	if identified {
+		p.info.flavor = mysql.MySQLFlavor
+		if connVersion(c).mariadb {
+			p.info.flavor = mysql.MariaDBFlavor
+		}
+		a, err := p.identify(c)
+		if err != nil {
+			return err
+		}
+		if !a.server.Same(server) || pos.IsZero() {
+			return nil
+		}
 	}
 	files, err := binlogFiles(c)
 	if err != nil {
