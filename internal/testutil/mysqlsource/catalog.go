@@ -396,3 +396,42 @@ func blobLike(typ string) bool {
 }
 
 func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
+
+// indexRow is one key part of one of a table's indexes as both SHOW
+// INDEX and information_schema.STATISTICS print it.
+type indexRow struct {
+	index     string
+	nonUnique int64
+	seq       int64 // the part's place in the index, from 1
+	column    string
+	subPart   any    // the prefix length, nil for the whole column
+	nullable  string // "YES" or ""
+	visible   string // "YES" or "NO"
+}
+
+// indexRows are t's indexes, a row a key part, in index order.
+func indexRows(t *Table) []indexRow {
+	var rows []indexRow
+	for _, ix := range t.Indexes {
+		r := indexRow{index: ix.Name, nonUnique: 1, visible: "YES"}
+		if ix.Unique || ix.Name == "PRIMARY" {
+			r.nonUnique = 0
+		}
+		if ix.Invisible {
+			r.visible = "NO"
+		}
+		for k, p := range ix.Columns {
+			r.seq, r.column, r.subPart, r.nullable = int64(k+1), p.Column, nil, ""
+			if p.Prefix > 0 {
+				r.subPart = int64(p.Prefix)
+			}
+			for _, col := range t.Columns {
+				if col.Name == p.Column && col.Nullable {
+					r.nullable = "YES"
+				}
+			}
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}

@@ -79,29 +79,9 @@ func (s *Server) infoSchemaLocked(name string) ([]string, [][]any, bool) {
 		var rows [][]any
 		for _, sc := range s.catalog.Schemas {
 			for _, t := range sc.Tables {
-				for _, ix := range t.Indexes {
-					nonUnique := int64(1)
-					if ix.Unique || ix.Name == "PRIMARY" {
-						nonUnique = 0
-					}
-					visible := "YES"
-					if ix.Invisible {
-						visible = "NO"
-					}
-					for k, p := range ix.Columns {
-						var sub any
-						if p.Prefix > 0 {
-							sub = int64(p.Prefix)
-						}
-						nullable := ""
-						for _, col := range t.Columns {
-							if col.Name == p.Column && col.Nullable {
-								nullable = "YES"
-							}
-						}
-						rows = append(rows, []any{"def", sc.Name, t.Name, nonUnique, sc.Name, ix.Name, int64(k + 1),
-							p.Column, "A", int64(0), sub, nil, nullable, "BTREE", "", "", visible, nil})
-					}
+				for _, r := range indexRows(&t) {
+					rows = append(rows, []any{"def", sc.Name, t.Name, r.nonUnique, sc.Name, r.index, r.seq,
+						r.column, "A", int64(0), r.subPart, nil, r.nullable, "BTREE", "", "", r.visible, nil})
 				}
 			}
 		}

@@ -277,29 +277,9 @@ func (c *session) showIndex(t []token) ([]string, [][]any, error) {
 	cols := []string{"Table", "Non_unique", "Key_name", "Seq_in_index", "Column_name", "Collation", "Cardinality",
 		"Sub_part", "Packed", "Null", "Index_type", "Comment", "Index_comment", "Visible", "Expression"}
 	var rows [][]any
-	for _, ix := range tbl.Indexes {
-		nonUnique := int64(1)
-		if ix.Unique || ix.Name == "PRIMARY" {
-			nonUnique = 0
-		}
-		visible := "YES"
-		if ix.Invisible {
-			visible = "NO"
-		}
-		for k, p := range ix.Columns {
-			var sub any
-			if p.Prefix > 0 {
-				sub = int64(p.Prefix)
-			}
-			null := ""
-			for _, col := range tbl.Columns {
-				if col.Name == p.Column && col.Nullable {
-					null = "YES"
-				}
-			}
-			rows = append(rows, []any{tbl.Name, nonUnique, ix.Name, int64(k + 1), p.Column, "A", int64(0),
-				sub, nil, null, "BTREE", "", "", visible, nil})
-		}
+	for _, r := range indexRows(tbl) {
+		rows = append(rows, []any{tbl.Name, r.nonUnique, r.index, r.seq, r.column, "A", int64(0),
+			r.subPart, nil, r.nullable, "BTREE", "", "", r.visible, nil})
 	}
 	return cols, rows, nil
 }
