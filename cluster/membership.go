@@ -69,18 +69,33 @@ type membership struct {
 	seen map[string]string
 }
 
-// startMembership starts gossip on bindAddr:port; wrap, if set, wraps
+// startMembership starts gossip on bindAddr:port, reached at advertise
+// ("": bindAddr:port, Config.GossipAdvertise); wrap, if set, wraps
 // its transport (Config.GossipTransport); deadTime, if set, is how long
 // gossip still reaches a node declared dead (Config.GossipDeadTime).
 // key, if set, encrypts and authenticates every gossip message
 // (memberlist's keyring, AES-GCM): a node without it is never heard.
-func startMembership(self Member, bindAddr string, port int, key []byte, wrap func(memberlist.Transport) memberlist.Transport, deadTime time.Duration, logger *slog.Logger) (*membership, error) {
+func startMembership(self Member, bindAddr string, port int, advertise string, key []byte, wrap func(memberlist.Transport) memberlist.Transport, deadTime time.Duration, logger *slog.Logger) (*membership, error) {
 	self.Gossip = net.JoinHostPort(bindAddr, strconv.Itoa(port))
+	advAddr, advPort := bindAddr, port
+	if advertise != "" {
+		host, p, err := net.SplitHostPort(advertise)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: gossip advertise address %q: %w", advertise, err)
+		}
+		if advPort, err = strconv.Atoi(p); err != nil {
+			return nil, fmt.Errorf("cluster: gossip advertise address %q: %w", advertise, err)
+		}
+		advAddr = host
+		// Others know this node by the address it advertises (check
+		// compares a node of this name with it).
+		self.Gossip = advertise
+	}
 	m := &membership{self: self, log: logger, changed: make(chan struct{}), live: map[string]Member{}, seen: map[string]string{}}
 	cfg := memberlist.DefaultLANConfig()
 	cfg.Name = self.Name
 	cfg.BindAddr, cfg.BindPort = bindAddr, port
-	cfg.AdvertiseAddr, cfg.AdvertisePort = bindAddr, port
+	cfg.AdvertiseAddr, cfg.AdvertisePort = advAddr, advPort
 	cfg.ProbeInterval, cfg.ProbeTimeout = gossipProbeInterval, gossipProbeTimeout
 	cfg.SuspicionMult = gossipSuspicionMult
 	cfg.GossipInterval = gossipInterval

@@ -69,6 +69,11 @@ type Config struct {
 	// or the proxy cluster/clustertest puts in front of each node so that
 	// it can cut the node off. Default: Addr:RaftPort.
 	RaftAdvertise string
+	// GossipAdvertise is the address (ip:port) the other nodes reach
+	// this node's gossip at, TCP and UDP, when it is not Addr:GossipPort:
+	// a forwarded port, or a proxy that can cut the node off (the chaos
+	// run's). Default: Addr:GossipPort.
+	GossipAdvertise string
 	// GossipTransport, if set, wraps the transport gossip runs on
 	// (memberlist's UDP and TCP on GossipPort): cluster/clustertest wraps
 	// it to cut a node off. The wrapper's Shutdown must shut the one it
@@ -143,6 +148,14 @@ func (c *Config) defaults() error {
 	}
 	if c.RaftPort <= 0 || c.GossipPort <= 0 || c.HTTPPort <= 0 {
 		return &SettingError{Fields: []string{"RaftPort", "GossipPort", "HTTPPort"}, Err: errors.New("cluster: a node needs a raft port, a gossip port and an HTTP port")}
+	}
+	for field, a := range map[string]string{"RaftAdvertise": c.RaftAdvertise, "GossipAdvertise": c.GossipAdvertise} {
+		if a == "" {
+			continue
+		}
+		if _, port, err := net.SplitHostPort(a); err != nil || port == "0" {
+			return &SettingError{Fields: []string{field}, Err: fmt.Errorf("cluster: advertised address %q: want ip:port, where the other nodes reach this one", a)}
+		}
 	}
 	if c.Cluster == "" {
 		c.Cluster = "braid"
@@ -302,7 +315,7 @@ func Start(cfg Config) (*Node, error) {
 	if n.canalLn != nil {
 		self.CanalAddr = n.canalLn.Addr().String()
 	}
-	if n.ms, err = startMembership(self, cfg.Addr, cfg.GossipPort, cfg.GossipKey, cfg.GossipTransport, cfg.GossipDeadTime, n.log.With("part", "gossip")); err != nil {
+	if n.ms, err = startMembership(self, cfg.Addr, cfg.GossipPort, cfg.GossipAdvertise, cfg.GossipKey, cfg.GossipTransport, cfg.GossipDeadTime, n.log.With("part", "gossip")); err != nil {
 		n.store.Shutdown()
 		n.closeListeners()
 		return nil, err

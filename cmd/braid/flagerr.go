@@ -16,16 +16,18 @@ import (
 // serverFlags are the flags of braid server that set each cluster.Config
 // field a cluster.SettingError may name.
 var serverFlags = map[string][]string{
-	"Name":       {"--name"},
-	"DataDir":    {"--data-dir"},
-	"RaftPort":   {"--raft-port"},
-	"GossipPort": {"--gossip-port"},
-	"HTTPPort":   {"--http-port"},
-	"CanalPort":  {"--canal-port"},
-	"TLS":        {"--tls-ca", "--tls-cert", "--tls-key"},
-	"GossipKey":  {"--gossip-key-file"},
-	"Users":      {"--users-file"},
-	"Insecure":   {"--insecure"},
+	"Name":            {"--name"},
+	"DataDir":         {"--data-dir"},
+	"RaftPort":        {"--raft-port"},
+	"GossipPort":      {"--gossip-port"},
+	"RaftAdvertise":   {"--raft-advertise"},
+	"GossipAdvertise": {"--gossip-advertise"},
+	"HTTPPort":        {"--http-port"},
+	"CanalPort":       {"--canal-port"},
+	"TLS":             {"--tls-ca", "--tls-cert", "--tls-key"},
+	"GossipKey":       {"--gossip-key-file"},
+	"Users":           {"--users-file"},
+	"Insecure":        {"--insecure"},
 }
 
 // serverError is an error of cluster.Start as braid server says it, in

@@ -23,6 +23,8 @@ func runServer(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1", "IP address the node listens on and is reached at")
 	fs.IntVar(&cfg.RaftPort, "raft-port", 7001, "Raft port, the node port: also carries writes forwarded to the leader, the canal relay and the nodes' own calls (in mutual TLS with --tls-ca/--tls-cert/--tls-key)")
 	fs.IntVar(&cfg.GossipPort, "gossip-port", 7101, "gossip port, TCP and UDP (membership: who is alive)")
+	fs.StringVar(&cfg.RaftAdvertise, "raft-advertise", "", "address (ip:port) the other nodes reach this node's --raft-port at, when not --addr:--raft-port (a forwarded port, a proxy)")
+	fs.StringVar(&cfg.GossipAdvertise, "gossip-advertise", "", "address (ip:port) the other nodes reach this node's gossip at, TCP and UDP, when not --addr:--gossip-port (a forwarded port, a proxy)")
 	fs.IntVar(&cfg.HTTPPort, "http-port", 8081, "HTTP API port: destinations, cluster status, streams (braid tail, the Go client)")
 	fs.IntVar(&cfg.CanalPort, "canal-port", 11111, "canal protocol port for canal clients (0: off)")
 	fs.IntVar(&cfg.MaxConnections, "max-connections", netlimit.DefaultMax, "connections the HTTP port and the canal port each serve at once; past it new ones are closed and those served go on")
