@@ -47,6 +47,7 @@ type deployment struct {
 	sources []*mariadb.Server
 	cluster *localcluster.Cluster
 	proxies map[string]*proxy // by sink name
+	links   *links            // the proxies between the nodes
 	kafka   *kafkaBroker
 }
 
@@ -216,7 +217,8 @@ func (d *deployment) startCluster(ctx context.Context, bin string, onExit func(n
 	if _, err := exec.LookPath(bin); err != nil {
 		return fmt.Errorf("the braid binary %s: %w (make chaos builds it into bin/braid)", bin, err)
 	}
-	c, err := localcluster.Start(ctx, bin, filepath.Join(d.dir, "nodes"), 3, "--log-level", "info")
+	d.links = newLinks()
+	c, err := localcluster.StartPrepared(ctx, bin, filepath.Join(d.dir, "nodes"), 3, d.links.place, "--log-level", "info")
 	if err != nil {
 		return err
 	}

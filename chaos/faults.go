@@ -20,10 +20,11 @@ import (
 type executor struct {
 	run *runState
 
-	mu       sync.Mutex
-	expected map[string]bool // nodes the executor is stopping: their exit is no violation
-	fired    map[Kind]int
-	alters   int
+	mu        sync.Mutex
+	expected  map[string]bool // nodes the executor is stopping: their exit is no violation
+	fired     map[Kind]int
+	alters    int
+	takeovers []Takeover
 }
 
 func newExecutor(r *runState) *executor {
@@ -64,7 +65,7 @@ func (e *executor) execute(ctx context.Context, s Schedule) {
 		e.fired[f.Kind]++
 		e.mu.Unlock()
 		switch f.Kind {
-		case KillNode, StopNode, RestartNode, RestartSource, KillSource:
+		case KillNode, StopNode, RestartNode, PartitionNode, RestartSource, KillSource:
 			e.fire(ctx, f)
 		default:
 			wg.Go(func() { e.fire(ctx, f) })
@@ -82,7 +83,7 @@ func (e *executor) fire(ctx context.Context, f Fault) {
 		}
 	}
 	switch f.Kind {
-	case KillNode, StopNode, RestartNode:
+	case KillNode, StopNode, RestartNode, PartitionNode:
 		if err := r.dep.cluster.WaitReady(ctx, time.Minute); err != nil {
 			r.logf("%s %s: the cluster is not whole, firing anyway: %v", f.Kind, f.Target, err)
 		}
@@ -92,6 +93,8 @@ func (e *executor) fire(ctx context.Context, f Fault) {
 			return
 		}
 		switch f.Kind {
+		case PartitionNode:
+			e.partition(ctx, f, n)
 		case KillNode:
 			e.expect(n.Name, true)
 			n.Kill()
@@ -179,6 +182,70 @@ func (e *executor) fire(ctx context.Context, f Fault) {
 		r.writers[i].burst(ctx, n)
 		r.logf("%s %s: committed", f.Kind, f.Target)
 	}
+}
+
+// takeoverBound is the least partition of the owner that must see
+// another node take the destination over before it ends: gossip declares
+// a silent node dead in about 2.5 s (docs/cluster.md), a new Raft leader
+// may be needed first, and the new owner waits a lease; the rest is room
+// for a loaded machine.
+const takeoverBound = 10 * time.Second
+
+// partition cuts node n from the other nodes for f.For. When n owned the
+// destination, the other nodes must give it to one of them while the
+// cut lasts (n's lease runs out, and its epoch fences its writes): the
+// run records who took over, and when.
+func (e *executor) partition(ctx context.Context, f Fault, n *localcluster.Node) {
+	r := e.run
+	c := r.dep.cluster
+	owner, epoch, _, _ := c.Owner(ctx, dest, 10*time.Second)
+	wasOwner := owner == n
+	r.dep.links.setCut(n.Name, true)
+	began := r.clock()
+	r.logf("%s %s: cut %s off from the other nodes for %v (owner: %v, epoch %d)", f.Kind, f.Target, n.Name, f.For, wasOwner, epoch)
+	end := time.Now().Add(f.For)
+	t := Takeover{Node: n.Name, At: began, For: f.For, Bound: takeoverBound}
+	for wasOwner && time.Now().Before(end) && ctx.Err() == nil {
+		for _, o := range c.Live() {
+			if o == n {
+				continue
+			}
+			st, err := c.Status(ctx, o)
+			if err != nil {
+				continue
+			}
+			for _, d := range st.Destinations {
+				if d.Name == dest && d.Owner != "" && d.Owner != n.Name && d.Epoch > epoch {
+					t.By, t.After = d.Owner, r.clock()-began
+				}
+			}
+		}
+		if t.By != "" {
+			break
+		}
+		select {
+		case <-time.After(200 * time.Millisecond):
+		case <-ctx.Done():
+		}
+	}
+	if wasOwner {
+		if t.By != "" {
+			r.logf("%s %s: %s took %s over after %v", f.Kind, f.Target, t.By, dest, t.After.Round(100*time.Millisecond))
+		} else {
+			r.logf("%s %s: no other node took %s over in %v", f.Kind, f.Target, dest, f.For)
+		}
+		e.mu.Lock()
+		e.takeovers = append(e.takeovers, t)
+		e.mu.Unlock()
+	}
+	if rest := time.Until(end); rest > 0 {
+		select {
+		case <-time.After(rest):
+		case <-ctx.Done():
+		}
+	}
+	r.dep.links.setCut(n.Name, false)
+	r.logf("%s %s: %s reaches the other nodes again", f.Kind, f.Target, n.Name)
 }
 
 // startNode starts node n again, retrying while its ports are taken.

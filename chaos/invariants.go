@@ -18,6 +18,7 @@ const (
 	InvSinkHolds  = "sink-current"        // an at-least-once target (Redis) holds every current row as it is
 	InvNoExit     = "no-unexpected-exit"  // no process exits but those the schedule stopped
 	InvPublished  = "sink-published"      // Kafka holds each committed change once
+	InvTakeover   = "partition-takeover"  // an owner cut off from the other nodes is replaced while cut
 	maxListed     = 8                     // seqs or rows a violation names at most
 )
 
@@ -42,6 +43,12 @@ func Check(o Observation) []Violation {
 	out = append(out, checkSnapshot(o)...)
 	out = append(out, checkTargets(o)...)
 	out = append(out, checkPublished(o)...)
+	for _, t := range o.Takeovers {
+		if t.By == "" && t.For >= t.Bound {
+			out = append(out, Violation{InvTakeover, fmt.Sprintf("owner %s was cut off from the other nodes for %v and no other node took the destination over",
+				t.Node, t.For.Round(100*time.Millisecond)), t.At})
+		}
+	}
 	for _, e := range o.Exits {
 		out = append(out, Violation{InvNoExit, fmt.Sprintf("%s exited (%s) with no fault stopping it", e.Process, e.How), e.At})
 	}

@@ -151,3 +151,23 @@ func TestPlanIsAFunctionOfTheSeed(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckTakeover: an owner cut off from the other nodes for longer
+// than the bound, with no other node taking over, is named; one cut
+// shorter, or replaced, is not.
+func TestCheckTakeover(t *testing.T) {
+	o := clean()
+	o.Takeovers = []Takeover{
+		{Node: "n1", At: 5 * time.Second, For: 12 * time.Second, Bound: 10 * time.Second, By: "n2", After: 4 * time.Second},
+		{Node: "n2", At: 30 * time.Second, For: 6 * time.Second, Bound: 10 * time.Second},
+	}
+	if vs := Check(o); len(vs) != 0 {
+		t.Fatalf("a takeover, and a cut shorter than the bound: %v", vs)
+	}
+	o.Takeovers = append(o.Takeovers, Takeover{Node: "n3", At: 50 * time.Second, For: 15 * time.Second, Bound: 10 * time.Second})
+	vs := Check(o)
+	reported(t, vs, InvTakeover, "owner n3", "15s")
+	if vs[0].At != 50*time.Second {
+		t.Errorf("at %v, want the cut's 50s", vs[0].At)
+	}
+}

@@ -94,6 +94,18 @@ type Observation struct {
 	Targets   []Target
 	Published []Published
 	Exits     []Exit
+	Takeovers []Takeover
+}
+
+// Takeover is what followed a partition of the destination's owner: the
+// node that took the destination over (By, "" none) and After how long.
+type Takeover struct {
+	Node  string        // the owner cut off
+	At    time.Duration // when the cut began
+	For   time.Duration // how long it lasted
+	Bound time.Duration // a cut at least this long must see a takeover within it
+	By    string
+	After time.Duration
 }
 
 // Published is what a message sink (Kafka) published: how many times

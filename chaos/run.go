@@ -247,6 +247,7 @@ func (r *runState) finish(ctx context.Context, preloaded []int64, stopConsumers 
 	for _, p := range d.proxies {
 		p.setCut(false)
 	}
+	d.links.mendAll()
 	if d.kafka != nil {
 		_ = d.kafka.cmd.Process.Signal(syscall.SIGCONT)
 	}
@@ -359,6 +360,9 @@ func (r *runState) finish(ctx context.Context, preloaded []int64, stopConsumers 
 	r.exitMu.Lock()
 	o.Exits = append(o.Exits, r.exits...)
 	r.exitMu.Unlock()
+	r.exec.mu.Lock()
+	o.Takeovers = append(o.Takeovers, r.exec.takeovers...)
+	r.exec.mu.Unlock()
 	vs := Check(o)
 	vs = append(vs, r.verifySinks(ctx)...)
 	r.summary(o)
@@ -530,8 +534,17 @@ func (r *runState) report(s Schedule, vs []Violation) string {
 		fmt.Fprintf(&b, "node %s peak RSS: %.0f MiB\n", n, float64(r.peakRSS[n])/1024)
 	}
 	r.peakMu.Unlock()
-	fmt.Fprintf(&b, "invariants checked: %s, %s, %s, %s, %s, %s, %s, %s, sink-verify\n",
-		InvDense, InvConsistent, InvLedger, InvSnapshot, InvSinkEqual, InvSinkHolds, InvPublished, InvNoExit)
+	fmt.Fprintf(&b, "invariants checked: %s, %s, %s, %s, %s, %s, %s, %s, %s, sink-verify\n",
+		InvDense, InvConsistent, InvLedger, InvSnapshot, InvSinkEqual, InvSinkHolds, InvPublished, InvTakeover, InvNoExit)
+	r.exec.mu.Lock()
+	for _, t := range r.exec.takeovers {
+		if t.By != "" {
+			fmt.Fprintf(&b, "owner %s cut off at %v: %s took over after %v\n", t.Node, t.At.Round(100*time.Millisecond), t.By, t.After.Round(100*time.Millisecond))
+		} else {
+			fmt.Fprintf(&b, "owner %s cut off at %v for %v: no takeover\n", t.Node, t.At.Round(100*time.Millisecond), t.For.Round(100*time.Millisecond))
+		}
+	}
+	r.exec.mu.Unlock()
 	if len(vs) == 0 {
 		b.WriteString("every invariant held\n")
 		return b.String()
@@ -557,6 +570,9 @@ func (r *runState) teardown() {
 			_ = n.Signal(syscall.SIGCONT)
 		}
 		d.cluster.Stop(10 * time.Second)
+	}
+	if d.links != nil {
+		d.links.stop()
 	}
 	for _, s := range d.sources {
 		if s != nil {

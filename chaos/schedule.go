@@ -16,6 +16,7 @@ const (
 	KillNode      Kind = "kill"           // SIGKILL a node, start it again after For
 	StopNode      Kind = "stop"           // SIGSTOP a node, SIGCONT after For
 	RestartNode   Kind = "restart"        // SIGTERM a node, start it again at once
+	PartitionNode Kind = "partition"      // cut a node from the other nodes (not from sources, targets, clients) for For
 	RestartSource Kind = "restart-source" // stop a source's server cleanly, start it again
 	KillSource    Kind = "kill-source"    // SIGKILL a source's server, start it again after For
 	CutTarget     Kind = "cut-target"     // a sink's target unreachable (its proxy refuses) for For
@@ -102,13 +103,15 @@ func Plan(seed uint64, duration time.Duration) Schedule {
 	for at < duration-settle {
 		var f Fault
 		switch n := r.IntN(100); {
-		case n < 15:
+		case n < 14:
 			f = Fault{Kind: KillNode, Target: roles[r.IntN(3)], For: between(2*time.Second, 10*time.Second)}
-		case n < 27:
+		case n < 24:
 			f = Fault{Kind: StopNode, Target: roles[r.IntN(3)], For: between(2*time.Second, 12*time.Second)}
-		case n < 37:
+		case n < 32:
 			f = Fault{Kind: RestartNode, Target: roles[r.IntN(3)]}
-		case n < 45:
+		case n < 41:
+			f = Fault{Kind: PartitionNode, Target: roles[r.IntN(3)], For: between(5*time.Second, 20*time.Second)}
+		case n < 47:
 			f = Fault{Kind: RestartSource, Target: sources[r.IntN(3)]}
 		case n < 52:
 			f = Fault{Kind: KillSource, Target: sources[r.IntN(3)], For: between(time.Second, 5*time.Second)}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -76,6 +75,13 @@ func New(bin, dir string, size int, args ...string) (*Cluster, error) {
 // not a failure of the cluster, so Start tries again on fresh ports, up
 // to portTries times, in a directory of its own under dir.
 func Start(ctx context.Context, bin, dir string, size int, args ...string) (*Cluster, error) {
+	return StartPrepared(ctx, bin, dir, size, nil, args...)
+}
+
+// StartPrepared is Start calling prepare, if set, on each try's cluster
+// before its nodes start: to set their advertised addresses (proxies in
+// front of the ports New picked), say. An error of prepare ends Start.
+func StartPrepared(ctx context.Context, bin, dir string, size int, prepare func(*Cluster) error, args ...string) (*Cluster, error) {
 	for try := 1; ; try++ {
 		tryDir := dir
 		if try > 1 {
@@ -84,6 +90,11 @@ func Start(ctx context.Context, bin, dir string, size int, args ...string) (*Clu
 		c, err := New(bin, tryDir, size, args...)
 		if err != nil {
 			return nil, err
+		}
+		if prepare != nil {
+			if err := prepare(c); err != nil {
+				return nil, err
+			}
 		}
 		err = c.StartUp(ctx)
 		if err == nil {
@@ -186,12 +197,13 @@ func (c *Cluster) Stop(grace time.Duration) (killed []*Node) {
 	return killed
 }
 
-// JoinFor is the gossip addresses of the nodes other than n.
+// JoinFor is the gossip addresses of the nodes other than n (where they
+// advertise it).
 func (c *Cluster) JoinFor(n *Node) []string {
 	var join []string
 	for _, o := range c.Nodes {
 		if o != n {
-			join = append(join, net.JoinHostPort("127.0.0.1", strconv.Itoa(o.GossipPort)))
+			join = append(join, o.GossipAddr())
 		}
 	}
 	return join

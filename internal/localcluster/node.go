@@ -3,6 +3,7 @@ package localcluster
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -22,6 +23,10 @@ type Node struct {
 	// RaftPort, GossipPort, HTTPPort and CanalPort are the node's ports on
 	// 127.0.0.1.
 	RaftPort, GossipPort, HTTPPort, CanalPort int
+	// RaftAdvertise and GossipAdvertise, when set, are where the other
+	// nodes reach the node's Raft and gossip ports (--raft-advertise,
+	// --gossip-advertise): a proxy in front of it.
+	RaftAdvertise, GossipAdvertise string
 	// Args are extra flags, after the ones Start gives (later flags win):
 	// e.g. --bootstrap-expect 3, --log-level debug.
 	Args []string
@@ -37,6 +42,14 @@ type Node struct {
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when cmd has exited
 	waitErr error         // how cmd exited, once exited is closed
+}
+
+// GossipAddr is where the other nodes reach the node's gossip.
+func (n *Node) GossipAddr() string {
+	if n.GossipAdvertise != "" {
+		return n.GossipAdvertise
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(n.GossipPort))
 }
 
 // URL is the node's HTTP API.
@@ -57,6 +70,12 @@ func (n *Node) Start(bin string, join []string) error {
 		"--raft-port", strconv.Itoa(n.RaftPort), "--gossip-port", strconv.Itoa(n.GossipPort),
 		"--http-port", strconv.Itoa(n.HTTPPort), "--canal-port", strconv.Itoa(n.CanalPort),
 		"--join", strings.Join(join, ","), "--log-level", "info"}
+	if n.RaftAdvertise != "" {
+		args = append(args, "--raft-advertise", n.RaftAdvertise)
+	}
+	if n.GossipAdvertise != "" {
+		args = append(args, "--gossip-advertise", n.GossipAdvertise)
+	}
 	if n.Security != nil {
 		sec, err := n.Security.NodeArgs(n.Name)
 		if err != nil {

@@ -34,6 +34,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	bin := fs.String("braid", "bin/braid", "the braid binary the nodes run")
 	dir := fs.String("dir", "", "where the run keeps its files (default: a new directory under /tmp; kept when the run fails)")
 	rate := fs.Float64("rate", 5, "the writer's transactions a second, per source")
+	planOnly := fs.Bool("plan", false, "print the schedule and start nothing")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -51,6 +52,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *duration < 30*time.Second {
 		fmt.Fprintf(stderr, "braid-chaos: -duration %v: want 30s or more (the last 15s have no fault)\n", *duration)
 		return 2
+	}
+	if *planOnly {
+		fmt.Fprint(stdout, chaos.Plan(o.Seed, o.Duration))
+		return 0
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
