@@ -49,6 +49,8 @@ type deployment struct {
 	proxies map[string]*proxy // by sink name
 	links   *links            // the proxies between the nodes
 	kafka   *kafkaBroker
+
+	rabbitVhost string // the run's vhost, once made
 }
 
 // schemaOf is the shard schema of shard table k (0 … 5); source k/2 holds it.
@@ -142,8 +144,11 @@ func (d *deployment) startTargets(ctx context.Context) error {
 	if err := d.startKafka(ctx); err != nil {
 		return err
 	}
+	if err := d.startRabbit(ctx); err != nil {
+		return err
+	}
 	d.proxies = map[string]*proxy{}
-	for name, addr := range map[string]string{"mysql": mariadbTarget, "postgres": postgresTarget, "redis": redisTarget} {
+	for name, addr := range map[string]string{"mysql": mariadbTarget, "postgres": postgresTarget, "redis": redisTarget, "rabbitmq": rabbitTarget} {
 		p, err := newProxy(name, addr)
 		if err != nil {
 			return err
@@ -166,6 +171,7 @@ func (d *deployment) dropTargets() {
 		_, _ = pg.Exec(ctx, "DROP DATABASE IF EXISTS "+d.tag+" WITH (FORCE)")
 		pg.Close(ctx)
 	}
+	d.dropRabbit(ctx)
 	rc := goredis.NewClient(&goredis.Options{Addr: redisTarget})
 	defer rc.Close()
 	iter := rc.Scan(ctx, 0, d.tag+":*", 1000).Iterator()
@@ -206,7 +212,8 @@ sinks:
      tables: [{from: shop.orders, to: public.orders}], create_tables: true, origin_column: _shard, workers: 4}
   - {name: redis, type: redis, address: '%[3]s', key: '%[4]s:{table}:{pk}', ddl: ignore}
   - {name: kafka, type: kafka, brokers: ['%[5]s'], topic: '%[6]s'}
-`, d.proxies["mysql"].Addr(), d.proxies["postgres"].Addr(), d.proxies["redis"].Addr(), d.tag, d.kafka.addr, kafkaTopic)
+  - {name: rabbitmq, type: rabbitmq, url: 'amqp://%[7]s/%[4]s', user: guest, password: guest, queues: per-table}
+`, d.proxies["mysql"].Addr(), d.proxies["postgres"].Addr(), d.proxies["redis"].Addr(), d.tag, d.kafka.addr, kafkaTopic, d.proxies["rabbitmq"].Addr())
 	return b.String()
 }
 

@@ -19,6 +19,7 @@ const (
 	InvNoExit     = "no-unexpected-exit"  // no process exits but those the schedule stopped
 	InvPublished  = "sink-published"      // Kafka holds each committed change once
 	InvTakeover   = "partition-takeover"  // an owner cut off from the other nodes is replaced while cut
+	InvDelivered  = "sink-at-least-once"  // RabbitMQ, de-duplicated by message id, holds each committed change once
 	maxListed     = 8                     // seqs or rows a violation names at most
 )
 
@@ -43,6 +44,7 @@ func Check(o Observation) []Violation {
 	out = append(out, checkSnapshot(o)...)
 	out = append(out, checkTargets(o)...)
 	out = append(out, checkPublished(o)...)
+	out = append(out, checkDelivered(o)...)
 	for _, t := range o.Takeovers {
 		if t.By == "" && t.For >= t.Bound {
 			out = append(out, Violation{InvTakeover, fmt.Sprintf("owner %s was cut off from the other nodes for %v and no other node took the destination over",
@@ -326,6 +328,44 @@ func checkPublished(o Observation) []Violation {
 		}
 		if len(twice) > 0 {
 			out = append(out, Violation{InvPublished, fmt.Sprintf("sink %s published %d changes more than once: %s", p.Sink, len(twice), list(twice)), twiceAt})
+		}
+	}
+	return out
+}
+
+// checkDelivered checks an at-least-once message sink: a message may
+// come more than once, always with its message id and body (the sink
+// publishes again with the same ids, docs/sinks.md), so a consumer that
+// de-duplicates by message id gets every committed change, each once.
+func checkDelivered(o Observation) []Violation {
+	var out []Violation
+	for _, d := range o.Delivered {
+		var lost, twice []string
+		lostAt, twiceAt := time.Duration(-1), time.Duration(-1)
+		for _, tx := range o.Ledger {
+			if tx.Uncertain && !tx.Committed {
+				continue
+			}
+			for _, ch := range tx.Changes {
+				switch n := d.Changes[ch]; {
+				case n == 0:
+					lost = append(lost, fmt.Sprintf("%s (source %s, tx %d)", ch, tx.Source, tx.ID))
+					lostAt = firstAt(lostAt, tx.At)
+				case n > 1:
+					twice = append(twice, fmt.Sprintf("%s ×%d", ch, n))
+					twiceAt = firstAt(twiceAt, tx.At)
+				}
+			}
+		}
+		if len(lost) > 0 {
+			out = append(out, Violation{InvDelivered, fmt.Sprintf("sink %s never delivered %d committed changes: %s", d.Sink, len(lost), list(lost)), lostAt})
+		}
+		if len(twice) > 0 {
+			out = append(out, Violation{InvDelivered, fmt.Sprintf("sink %s delivered %d changes under more than one message id (a consumer de-duplicating by id applies them twice): %s",
+				d.Sink, len(twice), list(twice)), twiceAt})
+		}
+		if len(d.Conflicts) > 0 {
+			out = append(out, Violation{InvDelivered, fmt.Sprintf("sink %s delivered %d message ids again with another body: %s", d.Sink, len(d.Conflicts), list(d.Conflicts)), -1})
 		}
 	}
 	return out

@@ -171,3 +171,21 @@ func TestCheckTakeover(t *testing.T) {
 		t.Errorf("at %v, want the cut's 50s", vs[0].At)
 	}
 }
+
+// TestCheckDelivered: RabbitMQ's messages, de-duplicated by message id,
+// must hold each committed change once: one missing, one under two ids,
+// and an id delivered again with another body are each named.
+func TestCheckDelivered(t *testing.T) {
+	o := clean()
+	o.Delivered = []Delivered{{Sink: "rabbitmq", Messages: 5, Changes: map[string]int{"I 3 3": 1, "U 1 4": 1, "D 2 2": 1}}}
+	if vs := Check(o); len(vs) != 0 {
+		t.Fatalf("every change once: %v", vs)
+	}
+	o.Delivered[0].Changes["D 2 2"] = 0
+	reported(t, Check(o), InvDelivered, "rabbitmq never delivered 1", "D 2 2 (source b, tx 2)")
+	o.Delivered[0].Changes["D 2 2"] = 2
+	reported(t, Check(o), InvDelivered, "more than one message id", "D 2 2 ×2")
+	o.Delivered[0].Changes["D 2 2"] = 1
+	o.Delivered[0].Conflicts = []string{"message shop:4:0: [a] then [b]"}
+	reported(t, Check(o), InvDelivered, "again with another body", "shop:4:0")
+}

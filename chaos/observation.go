@@ -93,8 +93,18 @@ type Observation struct {
 	Sources   []TargetRow
 	Targets   []Target
 	Published []Published
+	Delivered []Delivered
 	Exits     []Exit
 	Takeovers []Takeover
+}
+
+// Delivered is what an at-least-once message sink (RabbitMQ) delivered,
+// read as its consumers must read it: de-duplicated by message id.
+type Delivered struct {
+	Sink      string
+	Messages  int            // as taken from the queue, before de-duplication
+	Changes   map[string]int // row changes of the distinct messages, snapshot rows left out
+	Conflicts []string       // message ids delivered again with another body
 }
 
 // Takeover is what followed a partition of the destination's owner: the

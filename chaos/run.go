@@ -352,6 +352,11 @@ func (r *runState) finish(ctx context.Context, preloaded []int64, stopConsumers 
 		return nil, fmt.Errorf("reading sink kafka's topic: %w", err)
 	}
 	o.Published = append(o.Published, Published{Sink: "kafka", Changes: published})
+	delivered, err := d.rabbitRows(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading sink rabbitmq's queue: %w", err)
+	}
+	o.Delivered = append(o.Delivered, delivered)
 	select {
 	case <-d.kafka.done:
 		o.Exits = append(o.Exits, Exit{Process: "the kfake broker", At: -1, How: fmt.Sprint(d.kafka.exitErr)})
@@ -441,6 +446,9 @@ func (r *runState) summary(o Observation) {
 	}
 	for _, t := range o.Targets {
 		r.logf("sink %s: %d rows (sources: %d)", t.Sink, len(t.Rows), len(o.Sources))
+	}
+	for _, d := range o.Delivered {
+		r.logf("sink %s: %d messages, %d row changes after de-duplication by message id", d.Sink, d.Messages, len(d.Changes))
 	}
 }
 
@@ -534,8 +542,8 @@ func (r *runState) report(s Schedule, vs []Violation) string {
 		fmt.Fprintf(&b, "node %s peak RSS: %.0f MiB\n", n, float64(r.peakRSS[n])/1024)
 	}
 	r.peakMu.Unlock()
-	fmt.Fprintf(&b, "invariants checked: %s, %s, %s, %s, %s, %s, %s, %s, %s, sink-verify\n",
-		InvDense, InvConsistent, InvLedger, InvSnapshot, InvSinkEqual, InvSinkHolds, InvPublished, InvTakeover, InvNoExit)
+	fmt.Fprintf(&b, "invariants checked: %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, sink-verify\n",
+		InvDense, InvConsistent, InvLedger, InvSnapshot, InvSinkEqual, InvSinkHolds, InvPublished, InvDelivered, InvTakeover, InvNoExit)
 	r.exec.mu.Lock()
 	for _, t := range r.exec.takeovers {
 		if t.By != "" {

@@ -36,7 +36,7 @@ const (
 // Targets of CutTarget: the sinks' names.
 // Kafka is a kfake process of the run's own: its broker advertises its own
 // address, so it is cut by SIGSTOP rather than by a proxy.
-var cutTargets = []string{"mysql", "postgres", "redis", "kafka"}
+var cutTargets = []string{"mysql", "postgres", "redis", "kafka", "rabbitmq"}
 
 // Fault is one entry of a schedule.
 type Fault struct {
