@@ -42,13 +42,19 @@ var sourceNames = []string{"a", "b", "c"}
 
 // deployment is everything a run started.
 type deployment struct {
-	dir     string
-	tag     string // names the run's target database, schema and key prefix
-	sources []*mariadb.Server
-	cluster *localcluster.Cluster
-	proxies map[string]*proxy // by sink name
-	links   *links            // the proxies between the nodes
-	kafka   *kafkaBroker
+	dir string
+	tag string // names the run's target database, schema and key prefix
+	// Each source is a MariaDB primary with a replica (GTID), reached
+	// through a proxy standing in for a virtual IP (vips), which a
+	// failover moves to the promoted replica. sources[i] is source i's
+	// primary now, replicas[i] its replica.
+	sources  []*mariadb.Server
+	replicas []*mariadb.Server
+	vips     []*proxy
+	cluster  *localcluster.Cluster
+	proxies  map[string]*proxy // by sink name
+	links    *links            // the proxies between the nodes
+	kafka    *kafkaBroker
 
 	rabbitVhost string // the run's vhost, once made
 }
@@ -61,26 +67,65 @@ func dsn(addr string) string {
 	return "root@tcp(" + addr + ")/?charset=utf8mb4&timeout=3s&readTimeout=20s&writeTimeout=20s"
 }
 
-// startSources launches the three source servers and makes their schemas:
-// two shard schemas each, and chaos_ledger.tx, where each of the writer's
-// transactions leaves its id so that one whose COMMIT broke can be asked
-// about (the destination does not select it).
+// The replication account, on every source server outside the binary
+// log, so that either server of a source may be promoted.
+const (
+	replUser     = "repl"
+	replPassword = "repl-pw"
+)
+
+// topologyArgs are every source server's settings beyond the defaults:
+// what a replica needs to be promoted and followed by GTID (as
+// mysqltest.StartTopology sets them), and a GTID domain of its own.
+func topologyArgs(domain int) []string {
+	return []string{"--log-slave-updates=ON", "--loose-gtid-strict-mode=ON", "--relay-log=relay",
+		"--loose-master-retry-count=100000", fmt.Sprintf("--gtid-domain-id=%d", domain)}
+}
+
+// startSources launches the three sources, each a primary and a replica
+// behind a virtual IP, and makes their schemas: two shard schemas each,
+// and chaos_ledger.tx, where each of the writer's transactions leaves its
+// id so that one whose COMMIT broke can be asked about (the destination
+// does not select it).
 func (d *deployment) startSources(ctx context.Context) error {
 	dir := filepath.Join(d.dir, "sources")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	d.sources = make([]*mariadb.Server, len(sourceNames))
-	errs := make([]error, len(sourceNames))
+	n := len(sourceNames)
+	d.sources, d.replicas = make([]*mariadb.Server, n), make([]*mariadb.Server, n)
+	errs := make([]error, 2*n)
 	var wg sync.WaitGroup
-	for i := range d.sources {
+	for i := range n {
 		wg.Go(func() {
-			d.sources[i], errs[i] = mariadb.Launch(ctx, mariadb.Options{Dir: dir, ServerID: uint32(i + 1)})
+			d.sources[i], errs[i] = mariadb.Launch(ctx, mariadb.Options{Dir: dir, ServerID: uint32(i + 1), Args: topologyArgs(0)})
+		})
+		wg.Go(func() {
+			d.replicas[i], errs[n+i] = mariadb.Launch(ctx, mariadb.Options{Dir: dir, ServerID: uint32(i + 11),
+				Args: append(topologyArgs(1), "--read-only=ON")})
 		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("starting the sources: %w", err)
+	}
+	for i := range n {
+		for _, s := range []*mariadb.Server{d.sources[i], d.replicas[i]} {
+			if err := s.Exec("SET sql_log_bin = 0",
+				fmt.Sprintf("CREATE USER '%s'@'%%' IDENTIFIED BY '%s'", replUser, replPassword),
+				fmt.Sprintf("GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '%s'@'%%'", replUser),
+				"SET sql_log_bin = 1"); err != nil {
+				return fmt.Errorf("source %s: %w", sourceNames[i], err)
+			}
+		}
+		if err := follow(ctx, d.replicas[i], d.sources[i], false); err != nil {
+			return fmt.Errorf("source %s: %w", sourceNames[i], err)
+		}
+		vip, err := newProxy("source "+sourceNames[i], d.sources[i].Addr())
+		if err != nil {
+			return err
+		}
+		d.vips = append(d.vips, vip)
 	}
 	for i, s := range d.sources {
 		stmts := []string{"CREATE DATABASE chaos_ledger", "CREATE TABLE chaos_ledger.tx (id BIGINT PRIMARY KEY)"}
@@ -193,8 +238,8 @@ func (d *deployment) dropTargets() {
 func (d *deployment) spec() string {
 	var b strings.Builder
 	b.WriteString("name: " + dest + "\nsources:\n")
-	for i, s := range d.sources {
-		fmt.Fprintf(&b, "  - {name: %s, address: '%s', start: latest}\n", sourceNames[i], s.Addr())
+	for i := range d.sources {
+		fmt.Fprintf(&b, "  - {name: %s, address: '%s', start: latest}\n", sourceNames[i], d.vips[i].Addr())
 	}
 	fmt.Fprintf(&b, `tables: ['shop_\d+\.orders']
 route:

@@ -2,18 +2,22 @@
 // schedule drawn from a seed, and checks from outside that the stream, the
 // consumers and the sinks keep braid's promises (`make chaos`, issue 45).
 //
-// A run (Run) starts three MariaDB sources, each holding two shard schemas
-// (shop_0 … shop_5, table orders), a three-node `braid server` cluster
-// with TLS, a gossip key and users, and one destination `shop` that routes
+// A run (Run) starts three MariaDB sources, each a primary with a GTID
+// replica behind a proxy standing in for a virtual IP, each holding two
+// shard schemas (shop_0 … shop_5, table orders), a three-node `braid
+// server` cluster with TLS, a gossip key and users, whose Raft and gossip
+// ports sit behind proxies of the run (links), and one destination `shop` that routes
 // the shard tables to shop.orders, with `snapshot: initial`, `shard_ddl:
 // pessimistic` and sinks into MariaDB (3306, exactly once), PostgreSQL
-// (5432, exactly once) and Redis (6379), each in a database or key prefix
+// (5432, exactly once), Redis (6379), Kafka (a kfake process) and
+// RabbitMQ (5672, at least once), each in a database, key prefix or vhost
 // of the run's own and reached through a TCP proxy the run controls. A
 // writer commits transactions on every source and keeps a ledger of each
 // committed change; two consumers read the stream under client ids of
 // their own, one over the native API, one over the canal protocol. Then
-// the schedule (Plan) runs: nodes killed, stopped and restarted (the
-// owner, the Raft leader, a follower), sources restarted, targets cut off,
+// the schedule (Plan) runs: nodes killed, stopped, restarted and cut off
+// from the other nodes (the owner, the Raft leader, a follower), sources
+// restarted and failed over to their replica, targets cut off,
 // a consumer that stops reading, ALTERs of every shard table one by one,
 // a TRUNCATE, bursts of large transactions. At the end the writer stops,
 // the sinks catch up, and the invariants (Check) are checked.

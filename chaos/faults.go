@@ -65,7 +65,7 @@ func (e *executor) execute(ctx context.Context, s Schedule) {
 		e.fired[f.Kind]++
 		e.mu.Unlock()
 		switch f.Kind {
-		case KillNode, StopNode, RestartNode, PartitionNode, RestartSource, KillSource:
+		case KillNode, StopNode, RestartNode, PartitionNode, RestartSource, KillSource, FailoverSource:
 			e.fire(ctx, f)
 		default:
 			wg.Go(func() { e.fire(ctx, f) })
@@ -134,6 +134,15 @@ func (e *executor) fire(ctx context.Context, f Fault) {
 			return
 		}
 		r.logf("%s %s: its server runs again", f.Kind, f.Target)
+	case FailoverSource:
+		i := slices.Index(sourceNames, f.Target)
+		r.logf("%s %s: the virtual IP stops forwarding; the replica catches up", f.Kind, f.Target)
+		began := time.Now()
+		if err := r.dep.failover(ctx, i, r.logf); err != nil {
+			r.logf("%s %s: %v", f.Kind, f.Target, err)
+			return
+		}
+		r.logf("%s %s: done in %v", f.Kind, f.Target, time.Since(began).Round(100*time.Millisecond))
 	case CutTarget:
 		if f.Target == "kafka" {
 			k := r.dep.kafka.cmd.Process
@@ -270,7 +279,7 @@ func (e *executor) startNode(n *localcluster.Node) {
 // the other shard tables un-ALTERed and the shard-DDL lock holding
 // their rows for good.
 func (e *executor) sourceExec(ctx context.Context, i int, stmt string) error {
-	db, err := sql.Open("mysql", dsn(e.run.dep.sources[i].Addr()))
+	db, err := sql.Open("mysql", dsn(e.run.dep.vips[i].Addr()))
 	if err != nil {
 		return err
 	}

@@ -62,7 +62,10 @@ func (p *proxy) run(ctx context.Context) {
 
 func (p *proxy) serve(c net.Conn) {
 	defer p.wg.Done()
-	b, err := net.Dial("tcp", p.backend)
+	p.mu.Lock()
+	backend := p.backend
+	p.mu.Unlock()
+	b, err := net.Dial("tcp", backend)
 	if err != nil {
 		p.drop(c)
 		return
@@ -98,6 +101,17 @@ func (p *proxy) drop(c net.Conn) {
 func (p *proxy) dropLocked(c net.Conn) {
 	c.Close()
 	delete(p.conns, c)
+}
+
+// switchTo sends new connections to backend (a virtual IP moved to
+// another server); the open ones are closed, as the move breaks them.
+func (p *proxy) switchTo(backend string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.backend = backend
+	for c := range p.conns {
+		p.dropLocked(c)
+	}
 }
 
 // setCut cuts the proxy (closing every connection) or mends it.

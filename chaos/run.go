@@ -164,6 +164,9 @@ func (r *runState) run(ctx context.Context, sched Schedule) ([]Violation, error)
 	for _, p := range d.proxies {
 		bg.Go(func() { p.run(ctx) })
 	}
+	for _, p := range d.vips {
+		bg.Go(func() { p.run(ctx) })
+	}
 	r.exec = newExecutor(r)
 	r.logf("starting three braid nodes (TLS, gossip key, users) and creating destination %s", dest)
 	if err := d.startCluster(ctx, r.opts.Binary, r.nodeExited); err != nil {
@@ -199,8 +202,8 @@ func (r *runState) run(ctx context.Context, sched Schedule) ([]Violation, error)
 		return nil, err
 	}
 	var txIDs atomic.Int64
-	for i, s := range d.sources {
-		w, err := newWriter(i, s.Addr(), r.opts.Seed, r.ledger, r.clock, next, &txIDs)
+	for i := range d.sources {
+		w, err := newWriter(i, d.vips[i].Addr(), r.opts.Seed, r.ledger, r.clock, next, &txIDs)
 		if err != nil {
 			return nil, err
 		}
@@ -245,6 +248,9 @@ func (r *runState) finish(ctx context.Context, preloaded []int64, stopConsumers 
 		}
 	}
 	for _, p := range d.proxies {
+		p.setCut(false)
+	}
+	for _, p := range d.vips {
 		p.setCut(false)
 	}
 	d.links.mendAll()
@@ -582,7 +588,7 @@ func (r *runState) teardown() {
 	if d.links != nil {
 		d.links.stop()
 	}
-	for _, s := range d.sources {
+	for _, s := range append(d.sources, d.replicas...) {
 		if s != nil {
 			_ = s.Stop()
 		}

@@ -13,17 +13,18 @@ type Kind string
 // The faults a schedule draws from. Node faults name a role (owner,
 // leader, follower), resolved to a node when the fault fires.
 const (
-	KillNode      Kind = "kill"           // SIGKILL a node, start it again after For
-	StopNode      Kind = "stop"           // SIGSTOP a node, SIGCONT after For
-	RestartNode   Kind = "restart"        // SIGTERM a node, start it again at once
-	PartitionNode Kind = "partition"      // cut a node from the other nodes (not from sources, targets, clients) for For
-	RestartSource Kind = "restart-source" // stop a source's server cleanly, start it again
-	KillSource    Kind = "kill-source"    // SIGKILL a source's server, start it again after For
-	CutTarget     Kind = "cut-target"     // a sink's target unreachable (its proxy refuses) for For
-	PauseConsumer Kind = "pause-consumer" // the native consumer stops reading for For
-	AlterShards   Kind = "alter-shards"   // ADD COLUMN on every shard table, one by one
-	TruncateShard Kind = "truncate"       // TRUNCATE one shard table
-	Burst         Kind = "burst"          // a large transaction on one source
+	KillNode       Kind = "kill"           // SIGKILL a node, start it again after For
+	StopNode       Kind = "stop"           // SIGSTOP a node, SIGCONT after For
+	RestartNode    Kind = "restart"        // SIGTERM a node, start it again at once
+	PartitionNode  Kind = "partition"      // cut a node from the other nodes (not from sources, targets, clients) for For
+	RestartSource  Kind = "restart-source" // stop a source's server cleanly, start it again
+	KillSource     Kind = "kill-source"    // SIGKILL a source's server, start it again after For
+	FailoverSource Kind = "failover"       // SIGKILL a source's primary, promote its replica, move the virtual IP
+	CutTarget      Kind = "cut-target"     // a sink's target unreachable (its proxy refuses) for For
+	PauseConsumer  Kind = "pause-consumer" // the native consumer stops reading for For
+	AlterShards    Kind = "alter-shards"   // ADD COLUMN on every shard table, one by one
+	TruncateShard  Kind = "truncate"       // TRUNCATE one shard table
+	Burst          Kind = "burst"          // a large transaction on one source
 )
 
 // Roles of the node a node fault hits.
@@ -115,13 +116,15 @@ func Plan(seed uint64, duration time.Duration) Schedule {
 			f = Fault{Kind: RestartSource, Target: sources[r.IntN(3)]}
 		case n < 52:
 			f = Fault{Kind: KillSource, Target: sources[r.IntN(3)], For: between(time.Second, 5*time.Second)}
-		case n < 64:
+		case n < 59:
+			f = Fault{Kind: FailoverSource, Target: sources[r.IntN(3)]}
+		case n < 69:
 			f = Fault{Kind: CutTarget, Target: cutTargets[r.IntN(len(cutTargets))], For: between(2*time.Second, 10*time.Second)}
-		case n < 72:
+		case n < 75:
 			f = Fault{Kind: PauseConsumer, Target: "native", For: between(5*time.Second, 20*time.Second)}
-		case n < 80:
+		case n < 82:
 			f = Fault{Kind: AlterShards, Target: "shop_*.orders"}
-		case n < 87:
+		case n < 88:
 			f = Fault{Kind: TruncateShard, Target: fmt.Sprintf("shop_%d.orders", r.IntN(6))}
 		default:
 			f = Fault{Kind: Burst, Target: sources[r.IntN(3)]}

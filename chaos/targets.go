@@ -52,8 +52,8 @@ func line(id, v int64, amount, note string) string {
 // sourceRows is every shard table's rows.
 func (d *deployment) sourceRows(ctx context.Context) ([]TargetRow, error) {
 	var out []TargetRow
-	for i, s := range d.sources {
-		rows, err := queryRows(ctx, s.Addr(), schemaOf(2*i)+".orders", schemaOf(2*i+1)+".orders")
+	for i := range d.sources {
+		rows, err := queryRows(ctx, d.vips[i].Addr(), schemaOf(2*i)+".orders", schemaOf(2*i+1)+".orders")
 		if err != nil {
 			return nil, fmt.Errorf("source %s: %w", sourceNames[i], err)
 		}
