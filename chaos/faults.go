@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -143,6 +144,26 @@ func (e *executor) fire(ctx context.Context, f Fault) {
 			return
 		}
 		r.logf("%s %s: done in %v", f.Kind, f.Target, time.Since(began).Round(100*time.Millisecond))
+		// How long braid takes to read the promoted server: the
+		// destination's state names the server it reads each source from.
+		want := fmt.Sprintf("server_id %d ", r.dep.sources[i].ServerID)
+		err := localcluster.Poll(ctx, time.Minute, "braid reading source "+f.Target+" from its new primary", func() (bool, string) {
+			st, err := r.dep.state(ctx)
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, s := range st.Sources {
+				if s.Name == f.Target {
+					return strings.HasPrefix(s.Server, want), "it reads " + s.Server
+				}
+			}
+			return false, "no source " + f.Target
+		})
+		if err != nil {
+			r.logf("%s %s: %v", f.Kind, f.Target, err)
+			return
+		}
+		r.logf("%s %s: braid reads the new primary %v after the failover began", f.Kind, f.Target, time.Since(began).Round(100*time.Millisecond))
 	case CutTarget:
 		if f.Target == "kafka" {
 			k := r.dep.kafka.cmd.Process
