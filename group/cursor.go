@@ -53,12 +53,12 @@ type SourceCursor struct {
 	// before its first chunk (or without a snapshot).
 	Snapshot *change.SnapshotState `json:"snapshot,omitempty"`
 	// GTIDs is the source's GTID state at Pos (MariaDB: the last GTID of
-	// each domain) and Server the server whose binlog Pos is in: a
+	// each domain; MySQL: the executed set, printed when saved) and Server the server whose binlog Pos is in: a
 	// reader that finds another server at the source's address resumes
 	// there by GTID. Both empty in a cursor saved before braid kept
 	// them: it resumes by Pos, as it did.
-	GTIDs  string         `json:"gtids,omitempty"`
-	Server *change.Server `json:"server,omitempty"`
+	GTIDs  change.GTIDState `json:"gtids,omitzero"`
+	Server *change.Server   `json:"server,omitempty"`
 }
 
 // at moves the source's cursor to the boundary pos that ev ends at, with
@@ -73,10 +73,10 @@ func (sc *SourceCursor) at(pos change.Position, ev *change.Event) {
 // resume is where the source's reader resumes after the cursor; nil
 // when the source had sent nothing before it (the spec's start).
 func (sc *SourceCursor) resume() *binlog.Resume {
-	if sc.Pos.IsZero() && sc.GTIDs == "" {
+	if sc.Pos.IsZero() && sc.GTIDs.IsZero() {
 		return nil
 	}
-	return &binlog.Resume{Pos: sc.Pos, Schema: sc.Schema, GTIDs: sc.GTIDs, Server: sc.Server}
+	return &binlog.Resume{Pos: sc.Pos, Schema: sc.Schema, GTIDs: sc.GTIDs.String(), Server: sc.Server}
 }
 
 // Clone returns a deep copy (schema snapshots are shared: they are never

@@ -108,7 +108,7 @@ func (d *Destination) publish(force bool) {
 	d.published = now
 	st := Stats{Seq: d.cursor.Seq, Late: d.merger.Late(), Undercut: d.merger.Undercut(), Sources: make([]SourceStats, len(d.cursor.Sources))}
 	for i, sc := range d.cursor.Sources {
-		st.Sources[i] = SourceStats{Name: sc.Name, Pos: sc.Pos, GTIDs: sc.GTIDs, LastSeen: d.lastSeen[i]}
+		st.Sources[i] = SourceStats{Name: sc.Name, Pos: sc.Pos, GTIDs: sc.GTIDs.String(), LastSeen: d.lastSeen[i]}
 		if last := d.merger.Last(i); last > math.MinInt64 {
 			st.Sources[i].LastCommit = time.UnixMicro(last)
 		}

@@ -253,9 +253,7 @@ func (p *Reader) checkServer(ctx context.Context) error {
 				"set gtid_mode=ON (and enforce_gtid_consistency=ON) on every server of the source, then start the destination again from a position on this server",
 				ErrServerChanged, p.spec.Name, p.spec.Address, now, p.resume, old)}
 		}
-		return fatal{fmt.Errorf("%w: source %s (%s): %s answers, but braid's position %s is in the binlog of %s: braid does not yet resume a MySQL source on another server by GTID: "+
-			"point the address back at %s, or start the destination again from a position on this server",
-			ErrServerChanged, p.spec.Name, p.spec.Address, now, p.resume, old, old)}
+		return p.switchMySQL(ctx, c, old, now)
 	}
 	if len(p.gtids) == 0 || !a.strict {
 		why := "braid's position has no GTID state"
@@ -308,15 +306,7 @@ func (p *Reader) checkServer(ctx context.Context) error {
 		c.SetDeadline(time.Time{})
 	}
 	p.started, p.startGTID, p.byGTID = false, p.gtids.String(), true
-	down := p.live.DownSince
-	if down.IsZero() {
-		down = waitStart
-	}
-	took := time.Since(down).Round(time.Millisecond)
-	p.log.Warn("source switched servers: resuming by GTID", "old_server", old.String(), "new_server", now.String(),
-		"why", "another server answers at "+p.spec.Address, "gtid", p.startGTID, "old_pos", p.resume.String(), "took", took)
-	p.live.Switches++
-	p.live.LastSwitchAt = time.Now()
+	p.switched(old, now, waitStart)
 	return nil
 }
 

@@ -64,11 +64,16 @@ func (p *Reader) handleAt(ctx context.Context, e *replication.BinlogEvent, start
 		// MySQL follows with a BEGIN query (or a transaction payload) for
 		// DML and the statement for DDL.
 		p.tx = txState{start: start, gtid: mysqlGTID(ev, hdr.EventType), commit: mysqlCommitTime(ev, hdr), serverID: hdr.ServerID}
+		p.mysqlTxGTID(ev, hdr.EventType)
 		return nil
 
 	case *replication.GtidTaggedLogEvent: // 8.3+: uuid:tag:n
 		p.tx = txState{start: start, gtid: mysqlGTID(&ev.GTIDEvent, hdr.EventType), commit: mysqlCommitTime(&ev.GTIDEvent, hdr), serverID: hdr.ServerID}
+		p.mysqlTxGTID(&ev.GTIDEvent, hdr.EventType)
 		return nil
+
+	case *replication.PreviousGTIDsEvent:
+		return p.previousGTIDs(e, start)
 
 	case *replication.TransactionPayloadEvent:
 		return p.handlePayload(ctx, ev, start, end, emit)
@@ -86,7 +91,9 @@ func (p *Reader) handleAt(ctx context.Context, e *replication.BinlogEvent, start
 				if commit.IsZero() {
 					commit = time.Unix(int64(hdr.Timestamp), 0)
 				}
+				my, dup := p.tx.my, p.tx.dup // a MySQL GTID event's
 				p.openTx(txStart, p.tx.gtid, commit, hdr.ServerID)
+				p.tx.my, p.tx.dup = my, dup
 			}
 			return nil
 		case strings.EqualFold(q, "COMMIT"), strings.EqualFold(q, "ROLLBACK"):
@@ -190,7 +197,10 @@ func (p *Reader) boundary(end change.Position, tx *txState) {
 	if tx.hasM && !tx.dup {
 		p.gtids.set(tx.mgtid)
 		p.gtidStr = p.gtids.String()
-		p.live.GTIDs = p.gtidStr
+		p.live.GTIDs = change.GTIDText(p.gtidStr)
+	}
+	if tx.my.gno != 0 {
+		p.mexec.Add(tx.my.sid, tx.my.tag, tx.my.gno)
 	}
 }
 
@@ -212,10 +222,10 @@ func (p *Reader) commitTx(end change.Position, emit func(*change.Event) error) e
 	}
 	if !tx.begun {
 		return emit(&change.Event{Type: change.EventProgress, Source: p.spec.Name, ServerID: tx.serverID, Pos: tx.start, EndPos: end, GTID: tx.gtid, CommitTime: tx.commit,
-			GTIDs: p.gtidStr, Server: p.posServer})
+			GTIDs: p.gtidState(), Server: p.posServer})
 	}
 	return emit(&change.Event{Type: change.EventCommit, Source: p.spec.Name, ServerID: tx.serverID, Pos: end, GTID: tx.gtid, CommitTime: tx.commit,
-		GTIDs: p.gtidStr, Server: p.posServer})
+		GTIDs: p.gtidState(), Server: p.posServer})
 }
 
 // handleDDL applies a statement outside a transaction to the schema model
@@ -284,7 +294,7 @@ func (p *Reader) handleDDL(ctx context.Context, ev *replication.QueryEvent, hdr 
 	ddl := p.onlineDDL(start, &change.DDL{Schema: db, SQL: sql, SQLMode: mode, Tables: selected})
 	if selected = ddl.Tables; len(selected) == 0 {
 		return emit(&change.Event{Type: change.EventProgress, Source: p.spec.Name, ServerID: hdr.ServerID, Pos: tx.start, EndPos: end, GTID: tx.gtid,
-			CommitTime: tx.commit, Schema: snap, GTIDs: p.gtidStr, Server: p.posServer})
+			CommitTime: tx.commit, Schema: snap, GTIDs: p.gtidState(), Server: p.posServer})
 	}
 	versions := make([]*change.Table, len(selected))
 	for i, name := range selected {
@@ -292,7 +302,7 @@ func (p *Reader) handleDDL(ctx context.Context, ev *replication.QueryEvent, hdr 
 		versions[i], _ = p.schema.Table(schema, table)
 	}
 	return emit(&change.Event{Type: change.EventDDL, Source: p.spec.Name, ServerID: hdr.ServerID, Pos: tx.start, EndPos: end, GTID: tx.gtid,
-		CommitTime: tx.commit, DDL: ddl, Schema: snap, Versions: versions, GTIDs: p.gtidStr, Server: p.posServer})
+		CommitTime: tx.commit, DDL: ddl, Schema: snap, Versions: versions, GTIDs: p.gtidState(), Server: p.posServer})
 }
 
 // handleRows emits the row changes of a rows event of a selected table.

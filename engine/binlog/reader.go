@@ -126,6 +126,12 @@ type Reader struct {
 	posServer  *change.Server
 	connServer *change.Server
 	byGTID     bool
+	// mexec is a MySQL source's executed GTID set at resume, complete
+	// when mknown (gtid_mysql.go); shareMexec its copy for Stats, under
+	// statsMu.
+	mexec      change.MySQLExecuted
+	mknown     bool
+	shareMexec change.MySQLExecuted
 
 	tx txState
 	// After a reconnect in the middle of a transaction, the reader reads the
@@ -183,6 +189,8 @@ type txState struct {
 	mgtid mysql.MariadbGTID
 	hasM  bool
 	dup   bool
+	// my is a MySQL transaction's GTID (gno 0: none).
+	my mysqlTxGTID
 }
 
 // NewReader checks the configuration; it does not connect.
@@ -274,7 +282,7 @@ func (p *Reader) Run(ctx context.Context, emit func(*change.Event) error) error 
 			snap = &s
 		}
 		if err := emit(&change.Event{Type: change.EventProgress, Source: p.spec.Name, Pos: p.resume, EndPos: p.resume, Tables: tables, Versions: versions, Schema: snap,
-			GTIDs: p.gtidStr, Server: p.posServer}); err != nil {
+			GTIDs: p.gtidState(), Server: p.posServer}); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -334,7 +342,7 @@ func (p *Reader) prepare(ctx context.Context) error {
 	if err != nil {
 		return fatal{fmt.Errorf("binlog: source %s (%s): SHOW BINARY LOGS: %v", p.spec.Name, p.spec.Address, err)}
 	}
-	snapPos, err := masterPosition(c)
+	snapPos, snapGTIDs, err := masterStatus(c)
 	if err != nil {
 		return fatal{fmt.Errorf("binlog: source %s (%s): read its binlog position: %v", p.spec.Name, p.spec.Address, err)}
 	}
@@ -416,7 +424,12 @@ func (p *Reader) prepare(ctx context.Context) error {
 		}
 	}
 	p.gtidStr = p.gtids.String()
-	p.live.GTIDs = p.gtidStr
+	p.live.GTIDs = change.GTIDText(p.gtidStr)
+	if p.info.flavor == mysql.MySQLFlavor {
+		if err := p.startMySQLGTIDs(snapGTIDs, p.isLatestStart(snapPos), a.gtidOn); err != nil {
+			return err
+		}
+	}
 	if p.schema == nil {
 		latest := p.cfg.Resume == nil && p.resume == snapPos && p.spec.Start.Kind != spec.StartPosition
 		if err := p.loadSchema(ctx, c, snapPos, latest); err != nil {
@@ -677,10 +690,10 @@ type Stats struct {
 	Heartbeat time.Duration
 	// Server is the server read (or last read), GTIDs the source's GTID
 	// state at the last transaction boundary read (MariaDB: the last GTID
-	// of each domain). Switches counts the times the reader resumed on
+	// of each domain; MySQL: the executed set). Switches counts the times the reader resumed on
 	// another server, LastSwitchAt the last.
 	Server       *change.Server
-	GTIDs        string
+	GTIDs        change.GTIDState
 	Switches     uint64
 	LastSwitchAt time.Time
 }
@@ -730,6 +743,9 @@ func (p *Reader) Stats() Stats {
 	p.statsMu.Lock()
 	defer p.statsMu.Unlock()
 	s := p.shared
+	if !p.shareMexec.IsEmpty() {
+		s.GTIDs = change.MySQLGTIDs(p.shareMexec)
+	}
 	s.ServerPos, s.ServerPosAt = p.server, p.serverAt
 	if s.ServerPos.Compare(s.ReadPos) < 0 {
 		s.ServerPos = s.ReadPos // the server has at least what was read
@@ -746,6 +762,9 @@ func (p *Reader) share() {
 	p.unshared = 0
 	p.statsMu.Lock()
 	p.shared = p.live
+	if p.mknown {
+		p.shareMexec = p.mexec
+	}
 	p.statsMu.Unlock()
 }
 

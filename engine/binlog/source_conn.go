@@ -272,17 +272,25 @@ func binlogFiles(c *client.Conn) ([]string, error) {
 // masterPosition is the server's current end of binlog, asked in the
 // spelling the version c's server announced understands (statusStatement).
 func masterPosition(c *client.Conn) (change.Position, error) {
+	pos, _, err := masterStatus(c)
+	return pos, err
+}
+
+// masterStatus is the server's end of binlog and, on MySQL, its
+// Executed_Gtid_Set there ("" on MariaDB, which has no such column).
+func masterStatus(c *client.Conn) (change.Position, string, error) {
 	stmt := connVersion(c).statusStatement()
 	r, err := c.Execute(stmt)
 	if err != nil {
-		return change.Position{}, fmt.Errorf("%s: %w", stmt, err)
+		return change.Position{}, "", fmt.Errorf("%s: %w", stmt, err)
 	}
 	if r.RowNumber() == 0 {
-		return change.Position{}, fmt.Errorf("%s returned nothing: is log_bin on?", stmt)
+		return change.Position{}, "", fmt.Errorf("%s returned nothing: is log_bin on?", stmt)
 	}
 	f, _ := r.GetString(0, 0)
 	pos, _ := r.GetUint(0, 1)
-	return change.Position{File: f, Pos: uint32(pos)}, nil
+	set, _ := r.GetStringByName(0, "Executed_Gtid_Set")
+	return change.Position{File: strings.Clone(f), Pos: uint32(pos)}, strings.Clone(set), nil
 }
 
 // checkNotPurged refuses a start position whose file is gone.

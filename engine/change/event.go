@@ -74,11 +74,12 @@ type Event struct {
 	// GTIDs, on an EventCommit, EventDDL or EventProgress of a binlog
 	// reader, is the source's GTID state at the boundary after it: on
 	// MariaDB the last GTID of each domain ("0-1-42,1-2-7", what a
-	// replica's gtid_slave_pos holds); "" when the source has none.
+	// replica's gtid_slave_pos holds), on MySQL the executed set (tags
+	// included, printed only when asked); zero when the source has none.
 	// Server, on the same events, is the server whose binlog the
 	// boundary's position is in (shared, never modified); nil on events
 	// not from a binlog reader.
-	GTIDs  string
+	GTIDs  GTIDState
 	Server *Server
 	// GTID of the transaction when the server logs one ("0-1-42" on
 	// MariaDB, "uuid:42" on MySQL, "uuid:tag:42" for MySQL 8.3+'s tagged

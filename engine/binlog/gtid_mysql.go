@@ -1,0 +1,202 @@
+package binlog
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+
+	"github.com/braid-cdc/braid/engine/change"
+	"github.com/braid-cdc/braid/spec"
+)
+
+// A MySQL source's GTID state is its executed set: every GTID of the
+// transactions up to the reader's position, tags included (Reader.mexec).
+// It is known (mknown) from where the reader can tell it:
+//
+//   - a cursor that kept it, or a {gtid} start (the start set);
+//   - a latest start: the Executed_Gtid_Set of the same status statement
+//     that named the position;
+//   - the PREVIOUS_GTIDS event at the start of each binlog file, the set
+//     of every transaction before the file: a start at a file's
+//     beginning knows it at once, one inside a file from the next file
+//     on (nothing cheaper tells the set at an offset inside a file).
+//
+// Each transaction adds its GTID, which costs no allocation in the usual
+// case (change.MySQLExecuted), and the set is printed only when a cursor
+// is saved (change.GTIDState).
+//
+// On another server (checkServer) the reader checks DM's two conditions
+// against the set: the server holds it (gtid_executed contains it; a
+// lagging one is waited for) and has purged nothing braid has not read
+// (gtid_purged is within it), then asks for the binlog with
+// COM_BINLOG_DUMP_GTID and the set (gtid_start.go), and drops any
+// transaction in the set the server sends all the same.
+
+// mysqlTxGTID is a MySQL transaction's GTID: source id, tag and number
+// (gno 0: an anonymous transaction).
+type mysqlTxGTID struct {
+	sid [16]byte
+	tag string
+	gno int64
+}
+
+// mysqlTxGTID notes the GTID of the transaction a MySQL GTID event
+// opens, and whether it was emitted before a switch of servers.
+func (p *Reader) mysqlTxGTID(ev *replication.GTIDEvent, typ replication.EventType) {
+	if typ == replication.ANONYMOUS_GTID_EVENT || len(ev.SID) != 16 || ev.GNO <= 0 {
+		return
+	}
+	g := &p.tx.my
+	copy(g.sid[:], ev.SID)
+	g.tag, g.gno = strings.ToLower(ev.Tag), ev.GNO
+	if p.byGTID && p.mexec.ContainsGTID(g.sid, g.tag, g.gno) {
+		p.tx.dup = true
+	}
+}
+
+// previousGTIDs reads a PREVIOUS_GTIDS event, the set of every
+// transaction before its file: the executed set here.
+func (p *Reader) previousGTIDs(e *replication.BinlogEvent, start change.Position) error {
+	if p.info.flavor != mysql.MySQLFlavor {
+		return nil
+	}
+	body := e.RawData[min(len(e.RawData), replication.EventHeaderSize) : len(e.RawData)-p.checksum]
+	set, err := change.DecodeMySQLGTIDSet(body)
+	if err != nil {
+		return fatal{fmt.Errorf("%w: source %s at %s: PREVIOUS_GTIDS: %v", ErrBadEvent, p.spec.Name, start, err)}
+	}
+	p.mexec.Union(set)
+	p.mknown = true
+	return nil
+}
+
+// gtidState is the GTID state a boundary event carries: MariaDB's
+// position, MySQL's executed set once it is known.
+func (p *Reader) gtidState() change.GTIDState {
+	if p.info.flavor == mysql.MySQLFlavor {
+		if !p.mknown {
+			return change.GTIDState{}
+		}
+		return change.MySQLGTIDs(p.mexec)
+	}
+	return change.GTIDText(p.gtidStr)
+}
+
+// startMySQLGTIDs learns a MySQL source's executed set at the start (see
+// the top of the file); latest is the Executed_Gtid_Set of the status
+// statement that named the server's position, gtidOn whether the server
+// has GTIDs at all.
+func (p *Reader) startMySQLGTIDs(latest string, latestStart, gtidOn bool) error {
+	text := ""
+	switch r := p.cfg.Resume; {
+	case r != nil && r.GTIDs != "":
+		text = r.GTIDs
+	case !p.started:
+		text = p.startGTID
+	case latestStart:
+		text = latest
+	case !gtidOn:
+		return nil
+	case p.resume.Pos <= 4:
+		return nil // PREVIOUS_GTIDS comes first
+	default:
+		p.log.Warn("the GTID set at the start position is known from the next binlog file on; until then a switch of servers stops the source",
+			"pos", p.resume.String())
+		return nil
+	}
+	set, err := change.ParseMySQLGTIDSet(text)
+	if err != nil {
+		return fatal{fmt.Errorf("binlog: source %s: the GTID set at the start: %v", p.spec.Name, err)}
+	}
+	p.mexec, p.mknown = change.NewMySQLExecuted(set), true
+	p.share()
+	return nil
+}
+
+// isLatestStart reports whether the reader starts at the server's
+// position named by the status statement.
+func (p *Reader) isLatestStart(snapPos change.Position) bool {
+	return p.cfg.Resume == nil && p.started && p.resume == snapPos && p.spec.Start.Kind != spec.StartPosition &&
+		p.spec.Start.Kind != spec.StartEarliest && p.spec.Start.Kind != spec.StartTimestamp
+}
+
+// switchMySQL prepares the resume of a MySQL source on another server
+// (now; old is the server whose binlog the position is in) by GTID, once
+// the server holds the executed set and has purged nothing after it.
+func (p *Reader) switchMySQL(ctx context.Context, c *client.Conn, old, now *change.Server) error {
+	if !p.mknown || p.mexec.IsEmpty() {
+		return fatal{fmt.Errorf("%w: source %s (%s): %s answers, but braid's position %s is in the binlog of %s and braid does not know its GTID set there "+
+			"(it started inside a binlog file and has not read to the next one): point the address back at %s, or start the destination again from a GTID set or a position on this server",
+			ErrServerChanged, p.spec.Name, p.spec.Address, now, p.resume, old, old)}
+	}
+	cursor := p.mexec.Set()
+	waitStart := time.Now()
+	var lastLog time.Time
+	for {
+		c.SetDeadline(time.Now().Add(handshakeTimeout))
+		executed, purged, err := serverGTIDSets(c)
+		if err != nil {
+			return p.queryError("read gtid_executed and gtid_purged", err)
+		}
+		c.SetDeadline(time.Time{})
+		if gone := purged.Minus(cursor); !gone.IsEmpty() {
+			return fatal{fmt.Errorf("%w: source %s (%s): %s answers, but it purged GTIDs braid has not read yet (%s; braid is at %s): "+
+				"restore those binlogs or point the address at a server that has them, else start the destination again from a later position",
+				ErrPurged, p.spec.Name, p.spec.Address, now, gone, cursor)}
+		}
+		missing := cursor.Minus(executed)
+		if missing.IsEmpty() {
+			break
+		}
+		if time.Since(lastLog) >= lagLogEvery {
+			p.log.Warn("the server that answers lacks transactions braid already emitted; waiting for it to catch up",
+				"old_server", old.String(), "new_server", now.String(), "missing", missing.String(),
+				"waiting", time.Since(waitStart).Round(time.Millisecond))
+			lastLog = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	p.started, p.startGTID, p.byGTID = false, cursor.String(), true
+	p.switched(old, now, waitStart)
+	return nil
+}
+
+// serverGTIDSets reads a MySQL server's gtid_executed and gtid_purged.
+func serverGTIDSets(c *client.Conn) (executed, purged change.MySQLGTIDSet, err error) {
+	r, err := c.Execute("SELECT @@GLOBAL.gtid_executed, @@GLOBAL.gtid_purged")
+	if err != nil {
+		return executed, purged, err
+	}
+	defer r.Close()
+	e, _ := r.GetString(0, 0)
+	pu, _ := r.GetString(0, 1)
+	if executed, err = change.ParseMySQLGTIDSet(e); err != nil {
+		return executed, purged, fmt.Errorf("gtid_executed: %w", err)
+	}
+	if purged, err = change.ParseMySQLGTIDSet(pu); err != nil {
+		return executed, purged, fmt.Errorf("gtid_purged: %w", err)
+	}
+	return executed, purged, nil
+}
+
+// switched logs and counts a resume on another server.
+func (p *Reader) switched(old, now *change.Server, waitStart time.Time) {
+	down := p.live.DownSince
+	if down.IsZero() {
+		down = waitStart
+	}
+	took := time.Since(down).Round(time.Millisecond)
+	p.log.Warn("source switched servers: resuming by GTID", "old_server", old.String(), "new_server", now.String(),
+		"why", "another server answers at "+p.spec.Address, "gtid", p.startGTID, "old_pos", p.resume.String(), "took", took)
+	p.live.Switches++
+	p.live.LastSwitchAt = time.Now()
+}
