@@ -47,17 +47,20 @@
 // the authentication in clear, gives way to the certificate check).
 //
 // A source is a set of servers behind one address that a failover moves
-// (failover.go): every boundary event carries the source's MariaDB GTID
-// state there (the last GTID of each domain) and the server whose binlog
-// its position is in, which the cursor keeps. On every connect the reader
-// asks who answers (server_id, host:port and log_bin_basename; MySQL's
-// server_uuid): the same server is resumed by file:pos; another MariaDB
-// server in gtid_strict_mode by GTID, once it holds the cursor's state (a
-// lagging one is waited for, with a line every 10 s) and has purged
-// nothing after it (else the source stops, naming the purged GTIDs);
-// transactions it sends that were emitted already are dropped by GTID.
-// Anything else (no GTID state, strict mode off, a MySQL source) stops
-// the source with one line saying why and what to do. Each switch is one
+// (failover.go, gtid_mysql.go): every boundary event carries the source's
+// GTID state there (MariaDB: the last GTID of each domain; MySQL: the
+// executed set, tags included, printed only when a cursor is saved) and
+// the server whose binlog its position is in, which the cursor keeps. On
+// every connect the reader asks who answers (server_id, host:port and
+// log_bin_basename; MySQL's server_uuid): the same server is resumed by
+// file:pos; another MariaDB server in gtid_strict_mode, or MySQL server
+// with gtid_mode=ON, by GTID (slave_connect_state, COM_BINLOG_DUMP_GTID),
+// once it holds the cursor's state (a lagging one is waited for, with a
+// line every 10 s) and has purged nothing after it (else the source
+// stops, naming the purged GTIDs); transactions it sends that were
+// emitted already are dropped by GTID. Anything else (no GTID state,
+// strict mode or gtid_mode off) stops the source with one line saying
+// why and what to do. Each switch is one
 // log line (old and new server, why, how long) and counted in Stats.
 //
 // Online schema changes (Config.OnlineDDL, spec online_ddl): the helper

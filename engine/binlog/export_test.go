@@ -82,3 +82,10 @@ func SetAfterListingTables(f func()) (restore func()) {
 	afterListingTables = f
 	return func() { afterListingTables = old }
 }
+
+// SetBeforeDump makes f run between a reader's check of its server and
+// its binlog connection.
+func SetBeforeDump(f func()) (restore func()) {
+	beforeDump = f
+	return func() { beforeDump = nil }
+}

@@ -326,3 +326,47 @@ func mariadbGTID(e *replication.BinlogEvent, ev *replication.MariadbGTIDEvent) m
 		ServerID:       e.Header.ServerID,
 	}
 }
+
+// The server is asked who it is on a connection of its own, just before
+// the binlog connection: a virtual IP that moves between the two would
+// have braid read another server's binlog at the position it checked on
+// the first. So the binlog connection checks too: the first event a
+// server sends (the artificial ROTATE naming where it starts) carries its
+// server_id, and a refusal before it (a position this server does not
+// have) is checked against who answers now. Either way, another server
+// than the one checked makes the reader connect again, which checks it.
+
+// beforeDump, when set (tests), runs between the check of the server and
+// the binlog connection.
+var beforeDump func()
+
+// checkDumpServer checks the first event of a binlog connection against
+// the server checkServer asked.
+func (p *Reader) checkDumpServer(e *replication.BinlogEvent) error {
+	if _, ok := e.Event.(*replication.RotateEvent); !ok || p.connServer == nil || e.Header.ServerID == p.connServer.ID {
+		return nil
+	}
+	return fmt.Errorf("binlog: source %s (%s): the binlog comes from server_id %d, not from %s that braid checked: another server took the address in between; checking it",
+		p.spec.Name, p.spec.Address, e.Header.ServerID, p.connServer)
+}
+
+// dumpRefused turns a fatal refusal of a binlog connection before its
+// first event into one to retry when another server than the one
+// checked answers now.
+func (p *Reader) dumpRefused(ctx context.Context, err error) error {
+	if !isFatal(err) || p.connServer == nil || ctx.Err() != nil {
+		return err
+	}
+	c, derr := p.dial(ctx)
+	if derr != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(handshakeTimeout))
+	a, ierr := p.identify(c)
+	if ierr != nil || a.server.Same(p.connServer) {
+		return err
+	}
+	return fmt.Errorf("binlog: source %s (%s): %s refused the binlog (%v), but braid had checked %s: another server took the address in between; checking it",
+		p.spec.Name, p.spec.Address, a.server, err, p.connServer)
+}

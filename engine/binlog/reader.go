@@ -516,6 +516,9 @@ func (p *Reader) stream(ctx context.Context, emit func(*change.Event) error) err
 	if err := p.checkServer(ctx); err != nil {
 		return err
 	}
+	if beforeDump != nil {
+		beforeDump()
+	}
 	var startSet mysql.GTIDSet
 	if !p.started {
 		if startSet, err = p.gtidStart(&cfg); err != nil {
@@ -552,17 +555,23 @@ func (p *Reader) stream(ctx context.Context, emit func(*change.Event) error) err
 		if terr := p.tlsError(err); terr != nil {
 			return terr
 		}
-		return p.streamError(err)
+		return p.dumpRefused(ctx, p.streamError(err))
 	}
 	var behind *replication.BinlogEvent // read right after a heartbeat
 	for first := true; ; first = false {
 		e := behind
 		if e == nil {
 			if e, err = st.GetEvent(ctx); err != nil {
+				if first {
+					return p.dumpRefused(ctx, p.streamError(err))
+				}
 				return p.streamError(err)
 			}
 		}
 		if first {
+			if err := p.checkDumpServer(e); err != nil {
+				return err
+			}
 			p.up()
 		}
 		if _, ok := e.Event.(*replication.HeartbeatEvent); ok {

@@ -13,7 +13,11 @@
 //
 // MySQLGTIDSet is a MySQL GTID set, tagged GTIDs (8.3+) included: its
 // text (parse, normal form), its binary encoding (COM_BINLOG_DUMP_GTID,
-// PREVIOUS_GTIDS), Add, Union and Contains; go-mysql's knows no tags.
+// PREVIOUS_GTIDS), Add, Union, Minus and Contains; go-mysql's knows no
+// tags. MySQLExecuted is such a set as a reader grows it, a transaction at
+// a time without allocating; GTIDState is a source's GTID state at a
+// boundary (MariaDB's position, or a MySQLExecuted snapshot printed only
+// when a cursor is saved).
 //
 // SchemaSnapshot is the serialized form of a source's schema history
 // (package schema), carried by an Event after a DDL so that a cursor at

@@ -17,6 +17,9 @@
 // Most tests write their binlog with package mysqlbinlog and serve it with
 // Serve (a whole workload) or Feed (a Writer's transactions as they come),
 // which fill the catalog from the workload's tables too (workload.go).
+// History serves one GTID history from several servers, a primary and
+// replicas with their own uuids, file names and offsets, for failover
+// tests (history.go).
 //
 // # What it serves
 //

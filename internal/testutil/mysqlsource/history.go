@@ -2,6 +2,7 @@ package mysqlsource
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/braid-cdc/braid/internal/testutil/mysqlsource/mysqlbinlog"
 )
@@ -21,9 +22,19 @@ import (
 //	h.Rotate(replica)      // its files no longer line up with the primary's
 //	h.Promote(replica)     // later Commits are the replica's own
 //
-// Each server's binlog base name is "binlog-<server_id>". A History is not
-// safe for concurrent use; the servers are.
+// Every server names its files binlog.000001, ... (MySQL 8's default),
+// and the same transactions sit at other offsets on each (see
+// SameCommitTimes), in other files after a Rotate. A History is not safe
+// for concurrent use; the servers are.
 type History struct {
+	// SameCommitTimes makes a replica commit a transaction at its
+	// original commit time. Its GTID event then leaves the original
+	// commit timestamp out, as MySQL does when the two are equal, and the
+	// replica's files line up byte for byte with the primary's (until a
+	// Rotate); else a replica commits 1 µs after its source, and each of
+	// its transactions is 7 bytes longer.
+	SameCommitTimes bool
+
 	members []*member
 	primary *member
 	log     []entry // every transaction committed, in commit order
@@ -55,8 +66,7 @@ func NewHistory(servers ...*Server) (*History, error) {
 			return nil, err
 		}
 		self := mysqlbinlog.Origin{UUID: uuid, ServerID: s.cfg.ServerID}
-		w, err := mysqlbinlog.NewWriter(mysqlbinlog.Server{Version: s.Version(), ServerID: s.cfg.ServerID, UUID: uuid,
-			BaseName: fmt.Sprintf("binlog-%d", s.cfg.ServerID)})
+		w, err := mysqlbinlog.NewWriter(mysqlbinlog.Server{Version: s.Version(), ServerID: s.cfg.ServerID, UUID: uuid})
 		if err != nil {
 			return nil, err
 		}
@@ -117,7 +127,9 @@ func (h *History) applyTo(m *member, n int) error {
 	for ; m.applied < n; m.applied++ {
 		e := h.log[m.applied]
 		txn := e.txn
-		txn.CommitTime = txn.CommitTime.Add(1000) // a replica commits after its source: 1 µs here
+		if !h.SameCommitTimes {
+			txn.CommitTime = txn.CommitTime.Add(time.Microsecond)
+		}
 		if e.origin != m.self {
 			txn.Origin = e.origin
 		}

@@ -1,0 +1,144 @@
+package binlog_test
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/braid-cdc/braid/engine/binlog"
+	"github.com/braid-cdc/braid/engine/change"
+	"github.com/braid-cdc/braid/internal/testutil/mysqlsource"
+	"github.com/braid-cdc/braid/internal/testutil/mysqlsource/mysqlbinlog"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
+	"github.com/braid-cdc/braid/internal/testutil/tcpproxy"
+	"github.com/braid-cdc/braid/spec"
+)
+
+// mysqlHistory is a MySQL primary and replica (mysqlsource.History) whose
+// shop.orders has a BIGINT id, created on both.
+type mysqlHistory struct {
+	primary, replica *mysqlsource.Server
+	h                *mysqlsource.History
+}
+
+func startMySQLHistory(t *testing.T) *mysqlHistory {
+	t.Helper()
+	m := &mysqlHistory{
+		primary: mysqlsource.Start(t, mysqlsource.Config{ServerID: 1, ServerUUID: "11111111-1111-1111-1111-111111111111"}),
+		replica: mysqlsource.Start(t, mysqlsource.Config{ServerID: 2, ServerUUID: "22222222-2222-2222-2222-222222222222"}),
+	}
+	var err error
+	if m.h, err = mysqlsource.NewHistory(m.primary, m.replica); err != nil {
+		t.Fatal(err)
+	}
+	orders := &mysqlbinlog.TableDef{Schema: "shop", Name: "orders", PrimaryKey: []string{"id"},
+		Columns: []mysqlbinlog.ColumnDef{{Name: "id", Type: "bigint", NotNull: true}}}
+	m.commit(t, mysqlbinlog.Txn{DDL: &mysqlbinlog.DDL{Schema: "shop", CreatesDatabase: true, SQL: "CREATE DATABASE shop"}})
+	m.commit(t, mysqlbinlog.Txn{DDL: &mysqlbinlog.DDL{Schema: "shop", Table: orders}})
+	return m
+}
+
+func (m *mysqlHistory) commit(t *testing.T, txn mysqlbinlog.Txn) {
+	t.Helper()
+	if _, err := m.h.Commit(txn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (m *mysqlHistory) insert(t *testing.T, ids ...int64) {
+	t.Helper()
+	for _, id := range ids {
+		m.commit(t, mysqlbinlog.Txn{Statements: []mysqlbinlog.Statement{{Kind: mysqlbinlog.Insert, Table: "shop.orders",
+			Rows: []mysqlbinlog.Row{{After: []any{id}}}}}})
+	}
+}
+
+// insertedIDs is the ids of the INSERTs among evs, in order.
+func insertedIDs(t *testing.T, evs []*change.Event) []int64 {
+	t.Helper()
+	var out []int64
+	for _, d := range flatData(t, evs) {
+		id, err := strconv.ParseInt(flatText(d["id"]), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, id)
+	}
+	return out
+}
+
+// TestSwitchBetweenCheckAndDump: the virtual IP moves to the replica
+// after the reader asked who answers (the primary, whose position it
+// holds) and before its binlog connection. The binlog connection is the
+// replica's: the reader must notice (the stream's first event names
+// another server_id, or the replica refuses the primary's position),
+// connect again, find the replica, and resume there by GTID: every row
+// once, in order, and the replica named as the server read. The old code
+// read the replica's binlog at the primary's file:pos (or stopped on its
+// refusal), its cursor naming the primary.
+func TestSwitchBetweenCheckAndDump(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		lag  bool // the replica lacks the primary's last transaction: it refuses the position
+	}{{"refused", true}, {"same offsets", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			m := startMySQLHistory(t)
+			// The replica's binlog lines up with the primary's byte for
+			// byte: the primary's position is a transaction boundary
+			// there too (or, lagging, past its end). Only the server_id
+			// of the stream's first event says whose it is.
+			m.h.SameCommitTimes = true
+			m.insert(t, 1, 2, 3)
+			n := 5
+			if c.lag {
+				n = 4
+			}
+			if err := m.h.Apply(m.replica, n); err != nil {
+				t.Fatal(err)
+			}
+			vip := tcpproxy.Start(t, m.primary.Addr())
+			var armed atomic.Bool
+			restore := binlog.SetBeforeDump(func() {
+				if armed.CompareAndSwap(true, false) {
+					vip.SwitchKeep(m.replica.Addr())
+				}
+			})
+			t.Cleanup(restore)
+			r := startReader(t, binlog.Config{Source: spec.Source{Name: "m8", Address: vip.Addr(), User: "root", Start: earliest},
+				Heartbeat: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}, nil)
+			p := r.reader
+			r.waitFor(60*time.Second, "ids 1..3", func(evs []*change.Event) bool { return len(insertedIDs(t, evs)) >= 3 })
+
+			armed.Store(true)
+			vip.Cut() // the reader connects again; the address moves in between
+			retry.Until(t, 60*time.Second, func() error {
+				if armed.Load() {
+					return fmt.Errorf("the reader has not connected again")
+				}
+				return nil
+			})
+			if err := m.h.CatchUp(m.replica); err != nil {
+				t.Fatal(err)
+			}
+			m.h.Promote(m.replica)
+			m.insert(t, 4, 5)
+			evs := r.waitFor(60*time.Second, "ids 1..5", func(evs []*change.Event) bool { return len(insertedIDs(t, evs)) >= 5 })
+			if got := insertedIDs(t, evs); !slices.Equal(got, []int64{1, 2, 3, 4, 5}) {
+				t.Fatalf("ids %v, want 1..5 once each, in order", got)
+			}
+			st := p.Stats()
+			if st.Server == nil || st.Server.ID != 2 || st.Switches != 1 {
+				t.Fatalf("reading %s after %d switches, want the replica (server_id 2) after 1", st.Server, st.Switches)
+			}
+			last := evs[len(evs)-1]
+			if want := "11111111-1111-1111-1111-111111111111:1-5,22222222-2222-2222-2222-222222222222:1-2"; last.Server == nil || last.Server.ID != 2 {
+				t.Fatalf("the last commit's position is in the binlog of %s, want the replica's", last.Server)
+			} else if got := last.GTIDs.String(); got != want {
+				t.Fatalf("GTID state %q after the last commit, want %q", got, want)
+			}
+		})
+	}
+}
