@@ -62,6 +62,10 @@ type SourceStats struct {
 	Server       *change.Server
 	Switches     uint64
 	LastSwitchAt time.Time
+	// Lost names the GTIDs the stream has that the server answering, a
+	// writable (promoted) one, lacks, while the reader waits for them
+	// (binlog.Stats.Lost); "" otherwise.
+	Lost string
 	// Snapshot is the source's initial-snapshot progress; nil without
 	// one (spec snapshot: never).
 	Snapshot *SnapshotStats
@@ -88,7 +92,7 @@ func (d *Destination) Stats() Stats {
 		ss.Lag, ss.Idle, ss.Behind = rs.Lag(now)
 		ss.Events, ss.Bytes, ss.Rows = rs.Events, rs.Bytes, rs.Rows
 		ss.ReadPos, ss.ServerPos = rs.ReadPos, rs.ServerPos
-		ss.Server, ss.Switches, ss.LastSwitchAt = rs.Server, rs.Switches, rs.LastSwitchAt
+		ss.Server, ss.Switches, ss.LastSwitchAt, ss.Lost = rs.Server, rs.Switches, rs.LastSwitchAt, rs.Lost
 		if g := d.snaps[i]; g != nil {
 			sn := g.Stats()
 			ss.Snapshot = &sn

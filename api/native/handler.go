@@ -150,7 +150,7 @@ func (h *handler) state(w http.ResponseWriter, r *http.Request) {
 			if !src.ServerPos.IsZero() {
 				ss.ServerPos = src.ServerPos.String()
 			}
-			ss.GTIDs, ss.Switches = src.GTIDs, src.Switches
+			ss.GTIDs, ss.Switches, ss.Lost = src.GTIDs, src.Switches, src.Lost
 			if src.Server != nil {
 				ss.Server = src.Server.String()
 			}

@@ -96,6 +96,11 @@ type SourceState struct {
 	// LastSwitchAt is when the last of those switches happened; missing
 	// before the first.
 	LastSwitchAt *time.Time `json:"lastSwitchAt,omitempty"`
+	// Lost names the GTIDs the stream has that the server answering
+	// lacks although it is writable (a promoted replica): transactions
+	// an asynchronous failover lost, which braid waits for; missing
+	// otherwise.
+	Lost string `json:"lost,omitempty"`
 	// Snapshot is the source's initial-snapshot progress; missing when the
 	// spec has snapshot: never.
 	Snapshot *SnapshotState `json:"snapshot,omitempty"`

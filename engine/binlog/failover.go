@@ -285,9 +285,7 @@ func (p *Reader) checkServer(ctx context.Context) error {
 			break
 		}
 		if time.Since(lastLog) >= lagLogEvery {
-			p.log.Warn("the server that answers lacks transactions braid already emitted; waiting for it to catch up",
-				"old_server", old.String(), "new_server", now.String(), "missing", strings.Join(missing, ", "),
-				"waiting", time.Since(waitStart).Round(time.Millisecond))
+			p.sayMissing(c, old, now, strings.Join(missing, ", "), waitStart)
 			lastLog = time.Now()
 		}
 		select {
@@ -306,6 +304,7 @@ func (p *Reader) checkServer(ctx context.Context) error {
 		c.SetDeadline(time.Time{})
 	}
 	p.started, p.startGTID, p.byGTID = false, p.gtids.String(), true
+	p.live.Lost = ""
 	p.switched(old, now, waitStart)
 	return nil
 }

@@ -154,9 +154,7 @@ func (p *Reader) switchMySQL(ctx context.Context, c *client.Conn, old, now *chan
 			break
 		}
 		if time.Since(lastLog) >= lagLogEvery {
-			p.log.Warn("the server that answers lacks transactions braid already emitted; waiting for it to catch up",
-				"old_server", old.String(), "new_server", now.String(), "missing", missing.String(),
-				"waiting", time.Since(waitStart).Round(time.Millisecond))
+			p.sayMissing(c, old, now, missing.String(), waitStart)
 			lastLog = time.Now()
 		}
 		select {
@@ -166,6 +164,7 @@ func (p *Reader) switchMySQL(ctx context.Context, c *client.Conn, old, now *chan
 		}
 	}
 	p.started, p.startGTID, p.byGTID = false, cursor.String(), true
+	p.live.Lost = ""
 	p.switched(old, now, waitStart)
 	return nil
 }
@@ -186,6 +185,36 @@ func serverGTIDSets(c *client.Conn) (executed, purged change.MySQLGTIDSet, err e
 		return executed, purged, fmt.Errorf("gtid_purged: %w", err)
 	}
 	return executed, purged, nil
+}
+
+// sayMissing logs that the server that answers (now, on c) lacks
+// transactions braid emitted (missing) and that braid waits. A writable
+// server (read_only=OFF: a promoted one) is not catching up: those
+// transactions were lost in the failover, which the line says, and the
+// source's Stats name (Lost) while it waits.
+func (p *Reader) sayMissing(c *client.Conn, old, now *change.Server, missing string, waitStart time.Time) {
+	writable := false
+	c.SetDeadline(time.Now().Add(handshakeTimeout))
+	if r, err := c.Execute("SELECT @@read_only"); err == nil {
+		ro, _ := r.GetString(0, 0)
+		writable = !isOn(ro)
+		r.Close()
+	}
+	c.SetDeadline(time.Time{})
+	waiting := time.Since(waitStart).Round(time.Millisecond)
+	if !writable {
+		p.log.Warn("the server that answers lacks transactions braid already emitted; waiting for it to catch up",
+			"old_server", old.String(), "new_server", now.String(), "missing", missing, "waiting", waiting)
+		return
+	}
+	if p.live.Lost != missing {
+		p.live.Lost = missing
+		p.share()
+	}
+	p.log.Error("the server that answers is writable (read_only=OFF: a promoted server) and lacks transactions braid already emitted: "+
+		"they were lost in the failover and will not come; braid waits rather than go on without them. "+
+		"Point the address at a server that has them, or restore them on this one",
+		"old_server", old.String(), "new_server", now.String(), "lost", missing, "waiting", waiting)
 }
 
 // switched logs and counts a resume on another server.

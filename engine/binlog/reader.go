@@ -705,6 +705,10 @@ type Stats struct {
 	GTIDs        change.GTIDState
 	Switches     uint64
 	LastSwitchAt time.Time
+	// Lost names the GTIDs braid emitted that the server answering, a
+	// writable one (a promoted replica), lacks, while the reader waits
+	// for them: they were lost in the failover. "" otherwise.
+	Lost string
 }
 
 // Lag tells how far, at now, the reader trails its server:
