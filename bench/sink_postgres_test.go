@@ -67,7 +67,9 @@ const pgAddr = "127.0.0.1:5432"
 //     MariaDB on 3306.
 //
 // BRAID_BENCH_PG_RUNS (default 1) repeats the three that many times in one
-// process; the rates are the medians. It measures once per process,
+// process; the rates are the medians. BRAID_BENCH_PG_MYSQL=off leaves the
+// MySQL sink out. Each run logs the CPU a row change braid's process and
+// the server's backends spent, and the CPU a row the COPY's backend did. It measures once per process,
 // whatever -benchtime says. Recorded (section sink): braid → PostgreSQL
 // against plain COPY (target ratio >= 0.5, issue 44) and against the
 // MySQL sink (a reference).
@@ -98,7 +100,7 @@ func BenchmarkPostgresSink(b *testing.B) {
 		br, pr := f.braidAndCopy(b, run)
 		braid, peer = append(braid, br), append(peer, pr)
 		line := fmt.Sprintf("run %d: braid → PostgreSQL %.0f rows/s, plain COPY %.0f rows/s (%.2fx)", run+1, br, pr, br/pr)
-		if f.db != nil {
+		if f.db != nil && os.Getenv("BRAID_BENCH_PG_MYSQL") != "off" {
 			my := f.braid(b, "", "braid", 16, 100, 0).rate
 			mysql = append(mysql, my)
 			line += fmt.Sprintf(", MySQL sink → 3306 %.0f rows/s (%.2fx)", my, br/my)
@@ -320,6 +322,7 @@ func (f *pgFixture) braidPostgres(b *testing.B, name string) float64 {
 	stop := sinkrun.Go(ctx, r)
 	defer stop()
 	want := uint64(f.selected)
+	self0 := selfCPU()
 	for s.Stats().Applied < want {
 		time.Sleep(10 * time.Millisecond)
 		if time.Since(began) > 10*time.Minute {
@@ -328,11 +331,20 @@ func (f *pgFixture) braidPostgres(b *testing.B, name string) float64 {
 		}
 	}
 	took := time.Since(began)
+	self := selfCPU() - self0
 	conn, err := pgx.Connect(ctx, "postgres://postgres@"+pgAddr+"/"+name)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer conn.Close(ctx)
+	// The sink's connections are the database's other backends, open
+	// since the sink's start: their CPU is the server's work for it.
+	server, err := backendsCPU(ctx, conn, "datname = $1 AND pid <> pg_backend_pid()", name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("braid → PostgreSQL: %v, CPU a row change: the server's backends %.2f µs, braid's process %.2f µs",
+		took.Round(time.Millisecond), perRow(server, f.selected), perRow(self, f.selected))
 	if got, err := pgShopSums(ctx, conn); err != nil || got != f.want {
 		b.Fatalf("bench: braid → PostgreSQL: the target holds %+v (%v), the shards %+v", got, err, f.want)
 	}
@@ -369,6 +381,14 @@ func (f *pgFixture) copyPeer(b *testing.B, c *pgx.Conn) float64 {
 	if f.inserts.values == nil {
 		f.inserts.values = f.convert(b, c)
 	}
+	var pid int
+	if err := c.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		b.Fatal(err)
+	}
+	cpu0, err := ProcCPU(pid)
+	if err != nil {
+		b.Fatal(err)
+	}
 	began := time.Now()
 	var copied int64
 	for _, table := range tables {
@@ -382,6 +402,9 @@ func (f *pgFixture) copyPeer(b *testing.B, c *pgx.Conn) float64 {
 	took := time.Since(began)
 	if copied != int64(len(f.inserts.rows)) {
 		b.Fatalf("bench: COPY loaded %d rows of %d", copied, len(f.inserts.rows))
+	}
+	if cpu1, err := ProcCPU(pid); err == nil {
+		b.Logf("plain COPY: %v, CPU a row: the server's backend %.2f µs", took.Round(time.Millisecond), perRow(cpu1-cpu0, int(copied)))
 	}
 	return float64(copied) / took.Seconds()
 }
@@ -433,4 +456,32 @@ func (f *pgFixture) convert(b *testing.B, c *pgx.Conn) map[string][][]any {
 		out[r.table] = append(out[r.table], vals)
 	}
 	return out
+}
+
+// backendsCPU is the CPU the PostgreSQL backends pg_stat_activity's rows
+// matching where (with args) have used, read from /proc (the server runs
+// on this machine).
+func backendsCPU(ctx context.Context, c *pgx.Conn, where string, args ...any) (time.Duration, error) {
+	rows, err := c.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE "+where, args...)
+	if err != nil {
+		return 0, err
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return 0, err
+	}
+	var sum time.Duration
+	for _, p := range pids {
+		d, err := ProcCPU(int(p))
+		if err != nil {
+			return 0, err
+		}
+		sum += d
+	}
+	return sum, nil
+}
+
+// perRow is d in microseconds a row of n.
+func perRow(d time.Duration, n int) float64 {
+	return float64(d.Microseconds()) / float64(n)
 }

@@ -147,6 +147,9 @@ func (t *Target) applyTxn(ctx context.Context, c *pgx.Conn, worker int, changes 
 		case p.isCopy:
 			t.copied.Add(uint64(len(p.copyOp.changes)))
 		}
+		if p.isCopy && p.binary {
+			t.copiedBinary.Add(uint64(len(p.copyOp.changes)))
+		}
 	}
 	return nil
 }
@@ -239,24 +242,24 @@ func (t *Target) queueRun(x *txn, r sink.Run, mode txnMode) error {
 		// applied): straight into the target. One there is another shard
 		// table's (a collision, plain) or was there before the sink (an
 		// origin column: upserted, staged).
-		data, err := ts.copyRows(r.Changes)
+		data, bin, err := ts.copyData(r.Changes, t.copyBinary)
 		if err != nil {
 			return t.valueError(first, err)
 		}
-		x.copy(op{kind: 'C', changes: r.Changes, optimistic: !plain}, ts.copySQL(ts.table), data, nil)
+		x.copy(op{kind: 'C', changes: r.Changes, optimistic: !plain}, ts.copySQL(ts.table, bin), data, nil, bin)
 	case (r.Kind == sink.RunInsert || r.Kind == sink.RunUpdate && !ts.keyless) && bulk && t.canStage:
 		// Upserts: into the staging table, merged from there, a piece
 		// without a key twice at a time (ON CONFLICT DO UPDATE affects a
 		// row once a statement).
 		for _, p := range distinctKeys(r.Changes) {
-			data, err := ts.copyRows(p)
+			data, bin, err := ts.copyData(p, t.copyBinary)
 			if err != nil {
 				return t.valueError(p[0], err)
 			}
 			if x.stagedBefore(ts) {
 				x.queue(op{kind: 'z', changes: p}, "DELETE FROM "+ts.stageTable)
 			}
-			x.copy(op{kind: 'S', changes: p}, ts.copySQL(ts.stageTable), data, ts)
+			x.copy(op{kind: 'S', changes: p}, ts.copySQL(ts.stageTable, bin), data, ts, bin)
 			for _, q := range pieces(p, limit) {
 				t.queueUniqueDeletes(x, ts, q)
 			}

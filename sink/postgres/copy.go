@@ -120,16 +120,38 @@ func (ts *tableStmts) loadTypes(ctx context.Context, c *pgx.Conn) error {
 		return err
 	}
 	bytea := make([]bool, len(ts.cols))
+	oids := make([]uint32, len(ts.cols))
+	binary := true
 	for i, f := range sd.Fields {
 		bytea[i] = f.DataTypeOID == byteaOID
+		oids[i] = f.DataTypeOID
+		binary = binary && binaryOID(f.DataTypeOID)
 	}
+	ts.oids, ts.binary = oids, binary
 	ts.bytea = bytea
 	return nil
 }
 
+// copyData is the COPY data of the after-images of cs: in the binary
+// format when every column of the target has an encoding there
+// (copybin.go) and every value of cs has an exact one, else in the text
+// format; binary says which.
+func (ts *tableStmts) copyData(cs []sink.Change, tryBinary bool) (data []byte, binary bool, err error) {
+	if tryBinary && ts.binary {
+		if data, ok := ts.copyBinaryRows(cs); ok {
+			return data, true, nil
+		}
+	}
+	data, err = ts.copyRows(cs)
+	return data, false, err
+}
+
 // copySQL is the COPY of ts's columns into table (the target's, or a
 // staging table's).
-func (ts *tableStmts) copySQL(table string) string {
+func (ts *tableStmts) copySQL(table string, binary bool) string {
+	if binary {
+		return "COPY " + table + " (" + strings.Join(ts.cols, ", ") + ") FROM STDIN (FORMAT binary)"
+	}
 	return "COPY " + table + " (" + strings.Join(ts.cols, ", ") + ") FROM STDIN"
 }
 
@@ -194,6 +216,7 @@ type part struct {
 	data     []byte
 	copyOp   op
 	isCopy   bool
+	binary   bool        // data is in COPY's binary format
 	stageFor *tableStmts // a COPY into ts's staging table
 }
 
@@ -213,8 +236,8 @@ func (x *txn) queue(o op, sql string, args ...any) {
 }
 
 // copy adds a COPY of o.
-func (x *txn) copy(o op, sql string, data []byte, stageFor *tableStmts) {
-	x.parts = append(x.parts, part{isCopy: true, copySQL: sql, data: data, copyOp: o, stageFor: stageFor})
+func (x *txn) copy(o op, sql string, data []byte, stageFor *tableStmts, binary bool) {
+	x.parts = append(x.parts, part{isCopy: true, copySQL: sql, data: data, copyOp: o, stageFor: stageFor, binary: binary})
 }
 
 // hasCopy reports whether x holds a COPY: then it is sent as an explicit

@@ -18,11 +18,14 @@ import (
 // are not the ones braid would make: VARBINARY into text (its bytes as
 // they are, a backslash included, not bytea's hex), FLOAT into double
 // precision (the float32's value exactly), BLOB into bytea, TEXT with
-// the bytes COPY's text format escapes, JSON into jsonb. Three sinks
-// apply the same stream of an INSERT of three rows and an UPDATE of all
-// of them: exactly once through COPY (the INSERTs straight into the
-// target, the UPDATEs merged from the staging table), exactly once as
-// statements, and at least once through the staging table.
+// the bytes COPY's text format escapes, JSON into jsonb. Sinks apply the
+// same stream of an INSERT of three rows and an UPDATE of all of them:
+// exactly once through COPY (the INSERTs straight into the target, the
+// UPDATEs merged from the staging table) in its binary format, the same
+// in its text format, and into a table whose TEXT column is of a type
+// the binary format is not written for here (name), which goes in the
+// text format; exactly once as statements; and at least once through
+// the staging table, in the binary format.
 func TestCopyValues(t *testing.T) {
 	db, name := targetDB(t)
 	srv := mysqltest.Start(t)
@@ -37,32 +40,43 @@ func TestCopyValues(t *testing.T) {
 		name    string
 		mode    spec.SinkMode
 		copyMin int
+		text    bool   // COPY in the text format only
+		txType  string // the target's type of tx
 		direct  uint64 // rows through COPY into the target
 		staged  uint64 // rows through the staging table
+		binary  uint64 // of them, in the binary format
 	}{
-		{"copied", spec.SinkExactlyOnce, 1, 3, 3},
-		{"stmts", spec.SinkExactlyOnce, 1 << 20, 0, 0},
-		{"staged", spec.SinkAtLeastOnce, 1, 0, 6},
+		{"copied", spec.SinkExactlyOnce, 1, false, "text", 3, 3, 6},
+		{"copytext", spec.SinkExactlyOnce, 1, true, "text", 3, 3, 0},
+		{"fallback", spec.SinkExactlyOnce, 1, false, "name", 3, 3, 0},
+		{"stmts", spec.SinkExactlyOnce, 1 << 20, false, "text", 0, 0, 0},
+		{"staged", spec.SinkAtLeastOnce, 1, false, "text", 0, 6, 6},
 	}
 	read := func(schema string) []string {
 		return query(db, "SELECT id, coalesce(vb, 'NULL'), fl, coalesce(encode(bl, 'hex'), 'NULL'), coalesce(tx, 'NULL'), coalesce(js::text, 'NULL') FROM "+schema+".orders")
 	}
 	for _, w := range ways {
 		if _, err := db.Exec(t.Context(), "CREATE SCHEMA "+w.name+"; CREATE TABLE "+w.name+
-			".orders (id integer PRIMARY KEY, vb text, fl double precision, bl bytea, tx text, js jsonb)"); err != nil {
+			".orders (id integer PRIMARY KEY, vb text, fl double precision, bl bytea, tx "+w.txType+", js jsonb)"); err != nil {
 			t.Fatal(err)
 		}
 		ds := conformance.ShopSpec(t, []*mysqltest.Server{srv}, spec.Sink{Name: w.name, Type: "postgres", Address: targetAddr, Database: name,
 			Workers: 1, Mode: w.mode, DDL: "ignore", Tables: []spec.SinkTable{{From: "shop.orders", To: w.name + ".orders"}}})
-		r, s := applyOnce(t, ds, func(pt *postgres.Target) { postgres.SetCopyMin(pt, w.copyMin) })
+		r, s := applyOnce(t, ds, func(pt *postgres.Target) {
+			postgres.SetCopyMin(pt, w.copyMin)
+			if w.text {
+				postgres.SetCopyText(pt)
+			}
+		})
 		target := pgTarget(s)
 		sinktest.WaitFor(t, 20*time.Second, func() (bool, string) {
 			direct, staged := postgres.CopiedRows(target)
+			binary := postgres.CopiedBinary(target)
 			st := target.Stats()
 			_, lastErr := r.Applied()
-			return st.Applied == 6 && direct == w.direct && staged == w.staged,
-				fmt.Sprintf("%s: %+v, rows through COPY into the target %d, into the staging table %d, want 6 applied, %d, %d (last error %q)",
-					w.name, st, direct, staged, w.direct, w.staged, lastErr)
+			return st.Applied == 6 && direct == w.direct && staged == w.staged && binary == w.binary,
+				fmt.Sprintf("%s: %+v, rows through COPY into the target %d, into the staging table %d, in the binary format %d; want 6 applied, %d, %d, %d (last error %q)",
+					w.name, st, direct, staged, binary, w.direct, w.staged, w.binary, lastErr)
 		})
 		if st := target.Stats(); st.Missing != 0 || st.Upserts != 0 {
 			t.Errorf("%s: %+v, want no row missing or found", w.name, st)

@@ -21,3 +21,11 @@ func SetCopyMin(t *Target, n int) { t.copyMin = n }
 // CopiedRows are the rows t's committed transactions sent through COPY
 // into the target and into the staging table.
 func CopiedRows(t *Target) (direct, staged uint64) { return t.copied.Load(), t.staged.Load() }
+
+// SetCopyText makes t send every COPY in the text format, before its
+// sink runs.
+func SetCopyText(t *Target) { t.copyBinary = false }
+
+// CopiedBinary are the rows t's committed transactions sent through COPY
+// in the binary format.
+func CopiedBinary(t *Target) uint64 { return t.copiedBinary.Load() }

@@ -39,6 +39,9 @@ type Target struct {
 	// else upserts go as statements.
 	copyMin  int
 	canStage bool
+	// copyBinary: COPY in the binary format where it can (copybin.go);
+	// tests turn it off to compare with the text format.
+	copyBinary bool
 
 	create sync.Mutex // one table creation at a time
 	tables sync.Map   // target table (quoted) → struct{}: known to exist
@@ -48,6 +51,8 @@ type Target struct {
 	// copied and staged count the rows of committed transactions that
 	// went through COPY into the target and into the staging table.
 	copied, staged atomic.Uint64
+	// copiedBinary counts those of them that went in the binary format.
+	copiedBinary atomic.Uint64
 }
 
 // The thin client under sink.Keyed, with the power it looks for.
@@ -106,7 +111,7 @@ func Open(ctx context.Context, s spec.Sink, dest string, log *slog.Logger) (*Tar
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	t := &Target{spec: s, dest: dest, log: log, cfg: cfg, exactlyOnce: s.Mode.Checkpointed(), idle: map[int]*pgx.Conn{}, stages: map[int]*stages{}, copyMin: copyMinRows}
+	t := &Target{spec: s, dest: dest, log: log, cfg: cfg, exactlyOnce: s.Mode.Checkpointed(), idle: map[int]*pgx.Conn{}, stages: map[int]*stages{}, copyMin: copyMinRows, copyBinary: true}
 	c, err := t.conn(ctx, control)
 	if err != nil && strings.Contains(err.Error(), "authentication method requirement") {
 		return nil, fmt.Errorf("sink %s (%s): the server asked for the password in clear text (PostgreSQL password authentication), and braid never sends it so: "+

@@ -37,7 +37,9 @@ type tableStmts struct {
 	stageTable, merge string
 
 	typesMu sync.Mutex
-	bytea   []bool // by column of cols: the target's is bytea (loadTypes)
+	bytea   []bool   // by column of cols: the target's is bytea (loadTypes)
+	oids    []uint32 // by column of cols: the target's type (loadTypes)
+	binary  bool     // every column's type has a binary COPY encoding (copybin.go)
 }
 
 type sqlKey struct {

@@ -76,7 +76,8 @@ var typeCases = []struct{ col, pgType, value string }{
 // statements; one at least once that creates its table and upserts every
 // row through COPY into its staging table. The tables get the documented
 // PostgreSQL types, the primary and unique keys, and the row of extremes
-// reads back as written whichever way it went (a zero date NULL where the
+// reads back as written whichever way it went, COPY's binary format
+// included (a zero date NULL where the
 // column is nullable, -infinity where not; text with a tab, a newline, a
 // carriage return and a backslash); the row of NULLs is NULLs. A third sink, with neither create_tables
 // nor the stream's DDL, stops at the missing table and says so; a DDL
@@ -186,11 +187,14 @@ func TestTypes(t *testing.T) {
 				t.Errorf("the row of NULLs reads %q, want %q", got, wantRow2)
 			}
 			// Each row went the way its sink sends it (counted once its
-			// transaction has returned, a moment after its rows show).
+			// transaction has returned, a moment after its rows show),
+			// COPY in its binary format: every type here has one.
 			want := map[string][2]uint64{"made": {2, 0}, "ddl": {0, 0}, "staged": {0, 2}}[sk.Name]
 			sinktest.WaitFor(t, 5*time.Second, func() (bool, string) {
 				direct, staged := postgres.CopiedRows(targets[sk.Name])
-				return [2]uint64{direct, staged} == want, fmt.Sprintf("rows through COPY into the target %d, into the staging table %d; want %d, %d", direct, staged, want[0], want[1])
+				binary := postgres.CopiedBinary(targets[sk.Name])
+				return [2]uint64{direct, staged} == want && binary == direct+staged,
+					fmt.Sprintf("rows through COPY into the target %d, into the staging table %d, in the binary format %d; want %d, %d, all", direct, staged, binary, want[0], want[1])
 			})
 			// The stream's CREATE TABLE names the unique key; a table made
 			// from the schema model names it after its first column (the
