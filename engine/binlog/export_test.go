@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
-	"github.com/go-mysql-org/go-mysql/replication"
 
 	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/engine/schema"
@@ -24,9 +23,13 @@ func SetProgressEvery(d time.Duration) (restore func()) {
 // StatusSQLMode is the sql_mode in a query event's status variables.
 func StatusSQLMode(vars []byte) (uint64, bool) { return statusSQLMode(vars) }
 
-// EventFeed is a Reader that never connects: tests hand it parsed binlog
-// events (real servers' bytes, parsed by go-mysql) and read what it emits.
-type EventFeed struct{ p *Reader }
+// EventFeed is a Reader that never connects: tests hand it binlog events
+// (real servers' bytes), which it parses and handles as a connection's,
+// and read what it emits.
+type EventFeed struct {
+	p  *Reader
+	ep *eventParser
+}
 
 // NewEventFeed builds a feed for a MySQL source named name reading the
 // tables filter selects, in UTC, with the tables created by ddl (each
@@ -47,28 +50,25 @@ func NewEventFeed(name, file string, filter *spec.TableFilter, ddl ...string) (*
 		}
 	}
 	p.decoder = newDecoder(p)
-	return &EventFeed{p: p}, nil
-}
-
-// Parser is a go-mysql parser configured as the reader's connection
-// configures its own (braid's row filter, UTC).
-func (f *EventFeed) Parser() *replication.BinlogParser {
-	parser := replication.NewBinlogParser()
-	parser.SetFlavor(f.p.info.flavor)
-	parser.SetTimestampStringLocation(f.p.info.location)
-	parser.SetRowsEventDecodeFunc(newRowFilter(f.p.filter, false).decodeRows)
-	return parser
-}
-
-// Feed parses one event with parser, as the replica connection's go-mysql
-// does, and hands it to the reader; a parse error becomes the error the
-// reader's connection would stop with.
-func (f *EventFeed) Feed(parser *replication.BinlogParser, raw []byte, emit func(*change.Event) error) error {
-	e, err := parser.Parse(raw)
-	if err != nil {
-		return f.p.streamError(err)
+	if p.zstd, err = newZstd(); err != nil {
+		return nil, err
 	}
-	return f.p.handle(context.Background(), e, emit)
+	return &EventFeed{p: p, ep: p.newEventParser(0, p.zstd)}, nil
+}
+
+// Parse parses one event as the reader's connection does, without
+// handling it.
+func (f *EventFeed) Parse(raw []byte) error { return f.ep.parse(raw).err }
+
+// Feed parses one event as the reader's connection does and hands it to
+// the reader; a parse error becomes the error the reader's connection
+// would stop with.
+func (f *EventFeed) Feed(raw []byte, emit func(*change.Event) error) error {
+	it := f.ep.parse(raw)
+	if it.err != nil {
+		return f.p.parseErr(it.e, it.err)
+	}
+	return f.p.handle(context.Background(), it.e, emit)
 }
 
 // Resume is where a new reader would resume.

@@ -113,14 +113,7 @@ func (p *Reader) handleAt(ctx context.Context, e *replication.BinlogEvent, start
 		return p.commitTx(end, emit)
 
 	case *replication.FormatDescriptionEvent:
-		p.checksum, p.format, p.payload = 0, nil, nil
-		if !strings.Contains(ev.ServerVersion, "MariaDB") {
-			pp, err := p.newPayloadParser(e)
-			if err != nil {
-				return fatal{fmt.Errorf("%w: source %s at %s: %v", ErrBadEvent, p.spec.Name, start, err)}
-			}
-			p.payload = pp
-		}
+		p.checksum, p.format = 0, nil
 		if ev.ChecksumAlgorithm == replication.BINLOG_CHECKSUM_ALG_CRC32 {
 			p.checksum = 4
 		}

@@ -37,10 +37,9 @@ func newFeed(t testing.TB, ddl ...string) *binlog.EventFeed {
 // feedEvents hands framed events to feed and returns what it emitted and
 // the first error.
 func feedEvents(feed *binlog.EventFeed, events [][]byte) ([]*change.Event, error) {
-	parser := feed.Parser()
 	var out []*change.Event
 	for _, raw := range events {
-		if err := feed.Feed(parser, raw, func(ev *change.Event) error { out = append(out, ev); return nil }); err != nil {
+		if err := feed.Feed(raw, func(ev *change.Event) error { out = append(out, ev); return nil }); err != nil {
 			return out, err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/engine/schema"
@@ -39,8 +40,8 @@ type Config struct {
 	Resume *Resume
 	// MaxBackoff caps the wait between reconnect attempts. Default: 5s.
 	MaxBackoff time.Duration
-	// ReadAhead is how many binlog events go-mysql may read and decode
-	// ahead of the reader. Default: 1024 (see syncerConfig).
+	// ReadAhead is how many binlog events may be read and parsed ahead
+	// of the reader. Default: 1024 (see stream).
 	ReadAhead int
 	// Logger receives one line per connect, reconnect attempt and warning.
 	// Default: discard.
@@ -150,9 +151,9 @@ type Reader struct {
 	format   []byte
 	checksum int
 	maps     []tableMapBody
-	// payload parses the events inside MySQL's transaction payloads
-	// (payload.go); built from each MySQL format description event.
-	payload *payloadParser
+	// zstd decompresses MySQL's transaction payloads (payload.go), made
+	// at the first connection.
+	zstd *zstd.Decoder
 
 	// Statistics (see Stats). live is the reading goroutine's own, copied
 	// to shared under statsMu at transaction boundaries, heartbeats and
@@ -465,13 +466,9 @@ func (p *Reader) syncerConfig() replication.BinlogSyncerConfig {
 		// reader decodes; the kernel caps it at net.core.rmem_max.
 		RecvBufferSize: 4 << 20,
 		Logger:         slog.New(slog.DiscardHandler),
-		// Events go-mysql may decode ahead of the reader: reading and
-		// decoding run on go-mysql's goroutine while the reader handles and
-		// emits on Run's. Measured in bench/ for one source: 256 left
-		// go-mysql waiting on the reader's scheduling hiccups, about 10%
-		// slower than 1024; 1024 events are about 8 MiB of binlog at
-		// MariaDB's 8 KiB rows events.
-		EventCacheCount: p.cfg.ReadAhead,
+		// go-mysql queues no event: its reading goroutine hands each to
+		// braid's parser (stream), which queues them.
+		EventCacheCount: 1,
 		// The binlog connection's own queries (checksum, heartbeat,
 		// GTID settings) in utf8mb4 too, as every session braid opens.
 		Option: sqlutf8.SetNames,
@@ -496,11 +493,23 @@ func recvBufferDialer(size int) mysqlauth.Dialer {
 // stream runs one binlog connection until it fails or ctx ends.
 func (p *Reader) stream(ctx context.Context, emit func(*change.Event) error) error {
 	cfg := p.syncerConfig()
-	cfg.RowsEventDecodeFunc = newRowFilter(p.filter, p.info.compressed || p.cfg.goMySQLRows).decodeRows
 	tlsCfg, err := p.tlsConfig()
 	if err != nil {
 		return err
 	}
+	if p.zstd == nil {
+		if p.zstd, err = newZstd(); err != nil {
+			return fatal{fmt.Errorf("binlog: source %s: a zstd decoder for compressed transactions: %v", p.spec.Name, err)}
+		}
+	}
+	// go-mysql reads the events and braid parses them (payload.go), on
+	// go-mysql's goroutine while the reader handles and emits on Run's,
+	// ReadAhead events ahead at most. Measured in bench/ for one source:
+	// 256 left the reading goroutine waiting on the reader's scheduling
+	// hiccups, about 10% slower than 1024; 1024 events are about 8 MiB of
+	// binlog at MariaDB's 8 KiB rows events.
+	ep := p.newEventParser(p.cfg.ReadAhead, p.zstd)
+	cfg.RawModeEnabled, cfg.SynchronousEventHandler = true, ep
 	// Without TLS the server must not have the password in clear: a
 	// guard watches the authentication; with TLS the server proved its
 	// certificate. (go-mysql sets RecvBufferSize only on a bare
@@ -527,6 +536,7 @@ func (p *Reader) stream(ctx context.Context, emit func(*change.Event) error) err
 	}
 	syncer := replication.NewBinlogSyncer(cfg)
 	defer syncer.Close()
+	defer ep.stop() // before Close, which waits for a HandleEvent waiting for room
 
 	// Whatever the last connection left half-read is read again from the
 	// boundary; remember what of it was emitted. A connection lost while
@@ -557,30 +567,39 @@ func (p *Reader) stream(ctx context.Context, emit func(*change.Event) error) err
 		}
 		return p.dumpRefused(ctx, p.streamError(err))
 	}
-	var behind *replication.BinlogEvent // read right after a heartbeat
+	q := ep.queue(st)
+	defer q.close()
+	var behind *parsed // read right after a heartbeat
 	for first := true; ; first = false {
-		e := behind
-		if e == nil {
-			if e, err = st.GetEvent(ctx); err != nil {
-				if first {
-					return p.dumpRefused(ctx, p.streamError(err))
-				}
-				return p.streamError(err)
+		var it parsed
+		if behind != nil {
+			it = *behind
+		} else if it, err = q.next(ctx); err != nil {
+			if first {
+				return p.dumpRefused(ctx, p.streamError(err))
 			}
+			return p.streamError(err)
 		}
+		if it.err != nil {
+			return p.parseErr(it.e, it.err)
+		}
+		e := it.e
 		if first {
 			if err := p.checkDumpServer(e); err != nil {
 				return err
 			}
 			p.up()
 		}
+		behind = nil
 		if _, ok := e.Event.(*replication.HeartbeatEvent); ok {
-			if behind, err = peek(ctx, st); err != nil {
+			next, ok, err := q.peek(ctx)
+			if err != nil {
 				return p.streamError(err)
 			}
-			p.staleBeat = behind != nil
-		} else {
-			behind = nil
+			if ok {
+				behind = &next
+			}
+			p.staleBeat = ok
 		}
 		p.note(e)
 		if err := p.handle(ctx, e, emit); err != nil {
@@ -595,20 +614,20 @@ func (p *Reader) stream(ctx context.Context, emit func(*change.Event) error) err
 // period (200 ms by default) with nothing to send.
 const peekWindow = 2 * time.Millisecond
 
-// peek returns the event that follows a heartbeat within peekWindow, or
-// nil. A heartbeat followed at once by more binlog sat in the socket or
+// peek returns the event that follows a heartbeat within peekWindow, if
+// one does. A heartbeat followed at once by more binlog sat in the socket or
 // the read-ahead behind nothing but older events: it was sent before
 // those came, maybe seconds ago, and stamped with braid's clock it would
 // promise the merge a time its source is past (its next transactions
 // would come in below its watermark, one race from going out late).
-func peek(ctx context.Context, st *replication.BinlogStreamer) (*replication.BinlogEvent, error) {
+func (q *eventQueue) peek(ctx context.Context) (parsed, bool, error) {
 	wait, cancel := context.WithTimeout(ctx, peekWindow)
 	defer cancel()
-	e, err := st.GetEvent(wait)
+	it, err := q.next(wait)
 	if err != nil && ctx.Err() == nil && wait.Err() != nil {
-		return nil, nil // nothing behind it: the source is idle
+		return parsed{}, false, nil // nothing behind it: the source is idle
 	}
-	return e, err
+	return it, err == nil, err
 }
 
 // erSlaveSameID is MariaDB's ER_SLAVE_SAME_ID: a replica with the same
