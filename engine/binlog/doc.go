@@ -1,5 +1,6 @@
 // Package binlog reads one MySQL/MariaDB source: the replica connection
-// (go-mysql's BinlogSyncer, MariaDB or MySQL flavor), the live schema loaded
+// (go-mysql's BinlogSyncer, MariaDB or MySQL flavor, reading raw events that
+// braid parses itself: payload.go), the live schema loaded
 // at the start, row decoding into package change's model, and reconnects
 // that replay from the last boundary.
 //
@@ -101,7 +102,8 @@
 //
 // # Concurrency
 //
-// Reader.Run owns one goroutine's worth of work (go-mysql's reader calls back
-// into it) and calls emit from it, one event at a time. A Reader is used by
-// one Run at a time.
+// Reader.Run owns one goroutine's worth of work and calls emit from it, one
+// event at a time; go-mysql's reading goroutine parses the events ahead of
+// it (eventParser, which shares only its queue and the Reader's settings
+// fixed before streaming). A Reader is used by one Run at a time.
 package binlog
