@@ -26,6 +26,7 @@ type executor struct {
 	fired     map[Kind]int
 	alters    int
 	takeovers []Takeover
+	notes     []string // measurements for the report
 }
 
 func newExecutor(r *runState) *executor {
@@ -163,7 +164,11 @@ func (e *executor) fire(ctx context.Context, f Fault) {
 			r.logf("%s %s: %v", f.Kind, f.Target, err)
 			return
 		}
-		r.logf("%s %s: braid reads the new primary %v after the failover began", f.Kind, f.Target, time.Since(began).Round(100*time.Millisecond))
+		took := time.Since(began).Round(100 * time.Millisecond)
+		r.logf("%s %s: braid reads the new primary %v after the failover began", f.Kind, f.Target, took)
+		e.mu.Lock()
+		e.notes = append(e.notes, fmt.Sprintf("failover %s at %v: braid read the promoted replica after %v", f.Target, f.At.Round(100*time.Millisecond), took))
+		e.mu.Unlock()
 	case CutTarget:
 		if f.Target == "kafka" {
 			k := r.dep.kafka.cmd.Process

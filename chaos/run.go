@@ -551,6 +551,9 @@ func (r *runState) report(s Schedule, vs []Violation) string {
 	fmt.Fprintf(&b, "invariants checked: %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, sink-verify\n",
 		InvDense, InvConsistent, InvLedger, InvSnapshot, InvSinkEqual, InvSinkHolds, InvPublished, InvDelivered, InvTakeover, InvNoExit)
 	r.exec.mu.Lock()
+	for _, n := range r.exec.notes {
+		b.WriteString(n + "\n")
+	}
 	for _, t := range r.exec.takeovers {
 		if t.By != "" {
 			fmt.Fprintf(&b, "owner %s cut off at %v: %s took over after %v\n", t.Node, t.At.Round(100*time.Millisecond), t.By, t.After.Round(100*time.Millisecond))
