@@ -11,6 +11,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	"github.com/braid-cdc/braid/engine/change"
+	"github.com/braid-cdc/braid/internal/mysqlauth"
 	"github.com/braid-cdc/braid/spec"
 )
 
@@ -23,8 +24,10 @@ import (
 //     that named the position;
 //   - the PREVIOUS_GTIDS event at the start of each binlog file, the set
 //     of every transaction before the file: a start at a file's
-//     beginning knows it at once, one inside a file from the next file
-//     on (nothing cheaper tells the set at an offset inside a file).
+//     beginning knows it at once; for a start inside a file (a position,
+//     or a cursor saved before braid kept GTIDs) the reader reads the
+//     file up to it once, on a binlog connection of its own, for its
+//     PREVIOUS_GTIDS and the GTIDs before the position (gtidSetAt).
 //
 // Each transaction adds its GTID, which costs no allocation in the usual
 // case (change.MySQLExecuted), and the set is printed only when a cursor
@@ -91,7 +94,7 @@ func (p *Reader) gtidState() change.GTIDState {
 // the top of the file); latest is the Executed_Gtid_Set of the status
 // statement that named the server's position, gtidOn whether the server
 // has GTIDs at all.
-func (p *Reader) startMySQLGTIDs(latest string, latestStart, gtidOn bool) error {
+func (p *Reader) startMySQLGTIDs(ctx context.Context, latest string, latestStart, gtidOn bool) error {
 	text := ""
 	switch r := p.cfg.Resume; {
 	case r != nil && r.GTIDs != "":
@@ -105,8 +108,17 @@ func (p *Reader) startMySQLGTIDs(latest string, latestStart, gtidOn bool) error 
 	case p.resume.Pos <= 4:
 		return nil // PREVIOUS_GTIDS comes first
 	default:
-		p.log.Warn("the GTID set at the start position is known from the next binlog file on; until then a switch of servers stops the source",
-			"pos", p.resume.String())
+		set, err := p.gtidSetAt(ctx, p.resume)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			p.log.Warn("cannot learn the GTID set at the start position; it is known from the next binlog file on, and until then a switch of servers stops the source",
+				"pos", p.resume.String(), "err", err)
+			return nil
+		}
+		p.mexec, p.mknown = change.NewMySQLExecuted(set), true
+		p.share()
 		return nil
 	}
 	set, err := change.ParseMySQLGTIDSet(text)
@@ -116,6 +128,76 @@ func (p *Reader) startMySQLGTIDs(latest string, latestStart, gtidOn bool) error 
 	p.mexec, p.mknown = change.NewMySQLExecuted(set), true
 	p.share()
 	return nil
+}
+
+// gtidSetAt reads the server's binlog file of pos from its start up to
+// pos, on a binlog connection of its own, and returns the executed set
+// at pos: the file's PREVIOUS_GTIDS and the GTIDs of the transactions
+// before pos. Rows are not decoded.
+func (p *Reader) gtidSetAt(ctx context.Context, pos change.Position) (change.MySQLGTIDSet, error) {
+	var set change.MySQLGTIDSet
+	cfg := p.syncerConfig()
+	cfg.RowsEventDecodeFunc = func(*replication.RowsEvent, []byte) error { return nil }
+	tlsCfg, err := p.tlsConfig()
+	if err != nil {
+		return set, err
+	}
+	var watch mysqlauth.Watch
+	cfg.Dialer = watch.Dial(recvBufferDialer(cfg.RecvBufferSize))
+	if tlsCfg != nil {
+		cfg.TLSConfig = tlsCfg
+		cfg.Dialer = recvBufferDialer(cfg.RecvBufferSize)
+	}
+	syncer := replication.NewBinlogSyncer(cfg)
+	defer syncer.Close()
+	st, err := syncer.StartSync(mysql.Position{Name: pos.File, Pos: 4})
+	if err != nil {
+		return set, err
+	}
+	checksum := 0
+	for {
+		e, err := st.GetEvent(ctx)
+		if err != nil {
+			return set, err
+		}
+		h := e.Header
+		switch ev := e.Event.(type) {
+		case *replication.RotateEvent:
+			if h.LogPos != 0 && string(ev.NextLogName) != pos.File {
+				return set, fmt.Errorf("binlog %s ends before %d", pos.File, pos.Pos)
+			}
+			continue // the artificial one naming the file
+		case *replication.HeartbeatEvent:
+			return set, fmt.Errorf("binlog %s ends before %d", pos.File, pos.Pos)
+		case *replication.FormatDescriptionEvent:
+			if ev.ChecksumAlgorithm == replication.BINLOG_CHECKSUM_ALG_CRC32 {
+				checksum = 4
+			}
+		case *replication.PreviousGTIDsEvent:
+			prev, err := change.DecodeMySQLGTIDSet(e.RawData[replication.EventHeaderSize : len(e.RawData)-checksum])
+			if err != nil {
+				return set, fmt.Errorf("PREVIOUS_GTIDS: %w", err)
+			}
+			set.Union(prev)
+		case *replication.GTIDEvent:
+			if h.LogPos <= pos.Pos {
+				if g := mysqlGTID(ev, h.EventType); g != "" {
+					if err := set.Add(g); err != nil {
+						return set, err
+					}
+				}
+			}
+		case *replication.GtidTaggedLogEvent:
+			if h.LogPos <= pos.Pos {
+				if err := set.Add(mysqlGTID(&ev.GTIDEvent, h.EventType)); err != nil {
+					return set, err
+				}
+			}
+		}
+		if h.LogPos >= pos.Pos {
+			return set, nil
+		}
+	}
 }
 
 // isLatestStart reports whether the reader starts at the server's

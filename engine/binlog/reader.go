@@ -427,7 +427,7 @@ func (p *Reader) prepare(ctx context.Context) error {
 	p.gtidStr = p.gtids.String()
 	p.live.GTIDs = change.GTIDText(p.gtidStr)
 	if p.info.flavor == mysql.MySQLFlavor {
-		if err := p.startMySQLGTIDs(snapGTIDs, p.isLatestStart(snapPos), a.gtidOn); err != nil {
+		if err := p.startMySQLGTIDs(ctx, snapGTIDs, p.isLatestStart(snapPos), a.gtidOn); err != nil {
 			return err
 		}
 	}

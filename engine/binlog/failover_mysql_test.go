@@ -142,3 +142,47 @@ func TestSwitchBetweenCheckAndDump(t *testing.T) {
 		})
 	}
 }
+
+// TestMySQLPositionStartSwitches: a reader started at a position inside
+// a MySQL binlog file learns the executed GTID set there (reading the
+// file up to it once), so that a switch of servers before the next file
+// resumes by GTID: only the rows after the position, once each. The old
+// code did not know the set until the next file and stopped the source.
+func TestMySQLPositionStartSwitches(t *testing.T) {
+	m := startMySQLHistory(t)
+	m.insert(t, 1)
+	at, err := m.h.Commit(mysqlbinlog.Txn{Statements: []mysqlbinlog.Statement{{Kind: mysqlbinlog.Insert, Table: "shop.orders",
+		Rows: []mysqlbinlog.Row{{After: []any{int64(2)}}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.insert(t, 3)
+	if err := m.h.CatchUp(m.replica); err != nil { // at other offsets: each transaction 7 bytes longer
+		t.Fatal(err)
+	}
+	vip := tcpproxy.Start(t, m.primary.Addr())
+	start := spec.Start{Kind: spec.StartPosition, Pos: change.Position{File: at.File, Pos: at.End}}
+	r := startReader(t, binlog.Config{Source: spec.Source{Name: "m8", Address: vip.Addr(), User: "root", Start: start},
+		Heartbeat: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}, nil)
+	evs := r.waitFor(60*time.Second, "id 3", func(evs []*change.Event) bool { return len(insertedIDs(t, evs)) >= 1 })
+	var commit *change.Event
+	for _, ev := range evs {
+		if ev.Type == change.EventCommit {
+			commit = ev
+		}
+	}
+	if want := "11111111-1111-1111-1111-111111111111:1-5"; commit == nil || commit.GTIDs.String() != want {
+		t.Fatalf("the commit of id 3 carries GTID state %v, want %s", commit, want)
+	}
+
+	vip.Switch(m.replica.Addr())
+	m.h.Promote(m.replica)
+	m.insert(t, 4)
+	evs = r.waitFor(60*time.Second, "ids 3, 4", func(evs []*change.Event) bool { return len(insertedIDs(t, evs)) >= 2 })
+	if got := insertedIDs(t, evs); !slices.Equal(got, []int64{3, 4}) {
+		t.Fatalf("ids %v, want [3 4]", got)
+	}
+	if st := r.reader.Stats(); st.Switches != 1 || st.Server == nil || st.Server.ID != 2 {
+		t.Fatalf("reading %s after %d switches, want the replica after 1", st.Server, st.Switches)
+	}
+}
