@@ -249,8 +249,48 @@ func (d *decoder) fields(path string, n *yaml.Node, v reflect.Value) {
 		}
 		p := joinPath(path, k.Value)
 		d.lines[p] = k.Line
+		if fs.lists[k.Value] {
+			if seq := resolve(val); seq.Kind == yaml.SequenceNode {
+				d.stringList(p, seq, v.FieldByIndex(f))
+				continue
+			}
+		}
 		d.value(p, val, v.FieldByIndex(f))
 	}
+}
+
+// resolve follows n's aliases.
+func resolve(n *yaml.Node) *yaml.Node {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n
+}
+
+// stringList reads the list n into the string field v (a field tagged
+// spec:"list", which takes one value or a list) as its items joined
+// with commas, the form in which the field keeps a list.
+func (d *decoder) stringList(path string, n *yaml.Node, v reflect.Value) {
+	items := make([]string, 0, len(n.Content))
+	for i, item := range n.Content {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		item = resolve(item)
+		if item.Kind != yaml.ScalarNode || item.ShortTag() == "!!null" {
+			d.bad(path, item.Line, "item %d: %s: want a single value, e.g. 127.0.0.1:3306", i+1, shape(item))
+			return
+		}
+		if strings.Contains(item.Value, ",") {
+			d.bad(path, item.Line, "item %d: %q holds a comma: write one value per item", i+1, item.Value)
+			return
+		}
+		d.lines[p] = item.Line
+		items = append(items, item.Value)
+	}
+	if len(items) == 0 {
+		d.bad(path, n.Line, "an empty list: write one value or a list of them, e.g. [127.0.0.1:3306, 127.0.0.1:3307]")
+		return
+	}
+	v.SetString(strings.Join(items, ","))
 }
 
 // unknown reports the key k of the mapping at path that is no field's
@@ -329,6 +369,9 @@ func (d *decoder) mergeSources(path string, v *yaml.Node) []*yaml.Node {
 type structFields struct {
 	names  []string         // in declaration order
 	byName map[string][]int // field index path (inline structs flattened)
+	// lists are the string fields tagged spec:"list": written as one
+	// value or a list, kept joined with commas.
+	lists map[string]bool
 }
 
 var fieldCache sync.Map // reflect.Type → *structFields
@@ -337,7 +380,7 @@ func fieldsOf(t reflect.Type) *structFields {
 	if fs, ok := fieldCache.Load(t); ok {
 		return fs.(*structFields)
 	}
-	fs := &structFields{byName: map[string][]int{}}
+	fs := &structFields{byName: map[string][]int{}, lists: map[string]bool{}}
 	var walk func(t reflect.Type, index []int)
 	walk = func(t reflect.Type, index []int) {
 		for i := range t.NumField() {
@@ -360,6 +403,9 @@ func fieldsOf(t reflect.Type) *structFields {
 			}
 			fs.names = append(fs.names, name)
 			fs.byName[name] = idx
+			if f.Tag.Get("spec") == "list" && f.Type.Kind() == reflect.String {
+				fs.lists[name] = true
+			}
 		}
 	}
 	walk(t, nil)

@@ -25,8 +25,10 @@
 //   - Parse and Validate report every problem at once; Validate on a spec
 //     built in Go names the same paths, without lines. Neither modifies
 //     the spec (WithDefaults returns a copy).
-//   - A spec that Parse accepts reads as yaml.v3's strict decoding read it,
-//     and the YAML of a parsed spec (yaml.Marshal) parses back to it.
+//   - A spec that Parse accepts reads as yaml.v3's strict decoding read it
+//     (but for a source's address written as a list, which yaml.v3 would
+//     refuse and Parse keeps joined with commas: Source.Addresses), and
+//     the YAML of a parsed spec (yaml.Marshal) parses back to it.
 //   - A source's replica server_id is the spec's or DeriveServerID of the
 //     destination and source names: the same spec always presents the same
 //     ids, never random ones.

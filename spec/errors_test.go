@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -84,7 +85,14 @@ func TestBadValues(t *testing.T) {
 		{"name: d\nsources: [{name: a, address: 'h:1'}]\nheartbeat: 200\n", `line 3: heartbeat: "200" has no unit: write e.g. 200ms or 200s`},
 		{"name: d\nsources: {name: a}\n", `line 2: sources: keys and values here: want a list, e.g. [{name: a, address: 127.0.0.1:3306}]`},
 		{"name: d\nsources: [a]\n", `line 2: sources[0]: "a": want keys and values (key: value), e.g. {name: a, address: 127.0.0.1:3306}`},
-		{"name: d\nsources: [{name: a, address: [h, 1]}]\n", `line 2: sources[0].address: a list here: want a single value`},
+		{"name: d\nsources: [{name: a, address: [h, 1]}]\n", "line 2: sources[0].address: item 1: \"h\" is not host:port: write host:port, e.g. 127.0.0.1:3306\nline 2: sources[0].address: item 2: \"1\" is not host:port: write host:port, e.g. 127.0.0.1:3306"},
+		{"name: d\nsources: [{name: a, address: ['h:1', [x]]}]\n", `line 2: sources[0].address: item 2: a list here: want a single value, e.g. 127.0.0.1:3306`},
+		{"name: d\nsources: [{name: a, address: []}]\n", `line 2: sources[0].address: an empty list: write one value or a list of them, e.g. [127.0.0.1:3306, 127.0.0.1:3307]`},
+		{"name: d\nsources: [{name: a, address: ['h:1', 'h:2,h:3']}]\n", `line 2: sources[0].address: item 2: "h:2,h:3" holds a comma: write one value per item`},
+		{"name: d\nsources: [{name: a, address: ['h:1', 'h:1']}]\n", `line 2: sources[0].address: item 2: "h:1" is listed twice (item 1 has it too): list each server once`},
+		{"name: d\nsources: [{name: a, address: 'h:1,'}]\n", `line 2: sources[0].address: item 2: missing or empty: write host:port, e.g. 127.0.0.1:3306`},
+		{"name: d\nsources: [{name: a, address: 'h:1', read_from: secondary}]\n", `line 2: sources[0].read_from: "secondary": want primary (a writable server, the default) or replica (a read_only one)`},
+		{"name: d\nsources: [{name: a, address: 'h:1', failover_after: -1s}]\n", `line 2: sources[0].failover_after: -1s: must not be negative: leave it out for 10s, or write e.g. 30s`},
 		{"name: d\nsources: [{name: a, address: 'h:1'}]\ntables: 'shop\\.orders'\n", `line 3: tables: "shop\\.orders": want a list (one '- item' per line, or [a, b])`},
 		{"- name: d\n", `line 1: a list here: want keys and values (key: value), e.g. {name: shop, sources: [{name: a, address: 127.0.0.1:3306}]}`},
 		{"name: d\nsources: [{name: a, address: \n", `line 2: invalid spec: not YAML or JSON: did not find expected node content; check the indentation, quotes and brackets there`},
@@ -274,5 +282,53 @@ func TestManyProblems(t *testing.T) {
 	s, err := spec.Parse([]byte(b.String()))
 	if err != nil || len(s.Sources) != 12 || s.Sources[11].Address != "h:1" || time.Since(start) > 2*time.Second {
 		t.Errorf("merge keys: %v after %v", err, time.Since(start))
+	}
+}
+
+// TestAddressList: a source's address takes one host:port or a list,
+// block or flow, kept joined with commas; the spec's YAML
+// form (Raft stores it) parses back to it, and failover_after and read_from have their
+// defaults. The old decoder refused a list (a list here: want a single
+// value).
+func TestAddressList(t *testing.T) {
+	text := `name: shop
+sources:
+  - name: a
+    address:
+      - 127.0.0.1:3306
+      - db2:3306
+      - "[::1]:3307"
+    failover_after: 30s
+    read_from: replica
+  - {name: b, address: [h:1, h:2]}
+  - {name: c, address: 'h:3'}
+`
+	s, err := spec.Parse([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b, c := s.Sources[0], s.Sources[1], s.Sources[2]
+	if a.Address != "127.0.0.1:3306,db2:3306,[::1]:3307" || !slices.Equal(a.Addresses(), []string{"127.0.0.1:3306", "db2:3306", "[::1]:3307"}) {
+		t.Errorf("a: address %q, addresses %q", a.Address, a.Addresses())
+	}
+	if a.FailoverAfterOrDefault() != 30*time.Second || !a.ReadFrom.Replica() {
+		t.Errorf("a: failover_after %v, read_from %q", a.FailoverAfterOrDefault(), a.ReadFrom)
+	}
+	if !slices.Equal(b.Addresses(), []string{"h:1", "h:2"}) || b.FailoverAfterOrDefault() != spec.DefaultFailoverAfter || b.ReadFrom.Replica() {
+		t.Errorf("b: addresses %q, failover_after %v, read_from %q", b.Addresses(), b.FailoverAfterOrDefault(), b.ReadFrom)
+	}
+	if !slices.Equal(c.Addresses(), []string{"h:3"}) {
+		t.Errorf("c: addresses %q", c.Addresses())
+	}
+	y, err := yaml.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := spec.Parse(y)
+	if err != nil {
+		t.Fatalf("%s: %v", y, err)
+	}
+	if !reflect.DeepEqual(back, s) {
+		t.Errorf("%s parses to\n%+v\nwant\n%+v", y, back, s)
 	}
 }

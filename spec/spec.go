@@ -140,8 +140,26 @@ func (RouteRule) example() string { return `{match: 'shop_\d+\.(\w+)', to: 'shop
 type Source struct {
 	// Name names the source within the destination. Required, unique.
 	Name string `yaml:"name" json:"name"`
-	// Address is host:port of the server. Required.
-	Address string `yaml:"address" json:"address"`
+	// Address is the source's server, host:port, or its servers in order
+	// of preference: a YAML list ([db1:3306, db2:3306]) or one string
+	// with commas, which is how a list is kept (Addresses splits it).
+	// braid reads the first listed server that answers and holds its
+	// position; when it loses that one for FailoverAfter it reads
+	// another, as ReadFrom prefers, resuming there by GTID. Required.
+	Address string `yaml:"address" json:"address" spec:"list"`
+	// FailoverAfter is how long braid keeps retrying the server it read
+	// after losing it (a broken connection, or neither event nor
+	// heartbeat for the read timeout) before it tries the source's other
+	// addresses in order. Only with several addresses. Default: 10s.
+	FailoverAfter Duration `yaml:"failover_after,omitempty" json:"failover_after,omitempty"`
+	// ReadFrom is which of the source's servers braid prefers when it
+	// picks one of several addresses: "primary", a writable one
+	// (read_only=OFF), or "replica", a read_only one (offloading the
+	// primary, as canal and DM users do). When none of the preferred
+	// kind can be read, braid reads the first of the other kind that
+	// can rather than stop, and stays on it until it loses it. Default:
+	// primary.
+	ReadFrom ReadFrom `yaml:"read_from,omitempty" json:"read_from,omitempty"`
 	// User and Password log in; the user needs REPLICATION SLAVE,
 	// REPLICATION CLIENT and SELECT. Default user: root.
 	User     string `yaml:"user,omitempty" json:"user,omitempty"`
@@ -170,9 +188,48 @@ type Source struct {
 
 func (Source) example() string { return "{name: a, address: 127.0.0.1:3306}" }
 
+// Addresses are the source's addresses in order: Address split at its
+// commas, each trimmed of spaces; empty entries are kept (Validate
+// refuses them).
+func (s Source) Addresses() []string {
+	if s.Address == "" {
+		return nil
+	}
+	out := strings.Split(s.Address, ",")
+	for i, a := range out {
+		out[i] = strings.TrimSpace(a)
+	}
+	return out
+}
+
+// FailoverAfterOrDefault is FailoverAfter, or DefaultFailoverAfter when
+// unset.
+func (s Source) FailoverAfterOrDefault() time.Duration {
+	if s.FailoverAfter <= 0 {
+		return DefaultFailoverAfter
+	}
+	return time.Duration(s.FailoverAfter)
+}
+
+// ReadFrom is which servers of a source braid prefers to read (the
+// source's read_from:).
+type ReadFrom string
+
+// The read_from values.
+const (
+	// ReadFromPrimary prefers a writable server (read_only=OFF).
+	ReadFromPrimary ReadFrom = "primary"
+	// ReadFromReplica prefers a read-only server (read_only=ON).
+	ReadFromReplica ReadFrom = "replica"
+)
+
+// Replica reports whether r prefers replicas (primary is the default).
+func (r ReadFrom) Replica() bool { return r == ReadFromReplica }
+
 // Defaults applied by WithDefaults.
 const (
 	DefaultHeartbeat        = 200 * time.Millisecond
+	DefaultFailoverAfter    = 10 * time.Second
 	DefaultMaxClockSkew     = time.Second
 	DefaultDDLLockWarnAfter = 10 * time.Minute
 	DefaultUser             = "root"

@@ -55,9 +55,7 @@ func (s *Spec) problems() []*FieldError {
 		} else {
 			seen[src.Name] = i
 		}
-		if m := addressProblem(src.Address); m != "" {
-			bad(path+".address", "%s", m)
-		}
+		src.addressProblems(path, bad)
 		if n := countSet(src.Password, src.PasswordFile, src.PasswordEnv); n > 1 {
 			bad(path, "give one of password, password_file and password_env, not %d", n)
 		}
@@ -152,7 +150,37 @@ func nameProblem(name, example string) string {
 	return ""
 }
 
-// addressProblem says what is wrong with a source's address, "" if nothing.
+// addressProblems reports what is wrong with a source's address (one
+// host:port or a list of them), failover_after and read_from.
+func (src Source) addressProblems(path string, bad func(path, format string, a ...any)) {
+	addrs := src.Addresses()
+	if len(addrs) <= 1 {
+		if m := addressProblem(src.Address); m != "" {
+			bad(path+".address", "%s", m)
+		}
+	} else {
+		seen := map[string]int{}
+		for i, a := range addrs {
+			if m := addressProblem(a); m != "" {
+				bad(path+".address", "item %d: %s", i+1, m)
+			} else if first, dup := seen[a]; dup {
+				bad(path+".address", "item %d: %q is listed twice (item %d has it too): list each server once", i+1, a, first+1)
+			} else {
+				seen[a] = i
+			}
+		}
+	}
+	if src.FailoverAfter < 0 {
+		bad(path+".failover_after", "%v: must not be negative: leave it out for %v, or write e.g. 30s", time.Duration(src.FailoverAfter), DefaultFailoverAfter)
+	}
+	switch src.ReadFrom {
+	case "", ReadFromPrimary, ReadFromReplica:
+	default:
+		bad(path+".read_from", "%q: want primary (a writable server, the default) or replica (a read_only one)", src.ReadFrom)
+	}
+}
+
+// addressProblem says what is wrong with one host:port, "" if nothing.
 func addressProblem(addr string) string {
 	const want = "write host:port, e.g. 127.0.0.1:3306"
 	if addr == "" {
