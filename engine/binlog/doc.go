@@ -64,6 +64,17 @@
 // why and what to do. Each switch is one
 // log line (old and new server, why, how long) and counted in Stats.
 //
+// A source's address may list its servers (servers.go): the reader
+// reads one at a time, the first listed that answers and is of the kind
+// the spec's read_from prefers (a writable primary, or a read_only
+// replica; else the first that answers). A server it loses is retried
+// for failover_after; then the list is tried in order, the lost one
+// last, and the first that passes the checks above is read (a lagging
+// one is waited for up to failover_after, one that purged what braid
+// needs or whose settings braid cannot read is refused, named in one
+// line, and the next tried). The reader stays on the server it switched
+// to until it loses that one.
+//
 // Online schema changes (Config.OnlineDDL, spec online_ddl): the helper
 // tables of gh-ost and pt-online-schema-change are modelled but never
 // selected, so their rows and DDL are never emitted; the swap that
@@ -99,6 +110,9 @@
 //     take the payload's start and end.
 //   - The replica server_id is the spec's, or derived from the destination
 //     and source names (spec.DeriveServerID); never random.
+//   - A streaming Reader's spec names one address, the server it reads
+//     (of a list, written only by Run's goroutine, under statsMu);
+//     every binlog connection and query goes to it.
 //
 // # Concurrency
 //

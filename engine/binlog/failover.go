@@ -284,6 +284,11 @@ func (p *Reader) checkServer(ctx context.Context) error {
 		if len(missing) == 0 {
 			break
 		}
+		if p.lagLimit > 0 && time.Since(waitStart) >= p.lagLimit {
+			// One of several servers: the next may not lag.
+			return fmt.Errorf("binlog: source %s (%s): %s still lacks transactions braid already emitted after %v (%s)",
+				p.spec.Name, p.spec.Address, now, p.lagLimit, strings.Join(missing, ", "))
+		}
 		if time.Since(lastLog) >= lagLogEvery {
 			p.sayMissing(c, old, now, strings.Join(missing, ", "), waitStart)
 			lastLog = time.Now()

@@ -235,6 +235,11 @@ func (p *Reader) switchMySQL(ctx context.Context, c *client.Conn, old, now *chan
 		if missing.IsEmpty() {
 			break
 		}
+		if p.lagLimit > 0 && time.Since(waitStart) >= p.lagLimit {
+			// One of several servers: the next may not lag (servers.go).
+			return fmt.Errorf("binlog: source %s (%s): %s still lacks transactions braid already emitted after %v (%s)",
+				p.spec.Name, p.spec.Address, now, p.lagLimit, missing)
+		}
 		if time.Since(lastLog) >= lagLogEvery {
 			p.sayMissing(c, old, now, missing.String(), waitStart)
 			lastLog = time.Now()
@@ -306,8 +311,12 @@ func (p *Reader) switched(old, now *change.Server, waitStart time.Time) {
 		down = waitStart
 	}
 	took := time.Since(down).Round(time.Millisecond)
+	why := p.switchWhy // a pass over the source's addresses (servers.go)
+	if why == "" {
+		why = "another server answers at " + p.spec.Address
+	}
 	p.log.Warn("source switched servers: resuming by GTID", "old_server", old.String(), "new_server", now.String(),
-		"why", "another server answers at "+p.spec.Address, "gtid", p.startGTID, "old_pos", p.resume.String(), "took", took)
+		"why", why, "gtid", p.startGTID, "old_pos", p.resume.String(), "took", took)
 	p.live.Switches++
 	p.live.LastSwitchAt = time.Now()
 }

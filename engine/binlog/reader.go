@@ -134,6 +134,21 @@ type Reader struct {
 	mknown     bool
 	shareMexec change.MySQLExecuted
 
+	// The source's servers (servers.go): addrs are its addresses in
+	// order, cur the index of the one read (spec.Address, under statsMu
+	// as watch copies it); failoverAfter and wantReplica are the spec's
+	// failover_after and read_from. lagLimit bounds checkServer's wait
+	// for a lagging server (0, with one address: none); switchWhy is the
+	// why of its switch line while a pass tries the servers; refusals is the last
+	// reason each address was refused, logged once.
+	addrs         []string
+	cur           int
+	failoverAfter time.Duration
+	wantReplica   bool
+	lagLimit      time.Duration
+	switchWhy     string
+	refusals      map[string]string
+
 	tx txState
 	// After a reconnect in the middle of a transaction, the reader reads the
 	// transaction again from its start; replay says how much of it was
@@ -228,7 +243,12 @@ func NewReader(cfg Config) (*Reader, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Reader{cfg: cfg, spec: src, filter: withoutHelpers(filter, cfg.OnlineDDL), log: log.With("source", src.Name)}
+	p := &Reader{cfg: cfg, spec: src, filter: withoutHelpers(filter, cfg.OnlineDDL), log: log.With("source", src.Name),
+		addrs: src.Addresses(), failoverAfter: src.FailoverAfterOrDefault(), wantReplica: src.ReadFrom.Replica(), refusals: map[string]string{}}
+	p.spec.Address = p.addrs[0]
+	if len(p.addrs) > 1 {
+		p.lagLimit = p.failoverAfter // another server may not lag
+	}
 	if _, err := p.tlsConfig(); err != nil {
 		return nil, err
 	}
@@ -331,9 +351,9 @@ func (p *Reader) resumeString() string {
 // prepare inspects the server, resolves the start position and builds the
 // schema model at it.
 func (p *Reader) prepare(ctx context.Context) error {
-	c, err := p.dial(ctx)
+	c, err := p.pickStart(ctx)
 	if err != nil {
-		return fatal{err}
+		return err
 	}
 	defer c.Close()
 	if p.info, err = p.inspect(c); err != nil {
@@ -492,6 +512,12 @@ func recvBufferDialer(size int) mysqlauth.Dialer {
 
 // stream runs one binlog connection until it fails or ctx ends.
 func (p *Reader) stream(ctx context.Context, emit func(*change.Event) error) error {
+	// Who answers decides where and how to start (by position, or by
+	// GTID on another server): settled before the syncer's
+	// configuration (its address) and start set are made.
+	if err := p.connectServer(ctx); err != nil {
+		return err
+	}
 	cfg := p.syncerConfig()
 	tlsCfg, err := p.tlsConfig()
 	if err != nil {
@@ -519,11 +545,6 @@ func (p *Reader) stream(ctx context.Context, emit func(*change.Event) error) err
 	if tlsCfg != nil {
 		cfg.TLSConfig = tlsCfg
 		cfg.Dialer = recvBufferDialer(cfg.RecvBufferSize)
-	}
-	// Who answers decides how to start (by position, or by GTID on
-	// another server): asked before the start set is made.
-	if err := p.checkServer(ctx); err != nil {
-		return err
 	}
 	if beforeDump != nil {
 		beforeDump()

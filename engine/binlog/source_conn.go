@@ -58,6 +58,9 @@ func (p *Reader) dial(ctx context.Context) (*client.Conn, error) {
 // keeps both bounds until the caller calls stop, which clears them: so the
 // caller's first queries can share them.
 func (p *Reader) dialUntil(ctx context.Context, deadline time.Time) (c *client.Conn, stop func(), err error) {
+	if addrs := p.spec.Addresses(); len(addrs) > 1 {
+		return p.dialFirst(ctx, deadline, addrs)
+	}
 	tlsCfg, err := p.tlsConfig()
 	if err != nil {
 		return nil, nil, err
@@ -124,6 +127,30 @@ func (p *Reader) dialUntil(ctx context.Context, deadline time.Time) (c *client.C
 		stopCtx()
 		conn.SetDeadline(time.Time{})
 	}, nil
+}
+
+// dialFirst is dialUntil for a Reader whose spec lists several
+// addresses (Check, CheckPosition, OpenSnapshot build such throwaway
+// Readers; a streaming Reader holds one address at a time): it connects
+// to the first listed that answers, each given an equal share of the time
+// left, and sets the spec's address to it, so that later messages name
+// it. None answering is every address's error.
+func (p *Reader) dialFirst(ctx context.Context, deadline time.Time, addrs []string) (*client.Conn, func(), error) {
+	var errs []error
+	for i, a := range addrs {
+		p.spec.Address = a
+		share := time.Until(deadline) / time.Duration(len(addrs)-i)
+		c, stop, err := p.dialUntil(ctx, time.Now().Add(share))
+		if err == nil {
+			return c, stop, nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	p.spec.Address = strings.Join(addrs, ",")
+	return nil, nil, errors.Join(errs...)
 }
 
 // tlsConfig is the TLS configuration of every connection to the source
@@ -342,6 +369,24 @@ func CheckResume(ctx context.Context, src spec.Source, pos change.Position, serv
 // checkHolds is CheckPosition, and with identified CheckResume: a server
 // other than server passes, as does a zero pos.
 func checkHolds(ctx context.Context, src spec.Source, pos change.Position, server *change.Server, identified bool) error {
+	if addrs := src.Addresses(); len(addrs) > 1 {
+		// One of several servers: the reader reads whichever holds
+		// the position (servers.go); the check passes when one does.
+		var errs []error
+		for _, a := range addrs {
+			one := src
+			one.Address = a
+			err := checkHolds(ctx, one, pos, server, identified)
+			if err == nil {
+				return nil
+			}
+			errs = append(errs, err)
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		return errors.Join(errs...)
+	}
 	pw, err := src.ResolvePassword()
 	if err != nil {
 		return err
@@ -386,7 +431,10 @@ func checkHolds(ctx context.Context, src spec.Source, pos change.Position, serve
 func (p *Reader) watch(ctx context.Context) {
 	t := time.NewTicker(progressEvery)
 	defer t.Stop()
-	var c *client.Conn
+	var (
+		c     *client.Conn
+		cAddr string // the address c is connected to
+	)
 	defer func() {
 		if c != nil {
 			c.Close()
@@ -408,7 +456,7 @@ func (p *Reader) watch(ctx context.Context) {
 			continue
 		}
 		if !s.HeartbeatAt.After(lastAt) {
-			if pos, err := p.serverPosition(ctx, &c); err == nil {
+			if pos, err := p.serverPosition(ctx, &c, &cAddr); err == nil {
 				p.setServer(pos, now, s.ReadPos)
 				s = p.Stats()
 			}
@@ -431,15 +479,24 @@ func (p *Reader) watch(ctx context.Context) {
 }
 
 // serverPosition asks the server for its end of binlog on *c, opening it
-// first when nil and closing it (to nil) when the query fails. The query
+// first when nil or connected to another address than the reader's now
+// (*addr), and closing it (to nil) when the query fails. The query
 // is bounded by handshakeTimeout and ctx.
-func (p *Reader) serverPosition(ctx context.Context, c **client.Conn) (change.Position, error) {
+func (p *Reader) serverPosition(ctx context.Context, c **client.Conn, addr *string) (change.Position, error) {
+	p.statsMu.Lock()
+	src := p.spec // the address moves on a switch of servers (setAddress)
+	p.statsMu.Unlock()
+	if *c != nil && *addr != src.Address {
+		(*c).Close() // a server the reader no longer reads
+		*c = nil
+	}
 	if *c == nil {
-		conn, err := p.dial(ctx)
+		q := &Reader{spec: src, log: p.log}
+		conn, err := q.dial(ctx)
 		if err != nil {
 			return change.Position{}, err
 		}
-		*c = conn
+		*c, *addr = conn, src.Address
 	}
 	conn := *c
 	conn.SetDeadline(time.Now().Add(handshakeTimeout))

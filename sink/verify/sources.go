@@ -76,7 +76,9 @@ func (s *Sources) db(i int) (*sql.DB, error) {
 		return nil, err
 	}
 	cfg := driver.NewConfig()
-	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = src.User, pw, "tcp", src.Address
+	// A source of several servers (address: [a, b]) is compared on the
+	// first listed: its primary, by the usual order.
+	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = src.User, pw, "tcp", src.Addresses()[0]
 	if cfg.User == "" {
 		cfg.User = spec.DefaultUser
 	}
@@ -86,7 +88,7 @@ func (s *Sources) db(i int) (*sql.DB, error) {
 		return nil, fmt.Errorf("source %s: %w", src.Name, err)
 	}
 	if src.TLS != nil {
-		if cfg.TLS, err = src.TLS.Config(src.Address); err != nil {
+		if cfg.TLS, err = src.TLS.Config(cfg.Addr); err != nil {
 			return nil, fmt.Errorf("source %s: %w", src.Name, err)
 		}
 	}
