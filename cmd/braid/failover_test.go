@@ -50,7 +50,14 @@ type failoverCapture struct {
 
 func startFailoverCapture(t *testing.T, addr string) *failoverCapture {
 	t.Helper()
-	spec := nodes.WriteSpec(t, fmt.Sprintf("name: shop\nsources: [{name: a, address: '%s', start: earliest}]\ntables: ['shop\\.orders']\nheartbeat: 100ms\n", addr))
+	return startCaptureSpec(t, fmt.Sprintf("name: shop\nsources: [{name: a, address: '%s', start: earliest}]\ntables: ['shop\\.orders']\nheartbeat: 100ms\n", addr))
+}
+
+// startCaptureSpec runs `braid capture` on the spec text, as
+// startFailoverCapture does.
+func startCaptureSpec(t *testing.T, text string) *failoverCapture {
+	t.Helper()
+	spec := nodes.WriteSpec(t, text)
 	c := &failoverCapture{code: make(chan int, 1)}
 	go func() {
 		c.code <- run([]string{"capture", "-f", spec, "--cursor-dir", t.TempDir(), "--timeout", "2m"}, &c.out, &c.errb)
@@ -199,21 +206,30 @@ func TestCaptureFollowsFailover(t *testing.T) {
 	}
 }
 
-// TestCaptureWaitsForLaggingReplica: the proxy switched to a replica one
-// transaction behind what braid printed: braid waits for it (saying so),
-// then goes on once it caught up, with no row lost or printed twice.
-func TestCaptureWaitsForLaggingReplica(t *testing.T) {
-	tp := mysqltest.StartTopology(t, 1)
-	primary, replica := tp.Primary(), tp.Replicas()[0]
-	// As in production, the replica's binlog files do not line up with
-	// the primary's (here the old code's file:pos would re-read it).
+// startBehindProxy starts a primary with one replica (opts apply to
+// both), whose binlog files do not line up with the primary's, as in
+// production (there the old code's file:pos would re-read the replica);
+// shop.orders with rows 1 and 2, replicated; and a capture reading the
+// primary through a proxy, the virtual IP, once it printed both rows.
+func startBehindProxy(t *testing.T, opts ...mysqltest.Option) (tp *mysqltest.Topology, primary, replica *mysqltest.Server, vip *tcpproxy.Proxy, c *failoverCapture) {
+	t.Helper()
+	tp = mysqltest.StartTopology(t, 1, opts...)
+	primary, replica = tp.Primary(), tp.Replicas()[0]
 	replica.FlushLogs(t)
 	primary.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id BIGINT PRIMARY KEY)",
 		"INSERT INTO shop.orders VALUES (1), (2)")
 	tp.WaitCaughtUp(t)
-	vip := tcpproxy.Start(t, primary.Addr())
-	c := startFailoverCapture(t, vip.Addr())
+	vip = tcpproxy.Start(t, primary.Addr())
+	c = startFailoverCapture(t, vip.Addr())
 	c.waitIDs(t, []int64{1, 2}, 60*time.Second)
+	return tp, primary, replica, vip, c
+}
+
+// TestCaptureWaitsForLaggingReplica: the proxy switched to a replica one
+// transaction behind what braid printed: braid waits for it (saying so),
+// then goes on once it caught up, with no row lost or printed twice.
+func TestCaptureWaitsForLaggingReplica(t *testing.T) {
+	tp, primary, replica, vip, c := startBehindProxy(t)
 
 	tp.StopReplication(t, replica)
 	primary.Exec(t, "INSERT INTO shop.orders VALUES (3)")
@@ -241,17 +257,7 @@ func TestCaptureWaitsForLaggingReplica(t *testing.T) {
 // switch of servers stops the source with one line naming the setting,
 // and nothing is printed from the new server.
 func TestCaptureStopsOnSwitchWithoutStrictGTID(t *testing.T) {
-	tp := mysqltest.StartTopology(t, 1, mysqltest.WithArgs("--gtid-strict-mode=OFF"))
-	primary, replica := tp.Primary(), tp.Replicas()[0]
-	// As in production, the replica's binlog files do not line up with
-	// the primary's (here the old code's file:pos would re-read it).
-	replica.FlushLogs(t)
-	primary.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id BIGINT PRIMARY KEY)",
-		"INSERT INTO shop.orders VALUES (1), (2)")
-	tp.WaitCaughtUp(t)
-	vip := tcpproxy.Start(t, primary.Addr())
-	c := startFailoverCapture(t, vip.Addr())
-	c.waitIDs(t, []int64{1, 2}, 60*time.Second)
+	tp, primary, replica, vip, c := startBehindProxy(t, mysqltest.WithArgs("--gtid-strict-mode=OFF"))
 	primary.Exec(t, "INSERT INTO shop.orders VALUES (3)")
 	tp.WaitCaughtUp(t)
 	c.waitIDs(t, []int64{1, 2, 3}, 60*time.Second)
