@@ -96,7 +96,11 @@ var destinationCommand = &command{
 			usage:   "destination create -f SPEC [--server URL] [--json]",
 			about: "Reads the destination spec SPEC (YAML or JSON; see docs/spec.md), has a node check\n" +
 				"every source (reachable, binlog in ROW format) and stores it in the cluster; a node\n" +
-				"takes the destination in a moment (braid destination show NAME).",
+				"takes the destination in a moment (braid destination show NAME).\n" +
+				"A source's address may list its servers, [db1:3306, db2:3306]: braid reads the\n" +
+				"first that answers (read_from: primary, the default, prefers a writable one;\n" +
+				"replica a read_only one) and, once it has lost it for failover_after (default\n" +
+				"10s), another, resuming there by GTID (docs/sources.md).",
 			run: runDestinationCreate,
 		},
 		"list": {
@@ -282,7 +286,7 @@ func showDestination(w io.Writer, info wire.DestinationInfo) {
 	if len(info.Sources) > 0 {
 		// The snapshot column only for a spec with snapshot: initial.
 		snap := slices.ContainsFunc(info.Sources, func(s wire.SourceState) bool { return s.Snapshot != nil })
-		header := "\nSOURCE\tPOSITION\tLAG\tWAITING"
+		header := "\nSOURCE\tPOSITION\tSERVER\tSWITCHES\tLAG\tWAITING"
 		if snap {
 			header += "\tSNAPSHOT"
 		}
@@ -292,7 +296,13 @@ func showDestination(w io.Writer, info wire.DestinationInfo) {
 			if s.LagMs != nil {
 				lag = (time.Duration(*s.LagMs) * time.Millisecond).String()
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%v", s.Name, s.Pos, lag, s.Waiting)
+			// A source of several servers (or behind a virtual IP)
+			// shows the one read and how often it changed.
+			switches := fmt.Sprint(s.Switches)
+			if s.LastSwitchAt != nil {
+				switches += ", last " + s.LastSwitchAt.Local().Format(time.DateTime)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%v", s.Name, s.Pos, orDash(s.Server), switches, lag, s.Waiting)
 			if snap {
 				fmt.Fprintf(tw, "\t%s", snapshotText(s.Snapshot))
 			}

@@ -56,6 +56,10 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "commit order (ordering: strict) and prints row changes and DDL as canal")
 		fmt.Fprintln(stderr, "flat-message JSON lines on stdout, or serves them to consumers with --canal-port")
 		fmt.Fprintln(stderr, "and --http-port; logs go to stderr. Ctrl-C stops it.")
+		fmt.Fprintln(stderr, "\nA source's address may list its servers, [db1:3306, db2:3306]: braid reads the")
+		fmt.Fprintln(stderr, "first that answers (read_from: primary, the default, prefers a writable one;")
+		fmt.Fprintln(stderr, "replica a read_only one) and, once it has lost it for failover_after (default")
+		fmt.Fprintln(stderr, "10s), another, resuming there by GTID (docs/sources.md).")
 		fmt.Fprintln(stderr, "\nFlags:")
 		fs.PrintDefaults()
 	}
