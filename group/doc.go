@@ -102,7 +102,8 @@
 //     (sourceSnapshot.run), started by Run unless ReplayOnly: it owns
 //     its SnapshotConn, registers each chunk with the gate, selects it,
 //     and may emit it into the queue itself when the reader has passed
-//     its high watermark already. It retries a failed connection or
+//     its high watermark already; it reads the next chunks while earlier
+//     ones wait for the reader (see readChunk). It retries a failed connection or
 //     chunk with its own backoff (100 ms doubling to 5 s, on the
 //     clock). It ends when the snapshot is done or its ctx ends (by the
 //     reader goroutine); an error of its own is sent to Run, which
@@ -122,13 +123,18 @@
 //     writes, Stats reads; the readers' own stats are read through
 //     Reader.Stats). keptOutOnce closes keptOut, which the snapshot
 //     goroutines wait on, once the kept chunks are out.
+//   - sourceSnapshot.pushMu: held over every push into the source's
+//     queue, so that its order is the stream's: by the reader over pass,
+//     and by the snapshot goroutine when it emits a chunk itself, which
+//     only tries it (the reader, in pass, emits what is due before it
+//     lets it go). Taken before mu.
 //   - sourceSnapshot.mu: the gate's state (the snapshot progress, the
 //     table versions and keys, the boundary, the open transaction, the
-//     pending chunk and the recent left-out changes), shared by the
-//     reader goroutine (pass, held while it pushes into the queue) and
-//     the snapshot goroutine (readChunk, estimate). awaitRecord, the
-//     replay reader's wait for the next kept chunk, lets it go while it
-//     waits.
+//     pending chunks and the recent left-out changes), shared by the
+//     reader goroutine (pass, which lets it go while it pushes into the
+//     queue) and the snapshot goroutine (readChunk, estimate).
+//     awaitRecord, the replay reader's wait for the next kept chunk, lets
+//     it go while it waits.
 //   - sourceSnapshot.recMu: the source's known placements (recorded),
 //     written by the gate and read by the merge loop (filterHeld, for a
 //     catch-up); never held while pushing.

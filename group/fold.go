@@ -50,14 +50,23 @@ type pendingChunk struct {
 	// binlog order.
 	window []change.RowChange
 	// Set once the SELECT is done: its rows, the chunk's last key (nil:
-	// to the table's end) and the high watermark.
-	selected bool
-	rows     chunkRows
-	through  []string
-	high     change.Position
+	// to the table's end; throughKey parsed) and the high watermark.
+	selected   bool
+	rows       chunkRows
+	through    []string
+	throughKey []keyPart
+	high       change.Position
+	// beats counts the heartbeats that came since it was selected.
+	beats int
 	// stale: a DDL of the table came since the chunk was registered; it
 	// is dropped and read again.
 	stale bool
+}
+
+// holds reports whether key k is in the chunk's key range (to the
+// table's end until the SELECT has told where it ends).
+func (p *pendingChunk) holds(k []keyPart) bool {
+	return (p.after == nil || compareKeys(k, p.after) > 0) && (p.throughKey == nil || compareKeys(k, p.throughKey) <= 0)
 }
 
 // fold applies a chunk's window to its selected rows: the rows its key

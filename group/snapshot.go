@@ -26,7 +26,10 @@ import (
 //     source's reader has passed H, then the changes kept are folded into
 //     the rows selected, in binlog order: the rows are then the table's
 //     rows at that boundary, and the chunk goes out there as a transaction
-//     of its own.
+//     of its own. While it waits the next chunks are read (a bounded
+//     number, see readChunk), each keeping the changes to its own key
+//     range, and they go out in key order: the reader can be a second or
+//     more behind the server when strict order holds its queue.
 //   - Until then the reader's changes to keys not yet emitted are left
 //     out of the stream (their effect is in the chunk when it comes), so a
 //     change to a key never goes out before the key's snapshot row. An
@@ -66,6 +69,10 @@ type sourceSnapshot struct {
 	log  *slog.Logger
 	push func(*change.Event) error // into the source's queue
 
+	// pushMu is held by whoever pushes into the queue (the reader over
+	// pass, the snapshot goroutine over emitDue), taken before mu: the
+	// queue's order is the stream's.
+	pushMu    sync.Mutex
 	mu        sync.Mutex
 	state     *change.SnapshotState // nil until the reader announced its tables
 	ready     chan struct{}         // closed once the reader announced its tables
@@ -75,8 +82,9 @@ type sourceSnapshot struct {
 	boundary  change.Position // the boundary after the last transaction passed
 	inTx      bool
 	begin     *change.Event // the open transaction's EventBegin, not yet pushed
-	beats     int           // heartbeats since the pending chunk became ready
-	pending   *pendingChunk
+	// pending are the chunks registered and not yet emitted, in key
+	// order: the first goes out first (see readChunk for how many).
+	pending []*pendingChunk
 	// recent are the changes left out lately (see leftRecently), oldest
 	// first from recentHead on.
 	recent     []leftChange

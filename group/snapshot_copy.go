@@ -130,35 +130,60 @@ func (g *sourceSnapshot) estimate(conn SnapshotConn) {
 	g.estimated.Store(max(n, 1))
 }
 
-// readChunk registers, selects and hands over the next chunk, then waits
-// until it has been emitted (or dropped as stale); it reports whether the
+// maxPendingChunks bounds how many chunks wait for the reader at once,
+// besides the bytes they hold (see readChunk).
+const maxPendingChunks = 64
+
+// readChunk registers, selects and hands over the next chunk, first
+// waiting for room among the pending ones; it reports whether the
 // snapshot has more to read.
+//
+// A chunk goes out once the reader has passed its high watermark, and
+// the reader is as far behind the server as the merge lets it be: in
+// strict order a source's queue drains only as fast as the other sources
+// show their later commit times, which MariaDB gives in whole seconds,
+// so under steady writes a chunk can wait a second or two. The next
+// chunks are therefore selected while the earlier ones wait (their key
+// ranges follow on, and they go out in order), as long as the waiting
+// ones hold less than Config.QueueBytes and number fewer than
+// maxPendingChunks: read one at a time, a snapshot under a writer would
+// go at a chunk a second.
 func (g *sourceSnapshot) readChunk(ctx context.Context, conn SnapshotConn) (bool, error) {
 	g.mu.Lock()
-	if g.state.Done {
+	ti, after, ok := g.nextChunk()
+	for !ok {
+		if g.state.Done {
+			g.mu.Unlock()
+			return false, nil
+		}
 		g.mu.Unlock()
-		return false, nil
+		select {
+		case <-g.changed:
+		case <-ctx.Done():
+			return false, nil
+		}
+		g.mu.Lock()
+		ti, after, ok = g.nextChunk()
 	}
-	ti := g.state.Next()
 	t := g.state.Tables[ti]
 	version := g.versions[t.Name]
 	p := &pendingChunk{table: ti, version: version}
 	if version != nil {
 		p.key = g.keyFor(version)
-		if !p.key.ints && len(t.After) == 0 && t.Chunks == 0 {
+		if !p.key.ints && len(after) == 0 && t.Chunks == 0 {
 			g.log.Warn("snapshot reads a table whose key is not made of integer columns in one piece: its rows are held in memory while it is read",
 				"table", t.Name)
 		}
 	}
-	if len(t.After) > 0 {
-		p.after = g.afterKeys()[ti]
+	if len(after) > 0 {
+		p.after, _ = parseKey(after) // made by keyText: parses
 	}
 	if len(p.key.cols) > 0 {
 		// Only a keyed table's window can be applied again to rows
 		// that have its changes already (see leftRecently).
 		p.window = g.recentOf(ti, g.d.cfg.Clock.Now())
 	}
-	g.pending = p
+	g.pending = append(g.pending, p)
 	g.mu.Unlock()
 
 	var rows chunkRows
@@ -169,7 +194,7 @@ func (g *sourceSnapshot) readChunk(ctx context.Context, conn SnapshotConn) (bool
 		if !p.key.ints {
 			cols, limit = nil, 0
 		}
-		rows.text, err = conn.Chunk(ctx, version, cols, t.After, nil, limit)
+		rows.text, err = conn.Chunk(ctx, version, cols, after, nil, limit)
 		if errors.Is(err, binlog.ErrNoTable) {
 			g.mu.Lock()
 			gone := g.versions[t.Name] == nil
@@ -184,35 +209,68 @@ func (g *sourceSnapshot) readChunk(ctx context.Context, conn SnapshotConn) (bool
 		high, err = conn.Position()
 	}
 	g.mu.Lock()
+	if p.stale {
+		g.mu.Unlock()
+		return true, nil // dropped (see dropPending): read again
+	}
 	if err != nil {
-		g.pending = nil
+		g.dropPending(len(g.pending) - 1) // p, the last
 		g.mu.Unlock()
 		return true, err
 	}
 	p.rows, p.high, p.selected = rows, high, true
 	if n := rows.len(); version != nil && p.key.ints && limit > 0 && n == limit {
 		k, _ := rowKey(p.key, rows.row(n-1))
-		p.through = keyText(k)
-	}
-	if !g.inTx && g.boundary.Compare(high) >= 0 {
-		if err := g.emitPending(ctx); err != nil {
-			g.mu.Unlock()
-			return false, err
-		}
+		p.through, p.throughKey = keyText(k), k
 	}
 	g.mu.Unlock()
-	// Wait until the reader has emitted it.
-	for {
-		g.mu.Lock()
-		waiting := g.pending == p
-		g.mu.Unlock()
-		if !waiting {
-			return true, nil
-		}
-		select {
-		case <-g.changed:
-		case <-ctx.Done():
-			return false, nil
+	// The reader may have passed its high watermark already: emit it
+	// here, between two of the reader's events. If the reader is passing
+	// one (a full queue may hold it there a long while), it emits it
+	// before it lets pushMu go (see pass), and this goroutine reads on.
+	if !g.pushMu.TryLock() {
+		return true, nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	defer g.pushMu.Unlock()
+	if g.inTx {
+		return true, nil // the reader emits it at the commit
+	}
+	return true, g.emitDue(ctx)
+}
+
+// nextChunk returns the table and the key after which the next chunk to
+// read starts, following on from the last pending chunk, or false when
+// none may be read now: the pending ones hold enough, the last of them
+// has not been selected, or the last chunk of all is pending already.
+func (g *sourceSnapshot) nextChunk() (ti int, after []string, ok bool) {
+	if g.state.Done {
+		return 0, nil, false
+	}
+	n := len(g.pending)
+	if n == 0 {
+		ti = g.state.Next()
+		return ti, g.state.Tables[ti].After, true
+	}
+	last := g.pending[n-1]
+	if !last.selected || n >= maxPendingChunks {
+		return 0, nil, false
+	}
+	var held int64
+	for _, p := range g.pending {
+		if p.rows.text != nil {
+			held += p.rows.text.Bytes()
 		}
 	}
+	if held >= g.d.cfg.QueueBytes {
+		return 0, nil, false
+	}
+	if last.through != nil {
+		return last.table, last.through, true
+	}
+	if last.table+1 < len(g.state.Tables) {
+		return last.table + 1, nil, true
+	}
+	return 0, nil, false
 }

@@ -104,9 +104,27 @@ func (g *sourceSnapshot) emitted(ti int, tk tableKey, row []change.Value) bool {
 // pass is the reader's emit: it filters the source's events through the
 // snapshot, passes them on, and emits chunks at the boundaries they are
 // due.
+//
+// Before it lets pushMu go, with mu held since, it emits the pending
+// chunks due: a chunk the snapshot goroutine selected while the reader
+// was in here (pushMu held, mu let go while pushing) goes out then, as
+// readChunk counts on when it finds pushMu taken.
 func (g *sourceSnapshot) pass(ctx context.Context, ev *change.Event) error {
+	g.pushMu.Lock()
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	defer g.pushMu.Unlock() // first, mu still held
+	if err := g.gate(ctx, ev); err != nil {
+		return err
+	}
+	if g.inTx || g.state == nil {
+		return nil
+	}
+	return g.emitDue(ctx)
+}
+
+// gate is pass's filter, under pushMu and mu.
+func (g *sourceSnapshot) gate(ctx context.Context, ev *change.Event) error {
 	if !g.announced && ev.Type == change.EventProgress && ev.Tables != nil {
 		g.announced = true
 		if g.state == nil {
@@ -123,19 +141,29 @@ func (g *sourceSnapshot) pass(ctx context.Context, ev *change.Event) error {
 		if ev.Type == change.EventDDL {
 			g.learn(ev)
 		}
-		return g.push(ev)
+		return g.send(ev)
 	}
 	switch ev.Type {
 	case change.EventHeartbeat:
-		if err := g.push(ev); err != nil {
+		if err := g.send(ev); err != nil {
 			return err
 		}
 		// A stale heartbeat has binlog behind it: not caught up.
-		if p := g.pending; p != nil && p.selected && !g.inTx && !ev.Stale {
-			g.beats++
-			if ev.Pos.Compare(p.high) >= 0 || g.beats >= 2 {
-				// Caught up: the server had nothing more to send.
-				return g.emitPending(ctx)
+		if g.inTx || ev.Stale {
+			return nil
+		}
+		for _, p := range g.pending {
+			if p.selected {
+				p.beats++
+			}
+		}
+		for len(g.pending) > 0 {
+			if p := g.pending[0]; !p.selected || ev.Pos.Compare(p.high) < 0 && p.beats < 2 {
+				break
+			}
+			// Caught up: the server had nothing more to send.
+			if err := g.emitPending(ctx); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -148,13 +176,13 @@ func (g *sourceSnapshot) pass(ctx context.Context, ev *change.Event) error {
 			return nil
 		}
 		if g.begin != nil {
-			if err := g.push(g.begin); err != nil {
+			if err := g.send(g.begin); err != nil {
 				return err
 			}
 			g.begin = nil
 		}
 		ev.Rows = kept
-		return g.push(ev)
+		return g.send(ev)
 	case change.EventCommit:
 		g.inTx = false
 		g.boundary = ev.Pos
@@ -162,28 +190,38 @@ func (g *sourceSnapshot) pass(ctx context.Context, ev *change.Event) error {
 			// Every row was left out: the transaction moves the position
 			// and the clock on, as one of unselected tables does.
 			g.begin = nil
-			if err := g.push(&change.Event{Type: change.EventProgress, Source: ev.Source, ServerID: ev.ServerID, Pos: b.Pos, EndPos: ev.Pos, GTID: ev.GTID, CommitTime: ev.CommitTime,
+			if err := g.send(&change.Event{Type: change.EventProgress, Source: ev.Source, ServerID: ev.ServerID, Pos: b.Pos, EndPos: ev.Pos, GTID: ev.GTID, CommitTime: ev.CommitTime,
 				GTIDs: ev.GTIDs, Server: ev.Server}); err != nil {
 				return err
 			}
-		} else if err := g.push(ev); err != nil {
+		} else if err := g.send(ev); err != nil {
 			return err
 		}
 	case change.EventDDL:
 		g.learn(ev)
 		g.boundary = ev.EndPos
-		if err := g.push(ev); err != nil {
+		if err := g.send(ev); err != nil {
 			return err
 		}
 	case change.EventProgress:
 		g.boundary = ev.EndPos
-		if err := g.push(ev); err != nil {
+		if err := g.send(ev); err != nil {
 			return err
 		}
 	default:
-		return g.push(ev)
+		return g.send(ev)
 	}
 	return g.atBoundary(ctx)
+}
+
+// send pushes ev into the source's queue; called under pushMu and mu, it
+// lets mu go meanwhile, so that the snapshot goroutine can register and
+// select chunks while a full queue holds the reader (pushMu keeps the
+// queue's order).
+func (g *sourceSnapshot) send(ev *change.Event) error {
+	g.mu.Unlock()
+	defer g.mu.Lock()
+	return g.push(ev)
 }
 
 // start makes the state of a fresh snapshot from the reader's first
@@ -198,8 +236,8 @@ func (g *sourceSnapshot) start(ev *change.Event) {
 	g.publishStats()
 }
 
-// learn takes the table versions an event brings, and marks a pending
-// chunk of a table a DDL names stale.
+// learn takes the table versions an event brings, and drops the pending
+// chunks from the first of a table a DDL names on (see dropPending).
 func (g *sourceSnapshot) learn(ev *change.Event) {
 	if ev.Type == change.EventProgress && ev.Tables != nil {
 		g.learnVersions(ev.Tables, ev.Versions)
@@ -210,9 +248,28 @@ func (g *sourceSnapshot) learn(ev *change.Event) {
 		return
 	}
 	g.learnVersions(ev.DDL.Tables, ev.Versions)
-	if p := g.pending; p != nil && g.state != nil && slices.Contains(ev.DDL.Tables, g.state.Tables[p.table].Name) {
+	if g.state == nil {
+		return
+	}
+	for i, p := range g.pending {
+		if slices.Contains(ev.DDL.Tables, g.state.Tables[p.table].Name) {
+			g.dropPending(i)
+			return
+		}
+	}
+}
+
+// dropPending drops the pending chunks from the i-th on, marked stale
+// (one whose SELECT runs sees it after): a chunk of a table a DDL changed
+// is read again with the new columns, and those after it, which follow
+// on from it, are read again after it.
+func (g *sourceSnapshot) dropPending(i int) {
+	for _, p := range g.pending[i:] {
 		p.stale = true
 	}
+	clear(g.pending[i:])
+	g.pending = g.pending[:i]
+	g.signal()
 }
 
 func (g *sourceSnapshot) learnVersions(names []string, versions []*change.Table) {
@@ -223,8 +280,8 @@ func (g *sourceSnapshot) learnVersions(names []string, versions []*change.Table)
 	}
 }
 
-// filterRows returns the row changes of ev that go out, keeping those of
-// a pending chunk's table in its window.
+// filterRows returns the row changes of ev that go out, keeping those
+// left out in the windows of the pending chunks they touch.
 func (g *sourceSnapshot) filterRows(ev *change.Event) []change.RowChange {
 	t := ev.Rows[0].Table
 	ti := g.tableIndex(t.FullName())
@@ -232,15 +289,37 @@ func (g *sourceSnapshot) filterRows(ev *change.Event) []change.RowChange {
 		return ev.Rows
 	}
 	tk := g.keyFor(t)
-	p := g.pending
-	keep := p != nil && p.table == ti && !p.stale
 	now := g.d.cfg.Clock.Now()
 	return byZone(ev.Rows, func(row []change.Value) bool { return g.emitted(ti, tk, row) }, func(rc change.RowChange) {
-		if keep {
-			p.window = append(p.window, rc)
-		}
+		g.toWindows(ti, tk, rc)
 		g.leaveRecent(leftChange{table: ti, rc: rc, at: now})
 	})
+}
+
+// toWindows keeps a change of table ti left out in the window of each
+// pending chunk of the table whose key range holds its old or new key
+// (fold would pass it over in the others), or in all of them when its
+// keys are not integers.
+func (g *sourceSnapshot) toWindows(ti int, tk tableKey, rc change.RowChange) {
+	var keys [][]keyPart
+	ranged := tk.ints
+	for _, img := range []bool{false, true} {
+		if !ranged || img && !rc.HasAfter() || !img && !rc.HasBefore() {
+			continue
+		}
+		row := rc.Before()
+		if img {
+			row = rc.After()
+		}
+		k, ok := rowKey(tk, row)
+		ranged = ok
+		keys = append(keys, k)
+	}
+	for _, p := range g.pending {
+		if p.table == ti && (!ranged || !p.key.ints || slices.ContainsFunc(keys, p.holds)) {
+			p.window = append(p.window, rc)
+		}
+	}
 }
 
 // leaveRecent keeps a change left out for the windows of chunks
@@ -366,10 +445,18 @@ func (g *sourceSnapshot) atBoundary(ctx context.Context) error {
 			}
 			continue
 		}
-		if p := g.pending; p != nil && p.selected && g.boundary.Compare(p.high) >= 0 {
-			return g.emitPending(ctx)
+		return g.emitDue(ctx)
+	}
+	return nil
+}
+
+// emitDue emits the pending chunks whose high watermark the boundary has
+// passed, in order; called at a boundary, under pushMu and mu.
+func (g *sourceSnapshot) emitDue(ctx context.Context) error {
+	for len(g.pending) > 0 && g.pending[0].selected && g.boundary.Compare(g.pending[0].high) >= 0 {
+		if err := g.emitPending(ctx); err != nil {
+			return err
 		}
-		return nil
 	}
 	return nil
 }
@@ -405,12 +492,16 @@ func (g *sourceSnapshot) replayChunk(ctx context.Context, rec Placement) error {
 	return g.emit(ti, version, rows, rec.Through, chunkOut{chunk: rec, kept: true, freshAt: freshAt})
 }
 
-// emitPending emits the pending chunk, its window folded in, at the
-// current boundary; a stale one is dropped to be read again.
+// emitPending emits the first pending chunk, its window folded in, at
+// the current boundary; a stale one is dropped to be read again.
 func (g *sourceSnapshot) emitPending(ctx context.Context) error {
-	p := g.pending
-	g.pending, g.beats = nil, 0
-	defer g.signal()
+	p := g.pending[0]
+	// It stays first while it goes out (mu is let go while it is
+	// pushed): the next chunk to read follows on from it.
+	defer func() {
+		g.pending = slices.Delete(g.pending, 0, 1)
+		g.signal()
+	}()
 	if p.stale {
 		return nil
 	}
@@ -451,7 +542,7 @@ func (g *sourceSnapshot) emit(ti int, version *change.Table, rows chunkRows, thr
 	begin := base
 	begin.Type = change.EventBegin
 	g.outbox <- out // never blocks: see its capacity
-	if err := g.push(&begin); err != nil {
+	if err := g.send(&begin); err != nil {
 		return err
 	}
 	for i := 0; i < n; i += snapshotBatch {
@@ -462,13 +553,13 @@ func (g *sourceSnapshot) emit(ti int, version *change.Table, rows chunkRows, thr
 			// The events share the rows' buffer: each counts its share.
 			ev.BinlogBytes = rows.text.Bytes() * int64(len(ev.Rows)) / int64(n)
 		}
-		if err := g.push(&ev); err != nil {
+		if err := g.send(&ev); err != nil {
 			return err
 		}
 	}
 	commit := base
 	commit.Type, commit.SnapshotState = change.EventCommit, next
-	if err := g.push(&commit); err != nil {
+	if err := g.send(&commit); err != nil {
 		return err
 	}
 	g.state = next

@@ -203,3 +203,59 @@ func TestSnapshotRestartScripted(t *testing.T) {
 		t.Errorf("the stream applied gives %v; the source holds %v", rows, src)
 	}
 }
+
+// TestSnapshotChunksAheadScripted: while a chunk waits for the reader to
+// pass its high watermark, the next chunk is read. Here strict order
+// holds s1's live transactions until the silent s0 heartbeats, they fill
+// s1's queue, and its reader cannot pass the watermarks: read one at a
+// time, the snapshot would wait there, chunk after chunk (a MariaDB
+// source under a writer waits so for the next second, its commit times'
+// grain). Once the reader passes, the chunks go out in key order, each
+// with the changes made to its keys while it waited.
+func TestSnapshotChunksAheadScripted(t *testing.T) {
+	ds := scriptSpec(2, spec.ShardDDLPassthrough)
+	ds.Snapshot, ds.SnapshotChunkRows = spec.SnapshotInitial, 3
+	srcs, clock := grouptest.NewSources(), grouptest.NewClock(scriptT0)
+	s0, s1, tbl := srcs.Log("s0"), srcs.Log("s1"), orders("shop_1")
+	s0.Tables() // no table: its snapshot is done at once
+	s1.Tables(tbl)
+	s1.Load(tbl, row(1, "a"), row(2, "b"), row(3, "c"), row(4, "d"), row(5, "e"), row(6, "f"), row(7, "g"), row(8, "h"), row(9, "i"))
+	s1.HoldChunks()
+	d := runScripted(t, group.Config{Spec: ds, Sources: srcs, Clock: clock, QueueEvents: 2})
+	s1.Step(nil)
+	got := []scriptedTx{d.next(t)} // ids 1-3: nothing ahead of it
+	// Changes of keys out, which strict order holds: they fill the queue.
+	past := scriptT0.Add(-time.Minute)
+	for i, note := range []string{"a", "b", "c"} {
+		id := int64(i + 1)
+		s1.Write(past, tbl, upd(row(id, note), row(id, note+"2")))
+	}
+	// Ids 4-6, then 7-9 read while 4-6 waits (Step waits for the
+	// destination to ask for the chunk), each with a change after its
+	// SELECT; 4's DELETE goes out after 4-6 does.
+	s1.Step(func() { s1.Write(past, tbl, upd(row(5, "e"), row(5, "e2"))) })
+	s1.Step(func() { s1.Write(past, tbl, upd(row(8, "h"), row(8, "h2")), del(row(4, "d"))) })
+	s0.Heartbeat(false)
+	for range 6 {
+		got = append(got, d.next(t))
+	}
+	d.none(t)
+	var shapes []string
+	for _, x := range got {
+		kind := "live"
+		if x.snapshot {
+			kind = "chunk"
+		}
+		shapes = append(shapes, fmt.Sprint(kind, x.ids))
+	}
+	want := []string{"chunk[1 2 3]", "live[1]", "live[2]", "live[3]", "chunk[4 5 6]", "live[4]", "chunk[7 8 9]"}
+	if !slices.Equal(shapes, want) {
+		t.Errorf("went out %v; want %v", shapes, want)
+	}
+	checkDense(t, got[0].seq, got)
+	rows := map[int64]string{}
+	applyStrict(t, rows, got...)
+	if src := rowsOf(s1.Rows(tbl)); !maps.Equal(rows, src) {
+		t.Errorf("the stream applied gives %v; the source holds %v", rows, src)
+	}
+}
