@@ -11,6 +11,7 @@ import (
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
+	"github.com/braid-cdc/braid/sink"
 	"github.com/braid-cdc/braid/sink/sinkrun"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
@@ -169,6 +170,29 @@ func (d *dest) caughtUp(want []string) {
 		return false, fmt.Sprintf("the target holds %d rows, the sources %d (read error %v); applied seq %d of %d, last error %q; first differences:\n%s",
 			len(got), len(want), err, st.AppliedSeq, head, st.LastError, diff(got, want))
 	})
+}
+
+// savedCursor waits until cursors holds the sink's cursor through seq
+// at least, and returns it. A sink saves its cursor after it acks what
+// it applied, so a moment after its stats say so, and only after the
+// last of a run of acks.
+func (d *dest) savedCursor(cursors group.CursorStore, seq uint64) *group.Cursor {
+	d.e.t.Helper()
+	var c *group.Cursor
+	sinktest.WaitFor(d.e.t, 30*time.Second, func() (bool, string) {
+		var err error
+		c, err = cursors.Load(d.ds.Name, sink.ClientID(d.ds.Sinks[0].Name))
+		switch {
+		case err != nil:
+			return false, fmt.Sprintf("the sink's cursor: %v", err)
+		case c == nil:
+			return false, fmt.Sprintf("no cursor of the sink saved; it applied through seq %d", d.stats().AppliedSeq)
+		case c.Seq < seq:
+			return false, fmt.Sprintf("the sink's cursor saved is at seq %d, want %d", c.Seq, seq)
+		}
+		return true, ""
+	})
+	return c
 }
 
 // equal waits until the sink has applied the stream through its head
