@@ -155,10 +155,25 @@ func kafkaBraid(b *testing.B, addr string, batches [][]sink.Message) time.Durati
 	}
 	defer pub.Close()
 	start := time.Now()
+	// As sink.Ordered stages them: every batch ready at once, so a commit
+	// every sink.StageBatches batches or sink.StageFor, and at the end.
+	staged, stagedAt := 0, time.Time{}
 	for _, bt := range batches {
-		if err := pub.Publish(ctx, bt); err != nil {
+		if err := pub.Stage(ctx, bt); err != nil {
 			b.Fatal(err)
 		}
+		if staged++; staged == 1 {
+			stagedAt = time.Now()
+		}
+		if staged >= sink.StageBatches || time.Since(stagedAt) >= sink.StageFor {
+			if err := pub.Commit(ctx); err != nil {
+				b.Fatal(err)
+			}
+			staged = 0
+		}
+	}
+	if err := pub.Commit(ctx); err != nil {
+		b.Fatal(err)
 	}
 	took := time.Since(start)
 	if st := pub.Stats(); st.Applied != uint64(kafkaCount(batches)) {

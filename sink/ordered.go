@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"slices"
+	"time"
 
 	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/engine/flat"
+	"github.com/braid-cdc/braid/stream"
 )
 
 // Message is one canal flat message of the stream (as `braid capture`
@@ -56,6 +58,27 @@ type Publisher interface {
 	Close() error
 }
 
+// Stager is a Publisher that can send messages before it confirms them
+// (sink/kafka, whose transactions commit many store batches at once):
+// Stage sends msgs as Publish does, in order, but what it sent may stay
+// invisible to the target's readers, and unconfirmed, until Commit. An
+// error from either means that what was staged since the last Commit may
+// not be confirmed, and Stage starts again from that Commit. Publish is
+// Stage then Commit. Ordered stages store batches and commits them at
+// most StageBatches batches or StageFor after the first, and whenever the
+// stream has nothing more ready, so a quiet stream is confirmed at once.
+type Stager interface {
+	Stage(ctx context.Context, msgs []Message) error
+	Commit(ctx context.Context) error
+}
+
+// StageBatches and StageFor bound what Ordered stages before it commits
+// (Stager): a commit costs a round trip to the target whatever it holds.
+const (
+	StageBatches = 32
+	StageFor     = 100 * time.Millisecond
+)
+
 // Ordered is the Sink that publishes a stream to a Publisher in order,
 // on one goroutine: each store batch's messages in one Publish, at least
 // once, each message with the same id (seq, n) every time it is sent.
@@ -82,24 +105,69 @@ func (o *Ordered) Stats() Stats { return o.pub.Stats() }
 func (o *Ordered) Close() error { return o.pub.Close() }
 
 // Apply implements Sink: it publishes store batches until an error, each
-// store batch's messages in one Publish, and acks the batches once their
-// messages are confirmed and they end at a transaction's end, so that a
-// retry (which starts after the last acked store batch) always starts a
-// transaction at its first message.
+// store batch's messages in one Publish (or Stage, for a Stager, committed
+// as Stager says), and acks the batches once their messages are confirmed
+// and they end at a transaction's end, so that a retry (which starts after
+// the last acked store batch) always starts a transaction at its first
+// message.
 func (o *Ordered) Apply(ctx context.Context, f *Feed) error {
 	fw := &flat.Writer{MaxRows: o.pub.MaxRows(), SplitKeyChanges: o.pub.MaxRows() == 1}
+	stager, staging := o.pub.(Stager)
 	var (
-		msgs    []Message
-		pending []int64 // batches published, not acked
-		seq     uint64
-		n       int
+		msgs     []Message
+		pending  []handed // batches published or staged, not acked
+		staged   int      // batches of pending staged since the last commit
+		stagedAt time.Time
+		seq      uint64
+		n        int
 	)
+	// confirm acks the pending batches, all confirmed at the target, up
+	// to the last that ends a transaction.
+	confirm := func() error {
+		end := -1
+		for i, h := range pending {
+			if h.txEnd {
+				end = i
+			}
+		}
+		if end < 0 {
+			return nil // inside a transaction: acked with its end
+		}
+		last := pending[end]
+		for _, h := range pending[:end+1] {
+			if err := f.Ack(h.id, last.seq, last.at); err != nil {
+				return err
+			}
+		}
+		pending = append(pending[:0], pending[end+1:]...)
+		return f.Save()
+	}
+	commit := func() error {
+		if err := stager.Commit(ctx); err != nil {
+			return err
+		}
+		staged = 0
+		return confirm()
+	}
 	for {
-		b, err := f.Next(ctx)
+		var (
+			b   stream.Batch
+			err error
+		)
+		if staged > 0 {
+			b, err = f.Ready(ctx) // nothing ready: commit what is staged
+		} else {
+			b, err = f.Next(ctx)
+		}
 		if err != nil {
 			return err
 		}
 		if len(b.Events) == 0 {
+			if staged > 0 {
+				if err := commit(); err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		msgs = msgs[:0]
@@ -109,7 +177,7 @@ func (o *Ordered) Apply(ctx context.Context, f *Feed) error {
 				// leaves out would go as null, which a consumer writes.
 				// What came before it is published; it and what follows
 				// wait for the source to be fixed.
-				if len(msgs) > 0 {
+				if len(msgs) > 0 || staged > 0 {
 					if err := o.pub.Publish(ctx, msgs); err != nil {
 						return err
 					}
@@ -135,26 +203,42 @@ func (o *Ordered) Apply(ctx context.Context, f *Feed) error {
 				return err
 			}
 		}
-		if len(msgs) > 0 {
-			if err := o.pub.Publish(ctx, msgs); err != nil {
-				return err
-			}
-		}
-		pending = append(pending, b.ID)
 		last := b.Events[len(b.Events)-1]
-		if b.Marks[len(b.Marks)-1] == nil {
-			continue // inside a transaction: acked with its end
+		pending = append(pending, handed{id: b.ID, seq: last.Seq, at: last.CommitTime, txEnd: b.Marks[len(b.Marks)-1] != nil})
+		if !staging {
+			if len(msgs) > 0 {
+				if err := o.pub.Publish(ctx, msgs); err != nil {
+					return err
+				}
+			}
+			if err := confirm(); err != nil {
+				return err
+			}
+			continue
 		}
-		for _, id := range pending {
-			if err := f.Ack(id, last.Seq, last.CommitTime); err != nil {
+		if len(msgs) > 0 {
+			if err := stager.Stage(ctx, msgs); err != nil {
 				return err
 			}
 		}
-		pending = pending[:0]
-		if err := f.Save(); err != nil {
-			return err
+		if staged++; staged == 1 {
+			stagedAt = time.Now()
+		}
+		if staged >= StageBatches || time.Since(stagedAt) >= StageFor {
+			if err := commit(); err != nil {
+				return err
+			}
 		}
 	}
+}
+
+// handed is a store batch Ordered published: its id, and the seq and
+// commit time of its last event, which ends a transaction (txEnd) or not.
+type handed struct {
+	id    int64
+	seq   uint64
+	at    time.Time
+	txEnd bool
 }
 
 // partialChange returns the first row change of ev whose after image

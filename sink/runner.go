@@ -127,6 +127,12 @@ func (f *Feed) Next(ctx context.Context) (stream.Batch, error) {
 	return f.r.Store.Get(ctx, f.r.Client, 1024, 500*time.Millisecond)
 }
 
+// Ready is Next without the wait: the next store batch if one is ready,
+// else a store batch of no events.
+func (f *Feed) Ready(ctx context.Context) (stream.Batch, error) {
+	return f.r.Store.Get(ctx, f.r.Client, 1024, 0)
+}
+
 // Ack acks store batch id, the oldest handed out and not acked, whose
 // every change is applied at the target (or confirmed): the stream is
 // applied through seq, which committed at its source at at.

@@ -42,8 +42,13 @@ type Publisher struct {
 	// fencedAt is when a Publish last found the producer fenced (zero:
 	// never). Publish's alone.
 	fencedAt time.Time
+	// staged counts the records of inited's open transaction (0: none is
+	// open). Stage's and Commit's alone.
+	staged int
 
-	applied, pending, skipped atomic.Uint64
+	// applied counts records committed, pending those produced and not
+	// yet acked or failed, acked those acked in the open transaction.
+	applied, pending, acked, skipped atomic.Uint64
 }
 
 var _ sink.Publisher = (*Publisher)(nil)
@@ -134,9 +139,10 @@ var clientOpts []kgo.Opt
 func (p *Publisher) MaxRows() int { return 1 }
 
 // Stats returns the records committed (Applied) and produced and not yet
-// acked or failed (Pending).
+// committed or failed (Pending: on their way, or acked in the open
+// transaction).
 func (p *Publisher) Stats() sink.Stats {
-	return sink.Stats{Applied: p.applied.Load(), Pending: p.pending.Load()}
+	return sink.Stats{Applied: p.applied.Load(), Pending: p.pending.Load() + p.acked.Load()}
 }
 
 // Skipped is how many messages Publish found already in their partition
@@ -163,16 +169,30 @@ func (p *Publisher) Close() error {
 // sink first.
 var fenceWait = 30 * time.Second
 
-// Publish produces msgs, each to its topic and its key's partition, in
-// transactions of up to chunk records, and returns once every one is
-// committed. A message its partition already holds committed (its (seq,
-// n) at or before the partition's last) is skipped, unless it is of a
-// snapshot chunk read again whose seq the partition ends in: that chunk's
-// rows under those n may be others than the first time, so its rows are
-// published again (at least once). After an error the next call makes a
-// new producer and reads the partitions' ends again; after ErrFenced it
-// first waits fenceWait.
-func (p *Publisher) Publish(ctx context.Context, msgs []sink.Message) (err error) {
+// Publish produces msgs, each to its topic and its key's partition, and
+// returns once every one is committed: Stage, then Commit.
+func (p *Publisher) Publish(ctx context.Context, msgs []sink.Message) error {
+	if err := p.Stage(ctx, msgs); err != nil {
+		return err
+	}
+	return p.Commit(ctx)
+}
+
+var _ sink.Stager = (*Publisher)(nil)
+
+// Stage produces msgs, each to its topic and its key's partition, in the
+// producer's open transaction (begun if none is), and returns once every
+// record is acked: they are in their partitions, invisible to a
+// read_committed consumer until Commit. A transaction that reaches chunk
+// records is committed on the way. A message its partition already holds
+// committed (its (seq, n) at or before the partition's last) is skipped,
+// unless it is of a snapshot chunk read again whose seq the partition ends
+// in: that chunk's rows under those n may be others than the first time,
+// so its rows are published again (at least once). After an error the
+// open transaction is left for the next producer to abort, and the next
+// call makes that producer and reads the partitions' ends again; after
+// ErrFenced it first waits fenceWait.
+func (p *Publisher) Stage(ctx context.Context, msgs []sink.Message) (err error) {
 	if !p.fencedAt.IsZero() {
 		select {
 		case <-ctx.Done():
@@ -186,13 +206,7 @@ func (p *Publisher) Publish(ctx context.Context, msgs []sink.Message) (err error
 	}
 	defer func() {
 		if err != nil {
-			// What the partitions hold is read again, after a new
-			// producer has aborted this one's open transaction.
-			clear(p.ends)
-			p.drop(cl)
-			if errors.Is(err, ErrFenced) {
-				p.fencedAt = time.Now()
-			}
+			p.failed(cl, err)
 		}
 	}()
 	recs := make([]*kgo.Record, 0, len(msgs))
@@ -220,22 +234,79 @@ func (p *Publisher) Publish(ctx context.Context, msgs []sink.Message) (err error
 		recs = append(recs, Record(m, topic, part, key, p.writer))
 		from = append(from, i)
 	}
-	for start := 0; start < len(recs); start += chunk {
-		part := recs[start:min(start+chunk, len(recs))]
-		k, err := p.transact(ctx, cl, part)
-		if err == nil {
-			continue
+	for start := 0; start < len(recs); {
+		if p.staged >= chunk {
+			if err := p.commit(ctx, cl); err != nil {
+				return err
+			}
 		}
-		if fenced(err) {
-			return fmt.Errorf("sink %s: %w (%v): this process stops producing; it tries again in %v if it still runs the sink", p.name, ErrFenced, err, fenceWait)
+		part := recs[start:min(start+chunk-p.staged, len(recs))]
+		k, err := p.produce(ctx, cl, part)
+		if err != nil {
+			if fenced(err) {
+				return p.fencedError(err)
+			}
+			if k < 0 {
+				return fmt.Errorf("sink %s: produce messages %s to %s: %w", p.name, PosOf(&msgs[from[start]]), PosOf(&msgs[from[start+len(part)-1]]), err)
+			}
+			r := part[k]
+			return fmt.Errorf("sink %s: produce message %s to topic %s partition %d: %w", p.name, PosOf(&msgs[from[start+k]]), r.Topic, r.Partition, err)
 		}
-		if k < 0 {
-			return fmt.Errorf("sink %s: commit the transaction of messages %s to %s: %w", p.name, PosOf(&msgs[from[start]]), PosOf(&msgs[from[start+len(part)-1]]), err)
-		}
-		r := part[k]
-		return fmt.Errorf("sink %s: produce message %s to topic %s partition %d: %w", p.name, PosOf(&msgs[from[start+k]]), r.Topic, r.Partition, err)
+		start += len(part)
 	}
 	return nil
+}
+
+// Commit commits the open transaction, if Stage left one: every record
+// staged since the last commit becomes visible to read_committed
+// consumers, and is what the partitions' ends say from then on. After an
+// error nothing of it is committed (or, for a commit whose answer was
+// lost, maybe all of it: the next producer reads the ends again).
+func (p *Publisher) Commit(ctx context.Context) (err error) {
+	if p.staged == 0 {
+		return nil
+	}
+	cl := p.inited
+	if cl == nil {
+		return fmt.Errorf("sink %s: commit: %w", p.name, ErrClosed)
+	}
+	if err := p.commit(ctx, cl); err != nil {
+		p.failed(cl, err)
+		return err
+	}
+	return nil
+}
+
+// commit commits cl's open transaction (staged records).
+func (p *Publisher) commit(ctx context.Context, cl *kgo.Client) error {
+	n := p.staged
+	p.staged = 0
+	defer p.acked.Store(0)
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		if fenced(err) {
+			return p.fencedError(err)
+		}
+		return fmt.Errorf("sink %s: commit the transaction of %d records: %w", p.name, n, err)
+	}
+	p.applied.Add(uint64(n))
+	return nil
+}
+
+func (p *Publisher) fencedError(err error) error {
+	return fmt.Errorf("sink %s: %w (%v): this process stops producing; it tries again in %v if it still runs the sink", p.name, ErrFenced, err, fenceWait)
+}
+
+// failed forgets what a Stage or Commit that returned err leaves: the
+// open transaction (for the next producer to abort) and what the
+// partitions hold, read again after a new producer is made.
+func (p *Publisher) failed(cl *kgo.Client, err error) {
+	p.staged = 0
+	p.acked.Store(0)
+	clear(p.ends)
+	p.drop(cl)
+	if errors.Is(err, ErrFenced) {
+		p.fencedAt = time.Now()
+	}
 }
 
 // topicOf is message m's topic.
@@ -252,16 +323,19 @@ func (p *Publisher) topicOf(m *sink.Message) string {
 // chunk is how many records one transaction holds at most.
 const chunk = 8192
 
-// transact produces recs in one transaction and commits it once every
-// record is acked. On an error it returns the index of the first record
-// that failed, or -1 if the commit did: nothing of recs is committed
-// then (the transaction stays open, for the next producer to abort), or,
-// for a commit whose answer was lost, maybe all of it. When ctx ends
-// while records are on their way, transact closes cl, which fails them.
-func (p *Publisher) transact(ctx context.Context, cl *kgo.Client, recs []*kgo.Record) (int, error) {
-	if err := cl.BeginTransaction(); err != nil {
-		return -1, err
+// produce produces recs in cl's open transaction (beginning one if none
+// is open) and waits until every record is acked. On an error it returns
+// the index of the first record that failed, or -1 if beginning the
+// transaction did: the transaction is never committed then (it stays
+// open, for the next producer to abort). When ctx ends while records are
+// on their way, produce closes cl, which fails them.
+func (p *Publisher) produce(ctx context.Context, cl *kgo.Client, recs []*kgo.Record) (int, error) {
+	if p.staged == 0 {
+		if err := cl.BeginTransaction(); err != nil {
+			return -1, err
+		}
 	}
+	p.staged += len(recs)
 	errs := make([]error, len(recs))
 	var wg sync.WaitGroup
 	wg.Add(len(recs))
@@ -296,10 +370,7 @@ func (p *Publisher) transact(ctx context.Context, cl *kgo.Client, recs []*kgo.Re
 			return k, err
 		}
 	}
-	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
-		return -1, err
-	}
-	p.applied.Add(uint64(len(recs)))
+	p.acked.Add(uint64(len(recs)))
 	return 0, nil
 }
 
