@@ -323,14 +323,27 @@ type (
 	SourcePosition = wire.SourcePosition
 )
 
+// TypeEmpty is the Type of the message of a transaction that holds no row
+// change (see Message).
+const TypeEmpty = "EMPTY"
+
 // Message is one flat message: canal's FlatMessage fields and braid's.
+//
+// A transaction that holds no row change (a snapshot chunk that found no
+// rows, when a table's rows are an exact multiple of snapshot_chunk_rows
+// or a chunk is read again after a TRUNCATE) still took a seq: it comes as
+// one message of type TypeEmpty, with no table, columns nor data, and its
+// seq, source, position and gtid (and Snapshot for a chunk), so that the
+// seqs a consumer sees are dense, as canal's clients see such a
+// transaction's TRANSACTIONBEGIN and TRANSACTIONEND entries.
 type Message struct {
 	ID       uint64   `json:"id"`
 	Database string   `json:"database"`
 	Table    string   `json:"table"`
 	PkNames  []string `json:"pkNames"`
 	IsDdl    bool     `json:"isDdl"`
-	// Type is INSERT, UPDATE, DELETE or the DDL kind (CREATE, ALTER, ...).
+	// Type is INSERT, UPDATE, DELETE, the DDL kind (CREATE, ALTER, ...),
+	// or TypeEmpty.
 	Type string `json:"type"`
 	// Es is the event (commit) time and Ts the emit time, in ms.
 	Es        int64             `json:"es"`

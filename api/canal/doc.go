@@ -21,7 +21,13 @@
 // the canal client_id string); a GET with a timeout returns as soon as one
 // event is ready rather than waiting for fetch_size of them (stream.Store
 // offers no "wait for n"); batch ids are the store's batch id + 1, since
-// canal reserves 0.
+// canal reserves 0; a transaction of no rows (a snapshot chunk that found
+// none) is sent, as its TRANSACTIONBEGIN and TRANSACTIONEND entries, where
+// canal's server drops most of them (EntryEventSink's
+// filterEmtryTransactionEntry, which lets one through every 5 s to move the
+// client's position): every seq reaches the client, so that a gap in the
+// seqs it sees is a loss (the native API sends it as a message of type
+// EMPTY).
 //
 // # Relaying
 //

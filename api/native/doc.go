@@ -65,6 +65,14 @@
 // on this node before, whatever after says. A replay that starts inside a transaction whose
 // beginning was acked skips the rest of it: its seq is below an ack.
 //
+// A transaction that holds no row change (a snapshot chunk that found no
+// rows: a table's rows an exact multiple of snapshot_chunk_rows, or a
+// chunk read again after a TRUNCATE) took a seq like any other: it is
+// written as one message of type EMPTY (flat.TypeEmpty) with no table,
+// columns nor data, and its seq, source, position, gtid and snapshot flag,
+// so that a consumer sees every seq, as a canal client sees such a
+// transaction's TRANSACTIONBEGIN and TRANSACTIONEND entries.
+//
 // With checkpoint=true the stream also carries, when it has nothing else to
 // send, a line {"checkpoint":SEQ} (a 'C' frame in the binary encoding)
 // saying that every message of transaction SEQ has been written. Messages of one transaction share a seq, so without

@@ -116,7 +116,7 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sw := &streamWriter{bw: bufio.NewWriterSize(w, 64<<10), after: after, checkpoint: checkpoint, done: done,
-		flat: flat.Writer{Binary: inBinary}}
+		flat: flat.Writer{Binary: inBinary, EmptyTransactions: true}}
 	err = h.pump(r.Context(), s, c, sw, rc)
 	switch {
 	case r.Context().Err() != nil:

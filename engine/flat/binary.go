@@ -116,6 +116,21 @@ func (w *Writer) ddlBinary(ev *change.Event) []byte {
 	return b
 }
 
+// emptyBinary renders the open transaction, which holds no row change,
+// as a message of type TypeEmpty in the binary encoding; see emptyLine.
+func (w *Writer) emptyBinary() []byte {
+	b := append(w.buf[:0], BinaryMessage)
+	b = binary.AppendUvarint(b, w.Seq)
+	b = append(b, 0, 0, 0, 0) // database, table: ""; pkNames: null; isDdl
+	b = appendBinaryString(b, TypeEmpty)
+	b = binary.AppendVarint(b, w.commitMillis())
+	b = binary.AppendVarint(b, w.now().UnixMilli())
+	b = append(b, 0, 0, 0, 0) // sql: ""; columns, data, old: null
+	b = w.appendBinaryTail(b, w.tx, "", "")
+	w.buf = b
+	return b
+}
+
 // appendBinaryTail writes braid's fields; see appendBraidFields.
 func (w *Writer) appendBinaryTail(b []byte, ev *change.Event, originDB, originTable string) []byte {
 	b = binary.AppendUvarint(b, w.Seq)

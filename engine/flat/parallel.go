@@ -24,6 +24,7 @@ type flatJob struct {
 	runEv *change.Event       // the EventRows the run starts in
 	run   []*change.RowChange // the message's row changes; nil for a DDL
 	ddl   *change.Event       // the DDL, for a DDL message
+	empty bool                // the message of a transaction of no rows (tx)
 	keys  [][]byte            // the run's column keys (FlatWriter.columnKeys)
 }
 
@@ -162,6 +163,10 @@ func (w *Writer) format(j *flatJob, buf []byte, out func([]byte) error) ([]byte,
 		Now: func() time.Time { return j.ts }, tx: j.tx, runEv: j.runEv, run: j.run, runKeys: j.keys, buf: buf}
 	var err error
 	switch {
+	case j.empty && f.Binary:
+		err = out(f.emptyBinary())
+	case j.empty:
+		err = out(f.emptyLine())
 	case j.ddl != nil && f.Binary:
 		err = out(f.ddlBinary(j.ddl))
 	case j.ddl != nil:

@@ -43,11 +43,19 @@ type Writer struct {
 	// for a reader that keys each row by its primary key (a Kafka topic:
 	// each key's changes stay on its partition, in order). Write only.
 	SplitKeyChanges bool
+	// EmptyTransactions writes a transaction that holds no row change (a
+	// snapshot chunk that found no rows: its seq was taken) as one
+	// message of type TypeEmpty, with no table, columns nor data, and the
+	// transaction's seq, source, position and gtid, so that a reader is
+	// handed every seq (the native stream). Without it such a
+	// transaction writes nothing (a Kafka topic, a RabbitMQ exchange).
+	EmptyTransactions bool
 
-	tx    *change.Event // the open transaction's EventBegin
-	runEv *change.Event // the EventRows the pending run starts in
-	run   []*change.RowChange
-	buf   []byte
+	tx     *change.Event // the open transaction's EventBegin
+	txRows bool          // a row change of tx was written
+	runEv  *change.Event // the EventRows the pending run starts in
+	run    []*change.RowChange
+	buf    []byte
 	// planning is set while WriteEvents records its messages as jobs
 	// instead of writing them; parts are its goroutines' buffers.
 	planning bool
@@ -67,8 +75,9 @@ func (w *Writer) Write(ev *change.Event, out func(line []byte) error) error {
 	switch ev.Type {
 	case change.EventBegin:
 		w.nextSeq(ev)
-		w.tx = ev
+		w.tx, w.txRows = ev, false
 	case change.EventRows:
+		w.txRows = w.txRows || len(ev.Rows) > 0
 		for i := range ev.Rows {
 			rc := &ev.Rows[i]
 			if w.SplitKeyChanges && rc.KeyChanged() {
@@ -84,6 +93,9 @@ func (w *Writer) Write(ev *change.Event, out func(line []byte) error) error {
 		}
 	case change.EventCommit:
 		err := w.flush(out)
+		if err == nil && w.EmptyTransactions && w.tx != nil && !w.txRows {
+			err = w.empty(out)
+		}
 		w.tx = nil
 		return err
 	case change.EventDDL:
@@ -346,6 +358,38 @@ func (w *Writer) ddlLine(ev *change.Event) []byte {
 	b = change.AppendJSONString(b, ev.DDL.SQL)
 	b = append(b, `,"sqlType":null,"mysqlType":null,"data":null,"old":null`...)
 	b = w.appendBraidFields(b, ev, schema, table)
+	w.buf = b
+	return b
+}
+
+// TypeEmpty is the type of the message of a transaction that holds no
+// row change (Writer.EmptyTransactions).
+const TypeEmpty = "EMPTY"
+
+// empty writes the open transaction, which holds no row change, as one
+// message of type TypeEmpty.
+func (w *Writer) empty(out func([]byte) error) error {
+	switch {
+	case w.planning:
+		w.jobs = append(w.jobs, flatJob{seq: w.Seq, ts: w.now(), tx: w.tx, empty: true})
+		return nil
+	case w.Binary:
+		return out(w.emptyBinary())
+	}
+	return out(w.emptyLine())
+}
+
+// emptyLine renders the open transaction, which holds no row change, as
+// a flat message of type TypeEmpty: its names, columns and data empty or
+// null, its braid fields the transaction's (its EventBegin's).
+func (w *Writer) emptyLine() []byte {
+	b := w.appendNames(w.buf[:0], "", "")
+	b = append(b, `,"pkNames":null,"isDdl":false,"type":"`+TypeEmpty+`","es":`...)
+	b = strconv.AppendInt(b, w.commitMillis(), 10)
+	b = append(b, `,"ts":`...)
+	b = strconv.AppendInt(b, w.now().UnixMilli(), 10)
+	b = append(b, `,"sql":"","sqlType":null,"mysqlType":null,"data":null,"old":null`...)
+	b = w.appendBraidFields(b, w.tx, "", "")
 	w.buf = b
 	return b
 }
