@@ -229,6 +229,13 @@ func newNativeConsumer(urls, user, password, clientID string, rec *recorder, log
 }
 
 func (n *nativeConsumer) handle(m client.Message) error {
+	if m.Type == client.TypeEmpty {
+		// A transaction of no rows (a snapshot chunk that found none):
+		// its seq, as the canal consumer records its TRANSACTIONBEGIN,
+		// which nothing marks a snapshot's either.
+		n.rec.add(m.Seq, false, "", nil, "")
+		return nil
+	}
 	var rows []string
 	ddl := ""
 	if m.IsDdl {
