@@ -320,7 +320,7 @@ func (s *Store) route(client string) (*Pipeline, error) {
 			// Caught up: every transaction after rc.done is held here.
 			c.detached, c.replay = false, nil
 			c.acked, c.next, c.batches = s.base, s.base, nil
-			c.after, c.done, c.clean, c.nextID = rc.done, rc.done, true, rc.nextID
+			c.after, c.done, c.clean, c.nextID, c.ahead = rc.done, rc.done, true, rc.nextID, false
 			if rc.mark != nil {
 				c.mark, c.markAt = rc.mark, rc.markAt
 			}

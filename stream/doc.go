@@ -33,6 +33,9 @@
 //     (backpressure reaching the sources); nothing is dropped.
 //   - An event stays until every attached client id has acked it; a
 //     client's Mark is the cursor after the last transaction it acked whole.
+//     A client that acked inside a transaction ahead of its consumer
+//     (Store.AckAhead) is served again from its Mark at its next Rollback,
+//     by a replay reader: the transaction whole, never its rest alone.
 //   - A client is handed every transaction after its start exactly once
 //     per read of it (a rollback or a new stream hands the un-acked ones
 //     again), whether the store or a replay serves it.

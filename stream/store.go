@@ -188,6 +188,10 @@ type storeClient struct {
 	detached bool
 	replay   *Pipeline
 	reset    bool
+	// ahead: it acked batches inside a transaction it has not acked
+	// whole (AckAhead) since its acked point was last after a
+	// transaction's end; Rollback then rewinds it to its mark.
+	ahead bool
 }
 
 // resumeCursor is where a replay of c starts from: the newer of its
@@ -390,7 +394,15 @@ func (s *Store) Unsubscribe(client string) {
 // timeout for the first (0: do not wait). Nothing ready gives an empty
 // batch with ID -1.
 func (s *Store) Get(ctx context.Context, client string, max int, timeout time.Duration) (Batch, error) {
-	return s.get(ctx, client, 1, max, 0, timeout)
+	return s.get(ctx, client, 1, max, 0, timeout, false)
+}
+
+// GetTx is Get ending a batch at the end of the last transaction in it
+// when one ends in it, so that a client that acks whole transactions can
+// ack the batch once it has them (a batch that ends inside a transaction
+// holds that transaction alone).
+func (s *Store) GetTx(ctx context.Context, client string, max int, timeout time.Duration) (Batch, error) {
+	return s.get(ctx, client, 1, max, 0, timeout, true)
 }
 
 // Fill is Get waiting up to timeout for max events rather than for the
@@ -400,7 +412,7 @@ func (s *Store) Get(ctx context.Context, client string, max int, timeout time.Du
 // client asks for. It returns early when max events or maxBytes are ready,
 // or when the store is full (no more can come before an ack).
 func (s *Store) Fill(ctx context.Context, client string, max int, maxBytes int64, timeout time.Duration) (Batch, error) {
-	return s.get(ctx, client, max, max, maxBytes, timeout)
+	return s.get(ctx, client, max, max, maxBytes, timeout, false)
 }
 
 // byteCut returns where a batch that starts at from must end, at to the
@@ -432,8 +444,9 @@ func (s *Store) markCut(from, to uint64) uint64 {
 }
 
 // get hands client up to max events of at most maxBytes, waiting up to
-// timeout for want events.
-func (s *Store) get(ctx context.Context, client string, want, max int, maxBytes int64, timeout time.Duration) (Batch, error) {
+// timeout for want events, ending the batch at a transaction's end when
+// cut is set and one is in range.
+func (s *Store) get(ctx context.Context, client string, want, max int, maxBytes int64, timeout time.Duration, cut bool) (Batch, error) {
 	for {
 		r, err := s.route(client)
 		if err != nil {
@@ -441,14 +454,14 @@ func (s *Store) get(ctx context.Context, client string, want, max int, maxBytes 
 		}
 		if r != nil {
 			s.reading(client, 1)
-			b, err := r.Store.get(ctx, client, want, max, maxBytes, timeout)
+			b, err := r.Store.get(ctx, client, want, max, maxBytes, timeout, cut)
 			s.reading(client, -1)
 			if errors.Is(err, ErrClosed) {
 				err = s.replayEnded(client, r)
 			}
 			return b, err
 		}
-		b, again, err := s.getHere(ctx, client, want, max, maxBytes, timeout)
+		b, again, err := s.getHere(ctx, client, want, max, maxBytes, timeout, cut)
 		if !again {
 			return b, err
 		}
@@ -457,7 +470,7 @@ func (s *Store) get(ctx context.Context, client string, want, max int, maxBytes 
 
 // getHere is get for a client the store serves itself; again says that
 // it was detached meanwhile.
-func (s *Store) getHere(ctx context.Context, client string, want, max int, maxBytes int64, timeout time.Duration) (b Batch, again bool, err error) {
+func (s *Store) getHere(ctx context.Context, client string, want, max int, maxBytes int64, timeout time.Duration, cut bool) (b Batch, again bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.clients[client]
@@ -497,7 +510,7 @@ func (s *Store) getHere(ctx context.Context, client string, want, max int, maxBy
 		return Batch{ID: -1}, false, ctx.Err()
 	}
 	to, _ := s.byteCut(c.next, min(end, c.next+uint64(max)), maxBytes)
-	if s.cfg.cutAtMarks {
+	if s.cfg.cutAtMarks || cut {
 		to = s.markCut(c.next, to)
 	}
 	b = Batch{ID: c.nextID, from: c.next, to: to, Events: make([]*change.Event, 0, to-c.next), Marks: make([]*group.Cursor, 0, to-c.next)}
@@ -525,6 +538,11 @@ func (s *Store) reading(client string, delta int) {
 // Ack confirms client's oldest un-acked batch; acks come in the order the
 // batches were handed out, as canal's do.
 func (s *Store) Ack(client string, id int64) error {
+	return s.ack(client, id, false)
+}
+
+// ack is Ack; ahead marks an AckAhead.
+func (s *Store) ack(client string, id int64, ahead bool) error {
 	s.mu.Lock()
 	c, ok := s.clients[client]
 	if !ok {
@@ -533,8 +551,11 @@ func (s *Store) Ack(client string, id int64) error {
 	}
 	c.lastSeen = time.Now()
 	if r := c.replay; r != nil {
+		if ahead {
+			c.ahead = true // this store rewinds it (Rollback), not the replay's
+		}
 		s.mu.Unlock()
-		if err := r.Store.Ack(client, id); err != nil {
+		if err := r.Store.ack(client, id, ahead); err != nil {
 			return err
 		}
 		// The replay's client moved: its cursor is the one to save.
@@ -558,9 +579,56 @@ func (s *Store) Ack(client string, id int64) error {
 		}
 	}
 	c.clean = b.to > b.from && s.entries[b.to-1-s.base].mark != nil
+	c.ahead = (c.ahead || ahead) && !c.clean
 	c.acked = b.to
 	s.trim()
 	return nil
+}
+
+// ErrNoReplay: AckAhead on a store that cannot replay (no
+// Config.Replay).
+var ErrNoReplay = errors.New("stream: the store has no replay reader")
+
+// AckAhead is Ack for a batch that holds only events of a transaction the
+// client has not acked whole, for a client that acks whole transactions
+// only (the native API's, whose consumer learns that a transaction is
+// complete when the next begins) while the store waits for that
+// transaction's end (Full): a transaction bigger than the store would
+// stall it for good. It frees the batch's events; the client's mark does
+// not move. Its next Rollback cannot hand out the rest of that
+// transaction alone: it drops what the client holds, and its next read
+// starts a replay reader from its mark, which hands the transaction out
+// again whole. A store without Config.Replay refuses (ErrNoReplay).
+func (s *Store) AckAhead(client string, id int64) error {
+	if s.cfg.Replay == nil {
+		return fmt.Errorf("%w: client %q cannot ack inside a transaction", ErrNoReplay, client)
+	}
+	return s.ack(client, id, true)
+}
+
+// rewind makes c, which acked inside a transaction ahead of its consumer
+// (AckAhead), read again from its mark: it holds nothing, and its next
+// read starts a replay reader from the mark. The caller holds mu.
+func (s *Store) rewind(c *storeClient) {
+	c.detached, c.ahead, c.reset, c.replay, c.batches = true, false, false, nil, nil
+	s.trim()
+}
+
+// Full reports whether the store that serves client (a replay reader's,
+// for a client it serves) waits for room: no more events come to it until
+// some are acked.
+func (s *Store) Full(client string) bool {
+	s.mu.Lock()
+	c, ok := s.clients[client]
+	if !ok || c.replay == nil {
+		defer s.mu.Unlock()
+		return s.full
+	}
+	r := c.replay
+	s.mu.Unlock()
+	r.Store.mu.Lock()
+	defer r.Store.mu.Unlock()
+	return r.Store.full
 }
 
 // Subscribed reports whether client is subscribed.
@@ -598,10 +666,23 @@ func (s *Store) Rollback(client string) error {
 		return fmt.Errorf("%w: client %q", ErrNotSubscribed, client)
 	}
 	if r := c.replay; r != nil {
+		if rc := r.Store.client(client); c.ahead && !rc.clean {
+			// Acked inside a transaction in the replay: another
+			// replay, from the client's mark, hands it out whole.
+			c.replay, c.ahead, c.nextID = nil, false, rc.nextID
+			s.mu.Unlock()
+			r.Close()
+			return nil
+		}
+		c.ahead = false
 		s.mu.Unlock()
 		return r.Store.Rollback(client)
 	}
 	defer s.mu.Unlock()
+	if c.ahead && !c.clean {
+		s.rewind(c)
+		return nil
+	}
 	c.next = c.acked
 	c.batches = nil
 	c.reset = false // nothing handed out is outstanding now

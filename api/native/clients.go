@@ -2,6 +2,7 @@ package native
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -42,6 +43,7 @@ type clientState struct {
 type delivered struct {
 	id     int64
 	maxSeq uint64
+	inside bool // it holds no transaction's end: all its events are of one
 }
 
 // pruneEvery is how many client states the handler makes between two
@@ -130,11 +132,12 @@ func (c *clientState) close(err error) {
 	c.endedAt, c.endErr = time.Now(), err
 }
 
-// handed records a batch written to the client.
-func (c *clientState) handed(id int64, maxSeq uint64) {
+// handed records a batch written to the client; inside says that it
+// holds no transaction's end.
+func (c *clientState) handed(id int64, maxSeq uint64, inside bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.delivered = append(c.delivered, delivered{id: id, maxSeq: maxSeq})
+	c.delivered = append(c.delivered, delivered{id: id, maxSeq: maxSeq, inside: inside})
 	c.sentSeq = max(c.sentSeq, maxSeq)
 }
 
@@ -164,7 +167,37 @@ func (c *clientState) ack(store *stream.Store, seq uint64) (acked, pending int, 
 		c.delivered = c.delivered[1:]
 		acked++
 	}
+	if err := c.aheadLocked(store); err != nil {
+		return acked, len(c.delivered), c.ackedSeq, err
+	}
 	return acked, len(c.delivered), c.ackedSeq, nil
+}
+
+// ahead acks in the store, when the store waits for room (Store.Full),
+// the oldest batches written to the client if they hold no transaction's
+// end: those of the transaction in progress, which the client acks only
+// once it has it whole, when the store may never hold its end (a
+// transaction bigger than the store, or than what is left of it). The
+// store then rewinds the client to the transaction's start at its next
+// stream (Store.AckAhead).
+func (c *clientState) ahead(store *stream.Store) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.aheadLocked(store)
+}
+
+func (c *clientState) aheadLocked(store *stream.Store) error {
+	for len(c.delivered) > 0 && c.delivered[0].inside && store.Full(c.id) {
+		err := store.AckAhead(c.id, c.delivered[0].id)
+		if errors.Is(err, stream.ErrNoReplay) {
+			return nil // a store without replays: the consumer's acks free it, or nothing does
+		}
+		if err != nil {
+			return fmt.Errorf("native: ack of client %q inside transaction %d: %w", c.id, c.delivered[0].maxSeq, err)
+		}
+		c.delivered = c.delivered[1:]
+	}
+	return nil
 }
 
 func (c *clientState) state(store *stream.Store) wire.ClientState {

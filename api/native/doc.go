@@ -51,12 +51,22 @@
 // # The stream and its acks
 //
 // A stream has no per-batch ack round trip. The handler reads the client's
-// store batches (Store.Get, up to BatchEvents events, waiting up to 500 ms),
-// writes their messages and flushes after each batch, and remembers every
-// batch written with the highest seq among its events. POST ack with seq S
-// says "every transaction with seq <= S is handled": the handler then acks
-// in the store, in order, every remembered batch whose events all have
-// seq <= S (a batch ending inside transaction S+1 waits for a later ack).
+// store batches (Store.GetTx, up to BatchEvents events, waiting up to 500
+// ms, a batch ending at the last transaction end in it), writes their
+// messages and flushes after each batch, and remembers every batch written
+// with the highest seq among its events. POST ack with seq S says "every
+// transaction with seq <= S is handled": the handler then acks in the
+// store, in order, every remembered batch whose events all have seq <= S
+// (a batch ending inside transaction S+1 waits for a later ack).
+//
+// A client learns that a transaction is whole only when the next one
+// starts, so a transaction bigger than the store (or than the room left in
+// it) would hold the store full for good. While the store waits for room,
+// the handler acks in it the oldest batches written that hold no
+// transaction's end (Store.AckAhead): the store lets them go, and the
+// client id's next stream starts a replay reader from its cursor, which
+// sends that transaction again from its start (the client drops what it
+// handled of it by count).
 //
 // Opening a stream rolls the client's store batches back (Store.Rollback),
 // so everything not acked is delivered again. after=SEQ (the client's last
@@ -84,7 +94,9 @@
 //
 //   - At most one stream per (store, client id) is open; a second gets 409.
 //   - A store batch is acked only when the client has acked a seq at or
-//     above every event in it, and batches are acked in the order handed out.
+//     above every event in it, or, while the store is full, when it holds
+//     no transaction's end (Store.AckAhead); batches are acked in the
+//     order handed out.
 //   - A stream writes transactions whole and in store order, each message's
 //     seq the merge's seq; lines of a transaction are never interleaved with
 //     another's.

@@ -10,12 +10,14 @@ import (
 	"net/http"
 	"net/url"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/engine/flat"
+	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/stream"
 )
 
@@ -148,7 +150,7 @@ func boolParam(w http.ResponseWriter, q url.Values, name string) (v, ok bool) {
 // something fails.
 func (h *handler) pump(ctx context.Context, s *stream.Served, c *clientState, sw *streamWriter, rc *http.ResponseController) error {
 	for {
-		b, err := s.Store.Get(ctx, c.id, BatchEvents, batchWait)
+		b, err := s.Store.GetTx(ctx, c.id, BatchEvents, batchWait)
 		if err != nil {
 			return err
 		}
@@ -161,6 +163,11 @@ func (h *handler) pump(ctx context.Context, s *stream.Served, c *clientState, sw
 			return err
 		}
 		if b.ID < 0 {
+			// The store may be full of the transaction in progress,
+			// whose end cannot come until some of it is acked.
+			if err := c.ahead(s.Store); err != nil {
+				return err
+			}
 			// Idle: announce the last transaction written whole when it
 			// moved, and every KeepaliveEvery anyway, so that a client
 			// can tell a quiet stream from a dead connection.
@@ -178,7 +185,7 @@ func (h *handler) pump(ctx context.Context, s *stream.Served, c *clientState, sw
 		for _, ev := range b.Events {
 			maxSeq = max(maxSeq, ev.Seq)
 		}
-		c.handed(b.ID, maxSeq)
+		c.handed(b.ID, maxSeq, !slices.ContainsFunc(b.Marks, func(m *group.Cursor) bool { return m != nil }))
 		if maxSeq <= sw.after {
 			// Only transactions the client already has: ack at once.
 			if _, _, _, err := c.ack(s.Store, sw.after); err != nil {
@@ -196,6 +203,9 @@ func (h *handler) pump(ctx context.Context, s *stream.Served, c *clientState, sw
 			return err
 		}
 		if err := flush(sw, rc); err != nil {
+			return err
+		}
+		if err := c.ahead(s.Store); err != nil {
 			return err
 		}
 	}
