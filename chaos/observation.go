@@ -31,6 +31,11 @@ type Txn struct {
 	Snapshot bool          // an initial snapshot's chunk
 	DDL      string        // a DDL's kind (ALTER, TRUNCATE, ...), "" for rows
 	Rows     []string      // its row changes, in order
+
+	// partial: the connection ended before the next transaction began,
+	// so it may lack its last messages; a copy received again whole
+	// replaces it (recorder.reconnected).
+	partial bool
 }
 
 // Fingerprint is what must be equal for the same seq at every consumer
