@@ -173,6 +173,26 @@ func appendBinaryRow(b []byte, rc *change.RowChange, after, onlyChanged bool, n 
 		}
 		return b
 	}
+	if onlyChanged {
+		if before, after := rc.RawChanges(); before != nil {
+			// An UPDATE's old values from the raw images, as appendRow.
+			for i, off := range before[:min(n, len(before))] {
+				switch {
+				case !rc.RawChanged(i, off, after[i]):
+					b = append(b, binaryAbsent)
+				case off < 0:
+					b = append(b, binaryNull)
+				default:
+					at := len(b)
+					b = fixCellLength(rc.AppendRawText(append(b, 0), i, off, false), at)
+				}
+			}
+			for range n - len(before) {
+				b = append(b, binaryAbsent)
+			}
+			return b
+		}
+	}
 	for i := range n {
 		if onlyChanged && !rc.Changed(i) || !rc.Present(after, i) {
 			b = append(b, binaryAbsent)

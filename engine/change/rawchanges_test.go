@@ -1,0 +1,124 @@
+package change
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"unsafe"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+)
+
+// TestRawChangesMatchChanged checks the raw path of an UPDATE's old
+// values (RawChanges, RawChanged) against Changed on random raw UPDATE
+// images: the same columns changed, for a plain row and one shown through
+// a view, with NULLs on either side and doubles whose bytes differ but
+// whose numbers do not (0 and -0); and that an image leaving a column out
+// takes the per-column path (RawChanges gives nil).
+func TestRawChangesMatchChanged(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 44))
+	tm := &replication.TableMapEvent{Schema: []byte("s"), Table: []byte("t"), ColumnCount: 4,
+		ColumnType: []byte{mysql.MYSQL_TYPE_LONGLONG, mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_DOUBLE, mysql.MYSQL_TYPE_LONG},
+		ColumnMeta: []uint16{0, 64, 8, 0}}
+	tbl := &Table{Schema: "s", Name: "t", Columns: []Column{
+		{Name: "id", Type: "bigint", Key: true}, {Name: "note", Type: "varchar", Nullable: true},
+		{Name: "d", Type: "double", Nullable: true}, {Name: "n", Type: "int", Nullable: true}}}
+	view := &Table{Schema: "s", Name: "t", Columns: []Column{
+		{Name: "n", Type: "int"}, {Name: "added", Type: "int"}, {Name: "id", Type: "bigint"}, {Name: "note", Type: "varchar"}, {Name: "d", Type: "double"}}}
+	codec := NewCodec(tbl, tm, nil)
+	shapes := TableShapes(tm)
+	notes := []string{"", "a", "deliver to door", "ünïcode ✓"}
+	doubles := []float64{0, math.Copysign(0, -1), 1.5, -2}
+	value := func(col int) any {
+		if col > 0 && rng.IntN(5) == 0 {
+			return nil
+		}
+		switch col {
+		case 0:
+			return rng.Int64N(3)
+		case 1:
+			return notes[rng.IntN(len(notes))]
+		case 2:
+			return doubles[rng.IntN(len(doubles))]
+		}
+		return int32(rng.IntN(3))
+	}
+	image := func(b []byte, row []any) []byte {
+		var nulls byte
+		for i, v := range row {
+			if v == nil {
+				nulls |= 1 << i
+			}
+		}
+		b = append(b, nulls)
+		for _, v := range row {
+			switch x := v.(type) {
+			case int64:
+				b = binary.LittleEndian.AppendUint64(b, uint64(x))
+			case string:
+				b = append(append(b, byte(len(x))), x...)
+			case float64:
+				b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
+			case int32:
+				b = binary.LittleEndian.AppendUint32(b, uint32(x))
+			}
+		}
+		return b
+	}
+	checked := 0
+	for range 3000 {
+		var data []byte
+		pairs := 1 + rng.IntN(4)
+		for range pairs {
+			before, after := make([]any, 4), make([]any, 4)
+			for i := range before {
+				before[i], after[i] = value(i), value(i)
+				if rng.IntN(2) == 0 {
+					after[i] = before[i]
+				}
+			}
+			data = image(image(data, before), after)
+		}
+		re := &replication.RowsEvent{ColumnCount: 4, ColumnBitmap1: []byte{0x0f}, ColumnBitmap2: []byte{0x0f}, Table: tm}
+		im, err := splitRows(re, shapes, data, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range pairs {
+			rc := NewRowChange(codec, Update, k, im, 2*k)
+			for _, rc := range []RowChange{rc, rc.WithView(view)} {
+				before, after := rc.RawChanges()
+				if len(before) != len(rc.Table.Columns) || len(after) != len(before) {
+					t.Fatalf("RawChanges gave %d and %d offsets for %d columns", len(before), len(after), len(rc.Table.Columns))
+				}
+				for i := range rc.Table.Columns {
+					if got, want := rc.RawChanged(i, before[i], after[i]), rc.Changed(i); got != want {
+						t.Fatalf("column %s: RawChanged %v, Changed %v (before %v, after %v)", rc.Table.Columns[i].Name, got, want, rc.Value(false, i), rc.Value(true, i))
+					}
+					checked++
+				}
+			}
+		}
+		im.SetPresent([]byte{0x0f}, []byte{0x0d}, 4) // the after images leave note out
+		partial := NewRowChange(codec, Update, 0, im, 0)
+		if before, after := partial.RawChanges(); before != nil || after != nil {
+			t.Fatal("RawChanges of a partial image: want nil, the per-column path")
+		}
+	}
+	t.Logf("%d columns compared", checked)
+}
+
+// TestRowChangeSize keeps a RowChange at 56 bytes on 64-bit platforms: a
+// catch-up allocates one for every row change it reads.
+func TestRowChangeSize(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("not a 64-bit platform")
+	}
+	if got := unsafe.Sizeof(RowChange{}); got != 56 {
+		t.Fatalf("a RowChange is %d bytes, want 56: keep its pointers first and its int32s last", got)
+	}
+}
