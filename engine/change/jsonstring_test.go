@@ -98,6 +98,9 @@ func TestAppendJSONStringMatchesRef(t *testing.T) {
 	}
 	checkJSONString(t, "", strings.Repeat("\x01", 10_000), 0) // six bytes out for each in
 	checkJSONString(t, "", strings.Repeat("\"é\xff", 5_000), 7)
+	for pad := range 9 { // words of quotes and backslashes only, escaped in place
+		checkJSONString(t, strings.Repeat("p", pad), strings.Repeat("a", pad)+strings.Repeat(`"\`, 5_000), pad)
+	}
 }
 
 // FuzzAppendJSONString compares the word-at-a-time writer with the

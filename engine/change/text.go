@@ -452,12 +452,35 @@ func AppendJSONString(b []byte, s string) []byte {
 		if i+8 <= len(s) {
 			x := jsontext.Load(s, i)
 			binary.LittleEndian.PutUint64(out[j:], x)
-			k := jsontext.PlainPrefix8(x)
-			i += k
-			j += k
-			if k == 8 {
+			k, left := jsontext.PlainPrefix8(x), 8
+			// Quotes and backslashes are escaped without leaving the
+			// word: the backslash goes where the quote was stored, and
+			// the rest of the word is stored again one byte on. (A JSON
+			// document has a quote every few bytes; going round the loop
+			// for each took 13% of capture's CPU on the orders shape.)
+			for k < left {
+				c := byte(x >> (8 * k))
+				if c != '"' && c != '\\' {
+					break
+				}
+				x >>= 8 * k
+				out[j+k] = '\\'
+				binary.LittleEndian.PutUint64(out[j+k+1:], x)
+				i += k + 1
+				j += k + 2
+				left -= k + 1
+				x >>= 8
+				// The bytes shifted in are zeros, never plain: k stops at
+				// left when the rest of the word is plain.
+				k = jsontext.PlainPrefix8(x)
+			}
+			if k >= left {
+				i += left
+				j += left
 				continue
 			}
+			i += k
+			j += k
 		}
 		c := s[i]
 		if c >= utf8.RuneSelf {
@@ -488,9 +511,10 @@ func AppendJSONString(b []byte, s string) []byte {
 }
 
 // jsonSlack is the room AppendJSONString keeps beyond what it has still
-// to write as it is: a word stored whole (8 bytes) after which the longest
-// escape (6) may follow, and the closing quote.
-const jsonSlack = 16
+// to write as it is: a word of eight quotes escaped in place (16 bytes,
+// the last of its stores reaching 24 bytes on) or a word stored whole
+// after which the longest escape (6) follows, and the closing quote.
+const jsonSlack = 32
 
 // jsonEscapes holds, for each ASCII byte, 0 when a JSON string holds it as
 // it is, else the letter of its escape after the backslash: the byte
