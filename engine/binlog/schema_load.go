@@ -273,23 +273,26 @@ func (p *Reader) resolveProvisional(ctx context.Context, pos change.Position) er
 }
 
 // liveCharsets returns the server's default charset and each database's,
-// which tables created later without one take.
+// which tables created later without one take: one query, the server's
+// beside each database's row (information_schema is always one).
 func liveCharsets(c *client.Conn) (server string, databases map[string]string, err error) {
-	r, err := c.Execute("SELECT @@character_set_server")
-	if err != nil {
-		return "", nil, err
-	}
-	server, _ = r.GetString(0, 0)
-	r, err = c.Execute("SELECT schema_name, default_character_set_name FROM information_schema.schemata")
+	r, err := c.Execute("SELECT schema_name, default_character_set_name, @@character_set_server FROM information_schema.schemata")
 	if err != nil {
 		return "", nil, err
 	}
 	databases = make(map[string]string, r.RowNumber())
 	for i := 0; i < r.RowNumber(); i++ {
 		name, _ := r.GetString(i, 0)
-		databases[name], _ = r.GetString(i, 1)
+		cs, _ := r.GetString(i, 1)
+		databases[strings.Clone(name)] = strings.Clone(cs)
 	}
-	return server, databases, nil
+	if r.RowNumber() == 0 {
+		if r, err = c.Execute("SELECT @@character_set_server"); err != nil {
+			return "", nil, err
+		}
+	}
+	server, _ = r.GetString(0, r.ColumnNumber()-1)
+	return strings.Clone(server), databases, nil
 }
 
 // liveTables returns SHOW CREATE TABLE of every selected base table.
