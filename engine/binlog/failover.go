@@ -212,14 +212,36 @@ func oldestGTIDList(c *client.Conn) (string, gtidPos, error) {
 	return files[0], nil, nil
 }
 
+// firstConnection reports whether no binlog connection was tried since
+// prepare: none came up (up) and none failed (lost).
+func (p *Reader) firstConnection() bool {
+	return !p.live.Connected && p.live.DownSince.IsZero() && p.attempts == 0 && p.connServer != nil
+}
+
 // lagLogEvery is how often a reader waiting for a lagging server says so.
 var lagLogEvery = 10 * time.Second
 
-// checkServer runs before each binlog connection: it asks who answers at
+// checkServer runs before each binlog connection (the first takes
+// prepare's answer): it asks who answers at
 // the source's address and, when it is not the server whose binlog the
 // position is in, prepares a resume by GTID there (waiting while it
 // lags) or returns the fatal error that says why it cannot.
 func (p *Reader) checkServer(ctx context.Context) error {
+	if p.firstConnection() && (!p.started || p.posServer == nil || p.posServer.Same(p.connServer)) {
+		// prepare asked who answers a moment ago, on a connection of its
+		// own, and the position is that server's (or it starts by GTID):
+		// its answer stands for the first binlog connection, as a new
+		// one's would (either is a connection before the binlog's, which
+		// a virtual IP may move between). Asking again cost a connection
+		// and a query before the first row.
+		if p.started {
+			if p.posServer == nil {
+				p.posServer = p.connServer
+			}
+			p.byGTID = false
+		}
+		return nil
+	}
 	c, err := p.dial(ctx)
 	if err != nil {
 		return err

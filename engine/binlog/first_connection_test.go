@@ -1,0 +1,35 @@
+package binlog_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/braid-cdc/braid/engine/binlog"
+	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/tcpproxy"
+)
+
+// TestFirstConnectionTakesPrepareAnswer: the first binlog connection
+// takes the answer to who the server is that the reader's start asked a
+// moment before, so the first row comes over two connections (the
+// start's and the binlog's), not three; a reconnect asks again, on a
+// connection of its own before the binlog's.
+func TestFirstConnectionTakesPrepareAnswer(t *testing.T) {
+	defer binlog.SetProgressEvery(time.Hour)() // no connection of the lag watch
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id INT PRIMARY KEY)", "INSERT INTO shop.orders VALUES (1)")
+	proxy := tcpproxy.Start(t, srv.Addr())
+	src := source(srv, earliest)
+	src.Address = proxy.Addr()
+	r := startReader(t, binlog.Config{Source: src}, nil)
+	r.waitFor(30*time.Second, "the first row", rowsAtLeast(1))
+	if got := proxy.Stats().Accepted; got != 2 {
+		t.Fatalf("%d connections before the first row, want 2: the start's and the binlog's", got)
+	}
+	proxy.Cut()
+	srv.Exec(t, "INSERT INTO shop.orders VALUES (2)")
+	r.waitFor(60*time.Second, "the row after the cut", rowsAtLeast(2))
+	if got := proxy.Stats().Accepted; got < 4 {
+		t.Fatalf("%d connections after a reconnect, want 4 or more: a reconnect asks who answers before its binlog connection", got)
+	}
+}
