@@ -109,6 +109,11 @@ func TestCaptureFollowsMySQLFailover(t *testing.T) {
 // fails at once when it exited.
 func (c *failoverCapture) waitLog(t *testing.T, want string) {
 	t.Helper()
+	defer func() {
+		if t.Failed() {
+			t.Logf("stderr:\n%s", c.errb.String())
+		}
+	}()
 	retry.Until(t, 60e9, func() error {
 		select {
 		case code := <-c.code:

@@ -14,7 +14,8 @@ import (
 // binlog files of its own, under its own file names and at its own
 // offsets. A test commits on the primary, lets each replica apply what it
 // lacks when it wants (a replica may lag), and promotes a replica, whose
-// own transactions then carry its uuid.
+// own transactions then carry its uuid. The replicas are read_only, the
+// primary not.
 //
 //	h := mysqlsource.NewHistory(t, primary, replica) // servers from Start
 //	h.Commit(txn)          // on the primary's binlog
@@ -80,7 +81,7 @@ func NewHistory(servers ...*Server) (*History, error) {
 		return nil, fmt.Errorf("mysqlsource: a history needs a server")
 	}
 	h.primary = h.members[0]
-	return h, nil
+	return h, h.setReadOnly()
 }
 
 func (h *History) member(s *Server) *member {
@@ -160,4 +161,22 @@ func (h *History) Promote(s *Server) {
 	}
 	h.log = h.log[:m.applied]
 	h.primary = m
+	if err := h.setReadOnly(); err != nil {
+		panic(err) // a variable every personality has
+	}
+}
+
+// setReadOnly makes the replicas read_only, the primary writable, as a
+// failover tool does.
+func (h *History) setReadOnly() error {
+	for _, m := range h.members {
+		v := "ON"
+		if m == h.primary {
+			v = "OFF"
+		}
+		if err := m.s.SetVariable("read_only", v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
