@@ -40,8 +40,8 @@ func Plan(changes []Change, max int) []Run {
 		logical string
 	}
 	var runs []Run
-	lastRun := map[runKey]int{} // the last run of each kind and table version
-	touched := map[string]int{} // key → the last run that touches it
+	lastRun := map[runKey]int{}                   // the last run of each kind and table version
+	touched := make(map[string]int, len(changes)) // key → the last run that touches it
 	for _, c := range changes {
 		pk, others := c.PK, c.Others
 		after := -1

@@ -61,7 +61,13 @@ var copyHeader = []byte("PGCOPY\n\xff\r\n\x00\x00\x00\x00\x00\x00\x00\x00\x00")
 // followed by its origin when the target has the column; false when a
 // value has no exact binary encoding here (the run goes as text).
 func (ts *tableStmts) copyBinaryRows(cs []sink.Change) ([]byte, bool) {
-	b := make([]byte, 0, len(copyHeader)+2+len(cs)*(2+len(ts.cols)*12))
+	// Sized by the rows the table's last COPY sent (a row's bytes vary
+	// little), so that the buffer is not grown and copied row by row.
+	per := int(ts.rowBytes.Load())
+	if per == 0 {
+		per = 2 + len(ts.cols)*16
+	}
+	b := make([]byte, 0, len(copyHeader)+2+(len(cs)+1)*per)
 	b = append(b, copyHeader...)
 	ok := true
 	for _, c := range cs {
@@ -78,6 +84,7 @@ func (ts *tableStmts) copyBinaryRows(cs []sink.Change) ([]byte, bool) {
 			b = append(b, c.Origin...)
 		}
 	}
+	ts.rowBytes.Store(int64(len(b)/len(cs)) + 1)
 	return binary.BigEndian.AppendUint16(b, 0xffff), true
 }
 

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/sink"
@@ -40,6 +41,8 @@ type tableStmts struct {
 	bytea   []bool   // by column of cols: the target's is bytea (loadTypes)
 	oids    []uint32 // by column of cols: the target's type (loadTypes)
 	binary  bool     // every column's type has a binary COPY encoding (copybin.go)
+
+	rowBytes atomic.Int64 // a row's bytes in the last binary COPY data, plus one
 }
 
 type sqlKey struct {
