@@ -40,10 +40,11 @@
 //     (ErrBehind if not), so two runners (an owner, and a former one not
 //     yet fenced) never apply a change twice.
 //   - Ordered: a Publisher is handed each store batch's messages in stream
-//     order, one call at a time; the batch is acked once the call returns
-//     (every message confirmed) and the batch ends a transaction, so a
-//     retry restarts a transaction at its first message and each message
-//     keeps its id (seq, n). At least once; consumers de-duplicate by it.
+//     order, one call at a time; the batch is acked once its messages are
+//     confirmed (Publish returned, or, for a Stager, the Commit after its
+//     Stage) and the batch ends a transaction, so a retry restarts a
+//     transaction at its first message and each message keeps its id
+//     (seq, n). At least once; consumers de-duplicate by it.
 //   - The cursor moves only past applied work. A store batch is acked
 //     (Feed.Ack) only once every change in it is committed at the target,
 //     or confirmed, in the order the batches were handed out; the sink's
@@ -83,8 +84,9 @@
 // once every worker has drained.
 //
 // Ordered.Apply runs on Run's goroutine alone: it reads a store batch,
-// encodes its messages (flat), calls Publisher.Publish and acks, in that
-// order, so a Publisher is never called concurrently.
+// encodes its messages (flat), calls Publisher.Publish (or Stager.Stage,
+// and Commit when it is due) and acks, in that order, so a Publisher is
+// never called concurrently.
 //
 // Stats and Checkpoints of a Sink may be called at any time from any
 // goroutine (the sink's status, braid sink show), while Apply runs.

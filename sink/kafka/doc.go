@@ -48,8 +48,12 @@
 //   - One writer per partition, in stream order. sink.Ordered hands
 //     messages over in stream order from one goroutine, and a retry starts
 //     again at a transaction's first message, so a message's (seq, n) is
-//     the same on every run. A Publish produces its records in
-//     transactions of up to chunk records, each committed only once every
+//     the same on every run. Stage produces its records in the producer's
+//     open transaction, which Commit commits (sink.Ordered stages many
+//     store batches, as a sink.Stager, and commits every
+//     sink.StageBatches of them, after sink.StageFor, or when the stream
+//     has nothing more ready; Publish is Stage then Commit; a transaction
+//     reaching chunk records is committed on the way), only once every
 //     record of it is acked; a transaction with a failed record is never
 //     committed (the next producer aborts it). So each partition holds
 //     committed a prefix, in (seq, n) order, of what was sent to it.
@@ -75,12 +79,12 @@
 //     (a node cut off from the cluster but not from Kafka runs on), the
 //     two take turns, every 30 s, and each still reads what is committed
 //     before it writes: slow, never a duplicate.
-//   - Publish returns nil only once every record it produced is committed
-//     (acked by the in-sync replicas); sink.Ordered acks a store batch
-//     only then, so the cursor never passes a message the topic does not
-//     hold. After an error the publisher drops its client; the next
-//     Publish makes a new producer (which aborts the open transaction) and
-//     reads the partition ends again.
+//   - Publish (and Commit) returns nil only once every record produced
+//     (staged) is committed (acked by the in-sync replicas); sink.Ordered
+//     acks a store batch only then, so the cursor never passes a message
+//     the topic does not hold. After an error the publisher drops its
+//     client; the next Stage makes a new producer (which aborts the open
+//     transaction) and reads the partition ends again.
 //
 // What the exactly-once guarantee assumes: consumers read with
 // isolation.level=read_committed (a read_uncommitted one also sees the
@@ -91,14 +95,14 @@
 // partition, and its partition's end no longer says what was written);
 // and retention has not emptied a partition of every record (an empty
 // partition is read as holding nothing). A transaction the brokers abort
-// at its timeout (franz-go's default, 40 s; a Publish's transaction of up
-// to 8192 records takes far less) fails its commit as a fenced one does,
+// at its timeout (franz-go's default, 40 s; a transaction of up to 8192
+// records, committed within about sink.StageFor, takes far less) fails its commit as a fenced one does,
 // and costs a fenceWait.
 //
 // # Concurrency
 //
-// A Publisher's Publish is called by one goroutine at a time
-// (sink.Ordered's); Stats, Skipped and Close are safe to call from
+// A Publisher's Publish, Stage and Commit are called by one goroutine at a
+// time (sink.Ordered's); Stats, Skipped and Close are safe to call from
 // others, and Close makes a Publish blocked on the brokers return. A
 // Publish whose context ends closes its client, which fails the records
 // on their way, and returns: its transaction is not committed, and the
