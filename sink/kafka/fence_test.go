@@ -167,3 +167,74 @@ func testFencedOwner(t *testing.T, mid bool) {
 	}
 	t.Logf("fenced: %v", errs[0])
 }
+
+// TestFencedStagedTransaction: a publisher stages several store batches
+// in one open transaction, as sink.Ordered does between commits, and a
+// new owner's producer fences it before it commits. Its Commit fails with
+// ErrFenced and none of the staged messages is committed; the new owner,
+// resuming from the stream's start, skips only what was committed before
+// and publishes the rest: a read_committed consumer sees every message
+// once, each partition in stream order.
+func TestFencedStagedTransaction(t *testing.T) {
+	kafka.SetFenceWait(t, time.Hour) // the first is stopped long before
+	c := startCluster(t, 1, "shop.orders")
+	batches := rowStream(48, 4, 4) // 12 store batches of 16 messages
+	ds := spec.Spec{Sinks: []spec.Sink{{Name: "events", Type: "kafka", Brokers: c.ListenAddrs()}}}.WithDefaults()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	first, err := kafka.Open(ctx, ds.Sinks[0], "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	for _, b := range batches[:2] {
+		if err := first.Publish(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, b := range batches[2:6] {
+		if err := first.Stage(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := first.Stats(); st.Applied != 2*16 || st.Pending != 4*16 {
+		t.Errorf("staged: %d records committed and %d pending, want %d and %d", st.Applied, st.Pending, 2*16, 4*16)
+	}
+
+	second, err := kafka.Open(ctx, ds.Sinks[0], "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	for _, b := range batches[:8] {
+		if err := second.Publish(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if skipped := second.Skipped(); skipped != 2*16 {
+		t.Errorf("the second publisher skipped %d messages, want the %d the first committed", skipped, 2*16)
+	}
+	if err := first.Commit(ctx); !errors.Is(err, kafka.ErrFenced) {
+		t.Errorf("the first publisher's commit after the takeover: %v, want ErrFenced", err)
+	}
+	for _, b := range batches[8:] {
+		if err := second.Publish(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs, parts, err := kafkatest.Read(ctx, c.ListenAddrs(), "shop.orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kafkatest.Check(recs, parts); err != nil {
+		t.Fatalf("read_committed: %v", err)
+	}
+	if len(recs) != 48*4 {
+		t.Fatalf("read_committed: %d records, want %d, each message once", len(recs), 48*4)
+	}
+	for i, r := range kafkatest.InOrder(recs) {
+		if want := (kafkatest.Pos{Seq: uint64(i/4 + 1), N: i % 4}); r.Pos != want {
+			t.Fatalf("read_committed: message %d of the stream is %s, want %s", i, r.Pos, want)
+		}
+	}
+}
