@@ -127,7 +127,7 @@ func (r *recorder) finishAgain() {
 		}
 		return
 	}
-	if len(a.Rows) >= len(first.Rows) && first.Fingerprint() != a.Fingerprint() {
+	if len(a.Rows) >= len(first.Rows) && !first.Same(a) {
 		r.c.Conflicts = append(r.c.Conflicts, Conflict{Seq: a.Seq, At: a.At, First: first.Fingerprint(), Then: a.Fingerprint()})
 	}
 }

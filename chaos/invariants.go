@@ -119,7 +119,7 @@ func checkConsistent(o Observation) []Violation {
 			if !ok {
 				continue // stream-dense names it
 			}
-			if a, b := rt.Fingerprint(), c.Txns[seq].Fingerprint(); a != b {
+			if a, b := rt.Fingerprint(), c.Txns[seq].Fingerprint(); !rt.Same(c.Txns[seq]) {
 				if at < 0 {
 					at = c.Txns[seq].At
 				}

@@ -51,6 +51,18 @@ func (t *Txn) Fingerprint() string {
 	return strings.Join(t.Rows, ", ")
 }
 
+// Same says whether t and u are the same transaction by their
+// fingerprints, where a snapshot chunk and a transaction of no rows are
+// the same too: a chunk read again holds its rows as they are then, none
+// when its table was truncated, and a rowless transaction says nothing of
+// being a chunk (the native API's EMPTY message, canal's BEGIN and END).
+func (t *Txn) Same(u *Txn) bool {
+	a, b := t.Fingerprint(), u.Fingerprint()
+	return a == b || (t.Snapshot && u.rowless()) || (u.Snapshot && t.rowless())
+}
+
+func (t *Txn) rowless() bool { return !t.Snapshot && t.DDL == "" && len(t.Rows) == 0 }
+
 // Consumed is what one consumer received: its transactions by seq, and
 // the seqs it received twice with a different content (Conflicts).
 type Consumed struct {
