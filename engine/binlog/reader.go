@@ -331,11 +331,12 @@ func (p *Reader) Run(ctx context.Context, emit func(*change.Event) error) error 
 		if p.resume != before {
 			backoff = 100 * time.Millisecond // the connection got somewhere
 		}
-		p.log.Warn("binlog connection lost; reconnecting", "err", err, "resume", p.resumeString(), "retry_in", backoff)
+		wait := p.retryWait(backoff)
+		p.log.Warn("binlog connection lost; reconnecting", "err", err, "resume", p.resumeString(), "retry_in", wait)
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(backoff):
+		case <-time.After(wait):
 		}
 		backoff = min(backoff*2, p.cfg.MaxBackoff)
 	}

@@ -149,6 +149,20 @@ func (p *Reader) connectServer(ctx context.Context) error {
 	return p.pass(ctx, fmt.Sprintf("lost %s for %v", p.spec.Address, p.failoverAfter))
 }
 
+// retryWait is how long Run waits before it connects again: backoff,
+// but no later than when failover_after ends for the server lost, so
+// that the other servers are tried then, not a doubled backoff after.
+func (p *Reader) retryWait(backoff time.Duration) time.Duration {
+	down := p.live.DownSince
+	if len(p.addrs) < 2 || down.IsZero() {
+		return backoff
+	}
+	if left := time.Until(down.Add(p.failoverAfter)); left > 0 && left < backoff {
+		return left
+	}
+	return backoff
+}
+
 // pass tries the source's servers in list order, the one read last at
 // the end, and starts on the first that passes checkServer: of the kind
 // read_from prefers if one does, else of the other. why says why the
