@@ -24,6 +24,9 @@
 // canal and mariadb-binlog), latency_test.go (BenchmarkLatency: commit-to-consumer
 // latency under a steady load), cluster_test.go (BenchmarkCluster: the
 // failover gap of a three-node cluster and a node's CPU and memory),
+// source_failover_test.go (BenchmarkSourceFailover: the gap from a
+// source's failover, behind a proxy or with an address list, to the
+// first row from the new server),
 // raftstore_test.go (BenchmarkRaftCursors), shardddl_test.go
 // (BenchmarkShardDDLHeld: 1 GiB of rows through a 16 MiB store while a
 // shard-DDL lock holds one shard table, the live heap against the
