@@ -186,3 +186,31 @@ func TestMySQLPositionStartSwitches(t *testing.T) {
 		t.Fatalf("reading %s after %d switches, want the replica after 1", st.Server, st.Switches)
 	}
 }
+
+// TestMySQLPromotedServerLostTransactions: the replica promoted before it
+// applied the primary's last transaction, which braid emitted: braid
+// names it as lost (Stats.Lost) and waits, emitting nothing from the new
+// server. The old code took it for a lagging replica.
+func TestMySQLPromotedServerLostTransactions(t *testing.T) {
+	m := startMySQLHistory(t)
+	m.insert(t, 1, 2)
+	if err := m.h.Apply(m.replica, 3); err != nil { // DDL, DDL, id 1
+		t.Fatal(err)
+	}
+	vip := tcpproxy.Start(t, m.primary.Addr())
+	r := startReader(t, binlog.Config{Source: spec.Source{Name: "m8", Address: vip.Addr(), User: "root", Start: earliest},
+		Heartbeat: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}, nil)
+	r.waitFor(60*time.Second, "ids 1, 2", func(evs []*change.Event) bool { return len(insertedIDs(t, evs)) >= 2 })
+	m.h.Promote(m.replica) // id 2 is lost
+	vip.Switch(m.replica.Addr())
+	m.insert(t, 3)
+	retry.Until(t, 60*time.Second, func() error {
+		if lost := r.reader.Stats().Lost; lost != "11111111-1111-1111-1111-111111111111:4" {
+			return fmt.Errorf("Stats.Lost is %q, want the primary's 4th GTID", lost)
+		}
+		return nil
+	})
+	if got := insertedIDs(t, r.snapshot()); !slices.Equal(got, []int64{1, 2}) {
+		t.Fatalf("ids %v while waiting, want [1 2]", got)
+	}
+}
