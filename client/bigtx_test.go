@@ -28,7 +28,8 @@ import (
 // and the client gets every row, once. Cut off in the middle of the big
 // transaction (after those acks freed its start), the client reconnects
 // and gets the rest, the transaction read again from its start by a
-// replay and what it had handled dropped: still every row once.
+// replay and what it had handled dropped: still every row once. So does
+// a client served by a replay reader (whose store is as small).
 func TestTransactionBiggerThanTheStore(t *testing.T) {
 	srv := mysqltest.Start(t)
 	srv.Exec(t, "CREATE DATABASE shop_0", "CREATE TABLE shop_0.orders (id INT PRIMARY KEY, note VARCHAR(20))")
@@ -68,8 +69,20 @@ func TestTransactionBiggerThanTheStore(t *testing.T) {
 	srv.Exec(t, sqls...)
 	const changes = 10 + 600
 
-	for _, cut := range []bool{false, true} {
-		name := map[bool]string{false: "whole", true: "cut"}[cut]
+	for _, tc := range []struct {
+		name string
+		cut  bool
+		opts []client.Option
+	}{
+		// The first client id: the store serves it (nothing was let go).
+		{"cut", true, nil},
+		// Client ids new after the store let everything go: a replay
+		// reader, whose store is as small, serves each, and a cut
+		// replaces that replay by one from the client's cursor.
+		{"whole", false, nil},
+		{"replay-cut", true, []client.Option{client.WithFrom("earliest")}},
+	} {
+		name, cut := tc.name, tc.cut
 		t.Run(name, func(t *testing.T) {
 			var (
 				mu    sync.Mutex
@@ -86,8 +99,8 @@ func TestTransactionBiggerThanTheStore(t *testing.T) {
 				return conn, err
 			}}}
 			defer hc.CloseIdleConnections()
-			c, err := client.New(hs.URL, client.WithHTTPClient(hc), client.WithBackoff(20*time.Millisecond, 200*time.Millisecond),
-				client.WithLogger(log))
+			c, err := client.New(hs.URL, append([]client.Option{client.WithHTTPClient(hc), client.WithBackoff(20*time.Millisecond, 200*time.Millisecond),
+				client.WithLogger(log)}, tc.opts...)...)
 			if err != nil {
 				t.Fatal(err)
 			}
