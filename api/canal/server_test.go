@@ -212,7 +212,13 @@ func TestCanalGo(t *testing.T) {
 		// before the next connection's rollback.
 		getBatch(t, c, 0, -1)
 		// A new connection of the same client rolls back on connect and
-		// goes on after what was acked.
+		// goes on after what was acked. canal-go's DisConnection also
+		// sends a rollback on the old connection and closes it without an
+		// answer: the server may read it after the new connection's GET
+		// (two connections are not ordered, in canal either), and it then
+		// takes back the new connection's batch, whose ack is refused
+		// (seen in CI under load). So the old one closes without it.
+		c.RollbackOnConnect = false
 		c.DisConnection()
 		c2 := f.connector(t, 1002, "canal", "s3cret")
 		nextID, next := getBatch(t, c2, 1, 1000)
