@@ -139,10 +139,13 @@ func (p *Reader) connectServer(ctx context.Context) error {
 	}
 	down := p.live.DownSince
 	if down.IsZero() || time.Since(down) < p.failoverAfter {
+		prev := p.connServer
 		err := p.checkServer(ctx)
 		if err == nil || ctx.Err() != nil || !isFatal(err) {
 			return err // retried with backoff
 		}
+		// checkServer took the refused server for the one read.
+		p.connServer, p.live.Server = prev, prev
 		p.refused(p.spec.Address, err)
 		return p.pass(ctx, p.spec.Address+" refused")
 	}
