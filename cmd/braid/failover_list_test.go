@@ -136,6 +136,42 @@ func TestCaptureRefusesPurgedReplica(t *testing.T) {
 	}
 }
 
+// TestCaptureSkipsPurgedReplicaLive: the same refusal while braid
+// runs, with read_from: replica. braid reads replica r2, which stops
+// replicating after row 2; row 3 reaches r1, which then purges the
+// binlog holding it. r2 killed, braid tries the list after
+// failover_after: r1, a replica as asked, is refused with the purged
+// GTIDs named, and the primary, the only server left, is read instead
+// (a primary rather than none), so row 3 is printed once.
+func TestCaptureSkipsPurgedReplicaLive(t *testing.T) {
+	tp := mysqltest.StartTopology(t, 2)
+	primary, r1, r2 := tp.Primary(), tp.Replicas()[0], tp.Replicas()[1]
+	primary.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id BIGINT PRIMARY KEY)",
+		"INSERT INTO shop.orders VALUES (1)", "INSERT INTO shop.orders VALUES (2)")
+	tp.WaitCaughtUp(t)
+	c := startCaptureSpec(t, listSpec("failover_after: 1s, read_from: replica", r2, r1, primary))
+	c.waitIDs(t, []int64{1, 2}, 60*time.Second)
+	tp.StopReplication(t, r2)
+	primary.Exec(t, "INSERT INTO shop.orders VALUES (3)")
+	tp.WaitCaughtUp(t, r1)
+	gtid3 := primary.GTIDBinlogPos(t)
+	r1.PurgeBinlogs(t)
+	r2.Kill(t)
+	c.waitIDs(t, []int64{1, 2, 3}, 60*time.Second)
+	stderr := c.errb.String()
+	refusal := regexp.MustCompile(`(?m)^.*server of the source not read.*addr=` + regexp.QuoteMeta(r1.Addr()) + `.*$`).FindString(stderr)
+	if refusal == "" || !strings.Contains(refusal, "purged GTIDs braid has not read yet") || !strings.Contains(refusal, gtid3) {
+		t.Fatalf("no line refusing %s naming the purged %s:\n%s", r1.Addr(), gtid3, stderr)
+	}
+	line := switchLine(stderr, primary.ServerID)
+	if line == "" || !strings.Contains(line, fmt.Sprintf(`old_server="server_id %d `, r2.ServerID)) || !strings.Contains(line, "lost "+r2.Addr()) {
+		t.Fatalf("no switch line from server %d to the primary %d saying it lost %s:\n%s", r2.ServerID, primary.ServerID, r2.Addr(), stderr)
+	}
+	if !strings.Contains(stderr, "no server of the kind read_from prefers can be read") {
+		t.Fatalf("no line saying braid reads a primary for want of a replica:\n%s", stderr)
+	}
+}
+
 // captureSpecOnce is captureOnce for a spec text.
 func captureSpecOnce(t *testing.T, text, dir string, max int) (int, *failoverCapture) {
 	t.Helper()
