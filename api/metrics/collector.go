@@ -53,7 +53,7 @@ var (
 	sourceLastError = newFamily("braid_source_last_error_timestamp_seconds",
 		"When the source's connection last failed, in Unix seconds (the error is the state's lastError).", prometheus.GaugeValue, sourceLabels)
 	sourceSwitches = newFamily("braid_source_switches_total",
-		"Times braid resumed the source on another server (a failover behind its address), by GTID.", prometheus.CounterValue, sourceLabels)
+		"Times braid resumed the source on another server (a failover behind its address, or to another server its address lists), by GTID.", prometheus.CounterValue, sourceLabels)
 	sourceLastSwitch = newFamily("braid_source_last_switch_timestamp_seconds",
 		"When braid last resumed the source on another server, in Unix seconds (missing before the first switch).", prometheus.GaugeValue, sourceLabels)
 	// Per source with an initial snapshot (spec snapshot: initial).

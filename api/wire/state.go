@@ -90,8 +90,8 @@ type SourceState struct {
 	// missing before the first connection.
 	Server string `json:"server,omitempty"`
 	// Switches counts the times braid resumed the source on another
-	// server (a failover behind its address) since the destination
-	// started on this node.
+	// server (a failover behind its address, or to another server its
+	// address lists) since the destination started on this node.
 	Switches uint64 `json:"switches,omitempty"`
 	// LastSwitchAt is when the last of those switches happened; missing
 	// before the first.
