@@ -107,18 +107,7 @@ func TestMySQL8VectorRefused(t *testing.T) {
 	if _, err := fmt.Sscanf(version, "%d.%d", &major, &minor); err != nil || major > 11 || major == 11 && minor >= 7 {
 		t.Skipf("the target on %s is %s, which has VECTOR", targetAddr, version)
 	}
-	emb := &mysqlbinlog.TableDef{Schema: "shop", Name: "emb", PrimaryKey: []string{"id"}, Columns: []mysqlbinlog.ColumnDef{
-		{Name: "id", Type: "int", NotNull: true},
-		{Name: "v", Type: "vector(3)"},
-	}}
-	src := mysqlsource.Start(t, mysqlsource.Config{Version: mysqlsource.Version9})
-	if _, err := src.Serve(mysqlbinlog.Workload{Server: mysqlbinlog.Server{Version: mysqlsource.Version9}, Txns: []mysqlbinlog.Txn{
-		{DDL: &mysqlbinlog.DDL{Schema: "shop", CreatesDatabase: true, SQL: "CREATE DATABASE shop"}},
-		{DDL: &mysqlbinlog.DDL{Schema: "shop", Table: emb}},
-		{Statements: []mysqlbinlog.Statement{{Kind: mysqlbinlog.Insert, Table: "shop.emb", Rows: []mysqlbinlog.Row{{After: []any{1, []float32{1, 0.5, -2}}}}}}},
-	}}); err != nil {
-		t.Fatal(err)
-	}
+	src := mysqlsource.StartVector(t)
 	r := applyOnce(t, mysql8Spec(src, name))
 	sinktest.WaitFor(t, 30*time.Second, func() (bool, string) {
 		_, lastErr := r.Applied()

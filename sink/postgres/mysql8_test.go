@@ -61,18 +61,7 @@ func TestMySQL8VectorRefused(t *testing.T) {
 	if got := query(db, "SELECT COUNT(*) FROM pg_type WHERE typname = 'vector'"); !slices.Equal(got, []string{"0"}) {
 		t.Skipf("the target on %s has a vector type (pgvector)", targetAddr)
 	}
-	emb := &mysqlbinlog.TableDef{Schema: "shop", Name: "emb", PrimaryKey: []string{"id"}, Columns: []mysqlbinlog.ColumnDef{
-		{Name: "id", Type: "int", NotNull: true},
-		{Name: "v", Type: "vector(3)"},
-	}}
-	src := mysqlsource.Start(t, mysqlsource.Config{Version: mysqlsource.Version9})
-	if _, err := src.Serve(mysqlbinlog.Workload{Server: mysqlbinlog.Server{Version: mysqlsource.Version9}, Txns: []mysqlbinlog.Txn{
-		{DDL: &mysqlbinlog.DDL{Schema: "shop", CreatesDatabase: true, SQL: "CREATE DATABASE shop"}},
-		{DDL: &mysqlbinlog.DDL{Schema: "shop", Table: emb}},
-		{Statements: []mysqlbinlog.Statement{{Kind: mysqlbinlog.Insert, Table: "shop.emb", Rows: []mysqlbinlog.Row{{After: []any{1, []float32{1, 0.5, -2}}}}}}},
-	}}); err != nil {
-		t.Fatal(err)
-	}
+	src := mysqlsource.StartVector(t)
 	r, _ := applyOnce(t, mysql8Spec(src, name))
 	waitErr(t, r, "DDL refused", `column "shop"."emb"."v" is VECTOR(3), and the target has no vector type: install pgvector`)
 	if got := query(db, "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'shop' AND table_name = 'emb'"); !slices.Equal(got, []string{"0"}) {

@@ -19,7 +19,8 @@
 // which fill the catalog from the workload's tables too (workload.go).
 // History serves one GTID history from several servers, a primary and
 // replicas with their own uuids, file names and offsets, for failover
-// tests (history.go).
+// tests (history.go). StartVector serves the one VECTOR table the SQL
+// sinks' tests share (vector.go).
 //
 // # What it serves
 //
