@@ -183,7 +183,11 @@ func CheckHistory(ctx context.Context, ds *spec.Spec, from *Cursor) error {
 // all at once, and pins a `latest` start to the source's current position,
 // so that the destination's start, which a consumer starting at earliest
 // replays from, stays the same point for every later run, replay and
-// owner. Its error holds every problem of every source, one line each.
+// owner. A source whose address lists several servers is pinned to its
+// GTID position when the server checked has one (MariaDB): its reader
+// may start on another of them, where the checked server's file:pos
+// would be foreign coordinates. Its error holds every problem of every
+// source, one line each.
 func PinStarts(ctx context.Context, ds *spec.Spec) error {
 	reports := binlog.CheckAll(ctx, ds.Sources)
 	var errs []error
@@ -194,7 +198,12 @@ func PinStarts(ctx context.Context, ds *spec.Spec) error {
 		return err
 	}
 	for i := range ds.Sources {
-		if src := &ds.Sources[i]; src.Start.Kind == spec.StartLatest {
+		src := &ds.Sources[i]
+		switch {
+		case src.Start.Kind != spec.StartLatest:
+		case len(src.Addresses()) > 1 && reports[i].GTIDs != "":
+			src.Start = spec.Start{Kind: spec.StartGTID, GTID: reports[i].GTIDs}
+		default:
 			src.Start = spec.Start{Kind: spec.StartPosition, Pos: reports[i].Pos}
 		}
 	}

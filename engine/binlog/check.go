@@ -63,8 +63,13 @@ type SourceReport struct {
 	Version string `json:"version,omitempty"`
 	// Settings in the order braid checks them.
 	Settings []Setting `json:"settings,omitempty"`
-	// Pos is the server's end of binlog when it was checked.
-	Pos change.Position `json:"pos,omitzero"`
+	// Pos is the server's end of binlog when it was checked; GTIDs, on
+	// MariaDB, its GTID position read just before (gtid_binlog_pos: the
+	// last GTID of each domain), "" when it has none. A position on one
+	// server of a source means nothing on another; the GTIDs mean the
+	// same on all.
+	Pos   change.Position `json:"pos,omitzero"`
+	GTIDs string          `json:"gtids,omitempty"`
 	// Err is why the source could not be checked in full (unreachable,
 	// refused, a query failed): Settings hold what was read before.
 	Err error `json:"-"`
@@ -158,6 +163,16 @@ func Check(ctx context.Context, src spec.Source) SourceReport {
 	}
 	if rep.Problems() != nil {
 		return rep
+	}
+	if rep.Flavor == mysql.MariaDBFlavor {
+		r, err := c.Execute("SELECT @@gtid_binlog_pos")
+		if err != nil {
+			rep.Err = p.queryError("read gtid_binlog_pos", err)
+			return rep
+		}
+		s, _ := r.GetString(0, 0)
+		rep.GTIDs = strings.Clone(s)
+		r.Close()
 	}
 	if rep.Pos, err = masterPosition(c); err != nil {
 		rep.Err = p.queryError("read its binlog position", err)
