@@ -122,3 +122,35 @@ func TestRowChangeSize(t *testing.T) {
 		t.Fatalf("a RowChange is %d bytes, want 56: keep its pointers first and its int32s last", got)
 	}
 }
+
+// TestAllPresent checks the byte-wise test of a column bitmap against
+// the bit-by-bit rule on random bitmaps, short ones included.
+func TestAllPresent(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 7))
+	ref := func(bitmap []byte, cols int) bool {
+		for i := range cols {
+			if i>>3 >= len(bitmap) || bitmap[i>>3]&(1<<(i&7)) == 0 {
+				return false
+			}
+		}
+		return true
+	}
+	for range 100_000 {
+		cols := rng.IntN(40)
+		bitmap := make([]byte, max(0, (cols+7)>>3-rng.IntN(2)))
+		for i := range bitmap {
+			bitmap[i] = 0xff
+			if rng.IntN(3) == 0 {
+				bitmap[i] = byte(rng.Uint32())
+			}
+		}
+		if got, want := allPresent(bitmap, cols), ref(bitmap, cols); got != want {
+			t.Fatalf("allPresent(%08b, %d) = %v, want %v", bitmap, cols, got, want)
+		}
+	}
+	if !allPresent(nil, 5) {
+		t.Fatal("a nil bitmap (no image) holds every column")
+	}
+}

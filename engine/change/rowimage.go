@@ -96,12 +96,19 @@ func allPresent(bitmap []byte, cols int) bool {
 	if bitmap == nil {
 		return true
 	}
-	for i := range cols {
-		if i>>3 >= len(bitmap) || bitmap[i>>3]&(1<<(i&7)) == 0 {
+	if len(bitmap) < (cols+7)>>3 {
+		return false
+	}
+	// A byte at a time (bit by bit it was most of a rows event's
+	// bookkeeping, twice an event).
+	whole := cols >> 3
+	for _, b := range bitmap[:whole] {
+		if b != 0xff {
 			return false
 		}
 	}
-	return true
+	last := byte(1)<<(cols&7) - 1
+	return cols&7 == 0 || bitmap[whole]&last == last
 }
 
 // RowsBinlog is what a target that applies the rows event's images as
