@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/spec"
 )
 
@@ -40,5 +41,33 @@ func TestRetryWaitEndsAtFailoverAfter(t *testing.T) {
 	}
 	if list.spec.Address != "127.0.0.1:1" || len(list.addrs) != 2 || list.lagLimit != 2*time.Second {
 		t.Errorf("list reader: address %q, addrs %q, lag limit %v", list.spec.Address, list.addrs, list.lagLimit)
+	}
+}
+
+// TestSnapshotReadsTheReadersServer: a source's initial snapshot reads
+// the server its reader starts on, whose binlog positions are the
+// chunks' watermarks: with read_from: replica the listed replica, not
+// the first listed server (the primary), whose positions mean nothing
+// in the replica's binlog.
+func TestSnapshotReadsTheReadersServer(t *testing.T) {
+	tp := mysqltest.StartTopology(t, 1)
+	primary, replica := tp.Primary(), tp.Replicas()[0]
+	src := spec.Source{Name: "a", User: "root", Address: primary.Addr() + "," + replica.Addr(), ReadFrom: spec.ReadFromReplica}
+	c, err := OpenSnapshot(t.Context(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.p.spec.Address != replica.Addr() {
+		t.Fatalf("snapshot reads %s, want the replica %s (the reader's server)", c.p.spec.Address, replica.Addr())
+	}
+	src.ReadFrom = spec.ReadFromPrimary
+	c2, err := OpenSnapshot(t.Context(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if c2.p.spec.Address != primary.Addr() {
+		t.Fatalf("snapshot reads %s, want the primary %s", c2.p.spec.Address, primary.Addr())
 	}
 }

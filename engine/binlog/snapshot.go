@@ -41,8 +41,15 @@ func OpenSnapshot(ctx context.Context, src spec.Source) (*SnapshotConn, error) {
 		return nil, err
 	}
 	src.Password, src.PasswordFile, src.PasswordEnv = pw, "", ""
-	p := &Reader{spec: src, log: slog.New(slog.DiscardHandler)}
-	c, err := p.dial(ctx)
+	p := &Reader{spec: src, log: slog.New(slog.DiscardHandler), addrs: src.Addresses(), wantReplica: src.ReadFrom.Replica()}
+	var c *client.Conn
+	if len(p.addrs) > 1 {
+		// The server the source's reader starts on (servers.go), whose
+		// binlog positions the chunks' watermarks must be.
+		c, err = p.pickStart(ctx)
+	} else {
+		c, err = p.dial(ctx)
+	}
 	if err != nil {
 		return nil, err
 	}
