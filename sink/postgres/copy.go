@@ -15,10 +15,12 @@ import (
 	"github.com/braid-cdc/braid/sink"
 )
 
-// Runs of rows go through COPY, PostgreSQL's bulk path, in its text
-// format: each value as the text the server parses for the column's type,
-// the same text a statement's parameter carries (so a value reads back
-// the same whichever way it went), escaped as COPY's text format wants.
+// Runs of rows go through COPY, PostgreSQL's bulk path: in its binary
+// format where copybin.go has an exact encoding of every value, else in
+// its text format: each value as the text the server parses for the
+// column's type, the same text a statement's parameter carries (so a
+// value reads back the same whichever way it went), escaped as COPY's
+// text format wants.
 // Rows whose keys are known new go straight into the target table; rows
 // that may find their key (an upsert) go into a staging table, a
 // temporary table of the session with the target's columns, and are

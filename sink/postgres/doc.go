@@ -35,9 +35,12 @@
 //   - The rows go as sink.Plan's runs (INSERTs, UPDATEs that keep their
 //     key, DELETEs of one table version, changes of different keys
 //     gathered, each key's in stream order). A run of INSERTs or UPDATEs
-//     of 8 changes or more (copyMinRows) goes through COPY, in its text
-//     format: each value the same text its statement parameter would be,
-//     so it reads back the same. INSERTs whose keys are known new (exactly
+//     of 8 changes or more (copyMinRows) goes through COPY: in its binary
+//     format when every column of the target is of a type copybin.go
+//     encodes (the integers, numeric, the floats, the text types, bytea,
+//     json, jsonb, date, timestamp, interval, bit) and every value has an
+//     exact encoding there, else in its text format; either way each value
+//     reads back as its statement parameter would. INSERTs whose keys are known new (exactly
 //     once, the checkpoint's word, and not a snapshot chunk read again)
 //     go straight into the target; when one finds its key there, the
 //     transaction is rolled back and sent again, its INSERTs upserted
