@@ -14,7 +14,7 @@ import (
 // line here fails the test, and so does a flag a leaf gains or loses.
 var leafFlags = map[string][]string{
 	"capture":            {"canal-password-file", "canal-port", "canal-user", "cursor-dir", "f", "http-host", "http-port", "listen", "log-level", "max", "max-connections", "quiet", "sandbox", "secrets-dir", "secrets-env-prefix", "timeout", "users-file"},
-	"server":             {"addr", "bootstrap-expect", "canal-password-file", "canal-port", "canal-user", "cluster", "config", "data-dir", "gossip-key-file", "gossip-port", "http-host", "http-port", "http-tls-cert", "http-tls-key", "insecure", "join", "lease", "log-level", "max-connections", "name", "raft-port", "reap-dead-after", "secrets-dir", "secrets-env-prefix", "secrets-key-file", "tls-ca", "tls-cert", "tls-key", "users-file"},
+	"server":             {"addr", "bootstrap-expect", "canal-password-file", "canal-port", "canal-user", "cluster", "config", "data-dir", "gossip-advertise", "gossip-key-file", "gossip-port", "http-host", "http-port", "http-tls-cert", "http-tls-key", "insecure", "join", "lease", "log-level", "max-connections", "name", "raft-advertise", "raft-port", "reap-dead-after", "secrets-dir", "secrets-env-prefix", "secrets-key-file", "tls-ca", "tls-cert", "tls-key", "users-file"},
 	"demo":               {"dir", "duration", "json", "kill-after", "log-level", "rate"},
 	"tail":               {"ca", "client-id", "from", "log-level", "max", "server", "timeout", "token-file"},
 	"version":            {},
