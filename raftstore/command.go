@@ -3,6 +3,8 @@ package raftstore
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/braid-cdc/braid/engine/change"
 )
 
 // cmdVersion is the first byte of every command in the log. A node that
@@ -105,6 +107,13 @@ type sourceRecord struct {
 	Pos     uint32 `json:"pos"`
 	LastKey int64  `json:"lastKey"`
 	Schema  string `json:"schema,omitempty"` // hash of the schema history, "" for none
+	// GTIDs (change.GTIDState's text) and Server are the source's GTID
+	// state at Pos and the server Pos is in: a new owner that finds
+	// another server at the source's address (a failover behind it)
+	// resumes there by GTID, never at a foreign file:pos. Written after
+	// the snapshot part of a save-cursors entry, the same way.
+	GTIDs  string         `json:"gtids,omitempty"`
+	Server *change.Server `json:"server,omitempty"`
 }
 
 func (c *command) encode() []byte {
@@ -159,6 +168,22 @@ func (c *command) encode() []byte {
 				e.count(len(ce.Cursor.Snapshots))
 				for _, b := range ce.Cursor.Snapshots {
 					e.bytes(b)
+				}
+			}
+		}
+		// The GTID state and server of each cursor's sources, after
+		// that: a string, then a flag and the server's fields.
+		for _, ce := range c.Cursors {
+			if !ce.Delete {
+				for _, s := range ce.Cursor.Sources {
+					e.str(s.GTIDs)
+					e.boolean(s.Server != nil)
+					if s.Server != nil {
+						e.uvarint(uint64(s.Server.ID))
+						e.str(s.Server.UUID)
+						e.str(s.Server.Host)
+						e.str(s.Server.Binlog)
+					}
 				}
 			}
 		}
@@ -244,6 +269,23 @@ func decodeCommand(data []byte) (*command, error) {
 							if b := d.bytes(); len(b) > 0 {
 								ce.Cursor.Snapshots[j] = b
 							}
+						}
+					}
+				}
+			}
+		}
+		if len(d.b) > 0 {
+			for i := range c.Cursors {
+				if ce := &c.Cursors[i]; !ce.Delete {
+					for j := range ce.Cursor.Sources {
+						s := &ce.Cursor.Sources[j]
+						s.GTIDs = d.str()
+						if d.boolean() {
+							id := d.uvarint()
+							if id > 1<<32-1 {
+								d.fail(fmt.Errorf("server_id %d out of range", id))
+							}
+							s.Server = &change.Server{ID: uint32(id), UUID: d.str(), Host: d.str(), Binlog: d.str()}
 						}
 					}
 				}

@@ -93,7 +93,8 @@ func (s *Store) cursorCommand(dest string, epoch uint64, updates []CursorUpdate)
 			rec.ShardDDL = b
 		}
 		for i, src := range u.Cursor.Sources {
-			rec.Sources[i] = sourceRecord{Name: src.Name, File: src.Pos.File, Pos: src.Pos.Pos, LastKey: src.LastKey}
+			rec.Sources[i] = sourceRecord{Name: src.Name, File: src.Pos.File, Pos: src.Pos.Pos, LastKey: src.LastKey,
+				GTIDs: src.GTIDs.String(), Server: src.Server}
 			if src.Snapshot != nil {
 				if rec.Snapshots == nil {
 					rec.Snapshots = make([]json.RawMessage, len(u.Cursor.Sources))

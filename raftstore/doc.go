@@ -23,7 +23,10 @@
 //     across deleting and re-creating one.
 //   - Cursors, per (destination, client id): the group.Cursor of the
 //     client's last acknowledged transaction, written in batches by the
-//     destination's owner (SaveCursors, FencedCursors).
+//     destination's owner (SaveCursors, FencedCursors), whole: each
+//     source's file:pos with its GTID state and the server it was read
+//     from, so a new owner that finds another server behind a source's
+//     address (a failover) resumes there by GTID.
 //   - Schema histories, per (destination, source): each SourceCursor's
 //     change.SchemaSnapshot is stored once per distinct content, named by a
 //     hash from the cursors, and dropped when no cursor names it. A batch

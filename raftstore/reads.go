@@ -227,7 +227,12 @@ func toCursor(dest, client string, r *cursorRecord, schemas map[string]json.RawM
 		}
 	}
 	for i, src := range r.Sources {
-		sc := group.SourceCursor{Name: src.Name, Pos: change.Position{File: src.File, Pos: src.Pos}, LastKey: src.LastKey}
+		sc := group.SourceCursor{Name: src.Name, Pos: change.Position{File: src.File, Pos: src.Pos}, LastKey: src.LastKey,
+			GTIDs: change.GTIDText(src.GTIDs)}
+		if src.Server != nil {
+			srv := *src.Server // the state's own is never handed out
+			sc.Server = &srv
+		}
 		if src.Schema != "" {
 			raw := schemas[src.Name+"\x00"+src.Schema]
 			if raw == nil {

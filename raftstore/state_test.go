@@ -31,7 +31,7 @@ func sampleCommands(t testing.TB) []*command {
 		{Type: cmdSaveCursors, Dest: "shop", Epoch: 7,
 			Schemas: []schemaBlob{{Source: "a", Hash: "ab12", Data: []byte(`{"applied":{}}`)}},
 			Cursors: []cursorEntry{
-				{Client: "c1", Cursor: cursorRecord{Seq: 9, Sources: []sourceRecord{{Name: "a", File: "binlog.000001", Pos: 1<<32 - 1, LastKey: -3, Schema: "ab12"}, {Name: "b"}},
+				{Client: "c1", Cursor: cursorRecord{Seq: 9, Sources: []sourceRecord{{Name: "a", File: "binlog.000001", Pos: 1<<32 - 1, LastKey: -3, Schema: "ab12", GTIDs: "0-1-42", Server: &change.Server{ID: 1<<32 - 1, UUID: "u", Host: "h:1", Binlog: "/b"}}, {Name: "b"}},
 					Taken: 11, ShardDDL: []byte(`{"lastLock":2}`), Detached: true}},
 				{Client: "c2", Delete: true},
 				{Client: "c3", Cursor: cursorRecord{Seq: 1, Sources: []sourceRecord{{Name: "a"}}}},
@@ -334,7 +334,7 @@ func TestCursorsWrittenBeforeShardDDL(t *testing.T) {
 	c := &command{Type: cmdSaveCursors, Dest: "shop", Epoch: 3,
 		Cursors: []cursorEntry{{Client: "c1", Cursor: cursorRecord{Seq: 4, Sources: []sourceRecord{{Name: "a", File: "binlog.000001", Pos: 4}}}}}}
 	full := c.encode()
-	old := full[:len(full)-4] // Taken 0, no state, not detached, no snapshot progress: four bytes
+	old := full[:len(full)-6] // Taken 0, no state, not detached, no snapshot progress, no GTIDs or server: six bytes
 	got, err := decodeCommand(old)
 	if err != nil {
 		t.Fatalf("an entry of the old form: %v", err)

@@ -1,0 +1,53 @@
+package raftstore
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/braid-cdc/braid/engine/change"
+	"github.com/braid-cdc/braid/group"
+)
+
+// TestCursorKeepsGTIDsAndServer: a cursor's per-source GTID state and
+// server identity come back as saved, on every node, after a snapshot
+// and a restart, beside a source that has none. A new owner needs them
+// to resume a source that failed over behind its address by GTID; the
+// old store kept only file:pos, and the new owner asked the promoted
+// server for the old primary's coordinates.
+func TestCursorKeepsGTIDsAndServer(t *testing.T) {
+	c := newCluster(t, 3, func(cfg *Config) { cfg.TrailingLogs = 1 })
+	ctx := testCtx(t)
+	lead := c.leader()
+	if _, err := lead.CreateDestination(ctx, testSpec("shop")); err != nil {
+		t.Fatal(err)
+	}
+	cur := &group.Cursor{Seq: 7, Sources: []group.SourceCursor{
+		{Name: "a", Pos: change.Position{File: "bin.000001", Pos: 4534}, GTIDs: change.GTIDText("0-101-42,1-102-7"),
+			Server: &change.Server{ID: 101, Host: "db1:3306", Binlog: "/var/lib/mysql/binlog"}},
+		{Name: "b", Pos: change.Position{File: "bin.000002", Pos: 9}},
+		{Name: "c", Pos: change.Position{File: "bin.000003", Pos: 12}, GTIDs: change.GTIDText("3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5"),
+			Server: &change.Server{ID: 7, UUID: "3e11fa47-71ca-11e1-9e33-c80aa9429562"}},
+	}}
+	e, err := lead.Assign(ctx, "shop", lead.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lead.SaveCursors(ctx, "shop", e, []CursorUpdate{{Client: "c1", Cursor: cur}}); err != nil {
+		t.Fatal(err)
+	}
+	c.converged()
+	f := c.follower()
+	if err := f.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	i := c.index(f)
+	c.kill(i)
+	back := c.restart(i)
+	c.converged()
+	for _, s := range append(c.live(), back) {
+		cursors, err := s.Cursors("shop")
+		if err != nil || !reflect.DeepEqual(cursors["c1"].Sources, cur.Sources) {
+			t.Fatalf("%s: cursor %+v %v, want %+v", s.ID(), cursors["c1"], err, cur)
+		}
+	}
+}
