@@ -180,12 +180,7 @@ func TestCaptureFollowsFailover(t *testing.T) {
 	// The virtual IP stops forwarding (the load's writes and braid's
 	// stream stall, as when a primary hangs), the replica catches up,
 	// the primary dies, the replica is promoted and the IP moves to it.
-	vip.Pause()
-	tp.WaitCaughtUp(t)
-	tp.KillPrimary(t)
-	tp.Promote(t, replica)
-	vip.Switch(replica.Addr())
-	vip.Resume()
+	tp.FailOver(t, vip, replica)
 	before := len(tableIDs(t, replica))
 	retry.Until(t, 60*time.Second, func() error {
 		if n := len(tableIDs(t, replica)); n < before+20 {

@@ -46,6 +46,7 @@
 //	tp.WaitCaughtUp(t)                           // by GTID, every replica
 //	tp.KillPrimary(t)                            // SIGKILL
 //	tp.Promote(t, tp.Replicas()[0])              // the others follow it
+//	tp.FailOver(t, vip, r)                       // all of it behind a tcpproxy
 //	tp.StopReplication(t, r); tp.StartReplication(t, r)
 //	first := s.PurgeBinlogs(t)                   // FLUSH, then PURGE ... TO
 //

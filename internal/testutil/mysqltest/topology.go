@@ -212,6 +212,31 @@ func (tp *Topology) Promote(t testing.TB, r *Server) {
 	}
 }
 
+// VIP is what stands for a virtual IP in front of a topology: a
+// tcpproxy.Proxy (named by its methods here, as tcpproxy's own tests
+// import this package).
+type VIP interface {
+	Pause()
+	Switch(addr string)
+	Resume()
+}
+
+// FailOver is a whole failover behind vip, as a failover tool does it
+// under a write load: vip stops forwarding (writes and binlog streams
+// through it stall, as when a primary hangs), every replica catches up,
+// the primary is SIGKILLed, r is promoted (Promote) and vip moves to it,
+// cutting what was open, and forwards again. Whatever was committed on
+// the old primary is on r when FailOver returns.
+func (tp *Topology) FailOver(t testing.TB, vip VIP, r *Server) {
+	t.Helper()
+	vip.Pause()
+	tp.WaitCaughtUp(t)
+	tp.KillPrimary(t)
+	tp.Promote(t, r)
+	vip.Switch(r.Addr())
+	vip.Resume()
+}
+
 // ReplicationStatus is the part of SHOW SLAVE STATUS tests look at; all
 // empty on a server that is no replica.
 type ReplicationStatus struct {
