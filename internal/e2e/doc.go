@@ -11,8 +11,10 @@
 // (ddl_test.go), dead voters taken out of Raft (voters_test.go), the
 // sinks surviving kills of braid capture and of a cluster's owner (MySQL
 // and PostgreSQL with the replay audit, Kafka, RabbitMQ, Redis:
-// sink_*_test.go, capture_*_test.go), and the initial snapshot resuming
-// after kills (snapshot_test.go). The tests of braid's commands against a
+// sink_*_test.go, capture_*_test.go), the initial snapshot resuming
+// after kills (snapshot_test.go), and a destination with a MySQL sink
+// across a source's failover behind a virtual IP, its owner SIGKILLed
+// during it or not (source_failover_test.go). The tests of braid's commands against a
 // live cluster or an in-process capture stay in cmd/braid, beside the
 // commands they run in-process; the failover benchmark stays in bench,
 // beside the peers it is measured against.
