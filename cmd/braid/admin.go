@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -205,6 +206,9 @@ func runDestinationShow(args []string, stdout, stderr io.Writer) int {
 	}
 	defer a.cancel()
 	info, err := a.ac.Destination(a.ctx, a.names[0])
+	if notACluster(err) {
+		info, err = captureDestination(a.ctx, a.ac, a.names[0])
+	}
 	if err != nil {
 		return a.fail(err)
 	}
@@ -214,6 +218,24 @@ func runDestinationShow(args []string, stdout, stderr io.Writer) int {
 	}
 	showDestination(stdout, *info)
 	return 0
+}
+
+// notACluster reports whether err is the answer of a node that serves
+// destinations without a cluster (braid capture --http-port): it keeps no
+// stored spec, so it has no /v1/destinations/{name}/spec route.
+func notACluster(err error) bool {
+	var e *client.Error
+	return errors.As(err, &e) && e.Status == http.StatusNotFound && strings.HasPrefix(e.Message, "no such endpoint:")
+}
+
+// captureDestination is a capture's destination as braid destination
+// show prints it: its state, with no owner, epoch or stored spec.
+func captureDestination(ctx context.Context, ac *client.Client, name string) (*wire.DestinationInfo, error) {
+	st, err := ac.State(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return &wire.DestinationInfo{Name: st.Name, Seq: st.Seq, Sources: st.Sources, Clients: st.Clients}, nil
 }
 
 func runDestinationDelete(args []string, stdout, stderr io.Writer) int {
@@ -278,7 +300,11 @@ func maxLag(d wire.DestinationInfo) string {
 }
 
 func showDestination(w io.Writer, info wire.DestinationInfo) {
-	fmt.Fprintf(w, "destination %s: owner %s, epoch %d, last seq %d\n", info.Name, orDash(info.Owner), info.Epoch, info.Seq)
+	if info.Spec == nil {
+		fmt.Fprintf(w, "destination %s (a braid capture's, no cluster): last seq %d\n", info.Name, info.Seq)
+	} else {
+		fmt.Fprintf(w, "destination %s: owner %s, epoch %d, last seq %d\n", info.Name, orDash(info.Owner), info.Epoch, info.Seq)
+	}
 	if info.StateError != "" {
 		fmt.Fprintf(w, "state: unavailable (%s)\n", info.StateError)
 	}
@@ -316,6 +342,9 @@ func showDestination(w io.Writer, info wire.DestinationInfo) {
 		}
 	}
 	tw.Flush()
+	if info.Spec == nil {
+		return // a capture's: it keeps no stored spec to show
+	}
 	text, _ := yaml.Marshal(destSpec(info))
 	fmt.Fprintf(w, "\nspec:\n%s", indent(string(text), "  "))
 }

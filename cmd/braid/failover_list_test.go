@@ -270,9 +270,12 @@ func TestCaptureReadsReplicaAndShowsSwitch(t *testing.T) {
 	if metric("braid_source_last_switch_timestamp_seconds") == "" {
 		t.Fatal("no braid_source_last_switch_timestamp_seconds")
 	}
-	var text strings.Builder
-	showDestination(&text, wire.DestinationInfo{Name: "shop", Sources: []wire.SourceState{after}})
-	if !regexp.MustCompile(`SERVER +SWITCHES`).MatchString(text.String()) || !strings.Contains(text.String(), onR2) || !strings.Contains(text.String(), "1, last ") {
+	// braid destination show, pointed at the capture.
+	var text, errText strings.Builder
+	if code := runDestinationShow([]string{"shop", "--server", url}, &text, &errText); code != 0 {
+		t.Fatalf("braid destination show against a capture: exit %d: %s", code, errText.String())
+	}
+	if !strings.HasPrefix(text.String(), "destination shop (a braid capture's") || !regexp.MustCompile(`SERVER +SWITCHES`).MatchString(text.String()) || !strings.Contains(text.String(), onR2) || !strings.Contains(text.String(), "1, last ") {
 		t.Fatalf("braid destination show does not show the server read and one switch:\n%s", text.String())
 	}
 	if switchLine(logs.String(), r2.ServerID) == "" {
