@@ -142,15 +142,7 @@ func (c *failoverCapture) waitIDs(t *testing.T, want []int64, timeout time.Durat
 // tableIDs is shop.orders' ids on s, in id order.
 func tableIDs(t *testing.T, s *mysqltest.Server) []int64 {
 	t.Helper()
-	var ids []int64
-	for _, r := range s.Query(t, "SELECT id FROM shop.orders ORDER BY id") {
-		id, err := strconv.ParseInt(r[0], 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
-	}
-	return ids
+	return s.Ints(t, "SELECT id FROM shop.orders ORDER BY id")
 }
 
 // TestCaptureFollowsFailover: the primary SIGKILLed under a steady write

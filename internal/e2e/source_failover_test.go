@@ -67,15 +67,7 @@ func startSourceFailover(t *testing.T) *sourceFailover {
 // ids is shop.orders' ids on s, in id order.
 func ids(t *testing.T, s *mysqltest.Server) []int64 {
 	t.Helper()
-	var out []int64
-	for _, r := range s.Query(t, "SELECT id FROM shop.orders ORDER BY id") {
-		id, err := strconv.ParseInt(r[0], 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, id)
-	}
-	return out
+	return s.Ints(t, "SELECT id FROM shop.orders ORDER BY id")
 }
 
 // finish lets the load write 20 more rows on the promoted replica, stops

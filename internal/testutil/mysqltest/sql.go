@@ -79,6 +79,21 @@ func (s *Server) Query(t testing.TB, sql string) [][]string {
 	return rows
 }
 
+// Ints runs a query whose first column is an integer and returns that
+// column, row by row (the ids of a table, ORDER BY id).
+func (s *Server) Ints(t testing.TB, sql string) []int64 {
+	t.Helper()
+	var out []int64
+	for _, r := range s.Query(t, sql) {
+		n, err := strconv.ParseInt(r[0], 10, 64)
+		if err != nil {
+			t.Fatalf("mysqltest: %s: %s: not an integer: %v", s.Addr(), abbrev(sql), err)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
 // text formats a value for Query.
 func text(v *mysql.FieldValue) string {
 	switch v.Type {
