@@ -311,23 +311,7 @@ func checkTargets(o Observation) []Violation {
 func checkPublished(o Observation) []Violation {
 	var out []Violation
 	for _, p := range o.Published {
-		var lost, twice []string
-		lostAt, twiceAt := time.Duration(-1), time.Duration(-1)
-		for _, tx := range o.Ledger {
-			if tx.Uncertain && !tx.Committed {
-				continue
-			}
-			for _, ch := range tx.Changes {
-				switch n := p.Changes[ch]; {
-				case n == 0:
-					lost = append(lost, fmt.Sprintf("%s (source %s, tx %d)", ch, tx.Source, tx.ID))
-					lostAt = firstAt(lostAt, tx.At)
-				case n > 1:
-					twice = append(twice, fmt.Sprintf("%s ×%d", ch, n))
-					twiceAt = firstAt(twiceAt, tx.At)
-				}
-			}
-		}
+		lost, twice, lostAt, twiceAt := countLedger(o.Ledger, p.Changes)
 		if len(lost) > 0 {
 			out = append(out, Violation{InvPublished, fmt.Sprintf("sink %s never published %d committed changes: %s", p.Sink, len(lost), list(lost)), lostAt})
 		}
@@ -338,6 +322,29 @@ func checkPublished(o Observation) []Violation {
 	return out
 }
 
+// countLedger compares the ledger's committed changes with how often a
+// sink published or delivered each (seen): those never seen and those
+// seen more than once, each with the time of the first such change.
+func countLedger(ledger []*Tx, seen map[string]int) (lost, twice []string, lostAt, twiceAt time.Duration) {
+	lostAt, twiceAt = -1, -1
+	for _, tx := range ledger {
+		if tx.Uncertain && !tx.Committed {
+			continue
+		}
+		for _, ch := range tx.Changes {
+			switch n := seen[ch]; {
+			case n == 0:
+				lost = append(lost, fmt.Sprintf("%s (source %s, tx %d)", ch, tx.Source, tx.ID))
+				lostAt = firstAt(lostAt, tx.At)
+			case n > 1:
+				twice = append(twice, fmt.Sprintf("%s ×%d", ch, n))
+				twiceAt = firstAt(twiceAt, tx.At)
+			}
+		}
+	}
+	return lost, twice, lostAt, twiceAt
+}
+
 // checkDelivered checks an at-least-once message sink: a message may
 // come more than once, always with its message id and body (the sink
 // publishes again with the same ids, docs/sinks.md), so a consumer that
@@ -345,23 +352,7 @@ func checkPublished(o Observation) []Violation {
 func checkDelivered(o Observation) []Violation {
 	var out []Violation
 	for _, d := range o.Delivered {
-		var lost, twice []string
-		lostAt, twiceAt := time.Duration(-1), time.Duration(-1)
-		for _, tx := range o.Ledger {
-			if tx.Uncertain && !tx.Committed {
-				continue
-			}
-			for _, ch := range tx.Changes {
-				switch n := d.Changes[ch]; {
-				case n == 0:
-					lost = append(lost, fmt.Sprintf("%s (source %s, tx %d)", ch, tx.Source, tx.ID))
-					lostAt = firstAt(lostAt, tx.At)
-				case n > 1:
-					twice = append(twice, fmt.Sprintf("%s ×%d", ch, n))
-					twiceAt = firstAt(twiceAt, tx.At)
-				}
-			}
-		}
+		lost, twice, lostAt, twiceAt := countLedger(o.Ledger, d.Changes)
 		if len(lost) > 0 {
 			out = append(out, Violation{InvDelivered, fmt.Sprintf("sink %s never delivered %d committed changes: %s", d.Sink, len(lost), list(lost)), lostAt})
 		}
