@@ -239,13 +239,18 @@ func (c *snapshotConn) Close() error {
 	return nil
 }
 
-// keyCols are t's key columns.
+// keyCols are t's key columns; of a table with none, all its columns
+// (its rows are held as a set: identical rows are not modelled).
 func keyCols(t *change.Table) []int {
-	var k []int
+	var k, all []int
 	for i, col := range t.Columns {
 		if col.Key {
 			k = append(k, i)
 		}
+		all = append(all, i)
+	}
+	if len(k) == 0 {
+		return all
 	}
 	return k
 }
