@@ -49,6 +49,13 @@ type pendingChunk struct {
 	// moment before the chunk was registered (see leftRecently), in
 	// binlog order.
 	window []change.RowChange
+	// windowAt is each window change's binlog position (zero for those
+	// from before the chunk was registered, see leftRecently).
+	windowAt []change.Position
+	// low is a keyless chunk's low watermark: the server's end of binlog
+	// before its SELECT ran. A change of its window before low is one
+	// the SELECT saw already (see fold).
+	low change.Position
 	// Set once the SELECT is done: its rows, the chunk's last key (nil:
 	// to the table's end; throughKey parsed) and the high watermark.
 	selected   bool
@@ -104,8 +111,15 @@ func fold(p *pendingChunk) chunkRows {
 	}
 	// A keyed table's rows are replaced by key: the window's latest
 	// change of a key decides it, whether or not the SELECT saw the
-	// change already (see leftRecently). Rows of a table without a key
-	// may repeat: one is added or taken away per change.
+	// change already (see leftRecently). A table without a key has no
+	// such key, and its window holds the changes the reader passed
+	// since the chunk was registered, which may be far behind the
+	// server: those before the low watermark the SELECT saw and are
+	// passed over; those between the watermarks it may or may not have
+	// seen, so they are reconciled by the whole row as by a key (a row
+	// is added only where the rows hold none like it, and one like it
+	// is taken away). Only identical rows, changed while the SELECT
+	// ran, can come out wrong in number.
 	keyed := len(p.key.cols) > 0
 	byID := map[string][][]change.Value{}
 	var order []string
@@ -123,9 +137,14 @@ func fold(p *pendingChunk) chunkRows {
 	for k := range p.rows.len() {
 		put(p.rows.row(k))
 	}
-	for _, rc := range p.window {
+	for i, rc := range p.window {
 		if !sameColumns(rc.Table, p.version) {
 			continue // of another version: a DDL made the chunk stale
+		}
+		if !keyed && p.windowAt[i].Compare(p.low) < 0 {
+			// Before the low watermark: the SELECT saw it (the reader
+			// passes it later when it lags behind the server).
+			continue
 		}
 		if rc.HasBefore() {
 			if before := rc.Before(); in(before) {
@@ -137,7 +156,9 @@ func fold(p *pendingChunk) chunkRows {
 		}
 		if rc.HasAfter() {
 			if after := rc.After(); in(after) {
-				put(after)
+				if id := idOf(after); keyed || len(byID[id]) == 0 {
+					put(after)
+				}
 			}
 		}
 	}

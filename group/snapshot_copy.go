@@ -182,11 +182,13 @@ func (g *sourceSnapshot) readChunk(ctx context.Context, conn SnapshotConn) (bool
 		// Only a keyed table's window can be applied again to rows
 		// that have its changes already (see leftRecently).
 		p.window = g.recentOf(ti, g.d.cfg.Clock.Now())
+		p.windowAt = make([]change.Position, len(p.window))
 	}
 	g.pending = append(g.pending, p)
 	g.mu.Unlock()
 
 	var rows chunkRows
+	var low change.Position
 	var err error
 	limit := g.d.cfg.Spec.SnapshotChunkRows
 	if version != nil {
@@ -194,7 +196,15 @@ func (g *sourceSnapshot) readChunk(ctx context.Context, conn SnapshotConn) (bool
 		if !p.key.ints {
 			cols, limit = nil, 0
 		}
-		rows.text, err = conn.Chunk(ctx, version, cols, after, nil, limit)
+		if len(p.key.cols) == 0 {
+			// A keyless table's window cannot be applied again to rows
+			// that have its changes already: fold passes over those
+			// before this point (see pendingChunk.low).
+			low, err = conn.Position()
+		}
+		if err == nil {
+			rows.text, err = conn.Chunk(ctx, version, cols, after, nil, limit)
+		}
 		if errors.Is(err, binlog.ErrNoTable) {
 			g.mu.Lock()
 			gone := g.versions[t.Name] == nil
@@ -218,7 +228,7 @@ func (g *sourceSnapshot) readChunk(ctx context.Context, conn SnapshotConn) (bool
 		g.mu.Unlock()
 		return true, err
 	}
-	p.rows, p.high, p.selected = rows, high, true
+	p.rows, p.low, p.high, p.selected = rows, low, high, true
 	if n := rows.len(); version != nil && p.key.ints && limit > 0 && n == limit {
 		k, _ := rowKey(p.key, rows.row(n-1))
 		p.through, p.throughKey = keyText(k), k

@@ -291,7 +291,7 @@ func (g *sourceSnapshot) filterRows(ev *change.Event) []change.RowChange {
 	tk := g.keyFor(t)
 	now := g.d.cfg.Clock.Now()
 	return byZone(ev.Rows, func(row []change.Value) bool { return g.emitted(ti, tk, row) }, func(rc change.RowChange) {
-		g.toWindows(ti, tk, rc)
+		g.toWindows(ti, tk, rc, ev.Pos)
 		g.leaveRecent(leftChange{table: ti, rc: rc, at: now})
 	})
 }
@@ -300,7 +300,7 @@ func (g *sourceSnapshot) filterRows(ev *change.Event) []change.RowChange {
 // pending chunk of the table whose key range holds its old or new key
 // (fold would pass it over in the others), or in all of them when its
 // keys are not integers.
-func (g *sourceSnapshot) toWindows(ti int, tk tableKey, rc change.RowChange) {
+func (g *sourceSnapshot) toWindows(ti int, tk tableKey, rc change.RowChange, at change.Position) {
 	var keys [][]keyPart
 	ranged := tk.ints
 	for _, img := range []bool{false, true} {
@@ -317,7 +317,7 @@ func (g *sourceSnapshot) toWindows(ti int, tk tableKey, rc change.RowChange) {
 	}
 	for _, p := range g.pending {
 		if p.table == ti && (!ranged || !p.key.ints || slices.ContainsFunc(keys, p.holds)) {
-			p.window = append(p.window, rc)
+			p.window, p.windowAt = append(p.window, rc), append(p.windowAt, at)
 		}
 	}
 }
