@@ -13,6 +13,7 @@ import (
 
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )
 
@@ -86,9 +87,9 @@ import (
 // bounded reader shows the same peak for both, one that accumulates
 // about twice), and the peak live heap of every braid run against the
 // destination's memory bound (group.MemoryBound: the store's 64 MiB
-// and, per source, a 4 MiB queue and the reader's read-ahead, 128 MiB
-// for four; a snapshot also holds the chunk each source is reading,
-// 8,192 rows, about 3 MiB here). The CPU a row takes in this process
+// and, per source, a 4 MiB queue, the reader's read-ahead and 4 MiB of
+// chunks read ahead, 144 MiB for four; a snapshot also holds the chunk
+// each source is reading, 8,192 rows, about 3 MiB here). The CPU a row takes in this process
 // (braid, canal) or in the dump processes, and in the four servers, is
 // logged. Targets are printed, met or MISSED, never asserted. At the
 // default size an iteration takes about 12 s; `make bench` runs six.
@@ -301,7 +302,7 @@ func (f *snapshotBench) bench(b *testing.B) {
 	for _, way := range []string{"braid", "per-source", "per-source-flat", snapshotHalf, snapshotSlow} {
 		live = max(live, peak(way, true))
 	}
-	bound := float64(group.MemoryBound(len(f.shards), group.Config{}, stream.DefaultBytes))
+	bound := float64(group.MemoryBound(len(f.shards), group.Config{Spec: &spec.Spec{Snapshot: spec.SnapshotInitial}}, stream.DefaultBytes))
 	b.ReportMetric(br, "braid-rows/s")
 	b.ReportMetric(ps, "per-source-rows/s")
 	b.ReportMetric(fl, "per-source-flat-rows/s")

@@ -216,7 +216,7 @@ func (o *owner) run(ctx context.Context) error {
 		defer n.sinks.CompareAndDelete(o.name, r.Sinks)
 		n.reg.Add(r.Served)
 		defer n.reg.Remove(o.name)
-		bound := group.MemoryBound(len(ds.Sources), group.Config{}, stream.DefaultBytes)
+		bound := group.MemoryBound(len(ds.Sources), group.Config{Spec: &ds}, stream.DefaultBytes)
 		n.memory.add(bound)
 		defer n.memory.add(-bound)
 		return o.hold(ctx, r.Pipeline)

@@ -30,7 +30,8 @@ type Config struct {
 	// destination's memory is therefore bounded by its store's bound plus,
 	// per source, QueueBytes and the reader's read-ahead (ReadAhead
 	// binlog events, at most 8 KiB each by MariaDB's and MySQL's default
-	// binlog_row_event_max_size, and their decoded rows).
+	// binlog_row_event_max_size, and their decoded rows), and with an
+	// initial snapshot QueueBytes more of chunks read ahead (MemoryBound).
 	QueueEvents int
 	QueueBytes  int64
 	// ReadAhead is each reader's binlog.Config.ReadAhead. Default:
@@ -71,7 +72,13 @@ const ReadAheadEventBytes = 3 * 8 << 10
 
 // MemoryBound is what a destination of n sources may hold with its queues
 // and read-ahead at cfg's bounds (defaults where zero) and a store bounded
-// to storeBytes: the number a node's memory limit is built from.
+// to storeBytes: the number a node's memory limit is built from. With an
+// initial snapshot (cfg.Spec's snapshot: initial) each source also holds
+// the chunks it read ahead while earlier ones wait for its reader, less
+// than QueueBytes before it reads the next (see readChunk): that one
+// chunk, which a snapshot held before it read ahead too, is not counted,
+// nor a table read in one piece (a key not of integers: its rows are held
+// whole while it is read, with a warning).
 func MemoryBound(n int, cfg Config, storeBytes int64) int64 {
 	queue, ahead := cfg.QueueBytes, int64(cfg.ReadAhead)
 	if queue <= 0 {
@@ -80,7 +87,11 @@ func MemoryBound(n int, cfg Config, storeBytes int64) int64 {
 	if ahead <= 0 {
 		ahead = DefaultReadAhead
 	}
-	return storeBytes + int64(n)*(queue+ahead*ReadAheadEventBytes)
+	per := queue + ahead*ReadAheadEventBytes
+	if cfg.Spec != nil && snapshotOn(cfg.Spec) {
+		per += queue
+	}
+	return storeBytes + int64(n)*per
 }
 
 // The defaults of Config's bounds.

@@ -475,3 +475,18 @@ func TestHugeTransactionBoundedStore(t *testing.T) {
 		t.Errorf("store peaked at %d bytes, bound %d", st.PeakBytes, bound)
 	}
 }
+
+// TestMemoryBoundCountsSnapshotReadAhead: with an initial snapshot each
+// source may hold QueueBytes of chunks read ahead besides its queue and
+// read-ahead, and the bound counts them; without one it does not.
+func TestMemoryBoundCountsSnapshotReadAhead(t *testing.T) {
+	const store = 64 << 20
+	live := group.MemoryBound(4, group.Config{Spec: &spec.Spec{}}, store)
+	snap := group.MemoryBound(4, group.Config{Spec: &spec.Spec{Snapshot: spec.SnapshotInitial}}, store)
+	if want := live + 4*group.DefaultQueueBytes; snap != want {
+		t.Errorf("the bound of four sources with a snapshot is %d; want %d (%d without one, plus 4 MiB a source)", snap, want, live)
+	}
+	if unset := group.MemoryBound(4, group.Config{}, store); unset != live {
+		t.Errorf("the bound without a spec is %d; want %d, as without a snapshot", unset, live)
+	}
+}
