@@ -179,6 +179,10 @@ func TestStatusPage(t *testing.T) {
 				if err := read(); err != nil {
 					return false, err.Error()
 				}
+				// What the API says now: under load Raft may elect
+				// another leader while the page loads, and the page
+				// shows the cluster as it is, not as it was.
+				want := pageFromAPI(getStatus(t, viewer.URL()))
 				if why := got.differs(want); why != "" {
 					return false, why
 				}
