@@ -218,6 +218,13 @@ func (p *Reader) firstConnection() bool {
 	return !p.live.Connected && p.live.DownSince.IsZero() && p.attempts == 0 && p.connServer != nil
 }
 
+// prepareAnswerStands reports whether the server prepare asked stands
+// for the first binlog connection: the position is that server's, or the
+// reader starts by GTID (checkServer).
+func (p *Reader) prepareAnswerStands() bool {
+	return !p.started || p.posServer == nil || p.posServer.Same(p.connServer)
+}
+
 // lagLogEvery is how often a reader waiting for a lagging server says so.
 var lagLogEvery = 10 * time.Second
 
@@ -227,7 +234,7 @@ var lagLogEvery = 10 * time.Second
 // position is in, prepares a resume by GTID there (waiting while it
 // lags) or returns the fatal error that says why it cannot.
 func (p *Reader) checkServer(ctx context.Context) error {
-	if p.firstConnection() && (!p.started || p.posServer == nil || p.posServer.Same(p.connServer)) {
+	if p.firstConnection() && p.prepareAnswerStands() {
 		// prepare asked who answers a moment ago, on a connection of its
 		// own, and the position is that server's (or it starts by GTID):
 		// its answer stands for the first binlog connection, as a new

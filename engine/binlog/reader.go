@@ -169,6 +169,9 @@ type Reader struct {
 	// zstd decompresses MySQL's transaction payloads (payload.go), made
 	// at the first connection.
 	zstd *zstd.Decoder
+	// early is the first binlog connection, opened while prepare read
+	// the schema (openEarly); stream takes it.
+	early *binlogConn
 
 	// Statistics (see Stats). live is the reading goroutine's own, copied
 	// to shared under statsMu at transaction boundaries, heartbeats and
@@ -278,6 +281,7 @@ func (p *Reader) Run(ctx context.Context, emit func(*change.Event) error) error 
 	}
 	if p.cfg.AnnounceTables {
 		if err := p.unmodelled(); err != nil {
+			p.dropEarly()
 			p.lost(err)
 			return err
 		}
@@ -304,6 +308,7 @@ func (p *Reader) Run(ctx context.Context, emit func(*change.Event) error) error 
 		}
 		if err := emit(&change.Event{Type: change.EventProgress, Source: p.spec.Name, Pos: p.resume, EndPos: p.resume, Tables: tables, Versions: versions, Schema: snap,
 			GTIDs: p.gtidState(), Server: p.posServer}); err != nil {
+			p.dropEarly()
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -351,7 +356,12 @@ func (p *Reader) resumeString() string {
 
 // prepare inspects the server, resolves the start position and builds the
 // schema model at it.
-func (p *Reader) prepare(ctx context.Context) error {
+func (p *Reader) prepare(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil {
+			p.dropEarly()
+		}
+	}()
 	c, err := p.pickStart(ctx)
 	if err != nil {
 		return err
@@ -433,6 +443,14 @@ func (p *Reader) prepare(ctx context.Context) error {
 			p.posServer = a.server
 		}
 	}
+	if p.info.flavor == mysql.MySQLFlavor {
+		if err := p.startMySQLGTIDs(ctx, snapGTIDs, p.isLatestStart(snapPos), a.gtidOn); err != nil {
+			return err
+		}
+	}
+	// The start is decided: the binlog connection opens while the rest
+	// of the start (the GTID state there, the schema) is read.
+	p.openEarly(ctx)
 	if maria && p.started && len(p.gtids) == 0 && p.posServer.Same(a.server) {
 		// The GTID state at the position, so that a later switch of
 		// servers knows where it is.
@@ -447,11 +465,6 @@ func (p *Reader) prepare(ctx context.Context) error {
 	}
 	p.gtidStr = p.gtids.String()
 	p.live.GTIDs = change.GTIDText(p.gtidStr)
-	if p.info.flavor == mysql.MySQLFlavor {
-		if err := p.startMySQLGTIDs(ctx, snapGTIDs, p.isLatestStart(snapPos), a.gtidOn); err != nil {
-			return err
-		}
-	}
 	if p.schema == nil {
 		latest := p.cfg.Resume == nil && p.resume == snapPos && p.spec.Start.Kind != spec.StartPosition
 		if err := p.loadSchema(ctx, c, snapPos, latest); err != nil {
@@ -511,38 +524,58 @@ func recvBufferDialer(size int) mysqlauth.Dialer {
 	}
 }
 
-// stream runs one binlog connection until it fails or ctx ends.
-func (p *Reader) stream(ctx context.Context, emit func(*change.Event) error) error {
+// binlogConn is one binlog connection: go-mysql's syncer, braid's parser
+// of its events, and where it was asked to start.
+type binlogConn struct {
+	syncer *replication.BinlogSyncer
+	ep     *eventParser
+	watch  mysqlauth.Watch
+	// The start asked for: pos when started, else the GTID set set
+	// (startGTID its text).
+	started   bool
+	pos       change.Position
+	startGTID string
+	set       mysql.GTIDSet
+	// st and err are StartSync's answer, set once done is closed.
+	st   *replication.BinlogStreamer
+	err  error
+	done chan struct{}
+}
+
+// openBinlog settles the server to read (connectServer) and makes the
+// binlog connection's syncer and parser at the reader's start; start
+// then connects.
+func (p *Reader) openBinlog(ctx context.Context) (*binlogConn, error) {
 	// Who answers decides where and how to start (by position, or by
 	// GTID on another server): settled before the syncer's
 	// configuration (its address) and start set are made.
 	if err := p.connectServer(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	cfg := p.syncerConfig()
 	tlsCfg, err := p.tlsConfig()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if p.zstd == nil {
 		if p.zstd, err = newZstd(); err != nil {
-			return fatal{fmt.Errorf("binlog: source %s: a zstd decoder for compressed transactions: %v", p.spec.Name, err)}
+			return nil, fatal{fmt.Errorf("binlog: source %s: a zstd decoder for compressed transactions: %v", p.spec.Name, err)}
 		}
 	}
+	bc := &binlogConn{started: p.started, pos: p.resume, startGTID: p.startGTID, done: make(chan struct{})}
 	// go-mysql reads the events and braid parses them (payload.go), on
 	// go-mysql's goroutine while the reader handles and emits on Run's,
 	// ReadAhead events ahead at most. Measured in bench/ for one source:
 	// 256 left the reading goroutine waiting on the reader's scheduling
 	// hiccups, about 10% slower than 1024; 1024 events are about 8 MiB of
 	// binlog at MariaDB's 8 KiB rows events.
-	ep := p.newEventParser(p.cfg.ReadAhead, p.zstd)
-	cfg.RawModeEnabled, cfg.SynchronousEventHandler = true, ep
+	bc.ep = p.newEventParser(p.cfg.ReadAhead, p.zstd)
+	cfg.RawModeEnabled, cfg.SynchronousEventHandler = true, bc.ep
 	// Without TLS the server must not have the password in clear: a
 	// guard watches the authentication; with TLS the server proved its
 	// certificate. (go-mysql sets RecvBufferSize only on a bare
 	// *net.TCPConn: the dialer does.)
-	var watch mysqlauth.Watch
-	cfg.Dialer = watch.Dial(recvBufferDialer(cfg.RecvBufferSize))
+	cfg.Dialer = bc.watch.Dial(recvBufferDialer(cfg.RecvBufferSize))
 	if tlsCfg != nil {
 		cfg.TLSConfig = tlsCfg
 		cfg.Dialer = recvBufferDialer(cfg.RecvBufferSize)
@@ -550,15 +583,92 @@ func (p *Reader) stream(ctx context.Context, emit func(*change.Event) error) err
 	if beforeDump != nil {
 		beforeDump()
 	}
-	var startSet mysql.GTIDSet
 	if !p.started {
-		if startSet, err = p.gtidStart(&cfg); err != nil {
-			return fatal{err}
+		if bc.set, err = p.gtidStart(&cfg); err != nil {
+			return nil, fatal{err}
 		}
 	}
-	syncer := replication.NewBinlogSyncer(cfg)
-	defer syncer.Close()
-	defer ep.stop() // before Close, which waits for a HandleEvent waiting for room
+	bc.syncer = replication.NewBinlogSyncer(cfg)
+	return bc, nil
+}
+
+// start connects, runs go-mysql's setup queries, registers as a replica
+// and asks for the binlog from bc's start. It touches nothing of the
+// reader's, so it may run beside prepare's queries (early).
+func (bc *binlogConn) start() {
+	defer close(bc.done)
+	if bc.started {
+		bc.st, bc.err = bc.syncer.StartSync(mysql.Position{Name: bc.pos.File, Pos: bc.pos.Pos})
+	} else {
+		bc.st, bc.err = bc.syncer.StartSyncGTID(bc.set)
+	}
+}
+
+// close ends the connection, once start has returned.
+func (bc *binlogConn) close() {
+	<-bc.done
+	bc.ep.stop() // before Close, which waits for a HandleEvent waiting for room
+	bc.syncer.Close()
+}
+
+// at reports whether bc starts where the reader starts now.
+func (bc *binlogConn) at(p *Reader) bool {
+	if bc.started != p.started {
+		return false
+	}
+	if bc.started {
+		return bc.pos == p.resume
+	}
+	return bc.startGTID == p.startGTID
+}
+
+// openEarly opens the first binlog connection while prepare reads the
+// schema (a connect, go-mysql's setup queries, the register and the dump
+// request are about as many round trips as the schema's, and were the
+// largest cost before the first row), once the start is decided. Only
+// when the first connection needs no check of its own (checkServer
+// takes prepare's answer): the server and the position are the ones
+// prepare just checked. stream takes it, or closes it and connects
+// again when prepare moved the start after all (loadSchema's DDL race).
+func (p *Reader) openEarly(ctx context.Context) {
+	if !p.firstConnection() || !p.prepareAnswerStands() {
+		return
+	}
+	bc, err := p.openBinlog(ctx)
+	if err != nil {
+		return // stream connects again and reports it
+	}
+	p.early = bc
+	go bc.start()
+}
+
+// dropEarly closes the connection openEarly opened, if stream did not
+// take it.
+func (p *Reader) dropEarly() {
+	if p.early != nil {
+		p.early.close()
+		p.early = nil
+	}
+}
+
+// stream runs one binlog connection until it fails or ctx ends.
+func (p *Reader) stream(ctx context.Context, emit func(*change.Event) error) error {
+	bc := p.early
+	p.early = nil
+	if bc != nil && !bc.at(p) {
+		bc.close()
+		bc = nil
+	}
+	if bc == nil {
+		var err error
+		if bc, err = p.openBinlog(ctx); err != nil {
+			return err
+		}
+		bc.start()
+	}
+	<-bc.done
+	defer bc.syncer.Close()
+	defer bc.ep.stop() // before Close, which waits for a HandleEvent waiting for room
 
 	// Whatever the last connection left half-read is read again from the
 	// boundary; remember what of it was emitted. A connection lost while
@@ -573,15 +683,12 @@ func (p *Reader) stream(ctx context.Context, emit func(*change.Event) error) err
 	}
 	p.tx = txState{}
 
-	var st *replication.BinlogStreamer
 	if p.started {
 		p.file = p.resume.File
-		st, err = syncer.StartSync(mysql.Position{Name: p.resume.File, Pos: p.resume.Pos})
-	} else {
-		st, err = syncer.StartSyncGTID(startSet)
 	}
+	st, err := bc.st, bc.err
 	if err != nil {
-		if refused := watch.Err(); refused != nil {
+		if refused := bc.watch.Err(); refused != nil {
 			return p.clearTextError(refused)
 		}
 		if terr := p.tlsError(err); terr != nil {
@@ -589,6 +696,7 @@ func (p *Reader) stream(ctx context.Context, emit func(*change.Event) error) err
 		}
 		return p.dumpRefused(ctx, p.streamError(err))
 	}
+	ep := bc.ep
 	q := ep.queue(st)
 	defer q.close()
 	var behind *parsed // read right after a heartbeat
