@@ -1,11 +1,14 @@
 package binlog_test
 
 import (
+	"errors"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/braid-cdc/braid/engine/binlog"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/internal/testutil/tcpproxy"
 )
 
@@ -31,5 +34,39 @@ func TestFirstConnectionTakesPrepareAnswer(t *testing.T) {
 	r.waitFor(60*time.Second, "the row after the cut", rowsAtLeast(2))
 	if got := proxy.Stats().Accepted; got < 4 {
 		t.Fatalf("%d connections after a reconnect, want 4 or more: a reconnect asks who answers before its binlog connection", got)
+	}
+}
+
+// TestFirstDumpBesideSchemaRead: the first binlog connection asks for
+// the binlog while the start is still reading the schema (it is opened
+// once the start position is decided), not after the whole start: a
+// Binlog Dump thread shows on the server while the reader waits inside
+// its schema read.
+func TestFirstDumpBesideSchemaRead(t *testing.T) {
+	defer binlog.SetProgressEvery(time.Hour)()
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id INT PRIMARY KEY)", "INSERT INTO shop.orders VALUES (1)")
+	c := srv.Conn(t)
+	var once sync.Once
+	dumping := make(chan error, 1)
+	defer binlog.SetAfterListingTables(func() {
+		once.Do(func() {
+			dumping <- retry.Wait(t.Context(), 60*time.Second, func() error {
+				r, err := c.Execute("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'")
+				if err != nil {
+					return err
+				}
+				defer r.Close()
+				if n, _ := r.GetInt(0, 0); n == 0 {
+					return errors.New("no Binlog Dump thread on the server")
+				}
+				return nil
+			})
+		})
+	})()
+	r := startReader(t, binlog.Config{Source: source(srv, earliest)}, nil)
+	r.waitFor(90*time.Second, "the first row", rowsAtLeast(1))
+	if err := <-dumping; err != nil {
+		t.Fatalf("while the start read the schema: %v: the binlog connection waited for the whole start", err)
 	}
 }
