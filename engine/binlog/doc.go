@@ -39,7 +39,11 @@
 // partial images, which the stream carries as they are) or a problem that
 // stops the source with one line naming the setting and what to change.
 // CheckAll runs it on every source at once so that a command prints every
-// problem together. Statements follow the version the server announced:
+// problem together. Once the checks have decided the start position,
+// the first binlog connection (connect, register, dump request) is
+// opened beside the rest of the start (the GTID state there, the
+// schema); a start the schema read moves after all is connected again
+// at the new position. Statements follow the version the server announced:
 // its end of binlog is SHOW BINARY LOG STATUS on MySQL 8.2+ (8.4 removed
 // SHOW MASTER STATUS), SHOW BINLOG STATUS on MariaDB 10.5.2+; type names
 // are spelled as the server prints them (MySQL 8.0.19+: int, not
