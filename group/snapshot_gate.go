@@ -136,6 +136,7 @@ func (g *sourceSnapshot) gate(ctx context.Context, ev *change.Event) error {
 	if ev.Type == change.EventRows && g.state != nil && !g.state.FreshAt.IsZero() && ev.Pos.Compare(g.state.FreshAt) < 0 {
 		ev.FreshAt = g.state.FreshAt
 	}
+	g.switched(ev)
 	if g.state == nil || g.state.Done {
 		g.recent, g.recentHead = nil, 0 // no chunk will need them
 		if ev.Type == change.EventDDL {
@@ -212,6 +213,26 @@ func (g *sourceSnapshot) gate(ctx context.Context, ev *change.Event) error {
 		return g.send(ev)
 	}
 	return g.atBoundary(ctx)
+}
+
+// switched drops the pending chunks when ev shows the reader reads
+// another server than before (a failover, engine/binlog/failover.go): a
+// chunk's high watermark is a file:pos of the server its SELECT ran on,
+// and compared with the new server's positions it says nothing (passed
+// at once where the new server's files are numbered ahead, before the
+// changes the chunk holds, which would then go out again). Read again,
+// the chunks are selected on the server the snapshot connection reaches
+// now and wait for its positions, their windows starting afresh as a
+// new chunk's do.
+func (g *sourceSnapshot) switched(ev *change.Event) {
+	if ev.Server == nil {
+		return
+	}
+	if g.server != nil && !g.server.Same(ev.Server) && g.state != nil && len(g.pending) > 0 {
+		g.log.Info("snapshot reads its pending chunks again: the source switched servers", "chunks", len(g.pending))
+		g.dropPending(0)
+	}
+	g.server = ev.Server
 }
 
 // send pushes ev into the source's queue; called under pushMu and mu, it
