@@ -3,6 +3,7 @@ package binlog
 import (
 	"context"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -13,11 +14,13 @@ import (
 )
 
 // SetProgressEvery shortens how often readers look at their server and
-// log a catch-up, until the returned function restores it.
-func SetProgressEvery(d time.Duration) (restore func()) {
+// log a catch-up, until t's cleanup restores it. Call it before starting
+// the test's readers: cleanups run last-in first-out, so the readers,
+// stopped by theirs, no longer read it when it is restored.
+func SetProgressEvery(t testing.TB, d time.Duration) {
 	old := progressEvery
 	progressEvery = d
-	return func() { progressEvery = old }
+	t.Cleanup(func() { progressEvery = old })
 }
 
 // StatusSQLMode is the sql_mode in a query event's status variables.
@@ -75,12 +78,12 @@ func (f *EventFeed) Feed(raw []byte, emit func(*change.Event) error) error {
 func (f *EventFeed) Resume() change.Position { return f.p.resume }
 
 // SetAfterListingTables runs f between a reader's listing of the live
-// tables and their SHOW CREATE TABLEs, until the returned function
-// restores the default.
-func SetAfterListingTables(f func()) (restore func()) {
+// tables and their SHOW CREATE TABLEs, until t's cleanup restores the
+// default (as SetProgressEvery: call it before starting the readers).
+func SetAfterListingTables(t testing.TB, f func()) {
 	old := afterListingTables
 	afterListingTables = f
-	return func() { afterListingTables = old }
+	t.Cleanup(func() { afterListingTables = old })
 }
 
 // SetBeforeDump makes f run between a reader's check of its server and

@@ -18,7 +18,7 @@ import (
 // start's and the binlog's), not three; a reconnect asks again, on a
 // connection of its own before the binlog's.
 func TestFirstConnectionTakesPrepareAnswer(t *testing.T) {
-	defer binlog.SetProgressEvery(time.Hour)() // no connection of the lag watch
+	binlog.SetProgressEvery(t, time.Hour) // no connection of the lag watch
 	srv := mysqltest.Start(t)
 	srv.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id INT PRIMARY KEY)", "INSERT INTO shop.orders VALUES (1)")
 	proxy := tcpproxy.Start(t, srv.Addr())
@@ -43,13 +43,13 @@ func TestFirstConnectionTakesPrepareAnswer(t *testing.T) {
 // Binlog Dump thread shows on the server while the reader waits inside
 // its schema read.
 func TestFirstDumpBesideSchemaRead(t *testing.T) {
-	defer binlog.SetProgressEvery(time.Hour)()
+	binlog.SetProgressEvery(t, time.Hour)
 	srv := mysqltest.Start(t)
 	srv.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id INT PRIMARY KEY)", "INSERT INTO shop.orders VALUES (1)")
 	c := srv.Conn(t)
 	var once sync.Once
 	dumping := make(chan error, 1)
-	defer binlog.SetAfterListingTables(func() {
+	binlog.SetAfterListingTables(t, func() {
 		once.Do(func() {
 			dumping <- retry.Wait(t.Context(), 60*time.Second, func() error {
 				r, err := c.Execute("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'")
@@ -63,7 +63,7 @@ func TestFirstDumpBesideSchemaRead(t *testing.T) {
 				return nil
 			})
 		})
-	})()
+	})
 	r := startReader(t, binlog.Config{Source: source(srv, earliest)}, nil)
 	r.waitFor(90*time.Second, "the first row", rowsAtLeast(1))
 	if err := <-dumping; err != nil {

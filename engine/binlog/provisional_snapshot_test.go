@@ -153,7 +153,7 @@ func TestStartWhileTableDropped(t *testing.T) {
 	srv.Exec(t, "CREATE DATABASE d", "CREATE TABLE d.a (id INT PRIMARY KEY)", "CREATE TABLE d.b (id INT PRIMARY KEY)",
 		"INSERT INTO d.b VALUES (1)")
 	var once sync.Once
-	defer binlog.SetAfterListingTables(func() { once.Do(func() { srv.Exec(t, "DROP TABLE d.a") }) })()
+	binlog.SetAfterListingTables(t, func() { once.Do(func() { srv.Exec(t, "DROP TABLE d.a") }) })
 	p := startReader(t, binlog.Config{Source: source(srv, earliest)}, nil)
 	evs := p.waitFor(30*time.Second, "the row of d.b", rowsAtLeast(1))
 	if rc := rows(evs)[0]; rc.Table.Name != "b" {

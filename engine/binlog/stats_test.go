@@ -139,7 +139,7 @@ func TestReconnectLogLine(t *testing.T) {
 // server's position, the lag and rows/s; released, the reader reads them
 // all, says it caught up, and is idle again with lag 0.
 func TestCatchUpProgress(t *testing.T) {
-	defer binlog.SetProgressEvery(300 * time.Millisecond)()
+	binlog.SetProgressEvery(t, 300*time.Millisecond)
 	srv := mysqltest.Start(t)
 	srv.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id INT PRIMARY KEY)")
 	var logs syncBuffer
