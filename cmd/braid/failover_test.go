@@ -324,3 +324,36 @@ func TestCaptureRestartsOnAnotherServer(t *testing.T) {
 		t.Fatalf("printed %v from a server that purged what follows the cursor", got)
 	}
 }
+
+// TestCaptureFollowsFailoverThenAlter: the promoted replica's binlog
+// files are numbered below the old primary's (the primary rotated more),
+// and a shard ALTER runs on it after the switch. braid reads the ALTER
+// and the rows written with the new column. The old code kept the
+// schema model's positions from the old primary, skipped the new
+// server's ALTER as applied already (its position compared lower), and
+// stopped on the next row: "the row has 3 columns but the schema known
+// there has 2" (found by an hour-long make chaos run, where a source
+// failed over back and forth under shard ALTERs).
+func TestCaptureFollowsFailoverThenAlter(t *testing.T) {
+	tp := mysqltest.StartTopology(t, 1)
+	primary, replica := tp.Primary(), tp.Replicas()[0]
+	for range 3 {
+		primary.FlushLogs(t) // not replicated: the replica stays on its first file
+	}
+	primary.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id BIGINT PRIMARY KEY)",
+		"INSERT INTO shop.orders VALUES (1)", "ALTER TABLE shop.orders ADD COLUMN a INT", "INSERT INTO shop.orders VALUES (2, 2)")
+	tp.WaitCaughtUp(t)
+	vip := tcpproxy.Start(t, primary.Addr())
+	c := startFailoverCapture(t, vip.Addr())
+	c.waitIDs(t, []int64{1, 2}, 60*time.Second)
+
+	tp.FailOver(t, vip, replica)
+	replica.Exec(t, "ALTER TABLE shop.orders ADD COLUMN b VARCHAR(8)", "INSERT INTO shop.orders VALUES (3, 3, 'after')")
+	c.waitIDs(t, []int64{1, 2, 3}, 60*time.Second)
+	c.out.mu.Lock()
+	out := c.out.buf.String()
+	c.out.mu.Unlock()
+	if !strings.Contains(out, `"b":"after"`) {
+		t.Errorf("row 3 came without its new column b:\n%s", out)
+	}
+}

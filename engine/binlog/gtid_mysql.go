@@ -319,4 +319,7 @@ func (p *Reader) switched(old, now *change.Server, waitStart time.Time) {
 		"why", why, "gtid", p.startGTID, "old_pos", p.resume.String(), "took", took)
 	p.live.Switches++
 	p.live.LastSwitchAt = time.Now()
+	// The schema model's positions were the old server's; from here on
+	// they are the new one's.
+	p.schema.Rebase()
 }

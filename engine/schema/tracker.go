@@ -31,7 +31,8 @@ var ErrDDLMismatch = errors.New("schema: DDL does not match the tracked schema")
 // version's *Table is never modified after it is recorded; ApplyDDL is
 // idempotent by position (an event at or before the newest one applied is
 // skipped), so replaying binlog from an older cursor after
-// Restore never applies a DDL twice.
+// Restore never applies a DDL twice. Positions are one server's: a
+// reader that switches servers calls Rebase.
 //
 // A Tracker does no I/O and is not safe for concurrent use.
 type Tracker struct {
@@ -395,6 +396,46 @@ func (s *Tracker) Compact(pos change.Position) {
 		}
 		if v := h.versions[0]; len(h.versions) == 1 && h.pending == nil && !v.unknown && v.state == nil {
 			delete(s.tables, k)
+		}
+	}
+}
+
+// Rebase keeps the model as it stands and forgets where in the binlog
+// each part of it came into force: a reader calls it when it goes on
+// reading another server's binlog (a failover resumed by GTID), whose
+// positions do not compare with the old server's. Left as they were,
+// the new server's DDL would be skipped as applied already whenever its
+// binlog files are numbered below the old server's (the invariant
+// below), or filed before the newest version, and rows written after it
+// would meet the old columns.
+//
+// Each table keeps its newest version, in force from the zero position
+// (before any position of the new server); nothing counts as applied, so
+// each DDL the new server sends is applied at its own position (one read
+// before the switch never reaches ApplyDDL: the reader knows it by its
+// GTID). Migrations under way keep their statements, from the zero
+// position; ended ones are forgotten. A table waiting for the DDL at a
+// position (MarkUnknownUntil: a start in the past without FULL row
+// metadata) keeps waiting for that position, compared from now on with
+// the new server's: a limit of a failover during such a start.
+func (s *Tracker) Rebase() {
+	for k, h := range s.tables {
+		v := h.last()
+		if !v.unknown && v.state == nil && h.pending == nil {
+			delete(s.tables, k) // dropped: absent, as if never seen
+			continue
+		}
+		v.pos = change.Position{}
+		h.versions = []schemaVersion{v}
+	}
+	s.applied, s.dbApplied, s.onlineAt, s.swaps = change.Position{}, change.Position{}, change.Position{}, nil
+	s.migrations = slices.DeleteFunc(s.migrations, func(m change.OnlineMigration) bool { return !m.Swapped.IsZero() })
+	for i := range s.migrations {
+		m := &s.migrations[i]
+		m.Since = change.Position{}
+		m.DDL = slices.Clone(m.DDL) // a snapshot may share it
+		for j := range m.DDL {
+			m.DDL[j].Pos = change.Position{}
 		}
 	}
 }
