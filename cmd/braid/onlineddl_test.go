@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -60,13 +61,18 @@ func TestDDLListShowsMigrations(t *testing.T) {
 	}
 }
 
-// TestCaptureSinkPtOSC: braid capture with a MySQL and a PostgreSQL sink over the shop
-// fleet (three servers, six shard tables routed to shop.orders) while a
-// writer inserts and updates and pt-online-schema-change adds a column to
-// every shard table. The sink gets one ALTER of the logical table and
-// applies it once: the targets have the new column and no helper table,
-// the sinks no error; braid sink verify finds the MySQL target equal to
-// the shards, and the PostgreSQL target holds the shards' rows.
+// TestCaptureSinkPtOSC: braid capture with a MySQL and a PostgreSQL sink
+// over the shop fleet (three servers, six shard tables routed to
+// shop.orders) while a writer inserts and updates throughout, and Debian's
+// pt-online-schema-change runs ADD COLUMN, MODIFY COLUMN and ADD INDEX on
+// every shard table, one change after the other, after an abandoned run
+// (--dry-run: its copy created, altered and dropped) on shop_0. The
+// stream has no message of a helper table and one ALTER of shop.orders
+// per change, none of the abandoned one; each sink applies each once
+// (twice would fail: a duplicate column or index): the targets have the
+// new column, the new type and the index and no helper table, the sinks
+// no error; braid sink verify finds the MySQL target equal to the shards,
+// and the PostgreSQL target holds the shards' rows.
 func TestCaptureSinkPtOSC(t *testing.T) {
 	bin, err := exec.LookPath("pt-online-schema-change")
 	if err != nil {
@@ -87,7 +93,17 @@ func TestCaptureSinkPtOSC(t *testing.T) {
 	port := nodes.FreePorts(t, 1)[0]
 	serveForTest(t, ds, serveOptions{listen: "127.0.0.1", httpPort: port}, slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})))
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	ptOSC := func(shard int, args ...string) {
+		srv := srvs[shard/2]
+		args = append([]string{"--noversion-check", "--recursion-method=none", "--chunk-size=50",
+			fmt.Sprintf("h=%s,P=%d,u=root,D=shop_%d,t=orders", srv.Host, srv.Port, shard)}, args...)
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		if err != nil {
+			t.Errorf("pt-online-schema-change %v on shop_%d: %v\n%s", args, shard, err, out)
+		}
+	}
 
+	var rounds atomic.Int64
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -104,23 +120,31 @@ func TestCaptureSinkPtOSC(t *testing.T) {
 					srvs[shard/2].Exec(t, fmt.Sprintf("UPDATE shop_%d.orders SET note = 'u' WHERE id = %d", shard, id-1))
 				}
 			}
+			rounds.Store(int64(n))
 			time.Sleep(5 * time.Millisecond)
 		}
 	}()
-	time.Sleep(500 * time.Millisecond)
-	var wg sync.WaitGroup
-	for shard := range 6 {
-		srv := srvs[shard/2]
-		wg.Go(func() {
-			out, err := exec.Command(bin, "--alter", "ADD COLUMN gift varchar(20) NULL", "--execute", "--noversion-check", "--recursion-method=none",
-				"--chunk-size=50", fmt.Sprintf("h=%s,P=%d,u=root,D=shop_%d,t=orders", srv.Host, srv.Port, shard)).CombinedOutput()
-			if err != nil {
-				t.Errorf("pt-online-schema-change on shop_%d: %v\n%s", shard, err, out)
+	more := func(n int64) {
+		want := rounds.Load() + n
+		retry.Until(t, 30*time.Second, func() error {
+			if got := rounds.Load(); got < want {
+				return fmt.Errorf("the writer is at round %d, want %d", got, want)
 			}
+			return nil
 		})
 	}
-	wg.Wait()
-	time.Sleep(500 * time.Millisecond)
+	more(20)
+	ptOSC(0, "--alter", "ADD COLUMN abandoned int NULL", "--dry-run")
+	alters := []string{"ADD COLUMN gift varchar(20) NULL", "MODIFY COLUMN note varchar(60)", "ADD INDEX note_idx (note)"}
+	for _, alter := range alters {
+		more(10)
+		var wg sync.WaitGroup
+		for shard := range 6 {
+			wg.Go(func() { ptOSC(shard, "--alter", alter, "--execute") })
+		}
+		wg.Wait()
+	}
+	more(10)
 	close(stop)
 	<-done
 	if t.Failed() {
@@ -132,29 +156,54 @@ func TestCaptureSinkPtOSC(t *testing.T) {
 		}
 		return nil
 	})
-	var cols, tables []string
-	rows, err := tg.db.Query("SELECT column_name FROM information_schema.columns WHERE table_schema = ? AND table_name = 'orders' ORDER BY ordinal_position", tg.name)
-	if err != nil {
-		t.Fatal(err)
+
+	// The stream: one ALTER of shop.orders per change, no helper table.
+	out, errs, code := cli("tail", "shop", "--from", "earliest", "--timeout", "3s", "--server", url)
+	if code != 0 {
+		t.Fatalf("tail: exit %d: %s", code, errs)
 	}
-	for rows.Next() {
-		var c string
-		rows.Scan(&c)
-		cols = append(cols, c)
+	var ddl []string
+	for line := range strings.Lines(out) {
+		var m struct {
+			Database, Table, SQL string
+			IsDDL                bool `json:"isDdl"`
+		}
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("tail: %v: %s", err, line)
+		}
+		if m.Table != "" && m.Table != "orders" || m.Database != "shop" {
+			t.Fatalf("a message of %s.%s in the stream: %s", m.Database, m.Table, line)
+		}
+		if m.IsDDL {
+			ddl = append(ddl, m.SQL)
+		}
 	}
-	rows.Close()
-	rows, err = tg.db.Query("SELECT table_name FROM information_schema.tables WHERE table_schema = ?", tg.name)
-	if err != nil {
-		t.Fatal(err)
+	want := []string{"CREATE TABLE `shop`.`orders` (id BIGINT PRIMARY KEY, shard INT NOT NULL, note VARCHAR(40))"}
+	for _, a := range alters {
+		want = append(want, "ALTER TABLE `shop`.`orders` "+a)
 	}
-	for rows.Next() {
-		var c string
-		rows.Scan(&c)
-		tables = append(tables, c)
+	if !slices.Equal(ddl, want) {
+		t.Fatalf("DDL in the stream:\n%s\nwant the CREATE and one ALTER of shop.orders per change:\n%s", strings.Join(ddl, "\n"), strings.Join(want, "\n"))
 	}
-	rows.Close()
-	if strings.Join(cols, ",") != "id,shard,note,gift" || strings.Join(tables, ",") != "orders" {
-		t.Fatalf("target: tables %v, orders columns %v; want only orders, with gift", tables, cols)
+
+	// The MySQL target.
+	cols := sinktest.Query(tg.db, fmt.Sprintf("SELECT CONCAT(column_name, ' ', column_type) FROM information_schema.columns WHERE table_schema = '%s' AND table_name = 'orders'", tg.name))
+	tables := sinktest.Query(tg.db, fmt.Sprintf("SELECT table_name FROM information_schema.tables WHERE table_schema = '%s'", tg.name))
+	indexes := sinktest.Query(tg.db, fmt.Sprintf("SELECT CONCAT(index_name, ' ', column_name) FROM information_schema.statistics WHERE table_schema = '%s' AND table_name = 'orders'", tg.name))
+	if !slices.Equal(cols, []string{"gift varchar(20)", "id bigint(20)", "note varchar(60)", "shard int(11)"}) ||
+		!slices.Equal(tables, []string{"orders"}) || !slices.Equal(indexes, []string{"PRIMARY id", "note_idx note"}) {
+		t.Fatalf("MySQL target: tables %v, orders columns %v, indexes %v; want only orders, with gift, note varchar(60) and note_idx", tables, cols, indexes)
+	}
+
+	// The PostgreSQL target.
+	ctx := context.Background()
+	pgCols := sinktest.Values(pg.Query(ctx, "SELECT column_name || ' ' || data_type || coalesce('(' || character_maximum_length || ')', '') FROM information_schema.columns WHERE table_schema = 'shop' AND table_name = 'orders'"))
+	pgTables := sinktest.Values(pg.Query(ctx, "SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'shop'"))
+	pgIndexes := sinktest.Values(pg.Query(ctx, "SELECT indexdef FROM pg_indexes WHERE schemaname = 'shop' AND tablename = 'orders' AND indexdef LIKE '%(note)'"))
+	slices.Sort(pgCols)
+	if !slices.Equal(pgCols, []string{"gift character varying(20)", "id bigint", "note character varying(60)", "shard integer"}) ||
+		!slices.Equal(pgTables, []string{"orders"}) || len(pgIndexes) != 1 {
+		t.Fatalf("PostgreSQL target: tables %v, orders columns %v, indexes on note %v; want only orders, with gift, note varchar(60) and an index on note", pgTables, pgCols, pgIndexes)
 	}
 	var shards []string
 	for shard := range 6 {
@@ -164,14 +213,14 @@ func TestCaptureSinkPtOSC(t *testing.T) {
 	}
 	slices.Sort(shards)
 	retry.Until(t, 60*time.Second, func() error {
-		got := sinktest.Values(pg.Query(context.Background(), "SELECT id::text, note, coalesce(gift, 'NULL') FROM shop.orders"))
+		got := sinktest.Values(pg.Query(ctx, "SELECT id::text, note, coalesce(gift, 'NULL') FROM shop.orders"))
 		slices.Sort(got)
 		if !slices.Equal(got, shards) {
 			return fmt.Errorf("PostgreSQL target: %d rows, shards %d, or they differ", len(got), len(shards))
 		}
 		return nil
 	})
-	out, _, _ := cli("sink", "list", "shop", "--json", "--server", url)
+	out, _, _ = cli("sink", "list", "shop", "--json", "--server", url)
 	var sinks []wire.SinkState
 	if json.Unmarshal([]byte(out), &sinks) != nil || len(sinks) != 2 || sinks[0].LastError != "" || sinks[1].LastError != "" {
 		t.Fatalf("sink list: %s", out)
