@@ -14,7 +14,9 @@
 // sink_*_test.go, capture_*_test.go), the initial snapshot resuming
 // after kills (snapshot_test.go), and a destination with a MySQL sink
 // across a source's failover behind a virtual IP, its owner SIGKILLed
-// during it or not (source_failover_test.go). The tests of braid's commands against a
+// during it or not (source_failover_test.go), and online schema changes
+// (gh-ost's steps, the real pt-online-schema-change) half done when the
+// owner or braid capture is SIGKILLed (onlineddl_test.go). The tests of braid's commands against a
 // live cluster or an in-process capture stay in cmd/braid, beside the
 // commands they run in-process; the failover benchmark stays in bench,
 // beside the peers it is measured against.

@@ -1,13 +1,21 @@
 package e2e
 
 import (
+	"bytes"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/nodes"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
+	"github.com/braid-cdc/braid/internal/testutil/shoptest"
 )
 
 // ghostCopy runs gh-ost's first steps on db.orders of srv: the changelog
@@ -89,4 +97,172 @@ func TestClusterOnlineDDLSurvivesKill(t *testing.T) {
 			t.Fatalf("the ALTER: %q", sql)
 		}
 	}
+}
+
+// ptOSCPaused starts Debian's pt-online-schema-change with --alter alter
+// on db.orders of srv, stopped by its plugin before the swap for as long
+// as the file pause exists: the copy is made, altered, filled and kept
+// up by the tool's triggers, and not swapped in. It returns a wait for
+// the tool's end; without the tool the test is skipped (failed under
+// CI=true).
+func ptOSCPaused(t *testing.T, srv *mysqltest.Server, db, alter, pause string) func() {
+	t.Helper()
+	bin, err := exec.LookPath("pt-online-schema-change")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("pt-online-schema-change not installed: apt-get install percona-toolkit")
+		}
+		t.Skip("pt-online-schema-change not installed (apt-get install percona-toolkit)")
+	}
+	plugin := filepath.Join(t.TempDir(), "pause.pl")
+	if err := os.WriteFile(plugin, []byte(fmt.Sprintf(`package pt_online_schema_change_plugin;
+use strict;
+use Time::HiRes qw(sleep);
+sub new { my ($class, %%args) = @_; return bless {}, $class; }
+sub before_swap_tables { sleep 0.05 while -f %q; }
+1;
+`, pause)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--alter", alter, "--execute", "--noversion-check", "--recursion-method=none", "--chunk-size=50",
+		"--plugin", plugin, fmt.Sprintf("h=%s,P=%d,u=root,D=%s,t=orders", srv.Host, srv.Port, db))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return func() {
+		t.Helper()
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("pt-online-schema-change on %s: %v\n%s", db, err, out.String())
+		}
+	}
+}
+
+// TestCaptureSinkPtOSCKilled: `braid capture --quiet --cursor-dir`
+// applies the six shard tables of shop.orders, written to throughout
+// (every row inserted, then updated once), to a MySQL or PostgreSQL
+// target, while pt-online-schema-change adds a column to each shard
+// table. The capture is SIGKILLed while every migration is half done:
+// the copies altered and filled, none swapped in, and every cursor the
+// capture kept holding the six migrations with their ALTER. The capture
+// restarted, the tools swap their copies in: the sink applies one ALTER
+// of the logical table (a second would fail: the column exists), the
+// target gets the column with its default (which the tool's ALTER has
+// and an ALTER derived from the columns would not), ends equal to the
+// shards, and no row was applied more often than the stream changed it.
+func TestCaptureSinkPtOSCKilled(t *testing.T) {
+	for _, tc := range crashTargets[:2] {
+		t.Run(tc.name, func(t *testing.T) {
+			testCaptureSinkPtOSCKilled(t, tc.open(t, "(id BIGINT PRIMARY KEY, shard INT NOT NULL, note VARCHAR(40))"))
+		})
+	}
+}
+
+func testCaptureSinkPtOSCKilled(t *testing.T, tg auditedDB) {
+	srvs := shoptest.Shards(t)
+	shards := make([]*mysqltest.Server, 6) // shoptest.Shards puts shop_n on server n/2
+	for n := range shards {
+		shards[n] = srvs[n/2]
+	}
+	specFile := nodes.WriteSpec(t, shoptest.SpecYAML(srvs, "sinks:\n  - "+tg.sinkYAML()+"\n"))
+	cursorDir := t.TempDir()
+	capture := newCaptureRun(t, specFile)
+	start := func() *exec.Cmd { return capture.start("--quiet", "--cursor-dir", cursorDir) }
+	cmd := start()
+
+	var rounds atomic.Int64
+	stop, done := make(chan struct{}), make(chan struct{})
+	var halt sync.Once
+	stopWriter := func() { halt.Do(func() { close(stop); <-done }) }
+	t.Cleanup(stopWriter)
+	go func() {
+		defer close(done)
+		for n := int64(1); ; n++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for shard, s := range shards {
+				id := int64(shard)*1_000_000 + n
+				stmts := []string{fmt.Sprintf("INSERT INTO shop_%d.orders (id, shard, note) VALUES (%d, %d, 'w')", shard, id, shard)}
+				if n > 1 {
+					stmts = append(stmts, fmt.Sprintf("UPDATE shop_%d.orders SET note = 'u' WHERE id = %d", shard, id-1))
+				}
+				s.Exec(t, stmts...)
+			}
+			rounds.Store(n)
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	more := func(n int64) {
+		want := rounds.Load() + n
+		retry.Until(t, 30*time.Second, func() error {
+			if got := rounds.Load(); got < want {
+				return fmt.Errorf("the writer is at round %d, want %d", got, want)
+			}
+			return nil
+		})
+	}
+	more(20)
+
+	pause := filepath.Join(t.TempDir(), "pause")
+	if err := os.WriteFile(pause, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A default: an ALTER derived at the swap from the table's columns
+	// (what a capture that lost the migration's DDL emits) has none.
+	const alter = "ADD COLUMN gift varchar(20) NULL DEFAULT 'none'"
+	var waits []func()
+	for shard, s := range shards {
+		waits = append(waits, ptOSCPaused(t, s, fmt.Sprintf("shop_%d", shard), alter, pause))
+	}
+	// Every cursor kept holds the six migrations, their copies altered.
+	retry.Until(t, 60*time.Second, func() error {
+		// The clients' cursors (the start positions' file is not one).
+		files, _ := filepath.Glob(filepath.Join(cursorDir, "shop.[^@]*.cursor.json"))
+		if len(files) == 0 {
+			return fmt.Errorf("no cursor in %s yet", cursorDir)
+		}
+		for _, f := range files {
+			b, _ := os.ReadFile(f)
+			if n := strings.Count(string(b), ".`_orders_new` "+alter); n != 6 {
+				return fmt.Errorf("%s holds %d migrations with their ALTER, want 6", filepath.Base(f), n)
+			}
+		}
+		return nil
+	})
+	more(10)           // the tools' triggers write the copies
+	cmd.Process.Kill() // SIGKILL
+	cmd.Wait()
+	for shard, s := range shards {
+		if got := s.Query(t, fmt.Sprintf("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'shop_%d' AND table_name = '_orders_new'", shard)); got[0][0] != "1" {
+			t.Fatalf("shop_%d's migration is not half done at the kill: no copy", shard)
+		}
+	}
+	more(5)
+	cmd = start()
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	more(5)
+	os.Remove(pause)
+	for _, wait := range waits {
+		wait()
+	}
+	more(10)
+	stopWriter()
+	for shard, s := range shards {
+		id := int64(shard)*1_000_000 + rounds.Load()
+		s.Exec(t, fmt.Sprintf("UPDATE shop_%d.orders SET note = 'u' WHERE id = %d", shard, id))
+	}
+	got := waitEqual(t, tg, "id, shard, note, gift", shards)
+	log := capture.logText(t)
+	if strings.Contains(log, "sink failed") || strings.Contains(log, "sink stopped") || strings.Contains(log, "without its DDL") {
+		t.Fatalf("the sink failed, or a swap went out without the migration's DDL:\n%s", log)
+	}
+	if n := strings.Count(log, "online schema change swapped in: its DDL goes out"); n < 6 {
+		t.Fatalf("%d swaps went out as their migration's DDL, want 6:\n%s", n, log)
+	}
+	t.Logf("%d rows equal after a SIGKILL mid-migration; one ALTER applied, every row once per change", got)
 }

@@ -309,3 +309,13 @@ func (c *captureRun) start(args ...string) *exec.Cmd {
 	}
 	return cmd
 }
+
+// logText returns what the run's captures have logged so far.
+func (c *captureRun) logText(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(c.log.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
