@@ -299,9 +299,10 @@ func (x *shardDDL) decideDDL(src int, ev *change.Event, key int64, cu *CatchUpSo
 		}
 		return logicalDDL(ev, ld.Text, uint64(ld.SQLMode), logical)
 	case DDLHold, DDLConflict:
-		l.Holds = append(l.Holds, Hold{Shard: shard, From: ev.EndPos, LastKey: key})
+		l.Holds = append(l.Holds, Hold{Shard: shard, From: ev.EndPos, LastKey: key, FromMark: markOf(ev)})
 		if cu != nil {
 			delete(cu.Tables, table)
+			delete(cu.TableMarks, table)
 		}
 		if v == DDLConflict {
 			d.log.Warn("shard DDL conflicts with the lock's: the shard table's rows wait until `braid ddl skip` or `braid ddl unlock` decides",
@@ -401,15 +402,17 @@ func (x *shardDDL) release(s *ShardDDLState, l *DDLLock) {
 		}
 		k := slices.IndexFunc(cu.Sources, func(c CatchUpSource) bool { return c.Source == i })
 		if k < 0 {
-			cu.Sources = append(cu.Sources, CatchUpSource{Source: i, Pos: h.From, LastKey: h.LastKey,
-				Until: x.d.cursor.Sources[i].Pos, Tables: map[string]change.Position{}})
+			sc := &x.d.cursor.Sources[i]
+			cu.Sources = append(cu.Sources, CatchUpSource{Source: i, Pos: h.From, PosMark: h.FromMark, LastKey: h.LastKey,
+				Until: sc.Pos, UntilMark: Mark{GTIDs: sc.GTIDs, Server: sc.Server},
+				Tables: map[string]change.Position{}, TableMarks: map[string]Mark{}})
 			k = len(cu.Sources) - 1
 		}
 		c := &cu.Sources[k]
-		if h.From.Compare(c.Pos) < 0 {
-			c.Pos, c.LastKey = h.From, h.LastKey
+		if !reached(h.From, h.FromMark, c.Pos, c.PosMark) {
+			c.Pos, c.PosMark, c.LastKey = h.From, h.FromMark, h.LastKey
 		}
-		c.Tables[table] = h.From
+		c.Tables[table], c.TableMarks[table] = h.From, h.FromMark
 	}
 	slices.SortFunc(cu.Sources, func(a, b CatchUpSource) int { return a.Source - b.Source })
 	if len(cu.Sources) > 0 {

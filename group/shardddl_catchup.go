@@ -34,6 +34,8 @@ type rereader struct {
 	head *change.Event
 	key  int64
 	done bool
+	// last names the last boundary read (the re-read's start at first).
+	last Mark
 }
 
 // runCatchUp re-reads the first queued catch-up from where it stands and
@@ -49,7 +51,7 @@ func (x *shardDDL) runCatchUp(ctx context.Context, emit func(*change.Event) erro
 	cu := x.state.CatchUps[0]
 	var rs []*rereader
 	for k, cs := range cu.Sources {
-		r := &rereader{k: k, done: cs.Pos.Compare(cs.Until) >= 0 || len(cs.Tables) == 0}
+		r := &rereader{k: k, done: reached(cs.Pos, cs.PosMark, cs.Until, cs.UntilMark) || len(cs.Tables) == 0, last: cs.PosMark}
 		rs = append(rs, r)
 		if r.done {
 			continue
@@ -106,7 +108,9 @@ func (x *shardDDL) catchUpReader(cs CatchUpSource) (Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	resume := &binlog.Resume{Pos: cs.Pos}
+	// By GTID when another server answers (a failover since the rows
+	// were held): the reader checks who answers, as the merge's does.
+	resume := &binlog.Resume{Pos: cs.Pos, GTIDs: cs.PosMark.GTIDs.String(), Server: cs.PosMark.Server}
 	if snap := d.cursor.Sources[cs.Source].Schema; snap != nil {
 		at := schema.SnapshotAt(*snap, cs.Pos)
 		resume.Schema = &at
@@ -137,12 +141,14 @@ func (x *shardDDL) catchUpHead(ctx context.Context, r *rereader) error {
 	cs := &x.state.CatchUps[0].Sources[r.k]
 	switch ev.Type {
 	case change.EventHeartbeat:
-		// Sent when the server has nothing more: all before ev.Pos came.
-		r.done = ev.Pos.Compare(cs.Until) >= 0
+		// Sent when the server has nothing more: all before ev.Pos came
+		// (on another server than Until's, all the last boundary holds).
+		r.done = reached(ev.Pos, r.last, cs.Until, cs.UntilMark)
 	case change.EventProgress:
-		r.done = ev.EndPos.Compare(cs.Until) >= 0
+		r.last = markOf(ev)
+		r.done = reached(ev.EndPos, r.last, cs.Until, cs.UntilMark)
 	case change.EventBegin, change.EventDDL:
-		if ev.Pos.Compare(cs.Until) >= 0 {
+		if txFrom(ev, cs.Until, cs.UntilMark) {
 			r.done = true
 			return nil
 		}
@@ -161,12 +167,13 @@ func (x *shardDDL) catchUpTx(ctx context.Context, r *rereader, emit func(*change
 	cs := &s.CatchUps[0].Sources[r.k]
 	cs.LastKey = r.key
 	if first.Type == change.EventDDL {
-		cs.Pos = first.EndPos
+		cs.Pos, cs.PosMark = first.EndPos, markOf(first)
+		r.last = cs.PosMark
 		var out *change.Event
-		if from, ok := cs.Tables[ddlTable(first)]; ok && first.Pos.Compare(from) >= 0 {
+		if from, ok := cs.Tables[ddlTable(first)]; ok && txFrom(first, from, cs.TableMarks[ddlTable(first)]) {
 			out = x.decideDDL(cs.Source, first, r.key, cs)
 		}
-		r.done = cs.Pos.Compare(cs.Until) >= 0
+		r.done = reached(cs.Pos, cs.PosMark, cs.Until, cs.UntilMark)
 		if out != nil {
 			return x.emitDDL(out, emit)
 		}
@@ -174,8 +181,9 @@ func (x *shardDDL) catchUpTx(ctx context.Context, r *rereader, emit func(*change
 	}
 	keep := func(ev *change.Event) bool {
 		t := ev.Rows[0].Table
-		from, ok := cs.Tables[t.Schema+"."+t.Name]
-		if !ok || ev.Pos.Compare(from) < 0 {
+		name := t.Schema + "." + t.Name
+		from, ok := cs.Tables[name]
+		if !ok || !txFrom(first, from, cs.TableMarks[name]) {
 			return false
 		}
 		if g := x.d.snaps[cs.Source]; g != nil {
@@ -201,8 +209,9 @@ func (x *shardDDL) catchUpTx(ctx context.Context, r *rereader, emit func(*change
 		}
 	}
 	return x.d.emitFiltered(first, next, keep, func(commit *change.Event) {
-		cs.Pos = commit.Pos
-		r.done = cs.Pos.Compare(cs.Until) >= 0
+		cs.Pos, cs.PosMark = commit.Pos, markOf(commit)
+		r.last = cs.PosMark
+		r.done = reached(cs.Pos, cs.PosMark, cs.Until, cs.UntilMark)
 	}, emit)
 }
 

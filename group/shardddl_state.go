@@ -108,6 +108,54 @@ type Hold struct {
 	Shard   string          `json:"shard"`
 	From    change.Position `json:"from"`
 	LastKey int64           `json:"lastKey"`
+	// FromMark names From on any server of the source.
+	FromMark Mark `json:"fromMark,omitzero"`
+}
+
+// Mark names a boundary of one source beyond its file:pos: the GTID
+// state there, and the server whose binlog the file:pos is in. A lock
+// may hold rows across a failover of their source, so a hold's start, a
+// re-read's position and its end may be positions of different servers,
+// which do not compare; a re-read on another server than its position's
+// starts there by GTID, and places on two servers compare by GTID
+// (reached, txFrom). The zero Mark (a state saved before braid kept
+// them, or a source without GTIDs) compares by position.
+type Mark struct {
+	GTIDs  change.GTIDState `json:"gtids,omitzero"`
+	Server *change.Server   `json:"server,omitempty"`
+}
+
+// markOf is the Mark of the boundary ev ends at (an EventCommit,
+// EventDDL or EventProgress of a binlog reader).
+func markOf(ev *change.Event) Mark { return Mark{GTIDs: ev.GTIDs, Server: ev.Server} }
+
+// across reports whether a place read on server s is on another server
+// than m's, known on both sides: then positions do not compare.
+func (m Mark) across(s *change.Server) bool {
+	return m.Server != nil && s != nil && !m.Server.Same(s)
+}
+
+// reached reports whether the boundary at pos (on the server of mark)
+// is at or past the boundary at (on the server of atMark).
+func reached(pos change.Position, mark Mark, at change.Position, atMark Mark) bool {
+	if atMark.across(mark.Server) {
+		if covers, ok := mark.GTIDs.Covers(atMark.GTIDs); ok {
+			return covers
+		}
+	}
+	return pos.Compare(at) >= 0
+}
+
+// txFrom reports whether the transaction that begins with first (an
+// EventBegin or EventDDL of a binlog reader) starts at or past the
+// boundary at.
+func txFrom(first *change.Event, at change.Position, atMark Mark) bool {
+	if atMark.across(first.Server) {
+		if held, ok := atMark.GTIDs.Holds(first.GTID); ok {
+			return !held
+		}
+	}
+	return first.Pos.Compare(at) >= 0
 }
 
 // CatchUp is one re-read of held rows: per source, from where to where,
@@ -127,6 +175,11 @@ type CatchUpSource struct {
 	// Tables maps each held table ("schema.table") to where its rows
 	// start counting.
 	Tables map[string]change.Position `json:"tables"`
+	// PosMark, UntilMark and TableMarks name Pos, Until and each table's
+	// start on any server of the source.
+	PosMark    Mark            `json:"posMark,omitzero"`
+	UntilMark  Mark            `json:"untilMark,omitzero"`
+	TableMarks map[string]Mark `json:"tableMarks,omitempty"`
 }
 
 // ShardName names shard table "schema.table" of source src: "src/schema.table".
@@ -167,6 +220,7 @@ func (s *ShardDDLState) clone() *ShardDDLState {
 		c := &CatchUp{Sources: slices.Clone(cu.Sources)}
 		for i := range c.Sources {
 			c.Sources[i].Tables = maps.Clone(c.Sources[i].Tables)
+			c.Sources[i].TableMarks = maps.Clone(c.Sources[i].TableMarks)
 		}
 		out.CatchUps = append(out.CatchUps, c)
 	}

@@ -340,7 +340,8 @@ func (p *Reader) handleRows(ctx context.Context, ev *replication.RowsEvent, star
 	if !p.tx.begun {
 		p.tx.begun = true
 		if !p.replay.begun {
-			if err := emit(&change.Event{Type: change.EventBegin, Source: p.spec.Name, ServerID: p.tx.serverID, Pos: p.tx.start, GTID: p.tx.gtid, CommitTime: p.tx.commit}); err != nil {
+			if err := emit(&change.Event{Type: change.EventBegin, Source: p.spec.Name, ServerID: p.tx.serverID, Pos: p.tx.start, GTID: p.tx.gtid, CommitTime: p.tx.commit,
+				Server: p.connServer}); err != nil {
 				return err
 			}
 		}

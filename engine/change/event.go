@@ -77,8 +77,9 @@ type Event struct {
 	// replica's gtid_slave_pos holds), on MySQL the executed set (tags
 	// included, printed only when asked); zero when the source has none.
 	// Server, on the same events, is the server whose binlog the
-	// boundary's position is in (shared, never modified); nil on events
-	// not from a binlog reader.
+	// boundary's position is in, and on an EventBegin the server whose
+	// binlog its Pos is in (shared, never modified); nil on events not
+	// from a binlog reader.
 	GTIDs  GTIDState
 	Server *Server
 	// GTID of the transaction when the server logs one ("0-1-42" on

@@ -3,6 +3,8 @@ package change
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 )
 
 // GTIDState is a source's GTID state at a transaction boundary, what a
@@ -180,4 +182,104 @@ func subtract(in gnoInterval, list []gnoInterval) []gnoInterval {
 		out = append(out, gnoInterval{at, in.end})
 	}
 	return out
+}
+
+// Holds reports whether the transaction whose GTID is gtid ("0-1-42" on
+// MariaDB, "uuid:42" or "uuid:tag:42" on MySQL) committed at or before
+// the boundary g is the state of. It is how one place in a source's
+// history is compared with another across its servers, whose positions
+// do not compare (a failover): on MariaDB (gtid_strict_mode, which a
+// switch of servers requires) a domain's sequence numbers only grow, so
+// the transaction is held when g's GTID of its domain is at or past it.
+// ok is false when g or gtid is empty or unreadable, or the two are of
+// different flavors: the caller then has nothing to compare by.
+func (g GTIDState) Holds(gtid string) (held, ok bool) {
+	if g.IsZero() || gtid == "" {
+		return false, false
+	}
+	if set, mysql, ok := g.mysqlSet(); mysql {
+		if !ok || !strings.Contains(gtid, ":") {
+			return false, false
+		}
+		return set.ContainsGTID(gtid), true
+	}
+	last, ok := mariaDBLast(g.text)
+	if !ok {
+		return false, false
+	}
+	one, ok := mariaDBLast(gtid)
+	if !ok || len(one) != 1 {
+		return false, false
+	}
+	for domain, seq := range one {
+		have, in := last[domain]
+		return in && have >= seq, true
+	}
+	return false, false
+}
+
+// Covers reports whether every transaction o's boundary holds is held by
+// g's: g is at or past o in the source's history, on whichever server
+// each was read. ok is false when either is empty or unreadable, or the
+// two are of different flavors.
+func (g GTIDState) Covers(o GTIDState) (covers, ok bool) {
+	if g.IsZero() || o.IsZero() {
+		return false, false
+	}
+	mine, gm, gok := g.mysqlSet()
+	theirs, om, ook := o.mysqlSet()
+	if gm != om || !gok || !ook {
+		return false, false
+	}
+	if gm {
+		return mine.Contains(theirs), true
+	}
+	have, gok := mariaDBLast(g.text)
+	want, ook := mariaDBLast(o.text)
+	if !gok || !ook {
+		return false, false
+	}
+	for domain, seq := range want {
+		if have[domain] < seq {
+			return false, true
+		}
+	}
+	return true, true
+}
+
+// mysqlSet returns g as a MySQL GTID set; mysql is false for a MariaDB
+// state, ok false for a MySQL one that cannot be read.
+func (g GTIDState) mysqlSet() (set MySQLGTIDSet, mysql, ok bool) {
+	if g.mysql != nil {
+		return g.mysql.Set(), true, true
+	}
+	if !strings.Contains(g.text, ":") {
+		return set, false, true
+	}
+	set, err := ParseMySQLGTIDSet(g.text)
+	return set, true, err == nil
+}
+
+// mariaDBLast reads a MariaDB GTID position ("0-1-42,1-2-7") as the last
+// sequence number of each domain; ok is false when it is not one.
+func mariaDBLast(text string) (last map[uint32]uint64, ok bool) {
+	last = map[uint32]uint64{}
+	for part := range strings.SplitSeq(text, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		f := strings.Split(part, "-")
+		if len(f) != 3 {
+			return nil, false
+		}
+		domain, err1 := strconv.ParseUint(f[0], 10, 32)
+		_, err2 := strconv.ParseUint(f[1], 10, 32)
+		seq, err3 := strconv.ParseUint(f[2], 10, 64)
+		if err1 != nil || err2 != nil || err3 != nil {
+			return nil, false
+		}
+		last[uint32(domain)] = max(last[uint32(domain)], seq)
+	}
+	return last, len(last) > 0
 }

@@ -139,3 +139,47 @@ func BenchmarkMySQLGTIDPerCommit(b *testing.B) {
 		_ = s
 	})
 }
+
+// TestGTIDStateHoldsAndCovers: places in a source's history compared by
+// GTID, as after a failover, where positions do not compare.
+func TestGTIDStateHoldsAndCovers(t *testing.T) {
+	const u = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+	for _, c := range []struct {
+		state, gtid string
+		held, ok    bool
+	}{
+		{"0-1-42,1-2-7", "0-2-42", true, true},
+		{"0-1-42,1-2-7", "0-1-43", false, true},
+		{"0-1-42,1-2-7", "1-1-3", true, true},
+		{"0-1-42", "2-1-1", false, true},
+		{"0-1-42", "", false, false},
+		{"", "0-1-1", false, false},
+		{"0-1-42", u + ":5", false, false},
+		{u + ":1-10", u + ":10", true, true},
+		{u + ":1-10", u + ":11", false, true},
+		{u + ":1-10,5e11fa47-71ca-11e1-9e33-c80aa9429562:tag:1-3", "5e11fa47-71ca-11e1-9e33-c80aa9429562:tag:3", true, true},
+		{u + ":1-10", "0-1-1", false, false},
+	} {
+		held, ok := GTIDText(c.state).Holds(c.gtid)
+		if held != c.held || ok != c.ok {
+			t.Errorf("%q holds %q: %v, %v; want %v, %v", c.state, c.gtid, held, ok, c.held, c.ok)
+		}
+	}
+	for _, c := range []struct {
+		g, o       string
+		covers, ok bool
+	}{
+		{"0-1-42,1-2-7", "0-2-40,1-2-7", true, true},
+		{"0-1-42", "0-1-42,1-2-1", false, true},
+		{"0-1-42", "0-1-43", false, true},
+		{u + ":1-10", u + ":1-9", true, true},
+		{u + ":1-10", u + ":1-11", false, true},
+		{u + ":1-10", "0-1-1", false, false},
+		{"", "0-1-1", false, false},
+	} {
+		covers, ok := GTIDText(c.g).Covers(GTIDText(c.o))
+		if covers != c.covers || ok != c.ok {
+			t.Errorf("%q covers %q: %v, %v; want %v, %v", c.g, c.o, covers, ok, c.covers, c.ok)
+		}
+	}
+}
