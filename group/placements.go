@@ -33,6 +33,9 @@ type Placement struct {
 	At    change.Position `json:"at"`
 	Taken uint64          `json:"taken"`
 	Time  int64           `json:"time"`
+	// AtMark names At on any server of the source: a replay that reads
+	// another server (a failover since) finds the chunk's point by GTID.
+	AtMark Mark `json:"atMark,omitzero"`
 	// Late marks not a chunk but a late transaction (see Merger.Offer):
 	// source Source's transaction that begins At went out at point Taken,
 	// below keys already out, and a replay emits it there again. Index

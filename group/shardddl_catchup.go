@@ -187,7 +187,7 @@ func (x *shardDDL) catchUpTx(ctx context.Context, r *rereader, emit func(*change
 			return false
 		}
 		if g := x.d.snaps[cs.Source]; g != nil {
-			if ev.Rows = g.filterHeld(ev); len(ev.Rows) == 0 {
+			if ev.Rows = g.filterHeld(first, ev); len(ev.Rows) == 0 {
 				return false
 			}
 		}

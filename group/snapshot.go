@@ -81,6 +81,7 @@ type sourceSnapshot struct {
 	versions  map[string]*change.Table
 	keys      map[*change.Table]tableKey
 	boundary  change.Position // the boundary after the last transaction passed
+	boundMark Mark            // boundary on any server of the source
 	server    *change.Server  // the server the reader read last (see switched)
 	inTx      bool
 	begin     *change.Event // the open transaction's EventBegin, not yet pushed

@@ -186,7 +186,7 @@ func (g *sourceSnapshot) gate(ctx context.Context, ev *change.Event) error {
 		return g.send(ev)
 	case change.EventCommit:
 		g.inTx = false
-		g.boundary = ev.Pos
+		g.boundary, g.boundMark = ev.Pos, markOf(ev)
 		if b := g.begin; b != nil {
 			// Every row was left out: the transaction moves the position
 			// and the clock on, as one of unselected tables does.
@@ -200,12 +200,12 @@ func (g *sourceSnapshot) gate(ctx context.Context, ev *change.Event) error {
 		}
 	case change.EventDDL:
 		g.learn(ev)
-		g.boundary = ev.EndPos
+		g.boundary, g.boundMark = ev.EndPos, markOf(ev)
 		if err := g.send(ev); err != nil {
 			return err
 		}
 	case change.EventProgress:
-		g.boundary = ev.EndPos
+		g.boundary, g.boundMark = ev.EndPos, markOf(ev)
 		if err := g.send(ev); err != nil {
 			return err
 		}
@@ -262,7 +262,7 @@ func (g *sourceSnapshot) start(ev *change.Event) {
 func (g *sourceSnapshot) learn(ev *change.Event) {
 	if ev.Type == change.EventProgress && ev.Tables != nil {
 		g.learnVersions(ev.Tables, ev.Versions)
-		g.boundary = ev.Pos
+		g.boundary, g.boundMark = ev.Pos, markOf(ev)
 		return
 	}
 	if ev.DDL == nil {
@@ -405,13 +405,14 @@ func byZone(rows []change.RowChange, out func([]change.Value) bool, left func(ch
 	return kept
 }
 
-// filterHeld returns the row changes of ev, read again by a shard-DDL
-// catch-up after its lock held them, that went out had they not been
-// held: by the chunks kept before ev's position, as the gate filtered
+// filterHeld returns the row changes of ev (of the transaction first
+// begins), read again by a shard-DDL catch-up after its lock held them,
+// that went out had they not been held: by the chunks kept before ev's
+// position (on another server, before its GTID), as the gate filtered
 // them when they were live. Without it the catch-up would emit a change
 // of a key whose chunk came later, and a later change left out (its
 // effect in that chunk) could leave a row the source no longer has.
-func (g *sourceSnapshot) filterHeld(ev *change.Event) []change.RowChange {
+func (g *sourceSnapshot) filterHeld(first, ev *change.Event) []change.RowChange {
 	t := ev.Rows[0].Table
 	name := t.FullName()
 	g.recMu.Lock()
@@ -420,7 +421,7 @@ func (g *sourceSnapshot) filterHeld(ev *change.Event) []change.RowChange {
 	seen, done := false, false
 	var through []keyPart
 	for _, c := range recorded {
-		if c.Table != name || c.At.Compare(ev.Pos) > 0 {
+		if c.Table != name || !txFrom(first, c.At, c.AtMark) {
 			continue
 		}
 		seen = true
@@ -449,7 +450,7 @@ func (g *sourceSnapshot) filterHeld(ev *change.Event) []change.RowChange {
 func (g *sourceSnapshot) atBoundary(ctx context.Context) error {
 	for g.active() && g.state != nil {
 		if rec, ok := g.nextRecorded(); ok {
-			if rec.At.Compare(g.boundary) > 0 {
+			if !reached(g.boundary, g.boundMark, rec.At, rec.AtMark) {
 				return nil // it follows a later boundary
 			}
 			if err := g.replayChunk(ctx, rec); err != nil {
@@ -532,7 +533,7 @@ func (g *sourceSnapshot) emitPending(ctx context.Context) error {
 		return errors.New("group: a replay reader cannot make snapshot chunks")
 	}
 	rec := Placement{Source: g.src, Index: g.state.Chunks, Table: t.Name, After: t.After, Through: p.through, At: g.boundary,
-		Time: g.d.cfg.Clock.Now().UnixMicro()}
+		AtMark: g.boundMark, Time: g.d.cfg.Clock.Now().UnixMicro()}
 	g.recMu.Lock()
 	g.recorded = append(g.recorded, rec)
 	g.recMu.Unlock()

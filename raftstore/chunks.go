@@ -21,6 +21,7 @@ type chunkRecord struct {
 	At      change.Position `json:"at"`
 	Taken   uint64          `json:"taken"`
 	Time    int64           `json:"time"`
+	AtMark  group.Mark      `json:"atMark,omitzero"`
 	Late    bool            `json:"late,omitempty"`
 	GTID    string          `json:"gtid,omitempty"`
 }
