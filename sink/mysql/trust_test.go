@@ -15,18 +15,6 @@ import (
 	"github.com/braid-cdc/braid/spec"
 )
 
-// The two DDL attacks of issue 39, verbatim: a shard user's DDL that ran
-// on the MySQL sink's target as CREATE TABLE … SELECT … FROM mysql.user.
-const (
-	// attackNoBackslash is, under NO_BACKSLASH_ESCAPES, a table with two
-	// string defaults; read in the default mode it is a CREATE … SELECT.
-	attackNoBackslash = `CREATE TABLE inj_0.nb (id int primary key, c varchar(100) DEFAULT 'x\', d varchar(200) DEFAULT ', d varchar(200)) SELECT ROW_NUMBER() OVER () AS id, User AS u, Password AS p, LOAD_FILE(0x2f6574632f686f73746e616d65) AS f FROM mysql.user #')`
-	// attackEnum is a table the schema model cannot parse (PERIOD FOR),
-	// so its columns come from FULL row metadata, with an ENUM member
-	// that ends in a backslash.
-	attackEnum = `CREATE TABLE inj_0.fm1 (id int primary key, e enum('a\\', ')) SELECT 1 AS id, NULL AS e, User AS stolen_user, Password AS stolen_pw FROM mysql.user #'), d date default '2000-01-01', d2 date default '2001-01-01', PERIOD FOR p(d, d2))`
-)
-
 // trustSpec is a destination of inj_0's tables routed to database name,
 // with a MySQL sink applying their DDL (or creating tables).
 func trustSpec(srv *mysqltest.Server, name string, createTables bool) *spec.Spec {
@@ -135,7 +123,7 @@ func TestDDLUnderSourceMode(t *testing.T) {
 	srv := mysqltest.Start(t)
 	srv.Exec(t, "CREATE DATABASE inj_0")
 	r := applyOnce(t, trustSpec(srv, name, false))
-	srv.Exec(t, "SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')", attackNoBackslash, "INSERT INTO inj_0.nb (id) VALUES (1)")
+	srv.Exec(t, "SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')", sinktest.AttackNoBackslash, "INSERT INTO inj_0.nb (id) VALUES (1)")
 
 	src := columnsOf(srvQuery(t, srv), "inj_0", "nb")
 	if len(src) != 3 || !strings.HasSuffix(src[1], `|'x\\'`) {
@@ -171,7 +159,7 @@ func TestEnumMembersFromRowMetadata(t *testing.T) {
 		got := sinktest.Query(db, "SELECT id FROM "+name+".started")
 		return slices.Equal(got, []string{"1"}), fmt.Sprintf("marker rows %q", got)
 	})
-	srv.Exec(t, attackEnum, `INSERT INTO inj_0.fm1 (id, e) VALUES (1, 'a\\'), (2, ')) SELECT 1 AS id, NULL AS e, User AS stolen_user, Password AS stolen_pw FROM mysql.user #')`)
+	srv.Exec(t, sinktest.AttackEnum, `INSERT INTO inj_0.fm1 (id, e) VALUES (1, 'a\\'), (2, ')) SELECT 1 AS id, NULL AS e, User AS stolen_user, Password AS stolen_pw FROM mysql.user #')`)
 
 	src := srvQuery(t, srv)("SELECT COLUMN_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'inj_0' AND TABLE_NAME = 'fm1' AND COLUMN_NAME = 'e'")
 	want := []string{`1 a\`, "2 )) SELECT 1 AS id, NULL AS e, User AS stolen_user, Password AS stolen_pw FROM mysql.user #"}
@@ -196,7 +184,7 @@ func TestEnumMembersFromRowMetadata(t *testing.T) {
 func TestEnumMembersAtStart(t *testing.T) {
 	db, name := targetDB(t)
 	srv := mysqltest.Start(t, mysqltest.WithArgs("--binlog-row-metadata=FULL"))
-	srv.Exec(t, "CREATE DATABASE inj_0", attackEnum,
+	srv.Exec(t, "CREATE DATABASE inj_0", sinktest.AttackEnum,
 		`INSERT INTO inj_0.fm1 (id, e) VALUES (1, 'a\\'), (2, ')) SELECT 1 AS id, NULL AS e, User AS stolen_user, Password AS stolen_pw FROM mysql.user #')`)
 	r := applyOnce(t, trustSpec(srv, name, true))
 

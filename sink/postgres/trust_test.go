@@ -19,12 +19,6 @@ import (
 	"github.com/braid-cdc/braid/stream"
 )
 
-// The DDL attacks of issue 39, verbatim (see sink/mysql's trust_test.go).
-const (
-	attackNoBackslash = `CREATE TABLE inj_0.nb (id int primary key, c varchar(100) DEFAULT 'x\', d varchar(200) DEFAULT ', d varchar(200)) SELECT ROW_NUMBER() OVER () AS id, User AS u, Password AS p, LOAD_FILE(0x2f6574632f686f73746e616d65) AS f FROM mysql.user #')`
-	attackEnum        = `CREATE TABLE inj_0.fm1 (id int primary key, e enum('a\\', ')) SELECT 1 AS id, NULL AS e, User AS stolen_user, Password AS stolen_pw FROM mysql.user #'), d date default '2000-01-01', d2 date default '2001-01-01', PERIOD FOR p(d, d2))`
-)
-
 // nasty are the literals PostgreSQL text can hold.
 var nasty = sinktest.NoNUL(sinktest.Nasty)
 
@@ -83,7 +77,7 @@ func TestDDLTrust(t *testing.T) {
 	r := startRunner(ctx, p, target, &ds, sk, &group.FileStore{Dir: t.TempDir()}, log)
 	defer func() { r.stop() }()
 
-	srv.Exec(t, "SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')", attackNoBackslash, "INSERT INTO inj_0.nb (id) VALUES (1)")
+	srv.Exec(t, "SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')", sinktest.AttackNoBackslash, "INSERT INTO inj_0.nb (id) VALUES (1)")
 	want := []string{"1 x\\ , d varchar(200)) SELECT ROW_NUMBER() OVER () AS id, User AS u, Password AS p, LOAD_FILE(0x2f6574632f686f73746e616d65) AS f FROM mysql.user #"}
 	waitRows(t, 30*time.Second, r.r, want, func() []string { return query(db, "SELECT id, c, d FROM inj.nb") })
 	if got := query(db, "SELECT column_name FROM information_schema.columns WHERE table_schema = 'inj' AND table_name = 'nb'"); !slices.Equal(got, []string{"c", "d", "id"}) {
@@ -106,7 +100,7 @@ func TestDDLTrust(t *testing.T) {
 	}
 	db.Exec(ctx, "DELETE FROM inj.nb WHERE id = 99")
 
-	srv.Exec(t, "SET SESSION sql_mode = DEFAULT", attackEnum, `INSERT INTO inj_0.fm1 (id, e) VALUES (1, 'a\\')`)
+	srv.Exec(t, "SET SESSION sql_mode = DEFAULT", sinktest.AttackEnum, `INSERT INTO inj_0.fm1 (id, e) VALUES (1, 'a\\')`)
 	// The model could not parse the CREATE: no DDL reaches the sink, and
 	// without create_tables the missing table stops it.
 	sinktest.WaitFor(t, 30*time.Second, func() (bool, string) {
