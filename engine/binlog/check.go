@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,11 +64,11 @@ type SourceReport struct {
 	Version string `json:"version,omitempty"`
 	// Settings in the order braid checks them.
 	Settings []Setting `json:"settings,omitempty"`
-	// Pos is the server's end of binlog when it was checked; GTIDs, on
-	// MariaDB, its GTID position read just before (gtid_binlog_pos: the
-	// last GTID of each domain), "" when it has none. A position on one
-	// server of a source means nothing on another; the GTIDs mean the
-	// same on all.
+	// Pos is the server's end of binlog when it was checked; GTIDs, read
+	// just before, its GTID position: on MariaDB gtid_binlog_pos (the
+	// last GTID of each domain), on MySQL with gtid_mode=ON gtid_executed;
+	// "" when it has none. A position on one server of a source means
+	// nothing on another; the GTIDs mean the same on all.
 	Pos   change.Position `json:"pos,omitzero"`
 	GTIDs string          `json:"gtids,omitempty"`
 	// Err is why the source could not be checked in full (unreachable,
@@ -173,6 +174,13 @@ func Check(ctx context.Context, src spec.Source) SourceReport {
 		s, _ := r.GetString(0, 0)
 		rep.GTIDs = strings.Clone(s)
 		r.Close()
+	} else if i := slices.IndexFunc(rep.Settings, func(s Setting) bool { return s.Name == "gtid_mode" }); i >= 0 && strings.EqualFold(rep.Settings[i].Value, "ON") {
+		executed, _, err := serverGTIDSets(c)
+		if err != nil {
+			rep.Err = p.queryError("read gtid_executed", err)
+			return rep
+		}
+		rep.GTIDs = executed.String()
 	}
 	if rep.Pos, err = masterPosition(c); err != nil {
 		rep.Err = p.queryError("read its binlog position", err)
