@@ -282,6 +282,7 @@ func (p *Reader) handleDDL(ctx context.Context, ev *replication.QueryEvent, hdr 
 			}
 		}
 		s := p.schema.Snapshot()
+		s.Server = p.posServer
 		snap = &s
 	}
 	ddl := p.onlineDDL(start, &change.DDL{Schema: db, SQL: sql, SQLMode: mode, Tables: selected})

@@ -304,6 +304,7 @@ func (p *Reader) Run(ctx context.Context, emit func(*change.Event) error) error 
 			// read a DDL that ran while braid was down instead of taking
 			// the server's schema, which already has it, for this point.
 			s := p.schema.Snapshot()
+			s.Server = p.posServer
 			snap = &s
 		}
 		if err := emit(&change.Event{Type: change.EventProgress, Source: p.spec.Name, Pos: p.resume, EndPos: p.resume, Tables: tables, Versions: versions, Schema: snap,
@@ -408,6 +409,11 @@ func (p *Reader) prepare(ctx context.Context) (err error) {
 				return fatal{fmt.Errorf("binlog: source %s: restore schema history: %w", p.spec.Name, err)}
 			}
 			p.schema.SpellWithoutIntWidths(parseServerVersion(p.info.version).noIntWidths())
+			if s := r.Schema.Server; s != nil && !s.Same(p.posServer) {
+				// Saved before a switch of servers, and the position is
+				// the new server's: its positions are the old one's.
+				p.schema.Rebase()
+			}
 		}
 	} else {
 		st := p.spec.Start

@@ -13,6 +13,11 @@ type SchemaSnapshot struct {
 	// ServerCharset the server's (see schema.Tracker.SetCharsets).
 	Databases     map[string]string `json:"databases,omitempty"`
 	ServerCharset string            `json:"serverCharset,omitempty"`
+	// Server is the server whose binlog the versions' positions are in
+	// (nil in a history saved before braid kept it): a reader resuming
+	// on another server with it forgets its positions (schema.Tracker's
+	// Rebase), which mean nothing there.
+	Server *Server `json:"server,omitempty"`
 	// Online are the online schema changes (gh-ost, pt-online-schema-change)
 	// under way, and the last few that ended, sorted by schema and table.
 	Online []OnlineMigration `json:"online,omitempty"`
