@@ -111,19 +111,8 @@ func testFencedOwner(t *testing.T, mid bool) {
 
 	// The second owner opens the sink (its producer fences the first's)
 	// and resumes from a cursor behind: the stream's start.
-	second, err := kafka.Open(ctx, ds.Sinks[0], "shop")
-	if err != nil {
-		t.Fatal(err)
-	}
+	second := takeOver(ctx, t, ds, batches[:8], 4*16)
 	defer second.Close()
-	for _, b := range batches[:8] {
-		if err := second.Publish(ctx, b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if skipped := second.Skipped(); skipped != 4*16 {
-		t.Errorf("the second publisher skipped %d messages, want the %d the first committed", skipped, 4*16)
-	}
 
 	// The first resumes and goes on with the next store batches.
 	var errs []error
@@ -201,19 +190,8 @@ func TestFencedStagedTransaction(t *testing.T) {
 		t.Errorf("staged: %d records committed and %d pending, want %d and %d", st.Applied, st.Pending, 2*16, 4*16)
 	}
 
-	second, err := kafka.Open(ctx, ds.Sinks[0], "shop")
-	if err != nil {
-		t.Fatal(err)
-	}
+	second := takeOver(ctx, t, ds, batches[:8], 2*16)
 	defer second.Close()
-	for _, b := range batches[:8] {
-		if err := second.Publish(ctx, b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if skipped := second.Skipped(); skipped != 2*16 {
-		t.Errorf("the second publisher skipped %d messages, want the %d the first committed", skipped, 2*16)
-	}
 	if err := first.Commit(ctx); !errors.Is(err, kafka.ErrFenced) {
 		t.Errorf("the first publisher's commit after the takeover: %v, want ErrFenced", err)
 	}
@@ -237,4 +215,25 @@ func TestFencedStagedTransaction(t *testing.T) {
 			t.Fatalf("read_committed: message %d of the stream is %s, want %s", i, r.Pos, want)
 		}
 	}
+}
+
+// takeOver opens the sink as a second owner would (its producer fences
+// the first's), publishes batches from the stream's start, and checks it
+// skipped the committed messages the first publisher left.
+func takeOver(ctx context.Context, t *testing.T, ds spec.Spec, batches [][]sink.Message, committed uint64) *kafka.Publisher {
+	t.Helper()
+	second, err := kafka.Open(ctx, ds.Sinks[0], "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range batches {
+		if err := second.Publish(ctx, b); err != nil {
+			second.Close()
+			t.Fatal(err)
+		}
+	}
+	if skipped := second.Skipped(); skipped != committed {
+		t.Errorf("the second publisher skipped %d messages, want the %d the first committed", skipped, committed)
+	}
+	return second
 }
