@@ -46,9 +46,22 @@ func TargetDDLs(sinkName string, ev *change.Event, target func(logical string) s
 	}
 	if rn := schema.RenamedTables(d.Schema, d.SQL, schema.SQLMode(d.SQLMode)); len(rn) > 0 {
 		// The target table holds what the stream calls by its logical
-		// name; renaming it is the operator's call (issue 43).
-		return nil, fmt.Errorf("sink %s: %w at seq %d from %s: %.200q renames %s to %s, and a sink never renames its target table on its own: rename the target by hand and map the new name in the sink's tables (from/to), then let the sink past it with `braid ddl skip` if a shard-DDL lock holds it, or the sink's ddl: ignore until it is past seq %d",
-			sinkName, ErrDDLRefused, ev.Seq, ev.Source, strings.Join(strings.Fields(d.SQL), " "), rn[0].From, rn[0].To, ev.Seq)
+		// name; renaming it is the operator's call (issue 43). A RENAME
+		// between two names the sink's tables map to one target table
+		// has nothing to do there: that mapping is the way past it.
+		same := true
+		for _, r := range rn {
+			fs, ft, _ := strings.Cut(r.From, ".")
+			ts, tt, _ := strings.Cut(r.To, ".")
+			s1, t1, ok1 := rename(fs, ft)
+			s2, t2, ok2 := rename(ts, tt)
+			same = same && ok1 && ok2 && strings.EqualFold(s1, s2) && strings.EqualFold(t1, t2)
+		}
+		if same {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("sink %s: %w at seq %d from %s: %.200q renames %s to %s, and a sink never renames its target table on its own: map %s and %s to one target table in the sink's tables (from/to; rename the table by hand first if it should have the new name) and restart the sink, which then goes past it, or set the sink's ddl: ignore until it is past seq %d",
+			sinkName, ErrDDLRefused, ev.Seq, ev.Source, strings.Join(strings.Fields(d.SQL), " "), rn[0].From, rn[0].To, rn[0].From, rn[0].To, ev.Seq)
 	}
 	out, err := schema.TargetDDLs(d.Schema, d.SQL, schema.SQLMode(d.SQLMode), rename)
 	if err != nil {

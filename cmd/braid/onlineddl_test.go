@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -68,10 +70,9 @@ func TestDDLListShowsMigrations(t *testing.T) {
 // every shard table, one change after the other, after an abandoned run
 // (--dry-run: its copy created, altered and dropped) on shop_0. The
 // stream has no message of a helper table and one ALTER of shop.orders
-// per change, none of the abandoned one; each sink applies each once
-// (twice would fail: a duplicate column or index): the targets have the
-// new column, the new type and the index and no helper table, the sinks
-// no error; braid sink verify finds the MySQL target equal to the shards,
+// per change, none of the abandoned one; each sink applies them: the
+// targets have the new column, the new type and the index and no helper
+// table, the sinks no error; braid sink verify finds the MySQL target equal to the shards,
 // and the PostgreSQL target holds the shards' rows.
 func TestCaptureSinkPtOSC(t *testing.T) {
 	bin, err := exec.LookPath("pt-online-schema-change")
@@ -254,4 +255,170 @@ func newPGDatabase(t *testing.T, name string, setup ...string) *pgx.Conn {
 		}
 	}
 	return db
+}
+
+// TestCaptureSinkRename: hand-run RENAMEs that are no tool's swap, with
+// braid capture --cursor-dir applying to a MySQL and a PostgreSQL sink.
+// RENAME TABLE shop_0.orders TO shop_0.orders_archive (a name the spec
+// does not select) takes shop_0 out of shop.orders: its later rows reach
+// no target, and the ALTER the five others run then goes out once and is
+// applied. RENAME TABLE shop_0.items TO shop_0.items_archive, the only
+// shard table of shop.items, goes out as the RENAME of the logical table:
+// neither sink renames its target; each stops with one line naming the
+// DDL and the way past it (not retried), and the target tables stay as
+// they were. Mapped as the line says (both names to the one target
+// table), the sinks, restarted from their cursors, go past it and apply
+// items_archive's rows.
+func TestCaptureSinkRename(t *testing.T) {
+	tg := newTarget(t, "(id BIGINT PRIMARY KEY, shard INT NOT NULL, note VARCHAR(40))")
+	if _, err := tg.db.Exec("CREATE TABLE " + tg.name + ".items (id BIGINT PRIMARY KEY, note VARCHAR(40))"); err != nil {
+		t.Fatal(err)
+	}
+	pg := newPGDatabase(t, tg.name, "CREATE SCHEMA shop", "CREATE TABLE shop.orders (id bigint PRIMARY KEY, shard integer NOT NULL, note varchar(40))",
+		"CREATE TABLE shop.items (id bigint PRIMARY KEY, note varchar(40))")
+	srvs := shoptest.Shards(t)
+	srvs[0].Exec(t, "CREATE TABLE shop_0.items (id BIGINT PRIMARY KEY, note VARCHAR(40))")
+	specFor := func(mapped bool) *spec.Spec {
+		t.Helper()
+		pgTables, mysqlExtra := "", ""
+		if mapped {
+			pgTables = ", tables: [{from: shop.items_archive, to: shop.items}]"
+			mysqlExtra = fmt.Sprintf(", {from: shop.items_archive, to: %s.items}", tg.name)
+		}
+		y := strings.Replace(shoptest.SpecYAML(srvs, fmt.Sprintf("sinks:\n"+
+			"  - {name: copy, type: mysql, address: '127.0.0.1:3306', workers: 2, meta_database: %s_meta, tables: [{from: shop.orders, to: %s.orders}, {from: shop.items, to: %s.items}%s]}\n"+
+			"  - {name: pg, type: postgres, address: '127.0.0.1:5432', database: %s, workers: 2%s}\n", tg.name, tg.name, tg.name, mysqlExtra, tg.name, pgTables)),
+			`tables: ['shop_\d+\.orders']`, `tables: ['shop_\d+\.orders', 'shop_\d+\.items.*']`, 1)
+		ds, err := spec.Parse([]byte(y))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ds
+	}
+	var logs syncBuffer
+	log := slog.New(slog.NewTextHandler(io.MultiWriter(t.Output(), &logs), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	cursors := t.TempDir()
+	// Each run resumes from the cursors the one before kept.
+	runCapture := func(ds *spec.Spec) func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		ran := make(chan error, 1)
+		go func() { ran <- capture(ctx, ds, io.Discard, captureOptions{cursorDir: cursors, quiet: true}, log) }()
+		var once sync.Once
+		stop := func() {
+			once.Do(func() {
+				cancel()
+				if err := <-ran; err != nil {
+					t.Errorf("capture: %v", err)
+				}
+			})
+		}
+		t.Cleanup(stop)
+		return stop
+	}
+	stop := runCapture(specFor(false))
+	ctx := context.Background()
+	mysqlRows := func(table string) []string {
+		return sinktest.Query(tg.db, "SELECT id, note FROM "+tg.name+"."+table)
+	}
+	pgRows := func(table string) []string {
+		return sinktest.Values(pg.Query(ctx, "SELECT id::text, note FROM shop."+table))
+	}
+	waitRows := func(what string, got func() []string, want []string) {
+		t.Helper()
+		slices.Sort(want)
+		retry.Until(t, 60*time.Second, func() error {
+			if g := got(); !slices.Equal(g, want) {
+				return fmt.Errorf("%s holds %v, want %v", what, g, want)
+			}
+			return nil
+		})
+	}
+
+	var orders []string
+	for shard := range 6 {
+		srvs[shard/2].Exec(t, fmt.Sprintf("INSERT INTO shop_%d.orders (id, shard, note) VALUES (%d, %d, 'a')", shard, shard*10+1, shard))
+		orders = append(orders, fmt.Sprintf("%d a", shard*10+1))
+	}
+	srvs[0].Exec(t, "INSERT INTO shop_0.items VALUES (1, 'i')")
+	srvs[0].Exec(t, "RENAME TABLE shop_0.orders TO shop_0.orders_archive",
+		"INSERT INTO shop_0.orders_archive (id, shard, note) VALUES (2, 0, 'gone')")
+	for shard := 1; shard < 6; shard++ {
+		srvs[shard/2].Exec(t, fmt.Sprintf("ALTER TABLE shop_%d.orders ADD COLUMN c INT NULL", shard),
+			fmt.Sprintf("INSERT INTO shop_%d.orders (id, shard, note, c) VALUES (%d, %d, 'b', 7)", shard, shard*10+2, shard))
+		orders = append(orders, fmt.Sprintf("%d b", shard*10+2))
+	}
+	waitRows("the MySQL target's orders", func() []string { return mysqlRows("orders") }, orders)
+	waitRows("the PostgreSQL target's orders", func() []string { return pgRows("orders") }, orders)
+	if c := sinktest.Query(tg.db, "SELECT COUNT(*) FROM "+tg.name+".orders WHERE c = 7"); !slices.Equal(c, []string{"5"}) {
+		t.Fatalf("the MySQL target's orders: %v rows with c = 7, want 5", c)
+	}
+	if c := sinktest.Values(pg.Query(ctx, "SELECT COUNT(*) FROM shop.orders WHERE c = 7")); !slices.Equal(c, []string{"5"}) {
+		t.Fatalf("the PostgreSQL target's orders: %v rows with c = 7, want 5", c)
+	}
+
+	// The only shard table of shop.items renamed: the logical table's
+	// RENAME goes out, and the sinks stop on it.
+	srvs[0].Exec(t, "RENAME TABLE shop_0.items TO shop_0.items_archive",
+		"INSERT INTO shop_0.items_archive VALUES (2, 'after')")
+	stopped := map[string]string{} // sink → its error
+	retry.Until(t, 60*time.Second, func() error {
+		for line := range strings.Lines(logs.String()) {
+			if !strings.Contains(line, `msg="sink stopped"`) {
+				continue
+			}
+			_, quoted, _ := strings.Cut(line, "err=")
+			msg, err := strconv.Unquote(strings.TrimSpace(quoted))
+			if err != nil {
+				return fmt.Errorf("a sink stopped, its error unreadable: %s", line)
+			}
+			name, _, _ := strings.Cut(strings.TrimPrefix(msg, "sink "), ":")
+			if _, seen := stopped[name]; seen {
+				t.Fatalf("sink %s stopped twice: %s", name, line)
+			}
+			stopped[name] = msg
+		}
+		if len(stopped) != 2 {
+			clear(stopped)
+			return fmt.Errorf("sinks stopped: %v", stopped)
+		}
+		return nil
+	})
+	for name, msg := range stopped {
+		for _, want := range []string{"DDL refused at seq", "RENAME TABLE `shop`.`items` TO `shop`.`items_archive`", "renames shop.items to shop.items_archive",
+			"never renames its target table", "map shop.items and shop.items_archive to one target table", "ddl: ignore"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("sink %s's error lacks %q: %s", name, want, msg)
+			}
+		}
+		if strings.Contains(msg, "\n") {
+			t.Errorf("sink %s's error is not one line: %q", name, msg)
+		}
+	}
+	stop()
+	if l := logs.String(); strings.Contains(l, "retrying from its checkpoints") {
+		t.Fatalf("a sink retried:\n%s", l)
+	}
+	if got := mysqlRows("items"); !slices.Equal(got, []string{"1 i"}) {
+		t.Fatalf("the MySQL target's items holds %v, want the row before the RENAME", got)
+	}
+	if got := pgRows("items"); !slices.Equal(got, []string{"1 i"}) {
+		t.Fatalf("the PostgreSQL target's items holds %v, want the row before the RENAME", got)
+	}
+	if got := sinktest.Query(tg.db, "SELECT table_name FROM information_schema.tables WHERE table_schema = '"+tg.name+"'"); !slices.Equal(got, []string{"items", "orders"}) {
+		t.Fatalf("the MySQL target's tables: %v, want items and orders", got)
+	}
+	if got := sinktest.Values(pg.Query(ctx, "SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'shop'")); !slices.Equal(got, []string{"items", "orders"}) {
+		t.Fatalf("the PostgreSQL target's tables: %v, want items and orders", got)
+	}
+
+	// Mapped as the line says, the sinks, resumed from their cursors
+	// (before the RENAME), go past it.
+	before := strings.Count(logs.String(), `msg="sink stopped"`)
+	runCapture(specFor(true))
+	srvs[0].Exec(t, "INSERT INTO shop_0.items_archive VALUES (3, 'mapped')")
+	waitRows("the MySQL target's items", func() []string { return mysqlRows("items") }, []string{"1 i", "2 after", "3 mapped"})
+	waitRows("the PostgreSQL target's items", func() []string { return pgRows("items") }, []string{"1 i", "2 after", "3 mapped"})
+	if l := logs.String(); strings.Count(l, `msg="sink stopped"`) != before || strings.Contains(l, "retrying from its checkpoints") {
+		t.Fatalf("a sink failed after the mapping:\n%s", l)
+	}
 }

@@ -147,9 +147,9 @@ sub before_swap_tables { sleep 0.05 while -f %q; }
 // table. The capture is SIGKILLed while every migration is half done:
 // the copies altered and filled, none swapped in, and every cursor the
 // capture kept holding the six migrations with their ALTER. The capture
-// restarted, the tools swap their copies in: the sink applies one ALTER
-// of the logical table (a second would fail: the column exists), the
-// target gets the column with its default (which the tool's ALTER has
+// restarted, the tools swap their copies in: every swap goes out as its
+// migration's ALTER (none derived from the columns), the sink applies
+// the logical table's, the target gets the column with its default (which the tool's ALTER has
 // and an ALTER derived from the columns would not), ends equal to the
 // shards, and no row was applied more often than the stream changed it.
 func TestCaptureSinkPtOSCKilled(t *testing.T) {
