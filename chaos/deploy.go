@@ -186,13 +186,13 @@ func (d *deployment) startTargets(ctx context.Context) error {
 	if err := rc.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("the Redis target on %s: %w", redisTarget, err)
 	}
+	d.proxies = map[string]*proxy{}
 	if err := d.startKafka(ctx); err != nil {
 		return err
 	}
 	if err := d.startRabbit(ctx); err != nil {
 		return err
 	}
-	d.proxies = map[string]*proxy{}
 	for name, addr := range map[string]string{"mysql": mariadbTarget, "postgres": postgresTarget, "redis": redisTarget, "rabbitmq": rabbitTarget} {
 		p, err := newProxy(name, addr)
 		if err != nil {

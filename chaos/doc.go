@@ -17,10 +17,14 @@
 // their own, one over the native API, one over the canal protocol. Then
 // the schedule (Plan) runs: nodes killed, stopped, restarted and cut off
 // from the other nodes (the owner, the Raft leader, a follower), sources
-// restarted and failed over to their replica, targets cut off,
+// restarted and failed over to their replica, targets cut off, the
+// Kafka broker stopped, killed and restarted on its data,
 // a consumer that stops reading, ALTERs of every shard table one by one,
 // a TRUNCATE, bursts of large transactions. At the end the writer stops,
-// the sinks catch up, and the invariants (Check) are checked.
+// the sinks catch up, and the invariants (Check) are checked, the
+// documented bounds among them (a node's memory, the time to follow a
+// failover: bounds.go). A setup that fails half-way stops every process
+// it started and its error names the step.
 //
 // Every change the writer makes is identifiable in the stream: ids are
 // unique over the run (the shard schema in the high digits), and every

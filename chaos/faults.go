@@ -26,7 +26,7 @@ type executor struct {
 	fired     map[Kind]int
 	alters    int
 	takeovers []Takeover
-	notes     []string // measurements for the report
+	follows   []Follow
 }
 
 func newExecutor(r *runState) *executor {
@@ -67,7 +67,8 @@ func (e *executor) execute(ctx context.Context, s Schedule) {
 		e.fired[f.Kind]++
 		e.mu.Unlock()
 		switch f.Kind {
-		case KillNode, StopNode, RestartNode, PartitionNode, RestartSource, KillSource, FailoverSource:
+		case KillNode, StopNode, RestartNode, PartitionNode, RestartSource, KillSource, FailoverSource,
+			StopBroker, RestartBroker:
 			e.fire(ctx, f)
 		default:
 			wg.Go(func() { e.fire(ctx, f) })
@@ -140,51 +141,48 @@ func (e *executor) fire(ctx context.Context, f Fault) {
 		i := slices.Index(sourceNames, f.Target)
 		r.logf("%s %s: the virtual IP stops forwarding; the replica catches up", f.Kind, f.Target)
 		began := time.Now()
-		if err := r.dep.failover(ctx, i, r.logf); err != nil {
-			r.logf("%s %s: %v", f.Kind, f.Target, err)
-			return
+		// braid's reader may find the promoted server while the former
+		// primary starts again: the wait for it begins when the address
+		// moves.
+		var follow sync.WaitGroup
+		moved := func(server uint32) {
+			follow.Go(func() { e.follow(ctx, f, server) })
 		}
-		r.logf("%s %s: done in %v", f.Kind, f.Target, time.Since(began).Round(100*time.Millisecond))
-		// How long braid takes to read the promoted server: the
-		// destination's state names the server it reads each source from.
-		want := fmt.Sprintf("server_id %d ", r.dep.sources[i].ServerID)
-		err := localcluster.Poll(ctx, time.Minute, "braid reading source "+f.Target+" from its new primary", func() (bool, string) {
-			st, err := r.dep.state(ctx)
-			if err != nil {
-				return false, err.Error()
-			}
-			for _, s := range st.Sources {
-				if s.Name == f.Target {
-					return strings.HasPrefix(s.Server, want), "it reads " + s.Server
-				}
-			}
-			return false, "no source " + f.Target
-		})
+		err := r.dep.failover(ctx, i, moved, r.logf)
+		follow.Wait()
 		if err != nil {
 			r.logf("%s %s: %v", f.Kind, f.Target, err)
 			return
 		}
-		took := time.Since(began).Round(100 * time.Millisecond)
-		r.logf("%s %s: braid reads the new primary %v after the failover began", f.Kind, f.Target, took)
-		e.mu.Lock()
-		e.notes = append(e.notes, fmt.Sprintf("failover %s at %v: braid read the promoted replica after %v", f.Target, f.At.Round(100*time.Millisecond), took))
-		e.mu.Unlock()
+		r.logf("%s %s: done in %v", f.Kind, f.Target, time.Since(began).Round(100*time.Millisecond))
 	case CutTarget:
-		if f.Target == "kafka" {
-			k := r.dep.kafka.cmd.Process
-			_ = k.Signal(syscall.SIGSTOP)
-			r.logf("%s kafka: SIGSTOPped the broker for %v", f.Kind, f.For)
-			sleep(f.For)
-			_ = k.Signal(syscall.SIGCONT)
-			r.logf("%s kafka: SIGCONT", f.Kind)
-			return
-		}
 		p := r.dep.proxies[f.Target]
 		p.setCut(true)
 		r.logf("%s %s: cut for %v", f.Kind, f.Target, f.For)
 		sleep(f.For)
 		p.setCut(false)
 		r.logf("%s %s: reachable again", f.Kind, f.Target)
+	case StopBroker:
+		k := r.dep.kafka
+		if err := k.signal(syscall.SIGSTOP); err != nil {
+			r.logf("%s kafka: SIGSTOP: %v", f.Kind, err)
+			return
+		}
+		r.logf("%s kafka: SIGSTOPped the broker for %v", f.Kind, f.For)
+		sleep(f.For)
+		_ = k.signal(syscall.SIGCONT)
+		r.logf("%s kafka: SIGCONT", f.Kind)
+	case RestartBroker:
+		k := r.dep.kafka
+		killed := k.end(syscall.SIGTERM)
+		r.logf("%s kafka: stopped the broker (SIGTERM; killed after 20s: %v); starting it again on its data", f.Kind, killed)
+		// Started whatever ctx says: the end of the run reads its topic.
+		if err := k.start(context.Background()); err != nil {
+			r.logf("%s kafka: the broker did not start again: %v", f.Kind, err)
+			r.failSetup(fmt.Errorf("the kfake broker did not start again: %w", err))
+			return
+		}
+		r.logf("%s kafka: the broker runs again", f.Kind)
 	case PauseConsumer:
 		r.native.pause(f.For)
 		r.logf("%s %s: stops reading for %v", f.Kind, f.Target, f.For)
@@ -217,6 +215,41 @@ func (e *executor) fire(ctx context.Context, f Fault) {
 		r.writers[i].burst(ctx, n)
 		r.logf("%s %s: committed", f.Kind, f.Target)
 	}
+}
+
+// follow waits until braid reads source f.Target from the server of
+// server_id server, the promoted replica its address moved to, and
+// records how long that took (failover-follow holds it to followBound).
+// The destination's state names the server each source is read from.
+func (e *executor) follow(ctx context.Context, f Fault, server uint32) {
+	r := e.run
+	moved, at := time.Now(), r.clock()
+	want := fmt.Sprintf("server_id %d ", server)
+	err := localcluster.Poll(ctx, followWait, "braid reading source "+f.Target+" from its new primary", func() (bool, string) {
+		st, err := r.dep.state(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, s := range st.Sources {
+			if s.Name == f.Target {
+				return strings.HasPrefix(s.Server, want), "it reads " + s.Server
+			}
+		}
+		return false, "no source " + f.Target
+	})
+	fl := Follow{Source: f.Target, At: at, After: time.Since(moved), Bound: followBound}
+	if err != nil {
+		if ctx.Err() != nil {
+			return // the run ends: nothing to hold braid to
+		}
+		r.logf("%s %s: %v", f.Kind, f.Target, err)
+		fl.After = -1
+	} else {
+		r.logf("%s %s: braid reads the new primary %v after the virtual IP moved to it", f.Kind, f.Target, fl.After.Round(100*time.Millisecond))
+	}
+	e.mu.Lock()
+	e.follows = append(e.follows, fl)
+	e.mu.Unlock()
 }
 
 // takeoverBound is the least partition of the owner that must see

@@ -20,6 +20,8 @@ const (
 	InvPublished  = "sink-published"      // Kafka holds each committed change once
 	InvTakeover   = "partition-takeover"  // an owner cut off from the other nodes is replaced while cut
 	InvDelivered  = "sink-at-least-once"  // RabbitMQ, de-duplicated by message id, holds each committed change once
+	InvMemory     = "node-memory"         // each node's memory stays within its documented bound
+	InvFollow     = "failover-follow"     // braid reads a failed-over source's promoted server within its bound
 	maxListed     = 8                     // seqs or rows a violation names at most
 )
 
@@ -49,6 +51,22 @@ func Check(o Observation) []Violation {
 		if t.By == "" && t.For >= t.Bound {
 			out = append(out, Violation{InvTakeover, fmt.Sprintf("owner %s was cut off from the other nodes for %v and no other node took the destination over",
 				t.Node, t.For.Round(100*time.Millisecond)), t.At})
+		}
+	}
+	for _, m := range o.Memory {
+		if m.Peak > m.Bound {
+			out = append(out, Violation{InvMemory, fmt.Sprintf("node %s held %.1f MiB (anonymous resident memory), over its bound of %.1f MiB",
+				m.Node, mib(m.Peak), mib(m.Bound)), m.At})
+		}
+	}
+	for _, f := range o.Follows {
+		switch {
+		case f.After < 0:
+			out = append(out, Violation{InvFollow, fmt.Sprintf("source %s: braid did not read the promoted server within %v of the failover (bound %v)",
+				f.Source, followWait, f.Bound), f.At})
+		case f.After > f.Bound:
+			out = append(out, Violation{InvFollow, fmt.Sprintf("source %s: braid read the promoted server %v after the failover, over its bound of %v",
+				f.Source, f.After.Round(100*time.Millisecond), f.Bound), f.At})
 		}
 	}
 	for _, e := range o.Exits {
@@ -379,6 +397,8 @@ func rowID(s string) (int64, bool) {
 	id, err := strconv.ParseInt(f[0], 10, 64)
 	return id, err == nil
 }
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
 
 func firstAt(cur, at time.Duration) time.Duration {
 	if cur < 0 || (at >= 0 && at < cur) {

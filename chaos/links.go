@@ -65,10 +65,12 @@ func (l *links) place(c *localcluster.Cluster) error {
 	for _, n := range c.Nodes {
 		raft, err := l.listen(n.Name, n.RaftPort, false)
 		if err != nil {
+			l.closeAll()
 			return err
 		}
 		gossip, err := l.listen(n.Name, n.GossipPort, true)
 		if err != nil {
+			l.closeAll()
 			return err
 		}
 		n.RaftAdvertise, n.GossipAdvertise = raft.Addr(), gossip.Addr()
@@ -82,6 +84,19 @@ func (l *links) place(c *localcluster.Cluster) error {
 		l.wg.Go(func() { p.run(ctx) })
 	}
 	return nil
+}
+
+// closeAll closes the ports of proxies place made but did not run.
+func (l *links) closeAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, p := range l.proxies {
+		p.ln.Close()
+		if p.udp != nil {
+			p.udp.Close()
+		}
+	}
+	l.proxies = nil
 }
 
 // stop ends every proxy and waits for them.

@@ -113,6 +113,26 @@ type Observation struct {
 	Delivered []Delivered
 	Exits     []Exit
 	Takeovers []Takeover
+	Memory    []Memory
+	Follows   []Follow
+}
+
+// Memory is a node's peak memory over the run, against its documented
+// bound (memoryBound).
+type Memory struct {
+	Node  string
+	Peak  int64         // bytes: the most anonymous resident memory (RssAnon) seen
+	At    time.Duration // when it was seen
+	Bound int64         // bytes
+}
+
+// Follow is how long braid took to read a source from its promoted
+// server after a failover moved the source's address to it.
+type Follow struct {
+	Source string
+	At     time.Duration // when the address moved
+	After  time.Duration // until the destination's state named the promoted server; -1: not within followWait
+	Bound  time.Duration
 }
 
 // Delivered is what an at-least-once message sink (RabbitMQ) delivered,

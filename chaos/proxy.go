@@ -114,6 +114,13 @@ func (p *proxy) switchTo(backend string) {
 	}
 }
 
+// close stops the proxy, whether run runs or not: its port and every
+// connection closed (run then returns once its goroutines are done).
+func (p *proxy) close() {
+	p.setCut(true)
+	p.ln.Close()
+}
+
 // setCut cuts the proxy (closing every connection) or mends it.
 func (p *proxy) setCut(cut bool) {
 	p.mu.Lock()

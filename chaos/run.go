@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,6 +32,10 @@ type Options struct {
 	Binary   string        // the braid binary the nodes run
 	Dir      string        // where the run keeps its files ("": a new one under /tmp)
 	Rate     float64       // the writer's transactions a second, per source. Default: 5.
+
+	// beforeStep, if set, is called before each setup step with its name;
+	// an error fails the step: the tests' way to stop a setup half-way.
+	beforeStep func(step string, d *deployment) error
 }
 
 // ErrFailed is a run whose invariants did not hold (the report names
@@ -61,7 +64,7 @@ type runState struct {
 	exits    []Exit
 	setupErr atomic.Pointer[error]
 	peakMu   sync.Mutex
-	peakRSS  map[string]int64 // KiB, per node
+	peaks    map[string]*peak // per node
 }
 
 func (r *runState) clock() time.Duration { return time.Since(r.start) }
@@ -86,6 +89,33 @@ func (r *runState) rng(n int) int {
 
 func (r *runState) failSetup(err error) { r.setupErr.CompareAndSwap(nil, &err) }
 
+// setupError is a deployment that could not be set up: the step that
+// failed, and why. Run has stopped every process it had started.
+type setupError struct {
+	step string
+	err  error
+}
+
+func (e *setupError) Error() string {
+	return "setting up the deployment: " + e.step + ": " + e.err.Error()
+}
+func (e *setupError) Unwrap() error { return e.err }
+
+// setup runs one step of the deployment's setup, logged by its name,
+// which its error names.
+func (r *runState) setup(step string, fn func() error) error {
+	r.logf("%s", step)
+	if r.opts.beforeStep != nil {
+		if err := r.opts.beforeStep(step, r.dep); err != nil {
+			return &setupError{step, err}
+		}
+	}
+	if err := fn(); err != nil {
+		return &setupError{step, err}
+	}
+	return nil
+}
+
 // Run runs a chaos run: the schedule first (printed), the deployment, the
 // workload and the faults, then the checks, and prints the report to out.
 // A run whose invariants broke returns ErrFailed and keeps its directory;
@@ -97,7 +127,7 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 	}
 	sched := Plan(o.Seed, o.Duration)
 	fmt.Fprintf(out, "braid chaos: replay with `make chaos SEED=%d DURATION=%v`\n%s", o.Seed, o.Duration, sched)
-	r := &runState{opts: o, out: out, start: time.Now(), rnd: rand.New(rand.NewPCG(o.Seed, 1)), ledger: &ledger{}, peakRSS: map[string]int64{}}
+	r := &runState{opts: o, out: out, start: time.Now(), rnd: rand.New(rand.NewPCG(o.Seed, 1)), ledger: &ledger{}, peaks: map[string]*peak{}}
 	dir := o.Dir
 	if dir == "" {
 		var err error
@@ -118,6 +148,12 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 	violations, err := r.run(ctx, sched)
 	r.closing.Store(true)
 	r.teardown()
+	if se := (*setupError)(nil); errors.As(err, &se) {
+		// Nothing to check: the targets' databases go, the files stay.
+		r.dep.dropTargets()
+		r.logf("FAILED to set up: %v; every process the run started is stopped, the targets' databases dropped; its files are kept in %s", err, dir)
+		return err
+	}
 	if err != nil {
 		r.logf("FAILED to run: %v; everything is kept in %s", err, dir)
 		return err
@@ -140,22 +176,24 @@ func (r *runState) run(ctx context.Context, sched Schedule) ([]Violation, error)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	d := r.dep
-	if err := mariadb.Prepare(ctx); err != nil {
+	if err := r.setup("preparing MariaDB's data directory template", func() error { return mariadb.Prepare(ctx) }); err != nil {
 		return nil, err
 	}
 	// The driver logs a broken connection on its own; the writer counts them.
 	_ = mysql.SetLogger(stdlog.New(io.Discard, "", 0))
-	r.logf("starting three MariaDB sources")
-	if err := d.startSources(ctx); err != nil {
+	if err := r.setup("starting three MariaDB sources, each a primary and a GTID replica", func() error { return d.startSources(ctx) }); err != nil {
 		return nil, err
 	}
 	var version atomic.Int64
 	next := func() int64 { return version.Add(1) }
-	preloaded, err := d.preload(next)
-	if err != nil {
+	var preloaded []int64
+	if err := r.setup(fmt.Sprintf("preloading %d rows into each shard table", preloadRows), func() (err error) {
+		preloaded, err = d.preload(next)
+		return err
+	}); err != nil {
 		return nil, err
 	}
-	if err := d.startTargets(ctx); err != nil {
+	if err := r.setup("making the targets' databases, the kfake broker and the proxies", func() error { return d.startTargets(ctx) }); err != nil {
 		return nil, err
 	}
 	var bg sync.WaitGroup
@@ -168,8 +206,9 @@ func (r *runState) run(ctx context.Context, sched Schedule) ([]Violation, error)
 		bg.Go(func() { p.run(ctx) })
 	}
 	r.exec = newExecutor(r)
-	r.logf("starting three braid nodes (TLS, gossip key, users) and creating destination %s", dest)
-	if err := d.startCluster(ctx, r.opts.Binary, r.nodeExited); err != nil {
+	if err := r.setup("starting three braid nodes (TLS, gossip key, users) and creating destination "+dest, func() error {
+		return d.startCluster(ctx, r.opts.Binary, r.nodeExited)
+	}); err != nil {
 		return nil, err
 	}
 	clog, err := os.Create(filepath.Join(d.dir, "consumers.log"))
@@ -180,11 +219,13 @@ func (r *runState) run(ctx context.Context, sched Schedule) ([]Violation, error)
 	log := slog.New(slog.NewTextHandler(clog, nil))
 	app := d.cluster.Security.Consumer
 	native := newRecorder("native", r.clock)
-	r.native, err = newNativeConsumer(d.cluster.URLs(), app.User, app.Password, "chaos-native", native, log.With("consumer", "native"))
-	if err != nil {
+	canal := newRecorder("canal", r.clock)
+	if err := r.setup("starting the native and canal consumers", func() (err error) {
+		r.native, err = newNativeConsumer(d.cluster.URLs(), app.User, app.Password, "chaos-native", native, log.With("consumer", "native"))
+		return err
+	}); err != nil {
 		return nil, err
 	}
-	canal := newRecorder("canal", r.clock)
 	var canalPorts []int
 	for _, n := range d.cluster.Nodes {
 		canalPorts = append(canalPorts, n.CanalPort)
@@ -195,17 +236,16 @@ func (r *runState) run(ctx context.Context, sched Schedule) ([]Violation, error)
 	defer stopConsumers()
 	bg.Go(func() { r.native.run(consumeCtx) })
 	bg.Go(func() { cc.run(consumeCtx) })
-	bg.Go(func() { r.sampleMemory(consumeCtx) })
+	bg.Go(func() { r.sampleMemory(ctx) }) // to the end: the late replay too
 
-	r.logf("waiting for the initial snapshot (%d rows)", len(preloaded))
-	if err := d.waitSnapshot(ctx); err != nil {
+	if err := r.setup(fmt.Sprintf("waiting for the initial snapshot (%d rows)", len(preloaded)), func() error { return d.waitSnapshot(ctx) }); err != nil {
 		return nil, err
 	}
 	var txIDs atomic.Int64
 	for i := range d.sources {
 		w, err := newWriter(i, d.vips[i].Addr(), r.opts.Seed, r.ledger, r.clock, next, &txIDs)
 		if err != nil {
-			return nil, err
+			return nil, &setupError{"connecting the writer to source " + sourceNames[i], err}
 		}
 		defer w.db.Close()
 		r.writers = append(r.writers, w)
@@ -254,9 +294,7 @@ func (r *runState) finish(ctx context.Context, preloaded []int64, stopConsumers 
 		p.setCut(false)
 	}
 	d.links.mendAll()
-	if d.kafka != nil {
-		_ = d.kafka.cmd.Process.Signal(syscall.SIGCONT)
-	}
+	_ = d.kafka.signal(syscall.SIGCONT)
 	txs := r.ledger.snapshot()
 	for _, w := range r.writers {
 		if err := w.resolve(ctx, txs); err != nil {
@@ -363,17 +401,17 @@ func (r *runState) finish(ctx context.Context, preloaded []int64, stopConsumers 
 		return nil, fmt.Errorf("reading sink rabbitmq's queue: %w", err)
 	}
 	o.Delivered = append(o.Delivered, delivered)
-	select {
-	case <-d.kafka.done:
-		o.Exits = append(o.Exits, Exit{Process: "the kfake broker", At: -1, How: fmt.Sprint(d.kafka.exitErr)})
-	default:
+	for _, how := range d.kafka.exited() {
+		o.Exits = append(o.Exits, Exit{Process: "the kfake broker", At: -1, How: how})
 	}
 	r.exitMu.Lock()
 	o.Exits = append(o.Exits, r.exits...)
 	r.exitMu.Unlock()
 	r.exec.mu.Lock()
 	o.Takeovers = append(o.Takeovers, r.exec.takeovers...)
+	o.Follows = append(o.Follows, r.exec.follows...)
 	r.exec.mu.Unlock()
+	o.Memory = r.memory()
 	vs := Check(o)
 	vs = append(vs, r.verifySinks(ctx)...)
 	r.summary(o)
@@ -493,43 +531,6 @@ func (r *runState) nodeExited(n *localcluster.Node, err error) {
 	r.exitMu.Unlock()
 }
 
-// sampleMemory keeps each node's peak resident memory.
-func (r *runState) sampleMemory(ctx context.Context) {
-	t := time.NewTicker(2 * time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		for _, n := range r.dep.cluster.Nodes {
-			if pid := n.PID(); pid != 0 && n.Running() {
-				if kb := rssKiB(pid); kb > 0 {
-					r.peakMu.Lock()
-					r.peakRSS[n.Name] = max(r.peakRSS[n.Name], kb)
-					r.peakMu.Unlock()
-				}
-			}
-		}
-	}
-}
-
-// rssKiB is a process's resident memory (VmRSS), 0 if unknown.
-func rssKiB(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb
-		}
-	}
-	return 0
-}
-
 // report is the run's end: faults by kind, each violation with the faults
 // around it, and the nodes' peak memory.
 func (r *runState) report(s Schedule, vs []Violation) string {
@@ -544,15 +545,22 @@ func (r *runState) report(s Schedule, vs []Violation) string {
 	slices.Sort(kinds)
 	fmt.Fprintf(&b, "faults fired: %s\n", strings.Join(kinds, ", "))
 	r.peakMu.Lock()
-	for _, n := range slices.Sorted(maps.Keys(r.peakRSS)) {
-		fmt.Fprintf(&b, "node %s peak RSS: %.0f MiB\n", n, float64(r.peakRSS[n])/1024)
+	for _, n := range slices.Sorted(maps.Keys(r.peaks)) {
+		p := r.peaks[n]
+		fmt.Fprintf(&b, "node %s peak memory: %.0f MiB resident, %.0f MiB anonymous at %v (bound %.0f MiB)\n",
+			n, mib(p.rss), mib(p.anon), p.anonAt.Round(100*time.Millisecond), mib(memoryBound))
 	}
 	r.peakMu.Unlock()
-	fmt.Fprintf(&b, "invariants checked: %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, sink-verify\n",
-		InvDense, InvConsistent, InvLedger, InvSnapshot, InvSinkEqual, InvSinkHolds, InvPublished, InvDelivered, InvTakeover, InvNoExit)
+	fmt.Fprintf(&b, "invariants checked: %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, sink-verify\n",
+		InvDense, InvConsistent, InvLedger, InvSnapshot, InvSinkEqual, InvSinkHolds, InvPublished, InvDelivered, InvTakeover, InvFollow, InvMemory, InvNoExit)
 	r.exec.mu.Lock()
-	for _, n := range r.exec.notes {
-		b.WriteString(n + "\n")
+	for _, f := range r.exec.follows {
+		if f.After >= 0 {
+			fmt.Fprintf(&b, "failover %s at %v: braid read the promoted server after %v (bound %v)\n", f.Source, f.At.Round(100*time.Millisecond),
+				f.After.Round(100*time.Millisecond), f.Bound)
+		} else {
+			fmt.Fprintf(&b, "failover %s at %v: braid did not read the promoted server within %v\n", f.Source, f.At.Round(100*time.Millisecond), followWait)
+		}
 	}
 	for _, t := range r.exec.takeovers {
 		if t.By != "" {
@@ -578,8 +586,9 @@ func (r *runState) report(s Schedule, vs []Violation) string {
 	return b.String()
 }
 
-// teardown stops the nodes and the sources; their files stay until Run
-// removes the directory of a run that passed.
+// teardown stops every process the run started (the nodes, the sources,
+// the kfake broker) and closes its proxies, however far the setup went;
+// their files stay until Run removes the directory of a run that passed.
 func (r *runState) teardown() {
 	d := r.dep
 	if d.cluster != nil {
@@ -597,5 +606,14 @@ func (r *runState) teardown() {
 		}
 	}
 	d.kafka.stop()
+	// The proxies' goroutines end with the run's context; a setup that
+	// failed before it started them leaves ports open that only this
+	// closes.
+	for _, p := range d.proxies {
+		p.close()
+	}
+	for _, p := range d.vips {
+		p.close()
+	}
 	_ = mariadb.RemoveTemplate()
 }

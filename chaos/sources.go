@@ -69,8 +69,9 @@ func caughtUp(ctx context.Context, replica, primary *mariadb.Server, timeout tim
 // Nothing committed is lost (the replica had it all before the kill), so
 // the ledger, the stream and the sinks must hold every change once.
 // The old primary is started again as the new primary's replica, for
-// the next failover. It returns when the IP forwards again.
-func (d *deployment) failover(ctx context.Context, i int, logf func(string, ...any)) error {
+// the next failover. It calls moved with the promoted server's server_id
+// as the IP moves to it, and returns when the former primary follows it.
+func (d *deployment) failover(ctx context.Context, i int, moved func(serverID uint32), logf func(string, ...any)) error {
 	primary, replica, vip := d.sources[i], d.replicas[i], d.vips[i]
 	if st, err := queryOne(ctx, replica.Addr(), "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Slave%'"); err != nil || st == "0" {
 		return fmt.Errorf("the replica %s does not replicate (a former primary not following yet?): %v", replica.Addr(), err)
@@ -90,6 +91,7 @@ func (d *deployment) failover(ctx context.Context, i int, logf func(string, ...a
 	vip.switchTo(replica.Addr())
 	logf("failover %s: primary %s SIGKILLed, replica %s promoted, the virtual IP moved to it", sourceNames[i], primary.Addr(), replica.Addr())
 	vip.setCut(false)
+	moved(replica.ServerID)
 	if err := primary.Restart(context.Background()); err != nil {
 		return fmt.Errorf("the former primary did not start again: %w", err)
 	}

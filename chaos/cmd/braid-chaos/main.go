@@ -71,17 +71,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // kfake serves the run's Kafka broker: the run starts this program again
-// as `braid-chaos kfake -port N`, a process of its own it can stop.
-func kfake(args []string, stderr io.Writer) int {
-	fs := flag.NewFlagSet("braid-chaos kfake", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	port := fs.Int("port", 0, "the broker's port on 127.0.0.1")
-	if err := fs.Parse(args); err != nil || *port <= 0 {
-		return 2
-	}
-	if err := chaos.ServeKafka(*port); err != nil {
-		fmt.Fprintf(stderr, "braid-chaos kfake: %v\n", err)
-		return 1
-	}
-	return 0
-}
+// as `braid-chaos kfake -port N -advertise M -data DIR`, a process of its
+// own it can stop, kill and start again on the same data.
+func kfake(args []string, stderr io.Writer) int { return chaos.KafkaCommand(args, stderr) }
