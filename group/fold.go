@@ -49,13 +49,14 @@ type pendingChunk struct {
 	// moment before the chunk was registered (see leftRecently), in
 	// binlog order.
 	window []change.RowChange
-	// windowAt is each window change's binlog position (zero for those
-	// from before the chunk was registered, see leftRecently).
+	// windowAt is each window change's binlog position.
 	windowAt []change.Position
-	// low is a keyless chunk's low watermark: the server's end of binlog
-	// before its SELECT ran. A change of its window before low is one
-	// the SELECT saw already (see fold).
-	low change.Position
+	// low is a keyless chunk's low watermark, where exact: the binlog
+	// position of the consistent snapshot its SELECT read in. A change of
+	// its window before low is one the SELECT saw, one after it one the
+	// SELECT did not (see fold).
+	low   change.Position
+	exact bool
 	// Set once the SELECT is done: its rows, the chunk's last key (nil:
 	// to the table's end; throughKey parsed) and the high watermark.
 	selected   bool
@@ -113,13 +114,17 @@ func fold(p *pendingChunk) chunkRows {
 	// change of a key decides it, whether or not the SELECT saw the
 	// change already (see leftRecently). A table without a key has no
 	// such key, and its window holds the changes the reader passed
-	// since the chunk was registered, which may be far behind the
-	// server: those before the low watermark the SELECT saw and are
-	// passed over; those between the watermarks it may or may not have
-	// seen, so they are reconciled by the whole row as by a key (a row
-	// is added only where the rows hold none like it, and one like it
-	// is taken away). Only identical rows, changed while the SELECT
-	// ran, can come out wrong in number.
+	// since a moment before the chunk was registered, which may be far
+	// behind the server. Where its snapshot's position is known (exact),
+	// those before it the SELECT saw and are passed over, and those
+	// after it it did not see, so they are applied as they are: one row
+	// added or taken away per change, identical rows too. Where it is
+	// not (MySQL), any of them may have been seen, so they are all
+	// reconciled by the whole row as by a key (a row is added only where
+	// the rows hold none like it, and one like it is taken away): each
+	// row's last change decides whether it is there, which is right as
+	// long as the table's rows differ; identical ones may come out wrong
+	// in number.
 	keyed := len(p.key.cols) > 0
 	byID := map[string][][]change.Value{}
 	var order []string
@@ -141,9 +146,9 @@ func fold(p *pendingChunk) chunkRows {
 		if !sameColumns(rc.Table, p.version) {
 			continue // of another version: a DDL made the chunk stale
 		}
-		if !keyed && p.windowAt[i].Compare(p.low) < 0 {
-			// Before the low watermark: the SELECT saw it (the reader
-			// passes it later when it lags behind the server).
+		if !keyed && p.exact && p.windowAt[i].Compare(p.low) < 0 {
+			// Before the snapshot: the SELECT saw it (the reader passes
+			// it later when it lags behind the server).
 			continue
 		}
 		if rc.HasBefore() {
@@ -156,7 +161,7 @@ func fold(p *pendingChunk) chunkRows {
 		}
 		if rc.HasAfter() {
 			if after := rc.After(); in(after) {
-				if id := idOf(after); keyed || len(byID[id]) == 0 {
+				if id := idOf(after); keyed || p.exact || len(byID[id]) == 0 {
 					put(after)
 				}
 			}

@@ -83,6 +83,7 @@ type sourceSnapshot struct {
 	boundary  change.Position // the boundary after the last transaction passed
 	boundMark Mark            // boundary on any server of the source
 	server    *change.Server  // the server the reader read last (see switched)
+	serverGen int             // counts the server switches (see leftChange)
 	inTx      bool
 	begin     *change.Event // the open transaction's EventBegin, not yet pushed
 	// pending are the chunks registered and not yet emitted, in key
@@ -102,6 +103,10 @@ type sourceSnapshot struct {
 	recorded []Placement
 	// outbox tells the merge of each chunk queued, in queue order.
 	outbox chan chunkOut
+
+	// warnedInexact: a keyless table was read on a server that does not
+	// tell its snapshot's binlog position (the snapshot goroutine's).
+	warnedInexact bool
 
 	rows      atomic.Int64
 	estimated atomic.Int64

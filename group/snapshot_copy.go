@@ -178,17 +178,16 @@ func (g *sourceSnapshot) readChunk(ctx context.Context, conn SnapshotConn) (bool
 	if len(after) > 0 {
 		p.after, _ = parseKey(after) // made by keyText: parses
 	}
-	if len(p.key.cols) > 0 {
-		// Only a keyed table's window can be applied again to rows
-		// that have its changes already (see leftRecently).
-		p.window = g.recentOf(ti, g.d.cfg.Clock.Now())
-		p.windowAt = make([]change.Position, len(p.window))
-	}
+	// The window starts with the changes left out a moment before (see
+	// leftRecently); a keyless chunk's keep their positions, to be told
+	// from those its snapshot saw.
+	p.window, p.windowAt = g.recentOf(ti, g.d.cfg.Clock.Now(), len(p.key.cols) == 0)
 	g.pending = append(g.pending, p)
 	g.mu.Unlock()
 
 	var rows chunkRows
 	var low change.Position
+	var exact bool
 	var err error
 	limit := g.d.cfg.Spec.SnapshotChunkRows
 	if version != nil {
@@ -198,11 +197,21 @@ func (g *sourceSnapshot) readChunk(ctx context.Context, conn SnapshotConn) (bool
 		}
 		if len(p.key.cols) == 0 {
 			// A keyless table's window cannot be applied again to rows
-			// that have its changes already: fold passes over those
-			// before this point (see pendingChunk.low).
-			low, err = conn.Position()
-		}
-		if err == nil {
+			// that have its changes already: its SELECT reads in a
+			// consistent snapshot whose binlog position fold tells the
+			// changes it saw by (see pendingChunk.low).
+			if low, exact, err = conn.Begin(ctx); err == nil {
+				rows.text, err = conn.Chunk(ctx, version, cols, after, nil, limit)
+				if endErr := conn.End(); err == nil {
+					err = endErr
+				}
+			}
+			if err == nil && !exact && !g.warnedInexact {
+				g.warnedInexact = true
+				g.log.Warn("snapshot reads a table without a key on a server that does not tell its snapshot's binlog position (MySQL has no binlog_snapshot_position): identical rows changed while it is read may come out wrong in number",
+					"table", t.Name)
+			}
+		} else {
 			rows.text, err = conn.Chunk(ctx, version, cols, after, nil, limit)
 		}
 		if errors.Is(err, binlog.ErrNoTable) {
@@ -228,7 +237,7 @@ func (g *sourceSnapshot) readChunk(ctx context.Context, conn SnapshotConn) (bool
 		g.mu.Unlock()
 		return true, err
 	}
-	p.rows, p.low, p.high, p.selected = rows, low, high, true
+	p.rows, p.low, p.exact, p.high, p.selected = rows, low, exact, high, true
 	if n := rows.len(); version != nil && p.key.ints && limit > 0 && n == limit {
 		k, _ := rowKey(p.key, rows.row(n-1))
 		p.through, p.throughKey = keyText(k), k

@@ -12,11 +12,14 @@ import (
 )
 
 // leftChange is a change the gate left out (its key not yet read), with
-// its table's index and when the reader passed it.
+// its table's index, its binlog position, when the reader passed it and
+// the server it read it from (sourceSnapshot.serverGen).
 type leftChange struct {
 	table int
 	rc    change.RowChange
+	pos   change.Position
 	at    time.Time
+	gen   int
 }
 
 // A transaction reaches the binlog, and the reader, a moment before its
@@ -26,7 +29,9 @@ type leftChange struct {
 // too. A chunk's window therefore starts with the changes of its table
 // left out within leftRecently before it was registered, and fold applies
 // a window as the latest change of each key: a change the SELECT saw
-// already is applied again to the same effect. The gap between binlog
+// already is applied again to the same effect. (A table without a key
+// is read in a consistent snapshot whose binlog position tells fold
+// which of them it saw, see pendingChunk.low.) The gap between binlog
 // and engine commit is a group commit's last step, well under a
 // millisecond unless the server stalls: leftRecently is far beyond it.
 // At most leftRecentMax changes are kept, the newest, so the memory they
@@ -228,9 +233,12 @@ func (g *sourceSnapshot) switched(ev *change.Event) {
 	if ev.Server == nil {
 		return
 	}
-	if g.server != nil && !g.server.Same(ev.Server) && g.state != nil && len(g.pending) > 0 {
-		g.log.Info("snapshot reads its pending chunks again: the source switched servers", "chunks", len(g.pending))
-		g.dropPending(0)
+	if g.server != nil && !g.server.Same(ev.Server) {
+		g.serverGen++ // the changes left out so far have the old server's positions
+		if g.state != nil && len(g.pending) > 0 {
+			g.log.Info("snapshot reads its pending chunks again: the source switched servers", "chunks", len(g.pending))
+			g.dropPending(0)
+		}
 	}
 	g.server = ev.Server
 }
@@ -313,7 +321,7 @@ func (g *sourceSnapshot) filterRows(ev *change.Event) []change.RowChange {
 	now := g.d.cfg.Clock.Now()
 	return byZone(ev.Rows, func(row []change.Value) bool { return g.emitted(ti, tk, row) }, func(rc change.RowChange) {
 		g.toWindows(ti, tk, rc, ev.Pos)
-		g.leaveRecent(leftChange{table: ti, rc: rc, at: now})
+		g.leaveRecent(leftChange{table: ti, rc: rc, pos: ev.Pos, at: now, gen: g.serverGen})
 	})
 }
 
@@ -360,15 +368,18 @@ func (g *sourceSnapshot) leaveRecent(c leftChange) {
 }
 
 // recentOf returns the changes of table ti left out within leftRecently
-// of now, oldest first.
-func (g *sourceSnapshot) recentOf(ti int, now time.Time) []change.RowChange {
+// of now, oldest first, and their positions; sameServer: only those read
+// from the server the reader reads now, whose positions compare with
+// its snapshots'.
+func (g *sourceSnapshot) recentOf(ti int, now time.Time, sameServer bool) ([]change.RowChange, []change.Position) {
 	var out []change.RowChange
+	var at []change.Position
 	for _, c := range g.recent[g.recentHead:] {
-		if c.table == ti && now.Sub(c.at) <= leftRecently {
-			out = append(out, c.rc)
+		if c.table == ti && now.Sub(c.at) <= leftRecently && (!sameServer || c.gen == g.serverGen) {
+			out, at = append(out, c.rc), append(at, c.pos)
 		}
 	}
-	return out
+	return out, at
 }
 
 // byZone returns the row changes that go out, given whether a row's key

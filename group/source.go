@@ -41,6 +41,13 @@ type SnapshotConn interface {
 	Chunk(ctx context.Context, t *change.Table, keys []int, after, through []string, limit int) (*change.TextRows, error)
 	// Position is the server's end of binlog now.
 	Position() (change.Position, error)
+	// Begin starts a transaction WITH CONSISTENT SNAPSHOT, which the
+	// Chunks until End read in, and returns the binlog position it
+	// sees the tables at; exact false when the server does not tell it
+	// (MySQL), with a zero position.
+	Begin(ctx context.Context) (pos change.Position, exact bool, err error)
+	// End ends the transaction Begin started.
+	End() error
 	// EstimateRows is the server's estimate of t's rows (0: unknown).
 	EstimateRows(t *change.Table) int64
 	Close() error

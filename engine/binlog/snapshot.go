@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,9 +18,10 @@ import (
 )
 
 // SnapshotConn reads a source's tables for an initial snapshot: plain
-// SELECTs of key ranges on a connection of its own, in autocommit. It
-// takes no lock beyond what any reader takes (no LOCK TABLES, no FLUSH
-// TABLES WITH READ LOCK) and writes nothing.
+// SELECTs of key ranges on a connection of its own, in autocommit or in
+// a read-only transaction WITH CONSISTENT SNAPSHOT (Begin). It takes no
+// lock beyond what any reader takes (no LOCK TABLES, no FLUSH TABLES
+// WITH READ LOCK) and writes nothing.
 type SnapshotConn struct {
 	p *Reader // for dialing and wording errors
 	c *client.Conn
@@ -70,6 +72,60 @@ func (s *SnapshotConn) Position() (change.Position, error) {
 		return pos, s.p.queryError("read its binlog position", err)
 	}
 	return pos, nil
+}
+
+// Begin starts a transaction WITH CONSISTENT SNAPSHOT: the Chunks read
+// until End see the tables as one point of the binlog left them, every
+// transaction before it and none after, which Begin returns with exact
+// true where the server tells it (MariaDB's binlog_snapshot_file and
+// binlog_snapshot_position, which the server keeps consistent with the
+// InnoDB snapshot; Percona Server has them too). Without them (MySQL,
+// whose SHOW STATUS has no such rows; or a server with the binary log
+// off) Begin returns exact false and a zero position: the snapshot is
+// consistent, but where it falls in the binlog is not known. Positions
+// from SHOW BINLOG STATUS cannot stand in: a transaction reaches the
+// binlog a moment before the engine commit makes it visible.
+func (s *SnapshotConn) Begin(ctx context.Context) (change.Position, bool, error) {
+	if s.broken != nil {
+		return change.Position{}, false, s.broken
+	}
+	stop := context.AfterFunc(ctx, func() { s.c.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	if _, err := s.c.Execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"); err != nil {
+		return change.Position{}, false, s.p.queryError("start a consistent snapshot", err)
+	}
+	r, err := s.c.Execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
+	if err != nil {
+		return change.Position{}, false, s.p.queryError("read the snapshot's binlog position", err)
+	}
+	var pos change.Position
+	var file, at bool
+	for i := range r.RowNumber() {
+		name, _ := r.GetString(i, 0)
+		v, _ := r.GetString(i, 1)
+		switch strings.ToLower(name) {
+		case "binlog_snapshot_file":
+			pos.File, file = strings.Clone(v), v != ""
+		case "binlog_snapshot_position":
+			n, err := strconv.ParseUint(v, 10, 32)
+			pos.Pos, at = uint32(n), err == nil
+		}
+	}
+	if !file || !at {
+		return change.Position{}, false, nil
+	}
+	return pos, true, nil
+}
+
+// End ends the transaction Begin started.
+func (s *SnapshotConn) End() error {
+	if s.broken != nil {
+		return s.broken
+	}
+	if _, err := s.c.Execute("COMMIT"); err != nil {
+		return s.p.queryError("end a consistent snapshot", err)
+	}
+	return nil
 }
 
 // EstimateRows is the server's estimate of t's row count

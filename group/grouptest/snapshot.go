@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -19,8 +20,11 @@ import (
 // A Log also holds its tables' rows as they stand at its end (what Load,
 // Tx and Write leave), which Snapshot serves: a snapshot connection's
 // Chunk selects them in key order, as the server's SELECT does, and its
-// Position is the log's end. A test can make the next chunks fail
-// (FailChunks) or read one at a time (HoldChunks, Step).
+// Position is the log's end. Begin copies the rows to read its Chunks
+// from until End, and returns the log's end (exact, as MariaDB's
+// binlog_snapshot_position; not told after Inexact, as MySQL). A test
+// can make the next chunks fail (FailChunks) or read one at a time
+// (HoldChunks, Step).
 
 // Change is one row change of Write: Before nil is an INSERT, After nil a
 // DELETE, both an UPDATE.
@@ -71,9 +75,12 @@ func (l *Log) Rows(t *change.Table) [][]change.Value {
 	return l.sorted(t)
 }
 
-func (l *Log) sorted(t *change.Table) [][]change.Value {
+func (l *Log) sorted(t *change.Table) [][]change.Value { return sortedRows(l.rows, t) }
+
+// sortedRows are t's rows of all, in key order.
+func sortedRows(all map[string]map[string][]change.Value, t *change.Table) [][]change.Value {
 	var out [][]change.Value
-	for _, r := range l.rows[t.FullName()] {
+	for _, r := range all[t.FullName()] {
 		out = append(out, r)
 	}
 	keys := keyCols(t)
@@ -108,6 +115,14 @@ func (l *Log) Write(commit time.Time, t *change.Table, changes ...Change) change
 	})
 }
 
+// Inexact makes Begin not tell its snapshot's position, as a MySQL
+// server does not.
+func (l *Log) Inexact() {
+	l.mu.Lock()
+	l.inexact = true
+	l.mu.Unlock()
+}
+
 // FailChunks makes the next n chunks read fail with ErrChunk.
 func (l *Log) FailChunks(n int) {
 	l.mu.Lock()
@@ -122,7 +137,8 @@ func (l *Log) Chunks() int {
 	return l.chunks
 }
 
-// HoldChunks makes each chunk wait for Step before it reads.
+// HoldChunks makes each chunk wait for Step before it reads (before
+// its Begin, for one read in a snapshot).
 func (l *Log) HoldChunks() {
 	l.mu.Lock()
 	if l.steps == nil {
@@ -161,9 +177,12 @@ func (s *Sources) Snapshot(_ context.Context, src spec.Source) (group.SnapshotCo
 type snapshotConn struct {
 	log  *Log
 	step *step // the held chunk whose high watermark is next
+	// snap is the rows Begin copied, which Chunk reads until End.
+	snap map[string]map[string][]change.Value
 }
 
-func (c *snapshotConn) Chunk(ctx context.Context, t *change.Table, keys []int, after, through []string, limit int) (*change.TextRows, error) {
+// await takes the next step of a held log.
+func (c *snapshotConn) await(ctx context.Context) error {
 	l := c.log
 	l.mu.Lock()
 	steps := l.steps
@@ -173,7 +192,39 @@ func (c *snapshotConn) Chunk(ctx context.Context, t *change.Table, keys []int, a
 		case s := <-steps:
 			c.step = &s
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+func (c *snapshotConn) Begin(ctx context.Context) (change.Position, bool, error) {
+	if err := c.await(ctx); err != nil {
+		return change.Position{}, false, err
+	}
+	l := c.log
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c.snap = map[string]map[string][]change.Value{}
+	for name, rows := range l.rows {
+		c.snap[name] = maps.Clone(rows)
+	}
+	if l.inexact {
+		return change.Position{}, false, nil
+	}
+	return l.pos(l.end), true, nil
+}
+
+func (c *snapshotConn) End() error {
+	c.snap = nil
+	return nil
+}
+
+func (c *snapshotConn) Chunk(ctx context.Context, t *change.Table, keys []int, after, through []string, limit int) (*change.TextRows, error) {
+	l := c.log
+	if c.snap == nil {
+		if err := c.await(ctx); err != nil {
+			return nil, err
 		}
 	}
 	l.mu.Lock()
@@ -189,7 +240,11 @@ func (c *snapshotConn) Chunk(ctx context.Context, t *change.Table, keys []int, a
 	}
 	rows := change.NewTextRows(t)
 	n := 0
-	for _, r := range l.sorted(t) {
+	all := l.rows
+	if c.snap != nil {
+		all = c.snap
+	}
+	for _, r := range sortedRows(all, t) {
 		if len(after) > 0 && compareText(keys, r, after) <= 0 || len(through) > 0 && compareText(keys, r, through) > 0 {
 			continue
 		}

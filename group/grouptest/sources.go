@@ -72,11 +72,13 @@ type Log struct {
 	gtids map[string]int
 
 	// The snapshot's side (snapshot.go): rows by table and key, chunks
-	// to fail, chunks read, and the steps of a held log.
+	// to fail, chunks read, the steps of a held log, and whether Begin
+	// tells its snapshot's position.
 	rows       map[string]map[string][]change.Value
 	failChunks int
 	chunks     int
 	steps      chan step
+	inexact    bool
 }
 
 type item struct {

@@ -53,7 +53,8 @@
 //     variables, NAMES), SHOW MASTER STATUS (8.0-8.3; error 1064 on 8.4+),
 //     SHOW BINARY LOG STATUS (8.2+; error 1064 before; MariaDB's SHOW
 //     BINLOG STATUS is 1064 everywhere), SHOW BINARY LOGS, SHOW BINLOG
-//     EVENTS, SHOW [GLOBAL] VARIABLES [LIKE | WHERE], SHOW CREATE TABLE,
+//     EVENTS, SHOW [GLOBAL] VARIABLES [LIKE | WHERE], SHOW [GLOBAL]
+//     STATUS [LIKE] (no rows: it keeps no counters), SHOW CREATE TABLE,
 //     SHOW [FULL] COLUMNS and SHOW INDEX (go-mysql's schema package),
 //     SHOW DATABASES, SHOW TABLES, SHOW REPLICAS, SHOW SLAVE HOSTS (8.0;
 //     it and SHOW SLAVE STATUS are 1064 on 8.4+),
