@@ -21,10 +21,12 @@ import (
 //     a connection of the snapshot's own: no lock, no write.
 //   - A chunk is registered before its SELECT runs, and from then on every
 //     change the binlog brings to its table's unread keys is kept beside
-//     it (a table without a key: only those from the server's end of
-//     binlog before the SELECT on count, see fold). Once the SELECT and the server's end of binlog after it (the
-//     chunk's high watermark H) are known, the chunk waits until the
-//     source's reader has passed H, then the changes kept are folded into
+//     it (a table without a key: its SELECT runs in a consistent
+//     snapshot, and those before the snapshot's binlog position are
+//     passed over, see fold). Once the SELECT and the server's end of
+//     binlog after it (the chunk's high watermark H) are known, the
+//     chunk waits until the source's reader has passed H, then the
+//     changes kept are folded into
 //     the rows selected, in binlog order: the rows are then the table's
 //     rows at that boundary, and the chunk goes out there as a transaction
 //     of its own. While it waits the next chunks are read (a bounded

@@ -79,3 +79,48 @@ func TestChunkReadsEveryLength(t *testing.T) {
 		t.Errorf("after the server's error, the connection broke: %v", err)
 	}
 }
+
+// TestBeginReadsAtItsPosition: Begin's transaction reads the rows as
+// they were at the binlog position it returns (MariaDB's
+// binlog_snapshot_position, exact): a row committed after it is not in
+// its Chunk, though in the binlog; after End the next Chunk has it.
+func TestBeginReadsAtItsPosition(t *testing.T) {
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE DATABASE d", "CREATE TABLE d.t (v VARCHAR(10) NOT NULL)", "INSERT INTO d.t VALUES ('a')")
+	file, pos := srv.MasterStatus(t)
+	tbl := &change.Table{Schema: "d", Name: "t", Columns: []change.Column{{Name: "v", Type: "varchar"}}}
+	ctx := context.Background()
+	conn, err := binlog.OpenSnapshot(ctx, source(srv, earliest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	at, exact, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !exact || at != (change.Position{File: file, Pos: pos}) {
+		t.Errorf("Begin = %s exact %v, want %s:%d exact", at, exact, file, pos)
+	}
+	srv.Exec(t, "INSERT INTO d.t VALUES ('b')")
+	values := func() string {
+		rows, err := conn.Chunk(ctx, tbl, nil, nil, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for k := range rows.Len() {
+			out = append(out, rows.Row(k)[0].(string))
+		}
+		return strings.Join(out, " ")
+	}
+	if got := values(); got != "a" {
+		t.Errorf("in the snapshot: rows %q, want those before its position: a", got)
+	}
+	if err := conn.End(); err != nil {
+		t.Fatal(err)
+	}
+	if got := values(); got != "a b" {
+		t.Errorf("after End: rows %q, want a b", got)
+	}
+}

@@ -202,7 +202,8 @@ func TestReaderColdAuthCache(t *testing.T) {
 
 // TestSnapshotChunks: braid's snapshot connection reads the catalog's
 // rows as chunks of key ranges, with the server's estimate and position,
-// and a missing table is ErrNoTable.
+// a missing table is ErrNoTable, and a consistent snapshot's position is
+// not known, as on MySQL.
 func TestSnapshotChunks(t *testing.T) {
 	s, _ := startShop(t, mysqlsource.Version80)
 	ctx := context.Background()
@@ -247,6 +248,17 @@ func TestSnapshotChunks(t *testing.T) {
 	missing := &change.Table{Schema: "shop", Name: "gone", Columns: tbl.Columns}
 	if _, err := conn.Chunk(ctx, missing, []int{0}, nil, nil, 0); !errors.Is(err, binlog.ErrNoTable) {
 		t.Errorf("a missing table: %v, want ErrNoTable", err)
+	}
+	// MySQL has no binlog_snapshot_position: a consistent snapshot
+	// whose binlog position is not known.
+	if at, exact, err := conn.Begin(ctx); err != nil || exact || !at.IsZero() {
+		t.Errorf("Begin = %s exact %v, %v; want no position, not exact", at, exact, err)
+	}
+	if rows, err := conn.Chunk(ctx, tbl, []int{0}, nil, nil, 0); err != nil || rows.Len() != 4 {
+		t.Errorf("a chunk in the snapshot: %v", err)
+	}
+	if err := conn.End(); err != nil {
+		t.Error(err)
 	}
 	if u := s.Unknown(); len(u) != 0 {
 		t.Errorf("unknown statements: %q", u)
