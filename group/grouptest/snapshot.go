@@ -91,6 +91,38 @@ func sortedRows(all map[string]map[string][]change.Value, t *change.Table) [][]c
 // Write appends a transaction committed at commit making changes to t,
 // and returns the position it begins at.
 func (l *Log) Write(commit time.Time, t *change.Table, changes ...Change) change.Position {
+	return l.write(commit, t, true, changes)
+}
+
+// WriteUnseen appends a transaction as Write does, but its rows stay
+// out of the snapshot's reads (Chunk, and Begin's position is before
+// it) until Show: a transaction in the binlog whose engine commit has
+// not made it visible yet. Writes after it must wait for Show (a server
+// makes transactions visible in binlog order).
+func (l *Log) WriteUnseen(commit time.Time, t *change.Table, changes ...Change) change.Position {
+	return l.write(commit, t, false, changes)
+}
+
+// Show makes the transactions of WriteUnseen visible.
+func (l *Log) Show() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, u := range l.unseen {
+		for _, ch := range u.changes {
+			l.setRow(u.table, ch.Before, ch.After)
+		}
+	}
+	l.unseen = nil
+}
+
+// unseenTx is a transaction of WriteUnseen not yet shown.
+type unseenTx struct {
+	start   change.Position
+	table   *change.Table
+	changes []Change
+}
+
+func (l *Log) write(commit time.Time, t *change.Table, seen bool, changes []Change) change.Position {
 	codec := codecOf(t)
 	return l.append(100, func(start, end change.Position) []*change.Event {
 		base := change.Event{Source: l.name, Pos: start, CommitTime: commit}
@@ -108,7 +140,12 @@ func (l *Log) Write(commit time.Time, t *change.Table, changes ...Change) change
 				kind, images = change.Update, [][]change.Value{ch.Before, ch.After}
 			}
 			rs.Rows = append(rs.Rows, change.NewRowChange(codec, kind, i, &change.Images{Decoded: images}, 0))
-			l.setRow(t, ch.Before, ch.After)
+			if seen {
+				l.setRow(t, ch.Before, ch.After)
+			}
+		}
+		if !seen {
+			l.unseen = append(l.unseen, unseenTx{start: start, table: t, changes: changes})
 		}
 		c.Pos, c.EndPos = end, end
 		return []*change.Event{&begin, &rs, &c}
@@ -211,6 +248,9 @@ func (c *snapshotConn) Begin(ctx context.Context) (change.Position, bool, error)
 	}
 	if l.inexact {
 		return change.Position{}, false, nil
+	}
+	if len(l.unseen) > 0 {
+		return l.unseen[0].start, true, nil
 	}
 	return l.pos(l.end), true, nil
 }

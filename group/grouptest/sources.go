@@ -79,6 +79,7 @@ type Log struct {
 	chunks     int
 	steps      chan step
 	inexact    bool
+	unseen     []unseenTx // see WriteUnseen
 }
 
 type item struct {
