@@ -6,6 +6,7 @@ import (
 
 	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/engine/schema"
+	"github.com/braid-cdc/braid/spec"
 )
 
 func at(n uint32) change.Position { return change.Position{File: "binlog.000001", Pos: n} }
@@ -262,5 +263,53 @@ func TestOnlineSwapUnknown(t *testing.T) {
 		if sql, _ := schema.DiffALTER("db", "orders", before, after); sql != "ALTER TABLE `db`.`orders` ADD COLUMN `gift` varchar(20) NULL AFTER `note`" {
 			t.Fatalf("derived: %q", sql)
 		}
+	}
+}
+
+// TestOnlineRuleVariants: the spec's default rules (online_ddl: auto)
+// know the tools' variant names: pt-online-schema-change's second try
+// (__orders_new, __orders_old, when _orders_new is taken) and gh-ost's
+// --timestamp-old-table (_orders_YYYYMMDDhhmmss_del); each swap hands out
+// its migration's ALTER. A DM-style custom rule (shadow_table_rules)
+// replaces the defaults.
+func TestOnlineRuleVariants(t *testing.T) {
+	s, err := spec.Parse([]byte("name: shop\nsources: [{name: a, address: '127.0.0.1:3306'}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := schema.NewOnlineRules(s.OnlineDDLRules())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"__orders_new", "__orders_old", "_orders_20261206225959_del", "_orders_ghc", "_orders_gho"} {
+		if got, ok := r.HelperOf(name); !ok || got != "orders" {
+			t.Errorf("HelperOf(%q) = %q, %v; want orders", name, got, ok)
+		}
+	}
+	if r.Helper("orders") || r.Helper("orders_new") {
+		t.Error("a plain table was taken for a helper")
+	}
+	for _, tc := range []struct{ shadow, old string }{{"__orders_new", "__orders_old"}, {"_orders_gho", "_orders_20261206225959_del"}} {
+		tr := schema.NewTracker()
+		tr.SetOnlineRules(r)
+		apply(t, tr, 100, "CREATE TABLE orders (id INT PRIMARY KEY, note VARCHAR(20))")
+		apply(t, tr, 200, "CREATE TABLE `db`.`"+tc.shadow+"` LIKE `db`.`orders`")
+		apply(t, tr, 300, "ALTER TABLE `db`.`"+tc.shadow+"` ADD COLUMN gift int NULL")
+		apply(t, tr, 400, "RENAME TABLE `db`.`orders` TO `db`.`"+tc.old+"`, `db`.`"+tc.shadow+"` TO `db`.`orders`")
+		swaps := tr.OnlineSwaps(at(400))
+		if len(swaps) != 1 {
+			t.Fatalf("%s: swaps %+v", tc.shadow, swaps)
+		}
+		if _, sql, _, ok := swaps[0].ALTER(); !ok || sql != "ALTER TABLE `db`.`orders` ADD COLUMN gift int NULL" {
+			t.Fatalf("%s: swap's DDL %q", tc.shadow, sql)
+		}
+	}
+
+	s.ShadowTableRules, s.TrashTableRules = []string{`^(.+)_shadow$`}, []string{`^(.+)_trash$`}
+	if r, err = schema.NewOnlineRules(s.OnlineDDLRules()); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := r.ShadowOf("orders_shadow"); !ok || got != "orders" || r.Helper("_orders_gho") {
+		t.Fatalf("custom rules: ShadowOf(orders_shadow) = %q, %v; _orders_gho a helper: %v", got, ok, r.Helper("_orders_gho"))
 	}
 }
