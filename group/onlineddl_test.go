@@ -529,3 +529,40 @@ func TestOnlineSwapUnseenDDL(t *testing.T) {
 		t.Fatalf("the stream's order: %+v, want the row of the old shape, the ALTER, the row of the new", order)
 	}
 }
+
+// TestPtOSCUnderscoreTable: pt-online-schema-change on a table whose name
+// begins with an underscore (_orders, two shard tables on one server)
+// names its copy __orders_new, which the default rule '^_+(.+)_new$'
+// alone reads as the copy of orders. The swap is still the tool's: one
+// ALTER of shop._orders goes out, and no helper table's row or DDL.
+func TestPtOSCUnderscoreTable(t *testing.T) {
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE DATABASE shop_0", "CREATE DATABASE shop_1",
+		"CREATE TABLE shop_0._orders (id INT PRIMARY KEY, note VARCHAR(20))", "CREATE TABLE shop_1._orders (id INT PRIMARY KEY, note VARCHAR(20))",
+		"INSERT INTO shop_0._orders VALUES (1, 'a')", "INSERT INTO shop_1._orders VALUES (1, 'a')")
+	ds := pessimistic(shopSpec([]*mysqltest.Server{srv}, earliest, "strict"))
+	ds.Tables = []string{`shop_\d+\._orders`}
+	c := collect(t, group.Config{Spec: ds})
+	for shard := range 2 {
+		ptOSC(t, srv, fmt.Sprintf("shop_%d", shard), "_orders", "ADD COLUMN gift varchar(20) NULL")
+	}
+	srv.Exec(t, "INSERT INTO shop_0._orders VALUES (2, 'b', 'g')", "INSERT INTO shop_1._orders VALUES (2, 'b', 'g')")
+	retry.Until(t, 30*time.Second, func() error {
+		if _, rows, _ := oscStream(c); len(rows) < 4 {
+			return fmt.Errorf("%d rows, want 4", len(rows))
+		}
+		return nil
+	})
+	ddl, rows, _ := oscStream(c)
+	if len(ddl) != 2 || !strings.HasPrefix(ddl[0], "CREATE TABLE `shop`.`_orders`") || ddl[1] != "ALTER TABLE `shop`.`_orders` ADD COLUMN gift varchar(20) NULL" {
+		t.Fatalf("DDL in the stream:\n%s\nwant the CREATE TABLE and one ALTER of shop._orders", strings.Join(ddl, "\n"))
+	}
+	for _, r := range rows {
+		if r.table != "_orders" {
+			t.Fatalf("a row of %s.%s reached the stream: a helper table's", r.shard, r.table)
+		}
+	}
+	if len(rows) != 4 || rows[2].ncols != 3 || rows[3].ncols != 3 {
+		t.Fatalf("rows: %+v; want the two of before the change and two with gift", rows)
+	}
+}

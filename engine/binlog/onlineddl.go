@@ -37,8 +37,12 @@ func (p *Reader) modelled(schemaName, table string) bool {
 	if p.filter.Match(schemaName, table) {
 		return true
 	}
-	real, ok := p.cfg.OnlineDDL.HelperOf(table)
-	return ok && p.filter.Match(schemaName, real)
+	for _, real := range p.cfg.OnlineDDL.HelperCandidates(table) {
+		if p.filter.Match(schemaName, real) {
+			return true
+		}
+	}
+	return false
 }
 
 // onlineDDL returns the DDL to emit for ddl, the DDL event at pos whose

@@ -68,6 +68,55 @@ func firstGroup(res []*regexp.Regexp, table string) (string, bool) {
 	return "", false
 }
 
+// candidates returns the tables a helper table named name may belong to
+// by the first rule of res that matches it: the rule's first group and,
+// when more underscores stand before the group than the one a helper's
+// name begins with, the group with those underscores in front of it,
+// longest first. pt-online-schema-change names the copy of T _T_new, or
+// __T_new when that name is taken, so __orders_new is the copy of
+// _orders, or of orders (whose earlier copy is still there); the rule
+// '^_+(.+)_new$' names orders only.
+func candidates(res []*regexp.Regexp, name string) []string {
+	for _, re := range res {
+		m := re.FindStringSubmatchIndex(name)
+		if m == nil || m[2] < 0 || m[3] <= m[2] {
+			continue
+		}
+		start := m[2]
+		for start > 1 && name[start-1] == '_' {
+			start--
+		}
+		out := make([]string, 0, m[2]-start+1)
+		for i := start; i <= m[2]; i++ {
+			out = append(out, name[i:m[3]])
+		}
+		return out
+	}
+	return nil
+}
+
+// ShadowCandidates returns the tables a shadow table may be the copy of
+// (see candidates), longest first; none when it is no shadow. The
+// tracker takes the first one it has.
+func (r *OnlineRules) ShadowCandidates(table string) []string {
+	if r == nil {
+		return nil
+	}
+	return candidates(r.shadow, table)
+}
+
+// HelperCandidates returns the tables a helper table (shadow or trash)
+// may belong to, longest first; none when it is no helper.
+func (r *OnlineRules) HelperCandidates(table string) []string {
+	if r == nil {
+		return nil
+	}
+	if c := candidates(r.shadow, table); c != nil {
+		return c
+	}
+	return candidates(r.trash, table)
+}
+
 // ShadowOf returns the table a shadow table is the copy of.
 func (r *OnlineRules) ShadowOf(table string) (string, bool) {
 	if r == nil {
@@ -437,9 +486,18 @@ func (x *schemaTxn) onlineStmt(st ddlStmt, pos change.Position, mode SQLMode) {
 	switch n := st.node.(type) {
 	case *ast.CreateTableStmt:
 		k := ddlName(x.db, n.Table)
-		table, ok := r.ShadowOf(k.name)
-		if !ok || n.TemporaryKeyword != ast.TemporaryNone {
+		cands := r.ShadowCandidates(k.name)
+		if len(cands) == 0 || n.TemporaryKeyword != ast.TemporaryNone {
 			return
+		}
+		// The copy of the table the model has, if one of the names it
+		// may be the copy of is one (the longest, when several are).
+		table := cands[len(cands)-1]
+		for _, c := range cands {
+			if _, ok := x.s.Table(k.schema, c); ok {
+				table = c
+				break
+			}
 		}
 		if i := o.active(schemaKey{k.schema, table}, true); i >= 0 {
 			o.drop(i) // a new copy: the tool started over
@@ -489,8 +547,7 @@ func (x *schemaTxn) onlineStmt(st ddlStmt, pos change.Position, mode SQLMode) {
 func (o *onlineTxn) rename(r *OnlineRules, from, to schemaKey, pos change.Position, s *Tracker) {
 	i := o.active(from, false)
 	if i < 0 {
-		table, ok := r.ShadowOf(from.name)
-		if _, existed := s.Table(to.schema, to.name); ok && existed && from.schema == to.schema && table == to.name {
+		if _, existed := s.Table(to.schema, to.name); existed && from.schema == to.schema && slices.Contains(r.ShadowCandidates(from.name), to.name) {
 			o.swaps = append(o.swaps, OnlineSwap{change.OnlineMigration{Schema: to.schema, Table: to.name, Shadow: from.name, Swapped: pos}})
 			o.changed = true
 		}

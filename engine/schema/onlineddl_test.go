@@ -270,8 +270,9 @@ func TestOnlineSwapUnknown(t *testing.T) {
 // know the tools' variant names: pt-online-schema-change's second try
 // (__orders_new, __orders_old, when _orders_new is taken) and gh-ost's
 // --timestamp-old-table (_orders_YYYYMMDDhhmmss_del); each swap hands out
-// its migration's ALTER. A DM-style custom rule (shadow_table_rules)
-// replaces the defaults.
+// its migration's ALTER; so does pt-online-schema-change's swap of a
+// table whose name begins with an underscore (_orders: __orders_new). A
+// DM-style custom rule (shadow_table_rules) replaces the defaults.
 func TestOnlineRuleVariants(t *testing.T) {
 	s, err := spec.Parse([]byte("name: shop\nsources: [{name: a, address: '127.0.0.1:3306'}]\n"))
 	if err != nil {
@@ -303,6 +304,23 @@ func TestOnlineRuleVariants(t *testing.T) {
 		if _, sql, _, ok := swaps[0].ALTER(); !ok || sql != "ALTER TABLE `db`.`orders` ADD COLUMN gift int NULL" {
 			t.Fatalf("%s: swap's DDL %q", tc.shadow, sql)
 		}
+	}
+
+	// A table whose name begins with an underscore: pt-online-schema-change
+	// names its copy __orders_new, which the rule alone reads as orders'.
+	tr := schema.NewTracker()
+	tr.SetOnlineRules(r)
+	apply(t, tr, 100, "CREATE TABLE _orders (id INT PRIMARY KEY, note VARCHAR(20))")
+	apply(t, tr, 200, "CREATE TABLE `db`.`__orders_new` (id INT PRIMARY KEY, note VARCHAR(20))")
+	apply(t, tr, 300, "ALTER TABLE `db`.`__orders_new` ADD COLUMN gift int NULL")
+	if ms := tr.Migrations(); len(ms) != 1 || ms[0].Table != "_orders" {
+		t.Fatalf("migrations of _orders: %+v", ms)
+	}
+	apply(t, tr, 400, "RENAME TABLE `db`.`_orders` TO `db`.`__orders_old`, `db`.`__orders_new` TO `db`.`_orders`")
+	if swaps := tr.OnlineSwaps(at(400)); len(swaps) != 1 {
+		t.Fatalf("_orders: swaps %+v", swaps)
+	} else if _, sql, _, _ := swaps[0].ALTER(); sql != "ALTER TABLE `db`.`_orders` ADD COLUMN gift int NULL" {
+		t.Fatalf("_orders: swap's DDL %q", sql)
 	}
 
 	s.ShadowTableRules, s.TrashTableRules = []string{`^(.+)_shadow$`}, []string{`^(.+)_trash$`}
