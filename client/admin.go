@@ -198,6 +198,17 @@ func (c *Client) DecideDDL(ctx context.Context, dest string, lock int, action st
 	return out, err
 }
 
+// AcceptLost accepts the loss of transactions source of dest waits on
+// (POST /v1/destinations/{name}/sources/{source}/accept-lost): a
+// promoted server lacks transactions braid emitted, lost in a failover;
+// the source goes on without them, with a marker in the stream. It
+// accepts exactly the loss reported now; none reported is an error.
+func (c *Client) AcceptLost(ctx context.Context, dest, source string) (wire.LostAccepted, error) {
+	var out wire.LostAccepted
+	err := c.admin(ctx, http.MethodPost, nil, nil, &out, "destinations", dest, "sources", source, "accept-lost")
+	return out, err
+}
+
 // Sinks lists a destination's sinks as its owner runs them (GET
 // /v1/destinations/{name}/sinks): applied seq, lag, rows, upserts,
 // missing rows, last error.

@@ -327,6 +327,10 @@ type (
 // change (see Message).
 const TypeEmpty = "EMPTY"
 
+// TypeLost is the Type of the marker of transactions lost in a source
+// failover (see Message).
+const TypeLost = "LOST"
+
 // Message is one flat message: canal's FlatMessage fields and braid's.
 //
 // A transaction that holds no row change (a snapshot chunk that found no
@@ -336,6 +340,14 @@ const TypeEmpty = "EMPTY"
 // seq, source, position and gtid (and Snapshot for a chunk), so that the
 // seqs a consumer sees are dense, as canal's clients see such a
 // transaction's TRANSACTIONBEGIN and TRANSACTIONEND entries.
+//
+// When a source's promoted server lacked transactions braid had emitted
+// (lost in an asynchronous failover) and an operator accepted it (braid
+// destination accept-lost), a message of type TypeLost stands where the
+// source went on: its Sql names the lost transactions, Source the
+// source; it takes a seq of its own and holds no table nor data. The
+// rows of the lost transactions came before it, if they came; after it
+// come the new server's.
 type Message struct {
 	ID       uint64   `json:"id"`
 	Database string   `json:"database"`
@@ -343,7 +355,7 @@ type Message struct {
 	PkNames  []string `json:"pkNames"`
 	IsDdl    bool     `json:"isDdl"`
 	// Type is INSERT, UPDATE, DELETE, the DDL kind (CREATE, ALTER, ...),
-	// or TypeEmpty.
+	// TypeEmpty or TypeLost.
 	Type string `json:"type"`
 	// Es is the event (commit) time and Ts the emit time, in ms.
 	Es        int64             `json:"es"`

@@ -43,6 +43,7 @@ import (
 //	DELETE /v1/destinations/{name}/consumers/{id} wire.ConsumerDropped }
 //	GET    /v1/destinations/{name}/ddl          wire.DDLState   }
 //	POST   /v1/destinations/{name}/ddl/{lock}?action=unlock|skip wire.DDLDecided }
+//	POST   /v1/destinations/{name}/sources/{source}/accept-lost wire.LostAccepted }
 //	GET    /v1/destinations/{name}/sinks        []wire.SinkState }
 //	GET    /v1/destinations/{name}/sinks/{sink} wire.SinkDetail }
 //	POST   /v1/destinations/{name}/sinks/{sink}/verify?sample=N wire.SinkVerify }
@@ -86,6 +87,7 @@ func (n *Node) handler() http.Handler {
 	mux.Handle("DELETE /v1/destinations/{name}/consumers/{id}", n.guard(needAdmin, owned))
 	mux.Handle("GET /v1/destinations/{name}/ddl", n.guard(needRead, owned))
 	mux.Handle("POST /v1/destinations/{name}/ddl/{lock}", n.guard(needAdmin, owned))
+	mux.Handle("POST /v1/destinations/{name}/sources/{source}/accept-lost", n.guard(needAdmin, owned))
 	mux.Handle("GET /v1/destinations/{name}/sinks", n.guard(needRead, owned))
 	mux.Handle("GET /v1/destinations/{name}/sinks/{sink}", n.guard(needAdmin, owned))
 	mux.Handle("POST /v1/destinations/{name}/sinks/{sink}/verify", n.guard(needAdmin, owned))

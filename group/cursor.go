@@ -65,7 +65,12 @@ type SourceCursor struct {
 // ev's GTID state and server when it carries them (a binlog reader's).
 func (sc *SourceCursor) at(pos change.Position, ev *change.Event) {
 	sc.Pos = pos
-	if ev.Server != nil {
+	switch {
+	case ev.Lost != "":
+		// The marker of an accepted loss: no position yet, the GTID
+		// state the reader went on from (a resume starts by GTID there).
+		sc.Server, sc.GTIDs = nil, ev.GTIDs
+	case ev.Server != nil:
 		sc.Server, sc.GTIDs = ev.Server, ev.GTIDs
 	}
 }
@@ -165,6 +170,8 @@ func CheckHistory(ctx context.Context, ds *spec.Spec, from *Cursor) error {
 				return err
 			}
 			continue
+		case from != nil && i < len(from.Sources) && from.Sources[i].Pos.IsZero() && !from.Sources[i].GTIDs.IsZero():
+			continue // by GTID (after an accepted loss): the server finds the place
 		case from != nil && i < len(from.Sources) && !from.Sources[i].Pos.IsZero():
 			pos = from.Sources[i].Pos
 		case src.Start.Kind == spec.StartPosition: // nothing read yet, or no cursor
@@ -290,6 +297,10 @@ type tappedReader struct {
 	src  int
 	kind spec.StartKind
 }
+
+// Unwrap returns the reader tapped (for its optional powers, such as
+// LossAccepter).
+func (r *tappedReader) Unwrap() Reader { return r.Reader }
 
 func (r *tappedReader) Run(ctx context.Context, emit func(*change.Event) error) error {
 	first := true

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -230,7 +231,8 @@ func New(cfg Config) (*Destination, error) {
 		// from the start (a restart then reads a DDL that ran while braid
 		// was down instead of taking the server's schema for its point).
 		pc := binlog.Config{Destination: ds.Name, Source: src, Tables: filter,
-			Heartbeat: time.Duration(ds.Heartbeat), Logger: d.log, ReadAhead: cfg.ReadAhead, AnnounceTables: true, OnlineDDL: online}
+			Heartbeat: time.Duration(ds.Heartbeat), Logger: d.log, ReadAhead: cfg.ReadAhead, AnnounceTables: true, OnlineDDL: online,
+			Accepted: lossesOf(placed, i)}
 		d.cursor.Sources[i].Name = src.Name
 		if r := cfg.Resume; r != nil {
 			sc := r.Sources[i]
@@ -385,7 +387,7 @@ func (d *Destination) consumeHead(s int, head []*change.Event, offered []bool) e
 			d.merger.Hold(s, true)
 			return nil
 		}
-		d.merger.Offer(s, ev.CommitTime.UnixMicro())
+		d.offer(s, ev)
 		offered[s] = true
 		return nil
 	default:
@@ -393,6 +395,20 @@ func (d *Destination) consumeHead(s int, head []*change.Event, offered []bool) e
 	}
 	head[s] = nil
 	return nil
+}
+
+// offer offers source s's transaction beginning with ev to the merger.
+// A marker of lost transactions (ev.Lost) takes the source's last key,
+// which it shows as its commit time: it stands where the source
+// continued, the same in every run.
+func (d *Destination) offer(s int, ev *change.Event) {
+	if ev.Lost == "" {
+		d.merger.Offer(s, ev.CommitTime.UnixMicro())
+		return
+	}
+	if k := d.merger.OfferMarker(s); k.Time != math.MinInt64 {
+		ev.CommitTime = time.UnixMicro(k.Time)
+	}
 }
 
 // promise raises source s's watermark to t less max_clock_skew: what a

@@ -16,7 +16,7 @@ func (d *Destination) emitTx(ctx context.Context, src int, first *change.Event, 
 		switch {
 		case first.Type == change.EventDDL:
 			return d.ddl.onDDL(ctx, src, first, emit)
-		case d.ddl.filtering(src):
+		case d.ddl.filtering(src) && first.Lost == "": // a marker has no rows to hold
 			d.cursor.Taken++
 			return d.emitFiltering(ctx, src, first, q, emit)
 		}
@@ -58,6 +58,9 @@ func (d *Destination) emitTx(ctx context.Context, src int, first *change.Event, 
 		}
 		ev.Seq = seq
 		d.stamp(ev)
+		if ev.Lost != "" {
+			ev.CommitTime = first.CommitTime // the marker's, set by offer
+		}
 		if ev.Type == change.EventCommit {
 			sc.at(ev.Pos, ev)
 			if ev.SnapshotState != nil {

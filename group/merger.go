@@ -78,17 +78,25 @@ func (m *Merger) Last(src int) int64 { return m.last[src] }
 // and returns its key: the commit time, raised to the source's previous key
 // so a source's keys never decrease (a clock stepped back cannot reorder a
 // source). The source must not have an offered transaction already.
-func (m *Merger) Offer(src int, commit int64) Key {
+func (m *Merger) Offer(src int, commit int64) Key { return m.offer(src, commit, true) }
+
+// OfferMarker offers source src's marker transaction (change.Event.Lost):
+// its key is the source's last, where the source continued; it may be
+// below keys out already (the source waited for an operator), which is
+// no clock's fault and not counted as late or undercut.
+func (m *Merger) OfferMarker(src int) Key { return m.offer(src, math.MinInt64, false) }
+
+func (m *Merger) offer(src int, commit int64, count bool) Key {
 	if m.head[src] != nil {
 		panic(fmt.Sprintf("group: source %d offered twice", src))
 	}
 	t := max(commit, m.last[src])
 	m.last[src] = t
 	k := Key{Time: t, Source: src}
-	if m.strict && t < m.wm[src] {
+	if count && m.strict && t < m.wm[src] {
 		m.under++
 	}
-	if m.Behind(k) {
+	if count && m.Behind(k) {
 		// The source's clock ran further behind braid's than the
 		// watermark allowed: it goes out at once, out of order, and is
 		// counted. (Per-source order promises no order across sources,

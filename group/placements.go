@@ -45,12 +45,23 @@ type Placement struct {
 	// replay finds it by its GTID, the same on every server of the
 	// source, and by At (one server's file:pos) only without.
 	GTID string `json:"gtid,omitempty"`
+	// Lost marks neither a chunk nor a late transaction but a loss an
+	// operator accepted (binlog.Reader.AcceptLoss): source Source's
+	// reader goes on past it, now and in every later run that finds it
+	// (binlog.Config.Accepted). Kept before the reader goes on; the
+	// other fields are unset. The marker transaction that names it is
+	// ordered by the source's last key (a late one's placement keeps it
+	// where it went out when that is below keys out already).
+	Lost *change.Loss `json:"lost,omitempty"`
 }
 
 // splitLate parts a placement log into the snapshot's chunks and the late
 // transactions.
 func splitLate(log []Placement) (chunks, lates []Placement) {
 	for _, c := range log {
+		if c.Lost != nil {
+			continue // a loss accepted (lost.go)
+		}
 		if c.Late {
 			lates = append(lates, c)
 		} else {
@@ -187,6 +198,11 @@ func (d *Destination) keepLate(ctx context.Context, src int, first *change.Event
 			return fmt.Errorf("group: source %s: keep late transaction at %s: %w", name, first.Pos, err)
 		}
 	}
+	if first.Lost != "" {
+		d.log.Info("the marker of transactions lost in a failover goes out where its source continued, below keys out meanwhile; kept so that a replay gives it the same seq",
+			"source", name, "lost", first.Lost, "taken", rec.Taken)
+		return nil
+	}
 	d.log.Warn("a transaction came below the merged stream's order (late): it goes out now, out of order, kept so that a replay gives it the same seq; if this repeats, raise max_clock_skew or check the source's clock",
 		"source", name, "position", first.Pos.String(), "gtid", first.GTID, "commit", time.UnixMicro(key.Time).UTC(), "taken", rec.Taken)
 	return nil
@@ -245,7 +261,7 @@ func (d *Destination) dueLate(head []*change.Event, wait bool) (src int, _ bool,
 	d.lateNext++
 	d.lateHeld[k.Source] = false
 	d.merger.Hold(k.Source, false)
-	d.merger.Offer(k.Source, head[k.Source].CommitTime.UnixMicro())
+	d.offer(k.Source, head[k.Source])
 	return k.Source, false, nil
 }
 

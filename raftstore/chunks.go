@@ -24,6 +24,7 @@ type chunkRecord struct {
 	AtMark  group.Mark      `json:"atMark,omitzero"`
 	Late    bool            `json:"late,omitempty"`
 	GTID    string          `json:"gtid,omitempty"`
+	Lost    *change.Loss    `json:"lost,omitempty"` // a loss accepted (group.Placement.Lost)
 }
 
 // SavePlacement appends a placement (an initial-snapshot chunk or a late

@@ -322,7 +322,7 @@ func (p *Pipeline) maintain(ctx context.Context) {
 func (p *Pipeline) Served(live func() error) *Served {
 	return &Served{Name: p.name, Store: p.Store, Stats: p.Dest.Stats, Live: live, ShardDDL: p.Dest.ShardDDL,
 		ShardDDLMode: p.cfg.Spec.ShardDDL, DDLLockWarnAfter: time.Duration(p.cfg.Spec.DDLLockWarnAfter), Decide: p.Dest.Decide,
-		Decisions: p.Decisions, Migrations: p.Dest.Migrations}
+		Decisions: p.Decisions, Migrations: p.Dest.Migrations, AcceptLost: p.Dest.AcceptLost}
 }
 
 // Done is closed when the run ends: its context ended, or a source failed

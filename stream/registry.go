@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/spec"
 )
@@ -42,6 +43,9 @@ type Served struct {
 	// Migrations, if set, lists the online schema changes under way on
 	// the shard tables (group.Destination.Migrations).
 	Migrations func() []group.Migration
+	// AcceptLost, if set, accepts the loss of transactions a source
+	// waits on (group.Destination.AcceptLost).
+	AcceptLost func(ctx context.Context, source string) (change.Loss, error)
 	// Sinks, if set, reports the destination's sinks running here.
 	Sinks func() []SinkStats
 }

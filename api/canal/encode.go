@@ -25,6 +25,12 @@ const (
 	// PropSnapshot ("true") marks the entries of an initial snapshot's
 	// rows.
 	PropSnapshot = "isSnapshot"
+	// PropLost, on the TRANSACTIONBEGIN and TRANSACTIONEND entries of a
+	// transaction with no rows, marks the marker of transactions lost in
+	// a source failover, which an operator accepted (braid destination
+	// accept-lost): its value names them. It stands where the source
+	// went on, with a seq of its own.
+	PropLost = "lost"
 )
 
 // revBuf builds protobuf back to front: the buffer's content is b[i:], and
@@ -283,6 +289,9 @@ func (e *encoder) header(ev *change.Event, ms int64, schema, table string, kind 
 	// originTable for entries of a table.
 	if ev.Snapshot && kind != 0 {
 		e.pair(PropSnapshot, "true")
+	}
+	if ev.Lost != "" {
+		e.pair(PropLost, ev.Lost)
 	}
 	if schema != "" || table != "" {
 		e.pair(PropOriginTable, table)

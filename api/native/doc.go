@@ -19,6 +19,7 @@
 //	DELETE /v1/destinations/{name}/consumers/{id}        → wire.ConsumerDropped
 //	GET  /v1/destinations/{name}/ddl                     → wire.DDLState
 //	POST /v1/destinations/{name}/ddl/{lock}?action=unlock|skip → wire.DDLDecided
+//	POST /v1/destinations/{name}/sources/{source}/accept-lost → wire.LostAccepted
 //	GET  /v1/destinations/{name}/sinks                   → []wire.SinkState
 //	GET  /v1/destinations/{name}/sinks/{sink}            → wire.SinkDetail
 //	POST /v1/destinations/{name}/sinks/{sink}/verify?sample=N[&table=T]... → wire.SinkVerify

@@ -65,6 +65,7 @@ func NewHandler(reg *stream.Registry, logger *slog.Logger, opts ...Option) http.
 	h.mux.HandleFunc("DELETE /v1/destinations/{name}/consumers/{id}", h.dropConsumer)
 	h.mux.HandleFunc("GET /v1/destinations/{name}/ddl", h.ddl)
 	h.mux.HandleFunc("POST /v1/destinations/{name}/ddl/{lock}", h.decide)
+	h.mux.HandleFunc("POST /v1/destinations/{name}/sources/{source}/accept-lost", h.acceptLost)
 	h.mux.HandleFunc("GET /v1/destinations/{name}/sinks", h.sinks)
 	h.mux.HandleFunc("GET /v1/destinations/{name}/sinks/{sink}", h.sink)
 	h.mux.HandleFunc("POST /v1/destinations/{name}/sinks/{sink}/verify", h.verify)
@@ -358,6 +359,36 @@ func (h *handler) decide(w http.ResponseWriter, r *http.Request) {
 	}
 	h.log.Info("shard DDL lock decided by an operator", "dest", s.Name, "lock", lock, "action", action)
 	writeJSON(w, http.StatusOK, wire.DDLDecided{Destination: s.Name, Lock: lock, Action: string(action)})
+}
+
+// acceptLost accepts the loss of transactions a source waits on: 404
+// for an unknown source, 409 when it waits on none.
+func (h *handler) acceptLost(w http.ResponseWriter, r *http.Request) {
+	s, ok := h.lookup(w, r)
+	if !ok {
+		return
+	}
+	source := r.PathValue("source")
+	if s.AcceptLost == nil {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("destination %s cannot accept lost transactions here", s.Name))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	l, err := s.AcceptLost(ctx, source)
+	switch {
+	case errors.Is(err, group.ErrNoSource):
+		writeError(w, http.StatusNotFound, err.Error())
+		return
+	case errors.Is(err, group.ErrNothingLost):
+		writeError(w, http.StatusConflict, err.Error())
+		return
+	case err != nil:
+		Internal(w, r, h.log, fmt.Errorf("destination %s: accept the loss of source %s: %w", s.Name, source, err))
+		return
+	}
+	h.log.Warn("lost transactions accepted by an operator", "dest", s.Name, "source", source, "lost", l.Lost)
+	writeJSON(w, http.StatusOK, wire.LostAccepted{Destination: s.Name, Source: source, Lost: l.Lost, From: l.From, Server: l.Server})
 }
 
 // cursorState renders a client's saved cursor (nil: none yet).

@@ -83,6 +83,21 @@ type DDLDecided struct {
 	Action string `json:"action"`
 }
 
+// LostAccepted answers an operator's accept of lost transactions (POST
+// /v1/destinations/{name}/sources/{source}/accept-lost): the loss the
+// source waited on, now kept, which it goes on past.
+type LostAccepted struct {
+	// Destination and Source name the source.
+	Destination string `json:"destination"`
+	Source      string `json:"source"`
+	// Lost names the transactions lost, as State's sources named them.
+	Lost string `json:"lost"`
+	// From is the source's GTID state braid had emitted; Server the
+	// server that lacks them, which the source goes on reading.
+	From   string `json:"from"`
+	Server string `json:"server,omitempty"`
+}
+
 // SinkState is one sink of a destination as its owner shows it (GET
 // /v1/destinations/{name}/sinks).
 type SinkState struct {

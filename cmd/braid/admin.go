@@ -116,6 +116,22 @@ var destinationCommand = &command{
 			about:   "Shows destination NAME in full: its owner and epoch, each source's position and\nlag, its snapshot's progress and its spec (passwords hidden).",
 			run:     runDestinationShow,
 		},
+		"accept-lost": {
+			summary: "go on without the transactions a failover lost on a source",
+			usage:   "destination accept-lost DEST SOURCE [--server URL] [--json]",
+			about: "After an asynchronous failover, the promoted server of source SOURCE may lack\n" +
+				"transactions braid already emitted: they are lost, and braid waits, naming them\n" +
+				"(an error line every 10s; LOST in braid destination show). accept-lost accepts\n" +
+				"exactly the loss named now: the source goes on reading the promoted server from\n" +
+				"the GTID position it holds (its transactions braid did not emit come next), and a\n" +
+				"marker naming the lost transactions goes into the stream where the source went on\n" +
+				"(a message of type LOST). The accept is kept with the destination (in Raft, or\n" +
+				"with braid capture's cursors), so a restart or a new owner finding the same loss\n" +
+				"goes on without asking again; another loss needs another accept. Refused when the\n" +
+				"source waits on no loss. Needs an admin. Against braid capture, point --server at\n" +
+				"its --http-port. See docs/sources.md.",
+			run: runDestinationAcceptLost,
+		},
 		"delete": {
 			summary: "delete a destination (refused while consumers have cursors, unless --force)",
 			usage:   "destination delete NAME [--force] [--server URL] [--json]",
@@ -238,6 +254,29 @@ func captureDestination(ctx context.Context, ac *client.Client, name string) (*w
 	return &wire.DestinationInfo{Name: st.Name, Seq: st.Seq, Sources: st.Sources, Clients: st.Clients}, nil
 }
 
+func runDestinationAcceptLost(args []string, stdout, stderr io.Writer) int {
+	a, code, ok := startAdmin(newFlags("destination accept-lost", stderr), args, stderr)
+	if !ok {
+		return code
+	}
+	defer a.cancel()
+	if len(a.names) != 2 {
+		fmt.Fprintln(stderr, "braid destination accept-lost: name the destination and the source, e.g. braid destination accept-lost shop a (braid destination show shop names the lost transactions under LOST)")
+		return 2
+	}
+	res, err := a.ac.AcceptLost(a.ctx, a.names[0], a.names[1])
+	if err != nil {
+		return a.fail(err)
+	}
+	if a.asJSON {
+		printJSON(stdout, res)
+		return 0
+	}
+	fmt.Fprintf(stdout, "source %s of destination %s goes on without the lost transactions (%s); a marker of type LOST names them in the stream\n",
+		res.Source, res.Destination, res.Lost)
+	return 0
+}
+
 func runDestinationDelete(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("destination delete", stderr)
 	force := fs.Bool("force", false, "delete even if consumers have cursors (they lose their place)")
@@ -333,6 +372,13 @@ func showDestination(w io.Writer, info wire.DestinationInfo) {
 				fmt.Fprintf(tw, "\t%s", snapshotText(s.Snapshot))
 			}
 			fmt.Fprintln(tw)
+		}
+	}
+	for _, s := range info.Sources {
+		if s.Lost != "" {
+			fmt.Fprintf(tw, "\nLOST on source %s: the server it reads (a promoted one) lacks transactions braid emitted: %s\n"+
+				"  braid waits; point the address at a server that has them, or go on without them: braid destination accept-lost %s %s\n",
+				s.Name, s.Lost, info.Name, s.Name)
 		}
 	}
 	if len(info.Clients) > 0 {

@@ -248,7 +248,7 @@ func printStream(ctx context.Context, p *stream.Pipeline, w io.Writer, max int, 
 	growPipe(w)
 	gone := readerGone(w)
 	out := newOutput(w)
-	fw := &flat.Writer{}
+	fw := &flat.Writer{Markers: true}
 	workers := runtime.GOMAXPROCS(0)
 	printed := 0
 	line := func(b []byte) error {

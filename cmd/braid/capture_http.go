@@ -131,6 +131,7 @@ func usersGuard(us *auth.Users, h http.Handler, log *slog.Logger) http.Handler {
 	route("DELETE /v1/destinations/{name}/consumers/{id}", needAnAdmin)
 	route("GET /v1/destinations/{name}/ddl", needReader)
 	route("POST /v1/destinations/{name}/ddl/{lock}", needAnAdmin)
+	route("POST /v1/destinations/{name}/sources/{source}/accept-lost", needAnAdmin)
 	route("GET /v1/destinations/{name}/sinks", needReader)
 	route("GET /v1/destinations/{name}/sinks/{sink}", needAnAdmin)
 	route("POST /v1/destinations/{name}/sinks/{sink}/verify", needAnAdmin)

@@ -299,6 +299,7 @@ func (p *Reader) checkServer(ctx context.Context) error {
 	}
 	waitStart := time.Now()
 	var lastLog time.Time
+	lost := false // the server is writable: what it lacks is lost
 	for {
 		have, err := parseGTIDPos(a.have)
 		if err != nil {
@@ -311,15 +312,25 @@ func (p *Reader) checkServer(ctx context.Context) error {
 				ErrPurged, p.spec.Name, p.spec.Address, now, strings.Join(purged, ", "), oldest, list, p.gtids)}
 		}
 		if len(missing) == 0 {
+			p.waitOn(nil)
 			break
+		}
+		l := change.Loss{Lost: strings.Join(missing, ", "), From: p.gtids.String(), Server: now.String()}
+		if p.isAccepted(l) {
+			p.goOnMariaDB(l, have)
+			break
+		}
+		if lost {
+			p.noteLoss(l) // the set may change between two lines
 		}
 		if p.lagLimit > 0 && time.Since(waitStart) >= p.lagLimit {
 			// One of several servers: the next may not lag.
+			p.waitOn(nil)
 			return fmt.Errorf("binlog: source %s (%s): %s still lacks transactions braid already emitted after %v (%s)",
 				p.spec.Name, p.spec.Address, now, p.lagLimit, strings.Join(missing, ", "))
 		}
 		if time.Since(lastLog) >= lagLogEvery {
-			p.sayMissing(c, old, now, strings.Join(missing, ", "), waitStart)
+			lost = p.sayMissing(c, old, now, strings.Join(missing, ", "), p.gtids.String(), waitStart)
 			lastLog = time.Now()
 		}
 		select {

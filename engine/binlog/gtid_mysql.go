@@ -219,6 +219,7 @@ func (p *Reader) switchMySQL(ctx context.Context, c *client.Conn, old, now *chan
 	cursor := p.mexec.Set()
 	waitStart := time.Now()
 	var lastLog time.Time
+	lost := false // the server is writable: what it lacks is lost
 	for {
 		c.SetDeadline(time.Now().Add(handshakeTimeout))
 		executed, purged, err := serverGTIDSets(c)
@@ -233,15 +234,25 @@ func (p *Reader) switchMySQL(ctx context.Context, c *client.Conn, old, now *chan
 		}
 		missing := cursor.Minus(executed)
 		if missing.IsEmpty() {
+			p.waitOn(nil)
 			break
+		}
+		l := change.Loss{Lost: missing.String(), From: cursor.String(), Server: now.String()}
+		if p.isAccepted(l) {
+			cursor = p.goOnMySQL(l, cursor, missing)
+			break
+		}
+		if lost {
+			p.noteLoss(l) // the set may change between two lines
 		}
 		if p.lagLimit > 0 && time.Since(waitStart) >= p.lagLimit {
 			// One of several servers: the next may not lag (servers.go).
+			p.waitOn(nil)
 			return fmt.Errorf("binlog: source %s (%s): %s still lacks transactions braid already emitted after %v (%s)",
 				p.spec.Name, p.spec.Address, now, p.lagLimit, missing)
 		}
 		if time.Since(lastLog) >= lagLogEvery {
-			p.sayMissing(c, old, now, missing.String(), waitStart)
+			lost = p.sayMissing(c, old, now, missing.String(), cursor.String(), waitStart)
 			lastLog = time.Now()
 		}
 		select {
@@ -279,8 +290,7 @@ func serverGTIDSets(c *client.Conn) (executed, purged change.MySQLGTIDSet, err e
 // server (read_only=OFF: a promoted one) is not catching up: those
 // transactions were lost in the failover, which the line says, and the
 // source's Stats name (Lost) while it waits.
-func (p *Reader) sayMissing(c *client.Conn, old, now *change.Server, missing string, waitStart time.Time) {
-	writable := false
+func (p *Reader) sayMissing(c *client.Conn, old, now *change.Server, missing, from string, waitStart time.Time) (writable bool) {
 	c.SetDeadline(time.Now().Add(handshakeTimeout))
 	if r, err := c.Execute("SELECT @@read_only"); err == nil {
 		ro, _ := r.GetString(0, 0)
@@ -292,16 +302,15 @@ func (p *Reader) sayMissing(c *client.Conn, old, now *change.Server, missing str
 	if !writable {
 		p.log.Warn("the server that answers lacks transactions braid already emitted; waiting for it to catch up",
 			"old_server", old.String(), "new_server", now.String(), "missing", missing, "waiting", waiting)
-		return
+		return false
 	}
-	if p.live.Lost != missing {
-		p.live.Lost = missing
-		p.share()
-	}
+	p.noteLoss(change.Loss{Lost: missing, From: from, Server: now.String()})
 	p.log.Error("the server that answers is writable (read_only=OFF: a promoted server) and lacks transactions braid already emitted: "+
 		"they were lost in the failover and will not come; braid waits rather than go on without them. "+
-		"Point the address at a server that has them, or restore them on this one",
+		"Point the address at a server that has them, or restore them on this one, "+
+		"or accept the loss with `braid destination accept-lost "+p.cfg.Destination+" "+p.spec.Name+"` (a marker naming them goes into the stream)",
 		"old_server", old.String(), "new_server", now.String(), "lost", missing, "waiting", waiting)
+	return true
 }
 
 // switched logs and counts a resume on another server.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -58,6 +59,12 @@ type Config struct {
 	// DDL run on a shadow table goes out at its swap as the real table's
 	// (onlineddl.go). Default: nil, none.
 	OnlineDDL *schema.OnlineRules
+
+	// Accepted are the losses an operator accepted for this source
+	// (kept in the destination's placement log): a server found lacking
+	// exactly one of them is read on without asking again (lost.go).
+	// Default: none.
+	Accepted []change.Loss
 
 	// goMySQLRows sends every rows event to go-mysql's decoder, the path
 	// tables braid does not read raw take (for tests, which check the raw
@@ -192,6 +199,16 @@ type Reader struct {
 	confirmedAt time.Time
 	// report is the start-up check of the last connection; under statsMu.
 	report SourceReport
+
+	// Losses (lost.go): waiting is the loss checkServer waits on now
+	// (nil: none), accepted the losses an operator accepted, both under
+	// lossMu; marker is the accepted loss whose marker transaction goes
+	// out before the next binlog connection's events ("" none; the
+	// reading goroutine's).
+	lossMu   sync.Mutex
+	waiting  *change.Loss
+	accepted []change.Loss
+	marker   string
 }
 
 // txState is the part of the current transaction already emitted.
@@ -257,6 +274,7 @@ func NewReader(cfg Config) (*Reader, error) {
 	}
 	p.live.Heartbeat = cfg.Heartbeat
 	p.shared = p.live
+	p.accepted = slices.Clone(cfg.Accepted)
 	return p, nil
 }
 
@@ -701,6 +719,11 @@ func (p *Reader) stream(ctx context.Context, emit func(*change.Event) error) err
 			return terr
 		}
 		return p.dumpRefused(ctx, p.streamError(err))
+	}
+	// An accepted loss: its marker goes before the new server's
+	// transactions (lost.go).
+	if err := p.emitMarker(emit); err != nil {
+		return err
 	}
 	ep := bc.ep
 	q := ep.queue(st)

@@ -125,6 +125,13 @@ type Event struct {
 	// stream, may find their rows already so (an INSERT its key taken).
 	// Those changes' EventRows carry it too (SnapshotState.FreshAt).
 	FreshAt Position
+	// Lost, on the EventBegin and EventCommit of a marker transaction
+	// (one with no rows), names the transactions of the source that
+	// braid had emitted and the server it went on reading lacks: lost in
+	// a failover, accepted by an operator (binlog.Reader.AcceptLoss).
+	// The marker stands where the source continued; "" on every other
+	// event.
+	Lost string
 	// Stale, on an EventHeartbeat, says more binlog was already on its
 	// way behind it when it was read: the server sent it a while ago, so
 	// it says nothing of whether the source is idle now.

@@ -119,13 +119,15 @@ func (w *Writer) ddlBinary(ev *change.Event) []byte {
 // emptyBinary renders the open transaction, which holds no row change,
 // as a message of type TypeEmpty in the binary encoding; see emptyLine.
 func (w *Writer) emptyBinary() []byte {
+	typ, sql := w.emptyType()
 	b := append(w.buf[:0], BinaryMessage)
 	b = binary.AppendUvarint(b, w.Seq)
 	b = append(b, 0, 0, 0, 0) // database, table: ""; pkNames: null; isDdl
-	b = appendBinaryString(b, TypeEmpty)
+	b = appendBinaryString(b, typ)
 	b = binary.AppendVarint(b, w.commitMillis())
 	b = binary.AppendVarint(b, w.now().UnixMilli())
-	b = append(b, 0, 0, 0, 0) // sql: ""; columns, data, old: null
+	b = appendBinaryString(b, sql)
+	b = append(b, 0, 0, 0) // columns, data, old: null
 	b = w.appendBinaryTail(b, w.tx, "", "")
 	w.buf = b
 	return b

@@ -50,6 +50,14 @@ type Writer struct {
 	// handed every seq (the native stream). Without it such a
 	// transaction writes nothing (a Kafka topic, a RabbitMQ exchange).
 	EmptyTransactions bool
+	// Markers writes the marker transaction of transactions lost in a
+	// source failover (change.Event.Lost) as one message of type
+	// TypeLost even without EmptyTransactions (which writes it so too):
+	// its sql names the lost transactions, its source the source, its
+	// seq the marker's. Without either, a marker writes nothing (a
+	// Kafka topic, a RabbitMQ exchange: they have no table to put it
+	// under).
+	Markers bool
 
 	tx     *change.Event // the open transaction's EventBegin
 	txRows bool          // a row change of tx was written
@@ -93,7 +101,7 @@ func (w *Writer) Write(ev *change.Event, out func(line []byte) error) error {
 		}
 	case change.EventCommit:
 		err := w.flush(out)
-		if err == nil && w.EmptyTransactions && w.tx != nil && !w.txRows {
+		if err == nil && w.tx != nil && !w.txRows && (w.EmptyTransactions || w.Markers && w.tx.Lost != "") {
 			err = w.empty(out)
 		}
 		w.tx = nil
@@ -391,8 +399,22 @@ func (w *Writer) ddlLine(ev *change.Event) []byte {
 // row change (Writer.EmptyTransactions).
 const TypeEmpty = "EMPTY"
 
+// TypeLost is the type of the message of the marker of transactions
+// lost in a source failover (Writer.Markers): its sql names them.
+const TypeLost = "LOST"
+
+// emptyType and emptySQL are the type and sql of the message of the
+// open transaction, which holds no row change: a marker's (TypeLost,
+// the lost transactions) or TypeEmpty's.
+func (w *Writer) emptyType() (typ, sql string) {
+	if w.tx != nil && w.tx.Lost != "" {
+		return TypeLost, w.tx.Lost
+	}
+	return TypeEmpty, ""
+}
+
 // empty writes the open transaction, which holds no row change, as one
-// message of type TypeEmpty.
+// message of type TypeEmpty, or TypeLost for a marker.
 func (w *Writer) empty(out func([]byte) error) error {
 	switch {
 	case w.planning:
@@ -408,12 +430,15 @@ func (w *Writer) empty(out func([]byte) error) error {
 // a flat message of type TypeEmpty: its names, columns and data empty or
 // null, its braid fields the transaction's (its EventBegin's).
 func (w *Writer) emptyLine() []byte {
+	typ, sql := w.emptyType()
 	b := w.appendNames(w.buf[:0], "", "")
-	b = append(b, `,"pkNames":null,"isDdl":false,"type":"`+TypeEmpty+`","es":`...)
+	b = append(b, `,"pkNames":null,"isDdl":false,"type":"`+typ+`","es":`...)
 	b = strconv.AppendInt(b, w.commitMillis(), 10)
 	b = append(b, `,"ts":`...)
 	b = strconv.AppendInt(b, w.now().UnixMilli(), 10)
-	b = append(b, `,"sql":"","sqlType":null,"mysqlType":null,"data":null,"old":null`...)
+	b = append(b, `,"sql":`...)
+	b = change.AppendJSONString(b, sql)
+	b = append(b, `,"sqlType":null,"mysqlType":null,"data":null,"old":null`...)
 	b = w.appendBraidFields(b, w.tx, "", "")
 	w.buf = b
 	return b

@@ -110,8 +110,12 @@ func cursor(seq uint64, hist *change.SchemaSnapshot) *group.Cursor {
 	}, ShardDDL: &group.ShardDDLState{Shards: map[string][]string{"shop.orders": {"a:shop_0.orders", "b:shop_1.orders"}}, LastLock: 2}}
 }
 
-// placement is the i-th of a log: chunks, every third a late transaction.
+// placement is the i-th of a log: chunks, every third a late
+// transaction, the fourth a loss an operator accepted.
 func placement(i int) group.Placement {
+	if i == 3 {
+		return group.Placement{Source: 1, Lost: &change.Loss{Lost: "domain 1 seq 5 to 1-1-5 (the server is at 1-1-4)", From: "0-1-9,1-1-5", Server: "server_id 2 at db2:3306"}}
+	}
 	if i%3 == 2 {
 		return group.Placement{Source: 1, At: change.Position{File: "binlog.000002", Pos: uint32(500 + i)}, Taken: uint64(10 + i), Time: int64(2000 + i), Late: true, GTID: fmt.Sprintf("0-1-%d", 40+i)}
 	}

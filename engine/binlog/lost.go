@@ -1,0 +1,137 @@
+package binlog
+
+import (
+	"errors"
+	"slices"
+
+	"github.com/braid-cdc/braid/engine/change"
+)
+
+// A writable server that lacks transactions braid already emitted (a
+// promoted replica, after an asynchronous failover lost them) will never
+// have them: checkServer names them (Stats.Lost) and waits. An operator
+// may accept the loss (AcceptLoss, kept by the destination first): the
+// reader then goes on on that server from the GTID state it holds of
+// braid's (per MariaDB domain the lower of braid's and the server's last
+// GTID; MySQL's set less the transactions lost), so the transactions the
+// server has that braid did not emit come next, and before them a marker
+// transaction (change.Event.Lost) naming the lost ones. A loss is
+// accepted exactly: the same GTIDs missing after the same point
+// (change.Loss.Same); another needs another accept. The losses accepted
+// come back in Config.Accepted, so a restart from a cursor at the same
+// point goes on without asking again.
+
+// ErrNothingLost: a loss was to be accepted, but the reader is not
+// waiting on one.
+var ErrNothingLost = errors.New("binlog: nothing lost")
+
+// Loss returns the loss the reader waits on now, if any.
+func (p *Reader) Loss() (change.Loss, bool) {
+	p.lossMu.Lock()
+	defer p.lossMu.Unlock()
+	if p.waiting == nil {
+		return change.Loss{}, false
+	}
+	return *p.waiting, true
+}
+
+// AcceptLoss accepts l, which the caller has kept: a reader waiting on
+// that loss goes on within a moment. Safe for concurrent use.
+func (p *Reader) AcceptLoss(l change.Loss) {
+	p.lossMu.Lock()
+	defer p.lossMu.Unlock()
+	if !slices.ContainsFunc(p.accepted, l.Same) {
+		p.accepted = append(p.accepted, l)
+	}
+}
+
+// waitOn notes the loss checkServer waits on (nil: none) and reports
+// whether it was accepted.
+func (p *Reader) waitOn(l *change.Loss) bool {
+	p.lossMu.Lock()
+	defer p.lossMu.Unlock()
+	p.waiting = l
+	return l != nil && slices.ContainsFunc(p.accepted, l.Same)
+}
+
+// noteLoss notes the loss the reader waits on, l, for Loss and Stats.
+func (p *Reader) noteLoss(l change.Loss) {
+	p.waitOn(&l)
+	if p.live.Lost != l.Lost {
+		p.live.Lost = l.Lost
+		p.share()
+	}
+}
+
+// isAccepted reports whether the loss l was accepted.
+func (p *Reader) isAccepted(l change.Loss) bool {
+	p.lossMu.Lock()
+	defer p.lossMu.Unlock()
+	return slices.ContainsFunc(p.accepted, l.Same)
+}
+
+// acceptedStart is where a MariaDB reader goes on after an accepted
+// loss: per domain of cursor, its GTID, or the server's (have) where
+// that one is behind; a domain the server has none of is left out.
+func acceptedStart(cursor, have gtidPos) gtidPos {
+	var out gtidPos
+	for _, c := range cursor {
+		h, ok := have.get(c.DomainID)
+		switch {
+		case !ok:
+		case h.SequenceNumber < c.SequenceNumber:
+			out.set(h)
+		default:
+			out.set(c)
+		}
+	}
+	return out
+}
+
+// goOnMariaDB moves a MariaDB reader's GTID state past the accepted loss
+// l on a server at have, and arms the marker.
+func (p *Reader) goOnMariaDB(l change.Loss, have gtidPos) {
+	p.gtids = acceptedStart(p.gtids, have)
+	p.gtidStr = p.gtids.String()
+	p.marker = l.Lost
+	p.lossAccepted(l)
+}
+
+// goOnMySQL moves a MySQL reader's executed set past the accepted loss
+// l (missing), and arms the marker; it returns the set to start from.
+func (p *Reader) goOnMySQL(l change.Loss, cursor, missing change.MySQLGTIDSet) change.MySQLGTIDSet {
+	start := cursor.Minus(missing)
+	p.mexec = change.NewMySQLExecuted(start)
+	p.marker = l.Lost
+	p.lossAccepted(l)
+	return start
+}
+
+func (p *Reader) lossAccepted(l change.Loss) {
+	p.waitOn(nil)
+	p.log.Warn("going on without the transactions lost in the failover: an operator accepted the loss; a marker naming them goes into the stream",
+		"lost", l.Lost, "from", l.From, "new_server", l.Server)
+}
+
+// emitMarker emits the marker transaction of the accepted loss, if one
+// is armed: an EventBegin and an EventCommit with no rows, carrying the
+// lost GTIDs, whose boundary is the GTID state the reader goes on from
+// (no position yet: the next connection starts by GTID). Its commit
+// time is left zero: the merge gives it the source's last key, so it
+// stands where the source continued, the same in every run.
+func (p *Reader) emitMarker(emit func(*change.Event) error) error {
+	if p.marker == "" {
+		return nil
+	}
+	lost := p.marker
+	begin := &change.Event{Type: change.EventBegin, Source: p.spec.Name, Pos: p.resume, Lost: lost}
+	if err := emit(begin); err != nil {
+		return err
+	}
+	commit := &change.Event{Type: change.EventCommit, Source: p.spec.Name, Lost: lost, GTIDs: p.gtidState()}
+	if err := emit(commit); err != nil {
+		return err
+	}
+	p.marker = ""
+	return nil
+}
