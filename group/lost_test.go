@@ -1,0 +1,183 @@
+package group_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/braid-cdc/braid/engine/change"
+	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
+	"github.com/braid-cdc/braid/internal/testutil/tcpproxy"
+	"github.com/braid-cdc/braid/spec"
+)
+
+// lostTx is a transaction of a run: its seq, the ids it inserted (-1
+// for a LOST marker) and the cursor after it.
+type lostTx struct {
+	seq    uint64
+	ids    []int64
+	cursor *group.Cursor
+}
+
+// lostRun is a destination running until the test ends, recording its
+// transactions.
+type lostRun struct {
+	d   *group.Destination
+	mu  sync.Mutex
+	txs []lostTx
+}
+
+func startLostRun(t *testing.T, cfg group.Config) *lostRun {
+	t.Helper()
+	cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
+	d, err := group.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &lostRun{d: d}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	var cur lostTx
+	go func() {
+		done <- d.Run(ctx, func(ev *change.Event) error {
+			switch ev.Type {
+			case change.EventBegin:
+				cur = lostTx{seq: ev.Seq}
+				if ev.Lost != "" {
+					cur.ids = append(cur.ids, -1)
+				}
+			case change.EventRows:
+				for i := range ev.Rows {
+					cur.ids = append(cur.ids, ev.Rows[i].After()[0].(int64))
+				}
+			case change.EventCommit, change.EventDDL:
+				if ev.Type == change.EventDDL {
+					cur = lostTx{seq: ev.Seq}
+				}
+				cur.cursor = d.Cursor()
+				r.mu.Lock()
+				r.txs = append(r.txs, cur)
+				r.mu.Unlock()
+			}
+			return nil
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	})
+	return r
+}
+
+// ids are the ids of the run's transactions so far, -1 for a marker.
+func (r *lostRun) ids() []int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []int64
+	for _, tx := range r.txs {
+		out = append(out, tx.ids...)
+	}
+	return out
+}
+
+func (r *lostRun) wait(t *testing.T, want []int64) {
+	t.Helper()
+	retry.Until(t, 60*time.Second, func() error {
+		if got := r.ids(); !slices.Equal(got, want) {
+			if len(got) > len(want) || !slices.Equal(got, want[:len(got)]) {
+				t.Fatalf("the run emitted %v, want %v (-1: the LOST marker)", got, want)
+			}
+			return fmt.Errorf("emitted %v, want %v", got, want)
+		}
+		return nil
+	})
+}
+
+// TestAcceptedLossKeptForRestart: a promoted replica lacks the primary's
+// last two transactions, which the first run emitted; the loss accepted
+// (kept in the placement log), the run emits a marker and goes on. A
+// second run from the cursor the first kept just before the marker,
+// with the same keeper, finds the same loss and goes on without being
+// asked: the marker and the new server's rows come with the seqs the
+// first run gave them. With a keeper that does not hold the accept, it
+// waits instead, naming the loss. Without the kept losses handed to its
+// reader (binlog.Config.Accepted), the second run would wait too.
+func TestAcceptedLossKeptForRestart(t *testing.T) {
+	tp := mysqltest.StartTopology(t, 1)
+	primary, replica := tp.Primary(), tp.Replicas()[0]
+	replica.FlushLogs(t)
+	primary.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id BIGINT PRIMARY KEY)",
+		"INSERT INTO shop.orders VALUES (1)", "INSERT INTO shop.orders VALUES (2)")
+	tp.WaitCaughtUp(t)
+	vip := tcpproxy.Start(t, primary.Addr())
+	ds, err := spec.Parse(fmt.Appendf(nil, "name: shop\nsources: [{name: a, address: '%s', start: earliest}]\ntables: ['shop\\.orders']\nheartbeat: 100ms\n", vip.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := &group.MemKeeper{}
+	first := startLostRun(t, group.Config{Spec: ds, Keep: keep})
+	first.wait(t, []int64{1, 2})
+	tp.StopReplication(t, replica)
+	primary.Exec(t, "INSERT INTO shop.orders VALUES (3)", "INSERT INTO shop.orders VALUES (4)")
+	first.wait(t, []int64{1, 2, 3, 4})
+	tp.KillPrimary(t)
+	tp.Promote(t, replica)
+	vip.Switch(replica.Addr())
+
+	var lost string
+	retry.Until(t, 60*time.Second, func() error {
+		if lost = first.d.Stats().Sources[0].Lost; lost == "" {
+			return fmt.Errorf("nothing lost yet")
+		}
+		return nil
+	})
+	if _, err := first.d.AcceptLost(t.Context(), "b"); err == nil {
+		t.Fatal("accepted a loss of a source the destination does not have")
+	}
+	l, err := first.d.AcceptLost(t.Context(), "a")
+	if err != nil || l.Lost != lost {
+		t.Fatalf("accept: %+v %v; want the loss reported, %s", l, err, lost)
+	}
+	replica.Exec(t, "INSERT INTO shop.orders VALUES (10)", "INSERT INTO shop.orders VALUES (11)")
+	first.wait(t, []int64{1, 2, 3, 4, -1, 10, 11})
+	if _, err := first.d.AcceptLost(t.Context(), "a"); err == nil {
+		t.Error("a second accept was taken; want nothing lost")
+	}
+	first.mu.Lock()
+	txs := slices.Clone(first.txs)
+	first.mu.Unlock()
+	at := slices.IndexFunc(txs, func(tx lostTx) bool { return slices.Contains(tx.ids, -1) })
+	from, after := txs[at-1].cursor, txs[at:]
+
+	// The second run, from the cursor before the marker, with the accept.
+	again := startLostRun(t, group.Config{Spec: ds, Keep: keep, Resume: from})
+	again.wait(t, []int64{-1, 10, 11})
+	again.mu.Lock()
+	redone := slices.Clone(again.txs)
+	again.mu.Unlock()
+	for i, tx := range redone {
+		if tx.seq != after[i].seq || !slices.Equal(tx.ids, after[i].ids) {
+			t.Errorf("after the restart seq %d %v; the first run gave seq %d %v", tx.seq, tx.ids, after[i].seq, after[i].ids)
+		}
+	}
+
+	// The same without the accept kept: it waits, naming the loss.
+	unkept := startLostRun(t, group.Config{Spec: ds, Keep: &group.MemKeeper{}, Resume: from})
+	retry.Until(t, 60*time.Second, func() error {
+		if got := unkept.d.Stats().Sources[0].Lost; got != lost {
+			return fmt.Errorf("lost %q, want %q", got, lost)
+		}
+		return nil
+	})
+	if got := unkept.ids(); len(got) != 0 {
+		t.Errorf("without the accept kept the run emitted %v; want nothing while it waits", got)
+	}
+}
