@@ -26,8 +26,10 @@
 // What a replay or a new owner needs to emit the same stream, a
 // Destination keeps through Config.Keep, a Keeper: the operators'
 // shard-DDL decisions before they apply and the placements of snapshot
-// chunks and late transactions before they go out (FileKeeper, MemKeeper
-// here; raftstore.FencedKeeper in a cluster). The Keeper also keeps the
+// chunks and late transactions before they go out, and the losses of
+// transactions an operator accepted (AcceptLost, lost.go) before the
+// source goes on past one (FileKeeper, MemKeeper here;
+// raftstore.FencedKeeper in a cluster). The Keeper also keeps the
 // clients' cursors, which package destination saves.
 //
 // # Invariants
@@ -113,7 +115,7 @@
 //     held tables again into a small queue of its own. The merge loop
 //     cancels and waits for them before the catch-up returns.
 //
-// Other goroutines may call Stats, Late, ShardDDL, Decide and Cursor
+// Other goroutines may call Stats, Late, ShardDDL, Decide, AcceptLost and Cursor
 // (Cursor only from emit or after Run). Decide sends a request to the
 // merge loop and waits for its answer; ShardDDL reads a published copy.
 //

@@ -82,7 +82,11 @@
 // written as one message of type EMPTY (flat.TypeEmpty) with no table,
 // columns nor data, and its seq, source, position, gtid and snapshot flag,
 // so that a consumer sees every seq, as a canal client sees such a
-// transaction's TRANSACTIONBEGIN and TRANSACTIONEND entries.
+// transaction's TRANSACTIONBEGIN and TRANSACTIONEND entries. The marker
+// of transactions lost in a source failover, once an operator accepted
+// the loss (POST .../sources/{source}/accept-lost), is such a
+// transaction too, written as one message of type LOST (flat.TypeLost)
+// whose sql names the lost transactions.
 //
 // With checkpoint=true the stream also carries, when it has nothing else to
 // send, a line {"checkpoint":SEQ} (a 'C' frame in the binary encoding)

@@ -125,11 +125,11 @@ var destinationCommand = &command{
 				"exactly the loss named now: the source goes on reading the promoted server from\n" +
 				"the GTID position it holds (its transactions braid did not emit come next), and a\n" +
 				"marker naming the lost transactions goes into the stream where the source went on\n" +
-				"(a message of type LOST). The accept is kept with the destination (in Raft, or\n" +
-				"with braid capture's cursors), so a restart or a new owner finding the same loss\n" +
-				"goes on without asking again; another loss needs another accept. Refused when the\n" +
-				"source waits on no loss. Needs an admin. Against braid capture, point --server at\n" +
-				"its --http-port. See docs/sources.md.",
+				"(a message of type LOST). The accept is kept with the destination (in Raft; braid\n" +
+				"capture --http-port keeps it for its run), so a restart or a new owner finding the\n" +
+				"same loss goes on without asking again; another loss needs another accept. Refused\n" +
+				"when the source waits on no loss. Needs an admin. Against braid capture, point\n" +
+				"--server at its --http-port. See docs/sources.md.",
 			run: runDestinationAcceptLost,
 		},
 		"delete": {

@@ -68,6 +68,15 @@
 // why and what to do. Each switch is one
 // log line (old and new server, why, how long) and counted in Stats.
 //
+// A writable server that lacks transactions braid emitted (a promoted
+// replica: an asynchronous failover lost them) is waited on, the loss
+// named (Stats.Lost, Loss), until an operator accepts it (AcceptLoss,
+// or Config.Accepted for a loss accepted in an earlier run): the reader
+// then goes on there from the GTID state the server holds of braid's and
+// emits first a marker transaction naming the lost GTIDs
+// (change.Event.Lost), a boundary with no position whose GTID state a
+// resume starts from (lost.go).
+//
 // A source's address may list its servers (servers.go): the reader
 // reads one at a time, the first listed that answers and is of the kind
 // the spec's read_from prefers (a writable primary, or a read_only
@@ -123,5 +132,6 @@
 // Reader.Run owns one goroutine's worth of work and calls emit from it, one
 // event at a time; go-mysql's reading goroutine parses the events ahead of
 // it (eventParser, which shares only its queue and the Reader's settings
-// fixed before streaming). A Reader is used by one Run at a time.
+// fixed before streaming). A Reader is used by one Run at a time. Stats,
+// Loss and AcceptLoss are safe to call from any goroutine while it runs.
 package binlog
