@@ -232,7 +232,7 @@ func New(cfg Config) (*Destination, error) {
 		// was down instead of taking the server's schema for its point).
 		pc := binlog.Config{Destination: ds.Name, Source: src, Tables: filter,
 			Heartbeat: time.Duration(ds.Heartbeat), Logger: d.log, ReadAhead: cfg.ReadAhead, AnnounceTables: true, OnlineDDL: online,
-			Accepted: lossesOf(placed, i)}
+			Accepted: lossesOf(placed, i), Losses: d.keptLosses(i)}
 		d.cursor.Sources[i].Name = src.Name
 		if r := cfg.Resume; r != nil {
 			sc := r.Sources[i]

@@ -90,6 +90,19 @@ func lossAccepter(r Reader) (LossAccepter, bool) {
 	return nil, false
 }
 
+// keptLosses returns what source src's reader asks for the losses
+// accepted while it runs (binlog.Config.Losses): the keeper's, as a
+// replay reader learns those its live run keeps.
+func (d *Destination) keptLosses(src int) func() []change.Loss {
+	return func() []change.Loss {
+		placed, err := d.cfg.keptPlacements()
+		if err != nil {
+			return nil
+		}
+		return lossesOf(placed, src)
+	}
+}
+
 // lossesOf lists the losses accepted for source src in a placement log.
 func lossesOf(log []Placement, src int) []change.Loss {
 	var out []change.Loss

@@ -2,6 +2,7 @@ package group_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/braid-cdc/braid/engine/binlog"
 	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
@@ -167,6 +169,29 @@ func TestAcceptedLossKeptForRestart(t *testing.T) {
 		if tx.seq != after[i].seq || !slices.Equal(tx.ids, after[i].ids) {
 			t.Errorf("after the restart seq %d %v; the first run gave seq %d %v", tx.seq, tx.ids, after[i].seq, after[i].ids)
 		}
+	}
+
+	// From a cursor inside the loss (after the first lost transaction,
+	// before the second) the stream cannot be given again: the run
+	// stops with one line saying so, rather than give the new server's
+	// rows other seqs than the first run gave them.
+	inside, err := group.New(group.Config{Spec: ds, Keep: keep, Resume: txs[at-2].cursor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ictx, icancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer icancel()
+	var emitted []uint64
+	err = inside.Run(ictx, func(ev *change.Event) error {
+		if ev.Type == change.EventCommit {
+			emitted = append(emitted, ev.Seq)
+		}
+		return nil
+	})
+	if !errors.Is(err, binlog.ErrLostInside) || len(emitted) != 0 {
+		t.Errorf("a run from inside the loss: %v, emitted seqs %v; want it stopped with ErrLostInside, nothing emitted", err, emitted)
+	} else {
+		t.Logf("from inside the loss: %v", err)
 	}
 
 	// The same without the accept kept: it waits, naming the loss.

@@ -112,17 +112,32 @@ func gtidString(g mysql.MariadbGTID) string { return string(appendGTID(nil, g)) 
 
 // compareGTIDs checks a cursor's GTID position against a server's, DM's
 // two conditions: the server's binlog holds it (have, its
-// gtid_binlog_pos: missing names what it lacks, by domain) and has purged
-// nothing after it (oldest, the GTID list its oldest binlog starts with:
-// purged names what is gone).
-func compareGTIDs(cursor, have, oldest gtidPos) (missing, purged []string) {
+// gtid_binlog_pos, and state, its gtid_binlog_state: missing names what
+// it lacks, by domain) and has purged nothing after it (oldest, the GTID
+// list its oldest binlog starts with: purged names what is gone).
+//
+// Where the server's last GTID of a domain is another server_id's than
+// the cursor's (a promoted server that wrote on in the domain), its state
+// tells whether it holds the cursor's: its last GTID of the cursor's
+// server_id. A promoted server that lacks transactions braid emitted
+// reuses their seq numbers for its own, so the domain's position alone
+// would soon say it holds them. Without a state (nil) the position is
+// taken.
+func compareGTIDs(cursor, have gtidPos, state []mysql.MariadbGTID, oldest gtidPos) (missing, purged []string) {
 	for _, c := range cursor {
 		h, ok := have.get(c.DomainID)
+		s, held := lastOf(state, c.DomainID, c.ServerID)
 		switch {
 		case !ok:
 			missing = append(missing, fmt.Sprintf("domain %d up to %s (the server has none of it)", c.DomainID, gtidString(c)))
-		case h.SequenceNumber < c.SequenceNumber:
-			missing = append(missing, fmt.Sprintf("domain %d seq %d to %s (the server is at %s)", c.DomainID, h.SequenceNumber+1, gtidString(c), gtidString(h)))
+		case h.ServerID == c.ServerID || state == nil:
+			if h.SequenceNumber < c.SequenceNumber {
+				missing = append(missing, fmt.Sprintf("domain %d seq %d to %s (the server is at %s)", c.DomainID, h.SequenceNumber+1, gtidString(c), gtidString(h)))
+			}
+		case !held:
+			missing = append(missing, fmt.Sprintf("domain %d up to %s (the server has no GTID of server_id %d in it)", c.DomainID, gtidString(c), c.ServerID))
+		case s.SequenceNumber < c.SequenceNumber:
+			missing = append(missing, fmt.Sprintf("domain %d seq %d to %s (the server's last of server_id %d is %s)", c.DomainID, s.SequenceNumber+1, gtidString(c), c.ServerID, gtidString(s)))
 		}
 	}
 	for _, o := range oldest {
@@ -137,6 +152,33 @@ func compareGTIDs(cursor, have, oldest gtidPos) (missing, purged []string) {
 	return missing, purged
 }
 
+// lastOf returns the GTID of domain d and server_id id in state (a
+// gtid_binlog_state: the last GTID of each domain and server_id).
+func lastOf(state []mysql.MariadbGTID, d, id uint32) (mysql.MariadbGTID, bool) {
+	for _, g := range state {
+		if g.DomainID == d && g.ServerID == id {
+			return g, true
+		}
+	}
+	return mysql.MariadbGTID{}, false
+}
+
+// parseGTIDState parses a gtid_binlog_state: "0-1-42,0-2-50,1-2-7".
+func parseGTIDState(s string) ([]mysql.MariadbGTID, error) {
+	out := []mysql.MariadbGTID{} // not nil: an empty state is known
+	for part := range strings.SplitSeq(strings.TrimSpace(s), ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		g, err := mysql.ParseMariadbGTID(part)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a MariaDB GTID: %v", part, err)
+		}
+		out = append(out, *g)
+	}
+	return out, nil
+}
+
 // ErrServerChanged: another server answered at the source's address and
 // braid cannot resume there (no GTIDs, or binlogs purged past its
 // position).
@@ -148,14 +190,15 @@ type answer struct {
 	strict bool   // MariaDB gtid_strict_mode ON
 	gtidOn bool   // MySQL gtid_mode ON
 	have   string // MariaDB gtid_binlog_pos
+	state  string // MariaDB gtid_binlog_state
 }
 
 // identify asks the server behind c who it is.
 func (p *Reader) identify(c *client.Conn) (answer, error) {
 	maria := p.info.flavor == mysql.MariaDBFlavor
-	q := "SELECT @@server_id, @@hostname, @@port, @@log_bin_basename, @@server_uuid, @@gtid_mode, '', ''"
+	q := "SELECT @@server_id, @@hostname, @@port, @@log_bin_basename, @@server_uuid, @@gtid_mode, '', '', ''"
 	if maria {
-		q = "SELECT @@server_id, @@hostname, @@port, @@log_bin_basename, '', '', @@gtid_strict_mode, @@gtid_binlog_pos"
+		q = "SELECT @@server_id, @@hostname, @@port, @@log_bin_basename, '', '', @@gtid_strict_mode, @@gtid_binlog_pos, @@gtid_binlog_state"
 	}
 	r, err := c.Execute(q)
 	if err != nil {
@@ -171,6 +214,7 @@ func (p *Reader) identify(c *client.Conn) (answer, error) {
 		gtidOn: strings.EqualFold(get(5), "ON"),
 		strict: isOn(get(6)),
 		have:   get(7),
+		state:  get(8),
 	}
 	return a, nil
 }
@@ -305,7 +349,14 @@ func (p *Reader) checkServer(ctx context.Context) error {
 		if err != nil {
 			return fatal{fmt.Errorf("binlog: source %s (%s): gtid_binlog_pos: %v", p.spec.Name, p.spec.Address, err)}
 		}
-		missing, purged := compareGTIDs(p.gtids, have, list)
+		state, err := parseGTIDState(a.state)
+		if err != nil {
+			return fatal{fmt.Errorf("binlog: source %s (%s): gtid_binlog_state: %v", p.spec.Name, p.spec.Address, err)}
+		}
+		if err := p.insideLoss(p.gtids, have, state); err != nil {
+			return err
+		}
+		missing, purged := compareGTIDs(p.gtids, have, state, list)
 		if len(purged) > 0 {
 			return fatal{fmt.Errorf("%w: source %s (%s): %s answers, but it purged GTIDs braid has not read yet (%s; its oldest binlog %s starts after %s; braid is at %s): "+
 				"restore those binlogs or point the address at a server that has them, else start the destination again from a later position",
@@ -317,7 +368,7 @@ func (p *Reader) checkServer(ctx context.Context) error {
 		}
 		l := change.Loss{Lost: strings.Join(missing, ", "), From: p.gtids.String(), Server: now.String()}
 		if p.isAccepted(l) {
-			p.goOnMariaDB(l, have)
+			p.goOnMariaDB(l, have, state)
 			break
 		}
 		if lost {
@@ -339,12 +390,13 @@ func (p *Reader) checkServer(ctx context.Context) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 		c.SetDeadline(time.Now().Add(handshakeTimeout))
-		r, err := c.Execute("SELECT @@gtid_binlog_pos")
+		r, err := c.Execute("SELECT @@gtid_binlog_pos, @@gtid_binlog_state")
 		if err != nil {
 			return p.queryError("read gtid_binlog_pos", err)
 		}
 		pos, _ := r.GetString(0, 0)
-		a.have = strings.Clone(pos)
+		st, _ := r.GetString(0, 1)
+		a.have, a.state = strings.Clone(pos), strings.Clone(st)
 		r.Close()
 		c.SetDeadline(time.Time{})
 	}

@@ -50,9 +50,43 @@ func TestCompareGTIDs(t *testing.T) {
 		{cursor: "0-1-42", have: "0-1-60", oldest: "0-1-50", purged: []string{"domain 0 seq 43 to 0-1-50"}},
 		{cursor: "0-1-42", have: "0-1-60,3-9-8", oldest: "0-1-42,3-9-2", purged: []string{"domain 3 up to 3-9-2"}},
 	} {
-		missing, purged := compareGTIDs(mustPos(t, c.cursor), mustPos(t, c.have), mustPos(t, c.oldest))
+		missing, purged := compareGTIDs(mustPos(t, c.cursor), mustPos(t, c.have), nil, mustPos(t, c.oldest))
 		if !slices.Equal(missing, c.missing) || !slices.Equal(purged, c.purged) {
 			t.Errorf("cursor %s, server %s, oldest %s: missing %q purged %q, want %q %q", c.cursor, c.have, c.oldest, missing, purged, c.missing, c.purged)
+		}
+	}
+}
+
+// A promoted server that lacks braid's last transactions of a domain and
+// wrote on in it reuses their seq numbers: its state (the last GTID of
+// each domain and server_id) still names what it lacks, and the same
+// loss stays the same text while it writes on. Going on past it starts
+// after the last of braid's GTIDs it holds, so its own come next. By the
+// domain's position alone the loss would vanish once its writes pass
+// braid's seq, and the start would skip them.
+func TestCompareGTIDsPromotedWritesOn(t *testing.T) {
+	cursor := mustPos(t, "0-100-55,1-7-3")
+	for _, c := range []struct {
+		have, state string
+		missing     []string
+		start       string
+	}{
+		{have: "0-100-24,1-7-3", state: "0-100-24,1-7-3", missing: []string{"domain 0 seq 25 to 0-100-55 (the server is at 0-100-24)"}, start: "0-100-24,1-7-3"},
+		{have: "0-101-30,1-7-3", state: "0-100-24,0-101-30,1-7-3", missing: []string{"domain 0 seq 25 to 0-100-55 (the server's last of server_id 100 is 0-100-24)"}, start: "0-100-24,1-7-3"},
+		{have: "0-101-80,1-7-3", state: "0-100-24,0-101-80,1-7-3", missing: []string{"domain 0 seq 25 to 0-100-55 (the server's last of server_id 100 is 0-100-24)"}, start: "0-100-24,1-7-3"},
+		{have: "0-101-80,1-7-3", state: "0-100-55,0-101-80,1-7-3", start: "0-100-55,1-7-3"}, // it had them all, then wrote on
+		{have: "0-101-80,1-7-3", state: "0-101-80,1-7-3", missing: []string{"domain 0 up to 0-100-55 (the server has no GTID of server_id 100 in it)"}, start: "1-7-3"},
+	} {
+		state, err := parseGTIDState(c.state)
+		if err != nil {
+			t.Fatal(err)
+		}
+		missing, _ := compareGTIDs(cursor, mustPos(t, c.have), state, nil)
+		if !slices.Equal(missing, c.missing) {
+			t.Errorf("server at %s (state %s): missing %q, want %q", c.have, c.state, missing, c.missing)
+		}
+		if got := acceptedStart(cursor, mustPos(t, c.have), state).String(); got != c.start {
+			t.Errorf("server at %s (state %s): goes on from %s, want %s", c.have, c.state, got, c.start)
 		}
 	}
 }

@@ -2,7 +2,10 @@ package binlog
 
 import (
 	"errors"
+	"fmt"
 	"slices"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/braid-cdc/braid/engine/change"
 )
@@ -65,18 +68,70 @@ func (p *Reader) noteLoss(l change.Loss) {
 
 // isAccepted reports whether the loss l was accepted.
 func (p *Reader) isAccepted(l change.Loss) bool {
-	p.lossMu.Lock()
-	defer p.lossMu.Unlock()
-	return slices.ContainsFunc(p.accepted, l.Same)
+	return slices.ContainsFunc(p.acceptedNow(), l.Same)
 }
 
+// acceptedNow lists the losses accepted: AcceptLoss's and
+// Config.Accepted's, and Config.Losses's now.
+func (p *Reader) acceptedNow() []change.Loss {
+	p.lossMu.Lock()
+	out := slices.Clone(p.accepted)
+	p.lossMu.Unlock()
+	if p.cfg.Losses != nil {
+		out = append(out, p.cfg.Losses()...)
+	}
+	return out
+}
+
+// insideLoss returns the error of a MariaDB reader whose position
+// (cursor) lies strictly inside the transactions of an accepted loss
+// (after the last of them the server holds, have and state, before the
+// point the loss was found at): they went out after this position, no
+// server has them, so the stream from here cannot be given again. nil
+// otherwise. (A position before all of them reads on as the server has
+// it; one past the loss's marker is on the server's own history.)
+func (p *Reader) insideLoss(cursor, have gtidPos, state []mysql.MariadbGTID) error {
+	for _, l := range p.acceptedNow() {
+		from, err := parseGTIDPos(l.From)
+		if err != nil {
+			continue
+		}
+		held := acceptedStart(from, have, state)
+		for _, f := range from {
+			c, ok := cursor.get(f.DomainID)
+			s, sok := held.get(f.DomainID)
+			if !ok || !sok || c.ServerID != f.ServerID || s.ServerID != f.ServerID {
+				continue
+			}
+			if s.SequenceNumber < c.SequenceNumber && c.SequenceNumber < f.SequenceNumber {
+				return fatal{fmt.Errorf("%w: source %s (%s): braid's position %s lies inside transactions lost in a failover, whose loss an operator accepted (%s): "+
+					"they went out in the stream after this position and no server has them now, so the stream from here cannot be given again. "+
+					"A consumer or sink whose cursor is here lost them: drop it (braid consumer drop) and subscribe it again after the loss's LOST marker, or start the destination over",
+					ErrLostInside, p.spec.Name, p.spec.Address, cursor, l.Lost)}
+			}
+		}
+	}
+	return nil
+}
+
+// ErrLostInside: a reader's position lies inside transactions lost in a
+// failover (insideLoss).
+var ErrLostInside = errors.New("binlog: position inside lost transactions")
+
 // acceptedStart is where a MariaDB reader goes on after an accepted
-// loss: per domain of cursor, its GTID, or the server's (have) where
-// that one is behind; a domain the server has none of is left out.
-func acceptedStart(cursor, have gtidPos) gtidPos {
+// loss: per domain of cursor, the last GTID of braid's history the
+// server holds (see compareGTIDs): the cursor's, or, where the server
+// lacks it, the server's last of the cursor's server_id (state) or,
+// without a state, its position in the domain (have). The server sends
+// what follows it: its own transactions braid did not emit. A domain
+// the server holds none of braid's is left out.
+func acceptedStart(cursor, have gtidPos, state []mysql.MariadbGTID) gtidPos {
 	var out gtidPos
 	for _, c := range cursor {
 		h, ok := have.get(c.DomainID)
+		if ok && h.ServerID != c.ServerID && state != nil {
+			h, ok = lastOf(state, c.DomainID, c.ServerID)
+		}
 		switch {
 		case !ok:
 		case h.SequenceNumber < c.SequenceNumber:
@@ -89,9 +144,10 @@ func acceptedStart(cursor, have gtidPos) gtidPos {
 }
 
 // goOnMariaDB moves a MariaDB reader's GTID state past the accepted loss
-// l on a server at have, and arms the marker.
-func (p *Reader) goOnMariaDB(l change.Loss, have gtidPos) {
-	p.gtids = acceptedStart(p.gtids, have)
+// l on a server at have (its gtid_binlog_pos) and state (its
+// gtid_binlog_state), and arms the marker.
+func (p *Reader) goOnMariaDB(l change.Loss, have gtidPos, state []mysql.MariadbGTID) {
+	p.gtids = acceptedStart(p.gtids, have, state)
 	p.gtidStr = p.gtids.String()
 	p.marker = l.Lost
 	p.lossAccepted(l)

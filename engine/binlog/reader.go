@@ -65,6 +65,11 @@ type Config struct {
 	// exactly one of them is read on without asking again (lost.go).
 	// Default: none.
 	Accepted []change.Loss
+	// Losses, if set, returns the losses accepted so far (Accepted's
+	// later ones), asked while the reader waits on one: an accept kept
+	// while it runs (by its destination's live run, for a replay
+	// reader) reaches it. Default: none.
+	Losses func() []change.Loss
 
 	// goMySQLRows sends every rows event to go-mysql's decoder, the path
 	// tables braid does not read raw take (for tests, which check the raw

@@ -41,6 +41,7 @@ type received struct {
 	arrived time.Time
 	table   string // the message's table (logical, or its origin's)
 	ddl     string // a DDL message's statement
+	lost    string // a LOST marker's lost transactions
 }
 
 // consumer streams a destination through every node of a cluster with the
@@ -81,6 +82,9 @@ func startConsumer(t *testing.T, c *nodes.Cluster, dest, clientID string) *consu
 			r := received{seq: m.Seq, source: m.Source, db: m.OriginDatabase, es: m.Es, arrived: time.Now(), table: m.Table}
 			if m.IsDdl {
 				r.ddl = m.SQL
+			}
+			if m.Type == client.TypeLost {
+				r.lost = m.SQL
 			}
 			if m.Type == "INSERT" {
 				for _, row := range m.Data {

@@ -180,3 +180,146 @@ func TestClusterOwnerKilledDuringSourceFailover(t *testing.T) {
 	t.Logf("owner %s (epoch %d) killed after the source switch; %s took over", owner.Name, epoch, next.Name)
 	f.finish(t)
 }
+
+// TestClusterAcceptsLostTransactions: the replica's replication stopped
+// under the load, the primary writes on and braid emits rows the replica
+// never receives; the primary SIGKILLed, the replica promoted, the proxy
+// switched. The promoted server lacks those rows: the owner names the
+// loss and waits. `braid destination accept-lost` accepts it and the
+// owner is SIGKILLed at once: the next owner finds the accept in Raft
+// and goes on too. The consumer gets every row once, in order, the
+// lost ones before one LOST marker naming them and the promoted
+// server's after it; the MySQL sink's target holds every row emitted,
+// each applied once (the lost ones stay: they went out), and `braid sink
+// verify` finds it equal to the new primary.
+func TestClusterAcceptsLostTransactions(t *testing.T) {
+	f := startSourceFailover(t)
+	// The receiver stops: what it received is applied (Promote waits for
+	// it), what the primary writes after never reaches the replica.
+	f.replica.Exec(t, "STOP SLAVE IO_THREAD")
+	received := f.replica.ReplicationStatus(t).IOPos
+	var last int64
+	f.c.WaitFor(t, 30*time.Second, "the replica applying what it received", func() (bool, string) {
+		got := f.replica.Query(t, "SELECT MASTER_GTID_WAIT('"+received+"', 0.5)")
+		kept := ids(t, f.replica)
+		last = kept[len(kept)-1]
+		return len(got) == 1 && got[0][0] == "0", "applying"
+	})
+	f.c.WaitFor(t, 60*time.Second, "rows the replica never received at the consumer", func() (bool, string) {
+		n := 0
+		for _, m := range f.cs.snapshot() {
+			for _, id := range m.ids {
+				if id > last {
+					n++
+				}
+			}
+		}
+		return n >= 10, fmt.Sprintf("%d past id %d", n, last)
+	})
+	f.tp.KillPrimary(t)
+	f.tp.Promote(t, f.replica)
+	f.vip.Switch(f.replica.Addr())
+
+	owner, epoch := f.c.OwnerOf(t, "shop")
+	var lost string
+	f.c.WaitFor(t, 90*time.Second, "the loss named", func() (bool, string) {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		st, err := f.c.State(ctx, owner.Node, "shop")
+		if err != nil || len(st.Sources) != 1 {
+			return false, fmt.Sprint(st.Sources, err)
+		}
+		lost = st.Sources[0].Lost
+		return lost != "", "nothing lost yet"
+	})
+	out, errs, code := cli("destination", "accept-lost", "shop", "a", "--server", f.c.Nodes[0].URL())
+	if code != 0 || !strings.Contains(out, lost) {
+		t.Fatalf("accept-lost: exit %d: %s%s", code, out, errs)
+	}
+	owner.Kill()
+	f.c.WaitFor(t, 60*time.Second, "a new owner", func() (bool, string) {
+		_, e := f.c.OwnerOf(t, "shop")
+		return e != epoch, "no takeover yet"
+	})
+	owner.MustStart(t, f.c.Bin, f.c.JoinOf(owner))
+	t.Logf("lost %s accepted; owner %s (epoch %d) killed after it", lost, owner.Name, epoch)
+
+	before := len(ids(t, f.replica))
+	retry.Until(t, 90*time.Second, func() error {
+		if n := len(ids(t, f.replica)); n < before+20 {
+			return fmt.Errorf("%d rows on the promoted replica, want %d: the load goes on there", n, before+20)
+		}
+		return nil
+	})
+	f.load.Stop()
+	now := ids(t, f.replica)
+
+	// The consumer: every row once, in order; one marker, after the last
+	// row the promoted server lacks and before its own.
+	var pre, post []int64
+	markers := 0
+	f.c.WaitFor(t, 90*time.Second, "the promoted server's rows at the consumer", func() (bool, string) {
+		pre, post, markers = nil, nil, 0
+		for _, m := range f.cs.snapshot() {
+			if m.lost != "" {
+				markers++
+				if m.lost != lost {
+					t.Fatalf("the marker names %q; want %q", m.lost, lost)
+				}
+				continue
+			}
+			if markers == 0 {
+				pre = append(pre, m.ids...)
+			} else {
+				post = append(post, m.ids...)
+			}
+		}
+		return markers == 1 && len(post) > 0 && post[len(post)-1] == now[len(now)-1], fmt.Sprintf("%d markers, %d rows after", markers, len(post))
+	})
+	if markers != 1 {
+		t.Fatalf("%d LOST markers; want one", markers)
+	}
+	var lostIDs []int64
+	for _, id := range pre {
+		if !slices.Contains(now, id) {
+			lostIDs = append(lostIDs, id)
+		}
+	}
+	for _, id := range post {
+		if !slices.Contains(now, id) || slices.Contains(pre, id) {
+			t.Fatalf("id %d after the marker: not the promoted server's, or twice", id)
+		}
+	}
+	if len(lostIDs) < 10 {
+		t.Errorf("%d rows the promoted server lacks went out before the marker; want the 10 or more written after its replication stopped", len(lostIDs))
+	}
+	all := append(slices.Clone(pre), post...)
+	if !slices.IsSorted(all) || len(slices.Compact(slices.Clone(all))) != len(all) {
+		t.Errorf("the consumer's ids are not each once in commit order: %v", all)
+	}
+	for _, id := range now {
+		if !slices.Contains(all, id) {
+			t.Errorf("id %d of the promoted server never reached the consumer", id)
+		}
+	}
+	checkStream(t, f.cs.snapshot(), now)
+
+	// The sink: every row emitted, each applied once; verify against the
+	// new primary equal.
+	want := make([]string, len(all))
+	for i, id := range all {
+		want[i] = strconv.FormatInt(id, 10)
+	}
+	slices.Sort(want)
+	f.c.WaitFor(t, 90*time.Second, "the target holding every row emitted", func() (bool, string) {
+		got := f.tg.read("SELECT id FROM " + f.tg.orders())
+		return slices.Equal(got, want), fmt.Sprintf("target has %d rows, the stream %d", len(got), len(want))
+	})
+	if n, _ := f.tg.audit(); n != len(all) {
+		t.Errorf("%d applications for %d rows", n, len(all))
+	}
+	if out, errs, code := cli("sink", "verify", "shop", "copy", "--sample", "100000", "--server", f.c.Nodes[0].URL()); code != 0 {
+		t.Errorf("sink verify against the new primary: exit %d: %s%s", code, out, errs)
+	}
+	t.Logf("%d rows before the marker (%d lost in the failover), %d after", len(pre), len(lostIDs), len(post))
+}
