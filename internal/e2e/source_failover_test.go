@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
@@ -185,15 +187,37 @@ func TestClusterOwnerKilledDuringSourceFailover(t *testing.T) {
 // under the load, the primary writes on and braid emits rows the replica
 // never receives; the primary SIGKILLed, the replica promoted, the proxy
 // switched. The promoted server lacks those rows: the owner names the
-// loss and waits. `braid destination accept-lost` accepts it and the
-// owner is SIGKILLed at once: the next owner finds the accept in Raft
-// and goes on too. The consumer gets every row once, in order, the
-// lost ones before one LOST marker naming them and the promoted
-// server's after it; the MySQL sink's target holds every row emitted,
-// each applied once (the lost ones stay: they went out), and `braid sink
-// verify` finds it equal to the new primary.
+// loss and waits. `braid destination accept-lost` (the CLI, against the
+// cluster) accepts it; once every kept cursor is past the marker, the
+// owner is SIGKILLed and the next one goes on on the promoted server.
+// The consumer gets every row once, in order, the lost ones before one
+// LOST marker naming them and the promoted server's after it; the MySQL
+// sink's target holds every row emitted, each applied once (the lost
+// ones stay: they went out), and `braid sink verify` against the new
+// primary names exactly the lost rows as extra, nothing else.
 func TestClusterAcceptsLostTransactions(t *testing.T) {
 	f := startSourceFailover(t)
+	owner, epoch := f.c.OwnerOf(t, "shop")
+	state := func(n *nodes.Node) (wire.State, error) {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		return f.c.State(ctx, n.Node, "shop")
+	}
+	// The consumer keeps up (its replay reader from the start, if it has
+	// one, caught up): one behind when the primary dies would have its
+	// place inside the lost transactions.
+	f.c.WaitFor(t, 60*time.Second, "the consumer caught up", func() (bool, string) {
+		st, err := state(owner)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, c := range st.Clients {
+			if c.ID == "fo" {
+				return c.AckedSeq+2 >= st.Seq, fmt.Sprintf("acked %d of %d", c.AckedSeq, st.Seq)
+			}
+		}
+		return false, "no client fo"
+	})
 	// The receiver stops: what it received is applied (Promote waits for
 	// it), what the primary writes after never reaches the replica.
 	f.replica.Exec(t, "STOP SLAVE IO_THREAD")
@@ -220,12 +244,9 @@ func TestClusterAcceptsLostTransactions(t *testing.T) {
 	f.tp.Promote(t, f.replica)
 	f.vip.Switch(f.replica.Addr())
 
-	owner, epoch := f.c.OwnerOf(t, "shop")
 	var lost string
 	f.c.WaitFor(t, 90*time.Second, "the loss named", func() (bool, string) {
-		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-		defer cancel()
-		st, err := f.c.State(ctx, owner.Node, "shop")
+		st, err := state(owner)
 		if err != nil || len(st.Sources) != 1 {
 			return false, fmt.Sprint(st.Sources, err)
 		}
@@ -236,6 +257,37 @@ func TestClusterAcceptsLostTransactions(t *testing.T) {
 	if code != 0 || !strings.Contains(out, lost) {
 		t.Fatalf("accept-lost: exit %d: %s%s", code, out, errs)
 	}
+	// Once every client's kept cursor is past the marker, and the sink
+	// has applied a second of the load past it (its cursor is kept every
+	// 500ms), the owner is killed: the next one resumes on the promoted
+	// server from there. (A kept cursor inside the lost transactions
+	// would stop the next owner: see binlog.ErrLostInside.)
+	var marker uint64
+	f.c.WaitFor(t, 90*time.Second, "every kept cursor past the marker", func() (bool, string) {
+		for _, m := range f.cs.snapshot() {
+			if m.lost != "" {
+				marker = m.seq
+			}
+		}
+		if marker == 0 {
+			return false, "no marker at the consumer yet"
+		}
+		st, err := state(owner)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, c := range st.Clients {
+			if c.Cursor == nil || c.Cursor.Seq <= marker {
+				return false, fmt.Sprintf("client %s kept at %v, the marker is seq %d", c.ID, c.Cursor, marker)
+			}
+		}
+		out, errs, code := cli("sink", "list", "shop", "--json", "--server", owner.URL())
+		var sinks []wire.SinkState
+		if code != 0 || json.Unmarshal([]byte(out), &sinks) != nil || len(sinks) != 1 {
+			return false, fmt.Sprintf("sink list: exit %d %s%s", code, out, errs)
+		}
+		return sinks[0].AppliedSeq > marker+50, fmt.Sprintf("the sink applied seq %d, the marker is %d", sinks[0].AppliedSeq, marker)
+	})
 	owner.Kill()
 	f.c.WaitFor(t, 60*time.Second, "a new owner", func() (bool, string) {
 		_, e := f.c.OwnerOf(t, "shop")
@@ -318,8 +370,25 @@ func TestClusterAcceptsLostTransactions(t *testing.T) {
 	if n, _ := f.tg.audit(); n != len(all) {
 		t.Errorf("%d applications for %d rows", n, len(all))
 	}
-	if out, errs, code := cli("sink", "verify", "shop", "copy", "--sample", "100000", "--server", f.c.Nodes[0].URL()); code != 0 {
-		t.Errorf("sink verify against the new primary: exit %d: %s%s", code, out, errs)
+	// verify against the new primary: every row it has is in the target,
+	// and the lost rows, which went out, are named as the target's extra
+	// rows, no other difference.
+	out, errs, code = cli("sink", "verify", "shop", "copy", "--sample", "100000", "--json", "--server", f.c.Nodes[0].URL())
+	var v wire.SinkVerify
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("sink verify: exit %d: %s%s", code, out, errs)
+	}
+	var extra []int64
+	for _, d := range v.Differences {
+		id, _ := strconv.ParseInt(*d.Key[0].Value, 10, 64)
+		if d.Kind != "extra" {
+			t.Errorf("sink verify: %s difference at id %d; want only the lost rows, extra", d.Kind, id)
+		}
+		extra = append(extra, id)
+	}
+	slices.Sort(extra)
+	if !slices.Equal(extra, lostIDs) {
+		t.Errorf("sink verify names %v as extra in the target; want the lost rows %v", extra, lostIDs)
 	}
 	t.Logf("%d rows before the marker (%d lost in the failover), %d after", len(pre), len(lostIDs), len(post))
 }
