@@ -87,14 +87,16 @@ type DDLDecided struct {
 // /v1/destinations/{name}/sources/{source}/accept-lost): the loss the
 // source waited on, now kept, which it goes on past.
 type LostAccepted struct {
-	// Destination and Source name the source.
+	// Destination is the destination's name.
 	Destination string `json:"destination"`
-	Source      string `json:"source"`
+	// Source is the source's name in the spec.
+	Source string `json:"source"`
 	// Lost names the transactions lost, as State's sources named them.
 	Lost string `json:"lost"`
-	// From is the source's GTID state braid had emitted; Server the
-	// server that lacks them, which the source goes on reading.
-	From   string `json:"from"`
+	// From is the source's GTID state braid had emitted.
+	From string `json:"from"`
+	// Server is the server that lacks them, which the source goes on
+	// reading.
 	Server string `json:"server,omitempty"`
 }
 
