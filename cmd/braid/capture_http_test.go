@@ -139,6 +139,9 @@ func TestCaptureHTTPRefusesBrowsers(t *testing.T) {
 		{"GET", "/v1/destinations/shop", "app:wrong", 401},
 		{"GET", "/v1/destinations/shop", "app:app-pw", 200},
 		{"POST", skip, "app:app-pw", 403},
+		{"POST", "/v1/destinations/shop/sources/a/accept-lost", "app:app-pw", 403},
+		{"POST", "/v1/destinations/shop/sources/a/accept-lost", "admin:admin-pw", 409}, // nothing lost
+		{"POST", "/v1/destinations/shop/sources/z/accept-lost", "admin:admin-pw", 404},
 	} {
 		if status, body := call(guarded, c.method, c.path, "", c.token, "X-Braid-Request", "1"); status != c.want {
 			t.Errorf("%s %s as %q: %d %s; want %d", c.method, c.path, c.token, status, body, c.want)
