@@ -76,19 +76,9 @@ func TestCaptureFollowsAddressList(t *testing.T) {
 	tp.Promote(t, r1)
 	app.Switch(r1.Addr())
 	app.Resume()
-	before := len(tableIDs(t, r1))
-	retry.Until(t, 60*time.Second, func() error {
-		if n := len(tableIDs(t, r1)); n < before+20 {
-			return fmt.Errorf("%d rows on the promoted replica, want %d: the load goes on there", n, before+20)
-		}
-		return nil
-	})
-	load.Stop()
-	want := tableIDs(t, r1)
-	for _, id := range load.Result().Committed {
-		if !slices.Contains(want, id) {
-			t.Fatalf("id %d was acknowledged but is not on the promoted replica", id)
-		}
+	want, res := load.StopAfter(t, r1, 20)
+	if lost := res.NotIn(want); len(lost) > 0 {
+		t.Fatalf("ids %v were acknowledged but are not on the promoted replica", lost)
 	}
 	c.waitIDs(t, want, 60*time.Second)
 	line := switchLine(c.errb.String(), r1.ServerID)

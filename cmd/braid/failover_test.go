@@ -173,19 +173,9 @@ func TestCaptureFollowsFailover(t *testing.T) {
 	// stream stall, as when a primary hangs), the replica catches up,
 	// the primary dies, the replica is promoted and the IP moves to it.
 	tp.FailOver(t, vip, replica)
-	before := len(tableIDs(t, replica))
-	retry.Until(t, 60*time.Second, func() error {
-		if n := len(tableIDs(t, replica)); n < before+20 {
-			return fmt.Errorf("%d rows on the promoted replica, want %d: the load goes on there", n, before+20)
-		}
-		return nil
-	})
-	load.Stop()
-	want := tableIDs(t, replica) // committed ones and the unknown ones that were
-	for _, id := range load.Result().Committed {
-		if !slices.Contains(want, id) {
-			t.Fatalf("id %d was acknowledged but is not on the promoted replica", id)
-		}
+	want, res := load.StopAfter(t, replica, 20) // committed ones and the unknown ones that were
+	if lost := res.NotIn(want); len(lost) > 0 {
+		t.Fatalf("ids %v were acknowledged but are not on the promoted replica", lost)
 	}
 	c.waitIDs(t, want, 60*time.Second)
 	if !strings.Contains(c.errb.String(), "source switched servers") {

@@ -14,6 +14,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/braid-cdc/braid/internal/sqlutf8"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 )
 
 // loadTimeout bounds each connect, read and write of a Load, so a black
@@ -70,6 +71,45 @@ func (l *Load) Stop() LoadResult {
 	l.cancel()
 	<-l.done
 	return l.Result()
+}
+
+// moreTimeout bounds StopAfter's wait for the rows it asks for.
+const moreTimeout = 90 * time.Second
+
+// StopAfter lets the load write more rows on s (the server its address
+// leads to after a failover: the promoted replica), stops it, and
+// returns the table's ids on s, in id order (the source's history:
+// every acknowledged id and each unknown one that committed), and what
+// the load wrote. It fails the test when s does not get them within
+// 90s.
+func (l *Load) StopAfter(t testing.TB, s *Server, more int) ([]int64, LoadResult) {
+	t.Helper()
+	q := "SELECT id FROM " + l.table + " ORDER BY id"
+	before := len(s.Ints(t, q))
+	err := retry.Wait(context.Background(), moreTimeout, func() error {
+		if n := len(s.Ints(t, q)); n < before+more {
+			return fmt.Errorf("mysqltest: %d rows on %s, want %d: the load goes on there", n, s.Addr(), before+more)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := l.Stop()
+	return s.Ints(t, q), res
+}
+
+// NotIn returns the ids acknowledged (Committed) that are not in ids, a
+// table's ids in order: none, where the table's history kept every
+// acknowledged write.
+func (r LoadResult) NotIn(ids []int64) []int64 {
+	var out []int64
+	for _, id := range r.Committed {
+		if _, found := slices.BinarySearch(ids, id); !found {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // Result is what was written so far.
