@@ -139,12 +139,6 @@ func (c *failoverCapture) waitIDs(t *testing.T, want []int64, timeout time.Durat
 	}
 }
 
-// tableIDs is shop.orders' ids on s, in id order.
-func tableIDs(t *testing.T, s *mysqltest.Server) []int64 {
-	t.Helper()
-	return s.Ints(t, "SELECT id FROM shop.orders ORDER BY id")
-}
-
 // TestCaptureFollowsFailover: the primary SIGKILLed under a steady write
 // load once its replica has caught up, the replica promoted, the proxy
 // switched: braid resumes on the promoted replica by GTID and prints
