@@ -214,3 +214,54 @@ func TestMySQLPromotedServerLostTransactions(t *testing.T) {
 		t.Fatalf("ids %v while waiting, want [1 2]", got)
 	}
 }
+
+// TestMySQLAcceptedLossGoesOn: as above; the loss accepted
+// (AcceptLoss), the reader goes on on the promoted server from the
+// cursor's executed set less the lost GTID: a marker transaction naming
+// it first, then the server's own transaction (id 3), once. Refused
+// loss or none, Loss says nothing is waited on.
+func TestMySQLAcceptedLossGoesOn(t *testing.T) {
+	m := startMySQLHistory(t)
+	m.insert(t, 1, 2)
+	if err := m.h.Apply(m.replica, 3); err != nil { // DDL, DDL, id 1
+		t.Fatal(err)
+	}
+	vip := tcpproxy.Start(t, m.primary.Addr())
+	r := startReader(t, binlog.Config{Source: spec.Source{Name: "m8", Address: vip.Addr(), User: "root", Start: earliest},
+		Heartbeat: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}, nil)
+	r.waitFor(60*time.Second, "ids 1, 2", func(evs []*change.Event) bool { return len(insertedIDs(t, evs)) >= 2 })
+	if _, ok := r.reader.Loss(); ok {
+		t.Fatal("a loss before the failover")
+	}
+	m.h.Promote(m.replica) // id 2 is lost
+	vip.Switch(m.replica.Addr())
+	m.insert(t, 3)
+	var l change.Loss
+	retry.Until(t, 60*time.Second, func() error {
+		var ok bool
+		if l, ok = r.reader.Loss(); !ok {
+			return fmt.Errorf("no loss waited on yet")
+		}
+		return nil
+	})
+	if l.Lost != "11111111-1111-1111-1111-111111111111:4" {
+		t.Fatalf("the loss waited on is %+v, want the primary's 4th GTID", l)
+	}
+	r.reader.AcceptLoss(l)
+	r.waitFor(60*time.Second, "id 3 after the marker", func(evs []*change.Event) bool { return len(insertedIDs(t, evs)) >= 3 })
+	evs := r.snapshot()
+	if got := insertedIDs(t, evs); !slices.Equal(got, []int64{1, 2, 3}) {
+		t.Fatalf("ids %v, want [1 2 3]", got)
+	}
+	marker := slices.IndexFunc(evs, func(ev *change.Event) bool { return ev.Type == change.EventBegin && ev.Lost != "" })
+	if marker < 0 || evs[marker].Lost != l.Lost || evs[marker+1].Type != change.EventCommit || evs[marker+1].Lost != l.Lost ||
+		!slices.Equal(insertedIDs(t, evs[:marker]), []int64{1, 2}) || !slices.Equal(insertedIDs(t, evs[marker+2:]), []int64{3}) {
+		t.Fatalf("marker at %d of %d events: want a marker transaction naming %s between ids 1, 2 and id 3", marker, len(evs), l.Lost)
+	}
+	if got := evs[marker+1].GTIDs.String(); got != "11111111-1111-1111-1111-111111111111:1-3" {
+		t.Errorf("the marker's boundary is at %q, want the cursor's set less the lost GTID", got)
+	}
+	if _, ok := r.reader.Loss(); ok {
+		t.Error("a loss still waited on after the accept")
+	}
+}
