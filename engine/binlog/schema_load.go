@@ -303,7 +303,11 @@ func (p *Reader) liveTables(c *client.Conn) (map[string]string, error) {
 		return nil, err
 	}
 	// MariaDB lists a system-versioned table as such, not as a base table.
-	r, err := c.Execute("SELECT table_schema, table_name FROM information_schema.tables WHERE table_type IN ('BASE TABLE', 'SYSTEM VERSIONED')")
+	// information_schema holds no base table (its tables are SYSTEM
+	// VIEWs), but MariaDB builds each of them to learn its type: left
+	// out, the listing takes about 1 ms instead of 20–60 on a loaded
+	// machine, the largest wait of the start.
+	r, err := c.Execute("SELECT table_schema, table_name FROM information_schema.tables WHERE table_schema <> 'information_schema' AND table_type IN ('BASE TABLE', 'SYSTEM VERSIONED')")
 	if err != nil {
 		return nil, err
 	}
