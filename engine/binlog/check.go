@@ -150,26 +150,44 @@ func Check(ctx context.Context, src spec.Source) SourceReport {
 		src.User = spec.DefaultUser
 	}
 	p := &Reader{spec: src, log: slog.New(slog.DiscardHandler)}
+	rep, c, _ := p.check(ctx, true)
+	if c != nil {
+		c.Close()
+	}
+	return rep
+}
+
+// check is Check on p's source, with the source's position read when
+// positions is set. It returns the open connection it checked on (nil
+// when the check failed) with what it learnt of the server; the caller
+// closes it.
+func (p *Reader) check(ctx context.Context, positions bool) (SourceReport, *client.Conn, serverInfo) {
+	rep := SourceReport{Source: p.spec.Name, Address: p.spec.Address}
 	c, stop, err := p.dialUntil(ctx, time.Now().Add(handshakeTimeout))
 	if err != nil {
 		rep.Err = err
-		return rep
+		return rep, nil, serverInfo{}
 	}
-	defer c.Close()
 	defer stop()
-	_, rep, err = p.readSettings(c)
+	info, rep, err := p.readSettings(c)
+	if err == nil && rep.Problems() == nil && positions {
+		err = p.checkPositions(c, &rep)
+	}
 	if err != nil {
 		rep.Err = err
-		return rep
+		c.Close()
+		return rep, nil, info
 	}
-	if rep.Problems() != nil {
-		return rep
-	}
+	return rep, c, info
+}
+
+// checkPositions reads the server's end of binlog into rep, and its
+// GTID position just before (MariaDB; MySQL with gtid_mode=ON).
+func (p *Reader) checkPositions(c *client.Conn, rep *SourceReport) error {
 	if rep.Flavor == mysql.MariaDBFlavor {
 		r, err := c.Execute("SELECT @@gtid_binlog_pos")
 		if err != nil {
-			rep.Err = p.queryError("read gtid_binlog_pos", err)
-			return rep
+			return p.queryError("read gtid_binlog_pos", err)
 		}
 		s, _ := r.GetString(0, 0)
 		rep.GTIDs = strings.Clone(s)
@@ -177,15 +195,16 @@ func Check(ctx context.Context, src spec.Source) SourceReport {
 	} else if i := slices.IndexFunc(rep.Settings, func(s Setting) bool { return s.Name == "gtid_mode" }); i >= 0 && strings.EqualFold(rep.Settings[i].Value, "ON") {
 		executed, _, err := serverGTIDSets(c)
 		if err != nil {
-			rep.Err = p.queryError("read gtid_executed", err)
-			return rep
+			return p.queryError("read gtid_executed", err)
 		}
 		rep.GTIDs = executed.String()
 	}
-	if rep.Pos, err = masterPosition(c); err != nil {
-		rep.Err = p.queryError("read its binlog position", err)
+	pos, err := masterPosition(c)
+	if err != nil {
+		return p.queryError("read its binlog position", err)
 	}
-	return rep
+	rep.Pos = pos
+	return nil
 }
 
 // CheckAll checks every source at once (Check) and returns their reports

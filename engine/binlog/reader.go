@@ -59,6 +59,11 @@ type Config struct {
 	// DDL run on a shadow table goes out at its swap as the real table's
 	// (onlineddl.go). Default: nil, none.
 	OnlineDDL *schema.OnlineRules
+	// Held is the start-up check's connections (CheckAndHold): a reader
+	// whose source is held there starts on the checked connection, with
+	// the settings the check read, instead of dialling and asking them
+	// again. Default: nil, none.
+	Held *Held
 
 	// Accepted are the losses an operator accepted for this source
 	// (kept in the destination's placement log): a server found lacking
@@ -386,14 +391,11 @@ func (p *Reader) prepare(ctx context.Context) (err error) {
 			p.dropEarly()
 		}
 	}()
-	c, err := p.pickStart(ctx)
+	c, err := p.startConn(ctx)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	if p.info, err = p.inspect(c); err != nil {
-		return err
-	}
 	files, err := binlogFiles(c)
 	if err != nil {
 		return fatal{fmt.Errorf("binlog: source %s (%s): SHOW BINARY LOGS: %v", p.spec.Name, p.spec.Address, err)}

@@ -268,10 +268,15 @@ func (p *Reader) inspect(c *client.Conn) (serverInfo, error) {
 	if err := rep.Problems(); err != nil {
 		return info, fatal{err}
 	}
+	p.logWarnings(rep)
+	return info, nil
+}
+
+// logWarnings logs each setting of rep braid honours with a consequence.
+func (p *Reader) logWarnings(rep SourceReport) {
 	for _, w := range rep.Warnings() {
 		p.log.Warn(w.Name+" is "+shown(w.Value)+": "+w.Note, w.Name, w.Value) // the logger names the source
 	}
-	return info, nil
 }
 
 // Report is the start-up check of the reader's source as its last
