@@ -51,7 +51,23 @@ type eventParser struct {
 
 	out  chan parsed
 	done chan struct{}
+	// credit holds the room the parser has ahead of the reader, one token
+	// an event (slow start): HandleEvent takes one before it parses an
+	// event; the reader gives one back for each event it takes and,
+	// until window is ahead, one more, so the room doubles with each
+	// window's worth the reader takes. A connection starts at
+	// startAhead: before the first rows go out every source's reader is
+	// held back by what reads it (a strict merge waits for its slowest
+	// source), and parsing a full read-ahead of binlog nobody takes yet
+	// only kept the CPU from the sources still starting.
+	credit chan struct{}
+	window int // the tokens in play; the reader's goroutine's
+	ahead  int
 }
+
+// startAhead is how many events a connection's parser is let ahead of
+// its reader at first (eventParser.credit).
+const startAhead = 16
 
 // parsed is one event parsed, or why it could not be.
 type parsed struct {
@@ -62,6 +78,7 @@ type parsed struct {
 // eventQueue is what the reader's goroutine reads of one connection: the
 // events parsed, then the error that ended it.
 type eventQueue struct {
+	ep   *eventParser
 	out  <-chan parsed
 	errc chan error
 	err  error
@@ -71,7 +88,7 @@ type eventQueue struct {
 // queue is the queue of ep's events, read from st.
 func (ep *eventParser) queue(st *replication.BinlogStreamer) *eventQueue {
 	ctx, cancel := context.WithCancel(context.Background())
-	q := &eventQueue{out: ep.out, errc: make(chan error, 1), stop: cancel}
+	q := &eventQueue{ep: ep, out: ep.out, errc: make(chan error, 1), stop: cancel}
 	go func() {
 		// With a SynchronousEventHandler go-mysql queues no event: its
 		// streamer only reports the error that ends the connection.
@@ -90,6 +107,7 @@ func (q *eventQueue) next(ctx context.Context) (parsed, error) {
 	if q.err == nil {
 		select {
 		case it := <-q.out:
+			q.ep.took()
 			return it, nil
 		case q.err = <-q.errc:
 		case <-ctx.Done():
@@ -98,6 +116,7 @@ func (q *eventQueue) next(ctx context.Context) (parsed, error) {
 	}
 	select {
 	case it := <-q.out:
+		q.ep.took()
 		return it, nil
 	default:
 		return parsed{}, q.err
@@ -125,8 +144,36 @@ func (p *Reader) newEventParser(ahead int, dec *zstd.Decoder) *eventParser {
 		newInner: func() *replication.BinlogParser {
 			return config(replication.NewBinlogParser(), p.cfg.goMySQLRows)
 		},
-		out:  make(chan parsed, ahead),
-		done: make(chan struct{}),
+		out:    make(chan parsed, ahead),
+		done:   make(chan struct{}),
+		credit: credits(min(startAhead, ahead), ahead),
+		window: min(startAhead, ahead),
+		ahead:  ahead,
+	}
+}
+
+// credits is a credit channel of room n holding k tokens.
+func credits(k, n int) chan struct{} {
+	c := make(chan struct{}, n)
+	for range k {
+		c <- struct{}{}
+	}
+	return c
+}
+
+// took gives back the room of an event the reader took, and grows the
+// window by one until it is the full read-ahead.
+func (ep *eventParser) took() {
+	n := 1
+	if ep.window < ep.ahead {
+		ep.window++
+		n = 2
+	}
+	for range n {
+		select {
+		case ep.credit <- struct{}{}:
+		default: // cannot happen: the tokens in play are at most its room
+		}
 	}
 }
 
@@ -144,6 +191,11 @@ var errParserStopped = errors.New("binlog: the reader stopped reading")
 // HandleEvent parses a raw event go-mysql read and queues it; a parse
 // error is queued too and stops the connection after it.
 func (ep *eventParser) HandleEvent(e *replication.BinlogEvent) error {
+	select {
+	case <-ep.credit:
+	case <-ep.done:
+		return errParserStopped
+	}
 	it := ep.parse(e.RawData)
 	select {
 	case ep.out <- it:
