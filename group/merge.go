@@ -26,6 +26,8 @@ type mergeLoop struct {
 	stall      Ticker
 	progressAt time.Time
 	decide     chan decideReq // nil: never ready (no shard-DDL merge)
+	// opened: the queues hold their full bound (openQueues).
+	opened bool
 }
 
 // merge is the merge loop; see Run. Each turn it applies what is due at
@@ -144,6 +146,7 @@ func (m *mergeLoop) pickNext(ctx context.Context) (int, error) {
 // emitNext emits source src's transaction whole and clears its head.
 func (m *mergeLoop) emitNext(ctx context.Context, src int) error {
 	d := m.d
+	m.openQueues()
 	if err := d.emitTx(ctx, src, m.head[src], m.queues[src], m.emit); err != nil {
 		return err
 	}
@@ -171,9 +174,25 @@ func (m *mergeLoop) waitForSources(ctx context.Context) error {
 	case req := <-m.decide:
 		return d.ddl.decideNow(ctx, req, m.emit)
 	case <-m.stall.C():
+		// Whatever holds the first transaction back, the sources read
+		// ahead in full from the first stall tick on.
+		m.openQueues()
 		m.logStall()
 	}
 	return nil
+}
+
+// openQueues lifts the queues' start bound (sourceQueue.open) once a
+// transaction goes out: the sources that answered first waited for the
+// others with a few events queued, and now read ahead in full.
+func (m *mergeLoop) openQueues() {
+	if m.opened {
+		return
+	}
+	m.opened = true
+	for _, q := range m.queues {
+		q.openUp()
+	}
 }
 
 // logStall publishes the stats, warns of old shard-DDL locks, and names

@@ -20,7 +20,17 @@ type sourceQueue struct {
 	// waits on when no transaction may go.
 	arrived chan struct{}
 	err     error // set before ch is closed
+	// open: the queue holds up to its full bound. Until the merge has
+	// emitted its first transaction (openQueues) it holds startEvents:
+	// a strict merge emits nothing before it has heard from every
+	// source, and the sources that answered first only took the CPU
+	// from those still starting by reading a full queue ahead.
+	open atomic.Bool
 }
+
+// startEvents bounds each source's queue until the merge has emitted
+// its first transaction (sourceQueue.open).
+const startEvents = 16
 
 func newSourceQueue(events int, maxBytes int64, arrived chan struct{}) *sourceQueue {
 	return &sourceQueue{ch: make(chan *change.Event, events), maxBytes: maxBytes, room: make(chan struct{}, 1), arrived: arrived}
@@ -40,7 +50,7 @@ func (q *sourceQueue) put(ctx context.Context, ev *change.Event) error {
 	size := ev.Size()
 	for {
 		held := q.bytes.Load()
-		if held == 0 || held+size <= q.maxBytes {
+		if (held == 0 || held+size <= q.maxBytes) && (len(q.ch) < startEvents || q.open.Load()) {
 			break
 		}
 		select {
@@ -56,6 +66,17 @@ func (q *sourceQueue) put(ctx context.Context, ev *change.Event) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// openUp lifts the start bound (open) and wakes a put waiting on it.
+func (q *sourceQueue) openUp() {
+	if q.open.Swap(true) {
+		return
+	}
+	select {
+	case q.room <- struct{}{}:
+	default:
 	}
 }
 

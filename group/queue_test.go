@@ -56,3 +56,37 @@ func TestSourceQueueBytes(t *testing.T) {
 		t.Fatalf("queue holds %d bytes, want %d", got, want)
 	}
 }
+
+// TestSourceQueueStartBound: until the merge has emitted its first
+// transaction a source's queue holds startEvents events, whatever its
+// bound, so the sources that answer first do not read far ahead of the
+// others; openUp lifts that and wakes a reader waiting on it.
+func TestSourceQueueStartBound(t *testing.T) {
+	ctx := t.Context()
+	ev := func() *change.Event { return &change.Event{Type: change.EventBegin} }
+	q := newSourceQueue(256, 1<<30, make(chan struct{}, 1))
+	for range startEvents {
+		if err := q.put(ctx, ev()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := q.put(done, ev()); err == nil {
+		t.Fatalf("a queue not yet open took event %d: its start bound is %d", startEvents+1, startEvents)
+	}
+	put := make(chan error, 1)
+	go func() { put <- q.put(ctx, ev()) }()
+	q.openUp()
+	if err := <-put; err != nil {
+		t.Fatal(err)
+	}
+	for range 100 {
+		if err := q.put(ctx, ev()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := len(q.ch); got != startEvents+101 {
+		t.Fatalf("an open queue holds %d events, want %d", got, startEvents+101)
+	}
+}

@@ -61,6 +61,7 @@ func (x *shardDDL) runCatchUp(ctx context.Context, emit func(*change.Event) erro
 			return err
 		}
 		r.q = newSourceQueue(64, 1<<20, arrived)
+		r.q.openUp() // the merge is well past its start
 		wg.Go(func() {
 			defer close(r.q.ch)
 			r.q.err = reader.Run(cctx, func(ev *change.Event) error { return r.q.put(cctx, ev) })
