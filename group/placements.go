@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/braid-cdc/braid/engine/change"
@@ -192,6 +193,9 @@ func (d *Destination) dueChunk(ctx context.Context, chunks []*chunkOut) (src int
 // at this point again (dueLate), so its seq and the others' stay.
 func (d *Destination) keepLate(ctx context.Context, src int, first *change.Event, key Key) error {
 	rec := Placement{Source: src, At: first.Pos, GTID: first.GTID, Taken: d.cursor.Taken, Time: key.Time, Late: true}
+	if first.Lost != "" {
+		rec.GTID = lostGTID + first.Lost // a marker has no GTID: found by what it names
+	}
 	name := d.cfg.Spec.Sources[src].Name
 	if keep := d.cfg.Keep; keep != nil {
 		if err := keep.KeepPlacement(ctx, rec); err != nil {
@@ -228,9 +232,17 @@ func (d *Destination) keptLate(s int, ev *change.Event) bool {
 	return false
 }
 
+// lostGTID prefixes the GTID field of a late marker of lost transactions
+// (change.Event.Lost), which has no GTID of its own.
+const lostGTID = "lost:"
+
 // isTx reports whether ev begins late transaction k: the same GTID, or
-// where either has none, the same position.
+// where either has none, the same position. A marker of lost
+// transactions is the marker naming the same ones, and nothing else.
 func (k Placement) isTx(ev *change.Event) bool {
+	if marker := strings.HasPrefix(k.GTID, lostGTID); marker || ev.Lost != "" {
+		return marker && k.GTID == lostGTID+ev.Lost
+	}
 	if k.GTID != "" && ev.GTID != "" {
 		return k.GTID == ev.GTID
 	}
