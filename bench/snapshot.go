@@ -183,6 +183,11 @@ func SnapshotBraid(ctx context.Context, shards []SnapshotShard, cfg SnapshotConf
 	if res.Rows != want {
 		return res, fmt.Errorf("bench: snapshot: %d rows, want %d", res.Rows, want)
 	}
+	// The last chunk's commit goes out a moment before its source's
+	// stats say the snapshot is done: wait for that, briefly.
+	for deadline := time.Now().Add(5 * time.Second); !snapshotsDone(p.Dest.Stats().Sources) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	for i, s := range p.Dest.Stats().Sources {
 		if s.Snapshot == nil || !s.Snapshot.Done {
 			return res, fmt.Errorf("bench: snapshot: every row arrived, but source %d's snapshot is not done: %+v", i, s.Snapshot)
@@ -313,3 +318,13 @@ func (h *canalDumpCounter) OnRow(e *canal.RowsEvent) error {
 }
 
 func (h *canalDumpCounter) String() string { return "bench-canal-dump" }
+
+// snapshotsDone reports whether every source's snapshot is done.
+func snapshotsDone(sources []group.SourceStats) bool {
+	for _, s := range sources {
+		if s.Snapshot == nil || !s.Snapshot.Done {
+			return false
+		}
+	}
+	return true
+}
