@@ -2,11 +2,9 @@ package group_test
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
-	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/tcpproxy"
@@ -61,25 +59,8 @@ func TestSnapshotReplayAfterFailover(t *testing.T) {
 	<-stopped
 	first.stop(t)
 	events := first.snapshot()
-	var end uint64
-	for _, ev := range events {
-		if ev.Type == change.EventCommit || ev.Type == change.EventDDL {
-			end = ev.Seq
-		}
-	}
-	var cursor *group.Cursor
-	var at uint64
-	first.mu.Lock()
-	for seq, cur := range first.cursors {
-		started := slices.ContainsFunc(cur.Sources, func(s group.SourceCursor) bool { return s.Snapshot != nil && s.Snapshot.Chunks > 0 && !s.Snapshot.Done })
-		if seq <= end/3 && seq > at && started {
-			cursor, at = cur, seq
-		}
-	}
-	first.mu.Unlock()
-	if cursor == nil {
-		t.Fatal("no cursor in the snapshot's first third")
-	}
+	end := lastWhole(events)
+	cursor, at := first.cursorMidSnapshot(t, end/3)
 
 	tp.FailOver(t, vip, replica)
 	second := collect(t, group.Config{Spec: &ds, Resume: cursor, Keep: keep})

@@ -296,6 +296,37 @@ func txShapes(events []*change.Event, from, to uint64) map[uint64]string {
 	return out
 }
 
+// lastWhole is the seq of the last transaction of events out whole.
+func lastWhole(events []*change.Event) uint64 {
+	var end uint64
+	for _, ev := range events {
+		if ev.Type == change.EventCommit || ev.Type == change.EventDDL {
+			end = ev.Seq
+		}
+	}
+	return end
+}
+
+// cursorMidSnapshot returns the last cursor c kept at or below seq limit
+// while a source's snapshot was under way, and its seq.
+func (c *collector) cursorMidSnapshot(t *testing.T, limit uint64) (*group.Cursor, uint64) {
+	t.Helper()
+	var cursor *group.Cursor
+	var at uint64
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for seq, cur := range c.cursors {
+		started := slices.ContainsFunc(cur.Sources, func(s group.SourceCursor) bool { return s.Snapshot != nil && !s.Snapshot.Done })
+		if seq <= limit && seq > at && started {
+			cursor, at = cur, seq
+		}
+	}
+	if cursor == nil {
+		t.Fatalf("no cursor at or below seq %d while the snapshot was under way", limit)
+	}
+	return cursor, at
+}
+
 // TestSnapshotResumesWithSameSeqs: a destination restarted from a cursor
 // early in the snapshot of three sources read in parallel, with every
 // chunk the first run kept (it emitted the whole snapshot), emits the
@@ -320,25 +351,8 @@ func TestSnapshotResumesWithSameSeqs(t *testing.T) {
 	w.more(t) // live transactions after it
 	first.stop(t)
 	events := first.snapshot()
-	var end uint64 // the last transaction out whole
-	for _, ev := range events {
-		if ev.Type == change.EventCommit || ev.Type == change.EventDDL {
-			end = ev.Seq
-		}
-	}
-	var cursor *group.Cursor
-	var at uint64
-	first.mu.Lock()
-	for seq, c := range first.cursors {
-		started := slices.ContainsFunc(c.Sources, func(s group.SourceCursor) bool { return s.Snapshot != nil && !s.Snapshot.Done })
-		if seq <= end/4 && seq > at && started {
-			cursor, at = c, seq
-		}
-	}
-	first.mu.Unlock()
-	if cursor == nil {
-		t.Fatal("no cursor in the snapshot's first half")
-	}
+	end := lastWhole(events)
+	cursor, at := first.cursorMidSnapshot(t, end/4)
 	chunks, _ := keep.Placements()
 	second := collect(t, group.Config{Spec: ds, Resume: cursor, Keep: keep})
 	waitSnapshotDone(t, second)
