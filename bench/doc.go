@@ -269,6 +269,7 @@
 //	go test -run '^$' -bench Consume -benchtime 3x ./bench/
 //	BRAID_BENCH_HELD_BYTES=100000000 go test -run '^$' -bench ShardDDLHeld -benchtime 1x ./bench/
 //	BRAID_BENCH_SNAPSHOT_ROWS=400000 go test -run '^$' -bench Snapshot -benchtime 1x ./bench/
+//	BRAID_BENCH_FIRST_ROW_BINS=old/braid,new/braid go test -run '^$' -bench CaptureFirstRow -benchtime 12x ./bench/
 //
 // The servers and the binlogs are set up once per process by each parent
 // benchmark, so -count and -benchtime repeat only the reading. go test runs
