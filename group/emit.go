@@ -58,7 +58,7 @@ func (d *Destination) emitTx(ctx context.Context, src int, first *change.Event, 
 		}
 		ev.Seq = seq
 		d.stamp(ev)
-		if ev.Lost != "" {
+		if isMarker(ev) {
 			ev.CommitTime = first.CommitTime // the marker's, set by offer
 		}
 		if ev.Type == change.EventCommit {
