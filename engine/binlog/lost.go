@@ -23,7 +23,9 @@ import (
 // accepted exactly: the same GTIDs missing after the same point
 // (change.Loss.Same); another needs another accept. The losses accepted
 // come back in Config.Accepted, so a restart from a cursor at the same
-// point goes on without asking again.
+// point goes on without asking again, and one from a cursor before it
+// gives the lost transactions that went out after the cursor again as
+// LOST markers of their own, at their seqs (armLoss, from Loss.Txs).
 
 // ErrNothingLost: a loss was to be accepted, but the reader is not
 // waiting on one.
