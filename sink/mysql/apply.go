@@ -93,8 +93,8 @@ const (
 	applyOneByOne                  // a row at a time
 )
 
-// applyTx is Apply's transaction; statements are the BINLOG statements
-// of applyReplay.
+// applyTx is Apply's transaction; statements are the payloads of
+// applyReplay's BINLOG statements (runReplay).
 func (t *Target) applyTx(ctx context.Context, worker int, changes []sink.Change, mode applyMode, statements []string) error {
 	if t.turns != nil {
 		select {
@@ -104,7 +104,11 @@ func (t *Target) applyTx(ctx context.Context, worker int, changes []sink.Change,
 			return ctx.Err()
 		}
 	}
-	tx, err := t.db.BeginTx(ctx, nil)
+	db := t.db
+	if mode == applyReplay && t.replayDB != nil {
+		db = t.replayDB
+	}
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}

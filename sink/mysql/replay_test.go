@@ -1,6 +1,7 @@
 package mysql_test
 
 import (
+	"database/sql"
 	"fmt"
 	"slices"
 	"strings"
@@ -116,5 +117,59 @@ func TestReplayNeedsGrant(t *testing.T) {
 	})
 	if st := target.Stats(); st.Replayed != 0 || st.Applied != 5 {
 		t.Fatalf("%+v: want 5 changes applied as SQL statements, none replayed", st)
+	}
+}
+
+// TestReplayKeepsText: the replay transactions run in sessions that read
+// text as binary (replayPool), the SQL statements a transaction falls
+// back to in the sink's utf8mb4 ones. Rows with 4-byte characters are
+// replayed, one UPDATE whose row the target lacks falls back to SQL and
+// writes its 4-byte text, and every value at the target is the source's,
+// byte for byte; the checkpoint rows carry the destination's and the
+// sink's names as given.
+func TestReplayKeepsText(t *testing.T) {
+	db, name := targetDB(t)
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE DATABASE shop_0",
+		"CREATE TABLE shop_0.notes (id INT PRIMARY KEY, note VARCHAR(40) CHARACTER SET utf8mb4)",
+		"INSERT INTO shop_0.notes VALUES (1, 'a😀'), (2, 'ü名前😀'), (3, NULL)")
+	src, err := sql.Open("mysql", "root@tcp("+srv.Addr()+")/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	ds := spec.Spec{Name: "shop", Tables: []string{`shop_0\.notes`},
+		Heartbeat: spec.Duration(100 * time.Millisecond),
+		Sources:   []spec.Source{{Name: "a", Address: srv.Addr(), Start: spec.Start{Kind: spec.StartEarliest}}},
+		Sinks: []spec.Sink{{Name: "text-sink", Type: "mysql", Address: targetAddr, MetaDatabase: name + "_meta", CreateTables: true,
+			Tables: []spec.SinkTable{{From: "shop_0.notes", To: name + ".notes"}}}}}
+	ds = ds.WithDefaults()
+	r, target := applyWith(t, &ds, false)
+	const q = "SELECT id, IFNULL(HEX(note), 'NULL') FROM %s.notes ORDER BY id"
+	same := func() {
+		t.Helper()
+		want := sinktest.Query(src, fmt.Sprintf(q, "shop_0"))
+		sinktest.WaitFor(t, 60*time.Second, func() (bool, string) {
+			got := sinktest.Query(db, fmt.Sprintf(q, name))
+			_, lastErr := r.Applied()
+			return slices.Equal(got, want), fmt.Sprintf("the target holds %q, the source %q (last error %q)", got, want, lastErr)
+		})
+	}
+	same()
+	if _, err := db.Exec("DELETE FROM " + name + ".notes WHERE id = 2"); err != nil {
+		t.Fatal(err)
+	}
+	srv.Exec(t, "UPDATE shop_0.notes SET note = '𝄞 ok 😀' WHERE id = 2", "INSERT INTO shop_0.notes VALUES (4, '🎉x')")
+	same()
+	st := target.Stats()
+	if st.Missing != 1 || st.Replayed < 3 || st.Applied != 5 {
+		t.Fatalf("%+v: want 5 changes applied, the first 3 and the last replayed, 1 missing row upserted as SQL", st)
+	}
+	var dest, sinkName string
+	if err := db.QueryRow("SELECT dest, sink FROM "+name+"_meta.sink_checkpoint WHERE seq > 0 LIMIT 1").Scan(&dest, &sinkName); err != nil {
+		t.Fatal(err)
+	}
+	if dest != "shop" || sinkName != "text-sink" {
+		t.Fatalf("checkpoint row of dest %q, sink %q: want shop, text-sink", dest, sinkName)
 	}
 }
