@@ -68,7 +68,11 @@
 // A Target is safe for concurrent use by sink.Keyed's workers: each calls
 // Apply with its own worker number, and no two calls share a worker.
 // Connections come from one *sql.DB of workers + 2 (Checkpoints,
-// ApplyDDL and braid sink verify's Lookup and Sample use the two more).
+// ApplyDDL and braid sink verify's Lookup and Sample use the two more),
+// and the replay transactions' from a second of as many (replayPool),
+// whose sessions read text as binary; nothing but the replay
+// transactions (BINLOG statements and an ASCII checkpoint claim) runs on
+// it, and turns counts transactions of both.
 // When the spec has fewer connections than workers, turns (a channel of
 // that many tokens) lets that many worker transactions run on the target
 // at once; the others wait for a token with their statements built.
