@@ -66,7 +66,7 @@ type SourceCursor struct {
 func (sc *SourceCursor) at(pos change.Position, ev *change.Event) {
 	sc.Pos = pos
 	switch {
-	case isMarker(ev):
+	case ev.Lost != "":
 		// The marker of an accepted loss: no position yet, the GTID
 		// state the reader went on from (a resume starts by GTID there).
 		sc.Server, sc.GTIDs = nil, ev.GTIDs

@@ -402,7 +402,7 @@ func (d *Destination) consumeHead(s int, head []*change.Event, offered []bool) e
 // which it shows as its commit time: it stands where the source
 // continued, the same in every run.
 func (d *Destination) offer(s int, ev *change.Event) {
-	if !isMarker(ev) {
+	if ev.Lost == "" {
 		d.merger.Offer(s, ev.CommitTime.UnixMicro())
 		return
 	}

@@ -58,7 +58,7 @@ func (d *Destination) emitTx(ctx context.Context, src int, first *change.Event, 
 		}
 		ev.Seq = seq
 		d.stamp(ev)
-		if isMarker(ev) {
+		if ev.Lost != "" {
 			ev.CommitTime = first.CommitTime // the marker's, set by offer
 		}
 		if ev.Type == change.EventCommit {

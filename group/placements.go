@@ -193,7 +193,7 @@ func (d *Destination) dueChunk(ctx context.Context, chunks []*chunkOut) (src int
 // at this point again (dueLate), so its seq and the others' stay.
 func (d *Destination) keepLate(ctx context.Context, src int, first *change.Event, key Key) error {
 	rec := Placement{Source: src, At: first.Pos, GTID: first.GTID, Taken: d.cursor.Taken, Time: key.Time, Late: true}
-	if isMarker(first) {
+	if first.Lost != "" {
 		rec.GTID = lostGTID + first.Lost // a marker has no GTID: found by what it names
 	}
 	name := d.cfg.Spec.Sources[src].Name
@@ -236,17 +236,11 @@ func (d *Destination) keptLate(s int, ev *change.Event) bool {
 // (change.Event.Lost), which has no GTID of its own.
 const lostGTID = "lost:"
 
-// isMarker reports whether ev is of the marker of an accepted loss,
-// which has no GTID. A lost transaction given again as a LOST marker of
-// its own (a ghost, binlog's armLoss) has its GTID and commit time, and
-// is ordered and placed as the transaction was.
-func isMarker(ev *change.Event) bool { return ev.Lost != "" && ev.GTID == "" }
-
 // isTx reports whether ev begins late transaction k: the same GTID, or
 // where either has none, the same position. A marker of lost
 // transactions is the marker naming the same ones, and nothing else.
 func (k Placement) isTx(ev *change.Event) bool {
-	if marker := strings.HasPrefix(k.GTID, lostGTID); marker || isMarker(ev) {
+	if marker := strings.HasPrefix(k.GTID, lostGTID); marker || ev.Lost != "" {
 		return marker && k.GTID == lostGTID+ev.Lost
 	}
 	if k.GTID != "" && ev.GTID != "" {

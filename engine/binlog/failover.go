@@ -353,7 +353,7 @@ func (p *Reader) checkServer(ctx context.Context) error {
 		if err != nil {
 			return fatal{fmt.Errorf("binlog: source %s (%s): gtid_binlog_state: %v", p.spec.Name, p.spec.Address, err)}
 		}
-		if err := p.armLoss(p.gtids, have, state, old, p.resume); err != nil {
+		if err := p.insideLoss(p.gtids, have, state); err != nil {
 			return err
 		}
 		missing, purged := compareGTIDs(p.gtids, have, state, list)
@@ -366,8 +366,7 @@ func (p *Reader) checkServer(ctx context.Context) error {
 			p.waitOn(nil)
 			break
 		}
-		l := change.Loss{Lost: strings.Join(missing, ", "), From: p.gtids.String(), Server: now.String(),
-			Txs: p.lostTxs(p.gtids, acceptedStart(p.gtids, have, state))}
+		l := change.Loss{Lost: strings.Join(missing, ", "), From: p.gtids.String(), Server: now.String()}
 		if p.isAccepted(l) {
 			p.goOnMariaDB(l, have, state)
 			break
@@ -382,7 +381,7 @@ func (p *Reader) checkServer(ctx context.Context) error {
 				p.spec.Name, p.spec.Address, now, p.lagLimit, strings.Join(missing, ", "))
 		}
 		if time.Since(lastLog) >= lagLogEvery {
-			lost = p.sayMissing(c, old, now, l, waitStart)
+			lost = p.sayMissing(c, old, now, strings.Join(missing, ", "), p.gtids.String(), waitStart)
 			lastLog = time.Now()
 		}
 		select {

@@ -252,7 +252,7 @@ func (p *Reader) switchMySQL(ctx context.Context, c *client.Conn, old, now *chan
 				p.spec.Name, p.spec.Address, now, p.lagLimit, missing)
 		}
 		if time.Since(lastLog) >= lagLogEvery {
-			lost = p.sayMissing(c, old, now, l, waitStart)
+			lost = p.sayMissing(c, old, now, missing.String(), cursor.String(), waitStart)
 			lastLog = time.Now()
 		}
 		select {
@@ -290,8 +290,7 @@ func serverGTIDSets(c *client.Conn) (executed, purged change.MySQLGTIDSet, err e
 // server (read_only=OFF: a promoted one) is not catching up: those
 // transactions were lost in the failover, which the line says, and the
 // source's Stats name (Lost) while it waits.
-func (p *Reader) sayMissing(c *client.Conn, old, now *change.Server, l change.Loss, waitStart time.Time) (writable bool) {
-	missing := l.Lost
+func (p *Reader) sayMissing(c *client.Conn, old, now *change.Server, missing, from string, waitStart time.Time) (writable bool) {
 	c.SetDeadline(time.Now().Add(handshakeTimeout))
 	if r, err := c.Execute("SELECT @@read_only"); err == nil {
 		ro, _ := r.GetString(0, 0)
@@ -305,7 +304,7 @@ func (p *Reader) sayMissing(c *client.Conn, old, now *change.Server, l change.Lo
 			"old_server", old.String(), "new_server", now.String(), "missing", missing, "waiting", waiting)
 		return false
 	}
-	p.noteLoss(l)
+	p.noteLoss(change.Loss{Lost: missing, From: from, Server: now.String()})
 	p.log.Error("the server that answers is writable (read_only=OFF: a promoted server) and lacks transactions braid already emitted: "+
 		"they were lost in the failover and will not come; braid waits rather than go on without them. "+
 		"Point the address at a server that has them, or restore them on this one, "+

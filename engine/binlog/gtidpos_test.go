@@ -3,8 +3,6 @@ package binlog
 import (
 	"slices"
 	"testing"
-
-	"github.com/braid-cdc/braid/engine/change"
 )
 
 func mustPos(t *testing.T, s string) gtidPos {
@@ -90,43 +88,5 @@ func TestCompareGTIDsPromotedWritesOn(t *testing.T) {
 		if got := acceptedStart(cursor, mustPos(t, c.have), state).String(); got != c.start {
 			t.Errorf("server at %s (state %s): goes on from %s, want %s", c.have, c.state, got, c.start)
 		}
-	}
-}
-
-// The lost transactions a reader gives again are those of the loss's
-// Txs after its position, in the order they went out, those of no
-// selected table (no seq) left out; an accept whose Txs lack one of the
-// range (braid remembered too few) gives none, and the reader stops.
-func TestGhostsOf(t *testing.T) {
-	from := mustPos(t, "0-100-6,1-7-3")
-	l := change.Loss{Txs: []change.LostTx{
-		{GTID: "0-100-4", Time: 40, Kind: "rows"},
-		{GTID: "0-100-5", Time: 50},
-		{GTID: "0-100-6", Time: 60, Kind: "ddl"},
-	}}
-	names := func(txs []recentTx) (out []string) {
-		for _, g := range txs {
-			out = append(out, g.gtid.String())
-		}
-		return out
-	}
-	for _, c := range []struct {
-		after string
-		want  []string
-		ok    bool
-	}{
-		{after: "0-100-3", want: []string{"0-100-4", "0-100-6"}, ok: true},
-		{after: "0-100-4", want: []string{"0-100-6"}, ok: true},
-		{after: "0-100-5", want: []string{"0-100-6"}, ok: true},
-		{after: "0-100-2", ok: false}, // 0-100-3 is not in Txs
-	} {
-		got, ok := ghostsOf(l, from, mustPos(t, c.after))
-		if ok != c.ok || !slices.Equal(names(got), c.want) {
-			t.Errorf("after %s: %v %v, want %v %v", c.after, names(got), ok, c.want, c.ok)
-		}
-	}
-	if !reached(mustPos(t, "0-100-4,1-7-3"), mustPos(t, "0-100-4")) || reached(mustPos(t, "0-100-3,1-7-3"), mustPos(t, "0-100-4")) ||
-		reached(mustPos(t, "0-101-9"), mustPos(t, "0-100-4")) {
-		t.Error("reached: wrong")
 	}
 }

@@ -219,13 +219,6 @@ type Reader struct {
 	waiting  *change.Loss
 	accepted []change.Loss
 	marker   string
-	// recent are the transactions last emitted (MariaDB), ghosts the
-	// lost ones whose LOST markers go out before the marker, pending an
-	// accepted loss whose marker goes out once the stream reaches the
-	// point it was found after (lost.go; the reading goroutine's).
-	recent  []recentTx
-	ghosts  []ghostTx
-	pending *pendingLoss
 }
 
 // txState is the part of the current transaction already emitted.
@@ -691,7 +684,6 @@ func (p *Reader) dropEarly() {
 
 // stream runs one binlog connection until it fails or ctx ends.
 func (p *Reader) stream(ctx context.Context, emit func(*change.Event) error) error {
-	emit = p.trackLost(emit)
 	bc := p.early
 	p.early = nil
 	if bc != nil && !bc.at(p) {
