@@ -29,7 +29,11 @@ func Shards(tb testing.TB) []*mysqltest.Server {
 	srvs := mysqltest.StartN(tb, 3)
 	for i, s := range srvs {
 		for _, db := range []int{2 * i, 2*i + 1} {
-			s.Exec(tb, fmt.Sprintf("CREATE DATABASE shop_%d", db),
+			// A second before now: the tables exist, in the merged order,
+			// before whatever a test runs next in the same second on
+			// another server (MariaDB stamps events to the second, and a
+			// tie goes to the lower source).
+			s.Exec(tb, "SET timestamp = UNIX_TIMESTAMP() - 1", fmt.Sprintf("CREATE DATABASE shop_%d", db),
 				fmt.Sprintf("CREATE TABLE shop_%d.orders (id BIGINT PRIMARY KEY, shard INT NOT NULL, note VARCHAR(40))", db))
 		}
 	}
