@@ -243,14 +243,6 @@ func New(cfg Config) (*Destination, error) {
 			d.merger.Restore(i, sc.LastKey)
 			d.cursor.Sources[i] = sc
 		}
-		// The shard-DDL merge and the snapshot count the tables the
-		// announcement lists: at a start in the past they must be those
-		// the binlog says existed there, or a RENAME, DROP or CREATE
-		// between the start and now would give the same binlogs another
-		// stream. A cursor whose state has the source's already counted
-		// them.
-		counted := cfg.Resume != nil && cfg.Resume.ShardDDL != nil && i < len(cfg.Resume.ShardDDL.Announced) && cfg.Resume.ShardDDL.Announced[i]
-		pc.ExactStartTables = (ds.ShardDDL != spec.ShardDDLPassthrough && !counted) || d.snaps[i] != nil
 		p, err := cfg.Sources.Reader(pc)
 		if err != nil {
 			return nil, err

@@ -54,13 +54,6 @@ type Config struct {
 	// start before the server's position that no DDL has settled), the
 	// schema history for the cursor.
 	AnnounceTables bool
-	// ExactStartTables makes the announcement of a start in the past
-	// list the tables the binlog says existed there, not the server's
-	// live ones, which a CREATE, DROP or RENAME since may have changed:
-	// before it, the reader lists the DDL from the start to the
-	// server's position (settleStart). Set it when the announcement's
-	// tables count (the shard-DDL merge, the snapshot). Default: false.
-	ExactStartTables bool
 	// OnlineDDL recognises the helper tables of online schema-change
 	// tools (spec online_ddl): their rows and DDL are left out, and the
 	// DDL run on a shadow table goes out at its swap as the real table's
@@ -124,11 +117,6 @@ type Reader struct {
 	// would not rebuild either.
 	unparsed    map[string]string
 	fromColumns map[string]bool
-	// liveCreate holds the live tables' SHOW CREATE TABLE by name, and
-	// startTables the selected tables at a start in the past as the
-	// binlog says (settleStart; nil: not listed, the live ones).
-	liveCreate  map[string]string
-	startTables []string
 	// badDDL is the last DDL the model could not parse, which a later
 	// row of a table it created names (decoder.table).
 	badDDL badDDL
@@ -327,17 +315,13 @@ func (p *Reader) Run(ctx context.Context, emit func(*change.Event) error) error 
 		}
 		tables := []string{} // not nil: none is an answer
 		var versions []*change.Table
-		names := p.startTables
-		if names == nil {
-			names = p.schema.TablesAt(p.resume)
-		}
-		for _, name := range names {
+		for _, name := range p.schema.TablesAt(p.resume) {
 			schema, table, _ := strings.Cut(name, ".")
 			if p.filter.Match(schema, table) {
 				tables = append(tables, name)
 				t, ok := p.schema.TableAt(schema, table, p.resume)
 				if !ok {
-					t = p.provisional[name] // the live schema, not yet known to hold here (nil: unknown)
+					t = p.provisional[name] // the live schema, not yet known to hold here
 				}
 				versions = append(versions, t)
 			}
@@ -516,11 +500,6 @@ func (p *Reader) prepare(ctx context.Context) (err error) {
 		latest := p.cfg.Resume == nil && p.resume == snapPos && p.spec.Start.Kind != spec.StartPosition
 		if err := p.loadSchema(ctx, c, snapPos, latest); err != nil {
 			return err
-		}
-		if p.cfg.AnnounceTables && p.cfg.ExactStartTables && !p.snapPos.IsZero() {
-			if err := p.settleStart(ctx, c); err != nil {
-				return err
-			}
 		}
 	}
 	p.schema.SetOnlineRules(p.cfg.OnlineDDL)

@@ -54,11 +54,8 @@ func (p *Reader) loadSchema(ctx context.Context, c *client.Conn, snapPos change.
 			return err
 		}
 		if !moveStart || bound == snapPos || time.Since(began) > settleLatestFor {
-			if p.started && p.resume.Compare(bound) < 0 {
-				p.snapPos = bound // a start in the past (settleStart)
-				if len(tables) > 0 {
-					p.provisional = tables
-				}
+			if p.started && p.resume.Compare(bound) < 0 && len(tables) > 0 {
+				p.provisional, p.snapPos = tables, bound
 			}
 			return nil
 		}
@@ -111,7 +108,6 @@ func (p *Reader) loadLive(c *client.Conn) (bound change.Position, tables map[str
 	p.provisional = nil
 	p.unparsed = map[string]string{}
 	p.fromColumns = map[string]bool{}
-	p.liveCreate = live
 	tables = map[string]*change.Table{}
 	for name, create := range live {
 		schema, table, _ := strings.Cut(name, ".")
@@ -246,7 +242,10 @@ func (p *Reader) provisionalDDL(ctx context.Context, pos change.Position, db, sq
 }
 
 // resolveProvisional lists the DDL from pos to snapPos and settles every
-// provisional table with it (settleProvisional).
+// provisional table: untouched ones keep the live schema; one first created
+// there is absent until then; one changed there has columns nobody can know
+// before its last change there (the live schema is what follows it), so it
+// is unknown until then and its rows before that point fail loudly.
 func (p *Reader) resolveProvisional(ctx context.Context, pos change.Position) error {
 	c, err := p.dial(ctx)
 	if err != nil {
@@ -257,7 +256,19 @@ func (p *Reader) resolveProvisional(ctx context.Context, pos change.Position) er
 	if err != nil {
 		return err
 	}
-	p.settleProvisional(touches)
+	for name, live := range p.provisional {
+		ts := touches[name]
+		if len(ts) == 0 {
+			continue
+		}
+		schema, table, _ := strings.Cut(name, ".")
+		if ts[0].creates && !ts[0].drops {
+			p.schema.Forget(schema, table)
+			continue
+		}
+		p.schema.MarkUnknownUntil(schema, table, ts[len(ts)-1].pos, live)
+	}
+	p.provisional = nil
 	return nil
 }
 
@@ -333,8 +344,6 @@ var afterListingTables = func() {}
 type touchAt struct {
 	pos            change.Position
 	creates, drops bool
-	// to is the table's new name when the DDL renames it.
-	to string
 }
 
 // scanPage is how many events one SHOW BINLOG EVENTS returns.
@@ -420,21 +429,9 @@ func (s *ddlScan) query(pos change.Position, info string) {
 	if err != nil {
 		s.p.log.Warn("cannot parse DDL while scanning", "pos", pos.String(), "err", err)
 	}
-	var renames []schema.TableRename
-	parsed := false
 	for _, t := range ts {
 		at := touchAt{pos: pos, creates: t.Creates, drops: t.Drops}
 		if !t.Database {
-			if t.Drops && !t.Creates {
-				if !parsed {
-					renames, parsed = schema.RenamedTables(db, sql, 0), true
-				}
-				for _, rn := range renames {
-					if rn.From == t.Table {
-						at.to = rn.To
-					}
-				}
-			}
 			s.touches[t.Table] = append(s.touches[t.Table], at)
 			continue
 		}
