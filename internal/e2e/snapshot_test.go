@@ -353,7 +353,9 @@ func TestCaptureSnapshotResumesAfterKills(t *testing.T) {
 		// What the restart must not read again: per shard table, a table
 		// done, or the key its next chunk starts after.
 		done, after := map[string]bool{}, map[string]int64{}
+		allDone := true
 		for _, s := range saved.Sources {
+			allDone = allDone && s.Snapshot != nil && s.Snapshot.Done
 			if s.Snapshot == nil {
 				continue
 			}
@@ -396,7 +398,12 @@ func TestCaptureSnapshotResumesAfterKills(t *testing.T) {
 					}
 				}
 			}
-			if reads == 0 {
+			switch {
+			case allDone && reads == 0:
+				// The cursor passed the snapshot's end before the kill (a
+				// fast run): the restart reads nothing again, as checked.
+				t.Logf("kill %d came after the snapshot ended; the restart read no chunk", kill+1)
+			case reads == 0:
 				t.Errorf("restart %d read no chunk: the general log is not on?", kill+1)
 			}
 		})
