@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net"
 	"slices"
 	"strconv"
 	"sync"
@@ -346,15 +347,33 @@ func (c *canalConsumer) run(ctx context.Context) {
 
 // session is one connection: it reads until an error or ctx ends.
 func (c *canalConsumer) session(ctx context.Context, port int) (err error) {
-	conn := canalclient.NewSimpleCanalConnector("127.0.0.1", port, c.user, c.password, dest, 30000, 30000)
+	// canal-go reads with no deadline, so a stopped node would hold the
+	// session for ever, and its connector is not safe to close from
+	// another goroutine. The session therefore goes through a relay of
+	// its own, which a watchdog cuts when a call takes too long.
+	relay, err := newProxy("canal session", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		return err
+	}
+	relayCtx, cutRelay := context.WithCancel(ctx)
+	relayDone := make(chan struct{})
+	go func() {
+		defer close(relayDone)
+		relay.run(relayCtx)
+	}()
+	defer func() {
+		cutRelay()
+		<-relayDone
+	}()
+	_, relayPort, _ := net.SplitHostPort(relay.Addr())
+	relayPortN, _ := strconv.Atoi(relayPort)
+	conn := canalclient.NewSimpleCanalConnector("127.0.0.1", relayPortN, c.user, c.password, dest, 30000, 30000)
 	conn.ClientIdentity.ClientId = c.clientID
 	defer func() {
 		if r := recover(); r != nil { // canal-go panics on an error answer
 			err = fmt.Errorf("canal-go: %v", r)
 		}
 	}()
-	// canal-go reads with no deadline: a stopped node would hold the
-	// session for ever. A watchdog closes it when a call takes too long.
 	var lastCall sync.Mutex
 	callStart := time.Now()
 	stop := make(chan struct{})
@@ -367,14 +386,14 @@ func (c *canalConsumer) session(ctx context.Context, port int) (err error) {
 			case <-stop:
 				return
 			case <-ctx.Done():
-				_ = conn.DisConnection()
+				cutRelay()
 				return
 			case <-t.C:
 				lastCall.Lock()
 				stuck := time.Since(callStart) > 20*time.Second
 				lastCall.Unlock()
 				if stuck {
-					_ = conn.DisConnection()
+					cutRelay()
 					return
 				}
 			}
