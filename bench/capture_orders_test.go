@@ -32,6 +32,15 @@ const ordersTxEnv = "BRAID_BENCH_ORDERS_TX"
 // while the canals run), and the time from start to the first row,
 // capture's against canal's.
 func BenchmarkCaptureOrders(b *testing.B) {
+	cfgs, ws, took := ordersFixture(b)
+	b.Run(fmt.Sprintf("%d-shards", len(cfgs)), func(b *testing.B) { benchCaptureOrders(b, cfgs, ws, took) })
+}
+
+// ordersFixture starts mergeSources servers and writes GenerateOrders'
+// workload (BRAID_BENCH_ORDERS_TX transactions each, default 3,000) into
+// each, in parallel. It returns a DecodeConfig for each server's binlog
+// of the workload, the workloads, and how long writing them took.
+func ordersFixture(b *testing.B) ([]DecodeConfig, []*Workload, time.Duration) {
 	txs := 3000
 	if s := os.Getenv(ordersTxEnv); s != "" {
 		n, err := strconv.Atoi(s)
@@ -65,7 +74,7 @@ func BenchmarkCaptureOrders(b *testing.B) {
 	for i, s := range srvs {
 		cfgs[i] = DecodeConfig{Addr: s.Addr(), User: "root", Flavor: s.Flavor, Start: ws[i].Start, End: ws[i].End, Tables: OrdersTables}
 	}
-	b.Run(fmt.Sprintf("%d-shards", len(srvs)), func(b *testing.B) { benchCaptureOrders(b, cfgs, ws, took) })
+	return cfgs, ws, took
 }
 
 // cpuPerRow is cpu over rows, in µs.

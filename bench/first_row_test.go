@@ -1,21 +1,12 @@
 package bench
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
-	"time"
-
-	"github.com/go-mysql-org/go-mysql/client"
-
-	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
-	"github.com/braid-cdc/braid/spec"
 )
 
 // firstRowBinsEnv names the braid binaries BenchmarkCaptureFirstRow
@@ -42,35 +33,9 @@ func BenchmarkCaptureFirstRow(b *testing.B) {
 		b.Skipf("set %s to the braid binaries to compare, comma-separated", firstRowBinsEnv)
 	}
 	bins := strings.Split(list, ",")
-	txs := 3000
-	if s := os.Getenv(ordersTxEnv); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 2 {
-			b.Fatalf("%s=%q: want a number of transactions, 2 or more", ordersTxEnv, s)
-		}
-		txs = n
-	}
-	srvs := mysqltest.StartN(b, mergeSources,
-		mysqltest.WithArgs("--max-binlog-size=16M", "--innodb-buffer-pool-size=256M"))
-	ws := make([]*Workload, len(srvs))
-	errs := make([]error, len(srvs))
-	conns := make([]*client.Conn, len(srvs))
-	for i, s := range srvs {
-		conns[i] = s.Conn(b)
-	}
-	var wg sync.WaitGroup
-	for i, c := range conns {
-		wg.Go(func() { ws[i], errs[i] = GenerateOrders(c, OrdersConfig{Transactions: txs, Shop: i}) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		b.Fatal(err)
-	}
-	time.Sleep(spec.DefaultMaxClockSkew + 2*MergeHeartbeat) // as BenchmarkCaptureOrders
-	cfgs := make([]DecodeConfig, len(srvs))
-	for i, s := range srvs {
-		// Want: canal stops after its first row.
-		cfgs[i] = DecodeConfig{Addr: s.Addr(), User: "root", Flavor: s.Flavor, Start: ws[i].Start, End: ws[i].End, Tables: OrdersTables, Want: 1}
+	cfgs, _, _ := ordersFixture(b)
+	for i := range cfgs {
+		cfgs[i].Want = 1 // canal stops after its first row
 	}
 	specPath := filepath.Join(b.TempDir(), "spec.yaml")
 	if err := os.WriteFile(specPath, CaptureSpec("bench-orders", cfgs), 0o644); err != nil {

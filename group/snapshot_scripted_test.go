@@ -65,6 +65,41 @@ func applyStrict(t *testing.T, rows map[int64]string, txs ...scriptedTx) {
 	}
 }
 
+// applyMultiset applies txs to rows, a multiset of whole rows (by
+// valuesText), as a consumer of a table without a key does, and reports
+// a change of a row the consumer has none of.
+func applyMultiset(t *testing.T, rows map[string]int, txs ...scriptedTx) {
+	t.Helper()
+	for _, x := range txs {
+		for _, rc := range x.changes {
+			if rc.HasBefore() {
+				k := valuesText(rc.Before())
+				if rows[k] == 0 {
+					t.Errorf("%s: %s of %s, which the consumer has no row of", x, rc.Kind, k)
+				}
+				rows[k]--
+			}
+			if rc.HasAfter() {
+				rows[valuesText(rc.After())]++
+			}
+		}
+	}
+}
+
+// checkMultiset checks that rows (applyMultiset's) holds the source's
+// rows, each as many times.
+func checkMultiset(t *testing.T, rows map[string]int, source [][]change.Value) {
+	t.Helper()
+	maps.DeleteFunc(rows, func(_ string, n int) bool { return n == 0 })
+	src := map[string]int{}
+	for _, row := range source {
+		src[valuesText(row)]++
+	}
+	if !maps.Equal(rows, src) {
+		t.Errorf("the stream applied gives %v; the source holds %v", rows, src)
+	}
+}
+
 // checkDense checks txs' seqs follow one another from first.
 func checkDense(t *testing.T, first uint64, txs []scriptedTx) {
 	t.Helper()
@@ -260,6 +295,36 @@ func TestSnapshotChunksAheadScripted(t *testing.T) {
 	}
 }
 
+// startOnePiece runs a scripted group of two sources for a table the
+// snapshot reads in one piece: s1's shop_1.orders (qty, code), keyed (by
+// the VARCHAR code) or keyless, loaded with rows (r's), its chunks held
+// (HoldChunks); inexact, its server does not tell the snapshot's binlog
+// position, as MySQL. s0 has no tables. queueEvents is the group's
+// QueueEvents (0: the default).
+func startOnePiece(t *testing.T, keyed, inexact bool, queueEvents int, rows ...[]change.Value) (s0, s1 *grouptest.Log, tbl *change.Table, d *scripted) {
+	t.Helper()
+	ds := scriptSpec(2, spec.ShardDDLPassthrough)
+	ds.Snapshot, ds.SnapshotChunkRows = spec.SnapshotInitial, 3
+	srcs, clock := grouptest.NewSources(), grouptest.NewClock(scriptT0)
+	s0, s1 = srcs.Log("s0"), srcs.Log("s1")
+	// qty first: the scripted destination names a change by its first
+	// column.
+	tbl = &change.Table{Schema: "shop_1", Name: "orders", Columns: []change.Column{
+		{Name: "qty", Type: "int", RawType: "int(11)"},
+		{Name: "code", Type: "varchar", RawType: "varchar(20)", Key: keyed}}}
+	s0.Tables()
+	s1.Tables(tbl)
+	s1.Load(tbl, rows...)
+	s1.HoldChunks()
+	if inexact {
+		s1.Inexact()
+	}
+	return s0, s1, tbl, runScripted(t, group.Config{Spec: ds, Sources: srcs, Clock: clock, QueueEvents: queueEvents})
+}
+
+// qtyCode is a row of startOnePiece's table.
+func qtyCode(qty int64, code string) []change.Value { return []change.Value{qty, code} }
+
 // TestSnapshotOnePieceLagScripted: a table read in one piece (its key is
 // a VARCHAR, or it has none) while the source's reader lags behind the
 // server. Strict order holds s1's queue until the silent s0 heartbeats,
@@ -275,37 +340,20 @@ func TestSnapshotOnePieceLagScripted(t *testing.T) {
 		name           string
 		keyed, inexact bool
 	}{{"keyless", false, false}, {"keyless-mysql", false, true}, {"varchar-key", true, false}} {
-		keyed := c.keyed
 		t.Run(c.name, func(t *testing.T) {
-			ds := scriptSpec(2, spec.ShardDDLPassthrough)
-			ds.Snapshot, ds.SnapshotChunkRows = spec.SnapshotInitial, 3
-			srcs, clock := grouptest.NewSources(), grouptest.NewClock(scriptT0)
-			s0, s1 := srcs.Log("s0"), srcs.Log("s1")
-			// qty first: the scripted destination names a change by its
-			// first column.
-			tbl := &change.Table{Schema: "shop_1", Name: "orders", Columns: []change.Column{
-				{Name: "qty", Type: "int", RawType: "int(11)"},
-				{Name: "code", Type: "varchar", RawType: "varchar(20)", Key: keyed}}}
-			r := func(qty int64, code string) []change.Value { return []change.Value{qty, code} }
-			s0.Tables()
-			s1.Tables(tbl)
-			s1.Load(tbl, r(1, "a"), r(2, "b"), r(3, "c"), r(5, "e"))
-			s1.HoldChunks()
-			if c.inexact {
-				s1.Inexact()
-			}
-			d := runScripted(t, group.Config{Spec: ds, Sources: srcs, Clock: clock, QueueEvents: 2})
+			// QueueEvents 2: the reader stops behind a few transactions.
+			s0, s1, tbl, d := startOnePiece(t, c.keyed, c.inexact, 2, qtyCode(1, "a"), qtyCode(2, "b"), qtyCode(3, "c"), qtyCode(5, "e"))
 			// Transactions of the table, left out while it is read, fill
 			// s1's queue: the reader stops behind them.
 			past := scriptT0.Add(-time.Minute)
 			for i := range int64(3) {
-				s1.Write(past, tbl, ins(r(10+i, "x")))
-				s1.Write(past, tbl, del(r(10+i, "x")))
+				s1.Write(past, tbl, ins(qtyCode(10+i, "x")))
+				s1.Write(past, tbl, del(qtyCode(10+i, "x")))
 			}
-			s1.Write(past, tbl, ins(r(4, "d")), upd(r(1, "a"), r(11, "a")), del(r(2, "b")), upd(r(5, "e"), r(6, "f")))
+			s1.Write(past, tbl, ins(qtyCode(4, "d")), upd(qtyCode(1, "a"), qtyCode(11, "a")), del(qtyCode(2, "b")), upd(qtyCode(5, "e"), qtyCode(6, "f")))
 			// The SELECT sees them all, the reader has not passed them;
 			// it misses the changes made after it, which the chunk brings.
-			s1.Step(func() { s1.Write(past, tbl, ins(r(7, "g")), upd(r(3, "c"), r(8, "c"))) })
+			s1.Step(func() { s1.Write(past, tbl, ins(qtyCode(7, "g")), upd(qtyCode(3, "c"), qtyCode(8, "c"))) })
 			s0.Heartbeat(false)
 			var got []scriptedTx
 			for {
@@ -317,28 +365,8 @@ func TestSnapshotOnePieceLagScripted(t *testing.T) {
 			}
 			d.none(t)
 			rows := map[string]int{}
-			for _, x := range got {
-				for _, rc := range x.changes {
-					if rc.HasBefore() {
-						k := valuesText(rc.Before())
-						if rows[k] == 0 {
-							t.Errorf("%s: %s of %s, which the consumer has no row of", x, rc.Kind, k)
-						}
-						rows[k]--
-					}
-					if rc.HasAfter() {
-						rows[valuesText(rc.After())]++
-					}
-				}
-			}
-			maps.DeleteFunc(rows, func(_ string, n int) bool { return n == 0 })
-			src := map[string]int{}
-			for _, row := range s1.Rows(tbl) {
-				src[valuesText(row)]++
-			}
-			if !maps.Equal(rows, src) {
-				t.Errorf("the stream applied gives %v; the source holds %v", rows, src)
-			}
+			applyMultiset(t, rows, got...)
+			checkMultiset(t, rows, s1.Rows(tbl))
 		})
 	}
 }
@@ -358,58 +386,26 @@ func TestSnapshotKeylessUnseenScripted(t *testing.T) {
 			name = "mysql"
 		}
 		t.Run(name, func(t *testing.T) {
-			ds := scriptSpec(2, spec.ShardDDLPassthrough)
-			ds.Snapshot = spec.SnapshotInitial
-			srcs, clock := grouptest.NewSources(), grouptest.NewClock(scriptT0)
-			s0, s1 := srcs.Log("s0"), srcs.Log("s1")
-			tbl := &change.Table{Schema: "shop_1", Name: "orders", Columns: []change.Column{
-				{Name: "qty", Type: "int", RawType: "int(11)"}, {Name: "code", Type: "varchar", RawType: "varchar(20)"}}}
-			r := func(qty int64, code string) []change.Value { return []change.Value{qty, code} }
-			s0.Tables()
-			s1.Tables(tbl)
-			s1.Load(tbl, r(1, "a"), r(2, "b"), r(3, "c"))
-			s1.HoldChunks()
-			if inexact {
-				s1.Inexact()
-			}
-			d := runScripted(t, group.Config{Spec: ds, Sources: srcs, Clock: clock})
+			s0, s1, tbl, d := startOnePiece(t, false, inexact, 0, qtyCode(1, "a"), qtyCode(2, "b"), qtyCode(3, "c"))
 			past := scriptT0.Add(-time.Minute)
-			s1.WriteUnseen(past, tbl, upd(r(1, "a"), r(1, "a2")), ins(r(4, "d")))
+			s1.WriteUnseen(past, tbl, upd(qtyCode(1, "a"), qtyCode(1, "a2")), ins(qtyCode(4, "d")))
 			// The SELECT runs without it; it shows, and a DELETE follows
 			// before the chunk's high watermark.
 			s1.Step(func() {
 				s1.Show()
-				s1.Write(past, tbl, del(r(2, "b")))
+				s1.Write(past, tbl, del(qtyCode(2, "b")))
 			})
 			s0.Heartbeat(false)
 			rows := map[string]int{}
 			for {
 				x := d.next(t)
-				for _, rc := range x.changes {
-					if rc.HasBefore() {
-						k := valuesText(rc.Before())
-						if rows[k] == 0 {
-							t.Errorf("%s: %s of %s, which the consumer has no row of", x, rc.Kind, k)
-						}
-						rows[k]--
-					}
-					if rc.HasAfter() {
-						rows[valuesText(rc.After())]++
-					}
-				}
+				applyMultiset(t, rows, x)
 				if x.snapshot {
 					break
 				}
 			}
 			d.none(t)
-			maps.DeleteFunc(rows, func(_ string, n int) bool { return n == 0 })
-			src := map[string]int{}
-			for _, row := range s1.Rows(tbl) {
-				src[valuesText(row)]++
-			}
-			if !maps.Equal(rows, src) {
-				t.Errorf("the stream applied gives %v; the source holds %v", rows, src)
-			}
+			checkMultiset(t, rows, s1.Rows(tbl))
 		})
 	}
 }

@@ -187,23 +187,37 @@ func TestMySQLPositionStartSwitches(t *testing.T) {
 	}
 }
 
-// TestMySQLPromotedServerLostTransactions: the replica promoted before it
-// applied the primary's last transaction, which braid emitted: braid
-// names it as lost (Stats.Lost) and waits, emitting nothing from the new
-// server. The old code took it for a lagging replica.
-func TestMySQLPromotedServerLostTransactions(t *testing.T) {
+// startLossFailover is the lost-transaction tests' setup: ids 1, 2
+// committed on the primary, the replica applied through id 1 only, and a
+// reader through a virtual IP that has read both ids. failover promotes
+// the replica (id 2 is lost there), moves the virtual IP to it and
+// commits id 3 on it.
+func startLossFailover(t *testing.T) (r *run, failover func()) {
+	t.Helper()
 	m := startMySQLHistory(t)
 	m.insert(t, 1, 2)
 	if err := m.h.Apply(m.replica, 3); err != nil { // DDL, DDL, id 1
 		t.Fatal(err)
 	}
 	vip := tcpproxy.Start(t, m.primary.Addr())
-	r := startReader(t, binlog.Config{Source: spec.Source{Name: "m8", Address: vip.Addr(), User: "root", Start: earliest},
+	r = startReader(t, binlog.Config{Source: spec.Source{Name: "m8", Address: vip.Addr(), User: "root", Start: earliest},
 		Heartbeat: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}, nil)
 	r.waitFor(60*time.Second, "ids 1, 2", func(evs []*change.Event) bool { return len(insertedIDs(t, evs)) >= 2 })
-	m.h.Promote(m.replica) // id 2 is lost
-	vip.Switch(m.replica.Addr())
-	m.insert(t, 3)
+	return r, func() {
+		t.Helper()
+		m.h.Promote(m.replica)
+		vip.Switch(m.replica.Addr())
+		m.insert(t, 3)
+	}
+}
+
+// TestMySQLPromotedServerLostTransactions: the replica promoted before it
+// applied the primary's last transaction, which braid emitted: braid
+// names it as lost (Stats.Lost) and waits, emitting nothing from the new
+// server. The old code took it for a lagging replica.
+func TestMySQLPromotedServerLostTransactions(t *testing.T) {
+	r, failover := startLossFailover(t)
+	failover()
 	retry.Until(t, 60*time.Second, func() error {
 		if lost := r.reader.Stats().Lost; lost != "11111111-1111-1111-1111-111111111111:4" {
 			return fmt.Errorf("Stats.Lost is %q, want the primary's 4th GTID", lost)
@@ -221,21 +235,11 @@ func TestMySQLPromotedServerLostTransactions(t *testing.T) {
 // it first, then the server's own transaction (id 3), once. Refused
 // loss or none, Loss says nothing is waited on.
 func TestMySQLAcceptedLossGoesOn(t *testing.T) {
-	m := startMySQLHistory(t)
-	m.insert(t, 1, 2)
-	if err := m.h.Apply(m.replica, 3); err != nil { // DDL, DDL, id 1
-		t.Fatal(err)
-	}
-	vip := tcpproxy.Start(t, m.primary.Addr())
-	r := startReader(t, binlog.Config{Source: spec.Source{Name: "m8", Address: vip.Addr(), User: "root", Start: earliest},
-		Heartbeat: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}, nil)
-	r.waitFor(60*time.Second, "ids 1, 2", func(evs []*change.Event) bool { return len(insertedIDs(t, evs)) >= 2 })
+	r, failover := startLossFailover(t)
 	if _, ok := r.reader.Loss(); ok {
 		t.Fatal("a loss before the failover")
 	}
-	m.h.Promote(m.replica) // id 2 is lost
-	vip.Switch(m.replica.Addr())
-	m.insert(t, 3)
+	failover()
 	var l change.Loss
 	retry.Until(t, 60*time.Second, func() error {
 		var ok bool

@@ -10,7 +10,23 @@ import (
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/internal/testutil/tcpproxy"
+	"github.com/braid-cdc/braid/spec"
 )
+
+// countedSource is a server with one row in shop.orders behind a proxy
+// that counts connections, and a source from the earliest binlog that
+// reads through the proxy. The lag watch is off, so that the count is
+// the reader's own connections.
+func countedSource(t *testing.T) (*mysqltest.Server, *tcpproxy.Proxy, spec.Source) {
+	t.Helper()
+	binlog.SetProgressEvery(t, time.Hour)
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id INT PRIMARY KEY)", "INSERT INTO shop.orders VALUES (1)")
+	proxy := tcpproxy.Start(t, srv.Addr())
+	src := source(srv, earliest)
+	src.Address = proxy.Addr()
+	return srv, proxy, src
+}
 
 // TestFirstConnectionTakesPrepareAnswer: the first binlog connection
 // takes the answer to who the server is that the reader's start asked a
@@ -18,12 +34,7 @@ import (
 // start's and the binlog's), not three; a reconnect asks again, on a
 // connection of its own before the binlog's.
 func TestFirstConnectionTakesPrepareAnswer(t *testing.T) {
-	binlog.SetProgressEvery(t, time.Hour) // no connection of the lag watch
-	srv := mysqltest.Start(t)
-	srv.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id INT PRIMARY KEY)", "INSERT INTO shop.orders VALUES (1)")
-	proxy := tcpproxy.Start(t, srv.Addr())
-	src := source(srv, earliest)
-	src.Address = proxy.Addr()
+	srv, proxy, src := countedSource(t)
 	r := startReader(t, binlog.Config{Source: src}, nil)
 	r.waitFor(30*time.Second, "the first row", rowsAtLeast(1))
 	if got := proxy.Stats().Accepted; got != 2 {

@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/engine/binlog"
-	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
-	"github.com/braid-cdc/braid/internal/testutil/tcpproxy"
 	"github.com/braid-cdc/braid/spec"
 )
 
@@ -15,12 +13,7 @@ import (
 // so the first row comes over two connections (the check's and the
 // binlog's), not three; a source that was not held dials its own.
 func TestReaderStartsOnCheckedConnection(t *testing.T) {
-	binlog.SetProgressEvery(t, time.Hour) // no connection of the lag watch
-	srv := mysqltest.Start(t)
-	srv.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id INT PRIMARY KEY)", "INSERT INTO shop.orders VALUES (1)")
-	proxy := tcpproxy.Start(t, srv.Addr())
-	src := source(srv, earliest)
-	src.Address = proxy.Addr()
+	_, proxy, src := countedSource(t)
 	reports, held := binlog.CheckAndHold(t.Context(), "test", []spec.Source{src})
 	defer held.Close()
 	if err := reports[0].Problems(); err != nil {
