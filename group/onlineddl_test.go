@@ -25,13 +25,7 @@ import (
 // with alter; without the tool the test is skipped (failed under CI=true).
 func ptOSC(t *testing.T, srv *mysqltest.Server, db, table, alter string) {
 	t.Helper()
-	bin, err := exec.LookPath("pt-online-schema-change")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("pt-online-schema-change not installed: apt-get install percona-toolkit")
-		}
-		t.Skip("pt-online-schema-change not installed (apt-get install percona-toolkit)")
-	}
+	bin := mysqltest.PtOSC(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "--alter", alter, "--execute", "--noversion-check", "--recursion-method=none",

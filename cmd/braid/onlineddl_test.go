@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -75,13 +73,7 @@ func TestDDLListShowsMigrations(t *testing.T) {
 // table, the sinks no error; braid sink verify finds the MySQL target equal to the shards,
 // and the PostgreSQL target holds the shards' rows.
 func TestCaptureSinkPtOSC(t *testing.T) {
-	bin, err := exec.LookPath("pt-online-schema-change")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("pt-online-schema-change not installed: apt-get install percona-toolkit")
-		}
-		t.Skip("pt-online-schema-change not installed (apt-get install percona-toolkit)")
-	}
+	bin := mysqltest.PtOSC(t)
 	tg := newTarget(t, "(id BIGINT PRIMARY KEY, shard INT NOT NULL, note VARCHAR(40))")
 	pg := newPGDatabase(t, tg.name, "CREATE SCHEMA shop", "CREATE TABLE shop.orders (id bigint PRIMARY KEY, shard integer NOT NULL, note varchar(40))")
 	srvs := shoptest.Shards(t)
@@ -104,50 +96,20 @@ func TestCaptureSinkPtOSC(t *testing.T) {
 		}
 	}
 
-	var rounds atomic.Int64
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		for n := 1; ; n++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			for shard := range 6 {
-				id := shard*1_000_000 + n
-				srvs[shard/2].Exec(t, fmt.Sprintf("INSERT INTO shop_%d.orders (id, shard, note) VALUES (%d, %d, 'w')", shard, id, shard))
-				if n > 1 {
-					srvs[shard/2].Exec(t, fmt.Sprintf("UPDATE shop_%d.orders SET note = 'u' WHERE id = %d", shard, id-1))
-				}
-			}
-			rounds.Store(int64(n))
-			time.Sleep(5 * time.Millisecond)
-		}
-	}()
-	more := func(n int64) {
-		want := rounds.Load() + n
-		retry.Until(t, 30*time.Second, func() error {
-			if got := rounds.Load(); got < want {
-				return fmt.Errorf("the writer is at round %d, want %d", got, want)
-			}
-			return nil
-		})
-	}
-	more(20)
+	w := shoptest.StartWriter(t, srvs)
+	w.More(t, 20)
 	ptOSC(0, "--alter", "ADD COLUMN abandoned int NULL", "--dry-run")
 	alters := []string{"ADD COLUMN gift varchar(20) NULL", "MODIFY COLUMN note varchar(60)", "ADD INDEX note_idx (note)"}
 	for _, alter := range alters {
-		more(10)
+		w.More(t, 10)
 		var wg sync.WaitGroup
 		for shard := range 6 {
 			wg.Go(func() { ptOSC(shard, "--alter", alter, "--execute") })
 		}
 		wg.Wait()
 	}
-	more(10)
-	close(stop)
-	<-done
+	w.More(t, 10)
+	w.Stop()
 	if t.Failed() {
 		t.FailNow()
 	}

@@ -7,8 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -107,13 +105,7 @@ func TestClusterOnlineDDLSurvivesKill(t *testing.T) {
 // CI=true).
 func ptOSCPaused(t *testing.T, srv *mysqltest.Server, db, alter, pause string) func() {
 	t.Helper()
-	bin, err := exec.LookPath("pt-online-schema-change")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("pt-online-schema-change not installed: apt-get install percona-toolkit")
-		}
-		t.Skip("pt-online-schema-change not installed (apt-get install percona-toolkit)")
-	}
+	bin := mysqltest.PtOSC(t)
 	plugin := filepath.Join(t.TempDir(), "pause.pl")
 	if err := os.WriteFile(plugin, []byte(fmt.Sprintf(`package pt_online_schema_change_plugin;
 use strict;
@@ -172,41 +164,8 @@ func testCaptureSinkPtOSCKilled(t *testing.T, tg auditedDB) {
 	start := func() *exec.Cmd { return capture.start("--quiet", "--cursor-dir", cursorDir) }
 	cmd := start()
 
-	var rounds atomic.Int64
-	stop, done := make(chan struct{}), make(chan struct{})
-	var halt sync.Once
-	stopWriter := func() { halt.Do(func() { close(stop); <-done }) }
-	t.Cleanup(stopWriter)
-	go func() {
-		defer close(done)
-		for n := int64(1); ; n++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			for shard, s := range shards {
-				id := int64(shard)*1_000_000 + n
-				stmts := []string{fmt.Sprintf("INSERT INTO shop_%d.orders (id, shard, note) VALUES (%d, %d, 'w')", shard, id, shard)}
-				if n > 1 {
-					stmts = append(stmts, fmt.Sprintf("UPDATE shop_%d.orders SET note = 'u' WHERE id = %d", shard, id-1))
-				}
-				s.Exec(t, stmts...)
-			}
-			rounds.Store(n)
-			time.Sleep(5 * time.Millisecond)
-		}
-	}()
-	more := func(n int64) {
-		want := rounds.Load() + n
-		retry.Until(t, 30*time.Second, func() error {
-			if got := rounds.Load(); got < want {
-				return fmt.Errorf("the writer is at round %d, want %d", got, want)
-			}
-			return nil
-		})
-	}
-	more(20)
+	w := shoptest.StartWriter(t, srvs)
+	w.More(t, 20)
 
 	pause := filepath.Join(t.TempDir(), "pause")
 	if err := os.WriteFile(pause, nil, 0o644); err != nil {
@@ -234,7 +193,7 @@ func testCaptureSinkPtOSCKilled(t *testing.T, tg auditedDB) {
 		}
 		return nil
 	})
-	more(10)           // the tools' triggers write the copies
+	w.More(t, 10)      // the tools' triggers write the copies
 	cmd.Process.Kill() // SIGKILL
 	cmd.Wait()
 	for shard, s := range shards {
@@ -242,18 +201,18 @@ func testCaptureSinkPtOSCKilled(t *testing.T, tg auditedDB) {
 			t.Fatalf("shop_%d's migration is not half done at the kill: no copy", shard)
 		}
 	}
-	more(5)
+	w.More(t, 5)
 	cmd = start()
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	more(5)
+	w.More(t, 5)
 	os.Remove(pause)
 	for _, wait := range waits {
 		wait()
 	}
-	more(10)
-	stopWriter()
+	w.More(t, 10)
+	w.Stop()
 	for shard, s := range shards {
-		id := int64(shard)*1_000_000 + rounds.Load()
+		id := w.ID(shard, w.Rounds())
 		s.Exec(t, fmt.Sprintf("UPDATE shop_%d.orders SET note = 'u' WHERE id = %d", shard, id))
 	}
 	got := waitEqual(t, tg, "id, shard, note, gift", shards)

@@ -10,15 +10,20 @@
 //
 // # Concurrency
 //
-// Shards follows the rules of testing.TB (call it from the test's
-// goroutine); SpecYAML is a pure function.
+// Shards, StartWriter and Writer.More follow the rules of testing.TB
+// (call them from the test's goroutine); SpecYAML is a pure function;
+// the other methods of Writer are safe anywhere.
 package shoptest
 
 import (
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 )
 
 // Shards starts three MariaDB servers (mysqltest.StartN) holding shop_0 …
@@ -54,4 +59,70 @@ tables: ['shop_\d+\.orders']
 route: [{match: 'shop_\d+\.(\w+)', to: 'shop.$1'}]
 heartbeat: 100ms
 `, srvs[0].Addr(), srvs[1].Addr(), srvs[2].Addr()) + extra
+}
+
+// Writer writes to the six shard tables of Shards in rounds until Stop:
+// round n (from 1) inserts the row of id Writer.ID(shard, n) into each
+// shop_<shard>.orders (note 'w') and updates the row of round n-1 (note
+// 'u'), then sleeps 5 ms. Its rows are each inserted, then updated once
+// (the last round's not yet).
+type Writer struct {
+	rounds     atomic.Int64
+	stop, done chan struct{}
+	halt       sync.Once
+}
+
+// StartWriter starts a Writer on the servers of Shards; the test's
+// cleanup stops it. A failed statement fails the test (Exec) and stops
+// the writer.
+func StartWriter(tb testing.TB, srvs []*mysqltest.Server) *Writer {
+	tb.Helper()
+	w := &Writer{stop: make(chan struct{}), done: make(chan struct{})}
+	tb.Cleanup(w.Stop)
+	go func() {
+		defer close(w.done)
+		for n := int64(1); ; n++ {
+			select {
+			case <-w.stop:
+				return
+			default:
+			}
+			for shard := range 6 {
+				id := w.ID(shard, n)
+				stmts := []string{fmt.Sprintf("INSERT INTO shop_%d.orders (id, shard, note) VALUES (%d, %d, 'w')", shard, id, shard)}
+				if n > 1 {
+					stmts = append(stmts, fmt.Sprintf("UPDATE shop_%d.orders SET note = 'u' WHERE id = %d", shard, id-1))
+				}
+				srvs[shard/2].Exec(tb, stmts...)
+			}
+			w.rounds.Store(n)
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	return w
+}
+
+// ID is the id of shard's row of round n.
+func (w *Writer) ID(shard int, n int64) int64 { return int64(shard)*1_000_000 + n }
+
+// Rounds is how many rounds the writer has written.
+func (w *Writer) Rounds() int64 { return w.rounds.Load() }
+
+// More waits until the writer has written n more rounds (30 s at the
+// most, then fails the test).
+func (w *Writer) More(tb testing.TB, n int64) {
+	tb.Helper()
+	want := w.rounds.Load() + n
+	retry.Until(tb, 30*time.Second, func() error {
+		if got := w.rounds.Load(); got < want {
+			return fmt.Errorf("the writer is at round %d, want %d", got, want)
+		}
+		return nil
+	})
+}
+
+// Stop stops the writer and waits for its round to end; again, it does
+// nothing.
+func (w *Writer) Stop() {
+	w.halt.Do(func() { close(w.stop); <-w.done })
 }
