@@ -75,6 +75,18 @@ func (sc *SourceCursor) at(pos change.Position, ev *change.Event) {
 	}
 }
 
+// mark names Pos on any server of the source.
+func (sc *SourceCursor) mark() Mark { return Mark{GTIDs: sc.GTIDs, Server: sc.Server} }
+
+// passed reports whether the cursor is at or past the point st's chunks
+// read again are fresh at (SnapshotState.FreshAt), which may be on
+// another server than Pos (compared by GTID then): past it, the
+// source's changes no longer need the snapshot's gate to say they may
+// find their rows already so.
+func (sc *SourceCursor) passed(st *change.SnapshotState) bool {
+	return reached(sc.Pos, sc.mark(), st.FreshAt, st.FreshMark)
+}
+
 // resume is where the source's reader resumes after the cursor; nil
 // when the source had sent nothing before it (the spec's start).
 func (sc *SourceCursor) resume() *binlog.Resume {

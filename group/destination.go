@@ -223,7 +223,7 @@ func New(cfg Config) (*Destination, error) {
 		if r := cfg.Resume; r != nil {
 			from = r.Sources[i].Snapshot
 		}
-		if snapshotOn(ds) && (from == nil || !from.Done || cfg.Resume.Sources[i].Pos.Compare(from.FreshAt) < 0) {
+		if snapshotOn(ds) && (from == nil || !from.Done || !cfg.Resume.Sources[i].passed(from)) {
 			d.snaps[i] = newSourceSnapshot(d, i, from, chunks)
 		}
 		// Every source announces its tables: the shard-DDL merge counts

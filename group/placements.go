@@ -78,8 +78,10 @@ func splitLate(log []Placement) (chunks, lates []Placement) {
 type chunkOut struct {
 	chunk Placement
 	kept  bool
-	// freshAt is a kept chunk's change.Event.FreshAt.
-	freshAt change.Position
+	// freshAt is a kept chunk's change.Event.FreshAt, freshMark names it
+	// on any server of the source.
+	freshAt   change.Position
+	freshMark Mark
 }
 
 // nextRecorded returns the logged chunk the state expects next, if any.

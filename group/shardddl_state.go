@@ -112,33 +112,23 @@ type Hold struct {
 	FromMark Mark `json:"fromMark,omitzero"`
 }
 
-// Mark names a boundary of one source beyond its file:pos: the GTID
-// state there, and the server whose binlog the file:pos is in. A lock
-// may hold rows across a failover of their source, so a hold's start, a
-// re-read's position and its end may be positions of different servers,
-// which do not compare; a re-read on another server than its position's
-// starts there by GTID, and places on two servers compare by GTID
-// (reached, txFrom). The zero Mark (a state saved before braid kept
-// them, or a source without GTIDs) compares by position.
-type Mark struct {
-	GTIDs  change.GTIDState `json:"gtids,omitzero"`
-	Server *change.Server   `json:"server,omitempty"`
-}
+// Mark is change.Mark: a lock may hold rows across a failover of their
+// source, so a hold's start, a re-read's position and its end may be
+// positions of different servers, which do not compare; a re-read on
+// another server than its position's starts there by GTID, and places
+// on two servers compare by GTID (reached, txFrom). The zero Mark (a
+// state saved before braid kept them, or a source without GTIDs)
+// compares by position.
+type Mark = change.Mark
 
 // markOf is the Mark of the boundary ev ends at (an EventCommit,
 // EventDDL or EventProgress of a binlog reader).
 func markOf(ev *change.Event) Mark { return Mark{GTIDs: ev.GTIDs, Server: ev.Server} }
 
-// across reports whether a place read on server s is on another server
-// than m's, known on both sides: then positions do not compare.
-func (m Mark) across(s *change.Server) bool {
-	return m.Server != nil && s != nil && !m.Server.Same(s)
-}
-
 // reached reports whether the boundary at pos (on the server of mark)
 // is at or past the boundary at (on the server of atMark).
 func reached(pos change.Position, mark Mark, at change.Position, atMark Mark) bool {
-	if atMark.across(mark.Server) {
+	if atMark.Across(mark.Server) {
 		if covers, ok := mark.GTIDs.Covers(atMark.GTIDs); ok {
 			return covers
 		}
@@ -150,7 +140,7 @@ func reached(pos change.Position, mark Mark, at change.Position, atMark Mark) bo
 // EventBegin or EventDDL of a binlog reader) starts at or past the
 // boundary at.
 func txFrom(first *change.Event, at change.Position, atMark Mark) bool {
-	if atMark.across(first.Server) {
+	if atMark.Across(first.Server) {
 		if held, ok := atMark.GTIDs.Holds(first.GTID); ok {
 			return !held
 		}

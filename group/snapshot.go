@@ -51,8 +51,10 @@ import (
 // points, so every transaction keeps its seq, and reads no new chunk
 // before they are all out. It selects their key ranges again, so their
 // rows are as they are then (marked with the source's end of binlog then,
-// change.Event.FreshAt), which a consumer applying the stream in order
-// overwrites with the changes that follow until it has caught up.
+// change.Event.FreshAt, and its GTID state: the changes that follow may
+// be read from another server, a failover since), which a consumer
+// applying the stream in order overwrites with the changes that follow
+// until it has caught up.
 // Progress (per table: the last key emitted, rows, chunks) is part of each
 // source's cursor, so a restart goes on at the next chunk.
 //
@@ -88,6 +90,9 @@ type sourceSnapshot struct {
 	serverGen int             // counts the server switches (see leftChange)
 	inTx      bool
 	begin     *change.Event // the open transaction's EventBegin, not yet pushed
+	// fresh: the open transaction is before the state's FreshAt (see
+	// gate), decided at its EventBegin.
+	fresh bool
 	// pending are the chunks registered and not yet emitted, in key
 	// order: the first goes out first (see readChunk for how many).
 	pending []*pendingChunk

@@ -138,7 +138,17 @@ func (g *sourceSnapshot) gate(ctx context.Context, ev *change.Event) error {
 		g.learn(ev)
 		close(g.ready)
 	}
-	if ev.Type == change.EventRows && g.state != nil && !g.state.FreshAt.IsZero() && ev.Pos.Compare(g.state.FreshAt) < 0 {
+	// A transaction before the point the chunks read again are fresh at
+	// may find its rows already so. The point may be on another server
+	// than the reader's (a chunk read again before a failover, or on a
+	// server the snapshot connection reached and the reader did not):
+	// txFrom compares by GTID then, as positions of two servers say
+	// nothing of each other. Decided once per transaction: chunks go out
+	// between transactions only.
+	if ev.Type == change.EventBegin {
+		g.fresh = g.state != nil && !g.state.FreshAt.IsZero() && !txFrom(ev, g.state.FreshAt, g.state.FreshMark)
+	}
+	if ev.Type == change.EventRows && g.fresh && g.state != nil {
 		ev.FreshAt = g.state.FreshAt
 	}
 	g.switched(ev)
@@ -504,6 +514,7 @@ func (g *sourceSnapshot) replayChunk(ctx context.Context, rec Placement) error {
 	version := g.versions[rec.Table]
 	var rows chunkRows
 	var freshAt change.Position
+	var freshMark Mark
 	if version != nil {
 		conn, err := g.d.cfg.Sources.Snapshot(ctx, g.d.cfg.Spec.Sources[g.src])
 		if err != nil {
@@ -515,14 +526,14 @@ func (g *sourceSnapshot) replayChunk(ctx context.Context, rec Placement) error {
 		}
 		rows.text, err = conn.Chunk(ctx, version, tk.cols, rec.After, rec.Through, 0)
 		if err == nil {
-			freshAt, err = conn.Position()
+			freshAt, freshMark, err = conn.Fresh()
 		}
 		conn.Close()
 		if err != nil && !errors.Is(err, binlog.ErrNoTable) {
 			return err
 		}
 	}
-	return g.emit(ti, version, rows, rec.Through, chunkOut{chunk: rec, kept: true, freshAt: freshAt})
+	return g.emit(ti, version, rows, rec.Through, chunkOut{chunk: rec, kept: true, freshAt: freshAt, freshMark: freshMark})
 }
 
 // emitPending emits the first pending chunk, its window folded in, at
@@ -557,8 +568,10 @@ func (g *sourceSnapshot) emit(ti int, version *change.Table, rows chunkRows, thr
 	rec := out.chunk
 	next := g.state.Clone()
 	next.Chunks++
-	if next.FreshAt.Compare(out.freshAt) < 0 {
-		next.FreshAt = out.freshAt
+	// The later of the two points: they may be on two servers (a
+	// failover between the reads), compared by GTID then.
+	if !out.freshAt.IsZero() && (next.FreshAt.IsZero() || !reached(next.FreshAt, next.FreshMark, out.freshAt, out.freshMark)) {
+		next.FreshAt, next.FreshMark = out.freshAt, out.freshMark
 	}
 	t := &next.Tables[ti]
 	t.Chunks++

@@ -41,6 +41,9 @@ type SnapshotConn interface {
 	Chunk(ctx context.Context, t *change.Table, keys []int, after, through []string, limit int) (*change.TextRows, error)
 	// Position is the server's end of binlog now.
 	Position() (change.Position, error)
+	// Fresh is Position with its Mark (the GTID state there and the
+	// server), what a chunk read again is fresh at.
+	Fresh() (change.Position, change.Mark, error)
 	// Begin starts a transaction WITH CONSISTENT SNAPSHOT, which the
 	// Chunks until End read in, and returns the binlog position it
 	// sees the tables at; exact false when the server does not tell it

@@ -55,6 +55,10 @@ func OpenSnapshot(ctx context.Context, src spec.Source) (*SnapshotConn, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.info.flavor = mysql.MySQLFlavor // identify asks by it
+	if connVersion(c).mariadb {
+		p.info.flavor = mysql.MariaDBFlavor
+	}
 	// braid asks for no compression or TLS: the socket carries plain
 	// packets.
 	return &SnapshotConn{p: p, c: c, rd: &packetReader{br: bufio.NewReaderSize(c.Conn.Conn, 256<<10)},
@@ -72,6 +76,36 @@ func (s *SnapshotConn) Position() (change.Position, error) {
 		return pos, s.p.queryError("read its binlog position", err)
 	}
 	return pos, nil
+}
+
+// Fresh is the server's end of binlog now, as Position, with its Mark:
+// the GTID state there (MariaDB's gtid_binlog_pos, read just after, so
+// at or past it; MySQL's executed set of the same statement) and the
+// server's identity, as the source's reader names them. A chunk read
+// again is fresh at it, and the source's changes before it may find
+// their rows already so; the Mark finds that point when the reader is
+// on another server than this connection's (a failover since).
+func (s *SnapshotConn) Fresh() (change.Position, change.Mark, error) {
+	pos, executed, err := masterStatus(s.c)
+	if err != nil {
+		return pos, change.Mark{}, s.p.queryError("read its binlog position", err)
+	}
+	a, err := s.p.identify(s.c)
+	if err != nil {
+		return pos, change.Mark{}, err
+	}
+	m := change.Mark{Server: a.server}
+	switch {
+	case s.p.info.flavor == mysql.MariaDBFlavor:
+		m.GTIDs = change.GTIDText(a.have)
+	case a.gtidOn && executed != "":
+		set, err := change.ParseMySQLGTIDSet(executed)
+		if err != nil {
+			return pos, change.Mark{}, fmt.Errorf("binlog: source %s: Executed_Gtid_Set: %w", s.p.spec.Name, err)
+		}
+		m.GTIDs = change.MySQLGTIDs(change.NewMySQLExecuted(set))
+	}
+	return pos, m, nil
 }
 
 // Begin starts a transaction WITH CONSISTENT SNAPSHOT: the Chunks read

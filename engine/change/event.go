@@ -123,7 +123,10 @@ type Event struct {
 	// of binlog when it was read: its rows are as they were there, so the
 	// source's changes before that point, which follow the chunk in the
 	// stream, may find their rows already so (an INSERT its key taken).
-	// Those changes' EventRows carry it too (SnapshotState.FreshAt).
+	// Those changes' EventRows carry it too (SnapshotState.FreshAt). It
+	// is a position of the server the chunk was read on, which after a
+	// failover is not the one the changes are read from: a consumer
+	// asks only whether it is set.
 	FreshAt Position
 	// Lost, on the EventBegin and EventCommit of a marker transaction
 	// (one with no rows), names the transactions of the source that

@@ -79,6 +79,25 @@ func (s *Server) Same(o *Server) bool {
 	return *s == *o
 }
 
+// Mark names a boundary of one source beyond its file:pos: the GTID
+// state there, and the server whose binlog the file:pos is in. After a
+// failover a source's positions are of several servers, which do not
+// compare (the promoted server's files may be numbered below the old
+// primary's): two places of which one is on another server compare by
+// GTID (GTIDState.Covers and Holds). The zero Mark (a state saved
+// before braid kept them, or a source without GTIDs) compares by
+// position.
+type Mark struct {
+	GTIDs  GTIDState `json:"gtids,omitzero"`
+	Server *Server   `json:"server,omitempty"`
+}
+
+// Across reports whether a place read on server s is on another server
+// than m's, known on both sides: then positions do not compare.
+func (m Mark) Across(s *Server) bool {
+	return m.Server != nil && s != nil && !m.Server.Same(s)
+}
+
 // String renders the identity for log lines: "server_id 1 (host:3306)".
 func (s *Server) String() string {
 	if s == nil {

@@ -100,8 +100,11 @@ type SnapshotState struct {
 	Done bool `json:"done,omitempty"`
 	// FreshAt is the newest Event.FreshAt of the chunks read again: until
 	// the source's position passes it, its changes may find their rows
-	// already so.
-	FreshAt Position `json:"freshAt,omitzero"`
+	// already so. FreshMark names it on any server of the source: the
+	// chunk may have been read on another server than the changes that
+	// follow (a failover), whose positions do not compare with it.
+	FreshAt   Position `json:"freshAt,omitzero"`
+	FreshMark Mark     `json:"freshMark,omitzero"`
 }
 
 // SnapshotTable is one table's part of a SnapshotState.
