@@ -52,13 +52,16 @@ type SourceCursor struct {
 	// Snapshot is the source's initial-snapshot progress at Pos; nil
 	// before its first chunk (or without a snapshot).
 	Snapshot *change.SnapshotState `json:"snapshot,omitempty"`
-	// GTIDs is the source's GTID state at Pos (MariaDB: the last GTID of
-	// each domain; MySQL: the executed set, printed when saved) and Server the server whose binlog Pos is in: a
-	// reader that finds another server at the source's address resumes
-	// there by GTID. Both empty in a cursor saved before braid kept
-	// them: it resumes by Pos, as it did.
-	GTIDs  change.GTIDState `json:"gtids,omitzero"`
-	Server *change.Server   `json:"server,omitempty"`
+	// Mark names Pos beyond its file:pos: the source's GTID state there
+	// (MariaDB: the last GTID of each domain; MySQL: the executed set,
+	// printed when saved) and the server whose binlog Pos is in, so that
+	// a reader that finds another server at the source's address resumes
+	// there by GTID. Zero in a cursor saved before braid kept them: it
+	// resumes by Pos, as it did. Embedded without a tag, its fields
+	// encode inline ("gtids", "server"), as they did when they were
+	// SourceCursor's own (TestCursorFileBeforeMark); a MarshalJSON of
+	// Mark's would be promoted and encode the whole cursor as a Mark.
+	Mark
 }
 
 // at moves the source's cursor to the boundary pos that ev ends at, with
@@ -69,14 +72,11 @@ func (sc *SourceCursor) at(pos change.Position, ev *change.Event) {
 	case ev.Lost != "":
 		// The marker of an accepted loss: no position yet, the GTID
 		// state the reader went on from (a resume starts by GTID there).
-		sc.Server, sc.GTIDs = nil, ev.GTIDs
+		sc.Mark = Mark{GTIDs: ev.GTIDs}
 	case ev.Server != nil:
-		sc.Server, sc.GTIDs = ev.Server, ev.GTIDs
+		sc.Mark = markOf(ev)
 	}
 }
-
-// mark names Pos on any server of the source.
-func (sc *SourceCursor) mark() Mark { return Mark{GTIDs: sc.GTIDs, Server: sc.Server} }
 
 // passed reports whether the cursor is at or past the point st's chunks
 // read again are fresh at (SnapshotState.FreshAt), which may be on
@@ -84,7 +84,7 @@ func (sc *SourceCursor) mark() Mark { return Mark{GTIDs: sc.GTIDs, Server: sc.Se
 // source's changes no longer need the snapshot's gate to say they may
 // find their rows already so.
 func (sc *SourceCursor) passed(st *change.SnapshotState) bool {
-	return reached(sc.Pos, sc.mark(), st.FreshAt, st.FreshMark)
+	return reached(sc.Pos, sc.Mark, st.FreshAt, st.FreshMark)
 }
 
 // resume is where the source's reader resumes after the cursor; nil

@@ -404,7 +404,7 @@ func (x *shardDDL) release(s *ShardDDLState, l *DDLLock) {
 		if k < 0 {
 			sc := &x.d.cursor.Sources[i]
 			cu.Sources = append(cu.Sources, CatchUpSource{Source: i, Pos: h.From, PosMark: h.FromMark, LastKey: h.LastKey,
-				Until: sc.Pos, UntilMark: sc.mark(),
+				Until: sc.Pos, UntilMark: sc.Mark,
 				Tables: map[string]change.Position{}, TableMarks: map[string]Mark{}})
 			k = len(cu.Sources) - 1
 		}

@@ -23,11 +23,11 @@ func TestCursorKeepsGTIDsAndServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	cur := &group.Cursor{Seq: 7, Sources: []group.SourceCursor{
-		{Name: "a", Pos: change.Position{File: "bin.000001", Pos: 4534}, GTIDs: change.GTIDText("0-101-42,1-102-7"),
-			Server: &change.Server{ID: 101, Host: "db1:3306", Binlog: "/var/lib/mysql/binlog"}},
+		{Name: "a", Pos: change.Position{File: "bin.000001", Pos: 4534}, Mark: group.Mark{GTIDs: change.GTIDText("0-101-42,1-102-7"),
+			Server: &change.Server{ID: 101, Host: "db1:3306", Binlog: "/var/lib/mysql/binlog"}}},
 		{Name: "b", Pos: change.Position{File: "bin.000002", Pos: 9}},
-		{Name: "c", Pos: change.Position{File: "bin.000003", Pos: 12}, GTIDs: change.GTIDText("3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5"),
-			Server: &change.Server{ID: 7, UUID: "3e11fa47-71ca-11e1-9e33-c80aa9429562"}},
+		{Name: "c", Pos: change.Position{File: "bin.000003", Pos: 12}, Mark: group.Mark{GTIDs: change.GTIDText("3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5"),
+			Server: &change.Server{ID: 7, UUID: "3e11fa47-71ca-11e1-9e33-c80aa9429562"}}},
 	}}
 	e, err := lead.Assign(ctx, "shop", lead.ID())
 	if err != nil {
@@ -71,7 +71,7 @@ func TestSnapshotFreshMarkDecodes(t *testing.T) {
 	}
 
 	cur := &group.Cursor{Seq: 4, Sources: []group.SourceCursor{{Name: "a", Pos: change.Position{File: "bin.000001", Pos: 77},
-		GTIDs: change.GTIDText("0-100-21"), Server: &change.Server{ID: 101, Host: "db2:3306"},
+		Mark: change.Mark{GTIDs: change.GTIDText("0-100-21"), Server: &change.Server{ID: 101, Host: "db2:3306"}},
 		Snapshot: &change.SnapshotState{Chunks: 2, Tables: []change.SnapshotTable{{Name: "shop_0.orders", After: []string{"40"}, Rows: 40, Chunks: 2}},
 			FreshAt: change.Position{File: "bin.000004", Pos: 120}, FreshMark: change.Mark{GTIDs: change.GTIDText("0-100-25"), Server: &change.Server{ID: 100, Host: "db1:3306"}}}}}}
 	cmd, _, err := (&Store{}).cursorCommand("shop", 1, []CursorUpdate{{Client: "c1", Cursor: cur}})

@@ -228,7 +228,7 @@ func toCursor(dest, client string, r *cursorRecord, schemas map[string]json.RawM
 	}
 	for i, src := range r.Sources {
 		sc := group.SourceCursor{Name: src.Name, Pos: change.Position{File: src.File, Pos: src.Pos}, LastKey: src.LastKey,
-			GTIDs: change.GTIDText(src.GTIDs)}
+			Mark: group.Mark{GTIDs: change.GTIDText(src.GTIDs)}}
 		if src.Server != nil {
 			srv := *src.Server // the state's own is never handed out
 			sc.Server = &srv
