@@ -258,6 +258,28 @@ func TestStatusPageSnapshot(t *testing.T) {
 				wire.SourceState{Name: "c", Snapshot: &wire.SnapshotState{Tables: 2, TablesDone: 2, Rows: 500, Done: true}})},
 			{Name: "plain", Owner: "n1", State: state(wire.SourceState{Name: "a"})},
 		}}
+	tab := newTab(t, browser)
+	got := showStatus(t, tab, st)
+	want := map[string][]string{
+		"shop":  {"3/6 tables, 120,000 rows, 45,000 rows/s, eta 12 s", "0/1 tables, 0 rows", "done"},
+		"plain": {""},
+	}
+	for _, d := range got.Dests {
+		if !slices.Equal(d.Snapshots, want[d.Name]) {
+			t.Errorf("destination %s: snapshot cells %q, want %q", d.Name, d.Snapshots, want[d.Name])
+		}
+	}
+	headers := sourceHeaders(t, tab)
+	if len(headers) < 2 || !strings.Contains(headers[0], "initial snapshot") || strings.Contains(strings.Join(headers[1:], ""), "snapshot") {
+		t.Errorf("the sources' headers %q: want an initial snapshot column for shop only", headers)
+	}
+}
+
+// showStatus loads the page in tab from a server that answers GET
+// /v1/status with st, and returns what the page shows once it drew
+// st's destinations.
+func showStatus(t *testing.T, tab context.Context, st wire.Status) shown {
+	t.Helper()
 	body, err := json.Marshal(st)
 	if err != nil {
 		t.Fatal(err)
@@ -275,39 +297,84 @@ func TestStatusPageSnapshot(t *testing.T) {
 	})
 	web := httptest.NewServer(mux)
 	t.Cleanup(web.Close)
-
-	tab := newTab(t, browser)
 	if err := chromedp.Do(tab, chromedp.Navigate(web.URL+"/")); err != nil {
 		t.Fatalf("loading %s/: %v", web.URL, err)
-	}
-	want := map[string][]string{
-		"shop":  {"3/6 tables, 120,000 rows, 45,000 rows/s, eta 12 s", "0/1 tables, 0 rows", "done"},
-		"plain": {""},
 	}
 	var got shown
 	retry.Until(t, 10*time.Second, func() error {
 		ctx, cancel := context.WithTimeout(tab, 5*time.Second)
 		defer cancel()
 		got, err = chromedp.Run(ctx, chromedp.Evaluate[shown](readPage))
-		if err == nil && len(got.Dests) == len(want) && got.Error == "" {
+		if err == nil && len(got.Dests) == len(st.Destinations) && got.Error == "" {
 			return nil
 		}
-		return fmt.Errorf("the page did not show both destinations: %+v, %v", got, err)
+		return fmt.Errorf("the page did not show the %d destinations: %+v, %v", len(st.Destinations), got, err)
 	})
-	for _, d := range got.Dests {
-		if !slices.Equal(d.Snapshots, want[d.Name]) {
-			t.Errorf("destination %s: snapshot cells %q, want %q", d.Name, d.Snapshots, want[d.Name])
-		}
-	}
-	var headers []string
+	return got
+}
+
+// sourceHeaders are the header rows of each destination's sources
+// table, in page order.
+func sourceHeaders(t *testing.T, tab context.Context) []string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(tab, 5*time.Second)
 	defer cancel()
-	headers, err = chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('section[data-dest] table')].map(t => t.tHead.textContent)`))
+	headers, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('section[data-dest] table[data-section=sources]')].map(t => t.tHead.textContent)`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(headers) < 2 || !strings.Contains(headers[0], "initial snapshot") || strings.Contains(strings.Join(headers[1:], ""), "snapshot") {
-		t.Errorf("the sources' headers %q: want an initial snapshot column for shop only", headers)
+	return headers
+}
+
+// TestStatusPageLost loads the page from a server that answers GET
+// /v1/status with a status made up here: a source waiting for an accept
+// of lost transactions shows a notice naming them and the exact command
+// to run, and is marked in the sources table; the losses accepted are
+// listed per source with what was lost, from where, when and the LOST
+// marker's seq (a dash where the API has none). A destination with no
+// loss shows neither, nor the column.
+func TestStatusPageLost(t *testing.T) {
+	browser := chromium(t)
+	accepted := time.Date(2026, 12, 7, 1, 2, 3, 456000000, time.UTC)
+	state := func(sources ...wire.SourceState) *wire.State {
+		return &wire.State{Seq: 50, Sources: sources, Clients: []wire.ClientState{}}
+	}
+	st := wire.Status{Time: time.Now(), LagEveryMs: 5000, LagWindowMs: 600000,
+		Cluster: wire.ClusterStatus{Node: "n1", Leader: "n1", Nodes: []wire.NodeStatus{{Name: "n1", State: wire.NodeAlive, Raft: wire.RaftLeader}}},
+		Destinations: []wire.DestinationStatus{
+			{Name: "shop", Owner: "n1", State: state(
+				wire.SourceState{Name: "a", Server: "server_id 102 (db3:3306)", Lost: "domain 0 seq 12 to 0-100-13 (the server is at 0-100-11)",
+					Accepted: []wire.AcceptedLoss{{Lost: "domain 0 seq 5 to 0-100-6 (the server is at 0-100-4)", From: "0-100-6", Server: "server_id 101 (db2:3306)",
+						AcceptedAt: &accepted, MarkerSeq: 41}}},
+				wire.SourceState{Name: "b", Accepted: []wire.AcceptedLoss{{Lost: "domain 1 seq 7 to 1-200-7 (the server is at 1-200-6)", From: "1-200-7"}}},
+				wire.SourceState{Name: "c"})},
+			{Name: "plain", Owner: "n1", State: state(wire.SourceState{Name: "a"})},
+		}}
+	tab := newTab(t, browser)
+	got := showStatus(t, tab, st)
+	want := pageFromAPI(st)
+	if w := want.Dests[0]; len(w.Awaiting) != 1 || w.Awaiting[0].Command != "braid destination accept-lost shop a" || len(w.Losses) != 2 ||
+		w.Losses[0].MarkerSeq != "41" || w.Losses[1].MarkerSeq != "—" || w.Losses[1].AcceptedAt != "" {
+		t.Fatalf("what the page should show of shop: %+v", w) // the expectation itself, lest it say nothing
+	}
+	for i, w := range want.Dests {
+		g := got.Dests[i]
+		if g.Name != w.Name || !slices.Equal(g.Awaiting, w.Awaiting) || !slices.Equal(g.Losses, w.Losses) {
+			t.Errorf("destination %s: waiting %+v, losses %+v; want waiting %+v, losses %+v", g.Name, g.Awaiting, g.Losses, w.Awaiting, w.Losses)
+		}
+	}
+	ctx, cancel := context.WithTimeout(tab, 5*time.Second)
+	defer cancel()
+	cells, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('section[data-dest=shop] [data-section=sources] tr[data-source]')].map(r => r.querySelector('[data-field=lost]').textContent)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(cells, []string{"waiting for an accept", "1 loss accepted", ""}) {
+		t.Errorf("shop's lost transactions cells %q", cells)
+	}
+	headers := sourceHeaders(t, tab)
+	if len(headers) != 2 || !strings.Contains(headers[0], "lost transactions") || strings.Contains(headers[1], "lost") {
+		t.Errorf("the sources' headers %q: want a lost transactions column for shop only", headers)
 	}
 }
 
@@ -404,8 +471,11 @@ const readPage = `(() => {
     dests: [...document.querySelectorAll('section[data-dest]')].map(d => ({
       name: d.dataset.dest,
       owner: d.querySelector('[data-field=meta]').dataset.owner || '',
-      sources: [...d.querySelectorAll('tr[data-source]')].map(r => r.dataset.source),
-      snapshots: [...d.querySelectorAll('tr[data-source]')].map(r => text(r, '[data-field=snapshot]')),
+      sources: [...d.querySelectorAll('[data-section=sources] tr[data-source]')].map(r => r.dataset.source),
+      snapshots: [...d.querySelectorAll('[data-section=sources] tr[data-source]')].map(r => text(r, '[data-field=snapshot]')),
+      awaiting: [...d.querySelectorAll('[data-field=awaitAccept]')].map(e => ({source: e.dataset.source, lost: text(e, '[data-field=lost]'), command: text(e, '[data-field=command]')})),
+      losses: [...d.querySelectorAll('[data-section=losses] tr[data-source]')].map(r => ({source: r.dataset.source, lost: text(r, '[data-field=lost]'),
+        from: text(r, '[data-field=from]'), acceptedAt: r.querySelector('[data-field=acceptedAt]').dataset.value, markerSeq: text(r, '[data-field=markerSeq]')})),
       clients: [...d.querySelectorAll('tr[data-client]')].map(r => ({id: r.dataset.client, ackedSeq: text(r, '[data-field=ackedSeq]')})),
       charted: [...d.querySelectorAll('svg.chart g[data-series]')].filter(g => g.querySelector('polyline, circle')).map(g => g.dataset.series),
       sinks: table(d, 'sinks', '(sinks)'),
@@ -433,7 +503,11 @@ type shownDest struct {
 	Sources []string `json:"sources"`
 	// Snapshots are the sources' snapshot cells ("" without one).
 	Snapshots []string `json:"snapshots"`
-	Clients   []struct {
+	// Awaiting are the notices of sources waiting for an accept of lost
+	// transactions, Losses the rows of the losses accepted.
+	Awaiting []shownAwait `json:"awaiting"`
+	Losses   []shownLoss  `json:"losses"`
+	Clients  []struct {
 		ID       string `json:"id"`
 		AckedSeq string `json:"ackedSeq"`
 	} `json:"clients"`
@@ -445,6 +519,44 @@ type shownDest struct {
 	SinkNames []string `json:"sinkNames"`
 	DDLLocks  string   `json:"ddlLocks"`
 	LockIDs   []string `json:"lockIDs"`
+}
+
+// shownAwait is a source's notice that it waits for an accept: the
+// transactions it names and the command it gives.
+type shownAwait struct {
+	Source  string `json:"source"`
+	Lost    string `json:"lost"`
+	Command string `json:"command"`
+}
+
+// shownLoss is a row of the accepted losses; AcceptedAt is the time as
+// the API gave it ("" when it gave none), MarkerSeq the cell's text.
+type shownLoss struct {
+	Source     string `json:"source"`
+	Lost       string `json:"lost"`
+	From       string `json:"from"`
+	AcceptedAt string `json:"acceptedAt"`
+	MarkerSeq  string `json:"markerSeq"`
+}
+
+// lossesShown is what the page should show of a destination's losses.
+func lossesShown(dest string, sources []wire.SourceState) (awaiting []shownAwait, losses []shownLoss) {
+	for _, s := range sources {
+		if s.Lost != "" {
+			awaiting = append(awaiting, shownAwait{s.Name, s.Lost, "braid destination accept-lost " + dest + " " + s.Name})
+		}
+		for _, a := range s.Accepted {
+			l := shownLoss{Source: s.Name, Lost: a.Lost, From: a.From, MarkerSeq: "—"}
+			if a.AcceptedAt != nil {
+				l.AcceptedAt = a.AcceptedAt.Format(time.RFC3339Nano)
+			}
+			if a.MarkerSeq != 0 {
+				l.MarkerSeq = strconv.FormatUint(a.MarkerSeq, 10)
+			}
+			losses = append(losses, l)
+		}
+	}
+	return awaiting, losses
 }
 
 // pageFromAPI is what the page should show of st.
@@ -473,6 +585,7 @@ func pageFromAPI(st wire.Status) shown {
 				sd.Snapshots = append(sd.Snapshots, snapshotShown(s.Snapshot))
 				sd.Charted = append(sd.Charted, s.Name)
 			}
+			sd.Awaiting, sd.Losses = lossesShown(d.Name, d.State.Sources)
 			for _, c := range d.State.Clients {
 				sd.Clients = append(sd.Clients, struct {
 					ID       string `json:"id"`
@@ -507,7 +620,7 @@ func (got shown) differs(want shown) string {
 		g := got.Dests[i]
 		if g.Name != w.Name || g.Owner != w.Owner || !slices.Equal(g.Sources, w.Sources) || !slices.Equal(g.Snapshots, w.Snapshots) || !slices.Equal(g.Charted, w.Charted) ||
 			g.Sinks != w.Sinks || g.DDLLocks != w.DDLLocks || !slices.Equal(g.SinkNames, w.SinkNames) || !slices.Equal(g.LockIDs, w.LockIDs) ||
-			fmt.Sprint(g.Clients) != fmt.Sprint(w.Clients) {
+			fmt.Sprint(g.Clients) != fmt.Sprint(w.Clients) || !slices.Equal(g.Awaiting, w.Awaiting) || !slices.Equal(g.Losses, w.Losses) {
 			return fmt.Sprintf("destination %+v, want %+v", g, w)
 		}
 	}

@@ -147,6 +147,7 @@ type Destination struct {
 	published time.Time
 	statsMu   sync.Mutex
 	stats     Stats
+	accepted  [][]AcceptedLoss // per source, under statsMu (lost.go)
 }
 
 // New checks the configuration and builds the readers; it does not connect.
@@ -218,6 +219,7 @@ func New(cfg Config) (*Destination, error) {
 		chunks = nil
 	}
 	d.snaps = make([]*sourceSnapshot, len(ds.Sources))
+	d.accepted = acceptedOf(placed, len(ds.Sources))
 	for i, src := range ds.Sources {
 		var from *change.SnapshotState
 		if r := cfg.Resume; r != nil {

@@ -28,6 +28,9 @@ func (d *Destination) emitTx(ctx context.Context, src int, first *change.Event, 
 	sc.LastKey = d.merger.Last(src)
 	first.Seq = seq
 	d.stamp(first)
+	if first.Lost != "" {
+		d.markerOut(src, first.Lost, seq)
+	}
 	if first.Type == change.EventDDL {
 		sc.at(first.EndPos, first)
 		if first.Schema != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/braid-cdc/braid/engine/binlog"
 	"github.com/braid-cdc/braid/engine/change"
@@ -64,11 +65,15 @@ func (d *Destination) AcceptLost(ctx context.Context, source string) (change.Los
 		return change.Loss{}, fmt.Errorf("%w: source %s of destination %s is not waiting on lost transactions (it lacks nothing braid emitted), so there is nothing to accept; `braid destination show %s` names them under LOST when a promoted server lacks some",
 			ErrNothingLost, source, d.cfg.Spec.Name, d.cfg.Spec.Name)
 	}
+	now := time.UnixMicro(d.cfg.Clock.Now().UnixMicro()) // as kept
 	if keep := d.cfg.Keep; keep != nil {
-		if err := keep.KeepPlacement(ctx, Placement{Source: i, Lost: &l}); err != nil {
+		if err := keep.KeepPlacement(ctx, Placement{Source: i, Lost: &l, Time: now.UnixMicro()}); err != nil {
 			return change.Loss{}, fmt.Errorf("group: source %s: keep the accepted loss of %s: %w", source, l.Lost, err)
 		}
 	}
+	d.statsMu.Lock()
+	d.accepted[i] = append(d.accepted[i], AcceptedLoss{Loss: l, At: now})
+	d.statsMu.Unlock()
 	la.AcceptLoss(l)
 	d.log.Warn("an operator accepted the loss of transactions braid had emitted: the source goes on without them", "source", source, "lost", l.Lost,
 		"from", l.From, "new_server", l.Server)
@@ -100,6 +105,51 @@ func (d *Destination) keptLosses(src int) func() []change.Loss {
 			return nil
 		}
 		return lossesOf(placed, src)
+	}
+}
+
+// AcceptedLoss is a loss an operator accepted for a source (AcceptLost),
+// as Stats shows it.
+type AcceptedLoss struct {
+	change.Loss
+	// At is when it was accepted; zero for one kept by a braid that did
+	// not keep the time.
+	At time.Time
+	// MarkerSeq is the seq of the marker transaction naming it, once the
+	// marker went out in this run; 0 before, and for one that went out
+	// before the run's cursor (a marker is not kept apart from the
+	// stream).
+	MarkerSeq uint64
+}
+
+// acceptedOf lists each of n sources' accepted losses in a placement
+// log, oldest first.
+func acceptedOf(log []Placement, n int) [][]AcceptedLoss {
+	out := make([][]AcceptedLoss, n)
+	for _, p := range log {
+		if p.Lost == nil || p.Source < 0 || p.Source >= n {
+			continue
+		}
+		a := AcceptedLoss{Loss: *p.Lost}
+		if p.Time != 0 {
+			a.At = time.UnixMicro(p.Time)
+		}
+		out[p.Source] = append(out[p.Source], a)
+	}
+	return out
+}
+
+// markerOut notes that source src's marker of lost transactions lost
+// went out as transaction seq.
+func (d *Destination) markerOut(src int, lost string, seq uint64) {
+	d.statsMu.Lock()
+	defer d.statsMu.Unlock()
+	acc := d.accepted[src]
+	for i := len(acc) - 1; i >= 0; i-- {
+		if acc[i].Lost == lost {
+			acc[i].MarkerSeq = seq
+			return
+		}
 	}
 }
 

@@ -144,6 +144,10 @@ func TestAcceptedLossKeptForRestart(t *testing.T) {
 	if _, err := first.d.AcceptLost(t.Context(), "b"); err == nil {
 		t.Fatal("accepted a loss of a source the destination does not have")
 	}
+	if acc := first.d.Stats().Sources[0].Accepted; len(acc) != 0 {
+		t.Fatalf("accepted losses %+v before the accept", acc)
+	}
+	before := time.Now()
 	l, err := first.d.AcceptLost(t.Context(), "a")
 	if err != nil || l.Lost != lost {
 		t.Fatalf("accept: %+v %v; want the loss reported, %s", l, err, lost)
@@ -158,10 +162,20 @@ func TestAcceptedLossKeptForRestart(t *testing.T) {
 	first.mu.Unlock()
 	at := slices.IndexFunc(txs, func(tx lostTx) bool { return slices.Contains(tx.ids, -1) })
 	from, after := txs[at-1].cursor, txs[at:]
+	// Stats show the accept: what, when, and the marker's seq.
+	acc := first.d.Stats().Sources[0].Accepted
+	if len(acc) != 1 || !acc[0].Loss.Same(l) || acc[0].At.Before(before.Truncate(time.Microsecond)) || acc[0].At.After(time.Now()) || acc[0].MarkerSeq != txs[at].seq {
+		t.Fatalf("accepted losses %+v; want %+v accepted after %s, its marker at seq %d", acc, l, before, txs[at].seq)
+	}
 
 	// The second run, from the cursor before the marker, with the accept.
 	again := startLostRun(t, group.Config{Spec: ds, Keep: keep, Resume: from})
 	again.wait(t, []int64{-1, 10, 11})
+	// The restart learns the accept from the keeper, with its time, and
+	// the marker's seq as it emits it again.
+	if got := again.d.Stats().Sources[0].Accepted; len(got) != 1 || got[0] != acc[0] {
+		t.Errorf("after the restart accepted losses %+v, want %+v", got, acc)
+	}
 	again.mu.Lock()
 	redone := slices.Clone(again.txs)
 	again.mu.Unlock()
@@ -202,6 +216,9 @@ func TestAcceptedLossKeptForRestart(t *testing.T) {
 		}
 		return nil
 	})
+	if acc := unkept.d.Stats().Sources[0].Accepted; len(acc) != 0 {
+		t.Errorf("without the accept kept: accepted losses %+v, want none", acc)
+	}
 	if got := unkept.ids(); len(got) != 0 {
 		t.Errorf("without the accept kept the run emitted %v; want nothing while it waits", got)
 	}

@@ -49,7 +49,8 @@ type Placement struct {
 	// Lost marks neither a chunk nor a late transaction but a loss an
 	// operator accepted (binlog.Reader.AcceptLoss): source Source's
 	// reader goes on past it, now and in every later run that finds it
-	// (binlog.Config.Accepted). Kept before the reader goes on; the
+	// (binlog.Config.Accepted). Kept before the reader goes on; Time is
+	// when it was accepted (0 in one kept before braid kept it), the
 	// other fields are unset. The marker transaction that names it is
 	// ordered by the source's last key (a late one's placement keeps it
 	// where it went out when that is below keys out already).

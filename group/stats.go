@@ -2,6 +2,7 @@ package group
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"github.com/braid-cdc/braid/engine/change"
@@ -66,6 +67,9 @@ type SourceStats struct {
 	// writable (promoted) one, lacks, while the reader waits for them
 	// (binlog.Stats.Lost); "" otherwise.
 	Lost string
+	// Accepted are the losses an operator accepted for the source
+	// (AcceptLost), kept with the destination, oldest first.
+	Accepted []AcceptedLoss
 	// Snapshot is the source's initial-snapshot progress; nil without
 	// one (spec snapshot: never).
 	Snapshot *SnapshotStats
@@ -78,13 +82,16 @@ func (d *Destination) Stats() Stats {
 	d.statsMu.Lock()
 	st := d.stats
 	st.Sources = append([]SourceStats(nil), st.Sources...)
-	d.statsMu.Unlock()
 	if len(st.Sources) != len(d.readers) { // before the merge's first publish
 		st.Sources = make([]SourceStats, len(d.readers))
 		for i, src := range d.cfg.Spec.Sources {
 			st.Sources[i].Name = src.Name
 		}
 	}
+	for i := range st.Sources {
+		st.Sources[i].Accepted = slices.Clone(d.accepted[i])
+	}
+	d.statsMu.Unlock()
 	now := d.cfg.Clock.Now()
 	for i, p := range d.readers {
 		rs, ss := p.Stats(), &st.Sources[i]

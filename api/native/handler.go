@@ -169,6 +169,7 @@ func (h *handler) state(w http.ResponseWriter, r *http.Request) {
 				ss.LastSeen = &ls
 			}
 			ss.Snapshot = snapshotState(src.Snapshot)
+			ss.Accepted = acceptedLosses(src.Accepted)
 			st.Sources = append(st.Sources, ss)
 		}
 	}
@@ -176,6 +177,21 @@ func (h *handler) state(w http.ResponseWriter, r *http.Request) {
 	st.Store = wire.StoreState{Events: ss.Events, Bytes: ss.Bytes, PeakBytes: ss.PeakBytes, Floor: ss.Floor, BlockedBy: ss.BlockedBy}
 	st.Clients = h.clientStates(s)
 	writeJSON(w, http.StatusOK, st)
+}
+
+// acceptedLosses are a source's accepted losses as the API shows them;
+// nil for none.
+func acceptedLosses(in []group.AcceptedLoss) []wire.AcceptedLoss {
+	var out []wire.AcceptedLoss
+	for _, a := range in {
+		w := wire.AcceptedLoss{Lost: a.Lost, From: a.From, Server: a.Server, MarkerSeq: a.MarkerSeq}
+		if !a.At.IsZero() {
+			at := a.At.UTC()
+			w.AcceptedAt = &at
+		}
+		out = append(out, w)
+	}
+	return out
 }
 
 // snapshotState is a source's snapshot progress as the API shows it; nil

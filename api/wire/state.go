@@ -101,9 +101,34 @@ type SourceState struct {
 	// an asynchronous failover lost, which braid waits for; missing
 	// otherwise.
 	Lost string `json:"lost,omitempty"`
+	// Accepted are the losses an operator accepted for the source (braid
+	// destination accept-lost), oldest first: the source went on past
+	// each without the transactions it names. Missing when none.
+	Accepted []AcceptedLoss `json:"accepted,omitempty"`
 	// Snapshot is the source's initial-snapshot progress; missing when the
 	// spec has snapshot: never.
 	Snapshot *SnapshotState `json:"snapshot,omitempty"`
+}
+
+// AcceptedLoss is a loss of a SourceState that an operator accepted.
+type AcceptedLoss struct {
+	// Lost names the transactions lost, as SourceState.Lost named them
+	// while the source waited.
+	Lost string `json:"lost"`
+	// From is the source's GTID state braid had emitted when the loss
+	// was found.
+	From string `json:"from"`
+	// Server is the server that lacked them, which the source went on
+	// reading.
+	Server string `json:"server,omitempty"`
+	// AcceptedAt is when it was accepted; missing for one accepted by a
+	// braid that did not keep the time.
+	AcceptedAt *time.Time `json:"acceptedAt,omitempty"`
+	// MarkerSeq is the seq of the marker transaction (a message of type
+	// LOST) that names the loss in the stream; missing before it went
+	// out, and when it went out before the destination last started on
+	// its owner.
+	MarkerSeq uint64 `json:"markerSeq,omitempty"`
 }
 
 // SnapshotState is one source's initial-snapshot progress (spec snapshot:

@@ -7,10 +7,14 @@
 // every two seconds and draws it: the nodes, each destination with its
 // sources (with their initial snapshot's progress where the spec has
 // one), their lag over the last minutes (an SVG chart drawn by the
-// page's own script), its consumers and their lag in transactions, and
-// its sinks and open DDL locks (wire.DestinationStatus's sinks and
-// ddl.locks, which the serving node asks of the owner, drawn as tables of
-// their fields; "none" only when there are none). It asks nothing of other
+// page's own script), its consumers and their lag in transactions, a
+// source that waits for an operator to accept transactions a failover
+// lost (wire.SourceState's lost: a notice naming them and the braid
+// command that accepts them), the losses accepted (its accepted: the
+// GTIDs, when, and the LOST marker's seq), and its sinks and open DDL
+// locks (wire.DestinationStatus's sinks and ddl.locks, which the
+// serving node asks of the owner, drawn as tables of their fields;
+// "none" only when there are none). It asks nothing of other
 // nodes: a destination's state lives on its owner, and a browser's fetch
 // would not follow the other nodes' redirect there with its credential.
 // The node that serves the page gathers it instead (package cluster,

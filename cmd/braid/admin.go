@@ -380,6 +380,17 @@ func showDestination(w io.Writer, info wire.DestinationInfo) {
 				"  braid waits; point the address at a server that has them, or go on without them: braid destination accept-lost %s %s\n",
 				s.Name, s.Lost, info.Name, s.Name)
 		}
+		for _, a := range s.Accepted {
+			at, marker := "at a time not kept", "not out since the destination started on its owner"
+			if a.AcceptedAt != nil {
+				at = a.AcceptedAt.Local().Format(time.DateTime)
+			}
+			if a.MarkerSeq != 0 {
+				marker = fmt.Sprintf("seq %d", a.MarkerSeq)
+			}
+			fmt.Fprintf(tw, "\nACCEPTED LOSS on source %s: %s (braid had emitted up to %s), accepted %s; its LOST marker: %s\n",
+				s.Name, a.Lost, a.From, at, marker)
+		}
 	}
 	if len(info.Clients) > 0 {
 		fmt.Fprintln(tw, "\nCLIENT ID\tACKED SEQ\tUNACKED EVENTS\tSTREAMING")

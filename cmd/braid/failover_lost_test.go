@@ -226,7 +226,7 @@ func TestAcceptLostGoesOnWithMarker(t *testing.T) {
 	waitIDs([]int64{1, 2, 3, 4, -1, 10, 11})
 	refused("once the loss is accepted")
 
-	var seq uint64
+	var seq, markerSeq uint64
 	for _, m := range got.snapshot() {
 		if m.Seq != seq && m.Seq != seq+1 {
 			t.Fatalf("seq %d after %d: the stream's seqs are not dense", m.Seq, seq)
@@ -237,6 +237,20 @@ func TestAcceptLostGoesOnWithMarker(t *testing.T) {
 				t.Errorf("the marker names %q of source %q, want %q of a", m.SQL, m.Source, lost)
 			}
 			t.Logf("marker: seq %d, lost %s", m.Seq, m.SQL)
+			markerSeq = m.Seq
 		}
+	}
+	// The accept is shown: what, when, and where its marker went out.
+	out, errs, code = cli("destination", "show", "shop", "--server", base, "--json")
+	var info wire.DestinationInfo
+	if code != 0 || json.Unmarshal([]byte(out), &info) != nil || len(info.Sources) != 1 {
+		t.Fatalf("show: exit %d %s %s", code, out, errs)
+	}
+	if acc := info.Sources[0].Accepted; len(acc) != 1 || acc[0].Lost != lost || acc[0].AcceptedAt == nil || acc[0].MarkerSeq != markerSeq || markerSeq == 0 || info.Sources[0].Lost != "" {
+		t.Errorf("show after the accept: lost %q, accepted %+v; want the accept of %q with its time and its marker at seq %d", info.Sources[0].Lost, acc, lost, markerSeq)
+	}
+	want := fmt.Sprintf("ACCEPTED LOSS on source a: %s", lost)
+	if out, _, _ := cli("destination", "show", "shop", "--server", base); !strings.Contains(out, want) || !strings.Contains(out, fmt.Sprintf("its LOST marker: seq %d", markerSeq)) {
+		t.Errorf("destination show does not name the accepted loss and its marker's seq %d:\n%s", markerSeq, out)
 	}
 }

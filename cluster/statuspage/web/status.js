@@ -111,11 +111,13 @@
       connected: sources.some(s => 'connected' in s),
       lastError: sources.some(s => 'lastError' in s),
       snapshot: sources.some(s => 'snapshot' in s),
+      lost: sources.some(s => s.lost || (s.accepted && s.accepted.length)),
     };
     const headers = ['source', 'position', 'last commit', { label: 'since last commit', num: true }, { label: 'behind', num: true }, 'strict order waits for it'];
     if (extra.connected) headers.push('connected');
     if (extra.lastError) headers.push('last error');
     if (extra.snapshot) headers.push('initial snapshot');
+    if (extra.lost) headers.push('lost transactions');
     const rows = sources.map(s => {
       const tr = el('tr', { 'data-source': s.name },
         cell('name', s.name),
@@ -127,9 +129,54 @@
       if (extra.connected) tr.append(cell('connected', yesNo(s.connected), s.connected === false ? 'bad' : 'ok'));
       if (extra.lastError) tr.append(cell('lastError', s.lastError, s.lastError ? 'bad' : undefined));
       if (extra.snapshot) tr.append(cell('snapshot', fmtSnapshot(s.snapshot), s.snapshot && s.snapshot.done ? 'ok' : undefined));
+      if (extra.lost) {
+        const n = (s.accepted || []).length;
+        const text = s.lost ? 'waiting for an accept' : (n ? `${n} ${n === 1 ? 'loss' : 'losses'} accepted` : '');
+        tr.append(cell('lost', text, s.lost ? 'bad' : (n ? 'warn' : undefined), ''));
+      }
       return tr;
     });
-    return table(headers, rows);
+    const t = table(headers, rows);
+    t.setAttribute('data-section', 'sources');
+    return t;
+  }
+
+  // awaitingAccept says, for each source that waits because the server
+  // it reads (a promoted one) lacks transactions braid emitted, what is
+  // missing and the command that lets it go on without them.
+  function awaitingAccept(dest, sources) {
+    return (sources || []).filter(s => s.lost).map(s => {
+      const command = `braid destination accept-lost ${dest} ${s.name}`;
+      return el('div', { class: 'alert', 'data-source': s.name, 'data-field': 'awaitAccept' },
+        el('strong', { text: `Source ${s.name} waits for an accept. ` }),
+        `The server it reads${s.server ? ` (${s.server})` : ''} is writable but lacks transactions braid already emitted: `,
+        el('span', { 'data-field': 'lost', text: s.lost }),
+        '. braid reads nothing more from the source until they come back or an operator accepts that they are lost; '
+          + 'then a LOST marker naming them goes into the stream and the source goes on. To accept: ',
+        el('code', { 'data-field': 'command', text: command }));
+    });
+  }
+
+  // renderLosses lists the losses operators accepted, per source: which
+  // transactions, when, and the seq of the LOST marker naming them.
+  function renderLosses(sources) {
+    const rows = [];
+    for (const s of sources || []) {
+      for (const a of s.accepted || []) {
+        rows.push(el('tr', { 'data-source': s.name },
+          cell('name', s.name),
+          cell('lost', a.lost),
+          cell('from', a.from),
+          cell('server', a.server),
+          build(cell('acceptedAt', a.acceptedAt ? fmtTime(a.acceptedAt) : ''), { 'data-value': a.acceptedAt || '' }, []),
+          build(cell('markerSeq', a.markerSeq, 'num'), {
+            title: a.markerSeq ? undefined : 'not out yet, or out before the destination last started on its owner' }, [])));
+      }
+    }
+    if (rows.length === 0) return null;
+    const t = table(['source', 'lost transactions', 'emitted up to', 'server that lacked them', 'accepted at', { label: 'LOST marker seq', num: true }], rows);
+    t.setAttribute('data-section', 'losses');
+    return t;
   }
 
   function renderConsumers(state) {
@@ -258,8 +305,11 @@
     if (d.stateError) box.append(el('p', { class: 'error', 'data-field': 'stateError', text: `state not available: ${d.stateError}` }));
     const s = state || { sources: [], clients: [], seq: 0 };
     const lag = d.lag || [];
+    const losses = renderLosses(s.sources);
     box.append(
+      ...awaitingAccept(d.name, s.sources),
       el('h4', { text: 'Sources' }), renderSources(s),
+      losses ? el('h4', { text: 'Accepted losses' }) : null, losses,
       el('h4', { text: `Lag, last ${Math.round(st.lagWindowMs / 60e3)} minutes` }),
       lag.length ? legend(lag, s.sources) : null,
       chart(lag, Date.parse(st.time), st.lagWindowMs, st.lagEveryMs),
