@@ -2,14 +2,17 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
@@ -59,7 +62,7 @@ func TestClusterOnlineDDLSurvivesKill(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond)
 	const alter = "add column gift varchar(20) null"
 	ghostCopy(t, srvs[0], "shop_0", alter)
-	time.Sleep(time.Second) // the cursor moves past the copy's ALTER
+	waitAckedPast(t, c, "shop", "osc", "a", srvs[0])
 	owner, epoch := c.OwnerOf(t, "shop")
 	owner.Kill()
 	c.WaitFor(t, 60*time.Second, "a new owner", func() (bool, string) {
@@ -95,6 +98,36 @@ func TestClusterOnlineDDLSurvivesKill(t *testing.T) {
 			t.Fatalf("the ALTER: %q", sql)
 		}
 	}
+}
+
+// waitAckedPast waits until client id clientID of dest has acked a
+// transaction boundary at which source src (on srv) is at or past where
+// srv's binlog ends now: the point a new owner resumes the client from
+// moves past what srv ran so far as soon as the owner keeps that cursor
+// (every lease/4).
+func waitAckedPast(t *testing.T, c *nodes.Cluster, dest, clientID, src string, srv *mysqltest.Server) {
+	t.Helper()
+	file, pos := srv.MasterStatus(t)
+	c.WaitFor(t, 30*time.Second, fmt.Sprintf("%s's cursor at %s past %s:%d", clientID, src, file, pos), func() (bool, string) {
+		out, errs, code := cli("consumer", "list", dest, "--server", c.LiveNodes()[0].URL(), "--json")
+		var cs []wire.ClientState
+		if code != 0 || json.Unmarshal([]byte(out), &cs) != nil {
+			return false, out + errs
+		}
+		for _, x := range cs {
+			if x.ID != clientID || x.Cursor == nil {
+				continue
+			}
+			for _, sp := range x.Cursor.Sources {
+				f, p, _ := strings.Cut(sp.Pos, ":")
+				n, err := strconv.ParseUint(p, 10, 32)
+				if sp.Name == src && err == nil && (f > file || f == file && n >= uint64(pos)) {
+					return true, ""
+				}
+			}
+		}
+		return false, out
+	})
 }
 
 // ptOSCPaused starts Debian's pt-online-schema-change with --alter alter
