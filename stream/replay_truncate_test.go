@@ -44,8 +44,10 @@ func TestReplayAcrossTruncate(t *testing.T) {
 	p.Store.Subscribe("live")
 	p.Store.Subscribe("old")
 	// "old" takes the first chunk (its three events) and keeps the cursor
-	// after it, as a consumer that saved it and went away.
-	b, err := p.Store.Get(context.Background(), "old", 3, time.Minute)
+	// after it, as a consumer that saved it and went away. Fill waits for
+	// the three: the merge puts a transaction in the store an event at a
+	// time, and Get would hand out what is there at first.
+	b, err := p.Store.Fill(context.Background(), "old", 3, 0, time.Minute)
 	if err != nil || len(b.Events) != 3 || b.Marks[2] == nil {
 		t.Fatalf("old's first batch: %v, %+v", err, b)
 	}
