@@ -279,24 +279,32 @@ func (s *Store) historyError(err error) error {
 }
 
 // route says who serves client's next batch: its replay reader (started
-// now if it was detached), or nil for the store itself, which it rejoins
-// here once the replay has caught up with what the store holds.
-func (s *Store) route(client string) (*Pipeline, error) {
+// now if it was detached), with the store's floor, past which the replay
+// hands out nothing, or nil for the store itself, which it rejoins here
+// once the replay has caught up with what the store holds.
+//
+// The store's other clients may ack each transaction as it comes, and
+// the floor move with the newest: a replay a transaction behind would
+// never reach it. So once the replay has read up to the floor the client
+// is pinned (storeClient.pinned): the store keeps what comes from then
+// on, the floor stays, and the client rejoins when it has acked up to
+// it. (A pinned client holding the store full is let go by Maintain.)
+func (s *Store) route(client string) (*Pipeline, uint64, error) {
 	for {
 		s.mu.Lock()
 		c, ok := s.clients[client]
 		if !ok {
 			s.mu.Unlock()
-			return nil, nil // getHere says it is not subscribed
+			return nil, 0, nil // getHere says it is not subscribed
 		}
 		if c.reset {
 			c.reset = false
 			s.mu.Unlock()
-			return nil, fmt.Errorf("%w: it held the store full too long; the batches handed out before are void: read again from the last one acked", ErrDetached)
+			return nil, 0, fmt.Errorf("%w: it held the store full too long; the batches handed out before are void: read again from the last one acked", ErrDetached)
 		}
 		if !c.detached {
 			s.mu.Unlock()
-			return nil, nil
+			return nil, 0, nil
 		}
 		c.lastSeen = time.Now()
 		if c.replay == nil {
@@ -304,7 +312,7 @@ func (s *Store) route(client string) (*Pipeline, error) {
 			s.mu.Unlock()
 			r, err := s.startReplay(client, key, from, after, since, nextID)
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			s.mu.Lock()
 			if s.clients[client] != c || c.replay != nil || !c.detached {
@@ -318,7 +326,7 @@ func (s *Store) route(client string) (*Pipeline, error) {
 		rc := r.Store.client(client)
 		if len(rc.batches) == 0 && rc.clean && rc.since.IsZero() && rc.done >= s.floor {
 			// Caught up: every transaction after rc.done is held here.
-			c.detached, c.replay = false, nil
+			c.detached, c.replay, c.pinned = false, nil, false
 			c.acked, c.next, c.batches = s.base, s.base, nil
 			c.after, c.done, c.clean, c.nextID, c.ahead = rc.done, rc.done, true, rc.nextID, false
 			if rc.mark != nil {
@@ -328,10 +336,14 @@ func (s *Store) route(client string) (*Pipeline, error) {
 			s.mu.Unlock()
 			s.cfg.Logger.Info("replayed client caught up: it reads from the store again", "client", client, "seq", rc.done, "store_floor", floor)
 			go r.Close()
-			return nil, nil
+			return nil, 0, nil
 		}
+		if !c.pinned && r.Store.headSeq() >= s.floor {
+			c.pinned, c.acked, c.next = true, s.base, s.base
+		}
+		floor := s.floor
 		s.mu.Unlock()
-		return r, nil
+		return r, floor, nil
 	}
 }
 
@@ -341,7 +353,8 @@ func (s *Store) replayEnded(client string, r *Pipeline) error {
 	err := r.Err()
 	s.mu.Lock()
 	if c := s.clients[client]; c != nil && c.replay == r {
-		c.replay = nil // the next read starts another, from its cursor
+		c.replay, c.pinned = nil, false // the next read starts another, from its cursor
+		s.trim()
 	}
 	closed := s.closed
 	s.mu.Unlock()
@@ -351,12 +364,12 @@ func (s *Store) replayEnded(client string, r *Pipeline) error {
 	return s.historyError(err)
 }
 
-// holders are the client ids the store waits for: not detached, their
-// acked point the oldest event held. The caller holds mu.
+// holders are the client ids the store waits for: not detached (or
+// pinned), their acked point the oldest event held. The caller holds mu.
 func (s *Store) holders() []string {
 	var ids []string
 	for id, c := range s.clients {
-		if !c.detached && c.acked == s.base {
+		if (!c.detached || c.pinned) && c.acked == s.base {
 			ids = append(ids, id)
 		}
 	}
@@ -400,7 +413,15 @@ func (s *Store) Maintain(now time.Time) []Notice {
 			}
 		}
 		if s.cfg.DetachAfter > 0 && s.cfg.Replay != nil && held >= s.cfg.DetachAfter {
-			if ids := s.holders(); len(ids) > 0 && len(ids) < s.attached() {
+			ids := s.holders()
+			for _, id := range ids {
+				if c := s.clients[id]; c.pinned {
+					c.pinned = false // its replay serves it on, as before
+					s.trim()
+				}
+			}
+			ids = slices.DeleteFunc(ids, func(id string) bool { return s.clients[id].detached })
+			if len(ids) > 0 && len(ids) < s.attached() {
 				for _, id := range ids {
 					c := s.clients[id]
 					c.detached, c.reset = true, len(c.batches) > 0

@@ -92,7 +92,14 @@ func (r *reader) read(t *testing.T, ctx context.Context, wait time.Duration) err
 	if err != nil || b.ID < 0 {
 		return err
 	}
+	r.take(b)
+	return r.store.Ack(r.client, b.ID)
+}
+
+// take keeps the transactions of a batch (an empty one holds none).
+func (r *reader) take(b stream.Batch) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	for _, ev := range b.Events {
 		if n := len(r.txs); n > 0 && ev.Seq <= r.txs[n-1].seq {
 			r.dup++
@@ -113,8 +120,6 @@ func (r *reader) read(t *testing.T, ctx context.Context, wait time.Duration) err
 			r.txs = append(r.txs, txn{seq: ev.Seq})
 		}
 	}
-	r.mu.Unlock()
-	return r.store.Ack(r.client, b.ID)
 }
 
 // until reads until the client has n transactions.

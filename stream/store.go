@@ -188,6 +188,12 @@ type storeClient struct {
 	detached bool
 	replay   *Pipeline
 	reset    bool
+	// pinned: served by its replay, which has read up to what the store
+	// holds; the store keeps, from acked on, what it reads here once the
+	// replay hands it over (route). Without it a store whose other
+	// clients ack at once lets go of each transaction as it comes, and a
+	// replay a transaction behind never reaches what the store holds.
+	pinned bool
 	// ahead: it acked batches inside a transaction it has not acked
 	// whole (AckAhead) since its acked point was last after a
 	// transaction's end; Rollback then rewinds it to its mark.
@@ -445,32 +451,58 @@ func (s *Store) markCut(from, to uint64) uint64 {
 
 // get hands client up to max events of at most maxBytes, waiting up to
 // timeout for want events, ending the batch at a transaction's end when
-// cut is set and one is in range.
+// cut is set and one is in range, and handing out no event of a
+// transaction past seq upto (unbounded: ^uint64(0)).
 func (s *Store) get(ctx context.Context, client string, want, max int, maxBytes int64, timeout time.Duration, cut bool) (Batch, error) {
+	return s.getUpTo(ctx, client, want, max, maxBytes, timeout, cut, ^uint64(0))
+}
+
+func (s *Store) getUpTo(ctx context.Context, client string, want, max int, maxBytes int64, timeout time.Duration, cut bool, upto uint64) (Batch, error) {
 	for {
-		r, err := s.route(client)
+		r, floor, err := s.route(client)
 		if err != nil {
 			return Batch{ID: -1}, err
 		}
 		if r != nil {
+			// A replay hands out no transaction past the store's floor:
+			// the store holds every later one, or will (this one's
+			// producer has emitted no more), so the replay never gives
+			// what the stream did not, and the client rejoins the store
+			// there (route).
 			s.reading(client, 1)
-			b, err := r.Store.get(ctx, client, want, max, maxBytes, timeout, cut)
+			b, err := r.Store.getUpTo(ctx, client, want, max, maxBytes, timeout, cut, min(upto, floor))
 			s.reading(client, -1)
 			if errors.Is(err, ErrClosed) {
 				err = s.replayEnded(client, r)
 			}
 			return b, err
 		}
-		b, again, err := s.getHere(ctx, client, want, max, maxBytes, timeout, cut)
+		b, again, err := s.getHere(ctx, client, want, max, maxBytes, timeout, cut, upto)
 		if !again {
 			return b, err
 		}
 	}
 }
 
+// bounded is where what client may be handed out ends: the end of the
+// events held, or the first of a transaction past upto. The caller holds
+// mu.
+func (s *Store) bounded(from, upto uint64) uint64 {
+	end := s.base + uint64(len(s.entries))
+	if upto == ^uint64(0) {
+		return end
+	}
+	for i := from; i < end; i++ {
+		if s.entries[i-s.base].ev.Seq > upto {
+			return i
+		}
+	}
+	return end
+}
+
 // getHere is get for a client the store serves itself; again says that
 // it was detached meanwhile.
-func (s *Store) getHere(ctx context.Context, client string, want, max int, maxBytes int64, timeout time.Duration, cut bool) (b Batch, again bool, err error) {
+func (s *Store) getHere(ctx context.Context, client string, want, max int, maxBytes int64, timeout time.Duration, cut bool, upto uint64) (b Batch, again bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.clients[client]
@@ -489,7 +521,7 @@ func (s *Store) getHere(ctx context.Context, client string, want, max int, maxBy
 		deadline = t.C
 	}
 	s.skip(c)
-	end := s.base + uint64(len(s.entries))
+	end := s.bounded(c.next, upto)
 	for end-c.next < uint64(want) && !s.closed && timeout > 0 && (c.next == end || !s.full) {
 		if _, cut := s.byteCut(c.next, end, maxBytes); cut {
 			break // as many bytes as may go are ready
@@ -501,10 +533,10 @@ func (s *Store) getHere(ctx context.Context, client string, want, max int, maxBy
 			return Batch{}, true, nil
 		}
 		s.skip(c)
-		end = s.base + uint64(len(s.entries))
+		end = s.bounded(c.next, upto)
 	}
 	if c.next == end {
-		if s.closed {
+		if s.closed && end == s.base+uint64(len(s.entries)) {
 			return Batch{ID: -1}, false, ErrClosed
 		}
 		return Batch{ID: -1}, false, ctx.Err()
@@ -610,7 +642,7 @@ func (s *Store) AckAhead(client string, id int64) error {
 // (AckAhead), read again from its mark: it holds nothing, and its next
 // read starts a replay reader from the mark. The caller holds mu.
 func (s *Store) rewind(c *storeClient) {
-	c.detached, c.ahead, c.reset, c.replay, c.batches = true, false, false, nil, nil
+	c.detached, c.ahead, c.reset, c.replay, c.batches, c.pinned = true, false, false, nil, nil, false
 	s.trim()
 }
 
@@ -669,7 +701,8 @@ func (s *Store) Rollback(client string) error {
 		if rc := r.Store.client(client); c.ahead && !rc.clean {
 			// Acked inside a transaction in the replay: another
 			// replay, from the client's mark, hands it out whole.
-			c.replay, c.ahead, c.nextID = nil, false, rc.nextID
+			c.replay, c.ahead, c.nextID, c.pinned = nil, false, rc.nextID, false
+			s.trim()
 			s.mu.Unlock()
 			r.Close()
 			return nil
@@ -718,11 +751,11 @@ func (s *Store) Mark(client string) *group.Cursor {
 }
 
 // trim drops the events every client has acked; the caller holds mu.
-// Detached clients hold nothing.
+// Detached clients hold nothing, but for a pinned one.
 func (s *Store) trim() {
 	low, any := ^uint64(0), false
 	for _, c := range s.clients {
-		if !c.detached {
+		if !c.detached || c.pinned {
 			low, any = min(low, c.acked), true
 		}
 	}
@@ -836,4 +869,14 @@ func (s *Store) Close() {
 	defer s.mu.Unlock()
 	s.closed = true
 	s.broadcast()
+}
+
+// headSeq is the seq of the newest transaction put whole (0: none).
+func (s *Store) headSeq() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.headMark == nil {
+		return 0
+	}
+	return s.headMark.Seq
 }
