@@ -188,25 +188,33 @@ func TestAcceptedLossKeptForRestart(t *testing.T) {
 	// From a cursor inside the loss (after the first lost transaction,
 	// before the second) the stream cannot be given again: the run
 	// stops with one line saying so, rather than give the new server's
-	// rows other seqs than the first run gave them.
-	inside, err := group.New(group.Config{Spec: ds, Keep: keep, Resume: txs[at-2].cursor})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ictx, icancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer icancel()
-	var emitted []uint64
-	err = inside.Run(ictx, func(ev *change.Event) error {
-		if ev.Type == change.EventCommit {
-			emitted = append(emitted, ev.Seq)
+	// rows other seqs than the first run gave them. From one before the
+	// loss (at the last transaction the promoted server has) neither:
+	// read on, it would lack the lost rows and the marker, and give the
+	// new server's rows the lost ones' seqs.
+	stops := func(what string, from *group.Cursor, want error) {
+		t.Helper()
+		run, err := group.New(group.Config{Spec: ds, Keep: keep, Resume: from})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	})
-	if !errors.Is(err, binlog.ErrLostInside) || len(emitted) != 0 {
-		t.Errorf("a run from inside the loss: %v, emitted seqs %v; want it stopped with ErrLostInside, nothing emitted", err, emitted)
-	} else {
-		t.Logf("from inside the loss: %v", err)
+		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+		defer cancel()
+		var emitted []uint64
+		err = run.Run(ctx, func(ev *change.Event) error {
+			if ev.Type == change.EventCommit {
+				emitted = append(emitted, ev.Seq)
+			}
+			return nil
+		})
+		if !errors.Is(err, want) || len(emitted) != 0 {
+			t.Errorf("a run from %s the loss: %v, emitted seqs %v; want it stopped with %v, nothing emitted", what, err, emitted, want)
+		} else {
+			t.Logf("from %s the loss: %v", what, err)
+		}
 	}
+	stops("inside", txs[at-2].cursor, binlog.ErrLostInside)
+	stops("before", txs[at-3].cursor, binlog.ErrLostBefore)
 
 	// The same without the accept kept: it waits, naming the loss.
 	unkept := startLostRun(t, group.Config{Spec: ds, Keep: &group.MemKeeper{}, Resume: from})

@@ -84,12 +84,17 @@ func (p *Reader) acceptedNow() []change.Loss {
 }
 
 // insideLoss returns the error of a MariaDB reader whose position
-// (cursor) lies strictly inside the transactions of an accepted loss
-// (after the last of them the server holds, have and state, before the
-// point the loss was found at): they went out after this position, no
-// server has them, so the stream from here cannot be given again. nil
-// otherwise. (A position before all of them reads on as the server has
-// it; one past the loss's marker is on the server's own history.)
+// (cursor) lies inside or before the transactions of an accepted loss
+// that the server (at have and state) lacks: they went out after this
+// position and no server has them now, so the stream from here cannot
+// be given again. Inside: after the last of them the server holds,
+// before the point the loss was found at. Before: at or before that
+// last one the server holds, where the server goes on with its own
+// history, not with them; read on, the stream would lack them and their
+// marker, and give the server's transactions other seqs than the first
+// time (a consumer with a cursor past them would miss rows). nil
+// otherwise: a position at the loss's point goes on past it as accepted;
+// one past its marker is on the server's own history.
 func (p *Reader) insideLoss(cursor, have gtidPos, state []mysql.MariadbGTID) error {
 	for _, l := range p.acceptedNow() {
 		from, err := parseGTIDPos(l.From)
@@ -98,16 +103,22 @@ func (p *Reader) insideLoss(cursor, have gtidPos, state []mysql.MariadbGTID) err
 		}
 		held := acceptedStart(from, have, state)
 		for _, f := range from {
-			c, ok := cursor.get(f.DomainID)
 			s, sok := held.get(f.DomainID)
-			if !ok || !sok || c.ServerID != f.ServerID || s.ServerID != f.ServerID {
-				continue
+			if !sok || s.ServerID != f.ServerID || s.SequenceNumber >= f.SequenceNumber {
+				continue // the server holds them all, or none of that history
 			}
-			if s.SequenceNumber < c.SequenceNumber && c.SequenceNumber < f.SequenceNumber {
+			c, ok := cursor.get(f.DomainID)
+			switch {
+			case ok && c.ServerID == f.ServerID && s.SequenceNumber < c.SequenceNumber && c.SequenceNumber < f.SequenceNumber:
 				return fatal{fmt.Errorf("%w: source %s (%s): braid's position %s lies inside transactions lost in a failover, whose loss an operator accepted (%s): "+
 					"they went out in the stream after this position and no server has them now, so the stream from here cannot be given again. "+
 					"A consumer or sink whose cursor is here lost them: drop it (braid consumer drop) and subscribe it again after the loss's LOST marker, or start the destination over",
 					ErrLostInside, p.spec.Name, p.spec.Address, cursor, l.Lost)}
+			case !ok || c.SequenceNumber <= s.SequenceNumber:
+				return fatal{fmt.Errorf("%w: source %s (%s): braid's position %s lies before transactions lost in a failover, whose loss an operator accepted (%s): "+
+					"they went out in the stream after this position and no server has them now, so the stream from here cannot be given again (read on, it would lack them and their LOST marker, and give the server's later transactions other seqs). "+
+					"A consumer or sink whose cursor is here cannot have them: drop it (braid consumer drop) and subscribe it again after the loss's LOST marker, or start the destination over",
+					ErrLostBefore, p.spec.Name, p.spec.Address, cursor, l.Lost)}
 			}
 		}
 	}
@@ -117,6 +128,10 @@ func (p *Reader) insideLoss(cursor, have gtidPos, state []mysql.MariadbGTID) err
 // ErrLostInside: a reader's position lies inside transactions lost in a
 // failover (insideLoss).
 var ErrLostInside = errors.New("binlog: position inside lost transactions")
+
+// ErrLostBefore: a reader's position lies before transactions lost in a
+// failover, on a server that lacks them (insideLoss).
+var ErrLostBefore = errors.New("binlog: position before lost transactions")
 
 // acceptedStart is where a MariaDB reader goes on after an accepted
 // loss: per domain of cursor, the last GTID of braid's history the
