@@ -62,6 +62,11 @@ type Config struct {
 	// waiting for the next one to be kept where it has none: a replay
 	// reader beside the destination's live run, which keeps them.
 	ReplayOnly bool
+	// LiveGTIDs, for a replay reader, returns the GTID state the
+	// destination's live run has read from source src
+	// (Destination.ReadGTIDs): its reader does not read on on another
+	// server that lacks some of it (binlog.Config.Live). Default: none.
+	LiveGTIDs func(src int) string
 }
 
 // ReadAheadEventBytes is the memory allowed for one binlog event a reader
@@ -235,6 +240,9 @@ func New(cfg Config) (*Destination, error) {
 		pc := binlog.Config{Destination: ds.Name, Source: src, Tables: filter,
 			Heartbeat: time.Duration(ds.Heartbeat), Logger: d.log, ReadAhead: cfg.ReadAhead, AnnounceTables: true, OnlineDDL: online,
 			Accepted: lossesOf(placed, i), Losses: d.keptLosses(i)}
+		if live := cfg.LiveGTIDs; live != nil {
+			pc.Live = func() string { return live(i) }
+		}
 		d.cursor.Sources[i].Name = src.Name
 		if r := cfg.Resume; r != nil {
 			sc := r.Sources[i]
@@ -261,6 +269,13 @@ func New(cfg Config) (*Destination, error) {
 		d.keptOutOnce.Do(func() { close(d.keptOut) })
 	}
 	return d, nil
+}
+
+// ReadGTIDs returns the GTID state source src's reader has read up to
+// (binlog.Stats.GTIDs): what a replay reader's server must hold
+// (Config.LiveGTIDs). Safe for concurrent use.
+func (d *Destination) ReadGTIDs(src int) string {
+	return d.readers[src].Stats().GTIDs.String()
 }
 
 // Cursor returns the boundary after the last transaction emitted; called

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -148,6 +149,9 @@ func TestAcceptedLossKeptForRestart(t *testing.T) {
 		t.Fatalf("accepted losses %+v before the accept", acc)
 	}
 	before := time.Now()
+	// What the first run's reader has read, the lost transactions with
+	// it: what a replay reader beside it must find on a server.
+	readByLive := first.d.ReadGTIDs(0)
 	l, err := first.d.AcceptLost(t.Context(), "a")
 	if err != nil || l.Lost != lost {
 		t.Fatalf("accept: %+v %v; want the loss reported, %s", l, err, lost)
@@ -216,6 +220,51 @@ func TestAcceptedLossKeptForRestart(t *testing.T) {
 	stops("inside", txs[at-2].cursor, binlog.ErrLostInside)
 	stops("before", txs[at-3].cursor, binlog.ErrLostBefore)
 
+	// A replay reader beside the first run, from before the loss, on
+	// the promoted server before the accept is kept: the server holds
+	// its position, but not what the live reader read. It waits, rather
+	// than read on into the server's own history (the new rows at the
+	// lost ones' seqs); once the accept is kept, it stops as above.
+	replayKeep := &group.MemKeeper{}
+	waits := make(chan struct{})
+	var once sync.Once
+	replay, err := group.New(group.Config{Spec: ds, Keep: replayKeep, Resume: txs[at-3].cursor, ReplayOnly: true,
+		LiveGTIDs: func(int) string { return readByLive },
+		Logger: slog.New(&onLine{Handler: slog.NewTextHandler(t.Output(), nil), msg: "a replay reader waits", seen: func() { once.Do(func() { close(waits) }) }})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var replayed []uint64 // the run's goroutine's until replayDone
+	emitted := make(chan uint64, 1)
+	replayDone := make(chan error, 1)
+	go func() {
+		replayDone <- replay.Run(t.Context(), func(ev *change.Event) error {
+			if ev.Type == change.EventCommit {
+				replayed = append(replayed, ev.Seq)
+				select {
+				case emitted <- ev.Seq:
+				default:
+				}
+			}
+			return nil
+		})
+	}()
+	select {
+	case <-waits:
+	case seq := <-emitted:
+		t.Fatalf("the replay reader before the accept emitted seq %d; want it waiting", seq)
+	case err := <-replayDone:
+		t.Fatalf("the replay reader before the accept: %v; want it waiting", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("the replay reader before the accept: no word of waiting after a minute")
+	}
+	if err := replayKeep.KeepPlacement(t.Context(), group.Placement{Source: 0, Lost: &l}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-replayDone; !errors.Is(err, binlog.ErrLostBefore) || len(replayed) != 0 {
+		t.Errorf("the replay reader after the accept: %v, emitted seqs %v; want it stopped with ErrLostBefore, nothing emitted", err, replayed)
+	}
+
 	// The same without the accept kept: it waits, naming the loss.
 	unkept := startLostRun(t, group.Config{Spec: ds, Keep: &group.MemKeeper{}, Resume: from})
 	retry.Until(t, 60*time.Second, func() error {
@@ -230,4 +279,27 @@ func TestAcceptedLossKeptForRestart(t *testing.T) {
 	if got := unkept.ids(); len(got) != 0 {
 		t.Errorf("without the accept kept the run emitted %v; want nothing while it waits", got)
 	}
+}
+
+// onLine is a log handler that calls seen on each line whose message
+// begins with msg.
+type onLine struct {
+	slog.Handler
+	msg  string
+	seen func()
+}
+
+func (h *onLine) Handle(ctx context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, h.msg) {
+		h.seen()
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h *onLine) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &onLine{Handler: h.Handler.WithAttrs(attrs), msg: h.msg, seen: h.seen}
+}
+
+func (h *onLine) WithGroup(name string) slog.Handler {
+	return &onLine{Handler: h.Handler.WithGroup(name), msg: h.msg, seen: h.seen}
 }

@@ -157,7 +157,7 @@ func StartPipeline(ctx context.Context, cfg PipelineConfig) (*Pipeline, error) {
 		gc.Sources = group.StartTap(gc.Sources, cfg.Spec, p.noteStart)
 	}
 	if cfg.replayOf != nil {
-		gc.Keep, gc.ReplayOnly = replayKeeper{cfg.replayOf.kept, cfg.replayOf.Decisions()}, true
+		gc.Keep, gc.ReplayOnly, gc.LiveGTIDs = replayKeeper{cfg.replayOf.kept, cfg.replayOf.Decisions()}, true, cfg.replayOf.Dest.ReadGTIDs
 	} else {
 		kept, err := hold(cfg.Keep)
 		if err != nil {

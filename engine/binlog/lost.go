@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
@@ -123,6 +124,21 @@ func (p *Reader) insideLoss(cursor, have gtidPos, state []mysql.MariadbGTID) err
 		}
 	}
 	return nil
+}
+
+// liveLacks names, for a replay reader (Config.Live), the transactions
+// the destination's live reader read that the server (at have and
+// state) lacks: "" when it has them all, or without a live reader.
+func (p *Reader) liveLacks(have gtidPos, state []mysql.MariadbGTID) string {
+	if p.cfg.Live == nil {
+		return ""
+	}
+	live, err := parseGTIDPos(p.cfg.Live())
+	if err != nil {
+		return ""
+	}
+	missing, _ := compareGTIDs(live, have, state, nil)
+	return strings.Join(missing, ", ")
 }
 
 // ErrLostInside: a reader's position lies inside transactions lost in a

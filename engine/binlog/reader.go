@@ -75,6 +75,14 @@ type Config struct {
 	// while it runs (by its destination's live run, for a replay
 	// reader) reaches it. Default: none.
 	Losses func() []change.Loss
+	// Live, if set, returns the GTID state the destination's live
+	// reader of this source has read (its Stats' GTIDs), for a replay
+	// reader: one that resumes on another server by GTID waits while
+	// that server lacks some of it, as the live reader waits on a loss,
+	// rather than read on into the server's own history where the live
+	// stream had transactions lost in a failover; once the loss is
+	// accepted (Losses) it knows how the stream went on. Default: none.
+	Live func() string
 
 	// goMySQLRows sends every rows event to go-mysql's decoder, the path
 	// tables braid does not read raw take (for tests, which check the raw
