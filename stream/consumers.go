@@ -288,7 +288,8 @@ func (s *Store) historyError(err error) error {
 // never reach it. So once the replay has read up to the floor the client
 // is pinned (storeClient.pinned): the store keeps what comes from then
 // on, the floor stays, and the client rejoins when it has acked up to
-// it. (A pinned client holding the store full is let go by Maintain.)
+// it. (A pinned client holding the store full for Config.DetachAfter is
+// let go by Maintain, and its replay serves it on.)
 func (s *Store) route(client string) (*Pipeline, uint64, error) {
 	for {
 		s.mu.Lock()
@@ -326,7 +327,7 @@ func (s *Store) route(client string) (*Pipeline, uint64, error) {
 		rc := r.Store.client(client)
 		if len(rc.batches) == 0 && rc.clean && rc.since.IsZero() && rc.done >= s.floor {
 			// Caught up: every transaction after rc.done is held here.
-			c.detached, c.replay, c.pinned = false, nil, false
+			c.detached, c.replay, c.pinned, c.letGo = false, nil, false, nil
 			c.acked, c.next, c.batches = s.base, s.base, nil
 			c.after, c.done, c.clean, c.nextID, c.ahead = rc.done, rc.done, true, rc.nextID, false
 			if rc.mark != nil {
@@ -338,7 +339,7 @@ func (s *Store) route(client string) (*Pipeline, uint64, error) {
 			go r.Close()
 			return nil, 0, nil
 		}
-		if !c.pinned && r.Store.headSeq() >= s.floor {
+		if !c.pinned && c.letGo != r && r.Store.headSeq() >= s.floor {
 			c.pinned, c.acked, c.next = true, s.base, s.base
 		}
 		floor := s.floor
@@ -416,7 +417,7 @@ func (s *Store) Maintain(now time.Time) []Notice {
 			ids := s.holders()
 			for _, id := range ids {
 				if c := s.clients[id]; c.pinned {
-					c.pinned = false // its replay serves it on, as before
+					c.pinned, c.letGo = false, c.replay // its replay serves it on
 					s.trim()
 				}
 			}

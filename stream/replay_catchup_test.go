@@ -2,6 +2,7 @@ package stream_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
+	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )
 
@@ -114,5 +116,96 @@ func TestReplayCatchesUpUnderLoad(t *testing.T) {
 	}
 	if live.dup+late.dup > 0 {
 		t.Errorf("events of transactions had whole again: live %d, late %d", live.dup, late.dup)
+	}
+}
+
+// TestPinnedReplayLetGo: a client whose replay has read up to the store
+// (pinned: the store keeps what comes for it) and that then stops reading
+// holds the store full; after consumers.detach_after it is let go, the
+// live client reads on, and the idle one, reading again, gets the whole
+// stream from its replay.
+func TestPinnedReplayLetGo(t *testing.T) {
+	srvs, ds := twoShards(t)
+	ds.Consumers.DetachAfter = spec.Duration(2 * time.Second)
+	p := start(t, ds, stream.Config{MaxBytes: 64 << 10})
+	p.Store.Subscribe("live")
+	live := newReader(p.Store, "live")
+	readOn(t, live)
+	var loads []*mysqltest.Load
+	for i, s := range srvs {
+		loads = append(loads, mysqltest.StartLoad(t, s.Addr(), fmt.Sprintf("shop_%d", i), "orders", 10*time.Millisecond))
+	}
+	retry.Until(t, time.Minute, func() error {
+		if f := p.Store.Stats().Floor; f < 20 {
+			return fmt.Errorf("the store's floor is seq %d, want 20 or more", f)
+		}
+		return nil
+	})
+	if err := p.Store.Open(context.Background(), "idle", stream.OpenOptions{Start: stream.Start{Kind: stream.StartEarliest}}); err != nil {
+		t.Fatal(err)
+	}
+	// One event a read: pinned long before it could reach the store.
+	idle := newReader(p.Store, "idle")
+	retry.Until(t, time.Minute, func() error {
+		b, err := p.Store.Get(context.Background(), "idle", 1, 100*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle.take(b)
+		if b.ID >= 0 {
+			if err := p.Store.Ack("idle", b.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if cs := clientStats(p.Store, "idle"); !cs.Pinned {
+			if !cs.Replaying {
+				t.Fatalf("the idle client rejoined the store before it was pinned: %+v", cs)
+			}
+			return errors.New("not pinned yet")
+		}
+		return nil
+	})
+	retry.Until(t, time.Minute, func() error {
+		if st := p.Store.Stats(); !slices.Contains(st.BlockedBy, "idle") {
+			return fmt.Errorf("the store is blocked by %v, want idle among them", st.BlockedBy)
+		}
+		return nil
+	})
+	retry.Until(t, time.Minute, func() error {
+		if cs := clientStats(p.Store, "idle"); cs.Pinned || !cs.Replaying {
+			return fmt.Errorf("the idle client: %+v; want it let go, on its replay", cs)
+		}
+		if st := p.Store.Stats(); slices.Contains(st.BlockedBy, "idle") {
+			return fmt.Errorf("the store is still blocked by %v", st.BlockedBy)
+		}
+		return nil
+	})
+	want := 0
+	for _, l := range loads {
+		want += len(l.Stop().Committed)
+	}
+	readOn(t, idle)
+	retry.Until(t, time.Minute, func() error {
+		live.mu.Lock()
+		idle.mu.Lock()
+		defer live.mu.Unlock()
+		defer idle.mu.Unlock()
+		if a, b := countRows(live.txs), countRows(idle.txs); a != want || b != want {
+			return fmt.Errorf("the live client has %d rows, the idle one %d, the loads committed %d", a, b, want)
+		}
+		return nil
+	})
+	live.mu.Lock()
+	idle.mu.Lock()
+	defer live.mu.Unlock()
+	defer idle.mu.Unlock()
+	checkDense(t, "live", live.txs, 1)
+	for i := range live.txs {
+		if idle.txs[i].seq != live.txs[i].seq || !slices.Equal(idle.txs[i].rows, live.txs[i].rows) {
+			t.Fatalf("the idle client's transaction %d: %+v, the live client's %+v", i, idle.txs[i], live.txs[i])
+		}
+	}
+	if live.dup+idle.dup > 0 {
+		t.Errorf("events of transactions had whole again: live %d, idle %d", live.dup, idle.dup)
 	}
 }

@@ -194,6 +194,10 @@ type storeClient struct {
 	// clients ack at once lets go of each transaction as it comes, and a
 	// replay a transaction behind never reaches what the store holds.
 	pinned bool
+	// letGo is the replay whose pin held the store full too long
+	// (Maintain): it serves the client on, never pinned again, so that
+	// a consumer slower than the stream does not stall it time and again.
+	letGo *Pipeline
 	// ahead: it acked batches inside a transaction it has not acked
 	// whole (AckAhead) since its acked point was last after a
 	// transaction's end; Rollback then rewinds it to its mark.
@@ -799,8 +803,10 @@ type ClientStats struct {
 	// Ephemeral: it keeps no cursor (nothing is saved for it).
 	Ephemeral bool
 	// Detached: it held the store full too long and holds nothing now;
-	// Replaying: a replay reader of its own serves it.
-	Detached, Replaying bool
+	// Replaying: a replay reader of its own serves it; Pinned: that
+	// replay has read up to what the store holds, which keeps what comes
+	// next for it to rejoin.
+	Detached, Replaying, Pinned bool
 	// LastSeen is when it last read or acked.
 	LastSeen time.Time
 }
@@ -813,7 +819,7 @@ func (s *Store) Clients() []ClientStats {
 	replays := map[string]*Pipeline{}
 	for id, c := range s.clients {
 		cs := ClientStats{ID: id, Batches: len(c.batches), Mark: c.mark, AckedAt: c.markAt,
-			Ephemeral: c.ephemeral, Detached: c.detached, Replaying: c.replay != nil, LastSeen: c.lastSeen}
+			Ephemeral: c.ephemeral, Detached: c.detached, Replaying: c.replay != nil, Pinned: c.pinned, LastSeen: c.lastSeen}
 		if !c.detached && c.replay == nil {
 			cs.Unacked = int(end - c.acked)
 		}
