@@ -230,7 +230,7 @@ func TestAcceptedLossKeptForRestart(t *testing.T) {
 	var once sync.Once
 	replay, err := group.New(group.Config{Spec: ds, Keep: replayKeep, Resume: txs[at-3].cursor, ReplayOnly: true,
 		LiveGTIDs: func(int) string { return readByLive },
-		Logger: slog.New(&onLine{Handler: slog.NewTextHandler(t.Output(), nil), msg: "a replay reader waits", seen: func() { once.Do(func() { close(waits) }) }})})
+		Logger:    slog.New(&onLine{Handler: slog.NewTextHandler(t.Output(), nil), msg: "a replay reader waits", seen: func() { once.Do(func() { close(waits) }) }})})
 	if err != nil {
 		t.Fatal(err)
 	}
