@@ -20,7 +20,9 @@
 // one, the spec's pinned start), with server ids of its own, into a
 // small store of its own. By determinism its seqs are everyone's; once it
 // has caught up with what the main store holds, it rejoins it at a
-// transaction boundary. A serving pipeline (PipelineConfig.Serve) applies
+// transaction boundary (when the replay has read up to the store, the
+// store keeps what comes next for the client, so that it rejoins under a
+// steady load too). A serving pipeline (PipelineConfig.Serve) applies
 // the spec's policy every 250 ms (Store.Maintain): a store full for a
 // second names the client ids holding it (Stats.BlockedBy, a warning); one
 // holding it for consumers.detach_after is detached (its cursor stays; it
@@ -31,7 +33,11 @@
 //
 //   - The store is bounded in events and bytes; when it is full, Put waits
 //     (backpressure reaching the sources); nothing is dropped.
-//   - An event stays until every attached client id has acked it; a
+//   - A replay hands its client no transaction past the main store's
+//     floor: nothing the destination's live run has not emitted (a replay
+//     reader may read what the live reader never did, before a source
+//     failover that lost it).
+//   - An event stays until every attached (or pinned) client id has acked it; a
 //     client's Mark is the cursor after the last transaction it acked whole.
 //     A client that acked inside a transaction ahead of its consumer
 //     (Store.AckAhead) is served again from its Mark at its next Rollback,

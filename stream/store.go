@@ -109,7 +109,10 @@ type Config struct {
 //     that one event is always accepted into an empty store.
 //   - A client's acked point never moves backwards.
 //   - Every transaction after floor is held whole or yet to come.
-//   - A detached client holds nothing in the store.
+//   - A detached client holds nothing in the store, but while pinned
+//     (its replay has read up to the store, which keeps what comes next
+//     for it to rejoin).
+//   - A replay hands its client no transaction past the store's floor.
 //
 // # Concurrency
 //
