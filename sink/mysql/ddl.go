@@ -161,6 +161,7 @@ func (t *Target) exec(ctx context.Context, ddl string) error {
 func (t *Target) checkpointAll(ctx context.Context, q execer, seq uint64, workers int) error {
 	t.tables.Clear() // a DDL may have made or dropped a target table
 	t.replay.fits.Clear()
+	t.replay.targets.Clear()
 	if !t.exactlyOnce() {
 		return nil
 	}

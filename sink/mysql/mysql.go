@@ -30,9 +30,11 @@ type Target struct {
 	stmts    sync.Map // statementKey → string
 
 	applied, upserts, missing atomic.Uint64
-	// tables holds the target tables known to exist (ensureTables).
-	tables sync.Map
-	replay replayState
+	// tables holds the target tables known to exist (ensureTables);
+	// ensuring is held while one is looked for.
+	tables   sync.Map
+	ensuring sync.Mutex
+	replay   replayState
 	// routing is the sink's sink.Routing, as Checkpoints found it.
 	routing atomic.Int32
 	// turns, when the sink has more workers than connections, holds a

@@ -54,8 +54,16 @@ type replayState struct {
 	// replayed rows under, as it would a client's.
 	serverID uint32
 	// fits holds, per fitKey, whether a table version's rows replay into
-	// a target table (a fit).
-	fits sync.Map
+	// a target table (a fit); targets, per target table ("db.table"),
+	// its columns and triggers as the target says (a *targetTable), read
+	// once for every shard table and table version that goes to it.
+	fits, targets sync.Map
+	// looking is held while a fit is worked out: the workers that all
+	// meet a table at once wait for one to read it, rather than each
+	// asking information_schema (whose reads MariaDB materialises in an
+	// on-disk temporary table: with 16 workers, 60-90 of them held the
+	// benchmark's first rows back by half a second).
+	looking sync.Mutex
 	// replayed counts the changes applied by replaying.
 	replayed atomic.Uint64
 	// builders holds *binlogStatements for the workers to reuse, with
@@ -129,6 +137,11 @@ func (t *Target) fits(ctx context.Context, tv *change.Table, logical string) fit
 	if v, ok := t.replay.fits.Load(k); ok {
 		return v.(fit)
 	}
+	t.replay.looking.Lock()
+	defer t.replay.looking.Unlock()
+	if v, ok := t.replay.fits.Load(k); ok {
+		return v.(fit) // another worker worked it out meanwhile
+	}
 	why, o, err := t.misfit(ctx, tv, logical)
 	if err != nil {
 		return fit{} // asked again next time; the SQL path reports it
@@ -140,39 +153,63 @@ func (t *Target) fits(ctx context.Context, tv *change.Table, logical string) fit
 	return f
 }
 
-// misfit says why rows of tv do not replay into logical's target table
-// ("" when they do), and how its origin column is.
-func (t *Target) misfit(ctx context.Context, tv *change.Table, logical string) (why string, o origin, err error) {
-	db, table, _ := strings.Cut(t.spec.Target(logical), ".")
+// targetTable is a target table as information_schema shows it.
+type targetTable struct {
+	triggers bool
+	cols     []targetColumn
+}
+
+type targetColumn struct {
+	name, typ, charset string
+	octets             int
+}
+
+// targetTable reads target ("db.table") from information_schema, or
+// returns what it read before (until a DDL clears it: checkpointAll).
+func (t *Target) targetTable(ctx context.Context, target string) (*targetTable, error) {
+	if v, ok := t.replay.targets.Load(target); ok {
+		return v.(*targetTable), nil
+	}
+	db, table, _ := strings.Cut(target, ".")
 	var triggers int
 	if err := t.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE EVENT_OBJECT_SCHEMA = ? AND EVENT_OBJECT_TABLE = ?", db, table).Scan(&triggers); err != nil {
-		return "", o, err
+		return nil, err
 	}
-	if triggers > 0 {
-		return "the target table has triggers, which replayed rows do not fire", o, nil
-	}
-	type column struct {
-		name, typ, charset string
-		octets             int
-	}
-	var cols []column
+	tt := &targetTable{triggers: triggers > 0}
 	rows, err := t.db.QueryContext(ctx, "SELECT COLUMN_NAME, LOWER(COLUMN_TYPE), COALESCE(CHARACTER_SET_NAME, ''), COALESCE(CHARACTER_OCTET_LENGTH, 0) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION", db, table)
 	if err != nil {
-		return "", o, err
+		return nil, err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var c column
+		var c targetColumn
 		if err := rows.Scan(&c.name, &c.typ, &c.charset, &c.octets); err != nil {
-			return "", o, err
+			return nil, err
 		}
-		cols = append(cols, c)
+		tt.cols = append(tt.cols, c)
 	}
 	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	t.replay.targets.Store(target, tt)
+	return tt, nil
+}
+
+// misfit says why rows of tv do not replay into logical's target table
+// ("" when they do), and how its origin column is.
+func (t *Target) misfit(ctx context.Context, tv *change.Table, logical string) (why string, o origin, err error) {
+	tt, err := t.targetTable(ctx, t.spec.Target(logical))
+	if err != nil {
 		return "", o, err
 	}
+	if tt.triggers {
+		return "the target table has triggers, which replayed rows do not fire", o, nil
+	}
+	cols := tt.cols
 	if oc := t.spec.OriginColumn; oc != "" {
-		isOrigin := func(c column) bool { return strings.EqualFold(c.name, oc) && strings.HasPrefix(c.typ, "varchar(") }
+		isOrigin := func(c targetColumn) bool {
+			return strings.EqualFold(c.name, oc) && strings.HasPrefix(c.typ, "varchar(")
+		}
 		switch {
 		case len(cols) > 0 && isOrigin(cols[0]):
 			o = origin{bytes: cols[0].octets, first: true}

@@ -29,34 +29,48 @@ func (t *Target) ensureTables(ctx context.Context, changes []sink.Change) error 
 		if _, ok := t.tables.Load(target); ok {
 			continue
 		}
-		db, tbl, _ := strings.Cut(target, ".")
-		var n int
-		if err := t.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", db, tbl).Scan(&n); err != nil {
-			return fmt.Errorf("sink %s: look for target table %s: %w", t.spec.Name, target, err)
+		if err := t.ensureTable(ctx, c, target); err != nil {
+			return err
 		}
-		if n == 0 {
-			if !t.spec.CreateTables {
-				return fmt.Errorf("sink %s: target table %s of %s does not exist: create it, or set create_tables: true to have the sink create it from %s's columns",
-					t.spec.Name, target, c.Logical, c.Logical)
-			}
-			if err := t.createTable(ctx, c.Row.Table, db, t.target(c.Logical)); err != nil {
-				return fmt.Errorf("sink %s: create target table %s: %w", t.spec.Name, target, err)
-			}
-		}
-		if oc := t.spec.OriginColumn; oc != "" {
-			keys, err := t.uniqueKeys(ctx, target)
-			if err != nil {
-				return fmt.Errorf("sink %s: read the keys of target table %s: %w", t.spec.Name, target, err)
-			}
-			for _, k := range keys {
-				if !k.holds(oc) {
-					return fmt.Errorf("sink %s: target table %s: its unique key %s (%s) does not hold the origin column %s, so a row of one shard table would overwrite another's of the same %s: add %s to the key (ALTER TABLE %s %s)",
-						t.spec.Name, target, k.name, strings.Join(k.names, ", "), oc, strings.Join(k.names, ", "), oc, t.target(c.Logical), k.originClause(oc))
-				}
-			}
-		}
-		t.tables.Store(target, true)
 	}
+	return nil
+}
+
+// ensureTable is ensureTables' look at one target table: workers that
+// meet it at once leave it to one of them (as replayState.looking).
+func (t *Target) ensureTable(ctx context.Context, c sink.Change, target string) error {
+	t.ensuring.Lock()
+	defer t.ensuring.Unlock()
+	if _, ok := t.tables.Load(target); ok {
+		return nil
+	}
+	db, tbl, _ := strings.Cut(target, ".")
+	var n int
+	if err := t.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", db, tbl).Scan(&n); err != nil {
+		return fmt.Errorf("sink %s: look for target table %s: %w", t.spec.Name, target, err)
+	}
+	if n == 0 {
+		if !t.spec.CreateTables {
+			return fmt.Errorf("sink %s: target table %s of %s does not exist: create it, or set create_tables: true to have the sink create it from %s's columns",
+				t.spec.Name, target, c.Logical, c.Logical)
+		}
+		if err := t.createTable(ctx, c.Row.Table, db, t.target(c.Logical)); err != nil {
+			return fmt.Errorf("sink %s: create target table %s: %w", t.spec.Name, target, err)
+		}
+	}
+	if oc := t.spec.OriginColumn; oc != "" {
+		keys, err := t.uniqueKeys(ctx, target)
+		if err != nil {
+			return fmt.Errorf("sink %s: read the keys of target table %s: %w", t.spec.Name, target, err)
+		}
+		for _, k := range keys {
+			if !k.holds(oc) {
+				return fmt.Errorf("sink %s: target table %s: its unique key %s (%s) does not hold the origin column %s, so a row of one shard table would overwrite another's of the same %s: add %s to the key (ALTER TABLE %s %s)",
+					t.spec.Name, target, k.name, strings.Join(k.names, ", "), oc, strings.Join(k.names, ", "), oc, t.target(c.Logical), k.originClause(oc))
+			}
+		}
+	}
+	t.tables.Store(target, true)
 	return nil
 }
 
