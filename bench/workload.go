@@ -110,6 +110,20 @@ var schemaSQL = []string{
 	) ENGINE=InnoDB`,
 }
 
+// workloadSchema is schemaSQL for the shops firstShop and firstShop+1,
+// without the noise schema's statements unless noise.
+func workloadSchema(firstShop int, noise bool) []string {
+	shops := strings.NewReplacer("{shop0}", fmt.Sprintf("shop_%d", firstShop),
+		"{shop1}", fmt.Sprintf("shop_%d", firstShop+1))
+	var out []string
+	for _, q := range schemaSQL {
+		if noise || !strings.Contains(q, "noise") {
+			out = append(out, shops.Replace(q))
+		}
+	}
+	return out
+}
+
 // Row templates. {cte} is a recursive CTE yielding n = 0..count-1, {base}
 // the first id of the statement's rows minus one, {schema} the shop.
 const (
@@ -216,10 +230,7 @@ func Generate(c *client.Conn, cfg WorkloadConfig) (*Workload, error) {
 		return nil, err
 	}
 	w := &Workload{Start: change.Position{File: files[0].name, Pos: 4}}
-	shops := strings.NewReplacer("{shop0}", fmt.Sprintf("shop_%d", cfg.FirstShop),
-		"{shop1}", fmt.Sprintf("shop_%d", cfg.FirstShop+1))
-	for _, q := range schemaSQL {
-		q = shops.Replace(q)
+	for _, q := range workloadSchema(cfg.FirstShop, true) {
 		if _, err := c.Execute(q); err != nil {
 			return nil, fmt.Errorf("bench: workload schema: %s: %w", firstLine(q), err)
 		}
