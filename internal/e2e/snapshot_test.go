@@ -515,13 +515,15 @@ func TestClusterSnapshotSurvivesOwnerKills(t *testing.T) {
 	w.halt()
 	want := sinktest.SourceRows(t, shards, func(n int) string { return fmt.Sprintf("SELECT id, shard, note FROM shop_%d.orders", n) })
 	var got []string
-	retry.Until(t, 120*time.Second, func() error {
+	// The sink catches up at the machine's pace: wait while the rows that
+	// differ keep changing, and not a fixed time.
+	retry.WhileProgress(t, 60*time.Second, time.Second, func() (int, error) {
 		got = sinktest.Query(db, "SELECT id, shard, note FROM "+name+".orders")
 		slices.Sort(got)
-		if !slices.Equal(got, want) {
-			return fmt.Errorf("target has %d rows, the shards %d (%d rows differ)", len(got), len(want), diffCount(got, want))
+		if n := diffCount(got, want); n > 0 {
+			return n, fmt.Errorf("target has %d rows, the shards %d (%d rows differ)", len(got), len(want), n)
 		}
-		return nil
+		return 0, nil
 	})
 	t.Logf("%d rows equal after 2 owner SIGKILLs mid-snapshot (%d writes)", len(got), w.writes.Load())
 }

@@ -73,3 +73,27 @@ func (e *timeoutError) Error() string {
 }
 
 func (e *timeoutError) Unwrap() error { return e.last }
+
+// WhileProgress calls f every interval until it returns nil. It fails t,
+// naming f's last error, once the progress f reports has not changed for
+// stall: a loaded machine gets the time its slower progress needs, while
+// a wait that is stuck fails as soon as on a quiet one. f runs on the
+// goroutine that called WhileProgress, so it may call t.Fatal.
+func WhileProgress(t testing.TB, stall, interval time.Duration, f func() (progress int, err error)) {
+	t.Helper()
+	start := time.Now()
+	last, moved := 0, start
+	for first := true; ; first = false {
+		progress, err := f()
+		if err == nil {
+			return
+		}
+		now := time.Now()
+		if first || progress != last {
+			last, moved = progress, now
+		} else if now.Sub(moved) >= stall {
+			t.Fatal(fmt.Sprintf("no progress for %v (gave up after %v, progress %d): %v", stall, now.Sub(start).Round(time.Millisecond), progress, err))
+		}
+		time.Sleep(interval)
+	}
+}

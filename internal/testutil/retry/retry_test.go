@@ -106,3 +106,30 @@ func (f *fakeT) Fatal(args ...any) {
 	f.failed, f.msg = true, fmt.Sprint(args...)
 	runtime.Goexit()
 }
+
+func TestWhileProgressWaitsWhileMoving(t *testing.T) {
+	n := 0
+	WhileProgress(t, 30*time.Millisecond, 10*time.Millisecond, func() (int, error) {
+		n++ // moves at every call: no stall, however long it takes
+		if n < 20 {
+			return n, errors.New("not yet")
+		}
+		return n, nil
+	})
+	if n != 20 {
+		t.Fatalf("f called %d times, want 20", n)
+	}
+}
+
+func TestWhileProgressFailsWhenStuck(t *testing.T) {
+	ft := &fakeT{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		WhileProgress(ft, 30*time.Millisecond, 5*time.Millisecond, func() (int, error) { return 7, errors.New("stuck at 7") })
+	}()
+	<-done
+	if !strings.Contains(ft.msg, "no progress for 30ms") || !strings.Contains(ft.msg, "stuck at 7") {
+		t.Fatalf("failure %q: want the stall and the last error named", ft.msg)
+	}
+}
