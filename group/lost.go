@@ -153,6 +153,29 @@ func (d *Destination) markerOut(src int, lost string, seq uint64) {
 	}
 }
 
+// MarkersOut returns, by seq, the lost GTIDs of each LOST marker that
+// went out in this run (AcceptedLoss.MarkerSeq; not those before its
+// cursor): a replay of the stream must have that marker at that seq
+// (stream checks it). Safe for concurrent use; a marker is noted before
+// it is emitted.
+func (d *Destination) MarkersOut() map[uint64]string {
+	d.statsMu.Lock()
+	defer d.statsMu.Unlock()
+	var out map[uint64]string
+	for _, acc := range d.accepted {
+		for _, a := range acc {
+			if a.MarkerSeq == 0 {
+				continue
+			}
+			if out == nil {
+				out = map[uint64]string{}
+			}
+			out[a.MarkerSeq] = a.Lost
+		}
+	}
+	return out
+}
+
 // lossesOf lists the losses accepted for source src in a placement log.
 func lossesOf(log []Placement, src int) []change.Loss {
 	var out []change.Loss

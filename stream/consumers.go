@@ -365,6 +365,87 @@ func (s *Store) replayEnded(client string, r *Pipeline) error {
 	return s.historyError(err)
 }
 
+// ErrReplayDiverged: a client's replay reader read a transaction the
+// stream never had where the stream has a LOST marker (replayDiverged).
+var ErrReplayDiverged = errors.New("stream: replay diverged from the stream at a loss")
+
+// diverges returns the first event replay r would hand client (up to seq
+// upto) that the destination's live run did not have at its seq: one at
+// a seq where the live run's LOST marker went out that is not that
+// marker, or a marker the live run emitted at another seq; first says
+// whether it is the next event client would get. nil when there is none.
+//
+// A replay reader may read, on a source's server that then dies, a
+// transaction the live reader never did (a consumer's replay ahead of a
+// live reader held by backpressure); after the failover and the accept
+// of the loss, the live run emits the LOST marker at the seq the replay
+// gave that transaction. No replay may hand it out: the stream never had
+// it, and its consumer would miss the marker (a silent divergence). The
+// markers are noted before they are emitted, and a replay hands out
+// nothing past the store's floor, so every marker up to upto is known.
+func (r *Pipeline) diverges(client string, upto uint64) (ev *change.Event, first bool) {
+	live := r.cfg.replayOf
+	if live == nil {
+		return nil, false
+	}
+	markers := live.Dest.MarkersOut()
+	if len(markers) == 0 {
+		return nil, false
+	}
+	at := make(map[string]uint64, len(markers))
+	for seq, lost := range markers {
+		at[lost] = seq
+	}
+	s := r.Store
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.clients[client]
+	if !ok {
+		return nil, false
+	}
+	s.skip(c)
+	end := s.bounded(c.next, upto)
+	for i := c.next; i < end; i++ {
+		e := s.entries[i-s.base].ev
+		lost, marker := markers[e.Seq]
+		seq, out := at[e.Lost]
+		if (marker && e.Lost != lost) || (e.Lost != "" && out && seq != e.Seq) {
+			return e, e.Seq == s.entries[c.next-s.base].ev.Seq
+		}
+	}
+	return nil, false
+}
+
+// replayDiverged ends client's replay r, which read ev, a transaction the
+// stream does not have at its seq (diverges), and says so.
+func (s *Store) replayDiverged(client string, r *Pipeline, ev *change.Event) error {
+	s.mu.Lock()
+	if c := s.clients[client]; c != nil && c.replay == r {
+		c.replay, c.pinned = nil, false // the next read starts another, from its cursor
+		s.trim()
+	}
+	s.mu.Unlock()
+	go r.Close()
+	markers := r.cfg.replayOf.Dest.MarkersOut()
+	live, after := markers[ev.Seq], ev.Seq
+	what := fmt.Sprintf("the stream has there the LOST marker of %s, transactions of source %s lost in a failover", live, ev.Source)
+	if live == "" {
+		what = fmt.Sprintf("the stream has another transaction there; this is the LOST marker of %s", ev.Lost)
+		for seq, lost := range markers {
+			if lost == ev.Lost {
+				after = seq
+			}
+		}
+	}
+	err := fmt.Errorf("%w: client id %s: its replay reader read, as seq %d, a transaction the stream never had (%s): "+
+		"it read on a source's server past what the stream read before a failover lost it, so it is not handed out and the replay is ended. "+
+		"Read again: a new replay from the client's cursor goes on past the loss as the stream did, or stops saying why; "+
+		"or drop the client id (braid consumer drop) and subscribe it again after the marker (seq:%d)",
+		ErrReplayDiverged, client, ev.Seq, what, after)
+	s.cfg.Logger.Warn("a replay diverged from the stream at a loss: ended", "client", client, "seq", ev.Seq, "err", err)
+	return err
+}
+
 // holders are the client ids the store waits for: not detached (or
 // pinned), their acked point the oldest event held. The caller holds mu.
 func (s *Store) holders() []string {

@@ -36,7 +36,11 @@
 //   - A replay hands its client no transaction past the main store's
 //     floor: nothing the destination's live run has not emitted (a replay
 //     reader may read what the live reader never did, before a source
-//     failover that lost it).
+//     failover that lost it). Nor, at a seq where the live run's LOST
+//     marker went out, anything but that marker: a replay that read
+//     there a transaction the live reader never did is ended with
+//     ErrReplayDiverged before it (the next read replays from the
+//     client's cursor).
 //   - An event stays until every attached (or pinned) client id has acked it; a
 //     client's Mark is the cursor after the last transaction it acked whole.
 //     A client that acked inside a transaction ahead of its consumer

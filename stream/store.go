@@ -476,8 +476,15 @@ func (s *Store) getUpTo(ctx context.Context, client string, want, max int, maxBy
 			// producer has emitted no more), so the replay never gives
 			// what the stream did not, and the client rejoins the store
 			// there (route).
+			bound := min(upto, floor)
+			if ev, first := r.diverges(client, bound); ev != nil {
+				if first {
+					return Batch{ID: -1}, s.replayDiverged(client, r, ev)
+				}
+				bound = ev.Seq - 1 // what comes before it goes out; the next get ends the replay
+			}
 			s.reading(client, 1)
-			b, err := r.Store.getUpTo(ctx, client, want, max, maxBytes, timeout, cut, min(upto, floor))
+			b, err := r.Store.getUpTo(ctx, client, want, max, maxBytes, timeout, cut, bound)
 			s.reading(client, -1)
 			if errors.Is(err, ErrClosed) {
 				err = s.replayEnded(client, r)

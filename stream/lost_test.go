@@ -1,0 +1,245 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/braid-cdc/braid/engine/change"
+	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
+	"github.com/braid-cdc/braid/internal/testutil/tcpproxy"
+	"github.com/braid-cdc/braid/spec"
+)
+
+// lostTx is a transaction as a client got it: its seq, the LOST
+// marker's lost GTIDs (a marker has no rows) and the ids it wrote.
+type lostTx struct {
+	seq  uint64
+	lost string
+	ids  []int64
+}
+
+// lostClient gathers a client's transactions from its batches.
+type lostClient struct {
+	mu   sync.Mutex
+	txs  []lostTx
+	open *lostTx
+}
+
+func (c *lostClient) take(b Batch) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, ev := range b.Events {
+		switch ev.Type {
+		case change.EventBegin:
+			c.open = &lostTx{seq: ev.Seq, lost: ev.Lost}
+		case change.EventRows:
+			for i := range ev.Rows {
+				c.open.ids = append(c.open.ids, ev.Rows[i].After()[0].(int64))
+			}
+		case change.EventCommit:
+			c.txs = append(c.txs, *c.open)
+			c.open = nil
+		case change.EventDDL:
+			c.txs = append(c.txs, lostTx{seq: ev.Seq})
+		}
+	}
+}
+
+// got returns the transactions so far.
+func (c *lostClient) got() []lostTx {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.txs)
+}
+
+// ids lists the ids written, -1 for a marker.
+func lostIDs(txs []lostTx) []int64 {
+	var out []int64
+	for _, tx := range txs {
+		if tx.lost != "" {
+			out = append(out, -1)
+		}
+		out = append(out, tx.ids...)
+	}
+	return out
+}
+
+// readOne takes client's next batch and acks it.
+func readOne(ctx context.Context, s *Store, client string, into *lostClient) error {
+	b, err := s.Get(ctx, client, 256, 100*time.Millisecond)
+	if err != nil || b.ID < 0 {
+		return err
+	}
+	into.take(b)
+	return s.Ack(client, b.ID)
+}
+
+// TestReplayDivergedAtLoss: a consumer's replay reader reads, on the
+// primary, a transaction (4) the live reader never read (held here by a
+// paused proxy, as backpressure holds it); the primary dies, a replica
+// that lacks 3 and 4 is promoted, the loss of 3 is accepted, and the
+// live run emits its LOST marker at the seq the replay gave 4. The
+// consumer gets what comes before, then ErrReplayDiverged, never 4; read
+// again, a new replay from its cursor goes on past the loss as the live
+// run did: its rows are the live client's, which are the sources' with
+// the accepted loss.
+func TestReplayDivergedAtLoss(t *testing.T) {
+	tp := mysqltest.StartTopology(t, 1)
+	primary, replica := tp.Primary(), tp.Replicas()[0]
+	primary.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id BIGINT PRIMARY KEY)",
+		"INSERT INTO shop.orders VALUES (1)", "INSERT INTO shop.orders VALUES (2)")
+	tp.WaitCaughtUp(t)
+	// The live reader reaches the primary through hold, which the test
+	// pauses to keep it from reading on; a replay reader started later
+	// reaches the primary directly. The heartbeat makes the live reader's
+	// read timeout (ten heartbeats) outlast the pause.
+	hold := tcpproxy.Start(t, primary.Addr())
+	vip := tcpproxy.Start(t, hold.Addr())
+	ds, err := spec.Parse(fmt.Appendf(nil, "name: shop\nsources: [{name: a, address: '%s', start: earliest}]\ntables: ['shop\\.orders']\nheartbeat: 6s\n", vip.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := StartPipeline(context.Background(), PipelineConfig{Spec: ds, Serve: true, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	p.Store.Subscribe("live")
+	live := &lostClient{}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			if err := readOne(ctx, p.Store, "live", live); err != nil && ctx.Err() == nil {
+				t.Errorf("live client: %v", err)
+				return
+			}
+		}
+	})
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	waitIDs := func(want []int64) []lostTx {
+		t.Helper()
+		var txs []lostTx
+		retry.Until(t, time.Minute, func() error {
+			if txs = live.got(); !slices.Equal(lostIDs(txs), want) {
+				return fmt.Errorf("the live client has %v, want %v (-1: the LOST marker)", lostIDs(txs), want)
+			}
+			return nil
+		})
+		return txs
+	}
+	waitIDs([]int64{1, 2})
+	tp.StopReplication(t, replica)
+	primary.Exec(t, "INSERT INTO shop.orders VALUES (3)")
+	txs := waitIDs([]int64{1, 2, 3})
+	at := txs[len(txs)-1].seq + 1 // where the marker will go
+
+	hold.Pause()
+	vip.SwitchKeep(primary.Addr())
+	primary.Exec(t, "INSERT INTO shop.orders VALUES (4)")
+	if err := p.Store.Open(context.Background(), "slow", OpenOptions{Start: Start{Kind: StartEarliest}}); err != nil {
+		t.Fatal(err)
+	}
+	// The replay reads 4 from the primary as seq at.
+	retry.Until(t, time.Minute, func() error {
+		p.Store.mu.Lock()
+		r := p.Store.clients["slow"].replay
+		p.Store.mu.Unlock()
+		if r == nil {
+			t.Fatal("the slow client is not served by a replay reader")
+		}
+		r.Store.mu.Lock()
+		defer r.Store.mu.Unlock()
+		for _, e := range r.Store.entries {
+			if e.ev.Seq == at && e.ev.Type == change.EventRows && e.ev.Rows[0].After()[0] == int64(4) {
+				return nil
+			}
+		}
+		return fmt.Errorf("the replay holds no row 4 at seq %d yet", at)
+	})
+
+	tp.KillPrimary(t)
+	tp.Promote(t, replica)
+	vip.Switch(replica.Addr())
+	retry.Until(t, time.Minute, func() error {
+		if p.Dest.Stats().Sources[0].Lost == "" {
+			return errors.New("the live run waits on no loss yet")
+		}
+		return nil
+	})
+	l, err := p.Dest.AcceptLost(context.Background(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica.Exec(t, "INSERT INTO shop.orders VALUES (5)")
+	txs = waitIDs([]int64{1, 2, 3, -1, 5})
+	if txs[len(txs)-2].seq != at || txs[len(txs)-2].lost != l.Lost {
+		t.Fatalf("the live client's marker: %+v; want the loss %s at seq %d", txs[len(txs)-2], l.Lost, at)
+	}
+	retry.Until(t, time.Minute, func() error {
+		if f := p.Store.Stats().Floor; f < at+1 {
+			return fmt.Errorf("the store's floor is %d, want %d", f, at+1)
+		}
+		return nil
+	})
+
+	// Each transaction the slow client gets is the live client's at its
+	// seq; its replay, which holds 4 at the marker's seq, is ended there.
+	slow := &lostClient{}
+	check := func() {
+		t.Helper()
+		for _, tx := range slow.got() {
+			i := slices.IndexFunc(txs, func(x lostTx) bool { return x.seq == tx.seq })
+			if i < 0 || tx.lost != txs[i].lost || !slices.Equal(tx.ids, txs[i].ids) {
+				t.Fatalf("the slow client got %+v; the live client has %+v", tx, txs)
+			}
+		}
+	}
+	var diverged error
+	retry.Until(t, time.Minute, func() error {
+		err := readOne(context.Background(), p.Store, "slow", slow)
+		check()
+		if errors.Is(err, ErrReplayDiverged) {
+			diverged = err
+			return nil
+		}
+		if err != nil {
+			t.Fatalf("the slow client: %v; want ErrReplayDiverged", err)
+		}
+		return fmt.Errorf("the slow client has %v, no error yet", lostIDs(slow.got()))
+	})
+	t.Logf("the slow client was told: %v", diverged)
+	if got := lostIDs(slow.got()); !slices.Equal(got, []int64{1, 2, 3}) {
+		t.Fatalf("before the error the slow client got %v, want 1 2 3", got)
+	}
+	// Read again: a new replay from its cursor goes on past the loss.
+	retry.Until(t, time.Minute, func() error {
+		if err := readOne(context.Background(), p.Store, "slow", slow); err != nil {
+			t.Fatalf("the slow client, read again: %v", err)
+		}
+		check()
+		if got := len(slow.got()); got < len(txs) {
+			return fmt.Errorf("the slow client has %d transactions, the live one %d", got, len(txs))
+		}
+		return nil
+	})
+	// The rows against the source: the promoted server's, and 3, whose
+	// loss was accepted; never 4.
+	var rows []int64
+	for _, tx := range slow.got() {
+		rows = append(rows, tx.ids...)
+	}
+	slices.Sort(rows)
+	want := append(replica.Ints(t, "SELECT id FROM shop.orders"), 3)
+	slices.Sort(want)
+	if !slices.Equal(rows, want) {
+		t.Errorf("the slow client's rows %v; the source's with the lost 3: %v", rows, want)
+	}
+}
