@@ -59,10 +59,13 @@ func (k ChangeKind) String() string {
 // reader never touches them again.
 type Event struct {
 	Type EventType
+	// ServerID is the server_id of the server that wrote the transaction.
+	// (The small fields sit together, here and Snapshot with Stale, so
+	// that no padding rounds an Event past 320 bytes, a size class: the
+	// binlog reader allocates one per rows event.)
+	ServerID uint32
 	// Source is the source's name in the spec.
 	Source string
-	// ServerID is the server_id of the server that wrote the transaction.
-	ServerID uint32
 	// Pos: for EventBegin, EventDDL and EventProgress, where the
 	// transaction starts; for EventRows, where its rows event starts; for
 	// EventCommit, where the transaction ends (the next one starts): the
@@ -115,6 +118,10 @@ type Event struct {
 	// Snapshot marks the events of a snapshot chunk: a transaction of
 	// INSERTs of rows the source held, not of changes it logged.
 	Snapshot bool
+	// Stale, on an EventHeartbeat, says more binlog was already on its
+	// way behind it when it was read: the server sent it a while ago, so
+	// it says nothing of whether the source is idle now.
+	Stale bool
 	// SnapshotState, on a snapshot chunk's EventCommit, is the source's
 	// snapshot progress after the chunk, saved with a cursor there.
 	SnapshotState *SnapshotState
@@ -135,10 +142,6 @@ type Event struct {
 	// The marker stands where the source continued; "" on every other
 	// event.
 	Lost string
-	// Stale, on an EventHeartbeat, says more binlog was already on its
-	// way behind it when it was read: the server sent it a while ago, so
-	// it says nothing of whether the source is idle now.
-	Stale bool
 	// Seq is the merged transaction's sequence number, set by the merge
 	// (package group) on the events of a transaction it emits; 0 before.
 	Seq uint64
