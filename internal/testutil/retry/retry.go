@@ -92,7 +92,7 @@ func WhileProgress(t testing.TB, stall, interval time.Duration, f func() (progre
 		if first || progress != last {
 			last, moved = progress, now
 		} else if now.Sub(moved) >= stall {
-			t.Fatal(fmt.Sprintf("no progress for %v (gave up after %v, progress %d): %v", stall, now.Sub(start).Round(time.Millisecond), progress, err))
+			t.Fatalf("no progress for %v (gave up after %v, progress %d): %v", stall, now.Sub(start).Round(time.Millisecond), progress, err)
 		}
 		time.Sleep(interval)
 	}

@@ -107,6 +107,8 @@ func (f *fakeT) Fatal(args ...any) {
 	runtime.Goexit()
 }
 
+func (f *fakeT) Fatalf(format string, args ...any) { f.Fatal(fmt.Sprintf(format, args...)) }
+
 func TestWhileProgressWaitsWhileMoving(t *testing.T) {
 	n := 0
 	WhileProgress(t, 30*time.Millisecond, 10*time.Millisecond, func() (int, error) {
