@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -126,38 +125,15 @@ func (w *writer) halt() (total int) {
 	return total
 }
 
-// waitRows waits until the collector has n rows. When they do not come
-// it says where the stream stands (rows by shard, each source's state,
-// the shard-DDL locks) and dumps the goroutines: a stall is then read
-// from the failure, not reproduced.
+// waitRows waits until the collector has n rows.
 func waitRows(t *testing.T, c *collector, n int, d time.Duration) {
 	t.Helper()
-	err := retry.Wait(t.Context(), d, func() error {
+	retry.Until(t, d, func() error {
 		if _, rows, _ := streamOf(c); len(rows) < n {
 			return fmt.Errorf("%d rows, want %d", len(rows), n)
 		}
 		return nil
 	})
-	if err == nil {
-		return
-	}
-	_, rows, _ := streamOf(c)
-	byShard := map[string]int{}
-	for _, r := range rows {
-		byShard[r.shard]++
-	}
-	fmt.Fprintf(t.Output(), "rows by shard: %v\n", byShard)
-	for _, s := range c.dest.Stats().Sources {
-		fmt.Fprintf(t.Output(), "source %s: waiting %v, connected %v, pos %s, read %s, server %s, rows %d, last seen %v ago, errors %d (%s)\n",
-			s.Name, s.Waiting, s.Connected, s.Pos, s.ReadPos, s.ServerPos, s.Rows, time.Since(s.LastSeen).Round(time.Millisecond), s.Errors, s.LastError)
-	}
-	if st := c.dest.ShardDDL(); st != nil {
-		for _, l := range st.Locks {
-			fmt.Fprintf(t.Output(), "shard-DDL lock %+v\n", *l)
-		}
-	}
-	pprof.Lookup("goroutine").WriteTo(t.Output(), 2)
-	t.Fatal(err)
 }
 
 // checkRows: every written row came exactly once.

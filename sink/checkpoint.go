@@ -87,8 +87,20 @@ func WorkersChanged(sinkName string, had, n int, where string) error {
 
 // WorkersRow is the worker of a SQL target's checkpoint row whose seq is
 // how many workers the sink has (WorkersChanged) and whose idx their
-// routing (Routing).
+// routing (Routing): WorkersRowSeq.
 const WorkersRow = -1
+
+// WorkersRowSeq is the WorkersRow's seq for n workers routed by r: n,
+// and from RouteByWideRange on, r in the bits above the low 32 too. A
+// braid older than r reads the row as that many workers and stops on
+// WorkersChanged, rather than route the changes by a routing it does not
+// know and skip or repeat what the checkpoints say.
+func WorkersRowSeq(n int, r Routing) uint64 {
+	if r < RouteByWideRange {
+		return uint64(n)
+	}
+	return uint64(n) | uint64(r)<<32
+}
 
 // CheckpointRow is a row of a SQL target's checkpoint table: a worker's
 // checkpoint, or the WorkersRow.
@@ -101,9 +113,9 @@ type CheckpointRow struct {
 // SQLCheckpoints is what a SQL target's checkpoint rows of a sink of n
 // workers say: each worker's point, and the routing its changes were
 // given. next yields the rows one at a time (ok false after the last);
-// where names them, for an error. A new sink routes by range and an older
-// braid's by key, and either is kept with record, beside the count; a
-// count other than n is WorkersChanged.
+// where names them, for an error. A new sink routes by wide ranges and an
+// older braid's by key, and either is kept with record, beside the count
+// (the WorkersRow: WorkersRowSeq); a count other than n is WorkersChanged.
 func SQLCheckpoints(sinkName string, n int, where string, next func() (r CheckpointRow, ok bool, err error), record func(Routing) error) ([]Point, Routing, error) {
 	out := make([]Point, n)
 	had, routing, some := 0, RouteByKey, false
@@ -116,7 +128,10 @@ func SQLCheckpoints(sinkName string, n int, where string, next func() (r Checkpo
 			break
 		}
 		if r.Worker == WorkersRow {
-			had, routing = int(r.Seq), Routing(r.Idx)
+			had, routing = int(r.Seq&(1<<32-1)), Routing(r.Idx)
+			if routing < RouteByKey || routing > RouteByWideRange || r.Seq != WorkersRowSeq(had, routing) {
+				return nil, 0, fmt.Errorf("sink %s: %s: the row of worker %d says %d workers routed by %d, which this braid does not know: a newer braid wrote it", sinkName, where, WorkersRow, r.Seq, r.Idx)
+			}
 			continue
 		}
 		some = true
@@ -129,7 +144,7 @@ func SQLCheckpoints(sinkName string, n int, where string, next func() (r Checkpo
 	case had == 0:
 		routing = RouteByKey
 		if !some {
-			routing = RouteByRange
+			routing = RouteByWideRange
 		}
 		if err := record(routing); err != nil {
 			return nil, 0, fmt.Errorf("sink %s: record its workers: %w", sinkName, err)

@@ -52,8 +52,8 @@ type PartialApplier interface {
 
 // A RoutedTarget keeps, with its checkpoints, the routing of the sink's
 // workers: Routing is good after Checkpoints, which records it for a
-// sink that has none (RouteByRange) or had checkpoints before braid kept
-// it (RouteByKey). A Target that is not one routes by key.
+// sink that has none (RouteByWideRange) or had checkpoints before braid
+// kept it (RouteByKey); RouteByRange is an older braid's new sinks'. A Target that is not one routes by key.
 type RoutedTarget interface {
 	Target
 	Routing() Routing

@@ -95,13 +95,13 @@ func (k *keyer) change(ev *change.Event, rc *change.RowChange) Change {
 // route is the route of rc's primary key pk, in its after image or its
 // before image.
 func (k *keyer) route(rc *change.RowChange, after bool, pk string, n tableNames) uint32 {
-	if k.routing == RouteByRange && len(n.keyIdx) == 1 {
+	if shift := k.routing.shift(); shift > 0 && len(n.keyIdx) == 1 {
 		var bucket uint64
 		switch v := rc.Value(after, n.keyIdx[0]).(type) {
 		case int64:
-			bucket = uint64(v >> rangeShift)
+			bucket = uint64(v >> shift)
 		case uint64:
-			bucket = v >> rangeShift
+			bucket = v >> shift
 		default:
 			return routeHash(pk)
 		}

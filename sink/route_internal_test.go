@@ -38,7 +38,8 @@ func routeOf(k *keyer, codec *change.Codec, source string, key any) (uint32, str
 
 // TestRouting: by range, neighbouring integer keys of a shard table share
 // a route, and the next range or another shard table (with an origin
-// column) has another; a key-changing UPDATE goes by its new key and
+// column) has another (by wide range, the same with ranges 16 times as
+// wide); a key-changing UPDATE goes by its new key and
 // names its old key's route; a text key routes by its hash. By key, a route is
 // the key's hash, as before braid had routings, so that checkpoints
 // written then are read as they were written.
@@ -75,6 +76,17 @@ func TestRouting(t *testing.T) {
 	moved := byRange.change(&change.Event{Source: "a", Seq: 2}, &rc)
 	if to, _ := routeOf(byRange, ints, "a", int64(5000)); !moved.Moved || moved.Route != to || moved.OldRoute != first {
 		t.Errorf("a key moved 1024 → 5000: moved %v, route %d (5000's %d), old route %d (1024's %d)", moved.Moved, moved.Route, to, moved.OldRoute, first)
+	}
+	// By wide range, as by range with ranges 16 times as wide.
+	byWide := newKeyer(true, RouteByWideRange)
+	wideFirst, _ := routeOf(byWide, ints, "a", int64(WideRangeKeys))
+	for _, id := range []int64{WideRangeKeys + 1, WideRangeKeys + RangeKeys, 2*WideRangeKeys - 1} {
+		if r, _ := routeOf(byWide, ints, "a", id); r != wideFirst {
+			t.Errorf("by wide range, key %d: route %d, key %d's %d", id, r, WideRangeKeys, wideFirst)
+		}
+	}
+	if r, _ := routeOf(byWide, ints, "a", int64(2*WideRangeKeys)); r == wideFirst {
+		t.Errorf("by wide range, key %d routes with %d", 2*WideRangeKeys, WideRangeKeys)
 	}
 	byKey := newKeyer(true, RouteByKey)
 	c := NewCausality(16)

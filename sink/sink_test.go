@@ -89,8 +89,28 @@ func TestSQLCheckpoints(t *testing.T) {
 	}
 
 	pts, routing, err := sink.SQLCheckpoints("s", 4, "here", rows(), record)
-	if err != nil || len(pts) != 4 || routing != sink.RouteByRange || len(recorded) != 1 || recorded[0] != sink.RouteByRange {
-		t.Errorf("a new sink: %v, %v, %v, recorded %v; want 4 zero points, by range, recorded", pts, routing, err, recorded)
+	if err != nil || len(pts) != 4 || routing != sink.RouteByWideRange || len(recorded) != 1 || recorded[0] != sink.RouteByWideRange {
+		t.Errorf("a new sink: %v, %v, %v, recorded %v; want 4 zero points, by wide range, recorded", pts, routing, err, recorded)
+	}
+	// Its count row holds the routing above the count, so that a braid
+	// that does not know it reads another count and stops; this one
+	// reads it back.
+	if seq := sink.WorkersRowSeq(4, sink.RouteByWideRange); seq == 4 || seq&(1<<32-1) != 4 {
+		t.Errorf("the count row of 4 workers by wide range: seq %#x; want 4 in the low bits and more above", seq)
+	}
+	if sink.WorkersRowSeq(4, sink.RouteByRange) != 4 || sink.WorkersRowSeq(4, sink.RouteByKey) != 4 {
+		t.Errorf("the count row of the older routings changed: %d, %d", sink.WorkersRowSeq(4, sink.RouteByRange), sink.WorkersRowSeq(4, sink.RouteByKey))
+	}
+	wide := sink.CheckpointRow{Worker: sink.WorkersRow, Seq: sink.WorkersRowSeq(4, sink.RouteByWideRange), Idx: int(sink.RouteByWideRange)}
+	recorded = nil
+	pts, routing, err = sink.SQLCheckpoints("s", 4, "here", rows(wide, sink.CheckpointRow{Worker: 3, Seq: 5}), record)
+	if err != nil || pts[3].Seq != 5 || routing != sink.RouteByWideRange || len(recorded) != 0 {
+		t.Errorf("kept rows by wide range: %v, %v, %v, recorded %v; want worker 3 at 5, by wide range, nothing recorded", pts, routing, err, recorded)
+	}
+	// A routing a newer braid wrote is refused, not taken for another.
+	newer := sink.CheckpointRow{Worker: sink.WorkersRow, Seq: 4 | 9<<32, Idx: 9}
+	if _, _, err := sink.SQLCheckpoints("s", 4, "here", rows(newer), record); err == nil || !strings.Contains(err.Error(), "newer braid") {
+		t.Errorf("a count row of an unknown routing: %v; want an error naming a newer braid", err)
 	}
 	recorded = nil
 	pts, routing, err = sink.SQLCheckpoints("s", 4, "here", rows(sink.CheckpointRow{Worker: 2, Seq: 7, Idx: 3}), record)

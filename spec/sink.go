@@ -81,8 +81,9 @@ type Sink struct {
 	// changes since it again).
 	Mode SinkMode `yaml:"mode,omitempty" json:"mode,omitempty"`
 	// Workers is how many workers apply the changes, each change on the
-	// worker of its primary key (of its range of 1,024 keys, for one
-	// integer column), each worker in transactions of its own. A sink's
+	// worker of its primary key (of its range of 16,384 keys, for one
+	// integer column; 1,024 for a sink whose checkpoints an older braid
+	// made), each worker in transactions of its own. A sink's
 	// checkpoints keep the count: it cannot change. Default: 16.
 	Workers int `yaml:"workers,omitempty" json:"workers,omitempty"`
 	// Connections (mysql) is how many of the workers' transactions run

@@ -95,8 +95,17 @@ func TestOlderCheckpointsByKey(t *testing.T) {
 	if _, err := tg.Checkpoints(t.Context(), 4); err != nil {
 		t.Fatal(err)
 	}
-	if r := tg.Routing(); r != sink.RouteByRange {
-		t.Errorf("a new sink routes %d, want by range", r)
+	if r := tg.Routing(); r != sink.RouteByWideRange {
+		t.Errorf("a new sink routes %d, want by wide range", r)
+	}
+	// Its count row, which holds the routing above the count, reads back.
+	again, err := mysqlsink.Open(t.Context(), spec.Sink{Name: "w", Type: "mysql", Address: targetAddr, User: "root", Workers: 4, MetaDatabase: name + "_meta"}, "shop", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if _, err := again.Checkpoints(t.Context(), 4); err != nil || again.Routing() != sink.RouteByWideRange {
+		t.Errorf("the new sink opened again: %v, routing %d; want by wide range", err, again.Routing())
 	}
 	// An older braid's checkpoints: worker rows, no count, no
 	// destination (Open migrates the table; Checkpoints adopts them).

@@ -173,7 +173,7 @@ func (t *Target) Stats() sink.Stats {
 // Checkpoints implements sink.Target.
 func (t *Target) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
 	if !t.exactlyOnce() {
-		t.routing.Store(int32(sink.RouteByRange)) // no checkpoints to keep to
+		t.routing.Store(int32(sink.RouteByWideRange)) // no checkpoints to keep to
 		return make([]sink.Point, n), nil
 	}
 	if err := t.adoptCheckpoints(ctx); err != nil {
@@ -191,7 +191,7 @@ func (t *Target) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
 		return r, true, rows.Scan(&r.Worker, &r.Seq, &r.Idx)
 	}
 	out, routing, err := sink.SQLCheckpoints(t.spec.Name, n, "the sink's rows of "+t.checkpointTable()+" (dest '"+t.dest+"')", next, func(r sink.Routing) error {
-		_, err := t.db.ExecContext(ctx, "INSERT IGNORE INTO "+t.checkpointTable()+" (dest, sink, worker, seq, idx) VALUES (?, ?, ?, ?, ?)", t.dest, t.spec.Name, sink.WorkersRow, n, int(r))
+		_, err := t.db.ExecContext(ctx, "INSERT IGNORE INTO "+t.checkpointTable()+" (dest, sink, worker, seq, idx) VALUES (?, ?, ?, ?, ?)", t.dest, t.spec.Name, sink.WorkersRow, sink.WorkersRowSeq(n, r), int(r))
 		return err
 	})
 	if err != nil {

@@ -199,7 +199,7 @@ func (t *Target) Stats() sink.Stats {
 // Checkpoints implements sink.Target; at-least-once, every point is zero.
 func (t *Target) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
 	if !t.exactlyOnce {
-		t.routing.Store(int32(sink.RouteByRange)) // no checkpoints to keep to
+		t.routing.Store(int32(sink.RouteByWideRange)) // no checkpoints to keep to
 		return make([]sink.Point, n), nil
 	}
 	c, err := t.conn(ctx, control)
@@ -225,7 +225,7 @@ func (t *Target) Checkpoints(ctx context.Context, n int) ([]sink.Point, error) {
 		return sink.CheckpointRow{Worker: int(w), Seq: uint64(seq), Idx: int(idx)}, true, err
 	}
 	out, routing, err := sink.SQLCheckpoints(t.spec.Name, n, "the sink's rows of "+t.checkpointTable()+" (dest '"+t.dest+"')", next, func(r sink.Routing) error {
-		_, err := c.Exec(ctx, "INSERT INTO "+t.checkpointTable()+" (dest, sink, worker, seq, idx) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING", t.dest, t.spec.Name, sink.WorkersRow, n, int32(r))
+		_, err := c.Exec(ctx, "INSERT INTO "+t.checkpointTable()+" (dest, sink, worker, seq, idx) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING", t.dest, t.spec.Name, sink.WorkersRow, int64(sink.WorkersRowSeq(n, r)), int32(r))
 		return err
 	})
 	if err != nil {
