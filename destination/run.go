@@ -46,11 +46,6 @@ type Config struct {
 	KeepEvery time.Duration
 	// Logger receives the destination's logs. Default: discarded.
 	Logger *slog.Logger
-	// Sources is what the destination reads its sources through
-	// (group.Config.Sources): braid capture's readers start on the
-	// connections of its start-up check (group.HeldBinlog). Default:
-	// group.Binlog.
-	Sources group.Sources
 }
 
 // DefaultKeepEvery is Config.KeepEvery's default.
@@ -104,7 +99,7 @@ func Run(ctx context.Context, cfg Config, body func(ctx context.Context, r *Runn
 			return err
 		}
 	}
-	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: cfg.Spec, Clients: clients, Logger: log, Serve: cfg.Serve, Keep: cfg.Keep, Sources: cfg.Sources})
+	p, err := stream.StartPipeline(ctx, stream.PipelineConfig{Spec: cfg.Spec, Clients: clients, Logger: log, Serve: cfg.Serve, Keep: cfg.Keep})
 	if err != nil {
 		return err
 	}

@@ -71,24 +71,6 @@ func (binlogSources) Snapshot(ctx context.Context, src spec.Source) (SnapshotCon
 	return c, nil
 }
 
-// HeldBinlog is Binlog whose readers start on the connections of a
-// start-up check (binlog.CheckAndHold, binlog.Config.Held) where it
-// holds one for their source.
-func HeldBinlog(h *binlog.Held) Sources { return heldSources{h} }
-
-type heldSources struct {
-	held *binlog.Held
-}
-
-func (s heldSources) Reader(cfg binlog.Config) (Reader, error) {
-	cfg.Held = s.held
-	return binlog.NewReader(cfg)
-}
-
-func (heldSources) Snapshot(ctx context.Context, src spec.Source) (SnapshotConn, error) {
-	return Binlog.Snapshot(ctx, src)
-}
-
 var (
 	_ Reader       = (*binlog.Reader)(nil)
 	_ SnapshotConn = (SnapshotConn)(nil)

@@ -44,10 +44,6 @@ type PipelineConfig struct {
 	// Clients' cursors are its caller's to keep. Default: nothing kept
 	// past the pipeline.
 	Keep group.Keeper
-	// Sources is what the destination reads its sources through
-	// (group.Config.Sources); replay readers read the servers. Default:
-	// group.Binlog.
-	Sources group.Sources
 
 	// replayOf, set for a replay reader, is the live pipeline it replays:
 	// it applies the decisions the live one holds and emits only the
@@ -146,15 +142,12 @@ func StartPipeline(ctx context.Context, cfg PipelineConfig) (*Pipeline, error) {
 		}
 	}
 	p := &Pipeline{name: cfg.Spec.Name, cfg: cfg, done: make(chan struct{}), start: start}
-	gc := group.Config{Spec: cfg.Spec, Resume: resume, Logger: cfg.Logger, Sources: cfg.Sources}
-	if gc.Sources == nil {
-		gc.Sources = group.Binlog
-	}
+	gc := group.Config{Spec: cfg.Spec, Resume: resume, Logger: cfg.Logger}
 	if resume == nil && cfg.replayOf == nil {
 		// The destination's first run: where its sources start, with the
 		// schema there, is its start cursor, kept for every later replay
 		// from the start and run with no cursor to resume from.
-		gc.Sources = group.StartTap(gc.Sources, cfg.Spec, p.noteStart)
+		gc.Sources = group.StartTap(group.Binlog, cfg.Spec, p.noteStart)
 	}
 	if cfg.replayOf != nil {
 		gc.Keep, gc.ReplayOnly, gc.LiveGTIDs = replayKeeper{cfg.replayOf.kept, cfg.replayOf.Decisions()}, true, cfg.replayOf.Dest.ReadGTIDs

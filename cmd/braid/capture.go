@@ -188,13 +188,12 @@ func capture(ctx context.Context, spec *spec.Spec, w io.Writer, opt captureOptio
 	// Every source's start-up check before any reader starts, so that
 	// the problems of all sources are printed together, not the first
 	// reader's alone. Each reader starts on its source's checked
-	// connection.
-	held, err := checkSources(ctx, spec)
+	// connection, held for it in package binlog (CheckAndHold).
+	release, err := checkSources(ctx, spec)
+	defer release()
 	if err != nil {
-		held.Close()
 		return err
 	}
-	defer held.Close()
 	// Without --cursor-dir nothing outlives the run.
 	var keep group.Keeper = &group.MemKeeper{}
 	if opt.cursorDir != "" {
@@ -206,7 +205,7 @@ func capture(ctx context.Context, spec *spec.Spec, w io.Writer, opt captureOptio
 	defer keep.Close()
 	// The merge fills a bounded store; the printer is one client, printing
 	// batches and acking them once they are flushed, and each sink another.
-	cfg := destination.Config{Spec: spec, Keep: keep, CheckSinks: true, KeepEvery: cursorEvery, Logger: log, Sources: group.HeldBinlog(held)}
+	cfg := destination.Config{Spec: spec, Keep: keep, CheckSinks: true, KeepEvery: cursorEvery, Logger: log}
 	if opt.quiet {
 		return destination.Run(ctx, cfg, func(ctx context.Context, r *destination.Running) error {
 			select {
@@ -225,15 +224,15 @@ func capture(ctx context.Context, spec *spec.Spec, w io.Writer, opt captureOptio
 
 // checkSources runs the start-up check of every source of ds at once
 // (binlog.CheckAndHold): every problem of every source, one line each.
-// It returns the checked connections for the readers to start on, which
-// the caller closes.
-func checkSources(ctx context.Context, ds *spec.Spec) (*binlog.Held, error) {
-	reports, held := binlog.CheckAndHold(ctx, ds.Name, ds.Sources)
+// The checked connections are held for the readers to start on; the
+// caller releases those no reader took.
+func checkSources(ctx context.Context, ds *spec.Spec) (release func(), err error) {
+	reports, release := binlog.CheckAndHold(ctx, ds.Name, ds.Sources)
 	var errs []error
 	for _, r := range reports {
 		errs = append(errs, r.Problems())
 	}
-	return held, errors.Join(errs...)
+	return release, errors.Join(errs...)
 }
 
 // printerID is the store client capture prints as, and keeps the cursor

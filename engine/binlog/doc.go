@@ -39,7 +39,11 @@
 // partial images, which the stream carries as they are) or a problem that
 // stops the source with one line naming the setting and what to change.
 // CheckAll runs it on every source at once so that a command prints every
-// problem together. Once the checks have decided the start position,
+// problem together. CheckAndHold does so for a destination's readers
+// about to start (braid capture) and holds each checked connection in
+// the package's pool (held.go), by address: a reader of the very spec
+// checked starts on it, the settings read, instead of dialling and
+// asking again. Once the checks have decided the start position,
 // the first binlog connection (connect, register, dump request) is
 // opened beside the rest of the start (the GTID state there, the
 // schema); a start the schema read moves after all is connected again
@@ -126,6 +130,10 @@
 //   - A streaming Reader's spec names one address, the server it reads
 //     (of a list, written only by Run's goroutine, under statsMu);
 //     every binlog connection and query goes to it.
+//   - A held connection (CheckAndHold) goes to one reader at most, one
+//     of exactly the spec it was checked for (server_id and password
+//     included), within heldFor (5 s) of the check; one no reader took
+//     is closed then, or at the check's release, never left open.
 //
 // # Concurrency
 //
@@ -134,4 +142,6 @@
 // it (eventParser, which shares only its queue and the Reader's settings
 // fixed before streaming). A Reader is used by one Run at a time. Stats,
 // Loss and AcceptLoss are safe to call from any goroutine while it runs.
+// The pool of held connections is safe for concurrent use: the check's
+// goroutines put, readers take, its timers and the release drop.
 package binlog

@@ -92,3 +92,12 @@ func SetBeforeDump(f func()) (restore func()) {
 	beforeDump = f
 	return func() { beforeDump = nil }
 }
+
+// SetHeldFor changes how long a checked connection is held for its
+// reader (CheckAndHold), until t's cleanup restores it; call it before
+// the check.
+func SetHeldFor(t testing.TB, d time.Duration) {
+	old := heldFor
+	heldFor = d
+	t.Cleanup(func() { heldFor = old })
+}

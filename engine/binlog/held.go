@@ -3,6 +3,7 @@ package binlog
 import (
 	"context"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -12,45 +13,115 @@ import (
 	"github.com/braid-cdc/braid/spec"
 )
 
-// Held keeps the connections of a start-up check (CheckAndHold) for the
+// held keeps the connections of a start-up check (CheckAndHold) for the
 // sources' readers: a reader whose source was checked a moment ago starts
-// on the checked connection (Config.Held) instead of dialling and asking
+// on the checked connection (startConn) instead of dialling and asking
 // the server's settings again. A connection and three queries fewer
 // before each source's first row, each a round trip that on a loaded
 // machine waits for the server's thread and then for braid's: the check
 // is a fixed cost that a replica client such as go-mysql's canal, which
 // checks nothing, does not pay.
 //
-// Safe for concurrent use; the zero or nil Held holds nothing.
-type Held struct {
+// The pool is the package's so that no layer between the check and the
+// reader (capture, destination, stream, group) carries it. A reader takes
+// only a connection checked for exactly its spec (as NewReader normalises
+// it, server_id and password included), so a reader of another
+// destination or source at the same address never takes one; a
+// connection no reader took is closed heldFor after the check, or at the
+// check's release.
+var held heldPool
+
+// heldPool is the checked connections waiting for their readers. Safe
+// for concurrent use; its zero value is empty.
+type heldPool struct {
 	mu    sync.Mutex
-	conns map[string]*heldConn // by source name
-	timer *time.Timer          // closes what no reader took after heldFor
+	conns map[string][]*heldConn // by address, as the reader holds it
 }
 
 // heldConn is one checked connection and what the check learnt on it.
 type heldConn struct {
-	c    *client.Conn
-	src  spec.Source // as the reader holds it (NewReader), password resolved
-	info serverInfo
-	rep  SourceReport
-	at   time.Time
+	c     *client.Conn
+	src   spec.Source // as the reader holds it (NewReader), password resolved
+	info  serverInfo
+	rep   SourceReport
+	at    time.Time
+	timer *time.Timer // drops it heldFor after the check
 }
 
 // heldFor is how long a checked connection stays fit for a reader's
 // start: the check runs right before the readers start, and a connection
-// idle for longer is left to close rather than trusted.
-const heldFor = 5 * time.Second
+// idle for longer is closed rather than trusted. A variable for tests
+// (SetHeldFor).
+var heldFor = 5 * time.Second
+
+// put holds hc for its reader until heldFor has passed.
+func (h *heldPool) put(hc *heldConn) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.conns == nil {
+		h.conns = map[string][]*heldConn{}
+	}
+	h.conns[hc.src.Address] = append(h.conns[hc.src.Address], hc)
+	hc.timer = time.AfterFunc(heldFor, func() { h.drop(hc) })
+}
+
+// take removes and returns the connection held for a reader of src, nil
+// if none is held for that spec or the one held is stale; it is the
+// caller's to close.
+func (h *heldPool) take(src spec.Source) *heldConn {
+	h.mu.Lock()
+	i := slices.IndexFunc(h.conns[src.Address], func(hc *heldConn) bool { return reflect.DeepEqual(hc.src, src) })
+	if i < 0 {
+		h.mu.Unlock()
+		return nil
+	}
+	hc := h.conns[src.Address][i]
+	h.remove(hc, i)
+	h.mu.Unlock()
+	hc.timer.Stop()
+	if time.Since(hc.at) > heldFor { // its timer is late
+		hc.c.Close()
+		return nil
+	}
+	return hc
+}
+
+// drop closes hc unless a reader took it.
+func (h *heldPool) drop(hc *heldConn) {
+	h.mu.Lock()
+	i := slices.Index(h.conns[hc.src.Address], hc)
+	if i >= 0 {
+		h.remove(hc, i)
+	}
+	h.mu.Unlock()
+	if i >= 0 {
+		hc.timer.Stop()
+		hc.c.Close()
+	}
+}
+
+// remove takes hc, the i-th held for its address, out of the pool. The
+// caller holds h.mu.
+func (h *heldPool) remove(hc *heldConn, i int) {
+	rest := slices.Delete(h.conns[hc.src.Address], i, i+1)
+	if len(rest) == 0 {
+		delete(h.conns, hc.src.Address)
+	} else {
+		h.conns[hc.src.Address] = rest
+	}
+}
 
 // CheckAndHold checks every source of srcs at once, as CheckAll does for
 // the readers of destination dest (each source's server_id derived as
-// its reader's is), and keeps the connection of each source that passed
-// and has a single address for that reader to start on. Its reports'
-// Pos and GTIDs are not read (the readers read their start). The caller
-// closes the Held once the readers have started.
-func CheckAndHold(ctx context.Context, dest string, srcs []spec.Source) ([]SourceReport, *Held) {
+// its reader's is), and holds the connection of each source that passed
+// and has a single address for that reader to start on (NewReader with
+// the same Destination and Source, within heldFor). Its reports' Pos and
+// GTIDs are not read (the readers read their start). release closes the
+// connections no reader took; heldFor after the check they are closed
+// anyway.
+func CheckAndHold(ctx context.Context, dest string, srcs []spec.Source) (reports []SourceReport, release func()) {
 	out := make([]SourceReport, len(srcs))
-	h := &Held{conns: map[string]*heldConn{}}
+	kept := make([]*heldConn, len(srcs))
 	var wg sync.WaitGroup
 	for i, src := range srcs {
 		wg.Go(func() {
@@ -76,69 +147,34 @@ func CheckAndHold(ctx context.Context, dest string, srcs []spec.Source) ([]Sourc
 				c.Close()
 				return
 			}
-			h.mu.Lock()
-			h.conns[src.Name] = &heldConn{c: c, src: p.spec, info: info, rep: rep, at: time.Now()}
-			h.mu.Unlock()
+			kept[i] = &heldConn{c: c, src: p.spec, info: info, rep: rep, at: time.Now()}
+			held.put(kept[i])
 		})
 	}
 	wg.Wait()
-	h.mu.Lock()
-	h.timer = time.AfterFunc(heldFor, h.Close)
-	h.mu.Unlock()
-	return out, h
-}
-
-// take hands p the connection held for its source, if one is held for
-// the same spec and fresh enough; it is p's to close.
-func (h *Held) take(p *Reader) (*heldConn, bool) {
-	if h == nil {
-		return nil, false
-	}
-	h.mu.Lock()
-	hc, ok := h.conns[p.spec.Name]
-	if ok {
-		delete(h.conns, p.spec.Name)
-	}
-	h.mu.Unlock()
-	if !ok {
-		return nil, false
-	}
-	if time.Since(hc.at) > heldFor || len(p.addrs) > 1 || !reflect.DeepEqual(hc.src, p.spec) {
-		hc.c.Close()
-		return nil, false
-	}
-	return hc, true
-}
-
-// Close closes the connections no reader took; heldFor after
-// CheckAndHold they are closed anyway.
-func (h *Held) Close() {
-	if h == nil {
-		return
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.timer != nil {
-		h.timer.Stop()
-	}
-	for name, hc := range h.conns {
-		hc.c.Close()
-		delete(h.conns, name)
+	return out, func() {
+		for _, hc := range kept {
+			if hc != nil {
+				held.drop(hc)
+			}
+		}
 	}
 }
 
 // startConn returns the connection prepare starts on, the server's
 // settings read and judged (inspect): the one the start-up check held
-// for the source (Config.Held), else a new one to the server it prefers
-// (pickStart).
+// for the reader's source (CheckAndHold), else a new one to the server
+// it prefers (pickStart).
 func (p *Reader) startConn(ctx context.Context) (*client.Conn, error) {
-	if hc, ok := p.cfg.Held.take(p); ok {
-		p.info = hc.info
-		p.statsMu.Lock()
-		p.report = hc.rep
-		p.statsMu.Unlock()
-		p.logWarnings(hc.rep)
-		return hc.c, nil
+	if len(p.addrs) == 1 {
+		if hc := held.take(p.spec); hc != nil {
+			p.info = hc.info
+			p.statsMu.Lock()
+			p.report = hc.rep
+			p.statsMu.Unlock()
+			p.logWarnings(hc.rep)
+			return hc.c, nil
+		}
 	}
 	c, err := p.pickStart(ctx)
 	if err != nil {

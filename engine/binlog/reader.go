@@ -59,11 +59,6 @@ type Config struct {
 	// DDL run on a shadow table goes out at its swap as the real table's
 	// (onlineddl.go). Default: nil, none.
 	OnlineDDL *schema.OnlineRules
-	// Held is the start-up check's connections (CheckAndHold): a reader
-	// whose source is held there starts on the checked connection, with
-	// the settings the check read, instead of dialling and asking them
-	// again. Default: nil, none.
-	Held *Held
 
 	// Accepted are the losses an operator accepted for this source
 	// (kept in the destination's placement log): a server found lacking
