@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/braid-cdc/braid/engine/binlog"
 	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/internal/testutil/logline"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/internal/testutil/tcpproxy"
@@ -226,11 +226,10 @@ func TestAcceptedLossKeptForRestart(t *testing.T) {
 	// than read on into the server's own history (the new rows at the
 	// lost ones' seqs); once the accept is kept, it stops as above.
 	replayKeep := &group.MemKeeper{}
-	waits := make(chan struct{})
-	var once sync.Once
+	waits := logline.New(slog.NewTextHandler(t.Output(), nil), "a replay reader waits")
 	replay, err := group.New(group.Config{Spec: ds, Keep: replayKeep, Resume: txs[at-3].cursor, ReplayOnly: true,
 		LiveGTIDs: func(int) string { return readByLive },
-		Logger:    slog.New(&onLine{Handler: slog.NewTextHandler(t.Output(), nil), msg: "a replay reader waits", seen: func() { once.Do(func() { close(waits) }) }})})
+		Logger:    slog.New(waits)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +249,7 @@ func TestAcceptedLossKeptForRestart(t *testing.T) {
 		})
 	}()
 	select {
-	case <-waits:
+	case <-waits.Seen():
 	case seq := <-emitted:
 		t.Fatalf("the replay reader before the accept emitted seq %d; want it waiting", seq)
 	case err := <-replayDone:
@@ -279,27 +278,4 @@ func TestAcceptedLossKeptForRestart(t *testing.T) {
 	if got := unkept.ids(); len(got) != 0 {
 		t.Errorf("without the accept kept the run emitted %v; want nothing while it waits", got)
 	}
-}
-
-// onLine is a log handler that calls seen on each line whose message
-// begins with msg.
-type onLine struct {
-	slog.Handler
-	msg  string
-	seen func()
-}
-
-func (h *onLine) Handle(ctx context.Context, r slog.Record) error {
-	if strings.HasPrefix(r.Message, h.msg) {
-		h.seen()
-	}
-	return h.Handler.Handle(ctx, r)
-}
-
-func (h *onLine) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return &onLine{Handler: h.Handler.WithAttrs(attrs), msg: h.msg, seen: h.seen}
-}
-
-func (h *onLine) WithGroup(name string) slog.Handler {
-	return &onLine{Handler: h.Handler.WithGroup(name), msg: h.msg, seen: h.seen}
 }

@@ -388,8 +388,7 @@ func (p *Reader) checkServer(ctx context.Context) error {
 		}
 		if time.Since(lastLog) >= lagLogEvery {
 			if live != "" {
-				p.log.Warn("a replay reader waits: the server lacks transactions the destination's live reader read; if they were lost in a failover, the loss accepted says how the stream went on",
-					"old_server", old.String(), "new_server", now.String(), "lacks", live, "position", p.gtids.String())
+				p.sayLiveLacks(old, now, live, p.gtids.String())
 			} else {
 				lost = p.sayMissing(c, old, now, lacks, p.gtids.String(), waitStart)
 			}

@@ -1,15 +1,19 @@
 package binlog_test
 
 import (
+	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/braid-cdc/braid/engine/binlog"
 	"github.com/braid-cdc/braid/engine/change"
+	"github.com/braid-cdc/braid/internal/testutil/logline"
 	"github.com/braid-cdc/braid/internal/testutil/mysqlsource"
 	"github.com/braid-cdc/braid/internal/testutil/mysqlsource/mysqlbinlog"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
@@ -191,8 +195,8 @@ func TestMySQLPositionStartSwitches(t *testing.T) {
 // committed on the primary, the replica applied through id 1 only, and a
 // reader through a virtual IP that has read both ids. failover promotes
 // the replica (id 2 is lost there), moves the virtual IP to it and
-// commits id 3 on it.
-func startLossFailover(t *testing.T) (r *run, failover func()) {
+// commits id 3 on it. addr is the virtual IP's address.
+func startLossFailover(t *testing.T) (r *run, addr string, failover func()) {
 	t.Helper()
 	m := startMySQLHistory(t)
 	m.insert(t, 1, 2)
@@ -203,7 +207,7 @@ func startLossFailover(t *testing.T) (r *run, failover func()) {
 	r = startReader(t, binlog.Config{Source: spec.Source{Name: "m8", Address: vip.Addr(), User: "root", Start: earliest},
 		Heartbeat: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}, nil)
 	r.waitFor(60*time.Second, "ids 1, 2", func(evs []*change.Event) bool { return len(insertedIDs(t, evs)) >= 2 })
-	return r, func() {
+	return r, vip.Addr(), func() {
 		t.Helper()
 		m.h.Promote(m.replica)
 		vip.Switch(m.replica.Addr())
@@ -216,7 +220,7 @@ func startLossFailover(t *testing.T) (r *run, failover func()) {
 // names it as lost (Stats.Lost) and waits, emitting nothing from the new
 // server. The old code took it for a lagging replica.
 func TestMySQLPromotedServerLostTransactions(t *testing.T) {
-	r, failover := startLossFailover(t)
+	r, _, failover := startLossFailover(t)
 	failover()
 	retry.Until(t, 60*time.Second, func() error {
 		if lost := r.reader.Stats().Lost; lost != "11111111-1111-1111-1111-111111111111:4" {
@@ -235,7 +239,7 @@ func TestMySQLPromotedServerLostTransactions(t *testing.T) {
 // it first, then the server's own transaction (id 3), once. Refused
 // loss or none, Loss says nothing is waited on.
 func TestMySQLAcceptedLossGoesOn(t *testing.T) {
-	r, failover := startLossFailover(t)
+	r, _, failover := startLossFailover(t)
 	if _, ok := r.reader.Loss(); ok {
 		t.Fatal("a loss before the failover")
 	}
@@ -267,5 +271,195 @@ func TestMySQLAcceptedLossGoesOn(t *testing.T) {
 	}
 	if _, ok := r.reader.Loss(); ok {
 		t.Error("a loss still waited on after the accept")
+	}
+}
+
+// resumeAfter is the cursor after the nth (from 0) transaction with rows
+// among evs, as a destination keeps it.
+func resumeAfter(t *testing.T, evs []*change.Event, n int) *binlog.Resume {
+	t.Helper()
+	for i, ev := range evs {
+		if ev.Type != change.EventCommit || ev.Lost != "" {
+			continue
+		}
+		if n--; n < 0 {
+			return &binlog.Resume{Pos: ev.Pos, GTIDs: ev.GTIDs.String(), Server: ev.Server, Schema: lastSchema(evs[:i+1])}
+		}
+	}
+	t.Fatalf("fewer commits than asked for among %d events", len(evs))
+	return nil
+}
+
+// afterMarker is the ids after the LOST marker among evs, and whether
+// one came, naming lost.
+func afterMarker(t *testing.T, evs []*change.Event, lost string) ([]int64, bool) {
+	t.Helper()
+	i := slices.IndexFunc(evs, func(ev *change.Event) bool { return ev.Type == change.EventBegin && ev.Lost == lost })
+	if i < 0 {
+		return nil, false
+	}
+	return insertedIDs(t, evs[i:]), true
+}
+
+// TestMySQLPositionBeforeLossStops: after the loss of id 2 was accepted
+// and the live reader went on (the marker, then id 3), a reader resuming
+// from a cursor before it (after id 1, on the old primary) on the
+// promoted server stops with ErrLostBefore: read on, it would give id 3
+// without id 2 and the marker. One from the loss's point goes on as the
+// live reader did. The old code read on from after id 1.
+func TestMySQLPositionBeforeLossStops(t *testing.T) {
+	r, addr, failover := startLossFailover(t)
+	evs := r.snapshot()
+	before, atLoss := resumeAfter(t, evs, 0), resumeAfter(t, evs, 1)
+	failover()
+	var l change.Loss
+	retry.Until(t, 60*time.Second, func() error {
+		var ok bool
+		if l, ok = r.reader.Loss(); !ok {
+			return fmt.Errorf("no loss waited on yet")
+		}
+		return nil
+	})
+	r.reader.AcceptLoss(l)
+	evs = r.waitFor(60*time.Second, "id 3 after the marker", func(evs []*change.Event) bool { return len(insertedIDs(t, evs)) >= 3 })
+	if got, ok := afterMarker(t, evs, l.Lost); !ok || !slices.Equal(got, []int64{3}) {
+		t.Fatalf("the live reader after the marker: %v (marker %v); want id 3", got, ok)
+	}
+
+	stopped := startReader(t, binlog.Config{Source: spec.Source{Name: "m8", Address: addr, User: "root", Start: earliest},
+		Heartbeat: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, Resume: before, Accepted: []change.Loss{l}}, nil)
+	if err := stopped.runErr(60 * time.Second); !errors.Is(err, binlog.ErrLostBefore) {
+		t.Fatalf("from before the loss: %v; want ErrLostBefore", err)
+	}
+	if got := insertedIDs(t, stopped.snapshot()); len(got) > 0 {
+		t.Errorf("from before the loss the reader emitted ids %v; want none", got)
+	}
+
+	goesOn := startReader(t, binlog.Config{Source: spec.Source{Name: "m8", Address: addr, User: "root", Start: earliest},
+		Heartbeat: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, Resume: atLoss, Accepted: []change.Loss{l}}, nil)
+	evs = goesOn.waitFor(60*time.Second, "id 3", func(evs []*change.Event) bool { return len(insertedIDs(t, evs)) >= 1 })
+	if got, ok := afterMarker(t, evs, l.Lost); !ok || !slices.Equal(insertedIDs(t, evs), []int64{3}) || !slices.Equal(got, []int64{3}) {
+		t.Fatalf("from the loss's point: ids %v (marker %v); want the marker, then id 3, as the live reader", insertedIDs(t, evs), ok)
+	}
+}
+
+// TestMySQLReplayWaitsForLive: a replay reader (Config.Live) from a
+// cursor before the loss (after id 1) resumes on the promoted server,
+// which holds its position but not id 2, which the live reader read: it
+// waits rather than read on into the server's own history (id 3, at the
+// seq the stream gave id 2), and once the accept is kept (Losses) stops
+// with ErrLostBefore. A replay reader from the loss's point waits too,
+// then goes on as the live reader did: the marker, then id 3. The old
+// code read on from after id 1 at once.
+func TestMySQLReplayWaitsForLive(t *testing.T) {
+	r, addr, failover := startLossFailover(t)
+	evs := r.snapshot()
+	before, atLoss := resumeAfter(t, evs, 0), resumeAfter(t, evs, 1)
+	// What the live reader has read, id 2 with it (its Stats share the
+	// last transaction's GTID at the next event, a heartbeat here).
+	var readByLive string
+	retry.Until(t, 60*time.Second, func() error {
+		if readByLive = r.reader.Stats().GTIDs.String(); readByLive != "11111111-1111-1111-1111-111111111111:1-4" {
+			return fmt.Errorf("the live reader has read %q, want through id 2", readByLive)
+		}
+		return nil
+	})
+	var mu sync.Mutex
+	var kept []change.Loss
+	losses := func() []change.Loss {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(kept)
+	}
+	failover()
+	replay := func(from *binlog.Resume, waits *logline.Watch) *run {
+		return startReader(t, binlog.Config{Source: spec.Source{Name: "m8", Address: addr, User: "root", Start: earliest},
+			Heartbeat: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, Resume: from,
+			Live: func() string { return readByLive }, Losses: losses, Logger: slog.New(waits)}, nil)
+	}
+	beforeWaits := logline.New(slog.NewTextHandler(t.Output(), nil), "a replay reader waits")
+	stopped := replay(before, beforeWaits)
+	atWaits := logline.New(slog.NewTextHandler(t.Output(), nil), "the server that answers is writable")
+	goesOn := replay(atLoss, atWaits)
+	for _, w := range []*logline.Watch{beforeWaits, atWaits} {
+		select {
+		case <-w.Seen():
+		case <-time.After(60 * time.Second):
+			t.Fatalf("no replay reader waiting after a minute; ids from before the loss %v, from its point %v",
+				insertedIDs(t, stopped.snapshot()), insertedIDs(t, goesOn.snapshot()))
+		}
+	}
+	if a, b := insertedIDs(t, stopped.snapshot()), insertedIDs(t, goesOn.snapshot()); len(a)+len(b) > 0 {
+		t.Fatalf("the replay readers emitted ids %v and %v while waiting; want none", a, b)
+	}
+
+	var l change.Loss
+	retry.Until(t, 60*time.Second, func() error {
+		var ok bool
+		if l, ok = r.reader.Loss(); !ok {
+			return fmt.Errorf("no loss waited on yet")
+		}
+		return nil
+	})
+	mu.Lock()
+	kept = append(kept, l)
+	mu.Unlock()
+	r.reader.AcceptLoss(l)
+	live := r.waitFor(60*time.Second, "id 3 after the marker", func(evs []*change.Event) bool { return len(insertedIDs(t, evs)) >= 3 })
+	want, _ := afterMarker(t, live, l.Lost)
+	if err := stopped.runErr(60 * time.Second); !errors.Is(err, binlog.ErrLostBefore) {
+		t.Fatalf("the replay from before the loss: %v; want ErrLostBefore", err)
+	}
+	if got := insertedIDs(t, stopped.snapshot()); len(got) > 0 {
+		t.Errorf("the replay from before the loss emitted ids %v; want none", got)
+	}
+	evs = goesOn.waitFor(60*time.Second, "id 3", func(evs []*change.Event) bool { return len(insertedIDs(t, evs)) >= 1 })
+	if got, ok := afterMarker(t, evs, l.Lost); !ok || !slices.Equal(insertedIDs(t, evs), want) || !slices.Equal(want, []int64{3}) {
+		t.Fatalf("the replay from the loss's point: ids %v (marker %v); the live reader's after the marker %v, want [3]", got, ok, want)
+	}
+}
+
+// TestMySQLPositionInsideLossStops: the promoted replica lacks ids 2
+// and 3, which the live reader emitted; after the accept, a reader from
+// the cursor between them (after id 2) on the promoted server stops with
+// ErrLostInside: id 3 is on no server. The old code read on from there
+// (id 4, without id 3 and the marker).
+func TestMySQLPositionInsideLossStops(t *testing.T) {
+	m := startMySQLHistory(t)
+	m.insert(t, 1, 2, 3)
+	if err := m.h.Apply(m.replica, 3); err != nil { // DDL, DDL, id 1
+		t.Fatal(err)
+	}
+	vip := tcpproxy.Start(t, m.primary.Addr())
+	src := spec.Source{Name: "m8", Address: vip.Addr(), User: "root", Start: earliest}
+	r := startReader(t, binlog.Config{Source: src, Heartbeat: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}, nil)
+	evs := r.waitFor(60*time.Second, "ids 1..3", func(evs []*change.Event) bool { return len(insertedIDs(t, evs)) >= 3 })
+	inside := resumeAfter(t, evs, 1)
+	m.h.Promote(m.replica)
+	vip.Switch(m.replica.Addr())
+	m.insert(t, 4)
+	var l change.Loss
+	retry.Until(t, 60*time.Second, func() error {
+		var ok bool
+		if l, ok = r.reader.Loss(); !ok {
+			return fmt.Errorf("no loss waited on yet")
+		}
+		return nil
+	})
+	if l.Lost != "11111111-1111-1111-1111-111111111111:4-5" {
+		t.Fatalf("the loss waited on is %+v, want ids 2 and 3's GTIDs", l)
+	}
+	r.reader.AcceptLoss(l)
+	evs = r.waitFor(60*time.Second, "id 4 after the marker", func(evs []*change.Event) bool { return len(insertedIDs(t, evs)) >= 4 })
+	if got, ok := afterMarker(t, evs, l.Lost); !ok || !slices.Equal(got, []int64{4}) {
+		t.Fatalf("the live reader after the marker: %v (marker %v); want id 4", got, ok)
+	}
+	stopped := startReader(t, binlog.Config{Source: src, Heartbeat: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
+		Resume: inside, Accepted: []change.Loss{l}}, nil)
+	if err := stopped.runErr(60 * time.Second); !errors.Is(err, binlog.ErrLostInside) {
+		t.Fatalf("from inside the loss: %v; want ErrLostInside", err)
+	}
+	if got := insertedIDs(t, stopped.snapshot()); len(got) > 0 {
+		t.Errorf("from inside the loss the reader emitted ids %v; want none", got)
 	}
 }

@@ -227,32 +227,47 @@ func (p *Reader) switchMySQL(ctx context.Context, c *client.Conn, old, now *chan
 			return p.queryError("read gtid_executed and gtid_purged", err)
 		}
 		c.SetDeadline(time.Time{})
+		if err := p.insideLossMySQL(cursor, executed, old); err != nil {
+			return err
+		}
 		if gone := purged.Minus(cursor); !gone.IsEmpty() {
 			return fatal{fmt.Errorf("%w: source %s (%s): %s answers, but it purged GTIDs braid has not read yet (%s; braid is at %s): "+
 				"restore those binlogs or point the address at a server that has them, else start the destination again from a later position",
 				ErrPurged, p.spec.Name, p.spec.Address, now, gone, cursor)}
 		}
 		missing := cursor.Minus(executed)
+		lacks := missing.String()
+		live := ""
 		if missing.IsEmpty() {
-			p.waitOn(nil)
-			break
-		}
-		l := change.Loss{Lost: missing.String(), From: cursor.String(), Server: now.String()}
-		if p.isAccepted(l) {
-			cursor = p.goOnMySQL(l, cursor, missing)
-			break
-		}
-		if lost {
-			p.noteLoss(l) // the set may change between two lines
+			// A replay reader also needs what the live reader read
+			// (Config.Live), as on MariaDB (checkServer).
+			if live = p.liveLacksMySQL(executed); live == "" {
+				p.waitOn(nil)
+				break
+			}
+			lacks = live
+		} else {
+			l := change.Loss{Lost: lacks, From: cursor.String(), Server: now.String()}
+			if p.isAccepted(l) {
+				cursor = p.goOnMySQL(l, cursor, missing)
+				break
+			}
+			if lost {
+				p.noteLoss(l) // the set may change between two lines
+			}
 		}
 		if p.lagLimit > 0 && time.Since(waitStart) >= p.lagLimit {
 			// One of several servers: the next may not lag (servers.go).
 			p.waitOn(nil)
 			return fmt.Errorf("binlog: source %s (%s): %s still lacks transactions braid already emitted after %v (%s)",
-				p.spec.Name, p.spec.Address, now, p.lagLimit, missing)
+				p.spec.Name, p.spec.Address, now, p.lagLimit, lacks)
 		}
 		if time.Since(lastLog) >= lagLogEvery {
-			lost = p.sayMissing(c, old, now, missing.String(), cursor.String(), waitStart)
+			if live != "" {
+				p.sayLiveLacks(old, now, live, cursor.String())
+			} else {
+				lost = p.sayMissing(c, old, now, lacks, cursor.String(), waitStart)
+			}
 			lastLog = time.Now()
 		}
 		select {
@@ -283,6 +298,14 @@ func serverGTIDSets(c *client.Conn) (executed, purged change.MySQLGTIDSet, err e
 		return executed, purged, fmt.Errorf("gtid_purged: %w", err)
 	}
 	return executed, purged, nil
+}
+
+// sayLiveLacks logs that a replay reader waits on a server (now) that
+// lacks what the destination's live reader read (live), braid's position
+// being at.
+func (p *Reader) sayLiveLacks(old, now *change.Server, live, at string) {
+	p.log.Warn("a replay reader waits: the server lacks transactions the destination's live reader read; if they were lost in a failover, the loss accepted says how the stream went on",
+		"old_server", old.String(), "new_server", now.String(), "lacks", live, "position", at)
 }
 
 // sayMissing logs that the server that answers (now, on c) lacks

@@ -111,19 +111,58 @@ func (p *Reader) insideLoss(cursor, have gtidPos, state []mysql.MariadbGTID) err
 			c, ok := cursor.get(f.DomainID)
 			switch {
 			case ok && c.ServerID == f.ServerID && s.SequenceNumber < c.SequenceNumber && c.SequenceNumber < f.SequenceNumber:
-				return fatal{fmt.Errorf("%w: source %s (%s): braid's position %s lies inside transactions lost in a failover, whose loss an operator accepted (%s): "+
-					"they went out in the stream after this position and no server has them now, so the stream from here cannot be given again. "+
-					"A consumer or sink whose cursor is here lost them: drop it (braid consumer drop) and subscribe it again after the loss's LOST marker, or start the destination over",
-					ErrLostInside, p.spec.Name, p.spec.Address, cursor, l.Lost)}
+				return p.lostError(ErrLostInside, cursor.String(), l)
 			case !ok || c.SequenceNumber <= s.SequenceNumber:
-				return fatal{fmt.Errorf("%w: source %s (%s): braid's position %s lies before transactions lost in a failover, whose loss an operator accepted (%s): "+
-					"they went out in the stream after this position and no server has them now, so the stream from here cannot be given again (read on, it would lack them and their LOST marker, and give the server's later transactions other seqs). "+
-					"A consumer or sink whose cursor is here cannot have them: drop it (braid consumer drop) and subscribe it again after the loss's LOST marker, or start the destination over",
-					ErrLostBefore, p.spec.Name, p.spec.Address, cursor, l.Lost)}
+				return p.lostError(ErrLostBefore, cursor.String(), l)
 			}
 		}
 	}
 	return nil
+}
+
+// insideLossMySQL is insideLoss for a MySQL reader whose position, read
+// on old, has the executed set cursor, on a server whose gtid_executed
+// is executed. An accepted loss l of that history (cursor within its
+// From, short of it) whose lost GTIDs the server lacks: inside when
+// the cursor holds some of them, else before (the server would send its
+// own transactions after the cursor, not them). A cursor of From less
+// the lost ones in the binlog of the server that lacks them is past the
+// marker, on the server's own history.
+func (p *Reader) insideLossMySQL(cursor, executed change.MySQLGTIDSet, old *change.Server) error {
+	for _, l := range p.acceptedNow() {
+		lost, err := change.ParseMySQLGTIDSet(l.Lost)
+		if err != nil {
+			continue // a MariaDB loss
+		}
+		from, err := change.ParseMySQLGTIDSet(l.From)
+		if err != nil || lost.Minus(executed).IsEmpty() || !from.Contains(cursor) || cursor.Contains(from) {
+			continue // the server holds them, or another history, or at the loss's point or past it
+		}
+		if held := lost.Minus(lost.Minus(cursor)); !held.IsEmpty() {
+			return p.lostError(ErrLostInside, cursor.String(), l)
+		}
+		if old != nil && old.String() == l.Server && from.Minus(lost).Contains(cursor) && cursor.Contains(from.Minus(lost)) {
+			continue
+		}
+		return p.lostError(ErrLostBefore, cursor.String(), l)
+	}
+	return nil
+}
+
+// lostError is the error of a reader whose position (cursor) lies inside
+// (ErrLostInside) or before (ErrLostBefore) the transactions of the
+// accepted loss l on a server that lacks them (insideLoss).
+func (p *Reader) lostError(which error, cursor string, l change.Loss) error {
+	if which == ErrLostInside {
+		return fatal{fmt.Errorf("%w: source %s (%s): braid's position %s lies inside transactions lost in a failover, whose loss an operator accepted (%s): "+
+			"they went out in the stream after this position and no server has them now, so the stream from here cannot be given again. "+
+			"A consumer or sink whose cursor is here lost them: drop it (braid consumer drop) and subscribe it again after the loss's LOST marker, or start the destination over",
+			ErrLostInside, p.spec.Name, p.spec.Address, cursor, l.Lost)}
+	}
+	return fatal{fmt.Errorf("%w: source %s (%s): braid's position %s lies before transactions lost in a failover, whose loss an operator accepted (%s): "+
+		"they went out in the stream after this position and no server has them now, so the stream from here cannot be given again (read on, it would lack them and their LOST marker, and give the server's later transactions other seqs). "+
+		"A consumer or sink whose cursor is here cannot have them: drop it (braid consumer drop) and subscribe it again after the loss's LOST marker, or start the destination over",
+		ErrLostBefore, p.spec.Name, p.spec.Address, cursor, l.Lost)}
 }
 
 // liveLacks names, for a replay reader (Config.Live), the transactions
@@ -139,6 +178,19 @@ func (p *Reader) liveLacks(have gtidPos, state []mysql.MariadbGTID) string {
 	}
 	missing, _ := compareGTIDs(live, have, state, nil)
 	return strings.Join(missing, ", ")
+}
+
+// liveLacksMySQL is liveLacks for a MySQL server whose gtid_executed is
+// executed.
+func (p *Reader) liveLacksMySQL(executed change.MySQLGTIDSet) string {
+	if p.cfg.Live == nil {
+		return ""
+	}
+	live, err := change.ParseMySQLGTIDSet(p.cfg.Live())
+	if err != nil {
+		return ""
+	}
+	return live.Minus(executed).String()
 }
 
 // ErrLostInside: a reader's position lies inside transactions lost in a
