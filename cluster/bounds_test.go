@@ -55,7 +55,7 @@ func TestClientIDsBoundedPerUser(t *testing.T) {
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr}
 	var ok, refused atomic.Int64
-	var firstRefusal atomic.Value
+	var firstRefusal, accepted atomic.Value
 	const ids, workers = 20000, 4
 	began := time.Now()
 	var wg sync.WaitGroup
@@ -74,6 +74,7 @@ func TestClientIDsBoundedPerUser(t *testing.T) {
 				switch resp.StatusCode {
 				case http.StatusOK:
 					ok.Add(1)
+					accepted.CompareAndSwap(nil, fmt.Sprintf("probe-%d", i))
 				case http.StatusTooManyRequests:
 					if refused.Add(1) == 1 {
 						b, _ := io.ReadAll(resp.Body)
@@ -119,8 +120,10 @@ func TestClientIDsBoundedPerUser(t *testing.T) {
 	if err != nil || len(cursors) > spec.DefaultMaxClientIDs {
 		t.Errorf("Raft holds %d cursors of shop (%v): want at most %d", len(cursors), err, spec.DefaultMaxClientIDs)
 	}
-	// The admin drops one; the consumer may make one more.
-	if st, body := callAs(t, hc, "DELETE", owner.URL()+"/v1/destinations/shop/consumers/probe-0", clustertest.AdminUser, clustertest.AdminPassword); st != 200 {
+	// The admin drops one (which ids got in depends on the workers' pace);
+	// the consumer may make one more.
+	dropped, _ := accepted.Load().(string)
+	if st, body := callAs(t, hc, "DELETE", owner.URL()+"/v1/destinations/shop/consumers/"+dropped, clustertest.AdminUser, clustertest.AdminPassword); st != 200 {
 		t.Fatalf("drop: %d %s", st, body)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
