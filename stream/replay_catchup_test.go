@@ -94,29 +94,7 @@ func TestReplayCatchesUpUnderLoad(t *testing.T) {
 	for _, l := range loads {
 		want += len(l.Stop().Committed)
 	}
-	retry.Until(t, time.Minute, func() error {
-		live.mu.Lock()
-		late.mu.Lock()
-		defer live.mu.Unlock()
-		defer late.mu.Unlock()
-		if a, b := countRows(live.txs), countRows(late.txs); a != want || b != want {
-			return fmt.Errorf("the live client has %d rows, the late one %d, the load committed %d", a, b, want)
-		}
-		return nil
-	})
-	live.mu.Lock()
-	late.mu.Lock()
-	defer live.mu.Unlock()
-	defer late.mu.Unlock()
-	checkDense(t, "live", live.txs, 1)
-	for i := range live.txs {
-		if late.txs[i].seq != live.txs[i].seq || !slices.Equal(late.txs[i].rows, live.txs[i].rows) {
-			t.Fatalf("the late client's transaction %d: %+v, the live client's %+v", i, late.txs[i], live.txs[i])
-		}
-	}
-	if live.dup+late.dup > 0 {
-		t.Errorf("events of transactions had whole again: live %d, late %d", live.dup, late.dup)
-	}
+	sameAsLive(t, want, live, late, "late")
 }
 
 // TestPinnedReplayLetGo: a client whose replay has read up to the store
@@ -185,27 +163,36 @@ func TestPinnedReplayLetGo(t *testing.T) {
 		want += len(l.Stop().Committed)
 	}
 	readOn(t, idle)
+	sameAsLive(t, want, live, idle, "idle")
+}
+
+// sameAsLive waits until the live client and the other hold the want
+// rows the loads committed, then checks that the live client's seqs are
+// dense and that the other got the same transactions at the same seqs,
+// none of them whole twice.
+func sameAsLive(t *testing.T, want int, live, other *reader, name string) {
+	t.Helper()
 	retry.Until(t, time.Minute, func() error {
 		live.mu.Lock()
-		idle.mu.Lock()
+		other.mu.Lock()
 		defer live.mu.Unlock()
-		defer idle.mu.Unlock()
-		if a, b := countRows(live.txs), countRows(idle.txs); a != want || b != want {
-			return fmt.Errorf("the live client has %d rows, the idle one %d, the loads committed %d", a, b, want)
+		defer other.mu.Unlock()
+		if a, b := countRows(live.txs), countRows(other.txs); a != want || b != want {
+			return fmt.Errorf("the live client has %d rows, the %s one %d, the load committed %d", a, name, b, want)
 		}
 		return nil
 	})
 	live.mu.Lock()
-	idle.mu.Lock()
+	other.mu.Lock()
 	defer live.mu.Unlock()
-	defer idle.mu.Unlock()
+	defer other.mu.Unlock()
 	checkDense(t, "live", live.txs, 1)
 	for i := range live.txs {
-		if idle.txs[i].seq != live.txs[i].seq || !slices.Equal(idle.txs[i].rows, live.txs[i].rows) {
-			t.Fatalf("the idle client's transaction %d: %+v, the live client's %+v", i, idle.txs[i], live.txs[i])
+		if other.txs[i].seq != live.txs[i].seq || !slices.Equal(other.txs[i].rows, live.txs[i].rows) {
+			t.Fatalf("the %s client's transaction %d: %+v, the live client's %+v", name, i, other.txs[i], live.txs[i])
 		}
 	}
-	if live.dup+idle.dup > 0 {
-		t.Errorf("events of transactions had whole again: live %d, idle %d", live.dup, idle.dup)
+	if live.dup+other.dup > 0 {
+		t.Errorf("events of transactions had whole again: live %d, %s %d", live.dup, name, other.dup)
 	}
 }

@@ -244,14 +244,7 @@ func TestMySQLAcceptedLossGoesOn(t *testing.T) {
 		t.Fatal("a loss before the failover")
 	}
 	failover()
-	var l change.Loss
-	retry.Until(t, 60*time.Second, func() error {
-		var ok bool
-		if l, ok = r.reader.Loss(); !ok {
-			return fmt.Errorf("no loss waited on yet")
-		}
-		return nil
-	})
+	l := r.waitLoss(60 * time.Second)
 	if l.Lost != "11111111-1111-1111-1111-111111111111:4" {
 		t.Fatalf("the loss waited on is %+v, want the primary's 4th GTID", l)
 	}
@@ -312,14 +305,7 @@ func TestMySQLPositionBeforeLossStops(t *testing.T) {
 	evs := r.snapshot()
 	before, atLoss := resumeAfter(t, evs, 0), resumeAfter(t, evs, 1)
 	failover()
-	var l change.Loss
-	retry.Until(t, 60*time.Second, func() error {
-		var ok bool
-		if l, ok = r.reader.Loss(); !ok {
-			return fmt.Errorf("no loss waited on yet")
-		}
-		return nil
-	})
+	l := r.waitLoss(60 * time.Second)
 	r.reader.AcceptLoss(l)
 	evs = r.waitFor(60*time.Second, "id 3 after the marker", func(evs []*change.Event) bool { return len(insertedIDs(t, evs)) >= 3 })
 	if got, ok := afterMarker(t, evs, l.Lost); !ok || !slices.Equal(got, []int64{3}) {
@@ -393,14 +379,7 @@ func TestMySQLReplayWaitsForLive(t *testing.T) {
 		t.Fatalf("the replay readers emitted ids %v and %v while waiting; want none", a, b)
 	}
 
-	var l change.Loss
-	retry.Until(t, 60*time.Second, func() error {
-		var ok bool
-		if l, ok = r.reader.Loss(); !ok {
-			return fmt.Errorf("no loss waited on yet")
-		}
-		return nil
-	})
+	l := r.waitLoss(60 * time.Second)
 	mu.Lock()
 	kept = append(kept, l)
 	mu.Unlock()
@@ -438,14 +417,7 @@ func TestMySQLPositionInsideLossStops(t *testing.T) {
 	m.h.Promote(m.replica)
 	vip.Switch(m.replica.Addr())
 	m.insert(t, 4)
-	var l change.Loss
-	retry.Until(t, 60*time.Second, func() error {
-		var ok bool
-		if l, ok = r.reader.Loss(); !ok {
-			return fmt.Errorf("no loss waited on yet")
-		}
-		return nil
-	})
+	l := r.waitLoss(60 * time.Second)
 	if l.Lost != "11111111-1111-1111-1111-111111111111:4-5" {
 		t.Fatalf("the loss waited on is %+v, want ids 2 and 3's GTIDs", l)
 	}

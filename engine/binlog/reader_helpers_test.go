@@ -203,3 +203,18 @@ func eachRowMetadata(t *testing.T, f func(t *testing.T, srv *mysqltest.Server), 
 		})
 	}
 }
+
+// waitLoss waits until the reader waits on a loss (a promoted server
+// lacks transactions it emitted) and returns it.
+func (r *run) waitLoss(timeout time.Duration) change.Loss {
+	r.t.Helper()
+	var l change.Loss
+	retry.Until(r.t, timeout, func() error {
+		var ok bool
+		if l, ok = r.reader.Loss(); !ok {
+			return fmt.Errorf("no loss waited on yet")
+		}
+		return nil
+	})
+	return l
+}
