@@ -1,9 +1,6 @@
 package change
 
-import (
-	"reflect"
-	"strings"
-)
+import "strings"
 
 // Column is one column of a table as braid's schema model knows it.
 //
@@ -60,27 +57,6 @@ type Table struct {
 	// table's own names). A Clone starts unstamped.
 	LogicalSchema string `json:"-"`
 	LogicalName   string `json:"-"`
-}
-
-// SameDefinition reports whether t and o define the same table: every
-// field but LogicalSchema and LogicalName. Those are not read, because
-// package group stamps them on a version while its reader's schema model
-// may be comparing that version with a new one.
-func (t *Table) SameDefinition(o *Table) bool {
-	if t == nil || o == nil {
-		return t == o
-	}
-	a, b := reflect.ValueOf(t).Elem(), reflect.ValueOf(o).Elem()
-	for i := range a.NumField() {
-		switch a.Type().Field(i).Name {
-		case "LogicalSchema", "LogicalName":
-			continue
-		}
-		if !reflect.DeepEqual(a.Field(i).Interface(), b.Field(i).Interface()) {
-			return false
-		}
-	}
-	return true
 }
 
 // Logical returns the logical schema and table (see LogicalName).

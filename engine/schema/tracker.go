@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -94,7 +95,7 @@ func (st *schemaState) equal(o *schemaState) bool {
 	if st == nil || o == nil {
 		return st == o
 	}
-	return st.table.SameDefinition(o.table) && slices.EqualFunc(st.indexes, o.indexes, func(a, b change.SchemaIndex) bool {
+	return reflect.DeepEqual(st.table, o.table) && slices.EqualFunc(st.indexes, o.indexes, func(a, b change.SchemaIndex) bool {
 		return a.Name == b.Name && a.Primary == b.Primary && a.Partial == b.Partial && slices.Equal(a.Columns, b.Columns)
 	})
 }
