@@ -56,20 +56,7 @@ func readOn(t *testing.T, r *reader) {
 // the load goes on, with the same seqs and rows as the live client.
 func TestReplayCatchesUpUnderLoad(t *testing.T) {
 	srvs, ds := twoShards(t)
-	p := start(t, ds, stream.Config{MaxBytes: 64 << 10})
-	p.Store.Subscribe("live")
-	live := newReader(p.Store, "live")
-	readOn(t, live)
-	var loads []*mysqltest.Load
-	for i, s := range srvs {
-		loads = append(loads, mysqltest.StartLoad(t, s.Addr(), fmt.Sprintf("shop_%d", i), "orders", 20*time.Millisecond))
-	}
-	retry.Until(t, time.Minute, func() error {
-		if f := p.Store.Stats().Floor; f < 20 {
-			return fmt.Errorf("the store's floor is seq %d, want 20 or more", f)
-		}
-		return nil
-	})
+	p, live, loads := liveUnderLoad(t, srvs, ds, 20*time.Millisecond)
 	if err := p.Store.Open(context.Background(), "late", stream.OpenOptions{Start: stream.Start{Kind: stream.StartEarliest}}); err != nil {
 		t.Fatal(err)
 	}
@@ -105,20 +92,7 @@ func TestReplayCatchesUpUnderLoad(t *testing.T) {
 func TestPinnedReplayLetGo(t *testing.T) {
 	srvs, ds := twoShards(t)
 	ds.Consumers.DetachAfter = spec.Duration(2 * time.Second)
-	p := start(t, ds, stream.Config{MaxBytes: 64 << 10})
-	p.Store.Subscribe("live")
-	live := newReader(p.Store, "live")
-	readOn(t, live)
-	var loads []*mysqltest.Load
-	for i, s := range srvs {
-		loads = append(loads, mysqltest.StartLoad(t, s.Addr(), fmt.Sprintf("shop_%d", i), "orders", 10*time.Millisecond))
-	}
-	retry.Until(t, time.Minute, func() error {
-		if f := p.Store.Stats().Floor; f < 20 {
-			return fmt.Errorf("the store's floor is seq %d, want 20 or more", f)
-		}
-		return nil
-	})
+	p, live, loads := liveUnderLoad(t, srvs, ds, 10*time.Millisecond)
 	if err := p.Store.Open(context.Background(), "idle", stream.OpenOptions{Start: stream.Start{Kind: stream.StartEarliest}}); err != nil {
 		t.Fatal(err)
 	}
@@ -195,4 +169,26 @@ func sameAsLive(t *testing.T, want int, live, other *reader, name string) {
 	if live.dup+other.dup > 0 {
 		t.Errorf("events of transactions had whole again: live %d, %s %d", live.dup, name, other.dup)
 	}
+}
+
+// liveUnderLoad starts ds's pipeline with a small store, a client "live"
+// reading it, and a load on every shard writing every interval, and
+// returns once the store has let go of its first 20 seqs.
+func liveUnderLoad(t *testing.T, srvs []*mysqltest.Server, ds *spec.Spec, every time.Duration) (*stream.Pipeline, *reader, []*mysqltest.Load) {
+	t.Helper()
+	p := start(t, ds, stream.Config{MaxBytes: 64 << 10})
+	p.Store.Subscribe("live")
+	live := newReader(p.Store, "live")
+	readOn(t, live)
+	var loads []*mysqltest.Load
+	for i, s := range srvs {
+		loads = append(loads, mysqltest.StartLoad(t, s.Addr(), fmt.Sprintf("shop_%d", i), "orders", every))
+	}
+	retry.Until(t, time.Minute, func() error {
+		if f := p.Store.Stats().Floor; f < 20 {
+			return fmt.Errorf("the store's floor is seq %d, want 20 or more", f)
+		}
+		return nil
+	})
+	return p, live, loads
 }
