@@ -159,3 +159,44 @@ func TestStaleHeartbeats(t *testing.T) {
 			order, st.Late, st.Undercut)
 	}
 }
+
+// TestLateAfterRestart: s1's transaction goes out at key (t, 1), s0's
+// watermark being above t; the destination stops before s0's
+// transaction at (t, 0) comes. The run from the cursor after s1's must
+// still see it as late (below a key out before the restart) and keep
+// it, or a replay from before both sorts them by key and gives their
+// seqs to each other.
+func TestLateAfterRestart(t *testing.T) {
+	ds := scriptSpec(2, spec.ShardDDLPassthrough)
+	srcs, clock := grouptest.NewSources(), grouptest.NewClock(scriptT0)
+	s0, s1 := srcs.Log("s0"), srcs.Log("s1")
+	keep := &group.MemKeeper{}
+	first := runScripted(t, group.Config{Spec: ds, Sources: srcs, Clock: clock, Keep: keep})
+	s0.Heartbeat(false) // stamped now: every watermark is now - 1s
+	s1.Heartbeat(false)
+	s0.Tx(scriptT0.Add(-10*time.Second), orders("shop_0"), row(1, "a"))
+	a := first.next(t)
+	at := scriptT0.Add(-2 * time.Second)
+	s1.Tx(at, orders("shop_1"), row(2, "b")) // (at, 1): out, s0's watermark being above
+	b := first.next(t)
+	first.none(t)
+
+	second := runScripted(t, group.Config{Spec: ds, Sources: srcs, Clock: clock, Resume: b.cursor, Keep: keep})
+	late := s0.Tx(at, orders("shop_0"), row(3, "c")) // (at, 0) < (at, 1), out before the restart
+	c := second.next(t)
+	if c.source != "s0" || c.pos != late || c.seq != b.seq+1 || second.d.Late() != 1 {
+		t.Fatalf("after the restart %s went out with %d late; want s0's at seq %d, late", c, second.d.Late(), b.seq+1)
+	}
+	second.none(t)
+	log, _ := keep.Placements()
+	if len(log) != 1 || !log[0].Late || log[0].Source != 0 || log[0].At != late || log[0].Taken != b.cursor.Taken {
+		t.Fatalf("the placement log holds %+v; want s0's late transaction at %s, point %d", log, late, b.cursor.Taken)
+	}
+
+	replay := runScripted(t, group.Config{Spec: ds, Sources: srcs, Clock: clock, Resume: a.cursor, Keep: keep})
+	for _, want := range []scriptedTx{b, c} {
+		if x := replay.next(t); x.seq != want.seq || x.source != want.source || x.pos != want.pos || !slices.Equal(x.ids, want.ids) {
+			t.Errorf("a replay from before both emitted %s; the stream had %s", x, want)
+		}
+	}
+}

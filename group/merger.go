@@ -66,9 +66,19 @@ func NewMerger(n int, strict bool) *Merger {
 }
 
 // Restore sets source src's last key time, as saved in a cursor, so keys
-// computed after a restart equal those of the first run.
+// computed after a restart equal those of the first run. That key went
+// out before the cursor: a transaction offered below it after the
+// restart is late (Behind) as it would have been in the first run, where
+// the others' watermarks let it out ahead of a transaction that came
+// only after the restart.
 func (m *Merger) Restore(src int, last int64) {
 	m.last[src] = last
+	if last == math.MinInt64 {
+		return // the source had sent nothing
+	}
+	if k := (Key{Time: last, Source: src}); !m.outAny || m.out.Less(k) {
+		m.out, m.outAny = k, true
+	}
 }
 
 // Last returns source src's last key time, to be saved in a cursor.
