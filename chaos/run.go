@@ -32,6 +32,7 @@ type Options struct {
 	Binary   string        // the braid binary the nodes run
 	Dir      string        // where the run keeps its files ("": a new one under /tmp)
 	Rate     float64       // the writer's transactions a second, per source. Default: 5.
+	Keep     bool          // keep the files of a run that passed too (to compare with one that failed)
 
 	// beforeStep, if set, is called before each setup step with its name;
 	// an error fails the step: the tests' way to stop a setup half-way.
@@ -166,6 +167,10 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 		return ErrFailed
 	}
 	r.dep.dropTargets()
+	if o.Keep {
+		fmt.Fprintf(out, "PASSED (seed %d, %v); its files are kept in %s\n", o.Seed, o.Duration, dir)
+		return nil
+	}
 	_ = os.RemoveAll(dir)
 	fmt.Fprintf(out, "PASSED (seed %d, %v); removed %s\n", o.Seed, o.Duration, dir)
 	return nil

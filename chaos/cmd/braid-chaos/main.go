@@ -34,11 +34,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	bin := fs.String("braid", "bin/braid", "the braid binary the nodes run")
 	dir := fs.String("dir", "", "where the run keeps its files (default: a new directory under /tmp; kept when the run fails)")
 	rate := fs.Float64("rate", 5, "the writer's transactions a second, per source")
+	keep := fs.Bool("keep", false, "keep the run's files (logs, streams, ledger) when it passes too")
 	planOnly := fs.Bool("plan", false, "print the schedule and start nothing")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	o := chaos.Options{Duration: *duration, Binary: *bin, Dir: *dir, Rate: *rate}
+	o := chaos.Options{Duration: *duration, Binary: *bin, Dir: *dir, Rate: *rate, Keep: *keep}
 	if *seed == "" {
 		o.Seed = rand.Uint64() % 1_000_000
 	} else {
