@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -67,6 +68,19 @@ type Config struct {
 	// (Destination.ReadGTIDs): its reader does not read on on another
 	// server that lacks some of it (binlog.Config.Live). Default: none.
 	LiveGTIDs func(src int) string
+	// Reached is the furthest cursor an earlier run of the destination
+	// is known to have emitted to (a faster client's), when it is past
+	// Resume. Up to its point the run emits what that run emitted: a
+	// source whose next transaction is past Reached's position for it
+	// waits there, bounding nothing, until the run's point reaches
+	// Reached's. In that run a watermark may have let the others' go
+	// ahead of such a transaction, which came below them only after the
+	// run ended (a clock further behind than max_clock_skew): sorted by
+	// key now, it would take a seq the faster client has seen go to
+	// another, and that client, which reads on after its cursor, would
+	// never see it. After the point it comes late, kept as such.
+	// Default: none.
+	Reached *Cursor
 }
 
 // ReadAheadEventBytes is the memory allowed for one binlog event a reader
@@ -142,6 +156,11 @@ type Destination struct {
 	lateNext  int
 	lateHeld  []bool
 	latesRead time.Time
+	// reached is Config.Reached while the run is short of its point;
+	// reachedHeld marks the sources whose queue a transaction past it
+	// heads, not offered until the run reaches it (holdPastReached).
+	reached     *Cursor
+	reachedHeld []bool
 
 	cursor Cursor
 	skew   time.Duration
@@ -261,6 +280,9 @@ func New(cfg Config) (*Destination, error) {
 	}
 	if cfg.Resume != nil {
 		d.cursor.Seq, d.cursor.Taken = cfg.Resume.Seq, cfg.Resume.Taken
+	}
+	if r := cfg.Reached; r != nil && r.Taken > d.cursor.Taken && len(r.Sources) == len(ds.Sources) {
+		d.reached, d.reachedHeld = r, make([]bool, len(ds.Sources))
 	}
 	d.kept = keptAfter(chunks, d.cursor.Taken)
 	d.lates, d.lateHeld, d.latesRead = keptAfter(lates, d.cursor.Taken), make([]bool, len(ds.Sources)), cfg.Clock.Now()
@@ -404,6 +426,13 @@ func (d *Destination) consumeHead(s int, head []*change.Event, offered []bool) e
 			d.merger.Hold(s, true)
 			return nil
 		}
+		if d.pastReached(s, ev) {
+			// The earlier run had not emitted it by the point it
+			// reached: the others go there as they went then.
+			d.reachedHeld[s], offered[s] = true, true
+			d.merger.Hold(s, true)
+			return nil
+		}
 		d.offer(s, ev)
 		offered[s] = true
 		return nil
@@ -412,6 +441,44 @@ func (d *Destination) consumeHead(s int, head []*change.Event, offered []bool) e
 	}
 	head[s] = nil
 	return nil
+}
+
+// pastReached reports whether ev, source s's next transaction, begins
+// past the position Config.Reached holds for s while the run is short of
+// its point: the earlier run emitted it later, if at all.
+func (d *Destination) pastReached(s int, ev *change.Event) bool {
+	if d.reached == nil || d.cursor.Taken >= d.reached.Taken {
+		return false
+	}
+	rs := &d.reached.Sources[s]
+	if rs.Pos.IsZero() && rs.GTIDs.IsZero() {
+		return true // the source had emitted nothing by then
+	}
+	return txFrom(ev, rs.Pos, rs.Mark)
+}
+
+// releaseReached offers, once the run reaches Config.Reached's point,
+// the transactions held at it (pastReached); so also when every source
+// is held short of it, which the earlier run's cursor says cannot be,
+// with a warning.
+func (d *Destination) releaseReached(head []*change.Event) {
+	if d.reached == nil {
+		return
+	}
+	if d.cursor.Taken < d.reached.Taken {
+		if slices.Contains(d.reachedHeld, false) {
+			return
+		}
+		d.log.Warn("every source is past the furthest cursor known before its point: releasing them", "taken", d.cursor.Taken, "reached", d.reached.Taken)
+	}
+	for s, held := range d.reachedHeld {
+		if held {
+			d.reachedHeld[s] = false
+			d.merger.Hold(s, false)
+			d.offer(s, head[s])
+		}
+	}
+	d.reached = nil
 }
 
 // offer offers source s's transaction beginning with ev to the merger.

@@ -52,7 +52,11 @@
 //     emits the same stream with the same seqs.
 //   - seq increases by one per transaction emitted. A Destination started
 //     from a Cursor emits exactly what the first run emitted after it, with
-//     the same seqs (strict order).
+//     the same seqs (strict order): the watermarks that let a transaction
+//     out ahead of a late one are not in the binlogs, so a late one is
+//     kept (placements), a restart counts what went out before its cursor
+//     (Merger.Restore), and up to the furthest cursor known
+//     (Config.Reached) a source goes no further than it went then.
 //   - In strict order a source that neither sends nor heartbeats holds the
 //     stream back, reported in the log; it is never ordered around. A
 //     transaction arriving below a watermark already promised (a source clock

@@ -200,3 +200,41 @@ func TestLateAfterRestart(t *testing.T) {
 		}
 	}
 }
+
+// TestRestartBeforeLateTransaction: s1's transaction goes out at key
+// (t, 1), s0's watermark being above t, and the destination stops before
+// s0's transaction at (t, 0) comes. A run from a cursor before s1's (a
+// slow consumer's) with the furthest cursor known (Config.Reached: a
+// faster consumer's, after s1's) emits what the first run emitted up
+// to there, s1's, before s0's, which comes late: without it, the run
+// sorts them by key, and the faster consumer, which skips to its
+// cursor, never sees s0's.
+func TestRestartBeforeLateTransaction(t *testing.T) {
+	ds := scriptSpec(2, spec.ShardDDLPassthrough)
+	srcs, clock := grouptest.NewSources(), grouptest.NewClock(scriptT0)
+	s0, s1 := srcs.Log("s0"), srcs.Log("s1")
+	keep := &group.MemKeeper{}
+	first := runScripted(t, group.Config{Spec: ds, Sources: srcs, Clock: clock, Keep: keep})
+	s0.Heartbeat(false) // stamped now: every watermark is now - 1s
+	s1.Heartbeat(false)
+	s0.Tx(scriptT0.Add(-10*time.Second), orders("shop_0"), row(1, "a"))
+	a := first.next(t)
+	at := scriptT0.Add(-2 * time.Second)
+	s1.Tx(at, orders("shop_1"), row(2, "b")) // (at, 1): out, s0's watermark being above
+	b := first.next(t)
+	first.none(t)
+	late := s0.Tx(at, orders("shop_0"), row(3, "c")) // (at, 0) < (at, 1), out before the restart
+
+	second := runScripted(t, group.Config{Spec: ds, Sources: srcs, Clock: clock, Resume: a.cursor, Reached: b.cursor, Keep: keep})
+	if x := second.next(t); x.seq != b.seq || x.source != b.source || x.pos != b.pos {
+		t.Fatalf("after the restart %s went out first; the first run gave seq %d to %s", x, b.seq, b)
+	}
+	c := second.next(t)
+	if c.source != "s0" || c.pos != late || c.seq != b.seq+1 || second.d.Late() != 1 {
+		t.Fatalf("then %s went out with %d late; want s0's at seq %d, late", c, second.d.Late(), b.seq+1)
+	}
+	second.none(t)
+	if log, _ := keep.Placements(); len(log) != 1 || !log[0].Late || log[0].At != late || log[0].Taken != b.cursor.Taken {
+		t.Fatalf("the placement log holds %+v; want s0's late transaction at %s, point %d", log, late, b.cursor.Taken)
+	}
+}

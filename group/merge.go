@@ -124,6 +124,7 @@ func (m *mergeLoop) takeReady(ctx context.Context) error {
 // as late first.
 func (m *mergeLoop) pickNext(ctx context.Context) (int, error) {
 	d := m.d
+	d.releaseReached(m.head)
 	src, wait, err := d.dueChunk(ctx, m.chunks)
 	if err == nil && src < 0 {
 		src, wait, err = d.dueLate(m.head, wait)

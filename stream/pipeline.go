@@ -149,6 +149,15 @@ func StartPipeline(ctx context.Context, cfg PipelineConfig) (*Pipeline, error) {
 		// from the start and run with no cursor to resume from.
 		gc.Sources = group.StartTap(group.Binlog, cfg.Spec, p.noteStart)
 	}
+	if cfg.replayOf == nil && resume != nil {
+		// Up to the furthest client's cursor the run emits what the
+		// earlier one did (group.Config.Reached), watermarks and all.
+		for _, c := range cfg.Clients {
+			if c != nil && c.Taken > resume.Taken && (gc.Reached == nil || c.Taken > gc.Reached.Taken) {
+				gc.Reached = c
+			}
+		}
+	}
 	if cfg.replayOf != nil {
 		gc.Keep, gc.ReplayOnly, gc.LiveGTIDs = replayKeeper{cfg.replayOf.kept, cfg.replayOf.Decisions()}, true, cfg.replayOf.Dest.ReadGTIDs
 	} else {
