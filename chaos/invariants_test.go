@@ -1,6 +1,9 @@
 package chaos
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -220,4 +223,31 @@ func TestCheckRowlessChunk(t *testing.T) {
 	}
 	o.Consumers[1].Txns[1] = &Txn{Seq: 1, At: time.Second, Rows: []string{"I 3 3"}}
 	reported(t, Check(o), InvConsistent, "seq 1: native has [snapshot chunk], canal has [I 3 3]")
+}
+
+// TestNotableLines: a failed run's report quotes the nodes' lines on
+// what decided the stream's order, by time from the run's start, and no
+// other line.
+func TestNotableLines(t *testing.T) {
+	dir := t.TempDir()
+	start := time.Date(2026, 12, 7, 4, 0, 0, 0, time.UTC)
+	n1 := `time=2026-12-07T04:00:12.5Z level=WARN msg="a transaction came below the merged stream's order (late): it goes out now" node=n1 source=a
+time=2026-12-07T04:00:13Z level=INFO msg="sink applying" node=n1
+`
+	n2 := `time=2026-12-07T04:00:05Z level=INFO msg="taking the destination over" node=n2 dest=shop epoch=52
+`
+	for name, text := range map[string]string{"n1.log": n1, "n2.log": n2} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &runState{start: start}
+	got := r.notableLines(dir)
+	want := []string{
+		`       5s n2: msg="taking the destination over" node=n2 dest=shop epoch=52`,
+		`    12.5s n1: msg="a transaction came below the merged stream's order (late): it goes out now" node=n1 source=a`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("notable lines:\n%q\nwant\n%q", got, want)
+	}
 }

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -588,7 +589,70 @@ func (r *runState) report(s Schedule, vs []Violation) string {
 			}
 		}
 	}
+	if notes := r.notableLines(filepath.Join(r.dep.dir, "nodes")); len(notes) > 0 {
+		// What the stream's order depends on beyond the binlogs: a CI
+		// run's report may be all that is left of it.
+		b.WriteString("braid's lines on the stream's order (late transactions, takeovers, resumes, source switches, replays):\n")
+		for _, l := range notes {
+			fmt.Fprintf(&b, "  %s\n", l)
+		}
+	}
 	return b.String()
+}
+
+// notableMessages are the node log lines a failed run's report quotes:
+// what decided the stream's order beyond the binlogs.
+var notableMessages = []string{"(late)", "taking the destination over", "resuming from", "source switched servers",
+	"replay reader started", "a replay diverged", "every source is past the furthest cursor", "lost in a failover"}
+
+// maxNotable bounds the lines notableLines quotes.
+const maxNotable = 40
+
+// notableLines returns the lines of the nodes' logs under dir that carry
+// one of notableMessages, as "time node: msg key=value…" (time from the
+// run's start), the first maxNotable by time.
+func (r *runState) notableLines(dir string) []string {
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	type line struct {
+		at   time.Duration
+		text string
+	}
+	var out []line
+	for _, name := range logs {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			continue
+		}
+		for l := range strings.Lines(string(data)) {
+			if !slices.ContainsFunc(notableMessages, func(m string) bool { return strings.Contains(l, m) }) {
+				continue
+			}
+			at := time.Duration(-1)
+			if f := strings.Fields(l); len(f) > 0 {
+				if ts, err := time.Parse(time.RFC3339Nano, strings.TrimPrefix(f[0], "time=")); err == nil {
+					at = ts.Sub(r.start)
+				}
+			}
+			text := strings.TrimSpace(l)
+			if i := strings.Index(text, "msg="); i >= 0 {
+				text = text[i:]
+			}
+			if len(text) > 300 {
+				text = text[:300] + "…"
+			}
+			out = append(out, line{at, fmt.Sprintf("%9v %s: %s", at.Round(100*time.Millisecond), strings.TrimSuffix(filepath.Base(name), ".log"), text)})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b line) int { return cmp.Compare(a.at, b.at) })
+	var texts []string
+	for i, l := range out {
+		if i == maxNotable {
+			texts = append(texts, fmt.Sprintf("… and %d more in %s", len(out)-maxNotable, dir))
+			break
+		}
+		texts = append(texts, l.text)
+	}
+	return texts
 }
 
 // teardown stops every process the run started (the nodes, the sources,
