@@ -81,6 +81,11 @@ type Config struct {
 	// never see it. After the point it comes late, kept as such.
 	// Default: none.
 	Reached *Cursor
+	// LiveOrder, for a replay reader, is its live run's OrderLog
+	// (Destination.Order): at each point the live run has taken, the
+	// replay takes the same source's transaction, and it takes no point
+	// the live run has not. Default: none (the placements alone).
+	LiveOrder *OrderLog
 }
 
 // ReadAheadEventBytes is the memory allowed for one binlog event a reader
@@ -161,6 +166,8 @@ type Destination struct {
 	// heads, not offered until the run reaches it (holdPastReached).
 	reached     *Cursor
 	reachedHeld []bool
+	// order is what this run took at each recent point (Order).
+	order *OrderLog
 
 	cursor Cursor
 	skew   time.Duration
@@ -281,6 +288,7 @@ func New(cfg Config) (*Destination, error) {
 	if cfg.Resume != nil {
 		d.cursor.Seq, d.cursor.Taken = cfg.Resume.Seq, cfg.Resume.Taken
 	}
+	d.order = newOrderLog(d.cursor.Taken)
 	if r := cfg.Reached; r != nil && r.Taken > d.cursor.Taken && len(r.Sources) == len(ds.Sources) {
 		d.reached, d.reachedHeld = r, make([]bool, len(ds.Sources))
 	}
@@ -418,7 +426,7 @@ func (d *Destination) consumeHead(s int, head []*change.Event, offered []bool) e
 		if ev.CommitTime.Nanosecond() != 0 && !ev.Snapshot {
 			d.fineTime[s] = true // MySQL 8's immediate_commit_timestamp
 		}
-		if d.keptLate(s, ev) {
+		if d.keptLate(s, ev, head) {
 			// It goes out at its point (dueLate); till then the others'
 			// transactions go without waiting for this source, as they
 			// went before it the first time.
@@ -441,6 +449,16 @@ func (d *Destination) consumeHead(s int, head []*change.Event, offered []bool) e
 	}
 	head[s] = nil
 	return nil
+}
+
+// Order is the run's OrderLog, for its replay readers (Config.LiveOrder).
+func (d *Destination) Order() *OrderLog { return d.order }
+
+// take moves the cursor past the point at which source src's transaction
+// goes out (or is left out whole) and notes it in the OrderLog.
+func (d *Destination) take(src int) {
+	d.order.took(d.cursor.Taken, src)
+	d.cursor.Taken++
 }
 
 // pastReached reports whether ev, source s's next transaction, begins

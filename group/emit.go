@@ -17,11 +17,11 @@ func (d *Destination) emitTx(ctx context.Context, src int, first *change.Event, 
 		case first.Type == change.EventDDL:
 			return d.ddl.onDDL(ctx, src, first, emit)
 		case d.ddl.filtering(src) && first.Lost == "": // a marker has no rows to hold
-			d.cursor.Taken++
+			d.take(src)
 			return d.emitFiltering(ctx, src, first, q, emit)
 		}
 	}
-	d.cursor.Taken++
+	d.take(src)
 	d.cursor.Seq++
 	seq := d.cursor.Seq
 	sc := &d.cursor.Sources[src]

@@ -1,11 +1,14 @@
 package group_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/group/grouptest"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
@@ -236,5 +239,88 @@ func TestRestartBeforeLateTransaction(t *testing.T) {
 	second.none(t)
 	if log, _ := keep.Placements(); len(log) != 1 || !log[0].Late || log[0].At != late || log[0].Taken != b.cursor.Taken {
 		t.Fatalf("the placement log holds %+v; want s0's late transaction at %s, point %d", log, late, b.cursor.Taken)
+	}
+}
+
+// replayKeeper reads what its live run keeps and keeps nothing itself, as
+// a replay reader's keeper does (package stream).
+type replayKeeper struct{ *group.MemKeeper }
+
+func (replayKeeper) KeepPlacement(context.Context, group.Placement) error  { return nil }
+func (replayKeeper) KeepDecision(context.Context, group.DDLDecision) error { return nil }
+
+// TestReplayFollowsLiveOrder: the live run lets s1's transaction out at
+// key (t, 1), s0's watermark being above t, and is held up before it
+// reads s0's transaction at (t, 0). A replay reader beside it reads
+// both: sorted by key it would take s0's first, at the point the live
+// run gave s1's, and s0's would go late there only after. Following the
+// live run's order (Config.LiveOrder) it takes s1's, waits for the live
+// run to take the next point, learns that s0's went late there, and
+// takes it: the same seqs.
+func TestReplayFollowsLiveOrder(t *testing.T) {
+	ds := scriptSpec(2, spec.ShardDDLPassthrough)
+	srcs, clock := grouptest.NewSources(), grouptest.NewClock(scriptT0)
+	s0, s1 := srcs.Log("s0"), srcs.Log("s1")
+	keep := &group.MemKeeper{}
+	live, err := group.New(group.Config{Spec: ds, Sources: srcs, Clock: clock, Keep: keep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, release := make(chan uint64, 4), make(chan struct{})
+	var releaseOnce sync.Once
+	free := func() { releaseOnce.Do(func() { close(release) }) }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- live.Run(ctx, func(ev *change.Event) error {
+			if ev.Type == change.EventCommit {
+				held <- ev.Seq
+				if ev.Source == "s1" {
+					<-release // held up before it reads on
+				}
+			}
+			return nil
+		})
+	}()
+	t.Cleanup(func() {
+		free()
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("live run: %v", err)
+		}
+	})
+	s0.Heartbeat(false) // stamped now: every watermark is now - 1s
+	s1.Heartbeat(false)
+	out := func() uint64 {
+		t.Helper()
+		select {
+		case seq := <-held:
+			return seq
+		case <-time.After(stuckAfter):
+			t.Fatal("the live run emitted nothing")
+			return 0
+		}
+	}
+	s0.Tx(scriptT0.Add(-10*time.Second), orders("shop_0"), row(1, "a"))
+	out()
+	at := scriptT0.Add(-2 * time.Second)
+	s1.Tx(at, orders("shop_1"), row(2, "b")) // (at, 1): out, s0's watermark being above
+	bSeq := out()
+	late := s0.Tx(at, orders("shop_0"), row(3, "c")) // (at, 0): the live run reads it only once released
+
+	replay := runScripted(t, group.Config{Spec: ds, Sources: srcs, Clock: clock, Keep: replayKeeper{keep}, ReplayOnly: true, LiveOrder: live.Order()})
+	a, b := replay.next(t), replay.next(t)
+	if a.source != "s0" || b.source != "s1" || b.seq != bSeq {
+		t.Fatalf("the replay took %s, then %s; want s0's, then s1's at seq %d as the live run did", a, b, bSeq)
+	}
+	select {
+	case x := <-replay.txs:
+		t.Fatalf("the replay took %s at a point the live run had not taken", x)
+	case <-time.After(100 * time.Millisecond):
+	}
+	free()
+	c := replay.next(t)
+	if c.source != "s0" || c.pos != late || c.seq != bSeq+1 {
+		t.Errorf("then %s; want s0's late transaction at seq %d", c, bSeq+1)
 	}
 }

@@ -26,6 +26,9 @@ type mergeLoop struct {
 	stall      Ticker
 	progressAt time.Time
 	decide     chan decideReq // nil: never ready (no shard-DDL merge)
+	// liveTook, when a replay reader waits for its live run to take the
+	// point it is at (Config.LiveOrder), is closed once it has.
+	liveTook <-chan struct{}
 	// opened: the queues hold their full bound (openQueues).
 	opened bool
 }
@@ -122,9 +125,26 @@ func (m *mergeLoop) takeReady(ctx context.Context) error {
 // choice (unless one of those is due and its source has not brought it
 // yet). A transaction the merger picks below a key already out is kept
 // as late first.
+//
+// A replay reader beside a live run (Config.LiveOrder) takes no point the
+// live run has not, and at each takes what it took: a transaction the
+// live run went past, on a watermark, to take it later, late, is held
+// (reloadLates) and the live run's choice goes instead.
 func (m *mergeLoop) pickNext(ctx context.Context) (int, error) {
 	d := m.d
 	d.releaseReached(m.head)
+	want := -1
+	if lo := d.cfg.LiveOrder; lo != nil {
+		src, ahead := lo.At(d.cursor.Taken)
+		if ahead {
+			m.liveTook = lo.taken(d.cursor.Taken)
+			return -1, nil
+		}
+		if next, _, ok := d.merger.Next(); src >= 0 && (!ok || next != src) {
+			d.reloadLates(m.head)
+		}
+		want = src
+	}
 	src, wait, err := d.dueChunk(ctx, m.chunks)
 	if err == nil && src < 0 {
 		src, wait, err = d.dueLate(m.head, wait)
@@ -133,6 +153,12 @@ func (m *mergeLoop) pickNext(ctx context.Context) (int, error) {
 		return src, err
 	}
 	next, key, ok := d.merger.Next()
+	if want >= 0 && (!ok || next != want) {
+		if key, ok = d.merger.Offered(want); !ok {
+			return -1, nil // the live run's choice has not come yet
+		}
+		next = want
+	}
 	if !ok {
 		return -1, nil
 	}
@@ -168,9 +194,12 @@ func (m *mergeLoop) waitForSources(ctx context.Context) error {
 	if d.ddl != nil {
 		d.ddl.flush()
 	}
+	took := m.liveTook
+	m.liveTook = nil
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-took:
 	case <-m.arrived:
 	case req := <-m.decide:
 		return d.ddl.decideNow(ctx, req, m.emit)

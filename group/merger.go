@@ -158,6 +158,28 @@ func (m *Merger) Done(src int) {
 	if k == nil {
 		panic(fmt.Sprintf("group: source %d has nothing offered", src))
 	}
+	m.Withdraw(src)
+	if !m.outAny || m.out.Less(*k) {
+		m.out, m.outAny = *k, true
+	}
+}
+
+// Offered reports whether source src has an offered transaction, and
+// its key.
+func (m *Merger) Offered(src int) (Key, bool) {
+	if k := m.head[src]; k != nil {
+		return *k, true
+	}
+	return Key{}, false
+}
+
+// Withdraw takes back source src's offered transaction, which goes out
+// at another point (a late one a replay learns of after offering it):
+// the source's last key stays, so offered again it gets the same key.
+func (m *Merger) Withdraw(src int) {
+	if m.head[src] == nil {
+		return
+	}
 	for i, h := range m.heap {
 		if h.Source == src {
 			heap.Remove(&m.heap, i)
@@ -165,9 +187,6 @@ func (m *Merger) Done(src int) {
 		}
 	}
 	m.head[src] = nil
-	if !m.outAny || m.out.Less(*k) {
-		m.out, m.outAny = *k, true
-	}
 }
 
 // Behind reports whether key k, offered, is below a key that went out

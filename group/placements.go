@@ -217,22 +217,44 @@ func (d *Destination) keepLate(ctx context.Context, src int, first *change.Event
 
 // keptLate reports whether ev, source s's next transaction, is a late
 // transaction kept before (keepLate) that goes out later.
-func (d *Destination) keptLate(s int, ev *change.Event) bool {
+func (d *Destination) keptLate(s int, ev *change.Event, head []*change.Event) bool {
 	if d.cfg.ReplayOnly && d.lateNext >= len(d.lates) && d.cfg.Clock.Now().Sub(d.latesRead) >= time.Second {
-		// A replay reader learns the lates its live run kept since.
-		placed, err := d.cfg.keptPlacements()
-		if err != nil {
-			d.log.Warn("replay reader: cannot read its live run's late transactions", "err", err)
-		}
-		_, lates := splitLate(placed)
-		d.lates, d.lateNext, d.latesRead = keptAfter(lates, d.cursor.Taken), 0, d.cfg.Clock.Now()
+		d.reloadLates(head)
 	}
+	return d.isKeptLate(s, ev)
+}
+
+func (d *Destination) isKeptLate(s int, ev *change.Event) bool {
 	for _, k := range d.lates[d.lateNext:] {
 		if k.Source == s && k.isTx(ev) {
 			return true
 		}
 	}
 	return false
+}
+
+// reloadLates has a replay reader learn the late transactions its live
+// run kept since, and hold as such those of them it offered to the
+// merger already (it read them before the live run kept them: Withdraw).
+// It reports whether it held one.
+func (d *Destination) reloadLates(head []*change.Event) bool {
+	placed, err := d.cfg.keptPlacements()
+	if err != nil {
+		d.log.Warn("replay reader: cannot read its live run's late transactions", "err", err)
+		return false
+	}
+	_, lates := splitLate(placed)
+	d.lates, d.lateNext, d.latesRead = keptAfter(lates, d.cursor.Taken), 0, d.cfg.Clock.Now()
+	held := false
+	for s, ev := range head {
+		if _, offered := d.merger.Offered(s); offered && ev != nil && d.isKeptLate(s, ev) {
+			d.merger.Withdraw(s)
+			d.lateHeld[s] = true
+			d.merger.Hold(s, true)
+			held = true
+		}
+	}
+	return held
 }
 
 // lostGTID prefixes the GTID field of a late marker of lost transactions

@@ -212,7 +212,7 @@ func (x *shardDDL) logical(table string) string {
 // (with a seq), and released rows are re-read.
 func (x *shardDDL) onDDL(ctx context.Context, src int, ev *change.Event, emit func(*change.Event) error) error {
 	d := x.d
-	d.cursor.Taken++
+	d.take(src)
 	sc := &d.cursor.Sources[src]
 	sc.LastKey = d.merger.Last(src)
 	sc.at(ev.EndPos, ev)

@@ -147,7 +147,9 @@ func TestReplayDivergedAtLoss(t *testing.T) {
 	if err := p.Store.Open(context.Background(), "slow", OpenOptions{Start: Start{Kind: StartEarliest}}); err != nil {
 		t.Fatal(err)
 	}
-	// The replay reads 4 from the primary as seq at.
+	// The replay reads on to 4 from the primary; it takes no point the
+	// live run has not taken (group.Config.LiveOrder): it waits before
+	// seq at.
 	retry.Until(t, time.Minute, func() error {
 		p.Store.mu.Lock()
 		r := p.Store.clients["slow"].replay
@@ -155,14 +157,10 @@ func TestReplayDivergedAtLoss(t *testing.T) {
 		if r == nil {
 			t.Fatal("the slow client is not served by a replay reader")
 		}
-		r.Store.mu.Lock()
-		defer r.Store.mu.Unlock()
-		for _, e := range r.Store.entries {
-			if e.ev.Seq == at && e.ev.Type == change.EventRows && e.ev.Rows[0].After()[0] == int64(4) {
-				return nil
-			}
+		if st := r.Dest.Stats(); st.Seq != at-1 {
+			return fmt.Errorf("the replay is at seq %d; want %d", st.Seq, at-1)
 		}
-		return fmt.Errorf("the replay holds no row 4 at seq %d yet", at)
+		return nil
 	})
 
 	tp.KillPrimary(t)
@@ -183,6 +181,24 @@ func TestReplayDivergedAtLoss(t *testing.T) {
 	if txs[len(txs)-2].seq != at || txs[len(txs)-2].lost != l.Lost {
 		t.Fatalf("the live client's marker: %+v; want the loss %s at seq %d", txs[len(txs)-2], l.Lost, at)
 	}
+	// Once the live run took seq at (the marker), the replay takes 4 there.
+	retry.Until(t, time.Minute, func() error {
+		p.Store.mu.Lock()
+		r := p.Store.clients["slow"].replay
+		p.Store.mu.Unlock()
+		if r == nil {
+			t.Fatal("the slow client is not served by a replay reader")
+		}
+		r.Store.mu.Lock()
+		defer r.Store.mu.Unlock()
+		for _, e := range r.Store.entries {
+			if e.ev.Seq == at && e.ev.Type == change.EventRows && e.ev.Rows[0].After()[0] == int64(4) {
+				return nil
+			}
+		}
+		return fmt.Errorf("the replay holds no row 4 at seq %d yet", at)
+	})
+
 	retry.Until(t, time.Minute, func() error {
 		if f := p.Store.Stats().Floor; f < at+1 {
 			return fmt.Errorf("the store's floor is %d, want %d", f, at+1)

@@ -160,6 +160,7 @@ func StartPipeline(ctx context.Context, cfg PipelineConfig) (*Pipeline, error) {
 	}
 	if cfg.replayOf != nil {
 		gc.Keep, gc.ReplayOnly, gc.LiveGTIDs = replayKeeper{cfg.replayOf.kept, cfg.replayOf.Decisions()}, true, cfg.replayOf.Dest.ReadGTIDs
+		gc.LiveOrder = cfg.replayOf.Dest.Order()
 	} else {
 		kept, err := hold(cfg.Keep)
 		if err != nil {

@@ -1,0 +1,72 @@
+package group
+
+import "sync"
+
+// orderLogPoints is how many recent points an OrderLog remembers: a
+// replay further behind than that finds its points decided long before
+// and follows the placements alone.
+const orderLogPoints = 1 << 16
+
+// OrderLog remembers which source a destination's merge took at each of
+// its recent points (Cursor.Taken before the transaction). A replay
+// reader beside the live run (Config.LiveOrder) follows it: its merge
+// may read a source further than the live run has, and take there a
+// transaction the live run, which a watermark let past that source, will
+// take only later, late, and keep as such only then. Safe for concurrent
+// use: the live run's merge writes it, replays read it.
+type OrderLog struct {
+	mu   sync.Mutex
+	from uint64  // the first point this run took
+	next uint64  // the point the merge takes next
+	srcs []int16 // srcs[p % orderLogPoints]: the source taken at point p
+	// wake, made when a replay waits for a point, is closed when the
+	// merge takes the next.
+	wake chan struct{}
+}
+
+func newOrderLog(from uint64) *OrderLog {
+	return &OrderLog{from: from, next: from, srcs: make([]int16, orderLogPoints)}
+}
+
+// took notes that the merge took source src's transaction at point p.
+func (l *OrderLog) took(p uint64, src int) {
+	l.mu.Lock()
+	l.srcs[p%orderLogPoints] = int16(src)
+	l.next = p + 1
+	if l.wake != nil {
+		close(l.wake)
+		l.wake = nil
+	}
+	l.mu.Unlock()
+}
+
+// taken returns a channel closed once the merge has taken point p.
+func (l *OrderLog) taken(p uint64) <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if p < l.next {
+		return closed
+	}
+	if l.wake == nil {
+		l.wake = make(chan struct{})
+	}
+	return l.wake
+}
+
+// closed is a channel closed from the start.
+var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// At returns the source the merge took at point p; ahead when it has not
+// taken p yet; src -1 when p is older than the log remembers (or than
+// the run, which started from a later cursor).
+func (l *OrderLog) At(p uint64) (src int, ahead bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case p >= l.next:
+		return -1, true
+	case p < l.from || l.next-p > orderLogPoints:
+		return -1, false
+	}
+	return int(l.srcs[p%orderLogPoints]), false
+}
