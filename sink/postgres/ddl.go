@@ -317,8 +317,9 @@ func (t *Target) translate(text string) (translation, error) {
 func (t *Target) alterSpec(table string, sp *ast.AlterTableSpec) ([]string, error) {
 	alter := "ALTER TABLE " + table + " "
 	switch sp.Tp {
-	case ast.AlterTableOption, ast.AlterTableLock, ast.AlterTableAlgorithm, ast.AlterTableForce:
-		return nil, nil // engine, comment, charset, ALGORITHM=, LOCK=: nothing PostgreSQL keeps
+	case ast.AlterTableOption, ast.AlterTableLock, ast.AlterTableAlgorithm, ast.AlterTableForce,
+		ast.AlterTableDisableKeys, ast.AlterTableEnableKeys:
+		return nil, nil // engine, comment, charset, ALGORITHM=, LOCK=, mysqldump's DISABLE KEYS: nothing PostgreSQL keeps
 	case ast.AlterTableAddColumns:
 		var out, after []string
 		for _, def := range sp.NewColumns {

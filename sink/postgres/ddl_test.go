@@ -33,6 +33,8 @@ func TestTranslateDDL(t *testing.T) {
 			`CREATE INDEX IF NOT EXISTS "t_by_c" ON "ddl"."t" ("c"); CREATE UNIQUE INDEX IF NOT EXISTS "t_u_d" ON "ddl"."t" ("d"); CREATE UNIQUE INDEX IF NOT EXISTS "t_b2" ON "ddl"."t" ("b2")`},
 		{"ALTER TABLE `ddl`.`t` ALTER COLUMN c SET DEFAULT 5, ENGINE=InnoDB, ALGORITHM=INPLACE, LOCK=NONE",
 			`ALTER TABLE "ddl"."t" ALTER COLUMN "c" SET DEFAULT 5`},
+		{"/*!40000 ALTER TABLE `ddl`.`t` DISABLE KEYS */", ``}, // mysqldump's, around its INSERTs
+		{"ALTER TABLE `ddl`.`t` ENABLE KEYS", ``},
 		{"ALTER TABLE `ddl`.`t` DROP INDEX by_c, DROP COLUMN d, ADD COLUMN e DATETIME DEFAULT CURRENT_TIMESTAMP",
 			`DROP INDEX IF EXISTS "ddl"."t_by_c"; ALTER TABLE "ddl"."t" DROP COLUMN IF EXISTS "d"; ALTER TABLE "ddl"."t" ADD COLUMN IF NOT EXISTS "e" timestamp(0) DEFAULT LOCALTIMESTAMP`},
 		{"CREATE UNIQUE INDEX ic ON `ddl`.`t` (c, e)", `CREATE UNIQUE INDEX IF NOT EXISTS "t_ic" ON "ddl"."t" ("c", "e")`},
