@@ -222,8 +222,9 @@ func (p *Reader) commitTx(end change.Position, emit func(*change.Event) error) e
 }
 
 // handleDDL applies a statement outside a transaction to the schema model
-// and emits it when it touches a selected table: changes its schema, or
-// empties it (TRUNCATE).
+// and emits it when it touches a selected table: changes its schema,
+// acts on it with no change the model keeps (schema.Tracker.Kept: ADD
+// FULLTEXT INDEX), or empties it (TRUNCATE).
 func (p *Reader) handleDDL(ctx context.Context, ev *replication.QueryEvent, hdr *replication.EventHeader, start, end change.Position, emit func(*change.Event) error) error {
 	tx := p.tx
 	p.tx = txState{}
@@ -254,9 +255,11 @@ func (p *Reader) handleDDL(ctx context.Context, ev *replication.QueryEvent, hdr 
 		p.badDDL = badDDL{pos: start, sql: sql, err: oneLine(err)}
 	}
 	var selected []string
-	touched := changed
+	// A TRUNCATE, and a DDL that changed nothing the model keeps (ADD
+	// FULLTEXT INDEX), make no version; consumers must see them still.
+	touched := append(changed, p.schema.Kept(start)...)
 	if name, ok := schema.TruncatedTable(db, sql, schema.SQLMode(mode)); ok {
-		touched = append(touched, name) // no schema change, but consumers must see it
+		touched = append(touched, name)
 	}
 	for _, name := range touched {
 		schema, table, _ := strings.Cut(name, ".")

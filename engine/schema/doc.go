@@ -38,10 +38,16 @@
 //     idempotence), and handed out once, at the swap's position.
 //   - A DDL that does not fit the model (it drops a column the model lacks,
 //     adds one it has) is ErrDDLMismatch, never a silent guess.
+//   - A DDL that acts on a table and changes nothing the model keeps (ADD
+//     FULLTEXT INDEX, ENGINE=) makes no version; Kept names the table, so
+//     the DDL still goes out.
 //
 // # Concurrency
 //
 // A Tracker is not safe for concurrent use: it belongs to one binlog
 // Reader's goroutine. The *change.Table values it hands out are never
-// modified afterwards (a DDL makes a new version).
+// modified afterwards (a DDL makes a new version), by the tracker or by
+// whoever holds them: the tracker reads them, every field, when it
+// compares a DDL's result with the version in force, so a holder that
+// would add to one (package group's logical names) copies it first.
 package schema

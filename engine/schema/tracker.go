@@ -53,6 +53,10 @@ type Tracker struct {
 	dbCharsets    map[string]string
 	serverCharset string
 	dbApplied     change.Position // where ApplyDDL last changed dbCharsets
+	// kept are the tables ("schema.table") the DDL ApplyDDL applied at
+	// keptAt acted on and left as the model had them (see Kept).
+	kept   []string
+	keptAt change.Position
 	// online recognises online schema changes' helper tables (nil: none);
 	// migrations are those under way and the last ended ones, sorted by
 	// table; onlineAt is where ApplyDDL last changed them, and swaps
@@ -129,6 +133,20 @@ func (s *Tracker) setDBCharset(db, cs string) {
 // when no table has.
 func (s *Tracker) DatabasesChanged(pos change.Position) bool {
 	return !pos.IsZero() && s.dbApplied == pos
+}
+
+// Kept returns the tables ("schema.table") the DDL ApplyDDL applied at
+// pos acted on (ALTER TABLE, CREATE UNIQUE INDEX, DROP INDEX, CREATE OR
+// REPLACE TABLE) and left as the model had them: it changed nothing the
+// model keeps (ADD FULLTEXT INDEX, ENGINE=, a column's DEFAULT), so it
+// made no version and ApplyDDL does not report them, yet the DDL is
+// theirs and goes out to their consumers (a SQL target takes its index,
+// a sink refuses one it cannot run).
+func (s *Tracker) Kept(pos change.Position) []string {
+	if pos.IsZero() || s.keptAt != pos {
+		return nil
+	}
+	return s.kept
 }
 
 // dbCharset is the default charset a table created in db takes.
@@ -235,10 +253,14 @@ func (s *Tracker) ApplyDDL(pos change.Position, db, sql string, mode SQLMode) (c
 		}
 		s.dbApplied = pos
 	}
+	s.kept, s.keptAt = nil, pos
 	for _, k := range x.order {
 		v := s.spelled(x.staged[k])
 		h := s.tables[k]
 		if h != nil && schemaSame(h.last(), v) || h == nil && v.state == nil && !v.unknown {
+			if v.state != nil && !v.unknown {
+				s.kept = append(s.kept, k.String())
+			}
 			continue
 		}
 		s.history(k).put(pos, v)
@@ -429,6 +451,7 @@ func (s *Tracker) Rebase() {
 		h.versions = []schemaVersion{v}
 	}
 	s.applied, s.dbApplied, s.onlineAt, s.swaps = change.Position{}, change.Position{}, change.Position{}, nil
+	s.kept, s.keptAt = nil, change.Position{}
 	s.migrations = slices.DeleteFunc(s.migrations, func(m change.OnlineMigration) bool { return !m.Swapped.IsZero() })
 	for i := range s.migrations {
 		m := &s.migrations[i]

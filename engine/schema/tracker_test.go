@@ -31,7 +31,9 @@ import (
 //	ddl pos=200 [db=db]            ApplyDDL of the input; prints "databases
 //	                               changed" when DatabasesChanged(pos), then
 //	                               each table it reports changed, in its
-//	                               order, as it is now; "no change" if none
+//	                               order, as it is now, then "kept db.t" for
+//	                               each table Kept(pos) names; "no change"
+//	                               if none
 //	table db.t [db.u...] [at=150]  Table, or TableAt at a position
 //	columns db.t                   every field of every column of Table
 //	unknown db.t until=300         MarkUnknownUntil; the live table is the
@@ -117,6 +119,9 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		for _, full := range changed {
 			schemaName, name, _ := strings.Cut(full, ".")
 			out = append(out, h.state(t, schemaName, name, nil))
+		}
+		for _, full := range h.s.Kept(pos) {
+			out = append(out, "kept "+full)
 		}
 		if len(out) == 0 {
 			return "no change"
