@@ -133,6 +133,7 @@ type Destination struct {
 	readers []Reader
 	merger  *Merger
 	router  *Router             // used by the merge loop only
+	stamps  stamps              // the merge loop's stamped versions (stamp)
 	ddl     *shardDDL           // nil with shard_ddl: passthrough
 	online  *schema.OnlineRules // spec online_ddl: helper tables (nil: off)
 	// migrations are, per source, the online schema changes its reader

@@ -63,7 +63,10 @@
 //     off by more than max_clock_skew) goes out at once and is counted
 //     (Destination.Late).
 //   - A table version's logical names are stamped once, before any event
-//     that carries it leaves the merge, and never change afterwards.
+//     that carries it leaves the merge, and never change afterwards. They
+//     are stamped on the merge's own copy of the version, which the rows
+//     carry out: the version a reader handed out stays the reader's, never
+//     written by the merge (its schema model reads it on its goroutine).
 //   - In per-source order transactions go as they come; each source's order
 //     is still exact and seq dense, but a replay may interleave the sources
 //     differently, so consumers de-duplicate by source position there.

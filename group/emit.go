@@ -131,16 +131,29 @@ func (d *Destination) done(src int, first *change.Event) {
 	}
 }
 
-// stamp gives a rows event's table version, once, or a DDL its logical
-// names, so that every consumer reads them from the event instead of
+// stamp gives a rows event's table version its logical names, or a DDL
+// its, so that every consumer reads them from the event instead of
 // asking the router (which caches, and so belongs to the merge loop).
-// The table is stamped before the first event that carries it is emitted;
-// the reader that built it never reads those fields.
+//
+// A rows event's version goes out as the merge's own copy of it,
+// stamped (stamps): the version itself belongs to the reader that built
+// it, whose schema model keeps it and reads every field of it on the
+// reader's goroutine (it compares each DDL's result with it), so the
+// merge never writes to it. The rows' Table becomes the copy, the same
+// one for every event of the version; rows that carry a copy already (an
+// event stamped before) are left as they are.
 func (d *Destination) stamp(ev *change.Event) {
 	switch {
 	case len(ev.Rows) > 0:
-		if t := ev.Rows[0].Table; t.LogicalName == "" {
-			t.LogicalSchema, t.LogicalName = d.router.Rename(t.Schema, t.Name)
+		t := ev.Rows[0].Table
+		if t.LogicalName != "" {
+			return // the merge's copy: stamped when it went out before
+		}
+		c := d.stamps.of(t, d.router)
+		for i := range ev.Rows {
+			if ev.Rows[i].Table == t {
+				ev.Rows[i].Table = c
+			}
 		}
 	case ev.DDL != nil:
 		ev.DDL.LogicalSchema, ev.DDL.LogicalTable = d.router.Rename(ev.DDL.Origin())
@@ -154,4 +167,46 @@ func (d *Destination) stamp(ev *change.Event) {
 			ev.DDL.LogicalTables[i] = ls + "." + lt
 		}
 	}
+}
+
+// stampsKept is how many versions a generation of stamps holds.
+const stampsKept = 4096
+
+// stamps are the merge loop's stamped copies of table versions (see
+// Destination.stamp), by the version a reader handed out. The last one
+// used answers most events (rows of one table come in runs). The copies
+// are kept in two generations: a version found in the older one moves to
+// the current one, and when the current one is full the older one goes,
+// with the versions no event carried for a generation (replaced by a
+// DDL, a finished catch-up's). One used again then gets a new copy,
+// named alike.
+type stamps struct {
+	lastOf, last *change.Table
+	cur, old     map[*change.Table]*change.Table
+}
+
+// of returns the stamped copy of version t.
+func (s *stamps) of(t *change.Table, r *Router) *change.Table {
+	if t == s.lastOf {
+		return s.last
+	}
+	c, ok := s.cur[t]
+	if !ok {
+		if c, ok = s.old[t]; !ok {
+			// A shallow copy: the reader's version and the copy
+			// share Columns and Unique, which neither writes.
+			v := *t
+			v.LogicalSchema, v.LogicalName = r.Rename(t.Schema, t.Name)
+			c = &v
+		}
+		if len(s.cur) >= stampsKept {
+			s.old, s.cur = s.cur, nil
+		}
+		if s.cur == nil {
+			s.cur = map[*change.Table]*change.Table{}
+		}
+		s.cur[t] = c
+	}
+	s.lastOf, s.last = t, c
+	return c
 }

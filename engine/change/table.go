@@ -55,6 +55,11 @@ type Table struct {
 	// per table version, before the version's first rows leave the merge,
 	// and never changed after; empty until then (Logical then gives the
 	// table's own names). A Clone starts unstamped.
+	//
+	// Package group stamps a copy of its own, which the rows it emits
+	// carry: a version a reader's schema model handed out stays unstamped
+	// and is never written by anyone (the model reads all of it, on its
+	// reader's goroutine, to compare it with a DDL's result).
 	LogicalSchema string `json:"-"`
 	LogicalName   string `json:"-"`
 }

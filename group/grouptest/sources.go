@@ -266,8 +266,13 @@ func (r *reader) filter(events []*change.Event) []*change.Event {
 	out := make([]*change.Event, 0, len(events))
 	for _, ev := range events {
 		e := *ev
-		if e.Type == change.EventRows && !r.selected(e.Rows[0].Table.FullName()) {
-			continue
+		if e.Type == change.EventRows {
+			if !r.selected(e.Rows[0].Table.FullName()) {
+				continue
+			}
+			// The merge gives the rows its stamped table: each emit
+			// has rows of its own, as a binlog reader's events have.
+			e.Rows = slices.Clone(e.Rows)
 		}
 		if e.Type == change.EventDDL && !slices.ContainsFunc(e.DDL.Tables, r.selected) {
 			e = change.Event{Type: change.EventProgress, Source: e.Source, Pos: e.Pos, EndPos: e.EndPos, CommitTime: e.CommitTime}
