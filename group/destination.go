@@ -163,8 +163,9 @@ type Destination struct {
 	lateHeld  []bool
 	latesRead time.Time
 	// reached is Config.Reached while the run is short of its point;
-	// reachedHeld marks the sources whose queue a transaction past it
-	// heads, not offered until the run reaches it (holdPastReached).
+	// reachedHeld marks the sources whose queue a transaction past it,
+	// or a new snapshot chunk, heads, held until the run reaches it
+	// (pastReached, dueChunk).
 	reached     *Cursor
 	reachedHeld []bool
 	// order is what this run took at each recent point (Order).
@@ -491,9 +492,12 @@ func (d *Destination) releaseReached(head []*change.Event) {
 		d.log.Warn("every source is past the furthest cursor known before its point: releasing them", "taken", d.cursor.Taken, "reached", d.reached.Taken)
 	}
 	for s, held := range d.reachedHeld {
-		if held {
-			d.reachedHeld[s] = false
-			d.merger.Hold(s, false)
+		if !held {
+			continue
+		}
+		d.reachedHeld[s] = false
+		d.merger.Hold(s, false)
+		if !head[s].Snapshot { // a new chunk goes out next (dueChunk)
 			d.offer(s, head[s])
 		}
 	}

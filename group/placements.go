@@ -178,6 +178,13 @@ func (d *Destination) dueChunk(ctx context.Context, chunks []*chunkOut) (src int
 			d.merger.Hold(s, true) // its point is later
 			continue
 		}
+		if d.reached != nil && d.cursor.Taken < d.reached.Taken {
+			// The earlier run had not emitted it by the point it
+			// reached: the others go there as they went then.
+			d.reachedHeld[s] = true
+			d.merger.Hold(s, true)
+			continue
+		}
 		c.chunk.Taken = d.cursor.Taken
 		if keep := d.cfg.Keep; keep != nil {
 			if err := keep.KeepPlacement(ctx, c.chunk); err != nil {

@@ -409,3 +409,44 @@ func TestSnapshotKeylessUnseenScripted(t *testing.T) {
 		})
 	}
 }
+
+// TestSnapshotChunkAfterReached: a run resumed from a slow client's
+// cursor, mid-snapshot, reads a chunk the earlier run had not emitted by
+// the furthest client's cursor (Config.Reached), where s1's transaction
+// went out instead. The chunk goes out after that point, not at once at
+// s1's seq: there the fast client, which reads on after its cursor,
+// would never see it.
+func TestSnapshotChunkAfterReached(t *testing.T) {
+	ds := scriptSpec(2, spec.ShardDDLPassthrough)
+	ds.Snapshot, ds.SnapshotChunkRows = spec.SnapshotInitial, 3
+	srcs := grouptest.NewSources()
+	s0, s1, tbl := srcs.Log("s0"), srcs.Log("s1"), orders("shop_0")
+	s0.Tables(tbl)
+	s0.Load(tbl, row(1, "a"), row(2, "b"), row(3, "c"), row(4, "d"))
+	s0.HoldChunks()
+	keep := &group.MemKeeper{}
+	clock := grouptest.NewClock(scriptT0)
+	first := runScripted(t, group.Config{Spec: ds, Sources: srcs, Clock: clock, Keep: keep})
+	s0.Step(nil)
+	a := first.next(t) // chunk 1-3
+	clock.Advance(10 * time.Second)
+	s0.Heartbeat(false) // s0 promises t0 + 9s
+	s1.Tx(scriptT0.Add(5*time.Second), orders("shop_1"), row(20, "x"))
+	b := first.next(t) // out at once: s0 bounds nothing below t0 + 9s
+	first.none(t)
+	if !a.snapshot || b.source != "s1" {
+		t.Fatalf("the first run emitted %s, %s; want s0's chunk, then s1's transaction", a, b)
+	}
+
+	// Read again at t0, s0's heartbeat promises only t0 - 1s: s1's
+	// transaction waits for s0, which brings the chunk of 4 first.
+	again := runScripted(t, group.Config{Spec: ds, Sources: srcs, Clock: grouptest.NewClock(scriptT0), Keep: keep,
+		Resume: a.cursor, Reached: b.cursor})
+	s0.Step(nil)
+	if x := again.next(t); x.seq != b.seq || x.source != "s1" || !slices.Equal(x.ids, b.ids) {
+		t.Fatalf("after restart %s went out first; the first run gave seq %d to %s", x, b.seq, b)
+	}
+	if y := again.next(t); !y.snapshot || y.seq != b.seq+1 || !slices.Equal(y.ids, []int64{4}) {
+		t.Errorf("then %s; want the chunk of 4 at seq %d", y, b.seq+1)
+	}
+}
