@@ -96,6 +96,11 @@ func (sc *SourceCursor) resume() *binlog.Resume {
 	return &binlog.Resume{Pos: sc.Pos, Schema: sc.Schema, GTIDs: sc.GTIDs.String(), Server: sc.Server}
 }
 
+// counted reports whether the cursor counts its points (Taken): one
+// saved before braid did has transactions out and no Taken, and a point
+// counted from it would name another than in the run that saved it.
+func (c *Cursor) counted() bool { return c.Taken > 0 || c.Seq == 0 }
+
 // Clone returns a deep copy (schema snapshots are shared: they are never
 // modified).
 func (c *Cursor) Clone() *Cursor {

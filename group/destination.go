@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"slices"
 	"sync"
 	"time"
 
@@ -168,7 +167,12 @@ type Destination struct {
 	// (pastReached, dueChunk).
 	reached     *Cursor
 	reachedHeld []bool
-	// order is what this run took at each recent point (Order).
+	// reachedOut is closed once the run is past Config.Reached's point
+	// (at once without one): no source reads a new snapshot chunk
+	// before, which the earlier run emitted later, if at all.
+	reachedOut chan struct{}
+	// order is what this run took at each recent point (Order); nil in
+	// a replay, which no one follows.
 	order *OrderLog
 
 	cursor Cursor
@@ -290,9 +294,23 @@ func New(cfg Config) (*Destination, error) {
 	if cfg.Resume != nil {
 		d.cursor.Seq, d.cursor.Taken = cfg.Resume.Seq, cfg.Resume.Taken
 	}
-	d.order = newOrderLog(d.cursor.Taken)
-	if r := cfg.Reached; r != nil && r.Taken > d.cursor.Taken && len(r.Sources) == len(ds.Sources) {
+	counted := cfg.Resume == nil || cfg.Resume.counted()
+	if !counted {
+		cfg.LiveOrder, d.cfg.LiveOrder = nil, nil
+	}
+	if !cfg.ReplayOnly && counted {
+		d.order = newOrderLog(cfg.Resume)
+	}
+	reach := cfg.Reached
+	if lo := cfg.LiveOrder; reach == nil && lo != nil {
+		reach = lo.start // a replay from before its live run's start
+	}
+	if r := reach; counted && r != nil && r.counted() && r.Taken > d.cursor.Taken && len(r.Sources) == len(ds.Sources) {
 		d.reached, d.reachedHeld = r, make([]bool, len(ds.Sources))
+	}
+	d.reachedOut = make(chan struct{})
+	if d.reached == nil {
+		close(d.reachedOut)
 	}
 	d.kept = keptAfter(chunks, d.cursor.Taken)
 	d.lates, d.lateHeld, d.latesRead = keptAfter(lates, d.cursor.Taken), make([]bool, len(ds.Sources)), cfg.Clock.Now()
@@ -330,6 +348,9 @@ func (d *Destination) Cursor() *Cursor {
 // readers through their bounded queues). A Destination runs once.
 func (d *Destination) Run(parent context.Context, emit func(*change.Event) error) error {
 	ctx, cancel := context.WithCancel(parent)
+	if d.order != nil {
+		defer d.order.end()
+	}
 	queues := make([]*sourceQueue, len(d.readers))
 	arrived := make(chan struct{}, 1)
 	var wg sync.WaitGroup
@@ -453,13 +474,16 @@ func (d *Destination) consumeHead(s int, head []*change.Event, offered []bool) e
 	return nil
 }
 
-// Order is the run's OrderLog, for its replay readers (Config.LiveOrder).
+// Order is the run's OrderLog, for its replay readers (Config.LiveOrder);
+// nil for a replay, or a run from a cursor that counts no points.
 func (d *Destination) Order() *OrderLog { return d.order }
 
 // take moves the cursor past the point at which source src's transaction
 // goes out (or is left out whole) and notes it in the OrderLog.
 func (d *Destination) take(src int) {
-	d.order.took(d.cursor.Taken, src)
+	if d.order != nil {
+		d.order.took(d.cursor.Taken, src)
+	}
 	d.cursor.Taken++
 }
 
@@ -474,22 +498,46 @@ func (d *Destination) pastReached(s int, ev *change.Event) bool {
 	if rs.Pos.IsZero() && rs.GTIDs.IsZero() {
 		return true // the source had emitted nothing by then
 	}
+	if ev.Lost != "" {
+		// A marker of lost transactions has the former server's
+		// position: it went out before the point if the state the
+		// reader went on from is held there.
+		if covers, ok := rs.GTIDs.Covers(ev.GTIDs); ok {
+			return !covers
+		}
+	}
 	return txFrom(ev, rs.Pos, rs.Mark)
 }
 
+// atReached reports whether source s's cursor is at or past the position
+// Config.Reached holds for it: the earlier run took nothing more of it
+// before the point.
+func (d *Destination) atReached(s int) bool {
+	rs, sc := &d.reached.Sources[s], &d.cursor.Sources[s]
+	if rs.Pos.IsZero() && rs.GTIDs.IsZero() {
+		return true
+	}
+	return reached(sc.Pos, sc.Mark, rs.Pos, rs.Mark)
+}
+
 // releaseReached offers, once the run reaches Config.Reached's point,
-// the transactions held at it (pastReached); so also when every source
-// is held short of it, which the earlier run's cursor says cannot be,
-// with a warning.
+// the transactions held at it (pastReached); so also when no source has
+// more to bring before it (each held there, or at its position there
+// with nothing offered) short of the point, which the earlier run's
+// cursor says cannot be (a loss accepted since, a changed filter), with
+// a warning.
 func (d *Destination) releaseReached(head []*change.Event) {
 	if d.reached == nil {
 		return
 	}
 	if d.cursor.Taken < d.reached.Taken {
-		if slices.Contains(d.reachedHeld, false) {
-			return
+		for s, held := range d.reachedHeld {
+			if _, offered := d.merger.Offered(s); !held && (offered || !d.atReached(s)) {
+				return
+			}
 		}
-		d.log.Warn("every source is past the furthest cursor known before its point: releasing them", "taken", d.cursor.Taken, "reached", d.reached.Taken)
+		d.log.Warn("no source has more to bring before the point the furthest client's cursor names, short of it: going on from here",
+			"taken", d.cursor.Taken, "reached", d.reached.Taken)
 	}
 	for s, held := range d.reachedHeld {
 		if !held {
@@ -502,6 +550,7 @@ func (d *Destination) releaseReached(head []*change.Event) {
 		}
 	}
 	d.reached = nil
+	close(d.reachedOut)
 }
 
 // offer offers source s's transaction beginning with ev to the merger.

@@ -127,9 +127,9 @@ func (m *mergeLoop) takeReady(ctx context.Context) error {
 // as late first.
 //
 // A replay reader beside a live run (Config.LiveOrder) takes no point the
-// live run has not, and at each takes what it took: a transaction the
-// live run went past, on a watermark, to take it later, late, is held
-// (reloadLates) and the live run's choice goes instead.
+// live run has not, and at each takes the source the live run took: a
+// transaction the live run went past, on a watermark, to take it later,
+// late, waits for that point as the live run's choices go.
 func (m *mergeLoop) pickNext(ctx context.Context) (int, error) {
 	d := m.d
 	d.releaseReached(m.head)
@@ -139,9 +139,6 @@ func (m *mergeLoop) pickNext(ctx context.Context) (int, error) {
 		if ahead {
 			m.liveTook = lo.taken(d.cursor.Taken)
 			return -1, nil
-		}
-		if next, _, ok := d.merger.Next(); src >= 0 && (!ok || next != src) {
-			d.reloadLates(m.head)
 		}
 		want = src
 	}

@@ -15,17 +15,39 @@ const orderLogPoints = 1 << 16
 // take only later, late, and keep as such only then. Safe for concurrent
 // use: the live run's merge writes it, replays read it.
 type OrderLog struct {
-	mu   sync.Mutex
-	from uint64  // the first point this run took
-	next uint64  // the point the merge takes next
-	srcs []int16 // srcs[p % orderLogPoints]: the source taken at point p
+	// start is the cursor the run resumed from (nil: the sources'
+	// start): a replay goes no further than the run went then, up to
+	// its point (Config.Reached), and follows the log after it.
+	start *Cursor
+
+	mu    sync.Mutex
+	from  uint64  // the first point this run took
+	next  uint64  // the point the merge takes next
+	ended bool    // the run ended: it takes no more points
+	srcs  []int16 // srcs[p % orderLogPoints]: the source taken at point p
 	// wake, made when a replay waits for a point, is closed when the
 	// merge takes the next.
 	wake chan struct{}
 }
 
-func newOrderLog(from uint64) *OrderLog {
-	return &OrderLog{from: from, next: from, srcs: make([]int16, orderLogPoints)}
+func newOrderLog(start *Cursor) *OrderLog {
+	l := &OrderLog{start: start, srcs: make([]int16, orderLogPoints)}
+	if start != nil {
+		l.from, l.next = start.Taken, start.Taken
+	}
+	return l
+}
+
+// end notes that the run ended: a replay waiting for a point it will
+// never take goes on by the placements alone.
+func (l *OrderLog) end() {
+	l.mu.Lock()
+	l.ended = true
+	if l.wake != nil {
+		close(l.wake)
+		l.wake = nil
+	}
+	l.mu.Unlock()
 }
 
 // took notes that the merge took source src's transaction at point p.
@@ -44,7 +66,7 @@ func (l *OrderLog) took(p uint64, src int) {
 func (l *OrderLog) taken(p uint64) <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if p < l.next {
+	if p < l.next || l.ended {
 		return closed
 	}
 	if l.wake == nil {
@@ -58,11 +80,13 @@ var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c
 
 // At returns the source the merge took at point p; ahead when it has not
 // taken p yet; src -1 when p is older than the log remembers (or than
-// the run, which started from a later cursor).
+// the run, which started from a later cursor), or the run ended first.
 func (l *OrderLog) At(p uint64) (src int, ahead bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
+	case p >= l.next && l.ended:
+		return -1, false
 	case p >= l.next:
 		return -1, true
 	case p < l.from || l.next-p > orderLogPoints:

@@ -35,10 +35,15 @@ func (g *sourceSnapshot) run(ctx context.Context, sem chan struct{}) error {
 		case <-g.d.cfg.Clock.After(100 * time.Millisecond):
 		}
 	}
-	select {
-	case <-g.d.keptOut: // the other sources' kept chunks too
-	case <-ctx.Done():
-		return nil
+	for _, out := range []chan struct{}{
+		g.d.keptOut,    // the other sources' kept chunks too
+		g.d.reachedOut, // the earlier run's point (Config.Reached)
+	} {
+		select {
+		case <-out:
+		case <-ctx.Done():
+			return nil
+		}
 	}
 	select {
 	case sem <- struct{}{}:

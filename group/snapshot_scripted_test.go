@@ -411,11 +411,11 @@ func TestSnapshotKeylessUnseenScripted(t *testing.T) {
 }
 
 // TestSnapshotChunkAfterReached: a run resumed from a slow client's
-// cursor, mid-snapshot, reads a chunk the earlier run had not emitted by
-// the furthest client's cursor (Config.Reached), where s1's transaction
-// went out instead. The chunk goes out after that point, not at once at
-// s1's seq: there the fast client, which reads on after its cursor,
-// would never see it.
+// cursor, mid-snapshot, reads no new chunk (one the earlier run had not
+// emitted by the furthest client's cursor, Config.Reached) before it
+// reaches that point: read at once, it would head s0's queue and go out
+// at s1's seq, and the fast client, reading on after its cursor, would
+// never see it.
 func TestSnapshotChunkAfterReached(t *testing.T) {
 	ds := scriptSpec(2, spec.ShardDDLPassthrough)
 	ds.Snapshot, ds.SnapshotChunkRows = spec.SnapshotInitial, 3
@@ -439,14 +439,24 @@ func TestSnapshotChunkAfterReached(t *testing.T) {
 	}
 
 	// Read again at t0, s0's heartbeat promises only t0 - 1s: s1's
-	// transaction waits for s0, which brings the chunk of 4 first.
-	again := runScripted(t, group.Config{Spec: ds, Sources: srcs, Clock: grouptest.NewClock(scriptT0), Keep: keep,
+	// transaction waits for s0. A chunk asked for now is read only past
+	// the point (a run that reads it at once sends it at s1's seq).
+	clock = grouptest.NewClock(scriptT0)
+	again := runScripted(t, group.Config{Spec: ds, Sources: srcs, Clock: clock, Keep: keep,
 		Resume: a.cursor, Reached: b.cursor})
-	s0.Step(nil)
+	stepped := make(chan struct{})
+	go func() { s0.Step(nil); close(stepped) }()
+	select {
+	case <-stepped: // read at once
+	case <-time.After(time.Second): // or not: the heartbeat below lets s1's go first
+	}
+	clock.Advance(10 * time.Second)
+	s0.Heartbeat(false)
 	if x := again.next(t); x.seq != b.seq || x.source != "s1" || !slices.Equal(x.ids, b.ids) {
 		t.Fatalf("after restart %s went out first; the first run gave seq %d to %s", x, b.seq, b)
 	}
 	if y := again.next(t); !y.snapshot || y.seq != b.seq+1 || !slices.Equal(y.ids, []int64{4}) {
 		t.Errorf("then %s; want the chunk of 4 at seq %d", y, b.seq+1)
 	}
+	<-stepped
 }
