@@ -498,12 +498,18 @@ func (d *Destination) pastReached(s int, ev *change.Event) bool {
 	if rs.Pos.IsZero() && rs.GTIDs.IsZero() {
 		return true // the source had emitted nothing by then
 	}
-	if ev.Lost != "" {
+	switch {
+	case ev.Lost != "":
 		// A marker of lost transactions has the former server's
 		// position: it went out before the point if the state the
 		// reader went on from is held there.
 		if covers, ok := rs.GTIDs.Covers(ev.GTIDs); ok {
 			return !covers
+		}
+	case rs.Pos.IsZero():
+		// The point is right after a marker: a GTID state, no position.
+		if held, ok := rs.GTIDs.Holds(ev.GTID); ok {
+			return !held
 		}
 	}
 	return txFrom(ev, rs.Pos, rs.Mark)
@@ -516,6 +522,12 @@ func (d *Destination) atReached(s int) bool {
 	rs, sc := &d.reached.Sources[s], &d.cursor.Sources[s]
 	if rs.Pos.IsZero() && rs.GTIDs.IsZero() {
 		return true
+	}
+	if sc.Pos.IsZero() || rs.Pos.IsZero() {
+		// Either is right after a marker: a GTID state, no position.
+		if covers, ok := sc.GTIDs.Covers(rs.GTIDs); ok {
+			return covers
+		}
 	}
 	return reached(sc.Pos, sc.Mark, rs.Pos, rs.Mark)
 }

@@ -262,6 +262,9 @@ func TestMySQLAcceptedLossGoesOn(t *testing.T) {
 	if got := evs[marker+1].GTIDs.String(); got != "11111111-1111-1111-1111-111111111111:1-3" {
 		t.Errorf("the marker's boundary is at %q, want the cursor's set less the lost GTID", got)
 	}
+	if got := evs[marker].GTIDs.String(); got != evs[marker+1].GTIDs.String() {
+		t.Errorf("the marker's begin carries %q, its commit %q: the merge places a marker by its begin's", got, evs[marker+1].GTIDs)
+	}
 	if _, ok := r.reader.Loss(); ok {
 		t.Error("a loss still waited on after the accept")
 	}

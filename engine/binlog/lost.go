@@ -254,7 +254,8 @@ func (p *Reader) lossAccepted(l change.Loss) {
 
 // emitMarker emits the marker transaction of the accepted loss, if one
 // is armed: an EventBegin and an EventCommit with no rows, carrying the
-// lost GTIDs, whose boundary is the GTID state the reader goes on from
+// lost GTIDs, whose boundary (both carry it) is the GTID state the
+// reader goes on from
 // (no position yet: the next connection starts by GTID). Its commit
 // time is left zero: the merge gives it the source's last key, so it
 // stands where the source continued, the same in every run.
@@ -263,7 +264,9 @@ func (p *Reader) emitMarker(emit func(*change.Event) error) error {
 		return nil
 	}
 	lost := p.marker
-	begin := &change.Event{Type: change.EventBegin, Source: p.spec.Name, Pos: p.resume, Lost: lost}
+	// The begin carries the state too: the merge places a marker by it
+	// (its Pos is the former server's).
+	begin := &change.Event{Type: change.EventBegin, Source: p.spec.Name, Pos: p.resume, Lost: lost, GTIDs: p.gtidState()}
 	if err := emit(begin); err != nil {
 		return err
 	}
