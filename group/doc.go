@@ -76,7 +76,9 @@
 // The merge: destination.go (Config, New, Run), merge.go (the loop and
 // its steps), emit.go (a transaction out, stamped), queue.go (a source's
 // bounded queue), merger.go (the order), placements.go (the log of
-// chunks and late transactions, and their replay), stats.go. The
+// chunks and late transactions, and their replay), order.go (which
+// source each recent point took, for replays beside the live run),
+// stats.go. The
 // initial snapshot: snapshot.go (overview, per-source state),
 // snapshot_gate.go (live changes filtered and chunks emitted at their
 // boundary), snapshot_copy.go (the goroutine that selects chunks),
@@ -131,7 +133,11 @@
 //   - Destination.statsMu: the merge's published Stats (the merge loop
 //     writes, Stats reads; the readers' own stats are read through
 //     Reader.Stats). keptOutOnce closes keptOut, which the snapshot
-//     goroutines wait on, once the kept chunks are out.
+//     goroutines wait on, once the kept chunks are out, and the merge
+//     loop reachedOut once the run is past Config.Reached's point.
+//   - OrderLog.mu: the sources a live run took at its recent points (its
+//     merge loop writes; its replays' merge loops read, and wait on
+//     wake for the next point).
 //   - sourceSnapshot.pushMu: held over every push into the source's
 //     queue, so that its order is the stream's: by the reader over pass,
 //     and by the snapshot goroutine when it emits a chunk itself, which
