@@ -57,6 +57,8 @@ type scriptedTx struct {
 	// snapshot marks a snapshot chunk; changes are its row changes.
 	snapshot bool
 	changes  []change.RowChange
+	// lost names the lost transactions of a LOST marker.
+	lost string
 }
 
 func (x scriptedTx) String() string {
@@ -93,7 +95,7 @@ func runScripted(t *testing.T, cfg group.Config) *scripted {
 		s.done <- d.Run(ctx, func(ev *change.Event) error {
 			switch ev.Type {
 			case change.EventBegin:
-				cur = &scriptedTx{seq: ev.Seq, source: ev.Source, pos: ev.Pos, commit: ev.CommitTime, snapshot: ev.Snapshot}
+				cur = &scriptedTx{seq: ev.Seq, source: ev.Source, pos: ev.Pos, commit: ev.CommitTime, snapshot: ev.Snapshot, lost: ev.Lost}
 			case change.EventRows:
 				for _, rc := range ev.Rows {
 					img := rc.Before

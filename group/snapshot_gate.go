@@ -184,6 +184,12 @@ func (g *sourceSnapshot) gate(ctx context.Context, ev *change.Event) error {
 		}
 		return nil
 	case change.EventBegin:
+		if ev.Lost != "" {
+			// A marker of lost transactions has no rows to leave out:
+			// it goes, whatever the snapshot left.
+			g.inTx = true
+			return g.send(ev)
+		}
 		g.inTx, g.begin = true, ev
 		return nil
 	case change.EventRows:

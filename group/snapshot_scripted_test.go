@@ -460,3 +460,24 @@ func TestSnapshotChunkAfterReached(t *testing.T) {
 	}
 	<-stepped
 }
+
+// TestSnapshotKeepsLossMarker: a LOST marker (a transaction of no rows
+// naming the transactions a failover lost) that comes while the source's
+// snapshot runs goes out: the gate, which turns a transaction all of
+// whose rows it left out into progress, leaves the marker alone.
+func TestSnapshotKeepsLossMarker(t *testing.T) {
+	srcs, clock := grouptest.NewSources(), grouptest.NewClock(scriptT0)
+	s0, tbl := srcs.Log("s0"), orders("shop_0")
+	s0.Tables(tbl)
+	s0.Load(tbl, row(1, "a"), row(2, "b"), row(3, "c"), row(4, "d"))
+	s0.HoldChunks()
+	d := runScripted(t, group.Config{Spec: snapSpec(), Sources: srcs, Clock: clock})
+	s0.Step(nil)
+	if a := d.next(t); !a.snapshot {
+		t.Fatalf("first %s; want the chunk of 1-3", a)
+	}
+	s0.Marker("0-1-9", "0-1-8") // the snapshot still runs: 4 is left
+	if x := d.next(t); x.lost != "0-1-9" {
+		t.Fatalf("then %s; want the marker of 0-1-9", x)
+	}
+}

@@ -129,6 +129,19 @@ func (l *Log) append(size uint32, events func(start, end change.Position) []*cha
 	return start
 }
 
+// Marker appends the marker transaction of an accepted loss of lost
+// (change.Event.Lost) as a reader emits it: a begin and a commit with no
+// rows, both carrying gtids, the state the reader goes on from.
+func (l *Log) Marker(lost, gtids string) change.Position {
+	return l.append(0, func(start, _ change.Position) []*change.Event {
+		state := change.GTIDText(gtids)
+		return []*change.Event{
+			{Type: change.EventBegin, Source: l.name, Pos: start, Lost: lost, GTIDs: state},
+			{Type: change.EventCommit, Source: l.name, Lost: lost, GTIDs: state},
+		}
+	})
+}
+
 // Tx appends a transaction committed at commit that inserts rows into
 // t, and returns the position it begins at.
 func (l *Log) Tx(commit time.Time, t *change.Table, rows ...[]change.Value) change.Position {
@@ -279,7 +292,7 @@ func (r *reader) filter(events []*change.Event) []*change.Event {
 		}
 		out = append(out, &e)
 	}
-	if len(out) == 2 && out[0].Type == change.EventBegin { // every row left out
+	if len(out) == 2 && out[0].Type == change.EventBegin && out[0].Lost == "" { // every row left out (a marker has none)
 		return []*change.Event{{Type: change.EventProgress, Source: out[0].Source, Pos: out[0].Pos, EndPos: out[1].Pos, CommitTime: out[0].CommitTime}}
 	}
 	return out
