@@ -52,12 +52,15 @@ type Merger struct {
 	under  int
 	// hold marks sources that bound nothing for now (see Hold).
 	hold []bool
+	// withdrawn marks sources whose offered transaction was taken back
+	// (Withdraw): offered again, it is not counted again.
+	withdrawn []bool
 }
 
 // NewMerger returns a merger of n sources. strict selects commit-time order
 // across sources; otherwise each source's transactions go as they come.
 func NewMerger(n int, strict bool) *Merger {
-	m := &Merger{strict: strict, last: make([]int64, n), wm: make([]int64, n), head: make([]*Key, n), hold: make([]bool, n)}
+	m := &Merger{strict: strict, last: make([]int64, n), wm: make([]int64, n), head: make([]*Key, n), hold: make([]bool, n), withdrawn: make([]bool, n)}
 	for i := range m.last {
 		m.last[i] = math.MinInt64
 		m.wm[i] = math.MinInt64
@@ -103,6 +106,9 @@ func (m *Merger) offer(src int, commit int64, count bool) Key {
 	t := max(commit, m.last[src])
 	m.last[src] = t
 	k := Key{Time: t, Source: src}
+	if m.withdrawn[src] {
+		count, m.withdrawn[src] = false, false // counted when first offered
+	}
 	if count && m.strict && t < m.wm[src] {
 		m.under++
 	}
@@ -159,6 +165,7 @@ func (m *Merger) Done(src int) {
 		panic(fmt.Sprintf("group: source %d has nothing offered", src))
 	}
 	m.Withdraw(src)
+	m.withdrawn[src] = false // went out, not taken back
 	if !m.outAny || m.out.Less(*k) {
 		m.out, m.outAny = *k, true
 	}
@@ -180,6 +187,7 @@ func (m *Merger) Withdraw(src int) {
 	if m.head[src] == nil {
 		return
 	}
+	m.withdrawn[src] = true
 	for i, h := range m.heap {
 		if h.Source == src {
 			heap.Remove(&m.heap, i)

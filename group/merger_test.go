@@ -197,3 +197,22 @@ func simulate(rng *rand.Rand, commits [][]int64, strict bool) []Key {
 	}
 	return out
 }
+
+// TestMergerWithdrawCountsOnce: a transaction offered below a key out
+// (late), taken back (Withdraw: a replay learnt it goes out at another
+// point) and offered again is counted late once, and its key is the
+// same.
+func TestMergerWithdrawCountsOnce(t *testing.T) {
+	m := NewMerger(2, true)
+	m.Watermark(0, 100)
+	m.Offer(1, 50)
+	if src, _, ok := m.Next(); !ok || src != 1 {
+		t.Fatalf("Next = %d, %v; want source 1", src, ok)
+	}
+	m.Done(1)
+	k := m.Offer(0, 40) // below (50, 1): late
+	m.Withdraw(0)
+	if again := m.Offer(0, 40); again != k || m.Late() != 1 {
+		t.Errorf("offered again: key %v (first %v), %d late; want the same key, 1 late", again, k, m.Late())
+	}
+}
