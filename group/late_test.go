@@ -170,19 +170,8 @@ func TestStaleHeartbeats(t *testing.T) {
 // it, or a replay from before both sorts them by key and gives their
 // seqs to each other.
 func TestLateAfterRestart(t *testing.T) {
-	ds := scriptSpec(2, spec.ShardDDLPassthrough)
-	srcs, clock := grouptest.NewSources(), grouptest.NewClock(scriptT0)
-	s0, s1 := srcs.Log("s0"), srcs.Log("s1")
-	keep := &group.MemKeeper{}
-	first := runScripted(t, group.Config{Spec: ds, Sources: srcs, Clock: clock, Keep: keep})
-	s0.Heartbeat(false) // stamped now: every watermark is now - 1s
-	s1.Heartbeat(false)
-	s0.Tx(scriptT0.Add(-10*time.Second), orders("shop_0"), row(1, "a"))
-	a := first.next(t)
-	at := scriptT0.Add(-2 * time.Second)
-	s1.Tx(at, orders("shop_1"), row(2, "b")) // (at, 1): out, s0's watermark being above
-	b := first.next(t)
-	first.none(t)
+	w := passOnWatermark(t)
+	ds, srcs, clock, s0, keep, a, b, at := w.ds, w.srcs, w.clock, w.s0, w.keep, w.a, w.b, w.at
 
 	second := runScripted(t, group.Config{Spec: ds, Sources: srcs, Clock: clock, Resume: b.cursor, Keep: keep})
 	late := s0.Tx(at, orders("shop_0"), row(3, "c")) // (at, 0) < (at, 1), out before the restart
@@ -213,19 +202,8 @@ func TestLateAfterRestart(t *testing.T) {
 // sorts them by key, and the faster consumer, which skips to its
 // cursor, never sees s0's.
 func TestRestartBeforeLateTransaction(t *testing.T) {
-	ds := scriptSpec(2, spec.ShardDDLPassthrough)
-	srcs, clock := grouptest.NewSources(), grouptest.NewClock(scriptT0)
-	s0, s1 := srcs.Log("s0"), srcs.Log("s1")
-	keep := &group.MemKeeper{}
-	first := runScripted(t, group.Config{Spec: ds, Sources: srcs, Clock: clock, Keep: keep})
-	s0.Heartbeat(false) // stamped now: every watermark is now - 1s
-	s1.Heartbeat(false)
-	s0.Tx(scriptT0.Add(-10*time.Second), orders("shop_0"), row(1, "a"))
-	a := first.next(t)
-	at := scriptT0.Add(-2 * time.Second)
-	s1.Tx(at, orders("shop_1"), row(2, "b")) // (at, 1): out, s0's watermark being above
-	b := first.next(t)
-	first.none(t)
+	w := passOnWatermark(t)
+	ds, srcs, clock, s0, keep, a, b, at := w.ds, w.srcs, w.clock, w.s0, w.keep, w.a, w.b, w.at
 	late := s0.Tx(at, orders("shop_0"), row(3, "c")) // (at, 0) < (at, 1), out before the restart
 
 	second := runScripted(t, group.Config{Spec: ds, Sources: srcs, Clock: clock, Resume: a.cursor, Reached: b.cursor, Keep: keep})
@@ -332,19 +310,8 @@ func TestReplayFollowsLiveOrder(t *testing.T) {
 // no OrderLog, so it goes no further than the live run's start cursor
 // (Config.Reached from OrderLog) and gives s1's the seq the stream did.
 func TestReplayBeforeLiveStart(t *testing.T) {
-	ds := scriptSpec(2, spec.ShardDDLPassthrough)
-	srcs, clock := grouptest.NewSources(), grouptest.NewClock(scriptT0)
-	s0, s1 := srcs.Log("s0"), srcs.Log("s1")
-	keep := &group.MemKeeper{}
-	first := runScripted(t, group.Config{Spec: ds, Sources: srcs, Clock: clock, Keep: keep})
-	s0.Heartbeat(false)
-	s1.Heartbeat(false)
-	s0.Tx(scriptT0.Add(-10*time.Second), orders("shop_0"), row(1, "a"))
-	a := first.next(t)
-	at := scriptT0.Add(-2 * time.Second)
-	s1.Tx(at, orders("shop_1"), row(2, "b"))
-	b := first.next(t)
-	first.none(t)
+	w := passOnWatermark(t)
+	ds, srcs, clock, s0, keep, a, b, at := w.ds, w.srcs, w.clock, w.s0, w.keep, w.a, w.b, w.at
 	s0.Tx(at, orders("shop_0"), row(3, "c")) // came after the first run
 	// The new live run, from b's cursor, not yet running (or held up).
 	live, err := group.New(group.Config{Spec: ds, Sources: srcs, Clock: clock, Resume: b.cursor, Keep: keep})
@@ -390,4 +357,33 @@ func TestReachedUnreachable(t *testing.T) {
 	if x := again.next(t); x.seq != b.seq+1 || x.source != "s0" || !slices.Equal(x.ids, []int64{3}) {
 		t.Errorf("then %s; want s0's at seq %d", x, b.seq+1)
 	}
+}
+
+// watermarkPass is a first run, ended, in which s1's transaction b went
+// out at key (at, 1) ahead of s0, its watermark being above at, after
+// s0's a: s0's next transaction, at (at, 0), comes after the run.
+type watermarkPass struct {
+	ds     *spec.Spec
+	srcs   *grouptest.Sources
+	clock  *grouptest.Clock
+	s0, s1 *grouptest.Log
+	keep   *group.MemKeeper
+	a, b   scriptedTx
+	at     time.Time
+}
+
+func passOnWatermark(t *testing.T) watermarkPass {
+	t.Helper()
+	w := watermarkPass{ds: scriptSpec(2, spec.ShardDDLPassthrough), srcs: grouptest.NewSources(), clock: grouptest.NewClock(scriptT0), keep: &group.MemKeeper{}}
+	w.s0, w.s1 = w.srcs.Log("s0"), w.srcs.Log("s1")
+	first := runScripted(t, group.Config{Spec: w.ds, Sources: w.srcs, Clock: w.clock, Keep: w.keep})
+	w.s0.Heartbeat(false) // stamped now: every watermark is now - 1s
+	w.s1.Heartbeat(false)
+	w.s0.Tx(scriptT0.Add(-10*time.Second), orders("shop_0"), row(1, "a"))
+	w.a = first.next(t)
+	w.at = scriptT0.Add(-2 * time.Second)
+	w.s1.Tx(w.at, orders("shop_1"), row(2, "b")) // (at, 1): out, s0's watermark being above
+	w.b = first.next(t)
+	first.none(t)
+	return w
 }

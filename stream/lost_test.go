@@ -147,16 +147,20 @@ func TestReplayDivergedAtLoss(t *testing.T) {
 	if err := p.Store.Open(context.Background(), "slow", OpenOptions{Start: Start{Kind: StartEarliest}}); err != nil {
 		t.Fatal(err)
 	}
+	slowReplay := func() *Pipeline {
+		p.Store.mu.Lock()
+		defer p.Store.mu.Unlock()
+		r := p.Store.clients["slow"].replay
+		if r == nil {
+			t.Fatal("the slow client is not served by a replay reader")
+		}
+		return r
+	}
 	// The replay reads on to 4 from the primary; it takes no point the
 	// live run has not taken (group.Config.LiveOrder): it waits before
 	// seq at.
 	retry.Until(t, time.Minute, func() error {
-		p.Store.mu.Lock()
-		r := p.Store.clients["slow"].replay
-		p.Store.mu.Unlock()
-		if r == nil {
-			t.Fatal("the slow client is not served by a replay reader")
-		}
+		r := slowReplay()
 		if st := r.Dest.Stats(); st.Seq != at-1 {
 			return fmt.Errorf("the replay is at seq %d; want %d", st.Seq, at-1)
 		}
@@ -183,12 +187,7 @@ func TestReplayDivergedAtLoss(t *testing.T) {
 	}
 	// Once the live run took seq at (the marker), the replay takes 4 there.
 	retry.Until(t, time.Minute, func() error {
-		p.Store.mu.Lock()
-		r := p.Store.clients["slow"].replay
-		p.Store.mu.Unlock()
-		if r == nil {
-			t.Fatal("the slow client is not served by a replay reader")
-		}
+		r := slowReplay()
 		r.Store.mu.Lock()
 		defer r.Store.mu.Unlock()
 		for _, e := range r.Store.entries {

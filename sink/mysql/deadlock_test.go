@@ -8,8 +8,6 @@ import (
 
 	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/sink"
-	mysqlsink "github.com/braid-cdc/braid/sink/mysql"
-	"github.com/braid-cdc/braid/spec"
 )
 
 // TestDeadlockRetried: when InnoDB picks a worker's transaction as the
@@ -21,19 +19,10 @@ import (
 func TestDeadlockRetried(t *testing.T) {
 	db, name := targetDB(t)
 	ctx := context.Background()
-	for _, q := range []string{"CREATE DATABASE " + name, "CREATE TABLE " + name + ".orders (id INT PRIMARY KEY, v VARCHAR(20))",
-		"CREATE TABLE " + name + ".weight (n INT)"} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	target, err := mysqlsink.Open(ctx, spec.Sink{Name: "copy", Type: "mysql", Address: targetAddr, User: "root", Workers: 1, Batch: 10, MetaDatabase: name + "_meta",
-		Tables: []spec.SinkTable{{From: "shop.orders", To: name + ".orders"}}}, "shop", nil)
-	if err != nil {
+	target, tbl := oneWorkerOrders(t, db, name)
+	if _, err := db.Exec("CREATE TABLE " + name + ".weight (n INT)"); err != nil {
 		t.Fatal(err)
 	}
-	defer target.Close()
-	tbl := &change.Table{Schema: "shop", Name: "orders", Columns: []change.Column{{Name: "id", Type: "int", Key: true}, {Name: "v", Type: "varchar"}}}
 	insert := func(seq uint64, id int64, v string) sink.Change {
 		rc := change.NewValueRows(tbl, 0, [][]change.Value{{id, v}})[0]
 		return sink.Change{Seq: seq, Source: "a", Origin: "shop_0.orders", Logical: "shop.orders", Row: &rc, After: rc.After(), PK: v}

@@ -1,6 +1,7 @@
 package mysql_test
 
 import (
+	"database/sql"
 	"testing"
 
 	"github.com/braid-cdc/braid/engine/change"
@@ -19,22 +20,10 @@ import (
 func TestChunkReadAgainToCheckpoint(t *testing.T) {
 	db, name := targetDB(t)
 	ctx := t.Context()
-	if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec("CREATE TABLE " + name + ".orders (id INT PRIMARY KEY, v VARCHAR(20))"); err != nil {
-		t.Fatal(err)
-	}
-	target, err := mysqlsink.Open(ctx, spec.Sink{Name: "copy", Type: "mysql", Address: targetAddr, User: "root", Workers: 1, Batch: 10, MetaDatabase: name + "_meta",
-		Tables: []spec.SinkTable{{From: "shop.orders", To: name + ".orders"}}}, "shop", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer target.Close()
+	target, tbl := oneWorkerOrders(t, db, name)
 	if _, err := target.Checkpoints(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	tbl := &change.Table{Schema: "shop", Name: "orders", Columns: []change.Column{{Name: "id", Type: "int", Key: true}, {Name: "v", Type: "varchar"}}}
 	chunk := func(again bool, rows ...[]change.Value) []sink.Change {
 		rcs := change.NewValueRows(tbl, 0, rows)
 		var cs []sink.Change
@@ -58,4 +47,23 @@ func TestChunkReadAgainToCheckpoint(t *testing.T) {
 	if err != nil || ps[0] != (sink.Point{Seq: 7, Idx: 1}) {
 		t.Errorf("checkpoint %v (%v), want seq 7, row 1", ps, err)
 	}
+}
+
+// oneWorkerOrders makes database name with a table orders (id INT key, v
+// VARCHAR) and opens a sink of one worker into it from shop.orders, whose
+// source table it returns.
+func oneWorkerOrders(t *testing.T, db *sql.DB, name string) (*mysqlsink.Target, *change.Table) {
+	t.Helper()
+	for _, q := range []string{"CREATE DATABASE " + name, "CREATE TABLE " + name + ".orders (id INT PRIMARY KEY, v VARCHAR(20))"} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	target, err := mysqlsink.Open(t.Context(), spec.Sink{Name: "copy", Type: "mysql", Address: targetAddr, User: "root", Workers: 1, Batch: 10, MetaDatabase: name + "_meta",
+		Tables: []spec.SinkTable{{From: "shop.orders", To: name + ".orders"}}}, "shop", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { target.Close() })
+	return target, &change.Table{Schema: "shop", Name: "orders", Columns: []change.Column{{Name: "id", Type: "int", Key: true}, {Name: "v", Type: "varchar"}}}
 }
