@@ -158,7 +158,7 @@ func checkRows(t *testing.T, rows []shardRow, total int) {
 // every row before the ALTER has the old columns and every row after it
 // the new ones, and nothing is lost or doubled.
 func TestShardDDLOneAlter(t *testing.T) {
-	srvs := shards(t, time.Now())
+	srvs := shards(t, time.Now().Add(-time.Minute)) // every CREATE before any ALTER, whatever the same second holds
 	c := collect(t, group.Config{Spec: pessimistic(shopSpec(srvs, earliest, "strict"))})
 	w := startWriter(t, srvs)
 	for shard := range 6 {
@@ -213,7 +213,7 @@ func checkSeqDense(t *testing.T, c *collector) {
 // A destination restarted from a cursor inside the lock, with the kept
 // decision, emits the same stream with the same seqs.
 func TestShardDDLHeldUnlockReplay(t *testing.T) {
-	srvs := shards(t, time.Now())
+	srvs := shards(t, time.Now().Add(-time.Minute)) // every CREATE before any ALTER, whatever the same second holds
 	keep := &group.MemKeeper{}
 	ds := pessimistic(shopSpec(srvs, earliest, "strict"))
 	c := collect(t, group.Config{Spec: ds, Keep: keep})
@@ -342,7 +342,7 @@ func (c *collector) lastCursor() *group.Cursor {
 // of shop.orders has the column, NULL for the shards that have not run
 // it, and no row waits.
 func TestShardDDLOptimisticAdd(t *testing.T) {
-	srvs := shards(t, time.Now())
+	srvs := shards(t, time.Now().Add(-time.Minute)) // every CREATE before any ALTER, whatever the same second holds
 	ds := shopSpec(srvs, earliest, "strict")
 	ds.ShardDDL = spec.ShardDDLOptimistic
 	c := collect(t, group.Config{Spec: ds})
@@ -404,7 +404,7 @@ func TestShardDDLOptimisticAdd(t *testing.T) {
 // shop_0 adds a column, out at once, and shop_1 adds the same column with
 // another type: a conflict, named, holding shop_1's rows.
 func TestShardDDLOptimisticDropAndConflict(t *testing.T) {
-	srvs := shards(t, time.Now())
+	srvs := shards(t, time.Now().Add(-time.Minute)) // every CREATE before any ALTER, whatever the same second holds
 	ds := shopSpec(srvs, earliest, "strict")
 	ds.ShardDDL = spec.ShardDDLOptimistic
 	c := collect(t, group.Config{Spec: ds})
