@@ -1,6 +1,9 @@
 package group
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // orderLogPoints is how many recent points an OrderLog remembers: a
 // replay further behind than that finds its points decided long before
@@ -19,21 +22,28 @@ type OrderLog struct {
 	// start): a replay goes no further than the run went then, up to
 	// its point (Config.Reached), and follows the log after it.
 	start *Cursor
+	from  uint64 // the first point this run took
 
-	mu    sync.Mutex
-	from  uint64  // the first point this run took
-	next  uint64  // the point the merge takes next
-	ended bool    // the run ended: it takes no more points
-	srcs  []int16 // srcs[p % orderLogPoints]: the source taken at point p
+	// The merge's side is lock-free, as it runs once a transaction:
+	// took stores the slot, then next, then looks at waiting; a replay
+	// that waits sets waiting, then looks at next again (taken), so one
+	// of them sees the other.
+	next  atomic.Uint64  // the point the merge takes next
+	ended atomic.Bool    // the run ended: it takes no more points
+	srcs  []atomic.Int32 // srcs[p % orderLogPoints]: the source taken at point p
+
+	waiting atomic.Bool // a replay waits on wake
+	mu      sync.Mutex
 	// wake, made when a replay waits for a point, is closed when the
 	// merge takes the next.
 	wake chan struct{}
 }
 
 func newOrderLog(start *Cursor) *OrderLog {
-	l := &OrderLog{start: start, srcs: make([]int16, orderLogPoints)}
+	l := &OrderLog{start: start, srcs: make([]atomic.Int32, orderLogPoints)}
 	if start != nil {
-		l.from, l.next = start.Taken, start.Taken
+		l.from = start.Taken
+		l.next.Store(start.Taken)
 	}
 	return l
 }
@@ -41,20 +51,23 @@ func newOrderLog(start *Cursor) *OrderLog {
 // end notes that the run ended: a replay waiting for a point it will
 // never take goes on by the placements alone.
 func (l *OrderLog) end() {
-	l.mu.Lock()
-	l.ended = true
-	if l.wake != nil {
-		close(l.wake)
-		l.wake = nil
-	}
-	l.mu.Unlock()
+	l.ended.Store(true)
+	l.wakeAll()
 }
 
 // took notes that the merge took source src's transaction at point p.
 func (l *OrderLog) took(p uint64, src int) {
+	l.srcs[p%orderLogPoints].Store(int32(src))
+	l.next.Store(p + 1)
+	if l.waiting.Load() {
+		l.wakeAll()
+	}
+}
+
+// wakeAll wakes the replays waiting for a point.
+func (l *OrderLog) wakeAll() {
 	l.mu.Lock()
-	l.srcs[p%orderLogPoints] = int16(src)
-	l.next = p + 1
+	l.waiting.Store(false)
 	if l.wake != nil {
 		close(l.wake)
 		l.wake = nil
@@ -64,13 +77,17 @@ func (l *OrderLog) took(p uint64, src int) {
 
 // taken returns a channel closed once the merge has taken point p.
 func (l *OrderLog) taken(p uint64) <-chan struct{} {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if p < l.next || l.ended {
+	if l.ended.Load() || p < l.next.Load() {
 		return closed
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.wake == nil {
 		l.wake = make(chan struct{})
+	}
+	l.waiting.Store(true)
+	if l.ended.Load() || p < l.next.Load() {
+		return closed // took or end ran before it could see waiting
 	}
 	return l.wake
 }
@@ -82,15 +99,19 @@ var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c
 // taken p yet; src -1 when p is older than the log remembers (or than
 // the run, which started from a later cursor), or the run ended first.
 func (l *OrderLog) At(p uint64) (src int, ahead bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	ended := l.ended.Load() // before next: once ended, next is the last
+	next := l.next.Load()
 	switch {
-	case p >= l.next && l.ended:
+	case p >= next && ended:
 		return -1, false
-	case p >= l.next:
+	case p >= next:
 		return -1, true
-	case p < l.from || l.next-p > orderLogPoints:
+	case p < l.from || next-p > orderLogPoints:
 		return -1, false
 	}
-	return int(l.srcs[p%orderLogPoints]), false
+	src = int(l.srcs[p%orderLogPoints].Load())
+	if l.next.Load()-p > orderLogPoints {
+		return -1, false // the merge went on and took p's slot meanwhile
+	}
+	return src, false
 }

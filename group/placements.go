@@ -243,25 +243,21 @@ func (d *Destination) isKeptLate(s int, ev *change.Event) bool {
 // reloadLates has a replay reader learn the late transactions its live
 // run kept since, and hold as such those of them it offered to the
 // merger already (it read them before the live run kept them: Withdraw).
-// It reports whether it held one.
-func (d *Destination) reloadLates(head []*change.Event) bool {
+func (d *Destination) reloadLates(head []*change.Event) {
 	placed, err := d.cfg.keptPlacements()
 	if err != nil {
 		d.log.Warn("replay reader: cannot read its live run's late transactions", "err", err)
-		return false
+		return
 	}
 	_, lates := splitLate(placed)
 	d.lates, d.lateNext, d.latesRead = keptAfter(lates, d.cursor.Taken), 0, d.cfg.Clock.Now()
-	held := false
 	for s, ev := range head {
 		if _, offered := d.merger.Offered(s); offered && ev != nil && d.isKeptLate(s, ev) {
 			d.merger.Withdraw(s)
 			d.lateHeld[s] = true
 			d.merger.Hold(s, true)
-			held = true
 		}
 	}
-	return held
 }
 
 // lostGTID prefixes the GTID field of a late marker of lost transactions
