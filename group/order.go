@@ -75,7 +75,8 @@ func (l *OrderLog) wakeAll() {
 	l.mu.Unlock()
 }
 
-// taken returns a channel closed once the merge has taken point p.
+// taken returns a channel closed once the merge has taken point p (or
+// sooner, on any point taken: the caller looks at At again).
 func (l *OrderLog) taken(p uint64) <-chan struct{} {
 	if l.ended.Load() || p < l.next.Load() {
 		return closed
@@ -106,12 +107,14 @@ func (l *OrderLog) At(p uint64) (src int, ahead bool) {
 		return -1, false
 	case p >= next:
 		return -1, true
-	case p < l.from || next-p > orderLogPoints:
+	case p < l.from || next-p >= orderLogPoints:
 		return -1, false
 	}
 	src = int(l.srcs[p%orderLogPoints].Load())
-	if l.next.Load()-p > orderLogPoints {
-		return -1, false // the merge went on and took p's slot meanwhile
+	// took stores point p+orderLogPoints's source in p's slot before it
+	// moves next past it: once next has come that far, src may be its.
+	if l.next.Load()-p >= orderLogPoints {
+		return -1, false
 	}
 	return src, false
 }
