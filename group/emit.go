@@ -21,6 +21,10 @@ func (d *Destination) emitTx(ctx context.Context, src int, first *change.Event, 
 			return d.emitFiltering(ctx, src, first, q, emit)
 		}
 	}
+	var before *Cursor // a marker's: the cursor right before it
+	if first.Lost != "" {
+		before = d.Cursor()
+	}
 	d.take(src)
 	d.cursor.Seq++
 	seq := d.cursor.Seq
@@ -29,6 +33,9 @@ func (d *Destination) emitTx(ctx context.Context, src int, first *change.Event, 
 	first.Seq = seq
 	d.stamp(first)
 	if first.Lost != "" {
+		if err := d.keepMarker(ctx, src, first.Lost, seq, before); err != nil {
+			return err
+		}
 		d.markerOut(src, first.Lost, seq)
 	}
 	if first.Type == change.EventDDL {

@@ -1,9 +1,11 @@
 package group
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -116,9 +118,8 @@ type AcceptedLoss struct {
 	// not keep the time.
 	At time.Time
 	// MarkerSeq is the seq of the marker transaction naming it, once the
-	// marker went out in this run; 0 before, and for one that went out
-	// before the run's cursor (a marker is not kept apart from the
-	// stream).
+	// marker went out: kept with the accept (LostMarker), so every later
+	// run, replay and new owner knows it; 0 before.
 	MarkerSeq uint64
 }
 
@@ -128,6 +129,16 @@ func acceptedOf(log []Placement, n int) [][]AcceptedLoss {
 	out := make([][]AcceptedLoss, n)
 	for _, p := range log {
 		if p.Lost == nil || p.Source < 0 || p.Source >= n {
+			continue
+		}
+		if p.MarkerSeq != 0 { // where its marker went out
+			acc := out[p.Source]
+			for i := len(acc) - 1; i >= 0; i-- {
+				if acc[i].Lost == p.Lost.Lost {
+					acc[i].MarkerSeq = p.MarkerSeq
+					break
+				}
+			}
 			continue
 		}
 		a := AcceptedLoss{Loss: *p.Lost}
@@ -153,11 +164,94 @@ func (d *Destination) markerOut(src int, lost string, seq uint64) {
 	}
 }
 
+// keepMarker keeps, before it goes out, where source src's marker of
+// lost transactions lost goes out (LostMarker): as transaction seq,
+// right after cursor before. Once: a run that emits it again (from a
+// cursor before it) finds it kept; a replay keeps nothing.
+func (d *Destination) keepMarker(ctx context.Context, src int, lost string, seq uint64, before *Cursor) error {
+	keep := d.cfg.Keep
+	if keep == nil || d.cfg.ReplayOnly {
+		return nil
+	}
+	placed, err := keep.Placements()
+	if err != nil {
+		return err
+	}
+	var loss *change.Loss
+	for _, p := range placed {
+		switch {
+		case p.Lost == nil || p.Source != src || p.Lost.Lost != lost:
+		case p.MarkerSeq != 0:
+			return nil // kept by the run that emitted it first
+		default:
+			loss = p.Lost
+		}
+	}
+	if loss == nil {
+		return nil // an accept not kept (a keeper that lost it): nothing to say where
+	}
+	sc := before.Sources[src]
+	rec := Placement{Source: src, Lost: loss, MarkerSeq: seq, At: sc.Pos, AtMark: sc.Mark, Cursor: before, Taken: before.Taken,
+		Time: d.cfg.Clock.Now().UnixMicro()}
+	if err := keep.KeepPlacement(ctx, rec); err != nil {
+		return fmt.Errorf("group: source %s: keep where the LOST marker of %s went out (seq %d): %w", d.cfg.Spec.Sources[src].Name, lost, seq, err)
+	}
+	return nil
+}
+
+// LostMarker is where the LOST marker of a loss accepted for a source
+// went out, as kept (keepMarker). The lost transactions went out before
+// it, and no server of the source has them now: a run from a cursor
+// before them cannot give the stream again (binlog.ErrLostBefore,
+// ErrLostInside), so a destination starts no run there, and a client
+// whose cursor is there is refused alone (package stream).
+type LostMarker struct {
+	Source int
+	change.Loss
+	// Seq is the marker's seq; At and AtMark the source's boundary it
+	// follows, where the loss was found; From the merged stream's
+	// cursor right before it, where a run may start: it goes on past the
+	// accepted loss and gives the marker again at Seq.
+	Seq    uint64
+	At     change.Position
+	AtMark Mark
+	From   *Cursor
+}
+
+// LostMarkers lists the LOST markers kept in a placement log, in the
+// order they went out.
+func LostMarkers(log []Placement) []LostMarker {
+	var out []LostMarker
+	for _, p := range log {
+		if p.Lost != nil && p.MarkerSeq != 0 && p.Cursor != nil {
+			out = append(out, LostMarker{Source: p.Source, Loss: *p.Lost, Seq: p.MarkerSeq, At: p.At, AtMark: p.AtMark, From: p.Cursor})
+		}
+	}
+	slices.SortFunc(out, func(a, b LostMarker) int { return cmp.Compare(a.Seq, b.Seq) })
+	return out
+}
+
+// Before reports whether c (nil: the destination's start) lies before
+// the lost transactions of m: it lacks the marker, and its source's
+// position is short of the point the marker follows. A cursor between
+// them and the marker (the others' transactions) is at that point: a
+// run from it goes on past the accepted loss and emits the marker again.
+func (m LostMarker) Before(c *Cursor) bool {
+	if c == nil {
+		return true
+	}
+	if c.Seq >= m.Seq || m.Source < 0 || m.Source >= len(c.Sources) {
+		return false
+	}
+	sc := c.Sources[m.Source]
+	return !reached(sc.Pos, sc.Mark, m.At, m.AtMark)
+}
+
 // MarkersOut returns, by seq, the lost GTIDs of each LOST marker that
-// went out in this run (AcceptedLoss.MarkerSeq; not those before its
-// cursor): a replay of the stream must have that marker at that seq
-// (stream checks it). Safe for concurrent use; a marker is noted before
-// it is emitted.
+// went out, in this run or kept by an earlier one
+// (AcceptedLoss.MarkerSeq): a replay of the stream must have that
+// marker at that seq (stream checks it). Safe for concurrent use; a
+// marker is noted before it is emitted.
 func (d *Destination) MarkersOut() map[uint64]string {
 	d.statsMu.Lock()
 	defer d.statsMu.Unlock()
@@ -180,7 +274,7 @@ func (d *Destination) MarkersOut() map[uint64]string {
 func lossesOf(log []Placement, src int) []change.Loss {
 	var out []change.Loss
 	for _, p := range log {
-		if p.Lost != nil && p.Source == src {
+		if p.Lost != nil && p.Source == src && p.MarkerSeq == 0 {
 			out = append(out, *p.Lost)
 		}
 	}

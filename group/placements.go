@@ -55,6 +55,14 @@ type Placement struct {
 	// ordered by the source's last key (a late one's placement keeps it
 	// where it went out when that is below keys out already).
 	Lost *change.Loss `json:"lost,omitempty"`
+	// MarkerSeq, in a placement with Lost, marks not the accept but
+	// where the loss's LOST marker went out (lost.go, LostMarker): the
+	// marker's seq, At and AtMark the source's boundary it follows (the
+	// point the loss was found at), Cursor the merged stream's cursor
+	// right before it (Taken its). Kept once, before it goes out, by the
+	// live run that emits it first.
+	MarkerSeq uint64  `json:"markerSeq,omitempty"`
+	Cursor    *Cursor `json:"cursor,omitempty"`
 }
 
 // splitLate parts a placement log into the snapshot's chunks and the late

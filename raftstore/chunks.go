@@ -25,6 +25,10 @@ type chunkRecord struct {
 	Late    bool            `json:"late,omitempty"`
 	GTID    string          `json:"gtid,omitempty"`
 	Lost    *change.Loss    `json:"lost,omitempty"` // a loss accepted (group.Placement.Lost)
+	// MarkerSeq and Cursor: where its LOST marker went out
+	// (group.Placement.MarkerSeq).
+	MarkerSeq uint64        `json:"markerSeq,omitempty"`
+	Cursor    *group.Cursor `json:"cursor,omitempty"`
 }
 
 // SavePlacement appends a placement (an initial-snapshot chunk or a late

@@ -70,8 +70,9 @@ func (r *Runner) Run(ctx context.Context) error {
 		r.mu.Lock()
 		r.lastErr = err.Error()
 		r.mu.Unlock()
-		if errors.Is(err, ErrDDLRefused) {
-			// The same DDL again would be refused again: the sink stops,
+		if errors.Is(err, ErrDDLRefused) || errors.Is(err, stream.ErrBeforeLoss) {
+			// The same DDL again would be refused again, and a cursor
+			// before lost transactions stays before them: the sink stops,
 			// with one line, until it is restarted (its spec changed).
 			r.Logger.Error("sink stopped", "sink", r.Name, "err", err)
 			<-ctx.Done()

@@ -197,7 +197,13 @@ func (s *Store) nearestCursor(seq uint64) *group.Cursor {
 	}
 	consider(s.floorMark)
 	consider(s.headMark)
+	for _, c := range s.cfg.points {
+		consider(c)
+	}
 	for _, c := range s.clients {
+		if c.refused != nil {
+			continue // before a loss: no replay goes on from there
+		}
 		consider(c.mark)
 		consider(c.origin)
 	}
@@ -308,6 +314,10 @@ func (s *Store) route(client string) (*Pipeline, uint64, error) {
 			return nil, 0, nil
 		}
 		c.lastSeen = time.Now()
+		if c.refused != nil {
+			s.mu.Unlock()
+			return nil, 0, c.refused
+		}
 		if c.replay == nil {
 			from, after, since, nextID, key := c.resumeCursor(), c.done, c.since, c.nextID, shareKey(client, c)
 			s.mu.Unlock()

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/braid-cdc/braid/engine/change"
+	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/internal/testutil/tcpproxy"
@@ -256,5 +258,188 @@ func TestReplayDivergedAtLoss(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(rows, want) {
 		t.Errorf("the slow client's rows %v; the source's with the lost 3: %v", rows, want)
+	}
+}
+
+// follow reads client's batches into into, acking each, until the test
+// ends or a read fails.
+func follow(t *testing.T, s *Store, client string, into *lostClient) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			if err := readOne(ctx, s, client, into); err != nil && ctx.Err() == nil && !errors.Is(err, ErrClosed) {
+				t.Errorf("client %s: %v", client, err)
+				return
+			}
+		}
+	})
+	t.Cleanup(func() { cancel(); wg.Wait() })
+}
+
+// waitLostIDs waits until c has the ids want (-1: a LOST marker), and
+// returns its transactions.
+func waitLostIDs(t *testing.T, c *lostClient, want []int64) []lostTx {
+	t.Helper()
+	var txs []lostTx
+	retry.Until(t, time.Minute, func() error {
+		if txs = c.got(); !slices.Equal(lostIDs(txs), want) {
+			return fmt.Errorf("the client has %v, want %v (-1: the LOST marker)", lostIDs(txs), want)
+		}
+		return nil
+	})
+	return txs
+}
+
+// TestRestartWithClientBeforeLoss: a destination serves two consumers;
+// "slow" acked up to 2 and stopped reading, "fast" read everything: 3
+// and 4, which the promoted replica lacks, the LOST marker once the
+// loss is accepted, then the replica's 10. The destination restarts
+// from the clients' kept cursors (a capture restart, a new owner): slow's
+// lies before the lost transactions, which no server has now. It is
+// refused alone, with one line naming the loss, the marker's seq and the
+// fix; fast goes on with the same seqs, and the restart knows where the
+// marker went out (kept with the accept). Restarted with slow alone, the
+// destination starts after the marker, not from slow's cursor, and
+// serves a new client from the marker. The old code started the run from the slowest
+// cursor, and the whole destination stopped with ErrLostBefore.
+func TestRestartWithClientBeforeLoss(t *testing.T) {
+	tp := mysqltest.StartTopology(t, 1)
+	primary, replica := tp.Primary(), tp.Replicas()[0]
+	replica.FlushLogs(t)
+	primary.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id BIGINT PRIMARY KEY)",
+		"INSERT INTO shop.orders VALUES (1)", "INSERT INTO shop.orders VALUES (2)")
+	tp.WaitCaughtUp(t)
+	vip := tcpproxy.Start(t, primary.Addr())
+	ds, err := spec.Parse(fmt.Appendf(nil, "name: shop\nsources: [{name: a, address: '%s', start: earliest}]\ntables: ['shop\\.orders']\nheartbeat: 100ms\n", vip.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(t.Output(), nil))
+	keep := &group.MemKeeper{}
+	first, err := StartPipeline(context.Background(), PipelineConfig{Spec: ds, Serve: true, Keep: keep, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Store.Subscribe("slow")
+	first.Store.Subscribe("fast")
+	slow := &lostClient{}
+	retry.Until(t, time.Minute, func() error {
+		if err := readOne(context.Background(), first.Store, "slow", slow); err != nil {
+			t.Fatal(err)
+		}
+		if got := lostIDs(slow.got()); !slices.Equal(got, []int64{1, 2}) {
+			return fmt.Errorf("slow has %v, want 1 2", got)
+		}
+		return nil
+	})
+	fast := &lostClient{}
+	follow(t, first.Store, "fast", fast)
+	waitLostIDs(t, fast, []int64{1, 2})
+	tp.StopReplication(t, replica)
+	primary.Exec(t, "INSERT INTO shop.orders VALUES (3)", "INSERT INTO shop.orders VALUES (4)")
+	waitLostIDs(t, fast, []int64{1, 2, 3, 4})
+	tp.KillPrimary(t)
+	tp.Promote(t, replica)
+	vip.Switch(replica.Addr())
+	retry.Until(t, time.Minute, func() error {
+		if first.Dest.Stats().Sources[0].Lost == "" {
+			return errors.New("the run waits on no loss yet")
+		}
+		return nil
+	})
+	l, err := first.Dest.AcceptLost(context.Background(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica.Exec(t, "INSERT INTO shop.orders VALUES (10)")
+	txs := waitLostIDs(t, fast, []int64{1, 2, 3, 4, -1, 10})
+	seqOf := func(id int64) uint64 {
+		for _, tx := range txs {
+			if (id < 0 && tx.lost != "") || slices.Contains(tx.ids, id) {
+				return tx.seq
+			}
+		}
+		t.Fatalf("no transaction wrote %d", id)
+		return 0
+	}
+	marker, ten := seqOf(-1), seqOf(10)
+	clients := map[string]*group.Cursor{"slow": first.Store.Mark("slow"), "fast": first.Store.Mark("fast")}
+	if clients["slow"].Seq != seqOf(2) || clients["fast"].Seq != ten {
+		t.Fatalf("cursors: slow at seq %d, fast at %d; want %d and %d", clients["slow"].Seq, clients["fast"].Seq, seqOf(2), ten)
+	}
+	first.Close()
+
+	second, err := StartPipeline(context.Background(), PipelineConfig{Spec: ds, Serve: true, Keep: keep, Logger: log, Clients: clients})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(second.Close)
+	replica.Exec(t, "INSERT INTO shop.orders VALUES (11)")
+	fast2 := &lostClient{}
+	follow(t, second.Store, "fast", fast2)
+	retry.Until(t, time.Minute, func() error {
+		select {
+		case <-second.Done():
+			t.Fatalf("the restarted destination stopped: %v", second.Err())
+		default:
+		}
+		if got := lostIDs(fast2.got()); !slices.Equal(got, []int64{11}) {
+			return fmt.Errorf("after the restart fast has %v, want 11", got)
+		}
+		return nil
+	})
+	if got := fast2.got()[0].seq; got != ten+1 {
+		t.Errorf("after the restart 11 has seq %d, want %d", got, ten+1)
+	}
+	_, err = second.Store.Get(context.Background(), "slow", 256, 100*time.Millisecond)
+	if !errors.Is(err, ErrBeforeLoss) || !strings.Contains(err.Error(), l.Lost) || !strings.Contains(err.Error(), fmt.Sprintf("seq:%d", marker)) ||
+		!strings.Contains(err.Error(), "braid consumer drop shop slow") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("slow after the restart: %v; want one line with ErrBeforeLoss naming %s, seq:%d and braid consumer drop", err, l.Lost, marker)
+	}
+	t.Logf("slow was told: %v", err)
+	if acc := second.Dest.Stats().Sources[0].Accepted; len(acc) != 1 || acc[0].MarkerSeq != marker {
+		t.Errorf("after the restart accepted losses %+v; want the marker at seq %d", acc, marker)
+	}
+	// Subscribed again at the marker's seq, as slow is told, a client is
+	// replayed from right before the marker: it gets the marker and on.
+	if err := second.Store.Open(context.Background(), "again", OpenOptions{Start: Start{Kind: StartSeq, Seq: marker}}); err != nil {
+		t.Fatal(err)
+	}
+	again := &lostClient{}
+	follow(t, second.Store, "again", again)
+	got := waitLostIDs(t, again, []int64{-1, 10, 11})
+	if got[0].seq != marker || got[0].lost != l.Lost {
+		t.Errorf("subscribed at seq:%d, the client got %+v first; want the marker of %s", marker, got[0], l.Lost)
+	}
+	second.Close()
+
+	// slow alone: the run starts after the marker and serves a new client.
+	third, err := StartPipeline(context.Background(), PipelineConfig{Spec: ds, Serve: true, Keep: keep, Logger: log,
+		Clients: map[string]*group.Cursor{"slow": clients["slow"]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(third.Close)
+	if err := third.Store.Open(context.Background(), "new", OpenOptions{Start: Start{Kind: StartSeq, Seq: marker}}); err != nil {
+		t.Fatal(err)
+	}
+	replica.Exec(t, "INSERT INTO shop.orders VALUES (12)")
+	late := &lostClient{}
+	follow(t, third.Store, "new", late)
+	retry.Until(t, time.Minute, func() error {
+		select {
+		case <-third.Done():
+			t.Fatalf("the destination restarted with slow alone stopped: %v", third.Err())
+		default:
+		}
+		if got := lostIDs(late.got()); !slices.Equal(got, []int64{-1, 10, 11, 12}) {
+			return fmt.Errorf("the new client has %v, want the marker, 10 11 12", got)
+		}
+		return nil
+	})
+	if got := late.got(); got[0].seq != marker || got[3].seq != marker+3 {
+		t.Errorf("the marker and 12 have seqs %d and %d, want %d and %d", got[0].seq, got[3].seq, marker, marker+3)
 	}
 }

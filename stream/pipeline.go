@@ -114,6 +114,28 @@ func StartPipeline(ctx context.Context, cfg PipelineConfig) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A LOST marker kept: a client whose cursor lies before its lost
+	// transactions is refused alone, and the run starts past them.
+	var markers []group.LostMarker
+	if cfg.replayOf == nil && cfg.Keep != nil {
+		placed, err := cfg.Keep.Placements()
+		if err != nil {
+			return nil, err
+		}
+		markers = group.LostMarkers(placed)
+	}
+	refused := refuseBeforeLoss(&cfg, markers)
+	refusedAt := map[string]*group.Cursor{}
+	if len(refused) > 0 {
+		cfg.Clients = maps.Clone(cfg.Clients)
+		for id, why := range refused {
+			refusedAt[id] = cfg.Clients[id]
+			delete(cfg.Clients, id)
+			if cfg.Logger != nil {
+				cfg.Logger.Warn("client refused: its cursor lies before transactions lost in a failover", "dest", cfg.Spec.Name, "client", id, "err", why)
+			}
+		}
+	}
 	resume := cfg.Resume
 	if resume == nil {
 		// The slowest client's cursor; when serving, the slowest attached
@@ -138,6 +160,14 @@ func StartPipeline(ctx context.Context, cfg PipelineConfig) (*Pipeline, error) {
 			resume = start
 			if cfg.Logger != nil {
 				cfg.Logger.Info("no consumer's cursor: resuming from the destination's start cursor", "dest", cfg.Spec.Name)
+			}
+		}
+		// Never from before a loss: no server has what went out there.
+		for m, ok := lastBefore(markers, resume); ok; m, ok = lastBefore(markers, resume) {
+			resume = m.From.Clone()
+			if cfg.Logger != nil {
+				cfg.Logger.Info("resuming at the LOST marker of transactions lost in a failover: no server has them, and the stream before cannot be given again",
+					"dest", cfg.Spec.Name, "source", sourceName(&cfg, m.Source), "lost", m.Lost, "marker_seq", m.Seq)
 			}
 		}
 	}
@@ -180,6 +210,9 @@ func StartPipeline(ctx context.Context, cfg PipelineConfig) (*Pipeline, error) {
 	p.log = log
 	sc := cfg.Store
 	sc.After = resume
+	for _, m := range markers {
+		sc.points = append(sc.points, m.From)
+	}
 	sc.Logger = log.With("dest", cfg.Spec.Name)
 	if cfg.Serve {
 		sc.Replay = p.replay
@@ -205,6 +238,9 @@ func StartPipeline(ctx context.Context, cfg PipelineConfig) (*Pipeline, error) {
 	// the pipeline's run at once.
 	rctx, stop := context.WithCancel(ctx)
 	p.ctx, p.stop = rctx, stop
+	for id, why := range refused {
+		store.subscribeRefused(id, refusedAt[id], why)
+	}
 	for client, c := range cfg.Clients {
 		switch {
 		case c != nil && c.Detached && cfg.Serve:

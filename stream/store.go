@@ -84,6 +84,11 @@ type Config struct {
 	// range: a replay store's client must reach one to rejoin the main
 	// store.
 	cutAtMarks bool
+	// points are cursors, besides the store's own and its clients', a
+	// replay may start from (nearestCursor): right before each LOST
+	// marker kept, so that a client that subscribes at the marker's seq
+	// gets it, replayed past the loss.
+	points []*group.Cursor
 }
 
 // Store holds a destination's events between the producer (the merge) and
@@ -191,6 +196,9 @@ type storeClient struct {
 	detached bool
 	replay   *Pipeline
 	reset    bool
+	// refused: its cursor lies before transactions lost in a failover
+	// (subscribeRefused); every read fails with it, and no replay starts.
+	refused error
 	// pinned: served by its replay, which has read up to what the store
 	// holds; the store keeps, from acked on, what it reads here once the
 	// replay hands it over (route). Without it a store whose other
@@ -343,6 +351,20 @@ func (s *Store) subscribeDetached(client string, mark *group.Cursor) {
 	if _, ok := s.clients[client]; !ok {
 		c := s.newClient(mark.Seq, mark)
 		c.mark, c.detached = mark, true
+		s.clients[client] = c
+	}
+}
+
+// subscribeRefused registers a client id whose saved cursor, mark, the
+// destination cannot serve (ErrBeforeLoss): it holds nothing, keeps its
+// cursor, and each read fails with why until it is dropped. Subscribing
+// a known client does nothing.
+func (s *Store) subscribeRefused(client string, mark *group.Cursor, why error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.clients[client]; !ok {
+		c := s.newClient(mark.Seq, mark)
+		c.mark, c.detached, c.refused = mark, true, why
 		s.clients[client] = c
 	}
 }

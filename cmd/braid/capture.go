@@ -323,6 +323,12 @@ func printStream(ctx context.Context, p *stream.Pipeline, w io.Writer, max int, 
 			}
 			return finish()
 		}
+		if errors.Is(err, stream.ErrBeforeLoss) {
+			// Refused for good: the stream from the printer's cursor
+			// cannot be given again (the sinks go on with --quiet).
+			return fmt.Errorf("%w (braid capture prints as client id %s: remove its cursor file, *.%s.cursor.json in --cursor-dir, to print from where the destination resumes)",
+				err, printerID, printerID)
+		}
 		if ctx.Err() != nil {
 			return finish()
 		}

@@ -111,10 +111,16 @@ func cursor(seq uint64, hist *change.SchemaSnapshot) *group.Cursor {
 }
 
 // placement is the i-th of a log: chunks, every third a late
-// transaction, the fourth a loss an operator accepted.
+// transaction, the fourth a loss an operator accepted, the sixth where
+// its LOST marker went out.
 func placement(i int) group.Placement {
-	if i == 3 {
-		return group.Placement{Source: 1, Lost: &change.Loss{Lost: "domain 1 seq 5 to 1-1-5 (the server is at 1-1-4)", From: "0-1-9,1-1-5", Server: "server_id 2 at db2:3306"}}
+	loss := &change.Loss{Lost: "domain 1 seq 5 to 1-1-5 (the server is at 1-1-4)", From: "0-1-9,1-1-5", Server: "server_id 2 at db2:3306"}
+	switch i {
+	case 3:
+		return group.Placement{Source: 1, Lost: loss}
+	case 5:
+		return group.Placement{Source: 1, Lost: loss, MarkerSeq: 13, Cursor: cursor(12, nil), Taken: 15, At: change.Position{File: "binlog.000007", Pos: 16},
+			AtMark: group.Mark{GTIDs: change.GTIDText("0-1-9,1-1-5")}, Time: 3000}
 	}
 	if i%3 == 2 {
 		return group.Placement{Source: 1, At: change.Position{File: "binlog.000002", Pos: uint32(500 + i)}, Taken: uint64(10 + i), Time: int64(2000 + i), Late: true, GTID: fmt.Sprintf("0-1-%d", 40+i)}

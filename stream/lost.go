@@ -1,0 +1,66 @@
+package stream
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/braid-cdc/braid/group"
+)
+
+// ErrBeforeLoss: a client's cursor lies before transactions of a source
+// lost in a failover, whose loss an operator accepted and whose LOST
+// marker went out (group.LostMarker): no server has them now, so the
+// stream from that cursor cannot be given again. The client is refused
+// alone; the destination runs from a later point and serves the others.
+var ErrBeforeLoss = errors.New("stream: cursor before transactions lost in a failover")
+
+// lastBefore returns the last of markers that c (nil: the destination's
+// start) lies before, if any.
+func lastBefore(markers []group.LostMarker, c *group.Cursor) (group.LostMarker, bool) {
+	for i := len(markers) - 1; i >= 0; i-- {
+		if markers[i].Before(c) {
+			return markers[i], true
+		}
+	}
+	return group.LostMarker{}, false
+}
+
+// beforeLoss is what a client whose cursor c lies before the lost
+// transactions of marker m is told.
+func beforeLoss(ds string, client string, c *group.Cursor, m group.LostMarker, source string) error {
+	fix := fmt.Sprintf("drop it (braid consumer drop %s %s) and subscribe it again at seq:%d or later", ds, client, m.Seq)
+	if strings.HasPrefix(client, SinkClientPrefix) {
+		fix = "the sink's target lacks them: load it afresh, or remove the sink's cursor to go on from where the destination resumes"
+	}
+	return fmt.Errorf("%w: client id %s of destination %s: its cursor (seq %d) lies before transactions of source %s lost in a failover (%s), whose loss an operator accepted: "+
+		"they went out in the stream, then their LOST marker at seq %d, and no server has them now, so the stream from this cursor cannot be given again; the destination serves its other clients. Fix: %s",
+		ErrBeforeLoss, client, ds, c.Seq, source, m.Lost, m.Seq, fix)
+}
+
+// refuseBeforeLoss takes out of cfg.Clients those whose cursor lies before
+// a LOST marker kept (markers) and returns why each is refused.
+func refuseBeforeLoss(cfg *PipelineConfig, markers []group.LostMarker) map[string]error {
+	var out map[string]error
+	for id, c := range cfg.Clients {
+		if c == nil {
+			continue
+		}
+		m, ok := lastBefore(markers, c)
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out = map[string]error{}
+		}
+		out[id] = beforeLoss(cfg.Spec.Name, id, c, m, sourceName(cfg, m.Source))
+	}
+	return out
+}
+
+func sourceName(cfg *PipelineConfig, src int) string {
+	if src >= 0 && src < len(cfg.Spec.Sources) {
+		return cfg.Spec.Sources[src].Name
+	}
+	return fmt.Sprint(src)
+}
