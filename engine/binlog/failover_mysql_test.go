@@ -344,8 +344,7 @@ func TestMySQLReplayWaitsForLive(t *testing.T) {
 	r, addr, failover := startLossFailover(t)
 	evs := r.snapshot()
 	before, atLoss := resumeAfter(t, evs, 0), resumeAfter(t, evs, 1)
-	// What the live reader has read, id 2 with it (its Stats share the
-	// last transaction's GTID at the next event, a heartbeat here).
+	// What the live reader has read, id 2 with it.
 	var readByLive string
 	retry.Until(t, 60*time.Second, func() error {
 		if readByLive = r.reader.Stats().GTIDs.String(); readByLive != "11111111-1111-1111-1111-111111111111:1-4" {

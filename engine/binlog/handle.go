@@ -195,6 +195,7 @@ func (p *Reader) boundary(end change.Position, tx *txState) {
 	if tx.my.gno != 0 {
 		p.mexec.Add(tx.my.sid, tx.my.tag, tx.my.gno)
 	}
+	p.share() // the stats with the transaction read (note)
 }
 
 // commitTx ends the current transaction at end.

@@ -1005,11 +1005,10 @@ func (p *Reader) note(e *replication.BinlogEvent) {
 	case *replication.RotateEvent:
 		st.ReadPos = change.Position{File: string(ev.NextLogName), Pos: uint32(ev.Position)}
 		boundary = true
-	case *replication.XIDEvent, *replication.QueryEvent:
-		boundary = true
-		p.noteTime(hdr)
-	case *replication.TransactionPayloadEvent: // a whole transaction, XID included
-		boundary = true
+	case *replication.XIDEvent, *replication.QueryEvent, *replication.TransactionPayloadEvent: // a payload: a whole transaction, XID included
+		// The end of a transaction is shared once handled (boundary),
+		// with the GTID state past it; shared here, the stats showed
+		// the state before it until the next event or heartbeat.
 		p.noteTime(hdr)
 	case *replication.RowsEvent, *replication.TableMapEvent, *replication.GTIDEvent, *replication.GtidTaggedLogEvent, *replication.MariadbGTIDEvent:
 		p.noteTime(hdr)

@@ -15,6 +15,7 @@ import (
 	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
+	"github.com/braid-cdc/braid/spec"
 )
 
 // logLine is one JSON log line, its keys in order.
@@ -257,4 +258,74 @@ func TestLagIdleVersusDown(t *testing.T) {
 func with(s binlog.Stats, f func(*binlog.Stats)) binlog.Stats {
 	f(&s)
 	return s
+}
+
+// TestStatsGTIDsOfLastTransaction: when a transaction's commit is
+// emitted, the GTID position the reader's Stats show holds it: the
+// position of the last transaction read, not of the one before it (a
+// replay reader asks the live one's, group.Destination.ReadGTIDs, for
+// what a server must hold). The old code shared the stats at the commit
+// event before the reader moved its GTID state past the transaction, so
+// they lagged one transaction until the next event or heartbeat (a long
+// heartbeat here). MariaDB, and the MySQL test source.
+func TestStatsGTIDsOfLastTransaction(t *testing.T) {
+	t.Run("mariadb", func(t *testing.T) {
+		srv := mysqltest.Start(t)
+		srv.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id BIGINT PRIMARY KEY)")
+		r := checkStatsGTIDs(t, source(srv, earliest), func() {
+			for i := range 3 {
+				srv.Exec(t, fmt.Sprintf("INSERT INTO shop.orders VALUES (%d)", i))
+			}
+		})
+		if got, want := r.reader.Stats().GTIDs.String(), srv.GTIDBinlogPos(t); got != want {
+			t.Errorf("the stats show %s; the server is at %s", got, want)
+		}
+	})
+	t.Run("mysql", func(t *testing.T) {
+		m := startMySQLHistory(t)
+		r := checkStatsGTIDs(t, spec.Source{Name: "m8", Address: m.primary.Addr(), User: "root", Start: earliest}, func() { m.insert(t, 1, 2, 3) })
+		if got, want := r.reader.Stats().GTIDs.String(), "11111111-1111-1111-1111-111111111111:1-5"; got != want {
+			t.Errorf("the stats show %s; want %s", got, want)
+		}
+	})
+}
+
+// checkStatsGTIDs reads src while write commits three transactions, and
+// checks at each commit emitted that the reader's stats show its GTID
+// state.
+func checkStatsGTIDs(t *testing.T, src spec.Source, write func()) *run {
+	t.Helper()
+	var mu sync.Mutex
+	var reader *binlog.Reader
+	var checked int
+	var lagged []string
+	r := startReader(t, binlog.Config{Source: src, Heartbeat: time.Minute}, func(ev *change.Event) {
+		if ev.Type != change.EventCommit {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if reader == nil {
+			return
+		}
+		checked++
+		if got := reader.Stats().GTIDs.String(); got != ev.GTIDs.String() {
+			lagged = append(lagged, fmt.Sprintf("the commit of %s emitted with the state %s, the stats show %s", ev.GTID, ev.GTIDs, got))
+		}
+	})
+	mu.Lock()
+	reader = r.reader
+	mu.Unlock()
+	write()
+	r.waitFor(time.Minute, "three commits checked", func([]*change.Event) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return checked >= 3
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(lagged) > 0 {
+		t.Fatalf("the stats lag the transactions emitted:\n%s", strings.Join(lagged, "\n"))
+	}
+	return r
 }
