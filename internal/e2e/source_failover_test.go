@@ -336,6 +336,17 @@ func TestClusterAcceptsLostTransactions(t *testing.T) {
 		}
 	}
 	checkStream(t, f.cs.snapshot(), now)
+	// The new owner, which started past the marker, knows where it went
+	// out: kept in Raft with the accept.
+	f.c.WaitFor(t, 60*time.Second, "the new owner showing the marker's seq", func() (bool, string) {
+		next, _ := f.c.OwnerOf(t, "shop")
+		st, err := state(next)
+		if err != nil || len(st.Sources) != 1 {
+			return false, fmt.Sprint(st.Sources, err)
+		}
+		acc := st.Sources[0].Accepted
+		return len(acc) == 1 && acc[0].Lost == lost && acc[0].MarkerSeq == marker, fmt.Sprintf("accepted %+v; want %s, its marker at seq %d", acc, lost, marker)
+	})
 
 	// The sink: every row emitted, each applied once; verify against the
 	// new primary equal.
