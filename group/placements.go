@@ -121,8 +121,9 @@ func (g *sourceSnapshot) awaitRecord(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
+			chunks, _ := splitLate(placed) // no late transaction or loss is a chunk
 			var mine []Placement
-			for _, c := range placed {
+			for _, c := range chunks {
 				if c.Source == g.src {
 					mine = append(mine, c)
 				}

@@ -2,6 +2,7 @@ package group
 
 import (
 	"testing"
+	"time"
 
 	"github.com/braid-cdc/braid/engine/change"
 )
@@ -30,5 +31,49 @@ func TestLateMarkerFoundByWhatItNames(t *testing.T) {
 		if got := c.k.isTx(c.ev); got != c.want {
 			t.Errorf("%s: isTx = %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// A replay reader waiting for its live run's next snapshot chunk
+// (awaitRecord) counts the source's chunks alone, as a run's start does
+// (splitLate): a late transaction of the source, an accepted loss and
+// where its marker went out, kept in the same log, are no chunks. The
+// old code took them for chunks: the chunk expected next was a late
+// transaction's placement, and the replay went on with no chunk kept.
+func TestAwaitRecordCountsChunksOnly(t *testing.T) {
+	keep := &MemKeeper{}
+	loss := &change.Loss{Lost: "0-1-5", From: "0-1-5"}
+	for _, p := range []Placement{
+		{Source: 0, Index: 0, Table: "shop.orders", Taken: 1},
+		{Source: 0, Late: true, GTID: "0-1-3", Taken: 2},
+		{Source: 0, Lost: loss},
+		{Source: 0, Lost: loss, MarkerSeq: 4, Cursor: &Cursor{Seq: 3}},
+		{Source: 1, Index: 0, Table: "shop.orders", Taken: 5},
+	} {
+		if err := keep.KeepPlacement(t.Context(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := &sourceSnapshot{d: &Destination{cfg: Config{Keep: keep, Clock: Real}}, src: 0, state: &change.SnapshotState{Chunks: 1}}
+	waited := make(chan error, 1)
+	go func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		waited <- g.awaitRecord(t.Context())
+	}()
+	select {
+	case err := <-waited:
+		rec, _ := g.nextRecorded()
+		t.Fatalf("awaitRecord returned (%v) with one chunk kept and one read; the next one it took: %+v", err, rec)
+	case <-time.After(300 * time.Millisecond): // waits, as it should
+	}
+	if err := keep.KeepPlacement(t.Context(), Placement{Source: 0, Index: 1, Table: "shop.orders", Taken: 6}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-waited; err != nil {
+		t.Fatal(err)
+	}
+	if rec, ok := g.nextRecorded(); !ok || rec.Index != 1 || rec.Late || rec.Lost != nil {
+		t.Fatalf("the next chunk: %+v %v; want chunk 1", rec, ok)
 	}
 }
