@@ -104,7 +104,7 @@ type OpenOptions struct {
 }
 
 // Open subscribes client where o says if it is new (see Start); a known
-// client id only counts as seen. A start older than the store holds is
+// client id only counts as seen (one refused, ErrBeforeLoss, is told so). A start older than the store holds is
 // served by a replay reader (Config.Replay); its error, when the sources
 // no longer hold that history, wraps ErrHistoryGone and names the oldest
 // seq the store can serve.
@@ -116,7 +116,7 @@ func (s *Store) Open(ctx context.Context, client string, o OpenOptions) error {
 			c.owned, c.owner = true, o.Owner
 		}
 		s.mu.Unlock()
-		return nil
+		return c.refused // refused for good (ErrBeforeLoss), or nil
 	}
 	if o.Consumer && s.countOwned(o.Owner) >= s.cfg.MaxClientsPerOwner {
 		s.mu.Unlock()

@@ -66,7 +66,7 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusTooManyRequests, fmt.Sprintf("destination %s: %v", s.Name, err))
 		case errors.Is(err, errBusy):
 			writeError(w, http.StatusConflict, fmt.Sprintf("client id %q already has a stream of destination %q open; one stream per client id at a time (close it, or use another client id)", id, s.Name))
-		case errors.Is(err, stream.ErrHistoryGone):
+		case errors.Is(err, stream.ErrHistoryGone), errors.Is(err, stream.ErrBeforeLoss):
 			writeError(w, http.StatusGone, fmt.Sprintf("destination %s: %v", s.Name, err))
 		case errors.Is(err, stream.ErrReplaysBusy):
 			writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("destination %s: %v", s.Name, err))

@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/api/wire"
+	"github.com/braid-cdc/braid/client"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/tcpproxy"
@@ -177,13 +180,17 @@ func TestClusterOwnerKilledDuringSourceFailover(t *testing.T) {
 // never receives; the primary SIGKILLed, the replica promoted, the proxy
 // switched. The promoted server lacks those rows: the owner names the
 // loss and waits. `braid destination accept-lost` (the CLI, against the
-// cluster) accepts it; once every kept cursor is past the marker, the
-// owner is SIGKILLed and the next one goes on on the promoted server.
-// The consumer gets every row once, in order, the lost ones before one
-// LOST marker naming them and the promoted server's after it; the MySQL
-// sink's target holds every row emitted, each applied once (the lost
-// ones stay: they went out), and `braid sink verify` against the new
-// primary names exactly the lost rows as extra, nothing else.
+// cluster) accepts it; once every kept cursor but one is past the
+// marker, the owner is SIGKILLed and the next one goes on on the
+// promoted server. The consumer gets every row once, in order, the lost
+// ones before one LOST marker naming them and the promoted server's
+// after it; the MySQL sink's target holds every row emitted, each
+// applied once (the lost ones stay: they went out), and `braid sink
+// verify` against the new primary names exactly the lost rows as extra,
+// nothing else. The one left behind, a consumer that stopped reading
+// before the failover, is refused alone by the new owner (410, one line
+// naming the loss, the marker's seq and the fix); the old code started
+// the new owner's run from its cursor, and the destination stopped.
 func TestClusterAcceptsLostTransactions(t *testing.T) {
 	f := startSourceFailover(t)
 	owner, epoch := f.c.OwnerOf(t, "shop")
@@ -192,6 +199,23 @@ func TestClusterAcceptsLostTransactions(t *testing.T) {
 		defer cancel()
 		return f.c.State(ctx, n.Node, "shop")
 	}
+	// A consumer that catches up (its replay from the start, if it has
+	// one, over: it reads the shared store), then stops reading, its
+	// cursor kept before what the failover will lose: the slowest.
+	slow := startConsumer(t, f.c, "shop", "slow")
+	f.c.WaitFor(t, 60*time.Second, "the slow consumer caught up", func() (bool, string) {
+		st, err := state(owner)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, c := range st.Clients {
+			if c.ID == "slow" {
+				return !c.Detached && !c.Replaying && c.AckedSeq+2 >= st.Seq, fmt.Sprintf("%+v at seq %d", c, st.Seq)
+			}
+		}
+		return false, "no client slow"
+	})
+	slow.stop()
 	// The consumer keeps up (its replay reader from the start, if it has
 	// one, caught up): one behind when the primary dies would have its
 	// place inside the lost transactions.
@@ -246,11 +270,10 @@ func TestClusterAcceptsLostTransactions(t *testing.T) {
 	if code != 0 || !strings.Contains(out, lost) {
 		t.Fatalf("accept-lost: exit %d: %s%s", code, out, errs)
 	}
-	// Once every client's kept cursor is past the marker, and the sink
-	// has applied a second of the load past it (its cursor is kept every
-	// 500ms), the owner is killed: the next one resumes on the promoted
-	// server from there. (A kept cursor inside the lost transactions
-	// would stop the next owner: see binlog.ErrLostInside.)
+	// Once every client's kept cursor but slow's is past the marker, and
+	// the sink has applied a second of the load past it (its cursor is
+	// kept every 500ms), the owner is killed: the next one resumes on the
+	// promoted server from there, and refuses slow alone.
 	var marker uint64
 	f.c.WaitFor(t, 90*time.Second, "every kept cursor past the marker", func() (bool, string) {
 		for _, m := range f.cs.snapshot() {
@@ -266,7 +289,7 @@ func TestClusterAcceptsLostTransactions(t *testing.T) {
 			return false, err.Error()
 		}
 		for _, c := range st.Clients {
-			if c.Cursor == nil || c.Cursor.Seq <= marker {
+			if c.ID != "slow" && (c.Cursor == nil || c.Cursor.Seq <= marker) {
 				return false, fmt.Sprintf("client %s kept at %v, the marker is seq %d", c.ID, c.Cursor, marker)
 			}
 		}
@@ -336,6 +359,28 @@ func TestClusterAcceptsLostTransactions(t *testing.T) {
 		}
 	}
 	checkStream(t, f.cs.snapshot(), now)
+	// slow is refused, with one line, and nothing more.
+	urls := make([]string, 0, len(f.c.Nodes))
+	for _, n := range f.c.Nodes {
+		urls = append(urls, n.URL())
+	}
+	app := f.c.Security.Consumer
+	cl, err := client.New(strings.Join(urls, ","), client.WithToken(app.User, app.Password))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	err = cl.Stream(ctx, "shop", "slow", func(m client.Message) error {
+		return fmt.Errorf("slow got seq %d", m.Seq)
+	})
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Status != http.StatusGone || !strings.Contains(ce.Message, "braid consumer drop shop slow") ||
+		!strings.Contains(ce.Message, fmt.Sprintf("seq:%d", marker)) || !strings.Contains(ce.Message, lost) {
+		t.Errorf("slow after the owner change: %v; want 410 naming the loss %s, seq:%d and braid consumer drop", err, lost, marker)
+	} else {
+		t.Logf("slow was refused: %v", err)
+	}
 	// The new owner, which started past the marker, knows where it went
 	// out: kept in Raft with the accept.
 	f.c.WaitFor(t, 60*time.Second, "the new owner showing the marker's seq", func() (bool, string) {
