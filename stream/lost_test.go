@@ -399,6 +399,11 @@ func TestRestartWithClientBeforeLoss(t *testing.T) {
 		t.Fatalf("slow after the restart: %v; want one line with ErrBeforeLoss naming %s, seq:%d and braid consumer drop", err, l.Lost, marker)
 	}
 	t.Logf("slow was told: %v", err)
+	for _, c := range second.Store.Clients() {
+		if (c.ID == "slow") != (c.Refused == err.Error()) {
+			t.Errorf("client %s listed as refused: %q", c.ID, c.Refused)
+		}
+	}
 	if acc := second.Dest.Stats().Sources[0].Accepted; len(acc) != 1 || acc[0].MarkerSeq != marker {
 		t.Errorf("after the restart accepted losses %+v; want the marker at seq %d", acc, marker)
 	}

@@ -839,6 +839,9 @@ type ClientStats struct {
 	// replay has read up to what the store holds, which keeps what comes
 	// next for it to rejoin.
 	Detached, Replaying, Pinned bool
+	// Refused says why the destination cannot serve it (ErrBeforeLoss);
+	// "" for one it serves.
+	Refused string
 	// LastSeen is when it last read or acked.
 	LastSeen time.Time
 }
@@ -854,6 +857,9 @@ func (s *Store) Clients() []ClientStats {
 			Ephemeral: c.ephemeral, Detached: c.detached, Replaying: c.replay != nil, Pinned: c.pinned, LastSeen: c.lastSeen}
 		if !c.detached && c.replay == nil {
 			cs.Unacked = int(end - c.acked)
+		}
+		if c.refused != nil {
+			cs.Refused = c.refused.Error()
 		}
 		if c.replay != nil {
 			replays[id] = c.replay

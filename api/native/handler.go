@@ -218,7 +218,7 @@ func (h *handler) clientStates(s *stream.Served) []wire.ClientState {
 		} else if cs.Cursor != nil {
 			cs.AckedSeq = cs.Cursor.Seq
 		}
-		cs.Unacked, cs.Ephemeral, cs.Detached, cs.Replaying = sc.Unacked, sc.Ephemeral, sc.Detached, sc.Replaying
+		cs.Unacked, cs.Ephemeral, cs.Detached, cs.Replaying, cs.Refused = sc.Unacked, sc.Ephemeral, sc.Detached, sc.Replaying, sc.Refused
 		if !sc.LastSeen.IsZero() {
 			ls := sc.LastSeen
 			cs.LastSeen = &ls

@@ -206,6 +206,10 @@ type ClientState struct {
 	// Replaying: a replay reader of its own serves it (it started, or
 	// fell, behind what the store holds).
 	Replaying bool `json:"replaying,omitempty"`
+	// Refused says why the destination cannot serve it: its cursor lies
+	// before transactions a failover lost (drop it and subscribe it
+	// again after their LOST marker).
+	Refused string `json:"refused,omitempty"`
 	// LastSeen is when it last read or acked.
 	LastSeen *time.Time `json:"lastSeen,omitempty"`
 }

@@ -75,6 +75,8 @@ func runConsumerList(args []string, stdout, stderr io.Writer) int {
 	for _, c := range cs {
 		state := "idle"
 		switch {
+		case c.Refused != "":
+			state = "refused: before a loss (see --json)"
 		case c.Streaming:
 			state = "streaming"
 		case c.Replaying:

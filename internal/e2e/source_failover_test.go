@@ -381,6 +381,16 @@ func TestClusterAcceptsLostTransactions(t *testing.T) {
 	} else {
 		t.Logf("slow was refused: %v", err)
 	}
+	out, errs, code = cli("consumer", "list", "shop", "--json", "--server", f.c.Nodes[0].URL())
+	var listed []wire.ClientState
+	if err := json.Unmarshal([]byte(out), &listed); code != 0 || err != nil {
+		t.Fatalf("consumer list: exit %d: %s%s", code, out, errs)
+	}
+	for _, c := range listed {
+		if (c.ID == "slow") != strings.Contains(c.Refused, "braid consumer drop shop slow") {
+			t.Errorf("consumer list: %s refused %q; want slow alone refused", c.ID, c.Refused)
+		}
+	}
 	// The new owner, which started past the marker, knows where it went
 	// out: kept in Raft with the accept.
 	f.c.WaitFor(t, 60*time.Second, "the new owner showing the marker's seq", func() (bool, string) {
