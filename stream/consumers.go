@@ -197,8 +197,10 @@ func (s *Store) nearestCursor(seq uint64) *group.Cursor {
 	}
 	consider(s.floorMark)
 	consider(s.headMark)
-	for _, c := range s.cfg.points {
-		consider(c)
+	if s.cfg.points != nil {
+		for _, c := range s.cfg.points() {
+			consider(c)
+		}
 	}
 	for _, c := range s.clients {
 		if c.refused != nil {

@@ -29,13 +29,18 @@ func lastBefore(markers []group.LostMarker, c *group.Cursor) (group.LostMarker, 
 // beforeLoss is what a client whose cursor c lies before the lost
 // transactions of marker m is told.
 func beforeLoss(ds string, client string, c *group.Cursor, m group.LostMarker, source string) error {
+	return lossRefusal(ds, client, fmt.Sprintf("its cursor (seq %d)", c.Seq), m, source)
+}
+
+// lossRefusal is beforeLoss for what (a cursor, or a start).
+func lossRefusal(ds, client, what string, m group.LostMarker, source string) error {
 	fix := fmt.Sprintf("drop it (braid consumer drop %s %s) and subscribe it again at seq:%d or later", ds, client, m.Seq)
 	if strings.HasPrefix(client, SinkClientPrefix) {
 		fix = "the sink's target lacks them: load it afresh, or remove the sink's cursor to go on from where the destination resumes"
 	}
-	return fmt.Errorf("%w: client id %s of destination %s: its cursor (seq %d) lies before transactions of source %s lost in a failover (%s), whose loss an operator accepted: "+
-		"they went out in the stream, then their LOST marker at seq %d, and no server has them now, so the stream from this cursor cannot be given again; the destination serves its other clients. Fix: %s",
-		ErrBeforeLoss, client, ds, c.Seq, source, m.Lost, m.Seq, fix)
+	return fmt.Errorf("%w: client id %s of destination %s: %s lies before transactions of source %s lost in a failover (%s), whose loss an operator accepted: "+
+		"they went out in the stream, then their LOST marker at seq %d, and no server has them now, so the stream from there cannot be given again; the destination serves its other clients. Fix: %s",
+		ErrBeforeLoss, client, ds, what, source, m.Lost, m.Seq, fix)
 }
 
 // refuseBeforeLoss takes out of cfg.Clients those whose cursor lies before
@@ -54,6 +59,17 @@ func refuseBeforeLoss(cfg *PipelineConfig, markers []group.LostMarker) map[strin
 			out = map[string]error{}
 		}
 		out[id] = beforeLoss(cfg.Spec.Name, id, c, m, sourceName(cfg, m.Source))
+	}
+	return out
+}
+
+// lossPoints lists the cursors right before each LOST marker kept, by
+// an earlier run or this one: where a replay may start to give a marker
+// again.
+func (p *Pipeline) lossPoints() []*group.Cursor {
+	var out []*group.Cursor
+	for _, m := range group.LostMarkers(p.kept.placementsNow()) {
+		out = append(out, m.From)
 	}
 	return out
 }

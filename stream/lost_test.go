@@ -407,6 +407,12 @@ func TestRestartWithClientBeforeLoss(t *testing.T) {
 	if acc := second.Dest.Stats().Sources[0].Accepted; len(acc) != 1 || acc[0].MarkerSeq != marker {
 		t.Errorf("after the restart accepted losses %+v; want the marker at seq %d", acc, marker)
 	}
+	// A new client at earliest would need a replay from the start, before
+	// the loss: refused at once, with the same line.
+	err = second.Store.Open(context.Background(), "early", OpenOptions{Start: Start{Kind: StartEarliest}})
+	if !errors.Is(err, ErrBeforeLoss) || !strings.Contains(err.Error(), fmt.Sprintf("seq:%d", marker)) {
+		t.Errorf("a new client at earliest: %v; want ErrBeforeLoss naming seq:%d", err, marker)
+	}
 	// Subscribed again at the marker's seq, as slow is told, a client is
 	// replayed from right before the marker: it gets the marker and on.
 	if err := second.Store.Open(context.Background(), "again", OpenOptions{Start: Start{Kind: StartSeq, Seq: marker}}); err != nil {

@@ -210,8 +210,8 @@ func StartPipeline(ctx context.Context, cfg PipelineConfig) (*Pipeline, error) {
 	p.log = log
 	sc := cfg.Store
 	sc.After = resume
-	for _, m := range markers {
-		sc.points = append(sc.points, m.From)
+	if p.kept != nil {
+		sc.points = p.lossPoints
 	}
 	sc.Logger = log.With("dest", cfg.Spec.Name)
 	if cfg.Serve {
@@ -322,6 +322,16 @@ func (p *Pipeline) replay(from *group.Cursor, client string) (*Pipeline, error) 
 		// From the destination's start: its start cursor holds the
 		// schema there, which the servers' schema now may not be.
 		from = p.startCursor()
+	}
+	if p.kept != nil {
+		// Never from before a loss (kept, or kept by this run).
+		if m, ok := lastBefore(group.LostMarkers(p.kept.placementsNow()), from); ok {
+			what := "the history it asks for (from the destination's start)"
+			if from != nil {
+				what = fmt.Sprintf("the history it asks for (after seq %d)", from.Seq)
+			}
+			return nil, lossRefusal(p.name, client, what, m, sourceName(&p.cfg, m.Source))
+		}
 	}
 	ctx, cancel := context.WithTimeout(p.ctx, 15*time.Second)
 	defer cancel()

@@ -84,11 +84,11 @@ type Config struct {
 	// range: a replay store's client must reach one to rejoin the main
 	// store.
 	cutAtMarks bool
-	// points are cursors, besides the store's own and its clients', a
+	// points lists cursors, besides the store's own and its clients', a
 	// replay may start from (nearestCursor): right before each LOST
 	// marker kept, so that a client that subscribes at the marker's seq
-	// gets it, replayed past the loss.
-	points []*group.Cursor
+	// gets it, replayed past the loss. Called under the store's lock.
+	points func() []*group.Cursor
 }
 
 // Store holds a destination's events between the producer (the merge) and
