@@ -126,8 +126,8 @@ type AcceptedLoss struct {
 	AcceptedAt *time.Time `json:"acceptedAt,omitempty"`
 	// MarkerSeq is the seq of the marker transaction (a message of type
 	// LOST) that names the loss in the stream; missing before it went
-	// out, and when it went out before the destination last started on
-	// its owner.
+	// out (and for one that went out under a braid that did not keep
+	// where).
 	MarkerSeq uint64 `json:"markerSeq,omitempty"`
 }
 

@@ -381,7 +381,7 @@ func showDestination(w io.Writer, info wire.DestinationInfo) {
 				s.Name, s.Lost, info.Name, s.Name)
 		}
 		for _, a := range s.Accepted {
-			at, marker := "at a time not kept", "not out since the destination started on its owner"
+			at, marker := "at a time not kept", "not out yet"
 			if a.AcceptedAt != nil {
 				at = a.AcceptedAt.Local().Format(time.DateTime)
 			}
