@@ -37,8 +37,8 @@ type Config struct {
 	// error. Without it an unreachable target is retried in the
 	// background (sinkrun.Start).
 	CheckSinks bool
-	// Live decides whether the servers may hand events out now
-	// (stream.Served.Live). Default: always.
+	// Live decides whether the servers and the sinks may hand events out
+	// now (stream.Served.Live, sink.Runner.Live). Default: always.
 	Live func() error
 	// KeepEvery is how often the clients' cursors are kept: a crash
 	// repeats at most this much of the stream to them (same seqs).
@@ -104,7 +104,7 @@ func Run(ctx context.Context, cfg Config, body func(ctx context.Context, r *Runn
 		return err
 	}
 	defer p.Close()
-	sinks := sinkrun.Start(ctx, p, cfg.Spec, nil, log)
+	sinks := sinkrun.Start(ctx, p, cfg.Spec, nil, cfg.Live, log)
 	defer sinks.Stop() // before the pipeline closes; again after the last save is harmless
 	served := p.Served(cfg.Live)
 	served.Sinks = sinks.Stats

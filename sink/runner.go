@@ -30,9 +30,20 @@ type Runner struct {
 	// Holders, when set, looks up which shard tables hold a colliding key
 	// at the sources, so that a collision error names both writers.
 	Holders func(ctx context.Context, e *CollisionError) ([]string, error)
-	Logger  *slog.Logger
+	// Live, when set, says whether this node may hand the destination's
+	// events out now (stream.Served.Live: a cluster owner's lease). While
+	// it fails the Feed hands the sink nothing: an owner that stalled
+	// past its lease (SIGSTOP, a long pause, a cut network) and runs
+	// again before it learns of the new owner applies nothing the new
+	// owner may have decided otherwise. A target's checkpoints fence the
+	// exactly-once sinks, a transactional id Kafka; a RabbitMQ sink had
+	// nothing, and published a transaction the new owner gave another
+	// seq (found by make chaos: the same message id, another body).
+	Live   func() error
+	Logger *slog.Logger
 
 	mu        sync.Mutex
+	notLive   bool      // Live failed last time it was asked: said once
 	applied   uint64    // the last seq applied whole
 	appliedAt time.Time // when it committed at its source
 	lastErr   string
@@ -123,15 +134,56 @@ type Feed struct {
 func (f *Feed) Sink() string { return f.r.Name }
 
 // Next returns the next store batch handed to the sink, waiting up to
-// half a second for one (a store batch of no events: none came).
+// half a second for one (a store batch of no events: none came, or the
+// node may not hand events out now, Runner.Live).
 func (f *Feed) Next(ctx context.Context) (stream.Batch, error) {
+	if !f.r.awaitLive(ctx, 500*time.Millisecond) {
+		return stream.Batch{ID: -1}, ctx.Err()
+	}
 	return f.r.Store.Get(ctx, f.r.Client, 1024, 500*time.Millisecond)
 }
 
 // Ready is Next without the wait: the next store batch if one is ready,
 // else a store batch of no events.
 func (f *Feed) Ready(ctx context.Context) (stream.Batch, error) {
+	if !f.r.awaitLive(ctx, 0) {
+		return stream.Batch{ID: -1}, ctx.Err()
+	}
 	return f.r.Store.Get(ctx, f.r.Client, 1024, 0)
+}
+
+// awaitLive waits up to wait for Live to hold and reports whether it
+// does; the first failure of a run of them is logged.
+func (r *Runner) awaitLive(ctx context.Context, wait time.Duration) bool {
+	if r.Live == nil {
+		return true
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		err := r.Live()
+		r.mu.Lock()
+		was := r.notLive
+		r.notLive = err != nil
+		r.mu.Unlock()
+		if err == nil {
+			if was {
+				r.Logger.Info("sink applying again: the node may hand events out", "sink", r.Name)
+			}
+			return true
+		}
+		if !was {
+			r.Logger.Info("sink waits: the node may not hand events out now", "sink", r.Name, "why", err)
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(min(left, 50*time.Millisecond)):
+		}
+	}
 }
 
 // Ack acks store batch id, the oldest handed out and not acked, whose

@@ -102,10 +102,11 @@ const (
 	Once      Case = "once"
 	Replay    Case = "replay"
 	Restart   Case = "restart"
+	Lease     Case = "lease"
 )
 
 // Cases are the suite's cases, in order.
-var Cases = []Case{Apply, Workers, Partial, Collision, Once, Replay, Restart}
+var Cases = []Case{Apply, Workers, Partial, Collision, Once, Replay, Restart, Lease}
 
 // Run runs every case against the target of h, each a subtest, on one
 // MariaDB server of the suite's started for t (each case in databases of
@@ -114,7 +115,7 @@ func Run(t *testing.T, h Harness) {
 	srv := mysqltest.Start(t)
 	cases := map[Case]func(*env){
 		Apply: testApply, Workers: testWorkers, Partial: testPartial, Collision: testCollision,
-		Once: testOnce, Replay: testReplay, Restart: testRestart,
+		Once: testOnce, Replay: testReplay, Restart: testRestart, Lease: testLease,
 	}
 	for _, c := range Cases {
 		t.Run(string(c), func(t *testing.T) {

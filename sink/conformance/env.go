@@ -72,6 +72,8 @@ type dest struct {
 	log     *slog.Logger
 	p       *stream.Pipeline
 	set     *sinkrun.Set
+	// live, when set, is the sinks' sink.Runner.Live.
+	live func() error
 	// least is a seq the sink must apply through before it is caught up,
 	// beside its pipeline's head: an earlier pipeline's head, for a
 	// pipeline started again, whose own head is behind until it has read
@@ -114,13 +116,13 @@ func Pipeline(t testing.TB, ds *spec.Spec, cursors group.CursorStore, log *slog.
 func Start(t testing.TB, ds *spec.Spec, cursors group.CursorStore, log *slog.Logger) (*stream.Pipeline, *sinkrun.Set) {
 	t.Helper()
 	p := Pipeline(t, ds, cursors, log)
-	set := sinkrun.Start(t.Context(), p, ds, cursors, log)
+	set := sinkrun.Start(t.Context(), p, ds, cursors, nil, log)
 	t.Cleanup(set.Stop)
 	return p, set
 }
 
 // Start starts the sinks (again).
-func (d *dest) Start() { d.set = sinkrun.Start(d.e.t.Context(), d.p, d.ds, d.cursors, d.log) }
+func (d *dest) Start() { d.set = sinkrun.Start(d.e.t.Context(), d.p, d.ds, d.cursors, d.live, d.log) }
 
 // Stop stops the sinks, in whatever they are doing.
 func (d *dest) Stop() {

@@ -170,9 +170,11 @@ type running struct {
 
 // Start applies p's store to each of ds's sinks until ctx ends or Stop.
 // cursors, when set, keeps each sink's cursor after each store batch (a cluster
-// owner saves every store client's cursor itself). A target that cannot
-// be reached is retried in the background, logged and shown in States.
-func Start(ctx context.Context, p *stream.Pipeline, ds *spec.Spec, cursors group.CursorStore, log *slog.Logger) *Set {
+// owner saves every store client's cursor itself). live, when set, says
+// whether the node may hand events out now (sink.Runner.Live: a sink
+// applies nothing while it fails). A target that cannot be reached is
+// retried in the background, logged and shown in States.
+func Start(ctx context.Context, p *stream.Pipeline, ds *spec.Spec, cursors group.CursorStore, live func() error, log *slog.Logger) *Set {
 	ctx, cancel := context.WithCancel(ctx)
 	set := &Set{cancel: cancel, done: ctx.Done(), p: p, ds: ds}
 	for _, sk := range ds.Sinks {
@@ -185,6 +187,7 @@ func Start(ctx context.Context, p *stream.Pipeline, ds *spec.Spec, cursors group
 			}
 			defer s.Close()
 			r := NewRunner(ds, sk, s, p.Store, cursors, log)
+			r.Live = live
 			set.mu.Lock()
 			rn.runner, rn.err = r, ""
 			set.mu.Unlock()

@@ -122,7 +122,7 @@ func TestTwoSources(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
-	sinks := sinkrun.Start(t.Context(), p, &ds, nil, log)
+	sinks := sinkrun.Start(t.Context(), p, &ds, nil, nil, log)
 	t.Cleanup(sinks.Stop)
 
 	state := func(sink string) stream.SinkStats {
