@@ -71,6 +71,14 @@ func (r *Runner) Run(ctx context.Context) error {
 		if ctx.Err() != nil || errors.Is(err, stream.ErrClosed) {
 			return nil
 		}
+		if errors.Is(err, errNotLive) {
+			// Handed a batch as the lease ran out: taken back, and
+			// handed again (from the checkpoints) once it holds.
+			if err := r.Store.Rollback(r.Client); err != nil {
+				return err
+			}
+			continue
+		}
 		var ce *CollisionError
 		if errors.As(err, &ce) && ce.Holders == nil && r.Holders != nil {
 			if ce.Holders, err = r.Holders(ctx, ce); err != nil {
@@ -140,7 +148,7 @@ func (f *Feed) Next(ctx context.Context) (stream.Batch, error) {
 	if !f.r.awaitLive(ctx, 500*time.Millisecond) {
 		return stream.Batch{ID: -1}, ctx.Err()
 	}
-	return f.r.Store.Get(ctx, f.r.Client, 1024, 500*time.Millisecond)
+	return f.r.stillLive(f.r.Store.Get(ctx, f.r.Client, 1024, 500*time.Millisecond))
 }
 
 // Ready is Next without the wait: the next store batch if one is ready,
@@ -149,7 +157,25 @@ func (f *Feed) Ready(ctx context.Context) (stream.Batch, error) {
 	if !f.r.awaitLive(ctx, 0) {
 		return stream.Batch{ID: -1}, ctx.Err()
 	}
-	return f.r.Store.Get(ctx, f.r.Client, 1024, 0)
+	return f.r.stillLive(f.r.Store.Get(ctx, f.r.Client, 1024, 0))
+}
+
+// errNotLive ends an Apply handed a batch just as Live failed: Run takes
+// the batch back (Store.Rollback) and feeds the sink again.
+var errNotLive = errors.New("sink: the node may not hand events out now")
+
+// stillLive passes on a batch Get returned only if Live still holds: Get
+// may have waited, and the lease run out meanwhile (an owner stopped in
+// that wait runs again with the batch its merge let out on resuming), as
+// the servers look at it again after a read (api/native, api/canal).
+func (r *Runner) stillLive(b stream.Batch, err error) (stream.Batch, error) {
+	if err != nil || len(b.Events) == 0 || r.Live == nil {
+		return b, err
+	}
+	if lerr := r.Live(); lerr != nil {
+		return stream.Batch{ID: -1}, fmt.Errorf("%w: %v", errNotLive, lerr)
+	}
+	return b, nil
 }
 
 // awaitLive waits up to wait for Live to hold and reports whether it

@@ -418,39 +418,50 @@ func checkMessages(ms []Message, want int, dups bool) string {
 
 // testLease: while the node may not hand the destination's events out
 // (sink.Runner.Live fails: an owner past its lease), the sink applies
-// and publishes nothing, though the store holds a backlog; once it may,
+// and publishes nothing, though the store holds a backlog, nor does it
+// when the lease runs out while it waits for a batch (Live holds when
+// asked before the wait and fails when asked after it); once Live holds,
 // it catches up, exactly once.
 func testLease(e *env) {
 	e.create()
-	var fenced atomic.Bool
-	fenced.Store(true)
+	const (
+		fenced   = iota // Live fails
+		flapping        // Live holds and fails in turn, each time asked
+		live            // Live holds
+	)
+	var state, calls atomic.Int32
 	d := &dest{e: e, ds: e.spec(e.sink("lease")), cursors: &group.FileStore{Dir: e.t.TempDir()},
 		log: slog.New(slog.NewTextHandler(e.t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})),
 		live: func() error {
-			if fenced.Load() {
-				return errors.New("node n1 cannot confirm it still owns destination lease")
+			n := calls.Add(1)
+			if s := state.Load(); s == live || s == flapping && n%2 == 0 {
+				return nil
 			}
-			return nil
+			return errors.New("node n1 cannot confirm it still owns destination lease")
 		}}
 	d.p = Pipeline(e.t, d.ds, d.cursors, d.log)
 	d.Start()
 	e.t.Cleanup(d.Close)
-	for n := range shards {
-		e.write(n, 0)
-	}
-	// The pipeline has the changes (its head is past them) well before
-	// this wait ends; a sink that ignored Live would have applied them.
-	sinktest.WaitFor(e.t, 30*time.Second, func() (bool, string) {
+	for phase, s := range []int32{fenced, flapping} {
+		state.Store(s)
+		for n := range shards {
+			e.write(n, phase)
+		}
+		// The pipeline has the changes (its head is past them) well
+		// before this wait ends; a sink that ignored Live would have
+		// applied them.
 		head := d.head()
-		return head > 0, fmt.Sprintf("the pipeline's head is at seq %d", head)
-	})
-	time.Sleep(time.Second)
-	// The sink's own count, not the target's: a publisher's harness
-	// waits for the queue the sink declares when it first publishes.
-	if st := d.stats(); st.Rows != 0 || st.Pending != 0 || st.AppliedSeq != 0 {
-		e.t.Fatalf("the sink applied while the node could not hand events out: %+v", st)
+		sinktest.WaitFor(e.t, 30*time.Second, func() (bool, string) {
+			return d.head() > head, fmt.Sprintf("the pipeline's head is at seq %d", d.head())
+		})
+		time.Sleep(time.Second)
+		// The sink's own count, not the target's: a publisher's harness
+		// waits for the queue the sink declares when it first publishes.
+		if st := d.stats(); st.Rows != 0 || st.Pending != 0 || st.AppliedSeq != 0 {
+			e.t.Fatalf("phase %d: the sink applied while the node could not hand events out: %+v", phase, st)
+		}
 	}
-	fenced.Store(false)
+	state.Store(live)
 	d.equal()
 	d.exactlyOnce("after the lease holds again")
 	if e.h.Ordered {

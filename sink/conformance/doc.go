@@ -16,7 +16,7 @@
 //	           at least once, the unique-value DELETE before an upsert dropped (sink/postgres), or ON DUPLICATE KEY UPDATE for REPLACE (sink/mysql): a duplicate key
 //	replay:    the checkpoints read at start ignored (sink/keyed.go); mysql: the stream read again applied
 //	restart:   the message after a partition's last taken as written on a restart (sink/kafka/ends.go); kafka: one lost
-//	lease:     the Feed's wait for Runner.Live dropped (sink/runner.go); rabbitmq, mysql: applied while fenced
+//	lease:     the Feed's wait for Runner.Live dropped, or its look after Get (sink/runner.go); rabbitmq, mysql: applied while fenced
 //
 // A target package runs it from a test file of its own:
 //
