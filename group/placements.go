@@ -226,7 +226,8 @@ func (d *Destination) keepLate(ctx context.Context, src int, first *change.Event
 			"source", name, "lost", first.Lost, "taken", rec.Taken)
 		return nil
 	}
-	d.log.Warn("a transaction came below the merged stream's order (late): it goes out now, out of order, kept so that a replay gives it the same seq; if this repeats, raise max_clock_skew or check the source's clock",
+	d.log.Warn("a transaction came below the merged stream's order (late): it goes out now, out of order, kept so that a replay gives it the same seq; "+
+		"a MariaDB transaction is ordered by its first statement's time (the one every server keeps), so one that ran longer than max_clock_skew comes late; if short ones do, raise max_clock_skew or check the source's clock",
 		"source", name, "position", first.Pos.String(), "gtid", first.GTID, "commit", time.UnixMicro(key.Time).UTC(), "taken", rec.Taken)
 	return nil
 }

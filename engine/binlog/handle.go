@@ -28,6 +28,9 @@ func (p *Reader) handle(ctx context.Context, e *replication.BinlogEvent, emit fu
 // payload it is inside.
 func (p *Reader) handleAt(ctx context.Context, e *replication.BinlogEvent, start, end change.Position, emit func(*change.Event) error) error {
 	hdr := e.Header
+	if p.tx.hasM && !p.tx.timed && mariadbStatementTime(hdr) {
+		p.tx.commit, p.tx.timed = time.Unix(int64(hdr.Timestamp), 0), true
+	}
 	switch ev := e.Event.(type) {
 	case *replication.RotateEvent:
 		// A GTID start stays one until the first boundary: the server
@@ -489,4 +492,30 @@ func (f *rowFilter) selected(tm *replication.TableMapEvent) bool {
 		bySchema[string(tm.Table)] = v
 	}
 	return v
+}
+
+// mariadbStatementTime reports whether hdr is an event of a MariaDB
+// transaction's statements, whose time is the transaction's in the merge
+// (its key) once the first is read. A primary stamps a transaction's
+// GTID event (and its XID) with the second it commits in, a replica with
+// its last statement's: read from a replica, a transaction whose commit
+// fell a second after its statements got an earlier key and went before
+// other shards' transactions of that second, a stream other than the
+// primary's (make chaos: stream-consistent, 42 seqs, after a failover
+// moved the replay to the former replica). Statement events keep the
+// primary's time on every server.
+func mariadbStatementTime(hdr *replication.EventHeader) bool {
+	if hdr.Timestamp == 0 {
+		return false
+	}
+	switch hdr.EventType {
+	case replication.TABLE_MAP_EVENT, replication.MARIADB_ANNOTATE_ROWS_EVENT,
+		replication.QUERY_EVENT, replication.MARIADB_QUERY_COMPRESSED_EVENT,
+		replication.WRITE_ROWS_EVENTv1, replication.UPDATE_ROWS_EVENTv1, replication.DELETE_ROWS_EVENTv1,
+		replication.WRITE_ROWS_EVENTv2, replication.UPDATE_ROWS_EVENTv2, replication.DELETE_ROWS_EVENTv2,
+		replication.MARIADB_WRITE_ROWS_COMPRESSED_EVENT_V1, replication.MARIADB_UPDATE_ROWS_COMPRESSED_EVENT_V1,
+		replication.MARIADB_DELETE_ROWS_COMPRESSED_EVENT_V1:
+		return true
+	}
+	return false
 }

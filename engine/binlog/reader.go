@@ -238,6 +238,9 @@ type txState struct {
 	mgtid mysql.MariadbGTID
 	hasM  bool
 	dup   bool
+	// timed: commit is the time of the transaction's first statement
+	// (mariadbStatementTime), not its GTID event's.
+	timed bool
 	// my is a MySQL transaction's GTID (gno 0: none).
 	my mysqlTxGTID
 }
