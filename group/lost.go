@@ -232,11 +232,25 @@ func LostMarkers(log []Placement) []LostMarker {
 }
 
 // Before reports whether c (nil: the destination's start) lies before
-// the lost transactions of m: it lacks the marker, and its source's
-// position is short of the point the marker follows. A cursor between
-// them and the marker (the others' transactions) is at that point: a
-// run from it goes on past the accepted loss and emits the marker again.
+// the lost transactions of m: it lacks some of what went out before the
+// marker, and a run from it cannot go on past the loss (Short). A
+// cursor at From's seq has every transaction before the marker, though
+// its source's position may be short of the point: that point counts
+// the source's transactions of tables not selected (EventProgress)
+// after its last one emitted, and a client's cursor moves only with a
+// transaction emitted. It is at the point, served by a run from From.
 func (m LostMarker) Before(c *Cursor) bool {
+	return m.Short(c) && (c == nil || m.From == nil || c.Seq < m.From.Seq)
+}
+
+// Short reports whether a run from c (nil: the destination's start)
+// cannot go on past the loss of m as accepted: c lacks the marker, and
+// its source's position is short of the point the marker follows (from
+// there the server lacks what the source's position leads to). A run
+// starts at From instead; a cursor between the point and the marker
+// (the others' transactions) is not short: a run from it goes on past
+// the accepted loss and emits the marker again.
+func (m LostMarker) Short(c *Cursor) bool {
 	if c == nil {
 		return true
 	}

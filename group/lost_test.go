@@ -279,3 +279,43 @@ func TestAcceptedLossKeptForRestart(t *testing.T) {
 		t.Errorf("without the accept kept the run emitted %v; want nothing while it waits", got)
 	}
 }
+
+// TestLostMarkerAtPoint: source a's last transaction emitted before its
+// LOST marker (seq 7) ended at binlog.000001:500; the source then moved
+// on by transactions of tables not selected to 900, the point the
+// marker follows, and source b's transaction went out at seq 6. A
+// cursor at seq 6 (the marker's From seq), its a at 500, has every
+// transaction before the marker: not before the loss, though a run from
+// it cannot go on past the loss (Short), so a run starts at From. A
+// cursor at seq 5 with a at 500 lacks b's 6 and cannot be served by a
+// run that can go on: before. One at seq 5 past the point is not short.
+// The old Before took the cursor at seq 6 for one before the loss: a
+// client right before a marker was refused, and in a crash between
+// keeping the marker and emitting it every client was.
+func TestLostMarkerAtPoint(t *testing.T) {
+	pos := func(p uint32) change.Position { return change.Position{File: "binlog.000001", Pos: p} }
+	cur := func(seq uint64, a uint32) *group.Cursor {
+		return &group.Cursor{Seq: seq, Sources: []group.SourceCursor{{Name: "a", Pos: pos(a)}, {Name: "b", Pos: pos(300)}}}
+	}
+	m := group.LostMarker{Source: 0, Seq: 7, At: pos(900), From: cur(6, 900)}
+	for _, tc := range []struct {
+		name          string
+		c             *group.Cursor
+		before, short bool
+	}{
+		{"the destination's start", nil, true, true},
+		{"right before the marker, short of the point", cur(6, 500), false, true},
+		{"right before the marker, at the point", cur(6, 900), false, false},
+		{"before b's transaction, short of the point", cur(5, 500), true, true},
+		{"before b's transaction, at the point", cur(5, 900), false, false},
+		{"at the marker", cur(7, 500), false, false},
+		{"past the marker", cur(8, 1000), false, false},
+	} {
+		if got := m.Before(tc.c); got != tc.before {
+			t.Errorf("%s: Before %v, want %v", tc.name, got, tc.before)
+		}
+		if got := m.Short(tc.c); got != tc.short {
+			t.Errorf("%s: Short %v, want %v", tc.name, got, tc.short)
+		}
+	}
+}

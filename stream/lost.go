@@ -26,6 +26,18 @@ func lastBefore(markers []group.LostMarker, c *group.Cursor) (group.LostMarker, 
 	return group.LostMarker{}, false
 }
 
+// lastShort returns the last of markers that a run from c (nil: the
+// destination's start) cannot go on past (group.LostMarker.Short), if
+// any: a run starts at its From instead, past every earlier one.
+func lastShort(markers []group.LostMarker, c *group.Cursor) (group.LostMarker, bool) {
+	for i := len(markers) - 1; i >= 0; i-- {
+		if markers[i].Short(c) {
+			return markers[i], true
+		}
+	}
+	return group.LostMarker{}, false
+}
+
 // beforeLoss is what a client whose cursor c lies before the lost
 // transactions of marker m is told.
 func beforeLoss(ds string, client string, c *group.Cursor, m group.LostMarker, source string) error {

@@ -454,3 +454,117 @@ func TestRestartWithClientBeforeLoss(t *testing.T) {
 		t.Errorf("the marker and 12 have seqs %d and %d, want %d and %d", got[0].seq, got[3].seq, marker, marker+3)
 	}
 }
+
+// TestRestartWithClientAtLoss: the failed primary's last transactions
+// before the loss are on a table the destination does not select (a
+// heartbeat table), so the source's point the LOST marker follows lies
+// past the last transaction emitted before it. Client "at" read up to
+// that transaction, right before the marker, and stopped; the
+// destination restarts from the clients' cursors. "at" has every
+// transaction before the marker: it is served the marker and on, with
+// the same seqs, as "fast" is served on. The old code took its cursor,
+// short of the marker's source point, for one before the loss and
+// refused it.
+func TestRestartWithClientAtLoss(t *testing.T) {
+	tp := mysqltest.StartTopology(t, 1)
+	primary, replica := tp.Primary(), tp.Replicas()[0]
+	replica.FlushLogs(t)
+	primary.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id BIGINT PRIMARY KEY)", "CREATE TABLE shop.beat (id BIGINT PRIMARY KEY)",
+		"INSERT INTO shop.orders VALUES (1)")
+	tp.WaitCaughtUp(t)
+	vip := tcpproxy.Start(t, primary.Addr())
+	ds, err := spec.Parse(fmt.Appendf(nil, "name: shop\nsources: [{name: a, address: '%s', start: earliest}]\ntables: ['shop\\.orders']\nheartbeat: 100ms\n", vip.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(t.Output(), nil))
+	keep := &group.MemKeeper{}
+	first, err := StartPipeline(context.Background(), PipelineConfig{Spec: ds, Serve: true, Keep: keep, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Store.Subscribe("at")
+	first.Store.Subscribe("fast")
+	fast := &lostClient{}
+	follow(t, first.Store, "fast", fast)
+	waitLostIDs(t, fast, []int64{1})
+	tp.StopReplication(t, replica)
+	primary.Exec(t, "INSERT INTO shop.orders VALUES (2)", "INSERT INTO shop.beat VALUES (1)", "INSERT INTO shop.beat VALUES (2)")
+	at := &lostClient{}
+	retry.Until(t, time.Minute, func() error {
+		if err := readOne(context.Background(), first.Store, "at", at); err != nil {
+			t.Fatal(err)
+		}
+		if got := lostIDs(at.got()); !slices.Equal(got, []int64{1, 2}) {
+			return fmt.Errorf("at has %v, want 1 2", got)
+		}
+		return nil
+	})
+	// The merge moved the source past the heartbeat table's transactions.
+	end := primary.GTIDBinlogPos(t)
+	retry.Until(t, time.Minute, func() error {
+		if got := first.Dest.Stats().Sources[0].GTIDs; got != end {
+			return fmt.Errorf("the merge's source at %s, want %s", got, end)
+		}
+		return nil
+	})
+	tp.KillPrimary(t)
+	tp.Promote(t, replica)
+	vip.Switch(replica.Addr())
+	retry.Until(t, time.Minute, func() error {
+		if first.Dest.Stats().Sources[0].Lost == "" {
+			return errors.New("the run waits on no loss yet")
+		}
+		return nil
+	})
+	l, err := first.Dest.AcceptLost(context.Background(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica.Exec(t, "INSERT INTO shop.orders VALUES (10)")
+	txs := waitLostIDs(t, fast, []int64{1, 2, -1, 10})
+	var marker, ten uint64
+	for _, tx := range txs {
+		switch {
+		case tx.lost != "":
+			marker = tx.seq
+		case slices.Equal(tx.ids, []int64{10}):
+			ten = tx.seq
+		}
+	}
+	clients := map[string]*group.Cursor{"at": first.Store.Mark("at"), "fast": first.Store.Mark("fast")}
+	if clients["at"].Seq != marker-1 || clients["fast"].Seq != ten {
+		t.Fatalf("cursors: at at seq %d, fast at %d; want %d and %d", clients["at"].Seq, clients["fast"].Seq, marker-1, ten)
+	}
+	first.Close()
+
+	second, err := StartPipeline(context.Background(), PipelineConfig{Spec: ds, Serve: true, Keep: keep, Logger: log, Clients: clients})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(second.Close)
+	replica.Exec(t, "INSERT INTO shop.orders VALUES (11)")
+	at2, fast2 := &lostClient{}, &lostClient{}
+	if err := readOne(context.Background(), second.Store, "at", at2); err != nil {
+		t.Fatalf("at, right before the marker: %v", err)
+	}
+	follow(t, second.Store, "at", at2)
+	follow(t, second.Store, "fast", fast2)
+	retry.Until(t, time.Minute, func() error {
+		select {
+		case <-second.Done():
+			t.Fatalf("the restarted destination stopped: %v", second.Err())
+		default:
+		}
+		if got := lostIDs(fast2.got()); !slices.Equal(got, []int64{11}) {
+			return fmt.Errorf("after the restart fast has %v, want 11", got)
+		}
+		if got := lostIDs(at2.got()); !slices.Equal(got, []int64{-1, 10, 11}) {
+			return fmt.Errorf("after the restart at has %v, want the marker, 10 11", got)
+		}
+		return nil
+	})
+	if got := at2.got(); got[0].seq != marker || got[0].lost != l.Lost || got[1].seq != ten || got[2].seq != ten+1 {
+		t.Errorf("after the restart at got %+v; want the marker of %s at seq %d, 10 at %d, 11 at %d", got, l.Lost, marker, ten, ten+1)
+	}
+}

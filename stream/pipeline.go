@@ -163,7 +163,10 @@ func StartPipeline(ctx context.Context, cfg PipelineConfig) (*Pipeline, error) {
 			}
 		}
 		// Never from before a loss: no server has what went out there.
-		for m, ok := lastBefore(markers, resume); ok; m, ok = lastBefore(markers, resume) {
+		// Nor from a client's cursor right before its marker but short
+		// of the source's point (transactions of tables not selected
+		// after the last emitted): the run goes from the marker's point.
+		for m, ok := lastShort(markers, resume); ok; m, ok = lastShort(markers, resume) {
 			resume = m.From.Clone()
 			if cfg.Logger != nil {
 				cfg.Logger.Info("resuming at the LOST marker of transactions lost in a failover: no server has them, and the stream before cannot be given again",
@@ -324,13 +327,18 @@ func (p *Pipeline) replay(from *group.Cursor, client string) (*Pipeline, error) 
 		from = p.startCursor()
 	}
 	if p.kept != nil {
-		// Never from before a loss (kept, or kept by this run).
-		if m, ok := lastBefore(group.LostMarkers(p.kept.placementsNow()), from); ok {
+		// Never from before a loss (kept, or kept by this run); from
+		// right before its marker, from the marker's point.
+		markers := group.LostMarkers(p.kept.placementsNow())
+		if m, ok := lastBefore(markers, from); ok {
 			what := "the history it asks for (from the destination's start)"
 			if from != nil {
 				what = fmt.Sprintf("the history it asks for (after seq %d)", from.Seq)
 			}
 			return nil, lossRefusal(p.name, client, what, m, sourceName(&p.cfg, m.Source))
+		}
+		if m, ok := lastShort(markers, from); ok {
+			from = m.From.Clone()
 		}
 	}
 	ctx, cancel := context.WithTimeout(p.ctx, 15*time.Second)
