@@ -46,14 +46,44 @@ func beforeLoss(ds string, client string, c *group.Cursor, m group.LostMarker, s
 
 // lossRefusal is beforeLoss for what (a cursor, or a start).
 func lossRefusal(ds, client, what string, m group.LostMarker, source string) error {
-	fix := fmt.Sprintf("drop it (braid consumer drop %s %s) and subscribe it again at seq:%d or later", ds, client, m.Seq)
-	if strings.HasPrefix(client, SinkClientPrefix) {
-		fix = "the sink's target lacks them: load it afresh, or remove the sink's cursor to go on from where the destination resumes"
-	}
-	return fmt.Errorf("%w: client id %s of destination %s: %s lies before transactions of source %s lost in a failover (%s), whose loss an operator accepted: "+
-		"they went out in the stream, then their LOST marker at seq %d, and no server has them now, so the stream from there cannot be given again; the destination serves its other clients. Fix: %s",
-		ErrBeforeLoss, client, ds, what, source, m.Lost, m.Seq, fix)
+	return &BeforeLossError{Dest: ds, Client: client, What: what, Source: source, Lost: m.Lost, MarkerSeq: m.Seq}
 }
+
+// BeforeLossError is the error (ErrBeforeLoss) of a client refused
+// before an accepted loss: one line naming the loss, its marker's seq
+// and the fix.
+type BeforeLossError struct {
+	Dest, Client string
+	// What lies before the loss: the client's cursor, or the history it
+	// asks for.
+	What string
+	// Source is the source that lost them, Lost the lost GTIDs, MarkerSeq
+	// their LOST marker's seq.
+	Source    string
+	Lost      string
+	MarkerSeq uint64
+	// Fix is what the line says to do; "" for a consumer's or a sink's.
+	// A program that serves a client of its own (braid capture) names
+	// its own.
+	Fix string
+}
+
+func (e *BeforeLossError) Error() string {
+	fix := e.Fix
+	switch {
+	case fix != "":
+	case strings.HasPrefix(e.Client, SinkClientPrefix):
+		fix = "the sink's target lacks them: load it afresh, or remove the sink's cursor to go on from where the destination resumes"
+	default:
+		fix = fmt.Sprintf("drop it (braid consumer drop %s %s) and subscribe it again at seq:%d or later", e.Dest, e.Client, e.MarkerSeq)
+	}
+	return fmt.Sprintf("%v: client id %s of destination %s: %s lies before transactions of source %s lost in a failover (%s), whose loss an operator accepted: "+
+		"they went out in the stream, then their LOST marker at seq %d, and no server has them now, so the stream from there cannot be given again; the destination serves its other clients. Fix: %s",
+		ErrBeforeLoss, e.Client, e.Dest, e.What, e.Source, e.Lost, e.MarkerSeq, fix)
+}
+
+// Unwrap makes it ErrBeforeLoss.
+func (e *BeforeLossError) Unwrap() error { return ErrBeforeLoss }
 
 // refuseBeforeLoss takes out of cfg.Clients those whose cursor lies before
 // a LOST marker kept (markers) and returns why each is refused.

@@ -239,6 +239,20 @@ func checkSources(ctx context.Context, ds *spec.Spec) (release func(), err error
 // of.
 const printerID = "capture"
 
+// printerRefused is the error of the printer refused before an accepted
+// loss (stream.ErrBeforeLoss): its line names capture's fix alone, not
+// a consumer's (braid consumer drop does not apply to capture).
+func printerRefused(err error) error {
+	var bl *stream.BeforeLossError
+	if !errors.As(err, &bl) {
+		return err
+	}
+	e := *bl // the store's, shared by every read: not changed
+	e.Fix = fmt.Sprintf("braid capture prints as client id %s: remove its cursor file, *.%s.cursor.json in --cursor-dir, to print from where the destination resumes",
+		printerID, printerID)
+	return &e
+}
+
 // batchEvents is how many events the printer takes from the store at
 // most at a time, firstBatch how many at first (printStream).
 const (
@@ -326,8 +340,7 @@ func printStream(ctx context.Context, p *stream.Pipeline, w io.Writer, max int, 
 		if errors.Is(err, stream.ErrBeforeLoss) {
 			// Refused for good: the stream from the printer's cursor
 			// cannot be given again (the sinks go on with --quiet).
-			return fmt.Errorf("%w (braid capture prints as client id %s: remove its cursor file, *.%s.cursor.json in --cursor-dir, to print from where the destination resumes)",
-				err, printerID, printerID)
+			return printerRefused(err)
 		}
 		if ctx.Err() != nil {
 			return finish()
