@@ -169,19 +169,7 @@ func TestReplayDivergedAtLoss(t *testing.T) {
 		return nil
 	})
 
-	tp.KillPrimary(t)
-	tp.Promote(t, replica)
-	vip.Switch(replica.Addr())
-	retry.Until(t, time.Minute, func() error {
-		if p.Dest.Stats().Sources[0].Lost == "" {
-			return errors.New("the live run waits on no loss yet")
-		}
-		return nil
-	})
-	l, err := p.Dest.AcceptLost(context.Background(), "a")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := loseAndAccept(t, tp, replica, vip, p)
 	replica.Exec(t, "INSERT INTO shop.orders VALUES (5)")
 	txs = waitIDs([]int64{1, 2, 3, -1, 5})
 	if txs[len(txs)-2].seq != at || txs[len(txs)-2].lost != l.Lost {
@@ -340,19 +328,7 @@ func TestRestartWithClientBeforeLoss(t *testing.T) {
 	tp.StopReplication(t, replica)
 	primary.Exec(t, "INSERT INTO shop.orders VALUES (3)", "INSERT INTO shop.orders VALUES (4)")
 	waitLostIDs(t, fast, []int64{1, 2, 3, 4})
-	tp.KillPrimary(t)
-	tp.Promote(t, replica)
-	vip.Switch(replica.Addr())
-	retry.Until(t, time.Minute, func() error {
-		if first.Dest.Stats().Sources[0].Lost == "" {
-			return errors.New("the run waits on no loss yet")
-		}
-		return nil
-	})
-	l, err := first.Dest.AcceptLost(context.Background(), "a")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := loseAndAccept(t, tp, replica, vip, first)
 	replica.Exec(t, "INSERT INTO shop.orders VALUES (10)")
 	txs := waitLostIDs(t, fast, []int64{1, 2, 3, 4, -1, 10})
 	seqOf := func(id int64) uint64 {
@@ -508,19 +484,7 @@ func TestRestartWithClientAtLoss(t *testing.T) {
 		}
 		return nil
 	})
-	tp.KillPrimary(t)
-	tp.Promote(t, replica)
-	vip.Switch(replica.Addr())
-	retry.Until(t, time.Minute, func() error {
-		if first.Dest.Stats().Sources[0].Lost == "" {
-			return errors.New("the run waits on no loss yet")
-		}
-		return nil
-	})
-	l, err := first.Dest.AcceptLost(context.Background(), "a")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := loseAndAccept(t, tp, replica, vip, first)
 	replica.Exec(t, "INSERT INTO shop.orders VALUES (10)")
 	txs := waitLostIDs(t, fast, []int64{1, 2, -1, 10})
 	var marker, ten uint64
@@ -567,4 +531,25 @@ func TestRestartWithClientAtLoss(t *testing.T) {
 	if got := at2.got(); got[0].seq != marker || got[0].lost != l.Lost || got[1].seq != ten || got[2].seq != ten+1 {
 		t.Errorf("after the restart at got %+v; want the marker of %s at seq %d, 10 at %d, 11 at %d", got, l.Lost, marker, ten, ten+1)
 	}
+}
+
+// loseAndAccept kills tp's primary, promotes replica (stopped behind
+// it), moves vip to it, waits until p's source a waits on the loss and
+// accepts it, as an operator would.
+func loseAndAccept(t *testing.T, tp *mysqltest.Topology, replica *mysqltest.Server, vip *tcpproxy.Proxy, p *Pipeline) change.Loss {
+	t.Helper()
+	tp.KillPrimary(t)
+	tp.Promote(t, replica)
+	vip.Switch(replica.Addr())
+	retry.Until(t, time.Minute, func() error {
+		if p.Dest.Stats().Sources[0].Lost == "" {
+			return errors.New("the run waits on no loss yet")
+		}
+		return nil
+	})
+	l, err := p.Dest.AcceptLost(context.Background(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
