@@ -261,6 +261,47 @@ func (m LostMarker) Short(c *Cursor) bool {
 	return !reached(sc.Pos, sc.Mark, m.At, m.AtMark)
 }
 
+// UnmarkedLoss is a loss accepted for a source whose LOST marker has
+// not gone out (none is kept): the run that accepted it ended first (the
+// store full behind a slow client, the keeper unreachable). The lost
+// transactions went out before the point it was found at (From), and no
+// server has them now; the next run emits the marker.
+type UnmarkedLoss struct {
+	Source int
+	change.Loss
+}
+
+// UnmarkedLosses lists the losses accepted in a placement log whose
+// marker is not kept, in the order accepted.
+func UnmarkedLosses(log []Placement) []UnmarkedLoss {
+	var out []UnmarkedLoss
+	for _, p := range log {
+		if p.Lost == nil {
+			continue
+		}
+		if p.MarkerSeq == 0 {
+			out = append(out, UnmarkedLoss{Source: p.Source, Loss: *p.Lost})
+			continue
+		}
+		out = slices.DeleteFunc(out, func(u UnmarkedLoss) bool { return u.Source == p.Source && u.Lost == p.Lost.Lost })
+	}
+	return out
+}
+
+// Lacks reports whether c lacks transactions that went out before the
+// loss u was found: its source's GTID state does not cover the loss's
+// From. A run from c cannot go on past the loss (no server has what c
+// lacks). false when they do not compare: c without a GTID state (kept
+// before braid kept them), nil c (the destination's start: the reader
+// says what to do), or a source out of range.
+func (u UnmarkedLoss) Lacks(c *Cursor) bool {
+	if c == nil || u.Source < 0 || u.Source >= len(c.Sources) {
+		return false
+	}
+	covers, ok := c.Sources[u.Source].Mark.GTIDs.Covers(change.GTIDText(u.From))
+	return ok && !covers
+}
+
 // MarkersOut returns, by seq, the lost GTIDs of each LOST marker that
 // went out, in this run or kept by an earlier one
 // (AcceptedLoss.MarkerSeq): a replay of the stream must have that

@@ -319,3 +319,41 @@ func TestLostMarkerAtPoint(t *testing.T) {
 		}
 	}
 }
+
+// TestUnmarkedLosses: a loss accepted whose marker is kept is not
+// unmarked; one without is, and a cursor whose GTID state does not cover
+// its point lacks it, on MariaDB and MySQL; a cursor without GTIDs, or
+// of the other flavor, compares with nothing and is not said to lack it.
+func TestUnmarkedLosses(t *testing.T) {
+	maria := change.Loss{Lost: "domain 0 seq 5 to 0-100-6", From: "0-100-6"}
+	mysql := change.Loss{Lost: "3e11fa47-71ca-11e1-9e33-c80aa9429562:5-6", From: "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-6"}
+	other := change.Loss{Lost: "domain 1 seq 3", From: "1-7-3"}
+	log := []group.Placement{
+		{Source: 0, Lost: &other},
+		{Source: 0, Lost: &maria},
+		{Source: 1, Lost: &mysql},
+		{Source: 0, Lost: &other, MarkerSeq: 9, Cursor: &group.Cursor{Seq: 8}},
+	}
+	got := group.UnmarkedLosses(log)
+	if len(got) != 2 || got[0].Source != 0 || got[0].Lost != maria.Lost || got[1].Source != 1 || got[1].Lost != mysql.Lost {
+		t.Fatalf("UnmarkedLosses = %+v; want source 0's %s and source 1's %s", got, maria.Lost, mysql.Lost)
+	}
+	at := func(maria, mysql string) *group.Cursor {
+		return &group.Cursor{Sources: []group.SourceCursor{{Mark: group.Mark{GTIDs: change.GTIDText(maria)}}, {Mark: group.Mark{GTIDs: change.GTIDText(mysql)}}}}
+	}
+	for _, tc := range []struct {
+		c              *group.Cursor
+		lacksA, lacksB bool
+	}{
+		{at("0-100-4", "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-4"), true, true},
+		{at("0-100-6", "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-6"), false, false},
+		{at("0-100-7,1-7-3", "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-9"), false, false},
+		{at("", ""), false, false},
+		{at("3e11fa47-71ca-11e1-9e33-c80aa9429562:1-9", "0-100-7"), false, false},
+		{nil, false, false},
+	} {
+		if a, b := got[0].Lacks(tc.c), got[1].Lacks(tc.c); a != tc.lacksA || b != tc.lacksB {
+			t.Errorf("cursor %+v: lacks %v, %v; want %v, %v", tc.c, a, b, tc.lacksA, tc.lacksB)
+		}
+	}
+}

@@ -59,8 +59,11 @@ type BeforeLossError struct {
 	What string
 	// Source is the source that lost them, Lost the lost GTIDs, MarkerSeq
 	// their LOST marker's seq.
-	Source    string
-	Lost      string
+	Source string
+	Lost   string
+	// MarkerSeq is 0 when the marker has not gone out yet (a run
+	// accepted the loss and ended first): the run that serves the
+	// others emits it.
 	MarkerSeq uint64
 	// Fix is what the line says to do; "" for a consumer's or a sink's.
 	// A program that serves a client of its own (braid capture) names
@@ -69,38 +72,57 @@ type BeforeLossError struct {
 }
 
 func (e *BeforeLossError) Error() string {
+	marker, at := fmt.Sprintf("then their LOST marker at seq %d", e.MarkerSeq), fmt.Sprintf("seq:%d", e.MarkerSeq)
+	if e.MarkerSeq == 0 {
+		marker = "and their LOST marker goes out next"
+		at = fmt.Sprintf("the LOST marker's seq (braid destination show %s names it once it went out)", e.Dest)
+	}
 	fix := e.Fix
 	switch {
 	case fix != "":
 	case strings.HasPrefix(e.Client, SinkClientPrefix):
 		fix = "the sink's target lacks them: load it afresh, or remove the sink's cursor to go on from where the destination resumes"
 	default:
-		fix = fmt.Sprintf("drop it (braid consumer drop %s %s) and subscribe it again at seq:%d or later", e.Dest, e.Client, e.MarkerSeq)
+		fix = fmt.Sprintf("drop it (braid consumer drop %s %s) and subscribe it again at %s or later", e.Dest, e.Client, at)
 	}
 	return fmt.Sprintf("%v: client id %s of destination %s: %s lies before transactions of source %s lost in a failover (%s), whose loss an operator accepted: "+
-		"they went out in the stream, then their LOST marker at seq %d, and no server has them now, so the stream from there cannot be given again; the destination serves its other clients. Fix: %s",
-		ErrBeforeLoss, e.Client, e.Dest, e.What, e.Source, e.Lost, e.MarkerSeq, fix)
+		"they went out in the stream, %s, and no server has them now, so the stream from there cannot be given again; the destination serves its other clients. Fix: %s",
+		ErrBeforeLoss, e.Client, e.Dest, e.What, e.Source, e.Lost, marker, fix)
 }
 
 // Unwrap makes it ErrBeforeLoss.
 func (e *BeforeLossError) Unwrap() error { return ErrBeforeLoss }
 
-// refuseBeforeLoss takes out of cfg.Clients those whose cursor lies before
-// a LOST marker kept (markers) and returns why each is refused.
-func refuseBeforeLoss(cfg *PipelineConfig, markers []group.LostMarker) map[string]error {
+// refuseBeforeLoss returns why each client of cfg.Clients whose cursor
+// lies before a LOST marker kept (markers), or lacks what went out before
+// a loss accepted whose marker has not gone out (unmarked), is refused.
+// The second: the run that accepted the loss ended before its marker went
+// out; a run from such a cursor would stop the destination (the reader
+// finds it before the loss, binlog.ErrLostBefore), so it starts from the
+// other clients' and emits the marker.
+func refuseBeforeLoss(cfg *PipelineConfig, markers []group.LostMarker, unmarked []group.UnmarkedLoss) map[string]error {
 	var out map[string]error
+	refuse := func(id string, why error) {
+		if out == nil {
+			out = map[string]error{}
+		}
+		out[id] = why
+	}
 	for id, c := range cfg.Clients {
 		if c == nil {
 			continue
 		}
-		m, ok := lastBefore(markers, c)
-		if !ok {
+		if m, ok := lastBefore(markers, c); ok {
+			refuse(id, beforeLoss(cfg.Spec.Name, id, c, m, sourceName(cfg, m.Source)))
 			continue
 		}
-		if out == nil {
-			out = map[string]error{}
+		for _, u := range unmarked {
+			if u.Lacks(c) {
+				refuse(id, &BeforeLossError{Dest: cfg.Spec.Name, Client: id, What: fmt.Sprintf("its cursor (seq %d)", c.Seq),
+					Source: sourceName(cfg, u.Source), Lost: u.Lost})
+				break
+			}
 		}
-		out[id] = beforeLoss(cfg.Spec.Name, id, c, m, sourceName(cfg, m.Source))
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -428,6 +429,132 @@ func TestRestartWithClientBeforeLoss(t *testing.T) {
 	})
 	if got := late.got(); got[0].seq != marker || got[3].seq != marker+3 {
 		t.Errorf("the marker and 12 have seqs %d and %d, want %d and %d", got[0].seq, got[3].seq, marker, marker+3)
+	}
+}
+
+// markerRefuser is a keeper that refuses to keep where a LOST marker
+// goes out while refuse holds, as a keeper out of reach would.
+type markerRefuser struct {
+	*group.MemKeeper
+	refuse atomic.Bool
+}
+
+func (k *markerRefuser) KeepPlacement(ctx context.Context, p group.Placement) error {
+	if p.MarkerSeq != 0 && k.refuse.Load() {
+		return errors.New("the keeper is out of reach")
+	}
+	return k.MemKeeper.KeepPlacement(ctx, p)
+}
+
+// TestRestartWithClientBeforeUnmarkedLoss: as TestRestartWithClientBeforeLoss,
+// but the run that accepts the loss ends before its LOST marker goes out
+// (here the keeper cannot keep where it goes out; in use, the store full
+// behind a slow client). The accept is kept, the marker is not. The
+// restart from the clients' cursors refuses slow alone, whose cursor lacks
+// the lost transactions, with one line naming them and the fix; fast goes
+// on: it gets the marker right after its cursor, then the replica's 10.
+// The old code started the run from slow's cursor, and the whole
+// destination stopped with binlog's ErrLostBefore.
+func TestRestartWithClientBeforeUnmarkedLoss(t *testing.T) {
+	tp := mysqltest.StartTopology(t, 1)
+	primary, replica := tp.Primary(), tp.Replicas()[0]
+	replica.FlushLogs(t)
+	primary.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id BIGINT PRIMARY KEY)",
+		"INSERT INTO shop.orders VALUES (1)", "INSERT INTO shop.orders VALUES (2)")
+	tp.WaitCaughtUp(t)
+	vip := tcpproxy.Start(t, primary.Addr())
+	ds, err := spec.Parse(fmt.Appendf(nil, "name: shop\nsources: [{name: a, address: '%s', start: earliest}]\ntables: ['shop\\.orders']\nheartbeat: 100ms\n", vip.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(t.Output(), nil))
+	keep := &markerRefuser{MemKeeper: &group.MemKeeper{}}
+	first, err := StartPipeline(context.Background(), PipelineConfig{Spec: ds, Serve: true, Keep: keep, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Store.Subscribe("slow")
+	first.Store.Subscribe("fast")
+	slow := &lostClient{}
+	retry.Until(t, time.Minute, func() error {
+		if err := readOne(context.Background(), first.Store, "slow", slow); err != nil {
+			t.Fatal(err)
+		}
+		if got := lostIDs(slow.got()); !slices.Equal(got, []int64{1, 2}) {
+			return fmt.Errorf("slow has %v, want 1 2", got)
+		}
+		return nil
+	})
+	fast := &lostClient{}
+	follow(t, first.Store, "fast", fast)
+	waitLostIDs(t, fast, []int64{1, 2})
+	tp.StopReplication(t, replica)
+	primary.Exec(t, "INSERT INTO shop.orders VALUES (3)", "INSERT INTO shop.orders VALUES (4)")
+	txs := waitLostIDs(t, fast, []int64{1, 2, 3, 4})
+	keep.refuse.Store(true)
+	l := loseAndAccept(t, tp, replica, vip, first)
+	select {
+	case <-first.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("the run went on though its keeper refused the LOST marker")
+	}
+	if err := first.Err(); err == nil || !strings.Contains(err.Error(), "out of reach") {
+		t.Fatalf("the first run ended with %v; want the keeper's refusal", err)
+	}
+	clients := map[string]*group.Cursor{"slow": first.Store.Mark("slow"), "fast": first.Store.Mark("fast")}
+	first.Close()
+	placed, err := keep.Placements()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := group.UnmarkedLosses(placed); len(got) != 1 || got[0].Lost != l.Lost {
+		t.Fatalf("unmarked losses kept: %+v; want %s", got, l.Lost)
+	}
+	seqOf := func(id int64) uint64 {
+		for _, tx := range txs {
+			if slices.Contains(tx.ids, id) {
+				return tx.seq
+			}
+		}
+		t.Fatalf("no transaction wrote %d", id)
+		return 0
+	}
+	two, four := seqOf(2), seqOf(4)
+	if clients["slow"].Seq != two || clients["fast"].Seq != four {
+		t.Fatalf("cursors: slow at seq %d, fast at %d; want %d and %d", clients["slow"].Seq, clients["fast"].Seq, two, four)
+	}
+
+	keep.refuse.Store(false)
+	second, err := StartPipeline(context.Background(), PipelineConfig{Spec: ds, Serve: true, Keep: keep, Logger: log, Clients: clients})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(second.Close)
+	replica.Exec(t, "INSERT INTO shop.orders VALUES (10)")
+	fast2 := &lostClient{}
+	follow(t, second.Store, "fast", fast2)
+	retry.Until(t, time.Minute, func() error {
+		select {
+		case <-second.Done():
+			t.Fatalf("the restarted destination stopped: %v", second.Err())
+		default:
+		}
+		if got := lostIDs(fast2.got()); !slices.Equal(got, []int64{-1, 10}) {
+			return fmt.Errorf("after the restart fast has %v, want the marker, 10", got)
+		}
+		return nil
+	})
+	if got := fast2.got(); got[0].seq != four+1 || got[0].lost != l.Lost || got[1].seq != four+2 {
+		t.Errorf("after the restart fast got %+v; want the marker of %s at seq %d, 10 at %d", got, l.Lost, four+1, four+2)
+	}
+	_, err = second.Store.Get(context.Background(), "slow", 256, 100*time.Millisecond)
+	if !errors.Is(err, ErrBeforeLoss) || !strings.Contains(err.Error(), l.Lost) || !strings.Contains(err.Error(), "braid consumer drop shop slow") ||
+		!strings.Contains(err.Error(), "braid destination show shop") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("slow after the restart: %v; want one line with ErrBeforeLoss naming %s, braid consumer drop and where the marker's seq shows", err, l.Lost)
+	}
+	t.Logf("slow was told: %v", err)
+	if acc := second.Dest.Stats().Sources[0].Accepted; len(acc) != 1 || acc[0].MarkerSeq != four+1 {
+		t.Errorf("after the restart accepted losses %+v; want the marker at seq %d", acc, four+1)
 	}
 }
 

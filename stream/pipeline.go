@@ -116,15 +116,18 @@ func StartPipeline(ctx context.Context, cfg PipelineConfig) (*Pipeline, error) {
 	}
 	// A LOST marker kept: a client whose cursor lies before its lost
 	// transactions is refused alone, and the run starts past them.
+	// A loss accepted whose marker has not gone out: a client that lacks
+	// what went out before it is refused alone too.
 	var markers []group.LostMarker
+	var unmarked []group.UnmarkedLoss
 	if cfg.replayOf == nil && cfg.Keep != nil {
 		placed, err := cfg.Keep.Placements()
 		if err != nil {
 			return nil, err
 		}
-		markers = group.LostMarkers(placed)
+		markers, unmarked = group.LostMarkers(placed), group.UnmarkedLosses(placed)
 	}
-	refused := refuseBeforeLoss(&cfg, markers)
+	refused := refuseBeforeLoss(&cfg, markers, unmarked)
 	refusedAt := map[string]*group.Cursor{}
 	if len(refused) > 0 {
 		cfg.Clients = maps.Clone(cfg.Clients)
