@@ -281,19 +281,24 @@ func waitLostIDs(t *testing.T, c *lostClient, want []int64) []lostTx {
 	return txs
 }
 
-// TestRestartWithClientBeforeLoss: a destination serves two consumers;
-// "slow" acked up to 2 and stopped reading, "fast" read everything: 3
-// and 4, which the promoted replica lacks, the LOST marker once the
-// loss is accepted, then the replica's 10. The destination restarts
-// from the clients' kept cursors (a capture restart, a new owner): slow's
-// lies before the lost transactions, which no server has now. It is
-// refused alone, with one line naming the loss, the marker's seq and the
-// fix; fast goes on with the same seqs, and the restart knows where the
-// marker went out (kept with the accept). Restarted with slow alone, the
-// destination starts after the marker, not from slow's cursor, and
-// serves a new client from the marker. The old code started the run from the slowest
-// cursor, and the whole destination stopped with ErrLostBefore.
-func TestRestartWithClientBeforeLoss(t *testing.T) {
+// slowAndFast is the start of the tests of a client before a loss: a
+// primary with a GTID replica behind a virtual IP, a destination of it
+// serving "slow", which acked up to 2 and stopped reading, and "fast",
+// which read on through 3 and 4, written after the replica stopped
+// replicating (lost when the primary dies).
+type slowAndFast struct {
+	tp      *mysqltest.Topology
+	replica *mysqltest.Server
+	vip     *tcpproxy.Proxy
+	ds      *spec.Spec
+	log     *slog.Logger
+	first   *Pipeline
+	fast    *lostClient
+	txs     []lostTx // fast's transactions, up to 4
+}
+
+func startSlowAndFast(t *testing.T, keep group.Keeper) *slowAndFast {
+	t.Helper()
 	tp := mysqltest.StartTopology(t, 1)
 	primary, replica := tp.Primary(), tp.Replicas()[0]
 	replica.FlushLogs(t)
@@ -306,7 +311,6 @@ func TestRestartWithClientBeforeLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(t.Output(), nil))
-	keep := &group.MemKeeper{}
 	first, err := StartPipeline(context.Background(), PipelineConfig{Spec: ds, Serve: true, Keep: keep, Logger: log})
 	if err != nil {
 		t.Fatal(err)
@@ -328,8 +332,54 @@ func TestRestartWithClientBeforeLoss(t *testing.T) {
 	waitLostIDs(t, fast, []int64{1, 2})
 	tp.StopReplication(t, replica)
 	primary.Exec(t, "INSERT INTO shop.orders VALUES (3)", "INSERT INTO shop.orders VALUES (4)")
-	waitLostIDs(t, fast, []int64{1, 2, 3, 4})
-	l := loseAndAccept(t, tp, replica, vip, first)
+	txs := waitLostIDs(t, fast, []int64{1, 2, 3, 4})
+	return &slowAndFast{tp: tp, replica: replica, vip: vip, ds: ds, log: log, first: first, fast: fast, txs: txs}
+}
+
+// restart starts the destination again from clients' cursors, writes id
+// on the promoted replica and waits until fast, read from the new run,
+// has the ids want (-1: the LOST marker); it fails if the run stops.
+func (r *slowAndFast) restart(t *testing.T, keep group.Keeper, clients map[string]*group.Cursor, id int64, want []int64) (*Pipeline, *lostClient) {
+	t.Helper()
+	p, err := StartPipeline(context.Background(), PipelineConfig{Spec: r.ds, Serve: true, Keep: keep, Logger: r.log, Clients: clients})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	r.replica.Exec(t, fmt.Sprintf("INSERT INTO shop.orders VALUES (%d)", id))
+	fast := &lostClient{}
+	follow(t, p.Store, "fast", fast)
+	retry.Until(t, time.Minute, func() error {
+		select {
+		case <-p.Done():
+			t.Fatalf("the restarted destination stopped: %v", p.Err())
+		default:
+		}
+		if got := lostIDs(fast.got()); !slices.Equal(got, want) {
+			return fmt.Errorf("after the restart fast has %v, want %v (-1: the LOST marker)", got, want)
+		}
+		return nil
+	})
+	return p, fast
+}
+
+// TestRestartWithClientBeforeLoss: a destination serves two consumers;
+// "slow" acked up to 2 and stopped reading, "fast" read everything: 3
+// and 4, which the promoted replica lacks, the LOST marker once the
+// loss is accepted, then the replica's 10. The destination restarts
+// from the clients' kept cursors (a capture restart, a new owner): slow's
+// lies before the lost transactions, which no server has now. It is
+// refused alone, with one line naming the loss, the marker's seq and the
+// fix; fast goes on with the same seqs, and the restart knows where the
+// marker went out (kept with the accept). Restarted with slow alone, the
+// destination starts after the marker, not from slow's cursor, and
+// serves a new client from the marker. The old code started the run from the slowest
+// cursor, and the whole destination stopped with ErrLostBefore.
+func TestRestartWithClientBeforeLoss(t *testing.T) {
+	keep := &group.MemKeeper{}
+	r := startSlowAndFast(t, keep)
+	ds, log, first, replica, fast := r.ds, r.log, r.first, r.replica, r.fast
+	l := loseAndAccept(t, r.tp, replica, r.vip, first)
 	replica.Exec(t, "INSERT INTO shop.orders VALUES (10)")
 	txs := waitLostIDs(t, fast, []int64{1, 2, 3, 4, -1, 10})
 	seqOf := func(id int64) uint64 {
@@ -348,29 +398,11 @@ func TestRestartWithClientBeforeLoss(t *testing.T) {
 	}
 	first.Close()
 
-	second, err := StartPipeline(context.Background(), PipelineConfig{Spec: ds, Serve: true, Keep: keep, Logger: log, Clients: clients})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(second.Close)
-	replica.Exec(t, "INSERT INTO shop.orders VALUES (11)")
-	fast2 := &lostClient{}
-	follow(t, second.Store, "fast", fast2)
-	retry.Until(t, time.Minute, func() error {
-		select {
-		case <-second.Done():
-			t.Fatalf("the restarted destination stopped: %v", second.Err())
-		default:
-		}
-		if got := lostIDs(fast2.got()); !slices.Equal(got, []int64{11}) {
-			return fmt.Errorf("after the restart fast has %v, want 11", got)
-		}
-		return nil
-	})
+	second, fast2 := r.restart(t, keep, clients, 11, []int64{11})
 	if got := fast2.got()[0].seq; got != ten+1 {
 		t.Errorf("after the restart 11 has seq %d, want %d", got, ten+1)
 	}
-	_, err = second.Store.Get(context.Background(), "slow", 256, 100*time.Millisecond)
+	_, err := second.Store.Get(context.Background(), "slow", 256, 100*time.Millisecond)
 	if !errors.Is(err, ErrBeforeLoss) || !strings.Contains(err.Error(), l.Lost) || !strings.Contains(err.Error(), fmt.Sprintf("seq:%d", marker)) ||
 		!strings.Contains(err.Error(), "braid consumer drop shop slow") || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("slow after the restart: %v; want one line with ErrBeforeLoss naming %s, seq:%d and braid consumer drop", err, l.Lost, marker)
@@ -456,43 +488,11 @@ func (k *markerRefuser) KeepPlacement(ctx context.Context, p group.Placement) er
 // The old code started the run from slow's cursor, and the whole
 // destination stopped with binlog's ErrLostBefore.
 func TestRestartWithClientBeforeUnmarkedLoss(t *testing.T) {
-	tp := mysqltest.StartTopology(t, 1)
-	primary, replica := tp.Primary(), tp.Replicas()[0]
-	replica.FlushLogs(t)
-	primary.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id BIGINT PRIMARY KEY)",
-		"INSERT INTO shop.orders VALUES (1)", "INSERT INTO shop.orders VALUES (2)")
-	tp.WaitCaughtUp(t)
-	vip := tcpproxy.Start(t, primary.Addr())
-	ds, err := spec.Parse(fmt.Appendf(nil, "name: shop\nsources: [{name: a, address: '%s', start: earliest}]\ntables: ['shop\\.orders']\nheartbeat: 100ms\n", vip.Addr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.NewTextHandler(t.Output(), nil))
 	keep := &markerRefuser{MemKeeper: &group.MemKeeper{}}
-	first, err := StartPipeline(context.Background(), PipelineConfig{Spec: ds, Serve: true, Keep: keep, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	first.Store.Subscribe("slow")
-	first.Store.Subscribe("fast")
-	slow := &lostClient{}
-	retry.Until(t, time.Minute, func() error {
-		if err := readOne(context.Background(), first.Store, "slow", slow); err != nil {
-			t.Fatal(err)
-		}
-		if got := lostIDs(slow.got()); !slices.Equal(got, []int64{1, 2}) {
-			return fmt.Errorf("slow has %v, want 1 2", got)
-		}
-		return nil
-	})
-	fast := &lostClient{}
-	follow(t, first.Store, "fast", fast)
-	waitLostIDs(t, fast, []int64{1, 2})
-	tp.StopReplication(t, replica)
-	primary.Exec(t, "INSERT INTO shop.orders VALUES (3)", "INSERT INTO shop.orders VALUES (4)")
-	txs := waitLostIDs(t, fast, []int64{1, 2, 3, 4})
+	r := startSlowAndFast(t, keep)
+	first, txs := r.first, r.txs
 	keep.refuse.Store(true)
-	l := loseAndAccept(t, tp, replica, vip, first)
+	l := loseAndAccept(t, r.tp, r.replica, r.vip, first)
 	select {
 	case <-first.Done():
 	case <-time.After(time.Minute):
@@ -525,25 +525,7 @@ func TestRestartWithClientBeforeUnmarkedLoss(t *testing.T) {
 	}
 
 	keep.refuse.Store(false)
-	second, err := StartPipeline(context.Background(), PipelineConfig{Spec: ds, Serve: true, Keep: keep, Logger: log, Clients: clients})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(second.Close)
-	replica.Exec(t, "INSERT INTO shop.orders VALUES (10)")
-	fast2 := &lostClient{}
-	follow(t, second.Store, "fast", fast2)
-	retry.Until(t, time.Minute, func() error {
-		select {
-		case <-second.Done():
-			t.Fatalf("the restarted destination stopped: %v", second.Err())
-		default:
-		}
-		if got := lostIDs(fast2.got()); !slices.Equal(got, []int64{-1, 10}) {
-			return fmt.Errorf("after the restart fast has %v, want the marker, 10", got)
-		}
-		return nil
-	})
+	second, fast2 := r.restart(t, keep, clients, 10, []int64{-1, 10})
 	if got := fast2.got(); got[0].seq != four+1 || got[0].lost != l.Lost || got[1].seq != four+2 {
 		t.Errorf("after the restart fast got %+v; want the marker of %s at seq %d, 10 at %d", got, l.Lost, four+1, four+2)
 	}
