@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/spec"
 )
@@ -94,4 +95,50 @@ func TestUniqueKeysAcrossShards(t *testing.T) {
 		t.Fatalf("the ALTER the error gives, %q: %v", alter, err)
 	}
 	waitRows("premade", func() string { _, e := premade.Applied(); return e })
+}
+
+// TestOriginByBytes: two shard tables whose names differ only in case
+// (shop_0.orders and Shop_0.orders, two tables on a case-sensitive
+// source) hold the same id. The origin column tells them apart byte for
+// byte: both rows are kept, and a TRUNCATE of one deletes its row only.
+// Before, the column the sink made had the target's default collation
+// (utf8mb4_general_ci), which takes a/shop_0.orders and a/Shop_0.orders
+// for one value: the second row collided with the first. Checked both
+// where the table comes from the stream's CREATE TABLE (the column added
+// after it) and where the sink creates it at its first row.
+func TestOriginByBytes(t *testing.T) {
+	_, name := targetDB(t)
+	db, _ := sql.Open("mysql", "root@tcp("+targetAddr+")/")
+	defer db.Close()
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE DATABASE shop_0", "CREATE DATABASE Shop_0",
+		"CREATE TABLE shop_0.orders (id INT PRIMARY KEY, note VARCHAR(20))",
+		"CREATE TABLE Shop_0.orders (id INT PRIMARY KEY, note VARCHAR(20))",
+		"INSERT INTO shop_0.orders VALUES (1, 'lower')",
+		"INSERT INTO Shop_0.orders VALUES (1, 'upper')")
+	for _, tc := range []struct{ table, ddl string }{{"from_ddl", ""}, {"at_first_row", "ignore"}} {
+		ds := spec.Spec{Name: "shop", Tables: []string{`[sS]hop_\d+\.orders`}, Route: []spec.RouteRule{{Match: `[sS]hop_\d+\.(\w+)`, To: "shop.$1"}},
+			Heartbeat: spec.Duration(100 * time.Millisecond),
+			Sources:   []spec.Source{{Name: "a", Address: srv.Addr(), Start: spec.Start{Kind: spec.StartEarliest}}},
+			Sinks: []spec.Sink{{Name: tc.table, Type: "mysql", Address: targetAddr, MetaDatabase: name + "_meta", OriginColumn: "_shard", DDL: tc.ddl, CreateTables: true,
+				Tables: []spec.SinkTable{{From: "shop.orders", To: name + "." + tc.table}}}}}
+		ds = ds.WithDefaults()
+		r := applyOnce(t, &ds)
+		want := []string{"a/Shop_0.orders 1 upper", "a/shop_0.orders 1 lower"}
+		sinktest.WaitFor(t, 30*time.Second, func() (bool, string) {
+			g := sinktest.Query(db, "SELECT _shard, id, note FROM "+name+"."+tc.table+" ORDER BY note")
+			_, lastErr := r.Applied()
+			return slices.Equal(g, want), fmt.Sprintf("%s holds %q, want %q (last error %q)", tc.table, g, want, lastErr)
+		})
+		if g := sinktest.Query(db, "SELECT CHARACTER_SET_NAME, COLLATION_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = '"+name+"' AND TABLE_NAME = '"+tc.table+"' AND COLUMN_NAME = '_shard'"); !slices.Equal(g, []string{"utf8mb4 utf8mb4_bin"}) {
+			t.Fatalf("%s's origin column is %q, want utf8mb4 utf8mb4_bin", tc.table, g)
+		}
+	}
+	srv.Exec(t, "TRUNCATE TABLE Shop_0.orders")
+	for _, table := range []string{"from_ddl", "at_first_row"} {
+		sinktest.WaitFor(t, 30*time.Second, func() (bool, string) {
+			g := sinktest.Query(db, "SELECT _shard, id, note FROM "+name+"."+table)
+			return slices.Equal(g, []string{"a/shop_0.orders 1 lower"}), fmt.Sprintf("after Shop_0's TRUNCATE, %s holds %q", table, g)
+		})
+	}
 }

@@ -153,7 +153,7 @@ func (t *Target) originKeys(ctx context.Context, logical string) error {
 	}
 	var clauses []string
 	if origins == 0 {
-		clauses = append(clauses, "ADD COLUMN "+quote(oc)+" VARCHAR(255) NOT NULL DEFAULT ''")
+		clauses = append(clauses, "ADD COLUMN "+quote(oc)+" "+originType)
 	}
 	for _, k := range keys {
 		if !k.holds(oc) {
@@ -165,6 +165,15 @@ func (t *Target) originKeys(ctx context.Context, logical string) error {
 	}
 	return t.exec(ctx, "ALTER TABLE "+table+" "+strings.Join(clauses, ", "))
 }
+
+// originType is the origin column's type in a table the sink makes or
+// gives the column: its text (source/schema.table, names as the source
+// has them) compared byte for byte, so that two shard tables whose names
+// differ only in case or accents (distinct tables on a case-sensitive
+// source) keep their rows apart, and the keys it leads are compared by
+// bytes, not through a collation's tables. utf8mb4 whatever the table's
+// default, so any name fits.
+const originType = "VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT ''"
 
 // createTable creates table (quoted, in database db) with tv's columns,
 // their declared types, its primary and unique keys, and the origin
@@ -185,7 +194,7 @@ func (t *Target) createTable(ctx context.Context, tv *change.Table, db, table st
 func createStatement(tv *change.Table, table, origin string) string {
 	var defs, key []string
 	if origin != "" {
-		defs = append(defs, quote(origin)+" VARCHAR(255) NOT NULL DEFAULT ''")
+		defs = append(defs, quote(origin)+" "+originType)
 		key = append(key, quote(origin))
 	}
 	for _, c := range tv.Columns {
