@@ -121,7 +121,12 @@ import (
 // (or one of texts split by |: "serial|fresh"), and records nothing
 // (BRAID_BENCH_SINK_CONNECTIONS=n gives braid's ways n connections, and
 // =1,2,4 adds a way of braid → fresh server for each;
-// BRAID_BENCH_SINK_WORKERS=n n workers): for looking at one way.
+// BRAID_BENCH_SINK_WORKERS=n n workers): for looking at one way. A
+// text holding "origin" adds a way run only so, braid → fresh server,
+// origin tables: the shard tables way with the origin column (utf8mb4_bin,
+// as the sink makes it) added to each table and leading its primary key,
+// to split the aggregation's cost into the column's and the sharing of
+// one table's indexes.
 //
 // BRAID_BENCH_SINK_CPUPROFILE=path writes a CPU profile of this process
 // over each braid way to path.<way> (the pipeline and the sink, not the
@@ -227,9 +232,18 @@ func BenchmarkSinkApply(b *testing.B) {
 			}})
 		}
 	}
+	only := os.Getenv("BRAID_BENCH_SINK_ONLY")
+	// "origin tables", only when BRAID_BENCH_SINK_ONLY names it: the shard
+	// tables way with the origin column leading each table's primary key,
+	// so that the aggregation's cost splits into the column's and the
+	// sharing's.
+	if strings.Contains(only, "origin") {
+		ways = append(ways, sinkWay{name: "braid → fresh server, origin tables", run: func(b *testing.B) wayResult {
+			return f.braid(b, "origin", "braid", 16, 100, 0)
+		}})
+	}
 	// go test keeps 10 lines of a benchmark's log: one a way for one run,
 	// one a run for several.
-	only := os.Getenv("BRAID_BENCH_SINK_ONLY")
 	if only != "" {
 		ways = slices.DeleteFunc(ways, func(w sinkWay) bool {
 			return !slices.ContainsFunc(strings.Split(only, "|"), func(o string) bool { return strings.Contains(w.name, o) })
@@ -490,7 +504,9 @@ func (f *sinkFixture) replica(b *testing.B, cfg ReplicaConfig) wayResult {
 // with one sink of workers × batch and returns its row changes per
 // second; on "fresh" it goes to a fresh server launched with TargetArgs,
 // on "shards" too but each shard table to a table of its own name
-// (no route, no origin column: the replica's tables), else to 3306. limit (0: none) stops it early, and then the target is
+// (no route, no origin column: the replica's tables), on "origin" as
+// "shards" but each table with the origin column leading its primary
+// key, else to 3306. limit (0: none) stops it early, and then the target is
 // not checked.
 func (f *sinkFixture) braid(b *testing.B, on, name string, workers, batch int, limit time.Duration) wayResult {
 	return f.braidConns(b, on, name, workers, batch, limit, 0)
@@ -506,7 +522,8 @@ func (f *sinkFixture) braidConns(b *testing.B, on, name string, workers, batch i
 	defer cancel()
 	addr, db, targetPID := "127.0.0.1:3306", f.db, 0
 	target := fmt.Sprintf("braid_bench_sink_%s_%d", name, os.Getpid())
-	if on == "fresh" || on == "shards" {
+	shardTables := on == "shards" || on == "origin"
+	if on == "fresh" || shardTables {
 		srv, err := LaunchTarget(ctx)
 		if err != nil {
 			b.Fatal(err)
@@ -532,7 +549,7 @@ func (f *sinkFixture) braidConns(b *testing.B, on, name string, workers, batch i
 	}
 	ds := spec.Spec{Name: "bench", Tables: SelectedTables, Route: []spec.RouteRule{{Match: `shop_\d+\.(\w+)`, To: "shop.$1"}},
 		Heartbeat: spec.Duration(MergeHeartbeat)}
-	if on == "shards" {
+	if shardTables {
 		ds.Route = nil // each shard table to its own, as the replica
 	}
 	for i, s := range f.srvs {
@@ -540,12 +557,25 @@ func (f *sinkFixture) braidConns(b *testing.B, on, name string, workers, batch i
 	}
 	ds.Sinks = []spec.Sink{{Name: name, Type: "mysql", Address: addr, Workers: workers, Batch: batch, OriginColumn: "_shard",
 		MetaDatabase: target + "_meta", Tables: []spec.SinkTable{{From: "shop.orders", To: target + ".orders"}, {From: "shop.order_items", To: target + ".order_items"}}}}
-	if on == "shards" {
+	if shardTables {
 		// The shards' own tables, made as on the shards (the replica
-		// gets them from the binlog's DDL): their secondary keys too.
-		ds.Sinks[0].OriginColumn, ds.Sinks[0].Tables, ds.Sinks[0].DDL = "", nil, "ignore"
+		// gets them from the binlog's DDL): their secondary keys too;
+		// on "origin", the origin column as the sink makes it, first in
+		// the primary key.
+		ds.Sinks[0].Tables, ds.Sinks[0].DDL = nil, "ignore"
+		if on == "shards" {
+			ds.Sinks[0].OriginColumn = ""
+		}
 		for i := range f.srvs {
-			for _, q := range workloadSchema(2*i, false) {
+			qs := workloadSchema(2*i, false)
+			if on == "origin" {
+				for _, shop := range []int{2 * i, 2*i + 1} {
+					for _, table := range []string{"orders", "order_items"} {
+						qs = append(qs, fmt.Sprintf("ALTER TABLE shop_%d.%s ADD COLUMN _shard VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT '', DROP PRIMARY KEY, ADD PRIMARY KEY (_shard, id)", shop, table))
+					}
+				}
+			}
+			for _, q := range qs {
 				if _, err := db.ExecContext(ctx, q); err != nil {
 					b.Fatalf("bench: %s: %v", q, err)
 				}
@@ -637,7 +667,7 @@ func (f *sinkFixture) braidConns(b *testing.B, on, name string, workers, batch i
 	stopPerf()
 	counts := st.stop(ctx, b, name+"-"+on)
 	like := strings.ReplaceAll(target, "_", `\_`)
-	if on == "shards" {
+	if shardTables {
 		like = `shop\_%`
 	}
 	got, err := ShopSums(ctx, db, like)
