@@ -13,9 +13,9 @@ import (
 	"github.com/braid-cdc/braid/destination"
 	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/group"
-	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/redistest"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
+	"github.com/braid-cdc/braid/internal/testutil/shoptest"
 	"github.com/braid-cdc/braid/internal/testutil/tcpproxy"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
@@ -69,16 +69,10 @@ func readIDs(t *testing.T, ctx context.Context, store *stream.Store, client stri
 // with ErrLostBefore.
 func TestRunSinkBeforeLossStopsAlone(t *testing.T) {
 	_, prefix := redistest.Prefix(t)
-	tp := mysqltest.StartTopology(t, 1)
-	primary, replica := tp.Primary(), tp.Replicas()[0]
-	replica.FlushLogs(t)
-	primary.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id BIGINT PRIMARY KEY)",
-		"INSERT INTO shop.orders VALUES (1)", "INSERT INTO shop.orders VALUES (2)")
-	tp.WaitCaughtUp(t)
-	vip := tcpproxy.Start(t, primary.Addr())
+	f := shoptest.StartFailover(t)
+	tp, primary, replica, vip := f.Topology, f.Primary, f.Replica, f.VIP
 	cache := tcpproxy.Start(t, redistest.Addr)
-	ds, err := spec.Parse(fmt.Appendf(nil, "name: shop\nsources: [{name: a, address: '%s', start: earliest}]\ntables: ['shop\\.orders']\nheartbeat: 100ms\n"+
-		"sinks: [{name: cache, type: redis, address: '%s', key: '%s{table}:{pk}'}]\n", vip.Addr(), cache.Addr(), prefix))
+	ds, err := spec.Parse([]byte(f.SpecYAML(fmt.Sprintf("sinks: [{name: cache, type: redis, address: '%s', key: '%s{table}:{pk}'}]\n", cache.Addr(), prefix))))
 	if err != nil {
 		t.Fatal(err)
 	}

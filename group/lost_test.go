@@ -14,9 +14,8 @@ import (
 	"github.com/braid-cdc/braid/engine/change"
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/logline"
-	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
-	"github.com/braid-cdc/braid/internal/testutil/tcpproxy"
+	"github.com/braid-cdc/braid/internal/testutil/shoptest"
 	"github.com/braid-cdc/braid/spec"
 )
 
@@ -114,14 +113,9 @@ func (r *lostRun) wait(t *testing.T, want []int64) {
 // waits instead, naming the loss. Without the kept losses handed to its
 // reader (binlog.Config.Accepted), the second run would wait too.
 func TestAcceptedLossKeptForRestart(t *testing.T) {
-	tp := mysqltest.StartTopology(t, 1)
-	primary, replica := tp.Primary(), tp.Replicas()[0]
-	replica.FlushLogs(t)
-	primary.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id BIGINT PRIMARY KEY)",
-		"INSERT INTO shop.orders VALUES (1)", "INSERT INTO shop.orders VALUES (2)")
-	tp.WaitCaughtUp(t)
-	vip := tcpproxy.Start(t, primary.Addr())
-	ds, err := spec.Parse(fmt.Appendf(nil, "name: shop\nsources: [{name: a, address: '%s', start: earliest}]\ntables: ['shop\\.orders']\nheartbeat: 100ms\n", vip.Addr()))
+	f := shoptest.StartFailover(t)
+	tp, primary, replica, vip := f.Topology, f.Primary, f.Replica, f.VIP
+	ds, err := spec.Parse([]byte(f.SpecYAML("")))
 	if err != nil {
 		t.Fatal(err)
 	}

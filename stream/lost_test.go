@@ -16,6 +16,7 @@ import (
 	"github.com/braid-cdc/braid/group"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
+	"github.com/braid-cdc/braid/internal/testutil/shoptest"
 	"github.com/braid-cdc/braid/internal/testutil/tcpproxy"
 	"github.com/braid-cdc/braid/spec"
 )
@@ -299,14 +300,9 @@ type slowAndFast struct {
 
 func startSlowAndFast(t *testing.T, keep group.Keeper) *slowAndFast {
 	t.Helper()
-	tp := mysqltest.StartTopology(t, 1)
-	primary, replica := tp.Primary(), tp.Replicas()[0]
-	replica.FlushLogs(t)
-	primary.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id BIGINT PRIMARY KEY)",
-		"INSERT INTO shop.orders VALUES (1)", "INSERT INTO shop.orders VALUES (2)")
-	tp.WaitCaughtUp(t)
-	vip := tcpproxy.Start(t, primary.Addr())
-	ds, err := spec.Parse(fmt.Appendf(nil, "name: shop\nsources: [{name: a, address: '%s', start: earliest}]\ntables: ['shop\\.orders']\nheartbeat: 100ms\n", vip.Addr()))
+	f := shoptest.StartFailover(t)
+	tp, primary, replica, vip := f.Topology, f.Primary, f.Replica, f.VIP
+	ds, err := spec.Parse([]byte(f.SpecYAML("")))
 	if err != nil {
 		t.Fatal(err)
 	}

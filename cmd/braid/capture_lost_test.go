@@ -11,10 +11,9 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/group"
-	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
-	"github.com/braid-cdc/braid/internal/testutil/tcpproxy"
+	"github.com/braid-cdc/braid/internal/testutil/shoptest"
 	"github.com/braid-cdc/braid/spec"
 	"github.com/braid-cdc/braid/stream"
 )
@@ -26,14 +25,9 @@ import (
 // told to drop it with braid consumer drop and subscribe it again,
 // which does not apply to capture.
 func TestCaptureBeforeLossLine(t *testing.T) {
-	tp := mysqltest.StartTopology(t, 1)
-	primary, replica := tp.Primary(), tp.Replicas()[0]
-	replica.FlushLogs(t)
-	primary.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id BIGINT PRIMARY KEY)",
-		"INSERT INTO shop.orders VALUES (1)", "INSERT INTO shop.orders VALUES (2)")
-	tp.WaitCaughtUp(t)
-	vip := tcpproxy.Start(t, primary.Addr())
-	text := fmt.Sprintf("name: shop\nsources: [{name: a, address: '%s', start: earliest}]\ntables: ['shop\\.orders']\nheartbeat: 100ms\n", vip.Addr())
+	f := shoptest.StartFailover(t)
+	tp, primary, replica, vip := f.Topology, f.Primary, f.Replica, f.VIP
+	text := f.SpecYAML("")
 	ds, err := spec.Parse([]byte(text))
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,9 @@
 //	srvs := shoptest.Shards(t)
 //	spec := shoptest.SpecYAML(srvs, "max_clock_skew: 200ms\n")
 //
+// StartFailover is the smaller fixture of the failover tests: one
+// primary with a GTID replica behind a virtual IP, and its spec.
+//
 // Like the other test harnesses it imports no server package.
 //
 // # Concurrency
