@@ -643,15 +643,7 @@ func TestRestartWithClientAtLoss(t *testing.T) {
 // accepts it, as an operator would.
 func loseAndAccept(t *testing.T, tp *mysqltest.Topology, replica *mysqltest.Server, vip *tcpproxy.Proxy, p *Pipeline) change.Loss {
 	t.Helper()
-	tp.KillPrimary(t)
-	tp.Promote(t, replica)
-	vip.Switch(replica.Addr())
-	retry.Until(t, time.Minute, func() error {
-		if p.Dest.Stats().Sources[0].Lost == "" {
-			return errors.New("the run waits on no loss yet")
-		}
-		return nil
-	})
+	shoptest.Lose(t, tp, replica, vip, func() bool { return p.Dest.Stats().Sources[0].Lost != "" })
 	l, err := p.Dest.AcceptLost(context.Background(), "a")
 	if err != nil {
 		t.Fatal(err)

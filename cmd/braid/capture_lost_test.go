@@ -66,15 +66,7 @@ func TestCaptureBeforeLossLine(t *testing.T) {
 		}
 		return nil
 	})
-	tp.KillPrimary(t)
-	tp.Promote(t, replica)
-	vip.Switch(replica.Addr())
-	retry.Until(t, time.Minute, func() error {
-		if p.Dest.Stats().Sources[0].Lost == "" {
-			return errors.New("the run waits on no loss yet")
-		}
-		return nil
-	})
+	shoptest.Lose(t, tp, replica, vip, func() bool { return p.Dest.Stats().Sources[0].Lost != "" })
 	l, err := p.Dest.AcceptLost(context.Background(), "a")
 	if err != nil {
 		t.Fatal(err)

@@ -1,10 +1,13 @@
 package shoptest
 
 import (
+	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/internal/testutil/tcpproxy"
 )
 
@@ -39,4 +42,21 @@ func StartFailover(t testing.TB) *Failover {
 // lines, each ending in a newline).
 func (f *Failover) SpecYAML(extra string) string {
 	return fmt.Sprintf("name: shop\nsources: [{name: a, address: '%s', start: earliest}]\ntables: ['shop\\.orders']\nheartbeat: 100ms\n", f.VIP.Addr()) + extra
+}
+
+// Lose fails tp's primary over to replica with transactions lost, as the
+// tests of an accepted loss begin it: it kills the primary, promotes the
+// replica (stopped behind it: StopReplication), moves vip to it and waits
+// until waiting reports that braid's reader waits on the loss.
+func Lose(t testing.TB, tp *mysqltest.Topology, replica *mysqltest.Server, vip *tcpproxy.Proxy, waiting func() bool) {
+	t.Helper()
+	tp.KillPrimary(t)
+	tp.Promote(t, replica)
+	vip.Switch(replica.Addr())
+	retry.Until(t, time.Minute, func() error {
+		if !waiting() {
+			return errors.New("braid's reader waits on no loss yet")
+		}
+		return nil
+	})
 }
