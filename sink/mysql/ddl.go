@@ -48,49 +48,86 @@ func (t *Target) ApplyDDL(ctx context.Context, ev *change.Event, workers int) er
 		}
 		return tx.Commit()
 	}
+	if t.spec.DDL == "ignore" {
+		// Nothing is applied, so the checkpoints need not follow it (a
+		// restart before the next rows meets it again, and ignores it
+		// again) and no query runs: on a target whose tables were made
+		// beforehand, each shard's CREATEs cost a read and a commit each,
+		// and held the first rows back. What the sink read of the tables
+		// it names is read again: their owner may change them to match.
+		t.forget(ev.DDL)
+		return nil
+	}
 	if err := t.ddlBehind(ctx, t.db, ev.Seq, workers); err != nil {
 		return err
 	}
-	if t.spec.DDL != "ignore" {
-		// The statement as parsed under its session's sql_mode, restored
-		// with the target's names: never the shard's text (see
-		// schema.TargetDDLs).
-		stmts, err := sink.TargetDDLs(t.spec.Name, ev, t.spec.Target)
+	// The statement as parsed under its session's sql_mode, restored
+	// with the target's names: never the shard's text (see
+	// schema.TargetDDLs).
+	stmts, err := sink.TargetDDLs(t.spec.Name, ev, t.spec.Target)
+	if err != nil {
+		return err
+	}
+	for _, st := range stmts {
+		if st.Kind == schema.DDLCreate {
+			db, _, _ := strings.Cut(st.Tables[0], ".")
+			if _, err := t.db.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS "+quote(db)); err != nil {
+				return fmt.Errorf("sink %s: DDL at seq %d: %w", t.spec.Name, ev.Seq, err)
+			}
+		}
+		// A MySQL 8 source's collations and VECTOR columns, as the
+		// target can hold them (mysql8.go).
+		text, err := t.mysql8Text(ctx, ev, st)
 		if err != nil {
 			return err
 		}
-		for _, st := range stmts {
-			if st.Kind == schema.DDLCreate {
-				db, _, _ := strings.Cut(st.Tables[0], ".")
-				if _, err := t.db.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS "+quote(db)); err != nil {
-					return fmt.Errorf("sink %s: DDL at seq %d: %w", t.spec.Name, ev.Seq, err)
-				}
-			}
-			// A MySQL 8 source's collations and VECTOR columns, as the
-			// target can hold them (mysql8.go).
-			text, err := t.mysql8Text(ctx, ev, st)
-			if err != nil {
-				return err
-			}
-			err = t.exec(ctx, text)
-			if noSuchTable(err) && t.spec.CreateTables && st.Kind == schema.DDLAlter {
-				// The target table is made at its first row (create_tables),
-				// and this one has had none yet: it is made now, from the
-				// stream's version of the table after the DDL, which holds
-				// what the DDL changed.
-				err = t.createAltered(ctx, ev)
-			}
-			if err == nil && t.spec.OriginColumn != "" {
-				// A table the DDL made gets the origin column; one it gave
-				// a unique key gets the column in that key.
-				err = t.originKeys(ctx, ev.DDL.Tables[0])
-			}
-			if err != nil {
-				return fmt.Errorf("sink %s: DDL at seq %d (%s): %w", t.spec.Name, ev.Seq, clip(st.Text), err)
-			}
+		err = t.exec(ctx, text)
+		if noSuchTable(err) && t.spec.CreateTables && st.Kind == schema.DDLAlter {
+			// The target table is made at its first row (create_tables),
+			// and this one has had none yet: it is made now, from the
+			// stream's version of the table after the DDL, which holds
+			// what the DDL changed.
+			err = t.createAltered(ctx, ev)
+		}
+		if err == nil && t.spec.OriginColumn != "" {
+			// A table the DDL made gets the origin column; one it gave
+			// a unique key gets the column in that key.
+			err = t.originKeys(ctx, ev.DDL.Tables[0])
+		}
+		if err != nil {
+			return fmt.Errorf("sink %s: DDL at seq %d (%s): %w", t.spec.Name, ev.Seq, clip(st.Text), err)
 		}
 	}
+	t.forget(ev.DDL)
 	return t.checkpointAll(ctx, t.db, ev.Seq, workers)
+}
+
+// forget drops what the sink read of the target tables of the logical
+// tables DDL d names (whether each exists, its columns and triggers,
+// which table versions replay into it), to be read again at their next
+// rows; the other tables' stay. Dropping them all at every DDL made each
+// shard's CREATE TABLE read every table again, at two information_schema
+// queries a table. A DDL that names no table drops them all.
+func (t *Target) forget(d *change.DDL) {
+	if len(d.LogicalTables) == 0 {
+		t.tables.Clear()
+		t.replay.fits.Clear()
+		t.replay.targets.Clear()
+		return
+	}
+	targets := make(map[string]bool, len(d.LogicalTables))
+	for _, logical := range d.LogicalTables {
+		target := t.spec.Target(logical)
+		targets[target] = true
+		t.tables.Delete(target)
+		t.replay.targets.Delete(target)
+	}
+	t.replay.fits.Range(func(k, _ any) bool {
+		if targets[t.spec.Target(k.(fitKey).logical)] {
+			t.replay.fits.Delete(k)
+		}
+		return true
+	})
 }
 
 // createAltered creates the target table of ev's logical table, which
@@ -159,9 +196,6 @@ func (t *Target) exec(ctx context.Context, ddl string) error {
 // checkpointAll sets every worker's checkpoint to the whole of seq, by q
 // (the target, or the transaction of a TRUNCATE's DELETE).
 func (t *Target) checkpointAll(ctx context.Context, q execer, seq uint64, workers int) error {
-	t.tables.Clear() // a DDL may have made or dropped a target table
-	t.replay.fits.Clear()
-	t.replay.targets.Clear()
 	if !t.exactlyOnce() {
 		return nil
 	}

@@ -19,7 +19,8 @@ import (
 // and either would set the checkpoints back to the DDL, so that a restart
 // applied the other's changes again. Both return sink.ErrBehind and leave
 // the rows, the table and the checkpoints as they were; a TRUNCATE after
-// the checkpoints still runs, and moves them on.
+// the checkpoints still runs, and moves them on. A sink that ignores DDL
+// leaves its checkpoints where they are.
 func TestDDLFenced(t *testing.T) {
 	db, name := targetDB(t)
 	ctx := t.Context()
@@ -60,11 +61,21 @@ func TestDDLFenced(t *testing.T) {
 	}
 	rows := func() []string { return sinktest.Query(db, "SELECT id, note FROM "+name+".orders") }
 
-	// The runner that took over applied a DDL at seq 20 (ignored here:
-	// only its checkpoints matter).
-	taker, former := open("ignore"), open("")
-	checkpoints(taker)
-	if err := taker.ApplyDDL(ctx, ddl(20, "shop_0", "ALTER TABLE orders ADD COLUMN z INT"), workers); err != nil {
+	// A sink that ignores DDL runs none, and its checkpoints stay: only
+	// what it applies moves them.
+	ignoring := open("ignore")
+	before := checkpoints(ignoring)
+	if err := ignoring.ApplyDDL(ctx, ddl(20, "shop_0", "ALTER TABLE orders ADD COLUMN z INT"), workers); err != nil {
+		t.Fatal(err)
+	}
+	if got := checkpoints(ignoring); !slices.Equal(got, before) {
+		t.Fatalf("checkpoints %v after an ignored DDL, want them as they were, %v", got, before)
+	}
+
+	// The runner that took over applied a DDL at seq 20 (a TRUNCATE of a
+	// shard table without rows here: only its checkpoints matter).
+	taker, former := open(""), open("")
+	if err := taker.ApplyDDL(ctx, ddl(20, "shop_9", "TRUNCATE TABLE orders"), workers); err != nil {
 		t.Fatal(err)
 	}
 	at20 := []uint64{20, 20, 20, 20}

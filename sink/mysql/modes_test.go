@@ -1,12 +1,15 @@
 package mysql_test
 
 import (
+	"database/sql"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
+	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/sink"
 	mysqlsink "github.com/braid-cdc/braid/sink/mysql"
 	"github.com/braid-cdc/braid/spec"
@@ -127,5 +130,58 @@ func TestOlderCheckpointsByKey(t *testing.T) {
 		if pts, err := old.Checkpoints(t.Context(), 4); err != nil || pts[2].Seq != 7 || old.Routing() != sink.RouteByKey {
 			t.Errorf("older checkpoints: %v, %v, routing %d: want worker 2 at seq 7, by key", pts, err, old.Routing())
 		}
+	}
+}
+
+// TestIgnoredDDLReadsItsTableAgain: with ddl: ignore the target's tables
+// are the user's. An ALTER at the source, matched by the user's ALTER of
+// the target table, has the sink read that table's columns again, so its
+// rows go on being replayed; the other table's go on as they were.
+func TestIgnoredDDLReadsItsTableAgain(t *testing.T) {
+	db, name := targetDB(t)
+	srv := mysqltest.Start(t)
+	tables := []string{
+		"CREATE TABLE %s.orders (id INT PRIMARY KEY, note VARCHAR(20))",
+		"CREATE TABLE %s.items (id INT PRIMARY KEY, qty INT NOT NULL)",
+	}
+	srv.Exec(t, "CREATE DATABASE shop_0", fmt.Sprintf(tables[0], "shop_0"), fmt.Sprintf(tables[1], "shop_0"),
+		"INSERT INTO shop_0.orders VALUES (1, 'a'), (2, 'b')", "INSERT INTO shop_0.items VALUES (1, 5)")
+	for _, q := range append([]string{"CREATE DATABASE %s"}, tables...) {
+		if _, err := db.Exec(fmt.Sprintf(q, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ds := spec.Spec{Name: "shop", Tables: []string{`shop_0\.(orders|items)`}, Heartbeat: spec.Duration(100 * time.Millisecond),
+		Sources: []spec.Source{{Name: "a", Address: srv.Addr(), Start: spec.Start{Kind: spec.StartEarliest}}},
+		Sinks: []spec.Sink{{Name: "copy", Type: "mysql", Address: targetAddr, MetaDatabase: name + "_meta", DDL: "ignore",
+			Tables: []spec.SinkTable{{From: "shop_0.orders", To: name + ".orders"}, {From: "shop_0.items", To: name + ".items"}}}}}
+	ds = ds.WithDefaults()
+	r, target := applyWith(t, &ds, false)
+	source, err := sql.Open("mysql", "root@tcp("+srv.Addr()+")/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer source.Close()
+	same := func(what string) {
+		t.Helper()
+		for _, table := range []string{"orders", "items"} {
+			q := "SELECT * FROM %s." + table + " ORDER BY id"
+			sinktest.WaitFor(t, 30*time.Second, func() (bool, string) {
+				got, want := sinktest.Query(db, fmt.Sprintf(q, name)), sinktest.Query(source, fmt.Sprintf(q, "shop_0"))
+				_, lastErr := r.Applied()
+				return slices.Equal(got, want), fmt.Sprintf("%s: target %s holds %q, the source %q (last error %q)", what, table, got, want, lastErr)
+			})
+		}
+	}
+	same("before the ALTER")
+	if _, err := db.Exec("ALTER TABLE " + name + ".orders ADD COLUMN placed DATE NULL"); err != nil {
+		t.Fatal(err)
+	}
+	srv.Exec(t, "ALTER TABLE shop_0.orders ADD COLUMN placed DATE NULL",
+		"INSERT INTO shop_0.orders VALUES (3, 'c', '2026-12-07')", "UPDATE shop_0.orders SET placed = '2026-01-02' WHERE id = 1",
+		"INSERT INTO shop_0.items VALUES (2, 7)", "UPDATE shop_0.items SET qty = 6 WHERE id = 1")
+	same("after the ALTER")
+	if st := target.Stats(); st.Replayed != st.Applied {
+		t.Errorf("%+v: want every change replayed, those after the ALTER too", st)
 	}
 }
