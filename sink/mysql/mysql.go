@@ -35,6 +35,12 @@ type Target struct {
 	tables   sync.Map
 	ensuring sync.Mutex
 	replay   replayState
+
+	// caseWarned holds the target tables whose origin column's collation
+	// the sink has warned of (originCollation), under ensuring: once per
+	// table, though ensureTables looks again after each DDL.
+	caseWarned map[string]bool
+
 	// routing is the sink's sink.Routing, as Checkpoints found it.
 	routing atomic.Int32
 	// turns, when the sink has more workers than connections, holds a

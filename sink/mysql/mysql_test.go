@@ -54,6 +54,12 @@ func applyOnce(t *testing.T, ds *spec.Spec) *sink.Runner {
 // target from replaying binlog events.
 func applyWith(t *testing.T, ds *spec.Spec, sqlOnly bool) (*sink.Runner, *mysqlsink.Target) {
 	t.Helper()
+	return applyLogged(t, ds, sqlOnly, nil)
+}
+
+// applyLogged is applyWith, the target logging to targetLog (nil: none).
+func applyLogged(t *testing.T, ds *spec.Spec, sqlOnly bool, targetLog *slog.Logger) (*sink.Runner, *mysqlsink.Target) {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelError}))
 	client := sink.ClientID(ds.Sinks[0].Name)
 	p, err := stream.StartPipeline(t.Context(), stream.PipelineConfig{Spec: ds, Clients: map[string]*group.Cursor{client: nil}, Logger: log})
@@ -61,7 +67,7 @@ func applyWith(t *testing.T, ds *spec.Spec, sqlOnly bool) (*sink.Runner, *mysqls
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
-	s, err := sinkrun.Open(t.Context(), ds.Sinks[0], "shop", nil)
+	s, err := sinkrun.Open(t.Context(), ds.Sinks[0], "shop", targetLog)
 	if err != nil {
 		t.Fatal(err)
 	}

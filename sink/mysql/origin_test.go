@@ -1,10 +1,15 @@
 package mysql_test
 
 import (
+	"bytes"
 	"database/sql"
 	"fmt"
+	"log/slog"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -141,4 +146,118 @@ func TestOriginByBytes(t *testing.T) {
 			return slices.Equal(g, []string{"a/shop_0.orders 1 lower"}), fmt.Sprintf("after Shop_0's TRUNCATE, %s holds %q", table, g)
 		})
 	}
+}
+
+// TestOriginCollationWarned: target tables made beforehand whose origin
+// column has the database's case-insensitive collation (as a braid
+// before the column was utf8mb4_bin made it) get one warning each, with
+// the ALTER TABLE that fixes the column, its length kept, and their rows
+// all the same; not again after a DDL, when the sink looks at its tables
+// anew. One whose column is utf8mb4_bin gets none. Before, the sink
+// said nothing, and rows of shard tables whose names differ only in case
+// overwrote each other there.
+func TestOriginCollationWarned(t *testing.T) {
+	_, name := targetDB(t)
+	db, _ := sql.Open("mysql", "root@tcp("+targetAddr+")/")
+	defer db.Close()
+	srv := mysqltest.Start(t)
+	srv.Exec(t, "CREATE DATABASE shop_0",
+		"CREATE TABLE shop_0.orders (id INT PRIMARY KEY, note VARCHAR(20))",
+		"CREATE TABLE shop_0.items (id INT PRIMARY KEY, note VARCHAR(20))",
+		"CREATE TABLE shop_0.notes (id INT PRIMARY KEY, note VARCHAR(20))",
+		"INSERT INTO shop_0.orders VALUES (1, 'o')", "INSERT INTO shop_0.items VALUES (1, 'i')", "INSERT INTO shop_0.notes VALUES (1, 'n')")
+	tables := map[string]string{ // target table: its origin column
+		"general": "_shard VARCHAR(255) NOT NULL DEFAULT ''",
+		"short":   "_shard VARCHAR(100) NOT NULL DEFAULT ''",
+		"bin":     "_shard VARCHAR(255) COLLATE utf8mb4_bin NOT NULL DEFAULT ''",
+	}
+	for _, q := range []string{"CREATE DATABASE " + name + " CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci",
+		"CREATE TABLE " + name + ".general (id INT NOT NULL, note VARCHAR(20), " + tables["general"] + ", PRIMARY KEY (_shard, id))",
+		"CREATE TABLE " + name + ".short (id INT NOT NULL, note VARCHAR(20), " + tables["short"] + ", PRIMARY KEY (_shard, id))",
+		"CREATE TABLE " + name + ".bin (id INT NOT NULL, note VARCHAR(20), " + tables["bin"] + ", PRIMARY KEY (_shard, id))",
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(q, err)
+		}
+	}
+	ds := spec.Spec{Name: "shop", Tables: []string{`shop_\d+\.\w+`}, Route: []spec.RouteRule{{Match: `shop_\d+\.(\w+)`, To: "shop.$1"}},
+		Heartbeat: spec.Duration(100 * time.Millisecond),
+		Sources:   []spec.Source{{Name: "a", Address: srv.Addr(), Start: spec.Start{Kind: spec.StartEarliest}}},
+		Sinks: []spec.Sink{{Name: "copy", Type: "mysql", Address: targetAddr, MetaDatabase: name + "_meta", OriginColumn: "_shard", DDL: "ignore",
+			Tables: []spec.SinkTable{{From: "shop.orders", To: name + ".general"}, {From: "shop.items", To: name + ".short"}, {From: "shop.notes", To: name + ".bin"}}}}}
+	ds = ds.WithDefaults()
+	var out lockedBuffer
+	r, _ := applyLogged(t, &ds, false, slog.New(slog.NewTextHandler(&out, nil)))
+	rows := func(want ...string) {
+		t.Helper()
+		sinktest.WaitFor(t, 30*time.Second, func() (bool, string) {
+			var g []string
+			for _, table := range []string{"general", "short", "bin"} {
+				g = append(g, sinktest.Query(db, "SELECT '"+table+"', _shard, id, note FROM "+name+"."+table+" ORDER BY id")...)
+			}
+			_, lastErr := r.Applied()
+			return slices.Equal(g, want), fmt.Sprintf("the tables hold %q, want %q (last error %q)", g, want, lastErr)
+		})
+	}
+	rows("general a/shop_0.orders 1 o", "short a/shop_0.items 1 i", "bin a/shop_0.notes 1 n")
+	// A DDL has the sink look at its tables again; more rows after it.
+	srv.Exec(t, "ALTER TABLE shop_0.orders COMMENT 'again'",
+		"INSERT INTO shop_0.orders VALUES (2, 'o')", "INSERT INTO shop_0.items VALUES (2, 'i')", "INSERT INTO shop_0.notes VALUES (2, 'n')")
+	rows("general a/shop_0.orders 1 o", "general a/shop_0.orders 2 o", "short a/shop_0.items 1 i", "short a/shop_0.items 2 i",
+		"bin a/shop_0.notes 1 n", "bin a/shop_0.notes 2 n")
+
+	var warned []string
+	for line := range strings.Lines(out.String()) {
+		if strings.Contains(line, "origin column compares case-insensitively") {
+			warned = append(warned, line)
+		}
+	}
+	alters := map[string]string{}
+	for _, line := range warned {
+		for _, table := range []string{"general", "short", "bin"} {
+			if strings.Contains(line, "table="+name+"."+table+" ") {
+				if _, ok := alters[table]; ok {
+					t.Fatalf("%s warned of twice:\n%s", table, strings.Join(warned, ""))
+				}
+				at := strings.Index(line, `alter="`)
+				if at < 0 {
+					t.Fatalf("the warning gives no ALTER TABLE: %s", line)
+				}
+				alters[table], _ = strconv.Unquote(strings.TrimSpace(line[at+len("alter="):]))
+			}
+		}
+	}
+	wantAlters := map[string]string{
+		"general": "ALTER TABLE `" + name + "`.`general` MODIFY `_shard` VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT ''",
+		"short":   "ALTER TABLE `" + name + "`.`short` MODIFY `_shard` VARCHAR(100) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT ''",
+	}
+	if len(warned) != 2 || !maps.Equal(alters, wantAlters) {
+		t.Fatalf("warnings give %q, want %q; the warnings:\n%s", alters, wantAlters, strings.Join(warned, ""))
+	}
+	for table, alter := range alters {
+		if _, err := db.Exec(alter); err != nil {
+			t.Fatalf("the ALTER the warning gives, %q: %v", alter, err)
+		}
+		if g := sinktest.Query(db, "SELECT COLUMN_TYPE, COLLATION_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = '"+name+"' AND TABLE_NAME = '"+table+"' AND COLUMN_NAME = '_shard'"); len(g) != 1 || !strings.HasSuffix(g[0], " utf8mb4_bin") {
+			t.Fatalf("after the ALTER, %s's origin column is %q", table, g)
+		}
+	}
+}
+
+// lockedBuffer is a bytes.Buffer the sink's workers may log to at once.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -3,6 +3,7 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -69,8 +70,47 @@ func (t *Target) ensureTable(ctx context.Context, c sink.Change, target string) 
 					t.spec.Name, target, k.name, strings.Join(k.names, ", "), oc, strings.Join(k.names, ", "), oc, t.target(c.Logical), k.originClause(oc))
 			}
 		}
+		if err := t.originCollation(ctx, target, t.target(c.Logical)); err != nil {
+			return fmt.Errorf("sink %s: read the origin column of target table %s: %w", t.spec.Name, target, err)
+		}
 	}
 	t.tables.Store(target, true)
+	return nil
+}
+
+// originCollation warns, once per target table, when the table's origin
+// column (made beforehand, or by a braid before originType) compares
+// under a collation other than a binary one: there a/shop_0.orders and
+// a/Shop_0.orders, two tables on a case-sensitive source, are one
+// origin, so one's row overwrites the other's of the same key and one's
+// TRUNCATE deletes both's. A warning and not an error: the sources'
+// names may never differ so; the fix is the user's ALTER, not the
+// sink's, as the table is theirs. Held under ensuring.
+func (t *Target) originCollation(ctx context.Context, target, table string) error {
+	if t.caseWarned[target] {
+		return nil
+	}
+	db, tbl, _ := strings.Cut(target, ".")
+	var name, typ string
+	var coll sql.NullString
+	err := t.db.QueryRowContext(ctx, "SELECT COLUMN_NAME, COLUMN_TYPE, COLLATION_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND COLUMN_NAME = ?", db, tbl, t.spec.OriginColumn).Scan(&name, &typ, &coll)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil // no column: the keys' check above, or the rows, stop the sink
+	}
+	if err != nil {
+		return err
+	}
+	if !coll.Valid || coll.String == "binary" || strings.HasSuffix(coll.String, "_bin") {
+		return nil // compared byte for byte
+	}
+	if t.caseWarned == nil {
+		t.caseWarned = map[string]bool{}
+	}
+	t.caseWarned[target] = true
+	// The column's own type (its length), with originType's collation.
+	alter := "ALTER TABLE " + table + " MODIFY " + quote(name) + " " + strings.ToUpper(typ) + " CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT ''"
+	t.log.Warn("sink's origin column compares case-insensitively: rows of two shard tables whose names differ only in case would overwrite each other, and a TRUNCATE of one would delete both's rows; run the ALTER TABLE given to compare it byte for byte",
+		"dest", t.dest, "sink", t.spec.Name, "table", target, "column", name, "collation", coll.String, "alter", alter)
 	return nil
 }
 
