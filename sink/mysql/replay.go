@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -111,22 +112,50 @@ func (t *Target) replayable(ctx context.Context, changes []sink.Change) bool {
 	if t.replay.off.Load() {
 		return false
 	}
-	var last fitKey
+	var keys []fitKey // the table versions and tables of changes, once each
 	for _, c := range changes {
 		r, ok := c.Row.Binlog()
 		if !ok || r.Rows.Format == nil {
 			return false
 		}
 		k := fitKey{c.Row.Table, c.Logical}
-		if k == last {
-			continue
+		if n := len(keys); (n == 0 || keys[n-1] != k) && !slices.Contains(keys, k) {
+			keys = append(keys, k)
 		}
+	}
+	t.readTargets(ctx, keys)
+	for _, k := range keys {
 		if !t.fits(ctx, k.tv, k.logical).ok {
 			return false
 		}
-		last = k
 	}
 	return true
+}
+
+// readTargets reads the target tables of keys not yet worked out, all
+// at once (targetTables), so that the first transactions of a sink over
+// many tables wait for two queries, not two a table; fits works out
+// each key from what it read. An error is left for fits to meet again.
+func (t *Target) readTargets(ctx context.Context, keys []fitKey) {
+	var targets []string
+	for _, k := range keys {
+		if _, ok := t.replay.fits.Load(k); ok {
+			continue
+		}
+		if target := t.spec.Target(k.logical); !slices.Contains(targets, target) {
+			targets = append(targets, target)
+		}
+	}
+	if len(targets) < 2 {
+		return // fits reads a lone table itself
+	}
+	t.replay.looking.Lock()
+	defer t.replay.looking.Unlock()
+	targets = slices.DeleteFunc(targets, func(target string) bool {
+		_, ok := t.replay.targets.Load(target)
+		return ok // another worker read it meanwhile
+	})
+	t.targetTables(ctx, targets)
 }
 
 // fits says whether rows of table version tv replay into the target
@@ -165,34 +194,86 @@ type targetColumn struct {
 }
 
 // targetTable reads target ("db.table") from information_schema, or
-// returns what it read before (until a DDL clears it: checkpointAll).
+// returns what it read before (until a DDL naming it forgets it).
 func (t *Target) targetTable(ctx context.Context, target string) (*targetTable, error) {
 	if v, ok := t.replay.targets.Load(target); ok {
 		return v.(*targetTable), nil
 	}
-	db, table, _ := strings.Cut(target, ".")
-	var triggers int
-	if err := t.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE EVENT_OBJECT_SCHEMA = ? AND EVENT_OBJECT_TABLE = ?", db, table).Scan(&triggers); err != nil {
+	if err := t.targetTables(ctx, []string{target}); err != nil {
 		return nil, err
 	}
-	tt := &targetTable{triggers: triggers > 0}
-	rows, err := t.db.QueryContext(ctx, "SELECT COLUMN_NAME, LOWER(COLUMN_TYPE), COALESCE(CHARACTER_SET_NAME, ''), COALESCE(CHARACTER_OCTET_LENGTH, 0) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION", db, table)
+	v, _ := t.replay.targets.Load(target)
+	return v.(*targetTable), nil
+}
+
+// targetTables reads targets ("db.table") from information_schema, in
+// one query for their triggers and one for their columns (MariaDB
+// opens only the tables a (schema, name) list names), and keeps them.
+func (t *Target) targetTables(ctx context.Context, targets []string) error {
+	if len(targets) == 0 {
+		return nil
+	}
+	pairs := strings.TrimSuffix(strings.Repeat("(?, ?), ", len(targets)), ", ")
+	args := make([]any, 0, 2*len(targets))
+	read := make(map[string]*targetTable, len(targets))
+	for _, target := range targets {
+		db, table, _ := strings.Cut(target, ".")
+		args = append(args, db, table)
+		read[target] = &targetTable{}
+	}
+	// Names as information_schema spells them (lower case under
+	// lower_case_table_names) find what was asked for by folding case.
+	of := func(db, table string) *targetTable {
+		if tt, ok := read[db+"."+table]; ok {
+			return tt
+		}
+		for target, tt := range read {
+			if strings.EqualFold(target, db+"."+table) {
+				return tt
+			}
+		}
+		return nil
+	}
+	rows, err := t.db.QueryContext(ctx, "SELECT DISTINCT EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE FROM information_schema.TRIGGERS WHERE (EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE) IN ("+pairs+")", args...)
 	if err != nil {
-		return nil, err
+		return err
+	}
+	for rows.Next() {
+		var db, table string
+		if err := rows.Scan(&db, &table); err != nil {
+			rows.Close()
+			return err
+		}
+		if tt := of(db, table); tt != nil {
+			tt.triggers = true
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	rows, err = t.db.QueryContext(ctx, "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, LOWER(COLUMN_TYPE), COALESCE(CHARACTER_SET_NAME, ''), COALESCE(CHARACTER_OCTET_LENGTH, 0) FROM information_schema.COLUMNS WHERE (TABLE_SCHEMA, TABLE_NAME) IN ("+pairs+") ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION", args...)
+	if err != nil {
+		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
+		var db, table string
 		var c targetColumn
-		if err := rows.Scan(&c.name, &c.typ, &c.charset, &c.octets); err != nil {
-			return nil, err
+		if err := rows.Scan(&db, &table, &c.name, &c.typ, &c.charset, &c.octets); err != nil {
+			return err
 		}
-		tt.cols = append(tt.cols, c)
+		if tt := of(db, table); tt != nil {
+			tt.cols = append(tt.cols, c)
+		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return err
 	}
-	t.replay.targets.Store(target, tt)
-	return tt, nil
+	for target, tt := range read {
+		t.replay.targets.Store(target, tt)
+	}
+	return nil
 }
 
 // misfit says why rows of tv do not replay into logical's target table
