@@ -185,3 +185,20 @@ func TestIgnoredDDLReadsItsTableAgain(t *testing.T) {
 		t.Errorf("%+v: want every change replayed, those after the ALTER too", st)
 	}
 }
+
+// TestReplayConnectionsOpenAtStart: Open opens the replay transactions'
+// connections, as many as may run at once, while the stream starts, so
+// that the first transactions do not each wait for one.
+func TestReplayConnectionsOpenAtStart(t *testing.T) {
+	_, name := targetDB(t)
+	s := spec.Sink{Name: "w", Type: "mysql", Address: targetAddr, User: "root", Workers: 8, Connections: 3, MetaDatabase: name + "_meta"}
+	tg, err := mysqlsink.Open(t.Context(), s, "shop", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	sinktest.WaitFor(t, 10*time.Second, func() (bool, string) {
+		n := mysqlsink.ReplayConns(tg)
+		return n == 3, fmt.Sprintf("the replay pool holds %d connections, want 3", n)
+	})
+}
