@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"encoding/binary"
 	"hash/fnv"
 	"testing"
 
@@ -94,6 +95,35 @@ func TestRouting(t *testing.T) {
 		r, pk := routeOf(byKey, ints, "a", id)
 		if c.WorkerOf(r) != c.Worker(pk) {
 			t.Errorf("by key, key %d goes to worker %d, its hash's worker is %d", id, c.WorkerOf(r), c.Worker(pk))
+		}
+	}
+}
+
+// TestKeysOfRawImages: a change read from the binlog's raw row images
+// (whose integer key is read without a Value, change.RowChange.Integer)
+// has the key and the route of the same row decoded, by every routing.
+func TestKeysOfRawImages(t *testing.T) {
+	ints := testCodec(false)
+	tm := &replication.TableMapEvent{ColumnCount: 2, ColumnType: []byte{mysql.MYSQL_TYPE_LONGLONG, mysql.MYSQL_TYPE_VARCHAR}, ColumnMeta: []uint16{0, 80}}
+	for _, id := range []int64{-5, 0, 7, 1024, 5000, 1 << 40, -1 << 63} {
+		data := binary.LittleEndian.AppendUint64([]byte{0}, uint64(id)) // no NULLs, the id
+		data = append(data, 1, 'n')                                     // the note
+		re := &replication.RowsEvent{ColumnCount: 2, ColumnBitmap1: []byte{0x03}, Table: tm}
+		im, err := change.SplitRows(re, change.TableShapes(tm), 0, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw := change.NewRowChange(ints, change.Insert, 0, im, 0)
+		if _, _, ok := raw.Integer(true, 0); !ok {
+			t.Fatal("the raw image's key is not read as an integer")
+		}
+		for _, routing := range []Routing{RouteByKey, RouteByRange, RouteByWideRange} {
+			k := newKeyer(true, routing)
+			got := k.change(&change.Event{Source: "a", Seq: 1}, &raw)
+			route, pk := routeOf(k, ints, "a", id)
+			if got.PK != pk || got.Route != route {
+				t.Errorf("routing %d, key %d: raw images give key %q route %d, decoded %q route %d", routing, id, got.PK, got.Route, pk, route)
+			}
 		}
 	}
 }

@@ -303,6 +303,38 @@ func (rc *RowChange) Value(after bool, i int) Value {
 	return v
 }
 
+// Integer is column i of the after image (of the before image when after
+// is false) when the images hold it raw and it is an integer column
+// (TINYINT to BIGINT; not ENUM, SET or BIT): the number Value gives, as
+// int64 bits when signed, else uint64, read without boxing it in a Value
+// (a key's value is read for every row change a sink keys). ok is false
+// otherwise, and for NULL: then Value has it.
+func (rc *RowChange) Integer(after bool, i int) (v uint64, signed, ok bool) {
+	k := rc.before
+	if after {
+		k = rc.after
+	}
+	im, codec := rc.images, rc.codec
+	if i = rc.col(i); i < 0 || !im.Raw() || codec.kinds == nil {
+		return 0, false, false
+	}
+	kind := codec.kinds[i]
+	if kind != rawSigned && kind != rawUnsigned {
+		return 0, false, false
+	}
+	off := im.offsets(k)[i]
+	if off < 0 {
+		return 0, false, false
+	}
+	n := codec.Shapes[i].fixed
+	v = readUint(im.data[off:], n)
+	if kind == rawSigned {
+		shift := 64 - 8*n
+		return uint64(int64(v<<shift) >> shift), true, true
+	}
+	return v, false, true
+}
+
 // HasBefore and HasAfter report which images the row change has: an
 // INSERT only the after image, a DELETE only the before image, an UPDATE
 // both.
