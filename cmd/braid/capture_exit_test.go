@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/internal/testutil/logline"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
@@ -21,25 +22,13 @@ import (
 
 // lineSink is a capture's standard output that a test can read while the
 // capture runs.
-type lineSink struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lineSink) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(b)
-}
+type lineSink struct{ logline.Buffer }
 
 // seqs returns the seq of every whole line written so far.
 func (l *lineSink) seqs(t *testing.T) []uint64 {
 	t.Helper()
-	l.mu.Lock()
-	out := l.buf.String()
-	l.mu.Unlock()
 	var seqs []uint64
-	for line := range strings.Lines(out) {
+	for line := range strings.Lines(l.String()) {
 		if !strings.HasSuffix(line, "\n") {
 			break
 		}
@@ -133,6 +122,7 @@ func TestCaptureKeepsCursorOnSourceError(t *testing.T) {
 // as a full disk does.
 type failingOutput struct {
 	lineSink
+	mu     sync.Mutex
 	allow  int
 	writes int
 }

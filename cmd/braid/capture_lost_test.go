@@ -105,7 +105,7 @@ func TestCaptureBeforeLossLine(t *testing.T) {
 	if exit != 1 || !strings.Contains(line, l.Lost) || !strings.Contains(line, fmt.Sprintf("marker at seq %d", marker)) ||
 		!strings.Contains(line, "remove its cursor file") || strings.Contains(line, "consumer drop") || strings.Count(line, "Fix:") != 1 {
 		t.Fatalf("exit %d; want 1 with one line naming %s, the marker at seq %d and capture's fix alone (remove its cursor file); stderr:\n%s",
-			exit, l.Lost, marker, errb.String()+"\nstdout:\n"+out.buf.String())
+			exit, l.Lost, marker, errb.String()+"\nstdout:\n"+out.String())
 	}
 	t.Logf("capture said: %s", line)
 }

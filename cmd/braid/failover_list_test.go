@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/braid-cdc/braid/api/wire"
+	"github.com/braid-cdc/braid/internal/testutil/logline"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
@@ -187,7 +188,7 @@ func TestCaptureReadsReplicaAndShowsSwitch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs logline.Buffer
 	port := nodes.FreePorts(t, 1)[0]
 	serveForTest(t, ds, serveOptions{listen: "127.0.0.1", httpPort: port}, slog.New(slog.NewTextHandler(io.MultiWriter(&logs, t.Output()), nil)))
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)

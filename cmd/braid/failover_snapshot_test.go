@@ -118,9 +118,7 @@ func (ch *churn) waitWrites(t *testing.T, n int) {
 // many lines it applied.
 func applyItems(t *testing.T, c *failoverCapture) (map[int64]string, int) {
 	t.Helper()
-	c.out.mu.Lock()
-	out := c.out.buf.String()
-	c.out.mu.Unlock()
+	out := c.out.String()
 	rows := map[int64]string{}
 	lines := 0
 	for line := range strings.Lines(out) {
@@ -224,8 +222,7 @@ func TestCaptureSnapshotAcrossFailover(t *testing.T) {
 	// The source fails over meanwhile: the reader goes on on the promoted
 	// replica from far behind those watermarks.
 	func() {
-		c.out.mu.Lock()
-		defer c.out.mu.Unlock()
+		defer c.out.Hold()()
 		w.waitWrites(t, 300)
 		tp.FailOver(t, vip, replica)
 	}()

@@ -1,16 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/braid-cdc/braid/internal/testutil/logline"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
@@ -21,30 +20,12 @@ import (
 // fails over to a replica. braid must find its place on the new server by
 // GTID, never at the old server's file:pos.
 
-// syncBuffer is a capture's standard error, read while it runs.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // failoverCapture runs `braid capture` on one source at addr, start
 // earliest, selecting shop.orders, until it exits (code) or the test
 // ends.
 type failoverCapture struct {
 	out  lineSink
-	errb syncBuffer
+	errb logline.Buffer
 	code chan int
 }
 
@@ -70,9 +51,7 @@ func startCaptureSpec(t *testing.T, text string) *failoverCapture {
 // or DDL.
 func (c *failoverCapture) inserts(t *testing.T) []int64 {
 	t.Helper()
-	c.out.mu.Lock()
-	out := c.out.buf.String()
-	c.out.mu.Unlock()
+	out := c.out.String()
 	var ids []int64
 	var last uint64
 	for line := range strings.Lines(out) {
@@ -334,9 +313,7 @@ func TestCaptureFollowsFailoverThenAlter(t *testing.T) {
 	tp.FailOver(t, vip, replica)
 	replica.Exec(t, "ALTER TABLE shop.orders ADD COLUMN b VARCHAR(8)", "INSERT INTO shop.orders VALUES (3, 3, 'after')")
 	c.waitIDs(t, []int64{1, 2, 3}, 60*time.Second)
-	c.out.mu.Lock()
-	out := c.out.buf.String()
-	c.out.mu.Unlock()
+	out := c.out.String()
 	if !strings.Contains(out, `"b":"after"`) {
 		t.Errorf("row 3 came without its new column b:\n%s", out)
 	}
@@ -363,7 +340,7 @@ func TestCaptureRestartAfterFailoverThenAlter(t *testing.T) {
 	cursors := t.TempDir()
 	capture := func(max int) (string, string, int) {
 		t.Helper()
-		var out, errb syncBuffer
+		var out, errb logline.Buffer
 		code := run([]string{"capture", "-f", spec, "--cursor-dir", cursors, "--max", strconv.Itoa(max), "--timeout", "60s"}, &out, &errb)
 		return out.String(), errb.String(), code
 	}

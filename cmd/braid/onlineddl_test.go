@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/braid-cdc/braid/api/wire"
+	"github.com/braid-cdc/braid/internal/testutil/logline"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/nodes"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
@@ -257,7 +258,7 @@ func TestCaptureSinkRename(t *testing.T) {
 		}
 		return ds
 	}
-	var logs syncBuffer
+	var logs logline.Buffer
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(t.Output(), &logs), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cursors := t.TempDir()
 	// Each run resumes from the cursors the one before kept.

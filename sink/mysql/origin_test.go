@@ -1,7 +1,6 @@
 package mysql_test
 
 import (
-	"bytes"
 	"database/sql"
 	"fmt"
 	"log/slog"
@@ -9,10 +8,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/braid-cdc/braid/internal/testutil/logline"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/sinktest"
 	"github.com/braid-cdc/braid/spec"
@@ -186,7 +185,7 @@ func TestOriginCollationWarned(t *testing.T) {
 		Sinks: []spec.Sink{{Name: "copy", Type: "mysql", Address: targetAddr, MetaDatabase: name + "_meta", OriginColumn: "_shard", DDL: "ignore",
 			Tables: []spec.SinkTable{{From: "shop.orders", To: name + ".general"}, {From: "shop.items", To: name + ".short"}, {From: "shop.notes", To: name + ".bin"}}}}}
 	ds = ds.WithDefaults()
-	var out lockedBuffer
+	var out logline.Buffer
 	r, _ := applyLogged(t, &ds, false, slog.New(slog.NewTextHandler(&out, nil)))
 	rows := func(want ...string) {
 		t.Helper()
@@ -242,22 +241,4 @@ func TestOriginCollationWarned(t *testing.T) {
 			t.Fatalf("after the ALTER, %s's origin column is %q", table, g)
 		}
 	}
-}
-
-// lockedBuffer is a bytes.Buffer the sink's workers may log to at once.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

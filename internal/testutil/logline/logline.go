@@ -1,10 +1,12 @@
 // Package logline lets a test wait for a log line: a slog.Handler that
 // passes every record on and closes a channel the first time a record's
 // message begins with a given prefix, so a test can tell that a component
-// reached a state it only logs (a reader waiting) without timing it.
+// reached a state it only logs (a reader waiting) without timing it; and
+// a Buffer to read a log, or a process's output, while it is written.
 package logline
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"strings"
@@ -45,4 +47,31 @@ func (w *Watch) WithGroup(name string) slog.Handler {
 	c := *w
 	c.Handler = w.Handler.WithGroup(name)
 	return &c
+}
+
+// Buffer is a bytes.Buffer that goroutines may write to at once (a
+// logger's handler, a process's output) while a test reads it.
+type Buffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// Hold stalls every writer until release is called: a test's way to
+// block a process's output. String must not be called meanwhile.
+func (b *Buffer) Hold() (release func()) {
+	b.mu.Lock()
+	return b.mu.Unlock
+}
+
+// String is what was written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
