@@ -19,6 +19,7 @@ import (
 	"github.com/braid-cdc/braid/cluster"
 	"github.com/braid-cdc/braid/cluster/clustertest"
 	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/internal/testutil/logline"
 	"github.com/braid-cdc/braid/spec"
 )
 
@@ -181,7 +182,7 @@ func TestWrongPasswordsBounded(t *testing.T) {
 	src := startSource(t)
 	var (
 		users *auth.Users
-		logs  syncBuffer
+		logs  logline.Buffer
 	)
 	c := clustertest.Start(t, 1, clustertest.WithConfig(func(cfg *cluster.Config) {
 		users = cfg.Users

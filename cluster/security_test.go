@@ -1,7 +1,6 @@
 package cluster_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -13,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +21,7 @@ import (
 	"github.com/braid-cdc/braid/cluster/clustertest"
 	"github.com/braid-cdc/braid/internal/pki"
 	"github.com/braid-cdc/braid/internal/ports"
+	"github.com/braid-cdc/braid/internal/testutil/logline"
 	"github.com/braid-cdc/braid/raftstore"
 )
 
@@ -195,7 +194,7 @@ func TestInsecureNodeWarnsEveryInterval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs logline.Buffer
 	cfg := cluster.Config{Name: "n1", DataDir: t.TempDir(), RaftPort: p[0], GossipPort: p[1], HTTPPort: p[2],
 		Join: []string{"127.0.0.1:1"}, Insecure: true, InsecureWarnEvery: 200 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))}
@@ -216,22 +215,4 @@ func TestInsecureNodeWarnsEveryInterval(t *testing.T) {
 	if _, err := cluster.Start(cfg); !errors.Is(err, cluster.ErrUnprotected) {
 		t.Errorf("without Insecure: %v, want ErrUnprotected", err)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

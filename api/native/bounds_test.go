@@ -1,7 +1,6 @@
 package native_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,34 +9,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/braid-cdc/braid/api/native"
 	"github.com/braid-cdc/braid/api/wire"
 	"github.com/braid-cdc/braid/group"
+	"github.com/braid-cdc/braid/internal/testutil/logline"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/stream"
 )
-
-// syncBuf is a log the handler writes while the test reads it.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestInternalErrorLeaksNothing: a 500 answers a generic line and an id;
 // the detail (here a Raft error naming a path and a batch) goes to the
@@ -47,7 +28,7 @@ func TestInternalErrorLeaksNothing(t *testing.T) {
 	reg := stream.NewRegistry()
 	reg.Add(&stream.Served{Name: "shop", Store: stream.NewStore(stream.Config{}),
 		Decide: func(context.Context, int, group.DecisionAction) error { return errors.New(secret) }})
-	var logs syncBuf
+	var logs logline.Buffer
 	srv := httptest.NewServer(native.NewHandler(reg, slog.New(slog.NewTextHandler(&logs, nil))))
 	defer srv.Close()
 	hc := &http.Client{Transport: &http.Transport{}}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/braid-cdc/braid/engine/binlog"
 	"github.com/braid-cdc/braid/engine/change"
+	"github.com/braid-cdc/braid/internal/testutil/logline"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/spec"
 )
@@ -128,7 +129,7 @@ func TestStartBeforeSchemaCreatedScansNothing(t *testing.T) {
 	file, pos := srv.MasterStatus(t)
 	srv.Exec(t, "CREATE DATABASE d", "CREATE TABLE d.t (id INT PRIMARY KEY, n INT)",
 		"INSERT INTO d.t VALUES (1, 2)", "ALTER TABLE d.t ADD COLUMN c INT", "INSERT INTO d.t VALUES (2, 3, 4)")
-	var logs syncBuffer
+	var logs logline.Buffer
 	p := startReader(t, binlog.Config{
 		Source: source(srv, spec.Start{Kind: spec.StartPosition, Pos: change.Position{File: file, Pos: pos}}),
 		Logger: slog.New(slog.NewTextHandler(io.MultiWriter(&logs, t.Output()), nil)),

@@ -14,6 +14,7 @@ import (
 
 	"github.com/braid-cdc/braid/engine/binlog"
 	"github.com/braid-cdc/braid/engine/change"
+	"github.com/braid-cdc/braid/internal/testutil/logline"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/spec"
 )
@@ -124,7 +125,7 @@ func TestReconnectMidTransaction(t *testing.T) {
 	proxy := newCutProxy(t, srv.Addr(), src.ServerID, 1<<20, 600<<10) // inside the big transaction, then short of that point
 	src.Address = proxy.addr()
 	filter, _ := spec.CompileTableFilter([]string{`shop\.big`})
-	var logs syncBuffer
+	var logs logline.Buffer
 	r := startReader(t, binlog.Config{Source: src, Tables: filter,
 		Logger: slog.New(slog.NewTextHandler(io.MultiWriter(&logs, t.Output()), nil))}, nil)
 	r.waitFor(60*time.Second, "20,001 rows", rowsAtLeast(20001))
@@ -198,22 +199,4 @@ func TestReconnectServerRestart(t *testing.T) {
 			t.Fatalf("row %d has id %d: lost, duplicated or reordered", i, id)
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/braid-cdc/braid/engine/binlog"
 	"github.com/braid-cdc/braid/engine/change"
+	"github.com/braid-cdc/braid/internal/testutil/logline"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/retry"
 	"github.com/braid-cdc/braid/spec"
@@ -96,7 +97,7 @@ func isIdle(s binlog.Stats, now time.Time) bool {
 func TestReconnectLogLine(t *testing.T) {
 	srv := mysqltest.Start(t)
 	srv.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id INT PRIMARY KEY)", "INSERT INTO shop.orders VALUES (1)")
-	var logs syncBuffer
+	var logs logline.Buffer
 	log := slog.New(slog.NewJSONHandler(io.MultiWriter(&logs, t.Output()), nil)).With("dest", "test")
 	r := startReader(t, binlog.Config{Source: source(srv, earliest), Logger: log}, nil)
 	r.waitFor(30*time.Second, "1 row", rowsAtLeast(1))
@@ -143,7 +144,7 @@ func TestCatchUpProgress(t *testing.T) {
 	binlog.SetProgressEvery(t, 300*time.Millisecond)
 	srv := mysqltest.Start(t)
 	srv.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id INT PRIMARY KEY)")
-	var logs syncBuffer
+	var logs logline.Buffer
 	var gate sync.RWMutex
 	log := slog.New(slog.NewJSONHandler(io.MultiWriter(&logs, t.Output()), nil))
 	r := startReader(t, binlog.Config{Source: source(srv, earliest), Logger: log}, func(*change.Event) {

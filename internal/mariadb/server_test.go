@@ -1,7 +1,6 @@
 package mariadb
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,11 +9,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"go.uber.org/goleak"
+
+	"github.com/braid-cdc/braid/internal/testutil/logline"
 )
 
 // Every server is removed by its test, so no goroutine may be left; the
@@ -83,30 +83,12 @@ func query(t *testing.T, s *Server, sql string) string {
 	return v
 }
 
-// syncBuffer is an io.Writer safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // The life of a sandbox: launch in a chosen directory, write, restart with
 // the data and binary logs kept, remove without a trace.
 func TestLaunchExecRestartRemove(t *testing.T) {
 	t.Parallel()
 	parent := t.TempDir()
-	var log syncBuffer
+	var log logline.Buffer
 	s := launch(t, Options{Dir: parent, ServerID: 7, Args: []string{"--binlog-row-metadata=FULL"}, Log: &log})
 
 	if filepath.Dir(s.Dir) != parent || filepath.Dir(s.DataDir) != s.Dir {

@@ -10,13 +10,13 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	_ "github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/braid-cdc/braid/internal/testutil/logline"
 	"github.com/braid-cdc/braid/internal/testutil/mysqltest"
 	"github.com/braid-cdc/braid/internal/testutil/rabbittest"
 	"github.com/braid-cdc/braid/internal/testutil/redistest"
@@ -51,7 +51,7 @@ func TestSameSinkNameTwoDestinations(t *testing.T) {
 	my, name := mysqlTarget(t)
 	pg, pgName := pgTarget(t)
 	srv := mysqltest.Start(t)
-	var given, dflt lines
+	var given, dflt logline.Buffer
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(&given, t.Output()), nil))
 	defer slog.SetDefault(slog.Default())
 	slog.SetDefault(slog.New(slog.NewTextHandler(&dflt, nil)))
@@ -115,24 +115,6 @@ func TestSameSinkNameTwoDestinations(t *testing.T) {
 	if !strings.Contains(given.String(), asSQL) || strings.Contains(dflt.String(), "level=") {
 		t.Errorf("the given logger heard %q: %v; slog's default heard: %q", asSQL, strings.Contains(given.String(), asSQL), dflt.String())
 	}
-}
-
-// lines is a log's output, safe for concurrent use.
-type lines struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lines) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // firstDiff names a row where want and one of the targets differ.
