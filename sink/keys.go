@@ -95,11 +95,12 @@ func (k *keyer) change(ev *change.Event, rc *change.RowChange) Change {
 func (k *keyer) route(rc *change.RowChange, after bool, pk string, n tableNames) uint32 {
 	if shift := k.routing.shift(); shift > 0 && len(n.keyIdx) == 1 {
 		var bucket uint64
-		if v, signed, ok := rc.Integer(after, n.keyIdx[0]); ok && signed {
+		switch v, signed, ok := rc.Integer(after, n.keyIdx[0]); {
+		case ok && signed:
 			bucket = uint64(int64(v) >> shift)
-		} else if ok {
+		case ok:
 			bucket = v >> shift
-		} else {
+		default:
 			switch v := rc.Value(after, n.keyIdx[0]).(type) {
 			case int64:
 				bucket = uint64(v >> shift)

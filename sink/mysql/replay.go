@@ -155,7 +155,7 @@ func (t *Target) readTargets(ctx context.Context, keys []fitKey) {
 		_, ok := t.replay.targets.Load(target)
 		return ok // another worker read it meanwhile
 	})
-	t.targetTables(ctx, targets)
+	_, _ = t.targetTables(ctx, targets) // an error: fits meets it again
 }
 
 // fits says whether rows of table version tv replay into the target
@@ -199,19 +199,20 @@ func (t *Target) targetTable(ctx context.Context, target string) (*targetTable, 
 	if v, ok := t.replay.targets.Load(target); ok {
 		return v.(*targetTable), nil
 	}
-	if err := t.targetTables(ctx, []string{target}); err != nil {
+	read, err := t.targetTables(ctx, []string{target})
+	if err != nil {
 		return nil, err
 	}
-	v, _ := t.replay.targets.Load(target)
-	return v.(*targetTable), nil
+	return read[target], nil
 }
 
 // targetTables reads targets ("db.table") from information_schema, in
 // one query for their triggers and one for their columns (MariaDB
-// opens only the tables a (schema, name) list names), and keeps them.
-func (t *Target) targetTables(ctx context.Context, targets []string) error {
+// opens only the tables a (schema, name) list names), keeps them and
+// returns them.
+func (t *Target) targetTables(ctx context.Context, targets []string) (map[string]*targetTable, error) {
 	if len(targets) == 0 {
-		return nil
+		return nil, nil
 	}
 	pairs := strings.TrimSuffix(strings.Repeat("(?, ?), ", len(targets)), ", ")
 	args := make([]any, 0, 2*len(targets))
@@ -236,13 +237,13 @@ func (t *Target) targetTables(ctx context.Context, targets []string) error {
 	}
 	rows, err := t.db.QueryContext(ctx, "SELECT DISTINCT EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE FROM information_schema.TRIGGERS WHERE (EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE) IN ("+pairs+")", args...)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for rows.Next() {
 		var db, table string
 		if err := rows.Scan(&db, &table); err != nil {
 			rows.Close()
-			return err
+			return nil, err
 		}
 		if tt := of(db, table); tt != nil {
 			tt.triggers = true
@@ -250,30 +251,30 @@ func (t *Target) targetTables(ctx context.Context, targets []string) error {
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	rows, err = t.db.QueryContext(ctx, "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, LOWER(COLUMN_TYPE), COALESCE(CHARACTER_SET_NAME, ''), COALESCE(CHARACTER_OCTET_LENGTH, 0) FROM information_schema.COLUMNS WHERE (TABLE_SCHEMA, TABLE_NAME) IN ("+pairs+") ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION", args...)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var db, table string
 		var c targetColumn
 		if err := rows.Scan(&db, &table, &c.name, &c.typ, &c.charset, &c.octets); err != nil {
-			return err
+			return nil, err
 		}
 		if tt := of(db, table); tt != nil {
 			tt.cols = append(tt.cols, c)
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	for target, tt := range read {
 		t.replay.targets.Store(target, tt)
 	}
-	return nil
+	return read, nil
 }
 
 // misfit says why rows of tv do not replay into logical's target table

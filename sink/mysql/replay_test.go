@@ -186,9 +186,9 @@ func TestReplayKeepsText(t *testing.T) {
 }
 
 // TestReplayNotIntoTriggers: a target table with a trigger gets SQL
-// statements, whose rows fire it (a replayed row would not), as does a
-// transaction that holds its rows beside another table's (both read in
-// one lookup); a table without one is replayed.
+// statements, whose rows fire it (a replayed row would not), however its
+// transaction's rows are batched with another table's; a table without
+// one is replayed.
 func TestReplayNotIntoTriggers(t *testing.T) {
 	db, name := targetDB(t)
 	srv := mysqltest.Start(t)
@@ -219,12 +219,15 @@ func TestReplayNotIntoTriggers(t *testing.T) {
 		return slices.Equal(got, []string{"1", "2", "3"}) && st.Applied == 5,
 			fmt.Sprintf("the trigger wrote %q, want items 1, 2, 3; %+v (last error %q)", got, st, lastErr)
 	})
+	// The orders went as SQL beside the items, or replayed alone when a
+	// store batch split the transaction between workers' turns.
+	before := target.Stats()
 	srv.Exec(t, "INSERT INTO shop_0.notes VALUES (1, 'x'), (2, 'y')")
 	sinktest.WaitFor(t, 30*time.Second, func() (bool, string) {
 		st := target.Stats()
 		return st.Applied == 7, fmt.Sprintf("%+v: want 7 changes applied", st)
 	})
-	if st := target.Stats(); st.Replayed != 2 {
-		t.Errorf("%+v: want the 2 notes replayed, the 5 rows beside the trigger's table applied as SQL", st)
+	if st := target.Stats(); st.Replayed-before.Replayed != 2 {
+		t.Errorf("%+v after %+v: want the 2 notes replayed", st, before)
 	}
 }
