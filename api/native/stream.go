@@ -117,7 +117,7 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request) {
 		log.Warn("stream cannot flush", "err", err)
 		return
 	}
-	sw := &streamWriter{bw: bufio.NewWriterSize(w, 64<<10), after: after, checkpoint: checkpoint, done: done,
+	sw := &streamWriter{bw: bufio.NewWriterSize(liveWriter{w, rc, s.CheckLive}, 64<<10), after: after, checkpoint: checkpoint, done: done,
 		flat: flat.Writer{Binary: inBinary, EmptyTransactions: true}}
 	err = h.pump(r.Context(), s, c, sw, rc)
 	switch {
@@ -193,6 +193,9 @@ func (h *handler) pump(ctx context.Context, s *stream.Served, c *clientState, sw
 			}
 		}
 		if err := sw.events(b.Events); err != nil {
+			if s.CheckLive() != nil {
+				s.Store.Rollback(c.id) // not ours to hand out now
+			}
 			return err
 		}
 		if err := s.CheckLive(); err != nil {
@@ -209,6 +212,31 @@ func (h *handler) pump(ctx context.Context, s *stream.Served, c *clientState, sw
 			return err
 		}
 	}
+}
+
+// liveWriter passes a stream's bytes on only while the node may hand
+// events out, and sends them at once. A batch bigger than the stream's
+// buffer goes out in parts as it is formatted, before pump looks at the
+// lease again: a node stalled meanwhile (SIGSTOP, a long pause), whose
+// successor serves the destination by the time it runs on, sent the
+// rest of the batch after it resumed (TestClusterFencesStalledOwner, in
+// a CI run at load). Flushing each part keeps none in the HTTP server's
+// buffers, which would go out when the handler returns.
+type liveWriter struct {
+	w    io.Writer
+	rc   *http.ResponseController
+	live func() error
+}
+
+func (l liveWriter) Write(p []byte) (int, error) {
+	if err := l.live(); err != nil {
+		return 0, err
+	}
+	n, err := l.w.Write(p)
+	if err != nil {
+		return n, err
+	}
+	return n, l.rc.Flush()
 }
 
 func flush(sw *streamWriter, rc *http.ResponseController) error {
